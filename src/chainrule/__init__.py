@@ -1,0 +1,47 @@
+"""chainrule: automatic differentiation for Python and NumPy.
+
+``grad``, ``jacobian``, ``hessian`` and friends (autograd's API), ``jvp``, ``vjp``,
+``jacfwd``, ``jacrev``, ``custom_vjp``, ``custom_jvp`` (JAX's), in reverse and
+forward mode, composable to any order. Write functions with
+``import chainrule.numpy as np``.
+"""
+
+from . import numpy  # noqa: F401  (registers array boxes, spaces and rules)
+from ._core.pytree import register_pytree_node, tree_flatten, tree_map, tree_unflatten
+from ._core.tracer import primitive
+from ._jaxlike import custom_jvp, custom_vjp, jacfwd, jacrev, jvp, vjp
+from ._transforms import (
+    checkpoint,
+    deriv,
+    elementwise_grad,
+    grad,
+    grad_and_aux,
+    grad_named,
+    hessian,
+    hessian_tensor_product,
+    hessian_vector_product,
+    holomorphic_grad,
+    jacobian,
+    make_ggnvp,
+    make_hvp,
+    make_jvp,
+    make_vjp,
+    multigrad_dict,
+    stop_gradient,
+    tensor_jacobian_product,
+    value_and_grad,
+    vector_jacobian_product,
+)
+from .builtins import dict, isinstance, list, tuple, type
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "grad", "elementwise_grad", "value_and_grad", "grad_and_aux", "jacobian", "hessian",
+    "hessian_tensor_product", "hessian_vector_product", "make_hvp", "make_vjp", "make_jvp",
+    "make_ggnvp", "tensor_jacobian_product", "vector_jacobian_product", "deriv",
+    "holomorphic_grad", "grad_named", "multigrad_dict", "checkpoint", "primitive",
+    "jvp", "vjp", "jacfwd", "jacrev", "stop_gradient", "custom_vjp", "custom_jvp",
+    "register_pytree_node", "tree_flatten", "tree_unflatten", "tree_map",
+    "tuple", "list", "dict", "isinstance", "type",
+]

@@ -1,0 +1,71 @@
+"""Forward mode: JVP nodes carry tangents alongside values.
+
+A JVPNode computes its tangent from its parents' tangents the moment it is
+made, so forward mode keeps no graph: memory stays flat however long the
+computation runs. Tangent rules use the same primitives as everything else, so
+forward-over-reverse (and any other nesting) works.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+from .pytree import tree_flatten, tree_unflatten
+from .tracer import Node, isbox, trace_leaves
+from .vspace import vspace
+
+# primitive -> jvp(tangents, argnums, ans, args, kwargs) -> tangent of ans, where
+# ``tangents`` holds one tangent per traced argument (in ``argnums`` order).
+primitive_jvps: dict[Callable, Callable] = {}
+
+
+class JVPNode(Node):
+    __slots__ = ("g",)
+
+    def __init__(self, ans, fun, args, kwargs, argnums, parents):
+        try:
+            rule = primitive_jvps[fun]
+        except KeyError:
+            name = getattr(fun, "__qualname__", getattr(fun, "__name__", repr(fun)))
+            raise NotImplementedError(
+                f"chainrule has no JVP rule for {name}. Define one with "
+                f"chainrule.extend.defjvp({name}, ...)."
+            ) from None
+        self.g = rule(tuple(p.g for p in parents), argnums, ans, args, kwargs)
+
+    def initialize_root(self, g) -> None:
+        self.g = g
+
+
+def make_jvp(fun: Callable, x):
+    """Return ``jvp(v) -> (fun(x), tangent of fun(x) along v)``; x, v and the output are pytrees."""
+    leaves, treedef = tree_flatten(x)
+    for leaf in leaves:
+        vspace(leaf)  # rejects integers with a clear message
+
+    def jvp(v):
+        v_leaves, v_def = tree_flatten(v)
+        if len(v_leaves) != len(leaves):
+            raise ValueError(
+                f"The tangent has structure {v_def!r} but the input has {treedef!r}: "
+                f"pass one tangent per input leaf."
+            )
+        out, trace_id, _ = trace_leaves(
+            JVPNode, [(t,) for t in v_leaves], fun, leaves, lambda bs: tree_unflatten(treedef, bs)
+        )
+        out_leaves, out_def = tree_flatten(out)
+        values, tangents, found = [], [], False
+        for leaf in out_leaves:
+            if isbox(leaf) and leaf._trace_id == trace_id:
+                values.append(leaf._value)
+                tangents.append(leaf._node.g)
+                found = True
+            else:
+                values.append(leaf)
+                tangents.append(vspace(leaf).zeros())
+        if not found:
+            warnings.warn("Output seems independent of input.", stacklevel=2)
+        return tree_unflatten(out_def, values), tree_unflatten(out_def, tangents)
+
+    return jvp

@@ -1,0 +1,122 @@
+"""Containers of values (pytrees): flatten to a list of leaves and rebuild.
+
+tuple, list, dict, namedtuple, dataclass instances and user-registered types are
+containers; ``None`` is an empty container; everything else is a leaf. Dict
+keys keep their insertion order, so gradients come back in the user's order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+_registry: dict[type, tuple[Callable, Callable]] = {}
+
+
+def register_pytree_node(cls: type, flatten: Callable, unflatten: Callable) -> None:
+    """Make ``cls`` a container.
+
+    ``flatten(obj) -> (children, aux)`` with ``children`` an iterable of subtrees
+    and ``aux`` hashable static data; ``unflatten(aux, children) -> obj``.
+    """
+    _registry[cls] = (flatten, unflatten)
+
+
+class TreeDef(NamedTuple):
+    """The shape of a container: its kind, static data and children's treedefs."""
+
+    kind: Any  # None for a leaf, else the container class
+    aux: Any
+    children: tuple
+
+    @property
+    def num_leaves(self) -> int:
+        if self.kind is None:
+            return 1
+        return sum(child.num_leaves for child in self.children)
+
+    def __repr__(self) -> str:
+        if self.kind is None:
+            return "*"
+        inner = ", ".join(map(repr, self.children))
+        return f"{self.kind.__name__}({inner})"
+
+
+LEAF = TreeDef(None, None, ())
+
+
+def _is_namedtuple(cls: type) -> bool:
+    return issubclass(cls, tuple) and hasattr(cls, "_fields")
+
+
+def _children(tree: Any) -> tuple[Any, Any, tuple] | None:
+    """(kind, aux, children) for a container, None for a leaf."""
+    cls = type(tree)
+    if cls is tuple or cls is list:
+        return cls, None, tuple(tree)
+    if cls is dict:
+        return dict, tuple(tree), tuple(tree.values())
+    if tree is None:
+        return type(None), None, ()
+    if cls in _registry:
+        children, aux = _registry[cls][0](tree)
+        return cls, aux, tuple(children)
+    if _is_namedtuple(cls):
+        return cls, None, tuple(tree)
+    if dataclasses.is_dataclass(tree) and not isinstance(tree, type):
+        names = tuple(f.name for f in dataclasses.fields(tree) if f.init)
+        return cls, names, tuple(getattr(tree, name) for name in names)
+    return None
+
+
+def tree_flatten(tree: Any) -> tuple[list, TreeDef]:
+    leaves: list = []
+
+    def visit(node):
+        parts = _children(node)
+        if parts is None:
+            leaves.append(node)
+            return LEAF
+        kind, aux, children = parts
+        return TreeDef(kind, aux, tuple(visit(child) for child in children))
+
+    return leaves, visit(tree)
+
+
+def tree_unflatten(treedef: TreeDef, leaves) -> Any:
+    it = iter(leaves)
+
+    def build(td):
+        if td.kind is None:
+            return next(it)
+        children = [build(child) for child in td.children]
+        return _rebuild(td.kind, td.aux, children)
+
+    return build(treedef)
+
+
+def _rebuild(kind: type, aux: Any, children: list) -> Any:
+    if kind is tuple:
+        return tuple(children)
+    if kind is list:
+        return children
+    if kind is dict:
+        return dict(zip(aux, children))
+    if kind is type(None):
+        return None
+    if kind in _registry:
+        return _registry[kind][1](aux, children)
+    if _is_namedtuple(kind):
+        return kind(*children)
+    return kind(**dict(zip(aux, children)))
+
+
+def tree_map(f: Callable, tree: Any, *rest: Any) -> Any:
+    leaves, treedef = tree_flatten(tree)
+    others = [tree_flatten(r)[0] for r in rest]
+    return tree_unflatten(treedef, [f(*xs) for xs in zip(leaves, *others)])
+
+
+def tree_leaves(tree: Any) -> list:
+    return tree_flatten(tree)[0]

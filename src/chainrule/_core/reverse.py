@@ -1,0 +1,181 @@
+"""Reverse mode: VJP nodes, the rule registry and one iterative backward pass.
+
+A VJPNode keeps what its rule needs (the primitive, its arguments, its answer)
+and its parents in argument order. The backward pass visits only the ancestors
+of the outputs, children before parents, with an explicit stack (no recursion
+limit), hands each node's summed cotangent to its rule, and, when asked to,
+releases each node's saved values as soon as its cotangent has been consumed.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterable
+
+from .pytree import tree_flatten, tree_unflatten
+from .tracer import Node, isbox, trace_leaves
+from .vspace import add_values, vspace
+
+# primitive -> vjp(g, argnums, ans, args, kwargs) -> tuple with one cotangent per argnum
+# (None for a zero cotangent).
+primitive_vjps: dict[Callable, Callable] = {}
+
+# value type -> add_into(acc, g) for cotangent buffers the backward pass owns
+inplace_adders: dict[type, Callable] = {}
+
+
+class FreedGraphError(RuntimeError):
+    pass
+
+
+class VJPNode(Node):
+    __slots__ = ("parents", "fun", "args", "kwargs", "argnums", "ans")
+
+    def __init__(self, ans, fun, args, kwargs, argnums, parents):
+        self.parents = parents
+        self.fun = fun
+        self.args = args
+        self.kwargs = kwargs
+        self.argnums = argnums
+        self.ans = ans
+
+    def initialize_root(self) -> None:
+        self.parents = ()
+        self.fun = None
+
+    def vjp(self, g) -> tuple:
+        fun = self.fun
+        if self.args is None:
+            raise FreedGraphError(
+                f"The graph through {getattr(fun, '__name__', fun)} was freed by an earlier "
+                f"backward pass. Keep it with retain_graph=True on the first backward()."
+            )
+        try:
+            rule = primitive_vjps[fun]
+        except KeyError:
+            raise NotImplementedError(
+                f"chainrule has no VJP rule for {_name(fun)}. Define one with "
+                f"chainrule.extend.defvjp({_name(fun)}, ...)."
+            ) from None
+        return rule(g, self.argnums, self.ans, self.args, self.kwargs)
+
+    def release(self) -> None:
+        """Drop the saved values; the node can no longer propagate cotangents."""
+        self.args = self.kwargs = self.ans = None
+        self.parents = ()
+
+    def __repr__(self) -> str:
+        return f"<VJPNode {_name(self.fun) if self.fun else 'root'}>"
+
+
+def _name(fun) -> str:
+    return getattr(fun, "__qualname__", None) or getattr(fun, "__name__", repr(fun))
+
+
+def toposort(end_nodes: Iterable[VJPNode], free: bool = False):
+    """Yield the ancestors of ``end_nodes``, every node after all of its children."""
+    child_counts: dict[VJPNode, int] = {}
+    stack = list(end_nodes)
+    while stack:
+        node = stack.pop()
+        if node in child_counts:
+            child_counts[node] += 1
+        else:
+            child_counts[node] = 1
+            stack.extend(node.parents)
+    for node in end_nodes:
+        child_counts[node] -= 1
+    ready = [node for node in dict.fromkeys(end_nodes) if child_counts[node] == 0]
+    while ready:
+        node = ready.pop()
+        parents = node.parents  # read first: the consumer may release the node
+        if free:
+            del child_counts[node]
+        yield node
+        for parent in parents:
+            if child_counts[parent] == 1:
+                ready.append(parent)
+            else:
+                child_counts[parent] -= 1
+
+
+def _accumulate(outgrads: dict, node, g) -> None:
+    # A cotangent handed to us by a rule may be shared with other nodes, so the
+    # first sum makes a new buffer; only that buffer is then added into in place.
+    entry = outgrads.get(node)
+    if entry is None:
+        outgrads[node] = (g, False)
+        return
+    acc, owned = entry
+    if owned and type(acc) is type(g):
+        add_into = inplace_adders.get(type(acc))
+        if add_into is not None:
+            outgrads[node] = (add_into(acc, g), True)
+            return
+    outgrads[node] = (add_values(acc, g), not isbox(g) and not isbox(acc))
+
+
+def backward_pass(seeds: list, free: bool = False) -> dict:
+    """Propagate cotangents from ``seeds`` ([(end_node, g)]) to the root nodes.
+
+    Returns {root_node: cotangent} for the roots that were reached.
+    """
+    outgrads: dict = {}
+    for node, g in seeds:
+        _accumulate(outgrads, node, g)
+    root_grads = {}
+    for node in toposort([node for node, _ in seeds], free):
+        entry = outgrads.pop(node, None)
+        if entry is None:
+            continue
+        if node.fun is None:
+            root_grads[node] = entry[0]
+            continue
+        parent_grads = node.vjp(entry[0])
+        for parent, parent_grad in zip(node.parents, parent_grads):
+            if parent_grad is not None:
+                _accumulate(outgrads, parent, parent_grad)
+        if free:
+            node.release()
+    return root_grads
+
+
+def make_vjp(fun: Callable, x, free: bool = False):
+    """Trace ``fun(x)`` in reverse mode; returns ``(vjp, ans)``.
+
+    ``x`` and the output may be any pytree. ``vjp(g)`` maps a cotangent shaped
+    like the output to one shaped like ``x``. With ``free=True`` the graph is
+    released by the first call (for one-shot transforms such as ``grad``).
+    """
+    leaves, treedef = tree_flatten(x)
+    spaces = [vspace(leaf) for leaf in leaves]
+    out, trace_id, roots = trace_leaves(
+        VJPNode, [()] * len(leaves), fun, leaves, lambda bs: tree_unflatten(treedef, bs)
+    )
+    out_leaves, out_def = tree_flatten(out)
+    ends = []
+    values = []
+    for i, leaf in enumerate(out_leaves):
+        if isbox(leaf) and leaf._trace_id == trace_id:
+            ends.append((i, leaf._node))
+            leaf = leaf._value
+        values.append(leaf)
+    ans = tree_unflatten(out_def, values)
+    if not ends:
+        warnings.warn("Output seems independent of input.", stacklevel=3)
+
+    def vjp(g):
+        g_leaves, g_def = tree_flatten(g)
+        if len(g_leaves) != len(values):
+            raise ValueError(
+                f"The cotangent has structure {g_def!r} but the output has {out_def!r}: "
+                f"pass one cotangent per output leaf."
+            )
+        root_grads = backward_pass([(node, g_leaves[i]) for i, node in ends], free)
+        grads = []
+        for root, space in zip(roots, spaces):
+            grad = root_grads.get(root)
+            grads.append(space.zeros() if grad is None else space.cast(grad))
+        return tree_unflatten(treedef, grads)
+
+    return vjp, ans

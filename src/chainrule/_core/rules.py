@@ -1,0 +1,152 @@
+"""Registering derivative rules for primitives, in both modes.
+
+Two VJP forms exist. The *direct* form ``rule(g, ans, *args, **kwargs)`` is what
+chainrule's own rule tables use: it runs only in the backward pass. autograd's
+*staged* form ``maker(ans, *args, **kwargs) -> (g -> cotangent)`` is accepted
+for compatibility and adapted to the direct form. JVP rules have one form,
+``rule(g, ans, *args, **kwargs)`` giving the tangent contribution of one argument.
+A rule given as ``None`` means a zero derivative for that argument.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from itertools import count
+
+from .forward import primitive_jvps
+from .reverse import primitive_vjps
+from .vspace import add_values, vspace
+
+
+def _name(fun) -> str:
+    return getattr(fun, "__name__", repr(fun))
+
+
+def _missing(fun, argnum: int, mode: str):
+    def rule(*args, **kwargs):
+        raise NotImplementedError(
+            f"{mode} of {_name(fun)} with respect to argument {argnum} is not defined."
+        )
+
+    return rule
+
+
+def _zero_rule(*args, **kwargs):
+    return None
+
+
+# ----------------------------------------------------------------------------- reverse mode
+
+
+def defvjp_direct(fun: Callable, *rules, argnums=None) -> None:
+    """Define ``fun``'s VJP per argument with direct rules ``rule(g, ans, *args, **kw)``."""
+    table = {
+        argnum: _zero_rule if rule is None else rule
+        for argnum, rule in zip(count() if argnums is None else argnums, rules)
+    }
+
+    def vjp(g, argnums, ans, args, kwargs):
+        if len(argnums) == 1:
+            argnum = argnums[0]
+            rule = table.get(argnum) or _missing(fun, argnum, "VJP")
+            return (rule(g, ans, *args, **kwargs),)
+        return tuple(
+            (table.get(i) or _missing(fun, i, "VJP"))(g, ans, *args, **kwargs) for i in argnums
+        )
+
+    primitive_vjps[fun] = vjp
+
+
+def defvjp(fun: Callable, *vjpmakers, argnums=None) -> None:
+    """autograd's form: ``vjpmaker(ans, *args, **kwargs)`` returns ``g -> cotangent``."""
+
+    def direct(maker):
+        if maker is None:
+            return None
+        return lambda g, ans, *args, **kwargs: maker(ans, *args, **kwargs)(g)
+
+    defvjp_direct(fun, *map(direct, vjpmakers), argnums=argnums)
+
+
+def defvjp_argnum(fun: Callable, vjpmaker: Callable) -> None:
+    """``vjpmaker(argnum, ans, args, kwargs)`` returns ``g -> cotangent``."""
+
+    def vjp(g, argnums, ans, args, kwargs):
+        return tuple(vjpmaker(i, ans, args, kwargs)(g) for i in argnums)
+
+    primitive_vjps[fun] = vjp
+
+
+def defvjp_argnums(fun: Callable, vjpmaker: Callable) -> None:
+    """``vjpmaker(argnums, ans, args, kwargs)`` returns ``g -> tuple of cotangents``."""
+
+    def vjp(g, argnums, ans, args, kwargs):
+        return tuple(vjpmaker(argnums, ans, args, kwargs)(g))
+
+    primitive_vjps[fun] = vjp
+
+
+# ----------------------------------------------------------------------------- forward mode
+
+
+def _sum_contributions(contributions, ans):
+    total = None
+    for c in contributions:
+        if c is not None:
+            total = c if total is None else add_values(total, c)
+    return vspace(ans).zeros() if total is None else total
+
+
+def defjvp(fun: Callable, *rules, argnums=None) -> None:
+    """Define ``fun``'s JVP per argument with rules ``rule(g, ans, *args, **kw)``."""
+    table = {
+        argnum: _zero_rule if rule is None else rule
+        for argnum, rule in zip(count() if argnums is None else argnums, rules)
+    }
+
+    def jvp(tangents, argnums, ans, args, kwargs):
+        if len(argnums) == 1:
+            argnum = argnums[0]
+            rule = table.get(argnum) or _missing(fun, argnum, "JVP")
+            out = rule(tangents[0], ans, *args, **kwargs)
+            return vspace(ans).zeros() if out is None else out
+        return _sum_contributions(
+            (
+                (table.get(i) or _missing(fun, i, "JVP"))(t, ans, *args, **kwargs)
+                for t, i in zip(tangents, argnums)
+            ),
+            ans,
+        )
+
+    primitive_jvps[fun] = jvp
+
+
+def defjvp_argnum(fun: Callable, jvpmaker: Callable) -> None:
+    """``jvpmaker(argnum, g, ans, args, kwargs)`` gives one argument's tangent contribution."""
+
+    def jvp(tangents, argnums, ans, args, kwargs):
+        return _sum_contributions(
+            (jvpmaker(i, t, ans, args, kwargs) for t, i in zip(tangents, argnums)), ans
+        )
+
+    primitive_jvps[fun] = jvp
+
+
+def defjvp_argnums(fun: Callable, jvpmaker: Callable) -> None:
+    """``jvpmaker(argnums, gs, ans, args, kwargs)`` gives the whole tangent."""
+
+    def jvp(tangents, argnums, ans, args, kwargs):
+        return jvpmaker(argnums, tangents, ans, args, kwargs)
+
+    primitive_jvps[fun] = jvp
+
+
+def def_linear(fun: Callable) -> None:
+    """Declare ``fun`` linear in each argument: its JVP is ``fun`` applied to the tangent."""
+
+    def jvp(argnum, g, ans, args, kwargs):
+        args = list(args)
+        args[argnum] = g
+        return fun(*args, **kwargs)
+
+    defjvp_argnum(fun, jvp)

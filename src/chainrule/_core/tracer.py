@@ -1,0 +1,167 @@
+"""The tracing core: boxes, trace ids and the primitive wrapper.
+
+This module knows no calculus. It records calls: when a *primitive* function is
+called with a *boxed* argument, it unboxes the arguments, calls the raw function
+and boxes the result together with a *node*. What a node does with the call is
+the business of the mode that made the trace (reverse mode stores what the
+backward pass needs, forward mode pushes tangents), so reverse mode, forward
+mode, the Tensor front end and `explain` all sit on this one recorder.
+
+Nesting. Every trace gets a fresh id from an increasing counter, so a trace
+started inside another one (``grad(grad(f))``) always has the larger id. A
+primitive only records on the *newest* trace among its arguments; boxes of
+older traces are passed through to a recursive call of the same primitive,
+which records them on their own trace. A value closed over from an outer trace
+is therefore a constant to the inner trace, and perturbation confusion (the
+inner derivative leaking into the outer one) cannot happen. The counter is the
+only shared state, and ``next()`` on it is atomic, so threads can trace freely.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+_trace_ids = itertools.count(1)
+
+
+def new_trace_id() -> int:
+    return next(_trace_ids)
+
+
+class Node:
+    """One recorded primitive call; each mode subclasses it.
+
+    Every node type is built with the same arguments (``ans, fun, args, kwargs,
+    argnums, parents``) so the tracer can make nodes without knowing the mode.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, ans, fun, args, kwargs, argnums, parents):
+        raise NotImplementedError
+
+    @classmethod
+    def new_root(cls, *args, **kwargs) -> Node:
+        root = cls.__new__(cls)
+        root.initialize_root(*args, **kwargs)
+        return root
+
+    def initialize_root(self, *args, **kwargs) -> None:
+        raise NotImplementedError
+
+
+class Box:
+    """A value being traced: the raw value, the id of its trace, and its node."""
+
+    __slots__ = ("_value", "_trace_id", "_node")
+    type_mappings: dict[type, type[Box]] = {}
+    types: set[type] = set()
+
+    def __init__(self, value, trace_id: int, node: Node):
+        self._value = value
+        self._trace_id = trace_id
+        self._node = node
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._value!r}, trace={self._trace_id})"
+
+    @classmethod
+    def register(cls, value_type: type) -> None:
+        """Box values of ``value_type`` (and their Box type itself) with this class."""
+        Box.types.add(cls)
+        Box.type_mappings[value_type] = cls
+        Box.type_mappings[cls] = cls
+
+
+_box_types = Box.types  # the same set object: registration updates it
+
+
+def isbox(x: Any) -> bool:
+    return type(x) in _box_types
+
+
+def getval(x: Any) -> Any:
+    """Strip every level of boxing from ``x``."""
+    while type(x) in _box_types:
+        x = x._value
+    return x
+
+
+def new_box(value, trace_id: int, node: Node) -> Box:
+    try:
+        return Box.type_mappings[type(value)](value, trace_id, node)
+    except KeyError:
+        raise TypeError(
+            f"chainrule cannot trace a value of type {type(value).__name__}: only floats, "
+            f"complex numbers, NumPy arrays and scalars (and containers of them) can be "
+            f"differentiated. Convert the value to a float array first."
+        ) from None
+
+
+def primitive(f_raw: Callable) -> Callable:
+    """Wrap ``f_raw`` so that calls with boxed positional arguments are recorded.
+
+    Only positional arguments are traced; keyword arguments are passed through
+    as constants. With no boxed argument the cost is one scan of ``args``.
+    """
+
+    @wraps(f_raw)
+    def f_wrapped(*args, **kwargs):
+        top = None
+        for arg in args:
+            if type(arg) in _box_types and (top is None or arg._trace_id > top._trace_id):
+                top = arg
+        if top is None:
+            return f_raw(*args, **kwargs)
+
+        trace_id = top._trace_id
+        argvals = list(args)
+        argnums = []
+        parents = []
+        older_boxes = False
+        for i, arg in enumerate(args):
+            if type(arg) in _box_types and arg._trace_id == trace_id:
+                argnums.append(i)
+                parents.append(arg._node)
+                arg = argvals[i] = arg._value
+            if type(arg) in _box_types:
+                older_boxes = True
+        # Values boxed by older traces are recorded on those traces by the
+        # recursive call; this one records only the newest trace.
+        ans = f_wrapped(*argvals, **kwargs) if older_boxes else f_raw(*argvals, **kwargs)
+        node = type(top._node)(ans, f_wrapped, argvals, kwargs, tuple(argnums), tuple(parents))
+        return new_box(ans, trace_id, node)
+
+    f_wrapped.fun = f_raw
+    f_wrapped._is_chainrule_primitive = True
+    return f_wrapped
+
+
+def notrace_primitive(f_raw: Callable) -> Callable:
+    """Wrap a function whose output does not depend differentiably on its inputs."""
+
+    @wraps(f_raw)
+    def f_wrapped(*args, **kwargs):
+        return f_raw(*(getval(arg) for arg in args), **kwargs)
+
+    f_wrapped.fun = f_raw
+    f_wrapped._is_chainrule_primitive = True
+    return f_wrapped
+
+
+def trace_leaves(node_type: type[Node], root_args, fun: Callable, leaves: list, rebuild: Callable):
+    """Box each leaf with its own root node on a new trace and call ``fun``.
+
+    ``root_args[i]`` are the arguments of ``node_type.new_root`` for leaf i.
+    Returns ``(output, trace_id, root_nodes)``.
+    """
+    trace_id = new_trace_id()
+    roots = [node_type.new_root(*r) for r in root_args]
+    boxes = [new_box(leaf, trace_id, root) for leaf, root in zip(leaves, roots)]
+    return fun(rebuild(boxes)), trace_id, roots

@@ -1,0 +1,177 @@
+"""The JAX-style transforms: jvp, vjp, jacfwd, jacrev, custom_vjp, custom_jvp."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import wraps
+
+import numpy as _np
+
+from ._core import forward, reverse
+from ._core.rules import defjvp_argnums, defvjp_argnums
+from ._core.tracer import primitive
+from ._core.vspace import vspace
+
+
+def _select(args: tuple, argnums) -> tuple:
+    return tuple(args[i] for i in argnums)
+
+
+def _with(args: tuple, argnums, values) -> tuple:
+    args = list(args)
+    for i, value in zip(argnums, values):
+        args[i] = value
+    return tuple(args)
+
+
+def jvp(fun: Callable, primals: Sequence, tangents: Sequence):
+    """``(fun(*primals), tangent of the output)`` for input tangents ``tangents``."""
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp: got {len(primals)} primals but {len(tangents)} tangents; "
+                         f"pass one tangent per primal.")
+    return forward.make_jvp(lambda xs: fun(*xs), primals)(tangents)
+
+
+def vjp(fun: Callable, *primals):
+    """``(fun(*primals), vjp_fun)``; ``vjp_fun(g)`` returns one cotangent per primal, as a tuple."""
+    vjp_fun, ans = reverse.make_vjp(lambda xs: fun(*xs), primals)
+    return ans, lambda g: tuple(vjp_fun(g))
+
+
+def _argnums_tuple(argnums) -> tuple:
+    return (argnums,) if isinstance(argnums, int) else tuple(argnums)
+
+
+def _jacobian(fun, argnums, mode: str):
+    single = isinstance(argnums, int)
+    nums = _argnums_tuple(argnums)
+
+    @wraps(fun)
+    def jacfun(*args, **kwargs):
+        xs = _select(args, nums)
+        f = lambda xs: fun(*_with(args, nums, xs), **kwargs)
+        if mode == "rev":
+            vjp_fun, ans = reverse.make_vjp(f, xs)
+            out_space, in_spaces = vspace(ans), [vspace(x) for x in xs]
+            rows = [vjp_fun(b) for b in out_space.standard_basis()]
+            blocks = [_np.reshape(_np.array([row[k] for row in rows]),
+                                  out_space.shape + in_spaces[k].shape) for k in range(len(xs))]
+        else:
+            jvp_fun = forward.make_jvp(f, xs)
+            in_spaces = [vspace(x) for x in xs]
+            blocks = []
+            for k, space in enumerate(in_spaces):
+                zeros = [s.zeros() for s in in_spaces]
+                cols = []
+                for basis in space.standard_basis():
+                    ans, tangent = jvp_fun(tuple(zeros[:k] + [basis] + zeros[k + 1:]))
+                    cols.append(tangent)
+                out_shape = _np.shape(ans) if cols else _np.shape(f(xs))
+                cols = _np.array(cols).reshape(space.shape + out_shape)
+                # columns come out input-major; the Jacobian is output-major
+                nin = len(space.shape)
+                blocks.append(_np.moveaxis(cols, list(range(nin)),
+                                           list(range(len(out_shape), len(out_shape) + nin))))
+        return blocks[0] if single else tuple(blocks)
+
+    return jacfun
+
+
+def jacrev(fun: Callable, argnums=0) -> Callable:
+    """The Jacobian by reverse mode: one backward pass per output element."""
+    return _jacobian(fun, argnums, "rev")
+
+
+def jacfwd(fun: Callable, argnums=0) -> Callable:
+    """The Jacobian by forward mode: one tangent pass per input element."""
+    return _jacobian(fun, argnums, "fwd")
+
+
+class custom_vjp:
+    """A function with a user-given reverse-mode rule (JAX's interface).
+
+    ``f.defvjp(fwd, bwd)``: ``fwd(*args) -> (out, residuals)``,
+    ``bwd(residuals, g) -> tuple of cotangents, one per argument``. In a backward
+    pass ``fwd`` runs again on the saved arguments to produce the residuals, so
+    higher-order derivatives differentiate through ``fwd`` and ``bwd`` as well.
+    """
+
+    def __init__(self, fun: Callable):
+        wraps(fun)(self)
+        self.fun = fun
+        self._primitive = primitive(fun)
+        self._fwd = self._bwd = None
+
+    def defvjp(self, fwd: Callable, bwd: Callable) -> None:
+        self._fwd, self._bwd = fwd, bwd
+
+        def vjpmaker(argnums, ans, args, kwargs):
+            def vjp(g):
+                _, residuals = fwd(*args, **kwargs)
+                cotangents = bwd(residuals, g)
+                if not isinstance(cotangents, (tuple, list)) or len(cotangents) != len(args):
+                    raise TypeError(
+                        f"custom_vjp {self.fun.__name__}: bwd must return a tuple with one "
+                        f"cotangent per argument ({len(args)}), got {cotangents!r:.80}.")
+                for i in argnums:
+                    _check_shape(self.fun.__name__, i, cotangents[i], args[i])
+                return tuple(cotangents[i] for i in argnums)
+            return vjp
+
+        defvjp_argnums(self._primitive, vjpmaker)
+
+    def __call__(self, *args, **kwargs):
+        if self._fwd is None:
+            raise TypeError(f"custom_vjp {self.fun.__name__}: call .defvjp(fwd, bwd) first.")
+        return self._primitive(*args, **kwargs)
+
+
+class custom_jvp:
+    """A function with a user-given forward-mode rule (JAX's interface).
+
+    ``@f.defjvp`` decorates ``f_jvp(primals, tangents) -> (out, tangent_out)``.
+    Reverse mode transposes that rule: the cotangent is the VJP of the tangent map,
+    which is linear in the tangents.
+    """
+
+    def __init__(self, fun: Callable):
+        wraps(fun)(self)
+        self.fun = fun
+        self._primitive = primitive(fun)
+        self._jvp = None
+
+    def defjvp(self, jvp_rule: Callable) -> Callable:
+        self._jvp = jvp_rule
+
+        def tangent_map(args, kwargs, argnums, tangents):
+            full = [vspace(a).zeros() for a in args]
+            for i, t in zip(argnums, tangents):
+                full[i] = t
+            return jvp_rule(tuple(args), tuple(full))[1]
+
+        defjvp_argnums(self._primitive, lambda argnums, gs, ans, args, kwargs:
+                       tangent_map(args, kwargs, argnums, gs))
+
+        def vjpmaker(argnums, ans, args, kwargs):
+            zeros = tuple(vspace(args[i]).zeros() for i in argnums)
+            pullback, _ = reverse.make_vjp(
+                lambda ts: tangent_map(args, kwargs, argnums, ts), zeros)
+            return pullback
+
+        defvjp_argnums(self._primitive, vjpmaker)
+        return jvp_rule
+
+    def __call__(self, *args, **kwargs):
+        return self._primitive(*args, **kwargs)
+
+
+def _check_shape(name: str, argnum: int, cotangent, arg) -> None:
+    expected, got = _np.shape(arg), _np.shape(cotangent)
+    if expected != got:
+        raise ValueError(
+            f"custom rule of {name} returned a cotangent of shape {got} for argument "
+            f"{argnum}, which has shape {expected}: a cotangent must have its argument's shape.")
+
+
+__all__ = ["jvp", "vjp", "jacfwd", "jacrev", "custom_vjp", "custom_jvp"]

@@ -1,0 +1,222 @@
+"""autograd's transforms, each a few lines on make_vjp and make_jvp."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as _np
+
+from . import numpy as anp
+from ._core import forward, reverse
+from ._core.pytree import tree_map
+from ._core.rules import defjvp_argnum, defvjp_argnum
+from ._core.tracer import getval, primitive
+from ._core.vspace import vspace
+from .wrap_util import unary_to_nary
+
+__all__ = [
+    "make_vjp", "make_jvp", "grad", "elementwise_grad", "value_and_grad", "grad_and_aux",
+    "jacobian", "hessian", "hessian_tensor_product", "hessian_vector_product", "make_hvp",
+    "make_ggnvp", "tensor_jacobian_product", "vector_jacobian_product", "deriv",
+    "holomorphic_grad", "grad_named", "multigrad_dict", "checkpoint",
+]
+
+
+@unary_to_nary
+def make_vjp(fun, x):
+    """Return ``(vjp, fun(x))``: ``vjp(g)`` pulls a cotangent of the output back to ``x``."""
+    return reverse.make_vjp(fun, x)
+
+
+@unary_to_nary
+def make_jvp(fun, x):
+    """Return ``jvp(v) -> (fun(x), tangent)``: pushes a tangent of ``x`` forward."""
+    return forward.make_jvp(fun, x)
+
+
+def _scalar_output(name: str, ans) -> None:
+    space = vspace(ans)
+    if space.size != 1 or space.iscomplex:
+        kind = "complex" if space.iscomplex else f"shape {getattr(space, 'shape', '?')}"
+        raise TypeError(
+            f"{name} requires a real scalar output, but the function returned a value of "
+            f"{kind}. For vector outputs use jacobian (all derivatives), elementwise_grad "
+            f"(sum of rows) or make_vjp (a vector-Jacobian product); for complex outputs use "
+            f"holomorphic_grad or take the real part."
+        )
+
+
+@unary_to_nary
+def grad(fun, x):
+    """Returns a function which computes the gradient of ``fun`` with respect to
+    positional argument number ``argnum``. The returned function takes the same
+    arguments as ``fun``, but returns the gradient instead. ``fun`` must return a
+    real scalar; ``x`` may be a float, an array, or a container of them (pytree)."""
+    vjp, ans = reverse.make_vjp(fun, x, free=True)
+    _scalar_output("grad", ans)
+    return vjp(vspace(ans).ones())
+
+
+@unary_to_nary
+def elementwise_grad(fun, x):
+    """The sum of the Jacobian's rows: the derivative of each output element for
+    elementwise functions. Returns a function with the arguments of ``fun``."""
+    vjp, ans = reverse.make_vjp(fun, x, free=True)
+    if vspace(ans).iscomplex:
+        raise TypeError("elementwise_grad is only defined for real-valued outputs.")
+    return vjp(vspace(ans).ones())
+
+
+@unary_to_nary
+def value_and_grad(fun, x):
+    """Returns a function that returns both the value and the gradient of ``fun``."""
+    vjp, ans = reverse.make_vjp(fun, x, free=True)
+    _scalar_output("value_and_grad", ans)
+    return ans, vjp(vspace(ans).ones())
+
+
+@unary_to_nary
+def grad_and_aux(fun, x):
+    """For ``fun`` returning ``(loss, aux)``: returns ``(gradient of loss, aux)``."""
+    vjp, (ans, aux) = reverse.make_vjp(lambda x: _pair(fun(x)), x, free=True)
+    return vjp((vspace(ans).ones(), tree_map(_zeros_like_leaf, aux))), aux
+
+
+def _pair(out):
+    loss, aux = out
+    return loss, aux
+
+
+def _zeros_like_leaf(leaf):
+    try:
+        return vspace(leaf).zeros()
+    except TypeError:
+        return leaf
+
+
+@unary_to_nary
+def jacobian(fun, x):
+    """The Jacobian of ``fun`` at ``x``, of shape ``out.shape + x.shape``, by one
+    reverse pass per output element over one recorded graph."""
+    vjp, ans = reverse.make_vjp(fun, x)
+    ans_vspace = vspace(ans)
+    jacobian_shape = ans_vspace.shape + vspace(x).shape
+    grads = [vjp(b) for b in ans_vspace.standard_basis()]
+    return _np.reshape(anp.stack(grads), jacobian_shape) if grads else _np.zeros(jacobian_shape)
+
+
+@unary_to_nary
+def holomorphic_grad(fun, x):
+    """The complex derivative of a holomorphic ``fun`` at ``x``."""
+    if not vspace(x).iscomplex:
+        import warnings
+
+        warnings.warn("Input to holomorphic_grad is not complex", stacklevel=2)
+    return grad(lambda x: anp.real(fun(x)))(x)
+
+
+def hessian_tensor_product(fun, argnum=0):
+    """``htp(*args, v)``: the Hessian of ``fun`` times ``v`` (contracted over all of v's
+    axes), by forward mode over the reverse-mode gradient."""
+    fun_grad = grad(fun, argnum)
+
+    def htp(*args, **kwargs):
+        *args, vector = args
+        return make_jvp(fun_grad, argnum)(*args, **kwargs)(vector)[1]
+
+    return htp
+
+
+hessian_vector_product = hessian_tensor_product
+
+
+def tensor_jacobian_product(fun, argnum=0):
+    """``tjp(*args, v)``: ``v`` times the Jacobian of ``fun`` (one reverse pass)."""
+
+    def tjp(*args, **kwargs):
+        *args, vector = args
+        return make_vjp(fun, argnum)(*args, **kwargs)[0](vector)
+
+    return tjp
+
+
+vector_jacobian_product = tensor_jacobian_product
+
+
+@unary_to_nary
+def make_hvp(fun, x):
+    """Returns ``(hvp, gradient)`` at ``x``; ``hvp(v)`` is the Hessian-vector product
+    (forward mode over the reverse-mode gradient)."""
+    fun_grad = grad(fun)
+    return (lambda v: make_jvp(fun_grad)(x)(v)[1]), fun_grad(x)
+
+
+def make_ggnvp(f, g=anp.sum, f_argnum=0):
+    """Generalized Gauss-Newton products for ``g(f(x))``: ``make_ggnvp(f, g)(x)(v)`` is
+    J^T H J v with J the Jacobian of ``f`` at x and H the Hessian of ``g`` at f(x)."""
+
+    def ggnvp_maker(*args, **kwargs):
+        f_vjp, f_x = make_vjp(f, f_argnum)(*args, **kwargs)
+        g_hvp, _ = make_hvp(g)(f_x)
+        f_jvp = make_jvp(f, f_argnum)(*args, **kwargs)
+        return lambda v: f_vjp(g_hvp(f_jvp(v)[1]))
+
+    return ggnvp_maker
+
+
+@unary_to_nary
+def hessian(fun, x):
+    """The Hessian of ``fun`` at ``x``: the Jacobian of its gradient."""
+    return jacobian(grad(fun))(x)
+
+
+@unary_to_nary
+def deriv(fun, x):
+    """The derivative of ``fun`` along a unit tangent: forward mode's dfun/dx for scalar x."""
+    return make_jvp(fun)(x)(vspace(x).ones())[1]
+
+
+def grad_named(fun, argname):
+    """Gradient with respect to the argument named ``argname``."""
+    import inspect
+
+    arg_index = list(inspect.signature(fun).parameters).index(argname)
+    return grad(fun, arg_index)
+
+
+def multigrad_dict(fun):
+    """Gradients with respect to every argument, as a dict keyed by parameter name."""
+    import inspect
+
+    signature = inspect.signature(fun)
+
+    def gradfun(*args, **kwargs):
+        def of_arguments(arguments):
+            bound = inspect.BoundArguments(signature, arguments)
+            return fun(*bound.args, **bound.kwargs)
+
+        return grad(of_arguments)(dict(signature.bind(*args, **kwargs).arguments))
+
+    return gradfun
+
+
+def checkpoint(fun: Callable) -> Callable:
+    """Keep only ``fun``'s inputs and output on the tape; recompute its inside on the
+    way back. Trades compute for memory (positional array arguments only)."""
+    wrapped = primitive(fun)
+
+    def wrapped_grad(argnum, ans, args, kwargs):
+        return make_vjp(fun, argnum)(*args, **kwargs)[0]
+
+    defvjp_argnum(wrapped, wrapped_grad)
+    defjvp_argnum(wrapped, lambda argnum, g, ans, args, kwargs: make_jvp(fun, argnum)(
+        *args, **kwargs)(g)[1])
+    return wrapped
+
+
+def stop_gradient(x):
+    """``x`` with every level of tracing removed: a constant to all derivatives."""
+    return tree_map(getval, x)
+
+
+__all__ += ["stop_gradient"]

@@ -1,0 +1,108 @@
+"""Containers of traced values, as autograd's ``builtins`` module names them.
+
+Functions being differentiated receive ordinary tuples, lists and dicts whose
+leaves are traced, so the built-in constructors just work. The boxes here carry
+containers *returned by primitives* (``eigh``, ``svd``, ``split`` ...): indexing
+them is itself a primitive, so each element keeps its derivative.
+"""
+
+from __future__ import annotations
+
+import builtins as _builtins
+
+from ._core.rules import defjvp, defvjp_direct
+from ._core.tracer import Box, primitive
+from ._core.vspace import vspace
+
+tuple = _builtins.tuple
+list = _builtins.list
+dict = _builtins.dict
+
+
+class SequenceBox(Box):
+    """A traced tuple or list returned by a primitive."""
+
+    __slots__ = ()
+
+    def __getitem__(self, index):
+        return sequence_take(self, index)
+
+    def __len__(self):
+        return len(self._value)
+
+    def __iter__(self):
+        return (sequence_take(self, i) for i in range(len(self._value)))
+
+    def __add__(self, other):
+        return _builtins.tuple(self) + _builtins.tuple(other)
+
+    def __radd__(self, other):
+        return _builtins.tuple(other) + _builtins.tuple(self)
+
+
+class DictBox(Box):
+    """A traced dict returned by a primitive."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key):
+        return sequence_take(self, key)
+
+    def __len__(self):
+        return len(self._value)
+
+    def __iter__(self):
+        return iter(self._value)
+
+    def keys(self):
+        return self._value.keys()
+
+    def values(self):
+        return [self[k] for k in self._value]
+
+    def items(self):
+        return [(k, self[k]) for k in self._value]
+
+
+SequenceBox.register(_builtins.tuple)
+SequenceBox.register(_builtins.list)
+DictBox.register(_builtins.dict)
+
+
+@primitive
+def sequence_take(container, index):
+    return container[index]
+
+
+@primitive
+def sequence_untake(g, index, container_space):
+    """Zeros shaped like the container, with ``g`` at ``index``."""
+    zeros = container_space.zeros()
+    if _builtins.isinstance(zeros, _builtins.dict):
+        zeros[index] = g
+        return zeros
+    items = _builtins.list(zeros)
+    items[index] = g
+    return _builtins.type(zeros)(items)
+
+
+defvjp_direct(sequence_take, lambda g, ans, c, index: sequence_untake(g, index, vspace(c)))
+defjvp(sequence_take, lambda g, ans, c, index: sequence_take(g, index))
+defvjp_direct(sequence_untake, lambda g, ans, gi, index, space: sequence_take(g, index))
+defjvp(sequence_untake, lambda g, ans, gi, index, space: sequence_untake(g, index, space))
+
+_box_to_type = {SequenceBox: None, DictBox: None}
+
+
+def type(obj):
+    """``type(obj)``, seeing through traced containers to the container's own type."""
+    if _builtins.type(obj) in _box_to_type:
+        return _builtins.type(obj._value)
+    return _builtins.type(obj)
+
+
+def isinstance(obj, classinfo) -> bool:
+    """``isinstance``, seeing through traced containers."""
+    if _builtins.type(obj) in _box_to_type:
+        obj = obj._value
+    return _builtins.isinstance(obj, classinfo)

@@ -1,0 +1,145 @@
+"""Vector spaces of NumPy arrays and Python/NumPy scalars."""
+
+from __future__ import annotations
+
+import numpy as _np
+
+from .._core import reverse
+from .._core.vspace import VSpace
+
+
+class ArrayVSpace(VSpace):
+    """Real arrays (and real scalars, as 0-d arrays) of one shape and float dtype."""
+
+    __slots__ = ("shape", "dtype", "scalar_type")
+    iscomplex = False
+
+    def __init__(self, value):
+        self.shape = _np.shape(value)
+        self.dtype = _np.result_type(value)
+        # A Python or NumPy scalar gets its gradient back as a NumPy scalar.
+        self.scalar_type = None if type(value) is _np.ndarray else self.dtype.type
+        if self.dtype.kind not in "fc":
+            kind = "boolean" if self.dtype.kind == "b" else "integer"
+            raise TypeError(
+                f"Can't differentiate with respect to a value of {kind} dtype {self.dtype}: "
+                f"{kind}s have no gradient. Convert it to floats first, e.g. x.astype(float) "
+                f"or 3.0 instead of 3."
+            )
+
+    @property
+    def size(self) -> int:
+        return int(_np.prod(self.shape))
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def _key(self):
+        return (self.shape, self.dtype)
+
+    def _out(self, arr):
+        return arr[()] if self.scalar_type is not None else arr
+
+    def zeros(self):
+        return self._out(_np.zeros(self.shape, dtype=self.dtype))
+
+    def ones(self):
+        return self._out(_np.ones(self.shape, dtype=self.dtype))
+
+    def standard_basis(self):
+        for idx in _np.ndindex(*self.shape):
+            vect = _np.zeros(self.shape, dtype=self.dtype)
+            vect[idx] = 1
+            yield self._out(vect)
+
+    def randn(self, rng=None):
+        rng = _np.random if rng is None else rng
+        return self._out(rng.standard_normal(self.shape).astype(self.dtype))
+
+    def inner_prod(self, x, y):
+        return _np.dot(_np.ravel(x), _np.ravel(y))
+
+    def flatten(self, x):
+        return _np.ravel(x)
+
+    def unflatten(self, flat):
+        return self._out(_np.reshape(flat, self.shape).astype(self.dtype, copy=False))
+
+    def cast(self, g):
+        dtype = getattr(g, "dtype", None)
+        if dtype is not None and dtype != self.dtype and dtype.kind in "fc":
+            from . import numpy_wrapper as anp  # rules and casts are differentiable
+
+            if dtype.kind == "c" and self.dtype.kind != "c":
+                g = anp.real(g)
+            if g.dtype != self.dtype:
+                g = g.astype(self.dtype)
+        if self.scalar_type is not None and type(g) is _np.ndarray:
+            g = g[()]
+        return g
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(shape={self.shape}, dtype={self.dtype})"
+
+
+class ComplexArrayVSpace(ArrayVSpace):
+    """Complex arrays, as real vector spaces of twice the size."""
+
+    __slots__ = ()
+    iscomplex = True
+
+    @property
+    def size(self) -> int:
+        return 2 * int(_np.prod(self.shape))
+
+    def ones(self):
+        return self._out(_np.ones(self.shape, dtype=self.dtype) + 1j * 0)
+
+    def standard_basis(self):
+        for idx in _np.ndindex(*self.shape):
+            for v in (1.0, 1.0j):
+                vect = _np.zeros(self.shape, dtype=self.dtype)
+                vect[idx] = v
+                yield self._out(vect)
+
+    def randn(self, rng=None):
+        rng = _np.random if rng is None else rng
+        re = rng.standard_normal(self.shape)
+        im = rng.standard_normal(self.shape)
+        return self._out((re + 1j * im).astype(self.dtype))
+
+    def inner_prod(self, x, y):
+        return _np.real(_np.dot(_np.conj(_np.ravel(x)), _np.ravel(y)))
+
+    def covector(self, x):
+        return _np.conj(x)
+
+    def flatten(self, x):
+        flat = _np.ravel(x)
+        return _np.concatenate([_np.real(flat), _np.imag(flat)])
+
+    def unflatten(self, flat):
+        n = len(flat) // 2
+        return self._out(_np.reshape(flat[:n] + 1j * flat[n:], self.shape).astype(self.dtype))
+
+
+def array_vspace(value):
+    if _np.iscomplexobj(value):
+        return ComplexArrayVSpace(value)
+    return ArrayVSpace(value)
+
+
+for _t in (_np.ndarray, float, complex, _np.float64, _np.float32, _np.float16,
+           _np.complex64, _np.complex128, _np.longdouble, _np.clongdouble,
+           int, bool, _np.int64, _np.int32, _np.bool_):
+    VSpace.register(_t, array_vspace)
+
+
+def _add_into(acc, g):
+    if acc.shape == _np.shape(g) and acc.dtype == _np.result_type(g):
+        return _np.add(acc, g, out=acc)
+    return acc + g
+
+
+reverse.inplace_adders[_np.ndarray] = _add_into

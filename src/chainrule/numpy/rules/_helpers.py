@@ -1,0 +1,134 @@
+"""Shared pieces of the NumPy rule tables.
+
+Every rule is written with wrapped (differentiable) functions, so a rule's output
+can itself be differentiated: that is what makes every order work in both modes.
+Broadcasting is undone in exactly one place, ``unbroadcast``, which every
+broadcasting rule uses; ``broadcast_tangent`` is its forward-mode mirror.
+"""
+
+from __future__ import annotations
+
+import numpy as _np
+
+from ..._core.rules import defjvp, defvjp_direct
+from .. import numpy_wrapper as anp
+from ..numpy_boxes import array_astype
+
+_SCALAR_TYPES = frozenset([float, complex, _np.float64, _np.float32, _np.complex128,
+                           _np.complex64])
+
+
+def shape_of(x) -> tuple:
+    return getattr(x, "shape", ())
+
+
+def dtype_of(x):
+    dtype = getattr(x, "dtype", None)
+    return _np.result_type(x) if dtype is None else dtype
+
+
+def unbroadcast(g, x):
+    """Sum ``g`` over the axes along which ``x`` was broadcast; match ``x``'s dtype."""
+    if type(g) is float and type(x) is float:
+        return g
+    shape = shape_of(x)
+    g_shape = shape_of(g)
+    if g_shape != shape:
+        lead = len(g_shape) - len(shape)
+        axes = tuple(range(lead)) + tuple(
+            lead + i for i, n in enumerate(shape) if n == 1 and g_shape[lead + i] != 1
+        )
+        if axes:
+            g = anp.sum(g, axis=axes, keepdims=True)
+        if lead or shape_of(g) != shape:
+            g = anp.reshape(g, shape)
+    return match_dtype(g, x)
+
+
+def match_dtype(g, x):
+    """``g`` cast to ``x``'s dtype: the real part for a real ``x``, float32 stays float32."""
+    g_type = type(g)
+    if g_type is type(x) and (g_type in _SCALAR_TYPES or
+                              (g_type is _np.ndarray and g.dtype == x.dtype)):
+        return g
+    g_dtype = dtype_of(g)
+    x_dtype = dtype_of(x)
+    if g_dtype == x_dtype or x_dtype.kind not in "fc":
+        return g
+    if g_dtype.kind == "c" and x_dtype.kind != "c":
+        g = anp.real(g)
+        if dtype_of(g) == x_dtype:
+            return g
+    return array_astype(g, x_dtype)
+
+
+def broadcast_tangent(t, ans):
+    """A tangent contribution made to live in ``ans``'s space (shape and dtype)."""
+    if type(t) is float and type(ans) is float:
+        return t
+    shape = shape_of(ans)
+    if shape_of(t) != shape:
+        t = anp.broadcast_to(t, shape)
+    return match_dtype(t, ans)
+
+
+def keepdims_shape(shape: tuple, axis) -> tuple:
+    """The shape a reduction over ``axis`` has with keepdims=True."""
+    if axis is None:
+        return (1,) * len(shape)
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = {a % len(shape) for a in axes} if shape else set()
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+def reduced_count(shape: tuple, axis) -> int:
+    """How many elements each output of a reduction over ``axis`` combines."""
+    kept = keepdims_shape(shape, axis)
+    return int(_np.prod(shape)) // max(int(_np.prod(kept)), 1) if shape else 1
+
+
+def expand_to(g, x, axis, keepdims):
+    """A reduction's cotangent ``g`` broadcast back to ``x``'s shape."""
+    shape = shape_of(x)
+    if not keepdims:
+        g = anp.reshape(g, keepdims_shape(shape, axis))
+    return anp.broadcast_to(g, shape)
+
+
+# ----------------------------------------------------------------------------- table helpers
+
+
+def elementwise(fun, derivative) -> None:
+    """A unary elementwise function with local derivative ``derivative(ans, x)``.
+
+    VJP and JVP are both a multiplication by the derivative (no conjugation:
+    complex gradients follow autograd's convention); a real function of a complex
+    argument keeps the real part of its tangent.
+    """
+    defvjp_direct(fun, lambda g, ans, x, *a, **k: match_dtype(g * derivative(ans, x), x))
+    defjvp(fun, lambda g, ans, x, *a, **k: match_dtype(g * derivative(ans, x), ans))
+
+
+def elementwise2(fun, dx, dy) -> None:
+    """A broadcasting binary function with partials ``dx(ans, x, y)``, ``dy(ans, x, y)``.
+
+    ``None`` for a partial means the argument has no derivative.
+    """
+    defvjp_direct(
+        fun,
+        None if dx is None else lambda g, ans, x, y, *a, **k: unbroadcast(g * dx(ans, x, y), x),
+        None if dy is None else lambda g, ans, x, y, *a, **k: unbroadcast(g * dy(ans, x, y), y),
+    )
+    defjvp(
+        fun,
+        None if dx is None else lambda g, ans, x, y, *a, **k: broadcast_tangent(
+            g * dx(ans, x, y), ans),
+        None if dy is None else lambda g, ans, x, y, *a, **k: broadcast_tangent(
+            g * dy(ans, x, y), ans),
+    )
+
+
+def linear(fun, vjp_rule) -> None:
+    """A function linear in its first argument: the JVP applies ``fun`` to the tangent."""
+    defvjp_direct(fun, vjp_rule)
+    defjvp(fun, lambda g, ans, x, *args, **kwargs: fun(g, *args, **kwargs))

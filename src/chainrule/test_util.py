@@ -1,0 +1,152 @@
+"""Checking derivatives numerically, for chainrule's tests and for users' own primitives.
+
+``check_grads(f)(*args)`` compares forward mode (JVP) and reverse mode (VJP) of
+``f`` with central finite differences along random directions, then repeats the
+check on the derivative functions themselves up to ``order``. A random
+direction costs two evaluations of ``f`` whatever the size of its input.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import numpy as _np
+
+from ._core import forward, reverse
+from ._core.pytree import tree_leaves, tree_map
+from ._core.vspace import vspace
+from .wrap_util import unary_to_nary
+
+EPS = 1e-6
+RTOL = 1e-5
+ATOL = 1e-6
+
+
+class GradientCheckError(AssertionError):
+    pass
+
+
+def _name(f) -> str:
+    return getattr(f, "__name__", repr(f))
+
+
+def _tolerances(x):
+    # single precision cannot resolve a 1e-6 step: use a coarser step and a looser match
+    if any(_np.result_type(leaf).itemsize <= 4 or _np.result_type(leaf) == _np.complex64
+           for leaf in tree_leaves(x)):
+        return 1e-3, 2e-2, 2e-3
+    return EPS, RTOL, ATOL
+
+
+def _numeric_jvp(f, x, v, eps):
+    x_vs = vspace(x)
+    plus = f(x_vs.add(x, x_vs.scalar_mul(v, eps)))
+    minus = f(x_vs.add(x, x_vs.scalar_mul(v, -eps)))
+    y_vs = vspace(plus)
+    return y_vs.scalar_mul(y_vs.add(plus, y_vs.scalar_mul(minus, -1.0)), 1.0 / (2 * eps))
+
+
+def _compare(what: str, f, analytic, numeric, rtol, atol) -> None:
+    a = _np.asarray(analytic)
+    n = _np.asarray(numeric)
+    if not _np.allclose(a, n, rtol=rtol, atol=atol, equal_nan=True):
+        raise GradientCheckError(
+            f"{what} of {_name(f)} disagrees with finite differences:\n"
+            f"  analytic: {_np.array2string(a.ravel()[:10], precision=8)}\n"
+            f"  numeric:  {_np.array2string(n.ravel()[:10], precision=8)}\n"
+            f"  largest difference {_np.max(_np.abs(a - n)) if a.size else 0:.3g} "
+            f"(rtol={rtol}, atol={atol})"
+        )
+
+
+def _flat(value):
+    return vspace(value).flatten(value)
+
+
+def check_jvp(f: Callable, x, rng=None) -> None:
+    """Forward mode of ``f`` at ``x`` against finite differences along a random tangent."""
+    eps, rtol, atol = _tolerances(x)
+    v = vspace(x).randn(rng)
+    _, tangent = forward.make_jvp(f, x)(v)
+    _compare("forward mode (JVP)", f, _flat(tangent), _flat(_numeric_jvp(f, x, v, eps)),
+             rtol, atol)
+
+
+def check_vjp(f: Callable, x, rng=None) -> None:
+    """Reverse mode of ``f`` at ``x``: <u, J v> from a VJP against finite differences."""
+    eps, rtol, atol = _tolerances(x)
+    vjp, y = reverse.make_vjp(f, x)
+    x_vs, y_vs = vspace(x), vspace(y)
+    x_v, y_v = x_vs.randn(rng), y_vs.randn(rng)
+    vjp_y = x_vs.covector(vjp(y_vs.covector(y_v)))
+    analytic = x_vs.inner_prod(x_v, vjp_y)
+    numeric = y_vs.inner_prod(y_v, _numeric_jvp(f, x, x_v, eps))
+    _compare("reverse mode (VJP)", f, analytic, numeric, rtol, atol)
+
+
+@unary_to_nary
+def check_grads(f, x, modes=("fwd", "rev"), order=2):
+    """Check ``f``'s derivatives in ``modes`` ('fwd', 'rev') up to ``order``.
+
+    Use as ``check_grads(f, modes=["rev"], order=2)(*args)``; raises
+    GradientCheckError with the analytic and numeric values when they differ.
+    """
+    unknown = set(modes) - {"fwd", "rev"}
+    if unknown:
+        raise ValueError(f"check_grads: unknown modes {sorted(unknown)}; use 'fwd' and 'rev'.")
+    if "fwd" in modes:
+        check_jvp(f, x)
+        if order > 1:
+            def jvp_f(x, v):
+                return forward.make_jvp(f, x)(v)[1]
+
+            jvp_f.__name__ = f"jvp_{_name(f)}"
+            check_grads(jvp_f, (0, 1), modes, order=order - 1)(x, vspace(x).randn())
+    if "rev" in modes:
+        check_vjp(f, x)
+        if order > 1:
+            y = f(x)
+            y_vs = vspace(y)
+
+            def vjp_f(x, u):
+                return reverse.make_vjp(f, x)[0](u)
+
+            vjp_f.__name__ = f"vjp_{_name(f)}"
+            check_grads(vjp_f, (0, 1), modes, order=order - 1)(x, y_vs.randn())
+
+
+def check_equivalent(x, y) -> None:
+    """Assert two values (arrays, scalars or containers) are equal to rounding."""
+    x_vs, y_vs = vspace(x), vspace(y)
+    if x_vs != y_vs:
+        raise AssertionError(f"VSpace mismatch:\nx: {x_vs}\ny: {y_vs}")
+    _compare("value", check_equivalent, _flat(x), _flat(y), RTOL, ATOL)
+
+
+def scalar_close(a, b) -> bool:
+    return abs(a - b) < 1e-6 or abs(a - b) / abs(a + b) < 1e-6
+
+
+def combo_check(fun: Callable, *args, **kwargs) -> Callable:
+    """``combo_check(fun, argnums, modes=..., order=...)(*arg_lists, **kwarg_lists)``:
+    ``check_grads`` over every combination of the listed argument values."""
+
+    def checker(*arg_lists, **kwarg_lists):
+        argnums = args[0] if args else kwargs.get("argnums", [0])
+        modes = kwargs.get("modes", ("fwd", "rev"))
+        order = kwargs.get("order", 2)
+        keys = list(kwarg_lists)
+        for values in itertools.product(*arg_lists):
+            for kw_values in itertools.product(*(kwarg_lists[k] for k in keys)):
+                kw = dict(zip(keys, kw_values))
+                f = lambda *a, kw=kw: fun(*a, **kw)
+                f.__name__ = f"{_name(fun)}{kw or ''}"
+                check_grads(f, tuple(argnums), modes, order)(*values)
+
+    return checker
+
+
+def perturb(x, eps: float = 1e-6):
+    """``x`` moved a little along a random direction (a helper for users' tests)."""
+    return tree_map(lambda leaf: leaf + eps * vspace(leaf).randn(), x)
