@@ -7,8 +7,9 @@ from functools import wraps
 
 import numpy as _np
 
+from . import numpy as anp
 from ._core import forward, reverse
-from ._core.rules import defjvp_argnums, defvjp_argnums
+from ._core.rules import check_cotangent_shape, defjvp_argnums, defvjp_argnums
 from ._core.tracer import primitive
 from ._core.vspace import vspace
 
@@ -50,32 +51,41 @@ def _jacobian(fun, argnums, mode: str):
     @wraps(fun)
     def jacfun(*args, **kwargs):
         xs = _select(args, nums)
+        in_spaces = [vspace(x) for x in xs]
         f = lambda xs: fun(*_with(args, nums, xs), **kwargs)
         if mode == "rev":
             vjp_fun, ans = reverse.make_vjp(f, xs)
-            out_space, in_spaces = vspace(ans), [vspace(x) for x in xs]
+            out_space = vspace(ans)
             rows = [vjp_fun(b) for b in out_space.standard_basis()]
-            blocks = [_np.reshape(_np.array([row[k] for row in rows]),
-                                  out_space.shape + in_spaces[k].shape) for k in range(len(xs))]
-        else:
-            jvp_fun = forward.make_jvp(f, xs)
-            in_spaces = [vspace(x) for x in xs]
-            blocks = []
-            for k, space in enumerate(in_spaces):
-                zeros = [s.zeros() for s in in_spaces]
-                cols = []
-                for basis in space.standard_basis():
-                    ans, tangent = jvp_fun(tuple(zeros[:k] + [basis] + zeros[k + 1:]))
-                    cols.append(tangent)
-                out_shape = _np.shape(ans) if cols else _np.shape(f(xs))
-                cols = _np.array(cols).reshape(space.shape + out_shape)
-                # columns come out input-major; the Jacobian is output-major
-                nin = len(space.shape)
-                blocks.append(_np.moveaxis(cols, list(range(nin)),
-                                           list(range(len(out_shape), len(out_shape) + nin))))
-        return blocks[0] if single else tuple(blocks)
+            return _select_blocks(single, [
+                _stacked([row[k] for row in rows], out_space.shape + space.shape)
+                for k, space in enumerate(in_spaces)])
+        jvp_fun = forward.make_jvp(f, xs)
+        zeros = [s.zeros() for s in in_spaces]
+        blocks = []
+        for k, space in enumerate(in_spaces):
+            cols = [jvp_fun(tuple(zeros[:k] + [basis] + zeros[k + 1:]))
+                    for basis in space.standard_basis()]
+            out_shape = vspace(cols[0][0] if cols else f(xs)).shape
+            block = _stacked([tangent for _, tangent in cols], space.shape + out_shape)
+            # columns come out input-major; the Jacobian is output-major
+            n_in = len(space.shape)
+            blocks.append(anp.moveaxis(block, list(range(n_in)),
+                                       list(range(len(out_shape), len(out_shape) + n_in))))
+        return _select_blocks(single, blocks)
 
     return jacfun
+
+
+def _stacked(parts: list, shape: tuple):
+    """The parts stacked and reshaped to ``shape``, differentiably (for nested transforms)."""
+    if not parts:
+        return _np.zeros(shape)
+    return anp.reshape(anp.stack(parts), shape)
+
+
+def _select_blocks(single: bool, blocks: list):
+    return blocks[0] if single else tuple(blocks)
 
 
 def jacrev(fun: Callable, argnums=0) -> Callable:
@@ -115,7 +125,7 @@ class custom_vjp:
                         f"custom_vjp {self.fun.__name__}: bwd must return a tuple with one "
                         f"cotangent per argument ({len(args)}), got {cotangents!r:.80}.")
                 for i in argnums:
-                    _check_shape(self.fun.__name__, i, cotangents[i], args[i])
+                    check_cotangent_shape(self.fun, i, cotangents[i], args[i])
                 return tuple(cotangents[i] for i in argnums)
             return vjp
 
@@ -166,12 +176,6 @@ class custom_jvp:
         return self._primitive(*args, **kwargs)
 
 
-def _check_shape(name: str, argnum: int, cotangent, arg) -> None:
-    expected, got = _np.shape(arg), _np.shape(cotangent)
-    if expected != got:
-        raise ValueError(
-            f"custom rule of {name} returned a cotangent of shape {got} for argument "
-            f"{argnum}, which has shape {expected}: a cotangent must have its argument's shape.")
 
 
 __all__ = ["jvp", "vjp", "jacfwd", "jacrev", "custom_vjp", "custom_jvp"]

@@ -102,7 +102,7 @@ def jacobian(fun, x):
     ans_vspace = vspace(ans)
     jacobian_shape = ans_vspace.shape + vspace(x).shape
     grads = [vjp(b) for b in ans_vspace.standard_basis()]
-    return _np.reshape(anp.stack(grads), jacobian_shape) if grads else _np.zeros(jacobian_shape)
+    return anp.reshape(anp.stack(grads), jacobian_shape) if grads else _np.zeros(jacobian_shape)
 
 
 @unary_to_nary

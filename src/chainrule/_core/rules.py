@@ -58,14 +58,36 @@ def defvjp_direct(fun: Callable, *rules, argnums=None) -> None:
 
 
 def defvjp(fun: Callable, *vjpmakers, argnums=None) -> None:
-    """autograd's form: ``vjpmaker(ans, *args, **kwargs)`` returns ``g -> cotangent``."""
+    """autograd's form: ``vjpmaker(ans, *args, **kwargs)`` returns ``g -> cotangent``.
 
-    def direct(maker):
+    This is the form user code registers with, so each cotangent is checked against
+    its argument's shape: a wrong shape would otherwise broadcast silently.
+    """
+
+    def direct(argnum, maker):
         if maker is None:
             return None
-        return lambda g, ans, *args, **kwargs: maker(ans, *args, **kwargs)(g)
 
-    defvjp_direct(fun, *map(direct, vjpmakers), argnums=argnums)
+        def rule(g, ans, *args, **kwargs):
+            cotangent = maker(ans, *args, **kwargs)(g)
+            check_cotangent_shape(fun, argnum, cotangent, args[argnum])
+            return cotangent
+
+        return rule
+
+    argnums = list(range(len(vjpmakers))) if argnums is None else list(argnums)
+    defvjp_direct(fun, *map(direct, argnums, vjpmakers), argnums=argnums)
+
+
+def check_cotangent_shape(fun, argnum: int, cotangent, arg) -> None:
+    expected = getattr(arg, "shape", ())
+    got = getattr(cotangent, "shape", ())
+    if cotangent is not None and got != expected:
+        raise ValueError(
+            f"The VJP of {_name(fun)} returned a cotangent of shape {got} for argument "
+            f"{argnum}, which has shape {expected}. A VJP must return one value of its "
+            f"argument's shape (sum over broadcast axes)."
+        )
 
 
 def defvjp_argnum(fun: Callable, vjpmaker: Callable) -> None:

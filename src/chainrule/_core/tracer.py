@@ -38,7 +38,7 @@ class Node:
     argnums, parents``) so the tracer can make nodes without knowing the mode.
     """
 
-    __slots__ = ()
+    __slots__ = ("__weakref__",)
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         raise NotImplementedError
@@ -56,7 +56,7 @@ class Node:
 class Box:
     """A value being traced: the raw value, the id of its trace, and its node."""
 
-    __slots__ = ("_value", "_trace_id", "_node")
+    __slots__ = ("_value", "_trace_id", "_node", "__weakref__")
     type_mappings: dict[type, type[Box]] = {}
     types: set[type] = set()
 
