@@ -7,6 +7,7 @@ seed and collect derivatives, never the values' own types.
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 from .pytree import tree_flatten, tree_unflatten
@@ -178,7 +179,7 @@ def vspace(value: Any) -> VSpace:
     for cls in type(value).__mro__[1:]:
         if cls in VSpace.mappings:
             return VSpace.mappings[cls](value)
-    if isinstance(value, (bool, int)):
+    if isinstance(value, numbers.Integral):
         raise TypeError(
             f"Can't differentiate with respect to {value!r} of type {type(value).__name__}: "
             f"integers and booleans have no gradient. Pass a float instead (e.g. "
