@@ -94,7 +94,7 @@ def test_add_values_adds_leaf_by_leaf():
 def test_unknown_types_are_refused_with_a_clear_message():
     with pytest.raises(TypeError, match="vector space for a value of type str"):
         vspace("text")
-    with pytest.raises(TypeError, match="integers have no gradient"):
+    with pytest.raises(TypeError, match="integers and booleans have no gradient"):
         vspace(onp.int8(3))
 
 
