@@ -215,3 +215,17 @@ for _t in (_np.ndarray, float, complex, _np.float64, _np.float32, _np.float16,
     ArrayBox.register(_t)
 
 __all__ = ["ArrayBox", "getval"]
+
+
+def _register_sequence_box_tree() -> None:
+    # A traced list (split, meshgrid, gradient outputs; their tangents in nested forward
+    # mode) must flatten to its traced elements like the list it stands for; otherwise
+    # make_vjp/make_jvp see one opaque leaf. Belongs with SequenceBox in builtins.py.
+    from .._core.pytree import register_pytree_node
+    from ..builtins import SequenceBox
+
+    register_pytree_node(SequenceBox, lambda box: (list(box), type(box._value)),
+                         lambda kind, children: kind(children))
+
+
+_register_sequence_box_tree()
