@@ -224,8 +224,7 @@ def index_update(x, index, v):
     """``x`` with ``x[index] = v`` applied to a copy; the functional form of assignment.
 
     Differentiable w.r.t. ``x`` and ``v``. Where ``index`` repeats a position,
-    NumPy keeps the last write; ``v``'s gradient then counts every repeat
-    (use distinct indices when differentiating w.r.t. ``v``).
+    NumPy keeps the last write, and only that element of ``v`` gets a gradient.
     """
     out = _np.array(x, copy=True, subok=True)
     out[index] = v

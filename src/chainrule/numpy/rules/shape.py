@@ -254,7 +254,28 @@ _def_joining(anp.array_from_args, _array_vjp, 2)
 
 
 # ----------------------------------------------------------------------------- functional updates
+def _last_writes(shape, index):
+    """Mask over ``x[index]``'s elements: True where the write is the one NumPy keeps
+    (with repeated integer indices, the last write to a position wins)."""
+    pos = _np.zeros(shape, dtype=_np.intp)
+    sel_shape = _np.shape(pos[index])
+    n = int(_np.prod(sel_shape))
+    pos[index] = _np.arange(1, n + 1).reshape(sel_shape)
+    kept = _np.zeros(n, dtype=bool)
+    kept[pos[pos > 0] - 1] = True
+    return kept.reshape(sel_shape)
+
+
 def _update_vjp_v(g, ans, x, index, v):
+    picked = array_getitem(g, index)
+    if not _is_basic_index(index):
+        kept = _last_writes(shape_of(x), index)
+        if not kept.all():
+            picked = anp.where(kept, picked, _np.zeros((), dtype_of(picked)))
+    return unbroadcast(picked, v)
+
+
+def _add_vjp_v(g, ans, x, index, v):
     return unbroadcast(array_getitem(g, index), v)
 
 
@@ -268,7 +289,7 @@ defvjp_direct(anp.index_update, lambda g, ans, x, index, v: match_dtype(anp.inde
 defjvp(anp.index_update,        lambda t, ans, x, index, v: anp.index_update(t, index, 0.0),
                                 None, _update_jvp_v)
 defvjp_direct(anp.index_add,    lambda g, ans, x, index, v: match_dtype(g, x),
-                                None, _update_vjp_v)
+                                None, _add_vjp_v)
 defjvp(anp.index_add,           lambda t, ans, x, index, v: match_dtype(t, ans),
                                 None, lambda t, ans, x, index, v: anp.index_add(
                                     _np.zeros_like(getval(ans)), index, t))
