@@ -108,3 +108,22 @@ def test_getitem_of_complex_and_float32_keeps_dtype():
 def test_traced_index_is_refused_clearly():
     with pytest.raises(TypeError, match="traced value cannot be converted"):
         cr.grad(lambda x: np.sum(onp.ones(3)[x]))(1.0)
+
+
+def test_every_shape_and_contraction_function_has_both_rules_and_a_spec():
+    from chainrule._core.forward import primitive_jvps
+    from chainrule._core.reverse import primitive_vjps
+    from chainrule.numpy import numpy_wrapper as w
+    from specs import spec_contraction, spec_shape
+
+    specced = {c.name for c in spec_shape.CASES + spec_contraction.CASES}
+    for group in ("shape", "contraction"):
+        for name in w.DIFFERENTIABLE[group].split():
+            fun = w.namespace.get(name)
+            if fun is None:  # not in this NumPy version
+                continue
+            assert fun in primitive_vjps and fun in primitive_jvps, name
+            assert name in specced, name
+    for name in ("concatenate", "stack", "vstack", "hstack", "dstack", "column_stack",
+                 "row_stack", "block", "select", "array"):
+        assert name in specced, name

@@ -7,6 +7,7 @@ import chainrule.numpy as np
 from . import Case, make
 
 F32 = onp.float32
+C = onp.complex128
 
 
 def one(name, fun, ref, shape, *args, dtype=onp.float64, **kwargs):
@@ -86,6 +87,7 @@ CASES = [
     one("copy", np.copy, onp.copy, (2, 3)),
     one("asarray", np.asarray, onp.asarray, (2, 3)),
     one("asarray", np.asarray, onp.asarray, (2, 3), dtype=F32),
+    one("asanyarray", np.asanyarray, onp.asanyarray, (2, 3)),
     one("ascontiguousarray", np.ascontiguousarray, onp.ascontiguousarray, (2, 3)),
     # selection by index or condition
     *same("take", ((5,), [0, 3, 3]), ((2, 3), [[0, 2]], 1), ((2, 3), 4)),
@@ -175,6 +177,22 @@ CASES = [
         lambda a, b: onp.block([[a, b], [b, a]]), make((2, 2)), make((2, 2), seed=3)),
     lam("block", lambda a, b: np.block([a, b, 1.0]), lambda a, b: onp.block([a, b, 1.0]),
         B3, 2.0, label="1d"),
+    # complex, single precision and empty arrays
+    *same("flip", ((2, 3),), dtype=C),
+    *same("roll", ((5,), 2), dtype=C),
+    *same("pad", ((3,), 1, "reflect"), dtype=C),
+    *same("take", ((5,), [0, 3, 3]), dtype=C),
+    *same("sort", ((4,),), dtype=C),
+    *same("diff", ((5,),), dtype=C),
+    *same("tril", ((3, 3),), dtype=F32),
+    *same("tile", ((3,), 2), dtype=F32),
+    *same("diag", ((3,),), dtype=F32),
+    *same("transpose", ((0, 3),), ((2, 0),)),
+    *same("flip", ((0,),)),
+    lam("concatenate", lambda a, b: np.concatenate([a, b]), lambda a, b: onp.concatenate([a, b]),
+        make((2,), C), make((0,), C), label="complex-empty"),
+    lam("stack", lambda a, b: np.stack([a, b]), lambda a, b: onp.stack([a, b]),
+        make((3,), F32), make((3,), F32, seed=3), label="f32"),
     # functions returning tuples/lists of arrays: compared joined, and differentiated as lists
     *joined("split", lambda m, x: m.split(x, 3), make((6,))),
     *joined("split", lambda m, x: m.split(x, [1, 2], axis=1), A23, label="indices"),
