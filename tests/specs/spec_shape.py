@@ -68,6 +68,7 @@ CASES = [
     *same("atleast_1d", ((),), ((2,),)),
     *same("atleast_2d", ((),), ((3,),)),
     *same("atleast_3d", ((),), ((3,),), ((2, 3),)),
+    *joined("atleast_2d", lambda m, a, b: m.atleast_2d(a, b), make((3,)), 1.5, label="two"),
     # copies and rearrangements
     *same("repeat", ((3,), 2), ((2, 3), [1, 2], 0), ((2, 3), 2, 1)),
     *same("tile", ((3,), 2), ((2, 3), (2, 1))),

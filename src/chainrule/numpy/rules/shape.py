@@ -171,8 +171,7 @@ def _partition_source(pos_args, args, kwargs):
 
 
 # fmt: off
-for _fun in (anp.permute_dims, anp.rollaxis, anp.atleast_1d, anp.atleast_2d, anp.atleast_3d,
-             anp.repeat, anp.tile, anp.roll, anp.rot90, anp.flip, anp.fliplr, anp.flipud,
+for _fun in (anp.permute_dims, anp.rollaxis, anp.repeat, anp.tile, anp.roll, anp.rot90, anp.flip, anp.fliplr, anp.flipud,
              anp.diag, anp.diagonal, anp.diagflat, anp.tril, anp.triu, anp.take,
              anp.take_along_axis, anp.delete):
     if _fun not in primitive_vjps:  # permute_dims is transpose in NumPy 2
@@ -185,6 +184,25 @@ selection(anp.pad,       source=_pad_source)
 selection(anp.sort,      source=_sort_source)
 selection(anp.partition, source=_partition_source)
 # fmt: on
+
+
+# ----------------------------------------------------------------------------- atleast_nd
+def _atleast_vjp(g, argnums, ans, args, kwargs):
+    # atleast_nd only inserts axes of length 1: undo it with a reshape (per array when
+    # several arrays were passed and a tuple came back)
+    if len(args) == 1:
+        return (anp.reshape(g, shape_of(args[0])),)
+    return tuple(anp.reshape(g[i], shape_of(args[i])) for i in argnums)
+
+
+def _def_atleast(fun):
+    primitive_vjps[fun] = _atleast_vjp
+    defjvp_argnums(fun, lambda argnums, gs, ans, args, kwargs: fun(
+        *_with_zeros(argnums, gs, args, 0)))
+
+
+for _fun in (anp.atleast_1d, anp.atleast_2d, anp.atleast_3d):
+    _def_atleast(_fun)
 
 
 # ----------------------------------------------------------------------------- splitting
