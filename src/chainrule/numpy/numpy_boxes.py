@@ -21,7 +21,10 @@ from . import numpy_wrapper as anp
 class ArrayBox(Box):
     """A traced array. In-place writes (``x[i] = v``, ``x += y``) rebind the box to a
     functional update of its old value, so earlier uses keep the old value, as their
-    nodes hold it; a write through a view of another traced array raises (see _rebind).
+    nodes hold it. A write through a view of another traced array raises, since the
+    base cannot be changed behind it. Views are recognised when made by indexing,
+    ``.T``, ``.real`` and the methods reshape, ravel, transpose, swapaxes, squeeze and
+    diagonal; a view made by a function (``np.reshape(x, s)``) is written as a copy.
     """
 
     __slots__ = ("_view_of",)  # the box this one is a NumPy view of, if any

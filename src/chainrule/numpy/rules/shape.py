@@ -76,7 +76,7 @@ linear(anp.ascontiguousarray, lambda g, ans, x, *a, **k: match_dtype(g, x))
 linear(array_astype,     lambda g, ans, x, *a, **k: match_dtype(g, x))
 
 # ----------------------------------------------------------------------------- indexing
-linear(array_getitem,    lambda g, ans, x, index: untake(g, index, shape_of(x), dtype_of(x)))
+linear(array_getitem,    lambda g, ans, x, index: match_dtype(untake(g, index, shape_of(x), dtype_of(x)), x))
 linear(untake,           lambda g, ans, x, index, shape, dtype: array_getitem(g, index))
 # fmt: on
 
