@@ -163,7 +163,8 @@ def _sort_source(pos_args, args, kwargs):
 
 
 def _partition_source(pos_args, args, kwargs):
-    x, pos, kth = getval(args[0]), pos_args[0], args[1]
+    x, pos = getval(args[0]), pos_args[0]
+    kth = args[1] if len(args) > 1 else kwargs["kth"]
     axis = kwargs.get("axis", args[2] if len(args) > 2 else -1)
     if axis is None:
         x, pos, axis = _np.ravel(x), _np.ravel(pos), 0
