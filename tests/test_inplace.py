@@ -200,3 +200,14 @@ def test_functional_forms():
         check_grads(lambda x, v, fun=fun: fun(x, (slice(None), [0, 2]), v) ** 2, (0, 1),
                     order=2)(X, V[:2])
         check_grads(lambda x, v, fun=fun: fun(x, X > 0.4, v), (0, 1), order=2)(X, 0.3)
+
+
+def test_scalars_stay_immutable():
+    def f(x):
+        s = x[0] * 1.0
+        t = s
+        s += x[1]  # a NumPy scalar is immutable: t keeps the old value
+        return t * 10.0 + s
+
+    onp.testing.assert_allclose(f(V), V[0] * 10.0 + V[0] + V[1])
+    onp.testing.assert_allclose(cr.grad(f)(V), [11.0, 1.0, 0.0])

@@ -94,6 +94,8 @@ class ArrayBox(Box):
         self._value, self._trace_id, self._node = new._value, new._trace_id, new._node
 
     def _inplace(self, op, other, symbol: str, caller):
+        if type(getval(self)) is not _np.ndarray:
+            return op(self, other)  # scalars are immutable: s += 1 makes a new one
         if getattr(self, "_view_of", None) is not None and _stores_subscript_next(caller):
             return op(self, other)  # x[i] += v: Python stores the result back into x
         self._check_not_view(f"x {symbol} ...")
