@@ -8,6 +8,10 @@ function, or fail with an error that names the function.
 
 from __future__ import annotations
 
+import dis
+import sys
+from functools import lru_cache
+
 import numpy as _np
 
 from .._core.tracer import Box, getval, isbox
@@ -15,7 +19,15 @@ from . import numpy_wrapper as anp
 
 
 class ArrayBox(Box):
-    __slots__ = ()
+    """A traced array. In-place writes (``x[i] = v``, ``x += y``) rebind the box to a
+    functional update of its old value, so earlier uses keep the old value, as their
+    nodes hold it. A write through a view of another traced array raises, since the
+    base cannot be changed behind it. Views are recognised when made by indexing,
+    ``.T``, ``.real`` and the methods reshape, ravel, transpose, swapaxes, squeeze and
+    diagonal; a view made by a function (``np.reshape(x, s)``) is written as a copy.
+    """
+
+    __slots__ = ("_view_of",)  # the box this one is a NumPy view of, if any
     __array_priority__ = 100.0
     __hash__ = Box.__hash__
 
@@ -38,11 +50,11 @@ class ArrayBox(Box):
 
     @property
     def T(self):
-        return anp.transpose(self)
+        return _as_view(anp.transpose(self), self)
 
     @property
     def real(self):
-        return anp.real(self)
+        return _as_view(anp.real(self), self)
 
     @property
     def imag(self):
@@ -55,13 +67,61 @@ class ArrayBox(Box):
         return (self[i] for i in range(len(self)))
 
     def __getitem__(self, index):
-        return array_getitem(self, index)
+        if isbox(index):
+            index = getval(index)  # an index has no derivative
+        return _as_view(array_getitem(self, index), self)
 
     def __setitem__(self, index, value):
-        raise TypeError(
-            "In-place assignment into a traced array is not supported yet: build a new array "
-            "instead (e.g. with chainrule.numpy.where or concatenate)."
-        )
+        if getattr(self, "_view_of", None) is not None:
+            self._check_not_view(f"x[{_index_repr(index)}] = ...")
+        if isbox(index):
+            index = getval(index)
+        self._rebind(anp.index_update(self, index, value))
+
+    # ------------------------------------------------------------------ in-place writes
+    def _check_not_view(self, what: str) -> None:
+        if getattr(self, "_view_of", None) is not None:
+            raise TypeError(
+                f"{what} writes through a view of another traced array (made by slicing, "
+                f"reshape or .T), which would have to change that base array too; chainrule "
+                f"cannot change the base behind a view. Assign to the base instead, e.g. "
+                f"x[0, 1:] = v rather than row = x[0]; row[1:] = v, or use "
+                f"chainrule.numpy.index_update(x, index, v) / np.at(x)[index].set(v)."
+            )
+
+    def _rebind(self, new) -> None:
+        """Make this box the traced value ``new``: its later uses see the update."""
+        self._value, self._trace_id, self._node = new._value, new._trace_id, new._node
+
+    def _inplace(self, op, other, symbol: str, caller):
+        if type(getval(self)) is not _np.ndarray:
+            return op(self, other)  # scalars are immutable: s += 1 makes a new one
+        if getattr(self, "_view_of", None) is not None and _stores_subscript_next(caller):
+            return op(self, other)  # x[i] += v: Python stores the result back into x
+        self._check_not_view(f"x {symbol} ...")
+        new = op(self, other)
+        if _np.shape(new) != self.shape:
+            raise ValueError(
+                f"non-broadcastable output operand with shape {self.shape} doesn't match the "
+                f"broadcast shape {_np.shape(new)} (in x {symbol} y on a traced array)"
+            )
+        dtype = _np.result_type(getval(new))
+        if dtype != self.dtype:
+            if not _np.can_cast(dtype, self.dtype, "same_kind"):
+                raise TypeError(
+                    f"Cannot cast the result of x {symbol} y from dtype {dtype} to {self.dtype} "
+                    f"with casting rule 'same_kind' (as NumPy): write x = x {symbol[0]} y."
+                )
+            new = array_astype(new, self.dtype)
+        self._rebind(new)
+        return self
+
+    def __iadd__(self, other): return self._inplace(anp.add, other, "+=", sys._getframe(1))  # noqa: E704,E501
+    def __isub__(self, other): return self._inplace(anp.subtract, other, "-=", sys._getframe(1))  # noqa: E704,E501
+    def __imul__(self, other): return self._inplace(anp.multiply, other, "*=", sys._getframe(1))  # noqa: E704,E501
+    def __itruediv__(self, other): return self._inplace(anp.true_divide, other, "/=", sys._getframe(1))  # noqa: E704,E501
+    def __ipow__(self, other): return self._inplace(anp.power, other, "**=", sys._getframe(1))  # noqa: E704,E501
+    def __imatmul__(self, other): return self._inplace(anp.matmul, other, "@=", sys._getframe(1))  # noqa: E704,E501
 
     # ------------------------------------------------------------------ conversions
     def _refuse(self, what: str):
@@ -72,7 +132,8 @@ class ArrayBox(Box):
         )
 
     def __float__(self):
-        self._refuse("float()")
+        self._refuse("float() (also called when writing a traced scalar into a NumPy array, "
+                     "a[i] = x; for that use a = chainrule.numpy.index_update(a, i, x))")
 
     def __int__(self):
         self._refuse("int()")
@@ -87,13 +148,21 @@ class ArrayBox(Box):
         raise TypeError(
             "A traced value cannot be converted to a plain NumPy array (this happens with "
             "np.asarray(x) on a traced x, or when writing a traced value into a NumPy array, "
-            "as in a[i] = x). Build the array from traced values instead: "
-            "chainrule.numpy.array([...]), stack, concatenate or where."
+            "as in a[i] = x with a a NumPy array). Build the array from traced values "
+            "instead: chainrule.numpy.array([...]), stack, concatenate or where, or write "
+            "a = chainrule.numpy.index_update(a, i, x), which returns a traced copy."
         )
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         wrapped = anp.raw_to_wrapped.get(ufunc)
-        if method != "__call__" or wrapped is None or kwargs.get("out") is not None:
+        if kwargs.get("out") is not None:
+            raise TypeError(
+                f"numpy.{ufunc.__name__} with out= would write a traced value into a plain "
+                f"NumPy array (as in a += x or a[i] = x with a a NumPy array and x traced), "
+                f"which drops its derivative. Make the result a new array (a = a + x) or "
+                f"build it from traced values with chainrule.numpy functions."
+            )
+        if method != "__call__" or wrapped is None:
             raise TypeError(
                 f"chainrule has no derivative rule for numpy.{ufunc.__name__}"
                 f"{'' if method == '__call__' else '.' + method} on traced values. Use a "
@@ -156,12 +225,31 @@ class ArrayBox(Box):
     def reshape(self, *shape, order="C"):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
-        return anp.reshape(self, shape, order=order)
+        return _as_view(anp.reshape(self, shape, order=order), self)
 
     def transpose(self, *axes):
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = axes[0]
-        return anp.transpose(self, axes or None)
+        return _as_view(anp.transpose(self, axes or None), self)
+
+    def ravel(self, order="C"):
+        return _as_view(anp.ravel(self, order=order), self)
+
+    def squeeze(self, axis=None):
+        return _as_view(anp.squeeze(self, axis=axis), self)
+
+    def swapaxes(self, axis1, axis2):
+        return _as_view(anp.swapaxes(self, axis1, axis2), self)
+
+    def diagonal(self, offset=0, axis1=0, axis2=1):
+        return _as_view(anp.diagonal(self, offset, axis1, axis2), self)
+
+    def copy(self, order="C"):
+        return anp.copy(self, order=order)
+
+    def fill(self, value):
+        self._check_not_view("x.fill(...)")
+        self._rebind(anp.index_update(self, Ellipsis, value))
 
     def item(self, *args):
         self._refuse("item()")
@@ -190,10 +278,50 @@ def _method(name):
 
 
 for _name in (
-    "sum prod mean var std max min ptp cumsum cumprod ravel squeeze swapaxes clip "
-    "diagonal trace repeat round sort argmax argmin argsort nonzero any all take compress"
+    "sum prod mean var std max min ptp cumsum cumprod clip "
+    "trace repeat round argmax argmin argsort nonzero any all take compress"
 ).split():
     setattr(ArrayBox, _name, _method(_name))
+
+
+def _as_view(result, base):
+    """Mark ``result`` as a view of ``base`` when NumPy made it one (shared memory)."""
+    if (type(result) is ArrayBox and type(result._value) is _np.ndarray
+            and _np.may_share_memory(result._value, getval(base))):
+        result._view_of = base
+    return result
+
+
+def _index_repr(index) -> str:
+    parts = index if isinstance(index, tuple) else (index,)
+    return ", ".join("..." if p is Ellipsis else ":" if isinstance(p, slice) else
+                     type(p).__name__ if hasattr(p, "shape") else repr(p) for p in parts)
+
+
+@lru_cache(maxsize=256)
+def _next_opnames(code) -> dict:
+    """For each instruction offset of ``code``, the name of the next instruction that does
+    more than shuffle the stack."""
+    instructions = list(dis.get_instructions(code))
+    shuffles = {"SWAP", "COPY", "ROT_TWO", "ROT_THREE", "ROT_FOUR", "NOP", "CACHE",
+                "EXTENDED_ARG", "DUP_TOP_TWO"}
+    following: dict = {}
+    upcoming = None
+    for ins in reversed(instructions):
+        following[ins.offset] = upcoming
+        if ins.opname not in shuffles:
+            upcoming = ins.opname
+    return following
+
+
+def _stores_subscript_next(frame) -> bool:
+    """Is the caller executing ``x[i] op= v``, whose result Python stores back into x?
+
+    For that statement Python reads x[i] (here a view), applies the in-place
+    operator, then calls x.__setitem__(i, result): the update can be made on
+    x itself. Any other in-place write through a view is refused.
+    """
+    return _next_opnames(frame.f_code).get(frame.f_lasti) == "STORE_SUBSCR"
 
 
 # ----------------------------------------------------------------------------- box primitives
@@ -215,3 +343,17 @@ for _t in (_np.ndarray, float, complex, _np.float64, _np.float32, _np.float16,
     ArrayBox.register(_t)
 
 __all__ = ["ArrayBox", "getval"]
+
+
+def _register_sequence_box_tree() -> None:
+    # A traced list (split, meshgrid, gradient outputs; their tangents in nested forward
+    # mode) must flatten to its traced elements like the list it stands for; otherwise
+    # make_vjp/make_jvp see one opaque leaf. Belongs with SequenceBox in builtins.py.
+    from .._core.pytree import register_pytree_node
+    from ..builtins import SequenceBox
+
+    register_pytree_node(SequenceBox, lambda box: (list(box), type(box._value)),
+                         lambda kind, children: kind(children))
+
+
+_register_sequence_box_tree()

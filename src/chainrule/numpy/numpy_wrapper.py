@@ -11,6 +11,7 @@ around a primitive that takes the arrays positionally.
 
 from __future__ import annotations
 
+import builtins as _builtins
 import types
 
 import numpy as _np
@@ -40,9 +41,9 @@ DIFFERENTIABLE = {
         reshape ravel squeeze expand_dims transpose permute_dims swapaxes moveaxis rollaxis
         broadcast_to atleast_1d atleast_2d atleast_3d repeat tile roll rot90 flip fliplr flipud
         diag diagonal diagflat tril triu pad sort partition diff gradient ediff1d
-        take take_along_axis compress extract select interp trapezoid convolve correlate
+        take take_along_axis compress extract interp trapezoid convolve correlate
         polyval full linspace copy asarray asanyarray ascontiguousarray
-        split array_split hsplit vsplit dsplit append insert delete
+        split array_split hsplit vsplit dsplit append insert delete meshgrid
     """,
 }
 
@@ -99,9 +100,14 @@ def _spread(name: str, build):
 
 concatenate_args = _spread("concatenate", lambda axis, *arrs: _np.concatenate(arrs, axis=axis))
 stack_args = _spread("stack", lambda axis, *arrs: _np.stack(arrs, axis=axis))
-array_from_args = _spread(
-    "array", lambda shape, dtype, *elems: _np.array(elems, dtype=dtype).reshape(shape)
-)
+
+
+def _array_build(shape, dtype, *elems):
+    flat = [_np.ravel(e) for e in elems]
+    return _np.concatenate(flat).astype(dtype, copy=False).reshape(shape)
+
+
+array_from_args = _spread("array", _array_build)
 
 
 def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
@@ -145,18 +151,51 @@ row_stack = vstack
 concat = concatenate
 
 
+def _block_depth(obj) -> int:
+    return 1 + _block_depth(obj[0]) if isinstance(obj, list) and obj else 0
+
+
+def block(arrays):
+    """``numpy.block``: nested lists are joined innermost first along the last axes."""
+    depth = _block_depth(arrays)
+
+    def join(obj, level):
+        if not isinstance(obj, list):
+            return obj
+        parts = [join(item, level + 1) for item in obj]
+        ndim = _builtins.max(depth, *(_np.ndim(p) for p in parts))
+        parts = [reshape(p, (1,) * (ndim - _np.ndim(p)) + _np.shape(p))  # noqa: F821
+                 for p in parts]
+        return concatenate(parts, axis=level - depth)
+
+    return join(arrays, 0)
+
+
+def select(condlist, choicelist, default=0):
+    """``numpy.select`` as a chain of ``where``: differentiable in the choices and default."""
+    if len(condlist) != len(choicelist):
+        raise ValueError("select: list of cases must be same length as list of conditions")
+    if not condlist:
+        raise ValueError("select with an empty condition list is not possible")
+    out = default
+    for cond, choice in zip(reversed(condlist), reversed(choicelist)):
+        out = where(cond, choice, out)  # noqa: F821
+    shape = _np.broadcast_shapes(*(_np.shape(c) for c in (*condlist, *choicelist)))
+    return broadcast_to(out, shape) if _np.shape(out) != shape else out  # noqa: F821
+
+
 def _flatten_nested(obj, out):
+    """Leaves of nested lists into ``out``; returns the nested shape."""
     if isinstance(obj, (list, tuple)):
-        shape = [len(obj)]
-        inner = None
-        for item in obj:
-            inner = _flatten_nested(item, out)
-        return shape + (inner or [])
-    if isbox(obj) and _np.ndim(obj) > 0:
-        out.extend(ravel(obj)[i] for i in range(_np.size(obj)))  # noqa: F821
-        return list(_np.shape(obj))
+        shapes = [_flatten_nested(item, out) for item in obj]
+        if _builtins.any(s != shapes[0] for s in shapes):
+            raise ValueError(
+                "chainrule.numpy.array: the nested sequence is ragged (its parts have shapes "
+                f"{shapes}); every part must have the same shape."
+            )
+        return [len(obj)] + (shapes[0] if shapes else [])
     out.append(obj)
-    return []
+    return list(_np.shape(obj))
 
 
 def _contains_box(obj) -> bool:
@@ -168,14 +207,64 @@ def _contains_box(obj) -> bool:
 def array(obj, dtype=None, *args, **kwargs):
     """``numpy.array``, differentiable when ``obj`` holds traced values (nested lists too)."""
     if isbox(obj) and not args and not kwargs:
-        return obj if dtype is None else obj.astype(dtype)
+        return copy(obj) if dtype is None else obj.astype(dtype)  # noqa: F821
     if not _contains_box(obj):
         return _array_raw(obj, dtype, *args, **kwargs)
     elems: list = []
     shape = _flatten_nested(obj, elems)
     if dtype is None:
-        dtype = _np.result_type(*[_np.asarray(getval(e)).dtype for e in elems])
+        dtype = _np.result_type(*[_np.asarray(getval(e)).dtype if _np.ndim(getval(e))
+                                  else getval(e) for e in elems])
     return array_from_args(tuple(shape), dtype, *elems)
+
+
+# ----------------------------------------------------------------------------- functional updates
+@primitive
+def index_update(x, index, v):
+    """``x`` with ``x[index] = v`` applied to a copy; the functional form of assignment.
+
+    Differentiable w.r.t. ``x`` and ``v``. Where ``index`` repeats a position,
+    NumPy keeps the last write, and only that element of ``v`` gets a gradient.
+    """
+    out = _np.array(x, copy=True, subok=True)
+    out[index] = v
+    return out
+
+
+@primitive
+def index_add(x, index, v):
+    """``x`` with ``v`` added at ``index``; repeated indices accumulate (as numpy.add.at)."""
+    out = _np.array(x, copy=True, subok=True)
+    _np.add.at(out, index, v)
+    return out
+
+
+class _AtIndexed:
+    __slots__ = ("x", "index")
+
+    def __init__(self, x, index):
+        self.x, self.index = x, index
+
+    def get(self):
+        return self.x[self.index]
+
+    def set(self, v):
+        return index_update(self.x, self.index, v)
+
+    def add(self, v):
+        return index_add(self.x, self.index, v)
+
+
+class at:  # noqa: N801  (named like JAX's x.at[...] property, used as np.at(x)[...])
+    """``np.at(x)[idx].set(v)`` / ``.add(v)`` / ``.get()``: functional indexed updates."""
+
+    __slots__ = ("x",)
+
+    def __init__(self, x):
+        self.x = x
+
+    def __getitem__(self, index):
+        return _AtIndexed(self.x, index)
 
 
 def _is_wrapped(obj) -> bool:
@@ -188,11 +277,15 @@ def install(target: dict) -> None:
         if not name.startswith("__") and not isinstance(getattr(_np, name), types.ModuleType):
             target.setdefault(name, getattr(_np, name))
     target.update(namespace)
-    for name in (
-        "concatenate concat stack vstack hstack dstack column_stack row_stack array".split()
-    ):
+    for name in WRAPPERS:
         target[name] = globals()[name]
     raw_to_wrapped.update(
-        {getattr(_np, name): globals()[name]
-         for name in "concatenate stack vstack hstack dstack column_stack array".split()}
+        {getattr(_np, name): globals()[name] for name in WRAPPERS if hasattr(_np, name)}
     )
+
+
+# Python functions (not primitives) that install() puts over NumPy's names.
+WRAPPERS = """
+    concatenate concat stack vstack hstack dstack column_stack row_stack block select array
+    index_update index_add at
+""".split()

@@ -132,3 +132,36 @@ def linear(fun, vjp_rule) -> None:
     """A function linear in its first argument: the JVP applies ``fun`` to the tangent."""
     defvjp_direct(fun, vjp_rule)
     defjvp(fun, lambda g, ans, x, *args, **kwargs: fun(g, *args, **kwargs))
+
+
+def composite(fun, impl) -> None:
+    """Rules for ``fun`` taken from ``impl``, an equal function built from primitives.
+
+    For functions whose derivative is easiest stated as "differentiate this
+    formula" (diff, gradient, interp, convolve...): the VJP and JVP trace
+    ``impl`` on the traced arguments, so every order works in both modes while
+    the primal keeps NumPy's fast implementation.
+    """
+    from ..._core import forward, reverse
+    from ..._core.reverse import primitive_vjps
+    from ..._core.rules import defjvp_argnums
+
+    def call(args, argnums, kwargs):
+        def f(xs):
+            full = list(args)
+            for i, x in zip(argnums, xs):
+                full[i] = x
+            return impl(*full, **kwargs)
+
+        return f
+
+    def vjp(g, argnums, ans, args, kwargs):
+        xs = tuple(args[i] for i in argnums)
+        return reverse.make_vjp(call(args, argnums, kwargs), xs)[0](g)
+
+    def jvp(argnums, tangents, ans, args, kwargs):
+        xs = tuple(args[i] for i in argnums)
+        return forward.make_jvp(call(args, argnums, kwargs), xs)(tuple(tangents))[1]
+
+    primitive_vjps[fun] = vjp
+    defjvp_argnums(fun, jvp)

@@ -1,10 +1,22 @@
-"""Rules for products and contractions (dot, matmul, ...); all are multilinear."""
+"""Rules for products and contractions (dot, matmul, einsum ...); all are multilinear.
+
+Being linear in each argument, each JVP is the function applied with one
+argument replaced by its tangent (``def_linear``); each VJP contracts the
+cotangent with the other arguments. No conjugation: complex gradients follow
+autograd's convention (``vdot`` conjugates its first argument, and so does its rule).
+"""
 
 from __future__ import annotations
 
+import string
+
+import numpy as _np
+
+from ..._core.reverse import primitive_vjps
 from ..._core.rules import def_linear, defvjp_direct
+from ..._core.tracer import getval
 from .. import numpy_wrapper as anp
-from ._helpers import match_dtype, unbroadcast
+from ._helpers import match_dtype, shape_of, unbroadcast
 
 
 def _dot_vjp_a(g, ans, a, b):
@@ -87,4 +99,161 @@ def _tensordot_vjp(g, a, b, axes, which):
 defvjp_direct(anp.tensordot, lambda g, ans, a, b, axes=2: _tensordot_vjp(g, a, b, axes, 0),
                              lambda g, ans, a, b, axes=2: _tensordot_vjp(g, a, b, axes, 1))
 def_linear(anp.tensordot)
+# fmt: on
+
+
+# ----------------------------------------------------------------------------- inner, outer, vdot
+def _inner_vjp(g, ans, a, b, which):
+    if anp.ndim(a) == 0 or anp.ndim(b) == 0:  # inner is then a product
+        return unbroadcast(g * (b if which == 0 else a), a if which == 0 else b)
+    return _tensordot_vjp(g, a, b, ([anp.ndim(a) - 1], [anp.ndim(b) - 1]), which)
+
+
+def _outer_vjp(g, ans, a, b, which):
+    g = anp.reshape(g, (_np.size(getval(a)), _np.size(getval(b))))
+    if which == 0:
+        return match_dtype(anp.reshape(anp.dot(g, anp.ravel(b)), shape_of(a)), a)
+    return match_dtype(anp.reshape(anp.dot(anp.ravel(a), g), shape_of(b)), b)
+
+
+# fmt: off
+defvjp_direct(anp.inner, lambda g, ans, a, b: _inner_vjp(g, ans, a, b, 0),
+                         lambda g, ans, a, b: _inner_vjp(g, ans, a, b, 1))
+def_linear(anp.inner)
+defvjp_direct(anp.outer, lambda g, ans, a, b, out=None: _outer_vjp(g, ans, a, b, 0),
+                         lambda g, ans, a, b, out=None: _outer_vjp(g, ans, a, b, 1))
+def_linear(anp.outer)
+defvjp_direct(anp.vdot,  lambda g, ans, a, b: match_dtype(anp.reshape(anp.conj(g * b), shape_of(a)), a),
+                         lambda g, ans, a, b: match_dtype(anp.reshape(g * anp.conj(a), shape_of(b)), b))
+def_linear(anp.vdot)
+# fmt: on
+
+
+# ----------------------------------------------------------------------------- einsum
+def _einsum_spec(args) -> tuple[list[str], str, list[int]]:
+    """Explicit subscripts of an einsum call: (input subscripts, output, operand argnums).
+
+    Ellipses become letters and an implicit output is made explicit, so the
+    rule only deals with plain letters. Accepts the string and sublist forms.
+    """
+    if isinstance(args[0], str):
+        spec = args[0].replace(" ", "")
+        argnums = list(range(1, len(args)))
+        ins, arrow, out = spec.partition("->")
+        ins = ins.split(",")
+        explicit = bool(arrow)
+    else:
+        argnums = list(range(0, len(args) - (len(args) % 2 == 1), 2))
+        letters = string.ascii_letters
+
+        def sub(lst):
+            return "".join("..." if s is Ellipsis else letters[s] for s in lst)
+
+        ins = [sub(args[i + 1]) for i in argnums]
+        explicit = len(args) % 2 == 1
+        out = sub(args[-1]) if explicit else ""
+    ndims = [_np.ndim(getval(args[i])) for i in argnums]
+    used = set("".join(ins))
+    free = [c for c in string.ascii_letters if c not in used]
+    n_ell = max([nd - len(s.replace("...", "")) for s, nd in zip(ins, ndims) if "..." in s],
+                default=0)
+    ell = "".join(free[:n_ell])
+    if not explicit:
+        counts = {c: "".join(ins).count(c) for c in used if c != "."}
+        out = ("..." if n_ell else "") + "".join(sorted(c for c, k in counts.items() if k == 1))
+    ins = [s.replace("...", ell[n_ell - (nd - len(s.replace("...", ""))):] if n_ell else "")
+           if "..." in s else s for s, nd in zip(ins, ndims)]
+    out = out.replace("...", ell)
+    return ins, out, argnums
+
+
+def _einsum_vjp(g, argnum, args, kwargs):
+    ins, out, argnums = _einsum_spec(args)
+    k = argnums.index(argnum)
+    mine = ins[k]
+    x = args[argnum]
+    x_shape = shape_of(x)
+    others = [(ins[j], args[i]) for j, i in enumerate(argnums) if j != k]
+    available = set(out).union(*(s for s, _ in others))
+    uniq = "".join(dict.fromkeys(mine))
+    sizes = {c: x_shape[mine.index(c)] for c in uniq}
+    target = "".join(c for c in uniq if c in available)
+    spec = ",".join([s for s, _ in others] + [out]) + "->" + target
+    r = anp.einsum(spec, *[v for _, v in others], g, **kwargs)
+    # letters summed only inside this operand get the cotangent broadcast along them
+    r = anp.reshape(r, tuple(shape_of(r)[target.index(c)] if c in target else 1 for c in uniq))
+    shrink = tuple(i for i, c in enumerate(uniq) if sizes[c] == 1 and shape_of(r)[i] != 1)
+    if shrink:
+        r = anp.sum(r, axis=shrink, keepdims=True)
+    r = anp.broadcast_to(r, tuple(sizes[c] for c in uniq))
+    if len(uniq) < len(mine):  # repeated letters ('ii'): put r on the diagonal
+        fresh = iter(c for c in string.ascii_letters if c not in set(mine))
+        seen, renamed, eyes = set(), [], []
+        for c in mine:
+            if c in seen:
+                c2 = next(fresh)
+                eyes.append((c + c2, _np.eye(sizes[c], dtype=_np.result_type(getval(r)))))
+                c = c2
+            seen.add(c)
+            renamed.append(c)
+        r = anp.einsum(",".join([uniq] + [s for s, _ in eyes]) + "->" + "".join(renamed),
+                       r, *[e for _, e in eyes])
+    return match_dtype(r, x)
+
+
+def _einsum_vjps(g, argnums, ans, args, kwargs):
+    return tuple(_einsum_vjp(g, i, args, kwargs) for i in argnums)
+
+
+primitive_vjps[anp.einsum] = _einsum_vjps
+def_linear(anp.einsum)
+
+
+# ----------------------------------------------------------------------------- kron, cross
+def _kron_vjp(g, ans, a, b, which):
+    nd = max(anp.ndim(a), anp.ndim(b))
+    sa = (1,) * (nd - anp.ndim(a)) + shape_of(a)
+    sb = (1,) * (nd - anp.ndim(b)) + shape_of(b)
+    la, lb = string.ascii_letters[:nd], string.ascii_letters[nd:2 * nd]
+    g = anp.reshape(g, tuple(n for pair in zip(sa, sb) for n in pair))
+    g_sub = "".join(i + j for i, j in zip(la, lb))
+    if which == 0:
+        r = anp.einsum(f"{g_sub},{lb}->{la}", g, anp.reshape(b, sb))
+        return match_dtype(anp.reshape(r, shape_of(a)), a)
+    r = anp.einsum(f"{g_sub},{la}->{lb}", g, anp.reshape(a, sa))
+    return match_dtype(anp.reshape(r, shape_of(b)), b)
+
+
+def _as_3vectors(v, axis):
+    """``v`` with its vector axis last and zero-padded to length 3."""
+    v = anp.moveaxis(v, axis, -1)
+    if shape_of(v)[-1] == 2:
+        v = anp.concatenate([v, anp.zeros_like(getval(v)[..., :1])], axis=-1)
+    return v
+
+
+def _cross_vjp(g, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None, which=0):
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a3, b3 = _as_3vectors(a, axisa), _as_3vectors(b, axisb)
+    if anp.ndim(ans) == anp.ndim(a3) - 1 and shape_of(a)[axisa] == 2 == shape_of(b)[axisb]:
+        g3 = anp.stack([anp.zeros_like(getval(g)), anp.zeros_like(getval(g)), g], axis=-1)
+    else:
+        g3 = _as_3vectors(g, axisc)
+    mine, vec_axis = (a, axisa) if which == 0 else (b, axisb)
+    # <g, a x b> = <a, b x g> = <b, g x a>
+    r = anp.cross(b3, g3) if which == 0 else anp.cross(g3, a3)
+    r = r[..., :shape_of(mine)[vec_axis]]
+    mine_last = anp.moveaxis(mine, vec_axis, -1)
+    r = unbroadcast(r, mine_last)
+    return anp.moveaxis(r, -1, vec_axis)
+
+
+# fmt: off
+defvjp_direct(anp.kron,  lambda g, ans, a, b: _kron_vjp(g, ans, a, b, 0),
+                         lambda g, ans, a, b: _kron_vjp(g, ans, a, b, 1))
+def_linear(anp.kron)
+defvjp_direct(anp.cross, lambda g, ans, a, b, *args, **k: _cross_vjp(g, ans, a, b, *args, **k, which=0),
+                         lambda g, ans, a, b, *args, **k: _cross_vjp(g, ans, a, b, *args, **k, which=1))
+def_linear(anp.cross)
 # fmt: on

@@ -1,7 +1,24 @@
-"""Rules for functions that move, copy or select elements without arithmetic.
+"""Rules for functions that move, copy, select or assemble elements.
 
-All are linear in the array argument, so their JVP applies the function itself to
-the tangent; the VJP puts the cotangent back where each element came from.
+Most are linear in their array arguments. Three kinds of rule cover them:
+
+* dedicated one-liners (reshape, transpose, broadcast_to, getitem ...);
+* ``selection(f)`` for any function whose output elements are copies of input
+  elements or zeros (flip, roll, tile, tril, pad, take, sort, insert ...): ``f``
+  applied to the 1-based *positions* of the input elements tells where each
+  output element came from (0: from nowhere). The VJP scatters the cotangent
+  back to those positions (repeats accumulate, as numpy.add.at), the JVP
+  gathers the tangent from them; both are primitives, so every order works;
+* ``composite(f, impl)`` for the few whose derivative is best read off a
+  formula (diff, gradient, interp, convolve ...).
+
+Derivatives are taken w.r.t. the array arguments only: integer arguments
+(shapes, axes, indices, repeats, conditions) have none. Documented limits:
+``pad`` differentiates the modes that copy elements (constant, edge, reflect,
+symmetric, wrap) and treats ``constant_values`` as a constant; ``gradient``
+differentiates w.r.t. ``f`` and scalar spacings; ``interp`` w.r.t. ``x`` and
+``fp`` (``xp`` is a grid of constants); ``diff``'s ``prepend``/``append`` and
+``ediff1d``'s ``to_begin``/``to_end`` are constants (keyword arguments).
 """
 
 from __future__ import annotations
@@ -9,22 +26,23 @@ from __future__ import annotations
 import numpy as _np
 
 from ..._core.reverse import primitive_vjps
-from ..._core.rules import defjvp_argnums
-from ..._core.tracer import primitive
+from ..._core.rules import defjvp, defjvp_argnums, defvjp_direct
+from ..._core.tracer import getval, primitive
 from .. import numpy_wrapper as anp
 from ..numpy_boxes import array_astype, array_getitem
-from ._helpers import dtype_of, linear, match_dtype, shape_of, unbroadcast
+from ._helpers import composite, dtype_of, linear, match_dtype, shape_of, unbroadcast
 
 
 def _is_basic_index(index) -> bool:
     parts = index if isinstance(index, tuple) else (index,)
-    return all(p is None or p is Ellipsis or isinstance(p, (int, slice)) for p in parts)
+    return all(p is None or p is Ellipsis or isinstance(p, (int, _np.integer, slice))
+               for p in parts)
 
 
 @primitive
 def untake(g, index, shape, dtype):
     """Zeros of ``shape`` with ``g`` added at ``index`` (repeated indices accumulate)."""
-    out = _np.zeros(shape, dtype=dtype)
+    out = _np.zeros(shape, dtype=_np.result_type(dtype, g))
     if _is_basic_index(index):
         out[index] = g
     else:
@@ -41,8 +59,8 @@ def _inverse_axes(axes, ndim):
 
 # fmt: off
 # ----------------------------------------------------------------------------- reshaping
-linear(anp.reshape,      lambda g, ans, x, *a, **k: anp.reshape(g, shape_of(x)))
-linear(anp.ravel,        lambda g, ans, x, *a, **k: anp.reshape(g, shape_of(x)))
+linear(anp.reshape,      lambda g, ans, x, shape=None, order="C", **k: anp.reshape(g, shape_of(x), order=order))
+linear(anp.ravel,        lambda g, ans, x, order="C": anp.reshape(g, shape_of(x), order=order))
 linear(anp.squeeze,      lambda g, ans, x, *a, **k: anp.reshape(g, shape_of(x)))
 linear(anp.expand_dims,  lambda g, ans, x, *a, **k: anp.reshape(g, shape_of(x)))
 linear(anp.transpose,    lambda g, ans, x, axes=None: anp.transpose(g, _inverse_axes(axes, anp.ndim(x))))
@@ -50,11 +68,161 @@ linear(anp.swapaxes,     lambda g, ans, x, a1, a2: anp.swapaxes(g, a1, a2))
 linear(anp.moveaxis,     lambda g, ans, x, src, dst: anp.moveaxis(g, dst, src))
 linear(anp.broadcast_to, lambda g, ans, x, shape, **k: unbroadcast(g, x))
 
-# ----------------------------------------------------------------------------- indexing, casting
-linear(array_getitem,    lambda g, ans, x, index: untake(g, index, shape_of(x), dtype_of(x)))
-linear(untake,           lambda g, ans, x, index, shape, dtype: array_getitem(g, index))
+# ----------------------------------------------------------------------------- copies, casting
+linear(anp.copy,         lambda g, ans, x, *a, **k: match_dtype(g, x))
+linear(anp.asarray,      lambda g, ans, x, *a, **k: match_dtype(g, x))
+linear(anp.asanyarray,   lambda g, ans, x, *a, **k: match_dtype(g, x))
+linear(anp.ascontiguousarray, lambda g, ans, x, *a, **k: match_dtype(g, x))
 linear(array_astype,     lambda g, ans, x, *a, **k: match_dtype(g, x))
+
+# ----------------------------------------------------------------------------- indexing
+linear(array_getitem,    lambda g, ans, x, index: match_dtype(untake(g, index, shape_of(x), dtype_of(x)), x))
+linear(untake,           lambda g, ans, x, index, shape, dtype: array_getitem(g, index))
 # fmt: on
+
+
+# ----------------------------------------------------------------------------- selections
+def _positions(args, argnums):
+    """1-based flat positions for the arguments in ``argnums``, numbered one after another."""
+    args = list(args)
+    offsets = {}
+    start = 1
+    for i in argnums:
+        shape = _np.shape(getval(args[i]))
+        size = int(_np.prod(shape))
+        offsets[i] = (start, size, shape)
+        args[i] = _np.arange(start, start + size).reshape(shape)
+        start += size
+    return args, offsets, start
+
+
+def _gather(flat, source):
+    """``flat[source]`` shaped like ``source`` (position 0 holds a zero)."""
+    return array_getitem(flat, source)
+
+
+def _selection_vjp(g, source, offsets, total, argnum, x):
+    start, size, shape = offsets[argnum]
+    flat = untake(anp.ravel(g), _np.ravel(source), (total,), dtype_of(x))
+    return match_dtype(anp.reshape(array_getitem(flat, slice(start, start + size)), shape), x)
+
+
+def selection(fun, argnums=(0,), source=None):
+    """Rules for ``fun`` whose outputs are copies of elements of ``args[argnums]`` or zeros.
+
+    ``source(positions_args, args, kwargs)`` overrides how the map of where each
+    output element came from is computed (e.g. for sort, whose map depends on data).
+    """
+    raw = fun.fun
+
+    def source_map(args, kwargs):
+        pos_args, offsets, total = _positions(args, argnums)
+        if source is not None:
+            src = source(pos_args, args, kwargs)
+        else:
+            src = raw(*pos_args, **kwargs)
+        return _np.asarray(src), offsets, total
+
+    def vjp(g, diff_argnums, ans, args, kwargs):
+        src, offsets, total = source_map(args, kwargs)
+        return tuple(_selection_vjp(g, src, offsets, total, i, args[i]) for i in diff_argnums)
+
+    def jvp(diff_argnums, tangents, ans, args, kwargs):
+        src, offsets, total = source_map(args, kwargs)
+        by_argnum = dict(zip(diff_argnums, tangents))
+        parts = [_np.zeros(1, dtype=dtype_of(ans))]
+        for i in argnums:
+            _, size, shape = offsets[i]
+            t = by_argnum.get(i)
+            parts.append(_np.zeros(size, dtype=dtype_of(ans)) if t is None else anp.ravel(t))
+        return match_dtype(_gather(anp.concatenate(parts), src), ans)
+
+    primitive_vjps[fun] = vjp
+    defjvp_argnums(fun, jvp)
+
+
+def _pad_source(pos_args, args, kwargs):
+    mode = pos_args[2] if len(pos_args) > 2 else kwargs.get("mode", "constant")
+    if callable(mode) or mode not in ("constant", "edge", "reflect", "symmetric", "wrap"):
+        raise NotImplementedError(
+            f"chainrule differentiates numpy.pad in the modes that copy elements (constant, "
+            f"edge, reflect, symmetric, wrap), not mode={mode!r}. Build the padding from "
+            f"slices and concatenate instead."
+        )
+    kwargs = {k: v for k, v in kwargs.items() if k not in ("constant_values", "mode")}
+    return _np.pad(pos_args[0], pos_args[1], mode, **kwargs)  # padding by constants: position 0
+
+
+def _sort_source(pos_args, args, kwargs):
+    x, pos = getval(args[0]), pos_args[0]
+    axis = kwargs.get("axis", args[1] if len(args) > 1 else -1)
+    if axis is None:
+        x, pos, axis = _np.ravel(x), _np.ravel(pos), 0
+    order = _np.argsort(x, axis=axis, kind="stable")
+    return _np.take_along_axis(pos, order, axis=axis)
+
+
+def _partition_source(pos_args, args, kwargs):
+    x, pos = getval(args[0]), pos_args[0]
+    kth = args[1] if len(args) > 1 else kwargs["kth"]
+    axis = kwargs.get("axis", args[2] if len(args) > 2 else -1)
+    if axis is None:
+        x, pos, axis = _np.ravel(x), _np.ravel(pos), 0
+    return _np.take_along_axis(pos, _np.argpartition(x, kth, axis=axis), axis=axis)
+
+
+# fmt: off
+for _fun in (anp.permute_dims, anp.rollaxis, anp.repeat, anp.tile, anp.roll, anp.rot90, anp.flip, anp.fliplr, anp.flipud,
+             anp.diag, anp.diagonal, anp.diagflat, anp.tril, anp.triu, anp.take,
+             anp.take_along_axis, anp.delete):
+    if _fun not in primitive_vjps:  # permute_dims is transpose in NumPy 2
+        selection(_fun)
+selection(anp.compress,  argnums=(1,))
+selection(anp.extract,   argnums=(1,))
+selection(anp.insert,    argnums=(0, 2))
+selection(anp.append,    argnums=(0, 1))
+selection(anp.pad,       source=_pad_source)
+selection(anp.sort,      source=_sort_source)
+selection(anp.partition, source=_partition_source)
+# fmt: on
+
+
+# ----------------------------------------------------------------------------- atleast_nd
+def _atleast_vjp(g, argnums, ans, args, kwargs):
+    # atleast_nd only inserts axes of length 1: undo it with a reshape (per array when
+    # several arrays were passed and a tuple came back)
+    if len(args) == 1:
+        return (anp.reshape(g, shape_of(args[0])),)
+    return tuple(anp.reshape(g[i], shape_of(args[i])) for i in argnums)
+
+
+def _def_atleast(fun):
+    primitive_vjps[fun] = _atleast_vjp
+    defjvp_argnums(fun, lambda argnums, gs, ans, args, kwargs: fun(
+        *_with_zeros(argnums, gs, args, 0)))
+
+
+for _fun in (anp.atleast_1d, anp.atleast_2d, anp.atleast_3d):
+    _def_atleast(_fun)
+
+
+# ----------------------------------------------------------------------------- splitting
+def _split_axis(name, x, axis):
+    if name == "hsplit":
+        return 0 if anp.ndim(x) == 1 else 1
+    return {"vsplit": 0, "dsplit": 2}.get(name, axis)
+
+
+def _def_split(fun):
+    def vjp(g, ans, x, indices_or_sections, axis=0):
+        axis = _split_axis(fun.__name__, x, axis)
+        return match_dtype(anp.concatenate(list(g), axis=axis), x)
+
+    linear(fun, vjp)
+
+
+for _fun in (anp.split, anp.array_split, anp.hsplit, anp.vsplit, anp.dsplit):
+    _def_split(_fun)
 
 
 # ----------------------------------------------------------------------------- joining
@@ -70,7 +238,7 @@ def _split_cotangent(g, axis, arrays, i):
 def _with_zeros(argnums, tangents, args, first):
     """Arguments from ``first`` on, with tangents where traced and zeros elsewhere."""
     by_argnum = dict(zip(argnums, tangents))
-    return [by_argnum.get(i, _np.zeros_like(args[i])) for i in range(first, len(args))]
+    return [by_argnum.get(i, _np.zeros_like(getval(args[i]))) for i in range(first, len(args))]
 
 
 def _concatenate_vjp(g, ans, axis, *arrays, argnum):
@@ -83,7 +251,11 @@ def _stack_vjp(g, ans, axis, *arrays, argnum):
 
 
 def _array_vjp(g, ans, shape, dtype, *elems, argnum):
-    return match_dtype(anp.ravel(g)[argnum - 2], elems[argnum - 2])
+    sizes = [int(_np.size(getval(e))) for e in elems]
+    i = argnum - 2
+    start = sum(sizes[:i])
+    piece = array_getitem(anp.ravel(g), slice(start, start + sizes[i]))
+    return match_dtype(anp.reshape(piece, shape_of(elems[i])), elems[i])
 
 
 def _def_joining(fun, vjp, n_static):
@@ -91,10 +263,242 @@ def _def_joining(fun, vjp, n_static):
         return tuple(vjp(g, ans, *args, argnum=i) for i in argnums)
 
     primitive_vjps[fun] = rule
-    defjvp_argnums(fun, lambda argnums, gs, ans, args, kwargs: fun(
-        *args[:n_static], *_with_zeros(argnums, gs, args, n_static)))
+    defjvp_argnums(fun, lambda argnums, gs, ans, args, kwargs: match_dtype(fun(
+        *args[:n_static], *_with_zeros(argnums, gs, args, n_static)), ans))
 
 
 _def_joining(anp.concatenate_args, _concatenate_vjp, 1)
 _def_joining(anp.stack_args, _stack_vjp, 1)
 _def_joining(anp.array_from_args, _array_vjp, 2)
+
+
+# ----------------------------------------------------------------------------- functional updates
+def _last_writes(shape, index):
+    """Mask over ``x[index]``'s elements: True where the write is the one NumPy keeps
+    (with repeated integer indices, the last write to a position wins)."""
+    pos = _np.zeros(shape, dtype=_np.intp)
+    sel_shape = _np.shape(pos[index])
+    n = int(_np.prod(sel_shape))
+    pos[index] = _np.arange(1, n + 1).reshape(sel_shape)
+    kept = _np.zeros(n, dtype=bool)
+    kept[pos[pos > 0] - 1] = True
+    return kept.reshape(sel_shape)
+
+
+def _update_vjp_v(g, ans, x, index, v):
+    picked = array_getitem(g, index)
+    if not _is_basic_index(index):
+        kept = _last_writes(shape_of(x), index)
+        if not kept.all():
+            picked = anp.where(kept, picked, _np.zeros((), dtype_of(picked)))
+    return unbroadcast(picked, v)
+
+
+def _add_vjp_v(g, ans, x, index, v):
+    return unbroadcast(array_getitem(g, index), v)
+
+
+def _update_jvp_v(t, ans, x, index, v):
+    return anp.index_update(_np.zeros_like(getval(ans)), index, t)
+
+
+# fmt: off
+defvjp_direct(anp.index_update, lambda g, ans, x, index, v: match_dtype(anp.index_update(g, index, 0.0), x),
+                                None, _update_vjp_v)
+defjvp(anp.index_update,        lambda t, ans, x, index, v: anp.index_update(t, index, 0.0),
+                                None, _update_jvp_v)
+defvjp_direct(anp.index_add,    lambda g, ans, x, index, v: match_dtype(g, x),
+                                None, _add_vjp_v)
+defjvp(anp.index_add,           lambda t, ans, x, index, v: match_dtype(t, ans),
+                                None, lambda t, ans, x, index, v: anp.index_add(
+                                    _np.zeros_like(getval(ans)), index, t))
+# fmt: on
+
+
+# ----------------------------------------------------------------------------- constructors
+def _full_vjp(g, ans, shape, fill_value, *a, **k):
+    return unbroadcast(g, fill_value)
+
+
+def _linspace_impl(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    steps = _np.linspace(0.0, 1.0, num, endpoint=endpoint)
+    start_, stop_ = anp.asarray(start), anp.asarray(stop)
+    ndim = max(anp.ndim(start_), anp.ndim(stop_))
+    steps = steps.reshape((-1,) + (1,) * ndim)
+    out = start_ * (1.0 - steps) + stop_ * steps
+    if endpoint and num > 1:  # NumPy sets the last sample to ``stop`` exactly
+        out = anp.concatenate([out[:-1], anp.expand_dims(stop_ + 0.0 * start_, 0)], axis=0)
+    out = anp.moveaxis(out, 0, axis) if axis != 0 else out
+    if dtype is not None:
+        out = out.astype(dtype)
+    if retstep:
+        div = (num - 1) if endpoint else num
+        return out, (stop_ - start_) / div
+    return out
+
+
+def _diff_impl(a, n=1, axis=-1, prepend=None, append=None):
+    parts = []
+    if prepend is not None:
+        parts.append(_np.broadcast_to(prepend, _side_shape(a, axis, prepend)))
+    parts.append(a)
+    if append is not None:
+        parts.append(_np.broadcast_to(append, _side_shape(a, axis, append)))
+    x = anp.concatenate(parts, axis=axis) if len(parts) > 1 else a
+    ndim = anp.ndim(x)
+    hi = tuple(slice(1, None) if i == axis % ndim else slice(None) for i in range(ndim))
+    lo = tuple(slice(None, -1) if i == axis % ndim else slice(None) for i in range(ndim))
+    for _ in range(n):
+        x = x[hi] - x[lo]
+    return x
+
+
+def _side_shape(a, axis, value):
+    shape = list(shape_of(a))
+    if _np.ndim(value) == 0:
+        shape[axis] = 1
+        return tuple(shape)
+    return _np.shape(value)
+
+
+def _ediff1d_impl(ary, to_end=None, to_begin=None):
+    flat = anp.ravel(ary)
+    out = flat[1:] - flat[:-1]
+    parts = [p for p in (to_begin, out, to_end) if p is not None]
+    parts = [anp.ravel(anp.asarray(p)).astype(dtype_of(ary)) if p is not out else p
+             for p in parts]
+    return anp.concatenate(parts) if len(parts) > 1 else out
+
+
+def _axis_slices(ndim, axis, *slices):
+    return [tuple(s if i == axis else slice(None) for i in range(ndim)) for s in slices]
+
+
+def _gradient_1d(f, h, axis, edge_order):
+    n = anp.ndim(f)
+    mid, hi, lo, first, second, third, last, last2, last3 = _axis_slices(
+        n, axis, slice(1, -1), slice(2, None), slice(None, -2), slice(0, 1), slice(1, 2),
+        slice(2, 3), slice(-1, None), slice(-2, -1), slice(-3, -2))
+    del mid
+    inner = (f[hi] - f[lo]) / (2.0 * h)
+    if edge_order == 1:
+        begin = (f[second] - f[first]) / h
+        end = (f[last] - f[last2]) / h
+    else:
+        begin = (-1.5 * f[first] + 2.0 * f[second] - 0.5 * f[third]) / h
+        end = (1.5 * f[last] - 2.0 * f[last2] + 0.5 * f[last3]) / h
+    return anp.concatenate([begin, inner, end], axis=axis)
+
+
+def _gradient_impl(f, *varargs, axis=None, edge_order=1):
+    n = anp.ndim(f)
+    axes = list(range(n)) if axis is None else [axis] if isinstance(axis, int) else list(axis)
+    axes = [a % n for a in axes]
+    if len(varargs) == 0:
+        spacing = [1.0] * len(axes)
+    elif len(varargs) == 1:
+        spacing = list(varargs) * len(axes)
+    else:
+        spacing = list(varargs)
+    if any(anp.ndim(h) != 0 for h in spacing):
+        raise NotImplementedError(
+            "chainrule differentiates numpy.gradient with scalar spacings only; for "
+            "coordinate arrays, write the differences with chainrule.numpy.diff."
+        )
+    if not _np.issubdtype(dtype_of(f), _np.inexact):
+        f = f.astype(float)
+    out = tuple(_gradient_1d(f, h, ax, edge_order) for ax, h in zip(axes, spacing))
+    return out[0] if len(out) == 1 else out
+
+
+def _interp_impl(x, xp, fp, left=None, right=None, period=None):
+    if period is not None:
+        raise NotImplementedError("chainrule differentiates numpy.interp without period=.")
+    xp_raw = _np.asarray(getval(xp))
+    x_raw = getval(x)
+    i = _np.clip(_np.searchsorted(xp_raw, x_raw, side="right") - 1, 0, len(xp_raw) - 2)
+    x0, x1 = xp[i], xp[i + 1]
+    w = (x - x0) / (x1 - x0)
+    w = anp.where(x_raw < xp_raw[0], 0.0, anp.where(x_raw > xp_raw[-1], 1.0, w))
+    out = fp[i] * (1.0 - w) + fp[i + 1] * w
+    if left is not None:
+        out = anp.where(x_raw < xp_raw[0], left, out)
+    if right is not None:
+        out = anp.where(x_raw > xp_raw[-1], right, out)
+    return out
+
+
+def _trapezoid_impl(y, x=None, dx=1.0, axis=-1):
+    n = anp.ndim(y)
+    hi, lo = _axis_slices(n, axis % n, slice(1, None), slice(None, -1))
+    if x is None:
+        d = dx
+    else:
+        d = x[1:] - x[:-1] if anp.ndim(x) == 1 else x[hi] - x[lo]
+        if anp.ndim(x) == 1 and n > 1:
+            d = anp.reshape(d, tuple(-1 if i == axis % n else 1 for i in range(n)))
+    return anp.sum(d * (y[hi] + y[lo]), axis=axis) / 2.0
+
+
+def _convolve_full(a, v):
+    na, nv = anp.size(a), anp.size(v)
+    k = _np.arange(na + nv - 1)[:, None] - _np.arange(na)[None, :]  # v's index per term
+    valid = (k >= 0) & (k < nv)
+    v_pad = anp.concatenate([v, _np.zeros(1, dtype=dtype_of(v))])
+    taps = v_pad[_np.where(valid, k, nv)]
+    return anp.sum(taps * a, axis=1)
+
+
+def _convolve_impl(a, v, mode="full"):
+    full = _convolve_full(anp.ravel(a), anp.ravel(v))
+    long, short = max(anp.size(a), anp.size(v)), min(anp.size(a), anp.size(v))
+    if mode == "full":
+        return full
+    if mode == "same":
+        start = (short - 1) // 2
+        return full[start:start + long]
+    if mode == "valid":
+        return full[short - 1:long]
+    raise ValueError(f"convolve: mode must be 'full', 'same' or 'valid', not {mode!r}")
+
+
+def _correlate_impl(a, v, mode="valid"):
+    return _convolve_impl(a, anp.conj(v)[::-1], mode)
+
+
+def _polyval_impl(p, x):
+    y = anp.zeros_like(getval(x))
+    for i in range(len(p)):
+        y = y * x + p[i]
+    return y
+
+
+def _meshgrid_impl(*xi, copy=True, sparse=False, indexing="xy"):
+    n = len(xi)
+    axes = list(range(n))
+    if indexing == "xy" and n > 1:
+        axes[0], axes[1] = 1, 0
+    grids = [anp.reshape(x, tuple(-1 if d == ax else 1 for d in range(n)))
+             for x, ax in zip(xi, axes)]
+    if not sparse:
+        shape = tuple(_np.size(getval(x)) for x in xi)
+        if indexing == "xy" and n > 1:
+            shape = (shape[1], shape[0]) + shape[2:]
+        grids = [anp.broadcast_to(gr, shape) for gr in grids]
+    return tuple(grids)
+
+
+# fmt: off
+defvjp_direct(anp.full, None, _full_vjp)
+defjvp(anp.full,        None, lambda t, ans, shape, fill_value, *a, **k: match_dtype(anp.broadcast_to(t, shape_of(ans)), ans))
+composite(anp.linspace,  _linspace_impl)
+composite(anp.diff,      _diff_impl)
+composite(anp.ediff1d,   _ediff1d_impl)
+composite(anp.gradient,  _gradient_impl)
+composite(anp.interp,    _interp_impl)
+composite(anp.trapezoid, _trapezoid_impl)
+composite(anp.convolve,  _convolve_impl)
+composite(anp.correlate, _correlate_impl)
+composite(anp.polyval,   _polyval_impl)
+composite(anp.meshgrid,  _meshgrid_impl)
+# fmt: on

@@ -1,0 +1,62 @@
+"""Plain ``numpy`` called on traced values goes to chainrule's rules (__array_ufunc__ and
+__array_function__), so code written against NumPy differentiates unchanged."""
+
+import numpy as onp
+import pytest
+
+import chainrule as cr
+import chainrule.numpy as np
+from chainrule.test_util import check_grads
+
+X = onp.random.default_rng(1).uniform(0.5, 2.0, size=(2, 3))
+Y = onp.random.default_rng(2).uniform(-1.0, 1.0, size=(3,))
+
+PLAIN = {
+    "ufunc-unary": lambda x, y: onp.sin(x) * onp.exp(y),
+    "ufunc-binary": lambda x, y: onp.add(x, y) / onp.multiply(x, 2.0),
+    "operators-with-numpy-left": lambda x, y: onp.ones(3) * x + onp.float64(2.0) * y,
+    "sum": lambda x, y: onp.sum(x, axis=0) + onp.mean(y),
+    "einsum": lambda x, y: onp.einsum("ij,j->i", x, y),
+    "dot-matmul": lambda x, y: onp.dot(x, y) + onp.matmul(x, y),
+    "concatenate": lambda x, y: onp.concatenate([x[0], y, x[1]]),
+    "stack": lambda x, y: onp.stack([x[0], y], axis=1),
+    "reshape-transpose": lambda x, y: onp.transpose(onp.reshape(x, (3, 2))) * y,
+    "where": lambda x, y: onp.where(x > 1.0, x, y),
+    "tile-flip": lambda x, y: onp.flip(onp.tile(y, 2)),
+    "split": lambda x, y: onp.split(x, 3, axis=1)[1],
+    "outer-kron": lambda x, y: onp.outer(y, x[0]) + onp.kron(y, onp.ones(1))[:, None],
+}
+
+
+@pytest.mark.parametrize("name", list(PLAIN))
+def test_plain_numpy_dispatches(name):
+    f = PLAIN[name]
+    want = f(X, Y)
+    got = f(np.array(X), np.array(Y))  # plain arrays: NumPy itself
+    onp.testing.assert_allclose(got, want)
+    check_grads(f, (0, 1), order=2)(X, Y)
+
+
+def test_dispatched_gradient_value():
+    g = cr.grad(lambda x: onp.sum(onp.sin(x) ** 2))(X)
+    onp.testing.assert_allclose(g, 2 * onp.sin(X) * onp.cos(X))
+
+
+def test_function_without_rule_is_named():
+    with pytest.raises(TypeError, match=r"numpy\.fliplr|numpy\.histogram2d"):
+        cr.grad(lambda x: onp.sum(onp.histogram2d(x, x)[0]))(Y)
+    with pytest.raises(TypeError, match=r"no derivative rule for numpy\.add\.reduce"):
+        cr.grad(lambda x: onp.add.reduce(x))(Y)
+    with pytest.raises(TypeError, match=r"numpy\.frexp"):
+        cr.grad(lambda x: onp.frexp(x)[0].sum())(Y)
+
+
+def test_numpy_array_of_traced_values_says_what_to_use():
+    # numpy.array is not overridable by __array_function__: it asks for __array__
+    with pytest.raises(TypeError, match=r"chainrule\.numpy\.array"):
+        cr.grad(lambda x: onp.sum(onp.array([x[0], x[1]])))(Y)
+
+
+def test_keyword_array_argument_is_named():
+    with pytest.raises(TypeError, match="pass .* positionally"):
+        cr.grad(lambda x: onp.sum(onp.clip(x, a_min=x, a_max=2.0)))(Y)
