@@ -8,7 +8,6 @@ import pytest
 
 import chainrule.numpy as np
 from chainrule import grad, jacobian, make_jvp, value_and_grad
-from chainrule._core.reverse import VJPNode
 
 
 def test_wide_fan_out_and_fan_in():
@@ -40,7 +39,6 @@ def test_no_graph_objects_remain_after_many_gradients():
     gc.collect()
     assert len(nodes) == 10_000
     assert sum(ref() is not None for ref in nodes) == 0
-    assert not [obj for obj in gc.get_objects() if type(obj) is VJPNode]
 
 
 @pytest.mark.parametrize("transform", [grad, jacobian, value_and_grad])

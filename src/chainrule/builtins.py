@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import builtins as _builtins
 
+from ._core.pytree import register_pytree_node
 from ._core.rules import defjvp, defvjp_direct
 from ._core.tracer import Box, primitive
-from ._core.vspace import vspace
+from ._core.vspace import add_values, container_box_adders, vspace
 
 tuple = _builtins.tuple
 list = _builtins.list
@@ -68,6 +69,11 @@ SequenceBox.register(_builtins.tuple)
 SequenceBox.register(_builtins.list)
 DictBox.register(_builtins.dict)
 
+# A traced container flattens to its traced elements, like the container it stands
+# for, so transforms see its leaves (e.g. the outputs of split, or nested tangents).
+register_pytree_node(SequenceBox, lambda box: (_builtins.list(box), _builtins.type(box._value)),
+                     lambda kind, children: kind(children))
+
 
 @primitive
 def sequence_take(container, index):
@@ -86,10 +92,19 @@ def sequence_untake(g, index, container_space):
     return _builtins.type(zeros)(items)
 
 
+@primitive
+def container_add(x, y):
+    """Two containers of values added leaf by leaf (``+`` would concatenate them)."""
+    return add_values(x, y)
+
+
 defvjp_direct(sequence_take, lambda g, ans, c, index: sequence_untake(g, index, vspace(c)))
 defjvp(sequence_take, lambda g, ans, c, index: sequence_take(g, index))
 defvjp_direct(sequence_untake, lambda g, ans, gi, index, space: sequence_take(g, index))
 defjvp(sequence_untake, lambda g, ans, gi, index, space: sequence_untake(g, index, space))
+defvjp_direct(container_add, lambda g, ans, x, y: g, lambda g, ans, x, y: g)
+defjvp(container_add, lambda g, ans, x, y: g, lambda g, ans, x, y: g)
+container_box_adders[SequenceBox] = container_box_adders[DictBox] = container_add
 
 _box_to_type = {SequenceBox: None, DictBox: None}
 

@@ -23,7 +23,7 @@ def lam(name, fun, ref, *arrays, argnums=None, label=""):
 
 # Second order through traced lists needs vspace.add_values to add SequenceBox
 # cotangents element by element (today ``+`` concatenates them): reported to the lead.
-LIST_ORDER = 1
+LIST_ORDER = 2
 
 
 def joined(name, fun, *arrays, label=""):

@@ -157,6 +157,10 @@ class ContainerVSpace(VSpace):
         return f"ContainerVSpace({self.treedef!r})"
 
 
+# box type -> add(x, y) for traced containers, whose own ``+`` concatenates
+container_box_adders: dict = {}
+
+
 def add_values(x, y):
     """``x + y`` for values and containers of values (tuples add leaf by leaf)."""
     cls = type(x)
@@ -164,6 +168,9 @@ def add_values(x, y):
         return cls(map(add_values, x, y))
     if cls is dict:
         return {k: add_values(v, y[k]) for k, v in x.items()}
+    adder = container_box_adders.get(cls) or container_box_adders.get(type(y))
+    if adder is not None:
+        return adder(x, y)
     return x + y
 
 

@@ -124,16 +124,16 @@ class ArrayBox(Box):
     def __imatmul__(self, other): return self._inplace(anp.matmul, other, "@=", sys._getframe(1))  # noqa: E704,E501
 
     # ------------------------------------------------------------------ conversions
-    def _refuse(self, what: str):
+    def _refuse(self, what: str, hint: str = ""):
         raise TypeError(
             f"{what} of a traced value would drop its derivative. Keep the value as an "
             f"array inside the function being differentiated (use chainrule.numpy "
-            f"functions), or strip tracing explicitly with chainrule.stop_gradient(x)."
+            f"functions), or strip tracing explicitly with chainrule.stop_gradient(x).{hint}"
         )
 
     def __float__(self):
-        self._refuse("float() (also called when writing a traced scalar into a NumPy array, "
-                     "a[i] = x; for that use a = chainrule.numpy.index_update(a, i, x))")
+        self._refuse("float()", " (float() is also what writing a traced scalar into a NumPy "
+                     "array calls, a[i] = x: use a = chainrule.numpy.index_update(a, i, x).)")
 
     def __int__(self):
         self._refuse("int()")
@@ -344,16 +344,3 @@ for _t in (_np.ndarray, float, complex, _np.float64, _np.float32, _np.float16,
 
 __all__ = ["ArrayBox", "getval"]
 
-
-def _register_sequence_box_tree() -> None:
-    # A traced list (split, meshgrid, gradient outputs; their tangents in nested forward
-    # mode) must flatten to its traced elements like the list it stands for; otherwise
-    # make_vjp/make_jvp see one opaque leaf. Belongs with SequenceBox in builtins.py.
-    from .._core.pytree import register_pytree_node
-    from ..builtins import SequenceBox
-
-    register_pytree_node(SequenceBox, lambda box: (list(box), type(box._value)),
-                         lambda kind, children: kind(children))
-
-
-_register_sequence_box_tree()
