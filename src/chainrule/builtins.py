@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins as _builtins
 
 from ._core.rules import defjvp, defvjp_direct
-from ._core.tracer import Box, primitive
+from ._core.tracer import Box, getval, primitive
 from ._core.vspace import vspace
 
 tuple = _builtins.tuple
@@ -91,18 +91,13 @@ defjvp(sequence_take, lambda g, ans, c, index: sequence_take(g, index))
 defvjp_direct(sequence_untake, lambda g, ans, gi, index, space: sequence_take(g, index))
 defjvp(sequence_untake, lambda g, ans, gi, index, space: sequence_untake(g, index, space))
 
-_box_to_type = {SequenceBox: None, DictBox: None}
-
-
 def type(obj):
-    """``type(obj)``, seeing through traced containers to the container's own type."""
-    if _builtins.type(obj) in _box_to_type:
-        return _builtins.type(obj._value)
-    return _builtins.type(obj)
+    """``type(obj)`` of the traced value's own value: ``type(x) is numpy.ndarray`` holds
+    for a traced array as it does for a plain one (as in autograd)."""
+    return _builtins.type(getval(obj))
 
 
 def isinstance(obj, classinfo) -> bool:
-    """``isinstance``, seeing through traced containers."""
-    if _builtins.type(obj) in _box_to_type:
-        obj = obj._value
-    return _builtins.isinstance(obj, classinfo)
+    """``isinstance`` that sees through tracing: a traced array is an ``ndarray``, a
+    traced tuple a ``tuple``; it is still an instance of its Box class, too."""
+    return _builtins.isinstance(obj, classinfo) or _builtins.isinstance(getval(obj), classinfo)

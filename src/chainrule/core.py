@@ -24,6 +24,8 @@ from ._core.rules import (
 from ._core.tracer import Box, Node, getval, isbox, notrace_primitive, primitive
 from ._core.vspace import ContainerVSpace, VSpace, add_values, vspace
 from .extend import SparseObject
+from .tracer import trace
+from .util import func, subval
 
 
 def backward_pass(g, end_node: VJPNode):
@@ -42,10 +44,19 @@ def add_outgrads(x, y):
     return add_values(x, y)
 
 
+def sum_outgrads(gs):
+    """Sum a non-empty sequence of cotangents."""
+    gs = iter(gs)
+    total = next(gs)
+    for g in gs:
+        total = add_values(total, g)
+    return total
+
+
 __all__ = [
     "make_vjp", "make_jvp", "backward_pass", "toposort", "VJPNode", "JVPNode", "Node", "Box",
     "primitive_vjps", "primitive_jvps", "defvjp", "defvjp_argnum", "defvjp_argnums",
     "defvjp_direct", "defjvp", "defjvp_argnum", "defjvp_argnums", "def_linear", "vspace",
     "VSpace", "ContainerVSpace", "SparseObject", "primitive", "notrace_primitive", "getval",
-    "isbox", "add_outgrads",
+    "isbox", "add_outgrads", "sum_outgrads", "trace", "func", "subval",
 ]
