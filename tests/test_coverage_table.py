@@ -182,3 +182,14 @@ def test_module_runs_as_a_script():
     command = [sys.executable, "-m", "chainrule.coverage", "--no-specs"]
     out = subprocess.run(command, capture_output=True, text=True, env=env, check=True).stdout
     assert "numpy.add" in out and "Totals:" in out and "Tier 1:" in out
+
+
+def test_primitives_reached_follows_globals_closures_and_module_attributes():
+    def make():
+        cos = np.cos
+        return lambda x: cos(x) + np.sin(x) * 2.0
+
+    reached = coverage.primitives_reached(make())
+    assert np.cos in reached and np.sin in reached and np.multiply not in reached
+    row = coverage.Row("numpy", "composite_example", "composite", [])
+    assert (row.vjp, row.jvp) == (None, None) and coverage._rule_gap(row) == ""

@@ -5,7 +5,10 @@ For every differentiable function of chainrule.numpy, .numpy.linalg, .numpy.fft 
 and a JVP rule are registered and to which order the spec tables test it. A function
 is differentiable when it is a traced primitive, or a chainrule wrapper (such as
 ``concatenate``) whose code calls traced primitives; it has a rule when every
-primitive it reaches has one. Tested orders come from the ``Case`` entries
+primitive it reaches has one. Python functions whose primitives cannot be read from
+their code (closures built at import, as scipy.stats' methods) are listed as
+*composite*, with ``?`` for their rules: they are as differentiable as the
+primitives they call, which their spec cases check. Tested orders come from the ``Case`` entries
 (``name``, ``order``, ``modes``) of the spec modules in ``tests/specs``.
 
 Below the table, the Tier 1 and Tier 2 lists of functions chainrule must cover are
@@ -116,6 +119,7 @@ NO_GRADIENT = set("""
     less_equal equal not_equal sign floor ceil round trunc rint argmax argmin argsort nonzero
     isclose allclose gammasgn
 """.split())
+DISTRIBUTION_METHODS = set("pdf logpdf cdf logcdf sf logsf pmf logpmf entropy ppf isf".split())
 CONSTANT = set("eye identity zeros_like ones_like full_like".split())
 OPTIONAL = set("piecewise insert delete".split())
 METHODS = {"astype": ("chainrule.numpy.numpy_boxes", "array_astype"),
@@ -133,9 +137,10 @@ def is_notrace_primitive(obj) -> bool:
 
 
 def _is_chainrule_function(obj) -> bool:
+    module = getattr(obj, "__module__", None) or ""
     return (isinstance(obj, types.FunctionType) and not is_traced_primitive(obj)
-            and not is_notrace_primitive(obj)
-            and (obj.__module__ or "").startswith("chainrule"))
+            and not is_notrace_primitive(obj) and module.startswith("chainrule")
+            and not module.startswith("chainrule._core"))  # the machinery, not functions
 
 
 def _code_names(code: types.CodeType) -> Iterable[str]:
@@ -155,8 +160,15 @@ def primitives_reached(fun, depth: int = 4) -> list:
         if id(f) in seen or level > depth:
             return
         seen.add(id(f))
-        for name in _code_names(f.__code__):
-            obj = f.__globals__.get(name)
+        names = list(_code_names(f.__code__))
+        referenced = [f.__globals__.get(name) for name in names]
+        referenced += [cell.cell_contents for cell in f.__closure__ or ()
+                       if cell.cell_contents is not None]
+        # ``anp.sin(x)``: attributes of chainrule modules the function refers to
+        modules = [m for m in referenced if isinstance(m, types.ModuleType)
+                   and m.__name__.startswith("chainrule")]
+        referenced += [getattr(m, name, None) for m in modules for name in names]
+        for obj in referenced:
             if is_traced_primitive(obj):
                 found.setdefault(id(obj), obj)
             elif _is_chainrule_function(obj):
@@ -172,13 +184,16 @@ class Row:
 
     namespace: str
     name: str
-    kind: str                         # "primitive", "wrapper" or "method"
+    kind: str                         # "primitive", "wrapper", "composite" or "method"
     primitives: list
     orders: dict = field(default_factory=dict)  # mode -> highest order tested
-    vjp: bool = field(init=False)     # every primitive reached has a rule (read when made)
-    jvp: bool = field(init=False)
+    vjp: bool | None = field(init=False)  # every primitive reached has a rule (None: unknown)
+    jvp: bool | None = field(init=False)
 
     def __post_init__(self):
+        if self.kind == "composite":  # its primitives are only known when it runs
+            self.vjp = self.jvp = None
+            return
         self.vjp = bool(self.primitives) and all(p in primitive_vjps for p in self.primitives)
         self.jvp = bool(self.primitives) and all(p in primitive_jvps for p in self.primitives)
 
@@ -202,13 +217,14 @@ def _public(module) -> list[tuple[str, object]]:
 def _scan(namespace: str, module, prefix: str = "", depth: int = 0) -> list[Row]:
     rows = []
     for name, obj in _public(module):
+        if depth and name not in DISTRIBUTION_METHODS:
+            continue  # helpers a distribution module happens to import
         qual = prefix + name
         if is_traced_primitive(obj):
             rows.append(Row(namespace, qual, "primitive", [obj]))
         elif _is_chainrule_function(obj):
             reached = primitives_reached(obj)
-            if reached:
-                rows.append(Row(namespace, qual, "wrapper", reached))
+            rows.append(Row(namespace, qual, "wrapper" if reached else "composite", reached))
         elif depth == 0 and name in _containers(namespace):
             # distributions (scipy.stats.norm...) are modules or objects holding functions
             rows.extend(_scan(namespace, obj, qual + ".", depth + 1))
@@ -322,9 +338,11 @@ class Report:
         rows = self.rows
         return {
             "functions": len(rows),
-            "with VJP": sum(r.vjp for r in rows),
-            "with JVP": sum(r.jvp for r in rows),
-            "with both": sum(r.vjp and r.jvp for r in rows),
+            "with VJP": sum(r.vjp is True for r in rows),
+            "with JVP": sum(r.jvp is True for r in rows),
+            "with both": sum(r.vjp is True and r.jvp is True for r in rows),
+            "composite (?: rules of the primitives called at run time)": sum(
+                r.kind == "composite" for r in rows),
             "tested": sum(bool(r.orders) for r in rows),
             "tested to order 2 in both modes": sum(
                 r.orders.get("fwd", 0) >= 2 and r.orders.get("rev", 0) >= 2 for r in rows),
@@ -351,8 +369,8 @@ class Report:
         return "\n".join(out) + "\n"
 
 
-def _yes(flag: bool) -> str:
-    return "yes" if flag else "no"
+def _yes(flag: bool | None) -> str:
+    return "?" if flag is None else "yes" if flag else "no"
 
 
 def _table(header: list[str], body: list[list[str]], markdown: bool) -> list[str]:
@@ -393,6 +411,8 @@ def _tier_status(namespace: str, name: str, module, rows_by_name: dict,
 
 
 def _rule_gap(row: Row) -> str:
+    if row.kind == "composite":
+        return ""  # Python code over primitives: differentiable if they are (see its specs)
     if not row.primitives:
         return "no primitive found"
     missing = [mode for mode, ok in (("VJP", row.vjp), ("JVP", row.jvp)) if not ok]
