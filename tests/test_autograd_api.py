@@ -184,6 +184,9 @@ def test_make_ggnvp():
     x, v = onp.array([1.5, -0.5]), onp.array([1.0, 2.0])
     J = onp.array([[2 * x[0], 0.0], [x[1], x[0]]])
     onp.testing.assert_allclose(make_ggnvp(f, g)(x)(v), J.T @ (2 * J @ v))
+    # autograd's default g is half the sum of squares: the Gauss-Newton product J^T J v
+    onp.testing.assert_allclose(make_ggnvp(f)(x)(v), J.T @ J @ v)
+    onp.testing.assert_allclose(make_ggnvp(f)(x)(v), [7.75, 3.75])
 
 
 def test_deriv_and_elementwise_grad():
@@ -436,3 +439,13 @@ def test_numpy_vspaces():
     assert type(vspace(onp.ones(3) * 1j)) is ComplexArrayVSpace
     assert vspace(onp.ones((2, 3), dtype=onp.float32)).zeros().dtype == onp.float32
     assert vspace(onp.ones(3) * 1j).size == 6
+
+
+def test_core_toposort_takes_one_end_node():
+    from chainrule.core import VJPNode, toposort
+    from chainrule.tracer import trace
+
+    _, end = trace(VJPNode.new_root(), lambda x: np.sin(x) * np.cos(x), 0.3)
+    order = list(toposort(end))
+    assert order[0] is end and order[-1].fun is None  # root comes last
+    assert [repr(n) for n in order[:1]] == ["<VJPNode multiply>"] and len(order) == 4

@@ -151,9 +151,14 @@ def make_hvp(fun, x):
     return (lambda v: make_jvp(fun_grad)(x)(v)[1]), fun_grad(x)
 
 
-def make_ggnvp(f, g=anp.sum, f_argnum=0):
+def _half_sum_of_squares(y):
+    return 0.5 * anp.sum(y * y)
+
+
+def make_ggnvp(f, g=_half_sum_of_squares, f_argnum=0):
     """Generalized Gauss-Newton products for ``g(f(x))``: ``make_ggnvp(f, g)(x)(v)`` is
-    J^T H J v with J the Jacobian of ``f`` at x and H the Hessian of ``g`` at f(x)."""
+    J^T H J v with J the Jacobian of ``f`` at x and H the Hessian of ``g`` at f(x).
+    The default ``g`` is half the sum of squares (H = I), giving J^T J v."""
 
     def ggnvp_maker(*args, **kwargs):
         f_vjp, f_x = make_vjp(f, f_argnum)(*args, **kwargs)

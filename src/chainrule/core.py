@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ._core import reverse as _reverse
 from ._core.forward import JVPNode, make_jvp, primitive_jvps
-from ._core.reverse import VJPNode, make_vjp, primitive_vjps, toposort
+from ._core.reverse import VJPNode, make_vjp, primitive_vjps
 from ._core.rules import (
     def_linear,
     defjvp,
@@ -37,6 +37,14 @@ def backward_pass(g, end_node: VJPNode):
         raise ValueError("backward_pass reached several roots; use "
                          "chainrule._core.reverse.backward_pass for graphs with many inputs.")
     return next(iter(root_grads.values()), None)
+
+
+def toposort(end_nodes):
+    """The ancestors of ``end_nodes`` (one node, as autograd passes it, or several), each
+    after all of its children: the order of a backward pass."""
+    if isinstance(end_nodes, Node):
+        end_nodes = [end_nodes]
+    return _reverse.toposort(list(end_nodes))
 
 
 def add_outgrads(x, y):
