@@ -135,6 +135,16 @@ def test_jacobian_of_vector_function():
     onp.testing.assert_allclose(jacobian(f)(x), [[2.0, 0.5], [onp.cos(0.5), 0.0], [0.0, 4.0]])
 
 
+def test_jacobian_with_argnum_tuple_and_pytree_input():
+    f = lambda x, y: x * y[0] + y[1]
+    x, y0, y1 = onp.array([1.0, 2.0]), onp.array([3.0, 4.0]), 0.5
+    jx, (jy0, jy1) = jacobian(f, (0, 1))(x, (y0, y1))
+    onp.testing.assert_allclose(jx, onp.diag(y0))
+    onp.testing.assert_allclose(jy0, onp.diag(x))
+    onp.testing.assert_allclose(jy1, [1.0, 1.0])
+    onp.testing.assert_allclose(jacobian(f)(x, (y0, y1)), onp.diag(y0))
+
+
 def test_hessian():
     f = lambda x: x[0] ** 2 * x[1] + x[1] ** 3
     x = onp.array([1.5, -2.0])

@@ -8,7 +8,7 @@ import numpy as _np
 
 from . import numpy as anp
 from ._core import forward, reverse
-from ._core.pytree import tree_map
+from ._core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from ._core.rules import defjvp_argnum, defvjp_argnum
 from ._core.tracer import getval, primitive
 from ._core.vspace import vspace
@@ -97,12 +97,20 @@ def _zeros_like_leaf(leaf):
 @unary_to_nary
 def jacobian(fun, x):
     """The Jacobian of ``fun`` at ``x``, of shape ``out.shape + x.shape``, by one
-    reverse pass per output element over one recorded graph."""
+    reverse pass per output element over one recorded graph. For a container ``x``
+    (or a tuple ``argnum``) it is a container of such blocks, one per leaf of ``x``."""
     vjp, ans = reverse.make_vjp(fun, x)
     ans_vspace = vspace(ans)
-    jacobian_shape = ans_vspace.shape + vspace(x).shape
-    grads = [vjp(b) for b in ans_vspace.standard_basis()]
-    return _np.reshape(anp.stack(grads), jacobian_shape) if grads else _np.zeros(jacobian_shape)
+    rows = [tree_leaves(vjp(b)) for b in ans_vspace.standard_basis()]
+    leaves, treedef = tree_flatten(x)
+
+    def block(k, leaf):
+        shape = ans_vspace.shape + vspace(leaf).shape
+        if not rows:
+            return _np.zeros(shape)
+        return _np.reshape(anp.stack([row[k] for row in rows]), shape)
+
+    return tree_unflatten(treedef, [block(k, leaf) for k, leaf in enumerate(leaves)])
 
 
 @unary_to_nary
