@@ -39,7 +39,12 @@ def _iterate(step: Callable, x0, distance: Distance, tol: float, max_iter: int |
 def fixed_point(f: Callable, a, x0, distance: Distance, tol: float,
                 max_iter: int | None = None):
     """The fixed point of ``f(a)``: iterate ``x <- f(a)(x)`` from ``x0`` until
-    ``distance(x, x_prev) <= tol``. Differentiable with respect to ``a`` in both modes."""
+    ``distance(x, x_prev) <= tol`` (at most ``max_iter`` steps if given).
+
+    Differentiable with respect to ``a`` in both modes, without unrolling the loop.
+    ``a`` must be one value (a float or an array): several parameters go in one array,
+    because a tuple of traced values is not itself traced (the loop would then be
+    differentiated step by step, which is slower but still converges)."""
     return _iterate(f(a), x0, distance, tol, max_iter)
 
 
