@@ -206,6 +206,17 @@ def test_fixed_point_check_grads_vector():
                                 atol=1e-10)
 
 
+def test_fixed_point_of_container_parameters():
+    # x* = sqrt(a b): d/da = b / (2 x*), d/db = a / (2 x*)
+    f = lambda p: lambda x: 0.5 * (x + p["a"] * p["b"][0] / x)
+    solve = lambda p: fixed_point(f, p, 1.0, distance, 1e-12)
+    p = {"a": 2.0, "b": onp.array([8.0])}
+    assert solve(p) == pytest.approx(4.0)
+    g = grad(solve)(p)
+    assert g["a"] == pytest.approx(1.0) and g["b"] == pytest.approx([0.25])
+    check_grads(solve, modes=("fwd", "rev"), order=2)(p)
+
+
 def test_fixed_point_max_iter():
     with pytest.raises(RuntimeError, match="did not converge"):
         fixed_point(lambda a: lambda x: x + a, 1.0, 0.0, distance, 1e-8, max_iter=5)

@@ -15,10 +15,12 @@ from collections.abc import Callable
 from typing import Any
 
 from .._core.forward import make_jvp
+from .._core.pytree import tree_flatten
 from .._core.reverse import make_vjp
 from .._core.rules import defjvp, defvjp_direct
 from .._core.tracer import primitive
 from .._core.vspace import vspace
+from .flatten import flatten
 
 Distance = Callable[[Any, Any], Any]
 
@@ -35,16 +37,26 @@ def _iterate(step: Callable, x0, distance: Distance, tol: float, max_iter: int |
     return x
 
 
-@primitive
 def fixed_point(f: Callable, a, x0, distance: Distance, tol: float,
                 max_iter: int | None = None):
     """The fixed point of ``f(a)``: iterate ``x <- f(a)(x)`` from ``x0`` until
     ``distance(x, x_prev) <= tol`` (at most ``max_iter`` steps if given).
 
     Differentiable with respect to ``a`` in both modes, without unrolling the loop.
-    ``a`` must be one value (a float or an array): several parameters go in one array,
-    because a tuple of traced values is not itself traced (the loop would then be
-    differentiated step by step, which is slower but still converges)."""
+    ``a`` may be a container of arrays (it is flattened into one traced vector)."""
+    if _is_leaf(a):
+        return _fixed_point(f, a, x0, distance, tol, max_iter)
+    flat_a, unflatten = flatten(a)
+    return _fixed_point(lambda v: f(unflatten(v)), flat_a, x0, distance, tol, max_iter)
+
+
+def _is_leaf(value) -> bool:
+    return tree_flatten(value)[1].kind is None
+
+
+@primitive
+def _fixed_point(f: Callable, a, x0, distance: Distance, tol: float,
+                 max_iter: int | None = None):
     return _iterate(f(a), x0, distance, tol, max_iter)
 
 
@@ -63,7 +75,7 @@ def _fixed_point_jvp(t_a, ans, f, a, x0, distance, tol, max_iter=None):
     return _iterate(lambda t: space.add(driving, jvp_x(t)[1]), driving, distance, tol, max_iter)
 
 
-defvjp_direct(fixed_point, None, _fixed_point_vjp, None, None, None, None)
-defjvp(fixed_point, None, _fixed_point_jvp, None, None, None, None)
+defvjp_direct(_fixed_point, None, _fixed_point_vjp, None, None, None, None)
+defjvp(_fixed_point, None, _fixed_point_jvp, None, None, None, None)
 
 __all__ = ["fixed_point"]
