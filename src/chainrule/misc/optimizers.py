@@ -30,7 +30,7 @@ def _run(grad: GradFun, x0: Any, callback: Callback | None, num_iters: int,
         g_tree = grad(x_tree, i)
         if callback is not None:
             callback(x_tree, i, g_tree)
-        x = step(x, _np.asarray(vspace(g_tree).flatten(g_tree), dtype=float), i)
+        x = step(x, _np.asarray(space.flatten(g_tree), dtype=float), i)
     return space.unflatten(x)
 
 
