@@ -140,6 +140,7 @@ def _write_specs(directory: Path) -> Path:
         CASES = [Case("sin", np.sin, order=3, modes=("rev",)),
                  Case("sin", np.sin, order=1, modes=("fwd",)),
                  Case("linalg.det", np.linalg.det, order=1),
+                 Case("array_getitem", None, order=1),
                  Case("no_such_function", None)]
     """))
     (specs / "spec_broken.py").write_text("raise RuntimeError('half-written spec')\n")
@@ -153,6 +154,7 @@ def test_specs_directory_can_be_chosen(tmp_path):
     assert sin.orders == {"rev": 3, "fwd": 1} and sin.tested() == "fwd 1, rev 3"
     assert _row(report, "numpy.linalg.det").orders == {"fwd": 1, "rev": 1}
     assert _row(report, "numpy.add").orders == {}
+    assert _row(report, "numpy.indexing").tested() == "1"
     notes = "\n".join(report.notes)
     assert "spec_broken: RuntimeError: half-written spec" in notes
     assert "no_such_function" in notes and "helpers" not in notes

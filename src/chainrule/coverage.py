@@ -302,6 +302,8 @@ def _attach_orders(rows: list[Row], cases: list) -> list[str]:
         for key in (row.qualname, f"{short}.{row.name}"):
             by_name.setdefault(key, [row])
         by_name.setdefault(row.name, [row])  # bare names go to the first namespace
+        if row.kind == "method":  # indexing's primitive is array_getitem, ...
+            by_name.setdefault(row.primitives[0].__name__ if row.primitives else "", [row])
     unmatched = []
     for case in cases:
         matched = by_name.get(case.name)
