@@ -335,6 +335,7 @@ class Report:
     gaps: list[Gap]
     notes: list[str]
     specs_read: bool
+    no_gradient: int = 0             # non-differentiable functions that accept traced values
 
     def totals(self) -> dict:
         rows = self.rows
@@ -348,6 +349,7 @@ class Report:
             "tested": sum(bool(r.orders) for r in rows),
             "tested to order 2 in both modes": sum(
                 r.orders.get("fwd", 0) >= 2 and r.orders.get("rev", 0) >= 2 for r in rows),
+            "non-differentiable, accepting traced values": self.no_gradient,
         }
 
     def text(self, markdown: bool = False) -> str:
@@ -440,6 +442,7 @@ def collect(specs_dir: Path | str | None = DEFAULT_SPECS) -> Report:
     rows: list[Row] = []
     modules: dict = {}
     notes: list[str] = []
+    no_gradient = 0
     for namespace, module_name in NAMESPACES:
         module, error = _import(module_name)
         modules[namespace] = module
@@ -447,6 +450,7 @@ def collect(specs_dir: Path | str | None = DEFAULT_SPECS) -> Report:
             notes.append(f"{module_name} not importable: {error}")
             continue
         rows.extend(_scan(namespace, module))
+        no_gradient += sum(is_notrace_primitive(obj) for _, obj in _public(module))
         if namespace == "numpy":
             rows.extend(_method_rows())
     specs_read = False
@@ -483,7 +487,7 @@ def collect(specs_dir: Path | str | None = DEFAULT_SPECS) -> Report:
                     tested += bool(name in rows_by_name and rows_by_name[name].orders)
         tiers[tier] = (done, total)
         tiers_tested[tier] = tested
-    return Report(rows, tiers, tiers_tested, gaps, notes, specs_read)
+    return Report(rows, tiers, tiers_tested, gaps, notes, specs_read, no_gradient)
 
 
 def main(argv: list[str] | None = None) -> int:
