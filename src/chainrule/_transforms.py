@@ -8,7 +8,7 @@ import numpy as _np
 
 from . import numpy as anp
 from ._core import forward, reverse
-from ._core.pytree import tree_map
+from ._core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from ._core.rules import defjvp_argnum, defvjp_argnum
 from ._core.tracer import getval, primitive
 from ._core.vspace import vspace
@@ -97,12 +97,20 @@ def _zeros_like_leaf(leaf):
 @unary_to_nary
 def jacobian(fun, x):
     """The Jacobian of ``fun`` at ``x``, of shape ``out.shape + x.shape``, by one
-    reverse pass per output element over one recorded graph."""
+    reverse pass per output element over one recorded graph. For a container ``x``
+    (or a tuple ``argnum``) it is a container of such blocks, one per leaf of ``x``."""
     vjp, ans = reverse.make_vjp(fun, x)
     ans_vspace = vspace(ans)
-    jacobian_shape = ans_vspace.shape + vspace(x).shape
-    grads = [vjp(b) for b in ans_vspace.standard_basis()]
-    return anp.reshape(anp.stack(grads), jacobian_shape) if grads else _np.zeros(jacobian_shape)
+    rows = [tree_leaves(vjp(b)) for b in ans_vspace.standard_basis()]
+    leaves, treedef = tree_flatten(x)
+
+    def block(k, leaf):
+        shape = ans_vspace.shape + vspace(leaf).shape
+        if not rows:
+            return _np.zeros(shape)
+        return anp.reshape(anp.stack([row[k] for row in rows]), shape)
+
+    return tree_unflatten(treedef, [block(k, leaf) for k, leaf in enumerate(leaves)])
 
 
 @unary_to_nary
@@ -151,9 +159,14 @@ def make_hvp(fun, x):
     return (lambda v: make_jvp(fun_grad)(x)(v)[1]), fun_grad(x)
 
 
-def make_ggnvp(f, g=anp.sum, f_argnum=0):
+def _half_sum_of_squares(y):
+    return 0.5 * anp.sum(y * y)
+
+
+def make_ggnvp(f, g=_half_sum_of_squares, f_argnum=0):
     """Generalized Gauss-Newton products for ``g(f(x))``: ``make_ggnvp(f, g)(x)(v)`` is
-    J^T H J v with J the Jacobian of ``f`` at x and H the Hessian of ``g`` at f(x)."""
+    J^T H J v with J the Jacobian of ``f`` at x and H the Hessian of ``g`` at f(x).
+    The default ``g`` is half the sum of squares (H = I), giving J^T J v."""
 
     def ggnvp_maker(*args, **kwargs):
         f_vjp, f_x = make_vjp(f, f_argnum)(*args, **kwargs)

@@ -12,7 +12,7 @@ import builtins as _builtins
 
 from ._core.pytree import register_pytree_node
 from ._core.rules import defjvp, defvjp_direct
-from ._core.tracer import Box, primitive
+from ._core.tracer import Box, getval, primitive
 from ._core.vspace import add_values, container_box_adders, vspace
 
 tuple = _builtins.tuple
@@ -106,18 +106,13 @@ defvjp_direct(container_add, lambda g, ans, x, y: g, lambda g, ans, x, y: g)
 defjvp(container_add, lambda g, ans, x, y: g, lambda g, ans, x, y: g)
 container_box_adders[SequenceBox] = container_box_adders[DictBox] = container_add
 
-_box_to_type = {SequenceBox: None, DictBox: None}
-
-
 def type(obj):
-    """``type(obj)``, seeing through traced containers to the container's own type."""
-    if _builtins.type(obj) in _box_to_type:
-        return _builtins.type(obj._value)
-    return _builtins.type(obj)
+    """``type(obj)`` of the traced value's own value: ``type(x) is numpy.ndarray`` holds
+    for a traced array as it does for a plain one (as in autograd)."""
+    return _builtins.type(getval(obj))
 
 
 def isinstance(obj, classinfo) -> bool:
-    """``isinstance``, seeing through traced containers."""
-    if _builtins.type(obj) in _box_to_type:
-        obj = obj._value
-    return _builtins.isinstance(obj, classinfo)
+    """``isinstance`` that sees through tracing: a traced array is an ``ndarray``, a
+    traced tuple a ``tuple``; it is still an instance of its Box class, too."""
+    return _builtins.isinstance(obj, classinfo) or _builtins.isinstance(getval(obj), classinfo)

@@ -121,11 +121,17 @@ def check_equivalent(x, y) -> None:
     x_vs, y_vs = vspace(x), vspace(y)
     if x_vs != y_vs:
         raise AssertionError(f"VSpace mismatch:\nx: {x_vs}\ny: {y_vs}")
-    _compare("value", check_equivalent, _flat(x), _flat(y), RTOL, ATOL)
+    a, b = _flat(x), _flat(y)
+    if not _np.allclose(a, b, rtol=RTOL, atol=ATOL, equal_nan=True):
+        raise AssertionError(
+            f"Value mismatch:\nx: {_np.array2string(a[:10], precision=10)}\n"
+            f"y: {_np.array2string(b[:10], precision=10)}\n"
+            f"largest difference {_np.max(_np.abs(a - b)):.3g} (rtol={RTOL}, atol={ATOL})")
 
 
 def scalar_close(a, b) -> bool:
-    return abs(a - b) < 1e-6 or abs(a - b) / abs(a + b) < 1e-6
+    """Equal to 1e-6, absolutely or relative to the larger magnitude."""
+    return abs(a - b) < 1e-6 or abs(a - b) < 1e-6 * max(abs(a), abs(b))
 
 
 def combo_check(fun: Callable, *args, **kwargs) -> Callable:
@@ -134,6 +140,7 @@ def combo_check(fun: Callable, *args, **kwargs) -> Callable:
 
     def checker(*arg_lists, **kwarg_lists):
         argnums = args[0] if args else kwargs.get("argnums", [0])
+        argnums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
         modes = kwargs.get("modes", ("fwd", "rev"))
         order = kwargs.get("order", 2)
         keys = list(kwarg_lists)
@@ -142,7 +149,7 @@ def combo_check(fun: Callable, *args, **kwargs) -> Callable:
                 kw = dict(zip(keys, kw_values))
                 f = lambda *a, kw=kw: fun(*a, **kw)
                 f.__name__ = f"{_name(fun)}{kw or ''}"
-                check_grads(f, tuple(argnums), modes, order)(*values)
+                check_grads(f, argnums, modes, order)(*values)
 
     return checker
 

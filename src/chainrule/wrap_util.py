@@ -43,6 +43,8 @@ def unary_to_nary(unary_operator: Callable) -> Callable:
                     subargs = subvals(args, zip(argnum, x))
                 return fun(*subargs, **kwargs)
 
+            # named after fun, so errors raised inside the transform (check_grads) name it
+            unary_f.__name__ = unary_f.__qualname__ = getattr(fun, "__name__", "fun")
             x = args[argnum] if isinstance(argnum, int) else tuple(args[i] for i in argnum)
             return unary_operator(unary_f, x, *nary_op_args, **nary_op_kwargs)
 
