@@ -54,7 +54,7 @@ NONDIFFERENTIABLE = """
     logical_and logical_or logical_not logical_xor isfinite isinf isnan isneginf isposinf
     isreal iscomplex signbit shape ndim size result_type iscomplexobj isrealobj
     zeros_like ones_like empty_like full_like histogram bincount
-    any all
+    any all eye identity isin
 """
 # fmt: on
 
