@@ -78,6 +78,13 @@ def test_maximum_tie_shares_with_other_argument():
     onp.testing.assert_allclose(g, [0.5, 1, 0])
 
 
+def test_sinc_second_derivative_at_zero():
+    # sinc(x) = 1 - (pi x)^2 / 6 + ...: sinc''(0) = -pi^2 / 3, in both modes
+    d2 = grad(grad(lambda x: np.sinc(x)))(0.0)
+    onp.testing.assert_allclose(d2, -onp.pi ** 2 / 3)
+    onp.testing.assert_allclose(jvp(grad(np.sinc), (0.0,), (1.0,))[1], -onp.pi ** 2 / 3)
+
+
 def test_prod_one_zero_second_order():
     # d2/dx_i dx_j prod(x) = product of the rest: for x = [2, 0, 3], H[0, 1] = 3, H[1, 2] = 2
     h = hessian(lambda x: np.prod(x))(onp.array([2.0, 0.0, 3.0]))

@@ -39,6 +39,7 @@ CASES = [
     call("sum", XC64), call("sum", 1.5), call("sum", make(())),
     call("sum", make((0, 3)), axis=0, label="empty"),
     call("sum", make((2, 3)), axis=1, where=onp.array([True, False, True])),
+    call("sum", make((2, 3)), axis=0, initial=1.5),
     *red("mean"),
     call("mean", make((2, 3)), -1, label="positional"), call("mean", X32, axis=0),
     call("mean", XC), call("mean", make((2, 3)), axis=0, where=onp.array([[1, 0, 1], [1, 1, 0]],

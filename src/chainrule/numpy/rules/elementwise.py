@@ -38,11 +38,19 @@ def _share(x, ans, other):
     return _np.equal(x, ans) / (1.0 + _np.equal(other, ans))
 
 
+def _abs_derivative(ans, x):
+    # conj(z) / |z| for complex z (autograd's convention), sign(x) for real x; 0 at 0
+    return (anp.conj(x) if dtype_of(x).kind == "c" else x) / anp.where(ans, ans, 1)
+
+
 def _sinc_derivative(ans, x):
-    # d/dx sin(pi x)/(pi x) = (cos(pi x) - sinc(x)) / x, which tends to 0 at x = 0
-    zero = getval(x) == 0
+    # d/dx sin(pi x)/(pi x) = (cos(pi x) - sinc(x)) / x; at x = 0 its Taylor term
+    # -pi^2 x / 3 keeps the value (0) and the next two derivatives exact
+    zero = _np.asarray(getval(x)) == 0
+    if not zero.any():
+        return (anp.cos(_np.pi * x) - ans) / x
     safe_x = anp.where(zero, 1.0, x)
-    return anp.where(zero, 0.0, (anp.cos(_np.pi * x) - ans) / safe_x)
+    return anp.where(zero, x * (-_np.pi ** 2 / 3), (anp.cos(_np.pi * x) - ans) / safe_x)
 
 
 def _angle_derivative(x, deg):
@@ -161,7 +169,7 @@ elementwise(anp.arccosh,    lambda ans, x: 1 / (anp.sqrt(x - 1) * anp.sqrt(x + 1
 elementwise(anp.arctanh,    lambda ans, x: 1 / (1 - x ** 2))                          # atanh
 
 # ----------------------------------------------------------------------------- complex parts
-elementwise(anp.absolute,   lambda ans, x: anp.conj(x) / anp.where(ans, ans, 1))      # abs
+elementwise(anp.absolute,   _abs_derivative)                                          # abs
 elementwise(anp.fabs,       lambda ans, x: anp.sign(x))
 linear(anp.conjugate,       lambda g, ans, x, *a, **k: anp.conj(g))                   # conj
 linear(anp.real,            lambda g, ans, x: match_dtype(anp.real(g), x))

@@ -181,6 +181,12 @@ def _sum_vjp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial
     return match_dtype(g, x)
 
 
+def _sum_jvp(t, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+             where=None):
+    # ``initial`` is a constant offset: it has no tangent
+    return anp.sum(t, axis, dtype, keepdims=keepdims, **({"where": where} if _given(where) else {}))
+
+
 def _mean_count(x, axis, where):
     if _given(where):
         mask = _np.broadcast_to(where, shape_of(x))
@@ -541,7 +547,8 @@ def _corrcoef_jvp(argnum):
 
 # fmt: off
 # ----------------------------------------------------------------------------- sums and means
-linear(anp.sum,            _sum_vjp)
+defvjp_direct(anp.sum,     _sum_vjp)
+defjvp(anp.sum,            _sum_jvp)
 defvjp_direct(anp.mean,    _mean_vjp)
 defjvp(anp.mean,           _mean_jvp)
 defvjp_direct(anp.nansum,  _nansum_vjp)
