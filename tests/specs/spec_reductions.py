@@ -108,6 +108,13 @@ CASES = [
     call("cumprod", make((2, 3, 4), low=0.5, high=1.5), 1),
     call("cumprod", make((2, 3), low=-1.5, high=-0.5), axis=-1), call("cumprod", XC, 0),
     call("nancumsum", with_nans()), call("nancumsum", with_nans(), 1),
+    *[call(name, x, axis=axis, include_initial=initial, argnums=(0,))
+      for name, x in [("cumulative_sum", make((2, 3))),
+                      ("cumulative_prod", make((2, 3), low=0.5, high=1.5)),
+                      ("cumulative_prod", make((2, 3), onp.complex128))]
+      for axis, initial in [(1, False), (0, True), (-1, True)]],
+    call("cumulative_sum", make((4,))), call("cumulative_prod", make((4,), low=0.5, high=1.5),
+                                              include_initial=True),
     call("nancumprod", with_nans(low=0.5, high=1.5)),
     call("nancumprod", with_nans(low=0.5, high=1.5), 0),
 ]

@@ -31,6 +31,7 @@ DIFFERENTIABLE = {
     "reductions": """
         sum prod mean var std max min amax amin ptp cumsum cumprod trace
         nansum nanprod nanmean nanvar nanstd nanmax nanmin nancumsum nancumprod
+        cumulative_sum cumulative_prod
         median nanmedian percentile nanpercentile quantile nanquantile average cov corrcoef
     """,
     "contraction": """

@@ -362,6 +362,32 @@ def _nancumprod_jvp(t, ans, x, axis=None, dtype=None, out=None):
     return _cumprod_jvp(t, ans, _nan_as_one(x), axis)
 
 
+def _without_initial(v, axis, include_initial):
+    """A NumPy 2 cumulative_* result or cotangent without its leading initial value."""
+    if not include_initial:
+        return v
+    index = [slice(None)] * anp.ndim(v)
+    index[axis] = slice(1, None)
+    return v[tuple(index)]
+
+
+def _cumulative_sum_vjp(g, ans, x, *, axis=None, dtype=None, out=None, include_initial=False):
+    axis = 0 if axis is None else axis
+    return match_dtype(_reverse_cumsum(_without_initial(g, axis, include_initial), axis), x)
+
+
+def _cumulative_prod_vjp(g, ans, x, *, axis=None, dtype=None, out=None, include_initial=False):
+    axis = 0 if axis is None else axis
+    g, ans = (_without_initial(v, axis, include_initial) for v in (g, ans))
+    return match_dtype(_reverse_cumsum(g * ans, axis) / x, x)
+
+
+def _cumulative_prod_jvp(t, ans, x, *, axis=None, dtype=None, out=None, include_initial=False):
+    # the initial 1 has tangent 0, which cumulative_sum's initial 0 provides
+    steps = anp.cumulative_sum(t / x, axis=axis, include_initial=include_initial)
+    return match_dtype(ans * steps, ans)
+
+
 # ----------------------------------------------------------------------------- trace
 
 
@@ -595,4 +621,8 @@ defvjp_direct(anp.cumprod, _cumprod_vjp)
 defjvp(anp.cumprod,        _cumprod_jvp)
 defvjp_direct(anp.nancumprod, _nancumprod_vjp)
 defjvp(anp.nancumprod,     _nancumprod_jvp)
+if hasattr(anp, "cumulative_sum"):  # NumPy >= 2.1
+    linear(anp.cumulative_sum, _cumulative_sum_vjp)
+    defvjp_direct(anp.cumulative_prod, _cumulative_prod_vjp)
+    defjvp(anp.cumulative_prod, _cumulative_prod_jvp)
 # fmt: on
