@@ -12,7 +12,7 @@ import numpy as onp
 import pytest
 
 import chainrule.numpy as np
-from chainrule import grad, hessian, jvp
+from chainrule import grad, hessian, jacfwd, jvp
 
 
 def _forward_gradient(f, x):
@@ -89,3 +89,19 @@ def test_prod_one_zero_second_order():
     # d2/dx_i dx_j prod(x) = product of the rest: for x = [2, 0, 3], H[0, 1] = 3, H[1, 2] = 2
     h = hessian(lambda x: np.prod(x))(onp.array([2.0, 0.0, 3.0]))
     onp.testing.assert_allclose(h, [[0, 3, 0], [3, 0, 2], [0, 2, 0]], atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["cumprod", "cumulative_prod"])
+def test_cumprod_with_a_zero_to_second_order(name):
+    # f = sum_j w_j prod_{l <= j} x_l: df/dx_i and d2f/dx_i dx_k are products over l != i, k
+    x = onp.array([1.5, -0.7, 0.0, 1.2])
+    w = onp.array([0.3, -1.1, 0.8, 2.0])
+    f = lambda x: np.sum(w * getattr(np, name)(x))
+    rest = lambda j, skip: onp.prod([x[l] for l in range(j + 1) if l not in skip])
+    g = [sum(w[j] * rest(j, {i}) for j in range(i, 4)) for i in range(4)]
+    h = [[0.0 if i == k else sum(w[j] * rest(j, {i, k}) for j in range(max(i, k), 4))
+          for k in range(4)] for i in range(4)]
+    onp.testing.assert_allclose(grad(f)(x), g, atol=1e-12)
+    onp.testing.assert_allclose(_forward_gradient(f, x), g, atol=1e-12)
+    onp.testing.assert_allclose(hessian(f)(x), h, atol=1e-12)
+    onp.testing.assert_allclose(jacfwd(grad(f))(x), h, atol=1e-12)

@@ -7,8 +7,7 @@ all elements equal to it (``max([1, 3, 3])`` sends 0.5 to each 3; the median of
 ``[1, 2, 2, 5]`` sends 0.5 to each 2). NaNs get no gradient in the nan functions.
 
 prod and nanprod are exact with zeros to first order, and to second order with at
-most one zero per reduced slice. cumprod's rules divide by the input: its gradient
-at a zero entry is nan.
+most one zero per reduced slice; cumprod likewise, to first order with any zeros.
 """
 
 from __future__ import annotations
@@ -343,13 +342,40 @@ def _flat_if(x, axis):
     return anp.reshape(x, (-1,)) if axis is None else x
 
 
+# d ans_j / d x_i = ans_j / x_i for x_i != 0 (i <= j). At the first zero of a slice it is
+# the running product that skips that zero; at later zeros it is 0 (to first order).
+def _zeros_of(x, axis):
+    zero = _np.asarray(getval(x)) == 0
+    if not zero.any():
+        return None, None, None
+    first = zero & (_np.cumsum(zero, axis=axis) == 1)
+    return zero, first, anp.cumprod(anp.where(first, 1.0, x), axis=axis)
+
+
+def _cumprod_grad(g, ans, x, axis):
+    zero, first, skip_first = _zeros_of(x, axis)
+    if zero is None:
+        return _reverse_cumsum(g * ans, axis) / x
+    at_first = anp.where(first, _reverse_cumsum(g * skip_first, axis), 0.0)
+    return anp.where(zero, at_first, _reverse_cumsum(g * ans, axis) / anp.where(zero, 1.0, x))
+
+
+def _cumprod_tangent(t, ans, x, axis):
+    zero, first, skip_first = _zeros_of(x, axis)
+    if zero is None:
+        return ans * anp.cumsum(t / x, axis=axis)
+    others = ans * anp.cumsum(anp.where(zero, 0.0, t / anp.where(zero, 1.0, x)), axis=axis)
+    return others + skip_first * anp.cumsum(anp.where(first, t, 0.0), axis=axis)
+
+
 def _cumprod_vjp(g, ans, x, axis=None, dtype=None, out=None):
-    grad = _reverse_cumsum(g * ans, axis) / _flat_if(x, axis)
+    grad = _cumprod_grad(g, ans, _flat_if(x, axis), 0 if axis is None else axis)
     return match_dtype(anp.reshape(grad, shape_of(x)), x)
 
 
 def _cumprod_jvp(t, ans, x, axis=None, dtype=None, out=None):
-    return match_dtype(ans * anp.cumsum(t / x, axis=axis), ans)
+    flat_t, flat_x = _flat_if(t, axis), _flat_if(x, axis)
+    return match_dtype(_cumprod_tangent(flat_t, ans, flat_x, 0 if axis is None else axis), ans)
 
 
 def _nancumprod_vjp(g, ans, x, axis=None, dtype=None, out=None):
@@ -379,13 +405,18 @@ def _cumulative_sum_vjp(g, ans, x, *, axis=None, dtype=None, out=None, include_i
 def _cumulative_prod_vjp(g, ans, x, *, axis=None, dtype=None, out=None, include_initial=False):
     axis = 0 if axis is None else axis
     g, ans = (_without_initial(v, axis, include_initial) for v in (g, ans))
-    return match_dtype(_reverse_cumsum(g * ans, axis) / x, x)
+    return match_dtype(_cumprod_grad(g, ans, x, axis), x)
 
 
 def _cumulative_prod_jvp(t, ans, x, *, axis=None, dtype=None, out=None, include_initial=False):
-    # the initial 1 has tangent 0, which cumulative_sum's initial 0 provides
-    steps = anp.cumulative_sum(t / x, axis=axis, include_initial=include_initial)
-    return match_dtype(ans * steps, ans)
+    axis = 0 if axis is None else axis
+    tangent = _cumprod_tangent(t, _without_initial(ans, axis, include_initial), x, axis)
+    if include_initial:  # the initial 1 is a constant
+        index = [slice(None)] * anp.ndim(ans)
+        index[axis] = slice(0, 1)
+        initial = _np.zeros_like(getval(ans)[tuple(index)])
+        tangent = anp.concatenate([initial, tangent], axis=axis)
+    return match_dtype(tangent, ans)
 
 
 # ----------------------------------------------------------------------------- trace
