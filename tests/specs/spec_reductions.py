@@ -43,6 +43,8 @@ CASES = [
     call("sum", X32), call("sum", X32, axis=0, dtype=onp.float64), call("sum", XC, axis=1),
     call("sum", XC64), call("sum", 1.5), call("sum", make(())),
     call("sum", make((0, 3)), axis=0, label="empty"),
+    call("prod", make((0, 3)), axis=0, label="empty"),
+    call("cumsum", make((0, 3)), axis=1, label="empty"),
     call("sum", make((2, 3)), axis=1, where=onp.array([True, False, True])),
     call("sum", make((2, 3)), axis=0, initial=1.5),
     *red("mean"),

@@ -155,7 +155,7 @@ def _quantile_weights(x, q, axis, method, ignore_nan):
 def _quantile_rule(scale, ignore_nan):
     def weights(ans, x, q, axis=None, out=None, overwrite_input=False, method="linear",
                 keepdims=False, *, weights=None):
-        _unsupported("quantile", weights=weights)
+        _unsupported("quantile", weights=weights, overwrite_input=overwrite_input or None)
         return _quantile_weights(x, _np.asarray(q) / scale, axis, method, ignore_nan), axis, \
             keepdims
 
@@ -164,6 +164,7 @@ def _quantile_rule(scale, ignore_nan):
 
 def _median_rule(ignore_nan):
     def weights(ans, x, axis=None, out=None, overwrite_input=False, keepdims=False):
+        _unsupported("median", overwrite_input=overwrite_input or None)  # x is reordered
         return _quantile_weights(x, 0.5, axis, "linear", ignore_nan), axis, keepdims
 
     return weights
