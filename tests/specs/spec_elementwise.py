@@ -36,6 +36,8 @@ CASES = [
     *same2("true_divide", low2=0.5, high2=2.0, pairs=[((2, 3), (3,))]),
     *same2("add", pairs=[((2, 3), (3,))], dtypes=(onp.float32, onp.complex64)),
     *same2("multiply", pairs=[((2, 1), (1, 3))], dtypes=(onp.float32, onp.complex64)),
+    *[case for name in ("subtract", "divide", "power", "maximum", "arctan2", "hypot", "logaddexp")
+      for case in same2(name, low=0.5, high=2.0, pairs=[((2, 3), (3,))], dtypes=(onp.float32,))],
     *same2("mod", low=0.1, high=0.9, low2=1.0, high2=2.0),
     *same2("remainder", low=2.1, high=2.9, low2=1.0, high2=1.5, pairs=[((2, 3), (3,))]),
     *same2("fmod", low=-2.9, high=-2.1, low2=1.0, high2=1.5),

@@ -195,7 +195,8 @@ def _mean_count(x, axis, where):
 
 
 def _mean_vjp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
-    return _sum_vjp(g, ans, x, axis, keepdims=keepdims, where=where) / _mean_count(x, axis, where)
+    g = _sum_vjp(g, ans, x, axis, keepdims=keepdims, where=where) / _mean_count(x, axis, where)
+    return match_dtype(g, x)
 
 
 def _mean_jvp(t, ans, x, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
@@ -568,6 +569,7 @@ def _cov_jvp(argnum):
 
 
 def _corr_parts(ans, m, y, rowvar):
+    _cov_options("corrcoef", m, y)
     c = anp.cov(m, y, rowvar)
     k = int(_np.sqrt(_np.size(getval(c))))
     c = anp.reshape(c, (k, k))
