@@ -36,8 +36,9 @@ def _unsupported(name: str, **options) -> None:
     for option, value in options.items():
         if _given(value):
             raise NotImplementedError(
-                f"chainrule has no derivative for numpy.{name} with {option}=: compute it "
-                f"from differentiable pieces instead (e.g. with chainrule.numpy.where)."
+                f"chainrule has no derivative for numpy.{name} with {option}={value!r}: leave "
+                f"{option} out, or compute the result from differentiable pieces (e.g. with "
+                f"chainrule.numpy.where)."
             )
 
 
