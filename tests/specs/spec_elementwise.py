@@ -137,6 +137,11 @@ CASES = [
     Case("nan_to_num", np.nan_to_num, (onp.array([1.5, onp.nan, -onp.inf, 0.25]),),
          ref=onp.nan_to_num, label="nonfinite"),
     Case("nan_to_num", np.nan_to_num, (make((3,), onp.complex128),), ref=onp.nan_to_num),
+    Case("full_like", np.full_like, (make((2, 3)), 1.5), argnums=(1,), ref=onp.full_like),
+    Case("full_like", np.full_like, (make((2, 3)), 1.5), order=1, ref=onp.full_like),  # constant
+    Case("full_like", np.full_like, (make((2, 3)), make((3,))), argnums=(1,), ref=onp.full_like),
+    Case("full_like", np.full_like, (make((2, 3), onp.float32), make((), onp.float32)),
+         argnums=(1,), ref=onp.full_like),
     Case("where", np.where, (make((2, 3)) > 0, make((2, 3), seed=1), make((3,), seed=2)),
          argnums=(1, 2), ref=onp.where),
     Case("where", np.where, (make((2, 1)) > 0, make((), seed=1), make((3,), seed=2)),

@@ -63,6 +63,8 @@ CASES = [
     call("trace", make((3, 3))), call("trace", make((3, 4)), 1),
     call("trace", make((2, 3, 4)), -1, 2, 0), call("trace", make((3, 2, 3)), 0, 0, 2),
     call("trace", XC), call("trace", X32, dtype=onp.float64),
+    call("bincount", onp.array([0, 3, 1, 1, 3]), make((5,)), argnums=(1,)),
+    call("bincount", onp.array([2, 0, 2]), make((3,)), 6, argnums=(1,), label="minlength"),
     # ------------------------------------------------------------------ products
     *red("prod", low=0.5, high=1.5),
     call("prod", make((2, 3)), 1, label="positional"),

@@ -189,6 +189,8 @@ defvjp_direct(anp.clip,     _clip_vjp(0, "a"), _clip_vjp(1, "min"), _clip_vjp(2,
 defjvp(anp.clip,            _clip_jvp("a"), _clip_jvp("min"), _clip_jvp("max"))
 defvjp_direct(anp.nan_to_num, lambda g, ans, x, *a, **k: match_dtype(_finite_only(g, x), x))
 defjvp(anp.nan_to_num,      lambda g, ans, x, *a, **k: match_dtype(_finite_only(g, x), ans))
+defvjp_direct(anp.full_like, None, lambda g, ans, a, fill, *args, **kw: unbroadcast(g, fill))
+defjvp(anp.full_like,       None, lambda g, ans, a, fill, *args, **kw: anp.full_like(a, g, *args, **kw))
 defvjp_direct(anp.where, None,
               lambda g, ans, c, x, y: unbroadcast(anp.where(c, g, anp.zeros_like(g)), x),
               lambda g, ans, c, x, y: unbroadcast(anp.where(c, anp.zeros_like(g), g), y))

@@ -619,6 +619,9 @@ defvjp_direct(anp.average, _average_vjp(0), None, _average_vjp(2), argnums=(0, 1
 defjvp(anp.average,        _average_jvp(0), None, _average_jvp(2), argnums=(0, 1, 2))
 linear(anp.trace,          _trace_vjp)
 
+defvjp_direct(anp.bincount, None, lambda g, ans, x, w, minlength=0: match_dtype(g[x], w))
+defjvp(anp.bincount,       None, lambda t, ans, x, w, minlength=0: anp.bincount(x, t, minlength))
+
 # ----------------------------------------------------------------------------- products
 defvjp_direct(anp.prod,    _prod_vjp)
 defjvp(anp.prod,           _prod_jvp)
