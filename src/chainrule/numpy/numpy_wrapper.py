@@ -27,11 +27,12 @@ DIFFERENTIABLE = {
         real imag conj conjugate angle real_if_close
         add subtract multiply divide true_divide power pow float_power arctan2 atan2 hypot
         logaddexp logaddexp2 maximum minimum fmax fmin mod remainder fmod copysign
-        where clip nan_to_num
+        where clip nan_to_num full_like
     """,
     "reductions": """
         sum prod mean var std max min amax amin ptp cumsum cumprod trace
         nansum nanprod nanmean nanvar nanstd nanmax nanmin nancumsum nancumprod
+        cumulative_sum cumulative_prod bincount
         median nanmedian percentile nanpercentile quantile nanquantile average cov corrcoef
     """,
     "contraction": """
@@ -54,8 +55,8 @@ NONDIFFERENTIABLE = """
     greater greater_equal less less_equal equal not_equal
     logical_and logical_or logical_not logical_xor isfinite isinf isnan isneginf isposinf
     isreal iscomplex signbit shape ndim size result_type iscomplexobj isrealobj
-    zeros_like ones_like empty_like full_like histogram bincount
-    any all
+    zeros_like ones_like empty_like histogram
+    any all eye identity isin
 """
 # fmt: on
 

@@ -1,14 +1,666 @@
-"""Rules for reductions and scans."""
+"""Rules for reductions and scans.
+
+Selections (max, min, ptp, median, percentile, quantile and their nan forms) are
+locally a weighted sum ``sum(W * x, axis)`` with constant weights W, so one pair of
+rules serves them all. Ties: an order statistic's weight is shared equally among
+all elements equal to it (``max([1, 3, 3])`` sends 0.5 to each 3; the median of
+``[1, 2, 2, 5]`` sends 0.5 to each 2). NaNs get no gradient in the nan functions.
+
+prod and nanprod are exact with zeros to first order, and to second order with at
+most one zero per reduced slice; cumprod likewise, to first order with any zeros.
+"""
 
 from __future__ import annotations
 
+import numpy as _np
+
+from ..._core.rules import defjvp, defvjp_direct
+from ..._core.tracer import getval
 from .. import numpy_wrapper as anp
-from ._helpers import expand_to, linear, match_dtype, reduced_count, shape_of
+from ._helpers import (
+    dtype_of,
+    expand_to,
+    keepdims_shape,
+    linear,
+    match_dtype,
+    reduced_count,
+    shape_of,
+)
+
+
+def _given(value) -> bool:
+    return value is not None and value is not _np._NoValue
+
+
+def _unsupported(name: str, **options) -> None:
+    for option, value in options.items():
+        if _given(value):
+            raise NotImplementedError(
+                f"chainrule has no derivative for numpy.{name} with {option}={value!r}: leave "
+                f"{option} out, or compute the result from differentiable pieces (e.g. with "
+                f"chainrule.numpy.where)."
+            )
+
+
+def _axes(ndim: int, axis) -> tuple:
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if _np.ndim(axis) == 0 else tuple(axis)
+    return tuple(sorted(a % ndim for a in axes)) if ndim else ()
+
+
+def _real_dtype(x):
+    return _np.finfo(dtype_of(x)).dtype if dtype_of(x).kind in "fc" else _np.dtype(float)
+
+
+def _kept(value, x, axis, keepdims):
+    """A reduction's (raw) answer reshaped to broadcast against ``x``."""
+    return value if keepdims else _np.reshape(value, keepdims_shape(shape_of(x), axis))
+
+
+# ----------------------------------------------------------------------------- weighted sums
+# A selection's answer is sum(W * x) over the reduced axes, W of shape q_shape + x.shape.
+
+
+def _weights_vjp(g, x, weights, axis, keepdims):
+    q_ndim = _np.ndim(weights) - _np.ndim(getval(x))
+    q_shape = _np.shape(weights)[:q_ndim]
+    g = anp.reshape(g, q_shape + keepdims_shape(shape_of(x), axis))
+    out = g * weights
+    return match_dtype(anp.sum(out, axis=tuple(range(q_ndim))) if q_ndim else out, x)
+
+
+def _weights_jvp(t, ans, x, weights, axis):
+    q_ndim = _np.ndim(weights) - _np.ndim(getval(x))
+    axes = tuple(q_ndim + a for a in _axes(_np.ndim(getval(x)), axis))
+    return match_dtype(anp.reshape(anp.sum(t * weights, axis=axes), shape_of(ans)), ans)
+
+
+def _selection(fun, weights):
+    """Rules for ``fun(x, ...)`` with weights ``weights(ans, x, ...) -> (W, axis, keepdims)``."""
+
+    def vjp(g, ans, x, *args, **kwargs):
+        w, axis, keepdims = weights(ans, x, *args, **kwargs)
+        return _weights_vjp(g, x, w, axis, keepdims)
+
+    def jvp(t, ans, x, *args, **kwargs):
+        w, axis, _ = weights(ans, x, *args, **kwargs)
+        return _weights_jvp(t, ans, x, w, axis)
+
+    defvjp_direct(fun, vjp)
+    defjvp(fun, jvp)
+
+
+def _share_equal(mask, axis):
+    """``mask`` divided by its count over ``axis``: ties share one unit of weight."""
+    count = _np.sum(mask, axis=axis, keepdims=True)
+    return mask / _np.maximum(count, 1)
+
+
+def _extreme_weights(ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
+    xv = getval(x)
+    mask = xv == _kept(getval(ans), xv, axis, keepdims)
+    if _given(where):
+        mask = mask & where
+    w = _share_equal(mask, axis)
+    return w.astype(_real_dtype(xv)), axis, keepdims
+
+
+def _ptp_weights(ans, x, axis=None, out=None, keepdims=False):
+    xv = getval(x)
+    top = _share_equal(xv == _np.max(xv, axis=axis, keepdims=True), axis)
+    bottom = _share_equal(xv == _np.min(xv, axis=axis, keepdims=True), axis)
+    return (top - bottom).astype(_real_dtype(xv)), axis, keepdims
+
+
+def _quantile_weights(x, q, axis, method, ignore_nan):
+    """Weights of shape ``q.shape + x.shape`` such that the quantiles are ``sum(W * x)``."""
+    xv = _np.asarray(getval(x))
+    q = _np.asarray(q, dtype=float)
+    axes = _axes(xv.ndim, axis)
+    kept_axes = [a for a in range(xv.ndim) if a not in axes]
+    moved = _np.transpose(xv, kept_axes + list(axes))
+    kept_shape = moved.shape[: len(kept_axes)]
+    rows = moved.reshape(kept_shape + (-1,))
+    n = rows.shape[-1]
+    count = _np.sum(~_np.isnan(rows), axis=-1) if ignore_nan else _np.full(kept_shape, n)
+    ordered = _np.sort(rows, axis=-1)  # nans sort last
+    qs = q.reshape((-1,) + (1,) * len(kept_shape))
+    pos = qs * _np.maximum(count - 1, 0)
+    if method in ("linear", "midpoint"):
+        lo, hi = _np.floor(pos), _np.ceil(pos)
+        frac = pos - lo if method == "linear" else _np.where(hi > lo, 0.5, 0.0)
+    elif method in ("lower", "higher", "nearest"):
+        pick = {"lower": _np.floor, "higher": _np.ceil, "nearest": _np.around}[method](pos)
+        lo = hi = pick
+        frac = _np.zeros_like(pos)
+    else:
+        raise NotImplementedError(
+            f"chainrule differentiates quantiles with method linear, lower, higher, nearest "
+            f"or midpoint, not {method!r}."
+        )
+
+    def share(index):
+        index = _np.broadcast_to(index, frac.shape).astype(int)[..., None]
+        value = _np.take_along_axis(_np.broadcast_to(ordered, frac.shape + (n,)), index, -1)
+        return _share_equal(rows == value, -1)
+
+    w = (1 - frac)[..., None] * share(lo) + frac[..., None] * share(hi)
+    w = w * (count > 0)[..., None]
+    w = w.reshape(q.shape + kept_shape + tuple(xv.shape[a] for a in axes))
+    q_ndim = q.ndim
+    w = _np.moveaxis(w, list(range(q_ndim, w.ndim)), [q_ndim + a for a in kept_axes + list(axes)])
+    return w.astype(_real_dtype(xv))
+
+
+def _quantile_rule(scale, ignore_nan):
+    def weights(ans, x, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=False, *, weights=None):
+        _unsupported("quantile", weights=weights, overwrite_input=overwrite_input or None)
+        return _quantile_weights(x, _np.asarray(q) / scale, axis, method, ignore_nan), axis, \
+            keepdims
+
+    return weights
+
+
+def _median_rule(ignore_nan):
+    def weights(ans, x, axis=None, out=None, overwrite_input=False, keepdims=False):
+        _unsupported("median", overwrite_input=overwrite_input or None)  # x is reordered
+        return _quantile_weights(x, 0.5, axis, "linear", ignore_nan), axis, keepdims
+
+    return weights
+
+
+# ----------------------------------------------------------------------------- sums and means
+
+
+def _sum_vjp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+             where=None):
+    g = expand_to(g, x, axis, keepdims)
+    if _given(where):
+        g = anp.where(where, g, anp.zeros_like(g))
+    return match_dtype(g, x)
+
+
+def _sum_jvp(t, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+             where=None):
+    # ``initial`` is a constant offset: it has no tangent
+    return anp.sum(t, axis, dtype, keepdims=keepdims, **({"where": where} if _given(where) else {}))
+
+
+def _mean_count(x, axis, where):
+    if _given(where):
+        mask = _np.broadcast_to(where, shape_of(x))
+        return _np.sum(mask, axis=axis, keepdims=True)
+    return reduced_count(shape_of(x), axis)
+
+
+def _mean_vjp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    g = _sum_vjp(g, ans, x, axis, keepdims=keepdims, where=where) / _mean_count(x, axis, where)
+    return match_dtype(g, x)
+
+
+def _mean_jvp(t, ans, x, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    return anp.mean(t, axis, dtype, keepdims=keepdims, **({"where": where} if _given(where) else {}))
+
+
+def _not_nan(x):
+    return ~_np.isnan(getval(x))
+
+
+def _nansum_vjp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+                where=None):
+    _unsupported("nansum", where=where)
+    g = expand_to(g, x, axis, keepdims)
+    return match_dtype(anp.where(_not_nan(x), g, anp.zeros_like(g)), x)
+
+
+def _nansum_jvp(t, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+                where=None):
+    t = anp.where(_not_nan(x), t, anp.zeros_like(t))
+    return match_dtype(anp.sum(t, axis, dtype, keepdims=keepdims), ans)
+
+
+def _nanmean_weights(ans, x, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    _unsupported("nanmean", where=where)
+    return _share_equal(_not_nan(x), axis).astype(_real_dtype(x)), axis, keepdims
+
+
+# ----------------------------------------------------------------------------- products
+
+
+def _prod_others(x, axis, keepdims, ans, initial=None):
+    """The product of every other element of each reduced slice, zeros included."""
+    zero = _np.asarray(getval(x)) == 0
+    safe = anp.where(zero, 1.0, x) if zero.any() else x
+    kept = ans if keepdims else anp.reshape(ans, keepdims_shape(shape_of(x), axis))
+    others = kept / safe
+    if zero.any():
+        options = {"initial": initial} if _given(initial) else {}
+        lone = _np.sum(zero, axis=axis, keepdims=True) == 1
+        nonzero_prod = anp.prod(safe, axis=axis, keepdims=True, **options)
+        others = anp.where(zero, nonzero_prod * lone, others)
+    return others
+
+
+def _prod_vjp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+              where=None):
+    _unsupported("prod", where=where)
+    return match_dtype(expand_to(g, x, axis, keepdims) * _prod_others(x, axis, keepdims, ans,
+                                                                      initial), x)
+
+
+def _prod_jvp(t, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+              where=None):
+    others = _prod_others(x, axis, keepdims, ans, initial)
+    return match_dtype(anp.sum(t * others, axis=axis, keepdims=keepdims), ans)
+
+
+def _nan_as_one(x):
+    nan = ~_not_nan(x)
+    return anp.where(nan, 1.0, x) if nan.any() else x
+
+
+def _nanprod_vjp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+                 where=None):
+    _unsupported("nanprod", where=where)
+    g = _prod_vjp(g, ans, _nan_as_one(x), axis, keepdims=keepdims, initial=initial)
+    return match_dtype(anp.where(_not_nan(x), g, anp.zeros_like(g)), x)
+
+
+def _nanprod_jvp(t, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+                 where=None):
+    t = anp.where(_not_nan(x), t, anp.zeros_like(t))
+    return _prod_jvp(t, ans, _nan_as_one(x), axis, keepdims=keepdims, initial=initial)
+
+
+# ----------------------------------------------------------------------------- variances
+
+
+def _centered(x, axis, ignore_nan):
+    """``x`` minus its mean over ``axis`` (zero at nans) and the count of each slice."""
+    if not ignore_nan:
+        return x - anp.mean(x, axis=axis, keepdims=True), reduced_count(shape_of(x), axis)
+    keep = _not_nan(x)
+    centered = x - anp.nanmean(x, axis=axis, keepdims=True)
+    return anp.where(keep, centered, 0.0), _np.sum(keep, axis=axis, keepdims=True)
+
+
+def _var_derivative(x, axis, ddof, ignore_nan):
+    """D with d var = Re(sum(D * dx)) over ``axis``: 2 conj(x - mean) / (n - ddof)."""
+    centered, count = _centered(x, axis, ignore_nan)
+    if dtype_of(x).kind == "c":
+        centered = anp.conj(centered)
+    return centered * 2.0 / (count - ddof)
+
+
+def _variance(name, ignore_nan, root):
+    """VJP and JVP of var/std (``root``) or their nan forms."""
+
+    def options(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+                mean=None, correction=None):
+        _unsupported(name, where=where, mean=mean)
+        return axis, ddof if not _given(correction) else correction, keepdims
+
+    def vjp(g, ans, x, *args, **kwargs):
+        axis, ddof, keepdims = options(x, *args, **kwargs)
+        if root:
+            g = g / (2 * ans)
+        d = _var_derivative(x, axis, ddof, ignore_nan)
+        return match_dtype(expand_to(g, x, axis, keepdims) * d, x)
+
+    def jvp(t, ans, x, *args, **kwargs):
+        axis, ddof, keepdims = options(x, *args, **kwargs)
+        d = _var_derivative(x, axis, ddof, ignore_nan)
+        out = match_dtype(anp.sum(t * d, axis=axis, keepdims=keepdims), ans)
+        return out / (2 * ans) if root else out
+
+    return vjp, jvp
+
+
+# ----------------------------------------------------------------------------- scans
+
+
+def _reverse_cumsum(g, axis):
+    """sum(g[j] for j >= i) along ``axis`` (``g`` is 1-D when ``axis`` is None)."""
+    axis = 0 if axis is None else axis
+    return anp.sum(g, axis=axis, keepdims=True) - anp.cumsum(g, axis=axis) + g
+
+
+def _cumsum_vjp(g, ans, x, axis=None, dtype=None, out=None):
+    return match_dtype(anp.reshape(_reverse_cumsum(g, axis), shape_of(x)), x)
+
+
+def _nancumsum_vjp(g, ans, x, axis=None, dtype=None, out=None):
+    g = _cumsum_vjp(g, ans, x, axis)
+    return match_dtype(anp.where(_not_nan(x), g, anp.zeros_like(g)), x)
+
+
+def _nancumsum_jvp(t, ans, x, axis=None, dtype=None, out=None):
+    t = anp.where(_not_nan(x), t, anp.zeros_like(t))
+    return match_dtype(anp.cumsum(t, axis=axis, dtype=dtype), ans)
+
+
+def _flat_if(x, axis):
+    return anp.reshape(x, (-1,)) if axis is None else x
+
+
+# d ans_j / d x_i = ans_j / x_i for x_i != 0 (i <= j). At the first zero of a slice it is
+# the running product that skips that zero; at later zeros it is 0 (to first order).
+def _zeros_of(x, axis):
+    zero = _np.asarray(getval(x)) == 0
+    if not zero.any():
+        return None, None, None
+    first = zero & (_np.cumsum(zero, axis=axis) == 1)
+    return zero, first, anp.cumprod(anp.where(first, 1.0, x), axis=axis)
+
+
+def _cumprod_grad(g, ans, x, axis):
+    zero, first, skip_first = _zeros_of(x, axis)
+    if zero is None:
+        return _reverse_cumsum(g * ans, axis) / x
+    at_first = anp.where(first, _reverse_cumsum(g * skip_first, axis), 0.0)
+    return anp.where(zero, at_first, _reverse_cumsum(g * ans, axis) / anp.where(zero, 1.0, x))
+
+
+def _cumprod_tangent(t, ans, x, axis):
+    zero, first, skip_first = _zeros_of(x, axis)
+    if zero is None:
+        return ans * anp.cumsum(t / x, axis=axis)
+    others = ans * anp.cumsum(anp.where(zero, 0.0, t / anp.where(zero, 1.0, x)), axis=axis)
+    return others + skip_first * anp.cumsum(anp.where(first, t, 0.0), axis=axis)
+
+
+def _cumprod_vjp(g, ans, x, axis=None, dtype=None, out=None):
+    grad = _cumprod_grad(g, ans, _flat_if(x, axis), 0 if axis is None else axis)
+    return match_dtype(anp.reshape(grad, shape_of(x)), x)
+
+
+def _cumprod_jvp(t, ans, x, axis=None, dtype=None, out=None):
+    flat_t, flat_x = _flat_if(t, axis), _flat_if(x, axis)
+    return match_dtype(_cumprod_tangent(flat_t, ans, flat_x, 0 if axis is None else axis), ans)
+
+
+def _nancumprod_vjp(g, ans, x, axis=None, dtype=None, out=None):
+    g = _cumprod_vjp(g, ans, _nan_as_one(x), axis)
+    return match_dtype(anp.where(_not_nan(x), g, anp.zeros_like(g)), x)
+
+
+def _nancumprod_jvp(t, ans, x, axis=None, dtype=None, out=None):
+    t = anp.where(_not_nan(x), t, anp.zeros_like(t))
+    return _cumprod_jvp(t, ans, _nan_as_one(x), axis)
+
+
+def _without_initial(v, axis, include_initial):
+    """A NumPy 2 cumulative_* result or cotangent without its leading initial value."""
+    if not include_initial:
+        return v
+    index = [slice(None)] * anp.ndim(v)
+    index[axis] = slice(1, None)
+    return v[tuple(index)]
+
+
+def _cumulative_sum_vjp(g, ans, x, *, axis=None, dtype=None, out=None, include_initial=False):
+    axis = 0 if axis is None else axis
+    return match_dtype(_reverse_cumsum(_without_initial(g, axis, include_initial), axis), x)
+
+
+def _cumulative_prod_vjp(g, ans, x, *, axis=None, dtype=None, out=None, include_initial=False):
+    axis = 0 if axis is None else axis
+    g, ans = (_without_initial(v, axis, include_initial) for v in (g, ans))
+    return match_dtype(_cumprod_grad(g, ans, x, axis), x)
+
+
+def _cumulative_prod_jvp(t, ans, x, *, axis=None, dtype=None, out=None, include_initial=False):
+    axis = 0 if axis is None else axis
+    tangent = _cumprod_tangent(t, _without_initial(ans, axis, include_initial), x, axis)
+    if include_initial:  # the initial 1 is a constant
+        index = [slice(None)] * anp.ndim(ans)
+        index[axis] = slice(0, 1)
+        initial = _np.zeros_like(getval(ans)[tuple(index)])
+        tangent = anp.concatenate([initial, tangent], axis=axis)
+    return match_dtype(tangent, ans)
+
+
+# ----------------------------------------------------------------------------- trace
+
+
+def _trace_vjp(g, ans, x, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    shape = shape_of(x)
+    a1, a2 = axis1 % len(shape), axis2 % len(shape)
+    diagonal = _np.eye(shape[a1], shape[a2], k=offset, dtype=_real_dtype(x))
+    if a1 > a2:
+        diagonal = diagonal.T
+    mask_shape = [1] * len(shape)
+    mask_shape[a1], mask_shape[a2] = shape[a1], shape[a2]
+    g = anp.reshape(g, keepdims_shape(shape, (a1, a2)))
+    return match_dtype(g * diagonal.reshape(mask_shape), x)
+
+
+# ----------------------------------------------------------------------------- average
+
+
+def _average_weights(x, axis, weights):
+    """``weights`` reshaped to broadcast against ``x`` (1-D weights lie along ``axis``)."""
+    if weights is None:
+        return None
+    if _np.ndim(weights) == 1 and _np.ndim(getval(x)) > 1:
+        shape = [1] * _np.ndim(getval(x))
+        shape[axis % len(shape)] = _np.shape(weights)[0]
+        return anp.reshape(weights, tuple(shape))
+    return weights
+
+
+def _average_parts(x, axis, weights, keepdims):
+    w = _average_weights(x, axis, weights)
+    full = anp.broadcast_to(w, shape_of(x)) if w is not None else None
+    total = (anp.sum(full, axis=axis, keepdims=True) if w is not None
+             else reduced_count(shape_of(x), axis))
+    return w, full, total
+
+
+def _average_vjp(argnum):
+    def vjp(g, ans, x, axis=None, weights=None, returned=False, *, keepdims=False):
+        if returned:
+            raise NotImplementedError("chainrule differentiates numpy.average with "
+                                      "returned=False only; compute the weight sum separately.")
+        w, full, total = _average_parts(x, axis, weights, keepdims)
+        g = expand_to(g, x, axis, keepdims) / total
+        if argnum == 0:
+            return match_dtype(g if w is None else g * full, x)
+        avg = ans if keepdims else anp.reshape(ans, keepdims_shape(shape_of(x), axis))
+        grad_full = g * (x - avg)
+        axes = tuple(i for i, n in enumerate(shape_of(w)) if n == 1 and shape_of(x)[i] != 1)
+        grad = anp.sum(grad_full, axis=axes, keepdims=True) if axes else grad_full
+        return match_dtype(anp.reshape(grad, shape_of(weights)), weights)
+
+    return vjp
+
+
+def _average_jvp(argnum):
+    def jvp(t, ans, x, axis=None, weights=None, returned=False, *, keepdims=False):
+        if argnum == 0:
+            return anp.average(t, axis, weights, keepdims=keepdims)
+        w, full, total = _average_parts(x, axis, weights, keepdims)
+        tw = anp.broadcast_to(_average_weights(x, axis, t), shape_of(x))
+        avg = ans if keepdims else anp.reshape(ans, keepdims_shape(shape_of(x), axis))
+        out = anp.sum(tw * (x - avg), axis=axis, keepdims=True) / total
+        return match_dtype(anp.reshape(out, shape_of(ans)), ans)
+
+    return jvp
+
+
+# ----------------------------------------------------------------------------- cov, corrcoef
+# cov(m, y) is C = Xc Xc^T / (N - ddof) for the centred observation matrix Xc
+# (variables in rows); only real inputs and no frequency or analytic weights.
+
+
+def _cov_options(name, m, y=None, rowvar=True, bias=False, ddof=None, fweights=None,
+                 aweights=None, *, dtype=None):
+    _unsupported(name, fweights=fweights, aweights=aweights)
+    if dtype_of(m).kind == "c" or (y is not None and dtype_of(y).kind == "c"):
+        raise NotImplementedError(f"chainrule differentiates numpy.{name} of real data only.")
+    return rowvar, (0 if bias else 1) if ddof is None else ddof
+
+
+def _as_rows(a, rowvar):
+    """``a`` as a 2-D array with variables in rows."""
+    if anp.ndim(a) < 2:
+        return anp.reshape(a, (1, -1))
+    return a if rowvar else anp.transpose(a)
+
+
+def _cov_input(m, y, rowvar):
+    x = _as_rows(m, rowvar)
+    return x if y is None else anp.concatenate([x, _as_rows(y, rowvar)], axis=0)
+
+
+def _from_rows(g, a, rowvar, rows):
+    """The rows ``rows`` of a cotangent of ``_cov_input``, shaped back like ``a``."""
+    g = g[rows]
+    if anp.ndim(a) < 2:
+        return match_dtype(anp.reshape(g, shape_of(a)), a)
+    return match_dtype(g if rowvar else anp.transpose(g), a)
+
+
+def _cov_input_vjp(gx, argnum, m, y, rowvar):
+    n_m = _np.shape(_as_rows(getval(m), rowvar))[0]
+    if argnum == 0:
+        return _from_rows(gx, m, rowvar, slice(0, n_m))
+    return _from_rows(gx, y, rowvar, slice(n_m, None))
+
+
+def _cov_matrix_vjp(gc, argnum, m, y, rowvar, ddof):
+    x = _cov_input(m, y, rowvar)
+    n = shape_of(x)[1]
+    xc = x - anp.mean(x, axis=1, keepdims=True)
+    k = shape_of(x)[0]
+    gc = anp.reshape(gc, (k, k))
+    gx = anp.matmul(gc + anp.transpose(gc), xc) / (n - ddof)
+    return _cov_input_vjp(gx, argnum, m, y, rowvar)
+
+
+def _cov_matrix_jvp(t, argnum, ans, m, y, rowvar, ddof):
+    x = _cov_input(m, y, rowvar)
+    tx = _cov_input(t, None if y is None else _np.zeros_like(getval(y)), rowvar) if argnum == 0 \
+        else _cov_input(_np.zeros_like(getval(m)), t, rowvar)
+    n = shape_of(x)[1]
+    xc = x - anp.mean(x, axis=1, keepdims=True)
+    tc = tx - anp.mean(tx, axis=1, keepdims=True)
+    half = anp.matmul(tc, anp.transpose(xc))
+    return anp.reshape((half + anp.transpose(half)) / (n - ddof), shape_of(ans))
+
+
+def _cov_vjp(argnum):
+    def vjp(g, ans, m, *args, **kwargs):
+        rowvar, ddof = _cov_options("cov", m, *args, **kwargs)
+        y = args[0] if args else kwargs.get("y")
+        return _cov_matrix_vjp(g, argnum, m, y, rowvar, ddof)
+
+    return vjp
+
+
+def _cov_jvp(argnum):
+    def jvp(t, ans, m, *args, **kwargs):
+        rowvar, ddof = _cov_options("cov", m, *args, **kwargs)
+        y = args[0] if args else kwargs.get("y")
+        return match_dtype(_cov_matrix_jvp(t, argnum, ans, m, y, rowvar, ddof), ans)
+
+    return jvp
+
+
+def _corr_parts(ans, m, y, rowvar):
+    _cov_options("corrcoef", m, y)
+    c = anp.cov(m, y, rowvar)
+    k = int(_np.sqrt(_np.size(getval(c))))
+    c = anp.reshape(c, (k, k))
+    d = c[_np.arange(k), _np.arange(k)]
+    r = anp.reshape(ans, (k, k))
+    return d, r, k
+
+
+def _corrcoef_vjp(argnum):
+    # R = C / sqrt(d d^T), d = diag(C): dR = dC / s - R (dd_i / d_i + dd_j / d_j) / 2
+    def vjp(g, ans, m, y=None, rowvar=True, *, dtype=None):
+        d, r, k = _corr_parts(ans, m, y, rowvar)
+        g = anp.reshape(g, (k, k))
+        s = anp.sqrt(d[:, None] * d[None, :])
+        gr = g * r
+        diag = (anp.sum(gr, axis=1) + anp.sum(gr, axis=0)) / (2 * d)
+        gc = g / s - _np.eye(k) * diag[None, :]
+        return _cov_matrix_vjp(gc, argnum, m, y, rowvar, 1)
+
+    return vjp
+
+
+def _corrcoef_jvp(argnum):
+    def jvp(t, ans, m, y=None, rowvar=True, *, dtype=None):
+        d, r, k = _corr_parts(ans, m, y, rowvar)
+        dc = anp.reshape(_cov_matrix_jvp(t, argnum, anp.cov(m, y, rowvar), m, y, rowvar, 1),
+                         (k, k))
+        dd = dc[_np.arange(k), _np.arange(k)] / d
+        s = anp.sqrt(d[:, None] * d[None, :])
+        dr = dc / s - r * (dd[:, None] + dd[None, :]) / 2
+        return match_dtype(anp.reshape(dr, shape_of(ans)), ans)
+
+    return jvp
+
 
 # fmt: off
 # ----------------------------------------------------------------------------- sums and means
-linear(anp.sum,  lambda g, ans, x, axis=None, dtype=None, out=None, keepdims=False, **k:
-                     match_dtype(expand_to(g, x, axis, keepdims), x))
-linear(anp.mean, lambda g, ans, x, axis=None, dtype=None, out=None, keepdims=False, **k:
-                     match_dtype(expand_to(g, x, axis, keepdims), x) / reduced_count(shape_of(x), axis))
+defvjp_direct(anp.sum,     _sum_vjp)
+defjvp(anp.sum,            _sum_jvp)
+defvjp_direct(anp.mean,    _mean_vjp)
+defjvp(anp.mean,           _mean_jvp)
+defvjp_direct(anp.nansum,  _nansum_vjp)
+defjvp(anp.nansum,         _nansum_jvp)
+_selection(anp.nanmean,    _nanmean_weights)
+defvjp_direct(anp.average, _average_vjp(0), None, _average_vjp(2), argnums=(0, 1, 2))
+defjvp(anp.average,        _average_jvp(0), None, _average_jvp(2), argnums=(0, 1, 2))
+linear(anp.trace,          _trace_vjp)
+
+defvjp_direct(anp.bincount, None, lambda g, ans, x, w, minlength=0: match_dtype(g[x], w))
+defjvp(anp.bincount,       None, lambda t, ans, x, w, minlength=0: anp.bincount(x, t, minlength))
+
+# ----------------------------------------------------------------------------- products
+defvjp_direct(anp.prod,    _prod_vjp)
+defjvp(anp.prod,           _prod_jvp)
+defvjp_direct(anp.nanprod, _nanprod_vjp)
+defjvp(anp.nanprod,        _nanprod_jvp)
+
+# ----------------------------------------------------------------------------- spread
+for _fun, _name, _nan, _root in [(anp.var, "var", False, False), (anp.std, "std", False, True),
+                                 (anp.nanvar, "nanvar", True, False),
+                                 (anp.nanstd, "nanstd", True, True)]:
+    _vjp, _jvp = _variance(_name, _nan, _root)
+    defvjp_direct(_fun, _vjp)
+    defjvp(_fun, _jvp)
+defvjp_direct(anp.cov,      _cov_vjp(0), _cov_vjp(1))
+defjvp(anp.cov,             _cov_jvp(0), _cov_jvp(1))
+defvjp_direct(anp.corrcoef, _corrcoef_vjp(0), _corrcoef_vjp(1))
+defjvp(anp.corrcoef,        _corrcoef_jvp(0), _corrcoef_jvp(1))
+
+# ----------------------------------------------------------------------------- selections
+for _fun in (anp.max, anp.min, anp.amax, anp.amin, anp.nanmax, anp.nanmin):
+    _selection(_fun, _extreme_weights)
+_selection(anp.ptp,           _ptp_weights)
+_selection(anp.median,        _median_rule(ignore_nan=False))
+_selection(anp.nanmedian,     _median_rule(ignore_nan=True))
+_selection(anp.quantile,      _quantile_rule(1.0, ignore_nan=False))
+_selection(anp.nanquantile,   _quantile_rule(1.0, ignore_nan=True))
+_selection(anp.percentile,    _quantile_rule(100.0, ignore_nan=False))
+_selection(anp.nanpercentile, _quantile_rule(100.0, ignore_nan=True))
+
+# ----------------------------------------------------------------------------- scans
+linear(anp.cumsum,         _cumsum_vjp)
+defvjp_direct(anp.nancumsum, _nancumsum_vjp)
+defjvp(anp.nancumsum,      _nancumsum_jvp)
+defvjp_direct(anp.cumprod, _cumprod_vjp)
+defjvp(anp.cumprod,        _cumprod_jvp)
+defvjp_direct(anp.nancumprod, _nancumprod_vjp)
+defjvp(anp.nancumprod,     _nancumprod_jvp)
+if hasattr(anp, "cumulative_sum"):  # NumPy >= 2.1
+    linear(anp.cumulative_sum, _cumulative_sum_vjp)
+    defvjp_direct(anp.cumulative_prod, _cumulative_prod_vjp)
+    defjvp(anp.cumulative_prod, _cumulative_prod_jvp)
 # fmt: on
