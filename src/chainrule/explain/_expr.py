@@ -116,6 +116,9 @@ class Expression:
                 stack.append((node.operand, depth + 1))
             elif isinstance(node, ast.Call):
                 func = node.func
+                if isinstance(func, ast.Attribute):
+                    raise self._error(f"{_FORBIDDEN[ast.Attribute]} not allowed in an expression",
+                                      _where(func))
                 if not isinstance(func, ast.Name):
                     raise self._error("only functions called by their plain name are allowed, "
                                       "as in sin(x1)", func)

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 from collections import Counter
 
-from ._tables import barred
+from ._tables import barred, running_sum
 
 
 class GraphvizNotFound(RuntimeError):
@@ -129,7 +129,7 @@ def svg(dot_source: str) -> str:
 
 # ----------------------------------------------------------------------------- HTML
 
-_CHAR_W, _LINE_H, _GAP_X, _GAP_Y = 7.2, 16, 60, 22
+_CHAR_W, _LINE_H, _GAP_X, _GAP_Y = 7.2, 16, 90, 26
 
 
 def _layout(nodes: list[dict]) -> tuple[float, float]:
@@ -158,8 +158,9 @@ def _svg_inline(nodes: list[dict], edges: list[dict]) -> str:
     by_id = {n["id"]: n for n in nodes}
     out = [f'<svg id="graph" width="{width:.0f}" height="{height:.0f}" '
            f'viewBox="0 0 {width:.0f} {height:.0f}" role="img">',
-           '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
-           'markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z"/></marker></defs>']
+           '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="9" '
+           'markerHeight="9" markerUnits="userSpaceOnUse" orient="auto">'
+           '<path d="M0,0 L10,5 L0,10 z"/></marker></defs>']
     for e in edges:
         a, b = by_id[e["src"]], by_id[e["dst"]]
         x1, y1 = a["x"] + a["w"], a["y"] + a["h"] / 2
@@ -271,7 +272,7 @@ def _stepper_data(report, nodes: list[dict], edges: list[dict]) -> dict:
                 "total": report.show(c.total),
                 "text": f"{barred(c.parent)} += {barred(c.child)}·∂{c.child}/∂{c.parent} = "
                         f"{report.show(c.value)}",
-                "running": f"{barred(c.parent)} = {report.show(c.total)}",
+                "running": running_sum(report, c),
             })
         steps.append({"node": ids[visit.name], "name": visit.name,
                       "adjoint": report.show(visit.adjoint),

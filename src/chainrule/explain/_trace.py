@@ -133,7 +133,10 @@ def _leaf_names(prefix: str, td: TreeDef) -> list[str]:
 
 
 def _traceable(leaf) -> bool:
-    return np.result_type(leaf).kind in "fc" and not isinstance(leaf, (bool, np.bool_))
+    """Float and complex leaves are traced; integers, strings and the like stay constants."""
+    if not isinstance(leaf, (float, complex, np.ndarray, np.number)):
+        return False
+    return np.result_type(leaf).kind in "fc"
 
 
 # ----------------------------------------------------------------------------- operations
