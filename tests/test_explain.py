@@ -1,6 +1,7 @@
 """chainrule.explain: the textbook tables, computed by the engine's rules."""
 
 import math
+import re
 import shutil
 import subprocess
 import time
@@ -32,8 +33,7 @@ def values(report):
 
 def test_seed_evaluation_trace_has_the_published_values(seed):
     v = values(seed)
-    assert [x.expr for x in seed.steps] == [
-        "log(x1)", "x1 * x2", "sin(x2)", "v1 + v2", "v4 - v3"]
+    assert [x.expr for x in seed.steps] == ["log(x1)", "x1 * x2", "sin(x2)", "v1 + v2", "v4 - v3"]
     assert round(v["v1"], 3) == 0.693 and v["v1"] == pytest.approx(math.log(2))
     assert v["v2"] == 10.0
     assert round(v["v3"], 3) == -0.959
@@ -49,7 +49,8 @@ def test_seed_forward_trace(seed):
     assert seed.forward_wrt == "x1"
     tangents = {v.name: v.tangent for v in seed.variables}
     assert tangents == pytest.approx(
-        {"x1": 1, "x2": 0, "v1": 0.5, "v2": 5, "v3": 0, "v4": 5.5, "v5": 5.5})
+        {"x1": 1, "x2": 0, "v1": 0.5, "v2": 5, "v3": 0, "v4": 5.5, "v5": 5.5}
+    )
     by_x2 = explain(baydin, 2.0, 5.0, wrt="x2")
     assert by_x2.var("v5").tangent == pytest.approx(2 - math.cos(5))
 
@@ -61,10 +62,13 @@ def test_seed_reverse_trace_and_gradient(seed):
     assert seed.gradient == pytest.approx(chainrule.grad(baydin, (0, 1))(2.0, 5.0))
     to_x2 = [c for visit in seed.backward for c in visit.contributions if c.parent == "x2"]
     assert [(c.child, round(c.value, 3), round(c.total, 3)) for c in to_x2] == [
-        ("v3", -0.284, -0.284), ("v2", 2.0, 1.716)]
+        ("v3", -0.284, -0.284),
+        ("v2", 2.0, 1.716),
+    ]
     assert [visit.adjoint for visit in seed.backward[:1]] == [1.0]
     assert {visit.name: visit.adjoint for visit in seed.backward} == pytest.approx(
-        {"v5": 1, "v4": 1, "v3": -1, "v2": 1, "v1": 1, "x1": 5.5, "x2": 2 - math.cos(5)})
+        {"v5": 1, "v4": 1, "v3": -1, "v2": 1, "v1": 1, "x1": 5.5, "x2": 2 - math.cos(5)}
+    )
 
 
 def test_seed_topological_orders(seed):
@@ -78,10 +82,22 @@ def test_seed_topological_orders(seed):
 
 def test_seed_text_shows_the_tables(seed):
     text = str(seed)
-    for line in ["v1  = log(x1)  = log(2)", "= 0.693", "v2  = x1 * x2  = 2 * 5", "= 10 ",
-                 "v3  = sin(x2)", "= -0.959", "= 10.693", "= 11.652", "v̇5", "= 5.5",
-                 "x̄2 = -0.284 + 2 = 1.716", "x̄1 = 5 + 0.5 = 5.5", "∂y/∂x2  = x̄2     = 1.716",
-                 "evaluation  x1, x2, v1, v2, v3, v4, v5"]:
+    for line in [
+        "v1  = log(x1)  = log(2)",
+        "= 0.693",
+        "v2  = x1 * x2  = 2 * 5",
+        "= 10 ",
+        "v3  = sin(x2)",
+        "= -0.959",
+        "= 10.693",
+        "= 11.652",
+        "v̇5",
+        "= 5.5",
+        "x̄2 = -0.284 + 2 = 1.716",
+        "x̄1 = 5 + 0.5 = 5.5",
+        "∂y/∂x2  = x̄2     = 1.716",
+        "evaluation  x1, x2, v1, v2, v3, v4, v5",
+    ]:
         assert line in text, line
     assert text == seed.text()
 
@@ -143,7 +159,7 @@ def test_arrays_are_summarised_and_gradients_match():
     text = str(report)
     assert "f64[1000] min=" in text and "J f64[1000]<-f64[1000]" in text
     assert len(text) < 5000
-    small = explain(lambda x: np.sum(x ** 2), onp.array([1.0, 2.0, 3.0]))
+    small = explain(lambda x: np.sum(x**2), onp.array([1.0, 2.0, 3.0]))
     assert "[1, 2, 3]" in str(small)
     onp.testing.assert_allclose(small.gradient[0], [2.0, 4.0, 6.0])
 
@@ -170,9 +186,9 @@ def test_integer_arrays_stay_constants():
 def test_missing_jvp_rule_is_reported_not_fatal():
     @primitive
     def cube(x):
-        return x ** 3
+        return x**3
 
-    defvjp(cube, lambda ans, x: lambda g: 3 * g * x ** 2)
+    defvjp(cube, lambda ans, x: lambda g: 3 * g * x**2)
     report = explain(lambda x: cube(x) + x, 2.0)
     assert report.gradient == (13.0,)
     assert any("no JVP rule" in note for note in report.notes)
@@ -231,6 +247,9 @@ def test_html_is_self_contained(seed):
     assert "x̄2 = -0.284 + 2 = 1.716" in page  # the stepper's running sum
     fragment = seed._repr_html_()
     assert fragment.startswith('<div class="chainrule-explain">') and "<html" not in fragment
+    # ids carry a per-rendering prefix, so two reports in one notebook do not collide
+    prefixes = {re.search(r'id="(cx[0-9a-f]+-)next"', seed._repr_html_())[1] for _ in range(3)}
+    assert len(prefixes) == 3 and 'id="next"' not in fragment
 
 
 def test_html_escapes_names():

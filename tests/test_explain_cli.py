@@ -20,23 +20,40 @@ def test_no_expression_explains_the_seed_example(capsys):
     code, out, _ = run(capsys)
     assert code == 0
     assert out.startswith("chainrule.explain: y = log(x1) + x1*x2 - sin(x2) at x1 = 2, x2 = 5")
-    for text in ["= log(2)", "= 0.693", "= 10.693", "= 11.652", "= -0.959",
-                 "x̄2 = -0.284 + 2 = 1.716", "∂y/∂x1  = x̄1     = 5.5"]:
+    for text in [
+        "= log(2)",
+        "= 0.693",
+        "= 10.693",
+        "= 11.652",
+        "= -0.959",
+        "x̄2 = -0.284 + 2 = 1.716",
+        "∂y/∂x1  = x̄1     = 5.5",
+    ]:
         assert text in out, text
     code, explicit, _ = run(capsys, "log(x1) + x1*x2 - sin(x2)", "--at", "x1=2", "x2=5")
     assert explicit == out
 
 
 def test_module_entry_point_runs():
-    done = subprocess.run([sys.executable, "-m", "chainrule", "explain", "x*x", "--at", "x=3"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "chainrule", "explain", "x*x", "--at", "x=3"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert "∂y/∂x  = x̄      = 6" in done.stdout
 
 
-@pytest.mark.parametrize("fmt, start", [("markdown", "## chainrule.explain"),
-                                        ("dot", "digraph explain {"), ("mermaid", "flowchart LR"),
-                                        ("html", "<!DOCTYPE html>")])
+@pytest.mark.parametrize(
+    "fmt, start",
+    [
+        ("markdown", "## chainrule.explain"),
+        ("dot", "digraph explain {"),
+        ("mermaid", "flowchart LR"),
+        ("html", "<!DOCTYPE html>"),
+    ],
+)
 def test_formats(capsys, fmt, start):
     code, out, _ = run(capsys, "--format", fmt)
     assert code == 0 and out.startswith(start)
@@ -56,37 +73,43 @@ def test_arrays_wrt_and_constants(capsys):
     assert code == 0 and "Tangents with respect to b" in out and "y\u0307   = v\u03071" in out
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["x*y", "--at", "x=1"], "no value for y: add --at y=1.0"),
-    (["x", "--at", "x=1", "z=2"], "does not use"),
-    (["x", "--at", "x"], "NAME=VALUE"),
-    (["x", "--at", "x=abc"], "must be a number"),
-    (["2 + 3"], "no variables"),
-    (["x", "--at", "x=1", "--wrt", "q"], "names no float input"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["x*y", "--at", "x=1"], "no value for y: add --at y=1.0"),
+        (["x", "--at", "x=1", "z=2"], "does not use"),
+        (["x", "--at", "x"], "NAME=VALUE"),
+        (["x", "--at", "x=abc"], "must be a number"),
+        (["2 + 3"], "no variables"),
+        (["x", "--at", "x=1", "--wrt", "q"], "names no float input"),
+    ],
+)
 def test_bad_arguments(capsys, argv, message):
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == "" and message in err
 
 
-@pytest.mark.parametrize("source, problem, column", [
-    ("__import__('os').system('ls')", "attribute access", 17),
-    ("().__class__.__bases__", "attribute access", 13),
-    ("x1 +* 2", "syntax error", 5),
-    ("sin(x, out=y)", "keyword arguments", 12),
-    ("x[0]", "indexing", 2),
-    ("(lambda: 1)()", "only functions called by their plain name", 2),
-    ("open('f')", "unknown function 'open'", 1),
-    ("eval('1')", "unknown function 'eval'", 1),
-    ("x if x else 1", "'if ... else'", 1),
-    ("x // 2", "'//'", 1),
-    ("x ^ 2", "use ** for powers", 1),
-    ("'a' * x", "not str", 1),
-    ("1e999 * x", "too large", 1),
-    ("sin", "sin is a function", 1),
-    ("_x + 1", "not allowed", 1),
-    ("", "empty", 1),
-])
+@pytest.mark.parametrize(
+    "source, problem, column",
+    [
+        ("__import__('os').system('ls')", "attribute access", 17),
+        ("().__class__.__bases__", "attribute access", 13),
+        ("x1 +* 2", "syntax error", 5),
+        ("sin(x, out=y)", "keyword arguments", 12),
+        ("x[0]", "indexing", 2),
+        ("(lambda: 1)()", "only functions called by their plain name", 2),
+        ("open('f')", "unknown function 'open'", 1),
+        ("eval('1')", "unknown function 'eval'", 1),
+        ("x if x else 1", "'if ... else'", 1),
+        ("x // 2", "'//'", 1),
+        ("x ^ 2", "use ** for powers", 1),
+        ("'a' * x", "not str", 1),
+        ("1e999 * x", "too large", 1),
+        ("sin", "sin is a function", 1),
+        ("_x + 1", "not allowed", 1),
+        ("", "empty", 1),
+    ],
+)
 def test_parser_errors_point_at_the_problem(source, problem, column):
     with pytest.raises(ExpressionError) as info:
         Expression(source)
@@ -103,15 +126,18 @@ def test_the_error_is_printed_with_a_caret(capsys):
     assert err.splitlines()[-2:] == ["  x1 + y.real", "        ^"]
 
 
-@pytest.mark.parametrize("source", [
-    "(" * 300 + "x" + ")" * 300,
-    "-" * 5000 + "x",
-    "sin(" * 100 + "x" + ")" * 100,
-    "x" + "+x" * 3000,
-    "9" * 5000 + "*x",
-    "x" * 5000,
-    "\x00x",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "(" * 300 + "x" + ")" * 300,
+        "-" * 5000 + "x",
+        "sin(" * 100 + "x" + ")" * 100,
+        "x" + "+x" * 3000,
+        "9" * 5000 + "*x",
+        "x" * 5000,
+        "\x00x",
+    ],
+)
 def test_large_and_deep_inputs_fail_cleanly(source):
     with pytest.raises(ExpressionError):
         Expression(source)

@@ -14,8 +14,10 @@ import pytest
 import chainrule.numpy as np
 from chainrule.explain import explain
 
-CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
-                 if shutil.which(n)), None)
+CHROMIUM = next(
+    (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)),
+    None,
+)
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed")
 
 
@@ -29,21 +31,31 @@ def page(tmp_path_factory):
 
 def dom_after(path, steps: int) -> str:
     done = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
-         f"file://{path}#step={steps}"],
-        capture_output=True, text=True, timeout=60,
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--dump-dom",
+            f"file://{path}#step={steps}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 
 
 def classes(dom: str) -> dict:
-    return {m[1]: set(m[0].split()) - {"node"}
-            for m in re.findall(r'<g class="(node[^"]*)" id="(n\d+)"', dom)}
+    return {
+        m[1]: set(m[0].split()) - {"node"}
+        for m in re.findall(r'<g class="(node[^"]*)" id="(n\d+)"', dom)
+    }
 
 
 def status(dom: str) -> str:
-    return html.unescape(re.search(r'<div id="status">(.*?)</div>', dom, re.S)[1])
+    return html.unescape(re.search(r'<div class="cx-status" id="status">(.*?)</div>', dom, re.S)[1])
 
 
 def adjoint_labels(dom: str) -> list[str]:

@@ -12,26 +12,51 @@ from ._report import explain
 SEED = "log(x1) + x1*x2 - sin(x2)"
 SEED_AT = ["x1=2", "x2=5"]
 FORMATS = ["text", "markdown", "dot", "mermaid", "svg", "html"]
-_SUFFIXES = {".txt": "text", ".md": "markdown", ".dot": "dot", ".gv": "dot", ".mmd": "mermaid",
-             ".svg": "svg", ".html": "html", ".htm": "html"}
+_SUFFIXES = {
+    ".txt": "text",
+    ".md": "markdown",
+    ".dot": "dot",
+    ".gv": "dot",
+    ".mmd": "mermaid",
+    ".svg": "svg",
+    ".html": "html",
+    ".htm": "html",
+}
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
-        "explain", help="show the graph and the forward and reverse traces of an expression",
+        "explain",
+        help="show the graph and the forward and reverse traces of an expression",
         description="Explain how chainrule differentiates an expression: the evaluation "
         "trace, the forward tangent trace, the reverse adjoint trace, the topological order "
         "and the gradient. With no expression, explains the textbook example "
         f"y = {SEED} at x1 = 2, x2 = 5.",
     )
-    p.add_argument("expression", nargs="?", help=f"e.g. \"{SEED}\"; variables are any names, "
-                   "functions are chainrule.numpy's (log, exp, sin, sqrt, tanh, ...)")
-    p.add_argument("--at", nargs="+", default=None, metavar="NAME=VALUE",
-                   help="the point, e.g. --at x1=2 x2=5 (arrays: x=[1,2,3])")
-    p.add_argument("--wrt", default=None, help="the input the forward tangent trace follows "
-                   "(default: the first)")
-    p.add_argument("--format", choices=FORMATS, default=None,
-                   help="output format (default: text, or guessed from -o's suffix)")
+    p.add_argument(
+        "expression",
+        nargs="?",
+        help=f'e.g. "{SEED}"; variables are any names, '
+        "functions are chainrule.numpy's (log, exp, sin, sqrt, tanh, ...)",
+    )
+    p.add_argument(
+        "--at",
+        nargs="+",
+        default=None,
+        metavar="NAME=VALUE",
+        help="the point, e.g. --at x1=2 x2=5 (arrays: x=[1,2,3])",
+    )
+    p.add_argument(
+        "--wrt",
+        default=None,
+        help="the input the forward tangent trace follows (default: the first)",
+    )
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default=None,
+        help="output format (default: text, or guessed from -o's suffix)",
+    )
     p.add_argument("-o", "--output", default=None, metavar="FILE", help="write to FILE")
     p.add_argument("--digits", type=int, default=3, help="decimals shown (default 3)")
     return p
@@ -47,8 +72,10 @@ def _point(expr: Expression, at: list[str] | None) -> dict:
         values[name] = parse_value(text.strip(), name)
     unknown = [n for n in values if n not in expr.variables]
     if unknown:
-        raise ValueError(f"--at gives {', '.join(unknown)}, which the expression does not use "
-                         f"(its variables: {', '.join(expr.variables) or 'none'})")
+        raise ValueError(
+            f"--at gives {', '.join(unknown)}, which the expression does not use "
+            f"(its variables: {', '.join(expr.variables) or 'none'})"
+        )
     missing = [n for n in expr.variables if n not in values]
     if missing:
         example = " ".join(f"{n}=1.0" for n in missing)
@@ -71,7 +98,8 @@ def run(args) -> int:
         order = list(point)
         report = explain(expr.function(order), *point.values(), wrt=args.wrt, digits=args.digits)
         report.title = f"y = {source.strip()} at " + ", ".join(
-            f"{n} = {report.show(v)}" for n, v in point.items())
+            f"{n} = {report.show(v)}" for n, v in point.items()
+        )
         out = report.render(fmt)
     except ExpressionError as e:
         print(f"chainrule explain: error: {e}", file=sys.stderr)

@@ -29,15 +29,30 @@ FUNCTIONS: dict[str, Callable] = {
 }
 CONSTANTS = {"pi": math.pi, "e": math.e}
 
-_BINARY = {ast.Add: cnp.add, ast.Sub: cnp.subtract, ast.Mult: cnp.multiply,
-           ast.Div: cnp.true_divide, ast.Pow: cnp.power}
+_BINARY = {
+    ast.Add: cnp.add,
+    ast.Sub: cnp.subtract,
+    ast.Mult: cnp.multiply,
+    ast.Div: cnp.true_divide,
+    ast.Pow: cnp.power,
+}
 _UNARY = {ast.USub: cnp.negative, ast.UAdd: lambda x: x}
 _FORBIDDEN = {
-    ast.Attribute: "attribute access ('.')", ast.Subscript: "indexing ('[...]')",
-    ast.Lambda: "lambda", ast.Compare: "comparisons", ast.BoolOp: "'and'/'or'",
-    ast.IfExp: "'if ... else'", ast.Tuple: "tuples", ast.List: "lists", ast.Dict: "dicts",
-    ast.Set: "sets", ast.ListComp: "comprehensions", ast.GeneratorExp: "comprehensions",
-    ast.Starred: "'*' unpacking", ast.NamedExpr: "':='", ast.JoinedStr: "strings",
+    ast.Attribute: "attribute access ('.')",
+    ast.Subscript: "indexing ('[...]')",
+    ast.Lambda: "lambda",
+    ast.Compare: "comparisons",
+    ast.BoolOp: "'and'/'or'",
+    ast.IfExp: "'if ... else'",
+    ast.Tuple: "tuples",
+    ast.List: "lists",
+    ast.Dict: "dicts",
+    ast.Set: "sets",
+    ast.ListComp: "comprehensions",
+    ast.GeneratorExp: "comprehensions",
+    ast.Starred: "'*' unpacking",
+    ast.NamedExpr: "':='",
+    ast.JoinedStr: "strings",
 }
 
 
@@ -52,9 +67,18 @@ class ExpressionError(ValueError):
 
 
 def _op_name(op: ast.AST) -> str:
-    return {ast.FloorDiv: "'//'", ast.Mod: "'%'", ast.MatMult: "'@'", ast.BitAnd: "'&'",
-            ast.BitOr: "'|'", ast.BitXor: "'^' (use ** for powers)", ast.LShift: "'<<'",
-            ast.RShift: "'>>'", ast.Invert: "'~'", ast.Not: "'not'"}.get(type(op), "this operator")
+    return {
+        ast.FloorDiv: "'//'",
+        ast.Mod: "'%'",
+        ast.MatMult: "'@'",
+        ast.BitAnd: "'&'",
+        ast.BitOr: "'|'",
+        ast.BitXor: "'^' (use ** for powers)",
+        ast.LShift: "'<<'",
+        ast.RShift: "'>>'",
+        ast.Invert: "'~'",
+        ast.Not: "'not'",
+    }.get(type(op), "this operator")
 
 
 class Expression:
@@ -63,8 +87,9 @@ class Expression:
     def __init__(self, source: str):
         self.source = source
         if len(source) > MAX_LENGTH:
-            raise ExpressionError(f"the expression is longer than {MAX_LENGTH} characters",
-                                  source, MAX_LENGTH)
+            raise ExpressionError(
+                f"the expression is longer than {MAX_LENGTH} characters", source, MAX_LENGTH
+            )
         if not source.strip():
             raise ExpressionError("the expression is empty", source, 0)
         try:
@@ -73,8 +98,12 @@ class Expression:
             offset = (e.offset or 1) - 1 + (len(source) - len(source.lstrip()))
             raise ExpressionError(f"syntax error: {e.msg}", source, offset) from None
         except (RecursionError, MemoryError, ValueError) as e:
-            raise ExpressionError(f"cannot parse the expression ({type(e).__name__}: it is "
-                                  "nested too deeply or too large)", source, 0) from None
+            raise ExpressionError(
+                f"cannot parse the expression ({type(e).__name__}: it is "
+                "nested too deeply or too large)",
+                source,
+                0,
+            ) from None
         self.tree = tree.body
         self._indent = len(source) - len(source.lstrip())
         self.variables: list[str] = []
@@ -89,19 +118,22 @@ class Expression:
         while stack:
             node, depth = stack.pop()
             if depth > MAX_DEPTH:
-                raise self._error(f"the expression is nested more than {MAX_DEPTH} levels deep",
-                                  node)
+                raise self._error(
+                    f"the expression is nested more than {MAX_DEPTH} levels deep", node
+                )
             if isinstance(node, ast.Constant):
                 if type(node.value) not in (int, float):
                     kind = type(node.value).__name__
-                    raise self._error(f"only real numbers are allowed as constants, not {kind}",
-                                      node)
+                    raise self._error(
+                        f"only real numbers are allowed as constants, not {kind}", node
+                    )
                 if not math.isfinite(_to_float(node.value, self, node)):
                     raise self._error("this number is too large", node)
             elif isinstance(node, ast.Name):
                 if node.id in FUNCTIONS:
-                    raise self._error(f"{node.id} is a function: call it, as in {node.id}(x1)",
-                                      node)
+                    raise self._error(
+                        f"{node.id} is a function: call it, as in {node.id}(x1)", node
+                    )
                 if node.id.startswith("_"):
                     raise self._error(f"names starting with '_' are not allowed: {node.id}", node)
                 if node.id not in CONSTANTS and node.id not in seen:
@@ -117,16 +149,17 @@ class Expression:
             elif isinstance(node, ast.Call):
                 func = node.func
                 if isinstance(func, ast.Attribute):
-                    raise self._error(f"{_FORBIDDEN[ast.Attribute]} not allowed in an expression",
-                                      _where(func))
+                    raise self._error(
+                        f"{_FORBIDDEN[ast.Attribute]} not allowed in an expression", _where(func)
+                    )
                 if not isinstance(func, ast.Name):
-                    raise self._error("only functions called by their plain name are allowed, "
-                                      "as in sin(x1)", func)
+                    raise self._error(
+                        "only functions called by their plain name are allowed, as in sin(x1)", func
+                    )
                 if func.id not in FUNCTIONS:
                     raise self._error(_unknown_function(func.id), func)
                 if node.keywords:
-                    raise self._error("keyword arguments are not supported",
-                                      node.keywords[0].value)
+                    raise self._error("keyword arguments are not supported", node.keywords[0].value)
                 if not node.args:
                     raise self._error(f"{func.id}() needs an argument", node)
                 stack += [(arg, depth + 1) for arg in reversed(node.args)]
@@ -180,8 +213,10 @@ def _to_float(value, expr: Expression, node: ast.AST) -> float:
 def _unknown_function(name: str) -> str:
     close = sorted(n for n in FUNCTIONS if n[:2] == name[:2])[:6]
     hint = f" (similar: {', '.join(close)})" if close else ""
-    return (f"unknown function {name!r}: the expression may call chainrule.numpy's "
-            f"differentiable functions by name, such as log, exp, sin, sqrt, tanh{hint}")
+    return (
+        f"unknown function {name!r}: the expression may call chainrule.numpy's "
+        f"differentiable functions by name, such as log, exp, sin, sqrt, tanh{hint}"
+    )
 
 
 def parse_value(text: str, name: str):
@@ -189,11 +224,14 @@ def parse_value(text: str, name: str):
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
-        raise ValueError(f"--at {name}={text}: the value must be a number such as 2.5 or a "
-                         f"list of numbers such as [1, 2, 3]") from None
+        raise ValueError(
+            f"--at {name}={text}: the value must be a number such as 2.5 or a "
+            f"list of numbers such as [1, 2, 3]"
+        ) from None
     try:
         arr = _np.asarray(value, dtype=float)
     except (TypeError, ValueError, OverflowError):
-        raise ValueError(f"--at {name}={text}: the value must be a number or a list of "
-                         f"numbers") from None
+        raise ValueError(
+            f"--at {name}={text}: the value must be a number or a list of numbers"
+        ) from None
     return float(arr) if arr.ndim == 0 else arr

@@ -56,6 +56,11 @@ def value(x, digits: int = 3) -> str:
     )
 
 
+def brief(x, digits: int = 3) -> str:
+    """A value for a title: a scalar or small array in full, else just its shape."""
+    return value(x, digits) if np.size(x) <= SMALL_ARRAY and np.ndim(x) <= 1 else shape_text(x)
+
+
 def constant(x, digits: int = 3) -> str:
     """An untraced argument of a primitive, as it appears inside an operation."""
     if isinstance(x, (bool, int, str)) or x is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html as _html
 import json
+import secrets
 import shutil
 import subprocess
 from collections import Counter
@@ -39,18 +40,31 @@ def graph(report) -> tuple[list[dict], list[dict]]:
             lines = [f"{v.name} = {report.show(v.value)}"]
         else:
             lines = [f"{v.name} = {v.expr}", f"= {report.show(v.value)}"]
-        nodes.append({"id": ids[v.name], "name": v.name, "lines": lines,
-                      "kind": "input" if v.is_input else "output" if v.name in outputs else "op",
-                      "adjoint": None if v.adjoint is None else report.show(v.adjoint),
-                      "depth": v.depth})
+        nodes.append(
+            {
+                "id": ids[v.name],
+                "name": v.name,
+                "lines": lines,
+                "kind": "input" if v.is_input else "output" if v.name in outputs else "op",
+                "adjoint": None if v.adjoint is None else report.show(v.adjoint),
+                "depth": v.depth,
+            }
+        )
     edges = []
     hidden_names = {v.name for v in hidden}
     if hidden:
         ops = Counter(v.op for v in hidden).most_common(4)
         summary = ", ".join(f"{op} x{n}" for op, n in ops)
-        nodes.append({"id": "collapsed", "name": "...", "kind": "summary",
-                      "lines": [f"... {len(hidden)} more operations ...", summary],
-                      "adjoint": None, "depth": hidden[0].depth})
+        nodes.append(
+            {
+                "id": "collapsed",
+                "name": "...",
+                "kind": "summary",
+                "lines": [f"... {len(hidden)} more operations ...", summary],
+                "adjoint": None,
+                "depth": hidden[0].depth,
+            }
+        )
     seen = set()
     for v in kept + hidden:
         for p, text in zip(v.parents, v.partial_texts):
@@ -74,10 +88,13 @@ def _dot_str(text: str) -> str:
 def dot(report) -> str:
     nodes, edges = graph(report)
     shapes = {"input": "ellipse", "op": "box", "output": "box", "summary": "note"}
-    out = ["digraph explain {", "  rankdir=LR; fontname=\"Helvetica\";",
-           '  node [fontname="Helvetica", fontsize=11, style="rounded"];',
-           '  edge [fontname="Helvetica", fontsize=10];',
-           f"  label={_dot_str(report.title)}; labelloc=t;"]
+    out = [
+        "digraph explain {",
+        '  rankdir=LR; fontname="Helvetica";',
+        '  node [fontname="Helvetica", fontsize=11, style="rounded"];',
+        '  edge [fontname="Helvetica", fontsize=10];',
+        f"  label={_dot_str(report.title)}; labelloc=t;",
+    ]
     for n in nodes:
         lines = n["lines"] + ([f"{barred(n['name'])} = {n['adjoint']}"] if n["adjoint"] else [])
         extra = ", peripheries=2" if n["kind"] == "output" else ""
@@ -120,8 +137,9 @@ def svg(dot_source: str) -> str:
             "graphviz). Without it, use report.html() (draws the graph itself), "
             "report.dot() or report.mermaid()."
         )
-    done = subprocess.run([exe, "-Tsvg"], input=dot_source, capture_output=True, text=True,
-                          timeout=60, check=False)
+    done = subprocess.run(
+        [exe, "-Tsvg"], input=dot_source, capture_output=True, text=True, timeout=60, check=False
+    )
     if done.returncode != 0:
         raise RuntimeError(f"Graphviz failed on the DOT source: {done.stderr.strip()}")
     return done.stdout
@@ -153,14 +171,16 @@ def _layout(nodes: list[dict]) -> tuple[float, float]:
     return x, height
 
 
-def _svg_inline(nodes: list[dict], edges: list[dict]) -> str:
+def _svg_inline(nodes: list[dict], edges: list[dict], prefix: str) -> str:
     width, height = _layout(nodes)
     by_id = {n["id"]: n for n in nodes}
-    out = [f'<svg id="graph" width="{width:.0f}" height="{height:.0f}" '
-           f'viewBox="0 0 {width:.0f} {height:.0f}" role="img">',
-           '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="9" '
-           'markerHeight="9" markerUnits="userSpaceOnUse" orient="auto">'
-           '<path d="M0,0 L10,5 L0,10 z"/></marker></defs>']
+    out = [
+        f'<svg width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}" role="img">',
+        f'<defs><marker id="{prefix}arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="9" '
+        'markerHeight="9" markerUnits="userSpaceOnUse" orient="auto">'
+        '<path d="M0,0 L10,5 L0,10 z"/></marker></defs>',
+    ]
     for e in edges:
         a, b = by_id[e["src"]], by_id[e["dst"]]
         x1, y1 = a["x"] + a["w"], a["y"] + a["h"] / 2
@@ -171,9 +191,12 @@ def _svg_inline(nodes: list[dict], edges: list[dict]) -> str:
         else:
             mid = (x1 + x2) / 2
             path = f"M{x1:.0f},{y1:.0f} C{mid:.0f},{y1:.0f} {mid:.0f},{y2:.0f} {x2:.0f},{y2:.0f}"
-        out.append(f'<g class="edge" id="{e["id"]}"><path d="{path}" marker-end="url(#arrow)"/>'
-                   f'<text x="{(x1 + x2) / 2:.0f}" y="{(y1 + y2) / 2 - 4:.0f}">'
-                   f'{_html.escape(e["label"])}</text></g>')
+        out.append(
+            f'<g class="edge" id="{prefix}{e["id"]}">'
+            f'<path d="{path}" marker-end="url(#{prefix}arrow)"/>'
+            f'<text x="{(x1 + x2) / 2:.0f}" y="{(y1 + y2) / 2 - 4:.0f}">'
+            f"{_html.escape(e['label'])}</text></g>"
+        )
     for n in nodes:
         rx = n["h"] / 2 if n["kind"] == "input" else 6
         texts = "".join(
@@ -183,7 +206,8 @@ def _svg_inline(nodes: list[dict], edges: list[dict]) -> str:
         )
         adj_y = n["y"] + 18 + len(n["lines"]) * _LINE_H
         out.append(
-            f'<g class="node {n["kind"]}" id="{n["id"]}"><rect x="{n["x"]:.0f}" y="{n["y"]:.0f}" '
+            f'<g class="node {n["kind"]}" id="{prefix}{n["id"]}">'
+            f'<rect x="{n["x"]:.0f}" y="{n["y"]:.0f}" '
             f'width="{n["w"]:.0f}" height="{n["h"]:.0f}" rx="{rx:.0f}"/>{texts}'
             f'<text class="adj" x="{n["x"] + 8:.0f}" y="{adj_y:.0f}"></text></g>'
         )
@@ -191,37 +215,40 @@ def _svg_inline(nodes: list[dict], edges: list[dict]) -> str:
     return "".join(out)
 
 
+_PAGE_CSS = "body{font-family:system-ui,Helvetica,Arial,sans-serif;margin:1.5em;color:#222}"
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:1.5em;
-color:#222}
-.explain-graph{overflow:auto;border:1px solid #ddd;padding:4px;max-height:70vh}
-#graph text{font:12px ui-monospace,Menlo,Consolas,monospace;fill:#222}
-#graph .node rect{fill:#f7f7f7;stroke:#888;stroke-width:1.2}
-#graph .node.input rect{fill:#eef5ff}
-#graph .node.output rect{stroke-width:3}
-#graph .node.summary rect{fill:#fff8e0;stroke-dasharray:4 3}
-#graph .node.done rect{fill:#e8f6e8}
-#graph .node.current rect{fill:#ffe08a;stroke:#c77700;stroke-width:3}
-#graph .node.receiving rect{fill:#ffd4d4;stroke:#c00}
-#graph .node text.adj{fill:#0a5;font-weight:bold}
-#graph .edge path{fill:none;stroke:#999;stroke-width:1.3}
-#graph .edge text{fill:#777;font-size:11px}
-#graph .edge.active path{stroke:#c00;stroke-width:3}
-#graph .edge.active text{fill:#c00;font-weight:bold}
-.controls{margin:.8em 0}.controls button{font-size:1em;margin-right:.4em;padding:.2em .8em}
-#status{font-family:ui-monospace,Menlo,Consolas,monospace;white-space:pre-wrap;background:#fafafa;
-border-left:4px solid #c77700;padding:.5em .8em;min-height:3em}
-table{border-collapse:collapse;margin:.5em 0 1.5em}
-td,th{border:1px solid #ddd;padding:2px 8px;text-align:left;
-font:13px ui-monospace,Menlo,Consolas,monospace}
-th{background:#f0f0f0}
+.chainrule-explain h1{font-size:1.4em}.chainrule-explain h2{font-size:1.15em}
+.chainrule-explain .cx-graph{overflow:auto;border:1px solid #ddd;padding:4px;max-height:70vh}
+.chainrule-explain svg text{font:12px ui-monospace,Menlo,Consolas,monospace;fill:#222}
+.chainrule-explain .node rect{fill:#f7f7f7;stroke:#888;stroke-width:1.2}
+.chainrule-explain .node.input rect{fill:#eef5ff}
+.chainrule-explain .node.output rect{stroke-width:3}
+.chainrule-explain .node.summary rect{fill:#fff8e0;stroke-dasharray:4 3}
+.chainrule-explain .node.done rect{fill:#e8f6e8}
+.chainrule-explain .node.current rect{fill:#ffe08a;stroke:#c77700;stroke-width:3}
+.chainrule-explain .node.receiving rect{fill:#ffd4d4;stroke:#c00}
+.chainrule-explain .node text.adj{fill:#0a5;font-weight:bold}
+.chainrule-explain .edge path{fill:none;stroke:#999;stroke-width:1.3}
+.chainrule-explain .edge text{fill:#777;font-size:11px}
+.chainrule-explain .edge.active path{stroke:#c00;stroke-width:3}
+.chainrule-explain .edge.active text{fill:#c00;font-weight:bold}
+.chainrule-explain .cx-controls{margin:.8em 0}
+.chainrule-explain .cx-controls button{font-size:1em;margin-right:.4em;padding:.2em .8em}
+.chainrule-explain .cx-status{font-family:ui-monospace,Menlo,Consolas,monospace;
+white-space:pre-wrap;background:#fafafa;border-left:4px solid #c77700;padding:.5em .8em;
+min-height:3em}
+.chainrule-explain table{border-collapse:collapse;margin:.5em 0 1.5em}
+.chainrule-explain td,.chainrule-explain th{border:1px solid #ddd;padding:2px 8px;
+text-align:left;font:13px ui-monospace,Menlo,Consolas,monospace}
+.chainrule-explain th{background:#f0f0f0}
 """
 
+# ``P`` prefixes every element id, so several reports can share one notebook page.
 _JS = """
-(function(){
-var D=JSON.parse(document.getElementById('explain-data').textContent);
+(function(P, keys){
+var D=JSON.parse(document.getElementById(P+'explain-data').textContent);
 var k=0, S=D.steps;
-function el(id){return document.getElementById(id);}
+function el(id){return document.getElementById(P+id);}
 function render(){
   var adj={}, i, j, n;
   D.nodes.forEach(function(n){var g=el(n.id); if(!g)return;
@@ -248,12 +275,12 @@ function render(){
 el('next').onclick=function(){if(k<S.length){k++;render();}};
 el('prev').onclick=function(){if(k>0){k--;render();}};
 el('reset').onclick=function(){k=0;render();};
-document.addEventListener('keydown',function(ev){
+if(keys) document.addEventListener('keydown',function(ev){
   if(ev.key==='ArrowRight')el('next').click(); if(ev.key==='ArrowLeft')el('prev').click();});
 render();
-var m=/step=(\\d+)/.exec(location.hash);
+var m=keys && /step=(\\d+)/.exec(location.hash);
 if(m){for(var t=0;t<+m[1];t++) el('next').click();}
-})();
+})(%s, %s);
 """
 
 
@@ -267,39 +294,60 @@ def _stepper_data(report, nodes: list[dict], edges: list[dict]) -> dict:
         contributions = []
         for c in visit.contributions:
             parent = ids.get(c.parent, "collapsed")
-            contributions.append({
-                "parent": parent, "edge": edge_of.get((parent, ids[visit.name])),
-                "total": report.show(c.total),
-                "text": f"{barred(c.parent)} += {barred(c.child)}·∂{c.child}/∂{c.parent} = "
-                        f"{report.show(c.value)}",
-                "running": running_sum(report, c),
-            })
-        steps.append({"node": ids[visit.name], "name": visit.name,
-                      "adjoint": report.show(visit.adjoint),
-                      "input": report.var(visit.name).is_input, "contributions": contributions})
-    seeds = [{"node": ids[var], "value": "1" if len(report.outputs) == 1 else "ones"}
-             for _, var, _ in report.outputs if var in ids]
-    return {"nodes": [{"id": n["id"]} for n in nodes], "edges": [{"id": e["id"]} for e in edges],
-            "steps": steps, "seeds": seeds,
-            "bar": {n["id"]: barred(n["name"]) for n in nodes},
-            "seedText": "ȳ = 1" if len(seeds) == 1 else "each output's adjoint = ones"}
+            contributions.append(
+                {
+                    "parent": parent,
+                    "edge": edge_of.get((parent, ids[visit.name])),
+                    "total": report.show(c.total),
+                    "text": f"{barred(c.parent)} += {barred(c.child)}·∂{c.child}/∂{c.parent} = "
+                    f"{report.show(c.value)}",
+                    "running": running_sum(report, c),
+                }
+            )
+        steps.append(
+            {
+                "node": ids[visit.name],
+                "name": visit.name,
+                "adjoint": report.show(visit.adjoint),
+                "input": report.var(visit.name).is_input,
+                "contributions": contributions,
+            }
+        )
+    seeds = [
+        {"node": ids[var], "value": "1" if len(report.outputs) == 1 else "ones"}
+        for _, var, _ in report.outputs
+        if var in ids
+    ]
+    return {
+        "nodes": [{"id": n["id"]} for n in nodes],
+        "edges": [{"id": e["id"]} for e in edges],
+        "steps": steps,
+        "seeds": seeds,
+        "bar": {n["id"]: barred(n["name"]) for n in nodes},
+        "seedText": "ȳ = 1" if len(seeds) == 1 else "each output's adjoint = ones",
+    }
 
 
 def html(report, fragment: bool = False) -> str:
     nodes, edges = graph(report)
+    prefix = f"cx{secrets.token_hex(4)}-" if fragment else ""
     data = json.dumps(_stepper_data(report, nodes, edges)).replace("</", "<\\/")
     tables = "".join(t.html(report.max_rows) for t in report.tables())
     title = _html.escape(f"chainrule.explain: {report.title}")
+    script = _JS % (json.dumps(prefix), "false" if fragment else "true")
     body = (
-        f"<h1>{title}</h1>"
-        '<div class="controls"><button id="reset">Reset</button><button id="prev">'
-        '&#9664; Prev</button><button id="next">Next &#9654;</button> backward step '
-        '<span id="step"></span></div><div id="status"></div>'
-        f'<div class="explain-graph">{_svg_inline(nodes, edges)}</div>{tables}'
-        f'<script type="application/json" id="explain-data">{data}</script>'
-        f"<script>{_JS}</script>"
+        f'<div class="chainrule-explain"><style>{_CSS}</style><h1>{title}</h1>'
+        f'<div class="cx-controls"><button id="{prefix}reset">Reset</button>'
+        f'<button id="{prefix}prev">&#9664; Prev</button>'
+        f'<button id="{prefix}next">Next &#9654;</button> backward step '
+        f'<span id="{prefix}step"></span></div><div class="cx-status" id="{prefix}status"></div>'
+        f'<div class="cx-graph">{_svg_inline(nodes, edges, prefix)}</div>{tables}'
+        f'<script type="application/json" id="{prefix}explain-data">{data}</script>'
+        f"<script>{script}</script></div>"
     )
     if fragment:
-        return f'<div class="chainrule-explain"><style>{_CSS}</style>{body}</div>'
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
-            f"<style>{_CSS}</style></head><body>{body}</body></html>\n")
+        return body
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
+        f"<style>{_PAGE_CSS}</style></head><body>{body}</body></html>\n"
+    )

@@ -24,8 +24,14 @@ class Report:
     ``svg()`` and ``html()`` the other renderings.
     """
 
-    def __init__(self, traces: Traces, digits: int = 3, max_rows: int | None = 400,
-                 max_nodes: int = 120, title: str = ""):
+    def __init__(
+        self,
+        traces: Traces,
+        digits: int = 3,
+        max_rows: int | None = 400,
+        max_nodes: int = 120,
+        title: str = "",
+    ):
         self.inputs: list[Variable] = traces.inputs
         self.steps: list[Variable] = traces.steps
         self.outputs = traces.outputs
@@ -73,14 +79,19 @@ class Report:
         return "(not computed)" if x is None else self.show(x)
 
     def _default_title(self) -> str:
-        at = ", ".join(f"{v.name} = {fmt.value(v.value)}" for v in self.inputs)
+        at = ", ".join(f"{v.name} = {fmt.brief(v.value)}" for v in self.inputs)
         outs = ", ".join(name for name, _, _ in self.outputs) or "y"
         return f"{outs} = f({', '.join(v.name for v in self.inputs)}) at {at}"
 
     # ------------------------------------------------------------------ renderings
     def tables(self) -> list[_tables.Table]:
-        return [_tables.evaluation(self), _tables.forward(self), _tables.backward(self),
-                _tables.order(self), _tables.gradient(self)]
+        return [
+            _tables.evaluation(self),
+            _tables.forward(self),
+            _tables.backward(self),
+            _tables.order(self),
+            _tables.gradient(self),
+        ]
 
     def text(self) -> str:
         parts = [f"chainrule.explain: {self.title}", ""]
@@ -111,8 +122,14 @@ class Report:
         return _graph.html(self)
 
     def render(self, format: str) -> str:
-        renderers = {"text": self.text, "markdown": self.markdown, "dot": self.dot,
-                     "mermaid": self.mermaid, "svg": self.svg, "html": self.html}
+        renderers = {
+            "text": self.text,
+            "markdown": self.markdown,
+            "dot": self.dot,
+            "mermaid": self.mermaid,
+            "svg": self.svg,
+            "html": self.html,
+        }
         if format not in renderers:
             raise ValueError(f"Unknown format {format!r}: choose one of {', '.join(renderers)}.")
         return renderers[format]()
@@ -121,8 +138,10 @@ class Report:
         return self.text()
 
     def __repr__(self) -> str:
-        return (f"<explain report: {self.title}; {len(self.steps)} operations, "
-                f"gradient {self.gradient!r}>")
+        return (
+            f"<explain report: {self.title}; {len(self.steps)} operations, "
+            f"gradient {self.gradient!r}>"
+        )
 
     def _repr_html_(self) -> str:
         return _graph.html(self, fragment=True)
@@ -137,8 +156,14 @@ class Report:
         return self.markdown()
 
 
-def explain(f: Callable, *args, wrt: str | int | None = None, digits: int = 3,
-            max_rows: int | None = 400, max_nodes: int = 120) -> Report:
+def explain(
+    f: Callable,
+    *args,
+    wrt: str | int | None = None,
+    digits: int = 3,
+    max_rows: int | None = 400,
+    max_nodes: int = 120,
+) -> Report:
     """Trace ``f(*args)`` and explain its derivative the way textbooks do.
 
     Every number comes from chainrule's own rules: the evaluation trace

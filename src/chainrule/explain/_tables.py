@@ -84,21 +84,27 @@ class Table:
 
 
 def _partials_text(var) -> str:
-    return ", ".join(
-        f"∂{var.name}/∂{p} = {t}" for p, t in zip(var.parents, var.partial_texts)
-    )
+    return ", ".join(f"∂{var.name}/∂{p} = {t}" for p, t in zip(var.parents, var.partial_texts))
 
 
 def evaluation(report) -> Table:
     rows = [[v.name, "", "", "= " + report.show(v.value), ""] for v in report.inputs]
     for v in report.steps:
-        rows.append([v.name, "= " + v.expr, "= " + v.expr_values, "= " + report.show(v.value),
-                     _partials_text(v)])
+        rows.append(
+            [
+                v.name,
+                "= " + v.expr,
+                "= " + v.expr_values,
+                "= " + report.show(v.value),
+                _partials_text(v),
+            ]
+        )
     for out_name, var_name, value in report.outputs:
         source = var_name if var_name is not None else "(constant)"
         rows.append([out_name, "= " + source, "", "= " + report.show(value), ""])
-    return Table("Evaluation trace", ["", "operation", "with values", "value", "local partials"],
-                 rows)
+    return Table(
+        "Evaluation trace", ["", "operation", "with values", "value", "local partials"], rows
+    )
 
 
 def forward(report) -> Table:
@@ -114,14 +120,29 @@ def forward(report) -> Table:
                 terms = []
                 break
             terms.append(f"{fmt.paren(text)}·{fmt.paren(report.show(tangent))}")
-        rows.append([dotted(v.name), "= " + formula, "= " + " + ".join(terms) if terms else "",
-                     "= " + report.show_opt(v.tangent)])
+        rows.append(
+            [
+                dotted(v.name),
+                "= " + formula,
+                "= " + " + ".join(terms) if terms else "",
+                "= " + report.show_opt(v.tangent),
+            ]
+        )
     for out_name, var_name, _ in report.outputs:
         if var_name is not None:
-            rows.append([dotted(out_name), "= " + dotted(var_name), "",
-                         "= " + report.show_opt(report.var(var_name).tangent)])
-    note = (f"Tangents with respect to {wrt}: seeds {seeds}" +
-            ("" if fmt.is_scalar(report.var(wrt).value) else " (a vector of ones)") + ".")
+            rows.append(
+                [
+                    dotted(out_name),
+                    "= " + dotted(var_name),
+                    "",
+                    "= " + report.show_opt(report.var(var_name).tangent),
+                ]
+            )
+    note = (
+        f"Tangents with respect to {wrt}: seeds {seeds}"
+        + ("" if fmt.is_scalar(report.var(wrt).value) else " (an array of ones)")
+        + "."
+    )
     return Table("Forward tangent trace", ["", "chain rule", "with values", "tangent"], rows, note)
 
 
@@ -132,16 +153,31 @@ def backward(report) -> Table:
         name = visit.name
         source = f" = {barred(seeds[name])}" if name in seeds and len(seeds) == 1 else ""
         done = " (input: its gradient)" if report.var(name).is_input else ""
-        rows.append([str(k), f"{barred(name)}{source} = {report.show(visit.adjoint)}{done}",
-                     "", "", ""])
+        rows.append(
+            [str(k), f"{barred(name)}{source} = {report.show(visit.adjoint)}{done}", "", "", ""]
+        )
         for c in visit.contributions:
-            rows.append(["", "", f"{barred(c.parent)} += {barred(c.child)}·∂{c.child}/∂{c.parent}",
-                         "= " + contribution_values(report, c), running_sum(report, c)])
-    seed_note = "ȳ = 1" if len(report.outputs) == 1 and fmt.is_scalar(report.value) else \
-        "each output's adjoint is seeded with ones (the gradient of the sum of the outputs)"
+            rows.append(
+                [
+                    "",
+                    "",
+                    f"{barred(c.parent)} += {barred(c.child)}·∂{c.child}/∂{c.parent}",
+                    "= " + contribution_values(report, c),
+                    running_sum(report, c),
+                ]
+            )
+    seed_note = (
+        "ȳ = 1"
+        if len(report.outputs) == 1 and fmt.is_scalar(report.value)
+        else "each output's adjoint is seeded with ones (the gradient of the sum of the outputs)"
+    )
     note = f"In the order the backward pass runs (children before parents); {seed_note}."
-    return Table("Reverse adjoint trace", ["step", "node adjoint", "contribution", "with values",
-                                           "running sum"], rows, note)
+    return Table(
+        "Reverse adjoint trace",
+        ["step", "node adjoint", "contribution", "with values", "running sum"],
+        rows,
+        note,
+    )
 
 
 def contribution_values(report, c) -> str:
@@ -157,21 +193,33 @@ def running_sum(report, c) -> str:
     if c.previous is None:
         return f"{barred(c.parent)} = {report.show(c.total)}"
     if fmt.is_scalar(c.total):
-        return (f"{barred(c.parent)} = {report.show(c.previous)} + "
-                f"{fmt.paren(report.show(c.value))} = {report.show(c.total)}")
+        return (
+            f"{barred(c.parent)} = {report.show(c.previous)} + "
+            f"{fmt.paren(report.show(c.value))} = {report.show(c.total)}"
+        )
     return f"{barred(c.parent)} = {report.show(c.total)} (sum of {c.fan_in})"
 
 
 def order(report) -> Table:
-    return Table("Topological order", ["pass", "order"], [
-        ["evaluation", ", ".join(v.name for v in report.inputs + report.steps
-                                 if v.name in report.ancestors)],
-        ["backward", ", ".join(visit.name for visit in report.backward)],
-    ])
+    return Table(
+        "Topological order",
+        ["pass", "order"],
+        [
+            [
+                "evaluation",
+                ", ".join(
+                    v.name for v in report.inputs + report.steps if v.name in report.ancestors
+                ),
+            ],
+            ["backward", ", ".join(visit.name for visit in report.backward)],
+        ],
+    )
 
 
 def gradient(report) -> Table:
     out = report.outputs[0][0] if len(report.outputs) == 1 else "sum(y)"
-    rows = [[f"∂{out}/∂{v.name}", f"= {barred(v.name)}", "= " + report.show(report.grad_of(v))]
-            for v in report.inputs]
+    rows = [
+        [f"∂{out}/∂{v.name}", f"= {barred(v.name)}", "= " + report.show(report.grad_of(v))]
+        for v in report.inputs
+    ]
     return Table("Gradient", ["", "adjoint", "value"], rows)

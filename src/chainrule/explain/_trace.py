@@ -141,8 +141,16 @@ def _traceable(leaf) -> bool:
 
 # ----------------------------------------------------------------------------- operations
 
-_INFIX = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "true_divide": "/",
-          "power": "**", "float_power": "**", "matmul": "@"}
+_INFIX = {
+    "add": "+",
+    "subtract": "-",
+    "multiply": "*",
+    "divide": "/",
+    "true_divide": "/",
+    "power": "**",
+    "float_power": "**",
+    "matmul": "@",
+}
 _PREFIX = {"negative": "-"}
 
 
@@ -201,8 +209,11 @@ def record(f: Callable, args: tuple, wrt=None) -> Traces:
         return tree_unflatten(treedef, merged)
 
     out, trace_id, roots = trace_leaves(
-        ExplainNode, [(leaves[i], names[i]) for i in traced],
-        lambda a: f(*a), [leaves[i] for i in traced], rebuild,
+        ExplainNode,
+        [(leaves[i], names[i]) for i in traced],
+        lambda a: f(*a),
+        [leaves[i] for i in traced],
+        rebuild,
     )
     out_leaves, out_def = tree_flatten(out)
     out_names = _leaf_names("y", out_def)
@@ -261,8 +272,12 @@ def _step(node: ExplainNode, variables: dict) -> Variable:
         node.fun, node.args, node.kwargs, {i: _short(v) for i, v in values.items()}, fmt.constant
     )
     var = Variable(
-        node.name, node.ans, op=getattr(node.fun, "__name__", "f"), expr=expr,
-        expr_values=expr_values, parents=list(traced.values()),
+        node.name,
+        node.ans,
+        op=getattr(node.fun, "__name__", "f"),
+        expr=expr,
+        expr_values=expr_values,
+        parents=list(traced.values()),
     )
     for j, parent in enumerate(node.parents):
         partial, text = _partial(node, j, variables[parent].value)
@@ -358,8 +373,17 @@ def _backward(order, ends, out_leaves, trace_id, variables: dict, notes: list):
             total = c if previous is None else add_values(previous, c)
             adjoints[parent] = total
             counts[parent] = counts.get(parent, 0) + 1
-            visit.contributions.append(Contribution(
-                var.name, variables[parent].name, argnum, g, var.partial_texts[j], c, previous,
-                total, counts[parent],
-            ))
+            visit.contributions.append(
+                Contribution(
+                    var.name,
+                    variables[parent].name,
+                    argnum,
+                    g,
+                    var.partial_texts[j],
+                    c,
+                    previous,
+                    total,
+                    counts[parent],
+                )
+            )
     return visits, adjoints
