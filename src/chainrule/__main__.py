@@ -9,8 +9,9 @@ from .explain import _cli
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m chainrule",
-                                     description="chainrule's command line.")
+    parser = argparse.ArgumentParser(
+        prog="python -m chainrule", description="chainrule's command line."
+    )
     commands = parser.add_subparsers(dest="command", metavar="command")
     _cli.add_parser(commands)
     args = parser.parse_args(argv)

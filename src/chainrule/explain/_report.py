@@ -138,10 +138,8 @@ class Report:
         return self.text()
 
     def __repr__(self) -> str:
-        return (
-            f"<explain report: {self.title}; {len(self.steps)} operations, "
-            f"gradient {self.gradient!r}>"
-        )
+        grads = ", ".join(f"{v.name}: {fmt.brief(self.grad_of(v))}" for v in self.inputs)
+        return f"<explain report: {self.title}; {len(self.steps)} operations; gradient {grads}>"
 
     def _repr_html_(self) -> str:
         return _graph.html(self, fragment=True)
