@@ -207,7 +207,7 @@ def test_thousands_of_nodes_are_summarised_quickly():
     assert time.perf_counter() - start < 20
     assert len(report.steps) == 2100
     assert report.gradient[0] == pytest.approx(chainrule.grad(long)(0.3))
-    assert "rows omitted" in renders[0]
+    assert "operations omitted" in renders[0] and "backward steps omitted" in renders[0]
     assert "more operations" in renders[1] and renders[1].count("->") < 300
     assert all(len(r) < 400_000 for r in renders)
 
@@ -256,3 +256,24 @@ def test_html_escapes_names():
     report = explain(lambda x: {"</script><b>": x * 2.0}, 1.0)
     page = report.html()
     assert "</script><b>" not in page.replace("<\\/script>", "")
+
+
+@pytest.mark.parametrize(
+    "f, point, grad",
+    [
+        # 003: y = exp(2 x1) + x1 x2^2 + cos x2
+        (
+            lambda x1, x2: np.exp(2 * x1) + x1 * x2**2 + np.cos(x2),
+            (0.5, 2.0),
+            lambda x1, x2: (2 * math.exp(2 * x1) + x2**2, 2 * x1 * x2 - math.sin(x2)),
+        ),
+        # 004: z = x*x + x*y at (3, 10)
+        (lambda x, y: x * x + x * y, (3.0, 10.0), lambda x, y: (2 * x + y, x)),
+    ],
+)
+def test_other_seed_examples(f, point, grad):
+    report = explain(f, *point)
+    assert report.gradient == pytest.approx(grad(*point))
+    for i, name in enumerate(v.name for v in report.inputs):
+        forward = explain(f, *point, wrt=name)
+        assert forward.var(forward.outputs[0][1]).tangent == pytest.approx(grad(*point)[i])

@@ -9,8 +9,8 @@ SMALL_ARRAY = 6  # arrays with at most this many elements are written out in ful
 
 def number(x, digits: int = 3) -> str:
     """A scalar as the textbooks print it: 3 decimals, trailing zeros dropped (10, 5.5, 0.693)."""
-    x = complex(x) if np.iscomplexobj(x) else x
-    if isinstance(x, complex):
+    if type(x) is not float and np.iscomplexobj(x):
+        x = complex(x)
         if x.imag == 0:
             return number(x.real, digits)
         sign = "-" if x.imag < 0 else "+"

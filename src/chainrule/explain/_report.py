@@ -96,14 +96,14 @@ class Report:
     def text(self) -> str:
         parts = [f"chainrule.explain: {self.title}", ""]
         for table in self.tables():
-            parts += [table.text(self.max_rows), ""]
+            parts += [table.text(), ""]
         parts += [f"note: {n}" for n in self.notes]
         return "\n".join(parts).rstrip() + "\n"
 
     def markdown(self) -> str:
         parts = [f"## chainrule.explain: {self.title}", ""]
         for table in self.tables():
-            parts += [table.markdown(self.max_rows), ""]
+            parts += [table.markdown(), ""]
         parts += [f"> note: {n}" for n in self.notes]
         return "\n".join(parts).rstrip() + "\n"
 

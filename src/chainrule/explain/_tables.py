@@ -24,22 +24,31 @@ def width(text: str) -> int:
     return sum(not unicodedata.combining(ch) for ch in text)
 
 
+class Gap:
+    """Stands for the rows left out of a long table."""
+
+    def __init__(self, count: int):
+        self.count = count
+
+    def row(self, columns: int, what: str = "rows") -> list[str]:
+        return [f"... {self.count} {what} omitted ..."] + [""] * (columns - 1)
+
+
+def clip(items: list, limit: int | None) -> list:
+    """The first and last ``limit / 2`` items, with a Gap between them if any are left out."""
+    if limit is None or len(items) <= limit:
+        return list(items)
+    head = limit // 2
+    tail = limit - head
+    return items[:head] + [Gap(len(items) - limit)] + items[len(items) - tail :]
+
+
 class Table:
     def __init__(self, title: str, headers: list[str], rows: list[list[str]], note: str = ""):
         self.title, self.headers, self.rows, self.note = title, headers, rows, note
 
-    def limited(self, max_rows: int | None) -> list[list[str]]:
-        """The rows, with the middle replaced by one line when there are too many."""
-        if max_rows is None or len(self.rows) <= max_rows:
-            return self.rows
-        head = max_rows // 2
-        tail = max_rows - head
-        skipped = len(self.rows) - max_rows
-        gap = [f"... {skipped} rows omitted ..."] + [""] * (len(self.headers) - 1)
-        return self.rows[:head] + [gap] + self.rows[-tail:]
-
-    def text(self, max_rows: int | None) -> str:
-        rows = self.limited(max_rows)
+    def text(self) -> str:
+        rows = self.rows
         cols = len(self.headers)
         widths = [max([width(self.headers[c])] + [width(r[c]) for r in rows]) for c in range(cols)]
 
@@ -55,7 +64,7 @@ class Table:
         out += [line(r) for r in rows]
         return "\n".join(out)
 
-    def markdown(self, max_rows: int | None) -> str:
+    def markdown(self) -> str:
         def cell(text):
             return re.sub(r"([|*_\\`<>])", r"\\\1", text) or " "
 
@@ -64,13 +73,13 @@ class Table:
             out += [cell(self.note), ""]
         out.append("| " + " | ".join(map(cell, self.headers)) + " |")
         out.append("|" + "---|" * len(self.headers))
-        out += ["| " + " | ".join(map(cell, r)) + " |" for r in self.limited(max_rows)]
+        out += ["| " + " | ".join(map(cell, r)) + " |" for r in self.rows]
         return "\n".join(out)
 
-    def html(self, max_rows: int | None, row_ids: list[str] | None = None) -> str:
+    def html(self) -> str:
         import html
 
-        rows = self.limited(max_rows)
+        rows = self.rows
         head = "".join(f"<th>{html.escape(h)}</th>" for h in self.headers)
         body = []
         for r in rows:
@@ -88,8 +97,16 @@ def _partials_text(var) -> str:
 
 
 def evaluation(report) -> Table:
-    rows = [[v.name, "", "", "= " + report.show(v.value), ""] for v in report.inputs]
-    for v in report.steps:
+    rows = [
+        v.row(5, "inputs")
+        if isinstance(v, Gap)
+        else [v.name, "", "", "= " + report.show(v.value), ""]
+        for v in clip(report.inputs, report.max_rows)
+    ]
+    for v in clip(report.steps, report.max_rows):
+        if isinstance(v, Gap):
+            rows.append(v.row(5, "operations"))
+            continue
         rows.append(
             [
                 v.name,
@@ -109,9 +126,19 @@ def evaluation(report) -> Table:
 
 def forward(report) -> Table:
     wrt = report.forward_wrt
-    seeds = ", ".join(f"{dotted(v.name)} = {'1' if v.name == wrt else '0'}" for v in report.inputs)
-    rows = [[dotted(v.name), "", "", "= " + report.show_opt(v.tangent)] for v in report.inputs]
-    for v in report.steps:
+    seeds = ", ".join(
+        f"{dotted(v.name)} = {'1' if v.name == wrt else '0'}" for v in report.inputs[:8]
+    ) + (", ..." if len(report.inputs) > 8 else "")
+    rows = [
+        v.row(4, "inputs")
+        if isinstance(v, Gap)
+        else [dotted(v.name), "", "", "= " + report.show_opt(v.tangent)]
+        for v in clip(report.inputs, report.max_rows)
+    ]
+    for v in clip(report.steps, report.max_rows):
+        if isinstance(v, Gap):
+            rows.append(v.row(4, "operations"))
+            continue
         formula = " + ".join(f"∂{v.name}/∂{p}·{dotted(p)}" for p in v.parents)
         terms = []
         for p, partial, text in zip(v.parents, v.partials, v.partial_texts):
@@ -149,7 +176,12 @@ def forward(report) -> Table:
 def backward(report) -> Table:
     rows = []
     seeds = {var_name: out_name for out_name, var_name, _ in report.outputs if var_name}
-    for k, visit in enumerate(report.backward, 1):
+    limit = None if report.max_rows is None else report.max_rows // 2
+    for item in clip(list(enumerate(report.backward, 1)), limit):
+        if isinstance(item, Gap):
+            rows.append(item.row(5, "backward steps"))
+            continue
+        k, visit = item
         name = visit.name
         source = f" = {barred(seeds[name])}" if name in seeds and len(seeds) == 1 else ""
         done = " (input: its gradient)" if report.var(name).is_input else ""
@@ -201,25 +233,24 @@ def running_sum(report, c) -> str:
 
 
 def order(report) -> Table:
+    def names(items):
+        return ", ".join(
+            f"... {n.count} more ..." if isinstance(n, Gap) else n for n in clip(items, 60)
+        )
+
     return Table(
         "Topological order",
         ["pass", "order"],
-        [
-            [
-                "evaluation",
-                ", ".join(
-                    v.name for v in report.inputs + report.steps if v.name in report.ancestors
-                ),
-            ],
-            ["backward", ", ".join(visit.name for visit in report.backward)],
-        ],
+        [["evaluation", names(report.forward_order)], ["backward", names(report.backward_order)]],
     )
 
 
 def gradient(report) -> Table:
     out = report.outputs[0][0] if len(report.outputs) == 1 else "sum(y)"
     rows = [
-        [f"∂{out}/∂{v.name}", f"= {barred(v.name)}", "= " + report.show(report.grad_of(v))]
-        for v in report.inputs
+        v.row(3, "inputs")
+        if isinstance(v, Gap)
+        else [f"∂{out}/∂{v.name}", f"= {barred(v.name)}", "= " + report.show(report.grad_of(v))]
+        for v in clip(report.inputs, report.max_rows)
     ]
     return Table("Gradient", ["", "adjoint", "value"], rows)
