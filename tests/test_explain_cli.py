@@ -1,11 +1,14 @@
 """python -m chainrule explain: the seed example, formats, and a parser that refuses code."""
 
+import os
 import random
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+import chainrule
 from chainrule.__main__ import main
 from chainrule.explain._expr import Expression, ExpressionError
 
@@ -35,11 +38,14 @@ def test_no_expression_explains_the_seed_example(capsys):
 
 
 def test_module_entry_point_runs():
+    src = str(Path(chainrule.__file__).parents[1])  # the chainrule these tests import
+    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
     done = subprocess.run(
         [sys.executable, "-m", "chainrule", "explain", "x*x", "--at", "x=3"],
         capture_output=True,
         text=True,
         timeout=120,
+        env=env,
     )
     assert done.returncode == 0, done.stderr
     assert "∂y/∂x  = x̄      = 6" in done.stdout
