@@ -72,6 +72,14 @@ def test_output_file_and_format_from_suffix(capsys, tmp_path):
     assert target.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
 
 
+def test_svg_without_graphviz(capsys, monkeypatch):
+    import shutil
+
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    code, out, err = run(capsys, "--format", "svg")
+    assert code == 1 and out == "" and "apt-get install graphviz" in err
+
+
 def test_arrays_wrt_and_constants(capsys):
     code, out, _ = run(capsys, "sum(x * exp(-x)) + pi", "--at", "x=[0, 1, 2]")
     assert code == 0 and "= [1, 0, -0.135]" in out  # d/dx x e^-x = (1 - x) e^-x

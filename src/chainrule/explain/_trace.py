@@ -154,9 +154,9 @@ _INFIX = {
 _PREFIX = {"negative": "-"}
 
 
-def _describe(fun, args, kwargs, names: dict[int, str], show: Callable) -> str:
-    """The call as an expression; ``names`` maps traced argument positions to names."""
-    parts = [names[i] if i in names else show(a) for i, a in enumerate(args)]
+def _describe(fun, args, kwargs, names: dict[int, str]) -> str:
+    """The call as an expression; ``names`` maps traced argument positions to what to show."""
+    parts = [names[i] if i in names else fmt.constant(a) for i, a in enumerate(args)]
     op = getattr(fun, "__name__", "f")
     extra = [f"{k}={fmt.constant(v)}" for k, v in kwargs.items()]
     if op in _INFIX and len(parts) == 2 and not extra:
@@ -267,9 +267,9 @@ def record(f: Callable, args: tuple, wrt=None) -> Traces:
 def _step(node: ExplainNode, variables: dict) -> Variable:
     traced = {i: variables[p].name for i, p in zip(node.argnums, node.parents)}
     values = {i: variables[p].value for i, p in zip(node.argnums, node.parents)}
-    expr = _describe(node.fun, node.args, node.kwargs, traced, fmt.constant)
+    expr = _describe(node.fun, node.args, node.kwargs, traced)
     expr_values = _describe(
-        node.fun, node.args, node.kwargs, {i: _short(v) for i, v in values.items()}, fmt.constant
+        node.fun, node.args, node.kwargs, {i: _short(v) for i, v in values.items()}
     )
     var = Variable(
         node.name,
