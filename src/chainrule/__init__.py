@@ -33,6 +33,7 @@ from ._transforms import (
     vector_jacobian_product,
 )
 from .builtins import dict, isinstance, list, tuple, type
+from .explain import explain
 
 __version__ = "0.1.0"
 
@@ -43,5 +44,5 @@ __all__ = [
     "holomorphic_grad", "grad_named", "multigrad_dict", "checkpoint", "primitive",
     "jvp", "vjp", "jacfwd", "jacrev", "stop_gradient", "custom_vjp", "custom_jvp",
     "register_pytree_node", "tree_flatten", "tree_unflatten", "tree_map",
-    "tuple", "list", "dict", "isinstance", "type",
+    "tuple", "list", "dict", "isinstance", "type", "explain",
 ]

@@ -1,0 +1,237 @@
+"""A safe parser for the CLI's expressions: arithmetic and chainrule.numpy functions.
+
+The source is parsed with ``ast`` and every node is checked against a short
+whitelist (numbers, variable names, + - * / **, unary minus, calls of known
+functions by plain name); nothing is ever passed to ``eval``. Errors point at
+the column where the problem is.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import math
+from collections.abc import Callable
+
+import numpy as _np
+
+from .. import numpy as cnp
+from ..numpy.numpy_wrapper import DIFFERENTIABLE
+
+MAX_LENGTH = 2000
+MAX_DEPTH = 64
+
+FUNCTIONS: dict[str, Callable] = {
+    name: getattr(cnp, name)
+    for group in DIFFERENTIABLE.values()
+    for name in group.split()
+    if callable(getattr(cnp, name, None))
+}
+CONSTANTS = {"pi": math.pi, "e": math.e}
+
+_BINARY = {
+    ast.Add: cnp.add,
+    ast.Sub: cnp.subtract,
+    ast.Mult: cnp.multiply,
+    ast.Div: cnp.true_divide,
+    ast.Pow: cnp.power,
+}
+_UNARY = {ast.USub: cnp.negative, ast.UAdd: lambda x: x}
+_FORBIDDEN = {
+    ast.Attribute: "attribute access ('.')",
+    ast.Subscript: "indexing ('[...]')",
+    ast.Lambda: "lambda",
+    ast.Compare: "comparisons",
+    ast.BoolOp: "'and'/'or'",
+    ast.IfExp: "'if ... else'",
+    ast.Tuple: "tuples",
+    ast.List: "lists",
+    ast.Dict: "dicts",
+    ast.Set: "sets",
+    ast.ListComp: "comprehensions",
+    ast.GeneratorExp: "comprehensions",
+    ast.Starred: "'*' unpacking",
+    ast.NamedExpr: "':='",
+    ast.JoinedStr: "strings",
+}
+
+
+class ExpressionError(ValueError):
+    """A bad expression; the message shows the source with a caret under the problem."""
+
+    def __init__(self, problem: str, source: str, column: int):
+        self.problem, self.source, self.column = problem, source, column
+        shown = source if len(source) <= 120 else source[: max(column, 0) + 40]
+        caret = " " * max(column, 0) + "^"
+        super().__init__(f"{problem} (column {column + 1})\n  {shown}\n  {caret}")
+
+
+def _op_name(op: ast.AST) -> str:
+    return {
+        ast.FloorDiv: "'//'",
+        ast.Mod: "'%'",
+        ast.MatMult: "'@'",
+        ast.BitAnd: "'&'",
+        ast.BitOr: "'|'",
+        ast.BitXor: "'^' (use ** for powers)",
+        ast.LShift: "'<<'",
+        ast.RShift: "'>>'",
+        ast.Invert: "'~'",
+        ast.Not: "'not'",
+    }.get(type(op), "this operator")
+
+
+class Expression:
+    """A checked expression; ``variables`` in order of first appearance."""
+
+    def __init__(self, source: str):
+        self.source = source
+        if len(source) > MAX_LENGTH:
+            raise ExpressionError(
+                f"the expression is longer than {MAX_LENGTH} characters", source, MAX_LENGTH
+            )
+        if not source.strip():
+            raise ExpressionError("the expression is empty", source, 0)
+        try:
+            tree = ast.parse(source.strip(), mode="eval")
+        except SyntaxError as e:
+            offset = (e.offset or 1) - 1 + (len(source) - len(source.lstrip()))
+            raise ExpressionError(f"syntax error: {e.msg}", source, offset) from None
+        except (RecursionError, MemoryError, ValueError) as e:
+            raise ExpressionError(
+                f"cannot parse the expression ({type(e).__name__}: it is "
+                "nested too deeply or too large)",
+                source,
+                0,
+            ) from None
+        self.tree = tree.body
+        self._indent = len(source) - len(source.lstrip())
+        self.variables: list[str] = []
+        self._check()
+
+    def _error(self, problem: str, node: ast.AST):
+        return ExpressionError(problem, self.source, getattr(node, "col_offset", 0) + self._indent)
+
+    def _check(self) -> None:
+        stack = [(self.tree, 1)]
+        seen: dict[str, int] = {}
+        while stack:
+            node, depth = stack.pop()
+            if depth > MAX_DEPTH:
+                raise self._error(
+                    f"the expression is nested more than {MAX_DEPTH} levels deep", node
+                )
+            if isinstance(node, ast.Constant):
+                if type(node.value) not in (int, float):
+                    kind = type(node.value).__name__
+                    raise self._error(
+                        f"only real numbers are allowed as constants, not {kind}", node
+                    )
+                if not math.isfinite(_to_float(node.value, self, node)):
+                    raise self._error("this number is too large", node)
+            elif isinstance(node, ast.Name):
+                if node.id in FUNCTIONS:
+                    raise self._error(
+                        f"{node.id} is a function: call it, as in {node.id}(x1)", node
+                    )
+                if node.id.startswith("_"):
+                    raise self._error(f"names starting with '_' are not allowed: {node.id}", node)
+                if node.id not in CONSTANTS and node.id not in seen:
+                    seen[node.id] = node.col_offset
+            elif isinstance(node, ast.BinOp):
+                if type(node.op) not in _BINARY:
+                    raise self._error(f"{_op_name(node.op)} is not supported", node)
+                stack += [(node.right, depth + 1), (node.left, depth + 1)]
+            elif isinstance(node, ast.UnaryOp):
+                if type(node.op) not in _UNARY:
+                    raise self._error(f"{_op_name(node.op)} is not supported", node)
+                stack.append((node.operand, depth + 1))
+            elif isinstance(node, ast.Call):
+                func = node.func
+                if isinstance(func, ast.Attribute):
+                    raise self._error(
+                        f"{_FORBIDDEN[ast.Attribute]} not allowed in an expression", _where(func)
+                    )
+                if not isinstance(func, ast.Name):
+                    raise self._error(
+                        "only functions called by their plain name are allowed, as in sin(x1)", func
+                    )
+                if func.id not in FUNCTIONS:
+                    raise self._error(_unknown_function(func.id), func)
+                if node.keywords:
+                    raise self._error("keyword arguments are not supported", node.keywords[0].value)
+                if not node.args:
+                    raise self._error(f"{func.id}() needs an argument", node)
+                stack += [(arg, depth + 1) for arg in reversed(node.args)]
+            else:
+                what = _FORBIDDEN.get(type(node), type(node).__name__)
+                raise self._error(f"{what} not allowed in an expression", _where(node))
+        self.variables = sorted(seen, key=seen.get)
+
+    def function(self, order: list[str]) -> Callable:
+        """A function of the variables (named and ordered by ``order``) computing the expression."""
+
+        def f(*values):
+            return self._eval(self.tree, dict(zip(order, values)))
+
+        params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in order]
+        f.__signature__ = inspect.Signature(params)
+        f.__name__ = "f"
+        return f
+
+    def _eval(self, node: ast.AST, env: dict):
+        if isinstance(node, ast.Constant):
+            return float(node.value)
+        if isinstance(node, ast.Name):
+            return env[node.id] if node.id in env else CONSTANTS[node.id]
+        if isinstance(node, ast.BinOp):
+            return _BINARY[type(node.op)](self._eval(node.left, env), self._eval(node.right, env))
+        if isinstance(node, ast.UnaryOp):
+            return _UNARY[type(node.op)](self._eval(node.operand, env))
+        args = [self._eval(arg, env) for arg in node.args]
+        try:
+            return FUNCTIONS[node.func.id](*args)
+        except (TypeError, ValueError) as e:
+            raise self._error(f"{node.func.id} failed: {e}", node) from None
+
+
+def _where(node: ast.AST) -> ast.AST:
+    """Point at the '.' of an attribute and the '[' of an index, not at their start."""
+    inner = getattr(node, "value", None)
+    if isinstance(node, (ast.Attribute, ast.Subscript)) and inner.end_col_offset is not None:
+        return ast.Constant(None, col_offset=inner.end_col_offset)
+    return node
+
+
+def _to_float(value, expr: Expression, node: ast.AST) -> float:
+    try:
+        return float(value)
+    except OverflowError:
+        raise expr._error("this number is too large", node) from None
+
+
+def _unknown_function(name: str) -> str:
+    close = sorted(n for n in FUNCTIONS if n[:2] == name[:2])[:6]
+    hint = f" (similar: {', '.join(close)})" if close else ""
+    return (
+        f"unknown function {name!r}: the expression may call chainrule.numpy's "
+        f"differentiable functions by name, such as log, exp, sin, sqrt, tanh{hint}"
+    )
+
+
+def parse_value(text: str, name: str):
+    """A value given with --at: a number, or a (nested) list of numbers for an array."""
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        raise ValueError(
+            f"--at {name}={text}: the value must be a number such as 2.5 or a "
+            f"list of numbers such as [1, 2, 3]"
+        ) from None
+    try:
+        arr = _np.asarray(value, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(
+            f"--at {name}={text}: the value must be a number or a list of numbers"
+        ) from None
+    return float(arr) if arr.ndim == 0 else arr

@@ -1,0 +1,83 @@
+"""How values are written in the tables: short numbers, array summaries, names."""
+
+from __future__ import annotations
+
+import numpy as np
+
+SMALL_ARRAY = 6  # arrays with at most this many elements are written out in full
+
+
+def number(x, digits: int = 3) -> str:
+    """A scalar as the textbooks print it: 3 decimals, trailing zeros dropped (10, 5.5, 0.693)."""
+    if type(x) is not float and np.iscomplexobj(x):
+        x = complex(x)
+        if x.imag == 0:
+            return number(x.real, digits)
+        sign = "-" if x.imag < 0 else "+"
+        return f"{number(x.real, digits)}{sign}{number(abs(x.imag), digits)}j"
+    x = float(x)
+    if x != x or x in (float("inf"), float("-inf")):
+        return str(x)
+    if x != 0 and (abs(x) >= 1e6 or abs(x) < 10.0**-digits):
+        return f"{x:.{digits + 1}g}"
+    text = f"{x:.{digits}f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def paren(text: str) -> str:
+    """A negative number inside an expression: 10.693 - (-0.959)."""
+    return f"({text})" if text.startswith("-") else text
+
+
+def is_scalar(x) -> bool:
+    return np.ndim(x) == 0
+
+
+def shape_text(x) -> str:
+    """``f64[3,4]``: dtype kind and size, then the shape."""
+    dtype = np.result_type(x)
+    return f"{dtype.kind}{dtype.itemsize * 8}[{','.join(map(str, np.shape(x)))}]"
+
+
+def value(x, digits: int = 3) -> str:
+    """A scalar in full; a small array element by element; a large one as a summary."""
+    if is_scalar(x):
+        return number(x, digits)
+    arr = np.asarray(x)
+    if arr.size <= SMALL_ARRAY and arr.ndim == 1:
+        return "[" + ", ".join(number(v, digits) for v in arr) + "]"
+    if arr.size == 0:
+        return f"{shape_text(arr)} (empty)"
+    if np.iscomplexobj(arr):
+        return f"{shape_text(arr)} |x| max={number(np.abs(arr).max(), digits)}"
+    return (
+        f"{shape_text(arr)} min={number(arr.min(), digits)} "
+        f"mean={number(arr.mean(), digits)} max={number(arr.max(), digits)}"
+    )
+
+
+def brief(x, digits: int = 3) -> str:
+    """A value for a title: a scalar or small array in full, else just its shape."""
+    return value(x, digits) if np.size(x) <= SMALL_ARRAY and np.ndim(x) <= 1 else shape_text(x)
+
+
+def constant(x, digits: int = 3) -> str:
+    """An untraced argument of a primitive, as it appears inside an operation."""
+    if isinstance(x, (bool, int, str)) or x is None:
+        return repr(x)
+    if isinstance(x, (float, complex, np.number)) or isinstance(x, np.ndarray):
+        return value(x, digits)
+    if isinstance(x, (tuple, list)):
+        inner = ", ".join(constant(v, digits) for v in x)
+        return f"({inner}{',' if len(x) == 1 else ''})" if isinstance(x, tuple) else f"[{inner}]"
+    if isinstance(x, slice):
+        parts = ["" if v is None else str(v) for v in (x.start, x.stop, x.step)]
+        return ":".join(parts[:2] if x.step is None else parts)
+    if x is Ellipsis:
+        return "..."
+    return getattr(x, "__name__", None) or type(x).__name__
+
+
+def index_text(index) -> str:
+    parts = index if isinstance(index, tuple) else (index,)
+    return ", ".join(constant(p) for p in parts)

@@ -1,0 +1,353 @@
+"""The computation graph: DOT, Mermaid, SVG (through Graphviz) and the HTML stepper."""
+
+from __future__ import annotations
+
+import html as _html
+import json
+import secrets
+import shutil
+import subprocess
+from collections import Counter
+
+from ._tables import barred, running_sum
+
+
+class GraphvizNotFound(RuntimeError):
+    pass
+
+
+# ----------------------------------------------------------------------------- the graph
+
+
+def graph(report) -> tuple[list[dict], list[dict]]:
+    """Nodes and edges to draw; graphs over ``report.max_nodes`` keep both ends and
+    collapse the middle into one summary node, so drawing never grows without bound."""
+    variables = [v for v in report.variables if v.name in report.ancestors or v.is_input]
+    kept = variables
+    hidden = []
+    if len(variables) > report.max_nodes:
+        inputs = [v for v in variables if v.is_input]
+        steps = [v for v in variables if not v.is_input]
+        room = max(report.max_nodes - len(inputs), 2)
+        head, tail = room // 2, room - room // 2
+        kept = inputs + steps[:head] + steps[-tail:]
+        hidden = steps[head:-tail]
+    ids = {v.name: f"n{i}" for i, v in enumerate(report.variables)}
+    outputs = {var for _, var, _ in report.outputs if var}
+    nodes = []
+    for v in kept:
+        if v.is_input:
+            lines = [f"{v.name} = {report.show(v.value)}"]
+        else:
+            lines = [f"{v.name} = {v.expr}", f"= {report.show(v.value)}"]
+        nodes.append(
+            {
+                "id": ids[v.name],
+                "name": v.name,
+                "lines": lines,
+                "kind": "input" if v.is_input else "output" if v.name in outputs else "op",
+                "adjoint": None if v.adjoint is None else report.show(v.adjoint),
+                "depth": v.depth,
+            }
+        )
+    edges = []
+    hidden_names = {v.name for v in hidden}
+    if hidden:
+        ops = Counter(v.op for v in hidden).most_common(4)
+        summary = ", ".join(f"{op} x{n}" for op, n in ops)
+        nodes.append(
+            {
+                "id": "collapsed",
+                "name": "...",
+                "kind": "summary",
+                "lines": [f"... {len(hidden)} more operations ...", summary],
+                "adjoint": None,
+                "depth": hidden[0].depth,
+            }
+        )
+    seen = set()
+    for v in kept + hidden:
+        for p, text in zip(v.parents, v.partial_texts):
+            src = "collapsed" if p in hidden_names else ids[p]
+            dst = "collapsed" if v.name in hidden_names else ids[v.name]
+            if src == dst or (src, dst) in seen and "collapsed" in (src, dst):
+                continue
+            seen.add((src, dst))
+            label = "" if "collapsed" in (src, dst) else text
+            edges.append({"id": f"e{len(edges)}", "src": src, "dst": dst, "label": label})
+    return nodes, edges
+
+
+# ----------------------------------------------------------------------------- DOT / Mermaid
+
+
+def _dot_str(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def dot(report) -> str:
+    nodes, edges = graph(report)
+    shapes = {"input": "ellipse", "op": "box", "output": "box", "summary": "note"}
+    out = [
+        "digraph explain {",
+        '  rankdir=LR; fontname="Helvetica";',
+        '  node [fontname="Helvetica", fontsize=11, style="rounded"];',
+        '  edge [fontname="Helvetica", fontsize=10];',
+        f"  label={_dot_str(report.title)}; labelloc=t;",
+    ]
+    for n in nodes:
+        lines = n["lines"] + ([f"{barred(n['name'])} = {n['adjoint']}"] if n["adjoint"] else [])
+        extra = ", peripheries=2" if n["kind"] == "output" else ""
+        label = _dot_str("\n".join(lines))
+        out.append(f"  {n['id']} [label={label}, shape={shapes[n['kind']]}{extra}];")
+    for e in edges:
+        label = f" [label={_dot_str(e['label'])}]" if e["label"] else ""
+        out.append(f"  {e['src']} -> {e['dst']}{label};")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def _mermaid_str(text: str) -> str:
+    return '"' + _html.escape(text, quote=True).replace("&quot;", "#quot;") + '"'
+
+
+def mermaid(report) -> str:
+    nodes, edges = graph(report)
+    out = ["flowchart LR"]
+    for n in nodes:
+        lines = n["lines"] + ([f"{barred(n['name'])} = {n['adjoint']}"] if n["adjoint"] else [])
+        label = _mermaid_str("<br/>".join(lines)).replace("&lt;br/&gt;", "<br/>")
+        left, right = {"input": ("([", "])"), "summary": ("[/", "/]")}.get(n["kind"], ("[", "]"))
+        out.append(f"  {n['id']}{left}{label}{right}")
+    for e in edges:
+        label = f"|{_mermaid_str(e['label'])}|" if e["label"] else ""
+        out.append(f"  {e['src']} -->{label} {e['dst']}")
+    for n in nodes:
+        if n["kind"] == "output":
+            out.append(f"  style {n['id']} stroke-width:3px")
+    return "\n".join(out) + "\n"
+
+
+def svg(dot_source: str) -> str:
+    exe = shutil.which("dot")
+    if exe is None:
+        raise GraphvizNotFound(
+            "SVG needs Graphviz's `dot` program, which is not installed (Debian/Ubuntu: "
+            "apt-get install graphviz; conda: conda install graphviz; macOS: brew install "
+            "graphviz). Without it, use report.html() (draws the graph itself), "
+            "report.dot() or report.mermaid()."
+        )
+    done = subprocess.run(
+        [exe, "-Tsvg"], input=dot_source, capture_output=True, text=True, timeout=60, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"Graphviz failed on the DOT source: {done.stderr.strip()}")
+    return done.stdout
+
+
+# ----------------------------------------------------------------------------- HTML
+
+_CHAR_W, _LINE_H, _GAP_X, _GAP_Y = 7.2, 16, 90, 26
+
+
+def _layout(nodes: list[dict]) -> tuple[float, float]:
+    """Columns by depth (inputs on the left), nodes stacked in each column."""
+    columns: dict[int, list[dict]] = {}
+    for n in nodes:
+        lines = n["lines"] + [f"{barred(n['name'])} = {n['adjoint'] or '?'}"]
+        n["w"] = 16 + _CHAR_W * max(len(line) for line in lines)
+        n["h"] = 10 + _LINE_H * len(lines)
+        columns.setdefault(n["depth"], []).append(n)
+    x = 20.0
+    height = 0.0
+    for depth in sorted(columns):
+        y = 20.0
+        col_w = max(n["w"] for n in columns[depth])
+        for n in columns[depth]:
+            n["x"], n["y"] = x, y
+            y += n["h"] + _GAP_Y
+        x += col_w + _GAP_X
+        height = max(height, y)
+    return x, height
+
+
+def _svg_inline(nodes: list[dict], edges: list[dict], prefix: str) -> str:
+    width, height = _layout(nodes)
+    by_id = {n["id"]: n for n in nodes}
+    out = [
+        f'<svg width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}" role="img">',
+        f'<defs><marker id="{prefix}arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="9" '
+        'markerHeight="9" markerUnits="userSpaceOnUse" orient="auto">'
+        '<path d="M0,0 L10,5 L0,10 z"/></marker></defs>',
+    ]
+    for e in edges:
+        a, b = by_id[e["src"]], by_id[e["dst"]]
+        x1, y1 = a["x"] + a["w"], a["y"] + a["h"] / 2
+        x2, y2 = b["x"], b["y"] + b["h"] / 2
+        if x2 <= x1:  # same column: loop around the right side
+            x2, mid = b["x"] + b["w"], max(x1, b["x"] + b["w"]) + 30
+            path = f"M{x1:.0f},{y1:.0f} C{mid:.0f},{y1:.0f} {mid:.0f},{y2:.0f} {x2:.0f},{y2:.0f}"
+        else:
+            mid = (x1 + x2) / 2
+            path = f"M{x1:.0f},{y1:.0f} C{mid:.0f},{y1:.0f} {mid:.0f},{y2:.0f} {x2:.0f},{y2:.0f}"
+        out.append(
+            f'<g class="edge" id="{prefix}{e["id"]}">'
+            f'<path d="{path}" marker-end="url(#{prefix}arrow)"/>'
+            f'<text x="{(x1 + x2) / 2:.0f}" y="{(y1 + y2) / 2 - 4:.0f}">'
+            f"{_html.escape(e['label'])}</text></g>"
+        )
+    for n in nodes:
+        rx = n["h"] / 2 if n["kind"] == "input" else 6
+        texts = "".join(
+            f'<text x="{n["x"] + 8:.0f}" y="{n["y"] + 18 + i * _LINE_H:.0f}">'
+            f"{_html.escape(line)}</text>"
+            for i, line in enumerate(n["lines"])
+        )
+        adj_y = n["y"] + 18 + len(n["lines"]) * _LINE_H
+        out.append(
+            f'<g class="node {n["kind"]}" id="{prefix}{n["id"]}">'
+            f'<rect x="{n["x"]:.0f}" y="{n["y"]:.0f}" '
+            f'width="{n["w"]:.0f}" height="{n["h"]:.0f}" rx="{rx:.0f}"/>{texts}'
+            f'<text class="adj" x="{n["x"] + 8:.0f}" y="{adj_y:.0f}"></text></g>'
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
+_PAGE_CSS = "body{font-family:system-ui,Helvetica,Arial,sans-serif;margin:1.5em;color:#222}"
+_CSS = """
+.chainrule-explain h1{font-size:1.4em}.chainrule-explain h2{font-size:1.15em}
+.chainrule-explain .cx-graph{overflow:auto;border:1px solid #ddd;padding:4px;max-height:70vh}
+.chainrule-explain svg text{font:12px ui-monospace,Menlo,Consolas,monospace;fill:#222}
+.chainrule-explain .node rect{fill:#f7f7f7;stroke:#888;stroke-width:1.2}
+.chainrule-explain .node.input rect{fill:#eef5ff}
+.chainrule-explain .node.output rect{stroke-width:3}
+.chainrule-explain .node.summary rect{fill:#fff8e0;stroke-dasharray:4 3}
+.chainrule-explain .node.done rect{fill:#e8f6e8}
+.chainrule-explain .node.current rect{fill:#ffe08a;stroke:#c77700;stroke-width:3}
+.chainrule-explain .node.receiving rect{fill:#ffd4d4;stroke:#c00}
+.chainrule-explain .node text.adj{fill:#0a5;font-weight:bold}
+.chainrule-explain .edge path{fill:none;stroke:#999;stroke-width:1.3}
+.chainrule-explain .edge text{fill:#777;font-size:11px}
+.chainrule-explain .edge.active path{stroke:#c00;stroke-width:3}
+.chainrule-explain .edge.active text{fill:#c00;font-weight:bold}
+.chainrule-explain .cx-controls{margin:.8em 0}
+.chainrule-explain .cx-controls button{font-size:1em;margin-right:.4em;padding:.2em .8em}
+.chainrule-explain .cx-status{font-family:ui-monospace,Menlo,Consolas,monospace;
+white-space:pre-wrap;background:#fafafa;border-left:4px solid #c77700;padding:.5em .8em;
+min-height:3em}
+.chainrule-explain table{border-collapse:collapse;margin:.5em 0 1.5em}
+.chainrule-explain td,.chainrule-explain th{border:1px solid #ddd;padding:2px 8px;
+text-align:left;font:13px ui-monospace,Menlo,Consolas,monospace}
+.chainrule-explain th{background:#f0f0f0}
+"""
+
+# ``P`` prefixes every element id, so several reports can share one notebook page.
+_JS = """
+(function(P, keys){
+var D=JSON.parse(document.getElementById(P+'explain-data').textContent);
+var k=0, S=D.steps;
+function el(id){return document.getElementById(P+id);}
+function render(){
+  var adj={}, i, j, n;
+  D.nodes.forEach(function(n){var g=el(n.id); if(!g)return;
+    g.classList.remove('current','receiving','done');
+    g.querySelector('text.adj').textContent='';});
+  D.edges.forEach(function(e){var g=el(e.id); if(g) g.classList.remove('active');});
+  D.seeds.forEach(function(s){adj[s.node]=s.value;});
+  for(i=0;i<k;i++){var s=S[i]; var g=el(s.node);
+    if(g) g.classList.add(i===k-1?'current':'done');
+    for(j=0;j<s.contributions.length;j++){var c=s.contributions[j]; adj[c.parent]=c.total;
+      if(i===k-1){ if(el(c.parent)) el(c.parent).classList.add('receiving');
+        if(c.edge && el(c.edge)) el(c.edge).classList.add('active'); }}}
+  for(n in adj){var g=el(n); if(g) g.querySelector('text.adj').textContent=D.bar[n]+' = '+adj[n];}
+  el('step').textContent=k+' / '+S.length;
+  el('prev').disabled=(k===0); el('next').disabled=(k===S.length);
+  if(k===0){el('status').textContent='Forward pass done. Press Next to run the backward pass '+
+    '(seed: '+D.seedText+').';}
+  else {var s=S[k-1], lines=['Step '+k+': node '+s.name+' receives its adjoint '+
+    D.bar[s.node]+' = '+s.adjoint+(s.input?' (an input: this is its gradient)':'')];
+    s.contributions.forEach(function(c){lines.push('  '+c.text+'   ->   '+c.running);});
+    if(!s.contributions.length && !s.input) lines.push('  (no traced inputs)');
+    el('status').textContent=lines.join('\\n');}
+}
+el('next').onclick=function(){if(k<S.length){k++;render();}};
+el('prev').onclick=function(){if(k>0){k--;render();}};
+el('reset').onclick=function(){k=0;render();};
+if(keys) document.addEventListener('keydown',function(ev){
+  if(ev.key==='ArrowRight')el('next').click(); if(ev.key==='ArrowLeft')el('prev').click();});
+render();
+var m=keys && /step=(\\d+)/.exec(location.hash);
+if(m){for(var t=0;t<+m[1];t++) el('next').click();}
+})(%s, %s);
+"""
+
+
+def _stepper_data(report, nodes: list[dict], edges: list[dict]) -> dict:
+    ids = {n["name"]: n["id"] for n in nodes if n["kind"] != "summary"}
+    edge_of = {(e["src"], e["dst"]): e["id"] for e in edges}
+    steps = []
+    for visit in report.backward:
+        if visit.name not in ids:
+            continue
+        contributions = []
+        for c in visit.contributions:
+            parent = ids.get(c.parent, "collapsed")
+            contributions.append(
+                {
+                    "parent": parent,
+                    "edge": edge_of.get((parent, ids[visit.name])),
+                    "total": report.show(c.total),
+                    "text": f"{barred(c.parent)} += {barred(c.child)}·∂{c.child}/∂{c.parent} = "
+                    f"{report.show(c.value)}",
+                    "running": running_sum(report, c),
+                }
+            )
+        steps.append(
+            {
+                "node": ids[visit.name],
+                "name": visit.name,
+                "adjoint": report.show(visit.adjoint),
+                "input": report.var(visit.name).is_input,
+                "contributions": contributions,
+            }
+        )
+    seeds = [
+        {"node": ids[var], "value": "1" if len(report.outputs) == 1 else "ones"}
+        for _, var, _ in report.outputs
+        if var in ids
+    ]
+    return {
+        "nodes": [{"id": n["id"]} for n in nodes],
+        "edges": [{"id": e["id"]} for e in edges],
+        "steps": steps,
+        "seeds": seeds,
+        "bar": {n["id"]: barred(n["name"]) for n in nodes},
+        "seedText": "ȳ = 1" if len(seeds) == 1 else "each output's adjoint = ones",
+    }
+
+
+def html(report, fragment: bool = False) -> str:
+    nodes, edges = graph(report)
+    prefix = f"cx{secrets.token_hex(4)}-" if fragment else ""
+    data = json.dumps(_stepper_data(report, nodes, edges)).replace("</", "<\\/")
+    tables = "".join(t.html() for t in report.tables())
+    title = _html.escape(f"chainrule.explain: {report.title}")
+    script = _JS % (json.dumps(prefix), "false" if fragment else "true")
+    body = (
+        f'<div class="chainrule-explain"><style>{_CSS}</style><h1>{title}</h1>'
+        f'<div class="cx-controls"><button id="{prefix}reset">Reset</button>'
+        f'<button id="{prefix}prev">&#9664; Prev</button>'
+        f'<button id="{prefix}next">Next &#9654;</button> backward step '
+        f'<span id="{prefix}step"></span></div><div class="cx-status" id="{prefix}status"></div>'
+        f'<div class="cx-graph">{_svg_inline(nodes, edges, prefix)}</div>{tables}'
+        f'<script type="application/json" id="{prefix}explain-data">{data}</script>'
+        f"<script>{script}</script></div>"
+    )
+    if fragment:
+        return body
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
+        f"<style>{_PAGE_CSS}</style></head><body>{body}</body></html>\n"
+    )

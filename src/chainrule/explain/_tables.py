@@ -1,0 +1,256 @@
+"""The report's tables as rows of cells, shared by the text and Markdown renderings."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from . import _format as fmt
+
+_SIMPLE = re.compile(r"[A-Za-z]\d*\Z")
+
+
+def dotted(name: str) -> str:
+    """The tangent of ``name``: x1 -> ẋ1 (textbook notation); other names -> dot(name)."""
+    return name[0] + "\u0307" + name[1:] if _SIMPLE.match(name) else f"dot({name})"
+
+
+def barred(name: str) -> str:
+    """The adjoint of ``name``: v5 -> v̄5; other names -> bar(name)."""
+    return name[0] + "\u0304" + name[1:] if _SIMPLE.match(name) else f"bar({name})"
+
+
+def width(text: str) -> int:
+    return sum(not unicodedata.combining(ch) for ch in text)
+
+
+class Gap:
+    """Stands for the rows left out of a long table."""
+
+    def __init__(self, count: int):
+        self.count = count
+
+    def row(self, columns: int, what: str = "rows") -> list[str]:
+        return [f"... {self.count} {what} omitted ..."] + [""] * (columns - 1)
+
+
+def clip(items: list, limit: int | None) -> list:
+    """The first and last ``limit / 2`` items, with a Gap between them if any are left out."""
+    if limit is None or len(items) <= limit:
+        return list(items)
+    head = limit // 2
+    tail = limit - head
+    return items[:head] + [Gap(len(items) - limit)] + items[len(items) - tail :]
+
+
+class Table:
+    def __init__(self, title: str, headers: list[str], rows: list[list[str]], note: str = ""):
+        self.title, self.headers, self.rows, self.note = title, headers, rows, note
+
+    def text(self) -> str:
+        rows = self.rows
+        cols = len(self.headers)
+        widths = [max([width(self.headers[c])] + [width(r[c]) for r in rows]) for c in range(cols)]
+
+        def line(cells):
+            padded = [cell + " " * (w - width(cell)) for cell, w in zip(cells, widths)]
+            return ("  " + "  ".join(padded)).rstrip()
+
+        out = [self.title, "=" * width(self.title)]
+        if self.note:
+            out.append(self.note)
+        out.append(line(self.headers))
+        out.append(line(["-" * w for w in widths]))
+        out += [line(r) for r in rows]
+        return "\n".join(out)
+
+    def markdown(self) -> str:
+        def cell(text):
+            return re.sub(r"([|*_\\`<>])", r"\\\1", text) or " "
+
+        out = [f"### {self.title}", ""]
+        if self.note:
+            out += [cell(self.note), ""]
+        out.append("| " + " | ".join(map(cell, self.headers)) + " |")
+        out.append("|" + "---|" * len(self.headers))
+        out += ["| " + " | ".join(map(cell, r)) + " |" for r in self.rows]
+        return "\n".join(out)
+
+    def html(self) -> str:
+        import html
+
+        rows = self.rows
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in self.headers)
+        body = []
+        for r in rows:
+            cells = "".join(f"<td>{html.escape(c)}</td>" for c in r)
+            body.append(f"<tr>{cells}</tr>")
+        note = f"<p>{html.escape(self.note)}</p>" if self.note else ""
+        return (
+            f"<h2>{html.escape(self.title)}</h2>{note}<table><thead><tr>{head}</tr></thead>"
+            f"<tbody>{''.join(body)}</tbody></table>"
+        )
+
+
+def _partials_text(var) -> str:
+    return ", ".join(f"∂{var.name}/∂{p} = {t}" for p, t in zip(var.parents, var.partial_texts))
+
+
+def evaluation(report) -> Table:
+    rows = [
+        v.row(5, "inputs")
+        if isinstance(v, Gap)
+        else [v.name, "", "", "= " + report.show(v.value), ""]
+        for v in clip(report.inputs, report.max_rows)
+    ]
+    for v in clip(report.steps, report.max_rows):
+        if isinstance(v, Gap):
+            rows.append(v.row(5, "operations"))
+            continue
+        rows.append(
+            [
+                v.name,
+                "= " + v.expr,
+                "= " + v.expr_values,
+                "= " + report.show(v.value),
+                _partials_text(v),
+            ]
+        )
+    for out_name, var_name, value in report.outputs:
+        source = var_name if var_name is not None else "(constant)"
+        rows.append([out_name, "= " + source, "", "= " + report.show(value), ""])
+    return Table(
+        "Evaluation trace", ["", "operation", "with values", "value", "local partials"], rows
+    )
+
+
+def forward(report) -> Table:
+    wrt = report.forward_wrt
+    seeds = ", ".join(
+        f"{dotted(v.name)} = {'1' if v.name == wrt else '0'}" for v in report.inputs[:8]
+    ) + (", ..." if len(report.inputs) > 8 else "")
+    rows = [
+        v.row(4, "inputs")
+        if isinstance(v, Gap)
+        else [dotted(v.name), "", "", "= " + report.show_opt(v.tangent)]
+        for v in clip(report.inputs, report.max_rows)
+    ]
+    for v in clip(report.steps, report.max_rows):
+        if isinstance(v, Gap):
+            rows.append(v.row(4, "operations"))
+            continue
+        formula = " + ".join(f"∂{v.name}/∂{p}·{dotted(p)}" for p in v.parents)
+        terms = []
+        for p, partial, text in zip(v.parents, v.partials, v.partial_texts):
+            tangent = report.var(p).tangent
+            if partial is None or tangent is None or not fmt.is_scalar(tangent):
+                terms = []
+                break
+            terms.append(f"{fmt.paren(text)}·{fmt.paren(report.show(tangent))}")
+        rows.append(
+            [
+                dotted(v.name),
+                "= " + formula,
+                "= " + " + ".join(terms) if terms else "",
+                "= " + report.show_opt(v.tangent),
+            ]
+        )
+    for out_name, var_name, _ in report.outputs:
+        if var_name is not None:
+            rows.append(
+                [
+                    dotted(out_name),
+                    "= " + dotted(var_name),
+                    "",
+                    "= " + report.show_opt(report.var(var_name).tangent),
+                ]
+            )
+    note = (
+        f"Tangents with respect to {wrt}: seeds {seeds}"
+        + ("" if fmt.is_scalar(report.var(wrt).value) else " (an array of ones)")
+        + "."
+    )
+    return Table("Forward tangent trace", ["", "chain rule", "with values", "tangent"], rows, note)
+
+
+def backward(report) -> Table:
+    rows = []
+    seeds = {var_name: out_name for out_name, var_name, _ in report.outputs if var_name}
+    limit = None if report.max_rows is None else report.max_rows // 2
+    for item in clip(list(enumerate(report.backward, 1)), limit):
+        if isinstance(item, Gap):
+            rows.append(item.row(5, "backward steps"))
+            continue
+        k, visit = item
+        name = visit.name
+        source = f" = {barred(seeds[name])}" if name in seeds and len(seeds) == 1 else ""
+        done = " (input: its gradient)" if report.var(name).is_input else ""
+        rows.append(
+            [str(k), f"{barred(name)}{source} = {report.show(visit.adjoint)}{done}", "", "", ""]
+        )
+        for c in visit.contributions:
+            rows.append(
+                [
+                    "",
+                    "",
+                    f"{barred(c.parent)} += {barred(c.child)}·∂{c.child}/∂{c.parent}",
+                    "= " + contribution_values(report, c),
+                    running_sum(report, c),
+                ]
+            )
+    seed_note = (
+        "ȳ = 1"
+        if len(report.outputs) == 1 and fmt.is_scalar(report.value)
+        else "each output's adjoint is seeded with ones (the gradient of the sum of the outputs)"
+    )
+    note = f"In the order the backward pass runs (children before parents); {seed_note}."
+    return Table(
+        "Reverse adjoint trace",
+        ["step", "node adjoint", "contribution", "with values", "running sum"],
+        rows,
+        note,
+    )
+
+
+def contribution_values(report, c) -> str:
+    """``1·5 = 5``: the incoming adjoint times the local partial (scalars), then the result."""
+    show = report.show
+    if c.partial_text == "?" or c.partial_text.startswith("J ") or not fmt.is_scalar(c.value):
+        return show(c.value)
+    return f"{fmt.paren(show(c.child_adjoint))}·{fmt.paren(c.partial_text)} = {show(c.value)}"
+
+
+def running_sum(report, c) -> str:
+    """``x̄2 = -0.284 + 2 = 1.716`` where a value fans out, else ``v̄3 = 1``."""
+    if c.previous is None:
+        return f"{barred(c.parent)} = {report.show(c.total)}"
+    if fmt.is_scalar(c.total):
+        return (
+            f"{barred(c.parent)} = {report.show(c.previous)} + "
+            f"{fmt.paren(report.show(c.value))} = {report.show(c.total)}"
+        )
+    return f"{barred(c.parent)} = {report.show(c.total)} (sum of {c.fan_in})"
+
+
+def order(report) -> Table:
+    def names(items):
+        return ", ".join(
+            f"... {n.count} more ..." if isinstance(n, Gap) else n for n in clip(items, 60)
+        )
+
+    return Table(
+        "Topological order",
+        ["pass", "order"],
+        [["evaluation", names(report.forward_order)], ["backward", names(report.backward_order)]],
+    )
+
+
+def gradient(report) -> Table:
+    out = report.outputs[0][0] if len(report.outputs) == 1 else "sum(y)"
+    rows = [
+        v.row(3, "inputs")
+        if isinstance(v, Gap)
+        else [f"∂{out}/∂{v.name}", f"= {barred(v.name)}", "= " + report.show(report.grad_of(v))]
+        for v in clip(report.inputs, report.max_rows)
+    ]
+    return Table("Gradient", ["", "adjoint", "value"], rows)

@@ -1,0 +1,179 @@
+"""python -m chainrule explain: the seed example, formats, and a parser that refuses code."""
+
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import chainrule
+from chainrule.__main__ import main
+from chainrule.explain._expr import Expression, ExpressionError
+
+
+def run(capsys, *argv):
+    code = main(["explain", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_no_expression_explains_the_seed_example(capsys):
+    code, out, _ = run(capsys)
+    assert code == 0
+    assert out.startswith("chainrule.explain: y = log(x1) + x1*x2 - sin(x2) at x1 = 2, x2 = 5")
+    for text in [
+        "= log(2)",
+        "= 0.693",
+        "= 10.693",
+        "= 11.652",
+        "= -0.959",
+        "x̄2 = -0.284 + 2 = 1.716",
+        "∂y/∂x1  = x̄1     = 5.5",
+    ]:
+        assert text in out, text
+    code, explicit, _ = run(capsys, "log(x1) + x1*x2 - sin(x2)", "--at", "x1=2", "x2=5")
+    assert explicit == out
+
+
+def test_module_entry_point_runs():
+    src = str(Path(chainrule.__file__).parents[1])  # the chainrule these tests import
+    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    done = subprocess.run(
+        [sys.executable, "-m", "chainrule", "explain", "x*x", "--at", "x=3"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "∂y/∂x  = x̄      = 6" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "fmt, start",
+    [
+        ("markdown", "## chainrule.explain"),
+        ("dot", "digraph explain {"),
+        ("mermaid", "flowchart LR"),
+        ("html", "<!DOCTYPE html>"),
+    ],
+)
+def test_formats(capsys, fmt, start):
+    code, out, _ = run(capsys, "--format", fmt)
+    assert code == 0 and out.startswith(start)
+
+
+def test_output_file_and_format_from_suffix(capsys, tmp_path):
+    target = tmp_path / "seed.html"
+    code, out, err = run(capsys, "-o", str(target))
+    assert code == 0 and out == "" and "wrote html" in err
+    assert target.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def test_svg_without_graphviz(capsys, monkeypatch):
+    import shutil
+
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    code, out, err = run(capsys, "--format", "svg")
+    assert code == 1 and out == "" and "apt-get install graphviz" in err
+
+
+def test_arrays_wrt_and_constants(capsys):
+    code, out, _ = run(capsys, "sum(x * exp(-x)) + pi", "--at", "x=[0, 1, 2]")
+    assert code == 0 and "= [1, 0, -0.135]" in out  # d/dx x e^-x = (1 - x) e^-x
+    code, out, _ = run(capsys, "a*b", "--at", "a=2", "b=7", "--wrt", "b")
+    assert code == 0 and "Tangents with respect to b" in out and "y\u0307   = v\u03071" in out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["x*y", "--at", "x=1"], "no value for y: add --at y=1.0"),
+        (["x", "--at", "x=1", "z=2"], "does not use"),
+        (["x", "--at", "x"], "NAME=VALUE"),
+        (["x", "--at", "x=abc"], "must be a number"),
+        (["2 + 3"], "no variables"),
+        (["x", "--at", "x=1", "--wrt", "q"], "names no float input"),
+    ],
+)
+def test_bad_arguments(capsys, argv, message):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and message in err
+
+
+@pytest.mark.parametrize(
+    "source, problem, column",
+    [
+        ("__import__('os').system('ls')", "attribute access", 17),
+        ("().__class__.__bases__", "attribute access", 13),
+        ("x1 +* 2", "syntax error", 5),
+        ("sin(x, out=y)", "keyword arguments", 12),
+        ("x[0]", "indexing", 2),
+        ("(lambda: 1)()", "only functions called by their plain name", 2),
+        ("open('f')", "unknown function 'open'", 1),
+        ("eval('1')", "unknown function 'eval'", 1),
+        ("x if x else 1", "'if ... else'", 1),
+        ("x // 2", "'//'", 1),
+        ("x ^ 2", "use ** for powers", 1),
+        ("'a' * x", "not str", 1),
+        ("1e999 * x", "too large", 1),
+        ("sin", "sin is a function", 1),
+        ("_x + 1", "not allowed", 1),
+        ("", "empty", 1),
+    ],
+)
+def test_parser_errors_point_at_the_problem(source, problem, column):
+    with pytest.raises(ExpressionError) as info:
+        Expression(source)
+    err = info.value
+    assert problem in str(err)
+    assert err.column + 1 == column, str(err)
+    lines = str(err).splitlines()
+    assert lines[-1].index("^") == 2 + err.column and lines[-2] == "  " + source
+
+
+def test_the_error_is_printed_with_a_caret(capsys):
+    code, _, err = run(capsys, "x1 + y.real", "--at", "x1=1")
+    assert code == 2
+    assert err.splitlines()[-2:] == ["  x1 + y.real", "        ^"]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "(" * 300 + "x" + ")" * 300,
+        "-" * 5000 + "x",
+        "sin(" * 100 + "x" + ")" * 100,
+        "x" + "+x" * 3000,
+        "9" * 5000 + "*x",
+        "x" * 5000,
+        "\x00x",
+    ],
+)
+def test_large_and_deep_inputs_fail_cleanly(source):
+    with pytest.raises(ExpressionError):
+        Expression(source)
+
+
+def test_huge_powers_do_not_hang():
+    f = Expression("10**10**10 * x").function(["x"])
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        assert f(1.0) == float("inf")
+
+
+def test_fuzzed_strings_only_raise_expression_errors():
+    rng = random.Random(1234)
+    alphabet = "x1y2 +-*/().,[]{}'\"_abcdefsinlogexp=:;!@#$%^&~`\\<>|?0123456789e"
+    accepted = 0
+    for _ in range(400):
+        source = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 30)))
+        try:
+            expr = Expression(source)
+        except ExpressionError as err:
+            assert "^" in str(err)
+            continue
+        accepted += 1
+        assert all(name.isidentifier() and not name.startswith("_") for name in expr.variables)
+    assert accepted < 400
