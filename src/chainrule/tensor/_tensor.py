@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import numpy as _np
 
+from .._core.forward import JVPNode
 from .._core.pytree import register_pytree_node
-from .._core.tracer import getval, isbox, new_box
-from .._core.vspace import VSpace, vspace
+from .._core.reverse import VJPNode
+from .._core.tracer import Box, getval, isbox, new_box
+from .._core.vspace import VSpace, add_values, vspace
 from ..numpy import numpy_wrapper as anp
 from ..numpy.numpy_boxes import array_astype, array_getitem
 from ._graph import TRACE_ID, gradients, leaf_box, strip, tensor_box
@@ -156,11 +158,12 @@ class Tensor:
         retain_graph = create_graph if retain_graph is None else retain_graph
         out = box._value
         if gradient is None:
-            if _np.size(out) != 1:
+            if _np.size(out) != 1 or _np.iscomplexobj(out):
+                what = "is complex" if _np.size(out) == 1 else f"has shape {_np.shape(out)}"
                 raise RuntimeError(
-                    f"backward() without a gradient needs a Tensor with one element, but "
-                    f"this one has shape {_np.shape(out)}. Pass gradient= (same shape: the "
-                    f"vector in the vector-Jacobian product), or reduce first, e.g. .sum()."
+                    f"backward() without a gradient needs a real Tensor with one element, but "
+                    f"this one {what}. Pass gradient= (same shape: the vector in the "
+                    f"vector-Jacobian product), or reduce first, e.g. .sum() or .real."
                 )
             g = vspace(out).ones()
         else:
@@ -314,8 +317,14 @@ class Tensor:
                 "inside `with chainrule.no_grad():`."
             )
         current = self._plain("Assignment into")
+        value = _unwrap(value)
+        if isbox(value):
+            raise TypeError(
+                "Assigning a value that requires grad into a Tensor would drop its gradient; "
+                "build a new Tensor instead (chainrule.numpy.where, stack, concatenate)."
+            )
         new = _np.array(current, copy=True)  # recorded graphs may hold the old array
-        new[_index(index)] = _np.asarray(getval(_unwrap(value)))
+        new[_index(index)] = value
         self._assign(new)
 
     # ------------------------------------------------------------------ methods
@@ -455,7 +464,7 @@ def _inplace(fun):
             )
         result = fun(_unwrap(self), _unwrap(other))
         if box is not None and box._node.fun is None:
-            self._assign(getval(result))
+            self._assign(result)
         else:
             self._value = result
         return self
@@ -495,6 +504,44 @@ for _name in ("sum prod mean var std max min cumsum cumprod ravel squeeze swapax
 for _name in "argmax argmin argsort nonzero any all".split():
     setattr(Tensor, _name, _method(getattr(anp, _name), plain=True))
 # fmt: on
+
+
+
+def _box_tensor_answer(answer: Tensor, trace_id: int, node):
+    """Box a primitive's answer that came back as a Tensor: the registry entry the tracer
+    uses when a traced value meets a Tensor on the Tensor's right (``box * tensor``).
+
+    ArrayBox's operator calls the primitive, which sees no box in the Tensor and
+    calls NumPy with it; NumPy dispatches to the Tensor, which records its own part
+    of the call and answers a Tensor. When the Tensor's value is boxed on the same
+    trace as the node, the node is completed as if the tracer had seen it: the
+    Tensor becomes one more parent and its raw value replaces it among the
+    arguments. Otherwise the Tensor stays an argument (a constant to this trace,
+    as boxes of older traces are), so the rules compute with it and the
+    derivatives they give are Tensors too. The answer is a Tensor again.
+    """
+    value = answer._value
+    same_trace = isbox(value) and value._trace_id == trace_id
+    if isinstance(node, VJPNode):
+        args, argnums, parents = node.args, list(node.argnums), list(node.parents)
+        for i, arg in enumerate(args):
+            inner = _unwrap(arg) if isinstance(arg, Tensor) else None
+            if isbox(inner) and inner._trace_id == trace_id:
+                argnums.append(i)
+                parents.append(inner._node)
+                args[i] = inner._value
+        node.argnums, node.parents = tuple(argnums), tuple(parents)
+        if same_trace:
+            node.ans = value._value
+    elif isinstance(node, JVPNode):
+        # The tangent rule already ran (with the Tensor as a constant); the Tensor's
+        # own part of the tangent was computed by the call inside the dispatch.
+        tangent = node.g._value if isinstance(node.g, Tensor) else node.g
+        node.g = add_values(tangent, value._node.g) if same_trace else tangent
+    return _wrap(new_box(value._value if same_trace else value, trace_id, node))
+
+
+Box.type_mappings[Tensor] = _box_tensor_answer
 
 # A Tensor is a container of its value for the functional transforms (grad(f)(tensor)
 # gives a Tensor), and has the vector space of its value.
