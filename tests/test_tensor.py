@@ -362,8 +362,10 @@ def test_traced_value_times_tensor_of_itself():
 def test_tensor_traced_array_times_tensor_keeps_both_parents():
     a, b = Tensor(2.0), Tensor(3.0)
     ga = cr.grad(lambda x: (a * x).sum())(np.array([1.0]))  # = a, recorded on a's graph
-    (ga * b).sum().backward()  # ga is on the left: the Tensor b comes through dispatch
-    assert (a.grad.item(), b.grad.item()) == (3.0, 2.0)
+    five = Tensor(5.0, requires_grad=False)
+    (ga * b + ga * five).sum().backward()  # ga on the left: the Tensors come by dispatch
+    assert (a.grad.item(), b.grad.item()) == (8.0, 2.0)
+    assert type(a.grad.value) is np.float64
 
 
 def test_assigning_a_tracked_value_into_a_tensor_is_refused():

@@ -516,23 +516,27 @@ def _box_tensor_answer(answer: Tensor, trace_id: int, node):
     of the call and answers a Tensor. When the Tensor's value is boxed on the same
     trace as the node, the node is completed as if the tracer had seen it: the
     Tensor becomes one more parent and its raw value replaces it among the
-    arguments. Otherwise the Tensor stays an argument (a constant to this trace,
-    as boxes of older traces are), so the rules compute with it and the
-    derivatives they give are Tensors too. The answer is a Tensor again.
+    arguments. A Tensor tracked on an older trace stays an argument (a constant
+    to this trace, as boxes of older traces are), so the rules compute with it
+    and the derivatives they give are Tensors too; an untracked one becomes its
+    value. The answer is a Tensor again.
     """
     value = answer._value
     same_trace = isbox(value) and value._trace_id == trace_id
     if isinstance(node, VJPNode):
         args, argnums, parents = node.args, list(node.argnums), list(node.parents)
         for i, arg in enumerate(args):
-            inner = _unwrap(arg) if isinstance(arg, Tensor) else None
+            if not isinstance(arg, Tensor):
+                continue
+            inner = _unwrap(arg)
             if isbox(inner) and inner._trace_id == trace_id:
                 argnums.append(i)
                 parents.append(inner._node)
                 args[i] = inner._value
+            elif not isbox(inner):
+                args[i] = inner
         node.argnums, node.parents = tuple(argnums), tuple(parents)
-        if same_trace:
-            node.ans = value._value
+        node.ans = value._value if same_trace else value
     elif isinstance(node, JVPNode):
         # The tangent rule already ran (with the Tensor as a constant); the Tensor's
         # own part of the tangent was computed by the call inside the dispatch.
