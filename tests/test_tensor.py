@@ -326,22 +326,27 @@ def test_numpy_conversion_of_tracked_tensor_is_refused():
     np.testing.assert_array_equal(np.asarray(x.detach()), [1.0, 2.0])
 
 
-def test_functional_value_meeting_a_tensor_on_either_side():
+@pytest.mark.parametrize("form", ["x @ w", "w.T @ x", "Tensor(x) @ w"])
+def test_functional_value_meeting_a_tensor(form):
     w = Tensor(np.array([[1.0, 2.0], [3.0, 4.0]]))
-    x0 = np.array([0.5, -0.5])
+    x0, v = np.array([0.5, -0.5]), np.array([1.0, 2.0])
+    product = {"x @ w": lambda x, w: x @ w, "w.T @ x": lambda x, w: w.T @ x,
+               "Tensor(x) @ w": lambda x, w: Tensor(x) @ w}[form]
 
     def plain(x, wv):
         return cnp.tanh(x @ wv).sum() + (wv[0] * x).sum()
 
-    def mixed(x):  # the traced x is on the left of the Tensor w, then on the right
-        return cnp.tanh(x @ w).sum() + (w[0] * x).sum()
+    def mixed(x):
+        return cnp.tanh(product(x, w)).sum() + (x * w[0]).sum()
 
     g = cr.grad(mixed)(x0)
     assert isinstance(g, Tensor) and g.requires_grad  # d/dx depends on w
     np.testing.assert_allclose(g.detach().numpy(), cr.grad(plain)(x0, w.value))
-    out, tangent = cr.jvp(mixed, (x0,), (np.array([1.0, 2.0]),))
-    _, expected = cr.jvp(lambda x: plain(x, w.value), (x0,), (np.array([1.0, 2.0]),))
+    _, tangent = cr.jvp(mixed, (x0,), (v,))
+    _, expected = cr.jvp(lambda x: plain(x, w.value), (x0,), (v,))
     np.testing.assert_allclose(tangent.detach().numpy(), expected)
+    with no_grad():
+        assert type(cr.grad(mixed)(x0)) is np.ndarray  # w is a constant here
     (g * g).sum().backward()  # a gradient penalty, differentiated with respect to w
     np.testing.assert_allclose(
         w.grad.numpy(), cr.grad(lambda wv: (cr.grad(plain)(x0, wv) ** 2).sum())(w.value)
@@ -361,9 +366,11 @@ def test_traced_value_times_tensor_of_itself():
 
 def test_tensor_traced_array_times_tensor_keeps_both_parents():
     a, b = Tensor(2.0), Tensor(3.0)
-    ga = cr.grad(lambda x: (a * x).sum())(np.array([1.0]))  # = a, recorded on a's graph
+    ta = a._value  # a's Tensor-traced array outside any Tensor, as derivative rules see it
     five = Tensor(5.0, requires_grad=False)
-    (ga * b + ga * five).sum().backward()  # ga on the left: the Tensors come by dispatch
+    out = ta * b + ta * five  # the array is on the left: the Tensors come by dispatch
+    assert isinstance(out, Tensor)
+    out.backward()
     assert (a.grad.item(), b.grad.item()) == (8.0, 2.0)
     assert type(a.grad.value) is np.float64
 

@@ -357,7 +357,7 @@ class Tensor:
         return _wrap(array_astype(_unwrap(self), dtype))
 
     def dot(self, other) -> Tensor:
-        return _wrap(anp.dot(_unwrap(self), _unwrap(other)))
+        return _wrap(anp.dot(*_operands(self, other)))
 
     __hash__ = object.__hash__  # __eq__ is elementwise; identity hashing keeps dict keys working
 
@@ -395,6 +395,32 @@ def _unwrap(x):
     if isinstance(x, Tensor):
         return x._value if _mode.enabled else strip(x._value)
     return x
+
+
+def _operands(a, b) -> tuple:
+    """The arguments for a binary primitive.
+
+    Tensors are unwrapped, except that when the other operand is traced by a
+    functional transform, a Tensor tracked only on the Tensor trace is passed
+    whole: the primitive then records the transform's node with the Tensor as a
+    constant argument (see ``_box_tensor_answer``), so the derivatives the
+    transform computes from it are Tensors, not bare Tensor-traced arrays.
+    """
+    va, vb = _unwrap(a), _unwrap(b)
+    if _is_functional(va) or _is_functional(vb):
+        if isinstance(a, Tensor) and _is_tensor_traced(va):
+            va = a
+        if isinstance(b, Tensor) and _is_tensor_traced(vb):
+            vb = b
+    return va, vb
+
+
+def _is_functional(v) -> bool:
+    return isbox(v) and v._trace_id != TRACE_ID
+
+
+def _is_tensor_traced(v) -> bool:
+    return isbox(v) and v._trace_id == TRACE_ID
 
 
 def _unwrap_tree(x):
@@ -441,10 +467,10 @@ def _result(raw_fun, out):
 def _binary(fun, reflected: bool = False):
     if reflected:
         def op(self, other):
-            return _wrap(fun(_unwrap(other), _unwrap(self)))
+            return _wrap(fun(*_operands(other, self)))
     else:
         def op(self, other):
-            return _wrap(fun(_unwrap(self), _unwrap(other)))
+            return _wrap(fun(*_operands(self, other)))
     return op
 
 
@@ -462,7 +488,7 @@ def _inplace(fun):
                 "A leaf Tensor that requires grad cannot be changed in place while operations "
                 "are recorded. Update parameters inside `with chainrule.no_grad():`."
             )
-        result = fun(_unwrap(self), _unwrap(other))
+        result = fun(*_operands(self, other))
         if box is not None and box._node.fun is None:
             self._assign(result)
         else:
