@@ -36,6 +36,13 @@ class Tensor:
 
     Python ints and bools (and lists of them) become float64; NumPy arrays keep their
     dtype, and integer or boolean arrays never require grad. The value is copied.
+
+    With the functional transforms: ``grad(f)(tensor)`` differentiates with respect
+    to the Tensor's value and returns a Tensor; a Tensor made inside ``f`` from the
+    transform's traced value is differentiated by the transform (not by
+    ``backward``); Tensors that require grad and are used inside ``f`` are recorded
+    as usual, so a gradient computed by the transform is a Tensor that can itself be
+    backpropagated to them (e.g. a gradient penalty).
     """
 
     __slots__ = ("_value", "grad", "__weakref__")
@@ -406,7 +413,11 @@ def _operands(a, b) -> tuple:
     constant argument (see ``_box_tensor_answer``), so the derivatives the
     transform computes from it are Tensors, not bare Tensor-traced arrays.
     """
-    va, vb = _unwrap(a), _unwrap(b)
+    if _mode.enabled:
+        va = a._value if isinstance(a, Tensor) else a
+        vb = b._value if isinstance(b, Tensor) else b
+    else:
+        va, vb = _unwrap(a), _unwrap(b)
     if _is_functional(va) or _is_functional(vb):
         if isinstance(a, Tensor) and _is_tensor_traced(va):
             va = a
