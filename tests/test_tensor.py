@@ -9,7 +9,7 @@ import pytest
 import chainrule as cr
 import chainrule.numpy as cnp
 from chainrule import Tensor, enable_grad, no_grad
-from chainrule._core.reverse import FreedGraphError
+from chainrule.tensor import FreedGraphError
 
 
 # ----------------------------------------------------------------------------- seed examples

@@ -9,7 +9,10 @@ and primitives as ``grad``, so every derivative rule is shared. ``no_grad()`` an
 ``enable_grad()`` switch recording off and on for the current thread.
 """
 
+from .._core.reverse import FreedGraphError
 from ._mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._tensor import Tensor
 
-__all__ = ["Tensor", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
+__all__ = [
+    "Tensor", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "FreedGraphError",
+]
