@@ -6,7 +6,7 @@ forward mode, composable to any order. Write functions with
 ``import chainrule.numpy as np``.
 """
 
-from . import numpy  # noqa: F401  (registers array boxes, spaces and rules)
+from . import numpy, optim  # noqa: F401  (numpy registers array boxes, spaces and rules)
 from ._core.pytree import register_pytree_node, tree_flatten, tree_map, tree_unflatten
 from ._core.tracer import primitive
 from ._jaxlike import custom_jvp, custom_vjp, jacfwd, jacrev, jvp, vjp
@@ -34,6 +34,7 @@ from ._transforms import (
 )
 from .builtins import dict, isinstance, list, tuple, type
 from .explain import explain
+from .tensor import Tensor, enable_grad, no_grad
 
 __version__ = "0.1.0"
 
@@ -45,4 +46,5 @@ __all__ = [
     "jvp", "vjp", "jacfwd", "jacrev", "stop_gradient", "custom_vjp", "custom_jvp",
     "register_pytree_node", "tree_flatten", "tree_unflatten", "tree_map",
     "tuple", "list", "dict", "isinstance", "type", "explain",
+    "Tensor", "no_grad", "enable_grad", "optim",
 ]

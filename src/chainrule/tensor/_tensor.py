@@ -1,0 +1,590 @@
+"""Tensor: a value that records the operations applied to it, PyTorch style.
+
+A Tensor is a thin shell around a value: a raw NumPy value, or (when it requires
+grad) that value boxed on the Tensor trace, possibly inside the boxes of
+functional transforms. Every operator and method unwraps the Tensors, calls the
+chainrule.numpy primitive (which records the call and knows the derivative) and
+wraps the answer. NumPy functions reach the same primitives through NumPy's
+dispatch protocols. So Tensors share every rule with ``grad``, ``jvp`` and the
+rest, and Tensor code can be differentiated by those transforms too.
+"""
+
+from __future__ import annotations
+
+import numpy as _np
+
+from .._core.forward import JVPNode
+from .._core.pytree import register_pytree_node
+from .._core.reverse import VJPNode
+from .._core.tracer import Box, getval, isbox, new_box
+from .._core.vspace import VSpace, add_values, vspace
+from ..numpy import numpy_wrapper as anp
+from ..numpy.numpy_boxes import array_astype, array_getitem
+from ._graph import TRACE_ID, gradients, leaf_box, strip, tensor_box
+from ._mode import _mode, no_grad
+
+# Functions whose answers are facts about values (comparisons, indices, shapes,
+# predicates): they stay plain NumPy, never Tensors.
+_PLAIN_RESULTS = frozenset(
+    getattr(_np, name) for name in anp.NONDIFFERENTIABLE.split() if hasattr(_np, name)
+)
+
+
+class Tensor:
+    """``Tensor(value, requires_grad=True, dtype=None)``: a value whose operations are
+    recorded, so that ``.backward()`` fills ``.grad`` of the leaf Tensors it depends on.
+
+    Python ints and bools (and lists of them) become float64; NumPy arrays keep their
+    dtype, and integer or boolean arrays never require grad. The value is copied.
+
+    With the functional transforms: ``grad(f)(tensor)`` differentiates with respect
+    to the Tensor's value and returns a Tensor; a Tensor made inside ``f`` from the
+    transform's traced value is differentiated by the transform (not by
+    ``backward``); Tensors that require grad and are used inside ``f`` are recorded
+    as usual, so a gradient computed by the transform is a Tensor that can itself be
+    backpropagated to them (e.g. a gradient penalty).
+    """
+
+    __slots__ = ("_value", "grad", "__weakref__")
+
+    def __init__(self, value, requires_grad: bool = True, dtype=None) -> None:
+        if isinstance(value, Tensor):
+            value = strip(value._value)
+        self.grad: Tensor | None = None
+        if isbox(value):
+            # Traced by a functional transform: that transform differentiates it.
+            self._value = value if dtype is None else value.astype(dtype)
+            return
+        value = _as_raw(value, dtype)
+        if requires_grad and _np.result_type(value).kind in "fc":
+            self._value = leaf_box(value, self)
+        else:
+            self._value = value
+
+    # ------------------------------------------------------------------ values
+    @property
+    def value(self):
+        """The plain NumPy value (scalars are NumPy scalars)."""
+        return getval(self._value)
+
+    @property
+    def data(self):
+        return getval(self._value)
+
+    @data.setter
+    def data(self, new) -> None:
+        if isinstance(new, Tensor):
+            new = new._value
+        self._assign(_as_raw(getval(new), None))
+
+    def numpy(self) -> _np.ndarray:
+        return _np.asarray(getval(self._value))
+
+    def item(self):
+        return _np.asarray(getval(self._value)).item()
+
+    def tolist(self):
+        return _np.asarray(getval(self._value)).tolist()
+
+    @property
+    def shape(self) -> tuple:
+        return _np.shape(getval(self._value))
+
+    @property
+    def ndim(self) -> int:
+        return _np.ndim(getval(self._value))
+
+    @property
+    def size(self) -> int:
+        return _np.size(getval(self._value))
+
+    @property
+    def dtype(self) -> _np.dtype:
+        return _np.result_type(getval(self._value))
+
+    # ------------------------------------------------------------------ the graph
+    @property
+    def requires_grad(self) -> bool:
+        return tensor_box(self._value) is not None
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        if not self.is_leaf:
+            raise RuntimeError(
+                "requires_grad can only be changed on leaf Tensors; for a computed Tensor "
+                "use .detach() to get a copy that does not require grad."
+            )
+        if flag and not self.requires_grad:
+            raw = self._value
+            if isbox(raw) or _np.result_type(raw).kind not in "fc":
+                what = "a value traced by a functional transform" if isbox(raw) else (
+                    f"dtype {_np.result_type(raw)}")
+                raise RuntimeError(
+                    f"Only float and complex Tensors can require gradients, not {what}. "
+                    f"Convert first, e.g. Tensor(x.numpy().astype(float))."
+                )
+            self._value = leaf_box(raw, self)
+        elif not flag:
+            self._value = strip(self._value)
+
+    def requires_grad_(self, flag: bool = True) -> Tensor:
+        self.requires_grad = flag
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        box = tensor_box(self._value)
+        return box is None or box._node.fun is None
+
+    @property
+    def grad_fn(self):
+        """The node that made this Tensor (None for leaves): ``grad_fn.name`` is the function."""
+        box = tensor_box(self._value)
+        return None if box is None or box._node.fun is None else box._node
+
+    def detach(self) -> Tensor:
+        """The same value, cut from the graph: a leaf that does not require grad."""
+        return _wrap(strip(self._value))
+
+    def backward(self, gradient=None, retain_graph: bool | None = None,
+                 create_graph: bool = False) -> None:
+        """Add d(self)/d(leaf) (times ``gradient`` for a non-scalar self) into ``leaf.grad``
+        for every leaf Tensor that requires grad and that this Tensor depends on.
+
+        The graph is freed unless ``retain_graph``; with ``create_graph`` the
+        gradients are recorded too, so they can be differentiated again.
+        """
+        box = tensor_box(self._value)
+        if box is None:
+            raise RuntimeError(
+                "backward() was called on a Tensor that does not depend on any Tensor with "
+                "requires_grad=True (made with requires_grad=False, under no_grad(), or from "
+                "a value traced by a functional transform such as grad, which "
+                "differentiates it instead)."
+            )
+        retain_graph = create_graph if retain_graph is None else retain_graph
+        out = box._value
+        if gradient is None:
+            if _np.size(out) != 1 or _np.iscomplexobj(out):
+                what = "is complex" if _np.size(out) == 1 else f"has shape {_np.shape(out)}"
+                raise RuntimeError(
+                    f"backward() without a gradient needs a real Tensor with one element, but "
+                    f"this one {what}. Pass gradient= (same shape: the vector in the "
+                    f"vector-Jacobian product), or reduce first, e.g. .sum() or .real."
+                )
+            g = vspace(out).ones()
+        else:
+            g = gradient._value if isinstance(gradient, Tensor) else gradient
+            if not create_graph:
+                g = getval(g)
+            if _np.shape(getval(g)) != _np.shape(out):
+                raise ValueError(
+                    f"backward(): the gradient has shape {_np.shape(getval(g))} but the Tensor "
+                    f"has shape {_np.shape(out)}; they must match."
+                )
+        for root, grad in gradients(box._node, g, retain_graph, create_graph).items():
+            leaf = root.leaf()
+            if leaf is not None:
+                leaf._accumulate(root, grad, create_graph)
+
+    def _accumulate(self, root, grad, create_graph: bool) -> None:
+        box = tensor_box(self._value)
+        if box is None or box._node is not root:
+            return  # detached since the graph was recorded
+        grad = _wrap(vspace(box._value).cast(grad))
+        if self.grad is None:
+            self.grad = grad
+        elif create_graph:
+            self.grad = self.grad + grad
+        else:
+            with no_grad():
+                self.grad = self.grad + grad
+
+    def _assign(self, raw) -> None:
+        """Replace the value in place; a leaf that requires grad stays that leaf."""
+        box = tensor_box(self._value)
+        if box is not None and box._node.fun is None:
+            if isbox(raw):
+                raise TypeError(
+                    "A leaf Tensor that requires grad holds a plain value; it cannot store a "
+                    "traced one. Assign under no_grad() or use .detach()."
+                )
+            self._value = new_box(raw, TRACE_ID, box._node)  # the same root: same leaf
+        else:
+            self._value = raw
+
+    # ------------------------------------------------------------------ printing
+    def __repr__(self) -> str:
+        body = _format(getval(self._value))
+        extras = []
+        if self.dtype != _np.float64:
+            extras.append(f"dtype={self.dtype}")
+        node = self.grad_fn
+        if node is not None:
+            extras.append(f"grad_fn=<{node.name}>")
+        elif self.requires_grad:
+            extras.append("requires_grad=True")
+        if self.grad is not None:
+            extras.append(f"grad={_format(self.grad.value)}")
+        return f"Tensor({', '.join([body, *extras])})"
+
+    def __format__(self, spec: str) -> str:
+        if not spec:
+            return repr(self)
+        return format(self.item(), spec)
+
+    # ------------------------------------------------------------------ conversions
+    def _plain(self, what: str):
+        value = strip(self._value)
+        if isbox(value):
+            raise TypeError(
+                f"{what} of a Tensor traced by a functional transform would drop its "
+                f"derivative; keep it a Tensor, or use chainrule.stop_gradient."
+            )
+        return value
+
+    def __float__(self) -> float:
+        return float(self._plain("float()"))
+
+    def __int__(self) -> int:
+        return int(self._plain("int()"))
+
+    def __complex__(self) -> complex:
+        return complex(self._plain("complex()"))
+
+    def __index__(self) -> int:
+        value = _np.asarray(self._plain("Using as an index"))
+        if value.dtype.kind not in "iub" or value.ndim:
+            raise TypeError(f"Only integer Tensors of one element can be used as an index, "
+                            f"not {value.dtype} of shape {value.shape}.")
+        return int(value)
+
+    def __bool__(self) -> bool:
+        return bool(getval(self._value))
+
+    def __len__(self) -> int:
+        return len(getval(self._value))
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __array__(self, dtype=None, copy=None):
+        if isbox(self._value):
+            raise TypeError(
+                "A Tensor that requires grad cannot become a plain NumPy array silently (this "
+                "happens with np.asarray(t) or np.array([t1, t2])): that would drop its "
+                "gradient. Combine Tensors with chainrule.numpy.stack or concatenate, or use "
+                "t.detach().numpy() for the value."
+            )
+        return _np.asarray(self._value, dtype=dtype)
+
+    # ------------------------------------------------------------------ NumPy dispatch
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if kwargs.get("out") is not None:
+            raise TypeError(
+                f"numpy.{ufunc.__name__}(..., out=...) cannot write into a Tensor; assign the "
+                f"result instead (y = numpy.{ufunc.__name__}(...))."
+            )
+        args = _unwrap_tree(inputs)
+        wrapped = anp.raw_to_wrapped.get(ufunc)
+        if method == "__call__" and wrapped is not None:
+            return _result(ufunc, wrapped(*args, **kwargs))
+        if not _any_box(args):
+            return _result(ufunc, getattr(ufunc, method)(*args, **kwargs))
+        suffix = "" if method == "__call__" else f".{method}"
+        raise TypeError(
+            f"chainrule has no derivative rule for numpy.{ufunc.__name__}{suffix}, so it cannot "
+            f"be applied to Tensors that require grad. Use a chainrule.numpy function, or "
+            f"define a primitive with chainrule.extend."
+        )
+
+    def __array_function__(self, func, types, args, kwargs):
+        args = _unwrap_tree(args)
+        kwargs = {key: _unwrap_tree(value) for key, value in kwargs.items()}
+        wrapped = anp.raw_to_wrapped.get(func)
+        if wrapped is not None:
+            return _result(func, wrapped(*args, **kwargs))
+        if not _any_box((args, kwargs)):
+            return _result(func, func(*args, **kwargs))
+        raise TypeError(
+            f"chainrule has no derivative rule for numpy.{getattr(func, '__name__', func)}, "
+            f"so it cannot be applied to Tensors that require grad. Use a differentiable "
+            f"alternative from chainrule.numpy, or define a primitive with chainrule.extend."
+        )
+
+    # ------------------------------------------------------------------ indexing
+    def __getitem__(self, index):
+        return _wrap(array_getitem(_unwrap(self), _index(index)))
+
+    def __setitem__(self, index, value) -> None:
+        if _mode.enabled and self.requires_grad:
+            raise RuntimeError(
+                "In-place assignment into a Tensor that requires grad is not supported: build "
+                "a new Tensor (chainrule.numpy.where, concatenate), or update parameters "
+                "inside `with chainrule.no_grad():`."
+            )
+        current = self._plain("Assignment into")
+        value = _unwrap(value)
+        if isbox(value):
+            raise TypeError(
+                "Assigning a value that requires grad into a Tensor would drop its gradient; "
+                "build a new Tensor instead (chainrule.numpy.where, stack, concatenate)."
+            )
+        new = _np.array(current, copy=True)  # recorded graphs may hold the old array
+        new[_index(index)] = value
+        self._assign(new)
+
+    # ------------------------------------------------------------------ methods
+    @property
+    def T(self) -> Tensor:
+        return _wrap(anp.transpose(_unwrap(self)))
+
+    @property
+    def real(self) -> Tensor:
+        return _wrap(anp.real(_unwrap(self)))
+
+    @property
+    def imag(self) -> Tensor:
+        return _wrap(anp.imag(_unwrap(self)))
+
+    def reshape(self, *shape, order: str = "C") -> Tensor:
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = shape[0]
+        return _wrap(anp.reshape(_unwrap(self), shape, order=order))
+
+    def transpose(self, *axes) -> Tensor:
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = axes[0]
+        return _wrap(anp.transpose(_unwrap(self), axes or None))
+
+    def flatten(self) -> Tensor:
+        return _wrap(anp.ravel(_unwrap(self)))
+
+    def astype(self, dtype) -> Tensor:
+        return _wrap(array_astype(_unwrap(self), dtype))
+
+    def dot(self, other) -> Tensor:
+        return _wrap(anp.dot(*_operands(self, other)))
+
+    __hash__ = object.__hash__  # __eq__ is elementwise; identity hashing keeps dict keys working
+
+
+def _as_raw(value, dtype):
+    """A Tensor's raw value: a copy; Python numbers become float64 unless ``dtype`` says."""
+    if isinstance(value, (_np.ndarray, _np.generic)):
+        array = _np.array(value, dtype=dtype)
+    else:
+        array = _np.asarray(value, dtype=dtype)
+        if dtype is None and array.dtype.kind in "biu":
+            array = array.astype(_np.float64)
+    if array.dtype.kind not in "biufc":
+        raise TypeError(
+            f"A Tensor holds numbers: got {type(value).__name__} (dtype {array.dtype}). Pass "
+            f"a number, a (nested) list of numbers or a numeric NumPy array."
+        )
+    return array[()] if array.ndim == 0 else array
+
+
+def _format(raw) -> str:
+    if _np.ndim(raw):
+        return _np.array2string(_np.asarray(raw), separator=", ", prefix="Tensor(")
+    return str(raw)
+
+
+def _wrap(value) -> Tensor:
+    tensor = object.__new__(Tensor)
+    tensor._value = value
+    tensor.grad = None
+    return tensor
+
+
+def _unwrap(x):
+    if isinstance(x, Tensor):
+        return x._value if _mode.enabled else strip(x._value)
+    return x
+
+
+def _operands(a, b) -> tuple:
+    """The arguments for a binary primitive.
+
+    Tensors are unwrapped, except that when the other operand is traced by a
+    functional transform, a Tensor tracked only on the Tensor trace is passed
+    whole: the primitive then records the transform's node with the Tensor as a
+    constant argument (see ``_box_tensor_answer``), so the derivatives the
+    transform computes from it are Tensors, not bare Tensor-traced arrays.
+    """
+    if _mode.enabled:
+        va = a._value if isinstance(a, Tensor) else a
+        vb = b._value if isinstance(b, Tensor) else b
+    else:
+        va, vb = _unwrap(a), _unwrap(b)
+    if _is_functional(va) or _is_functional(vb):
+        if isinstance(a, Tensor) and _is_tensor_traced(va):
+            va = a
+        if isinstance(b, Tensor) and _is_tensor_traced(vb):
+            vb = b
+    return va, vb
+
+
+def _is_functional(v) -> bool:
+    return isbox(v) and v._trace_id != TRACE_ID
+
+
+def _is_tensor_traced(v) -> bool:
+    return isbox(v) and v._trace_id == TRACE_ID
+
+
+def _unwrap_tree(x):
+    if isinstance(x, Tensor):
+        return _unwrap(x)
+    if type(x) is tuple or type(x) is list:
+        return type(x)(_unwrap_tree(item) for item in x)
+    return x
+
+
+def _index(index):
+    """An index with integer Tensors replaced by their values (indices are not traced)."""
+    if isinstance(index, Tensor):
+        return index._plain("Using as an index")
+    if type(index) is tuple:
+        return tuple(_index(part) for part in index)
+    return index
+
+
+def _any_box(x) -> bool:
+    if type(x) is tuple or type(x) is list:
+        return any(_any_box(item) for item in x)
+    if type(x) is dict:
+        return any(_any_box(item) for item in x.values())
+    return isbox(x)
+
+
+_ARRAY_TYPES = (_np.ndarray, _np.generic, int, float, complex)
+
+
+def _wrap_tree(x):
+    if isbox(x) or (isinstance(x, _ARRAY_TYPES) and not isinstance(x, bool)):
+        return _wrap(x)
+    if type(x) is tuple or type(x) is list:
+        return type(x)(_wrap_tree(item) for item in x)
+    return x
+
+
+def _result(raw_fun, out):
+    return out if raw_fun in _PLAIN_RESULTS else _wrap_tree(out)
+
+
+# ----------------------------------------------------------------------------- operators
+def _binary(fun, reflected: bool = False):
+    if reflected:
+        def op(self, other):
+            return _wrap(fun(*_operands(other, self)))
+    else:
+        def op(self, other):
+            return _wrap(fun(*_operands(self, other)))
+    return op
+
+
+def _compare(fun):
+    def op(self, other):
+        return fun(_unwrap(self), _unwrap(other))  # plain booleans: comparisons have no gradient
+    return op
+
+
+def _inplace(fun):
+    def op(self, other):
+        box = tensor_box(self._value)
+        if _mode.enabled and box is not None and box._node.fun is None:
+            raise RuntimeError(
+                "A leaf Tensor that requires grad cannot be changed in place while operations "
+                "are recorded. Update parameters inside `with chainrule.no_grad():`."
+            )
+        result = fun(*_operands(self, other))
+        if box is not None and box._node.fun is None:
+            self._assign(result)
+        else:
+            self._value = result
+        return self
+    return op
+
+
+def _unary(fun):
+    def op(self):
+        return _wrap(fun(_unwrap(self)))
+    return op
+
+
+def _method(fun, plain: bool = False):
+    def method(self, *args, **kwargs):
+        out = fun(_unwrap(self), *args, **kwargs)
+        return out if plain else _wrap_tree(out)
+    method.__name__ = fun.__name__
+    return method
+
+
+# fmt: off
+for _name, _fun in [("add", anp.add), ("sub", anp.subtract), ("mul", anp.multiply),
+                    ("truediv", anp.true_divide), ("pow", anp.power), ("matmul", anp.matmul),
+                    ("mod", anp.mod), ("floordiv", anp.floor_divide)]:
+    setattr(Tensor, f"__{_name}__", _binary(_fun))
+    setattr(Tensor, f"__r{_name}__", _binary(_fun, reflected=True))
+    setattr(Tensor, f"__i{_name}__", _inplace(_fun))
+for _name, _fun in [("eq", anp.equal), ("ne", anp.not_equal), ("lt", anp.less),
+                    ("le", anp.less_equal), ("gt", anp.greater), ("ge", anp.greater_equal)]:
+    setattr(Tensor, f"__{_name}__", _compare(_fun))
+for _name, _fun in [("neg", anp.negative), ("pos", anp.positive), ("abs", anp.absolute)]:
+    setattr(Tensor, f"__{_name}__", _unary(_fun))
+# Methods named as in NumPy (and PyTorch, for the elementwise functions).
+for _name in ("sum prod mean var std max min cumsum cumprod ravel squeeze swapaxes clip "
+              "diagonal trace repeat conj exp log sin cos tan tanh sqrt abs").split():
+    setattr(Tensor, _name, _method(getattr(anp, _name)))
+for _name in "argmax argmin argsort nonzero any all".split():
+    setattr(Tensor, _name, _method(getattr(anp, _name), plain=True))
+# fmt: on
+
+
+
+def _box_tensor_answer(answer: Tensor, trace_id: int, node):
+    """Box a primitive's answer that came back as a Tensor: the registry entry the tracer
+    uses when a traced value meets a Tensor on the Tensor's right (``box * tensor``).
+
+    ArrayBox's operator calls the primitive, which sees no box in the Tensor and
+    calls NumPy with it; NumPy dispatches to the Tensor, which records its own part
+    of the call and answers a Tensor. When the Tensor's value is boxed on the same
+    trace as the node, the node is completed as if the tracer had seen it: the
+    Tensor becomes one more parent and its raw value replaces it among the
+    arguments. A Tensor tracked on an older trace stays an argument (a constant
+    to this trace, as boxes of older traces are), so the rules compute with it
+    and the derivatives they give are Tensors too; an untracked one becomes its
+    value. The answer is a Tensor again.
+    """
+    value = answer._value
+    same_trace = isbox(value) and value._trace_id == trace_id
+    if isinstance(node, VJPNode):
+        args, argnums, parents = node.args, list(node.argnums), list(node.parents)
+        for i, arg in enumerate(args):
+            if not isinstance(arg, Tensor):
+                continue
+            inner = _unwrap(arg)
+            if isbox(inner) and inner._trace_id == trace_id:
+                argnums.append(i)
+                parents.append(inner._node)
+                args[i] = inner._value
+            elif not isbox(inner):
+                args[i] = inner
+        node.argnums, node.parents = tuple(argnums), tuple(parents)
+        node.ans = value._value if same_trace else value
+    elif isinstance(node, JVPNode):
+        # The tangent rule already ran (with the Tensor as a constant); the Tensor's
+        # own part of the tangent was computed by the call inside the dispatch.
+        tangent = node.g._value if isinstance(node.g, Tensor) else node.g
+        node.g = add_values(tangent, value._node.g) if same_trace else tangent
+    return _wrap(new_box(value._value if same_trace else value, trace_id, node))
+
+
+Box.type_mappings[Tensor] = _box_tensor_answer
+
+# A Tensor is a container of its value for the functional transforms (grad(f)(tensor)
+# gives a Tensor), and has the vector space of its value.
+register_pytree_node(Tensor, lambda t: ((t._value,), None), lambda _, children: _wrap(children[0]))
+VSpace.register(Tensor, lambda t: vspace(t._value))
