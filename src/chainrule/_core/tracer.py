@@ -57,7 +57,7 @@ class Box:
     """A value being traced: the raw value, the id of its trace, and its node."""
 
     __slots__ = ("_value", "_trace_id", "_node", "__weakref__")
-    type_mappings: dict[type, type[Box]] = {}
+    type_mappings: dict[type, Callable] = {}  # value type -> box class (or factory)
     types: set[type] = set()
 
     def __init__(self, value, trace_id: int, node: Node):
@@ -91,6 +91,12 @@ def getval(x: Any) -> Any:
     while type(x) in _box_types:
         x = x._value
     return x
+
+
+def _strip(x: Any) -> Any:
+    if type(x) in (list, tuple):
+        return type(x)(map(_strip, x))
+    return getval(x)
 
 
 def new_box(value, trace_id: int, node: Node) -> Box:
@@ -148,7 +154,9 @@ def notrace_primitive(f_raw: Callable) -> Callable:
 
     @wraps(f_raw)
     def f_wrapped(*args, **kwargs):
-        return f_raw(*(getval(arg) for arg in args), **kwargs)
+        # Boxes may also sit inside a sequence argument (lexsort((a, b))): strip those
+        # too, or the raw function would dispatch back here forever.
+        return f_raw(*map(_strip, args), **{k: _strip(v) for k, v in kwargs.items()})
 
     f_wrapped.fun = f_raw
     f_wrapped._is_chainrule_primitive = True

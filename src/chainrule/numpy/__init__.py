@@ -8,8 +8,12 @@ from . import numpy_wrapper as _wrapper
 
 _wrapper.install(globals())
 
-from . import fft, linalg, numpy_boxes, numpy_vspaces, random  # noqa: E402  (registers boxes and spaces)  # noqa: E402
+# Importing these registers the boxes, vector spaces and rule tables.
+from . import fft, linalg, numpy_boxes, numpy_vspaces, random  # noqa: E402
 from .numpy_boxes import ArrayBox  # noqa: E402
-from .rules import contraction, elementwise, reductions, shape  # noqa: E402
+from .rules import contraction as _contraction_rules  # noqa: E402
+from .rules import elementwise as _elementwise_rules  # noqa: E402
+from .rules import reductions as _reductions_rules  # noqa: E402
+from .rules import shape as _shape_rules  # noqa: E402
 
-del contraction, elementwise, reductions, shape
+__version__ = _wrapper._np.__version__

@@ -50,7 +50,7 @@ DIFFERENTIABLE = {
 
 NONDIFFERENTIABLE = """
     sign floor ceil round around trunc rint fix floor_divide heaviside
-    argmax argmin nanargmax nanargmin argsort argpartition nonzero flatnonzero argwhere
+    argmax argmin nanargmax nanargmin argsort argpartition lexsort nonzero flatnonzero argwhere
     searchsorted digitize count_nonzero unique isclose allclose array_equal array_equiv
     greater greater_equal less less_equal equal not_equal
     logical_and logical_or logical_not logical_xor isfinite isinf isnan isneginf isposinf
@@ -268,6 +268,19 @@ class at:  # noqa: N801  (named like JAX's x.at[...] property, used as np.at(x)[
         return _AtIndexed(self.x, index)
 
 
+def make_diagonal(D, offset=0, axis1=0, axis2=1):
+    """The complement of ``diagonal``: ``D``'s last axis laid along the diagonal of two
+    new last axes, shape ``D.shape + D.shape[-1:]`` (autograd's name; its only supported
+    form is ``offset=0, axis1=-1, axis2=-2``)."""
+    if offset != 0 or {axis1, axis2} != {-1, -2}:
+        raise NotImplementedError(
+            "make_diagonal supports offset=0, axis1=-1, axis2=-2 only; for a 1-D D with an "
+            "offset use chainrule.numpy.diag(D, k)."
+        )
+    n = _np.shape(D)[-1]
+    return expand_dims(D, -1) * _np.eye(n, dtype=_np.result_type(getval(D)))  # noqa: F821
+
+
 def _is_wrapped(obj) -> bool:
     return getattr(obj, "_is_chainrule_primitive", False)
 
@@ -288,5 +301,5 @@ def install(target: dict) -> None:
 # Python functions (not primitives) that install() puts over NumPy's names.
 WRAPPERS = """
     concatenate concat stack vstack hstack dstack column_stack row_stack block select array
-    index_update index_add at
+    index_update index_add at make_diagonal
 """.split()
