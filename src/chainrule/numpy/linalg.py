@@ -15,11 +15,13 @@ Degenerate cases, documented once here:
 * Singular matrices: det, slogdet, inv, solve, matrix_power (n < 0) need an
   invertible matrix for their derivatives (LinAlgError otherwise); pinv and lstsq
   differentiate the pseudo-inverse at constant rank.
-* Repeated eigenvalues / singular values: eigenvalue derivatives are exact; the
-  eigenvector (singular vector) derivative does not exist there, and chainrule drops
-  the coupling between (numerically) equal values, which is right for functions that
-  do not depend on the basis chosen inside a repeated eigenspace. Zero singular
-  values make the derivative of U, Vh of a non-square matrix undefined.
+* Repeated eigenvalues / singular values: eigenvalue and singular value derivatives
+  are exact (they are sums of the repeated ones' derivatives along any direction that
+  keeps them equal; use eigvalsh / eigvals / svd(compute_uv=False) when only the
+  values are needed). Eigenvector (singular vector) derivatives do not exist there:
+  they come out inf/nan instead of a wrong number, unless the vectors are unused.
+  Zero singular values likewise make the derivative of U, Vh of a non-square matrix
+  infinite.
 * Gauge freedom: eigenvectors and singular vectors are defined up to sign (real)
   or phase (complex). The derivatives keep each vector's norm and, for complex
   values, add no phase rotation (``Im(v^H dv) = 0``); NumPy/LAPACK fix phases by
@@ -211,10 +213,6 @@ def tensorsolve(a, b, axes=None):
     size = math.prod(x_shape)
     x = solve(_anp.reshape(a, (-1, size)), _anp.ravel(b))
     return _anp.reshape(x, x_shape)
-
-
-multi_dot.primitive = _anp.dot
-tensorinv.primitive = tensorsolve.primitive = None
 
 
 # NumPy's own linalg functions, called on traced values, dispatch here.

@@ -72,16 +72,20 @@ def _mat(x):
 
 
 def _inv_gaps(w):
-    """F[..., i, j] = 1 / (w_j - w_i); zero on the diagonal and between equal values.
+    """F[..., i, j] = 1 / (w_j - w_i), zero on the diagonal.
 
-    Dropping the coupling of (numerically) equal values is what makes eigenvector
-    derivatives usable when eigenvalues repeat (see the linalg module docstring).
+    Equal values off the diagonal give inf: eigenvector derivatives do not exist
+    there, and the rules say so loudly instead of returning a wrong number.
     """
     gaps = anp.expand_dims(w, -2) - anp.expand_dims(w, -1)
-    raw = _np.abs(getval(gaps))
-    scale = _np.max(_np.abs(getval(w)), axis=-1, keepdims=True)[..., None] if w.shape[-1] else 1
-    equal = raw <= 64 * _np.finfo(_real_dtype(w)).eps * _np.maximum(scale, 1e-300)
-    return anp.where(equal, 0.0, 1.0 / anp.where(equal, 1.0, gaps))
+    diagonal = _np.eye(w.shape[-1], dtype=bool)
+    with _np.errstate(divide="ignore"):
+        return anp.where(diagonal, 0.0, 1.0 / anp.where(diagonal, 1.0, gaps))
+
+
+def _is_zero(g) -> bool:
+    """Whether a cotangent is zero (the output it belongs to was not used)."""
+    return not _np.any(getval(g))
 
 
 def _triangle(n: int, like, uplo: str):
@@ -244,7 +248,9 @@ def _eigh_jvp(g, ans, a, UPLO="L"):
 def _eigh_vjp(g, ans, a, UPLO="L"):
     w, v = ans
     g_w, g_v = g
-    inner = _diag_embed(g_w) + _inv_gaps(w) * (_T(v) @ g_v)
+    inner = _diag_embed(g_w)
+    if not _is_zero(g_v):
+        inner = inner + _inv_gaps(w) * (_T(v) @ g_v)
     return match_dtype(_hermitian_from_vjp(_conj(v) @ inner @ _T(v), UPLO), a)
 
 
@@ -281,9 +287,11 @@ def _eig_jvp(g, ans, a):
 def _eig_vjp(g, ans, a):
     w, v = ans
     g_w, g_v = g
-    vt_gv = _T(v) @ g_v
-    m = vt_gv - (_T(v) @ _conj(v)) * anp.expand_dims(_re(_diag(vt_gv)), -2)
-    inner = _diag_embed(g_w) + _inv_gaps(w) * m
+    inner = _diag_embed(g_w)
+    if not _is_zero(g_v):
+        vt_gv = _T(v) @ g_v
+        m = vt_gv - (_T(v) @ _conj(v)) * anp.expand_dims(_re(_diag(vt_gv)), -2)
+        inner = inner + _inv_gaps(w) * m
     return match_dtype(la.solve(_T(v), inner @ _T(v)), a)
 
 
@@ -360,18 +368,22 @@ def _svd_vjp(g, ans, a, full_matrices=True, hermitian=False):
         g_v = g_v[..., :, :k] - _conj(v2) @ _H(g_v[..., :, k:]) @ _conj(v)
     s_row = anp.expand_dims(s, -2)
     s_col = anp.expand_dims(s, -1)
-    f = _inv_gaps(s * s)
-    ut_gu = _T(u) @ g_u
-    r = f * ut_gu
-    q = f * (_T(v) @ g_v)
-    p_bar = _diag_embed(g_s) + (r + _H(r)) * s_row + s_col * (q + _H(q))
-    if _iscomplex(ut_gu):
-        p_bar = p_bar + _diag_embed(1j * anp.imag(_diag(ut_gu)) / s)
-    out = _conj(u) @ p_bar @ _T(v)
-    if m > k:
-        out = out + ((g_u - _conj(u) @ ut_gu) / s_row) @ _T(v)
-    if n > k:
-        out = out + (_conj(u) / s_row) @ (_H(g_v) - (_H(g_v) @ _conj(v)) @ _T(v))
+    p_bar = _diag_embed(g_s)
+    extra = 0.0
+    if not _is_zero(g_u):
+        ut_gu = _T(u) @ g_u
+        r = _inv_gaps(s * s) * ut_gu
+        p_bar = p_bar + (r + _H(r)) * s_row
+        if _iscomplex(ut_gu):
+            p_bar = p_bar + _diag_embed(1j * anp.imag(_diag(ut_gu)) / s)
+        if m > k:
+            extra = extra + ((g_u - _conj(u) @ ut_gu) / s_row) @ _T(v)
+    if not _is_zero(g_v):
+        q = _inv_gaps(s * s) * (_T(v) @ g_v)
+        p_bar = p_bar + s_col * (q + _H(q))
+        if n > k:
+            extra = extra + (_conj(u) / s_row) @ (_H(g_v) - (_H(g_v) @ _conj(v)) @ _T(v))
+    out = _conj(u) @ p_bar @ _T(v) + extra
     if hermitian:
         out = _hermitian_from_vjp(out, "L")
     return match_dtype(out, a)
