@@ -144,6 +144,13 @@ CASES = [
     Case("multi_dot", lambda a, b, c: la.multi_dot([a, b, c]),
          (make((3,)), make((3, 4), seed=1), make((4, 2), seed=2)), argnums=(0, 1, 2),
          ref=lambda a, b, c: ola.multi_dot([a, b, c])),
+    Case("svdvals", la.svdvals, (make((2, 4, 3)),), ref=ola.svdvals),
+    *[Case("cond", la.cond, (general((3, 3)),), dict(p=p), ref=ola.cond)
+      for p in (None, -2, "fro", 1, -onp.inf)],
+    Case("vecdot", la.vecdot, (make((2, 3), C), make((3,), C, seed=1)), argnums=(0, 1),
+         ref=ola.vecdot),
+    Case("matmul", la.matmul, (make((2, 3, 4)), make((4, 2), seed=1)), argnums=(0, 1),
+         ref=ola.matmul),
     Case("tensorinv", la.tensorinv, (general((6, 6)).reshape(2, 3, 6),), dict(ind=2),
          ref=ola.tensorinv),
     Case("tensorsolve", la.tensorsolve, (general((6, 6)).reshape(2, 3, 2, 3), make((2, 3))),

@@ -48,7 +48,7 @@ from collections import namedtuple
 import numpy as _np
 import numpy.linalg as _npla
 
-from .._core.tracer import getval, isbox, primitive
+from .._core.tracer import getval, isbox, notrace_primitive, primitive
 from . import numpy_wrapper as _anp
 
 DIFFERENTIABLE = """
@@ -215,8 +215,56 @@ def tensorsolve(a, b, axes=None):
     return _anp.reshape(x, x_shape)
 
 
+# ----------------------------------------------------------------------------- array-API names
+# NumPy 2's linalg versions of top-level functions: the matrix axes are the last two.
+def svdvals(x):
+    return svd_values(x)
+
+
+def cond(x, p=None):
+    """``numpy.linalg.cond``: through the singular values, or norm(x) * norm(inv(x))."""
+    if not isbox(x):
+        return _npla.cond(x, p)
+    if p in (None, 2, -2):
+        s = svd_values(x)
+        return s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
+    return norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
+
+
+def vecdot(x1, x2, /, *, axis=-1):
+    return _anp.sum(_anp.conjugate(x1) * x2, axis=axis)
+
+
+def matmul(x1, x2, /):
+    return _anp.matmul(x1, x2)
+
+
+def tensordot(x1, x2, /, *, axes=2):
+    return _anp.tensordot(x1, x2, axes=axes)
+
+
+def outer(x1, x2, /):
+    return _anp.outer(x1, x2)
+
+
+def cross(x1, x2, /, *, axis=-1):
+    return _anp.cross(x1, x2, axis=axis)
+
+
+def trace(x, /, *, offset=0, dtype=None):
+    return _anp.trace(x, offset, axis1=-2, axis2=-1, dtype=dtype)
+
+
+def diagonal(x, /, *, offset=0):
+    return _anp.diagonal(x, offset, axis1=-2, axis2=-1)
+
+
+ARRAY_API = "svdvals cond vecdot matmul tensordot outer cross trace diagonal".split()
+NONDIFFERENTIABLE = ["matrix_rank"]
+matrix_rank = notrace_primitive(_npla.matrix_rank)
+
 # NumPy's own linalg functions, called on traced values, dispatch here.
-for _name in DIFFERENTIABLE:
+for _name in DIFFERENTIABLE + ARRAY_API + NONDIFFERENTIABLE:
     if hasattr(_npla, _name):
         _anp.raw_to_wrapped[getattr(_npla, _name)] = globals()[_name]
 
