@@ -35,6 +35,12 @@ def rotation_spectrum():
     return onp.array([[1.0, -2.0, 0.3], [2.0, 1.0, 0.1], [0.2, -0.4, 3.0]])
 
 
+def indefinite():
+    """A symmetric matrix with eigenvalues of both signs (distinct in absolute value)."""
+    q = onp.linalg.qr(make((3, 3), seed=9))[0]
+    return q @ onp.diag([3.0, -1.0, 0.5]) @ q.T
+
+
 def cases_for(name, fun, ref, inputs, argnums=(0,), order=2, **kwargs):
     return [Case(name, fun, args, kwargs, argnums=argnums, ref=ref, order=order)
             for args in inputs]
@@ -110,6 +116,8 @@ CASES = [
     *cases_for("eigvalsh", la.eigvalsh, ola.eigvalsh,
                [(spd((3, 3)),), (spd((2, 3, 3)),), (spd((3, 3), C),)]),
     *cases_for("eigvalsh", la.eigvalsh, ola.eigvalsh, [(spd((3, 3)),)], UPLO="U"),
+    *cases_for("eigh", eigh_vectors, eigh_vectors_ref, [(spd((3, 3), onp.float32),)]),
+    *cases_for("qr", qr_all, qr_all_ref, [(make((4, 3), onp.float32),)]),
     # ------------------------------------------------------------------ eig, eigvals
     *cases_for("eig", eig_vectors, eig_vectors_ref, [(real_spectrum(),)]),
     *cases_for("eig", eig_gauge, eig_gauge_ref,
@@ -123,7 +131,8 @@ CASES = [
     *cases_for("svd", svd_gauge, svd_gauge_ref, [(make((4, 3), C),), (make((3, 4), C),),
                                                  (make((2, 3, 3), C),)]),
     *cases_for("svd", la.svd, ola.svd, [(tall,), (make((3, 4), C),)], compute_uv=False),
-    *cases_for("svd", svd_all, svd_all_ref, [(spd((3, 3)),)], hermitian=True),
+    *cases_for("svd", svd_all, svd_all_ref, [(spd((3, 3)),), (indefinite(),)], hermitian=True),
+    *cases_for("svd", svd_all, svd_all_ref, [(make((4, 3), onp.float32),)], full_matrices=False),
     # ------------------------------------------------------------------ qr
     *cases_for("qr", qr_all, qr_all_ref, [(tall,), (wide,), (square,), (make((2, 4, 3)),),
                                           (make((4, 3), C),), (make((3, 4), C),)]),
