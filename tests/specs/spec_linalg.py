@@ -62,6 +62,7 @@ eig_gauge, eig_gauge_ref = both(
 svd_all, svd_all_ref = both(lambda xp, a, **k: flat_of(xp, *xp.linalg.svd(a, **k)))
 svd_gauge, svd_gauge_ref = both(lambda xp, a: flat_of(xp, *_svd_invariants(xp, a)))
 qr_all, qr_all_ref = both(lambda xp, a, **k: flat_of(xp, *xp.linalg.qr(a, **k)))
+qr_gauge, qr_gauge_ref = both(lambda xp, a, **k: flat_of(xp, *_qr_invariants(xp, a, **k)))
 slogdet_all, slogdet_all_ref = both(lambda xp, a: flat_of(xp, *xp.linalg.slogdet(a)))
 
 
@@ -73,6 +74,14 @@ def _projectors(xp, w, v):
     """w and V diag(sin w) V^H: independent of the eigenvectors' phases."""
     vh = xp.conj(xp.swapaxes(v, -1, -2))
     return w, (v * xp.sin(w)[..., None, :]) @ vh
+
+
+def _qr_invariants(xp, a, mode):
+    """Q1, R and the projector onto the completion (independent of its basis)."""
+    q, r = xp.linalg.qr(a, mode=mode)
+    k = a.shape[-1]
+    q1, q2 = q[..., :, :k], q[..., :, k:]
+    return xp.abs(q1) ** 2, xp.abs(r) ** 2, q2 @ xp.conj(xp.swapaxes(q2, -1, -2))
 
 
 def _svd_invariants(xp, a):
@@ -136,12 +145,16 @@ CASES = [
     # ------------------------------------------------------------------ qr
     *cases_for("qr", qr_all, qr_all_ref, [(tall,), (wide,), (square,), (make((2, 4, 3)),),
                                           (make((4, 3), C),), (make((3, 4), C),)]),
-    *cases_for("qr", qr_all, qr_all_ref, [(wide,), (square,)], mode="complete"),
+    *cases_for("qr", qr_all, qr_all_ref, [(wide,), (square,), (tall,), (make((2, 4, 3)),)],
+               mode="complete"),
+    *cases_for("qr", qr_gauge, qr_gauge_ref, [(make((5, 3)),), (make((5, 3), C),)],
+               mode="complete"),
     *cases_for("qr", la.qr, ola.qr, [(tall,), (make((3, 4), C),)], mode="r"),
     # ------------------------------------------------------------------ pinv, lstsq
     *cases_for("pinv", la.pinv, ola.pinv, [(tall,), (wide,), (make((2, 4, 3)),),
                                            (make((3, 4), C),)]),
-    *cases_for("pinv", la.pinv, ola.pinv, [(spd((3, 3)),)], hermitian=True),
+    *cases_for("pinv", la.pinv, ola.pinv, [(spd((3, 3)),), (spd((3, 3), C),), (indefinite(),)],
+               hermitian=True),
     Case("lstsq", lambda a, b: la.lstsq(a, b)[0], (make((4, 3)), make((4,), seed=4)),
          argnums=(0, 1), ref=lambda a, b: ola.lstsq(a, b)[0]),
     Case("lstsq", lambda a, b: flat_of(np, *[p for p in la.lstsq(a, b) if onp.ndim(p)]),

@@ -33,8 +33,8 @@ Degenerate cases, documented once here:
 * svd(full_matrices=True) of a non-square matrix: the extra columns of U (rows
   of Vh) are any orthonormal completion; their derivative is the one that keeps them
   orthogonal to the rest with no rotation among themselves.
-* qr: modes 'reduced', 'complete' (square or wide) and 'r'; 'raw' and 'complete'
-  with more rows than columns have no derivative (LAPACK's completion is arbitrary).
+* qr: modes 'reduced', 'complete' and 'r'; 'raw' has no derivative. The extra
+  columns of 'complete' Q for tall matrices are a completion like svd's (above).
 * norm/vector_norm/matrix_norm: ord=0 has zero gradient; max/min based ords (inf,
   -inf, 1, -1 for matrices) split the gradient equally between ties; at x = 0 the
   gradient is 0.

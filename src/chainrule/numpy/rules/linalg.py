@@ -414,14 +414,8 @@ defjvp(la.svd_values,        _svd_values_jvp)
 # A = [X Y] with X the leading k x k block (k = min(m, n)), X = Q R1, Y = Q R2.
 # C = Q^H dX R1^-1; Omega = L - L^H + i Im diag(C), L the strict lower part of C:
 #   dQ = Q Omega + (I - Q Q^H) dX R1^-1,  dR1 = (C - Omega) R1,  dR2 = Q^H dY - Omega R2.
-def _qr_check(a, mode):
-    m, n = a.shape[-2:]
-    if mode == "complete" and m > n:
-        raise NotImplementedError(
-            "qr(mode='complete') of a matrix with more rows than columns has no derivative "
-            "(the extra columns of Q are arbitrary): use mode='reduced'.")
-
-
+# mode='complete' with m > n adds a completion Q2 (and zero rows of R), with
+# dQ2 = -Q dQ^H Q2 as for svd's completions.
 def _qr_jvp_parts(g, a, q, r):
     m, n = a.shape[-2:]
     k = min(m, n)
@@ -460,14 +454,32 @@ def _qr_vjp_parts(g_q, g_r, a, q, r):
     return match_dtype(x_bar, a)
 
 
+def _qr_split(a, q, r):
+    """(Q1, Q2 or None, R1 rows): the reduced factors and the completion, if any."""
+    k = min(a.shape[-2:])
+    if q.shape[-1] == k:
+        return q, None, r
+    return q[..., :, :k], q[..., :, k:], r[..., :k, :]
+
+
 def _qr_jvp(g, ans, a, mode="reduced"):
-    _qr_check(a, mode)
-    return _qr_jvp_parts(g, a, *ans)
+    q, q2, r = _qr_split(a, *ans)
+    dq, dr = _qr_jvp_parts(g, a, q, r)
+    if q2 is None:
+        return dq, dr
+    zeros = _np.zeros(ans[1].shape[:-2] + (q2.shape[-1], r.shape[-1]), dtype=dtype_of(ans[1]))
+    return (anp.concatenate([dq, -q @ (_H(dq) @ q2)], axis=-1),
+            anp.concatenate([dr, zeros], axis=-2))
 
 
 def _qr_vjp(g, ans, a, mode="reduced"):
-    _qr_check(a, mode)
-    return _qr_vjp_parts(*g, a, *ans)
+    q, q2, r = _qr_split(a, *ans)
+    g_q, g_r = g
+    if q2 is not None:
+        k = q.shape[-1]
+        g_q = g_q[..., :, :k] - _conj(q2) @ _H(g_q[..., :, k:]) @ _conj(q)
+        g_r = g_r[..., :k, :]
+    return _qr_vjp_parts(g_q, g_r, a, q, r)
 
 
 def _qr_r_jvp(g, ans, a):
