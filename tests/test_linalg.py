@@ -249,3 +249,21 @@ def test_clear_errors():
     a = rng.standard_normal((4, 3))
     with pytest.raises(ValueError, match="mode='raw'"):
         grad(lambda a: np.sum(np.linalg.qr(a, mode="raw")[0]))(a)
+
+
+# ----------------------------------------------------------------------------- completeness
+def test_every_function_has_rules_and_spec_cases():
+    from chainrule._core.forward import primitive_jvps
+    from chainrule._core.reverse import primitive_vjps
+    from specs import spec_fft, spec_linalg
+
+    for module, spec in ((np.linalg, spec_linalg), (np.fft, spec_fft)):
+        tested = {case.name for case in spec.CASES}
+        assert set(module.DIFFERENTIABLE) <= tested, set(module.DIFFERENTIABLE) - tested
+        for name in module.DIFFERENTIABLE:
+            fun = getattr(module, name)
+            fun = getattr(fun, "primitive", fun)
+            if getattr(fun, "_is_chainrule_primitive", False):
+                assert fun in primitive_vjps and fun in primitive_jvps, name
+    for fun in (np.linalg.svd_values, np.linalg.qr_r, np.linalg.lstsq_solution):
+        assert fun in primitive_vjps and fun in primitive_jvps, fun.__name__
