@@ -233,6 +233,9 @@ def test_numpy_linalg_dispatches_to_chainrule():
     onp.testing.assert_allclose(g, onp.linalg.det(a) * T(onp.linalg.inv(a)), rtol=1e-10)
     h = hessian(lambda a: onp.linalg.norm(a) ** 2)(rng.standard_normal(3))
     onp.testing.assert_allclose(h, 2 * onp.eye(3), atol=1e-10)
+    s = spd()
+    g = grad(lambda a: np.sum(onp.linalg.eigh(a).eigenvalues))(s)  # trace of the triangle read
+    onp.testing.assert_allclose(g, onp.eye(3), atol=1e-10)
 
 
 @pytest.mark.parametrize("dtype", [onp.float32, onp.complex64])
