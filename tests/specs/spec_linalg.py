@@ -128,7 +128,8 @@ CASES = [
     *cases_for("eigh", eigh_vectors, eigh_vectors_ref, [(spd((3, 3), onp.float32),)]),
     *cases_for("qr", qr_all, qr_all_ref, [(make((4, 3), onp.float32),)]),
     # ------------------------------------------------------------------ eig, eigvals
-    *cases_for("eig", eig_vectors, eig_vectors_ref, [(real_spectrum(),)]),
+    *cases_for("eig", eig_vectors, eig_vectors_ref,
+               [(real_spectrum(),), (onp.stack([real_spectrum(), real_spectrum(seed=1)]),)]),
     *cases_for("eig", eig_gauge, eig_gauge_ref,
                [(rotation_spectrum(),), (general((3, 3), C),)]),
     *cases_for("eigvals", la.eigvals, ola.eigvals,
@@ -194,7 +195,7 @@ CASES += [
                         (2, (0, 1), True), (-onp.inf, (-1, 0), False), (1, (1, 2), False)]],
     *[Case("norm", la.norm, (make(s, C, seed=8),), dict(ord=o), ref=ola.norm)
       for s, o in [((4,), None), ((4,), 1), ((4,), onp.inf), ((4,), 3), ((3, 3), "nuc"),
-                   ((3, 3), 2), ((3, 3), 1)]],
+                   ((3, 3), 2), ((3, 3), 1), ((3, 3), "fro"), ((3, 3), -2), ((3, 3), -onp.inf)]],
     Case("norm", la.norm, (make((5,), onp.float32, seed=5),), ref=ola.norm),
     *[Case("vector_norm", la.vector_norm, (_cube,), kw, ref=ola.vector_norm)
       for kw in [{}, dict(ord=1), dict(ord=onp.inf, keepdims=True), dict(axis=(0, 2), ord=3),
