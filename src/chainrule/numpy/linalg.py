@@ -15,9 +15,10 @@ Degenerate cases, documented once here:
 * Singular matrices: det, slogdet, inv, solve, matrix_power (n < 0) need an
   invertible matrix for their derivatives (LinAlgError otherwise); pinv and lstsq
   differentiate the pseudo-inverse at constant rank.
-* Repeated eigenvalues / singular values: eigenvalue and singular value derivatives
-  are exact (they are sums of the repeated ones' derivatives along any direction that
-  keeps them equal; use eigvalsh / eigvals / svd(compute_uv=False) when only the
+* Repeated eigenvalues / singular values: the derivative of a function that treats
+  a repeated group symmetrically (sum(w), sum(w**2), log det ...) is exact there; one
+  member of the group alone has only one-sided directional derivatives (use eigvalsh /
+  eigvals / svd(compute_uv=False) when only the
   values are needed). Eigenvector (singular vector) derivatives do not exist there:
   they come out inf/nan instead of a wrong number, unless the vectors are unused.
   Zero singular values likewise make the derivative of U, Vh of a non-square matrix
