@@ -17,10 +17,10 @@ Degenerate cases, documented once here:
   differentiate the pseudo-inverse at constant rank.
 * Repeated eigenvalues / singular values: the derivative of a function that treats
   a repeated group symmetrically (sum(w), sum(w**2), log det ...) is exact there; one
-  member of the group alone has only one-sided directional derivatives (use eigvalsh /
-  eigvals / svd(compute_uv=False) when only the
-  values are needed). Eigenvector (singular vector) derivatives do not exist there:
-  they come out inf/nan instead of a wrong number, unless the vectors are unused.
+  member of the group alone has only one-sided directional derivatives. (Use eigvalsh,
+  eigvals or svd(compute_uv=False) when only the values are needed.) Eigenvector
+  (singular vector) derivatives do not exist there: they come out inf/nan instead of
+  a wrong number, unless the vectors are unused.
   Zero singular values likewise make the derivative of U, Vh of a non-square matrix
   infinite.
 * Gauge freedom: eigenvectors and singular vectors are defined up to sign (real)
