@@ -1,0 +1,155 @@
+"""Rules for numpy.fft. Every transform is real-linear: the JVP is the transform of
+the tangent and the VJP its transpose for the pairing Re(sum(a * b)).
+
+The DFT matrix is symmetric, so fft and ifft are their own transposes; zero padding
+and cropping to ``n``/``s`` transpose into each other; rfft is a cropped fft of a
+real input, irfft a weighted, padded ifft whose output keeps the real part, and
+hfft/ihfft are conjugated irfft/rfft with the normalization direction swapped.
+"""
+
+from __future__ import annotations
+
+import numpy as _np
+
+from ..._core.rules import defjvp, defvjp_direct
+from .. import fft as afft
+from .. import numpy_wrapper as anp
+from ._helpers import dtype_of, match_dtype
+
+_SWAPPED = {None: "forward", "backward": "forward", "ortho": "ortho", "forward": "backward"}
+
+
+def _fit(x, axis: int, n: int):
+    """``x`` cropped or zero-padded to length ``n`` along ``axis``."""
+    m = x.shape[axis]
+    if m > n:
+        index = [slice(None)] * x.ndim
+        index[axis] = slice(0, n)
+        return x[tuple(index)]
+    if m < n:
+        shape = list(x.shape)
+        shape[axis] = n - m
+        return anp.concatenate([x, _np.zeros(shape, dtype=dtype_of(x))], axis=axis)
+    return x
+
+
+def _fit_all(x, axes, shape):
+    for ax in axes:
+        x = _fit(x, ax, shape[ax])
+    return x
+
+
+def _axes_and_sizes(shape, s, axes, default_axes=None, inverse_real=False):
+    """Normalized axes and transform lengths, as numpy.fft reads ``s`` and ``axes``."""
+    ndim = len(shape)
+    if axes is None:
+        if s is not None:
+            axes = range(ndim - len(s), ndim)
+        else:
+            axes = range(ndim) if default_axes is None else default_axes
+    axes = [ax % ndim for ax in axes]
+    if s is None:
+        s = [shape[ax] for ax in axes]
+        if inverse_real:
+            s[-1] = 2 * (shape[axes[-1]] - 1)
+    return axes, list(s)
+
+
+# ----------------------------------------------------------------------------- 1-D pieces
+def _complex_vjp(transform):
+    def vjp(g, ans, x, n=None, axis=-1, norm=None, out=None):
+        return match_dtype(_fit(transform(g, axis=axis, norm=norm), axis, x.shape[axis]), x)
+    return vjp
+
+
+def _rfft_transpose(g, axis, n, length, norm):
+    """Transpose of rfft with length ``n`` applied to an input of ``length`` (complex)."""
+    return _fit(afft.fft(_fit(g, axis, n), axis=axis, norm=norm), axis, length)
+
+
+def _irfft_transpose(g, axis, n, length, norm):
+    """Transpose of irfft(a, n) for ``a`` of ``length`` along ``axis``.
+
+    irfft(a) = Re(ifft(pad(w * a))), where w is 1 for the zero (and, n even, the
+    Nyquist) frequency, whose imaginary parts irfft ignores, and 2 elsewhere.
+    """
+    half = n // 2 + 1
+    w = _np.full(half, 2.0, dtype=_np.finfo(dtype_of(g)).dtype)
+    w[0] = 1.0
+    if n % 2 == 0:
+        w[-1] = 1.0
+    w = w.reshape((-1,) + (1,) * (g.ndim - 1 - axis % g.ndim))
+    return _fit(_fit(afft.ifft(g, axis=axis, norm=norm), axis, half) * w, axis, length)
+
+
+def _rfft_vjp(g, ans, x, n=None, axis=-1, norm=None, out=None):
+    n = x.shape[axis] if n is None else n
+    return match_dtype(_rfft_transpose(g, axis, n, x.shape[axis], norm), x)
+
+
+def _irfft_vjp(g, ans, a, n=None, axis=-1, norm=None, out=None):
+    n = 2 * (a.shape[axis] - 1) if n is None else n
+    return match_dtype(_irfft_transpose(g, axis, n, a.shape[axis], norm), a)
+
+
+def _hfft_vjp(g, ans, a, n=None, axis=-1, norm=None, out=None):
+    n = 2 * (a.shape[axis] - 1) if n is None else n
+    return match_dtype(anp.conjugate(_irfft_transpose(g, axis, n, a.shape[axis], _SWAPPED[norm])), a)
+
+
+def _ihfft_vjp(g, ans, x, n=None, axis=-1, norm=None, out=None):
+    n = x.shape[axis] if n is None else n
+    return match_dtype(_rfft_transpose(anp.conjugate(g), axis, n, x.shape[axis], _SWAPPED[norm]), x)
+
+
+# ----------------------------------------------------------------------------- n-D pieces
+def _complex_nd_vjp(transform, default_axes=None):
+    def vjp(g, ans, x, s=None, axes=None, norm=None, out=None):
+        axes, _ = _axes_and_sizes(x.shape, s, axes, default_axes)
+        return match_dtype(_fit_all(transform(g, axes=axes, norm=norm), axes, x.shape), x)
+    return vjp
+
+
+def _rfftn_vjp_for(default_axes):
+    def vjp(g, ans, x, s=None, axes=None, norm=None, out=None):
+        axes, sizes = _axes_and_sizes(x.shape, s, axes, default_axes)
+        if len(axes) > 1:
+            g = _fit_all(afft.fftn(g, axes=axes[:-1], norm=norm), axes[:-1], x.shape)
+        return match_dtype(_rfft_transpose(g, axes[-1], sizes[-1], x.shape[axes[-1]], norm), x)
+    return vjp
+
+
+def _irfftn_vjp_for(default_axes):
+    def vjp(g, ans, a, s=None, axes=None, norm=None, out=None):
+        axes, sizes = _axes_and_sizes(a.shape, s, axes, default_axes, inverse_real=True)
+        g = _irfft_transpose(g, axes[-1], sizes[-1], a.shape[axes[-1]], norm)
+        if len(axes) > 1:
+            g = _fit_all(afft.ifftn(g, axes=axes[:-1], norm=norm), axes[:-1], a.shape)
+        return match_dtype(g, a)
+    return vjp
+
+
+def _linear(fun, vjp):
+    defvjp_direct(fun, vjp)
+    defjvp(fun, lambda g, ans, x, *args, **kwargs: fun(g, *args, **kwargs))
+
+
+# fmt: off
+# ----------------------------------------------------------------------------- the table
+_linear(afft.fft,       _complex_vjp(afft.fft))
+_linear(afft.ifft,      _complex_vjp(afft.ifft))
+_linear(afft.fft2,      _complex_nd_vjp(afft.fftn, (-2, -1)))
+_linear(afft.ifft2,     _complex_nd_vjp(afft.ifftn, (-2, -1)))
+_linear(afft.fftn,      _complex_nd_vjp(afft.fftn))
+_linear(afft.ifftn,     _complex_nd_vjp(afft.ifftn))
+_linear(afft.rfft,      _rfft_vjp)
+_linear(afft.irfft,     _irfft_vjp)
+_linear(afft.hfft,      _hfft_vjp)
+_linear(afft.ihfft,     _ihfft_vjp)
+_linear(afft.rfft2,     _rfftn_vjp_for((-2, -1)))
+_linear(afft.irfft2,    _irfftn_vjp_for((-2, -1)))
+_linear(afft.rfftn,     _rfftn_vjp_for(None))
+_linear(afft.irfftn,    _irfftn_vjp_for(None))
+_linear(afft.fftshift,  lambda g, ans, x, axes=None: afft.ifftshift(g, axes=axes))
+_linear(afft.ifftshift, lambda g, ans, x, axes=None: afft.fftshift(g, axes=axes))
+# fmt: on
