@@ -14,8 +14,10 @@ from . import _problems as P
 
 FRAMEWORKS = ("chainrule", "autograd", "torch", "jax", "jax_jit", "numpy")
 
-# Which workloads measure memory (tracemalloc sees NumPy's allocations only).
+# Workloads that measure memory only; tracemalloc sees NumPy's allocations, so
+# peak memory is reported for the NumPy-based frameworks only (on every workload).
 MEMORY_WORKLOADS = ("tape_memory", "checkpoint")
+NUMPY_BASED = ("chainrule", "autograd", "numpy")
 
 
 def version(framework: str) -> str:

@@ -6,7 +6,7 @@ import os
 import platform
 from pathlib import Path
 
-from ._frameworks import FRAMEWORKS, MEMORY_WORKLOADS
+from ._frameworks import FRAMEWORKS, MEMORY_WORKLOADS, NUMPY_BASED
 from ._problems import SIZES
 
 LABELS = {"chainrule": "chainrule", "autograd": "autograd", "torch": "PyTorch eager",
@@ -44,7 +44,7 @@ def _cell(fw: str, name: str, res: dict) -> str:
     if status == "error":
         return f"error: {res.get('error', '')[:60]}"
     flag = "" if status == "ok" else f" **{status}** (err {res.get('max_rel_error', 0):.1e})"
-    if "peak_bytes" in res:
+    if name in MEMORY_WORKLOADS:
         return f"{res['peak_bytes'] / 2**20:.1f} MiB{flag}"
     if "us_per_primitive" in res:
         return f"{res['us_per_primitive']:.2f} µs/prim{flag}"
@@ -55,7 +55,7 @@ def _value(runs: dict, fw: str, name: str):
     res = runs["frameworks"].get(fw, {}).get("results", {}).get(name, {})
     if res.get("status") != "ok":
         return None
-    return res.get("peak_bytes", res.get("median_s"))
+    return res["peak_bytes"] if name in MEMORY_WORKLOADS else res["median_s"]
 
 
 def _ratio(a, b):
@@ -101,9 +101,10 @@ def markdown(runs: dict, plots: list[str] = ()) -> str:
     m = runs["machine"]
     lines = [
         f"Machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}, {m['platform']}. "
-        f"Scale: `{runs['scale']}`. Single-threaded BLAS/XLA/torch, float64 everywhere, "
-        f"median of repeats after two warm-up runs; every result is checked against the "
-        f"hand-written gradient (max relative error <= 1e-6).",
+        f"Scale: `{runs['scale']}`. Single-threaded BLAS/XLA/torch, float64 everywhere. "
+        f"Times are the median CPU time (process_time) of repeats after two warm-up runs "
+        f"(the machine may be shared: CPU time does not count waiting for a core); every "
+        f"result is checked against the hand-written gradient (max relative error <= 1e-6).",
         "",
         "Versions: " + ", ".join(f"{LABELS[fw]} {runs['frameworks'][fw]['version']}"
                                  for fw in fws),
@@ -115,6 +116,15 @@ def markdown(runs: dict, plots: list[str] = ()) -> str:
         cells = [_cell(fw, name, runs["frameworks"][fw]["results"].get(name, {"status": "n/a"}))
                  for fw in fws]
         lines.append(f"| {DESCRIPTIONS[name].format(**sizes)} | " + " | ".join(cells) + " |")
+    mem_fws = [fw for fw in fws if fw in NUMPY_BASED]
+    lines += ["", "Peak NumPy memory during one evaluation (MiB above the inputs, tracemalloc):",
+              "", "| workload | " + " | ".join(LABELS[fw] for fw in mem_fws) + " |",
+              "|---|" + "---|" * len(mem_fws)]
+    for name in names:
+        peaks = [runs["frameworks"][fw]["results"].get(name, {}).get("peak_bytes")
+                 for fw in mem_fws]
+        lines.append(f"| {name} | " + " | ".join(
+            "—" if p is None else f"{p / 2**20:.2f}" for p in peaks) + " |")
     lines += ["", "Targets (issue 7), ratios measured in this run:", "",
               "| ratio | target | measured | met |", "|---|---|---|---|"]
     for what, target, x, met in targets(runs):
