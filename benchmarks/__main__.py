@@ -61,6 +61,19 @@ def run_framework(framework: str, scale: str, names: list[str], timeout: float) 
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _median_round(reports: list[dict]) -> dict:
+    """One report per workload: the round whose median time is the median of the rounds."""
+    merged = dict(reports[0], results={})
+    for name in reports[0]["results"]:
+        results = [rep["results"][name] for rep in reports]
+        timed = [res for res in results if "median_s" in res]
+        if len(timed) == len(results):
+            results = sorted(timed, key=lambda res: res["median_s"])
+        merged["results"][name] = dict(results[len(results) // 2],
+                                       rounds_median_s=[res.get("median_s") for res in results])
+    return merged
+
+
 def _failed(framework, names, why) -> dict:
     why = why if isinstance(why, str) else why[0]
     return {"framework": framework, "version": "?",
@@ -75,6 +88,9 @@ def main(argv=None) -> int:
     parser.add_argument("--frameworks", help=f"comma-separated ({', '.join(FRAMEWORKS)})")
     parser.add_argument("--json", help="write the raw results to this file")
     parser.add_argument("--report", help="write DIR.md and DIR/*.png (e.g. docs/benchmarks)")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="run every framework this many times, interleaved, and keep "
+                             "the median round (default: 3, or 1 with --quick)")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per framework")
     args = parser.parse_args(argv)
 
@@ -86,14 +102,22 @@ def main(argv=None) -> int:
     frameworks = args.frameworks.split(",") if args.frameworks else list(FRAMEWORKS)
     scale = "quick" if args.quick else "full"
 
-    runs = {"scale": scale, "machine": _report.machine_info(), "frameworks": {}}
+    rounds = args.rounds or (1 if args.quick else 3)
+    runs = {"scale": scale, "rounds": rounds, "machine": _report.machine_info(),
+            "frameworks": {}}
+    per_round: dict[str, list[dict]] = {fw: [] for fw in frameworks if installed(fw)}
+    # Rounds interleave the frameworks, so a burst of load on a shared machine
+    # hits all of them rather than one.
+    for r in range(rounds):
+        for fw in per_round:
+            print(f"round {r + 1}/{rounds}: {fw} ...", file=sys.stderr, flush=True)
+            per_round[fw].append(run_framework(fw, scale, names, args.timeout))
     for fw in frameworks:
-        if not installed(fw):
+        if fw in per_round:
+            runs["frameworks"][fw] = _median_round(per_round[fw])
+        else:
             runs["frameworks"][fw] = {"framework": fw, "version": "not installed", "results": {
                 name: {"status": "not installed"} for name in names}}
-            continue
-        print(f"running {fw} ...", file=sys.stderr, flush=True)
-        runs["frameworks"][fw] = run_framework(fw, scale, names, args.timeout)
 
     print(_report.markdown(runs))
     if args.json:

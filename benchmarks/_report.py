@@ -103,7 +103,8 @@ def markdown(runs: dict, plots: list[str] = ()) -> str:
         f"Machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}, {m['platform']}. "
         f"Scale: `{runs['scale']}`. Single-threaded BLAS/XLA/torch, float64 everywhere. "
         f"Times are the median CPU time (process_time) of repeats after two warm-up runs "
-        f"(the machine may be shared: CPU time does not count waiting for a core); every "
+        f"(the machine may be shared: CPU time does not count waiting for a core), from "
+        f"the median of {runs.get('rounds', 1)} interleaved round(s) of all frameworks; every "
         f"result is checked against the hand-written gradient (max relative error <= 1e-6).",
         "",
         "Versions: " + ", ".join(f"{LABELS[fw]} {runs['frameworks'][fw]['version']}"
