@@ -121,6 +121,7 @@ def main(argv=None) -> int:
 
     print(_report.markdown(runs))
     if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(runs, indent=1))
     if args.report:
         _report.write(runs, Path(args.report))

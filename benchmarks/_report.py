@@ -24,6 +24,9 @@ DESCRIPTIONS = {
 }
 
 
+FINDINGS_MARKER = "<!-- findings: hand-written, kept when the tables are regenerated -->"
+
+
 def machine_info() -> dict:
     cpu = platform.processor() or "?"
     try:
@@ -145,7 +148,12 @@ def write(runs: dict, out_dir: Path) -> None:
              "(see `benchmarks/`). Memory rows are the peak of NumPy allocations (tracemalloc) "
              "during forward + backward above what was alive before; PyTorch and JAX allocate "
              "outside tracemalloc's view, so they have no memory row.\n\n")
-    out_dir.with_suffix(".md").write_text(intro + markdown(runs, rel) + "\n")
+    doc = out_dir.with_suffix(".md")
+    # Everything from the marker on is hand-written analysis: kept across regenerations.
+    kept = ""
+    if doc.exists() and FINDINGS_MARKER in doc.read_text():
+        kept = "\n" + doc.read_text()[doc.read_text().index(FINDINGS_MARKER):]
+    doc.write_text(intro + markdown(runs, rel) + "\n" + kept)
 
 
 def _plots(runs: dict, out_dir: Path) -> list[str]:
