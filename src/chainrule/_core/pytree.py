@@ -72,28 +72,30 @@ def _children(tree: Any) -> tuple[Any, Any, tuple] | None:
 
 def tree_flatten(tree: Any) -> tuple[list, TreeDef]:
     leaves: list = []
+    return leaves, _flatten_into(tree, leaves)
 
-    def visit(node):
-        parts = _children(node)
-        if parts is None:
-            leaves.append(node)
-            return LEAF
-        kind, aux, children = parts
-        return TreeDef(kind, aux, tuple(visit(child) for child in children))
 
-    return leaves, visit(tree)
+# The recursion is a module-level function, not a closure: a closure that calls
+# itself is a reference cycle, which would keep the leaves (and through boxes, a
+# whole recorded graph) alive until the garbage collector happens to run.
+def _flatten_into(tree: Any, leaves: list) -> TreeDef:
+    parts = _children(tree)
+    if parts is None:
+        leaves.append(tree)
+        return LEAF
+    kind, aux, children = parts
+    return TreeDef(kind, aux, tuple(_flatten_into(child, leaves) for child in children))
 
 
 def tree_unflatten(treedef: TreeDef, leaves) -> Any:
-    it = iter(leaves)
+    return _build(treedef, iter(leaves))
 
-    def build(td):
-        if td.kind is None:
-            return next(it)
-        children = [build(child) for child in td.children]
-        return _rebuild(td.kind, td.aux, children)
 
-    return build(treedef)
+def _build(treedef: TreeDef, leaves) -> Any:
+    if treedef.kind is None:
+        return next(leaves)
+    children = [_build(child, leaves) for child in treedef.children]
+    return _rebuild(treedef.kind, treedef.aux, children)
 
 
 def _rebuild(kind: type, aux: Any, children: list) -> Any:

@@ -72,8 +72,8 @@ def _name(fun) -> str:
     return getattr(fun, "__qualname__", None) or getattr(fun, "__name__", repr(fun))
 
 
-def toposort(end_nodes: Iterable[VJPNode], free: bool = False):
-    """Yield the ancestors of ``end_nodes``, every node after all of its children."""
+def _child_counts(end_nodes: Iterable[VJPNode]) -> dict:
+    """For every ancestor of ``end_nodes``: how many of its children lead to an end node."""
     child_counts: dict[VJPNode, int] = {}
     stack = list(end_nodes)
     while stack:
@@ -85,59 +85,81 @@ def toposort(end_nodes: Iterable[VJPNode], free: bool = False):
             stack.extend(node.parents)
     for node in end_nodes:
         child_counts[node] -= 1
+    return child_counts
+
+
+def toposort(end_nodes: Iterable[VJPNode]):
+    """Yield the ancestors of ``end_nodes``, every node after all of its children."""
+    end_nodes = list(end_nodes)
+    child_counts = _child_counts(end_nodes)
     ready = [node for node in dict.fromkeys(end_nodes) if child_counts[node] == 0]
     while ready:
         node = ready.pop()
-        parents = node.parents  # read first: the consumer may release the node
-        if free:
-            del child_counts[node]
         yield node
-        for parent in parents:
+        for parent in node.parents:
             if child_counts[parent] == 1:
                 ready.append(parent)
             else:
                 child_counts[parent] -= 1
 
 
-def _accumulate(outgrads: dict, node, g) -> None:
-    # A cotangent handed to us by a rule may be shared with other nodes, so the
-    # first sum makes a new buffer; only that buffer is then added into in place.
-    entry = outgrads.get(node)
-    if entry is None:
-        outgrads[node] = (g, False)
-        return
-    acc, owned = entry
-    if owned and type(acc) is type(g):
-        add_into = inplace_adders.get(type(acc))
-        if add_into is not None:
-            outgrads[node] = (add_into(acc, g), True)
-            return
-    outgrads[node] = (add_values(acc, g), not isbox(g) and not isbox(acc))
-
-
 def backward_pass(seeds: list, free: bool = False) -> dict:
     """Propagate cotangents from ``seeds`` ([(end_node, g)]) to the root nodes.
 
-    Returns {root_node: cotangent} for the roots that were reached.
+    Returns {root_node: cotangent} for the roots that were reached. This is the
+    loop of toposort with the cotangent bookkeeping inlined: it runs once per
+    node of every backward pass, so it avoids a generator and per-node tuples.
     """
-    outgrads: dict = {}
+    outgrads: dict = {}  # node -> summed cotangent so far
+    owned: set = set()  # nodes whose cotangent is a buffer made here (safe to add into)
     for node, g in seeds:
-        _accumulate(outgrads, node, g)
+        _accumulate(outgrads, owned, node, g)
+    end_nodes = [node for node, _ in seeds]
+    child_counts = _child_counts(end_nodes)
+    ready = [node for node in dict.fromkeys(end_nodes) if child_counts[node] == 0]
     root_grads = {}
-    for node in toposort([node for node, _ in seeds], free):
-        entry = outgrads.pop(node, None)
-        if entry is None:
-            continue
+    while ready:
+        node = ready.pop()
+        parents = node.parents  # read first: release() clears them
+        g = outgrads.pop(node, None)
         if node.fun is None:
-            root_grads[node] = entry[0]
-            continue
-        parent_grads = node.vjp(entry[0])
-        for parent, parent_grad in zip(node.parents, parent_grads):
-            if parent_grad is not None:
-                _accumulate(outgrads, parent, parent_grad)
-        if free:
-            node.release()
+            if g is not None:
+                root_grads[node] = g
+        elif g is not None:
+            for parent, parent_grad in zip(parents, node.vjp(g)):
+                if parent_grad is None:
+                    continue
+                if parent in outgrads:
+                    _accumulate(outgrads, owned, parent, parent_grad)
+                else:
+                    outgrads[parent] = parent_grad
+            if free:
+                node.release()
+        for parent in parents:
+            if child_counts[parent] == 1:
+                ready.append(parent)
+                if free:
+                    del child_counts[parent]  # let released nodes be freed early
+            else:
+                child_counts[parent] -= 1
     return root_grads
+
+
+def _accumulate(outgrads: dict, owned: set, node, g) -> None:
+    # A cotangent handed to us by a rule may be shared with other nodes, so the
+    # first sum makes a new buffer; only that buffer is then added into in place.
+    acc = outgrads.get(node)
+    if acc is None:
+        outgrads[node] = g
+        return
+    if node in owned and type(acc) is type(g):
+        add_into = inplace_adders.get(type(acc))
+        if add_into is not None:
+            outgrads[node] = add_into(acc, g)
+            return
+    outgrads[node] = add_values(acc, g)
+    if not isbox(g) and not isbox(acc):
+        owned.add(node)
 
 
 def make_vjp(fun: Callable, x, free: bool = False):

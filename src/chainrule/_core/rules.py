@@ -45,14 +45,17 @@ def defvjp_direct(fun: Callable, *rules, argnums=None) -> None:
         for argnum, rule in zip(count() if argnums is None else argnums, rules)
     }
 
+    chosen: dict[tuple, tuple] = {}  # argnums -> their rules, looked up once per argnums
+
     def vjp(g, argnums, ans, args, kwargs):
-        if len(argnums) == 1:
-            argnum = argnums[0]
-            rule = table.get(argnum) or _missing(fun, argnum, "VJP")
-            return (rule(g, ans, *args, **kwargs),)
-        return tuple(
-            (table.get(i) or _missing(fun, i, "VJP"))(g, ans, *args, **kwargs) for i in argnums
-        )
+        rules = chosen.get(argnums)
+        if rules is None:
+            rules = chosen[argnums] = tuple(
+                table.get(i) or _missing(fun, i, "VJP") for i in argnums
+            )
+        if len(rules) == 1:
+            return (rules[0](g, ans, *args, **kwargs),)
+        return tuple([rule(g, ans, *args, **kwargs) for rule in rules])
 
     primitive_vjps[fun] = vjp
 

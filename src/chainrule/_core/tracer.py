@@ -80,6 +80,7 @@ class Box:
 
 
 _box_types = Box.types  # the same set object: registration updates it
+_box_type_of = Box.type_mappings  # likewise
 
 
 def isbox(x: Any) -> bool:
@@ -119,30 +120,35 @@ def primitive(f_raw: Callable) -> Callable:
 
     @wraps(f_raw)
     def f_wrapped(*args, **kwargs):
-        top = None
+        trace_id = 0  # trace ids start at 1
         for arg in args:
-            if type(arg) in _box_types and (top is None or arg._trace_id > top._trace_id):
+            if type(arg) in _box_types and arg._trace_id > trace_id:
+                trace_id = arg._trace_id
                 top = arg
-        if top is None:
+        if not trace_id:
             return f_raw(*args, **kwargs)
 
-        trace_id = top._trace_id
         argvals = list(args)
         argnums = []
         parents = []
         older_boxes = False
         for i, arg in enumerate(args):
-            if type(arg) in _box_types and arg._trace_id == trace_id:
-                argnums.append(i)
-                parents.append(arg._node)
-                arg = argvals[i] = arg._value
             if type(arg) in _box_types:
-                older_boxes = True
+                if arg._trace_id == trace_id:
+                    argnums.append(i)
+                    parents.append(arg._node)
+                    arg = argvals[i] = arg._value
+                    older_boxes = older_boxes or type(arg) in _box_types
+                else:
+                    older_boxes = True
         # Values boxed by older traces are recorded on those traces by the
         # recursive call; this one records only the newest trace.
         ans = f_wrapped(*argvals, **kwargs) if older_boxes else f_raw(*argvals, **kwargs)
         node = type(top._node)(ans, f_wrapped, argvals, kwargs, tuple(argnums), tuple(parents))
-        return new_box(ans, trace_id, node)
+        box_type = _box_type_of.get(type(ans))
+        if box_type is None:
+            return new_box(ans, trace_id, node)  # raises the error for untraceable types
+        return box_type(ans, trace_id, node)
 
     f_wrapped.fun = f_raw
     f_wrapped._is_chainrule_primitive = True

@@ -29,8 +29,8 @@ def dtype_of(x):
 
 def unbroadcast(g, x):
     """Sum ``g`` over the axes along which ``x`` was broadcast; match ``x``'s dtype."""
-    if type(g) is float and type(x) is float:
-        return g
+    if type(g) is type(x) and type(g) in _SCALAR_TYPES:
+        return g  # the scalar chain's common case: nothing to sum, same dtype
     shape = shape_of(x)
     g_shape = shape_of(g)
     if g_shape != shape:
@@ -64,7 +64,7 @@ def match_dtype(g, x):
 
 def broadcast_tangent(t, ans):
     """A tangent contribution made to live in ``ans``'s space (shape and dtype)."""
-    if type(t) is float and type(ans) is float:
+    if type(t) is type(ans) and type(t) in _SCALAR_TYPES:
         return t
     shape = shape_of(ans)
     if shape_of(t) != shape:
