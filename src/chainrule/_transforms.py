@@ -11,7 +11,7 @@ from ._core import forward, reverse
 from ._core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from ._core.rules import defjvp_argnum, defvjp_argnum
 from ._core.tracer import getval, primitive
-from ._core.vspace import vspace
+from ._core.vspace import ContainerVSpace, vspace
 from .wrap_util import unary_to_nary
 
 __all__ = [
@@ -96,21 +96,45 @@ def _zeros_like_leaf(leaf):
 
 @unary_to_nary
 def jacobian(fun, x):
-    """The Jacobian of ``fun`` at ``x``, of shape ``out.shape + x.shape``, by one
-    reverse pass per output element over one recorded graph. For a container ``x``
-    (or a tuple ``argnum``) it is a container of such blocks, one per leaf of ``x``."""
+    """The Jacobian of ``fun`` at ``x``, of shape ``out.shape + x.shape``. For a container
+    ``x`` (or a tuple ``argnum``) it is a container of such blocks, one per leaf of ``x``.
+
+    It takes whichever mode needs fewer passes: one reverse pass per output element
+    over one recorded graph, or one forward pass per input element when ``x`` is the
+    smaller (real values; complex ones always go reverse)."""
     vjp, ans = reverse.make_vjp(fun, x)
     ans_vspace = vspace(ans)
-    rows = [tree_leaves(vjp(b)) for b in ans_vspace.standard_basis()]
     leaves, treedef = tree_flatten(x)
+    spaces = [vspace(leaf) for leaf in leaves]
+    n_in = sum(space.size for space in spaces)
+    forward_is_cheaper = (n_in < ans_vspace.size and type(ans_vspace) is not ContainerVSpace
+                          and not ans_vspace.iscomplex and not any(s.iscomplex for s in spaces))
+    if forward_is_cheaper:
+        blocks = _jacobian_columns(forward.make_jvp(fun, x), treedef, spaces, ans_vspace)
+    else:
+        rows = [tree_leaves(vjp(b)) for b in ans_vspace.standard_basis()]
+        blocks = [_stacked([row[k] for row in rows], ans_vspace.shape + space.shape)
+                  for k, space in enumerate(spaces)]
+    return tree_unflatten(treedef, blocks)
 
-    def block(k, leaf):
-        shape = ans_vspace.shape + vspace(leaf).shape
-        if not rows:
-            return _np.zeros(shape)
-        return anp.reshape(anp.stack([row[k] for row in rows]), shape)
 
-    return tree_unflatten(treedef, [block(k, leaf) for k, leaf in enumerate(leaves)])
+def _jacobian_columns(jvp, treedef, spaces, ans_vspace) -> list:
+    """Each leaf's Jacobian block from one forward pass per element of that leaf."""
+    zeros = [space.zeros() for space in spaces]
+    out_ndim = len(ans_vspace.shape)
+    blocks = []
+    for k, space in enumerate(spaces):
+        columns = [jvp(tree_unflatten(treedef, zeros[:k] + [basis] + zeros[k + 1:]))[1]
+                   for basis in space.standard_basis()]
+        block = _stacked(columns, space.shape + ans_vspace.shape)  # input axes first
+        in_axes = list(range(len(space.shape)))
+        blocks.append(anp.moveaxis(block, in_axes, [out_ndim + i for i in in_axes]))
+    return blocks
+
+
+def _stacked(parts: list, shape: tuple):
+    """``parts`` stacked and reshaped, with wrapped functions so nested transforms see it."""
+    return anp.reshape(anp.stack(parts), shape) if parts else _np.zeros(shape)
 
 
 @unary_to_nary

@@ -126,13 +126,7 @@ def backward_pass(seeds: list, free: bool = False) -> dict:
             if g is not None:
                 root_grads[node] = g
         elif g is not None:
-            for parent, parent_grad in zip(parents, node.vjp(g)):
-                if parent_grad is None:
-                    continue
-                if parent in outgrads:
-                    _accumulate(outgrads, owned, parent, parent_grad)
-                else:
-                    outgrads[parent] = parent_grad
+            _send(outgrads, owned, parents, node.vjp(g))
             if free:
                 node.release()
         for parent in parents:
@@ -143,6 +137,37 @@ def backward_pass(seeds: list, free: bool = False) -> dict:
             else:
                 child_counts[parent] -= 1
     return root_grads
+
+
+def backward_pass_in_order(seeds: list, order: list) -> dict:
+    """``backward_pass`` over a graph whose topological ``order`` is already known.
+
+    A graph that is pulled back many times (one pass per Jacobian row) sorts once.
+    """
+    outgrads: dict = {}
+    owned: set = set()
+    for node, g in seeds:
+        _accumulate(outgrads, owned, node, g)
+    root_grads = {}
+    for node in order:
+        g = outgrads.pop(node, None)
+        if g is None:
+            continue
+        if node.fun is None:
+            root_grads[node] = g
+        else:
+            _send(outgrads, owned, node.parents, node.vjp(g))
+    return root_grads
+
+
+def _send(outgrads: dict, owned: set, parents: tuple, parent_grads) -> None:
+    for parent, parent_grad in zip(parents, parent_grads):
+        if parent_grad is None:
+            continue
+        if parent in outgrads:
+            _accumulate(outgrads, owned, parent, parent_grad)
+        else:
+            outgrads[parent] = parent_grad
 
 
 def _accumulate(outgrads: dict, owned: set, node, g) -> None:
@@ -185,6 +210,7 @@ def make_vjp(fun: Callable, x, free: bool = False):
     ans = tree_unflatten(out_def, values)
     if not ends:
         warnings.warn("Output seems independent of input.", stacklevel=3)
+    order: list = []  # the graph's topological order, found on the first pull-back
 
     def vjp(g):
         g_leaves, g_def = tree_flatten(g)
@@ -193,7 +219,13 @@ def make_vjp(fun: Callable, x, free: bool = False):
                 f"The cotangent has structure {g_def!r} but the output has {out_def!r}: "
                 f"pass one cotangent per output leaf."
             )
-        root_grads = backward_pass([(node, g_leaves[i]) for i, node in ends], free)
+        seeds = [(node, g_leaves[i]) for i, node in ends]
+        if free:
+            root_grads = backward_pass(seeds, free=True)
+        else:
+            if not order:
+                order.extend(toposort([node for _, node in ends]))
+            root_grads = backward_pass_in_order(seeds, order)
         grads = []
         for root, space in zip(roots, spaces):
             grad = root_grads.get(root)
