@@ -12,6 +12,6 @@ except ImportError as err:  # pragma: no cover - exercised with a monkeypatched 
         "`pip install chainrule[scipy]` (or `pip install scipy`)."
     ) from err
 
-from . import linalg, misc, signal, special, stats  # noqa: E402
+from . import integrate, linalg, misc, signal, special, stats  # noqa: E402
 
 __all__ = ["integrate", "linalg", "misc", "signal", "special", "stats"]
