@@ -169,3 +169,27 @@ def test_odeint_second_order_and_unsupported_options_raise():
         grad(grad(lambda k: odeint(decay, onp.ones(1), t, args=(k,))[-1, 0]))(0.5)
     with pytest.raises(TypeError, match="full_output"):
         odeint(decay, onp.ones(1), t, args=(0.5,), full_output=True)
+
+
+# ----------------------------------------------------------------------------- registry meta-test
+def _primitives():
+    return [*(getattr(sp, name) for name in sp.DIFFERENTIABLE), sp.logsumexp_b, sp.softmax,
+            sp.log_softmax, la.solve_triangular, la.solve, la.solve_banded, la.solve_sylvester,
+            la.sqrtm, la.expm, la.cholesky_symmetric, la.eigh_values, la.eigh_vectors,
+            la.lu_packed, signal.convolve_canonical, integrate.odeint_args]
+
+
+def test_every_scipy_primitive_has_a_vjp_and_a_jvp():
+    from chainrule._core.forward import primitive_jvps
+    from chainrule._core.reverse import primitive_vjps
+    missing = [p.__name__ for p in _primitives()
+               if p not in primitive_vjps or p not in primitive_jvps]
+    assert not missing
+
+
+def test_every_special_function_has_spec_cases():
+    from specs import spec_scipy_special
+    names = {case.name for case in spec_scipy_special.CASES}
+    wanted = set(sp.DIFFERENTIABLE) | set(sp.NONDIFFERENTIABLE) | {"logsumexp", "softmax",
+                                                                  "log_softmax"}
+    assert not wanted - names
