@@ -174,9 +174,9 @@ def test_odeint_second_order_and_unsupported_options_raise():
 # ----------------------------------------------------------------------------- registry meta-test
 def _primitives():
     return [*(getattr(sp, name) for name in sp.DIFFERENTIABLE), sp.logsumexp_b, sp.softmax,
-            sp.log_softmax, la.solve_triangular, la.solve, la.solve_banded, la.solve_sylvester,
-            la.sqrtm, la.expm, la.cholesky_symmetric, la.eigh_values, la.eigh_vectors,
-            la.lu_packed, signal.convolve_canonical, integrate.odeint_args]
+            sp.log_softmax, la.solve_triangular, la.solve_general, la.solve_banded,
+            la.solve_sylvester, la.sqrtm, la.expm, la.cholesky_symmetric, la.eigh_values,
+            la.eigh_vectors, la.lu_packed, signal.convolve_canonical, integrate.odeint_args]
 
 
 def test_every_scipy_primitive_has_a_vjp_and_a_jvp():

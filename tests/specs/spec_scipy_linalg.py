@@ -52,6 +52,12 @@ def _cases():
                           ref=ssl.solve_triangular))
     for rhs in (b, b1):
         cases.append(Case("linalg.solve", la.solve, (well, rhs), argnums=(0, 1), ref=ssl.solve))
+    cases.append(Case("linalg.solve", la.solve, (well, b), dict(transposed=True), argnums=(0, 1),
+                      ref=ssl.solve))
+    for assume_a, kw in [("pos", {}), ("sym", dict(lower=True)), ("lower triangular", {}),
+                         ("diagonal", {})]:
+        cases.append(Case("linalg.solve", la.solve, (_spd(sym_factor), b),
+                          dict(assume_a=assume_a, **kw), argnums=(0, 1), ref=ssl.solve))
     cases += [
         Case("linalg.solve_banded", lambda ab, b: la.solve_banded((1, 2), ab, b), (ab, band_b),
              argnums=(0, 1), ref=lambda ab, b: ssl.solve_banded((1, 2), ab, b)),

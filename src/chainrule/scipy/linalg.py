@@ -1,6 +1,6 @@
 """chainrule.scipy.linalg: SciPy's linear algebra with derivatives.
 
-Primitives (rules in ``chainrule.scipy.rules.linalg``): solve_triangular, solve,
+Primitives (rules in ``chainrule.scipy.rules.linalg``): solve_triangular, solve_general,
 solve_banded, solve_sylvester, sqrtm, expm, and the symmetric kernels of
 cholesky and eigh. The rest is composed from them: cho_factor/cho_solve and
 lu_factor/lu_solve are triangular solves, so their derivatives w.r.t. the
@@ -10,8 +10,8 @@ Symmetric inputs: like SciPy, ``cholesky`` and ``eigh`` read one triangle of
 their matrix (``lower``), and so do their derivatives: the gradient lives on that
 triangle (the off-diagonal entries of a symmetric matrix count twice).
 ``cho_factor`` returns its factor with zeros in the unused triangle (SciPy leaves
-arbitrary values there). ``lu_factor``'s pivots and ``solve``'s ``assume_a``
-structure are constants; ``solve`` differentiates the full matrix ``a``.
+arbitrary values there). ``lu_factor``'s pivots are constants; ``solve`` reads
+the entries its ``assume_a`` structure says, and so does its derivative.
 """
 
 from __future__ import annotations
@@ -41,10 +41,9 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
 
 
 @primitive
-def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
-          assume_a=None, transposed=False):
-    return _sla.solve(a, b, lower=lower, check_finite=check_finite, assume_a=assume_a,
-                      transposed=transposed)
+def solve_general(a, b, transposed=False):
+    """``a^-1 b`` (``a^-T b`` when transposed) for a general square matrix ``a``."""
+    return _sla.solve(a, b, transposed=transposed)
 
 
 @primitive
@@ -152,14 +151,43 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     return z[_np.argsort(perm)]
 
 
+_SYMMETRIC = ("sym", "her", "pos", "positive definite", "symmetric", "hermitian")
+_TRIANGULAR = {"lower triangular": True, "upper triangular": False}
+
+
+def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
+          assume_a=None, transposed=False):
+    """``scipy.linalg.solve``, differentiable in a and b.
+
+    As in SciPy, a symmetric ``assume_a`` reads only the ``lower`` (or upper)
+    triangle of ``a``, a triangular one only that triangle, "diagonal" only the
+    diagonal; the derivative w.r.t. ``a`` lives on the entries that are read.
+    Banded structures are solved as general matrices.
+    """
+    n = anp.shape(a)[-1]
+    if assume_a in _SYMMETRIC:
+        a = symmetric_from(a, lower)
+    elif assume_a in _TRIANGULAR:
+        a = a * tri_mask(n, _TRIANGULAR[assume_a])
+    elif assume_a == "diagonal":
+        a = a * _np.eye(n)
+    return solve_general(a, b, transposed=transposed)
+
+
+_IGNORED_EIGH_KWARGS = ("overwrite_a", "overwrite_b", "check_finite", "driver")
+
+
 def eigh(a, b=None, lower=True, eigvals_only=False, **kwargs):
     """``scipy.linalg.eigh`` (standard and generalized), differentiable in a and b.
 
-    Eigenvector derivatives assume distinct eigenvalues.
+    Eigenvector derivatives assume distinct eigenvalues. Subsets of eigenvalues
+    (``subset_by_index``...) and ``type`` other than 1 are not supported.
     """
-    if kwargs:
-        raise TypeError(f"chainrule.scipy.linalg.eigh supports a, b, lower and eigvals_only; "
-                        f"got {', '.join(kwargs)}. Call scipy.linalg.eigh on constants.")
+    unsupported = set(kwargs) - set(_IGNORED_EIGH_KWARGS)
+    if unsupported:
+        raise TypeError(f"chainrule.scipy.linalg.eigh does not support "
+                        f"{', '.join(sorted(unsupported))}; it differentiates the full "
+                        f"decomposition. Call scipy.linalg.eigh on constants for the rest.")
     a = symmetric_from(a, lower)
     b = None if b is None else symmetric_from(b, lower)
     w = eigh_values(a, b)

@@ -51,17 +51,17 @@ def _st_jvp_a(t, ans, a, b, trans=0, lower=False, unit_diagonal=False, **k):
 
 
 # ----------------------------------------------------------------------------- solve, banded
-def _solve_vjp_b(g, ans, a, b, **k):
-    return la.solve(a, g, transposed=not k.get("transposed", False))
+def _solve_vjp_b(g, ans, a, b, transposed=False):
+    return la.solve_general(a, g, transposed=not transposed)
 
 
-def _solve_vjp_a(g, ans, a, b, **k):
-    bbar = _solve_vjp_b(g, ans, a, b, **k)
-    return -(_outer(ans, bbar) if k.get("transposed", False) else _outer(bbar, ans))
+def _solve_vjp_a(g, ans, a, b, transposed=False):
+    bbar = _solve_vjp_b(g, ans, a, b, transposed)
+    return -(_outer(ans, bbar) if transposed else _outer(bbar, ans))
 
 
-def _solve_jvp_a(t, ans, a, b, **k):
-    return -la.solve(a, anp.matmul(T(t) if k.get("transposed", False) else t, ans), **k)
+def _solve_jvp_a(t, ans, a, b, transposed=False):
+    return -la.solve_general(a, anp.matmul(T(t) if transposed else t, ans), transposed=transposed)
 
 
 def _band_index(n: int, l: int, u: int):
@@ -116,8 +116,8 @@ def expm_frechet(A, E):
 # fmt: off
 defvjp_direct(la.solve_triangular, _st_vjp_a, _st_vjp_b)
 defjvp(la.solve_triangular,        _st_jvp_a, lambda t, ans, a, b, **k: la.solve_triangular(a, t, **k))
-defvjp_direct(la.solve,            _solve_vjp_a, _solve_vjp_b)
-defjvp(la.solve,                   _solve_jvp_a, lambda t, ans, a, b, **k: la.solve(a, t, **k))
+defvjp_direct(la.solve_general,    _solve_vjp_a, _solve_vjp_b)
+defjvp(la.solve_general,           _solve_jvp_a, lambda t, ans, a, b, **k: la.solve_general(a, t, **k))
 defvjp_direct(la.solve_banded,     None, _banded_vjp_ab, _banded_vjp_b)
 defjvp(la.solve_banded,            None, _banded_jvp_ab, lambda t, ans, lu, ab, b, **k: la.solve_banded(lu, ab, t))
 defvjp_direct(la.solve_sylvester,  lambda g, ans, a, b, q: -anp.matmul(_sylvester_adjoint(g, a, b), T(ans)),

@@ -27,6 +27,11 @@ def clamp(z, low, high=None):
     return z if high is None else anp.where(z > high, high, z)
 
 
+def as_array(value):
+    """Lists and tuples become arrays (SciPy takes array_like); arrays and traced values stay."""
+    return _np.asarray(value) if isinstance(value, (list, tuple)) else value
+
+
 class Family:
     def __init__(self, name: str, shapes: tuple[str, ...], logpdf: Callable,
                  cdf: Callable | None = None, sf: Callable | None = None,
@@ -52,6 +57,8 @@ class Family:
         if missing:
             raise TypeError(f"{self.name}.{method} needs the shape parameter(s) "
                             f"{', '.join(missing)}.")
+        x = as_array(x)
+        values = {key: as_array(value) for key, value in values.items()}
         loc = values.get("loc", 0.0)
         scale = values.get("scale", 1.0)
         z = x - loc if not self.loc_scale else (x - loc) / scale

@@ -8,14 +8,14 @@ import numpy as _np
 
 from ...numpy import numpy_wrapper as anp
 from .. import linalg as sla
+from ._family import as_array
 
 
-def _dim(x, mean, cov) -> int:
-    if mean is not None and anp.ndim(mean) > 0:
-        return anp.shape(mean)[-1]
-    if anp.ndim(cov) > 0:
-        return anp.shape(cov)[-1]
-    return anp.shape(x)[-1] if anp.ndim(x) > 0 else 1
+def _dim(mean, cov) -> int:
+    """The dimension as SciPy infers it: from the mean if given, else from cov."""
+    if mean is not None:
+        return int(_np.size(mean))
+    return anp.shape(cov)[-1] if anp.ndim(cov) > 0 else 1
 
 
 def _cov_matrix(cov, d: int):
@@ -31,10 +31,12 @@ def _logdet_chol(chol, d: int):
 
 def logpdf(x, mean=None, cov=1, allow_singular=False):
     """``scipy.stats.multivariate_normal.logpdf``."""
-    d = _dim(x, mean, cov)
+    x, mean, cov = as_array(x), as_array(mean), as_array(cov)
+    d = _dim(mean, cov)
     chol = sla.cholesky(_cov_matrix(cov, d), lower=True)
-    dev = x if mean is None else x - mean
-    batch = anp.shape(dev)[:-1] if anp.ndim(dev) > 0 else ()
+    # in one dimension, each entry of a vector x is a point (SciPy's convention)
+    batch = anp.shape(x) if d == 1 and anp.ndim(x) <= 1 else anp.shape(x)[:-1]
+    dev = x if mean is None else x - anp.reshape(mean, (d,))
     z = sla.solve_triangular(chol, anp.transpose(anp.reshape(dev, (-1, d))), lower=True)
     maha = anp.reshape(anp.sum(z * z, axis=0), batch)
     return -0.5 * (d * _np.log(2 * _np.pi) + _logdet_chol(chol, d) + maha)
@@ -47,6 +49,7 @@ def pdf(x, mean=None, cov=1, allow_singular=False):
 
 def entropy(mean=None, cov=1):
     """``scipy.stats.multivariate_normal.entropy``."""
-    d = _dim(_np.zeros(1), mean, cov)
+    mean, cov = as_array(mean), as_array(cov)
+    d = _dim(mean, cov)
     chol = sla.cholesky(_cov_matrix(cov, d), lower=True)
     return 0.5 * (d * (1 + _np.log(2 * _np.pi)) + _logdet_chol(chol, d))
