@@ -1,4 +1,8 @@
-"""scipy.stats.poisson with derivatives w.r.t. mu (k is discrete: no gradient)."""
+"""scipy.stats.poisson with derivatives w.r.t. mu.
+
+k is discrete: a traced k gets the derivative of the continuous extension
+xlogy(k, mu) - gammaln(k + 1) - mu (as in autograd) for pmf/logpmf, and none for cdf.
+"""
 
 import numpy as _np
 
@@ -20,3 +24,5 @@ def _cdf(k, mu):
 _poisson = Family("poisson", ("mu",), logpdf=_logpmf, cdf=_cdf, loc_scale=False)
 pmf, logpmf, cdf, logcdf, sf, logsf = _poisson.methods("pdf logpdf cdf logcdf sf logsf")
 pmf.__name__, logpmf.__name__ = "pmf", "logpmf"
+for _f in (pmf, logpmf, cdf, logcdf, sf, logsf):
+    _f.__doc__ = f"``scipy.stats.poisson.{_f.__name__}(k, mu, loc=0)``, differentiable w.r.t. mu."
