@@ -1,0 +1,138 @@
+"""Rules for scipy.special: one line each, VJP and JVP together.
+
+``elementwise(f, df)``: unary f with local derivative df(ans, x);
+``elementwise_n(f, d0, d1, ...)``: broadcasting f with partials d_i(ans, *args),
+``None`` for a discrete argument (no gradient), ``NoClosedForm`` where the
+derivative exists but has no closed form (differentiating raises).
+"""
+
+from __future__ import annotations
+
+import numpy as _np
+
+from ..._core.rules import defjvp, defvjp_direct
+from ...numpy import numpy_wrapper as anp
+from ...numpy.rules._helpers import (
+    broadcast_tangent,
+    elementwise,
+    keepdims_shape,
+    shape_of,
+    unbroadcast,
+)
+from .. import special as sp
+from ._helpers import NoClosedForm, elementwise_n
+
+_SQRT_PI = _np.sqrt(_np.pi)
+_SQRT_2PI = _np.sqrt(2 * _np.pi)
+_ORDER = NoClosedForm("the derivative with respect to the order of a Bessel function has no "
+                      "closed form.")
+_SHAPE = NoClosedForm("the derivative of the incomplete gamma/beta function with respect to "
+                      "its shape parameters has no closed form.")
+_DF = NoClosedForm("the derivative of Student's t distribution function with respect to df "
+                   "has no closed form.")
+
+
+def _multidigamma(a, d):
+    """d/da multigammaln(a, d) = sum_j digamma(a - j/2), j = 0..d-1."""
+    return anp.sum(sp.digamma(anp.expand_dims(a, -1) - _np.arange(d) / 2.0), axis=-1)
+
+
+def _t_pdf(df, t):
+    log_pdf = (sp.gammaln((df + 1) / 2) - sp.gammaln(df / 2) - 0.5 * anp.log(df * _np.pi)
+               - (df + 1) / 2 * sp.log1p(t * t / df))
+    return anp.exp(log_pdf)
+
+
+# fmt: off
+# ----------------------------------------------------------------------------- gamma and beta
+elementwise(sp.gamma,           lambda ans, x: ans * sp.digamma(x))
+elementwise(sp.gammaln,         lambda ans, x: sp.digamma(x))
+elementwise(sp.rgamma,          lambda ans, x: -ans * sp.digamma(x))
+elementwise(sp.digamma,         lambda ans, x: sp.polygamma(1, x))
+elementwise_n(sp.polygamma,     None, lambda ans, n, x: sp.polygamma(n + 1, x))
+elementwise_n(sp.multigammaln,  lambda ans, a, d: _multidigamma(a, d), None)
+elementwise_n(sp.beta,          lambda ans, a, b: ans * (sp.digamma(a) - sp.digamma(a + b)),
+                                lambda ans, a, b: ans * (sp.digamma(b) - sp.digamma(a + b)))
+elementwise_n(sp.betaln,        lambda ans, a, b: sp.digamma(a) - sp.digamma(a + b),
+                                lambda ans, a, b: sp.digamma(b) - sp.digamma(a + b))
+elementwise_n(sp.betainc,       _SHAPE, _SHAPE,
+              lambda ans, a, b, x: anp.exp(sp.xlogy(a - 1, x) + sp.xlog1py(b - 1, -x) - sp.betaln(a, b)))
+elementwise_n(sp.gammainc,      _SHAPE, lambda ans, a, x: anp.exp(sp.xlogy(a - 1, x) - x - sp.gammaln(a)))
+elementwise_n(sp.gammaincc,     _SHAPE, lambda ans, a, x: -anp.exp(sp.xlogy(a - 1, x) - x - sp.gammaln(a)))
+
+# ----------------------------------------------------------------------------- error function, normal
+elementwise(sp.erf,             lambda ans, x: 2 / _SQRT_PI * anp.exp(-x * x))
+elementwise(sp.erfc,            lambda ans, x: -2 / _SQRT_PI * anp.exp(-x * x))
+elementwise(sp.erfinv,          lambda ans, x: _SQRT_PI / 2 * anp.exp(ans * ans))
+elementwise(sp.erfcinv,         lambda ans, x: -_SQRT_PI / 2 * anp.exp(ans * ans))
+elementwise(sp.ndtr,            lambda ans, x: anp.exp(-0.5 * x * x) / _SQRT_2PI)
+elementwise(sp.log_ndtr,        lambda ans, x: anp.exp(-0.5 * x * x - ans) / _SQRT_2PI)
+elementwise(sp.ndtri,           lambda ans, x: _SQRT_2PI * anp.exp(0.5 * ans * ans))
+elementwise_n(sp.stdtr,         _DF, lambda ans, df, t: _t_pdf(df, t))
+
+# ----------------------------------------------------------------------------- logistic, logs
+elementwise(sp.expit,           lambda ans, x: ans * (1 - ans))
+elementwise(sp.logit,           lambda ans, x: 1 / (x * (1 - x)))
+elementwise(sp.log_expit,       lambda ans, x: sp.expit(-x))
+elementwise(sp.log1p,           lambda ans, x: 1 / (1 + x))
+elementwise(sp.expm1,           lambda ans, x: ans + 1)
+elementwise_n(sp.xlogy,         lambda ans, x, y: anp.log(y),          lambda ans, x, y: x / y)
+elementwise_n(sp.xlog1py,       lambda ans, x, y: sp.log1p(y),         lambda ans, x, y: x / (1 + y))
+elementwise(sp.entr,            lambda ans, x: -anp.log(x) - 1)
+elementwise_n(sp.rel_entr,      lambda ans, x, y: anp.log(x / y) + 1,  lambda ans, x, y: -x / y)
+elementwise_n(sp.kl_div,        lambda ans, x, y: anp.log(x / y),      lambda ans, x, y: 1 - x / y)
+
+# ----------------------------------------------------------------------------- Bessel functions
+elementwise(sp.i0,              lambda ans, x: sp.i1(x))
+elementwise(sp.i1,              lambda ans, x: (sp.i0(x) + sp.iv(2, x)) / 2)
+elementwise_n(sp.iv,            _ORDER, lambda ans, v, x: (sp.iv(v - 1, x) + sp.iv(v + 1, x)) / 2)
+elementwise_n(sp.ive,           _ORDER, lambda ans, v, x: (sp.ive(v - 1, x) + sp.ive(v + 1, x)) / 2 - anp.sign(x) * ans)
+elementwise(sp.j0,              lambda ans, x: -sp.j1(x))
+elementwise(sp.j1,              lambda ans, x: (sp.j0(x) - sp.jv(2, x)) / 2)
+elementwise_n(sp.jv,            _ORDER, lambda ans, v, x: (sp.jv(v - 1, x) - sp.jv(v + 1, x)) / 2)
+elementwise(sp.y0,              lambda ans, x: -sp.y1(x))
+elementwise(sp.y1,              lambda ans, x: (sp.y0(x) - sp.yn(2, x)) / 2)
+elementwise_n(sp.yn,            None, lambda ans, n, x: (sp.yn(n - 1, x) - sp.yn(n + 1, x)) / 2)
+# fmt: on
+
+
+# ----------------------------------------------------------------------------- reductions
+def _lse_weights(ans, a, b, axis, keepdims):
+    """exp(a - ans) * sign, the weights of d logsumexp, in the broadcast shape of a and b."""
+    full = _np.broadcast_shapes(shape_of(a), shape_of(b)) if b is not None else shape_of(a)
+    kept = keepdims_shape(full, axis)
+    w = anp.exp(a - anp.reshape(ans, kept))
+    if b is None:
+        return w, full, kept
+    sign = _np.reshape(sp._logsumexp_sign(a, b, axis=axis, keepdims=keepdims), kept)
+    return w * sign, full, kept
+
+
+def _lse_vjp(g, ans, a, b, axis=None, keepdims=False, which=0):
+    w, full, kept = _lse_weights(ans, a, b, axis, keepdims)
+    gw = anp.reshape(g, kept) * w
+    if which == 0:
+        return unbroadcast(gw if b is None else gw * b, a)
+    return unbroadcast(gw, b)
+
+
+def _lse_jvp(t, ans, a, b, axis=None, keepdims=False, which=0):
+    w, _, _ = _lse_weights(ans, a, b, axis, keepdims)
+    tw = t * w if which == 1 or b is None else t * b * w
+    return broadcast_tangent(anp.sum(tw, axis=axis, keepdims=keepdims), ans)
+
+
+def _sum_kept(x, axis):
+    return anp.sum(x, axis=axis, keepdims=True)
+
+
+# fmt: off
+defvjp_direct(sp.logsumexp_b, lambda g, ans, a, b, **k: _lse_vjp(g, ans, a, b, which=0, **k),
+                              lambda g, ans, a, b, **k: _lse_vjp(g, ans, a, b, which=1, **k))
+defjvp(sp.logsumexp_b,        lambda t, ans, a, b, **k: _lse_jvp(t, ans, a, b, which=0, **k),
+                              lambda t, ans, a, b, **k: _lse_jvp(t, ans, a, b, which=1, **k))
+defvjp_direct(sp.softmax,     lambda g, ans, x, axis=None: ans * (g - _sum_kept(g * ans, axis)))
+defjvp(sp.softmax,            lambda t, ans, x, axis=None: ans * (t - _sum_kept(t * ans, axis)))
+defvjp_direct(sp.log_softmax, lambda g, ans, x, axis=None: g - anp.exp(ans) * _sum_kept(g, axis))
+defjvp(sp.log_softmax,        lambda t, ans, x, axis=None: t - _sum_kept(anp.exp(ans) * t, axis))
+# fmt: on
