@@ -33,3 +33,13 @@ CASES = [
          argnums=(0, 1), ref=onp.linalg.tensordot),
     Case("linalg.trace", np.linalg.trace, (make((2, 3, 3), seed=12),), ref=onp.linalg.trace),
 ]
+
+_P = make((7,), seed=13)
+CASES += [
+    Case("piecewise", lambda x: np.piecewise(x, [x < 0, x >= 1], [lambda v: v**2, np.sin,
+                                                                  lambda v: 3 * v]),
+         (_P,), ref=lambda x: onp.piecewise(x, [x < 0, x >= 1], [lambda v: v**2, onp.sin,
+                                                                   lambda v: 3 * v])),
+    Case("piecewise", lambda x: np.piecewise(x, x > 0.5, [np.exp, 0.25]), (_P,),
+         ref=lambda x: onp.piecewise(x, x > 0.5, [onp.exp, 0.25]), label="constant"),
+]

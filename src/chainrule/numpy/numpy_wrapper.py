@@ -343,6 +343,29 @@ def make_diagonal(D, offset=0, axis1=0, axis2=1):
     return expand_dims(D, -1) * _np.eye(n, dtype=_np.result_type(getval(D)))  # noqa: F821
 
 
+def piecewise(x, condlist, funclist, *args, **kw):
+    """``numpy.piecewise``, differentiable w.r.t. ``x`` (and values the functions close
+    over): each piece is ``f(x[cond])`` written into the result with ``index_update``."""
+    x_raw = _np.asarray(getval(x))
+    # NumPy's reading of condlist: one condition unless it is a list of arrays/lists
+    if _np.isscalar(condlist) or (
+            not isinstance(getval(condlist[0]), (list, _np.ndarray)) and x_raw.ndim != 0):
+        condlist = [condlist]
+    conditions = [_np.asarray(getval(c), dtype=bool) for c in condlist]
+    if len(funclist) == len(conditions) + 1:  # the last function covers "otherwise"
+        conditions.append(~_np.any(conditions, axis=0))
+    elif len(funclist) != len(conditions):
+        raise ValueError(f"piecewise: {len(condlist)} conditions need {len(condlist)} or "
+                         f"{len(condlist) + 1} functions, got {len(funclist)}")
+    out = _np.zeros(x_raw.shape, dtype=_np.result_type(x_raw, float))
+    for cond, piece in zip(conditions, funclist):
+        if cond.ndim == 0:
+            cond = _np.broadcast_to(cond, x_raw.shape)
+        value = piece(x[cond], *args, **kw) if callable(piece) else piece
+        out = index_update(out, cond, value)
+    return out
+
+
 def _is_wrapped(obj) -> bool:
     return getattr(obj, "_is_chainrule_primitive", False)
 
@@ -363,5 +386,5 @@ def install(target: dict) -> None:
 # Python functions (not primitives) that install() puts over NumPy's names.
 WRAPPERS = """
     concatenate concat stack vstack hstack dstack column_stack row_stack block select array
-    index_update index_add at make_diagonal
+    index_update index_add at make_diagonal piecewise
 """.split()
