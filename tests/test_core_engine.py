@@ -356,3 +356,22 @@ def test_elementwise_grad_and_jacobian_shapes():
     J = jacobian(lambda x: x[:, None] * x[None, :])(x[:3])
     assert J.shape == (3, 3, 3)
     onp.testing.assert_allclose(J[1, 2], [0, x[2], x[1]])
+
+
+def test_traced_values_passed_by_keyword_are_traced():
+    w = onp.array([1.0, 2.0])
+    onp.testing.assert_allclose(grad(lambda w: np.sum(a=w**2, axis=0))(w), 2 * w)
+    onp.testing.assert_allclose(grad(lambda w: np.sum(np.reshape(a=w, shape=(2,)) ** 2))(w), 2 * w)
+    values = onp.array([1.0, 3.0])
+    onp.testing.assert_allclose(grad(lambda w: np.average(values, weights=w))(w),
+                                (values * w.sum() - values @ w) / w.sum() ** 2)
+
+
+def test_traced_keyword_only_argument_is_refused_clearly():
+    @primitive
+    def scale(x, *, factor):
+        return x * factor
+
+    with pytest.raises(TypeError, match="scale: chainrule traces positional arguments only, "
+                                        "and factor cannot"):
+        grad(lambda f: scale(2.0, factor=f))(3.0)

@@ -19,6 +19,7 @@ only shared state, and ``next()`` on it is atomic, so threads can trace freely.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from collections.abc import Callable
 from functools import wraps
@@ -125,6 +126,8 @@ def primitive(f_raw: Callable) -> Callable:
             if type(arg) in _box_types and arg._trace_id > trace_id:
                 trace_id = arg._trace_id
                 top = arg
+        if kwargs and any(type(v) in _box_types for v in kwargs.values()):
+            return _call_with_traced_keywords(f_wrapped, f_raw, args, kwargs)
         if not trace_id:
             return f_raw(*args, **kwargs)
 
@@ -153,6 +156,31 @@ def primitive(f_raw: Callable) -> Callable:
     f_wrapped.fun = f_raw
     f_wrapped._is_chainrule_primitive = True
     return f_wrapped
+
+
+def _call_with_traced_keywords(f_wrapped, f_raw, args, kwargs):
+    """Pass traced values given by keyword positionally, where the signature allows it."""
+    args, kwargs = list(args), dict(kwargs)
+    try:
+        params = list(inspect.signature(f_raw).parameters.values())[len(args):]
+    except (TypeError, ValueError):  # no signature (e.g. a ufunc)
+        params = []
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    for param in params:
+        if not any(type(v) in _box_types for v in kwargs.values()):
+            return f_wrapped(*args, **kwargs)
+        if param.kind not in positional or (param.name not in kwargs
+                                            and param.default is param.empty):
+            break
+        args.append(kwargs.pop(param.name, param.default))
+    names = ", ".join(k for k, v in kwargs.items() if type(v) in _box_types)
+    if not names:
+        return f_wrapped(*args, **kwargs)
+    raise TypeError(
+        f"{getattr(f_raw, '__name__', f_raw)}: chainrule traces positional arguments only, "
+        f"and {names} cannot be passed positionally here. Pass it positionally, or wrap "
+        f"the call in a function of it."
+    )
 
 
 def notrace_primitive(f_raw: Callable) -> Callable:
