@@ -184,6 +184,22 @@ def test_checkpoint_recomputes_but_agrees():
     check_grads(f, modes=["rev"], order=2)(x)
 
 
+def test_checkpoint_recomputes_once_for_several_arguments():
+    calls = []
+
+    def block(x, w):
+        calls.append(1)
+        return np.tanh(x * w)
+
+    cblock = checkpoint(block)
+    x, w = onp.linspace(-1, 1, 3), onp.array([0.5, 1.0, 2.0])
+    gx, gw = grad(lambda x, w: np.sum(cblock(cblock(x, w), w)), (0, 1))(x, w)
+    assert len(calls) == 4  # two forward, two recomputations: not one per argument
+    want = grad(lambda x, w: np.sum(block(block(x, w), w)), (0, 1))(x, w)
+    onp.testing.assert_allclose(gx, want[0], rtol=1e-13)
+    onp.testing.assert_allclose(gw, want[1], rtol=1e-13)
+
+
 def test_custom_vjp_jax_style():
     @custom_vjp
     def clip_gradient(x):

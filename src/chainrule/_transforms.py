@@ -9,7 +9,7 @@ import numpy as _np
 from . import numpy as anp
 from ._core import forward, reverse
 from ._core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
-from ._core.rules import defjvp_argnum, defvjp_argnum
+from ._core.rules import defjvp_argnums, defvjp_argnums
 from ._core.tracer import getval, primitive
 from ._core.vspace import ContainerVSpace, vspace
 from .wrap_util import unary_to_nary
@@ -242,12 +242,15 @@ def checkpoint(fun: Callable) -> Callable:
     way back. Trades compute for memory (positional array arguments only)."""
     wrapped = primitive(fun)
 
-    def wrapped_grad(argnum, ans, args, kwargs):
-        return make_vjp(fun, argnum)(*args, **kwargs)[0]
+    def recompute_vjp(argnums, ans, args, kwargs):
+        # one recomputation serves every argument being differentiated
+        return make_vjp(fun, tuple(argnums))(*args, **kwargs)[0]
 
-    defvjp_argnum(wrapped, wrapped_grad)
-    defjvp_argnum(wrapped, lambda argnum, g, ans, args, kwargs: make_jvp(fun, argnum)(
-        *args, **kwargs)(g)[1])
+    def recompute_jvp(argnums, tangents, ans, args, kwargs):
+        return make_jvp(fun, tuple(argnums))(*args, **kwargs)(tuple(tangents))[1]
+
+    defvjp_argnums(wrapped, recompute_vjp)
+    defjvp_argnums(wrapped, recompute_jvp)
     return wrapped
 
 
