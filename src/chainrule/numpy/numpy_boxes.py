@@ -155,16 +155,17 @@ class ArrayBox(Box):
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         wrapped = anp.raw_to_wrapped.get(ufunc)
+        name = _ufunc_name(ufunc)
         if kwargs.get("out") is not None:
             raise TypeError(
-                f"numpy.{ufunc.__name__} with out= would write a traced value into a plain "
+                f"{name} with out= would write a traced value into a plain "
                 f"NumPy array (as in a += x or a[i] = x with a a NumPy array and x traced), "
                 f"which drops its derivative. Make the result a new array (a = a + x) or "
                 f"build it from traced values with chainrule.numpy functions."
             )
         if method != "__call__" or wrapped is None:
             raise TypeError(
-                f"chainrule has no derivative rule for numpy.{ufunc.__name__}"
+                f"chainrule has no derivative rule for {name}"
                 f"{'' if method == '__call__' else '.' + method} on traced values. Use a "
                 f"chainrule.numpy function, or define a primitive with chainrule.extend."
             )
@@ -267,6 +268,13 @@ class ArrayBox(Box):
 
     def tolist(self):
         return [self[i] for i in range(len(self))] if self.ndim else self
+
+
+def _ufunc_name(ufunc) -> str:
+    """``numpy.sin`` for NumPy's ufuncs, ``the ufunc wofz`` for others (e.g. SciPy's)."""
+    if getattr(_np, ufunc.__name__, None) is ufunc:
+        return f"numpy.{ufunc.__name__}"
+    return f"the ufunc {ufunc.__name__}"
 
 
 def _method(name):
