@@ -1,7 +1,7 @@
 """Random programs built from wrapped primitives: reverse mode, forward mode and finite
 differences must agree, on random shapes with broadcasting, and under nested transforms.
 
-The default profile is small enough for CI; run the long one by hand with
+The default profile (tests/conftest.py) is small and fixed for CI; run the long one with
 ``python -m pytest tests/test_fuzz_programs.py --hypothesis-profile=long``.
 """
 
@@ -9,18 +9,12 @@ from __future__ import annotations
 
 import numpy as onp
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import chainrule.numpy as np
 from chainrule import grad, jacfwd, jacrev, make_jvp
 from chainrule.test_util import check_grads
-
-settings.register_profile("ci", max_examples=40, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("long", max_examples=3000, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile("ci")
 
 # Each op keeps values in a range where every later op is smooth: the unary ops map
 # R into a bounded interval, the binary ones combine two such values.

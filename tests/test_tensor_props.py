@@ -44,7 +44,7 @@ def run(program, x, y):
     return cnp.sum(total * total)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(st.lists(step, min_size=1, max_size=6), vector, vector)
 def test_tensor_gradients_equal_functional_gradients(program, xv, yv):
     x, y = Tensor(xv), Tensor(yv)
@@ -58,7 +58,7 @@ def test_tensor_gradients_equal_functional_gradients(program, xv, yv):
         np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25)
 @given(st.lists(step, min_size=1, max_size=4), vector, vector)
 def test_create_graph_equals_hessian_vector_product(program, xv, yv):
     x = Tensor(xv)
