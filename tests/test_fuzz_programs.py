@@ -1,5 +1,6 @@
-"""Random programs built from wrapped primitives: reverse mode, forward mode and finite
-differences must agree, on random shapes with broadcasting, and under nested transforms.
+"""Random programs built from wrapped primitives: reverse mode, forward mode, the Tensor
+front end and finite differences must agree, on random shapes with broadcasting, in float64
+and float32, and under nested transforms (grad of grad, jacobian of grad, hvp).
 
 The default profile is small enough for CI; run the long one by hand with
 ``python -m pytest tests/test_fuzz_programs.py --hypothesis-profile=long``.
@@ -13,7 +14,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import chainrule.numpy as np
-from chainrule import grad, jacfwd, jacrev, make_jvp
+from chainrule import (
+    Tensor,
+    grad,
+    hessian,
+    hessian_vector_product,
+    jacfwd,
+    jacobian,
+    jacrev,
+    make_jvp,
+)
 from chainrule.test_util import check_grads
 
 settings.register_profile("ci", max_examples=40, deadline=None,
@@ -116,3 +126,58 @@ def test_nested_scalar_derivatives_agree(steps, seed):
     fwd_rev = make_jvp(grad(f))(x)(1.0)[1]
     rev_fwd = grad(lambda x: make_jvp(f)(x)(1.0)[1])(x)
     onp.testing.assert_allclose([fwd_rev, rev_fwd], [rev_rev, rev_rev], rtol=1e-9, atol=1e-12)
+
+
+@given(programs(), st.sampled_from(SHAPES), st.sampled_from(SHAPES), st.integers(0, 10**6))
+def test_tensor_backward_agrees_with_both_modes(steps, shape_x, shape_y, seed):
+    x, y = inputs(shape_x, shape_y, seed)
+    f = lambda x, y: np.sum(run(steps, x, y))
+    tx, ty = Tensor(x), Tensor(y)
+    out = f(tx, ty)
+    onp.testing.assert_allclose(out.value, f(x, y), rtol=1e-13, atol=1e-13)
+    out.backward()
+    rev_x, rev_y = grad(f, (0, 1))(x, y)
+    onp.testing.assert_allclose(tx.grad.value, rev_x, rtol=1e-10, atol=1e-12)
+    onp.testing.assert_allclose(ty.grad.value, rev_y, rtol=1e-10, atol=1e-12)
+    # forward mode along a random direction: <grad, v> == jvp(v)
+    v = onp.random.default_rng(seed + 1).standard_normal(shape_x)
+    fwd = make_jvp(lambda x: f(x, y))(x)(v)[1]
+    onp.testing.assert_allclose(onp.sum(tx.grad.value * v), fwd, rtol=1e-9, atol=1e-11)
+
+
+@given(programs(), st.sampled_from(SHAPES), st.sampled_from(SHAPES), st.integers(0, 10**6))
+def test_float32_programs_stay_float32_and_match_float64(steps, shape_x, shape_y, seed):
+    x, y = inputs(shape_x, shape_y, seed)
+    x32, y32 = onp.asarray(x, onp.float32), onp.asarray(y, onp.float32)
+    f = lambda x, y: np.sum(run(steps, x, y))
+    g32 = grad(f)(x32, y32)
+    t32 = make_jvp(lambda x: f(x, y32))(x32)(onp.ones_like(x32))[1]
+    assert onp.result_type(g32) == onp.float32
+    assert onp.result_type(t32) == onp.float32
+    # the float64 derivative of the float32-rounded inputs is the reference
+    g64 = grad(f)(x32.astype(float), y32.astype(float))
+    scale = 1.0 + onp.max(onp.abs(g64))
+    onp.testing.assert_allclose(g32, g64, rtol=2e-3, atol=2e-4 * scale)
+    onp.testing.assert_allclose(t32, onp.sum(g64), rtol=2e-3, atol=2e-4 * scale * g64.size)
+    check_grads(f, 0, modes=("fwd", "rev"), order=1)(x32, y32)
+
+
+@pytest.mark.filterwarnings("ignore:Output seems independent")  # linear programs
+@given(programs(), st.sampled_from(SHAPES[:3]), st.integers(0, 10**6))
+def test_jacobian_of_grad_and_hvp_agree(steps, shape, seed):
+    x, y = inputs(shape, shape, seed)
+    f = lambda x: np.sum(run(steps, x, y))
+    n = int(onp.size(x))
+    h_rev = onp.reshape(jacobian(grad(f))(x), (n, n))
+    h_fwd = onp.reshape(jacfwd(jacrev(f))(x), (n, n))
+    h_ref = onp.reshape(hessian(f)(x), (n, n))
+    onp.testing.assert_allclose(h_rev, h_fwd, rtol=1e-9, atol=1e-11)
+    onp.testing.assert_allclose(h_rev, h_ref, rtol=1e-9, atol=1e-11)
+    onp.testing.assert_allclose(h_rev, h_rev.T, rtol=1e-9, atol=1e-11)
+    v = onp.random.default_rng(seed + 2).standard_normal(shape)
+    hv = onp.ravel(hessian_vector_product(f)(x, v))
+    onp.testing.assert_allclose(hv, h_rev @ onp.ravel(v), rtol=1e-9, atol=1e-11)
+    # and against central differences of the gradient
+    eps = 1e-6
+    numeric = (grad(f)(x + eps * v) - grad(f)(x - eps * v)) / (2 * eps)
+    onp.testing.assert_allclose(hv, onp.ravel(numeric), rtol=1e-5, atol=1e-6)
