@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as onp
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import chainrule.numpy as np
@@ -26,11 +26,7 @@ from chainrule import (
 )
 from chainrule.test_util import check_grads
 
-settings.register_profile("ci", max_examples=40, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("long", max_examples=3000, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile("ci")
+# The "ci" and "long" profiles are registered in tests/conftest.py.
 
 # Each op keeps values in a range where every later op is smooth: the unary ops map
 # R into a bounded interval, the binary ones combine two such values.
