@@ -29,7 +29,33 @@ from chainrule.test_util import check_grads
 # The "ci" and "long" profiles are registered in tests/conftest.py.
 
 # Each op keeps values in a range where every later op is smooth: the unary ops map
-# R into a bounded interval, the binary ones combine two such values.
+# R into a bounded interval, the binary ones combine two such values. Shape-changing
+# ops (matmul, indexing, concatenate, stack) come back to their input's shape, so any
+# two values still broadcast. maximum and max can meet exact ties (max(v, v), rows
+# copied by broadcasting): the tied entries then have equal tangents, so every
+# convention gives the same derivative, and the fuzzer checks that it does.
+
+
+def _last_axis(op):
+    """``op`` applied along the last axis; 0-d values pass through unchanged."""
+    return lambda x: op(x) if np.ndim(x) else x
+
+
+def _mix(x):
+    k = np.shape(x)[-1]
+    m = onp.eye(k) * 0.6 + onp.full((k, k), 0.4 / k) + onp.triu(onp.ones((k, k)), 1) * 0.1
+    return np.matmul(x, m)
+
+
+def _concat(x):
+    return np.concatenate([np.cos(x), x], axis=-1)[..., 1:np.shape(x)[-1] + 1]
+
+
+def _softmax(x):
+    z = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    return z / np.sum(z, axis=-1, keepdims=True)
+
+
 # fmt: off
 UNARY = {
     "sin":     lambda x: np.sin(x),
@@ -40,6 +66,15 @@ UNARY = {
     "square":  lambda x: x ** 2 / (1.0 + x ** 2),
     "cos":     lambda x: np.cos(x),
     "abs_smooth": lambda x: np.abs(x + 3.0) - 3.0,
+    "flip":    lambda x: np.flip(x),
+    "reshape": lambda x: np.reshape(np.ravel(x), np.shape(x)),
+    "stack":   lambda x: np.sum(np.stack([x, np.sin(x)]), axis=0) * 0.5,
+    "where":   lambda x: np.where(x > 0.0, np.tanh(x), np.sin(x)),
+    "matmul":  _last_axis(_mix),
+    "cumsum":  _last_axis(lambda x: np.cumsum(x, axis=-1) / np.shape(x)[-1]),
+    "reverse": _last_axis(lambda x: x[..., ::-1]),
+    "concat":  _last_axis(_concat),
+    "softmax": _last_axis(_softmax),
 }
 BINARY = {
     "add": lambda x, y: x + y,
@@ -47,10 +82,17 @@ BINARY = {
     "mul": lambda x, y: x * y,
     "div": lambda x, y: x / (2.0 + y ** 2),
     "pow": lambda x, y: (1.5 + np.sin(x)) ** np.cos(y),
+    "maximum":   lambda x, y: np.maximum(x, y),
+    "logaddexp": lambda x, y: np.logaddexp(x, y),
+    "arctan2":   lambda x, y: np.arctan2(x, 2.0 + np.cos(y)),
 }
 REDUCE = {
     "sum":  lambda x, axis: np.sum(x, axis=axis, keepdims=True),
     "mean": lambda x, axis: np.mean(x, axis=axis, keepdims=True),
+    "max":  lambda x, axis: np.max(x, axis=axis, keepdims=True),
+    "prod": lambda x, axis: np.prod(np.cos(x), axis=axis, keepdims=True),
+    "var":  lambda x, axis: np.var(x, axis=axis, keepdims=True),
+    "logsumexp": lambda x, axis: np.log(np.sum(np.exp(x), axis=axis, keepdims=True)),
 }
 # fmt: on
 
