@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as onp
 import pytest
-from hypothesis import given
+from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 import chainrule.numpy as np
@@ -219,3 +219,27 @@ def test_jacobian_of_grad_and_hvp_agree(steps, shape, seed):
     eps = 1e-6
     numeric = (grad(f)(x + eps * v) - grad(f)(x - eps * v)) / (2 * eps)
     onp.testing.assert_allclose(hv, onp.ravel(numeric), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore:Output seems independent")
+@pytest.mark.parametrize("table, test", [
+    ("vjp", test_tensor_backward_agrees_with_both_modes),
+    ("jvp", test_random_programs_agree_in_both_modes),
+    ("vjp", test_jacobian_of_grad_and_hvp_agree),
+])
+def test_the_fuzzer_catches_a_planted_rule_error(monkeypatch, table, test):
+    # test the tester: cos's rule off by 0.1% must make the property fail
+    from chainrule._core import forward, reverse
+
+    rules = reverse.primitive_vjps if table == "vjp" else forward.primitive_jvps
+    right = rules[np.cos]
+
+    def wrong(*args):
+        if table == "jvp":
+            return 1.001 * right(*args)
+        return tuple(None if r is None else 1.001 * r for r in right(*args))
+
+    monkeypatch.setitem(rules, np.cos, wrong)
+    quick = settings(max_examples=200, phases=[Phase.generate], database=None)
+    with pytest.raises(AssertionError):  # GradientCheckError is an AssertionError
+        quick(test)()
