@@ -1,8 +1,7 @@
-"""Random programs built from wrapped primitives: reverse mode, forward mode, the Tensor
-front end and finite differences must agree, on random shapes with broadcasting, in float64
-and float32, and under nested transforms (grad of grad, jacobian of grad, hvp).
+"""Random programs built from wrapped primitives: reverse mode, forward mode and finite
+differences must agree, on random shapes with broadcasting, and under nested transforms.
 
-The default profile is small enough for CI; run the long one by hand with
+The default profile (tests/conftest.py) is small and fixed for CI; run the long one with
 ``python -m pytest tests/test_fuzz_programs.py --hypothesis-profile=long``.
 """
 
@@ -10,7 +9,7 @@ from __future__ import annotations
 
 import numpy as onp
 import pytest
-from hypothesis import Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import chainrule.numpy as np
@@ -25,8 +24,6 @@ from chainrule import (
     make_jvp,
 )
 from chainrule.test_util import check_grads
-
-# The "ci" and "long" profiles are registered in tests/conftest.py.
 
 # Each op keeps values in a range where every later op is smooth: the unary ops map
 # R into a bounded interval, the binary ones combine two such values. Shape-changing
@@ -229,6 +226,8 @@ def test_jacobian_of_grad_and_hvp_agree(steps, shape, seed):
 ])
 def test_the_fuzzer_catches_a_planted_rule_error(monkeypatch, table, test):
     # test the tester: cos's rule off by 0.1% must make the property fail
+    from hypothesis import Phase, settings
+
     from chainrule._core import forward, reverse
 
     rules = reverse.primitive_vjps if table == "vjp" else forward.primitive_jvps
