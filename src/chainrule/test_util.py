@@ -52,34 +52,43 @@ def _numeric_jvp(f, x, v, eps):
     return y_vs.scalar_mul(y_vs.add(plus, y_vs.scalar_mul(minus, -1.0)), 1.0 / (2 * eps))
 
 
-def _compare(what: str, f, analytic, numeric, rtol, atol) -> None:
+def _compare(what: str, f, analytic, numeric, rtol, atol, level: int = 1,
+             against: str = "finite differences", labels=("analytic", "numeric")) -> None:
     a = _np.asarray(analytic)
     n = _np.asarray(numeric)
     if not _np.allclose(a, n, rtol=rtol, atol=atol, equal_nan=True):
+        width = max(map(len, labels))
         raise GradientCheckError(
-            f"{what} of {_name(f)} disagrees with finite differences:\n"
-            f"  analytic: {_np.array2string(a.ravel()[:10], precision=8)}\n"
-            f"  numeric:  {_np.array2string(n.ravel()[:10], precision=8)}\n"
+            f"order {level}: {what} of {_name(f)} disagrees with {against}:\n"
+            f"  {labels[0] + ':':<{width + 1}} {_np.array2string(a.ravel()[:10], precision=8)}\n"
+            f"  {labels[1] + ':':<{width + 1}} {_np.array2string(n.ravel()[:10], precision=8)}\n"
             f"  largest difference {_np.max(_np.abs(a - n)) if a.size else 0:.3g} "
-            f"(rtol={rtol}, atol={atol})"
+            f"(rtol={rtol}, atol={atol})" + _order_note(f, level)
         )
+
+
+def _order_note(f, level: int) -> str:
+    if level == 1:
+        return ""
+    return (f"\n  ({_name(f)} is a derivative function made by check_grads: its first "
+            f"derivatives are derivatives of order {level} of the function you passed)")
 
 
 def _flat(value):
     return vspace(value).flatten(value)
 
 
-def check_jvp(f: Callable, x, rng=None) -> None:
+def check_jvp(f: Callable, x, rng=None, level: int = 1) -> None:
     """Forward mode of ``f`` at ``x`` against finite differences along a random tangent."""
     rng = _directions() if rng is None else rng
     v = vspace(x).randn(rng)
     _, tangent = forward.make_jvp(f, x)(v)
     eps, rtol, atol = _tolerances(x, tangent)
     _compare("forward mode (JVP)", f, _flat(tangent), _flat(_numeric_jvp(f, x, v, eps)),
-             rtol, atol)
+             rtol, atol, level)
 
 
-def check_vjp(f: Callable, x, rng=None) -> None:
+def check_vjp(f: Callable, x, rng=None, level: int = 1) -> None:
     """Reverse mode of ``f`` at ``x``: <u, J v> from a VJP against finite differences."""
     rng = _directions() if rng is None else rng
     vjp, y = reverse.make_vjp(f, x)
@@ -89,40 +98,66 @@ def check_vjp(f: Callable, x, rng=None) -> None:
     vjp_y = x_vs.covector(vjp(y_vs.covector(y_v)))
     analytic = x_vs.inner_prod(x_v, vjp_y)
     numeric = y_vs.inner_prod(y_v, _numeric_jvp(f, x, x_v, eps))
-    _compare("reverse mode (VJP)", f, analytic, numeric, rtol, atol)
+    _compare("reverse mode (VJP)", f, analytic, numeric, rtol, atol, level)
+
+
+def check_modes_agree(f: Callable, x, rng=None, level: int = 1) -> None:
+    """Forward and reverse mode of ``f`` at ``x`` against each other: <u, J v> computed
+    with the JVP and with the VJP must agree to rounding (far tighter than finite
+    differences can check)."""
+    rng = _directions() if rng is None else rng
+    vjp, y = reverse.make_vjp(f, x)
+    x_vs, y_vs = vspace(x), vspace(y)
+    x_v, y_v = x_vs.randn(rng), y_vs.randn(rng)
+    _, tangent = forward.make_jvp(f, x)(x_v)
+    by_jvp = y_vs.inner_prod(y_v, tangent)
+    by_vjp = x_vs.inner_prod(x_v, x_vs.covector(vjp(y_vs.covector(y_v))))
+    single = _tolerances(x, y)[0] != EPS
+    rtol, atol = (1e-4, 1e-5) if single else (1e-9, 1e-12)
+    _compare("forward mode (JVP)", f, by_jvp, by_vjp, rtol, atol, level,
+             against="its reverse mode (VJP)", labels=("<u, J v> by JVP", "<u, J v> by VJP"))
 
 
 @unary_to_nary
 def check_grads(f, x, modes=("fwd", "rev"), order=2, rng=None):
     """Check ``f``'s derivatives in ``modes`` ('fwd', 'rev') up to ``order``.
 
-    Use as ``check_grads(f, modes=["rev"], order=2)(*args)``; raises
-    GradientCheckError with the analytic and numeric values when they differ.
-    Directions are drawn from ``rng`` (a NumPy Generator; by default a fixed seed,
-    so every run checks the same directions).
+    Use as ``check_grads(f, modes=["rev"], order=2)(*args)``. Each mode is checked
+    against finite differences and, when both are asked for, against each other;
+    then the same checks run on the derivative functions, up to ``order``. Raises
+    GradientCheckError naming the order, the mode and the function, with the
+    analytic and numeric values. Directions are drawn from ``rng`` (a NumPy
+    Generator; by default a fixed seed, so every run checks the same directions).
     """
     unknown = set(modes) - {"fwd", "rev"}
     if unknown:
         raise ValueError(f"check_grads: unknown modes {sorted(unknown)}; use 'fwd' and 'rev'.")
-    rng = _directions() if rng is None else rng
+    _check_grads(f, x, tuple(modes), order, _directions() if rng is None else rng, 1)
+
+
+def _check_grads(f, x, modes, order, rng, level) -> None:
     if "fwd" in modes:
-        check_jvp(f, x, rng)
-        if order > 1:
-            def jvp_f(x, v):
-                return forward.make_jvp(f, x)(v)[1]
-
-            jvp_f.__name__ = f"jvp_{_name(f)}"
-            check_grads(jvp_f, (0, 1), modes, order - 1, rng)(x, vspace(x).randn(rng))
+        check_jvp(f, x, rng, level)
     if "rev" in modes:
-        check_vjp(f, x, rng)
-        if order > 1:
-            y_vs = vspace(f(x))
+        check_vjp(f, x, rng, level)
+    if "fwd" in modes and "rev" in modes:
+        check_modes_agree(f, x, rng, level)
+    if order <= 1:
+        return
+    if "fwd" in modes:
+        def jvp_f(xv):
+            return forward.make_jvp(f, xv[0])(xv[1])[1]
 
-            def vjp_f(x, u):
-                return reverse.make_vjp(f, x)[0](u)
+        jvp_f.__name__ = f"jvp_{_name(f)}"
+        _check_grads(jvp_f, (x, vspace(x).randn(rng)), modes, order - 1, rng, level + 1)
+    if "rev" in modes:
+        y_vs = vspace(f(x))
 
-            vjp_f.__name__ = f"vjp_{_name(f)}"
-            check_grads(vjp_f, (0, 1), modes, order - 1, rng)(x, y_vs.randn(rng))
+        def vjp_f(xu):
+            return reverse.make_vjp(f, xu[0])[0](xu[1])
+
+        vjp_f.__name__ = f"vjp_{_name(f)}"
+        _check_grads(vjp_f, (x, y_vs.randn(rng)), modes, order - 1, rng, level + 1)
 
 
 def check_equivalent(x, y) -> None:

@@ -11,6 +11,8 @@ rest, and Tensor code can be differentiated by those transforms too.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as _np
 
 from .._core.forward import JVPNode
@@ -28,6 +30,10 @@ from ._mode import _mode, no_grad
 _PLAIN_RESULTS = frozenset(
     getattr(_np, name) for name in anp.NONDIFFERENTIABLE.split() if hasattr(_np, name)
 )
+
+# .grad += is a read-modify-write: two threads calling backward() on graphs that share
+# a leaf would lose one of the additions without it.
+_GRAD_LOCK = threading.Lock()
 
 
 class Tensor:
@@ -192,13 +198,14 @@ class Tensor:
         if box is None or box._node is not root:
             return  # detached since the graph was recorded
         grad = _wrap(vspace(box._value).cast(grad))
-        if self.grad is None:
-            self.grad = grad
-        elif create_graph:
-            self.grad = self.grad + grad
-        else:
-            with no_grad():
+        with _GRAD_LOCK:
+            if self.grad is None:
+                self.grad = grad
+            elif create_graph:
                 self.grad = self.grad + grad
+            else:
+                with no_grad():
+                    self.grad = self.grad + grad
 
     def _assign(self, raw) -> None:
         """Replace the value in place; a leaf that requires grad stays that leaf."""
