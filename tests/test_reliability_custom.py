@@ -102,9 +102,6 @@ def test_float32_primitive_uses_loose_tolerances_but_still_catches_errors():
         check_grads(softplus_with(vjp_scale=1.2), order=1)(x32)
 
 
-@pytest.mark.xfail(strict=True, reason="a user primitive called on a Tensor runs its NumPy "
-                   "body on the Tensor instead of recording the primitive: its rules are "
-                   "bypassed (here the output is even detached)")
 def test_a_custom_rule_is_used_by_tensor_backward():
     @primitive
     def straight_through_round(x):

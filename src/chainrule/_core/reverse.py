@@ -44,8 +44,12 @@ class VJPNode(Node):
         self.fun = None
 
     def vjp(self, g) -> tuple:
-        fun = self.fun
-        if self.args is None:
+        # Read the saved values once, args last: release() clears args first, so when
+        # args is still there the others read before it were too (a graph freed by
+        # another thread mid-pass fails clearly instead of giving wrong numbers).
+        fun, ans, kwargs = self.fun, self.ans, self.kwargs
+        args = self.args
+        if args is None:
             raise FreedGraphError(
                 f"The graph through {getattr(fun, '__name__', fun)} was freed by an earlier "
                 f"backward pass. Keep it with retain_graph=True on the first backward()."
@@ -57,7 +61,7 @@ class VJPNode(Node):
                 f"chainrule has no VJP rule for {_name(fun)}. Define one with "
                 f"chainrule.extend.defvjp({_name(fun)}, ...)."
             ) from None
-        return rule(g, self.argnums, self.ans, self.args, self.kwargs)
+        return rule(g, self.argnums, ans, args, kwargs)
 
     def release(self) -> None:
         """Drop the saved values; the node can no longer propagate cotangents."""

@@ -81,6 +81,9 @@ class Box:
 
 
 _box_types = Box.types  # the same set object: registration updates it
+
+# front-end type (Tensor) -> (unwrap to the box it holds, wrap an answer back)
+front_ends: dict[type, tuple[Callable, Callable]] = {}
 _box_type_of = Box.type_mappings  # likewise
 
 
@@ -122,13 +125,19 @@ def primitive(f_raw: Callable) -> Callable:
     @wraps(f_raw)
     def f_wrapped(*args, **kwargs):
         trace_id = 0  # trace ids start at 1
+        held = False
         for arg in args:
-            if type(arg) in _box_types and arg._trace_id > trace_id:
-                trace_id = arg._trace_id
-                top = arg
+            if type(arg) in _box_types:
+                if arg._trace_id > trace_id:
+                    trace_id = arg._trace_id
+                    top = arg
+            elif type(arg) in front_ends:
+                held = True
         if kwargs and any(type(v) in _box_types for v in kwargs.values()):
             return _call_with_traced_keywords(f_wrapped, f_raw, args, kwargs)
         if not trace_id:
+            if held:
+                return _through_front_end(f_wrapped, args, kwargs)
             return f_raw(*args, **kwargs)
 
         argvals = list(args)
@@ -156,6 +165,20 @@ def primitive(f_raw: Callable) -> Callable:
     f_wrapped.fun = f_raw
     f_wrapped._is_chainrule_primitive = True
     return f_wrapped
+
+
+def _through_front_end(f_wrapped, args, kwargs):
+    """Call ``f_wrapped`` on the boxes that front-end objects (Tensors) hold, and wrap
+    its answer back, so user primitives and their rules see plain boxes."""
+    wrap = None
+    unwrapped = []
+    for arg in args:
+        pair = front_ends.get(type(arg))
+        if pair is not None:
+            arg = pair[0](arg)
+            wrap = pair[1]
+        unwrapped.append(arg)
+    return wrap(f_wrapped(*unwrapped, **kwargs))
 
 
 def _call_with_traced_keywords(f_wrapped, f_raw, args, kwargs):

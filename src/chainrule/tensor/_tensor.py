@@ -18,7 +18,7 @@ import numpy as _np
 from .._core.forward import JVPNode
 from .._core.pytree import register_pytree_node
 from .._core.reverse import VJPNode
-from .._core.tracer import Box, getval, isbox, new_box
+from .._core.tracer import Box, front_ends, getval, isbox, new_box
 from .._core.vspace import VSpace, add_values, vspace
 from ..numpy import numpy_wrapper as anp
 from ..numpy.numpy_boxes import array_astype, array_getitem
@@ -590,6 +590,9 @@ def _box_tensor_answer(answer: Tensor, trace_id: int, node):
 
 
 Box.type_mappings[Tensor] = _box_tensor_answer
+# A primitive called on Tensors (and no functionally traced value) runs on their boxes:
+# user-defined primitives keep their own rules.
+front_ends[Tensor] = (_unwrap, _wrap_tree)
 
 # A Tensor is a container of its value for the functional transforms (grad(f)(tensor)
 # gives a Tensor), and has the vector space of its value.
