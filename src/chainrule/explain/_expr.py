@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import inspect
 import math
+import warnings
 from collections.abc import Callable
 
 import numpy as _np
@@ -93,7 +94,10 @@ class Expression:
         if not source.strip():
             raise ExpressionError("the expression is empty", source, 0)
         try:
-            tree = ast.parse(source.strip(), mode="eval")
+            with warnings.catch_warnings():
+                # Python warns about e.g. "1sin" before failing; the error below says it all
+                warnings.simplefilter("ignore", SyntaxWarning)
+                tree = ast.parse(source.strip(), mode="eval")
         except SyntaxError as e:
             offset = (e.offset or 1) - 1 + (len(source) - len(source.lstrip()))
             raise ExpressionError(f"syntax error: {e.msg}", source, offset) from None
