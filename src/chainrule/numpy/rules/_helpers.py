@@ -29,8 +29,10 @@ def dtype_of(x):
 
 def unbroadcast(g, x):
     """Sum ``g`` over the axes along which ``x`` was broadcast; match ``x``'s dtype."""
-    if type(g) is type(x) and type(g) in _SCALAR_TYPES:
-        return g  # the scalar chain's common case: nothing to sum, same dtype
+    g_type = type(g)
+    if g_type is type(x) and (g_type in _SCALAR_TYPES or (
+            g_type is _np.ndarray and g.shape == x.shape and g.dtype == x.dtype)):
+        return g  # the common cases: nothing to sum, same dtype
     shape = shape_of(x)
     g_shape = shape_of(g)
     if g_shape != shape:
@@ -64,7 +66,9 @@ def match_dtype(g, x):
 
 def broadcast_tangent(t, ans):
     """A tangent contribution made to live in ``ans``'s space (shape and dtype)."""
-    if type(t) is type(ans) and type(t) in _SCALAR_TYPES:
+    t_type = type(t)
+    if t_type is type(ans) and (t_type in _SCALAR_TYPES or (
+            t_type is _np.ndarray and t.shape == ans.shape and t.dtype == ans.dtype)):
         return t
     shape = shape_of(ans)
     if shape_of(t) != shape:
