@@ -21,9 +21,9 @@ DOCUMENTED = ["grad", "elementwise_grad", "value_and_grad", "grad_and_aux",
               "hessian", "hessian_tensor_product", "hessian_vector_product", "make_hvp",
               "make_vjp", "make_jvp", "make_ggnvp", "tensor_jacobian_product",
               "vector_jacobian_product", "deriv", "holomorphic_grad", "grad_named",
-              "multigrad_dict", "jvp", "vjp", "jacfwd", "jacrev",
-              "stop_gradient", "custom_vjp", "custom_jvp", "explain", "Tensor", "no_grad", "enable_grad",
-              "register_pytree_node", "tree_map"]
+              "multigrad_dict", "jvp", "vjp", "jacfwd", "jacrev", "stop_gradient", "custom_vjp",
+              "custom_jvp", "explain", "Tensor", "no_grad", "enable_grad", "register_pytree_node",
+              "tree_map"]
 
 
 @pytest.mark.parametrize("name", MODULES)
