@@ -26,7 +26,13 @@ def _with(args: tuple, argnums, values) -> tuple:
 
 
 def jvp(fun: Callable, primals: Sequence, tangents: Sequence):
-    """``(fun(*primals), tangent of the output)`` for input tangents ``tangents``."""
+    """``(fun(*primals), tangent of the output)`` for input tangents ``tangents``.
+
+    >>> import chainrule.numpy as np
+    >>> value, tangent = jvp(lambda x1, x2: x1 * x2, (2.0, 5.0), (1.0, 0.0))
+    >>> print(value, tangent)
+    10.0 5.0
+    """
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise ValueError(f"jvp: got {len(primals)} primals but {len(tangents)} tangents; "
@@ -35,7 +41,13 @@ def jvp(fun: Callable, primals: Sequence, tangents: Sequence):
 
 
 def vjp(fun: Callable, *primals):
-    """``(fun(*primals), vjp_fun)``; ``vjp_fun(g)`` returns one cotangent per primal, as a tuple."""
+    """``(fun(*primals), vjp_fun)``; ``vjp_fun(g)`` returns one cotangent per primal, as a tuple.
+
+    >>> out, vjp_fun = vjp(lambda x1, x2: x1 * x2, 2.0, 5.0)
+    >>> g1, g2 = vjp_fun(1.0)
+    >>> print(out, g1, g2)
+    10.0 5.0 2.0
+    """
     vjp_fun, ans = reverse.make_vjp(lambda xs: fun(*xs), primals)
     return ans, lambda g: tuple(vjp_fun(g))
 
@@ -89,12 +101,24 @@ def _select_blocks(single: bool, blocks: list):
 
 
 def jacrev(fun: Callable, argnums=0) -> Callable:
-    """The Jacobian by reverse mode: one backward pass per output element."""
+    """The Jacobian by reverse mode: one backward pass per output element.
+
+    >>> import chainrule.numpy as np
+    >>> print(jacrev(lambda x: x ** 2)(np.array([1.0, 3.0])))
+    [[2. 0.]
+     [0. 6.]]
+    """
     return _jacobian(fun, argnums, "rev")
 
 
 def jacfwd(fun: Callable, argnums=0) -> Callable:
-    """The Jacobian by forward mode: one tangent pass per input element."""
+    """The Jacobian by forward mode: one tangent pass per input element.
+
+    >>> import chainrule.numpy as np
+    >>> print(jacfwd(lambda x: np.sum(x) * x)(np.array([1.0, 2.0])))
+    [[4. 1.]
+     [2. 5.]]
+    """
     return _jacobian(fun, argnums, "fwd")
 
 
@@ -105,6 +129,14 @@ class custom_vjp:
     ``bwd(residuals, g) -> tuple of cotangents, one per argument``. In a backward
     pass ``fwd`` runs again on the saved arguments to produce the residuals, so
     higher-order derivatives differentiate through ``fwd`` and ``bwd`` as well.
+
+    >>> from chainrule import grad
+    >>> @custom_vjp
+    ... def double(x):
+    ...     return 2.0 * x
+    >>> double.defvjp(lambda x: (2.0 * x, None), lambda res, g: (2.0 * g,))
+    >>> print(grad(double)(3.0))
+    2.0
     """
 
     def __init__(self, fun: Callable):
@@ -143,6 +175,18 @@ class custom_jvp:
     ``@f.defjvp`` decorates ``f_jvp(primals, tangents) -> (out, tangent_out)``.
     Reverse mode transposes that rule: the cotangent is the VJP of the tangent map,
     which is linear in the tangents.
+
+    >>> import chainrule.numpy as np
+    >>> from chainrule import grad
+    >>> @custom_jvp
+    ... def softplus(x):
+    ...     return np.log1p(np.exp(x))
+    >>> @softplus.defjvp
+    ... def softplus_jvp(primals, tangents):
+    ...     (x,), (t,) = primals, tangents
+    ...     return softplus(x), t / (1.0 + np.exp(-x))
+    >>> print(grad(softplus)(0.0))
+    0.5
     """
 
     def __init__(self, fun: Callable):

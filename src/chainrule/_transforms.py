@@ -24,13 +24,25 @@ __all__ = [
 
 @unary_to_nary
 def make_vjp(fun, x):
-    """Return ``(vjp, fun(x))``: ``vjp(g)`` pulls a cotangent of the output back to ``x``."""
+    """Return ``(vjp, fun(x))``: ``vjp(g)`` pulls a cotangent of the output back to ``x``.
+
+    >>> import chainrule.numpy as np
+    >>> vjp, ans = make_vjp(np.sin)(0.0)
+    >>> print(vjp(2.0))
+    2.0
+    """
     return reverse.make_vjp(fun, x)
 
 
 @unary_to_nary
 def make_jvp(fun, x):
-    """Return ``jvp(v) -> (fun(x), tangent)``: pushes a tangent of ``x`` forward."""
+    """Return ``jvp(v) -> (fun(x), tangent)``: pushes a tangent of ``x`` forward.
+
+    >>> import chainrule.numpy as np
+    >>> value, tangent = make_jvp(np.exp)(0.0)(3.0)
+    >>> print(value, tangent)
+    1.0 3.0
+    """
     return forward.make_jvp(fun, x)
 
 
@@ -51,7 +63,15 @@ def grad(fun, x):
     """Returns a function which computes the gradient of ``fun`` with respect to
     positional argument number ``argnum``. The returned function takes the same
     arguments as ``fun``, but returns the gradient instead. ``fun`` must return a
-    real scalar; ``x`` may be a float, an array, or a container of them (pytree)."""
+    real scalar; ``x`` may be a float, an array, or a container of them (pytree).
+
+    >>> import chainrule.numpy as np
+    >>> f = lambda x1, x2: np.log(x1) + x1 * x2 - np.sin(x2)
+    >>> print(grad(f)(2.0, 5.0))
+    5.5
+    >>> print(grad(lambda x: np.sum(x ** 2))(np.array([1.0, 2.0])))
+    [2. 4.]
+    """
     vjp, ans = reverse.make_vjp(fun, x, free=True)
     _scalar_output("grad", ans)
     return vjp(vspace(ans).ones())
@@ -60,7 +80,12 @@ def grad(fun, x):
 @unary_to_nary
 def elementwise_grad(fun, x):
     """The sum of the Jacobian's rows: the derivative of each output element for
-    elementwise functions. Returns a function with the arguments of ``fun``."""
+    elementwise functions. Returns a function with the arguments of ``fun``.
+
+    >>> import chainrule.numpy as np
+    >>> print(elementwise_grad(np.square)(np.array([1.0, 2.0, 3.0])))
+    [2. 4. 6.]
+    """
     vjp, ans = reverse.make_vjp(fun, x, free=True)
     if vspace(ans).iscomplex:
         raise TypeError("elementwise_grad is only defined for real-valued outputs.")
@@ -69,7 +94,12 @@ def elementwise_grad(fun, x):
 
 @unary_to_nary
 def value_and_grad(fun, x):
-    """Returns a function that returns both the value and the gradient of ``fun``."""
+    """Returns a function that returns both the value and the gradient of ``fun``.
+
+    >>> value, g = value_and_grad(lambda x: x ** 3)(2.0)
+    >>> print(value, g)
+    8.0 12.0
+    """
     vjp, ans = reverse.make_vjp(fun, x, free=True)
     _scalar_output("value_and_grad", ans)
     return ans, vjp(vspace(ans).ones())
@@ -77,7 +107,12 @@ def value_and_grad(fun, x):
 
 @unary_to_nary
 def grad_and_aux(fun, x):
-    """For ``fun`` returning ``(loss, aux)``: returns ``(gradient of loss, aux)``."""
+    """For ``fun`` returning ``(loss, aux)``: returns ``(gradient of loss, aux)``.
+
+    >>> g, aux = grad_and_aux(lambda x: (x ** 2, "aux"))(3.0)
+    >>> print(g, aux)
+    6.0 aux
+    """
     vjp, (ans, aux) = reverse.make_vjp(lambda x: _pair(fun(x)), x, free=True)
     return vjp((vspace(ans).ones(), tree_map(_zeros_like_leaf, aux))), aux
 
@@ -139,7 +174,11 @@ def _stacked(parts: list, shape: tuple):
 
 @unary_to_nary
 def holomorphic_grad(fun, x):
-    """The complex derivative of a holomorphic ``fun`` at ``x``."""
+    """The complex derivative of a holomorphic ``fun`` at ``x``.
+
+    >>> print(holomorphic_grad(lambda z: z ** 2)(1.0 + 2.0j))
+    (2+4j)
+    """
     if not vspace(x).iscomplex:
         import warnings
 
@@ -149,7 +188,13 @@ def holomorphic_grad(fun, x):
 
 def hessian_tensor_product(fun, argnum=0):
     """``htp(*args, v)``: the Hessian of ``fun`` times ``v`` (contracted over all of v's
-    axes), by forward mode over the reverse-mode gradient."""
+    axes), by forward mode over the reverse-mode gradient.
+
+    >>> import chainrule.numpy as np
+    >>> f = lambda x: np.sum(x ** 3)
+    >>> print(hessian_tensor_product(f)(np.array([1.0, 2.0]), np.array([1.0, 1.0])))
+    [ 6. 12.]
+    """
     fun_grad = grad(fun, argnum)
 
     def htp(*args, **kwargs):
@@ -163,7 +208,12 @@ hessian_vector_product = hessian_tensor_product
 
 
 def tensor_jacobian_product(fun, argnum=0):
-    """``tjp(*args, v)``: ``v`` times the Jacobian of ``fun`` (one reverse pass)."""
+    """``tjp(*args, v)``: ``v`` times the Jacobian of ``fun`` (one reverse pass).
+
+    >>> import chainrule.numpy as np
+    >>> print(tensor_jacobian_product(np.sin)(np.array([0.0, 0.0]), np.array([1.0, 2.0])))
+    [1. 2.]
+    """
 
     def tjp(*args, **kwargs):
         *args, vector = args
@@ -178,7 +228,15 @@ vector_jacobian_product = tensor_jacobian_product
 @unary_to_nary
 def make_hvp(fun, x):
     """Returns ``(hvp, gradient)`` at ``x``; ``hvp(v)`` is the Hessian-vector product
-    (forward mode over the reverse-mode gradient)."""
+    (forward mode over the reverse-mode gradient).
+
+    >>> import chainrule.numpy as np
+    >>> hvp, g = make_hvp(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
+    >>> print(g)
+    [ 3. 12.]
+    >>> print(hvp(np.array([1.0, 0.0])))
+    [6. 0.]
+    """
     fun_grad = grad(fun)
     return (lambda v: make_jvp(fun_grad)(x)(v)[1]), fun_grad(x)
 
@@ -190,7 +248,13 @@ def _half_sum_of_squares(y):
 def make_ggnvp(f, g=_half_sum_of_squares, f_argnum=0):
     """Generalized Gauss-Newton products for ``g(f(x))``: ``make_ggnvp(f, g)(x)(v)`` is
     J^T H J v with J the Jacobian of ``f`` at x and H the Hessian of ``g`` at f(x).
-    The default ``g`` is half the sum of squares (H = I), giving J^T J v."""
+    The default ``g`` is half the sum of squares (H = I), giving J^T J v.
+
+    >>> import chainrule.numpy as np
+    >>> A = np.array([[1.0, 2.0], [0.0, 1.0]])
+    >>> print(make_ggnvp(lambda x: A @ x)(np.zeros(2))(np.array([1.0, 0.0])))
+    [1. 2.]
+    """
 
     def ggnvp_maker(*args, **kwargs):
         f_vjp, f_x = make_vjp(f, f_argnum)(*args, **kwargs)
@@ -203,18 +267,33 @@ def make_ggnvp(f, g=_half_sum_of_squares, f_argnum=0):
 
 @unary_to_nary
 def hessian(fun, x):
-    """The Hessian of ``fun`` at ``x``: the Jacobian of its gradient."""
+    """The Hessian of ``fun`` at ``x``: the Jacobian of its gradient.
+
+    >>> import chainrule.numpy as np
+    >>> print(hessian(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0])))
+    [[ 6.  0.]
+     [ 0. 12.]]
+    """
     return jacobian(grad(fun))(x)
 
 
 @unary_to_nary
 def deriv(fun, x):
-    """The derivative of ``fun`` along a unit tangent: forward mode's dfun/dx for scalar x."""
+    """The derivative of ``fun`` along a unit tangent: forward mode's dfun/dx for scalar x.
+
+    >>> import chainrule.numpy as np
+    >>> print(deriv(deriv(np.sin))(0.0))
+    -0.0
+    """
     return make_jvp(fun)(x)(vspace(x).ones())[1]
 
 
 def grad_named(fun, argname):
-    """Gradient with respect to the argument named ``argname``."""
+    """Gradient with respect to the argument named ``argname``.
+
+    >>> print(grad_named(lambda x, y: x * y, "y")(2.0, 3.0))
+    2.0
+    """
     import inspect
 
     arg_index = list(inspect.signature(fun).parameters).index(argname)
@@ -222,7 +301,12 @@ def grad_named(fun, argname):
 
 
 def multigrad_dict(fun):
-    """Gradients with respect to every argument, as a dict keyed by parameter name."""
+    """Gradients with respect to every argument, as a dict keyed by parameter name.
+
+    >>> grads = multigrad_dict(lambda x, y: x * y)(2.0, 3.0)
+    >>> print(grads["x"], grads["y"])
+    3.0 2.0
+    """
     import inspect
 
     signature = inspect.signature(fun)
@@ -255,7 +339,11 @@ def checkpoint(fun: Callable) -> Callable:
 
 
 def stop_gradient(x):
-    """``x`` with every level of tracing removed: a constant to all derivatives."""
+    """``x`` with every level of tracing removed: a constant to all derivatives.
+
+    >>> print(grad(lambda x: x * stop_gradient(x))(3.0))
+    3.0
+    """
     return tree_map(getval, x)
 
 

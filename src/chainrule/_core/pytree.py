@@ -19,6 +19,15 @@ def register_pytree_node(cls: type, flatten: Callable, unflatten: Callable) -> N
 
     ``flatten(obj) -> (children, aux)`` with ``children`` an iterable of subtrees
     and ``aux`` hashable static data; ``unflatten(aux, children) -> obj``.
+
+    >>> from chainrule import grad
+    >>> class Pair:
+    ...     def __init__(self, a, b):
+    ...         self.a, self.b = a, b
+    >>> register_pytree_node(Pair, lambda p: ((p.a, p.b), None), lambda aux, ch: Pair(*ch))
+    >>> g = grad(lambda p: p.a * p.b)(Pair(2.0, 3.0))
+    >>> print(g.a, g.b)
+    3.0 2.0
     """
     _registry[cls] = (flatten, unflatten)
 
@@ -115,6 +124,11 @@ def _rebuild(kind: type, aux: Any, children: list) -> Any:
 
 
 def tree_map(f: Callable, tree: Any, *rest: Any) -> Any:
+    """``f`` applied leaf by leaf (to the matching leaves of ``rest`` too), same structure.
+
+    >>> tree_map(lambda x, y: x + y, {"a": 1, "b": (2, 3)}, {"a": 10, "b": (20, 30)})
+    {'a': 11, 'b': (22, 33)}
+    """
     leaves, treedef = tree_flatten(tree)
     others = [tree_flatten(r)[0] for r in rest]
     return tree_unflatten(treedef, [f(*xs) for xs in zip(leaves, *others)])

@@ -43,7 +43,14 @@ def fixed_point(f: Callable, a, x0, distance: Distance, tol: float,
     ``distance(x, x_prev) <= tol`` (at most ``max_iter`` steps if given).
 
     Differentiable with respect to ``a`` in both modes, without unrolling the loop.
-    ``a`` may be a container of arrays (it is flattened into one traced vector)."""
+    ``a`` may be a container of arrays (it is flattened into one traced vector).
+
+    >>> from chainrule import grad
+    >>> sqrt = lambda a: fixed_point(lambda a: lambda x: 0.5 * (x + a / x), a, 1.0,
+    ...                              lambda x, y: abs(x - y), 1e-12)
+    >>> print(round(float(sqrt(4.0)), 12), round(float(grad(sqrt)(4.0)), 6))
+    2.0 0.25
+    """
     if _is_leaf(a):
         return _fixed_point(f, a, x0, distance, tol, max_iter)
     flat_a, unflatten = flatten(a)

@@ -20,7 +20,15 @@ from .._core.tracer import getval
 def flatten(value: Any) -> tuple[Any, Callable[[Any], Any]]:
     """Return ``(flat, unflatten)``: ``flat`` is a 1-D array of every leaf of ``value``
     (a float, an array, or a tuple/list/dict/namedtuple/dataclass of them) raveled in
-    order; ``unflatten(flat)`` rebuilds a value of the same structure."""
+    order; ``unflatten(flat)`` rebuilds a value of the same structure.
+
+    >>> import numpy as onp
+    >>> flat, unflatten = flatten((onp.ones((2, 2)), onp.zeros(2)))
+    >>> print(flat)
+    [1. 1. 1. 1. 0. 0.]
+    >>> unflatten(flat)[0].shape
+    (2, 2)
+    """
     leaves, treedef = tree_flatten(value)
     shapes = [_np.shape(getval(leaf)) for leaf in leaves]
     sizes = [int(_np.prod(shape)) for shape in shapes]

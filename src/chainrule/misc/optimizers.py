@@ -63,7 +63,15 @@ def rmsprop(grad: GradFun, x0: Any, callback: Callback | None = None, num_iters:
 def adam(grad: GradFun, x0: Any, callback: Callback | None = None, num_iters: int = 100,
          step_size: float = 0.001, b1: float = 0.9, b2: float = 0.999,
          eps: float = 1e-8) -> Any:
-    """Adam (Kingma and Ba, 2015): steps by bias-corrected running means of g and g**2."""
+    """Adam (Kingma and Ba, 2015): steps by bias-corrected running means of g and g**2.
+
+    >>> import numpy as onp
+    >>> from chainrule import grad
+    >>> loss = lambda w, i: (w["a"] - 3.0) ** 2 + (w["b"] + 1.0) ** 2
+    >>> w = adam(grad(loss), {"a": 0.0, "b": 0.0}, num_iters=500, step_size=0.1)
+    >>> print(onp.round(w["a"], 3), onp.round(w["b"], 3))
+    3.0 -1.0
+    """
     m = v = 0.0
 
     def step(x, g, i):

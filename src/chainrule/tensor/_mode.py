@@ -44,14 +44,31 @@ class set_grad_enabled(ContextDecorator):
 
 
 class no_grad(set_grad_enabled):
-    """``with no_grad():`` Tensor operations inside are not recorded (no graph, no memory)."""
+    """``with no_grad():`` Tensor operations inside are not recorded (no graph, no memory).
+
+    >>> from chainrule import Tensor
+    >>> x = Tensor(3.0)
+    >>> with no_grad():
+    ...     y = x * 2.0
+    >>> y.requires_grad
+    False
+    """
 
     def __init__(self) -> None:
         super().__init__(False)
 
 
 class enable_grad(set_grad_enabled):
-    """``with enable_grad():`` record Tensor operations again inside a ``no_grad`` block."""
+    """``with enable_grad():`` record Tensor operations again inside a ``no_grad`` block.
+
+    >>> from chainrule import Tensor, no_grad
+    >>> x = Tensor(3.0)
+    >>> with no_grad():
+    ...     with enable_grad():
+    ...         y = x * 2.0
+    >>> y.requires_grad
+    True
+    """
 
     def __init__(self) -> None:
         super().__init__(True)

@@ -49,6 +49,13 @@ class Tensor:
     ``backward``); Tensors that require grad and are used inside ``f`` are recorded
     as usual, so a gradient computed by the transform is a Tensor that can itself be
     backpropagated to them (e.g. a gradient penalty).
+
+    >>> import chainrule.numpy as np
+    >>> x = Tensor([1.0, 2.0])
+    >>> y = np.sum(x ** 2) + x[0] * x[1]
+    >>> y.backward()
+    >>> x.grad
+    Tensor([4., 5.])
     """
 
     __slots__ = ("_value", "grad", "__weakref__")
