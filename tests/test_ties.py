@@ -105,3 +105,13 @@ def test_cumprod_with_a_zero_to_second_order(name):
     onp.testing.assert_allclose(_forward_gradient(f, x), g, atol=1e-12)
     onp.testing.assert_allclose(hessian(f)(x), h, atol=1e-12)
     onp.testing.assert_allclose(jacfwd(grad(f))(x), h, atol=1e-12)
+
+
+def test_unique_gives_each_value_to_its_first_copy():
+    x = onp.array([3.0, 1.0, 3.0, 2.0, 1.0])
+    onp.testing.assert_array_equal(np.unique(x), [1.0, 2.0, 3.0])
+    # d/dx sum(unique(x)^2): 2*value at the first copy of each value, 0 at the repeats
+    onp.testing.assert_array_equal(grad(lambda x: np.sum(np.unique(x) ** 2))(x),
+                                   [6.0, 2.0, 0.0, 4.0, 0.0])
+    values, counts = np.unique(x, return_counts=True)
+    onp.testing.assert_array_equal(counts, [2, 1, 2])

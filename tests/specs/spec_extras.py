@@ -43,3 +43,9 @@ CASES += [
     Case("piecewise", lambda x: np.piecewise(x, x > 0.5, [np.exp, 0.25]), (_P,),
          ref=lambda x: onp.piecewise(x, x > 0.5, [onp.exp, 0.25]), label="constant"),
 ]
+
+CASES += [
+    Case("unique", np.unique, (make((6,), seed=14),), ref=onp.unique),
+    Case("unique", lambda x: np.unique(x, axis=0), (make((3, 2), seed=15),),
+         ref=lambda x: onp.unique(x, axis=0), label="axis"),
+]

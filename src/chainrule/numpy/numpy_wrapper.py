@@ -52,7 +52,7 @@ DIFFERENTIABLE = {
 NONDIFFERENTIABLE = """
     sign floor ceil round around trunc rint fix floor_divide heaviside
     argmax argmin nanargmax nanargmin argsort argpartition lexsort nonzero flatnonzero argwhere
-    searchsorted digitize count_nonzero unique isclose allclose array_equal array_equiv
+    searchsorted digitize count_nonzero isclose allclose array_equal array_equiv
     greater greater_equal less less_equal equal not_equal
     logical_and logical_or logical_not logical_xor isfinite isinf isnan isneginf isposinf
     isreal iscomplex signbit shape ndim size result_type iscomplexobj isrealobj
@@ -366,6 +366,21 @@ def piecewise(x, condlist, funclist, *args, **kw):
     return out
 
 
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
+           *, equal_nan=True):
+    """``numpy.unique``; the unique values are differentiable: each is a copy of the
+    first element equal to it, which gets its gradient (the other copies get none,
+    like the positions ``sort`` or ``max`` do not pick)."""
+    raw = getval(ar)
+    found = _np.unique(raw, True, return_inverse, return_counts, axis=axis,
+                       equal_nan=equal_nan)
+    first = found[1]
+    values = ravel(ar)[first] if axis is None else take(ar, first, axis=axis)  # noqa: F821
+    extras = [first] if return_index else []
+    extras += list(found[2:])
+    return (values, *extras) if extras else values
+
+
 def _is_wrapped(obj) -> bool:
     return getattr(obj, "_is_chainrule_primitive", False)
 
@@ -386,5 +401,5 @@ def install(target: dict) -> None:
 # Python functions (not primitives) that install() puts over NumPy's names.
 WRAPPERS = """
     concatenate concat stack vstack hstack dstack column_stack row_stack block select array
-    index_update index_add at make_diagonal piecewise
+    index_update index_add at make_diagonal piecewise unique
 """.split()
