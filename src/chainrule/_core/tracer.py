@@ -104,10 +104,19 @@ def _strip(x: Any) -> Any:
     return getval(x)
 
 
+# Predicates for value types no module registered ahead (e.g. Dask or CuPy arrays, which
+# chainrule never imports): (matches(value), box_class); a match registers the type.
+box_fallbacks: list[tuple[Callable, type]] = []
+
+
 def new_box(value, trace_id: int, node: Node) -> Box:
     try:
         return Box.type_mappings[type(value)](value, trace_id, node)
     except KeyError:
+        for matches, box_class in box_fallbacks:
+            if matches(value):
+                box_class.register(type(value))
+                return box_class(value, trace_id, node)
         raise TypeError(
             f"chainrule cannot trace a value of type {type(value).__name__}: only floats, "
             f"complex numbers, NumPy arrays and scalars (and containers of them) can be "

@@ -157,6 +157,9 @@ class ContainerVSpace(VSpace):
         return f"ContainerVSpace({self.treedef!r})"
 
 
+# (matches(value), factory) for value types no module registered ahead (duck arrays)
+vspace_fallbacks: list = []
+
 # box type -> add(x, y) for traced containers, whose own ``+`` concatenates
 container_box_adders: dict = {}
 
@@ -186,6 +189,10 @@ def vspace(value: Any) -> VSpace:
     for cls in type(value).__mro__[1:]:
         if cls in VSpace.mappings:
             return VSpace.mappings[cls](value)
+    for matches, factory in vspace_fallbacks:
+        if matches(value):
+            VSpace.register(type(value), factory)
+            return factory(value)
     if isinstance(value, numbers.Integral):
         raise TypeError(
             f"Can't differentiate with respect to {value!r} of type {type(value).__name__}: "

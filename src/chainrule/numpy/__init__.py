@@ -9,7 +9,7 @@ from . import numpy_wrapper as _wrapper
 _wrapper.install(globals())
 
 # Importing these registers the boxes, vector spaces and rule tables.
-from . import fft, linalg, numpy_boxes, numpy_vspaces, random  # noqa: E402
+from . import duck_arrays, fft, linalg, numpy_boxes, numpy_vspaces, random  # noqa: E402
 from .numpy_boxes import ArrayBox  # noqa: E402
 from .rules import contraction as _contraction_rules  # noqa: E402
 from .rules import elementwise as _elementwise_rules  # noqa: E402

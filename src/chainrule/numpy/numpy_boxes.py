@@ -34,7 +34,7 @@ class ArrayBox(Box):
     # ------------------------------------------------------------------ array attributes
     @property
     def shape(self):
-        return _np.shape(self._value)
+        return getattr(self._value, "shape", None) or _np.shape(self._value)
 
     @property
     def ndim(self):
@@ -46,7 +46,8 @@ class ArrayBox(Box):
 
     @property
     def dtype(self):
-        return _np.result_type(self._value)
+        dtype = getattr(self._value, "dtype", None)
+        return _np.result_type(self._value) if dtype is None else dtype
 
     @property
     def T(self):

@@ -42,12 +42,28 @@ def _is_basic_index(index) -> bool:
 @primitive
 def untake(g, index, shape, dtype):
     """Zeros of ``shape`` with ``g`` added at ``index`` (repeated indices accumulate)."""
-    out = _np.zeros(shape, dtype=_np.result_type(dtype, g))
+    dtype = _np.result_type(dtype, getattr(g, "dtype", None) or _np.result_type(g))
+    # zeros of g's own array type (a Dask or CuPy cotangent stays one)
+    out = _np.zeros_like(g, dtype=dtype, shape=shape) if _np.ndim(g) else \
+        _np.zeros(shape, dtype=dtype)
     if _is_basic_index(index):
         out[index] = g
-    else:
+    elif type(out) is _np.ndarray:
         _np.add.at(out, index, g)
+    elif _hits_each_once(index, shape):
+        out[index] = g  # other array libraries (Dask) lack add.at; no repeats to add up
+    else:
+        raise TypeError(
+            f"The gradient of indexing a {type(out).__name__} with repeated indices needs "
+            f"numpy.add.at, which {type(out).__module__.split('.')[0]} does not provide. "
+            f"Index without repeats, or compute that part with NumPy arrays."
+        )
     return out
+
+
+def _hits_each_once(index, shape) -> bool:
+    positions = _np.arange(int(_np.prod(shape))).reshape(shape)[index]
+    return _np.unique(positions).size == _np.size(positions)
 
 
 def _inverse_axes(axes, ndim):

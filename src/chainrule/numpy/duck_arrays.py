@@ -1,0 +1,73 @@
+"""Arrays beyond NumPy: Dask, CuPy and any array type that speaks NumPy's protocols.
+
+chainrule imports neither Dask nor CuPy. A value whose type implements
+``__array_function__`` and ``__array_ufunc__`` and has a shape and a dtype is
+registered the first time the engine meets it: it is traced by ArrayBox and lives in
+a DuckArrayVSpace, whose zeros, ones and basis vectors are made with ``*_like``
+constructors so they stay of the value's own type (lazy for Dask, on the device for
+CuPy). The rules need nothing more: they call NumPy functions, which dispatch to the
+array library.
+"""
+
+from __future__ import annotations
+
+import numpy as _np
+
+from .._core.tracer import box_fallbacks, isbox
+from .._core.vspace import vspace_fallbacks
+from .numpy_boxes import ArrayBox
+from .numpy_vspaces import ArrayVSpace
+
+
+def is_duck_array(value) -> bool:
+    cls = type(value)
+    return (cls is not _np.ndarray and not isbox(value)
+            and hasattr(cls, "__array_function__") and hasattr(cls, "__array_ufunc__")
+            and hasattr(value, "shape") and hasattr(value, "dtype"))
+
+
+class DuckArrayVSpace(ArrayVSpace):
+    """The space of a duck array: new values are made like a stored prototype."""
+
+    __slots__ = ("like",)
+
+    def __init__(self, value):
+        super().__init__(value)
+        self.like = value
+        self.scalar_type = None  # answers stay arrays of the library's own type
+
+    def _key(self):
+        return (type(self.like), self.shape, self.dtype)
+
+    def zeros(self):
+        return _np.zeros_like(self.like)
+
+    def ones(self):
+        return _np.ones_like(self.like)
+
+    def _as_like(self, array):
+        return _np.asarray(array, like=self.like)
+
+    def standard_basis(self):
+        for vector in super().standard_basis():
+            yield self._as_like(vector)
+
+    def randn(self, rng=None):
+        return self._as_like(super().randn(rng))
+
+    def inner_prod(self, x, y):
+        return _np.sum(x * y)
+
+    def unflatten(self, flat):
+        return _np.reshape(flat, self.shape).astype(self.dtype)
+
+    def cast(self, g):
+        dtype = getattr(g, "dtype", None)
+        if dtype is not None and dtype != self.dtype:
+            g = _np.real(g) if dtype.kind == "c" and self.dtype.kind != "c" else g
+            g = g.astype(self.dtype)
+        return g
+
+
+box_fallbacks.append((is_duck_array, ArrayBox))
+vspace_fallbacks.append((is_duck_array, DuckArrayVSpace))
