@@ -136,7 +136,13 @@ def jacobian(fun, x):
 
     It takes whichever mode needs fewer passes: one reverse pass per output element
     over one recorded graph, or one forward pass per input element when ``x`` is the
-    smaller (real values; complex ones always go reverse)."""
+    smaller (real values; complex ones always go reverse).
+
+    >>> import chainrule.numpy as np
+    >>> jacobian(lambda x: np.array([x[0] * x[1], np.sin(x[0])]))(np.array([0.0, 2.0]))
+    array([[2., 0.],
+           [1., 0.]])
+    """
     vjp, ans = reverse.make_vjp(fun, x)
     ans_vspace = vspace(ans)
     leaves, treedef = tree_flatten(x)
@@ -323,7 +329,14 @@ def multigrad_dict(fun):
 
 def checkpoint(fun: Callable) -> Callable:
     """Keep only ``fun``'s inputs and output on the tape; recompute its inside on the
-    way back. Trades compute for memory (positional array arguments only)."""
+    way back. Trades compute for memory (positional array arguments only).
+
+    >>> import chainrule.numpy as np
+    >>> block = checkpoint(lambda x: np.tanh(np.sin(x) * 2.0))
+    >>> float(grad(lambda x: block(block(x)))(0.5)) == float(
+    ...     grad(lambda x: np.tanh(np.sin(np.tanh(np.sin(x) * 2.0)) * 2.0))(0.5))
+    True
+    """
     wrapped = primitive(fun)
 
     def recompute_vjp(argnums, ans, args, kwargs):

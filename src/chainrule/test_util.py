@@ -129,6 +129,10 @@ def check_grads(f, x, modes=("fwd", "rev"), order=2, rng=None):
     GradientCheckError naming the order, the mode and the function, with the
     analytic and numeric values. Directions are drawn from ``rng`` (a NumPy
     Generator; by default a fixed seed, so every run checks the same directions).
+
+    >>> import chainrule.numpy as np
+    >>> check_grads(lambda x: np.sum(np.sin(x) * x), modes=["fwd", "rev"], order=2)(
+    ...     np.array([0.3, -1.2]))
     """
     unknown = set(modes) - {"fwd", "rev"}
     if unknown:
