@@ -17,7 +17,8 @@ FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 # the transforms of chainrule's namespace: each docstring carries a runnable example
 DOCUMENTED = ["grad", "jacobian", "checkpoint", "elementwise_grad", "value_and_grad",
-              "grad_and_aux", "hessian", "hessian_tensor_product", "hessian_vector_product", "make_hvp",
+              "grad_and_aux", "hessian", "hessian_tensor_product", "hessian_vector_product",
+              "make_hvp",
               "make_vjp", "make_jvp", "make_ggnvp", "tensor_jacobian_product",
               "vector_jacobian_product", "deriv", "holomorphic_grad", "grad_named",
               "multigrad_dict", "jvp", "vjp", "jacfwd", "jacrev", "stop_gradient", "custom_vjp",
