@@ -66,6 +66,11 @@ def _hits_each_once(index, shape) -> bool:
     return _np.unique(positions).size == _np.size(positions)
 
 
+def _reshape(g, shape, order):
+    # order only when it is not the default: other array libraries (Dask) take no order=
+    return anp.reshape(g, shape) if order == "C" else anp.reshape(g, shape, order=order)
+
+
 def _inverse_axes(axes, ndim):
     if axes is None:
         return None
@@ -75,8 +80,8 @@ def _inverse_axes(axes, ndim):
 
 # fmt: off
 # ----------------------------------------------------------------------------- reshaping
-linear(anp.reshape,      lambda g, ans, x, shape=None, order="C", **k: anp.reshape(g, shape_of(x), order=order))
-linear(anp.ravel,        lambda g, ans, x, order="C": anp.reshape(g, shape_of(x), order=order))
+linear(anp.reshape,      lambda g, ans, x, shape=None, order="C", **k: _reshape(g, shape_of(x), order))
+linear(anp.ravel,        lambda g, ans, x, order="C": _reshape(g, shape_of(x), order))
 linear(anp.squeeze,      lambda g, ans, x, *a, **k: anp.reshape(g, shape_of(x)))
 linear(anp.expand_dims,  lambda g, ans, x, *a, **k: anp.reshape(g, shape_of(x)))
 linear(anp.transpose,    lambda g, ans, x, axes=None: anp.transpose(g, _inverse_axes(axes, anp.ndim(x))))
