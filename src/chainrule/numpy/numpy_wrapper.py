@@ -282,6 +282,13 @@ def array(obj, dtype=None, *args, **kwargs):
 
 
 # ----------------------------------------------------------------------------- functional updates
+def _copy(x):
+    # a duck array (Dask, CuPy) copies itself: np.array(x) would bring it to the host
+    if isinstance(x, (_np.ndarray, _np.generic)) or not hasattr(x, "__array_function__"):
+        return _np.array(x, copy=True, subok=True)
+    return x.copy()
+
+
 @primitive
 def index_update(x, index, v):
     """``x`` with ``x[index] = v`` applied to a copy; the functional form of assignment.
@@ -289,7 +296,7 @@ def index_update(x, index, v):
     Differentiable w.r.t. ``x`` and ``v``. Where ``index`` repeats a position,
     NumPy keeps the last write, and only that element of ``v`` gets a gradient.
     """
-    out = _np.array(x, copy=True, subok=True)
+    out = _copy(x)
     out[index] = v
     return out
 
@@ -297,7 +304,7 @@ def index_update(x, index, v):
 @primitive
 def index_add(x, index, v):
     """``x`` with ``v`` added at ``index``; repeated indices accumulate (as numpy.add.at)."""
-    out = _np.array(x, copy=True, subok=True)
+    out = _copy(x)
     _np.add.at(out, index, v)
     return out
 

@@ -11,11 +11,22 @@ from __future__ import annotations
 import numpy as _np
 
 from ..._core.rules import defjvp, defvjp_direct
+from ..._core.tracer import getval
 from .. import numpy_wrapper as anp
 from ..numpy_boxes import array_astype
 
 _SCALAR_TYPES = frozenset([float, complex, _np.float64, _np.float32, _np.complex128,
                            _np.complex64])
+
+
+def zero_mask(x):
+    """``(x == 0, whether any is zero)`` on x's raw value. For a duck array (Dask, CuPy)
+    "any" is assumed True, so rules take their safe branch without computing it."""
+    xv = getval(x)
+    if isinstance(xv, (_np.ndarray, _np.generic, float, int, complex)):
+        zero = _np.asarray(xv) == 0
+        return zero, bool(zero.any())
+    return xv == 0, True
 
 
 def shape_of(x) -> tuple:

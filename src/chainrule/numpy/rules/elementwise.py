@@ -25,6 +25,7 @@ from ._helpers import (
     linear,
     match_dtype,
     unbroadcast,
+    zero_mask,
 )
 
 _LN2 = float(_np.log(2.0))
@@ -46,8 +47,8 @@ def _abs_derivative(ans, x):
 def _sinc_derivative(ans, x):
     # d/dx sin(pi x)/(pi x) = (cos(pi x) - sinc(x)) / x; at x = 0 its Taylor term
     # -pi^2 x / 3 keeps the value (0) and the next two derivatives exact
-    zero = _np.asarray(getval(x)) == 0
-    if not zero.any():
+    zero, any_zero = zero_mask(x)
+    if not any_zero:
         return (anp.cos(_np.pi * x) - ans) / x
     safe_x = anp.where(zero, 1.0, x)
     return anp.where(zero, x * (-_np.pi ** 2 / 3), (anp.cos(_np.pi * x) - ans) / safe_x)

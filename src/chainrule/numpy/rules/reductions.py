@@ -25,6 +25,7 @@ from ._helpers import (
     match_dtype,
     reduced_count,
     shape_of,
+    zero_mask,
 )
 
 
@@ -231,11 +232,11 @@ def _nanmean_weights(ans, x, axis=None, dtype=None, out=None, keepdims=False, *,
 
 def _prod_others(x, axis, keepdims, ans, initial=None):
     """The product of every other element of each reduced slice, zeros included."""
-    zero = _np.asarray(getval(x)) == 0
-    safe = anp.where(zero, 1.0, x) if zero.any() else x
+    zero, any_zero = zero_mask(x)
+    safe = anp.where(zero, 1.0, x) if any_zero else x
     kept = ans if keepdims else anp.reshape(ans, keepdims_shape(shape_of(x), axis))
     others = kept / safe
-    if zero.any():
+    if any_zero:
         options = {"initial": initial} if _given(initial) else {}
         lone = _np.sum(zero, axis=axis, keepdims=True) == 1
         nonzero_prod = anp.prod(safe, axis=axis, keepdims=True, **options)
@@ -348,8 +349,8 @@ def _flat_if(x, axis):
 # d ans_j / d x_i = ans_j / x_i for x_i != 0 (i <= j). At the first zero of a slice it is
 # the running product that skips that zero; at later zeros it is 0 (to first order).
 def _zeros_of(x, axis):
-    zero = _np.asarray(getval(x)) == 0
-    if not zero.any():
+    zero, any_zero = zero_mask(x)
+    if not any_zero:
         return None, None, None
     first = zero & (_np.cumsum(zero, axis=axis) == 1)
     return zero, first, anp.cumprod(anp.where(first, 1.0, x), axis=axis)

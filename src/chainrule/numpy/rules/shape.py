@@ -44,8 +44,10 @@ def untake(g, index, shape, dtype):
     """Zeros of ``shape`` with ``g`` added at ``index`` (repeated indices accumulate)."""
     dtype = _np.result_type(dtype, getattr(g, "dtype", None) or _np.result_type(g))
     # zeros of g's own array type (a Dask or CuPy cotangent stays one)
-    out = _np.zeros_like(g, dtype=dtype, shape=shape) if _np.ndim(g) else \
-        _np.zeros(shape, dtype=dtype)
+    # (a 0-d Dask/CuPy cotangent too: np.zeros would compute it / copy it to the host)
+    host = isinstance(g, (_np.ndarray, _np.generic, float, int, complex))
+    out = _np.zeros(shape, dtype=dtype) if host else \
+        _np.zeros_like(g, dtype=dtype, shape=shape)
     if _is_basic_index(index):
         out[index] = g
     elif type(out) is _np.ndarray:
@@ -53,12 +55,24 @@ def untake(g, index, shape, dtype):
     elif _hits_each_once(index, shape):
         out[index] = g  # other array libraries (Dask) lack add.at; no repeats to add up
     else:
-        raise TypeError(
-            f"The gradient of indexing a {type(out).__name__} with repeated indices needs "
-            f"numpy.add.at, which {type(out).__module__.split('.')[0]} does not provide. "
-            f"Index without repeats, or compute that part with NumPy arrays."
-        )
+        return _scatter_add_like(g, index, shape, dtype)
     return out
+
+
+def _scatter_add_like(g, index, shape, dtype):
+    """``untake`` with repeated indices for array libraries without ``numpy.add.at``: the
+    flat positions ``index`` picks are static (found on the host), and a weighted
+    ``bincount`` in g's own library (``like=g``) sums the repeats, lazily for Dask."""
+    size = int(_np.prod(shape))
+    positions = _np.asarray(_np.arange(size).reshape(shape)[index].ravel(), like=g)
+    flat = _np.ravel(g)
+
+    def scatter(w):
+        return _np.bincount(positions, weights=w, minlength=size)
+
+    out = scatter(_np.real(flat)) + 1j * scatter(_np.imag(flat)) if dtype.kind == "c" \
+        else scatter(flat)
+    return _np.reshape(out, shape).astype(dtype, copy=False)
 
 
 def _hits_each_once(index, shape) -> bool:
