@@ -11,8 +11,6 @@ array library.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as _np
 
 from .._core.tracer import box_fallbacks, isbox
@@ -28,22 +26,6 @@ def is_duck_array(value) -> bool:
             and hasattr(value, "shape") and hasattr(value, "dtype"))
 
 
-# Dask answers a NumPy function it lacks by computing its inputs and calling NumPy, with a
-# FutureWarning naming the function. Under differentiation that is a silent eager
-# compute (and a NumPy value inside a Dask graph), so it is made an error whose message
-# names the function. Checked each time a transform starts on a Dask value, since test
-# runners and ``warnings.catch_warnings`` blocks reset the filters.
-_DASK_FALLBACK = r"The `numpy\..*` function is not implemented by Dask array"
-
-
-def _ensure_dask_fallback_is_error() -> None:
-    for action, message, category, _, _ in warnings.filters:
-        if action == "error" and category is FutureWarning and message is not None \
-                and message.pattern == _DASK_FALLBACK:
-            return
-    warnings.filterwarnings("error", message=_DASK_FALLBACK, category=FutureWarning)
-
-
 class DuckArrayVSpace(ArrayVSpace):
     """The space of a duck array: new values are made like a stored prototype."""
 
@@ -52,8 +34,6 @@ class DuckArrayVSpace(ArrayVSpace):
     def __init__(self, value):
         super().__init__(value)
         self.like = value
-        if type(value).__module__.startswith("dask."):
-            _ensure_dask_fallback_is_error()
         self.scalar_type = None  # answers stay arrays of the library's own type
 
     def _key(self):
