@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import wraps
 
-import numpy as _np
-
-from . import numpy as anp
 from ._core import forward, reverse
+from ._core.pytree import tree_flatten, tree_unflatten
 from ._core.rules import check_cotangent_shape, defjvp_argnums, defvjp_argnums
 from ._core.tracer import primitive
 from ._core.vspace import vspace
+from ._transforms import jacobian_columns, jacobian_rows
 
 
 def _select(args: tuple, argnums) -> tuple:
@@ -63,41 +62,18 @@ def _jacobian(fun, argnums, mode: str):
     @wraps(fun)
     def jacfun(*args, **kwargs):
         xs = _select(args, nums)
-        in_spaces = [vspace(x) for x in xs]
         f = lambda xs: fun(*_with(args, nums, xs), **kwargs)
+        leaves, treedef = tree_flatten(xs)
+        spaces = [vspace(leaf) for leaf in leaves]
         if mode == "rev":
             vjp_fun, ans = reverse.make_vjp(f, xs)
-            out_space = vspace(ans)
-            rows = [vjp_fun(b) for b in out_space.standard_basis()]
-            return _select_blocks(single, [
-                _stacked([row[k] for row in rows], out_space.shape + space.shape)
-                for k, space in enumerate(in_spaces)])
-        jvp_fun = forward.make_jvp(f, xs)
-        zeros = [s.zeros() for s in in_spaces]
-        blocks = []
-        for k, space in enumerate(in_spaces):
-            cols = [jvp_fun(tuple(zeros[:k] + [basis] + zeros[k + 1:]))
-                    for basis in space.standard_basis()]
-            out_shape = vspace(cols[0][0] if cols else f(xs)).shape
-            block = _stacked([tangent for _, tangent in cols], space.shape + out_shape)
-            # columns come out input-major; the Jacobian is output-major
-            n_in = len(space.shape)
-            blocks.append(anp.moveaxis(block, list(range(n_in)),
-                                       list(range(len(out_shape), len(out_shape) + n_in))))
-        return _select_blocks(single, blocks)
+            blocks = jacobian_rows(vjp_fun, vspace(ans), spaces)
+        else:
+            blocks = jacobian_columns(forward.make_jvp(f, xs), treedef, spaces)
+        jacobians = tree_unflatten(treedef, blocks)
+        return jacobians[0] if single else jacobians
 
     return jacfun
-
-
-def _stacked(parts: list, shape: tuple):
-    """The parts stacked and reshaped to ``shape``, differentiably (for nested transforms)."""
-    if not parts:
-        return _np.zeros(shape)
-    return anp.reshape(anp.stack(parts), shape)
-
-
-def _select_blocks(single: bool, blocks: list):
-    return blocks[0] if single else tuple(blocks)
 
 
 def jacrev(fun: Callable, argnums=0) -> Callable:

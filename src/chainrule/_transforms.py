@@ -46,7 +46,9 @@ def make_jvp(fun, x):
     return forward.make_jvp(fun, x)
 
 
-def _scalar_output(name: str, ans) -> None:
+def _value_and_gradient(name: str, fun, x):
+    """One reverse pass seeded with 1 for a real scalar output: (value, gradient)."""
+    vjp, ans = reverse.make_vjp(fun, x, free=True)
     space = vspace(ans)
     if space.size != 1 or space.iscomplex:
         kind = "complex" if space.iscomplex else f"shape {getattr(space, 'shape', '?')}"
@@ -56,7 +58,7 @@ def _scalar_output(name: str, ans) -> None:
             f"(sum of rows) or make_vjp (a vector-Jacobian product); for complex outputs use "
             f"holomorphic_grad or take the real part."
         )
-
+    return ans, vjp(space.ones())
 
 @unary_to_nary
 def grad(fun, x):
@@ -72,9 +74,7 @@ def grad(fun, x):
     >>> print(grad(lambda x: np.sum(x ** 2))(np.array([1.0, 2.0])))
     [2. 4.]
     """
-    vjp, ans = reverse.make_vjp(fun, x, free=True)
-    _scalar_output("grad", ans)
-    return vjp(vspace(ans).ones())
+    return _value_and_gradient("grad", fun, x)[1]
 
 
 @unary_to_nary
@@ -87,9 +87,10 @@ def elementwise_grad(fun, x):
     [2. 4. 6.]
     """
     vjp, ans = reverse.make_vjp(fun, x, free=True)
-    if vspace(ans).iscomplex:
+    space = vspace(ans)
+    if space.iscomplex:
         raise TypeError("elementwise_grad is only defined for real-valued outputs.")
-    return vjp(vspace(ans).ones())
+    return vjp(space.ones())
 
 
 @unary_to_nary
@@ -100,9 +101,7 @@ def value_and_grad(fun, x):
     >>> print(value, g)
     8.0 12.0
     """
-    vjp, ans = reverse.make_vjp(fun, x, free=True)
-    _scalar_output("value_and_grad", ans)
-    return ans, vjp(vspace(ans).ones())
+    return _value_and_gradient("value_and_grad", fun, x)
 
 
 @unary_to_nary
@@ -151,30 +150,38 @@ def jacobian(fun, x):
     forward_is_cheaper = (n_in < ans_vspace.size and type(ans_vspace) is not ContainerVSpace
                           and not ans_vspace.iscomplex and not any(s.iscomplex for s in spaces))
     if forward_is_cheaper:
-        blocks = _jacobian_columns(forward.make_jvp(fun, x), treedef, spaces, ans_vspace)
+        blocks = jacobian_columns(forward.make_jvp(fun, x), treedef, spaces)
     else:
-        rows = [tree_leaves(vjp(b)) for b in ans_vspace.standard_basis()]
-        blocks = [_stacked([row[k] for row in rows], ans_vspace.shape + space.shape)
-                  for k, space in enumerate(spaces)]
+        blocks = jacobian_rows(vjp, ans_vspace, spaces)
     return tree_unflatten(treedef, blocks)
 
 
-def _jacobian_columns(jvp, treedef, spaces, ans_vspace) -> list:
-    """Each leaf's Jacobian block from one forward pass per element of that leaf."""
+# The two ways to fill a Jacobian, shared by jacobian, jacrev and jacfwd. Blocks are
+# built with wrapped functions, so nested transforms (hessian = jacobian of grad) see them.
+
+def jacobian_rows(vjp, ans_vspace, spaces: list) -> list:
+    """Each input leaf's block, from one reverse pass per element of the output."""
+    rows = [tree_leaves(vjp(basis)) for basis in ans_vspace.standard_basis()]
+    return [_stacked([row[k] for row in rows], ans_vspace.shape + space.shape)
+            for k, space in enumerate(spaces)]
+
+
+def jacobian_columns(jvp, treedef, spaces: list) -> list:
+    """Each input leaf's block, from one forward pass per element of that leaf."""
     zeros = [space.zeros() for space in spaces]
-    out_ndim = len(ans_vspace.shape)
     blocks = []
     for k, space in enumerate(spaces):
-        columns = [jvp(tree_unflatten(treedef, zeros[:k] + [basis] + zeros[k + 1:]))[1]
-                   for basis in space.standard_basis()]
-        block = _stacked(columns, space.shape + ans_vspace.shape)  # input axes first
-        in_axes = list(range(len(space.shape)))
+        pairs = [jvp(tree_unflatten(treedef, zeros[:k] + [basis] + zeros[k + 1:]))
+                 for basis in space.standard_basis()]
+        ans = pairs[0][0] if pairs else jvp(tree_unflatten(treedef, zeros))[0]
+        out_ndim = len(vspace(ans).shape)
+        block = _stacked([tangent for _, tangent in pairs], space.shape + vspace(ans).shape)
+        in_axes = list(range(len(space.shape)))  # columns come out input-major
         blocks.append(anp.moveaxis(block, in_axes, [out_ndim + i for i in in_axes]))
     return blocks
 
 
 def _stacked(parts: list, shape: tuple):
-    """``parts`` stacked and reshaped, with wrapped functions so nested transforms see it."""
     return anp.reshape(anp.stack(parts), shape) if parts else _np.zeros(shape)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 
-from .pytree import tree_flatten, tree_unflatten
+from .pytree import flatten_matching, tree_flatten, tree_unflatten
 from .tracer import Node, isbox, trace_leaves
 from .vspace import vspace
 
@@ -45,12 +45,7 @@ def make_jvp(fun: Callable, x):
         vspace(leaf)  # rejects integers with a clear message
 
     def jvp(v):
-        v_leaves, v_def = tree_flatten(v)
-        if len(v_leaves) != len(leaves):
-            raise ValueError(
-                f"The tangent has structure {v_def!r} but the input has {treedef!r}: "
-                f"pass one tangent per input leaf."
-            )
+        v_leaves = flatten_matching(v, treedef, "tangent", "input")
         out, trace_id, _ = trace_leaves(
             JVPNode, [(t,) for t in v_leaves], fun, leaves, lambda bs: tree_unflatten(treedef, bs)
         )

@@ -96,6 +96,16 @@ def _flatten_into(tree: Any, leaves: list) -> TreeDef:
     return TreeDef(kind, aux, tuple(_flatten_into(child, leaves) for child in children))
 
 
+def flatten_matching(tree: Any, treedef: TreeDef, what: str, of: str) -> list:
+    """``tree``'s leaves, which must be one per leaf of ``treedef`` (a tangent or
+    cotangent shaped like the input or output it belongs to)."""
+    leaves, tree_def = tree_flatten(tree)
+    if len(leaves) != treedef.num_leaves:
+        raise ValueError(f"The {what} has structure {tree_def!r} but the {of} has "
+                         f"{treedef!r}: pass one {what} per {of} leaf.")
+    return leaves
+
+
 def tree_unflatten(treedef: TreeDef, leaves) -> Any:
     return _build(treedef, iter(leaves))
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterable
 
-from .pytree import tree_flatten, tree_unflatten
+from .pytree import flatten_matching, tree_flatten, tree_unflatten
 from .tracer import Node, isbox, trace_leaves
 from .vspace import add_values, vspace
 
@@ -217,12 +217,7 @@ def make_vjp(fun: Callable, x, free: bool = False):
     order: list = []  # the graph's topological order, found on the first pull-back
 
     def vjp(g):
-        g_leaves, g_def = tree_flatten(g)
-        if len(g_leaves) != len(values):
-            raise ValueError(
-                f"The cotangent has structure {g_def!r} but the output has {out_def!r}: "
-                f"pass one cotangent per output leaf."
-            )
+        g_leaves = flatten_matching(g, out_def, "cotangent", "output")
         seeds = [(node, g_leaves[i]) for i, node in ends]
         if free:
             root_grads = backward_pass(seeds, free=True)

@@ -137,7 +137,9 @@ def _build() -> tuple[dict, dict]:
             namespace[name] = wrapped_by_raw[id(raw)]
     for name in _names(NONDIFFERENTIABLE):
         raw = getattr(_np, name)
-        namespace[name] = wrapped_by_raw.setdefault(id(raw), notrace_primitive(raw))
+        if id(raw) not in wrapped_by_raw:
+            wrapped_by_raw[id(raw)] = notrace_primitive(raw)
+        namespace[name] = wrapped_by_raw[id(raw)]
     raw_to_wrapped = {
         getattr(_np, name): wrapped for name, wrapped in namespace.items()
     }
