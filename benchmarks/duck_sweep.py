@@ -1,0 +1,118 @@
+"""The spec tables on Dask or CuPy arrays: how many derivatives stay in the library and are right.
+
+Every spec case whose first argument is a non-empty array is differentiated (reverse mode,
+and forward mode with ``--mode fwd``) with its array arguments turned into the library's
+arrays, and the derivative is compared with the NumPy one. Run by hand:
+
+    PYTHONPATH=src python benchmarks/duck_sweep.py dask [--mode fwd]
+    PYTHONPATH=src python benchmarks/duck_sweep.py cupy          # on a machine with a GPU
+    PYTHONPATH=src python benchmarks/duck_sweep.py strict        # CuPy's stand-in, no GPU
+
+"Native" means the derivative is an array of the library (a lazy Dask array, a
+``cupy.ndarray`` on the device); "right but converted" means the numbers are right but came
+back as NumPy arrays, so something left the library (Dask computed, or data crossed to the
+host). The counts go in docs/arrays.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import importlib
+import os
+import sys
+import warnings
+
+import numpy as onp
+
+from chainrule._core.forward import make_jvp
+from chainrule._core.reverse import make_vjp
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+
+SPECS = ["spec_core", "spec_elementwise", "spec_reductions", "spec_shape", "spec_contraction",
+         "spec_linalg", "spec_fft"]
+
+
+def library(name: str):
+    """(convert a NumPy argument, the library's array type, bring an array back to NumPy)."""
+    if name == "dask":
+        import dask.array as da
+
+        def convert(a):
+            if isinstance(a, onp.ndarray) and a.ndim >= 1 and a.size > 0:
+                return da.from_array(a, chunks=max(1, a.shape[0] // 2))
+            return a
+
+        return convert, da.Array, lambda a: a.compute()
+    if name == "cupy":
+        import cupy as cp
+
+        # CuPy refuses NumPy arrays in its functions, so every array argument moves.
+        def convert(a):
+            if isinstance(a, (list, tuple)):
+                return type(a)(convert(e) for e in a)
+            return cp.asarray(a) if isinstance(a, onp.ndarray) else a
+
+        return convert, cp.ndarray, cp.asnumpy
+    if name == "strict":  # the CuPy stand-in of the tests: refuses NumPy arrays and host copies
+        from strict_array import Strict, to_strict
+
+        return to_strict, Strict, lambda a: a.data
+    raise SystemExit(f"unknown library {name!r}: choose dask, cupy or strict")
+
+
+def derivative(case, args, i, mode: str):
+    def f(x):
+        return case.fun(*args[:i], x, *args[i + 1:], **case.kwargs)
+
+    if mode == "rev":
+        vjp, ans = make_vjp(f, args[i])
+        return vjp(onp.ones_like(ans))  # ones_like dispatches: the library's own ones
+    return make_jvp(f, args[i])(onp.ones_like(args[i]))[1]
+
+
+def outcome(case, lib, mode: str) -> str:
+    convert, array_type, to_numpy = lib
+    i = case.argnums[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = derivative(case, tuple(convert(a) for a in case.args), i, mode)
+        want = derivative(case, case.args, i, mode)
+    native = isinstance(got, array_type)
+    right = onp.allclose(onp.asarray(to_numpy(got) if native else got), want, equal_nan=True)
+    return "native and right" if native and right else "right but converted" if right else "wrong"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("library", choices=["dask", "cupy", "strict"])
+    parser.add_argument("--errors", action="store_true", help="print each error's message")
+    parser.add_argument("--mode", choices=["rev", "fwd"], default="rev")
+    options = parser.parse_args()
+    lib = library(options.library)
+    counts: collections.Counter = collections.Counter()
+    examples: dict = collections.defaultdict(set)
+    for name in SPECS:
+        for case in importlib.import_module("specs." + name).CASES:
+            first = case.args[0] if case.args else None
+            if not case.argnums or not (isinstance(first, onp.ndarray) and first.size):
+                continue
+            if options.mode not in case.modes:
+                continue
+            try:
+                result = outcome(case, lib, options.mode)
+            except Exception as error:  # the library's own gaps: counted and shown
+                result = f"error ({type(error).__name__})"
+                if options.errors:
+                    print(f"{case.id}: {type(error).__name__}: {error}"[:300])
+            counts[result] += 1
+            examples[result].add(case.name)
+    print(f"{options.library}, {options.mode} mode: {sum(counts.values())} spec calls")
+    for result, n in counts.most_common():
+        names = ", ".join(sorted(examples[result])[:40])
+        print(f"{result:24} {n:5}   e.g. {names}")
+
+
+if __name__ == "__main__":
+    main()
