@@ -44,24 +44,7 @@ class VJPNode(Node):
         self.fun = None
 
     def vjp(self, g) -> tuple:
-        # Read the saved values once, args last: release() clears args first, so when
-        # args is still there the others read before it were too (a graph freed by
-        # another thread mid-pass fails clearly instead of giving wrong numbers).
-        fun, ans, kwargs = self.fun, self.ans, self.kwargs
-        args = self.args
-        if args is None:
-            raise FreedGraphError(
-                f"The graph through {getattr(fun, '__name__', fun)} was freed by an earlier "
-                f"backward pass. Keep it with retain_graph=True on the first backward()."
-            )
-        try:
-            rule = primitive_vjps[fun]
-        except KeyError:
-            raise NotImplementedError(
-                f"chainrule has no VJP rule for {_name(fun)}. Define one with "
-                f"chainrule.extend.defvjp({_name(fun)}, ...)."
-            ) from None
-        return rule(g, self.argnums, ans, args, kwargs)
+        return pull_back(self, g)
 
     def release(self) -> None:
         """Drop the saved values; the node can no longer propagate cotangents."""
@@ -74,6 +57,27 @@ class VJPNode(Node):
 
 def _name(fun) -> str:
     return getattr(fun, "__qualname__", None) or getattr(fun, "__name__", repr(fun))
+
+
+def pull_back(node: VJPNode, g) -> tuple:
+    """The cotangents of ``node``'s traced arguments, given the cotangent ``g`` of its answer."""
+    # Read the saved values once, args last: release() clears args first, so when
+    # args is still there the others read before it were too (a graph freed by
+    # another thread mid-pass fails clearly instead of giving wrong numbers).
+    fun, ans, kwargs = node.fun, node.ans, node.kwargs
+    args = node.args
+    if args is None:
+        raise FreedGraphError(
+            f"The graph through {getattr(fun, '__name__', fun)} was freed by an earlier "
+            f"backward pass. Keep it with retain_graph=True on the first backward()."
+        )
+    rule = primitive_vjps.get(fun)
+    if rule is None:
+        raise NotImplementedError(
+            f"chainrule has no VJP rule for {_name(fun)}. Define one with "
+            f"chainrule.extend.defvjp({_name(fun)}, ...)."
+        )
+    return rule(g, node.argnums, ans, args, kwargs)
 
 
 def _child_counts(end_nodes: Iterable[VJPNode]) -> dict:
@@ -130,9 +134,15 @@ def backward_pass(seeds: list, free: bool = False) -> dict:
             if g is not None:
                 root_grads[node] = g
         elif g is not None:
-            _send(outgrads, owned, parents, node.vjp(g))
-            if free:
-                node.release()
+            for parent, parent_grad in zip(parents, pull_back(node, g)):
+                if parent_grad is not None:
+                    if parent in outgrads:
+                        _accumulate(outgrads, owned, parent, parent_grad)
+                    else:
+                        outgrads[parent] = parent_grad
+            if free:  # as release(), inlined: this loop runs once per node
+                node.args = node.kwargs = node.ans = None
+                node.parents = ()
         for parent in parents:
             if child_counts[parent] == 1:
                 ready.append(parent)

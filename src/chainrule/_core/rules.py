@@ -55,6 +55,8 @@ def defvjp_direct(fun: Callable, *rules, argnums=None) -> None:
             )
         if len(rules) == 1:
             return (rules[0](g, ans, *args, **kwargs),)
+        if len(rules) == 2:
+            return (rules[0](g, ans, *args, **kwargs), rules[1](g, ans, *args, **kwargs))
         return tuple([rule(g, ans, *args, **kwargs) for rule in rules])
 
     primitive_vjps[fun] = vjp

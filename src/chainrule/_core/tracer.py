@@ -133,47 +133,90 @@ def primitive(f_raw: Callable) -> Callable:
 
     @wraps(f_raw)
     def f_wrapped(*args, **kwargs):
-        trace_id = 0  # trace ids start at 1
-        held = False
-        for arg in args:
-            if type(arg) in _box_types:
-                if arg._trace_id > trace_id:
-                    trace_id = arg._trace_id
-                    top = arg
-            elif type(arg) in front_ends:
-                held = True
-        if kwargs and any(type(v) in _box_types for v in kwargs.values()):
-            return _call_with_traced_keywords(f_wrapped, f_raw, args, kwargs)
-        if not trace_id:
-            if held:
-                return _through_front_end(f_wrapped, args, kwargs)
-            return f_raw(*args, **kwargs)
-
-        argvals = list(args)
-        argnums = []
-        parents = []
-        older_boxes = False
-        for i, arg in enumerate(args):
-            if type(arg) in _box_types:
-                if arg._trace_id == trace_id:
-                    argnums.append(i)
-                    parents.append(arg._node)
-                    arg = argvals[i] = arg._value
-                    older_boxes = older_boxes or type(arg) in _box_types
-                else:
-                    older_boxes = True
-        # Values boxed by older traces are recorded on those traces by the
-        # recursive call; this one records only the newest trace.
-        ans = f_wrapped(*argvals, **kwargs) if older_boxes else f_raw(*argvals, **kwargs)
-        node = type(top._node)(ans, f_wrapped, argvals, kwargs, tuple(argnums), tuple(parents))
+        # Fast path: one or two positional arguments, traced on one trace, no nesting,
+        # no keywords, no front-end objects: most calls of a numerical program.
+        n = 0 if kwargs else len(args)
+        if n == 1:
+            x = args[0]
+            if type(x) in _box_types and type(x._value) not in _box_types:
+                argvals, argnums, parents, top = [x._value], _FIRST, (x._node,), x
+            elif type(x) not in _box_types and type(x) not in front_ends:
+                return f_raw(x)
+            else:
+                return _record_in_general(f_wrapped, f_raw, args, kwargs)
+        elif n == 2:
+            x, y = args
+            x_boxed, y_boxed = type(x) in _box_types, type(y) in _box_types
+            if x_boxed and y_boxed and x._trace_id == y._trace_id \
+                    and type(x._value) not in _box_types and type(y._value) not in _box_types:
+                argvals, argnums, parents, top = ([x._value, y._value], _BOTH,
+                                                  (x._node, y._node), x)
+            elif x_boxed and not y_boxed and type(y) not in front_ends \
+                    and type(x._value) not in _box_types:
+                argvals, argnums, parents, top = [x._value, y], _FIRST, (x._node,), x
+            elif y_boxed and not x_boxed and type(x) not in front_ends \
+                    and type(y._value) not in _box_types:
+                argvals, argnums, parents, top = [x, y._value], _SECOND, (y._node,), y
+            elif not (x_boxed or y_boxed or type(x) in front_ends or type(y) in front_ends):
+                return f_raw(x, y)
+            else:
+                return _record_in_general(f_wrapped, f_raw, args, kwargs)
+        else:
+            return _record_in_general(f_wrapped, f_raw, args, kwargs)
+        ans = f_raw(*argvals)
+        node = type(top._node)(ans, f_wrapped, argvals, kwargs, argnums, parents)
         box_type = _box_type_of.get(type(ans))
         if box_type is None:
-            return new_box(ans, trace_id, node)  # raises the error for untraceable types
-        return box_type(ans, trace_id, node)
+            return new_box(ans, top._trace_id, node)  # raises the error for untraceable types
+        return box_type(ans, top._trace_id, node)
 
     f_wrapped.fun = f_raw
     f_wrapped._is_chainrule_primitive = True
     return f_wrapped
+
+
+_FIRST, _SECOND, _BOTH = (0,), (1,), (0, 1)
+
+
+def _record_in_general(f_wrapped, f_raw, args, kwargs):
+    """Any call of a primitive: keywords, nested traces, front-end objects, many arguments."""
+    trace_id = 0  # trace ids start at 1
+    held = False
+    for arg in args:
+        if type(arg) in _box_types:
+            if arg._trace_id > trace_id:
+                trace_id = arg._trace_id
+                top = arg
+        elif type(arg) in front_ends:
+            held = True
+    if kwargs and any(type(v) in _box_types for v in kwargs.values()):
+        return _call_with_traced_keywords(f_wrapped, f_raw, args, kwargs)
+    if not trace_id:
+        if held:
+            return _through_front_end(f_wrapped, args, kwargs)
+        return f_raw(*args, **kwargs)
+
+    argvals = list(args)
+    argnums = []
+    parents = []
+    older_boxes = False
+    for i, arg in enumerate(args):
+        if type(arg) in _box_types:
+            if arg._trace_id == trace_id:
+                argnums.append(i)
+                parents.append(arg._node)
+                arg = argvals[i] = arg._value
+                older_boxes = older_boxes or type(arg) in _box_types
+            else:
+                older_boxes = True
+    # Values boxed by older traces are recorded on those traces by the
+    # recursive call; this one records only the newest trace.
+    ans = f_wrapped(*argvals, **kwargs) if older_boxes else f_raw(*argvals, **kwargs)
+    node = type(top._node)(ans, f_wrapped, argvals, kwargs, tuple(argnums), tuple(parents))
+    box_type = _box_type_of.get(type(ans))
+    if box_type is None:
+        return new_box(ans, trace_id, node)  # raises the error for untraceable types
+    return box_type(ans, trace_id, node)
 
 
 def _through_front_end(f_wrapped, args, kwargs):

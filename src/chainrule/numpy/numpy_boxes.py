@@ -189,33 +189,34 @@ class ArrayBox(Box):
         return wrapped(*args, **kwargs)
 
     # ------------------------------------------------------------------ operators
-    def __neg__(self): return anp.negative(self)  # noqa: E704
+    # The primitives themselves, where the box is the first operand: one call fewer.
+    __neg__ = anp.negative
     def __pos__(self): return self  # noqa: E704
-    def __abs__(self): return anp.absolute(self)  # noqa: E704
-    def __add__(self, other): return anp.add(self, other)  # noqa: E704
+    __abs__ = anp.absolute
+    __add__ = anp.add
     def __radd__(self, other): return anp.add(other, self)  # noqa: E704
-    def __sub__(self, other): return anp.subtract(self, other)  # noqa: E704
+    __sub__ = anp.subtract
     def __rsub__(self, other): return anp.subtract(other, self)  # noqa: E704
-    def __mul__(self, other): return anp.multiply(self, other)  # noqa: E704
+    __mul__ = anp.multiply
     def __rmul__(self, other): return anp.multiply(other, self)  # noqa: E704
-    def __truediv__(self, other): return anp.true_divide(self, other)  # noqa: E704
+    __truediv__ = anp.true_divide
     def __rtruediv__(self, other): return anp.true_divide(other, self)  # noqa: E704
-    def __pow__(self, other): return anp.power(self, other)  # noqa: E704
+    __pow__ = anp.power
     def __rpow__(self, other): return anp.power(other, self)  # noqa: E704
-    def __matmul__(self, other): return anp.matmul(self, other)  # noqa: E704
+    __matmul__ = anp.matmul
     def __rmatmul__(self, other): return anp.matmul(other, self)  # noqa: E704
-    def __mod__(self, other): return anp.mod(self, other)  # noqa: E704
+    __mod__ = anp.mod
     def __rmod__(self, other): return anp.mod(other, self)  # noqa: E704
-    def __floordiv__(self, other): return anp.floor_divide(self, other)  # noqa: E704
+    __floordiv__ = anp.floor_divide
     def __rfloordiv__(self, other): return anp.floor_divide(other, self)  # noqa: E704
 
     # Comparisons give plain booleans: they have no derivative.
-    def __eq__(self, other): return anp.equal(self, other)  # noqa: E704
-    def __ne__(self, other): return anp.not_equal(self, other)  # noqa: E704
-    def __gt__(self, other): return anp.greater(self, other)  # noqa: E704
-    def __ge__(self, other): return anp.greater_equal(self, other)  # noqa: E704
-    def __lt__(self, other): return anp.less(self, other)  # noqa: E704
-    def __le__(self, other): return anp.less_equal(self, other)  # noqa: E704
+    __eq__ = anp.equal
+    __ne__ = anp.not_equal
+    __gt__ = anp.greater
+    __ge__ = anp.greater_equal
+    __lt__ = anp.less
+    __le__ = anp.less_equal
 
     def __repr__(self):
         return f"ArrayBox({self._value!r}, trace={self._trace_id})"
