@@ -149,10 +149,11 @@ def write(runs: dict, out_dir: Path) -> None:
              "during forward + backward above what was alive before; PyTorch and JAX allocate "
              "outside tracemalloc's view, so they have no memory row. Every framework runs the "
              "same operations (no fused losses); chainrule and autograd use their `grad`, "
-             "`value_and_grad`, `jacobian`, `hessian`, `checkpoint` (one backward pass per "
-             "Jacobian row, reverse-over-reverse Hessian), PyTorch uses `torch.autograd.grad` "
-             "and `torch.func.jacrev`/`hessian` (vmap-batched), JAX `jax.grad`, `jacrev`, "
-             "`hessian` (batched), eager or under `jax.jit`.\n\n")
+             "`value_and_grad`, `jacobian`, `hessian`, `checkpoint` (autograd: one backward "
+             "pass per Jacobian row, reverse-over-reverse Hessian; chainrule: the function "
+             "recorded once, its graph swept forward with the whole basis at once), PyTorch "
+             "uses `torch.autograd.grad` and `torch.func.jacrev`/`hessian` (vmap-batched), "
+             "JAX `jax.grad`, `jacrev`, `hessian` (batched), eager or under `jax.jit`.\n\n")
     doc = out_dir.with_suffix(".md")
     # Everything from the marker on is hand-written analysis: kept across regenerations.
     kept = ""

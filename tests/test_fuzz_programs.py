@@ -19,7 +19,6 @@ from chainrule import (
     hessian,
     hessian_vector_product,
     jacfwd,
-    jacobian,
     jacrev,
     make_jvp,
 )
@@ -203,9 +202,9 @@ def test_jacobian_of_grad_and_hvp_agree(steps, shape, seed):
     x, y = inputs(shape, shape, seed)
     f = lambda x: np.sum(run(steps, x, y))
     n = int(onp.size(x))
-    h_rev = onp.reshape(jacobian(grad(f))(x), (n, n))
+    h_rev = onp.reshape(jacrev(grad(f))(x), (n, n))  # reverse over reverse
     h_fwd = onp.reshape(jacfwd(jacrev(f))(x), (n, n))
-    h_ref = onp.reshape(hessian(f)(x), (n, n))
+    h_ref = onp.reshape(hessian(f)(x), (n, n))  # forward sweeps over the recorded gradient
     onp.testing.assert_allclose(h_rev, h_fwd, rtol=1e-9, atol=1e-11)
     onp.testing.assert_allclose(h_rev, h_ref, rtol=1e-9, atol=1e-11)
     onp.testing.assert_allclose(h_rev, h_rev.T, rtol=1e-9, atol=1e-11)

@@ -8,7 +8,7 @@ import numpy as _np
 
 from . import numpy as anp
 from ._core import forward, reverse
-from ._core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
+from ._core.pytree import tree_leaves, tree_map, tree_unflatten
 from ._core.rules import defjvp_argnums, defvjp_argnums
 from ._core.tracer import getval, primitive
 from ._core.vspace import ContainerVSpace, vspace
@@ -133,27 +133,28 @@ def jacobian(fun, x):
     """The Jacobian of ``fun`` at ``x``, of shape ``out.shape + x.shape``. For a container
     ``x`` (or a tuple ``argnum``) it is a container of such blocks, one per leaf of ``x``.
 
-    It takes whichever mode needs fewer passes: one reverse pass per output element
-    over one recorded graph, or one forward pass per input element when ``x`` is the
-    smaller (real values; complex ones always go reverse).
+    ``fun`` runs once, and its recorded graph is then swept once per Jacobian row
+    (reverse mode) or, when ``x`` is no larger than the output, once per column (forward
+    mode on the recorded graph; real values only, complex ones always go reverse).
 
     >>> import chainrule.numpy as np
     >>> jacobian(lambda x: np.array([x[0] * x[1], np.sin(x[0])]))(np.array([0.0, 2.0]))
     array([[2., 0.],
            [1., 0.]])
     """
-    vjp, ans = reverse.make_vjp(fun, x)
+    recording = reverse.Recording(fun, x)
+    ans = recording.ans
     ans_vspace = vspace(ans)
-    leaves, treedef = tree_flatten(x)
-    spaces = [vspace(leaf) for leaf in leaves]
+    spaces = recording.spaces
     n_in = sum(space.size for space in spaces)
-    forward_is_cheaper = (n_in < ans_vspace.size and type(ans_vspace) is not ContainerVSpace
-                          and not ans_vspace.iscomplex and not any(s.iscomplex for s in spaces))
+    forward_is_cheaper = (n_in <= ans_vspace.size and type(ans_vspace) is not ContainerVSpace
+                          and not ans_vspace.iscomplex and not any(s.iscomplex for s in spaces)
+                          and recording.can_push_forward())
     if forward_is_cheaper:
-        blocks = jacobian_columns(forward.make_jvp(fun, x), treedef, spaces)
+        blocks = jacobian_columns_of_recording(recording, spaces)
     else:
-        blocks = jacobian_rows(vjp, ans_vspace, spaces)
-    return tree_unflatten(treedef, blocks)
+        blocks = jacobian_rows(recording.pull_back, ans_vspace, spaces)
+    return tree_unflatten(recording.treedef, blocks)
 
 
 # The two ways to fill a Jacobian, shared by jacobian, jacrev and jacfwd. Blocks are
@@ -174,11 +175,34 @@ def jacobian_columns(jvp, treedef, spaces: list) -> list:
         pairs = [jvp(tree_unflatten(treedef, zeros[:k] + [basis] + zeros[k + 1:]))
                  for basis in space.standard_basis()]
         ans = pairs[0][0] if pairs else jvp(tree_unflatten(treedef, zeros))[0]
-        out_ndim = len(vspace(ans).shape)
         block = _stacked([tangent for _, tangent in pairs], space.shape + vspace(ans).shape)
-        in_axes = list(range(len(space.shape)))  # columns come out input-major
-        blocks.append(anp.moveaxis(block, in_axes, [out_ndim + i for i in in_axes]))
+        blocks.append(_output_major(block, space, vspace(ans)))
     return blocks
+
+
+def jacobian_columns_of_recording(recording, spaces: list) -> list:
+    """Each input leaf's block from one sweep of ``recording``'s graph that pushes the
+    leaf's whole standard basis forward at once (``fun`` is not run again). Primitives
+    with batched JVP rules (elementwise, matmul) do one call for all columns."""
+    ans_vspace = vspace(recording.ans)
+    blocks = []
+    for k, space in enumerate(spaces):
+        n = space.size
+        batch = [anp.broadcast_to(other.zeros(), (n,) + other.shape) for other in spaces]
+        batch[k] = _stacked(list(space.standard_basis()), (n,) + space.shape)
+        (tangents,) = recording.push_forward_batched(batch, n, anp.stack)
+        block = (anp.broadcast_to(ans_vspace.zeros(), (n,) + ans_vspace.shape)
+                 if tangents is None else tangents)
+        block = anp.reshape(block, space.shape + ans_vspace.shape)
+        blocks.append(_output_major(block, space, ans_vspace))
+    return blocks
+
+
+def _output_major(block, space, ans_vspace):
+    """A block of columns (input axes first) with the output's axes moved to the front."""
+    in_axes = list(range(len(space.shape)))
+    out_ndim = len(ans_vspace.shape)
+    return anp.moveaxis(block, in_axes, [out_ndim + i for i in in_axes])
 
 
 def _stacked(parts: list, shape: tuple):

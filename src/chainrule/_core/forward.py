@@ -19,6 +19,11 @@ from .vspace import vspace
 # ``tangents`` holds one tangent per traced argument (in ``argnums`` order).
 primitive_jvps: dict[Callable, Callable] = {}
 
+# primitive -> the same signature, where every tangent and the result carry one extra
+# leading axis (one tangent per basis vector): a Jacobian's columns in one sweep. A rule
+# returns None where it cannot batch a call; the caller then loops over the batch.
+batched_jvps: dict[Callable, Callable] = {}
+
 
 class JVPNode(Node):
     __slots__ = ("g",)

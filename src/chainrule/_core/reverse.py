@@ -12,6 +12,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterable
 
+from .forward import batched_jvps, primitive_jvps
 from .pytree import flatten_matching, tree_flatten, tree_unflatten
 from .tracer import Node, isbox, trace_leaves
 from .vspace import add_values, vspace
@@ -208,37 +209,118 @@ def make_vjp(fun: Callable, x, free: bool = False):
     like the output to one shaped like ``x``. With ``free=True`` the graph is
     released by the first call (for one-shot transforms such as ``grad``).
     """
-    leaves, treedef = tree_flatten(x)
-    spaces = [vspace(leaf) for leaf in leaves]
-    out, trace_id, roots = trace_leaves(
-        VJPNode, [()] * len(leaves), fun, leaves, lambda bs: tree_unflatten(treedef, bs)
-    )
-    out_leaves, out_def = tree_flatten(out)
-    ends = []
-    values = []
-    for i, leaf in enumerate(out_leaves):
-        if isbox(leaf) and leaf._trace_id == trace_id:
-            ends.append((i, leaf._node))
-            leaf = leaf._value
-        values.append(leaf)
-    ans = tree_unflatten(out_def, values)
-    if not ends:
-        warnings.warn("Output seems independent of input.", stacklevel=3)
-    order: list = []  # the graph's topological order, found on the first pull-back
+    recording = Recording(fun, x, free)
+    return recording.pull_back, recording.ans
 
-    def vjp(g):
-        g_leaves = flatten_matching(g, out_def, "cotangent", "output")
-        seeds = [(node, g_leaves[i]) for i, node in ends]
-        if free:
+
+def _tree_item(batched, k: int):
+    """Item ``k`` of the batch axis of each leaf (tangents of tuple outputs are tuples)."""
+    leaves, treedef = tree_flatten(batched)
+    return tree_unflatten(treedef, [leaf[k] for leaf in leaves])
+
+
+def _stack_trees(stack: Callable, trees: list):
+    """Trees of one structure joined leaf by leaf along a new leading batch axis."""
+    flat = [tree_flatten(tree) for tree in trees]
+    return tree_unflatten(flat[0][1], [stack(list(leaves)) for leaves in
+                                       zip(*(leaves for leaves, _ in flat))])
+
+
+class Recording:
+    """``fun(x)`` traced once; its graph can be pulled back and pushed forward many times.
+
+    ``pull_back(g)`` is the VJP. ``push_forward(v)`` is the JVP computed on the recorded
+    graph (a linearization): each node's JVP rule is applied to its saved arguments, so
+    the primal is not recomputed and ``fun`` is not called again. A Jacobian takes one
+    of them per row or per column.
+    """
+
+    def __init__(self, fun: Callable, x, free: bool = False):
+        leaves, self.treedef = tree_flatten(x)
+        self.spaces = [vspace(leaf) for leaf in leaves]
+        out, trace_id, self.roots = trace_leaves(
+            VJPNode, [()] * len(leaves), fun, leaves,
+            lambda bs: tree_unflatten(self.treedef, bs)
+        )
+        out_leaves, self.out_def = tree_flatten(out)
+        self.ends = []  # (index of the output leaf, its node)
+        values = []
+        for i, leaf in enumerate(out_leaves):
+            if isbox(leaf) and leaf._trace_id == trace_id:
+                self.ends.append((i, leaf._node))
+                leaf = leaf._value
+            values.append(leaf)
+        self.out_values = values
+        self.ans = tree_unflatten(self.out_def, values)
+        if not self.ends:
+            warnings.warn("Output seems independent of input.", stacklevel=4)
+        self.free = free
+        self._order: list = []  # children before parents, found on first use
+
+    def order(self) -> list:
+        if not self._order:
+            self._order.extend(toposort([node for _, node in self.ends]))
+        return self._order
+
+    def pull_back(self, g):
+        g_leaves = flatten_matching(g, self.out_def, "cotangent", "output")
+        seeds = [(node, g_leaves[i]) for i, node in self.ends]
+        if self.free:
             root_grads = backward_pass(seeds, free=True)
         else:
-            if not order:
-                order.extend(toposort([node for _, node in ends]))
-            root_grads = backward_pass_in_order(seeds, order)
+            root_grads = backward_pass_in_order(seeds, self.order())
         grads = []
-        for root, space in zip(roots, spaces):
+        for root, space in zip(self.roots, self.spaces):
             grad = root_grads.get(root)
             grads.append(space.zeros() if grad is None else space.cast(grad))
-        return tree_unflatten(treedef, grads)
+        return tree_unflatten(self.treedef, grads)
 
-    return vjp, ans
+    def can_push_forward(self) -> bool:
+        """Whether every recorded primitive has a JVP rule (and the graph is kept)."""
+        return not self.free and all(
+            node.fun is None or node.fun in primitive_jvps for node in self.order())
+
+    def push_forward(self, v):
+        tangents = dict(zip(self.roots, flatten_matching(v, self.treedef, "tangent", "input")))
+        for node in reversed(self.order()):  # parents before children
+            if node.fun is not None:
+                args = node.args
+                if args is None:
+                    pull_back(node, None)  # raises FreedGraphError
+                tangents[node] = primitive_jvps[node.fun](
+                    tuple([tangents[p] for p in node.parents]), node.argnums, node.ans,
+                    args, node.kwargs)
+        out = [vspace(value).zeros() for value in self.out_values]
+        for i, node in self.ends:
+            out[i] = tangents[node]
+        return tree_unflatten(self.out_def, out)
+
+    def push_forward_batched(self, tangent_leaves: list, size: int, stack: Callable) -> list:
+        """``push_forward`` of ``size`` tangents at once: each leaf of ``tangent_leaves``
+        has a leading axis of length ``size``, and so has each traced output leaf's
+        tangent in the result (``None`` for an output that does not depend on ``x``).
+
+        Primitives with a batched JVP rule take the whole batch in one call; the others
+        take it one tangent at a time, joined by ``stack``.
+        """
+        tangents = dict(zip(self.roots, tangent_leaves))
+        for node in reversed(self.order()):
+            if node.fun is None:
+                continue
+            args = node.args
+            if args is None:
+                pull_back(node, None)  # raises FreedGraphError
+            parent_tangents = tuple([tangents[p] for p in node.parents])
+            batched = batched_jvps.get(node.fun)
+            t = None if batched is None else batched(
+                parent_tangents, node.argnums, node.ans, args, node.kwargs)
+            if t is None:
+                jvp = primitive_jvps[node.fun]
+                t = _stack_trees(stack, [
+                    jvp(tuple([_tree_item(pt, k) for pt in parent_tangents]), node.argnums,
+                        node.ans, args, node.kwargs) for k in range(size)])
+            tangents[node] = t
+        out = [None] * len(self.out_values)
+        for i, node in self.ends:
+            out[i] = tangents[node]
+        return out

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from itertools import count
 
-from .forward import primitive_jvps
+from .forward import batched_jvps, primitive_jvps
 from .reverse import primitive_vjps
 from .vspace import add_values, vspace
 
@@ -146,6 +146,27 @@ def defjvp(fun: Callable, *rules, argnums=None) -> None:
         )
 
     primitive_jvps[fun] = jvp
+
+
+def defjvp_batched(fun: Callable, *rules, argnums=None) -> None:
+    """Batched JVP rules ``rule(g, ans, *args, **kw)`` per argument, where ``g`` and the
+    contribution have a leading batch axis. Calls with an argument that has no rule are
+    left to the unbatched rules (the caller loops)."""
+    table = dict(zip(count() if argnums is None else argnums, rules))
+
+    def jvp(tangents, argnums, ans, args, kwargs):
+        total = None
+        for t, i in zip(tangents, argnums):
+            rule = table.get(i)
+            if rule is None:
+                return None
+            c = rule(t, ans, *args, **kwargs)
+            if c is None:
+                return None
+            total = c if total is None else add_values(total, c)
+        return total
+
+    batched_jvps[fun] = jvp
 
 
 def defjvp_argnum(fun: Callable, jvpmaker: Callable) -> None:

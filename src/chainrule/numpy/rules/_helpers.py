@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as _np
 
-from ..._core.rules import defjvp, defvjp_direct
+from ..._core.rules import defjvp, defjvp_batched, defvjp_direct
 from ..._core.tracer import getval
 from .. import numpy_wrapper as anp
 from ..numpy_boxes import array_astype
@@ -87,6 +87,24 @@ def broadcast_tangent(t, ans):
     return match_dtype(t, ans)
 
 
+def batch_aligned(t, x, ans):
+    """A batched tangent ``t`` of ``x`` (leading batch axis) with length-1 axes inserted
+    after the batch axis, so that x's axes line up with ``ans``'s under broadcasting."""
+    lead = len(shape_of(ans)) - len(shape_of(x))
+    if lead <= 0:
+        return t
+    t_shape = shape_of(t)
+    return anp.reshape(t, t_shape[:1] + (1,) * lead + t_shape[1:])
+
+
+def broadcast_batched_tangent(t, ans):
+    """``broadcast_tangent`` for a batched contribution ``t`` aligned with ``ans``."""
+    shape = shape_of(t)[:1] + shape_of(ans)
+    if shape_of(t) != shape:
+        t = anp.broadcast_to(t, shape)
+    return match_dtype(t, ans)
+
+
 def keepdims_shape(shape: tuple, axis) -> tuple:
     """The shape a reduction over ``axis`` has with keepdims=True."""
     if axis is None:
@@ -121,7 +139,9 @@ def elementwise(fun, derivative) -> None:
     argument keeps the real part of its tangent.
     """
     defvjp_direct(fun, lambda g, ans, x, *a, **k: match_dtype(g * derivative(ans, x), x))
-    defjvp(fun, lambda g, ans, x, *a, **k: match_dtype(g * derivative(ans, x), ans))
+    jvp = lambda g, ans, x, *a, **k: match_dtype(g * derivative(ans, x), ans)  # noqa: E731
+    defjvp(fun, jvp)
+    defjvp_batched(fun, jvp)  # a leading batch axis on g broadcasts through unchanged
 
 
 def elementwise2(fun, dx, dy) -> None:
@@ -140,6 +160,13 @@ def elementwise2(fun, dx, dy) -> None:
             g * dx(ans, x, y), ans),
         None if dy is None else lambda g, ans, x, y, *a, **k: broadcast_tangent(
             g * dy(ans, x, y), ans),
+    )
+    defjvp_batched(
+        fun,
+        None if dx is None else lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(
+            batch_aligned(g, x, ans) * dx(ans, x, y), ans),
+        None if dy is None else lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(
+            batch_aligned(g, y, ans) * dy(ans, x, y), ans),
     )
 
 

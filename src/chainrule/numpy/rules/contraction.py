@@ -13,7 +13,7 @@ import string
 import numpy as _np
 
 from ..._core.reverse import primitive_vjps
-from ..._core.rules import def_linear, defvjp_direct
+from ..._core.rules import def_linear, defjvp_batched, defvjp_direct
 from ..._core.tracer import getval
 from .. import numpy_wrapper as anp
 from ._helpers import match_dtype, shape_of, unbroadcast
@@ -93,7 +93,23 @@ def_linear(anp.dot)
 defvjp_direct(anp.matmul, lambda g, ans, a, b, **k: _matmul_vjp(g, ans, a, b, 0),
                           lambda g, ans, a, b, **k: _matmul_vjp(g, ans, a, b, 1))
 def_linear(anp.matmul)
+defjvp_batched(anp.matmul, lambda t, ans, a, b, **k: _batched_product(t, a, b, 0, k),
+                           lambda t, ans, a, b, **k: _batched_product(t, a, b, 1, k))
 # fmt: on
+
+
+def _batched_product(t, a, b, which, kwargs):
+    """``matmul`` with the batched tangent ``t`` (leading batch axis) in place of argument
+    ``which``: one matrix product for the whole batch. Operands of ndim 1 or 2 only;
+    None (loop over the batch) otherwise."""
+    na, nb = anp.ndim(a), anp.ndim(b)
+    if kwargs or not (1 <= na <= 2 and 1 <= nb <= 2):
+        return None
+    if which == 0:
+        return anp.matmul(t, b)  # (k, [m,] n) @ b: the batch axis stays in front
+    if nb == 1:
+        return anp.matmul(t, anp.transpose(a))  # (k, n) @ a.T: (k, m), or (k,) for 1-D a
+    return anp.matmul(a, t)  # a @ (k, n, p) broadcasts over the batch axis
 
 
 def _tensordot_axes(axes, na: int, nb: int) -> tuple[list, list]:

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import numpy as _np
 
-from ..._core.rules import defjvp, defvjp_direct
+from ..._core.rules import defjvp, defjvp_batched, defvjp_direct
 from ..._core.tracer import getval
 from .. import numpy_wrapper as anp
 from ._helpers import (
+    batch_aligned,
+    broadcast_batched_tangent,
     broadcast_tangent,
     dtype_of,
     elementwise,
@@ -119,6 +121,10 @@ defvjp_direct(anp.subtract, lambda g, ans, x, y, *a, **k: unbroadcast(g, x),
                             lambda g, ans, x, y, *a, **k: unbroadcast(-g, y))
 defjvp(anp.subtract,        lambda g, ans, x, y, *a, **k: broadcast_tangent(g, ans),
                             lambda g, ans, x, y, *a, **k: broadcast_tangent(-g, ans))
+defjvp_batched(anp.add,      lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(g, x, ans), ans),
+                            lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(g, y, ans), ans))
+defjvp_batched(anp.subtract, lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(g, x, ans), ans),
+                            lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(-g, y, ans), ans))
 elementwise2(anp.multiply,  lambda ans, x, y: y,               lambda ans, x, y: x)
 elementwise2(anp.divide,    lambda ans, x, y: 1 / y,           lambda ans, x, y: -ans / y)  # true_divide
 elementwise(anp.negative,   lambda ans, x: -1.0)
