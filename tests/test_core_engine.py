@@ -375,3 +375,26 @@ def test_traced_keyword_only_argument_is_refused_clearly():
     with pytest.raises(TypeError, match="scale: chainrule traces positional arguments only, "
                                         "and factor cannot"):
         grad(lambda f: scale(2.0, factor=f))(3.0)
+
+
+def test_the_tape_keeps_only_the_arrays_the_rules_read():
+    """matmul's product, the operands of +, the input of tanh and of sum are not kept
+    (their VJPs need only shapes), yet the gradient and a second order are right."""
+    rng = onp.random.default_rng(3)
+    X, w0 = rng.standard_normal((40, 30)), rng.standard_normal((30, 20))
+    dropped = []
+
+    def f(w):
+        product = X @ w
+        pre = product + 1.0
+        dropped.extend([weakref.ref(getval(product)), weakref.ref(getval(pre))])
+        return np.sum(np.tanh(pre))
+
+    vjp, _ = reverse.make_vjp(f, w0)
+    gc.collect()
+    assert [ref() for ref in dropped] == [None, None]
+    t = onp.tanh(X @ w0 + 1.0)
+    onp.testing.assert_allclose(vjp(1.0), X.T @ (1 - t * t), rtol=1e-12)
+    v = rng.standard_normal(w0.shape)
+    hvp = grad(lambda w: np.sum(grad(f)(w) * v))(w0)  # reverse over reverse
+    onp.testing.assert_allclose(hvp, X.T @ (-2 * t * (1 - t * t) * (X @ v)), rtol=1e-10)

@@ -142,7 +142,7 @@ def jacobian(fun, x):
     array([[2., 0.],
            [1., 0.]])
     """
-    recording = reverse.Recording(fun, x)
+    recording = reverse.Recording(fun, x, keep_everything=True)
     ans = recording.ans
     ans_vspace = vspace(ans)
     spaces = recording.spaces

@@ -29,15 +29,49 @@ class FreedGraphError(RuntimeError):
     pass
 
 
+# primitive -> (the positions of the arguments whose values its VJP reads, whether it
+# reads the answer). A node of such a primitive keeps the other arrays as their shape and
+# dtype only, so the tape does not keep alive what the backward pass never looks at
+# (e.g. both operands of an addition, the input of tanh).
+vjp_reads: dict[Callable, tuple[frozenset, bool]] = {}
+
+# value types that may be kept as shape and dtype only (registered by chainrule.numpy)
+droppable_types: set = set()
+
+
+class ShapeOnly:
+    """What a node keeps of an array its VJP does not read: its shape and dtype."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, value):
+        self.shape = value.shape
+        self.dtype = value.dtype
+
+    ndim = property(lambda self: len(self.shape))
+
+    def __repr__(self) -> str:
+        return f"ShapeOnly({self.shape}, {self.dtype})"
+
+
 class VJPNode(Node):
     __slots__ = ("parents", "fun", "args", "kwargs", "argnums", "ans")
+    keeps_everything = False  # True for graphs that are replayed or pushed forward
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         self.parents = parents
         self.fun = fun
-        self.args = args
         self.kwargs = kwargs
         self.argnums = argnums
+        reads = vjp_reads.get(fun)
+        if reads is not None and not self.keeps_everything:
+            read_args, reads_ans = reads
+            for i, arg in enumerate(args):
+                if i not in read_args and type(arg) in droppable_types:
+                    args[i] = ShapeOnly(arg)
+            if not reads_ans and type(ans) in droppable_types:
+                ans = ShapeOnly(ans)
+        self.args = args
         self.ans = ans
 
     def initialize_root(self) -> None:
@@ -54,6 +88,13 @@ class VJPNode(Node):
 
     def __repr__(self) -> str:
         return f"<VJPNode {_name(self.fun) if self.fun else 'root'}>"
+
+
+class KeptVJPNode(VJPNode):
+    """A VJPNode that keeps every argument and answer (for graphs swept forward)."""
+
+    __slots__ = ()
+    keeps_everything = True
 
 
 def _name(fun) -> str:
@@ -229,17 +270,19 @@ def _stack_trees(stack: Callable, trees: list):
 class Recording:
     """``fun(x)`` traced once; its graph can be pulled back and pushed forward many times.
 
-    ``pull_back(g)`` is the VJP. ``push_forward(v)`` is the JVP computed on the recorded
-    graph (a linearization): each node's JVP rule is applied to its saved arguments, so
-    the primal is not recomputed and ``fun`` is not called again. A Jacobian takes one
-    of them per row or per column.
+    ``pull_back(g)`` is the VJP. With ``keep_everything=True`` (nodes keep every argument,
+    see ``vjp_reads``), ``push_forward(v)`` is the JVP computed on the recorded graph (a
+    linearization): each node's JVP rule is applied to its saved arguments, so the primal
+    is not recomputed and ``fun`` is not called again. A Jacobian takes one of them per
+    row or per column.
     """
 
-    def __init__(self, fun: Callable, x, free: bool = False):
+    def __init__(self, fun: Callable, x, free: bool = False, keep_everything: bool = False):
         leaves, self.treedef = tree_flatten(x)
         self.spaces = [vspace(leaf) for leaf in leaves]
+        self.keeps_everything = keep_everything
         out, trace_id, self.roots = trace_leaves(
-            VJPNode, [()] * len(leaves), fun, leaves,
+            KeptVJPNode if keep_everything else VJPNode, [()] * len(leaves), fun, leaves,
             lambda bs: tree_unflatten(self.treedef, bs)
         )
         out_leaves, self.out_def = tree_flatten(out)
@@ -276,8 +319,8 @@ class Recording:
         return tree_unflatten(self.treedef, grads)
 
     def can_push_forward(self) -> bool:
-        """Whether every recorded primitive has a JVP rule (and the graph is kept)."""
-        return not self.free and all(
+        """Whether every recorded primitive has a JVP rule (and the graph is kept whole)."""
+        return self.keeps_everything and not self.free and all(
             node.fun is None or node.fun in primitive_jvps for node in self.order())
 
     def push_forward(self, v):

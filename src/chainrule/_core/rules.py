@@ -14,7 +14,7 @@ from collections.abc import Callable
 from itertools import count
 
 from .forward import batched_jvps, primitive_jvps
-from .reverse import primitive_vjps
+from .reverse import primitive_vjps, vjp_reads
 from .vspace import add_values, vspace
 
 
@@ -60,6 +60,13 @@ def defvjp_direct(fun: Callable, *rules, argnums=None) -> None:
         return tuple([rule(g, ans, *args, **kwargs) for rule in rules])
 
     primitive_vjps[fun] = vjp
+
+
+def vjp_reads_only(fun: Callable, args: tuple = (), ans: bool = False) -> None:
+    """Declare that ``fun``'s VJP rules read the values of only the arguments at
+    positions ``args`` (and the answer if ``ans``); of the other arrays they use only
+    shape and dtype. The tape then keeps just those (``reverse.vjp_reads``)."""
+    vjp_reads[fun] = (frozenset(args), ans)
 
 
 def defvjp(fun: Callable, *vjpmakers, argnums=None) -> None:

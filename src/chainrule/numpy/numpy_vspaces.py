@@ -143,3 +143,4 @@ def _add_into(acc, g):
 
 
 reverse.inplace_adders[_np.ndarray] = _add_into
+reverse.droppable_types.add(_np.ndarray)  # nodes may keep an array as its shape and dtype

@@ -29,6 +29,7 @@ class TensorNode(VJPNode):
     """
 
     __slots__ = ("leaf",)
+    keeps_everything = True  # create_graph replays the recorded calls
 
     @property
     def name(self) -> str:

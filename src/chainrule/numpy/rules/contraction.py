@@ -13,7 +13,7 @@ import string
 import numpy as _np
 
 from ..._core.reverse import primitive_vjps
-from ..._core.rules import def_linear, defjvp_batched, defvjp_direct
+from ..._core.rules import def_linear, defjvp_batched, defvjp_direct, vjp_reads_only
 from ..._core.tracer import getval
 from .. import numpy_wrapper as anp
 from ._helpers import match_dtype, shape_of, unbroadcast
@@ -93,6 +93,7 @@ def_linear(anp.dot)
 defvjp_direct(anp.matmul, lambda g, ans, a, b, **k: _matmul_vjp(g, ans, a, b, 0),
                           lambda g, ans, a, b, **k: _matmul_vjp(g, ans, a, b, 1))
 def_linear(anp.matmul)
+vjp_reads_only(anp.matmul, args=(0, 1))  # not the product itself
 defjvp_batched(anp.matmul, lambda t, ans, a, b, **k: _batched_product(t, a, b, 0, k),
                            lambda t, ans, a, b, **k: _batched_product(t, a, b, 1, k))
 # fmt: on

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as _np
 
-from ..._core.rules import defjvp, defjvp_batched, defvjp_direct
+from ..._core.rules import defjvp, defjvp_batched, defvjp_direct, vjp_reads_only
 from ..._core.tracer import getval
 from .. import numpy_wrapper as anp
 from ._helpers import (
@@ -125,6 +125,8 @@ defjvp_batched(anp.add,      lambda g, ans, x, y, *a, **k: broadcast_batched_tan
                             lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(g, y, ans), ans))
 defjvp_batched(anp.subtract, lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(g, x, ans), ans),
                             lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(-g, y, ans), ans))
+vjp_reads_only(anp.add)        # the cotangent, unbroadcast to each operand's shape
+vjp_reads_only(anp.subtract)
 elementwise2(anp.multiply,  lambda ans, x, y: y,               lambda ans, x, y: x)
 elementwise2(anp.divide,    lambda ans, x, y: 1 / y,           lambda ans, x, y: -ans / y)  # true_divide
 elementwise(anp.negative,   lambda ans, x: -1.0)
@@ -142,6 +144,7 @@ elementwise(anp.square,     lambda ans, x: 2 * x)
 elementwise(anp.sqrt,       lambda ans, x: 0.5 / ans)
 elementwise(anp.cbrt,       lambda ans, x: 1 / (3 * ans ** 2))
 elementwise(anp.exp,        lambda ans, x: ans)
+vjp_reads_only(anp.exp, ans=True)
 elementwise(anp.exp2,       lambda ans, x: ans * _LN2)
 elementwise(anp.expm1,      lambda ans, x: ans + 1)
 elementwise(anp.log,        lambda ans, x: 1 / x)
@@ -171,6 +174,7 @@ elementwise(anp.degrees,    lambda ans, x: 1 / _DEG)
 elementwise(anp.sinh,       lambda ans, x: anp.cosh(x))
 elementwise(anp.cosh,       lambda ans, x: anp.sinh(x))
 elementwise(anp.tanh,       lambda ans, x: 1 - ans ** 2)
+vjp_reads_only(anp.tanh, ans=True)
 elementwise(anp.arcsinh,    lambda ans, x: 1 / anp.sqrt(x ** 2 + 1))                  # asinh
 elementwise(anp.arccosh,    lambda ans, x: 1 / (anp.sqrt(x - 1) * anp.sqrt(x + 1)))   # acosh
 elementwise(anp.arctanh,    lambda ans, x: 1 / (1 - x ** 2))                          # atanh
