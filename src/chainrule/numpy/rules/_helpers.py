@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as _np
 
+from ..._core.reverse import ShapeOnly
 from ..._core.rules import defjvp, defjvp_batched, defvjp_direct
 from ..._core.tracer import getval
 from .. import numpy_wrapper as anp
@@ -38,22 +39,28 @@ def dtype_of(x):
     return _np.result_type(x) if dtype is None else dtype
 
 
+# an ndarray argument, or what a node keeps of one (its shape and dtype)
+_ARRAY_LIKE = frozenset([_np.ndarray, ShapeOnly])
+
+
 def unbroadcast(g, x):
     """Sum ``g`` over the axes along which ``x`` was broadcast; match ``x``'s dtype."""
     g_type = type(g)
-    if g_type is type(x) and (g_type in _SCALAR_TYPES or (
-            g_type is _np.ndarray and g.shape == x.shape and g.dtype == x.dtype)):
-        return g  # the common cases: nothing to sum, same dtype
+    if g_type is _np.ndarray:
+        if type(x) in _ARRAY_LIKE and g.shape == x.shape and g.dtype == x.dtype:
+            return g  # the common case: nothing to sum, same dtype
+    elif g_type is type(x) and g_type in _SCALAR_TYPES:
+        return g
     shape = shape_of(x)
     g_shape = shape_of(g)
     if g_shape != shape:
         lead = len(g_shape) - len(shape)
-        axes = tuple(range(lead)) + tuple(
-            lead + i for i, n in enumerate(shape) if n == 1 and g_shape[lead + i] != 1
-        )
-        if axes:
-            g = anp.sum(g, axis=axes, keepdims=True)
-        if lead or shape_of(g) != shape:
+        inner = tuple(lead + i for i, n in enumerate(shape) if n == 1 and g_shape[lead + i] != 1)
+        if inner:
+            g = anp.sum(g, axis=tuple(range(lead)) + inner, keepdims=True)
+        elif lead:
+            g = anp.sum(g, axis=tuple(range(lead)))  # leading axes only: x's shape already
+        if shape_of(g) != shape:
             g = anp.reshape(g, shape)
     return match_dtype(g, x)
 
@@ -61,8 +68,10 @@ def unbroadcast(g, x):
 def match_dtype(g, x):
     """``g`` cast to ``x``'s dtype: the real part for a real ``x``, float32 stays float32."""
     g_type = type(g)
-    if g_type is type(x) and (g_type in _SCALAR_TYPES or
-                              (g_type is _np.ndarray and g.dtype == x.dtype)):
+    if g_type is _np.ndarray:
+        if type(x) in _ARRAY_LIKE and g.dtype == x.dtype:
+            return g
+    elif g_type is type(x) and g_type in _SCALAR_TYPES:
         return g
     g_dtype = dtype_of(g)
     x_dtype = dtype_of(x)

@@ -55,12 +55,12 @@ def _plain_product_vjp(g, a, b, which):
         if nb == 1:
             cotangent = g * b if na == 1 else anp.outer(g, b)
         else:
-            cotangent = anp.matmul(b, g) if na == 1 else anp.matmul(g, anp.transpose(b))
+            cotangent = anp.matmul(b, g) if na == 1 else anp.matmul(g, b.T)
         return match_dtype(cotangent, a)
     if na == 1:
         cotangent = g * a if nb == 1 else anp.outer(a, g)
     else:
-        cotangent = anp.matmul(g, a) if nb == 1 else anp.matmul(anp.transpose(a), g)
+        cotangent = anp.matmul(g, a) if nb == 1 else anp.matmul(a.T, g)
     return match_dtype(cotangent, b)
 
 
