@@ -9,6 +9,8 @@ releases each node's saved values as soon as its cotangent has been consumed.
 
 from __future__ import annotations
 
+import itertools
+import operator
 import warnings
 from collections.abc import Callable, Iterable
 
@@ -35,6 +37,12 @@ class FreedGraphError(RuntimeError):
 # (e.g. both operands of an addition, the input of tanh).
 vjp_reads: dict[Callable, tuple[frozenset, bool]] = {}
 
+# A node is always made after its parents, so sorting by creation number, newest first,
+# puts every node after all of its children: the backward pass needs no child counts.
+# next() on a count is atomic, so threads may trace at once.
+_creation_order = itertools.count()
+_creation_number = operator.attrgetter("seq")
+
 # value types that may be kept as shape and dtype only (registered by chainrule.numpy)
 droppable_types: set = set()
 
@@ -55,10 +63,11 @@ class ShapeOnly:
 
 
 class VJPNode(Node):
-    __slots__ = ("parents", "fun", "args", "kwargs", "argnums", "ans")
+    __slots__ = ("parents", "fun", "args", "kwargs", "argnums", "ans", "seq")
     keeps_everything = False  # True for graphs that are replayed or pushed forward
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
+        self.seq = next(_creation_order)
         self.parents = parents
         self.fun = fun
         self.kwargs = kwargs
@@ -75,6 +84,7 @@ class VJPNode(Node):
         self.ans = ans
 
     def initialize_root(self) -> None:
+        self.seq = next(_creation_order)
         self.parents = ()
         self.fun = None
 
@@ -122,9 +132,12 @@ def pull_back(node: VJPNode, g) -> tuple:
     return rule(g, node.argnums, ans, args, kwargs)
 
 
-def _child_counts(end_nodes: Iterable[VJPNode]) -> dict:
-    """For every ancestor of ``end_nodes``: how many of its children lead to an end node."""
-    child_counts: dict[VJPNode, int] = {}
+def toposort(end_nodes: Iterable[Node]):
+    """Yield the ancestors of ``end_nodes``, every node after all of its children.
+
+    For any node type with ``parents`` (explain and the misc tracers use it too)."""
+    end_nodes = list(end_nodes)
+    child_counts: dict = {}
     stack = list(end_nodes)
     while stack:
         node = stack.pop()
@@ -135,13 +148,6 @@ def _child_counts(end_nodes: Iterable[VJPNode]) -> dict:
             stack.extend(node.parents)
     for node in end_nodes:
         child_counts[node] -= 1
-    return child_counts
-
-
-def toposort(end_nodes: Iterable[VJPNode]):
-    """Yield the ancestors of ``end_nodes``, every node after all of its children."""
-    end_nodes = list(end_nodes)
-    child_counts = _child_counts(end_nodes)
     ready = [node for node in dict.fromkeys(end_nodes) if child_counts[node] == 0]
     while ready:
         node = ready.pop()
@@ -153,77 +159,57 @@ def toposort(end_nodes: Iterable[VJPNode]):
                 child_counts[parent] -= 1
 
 
-def backward_pass(seeds: list, free: bool = False) -> dict:
+def children_first(end_nodes: Iterable[VJPNode]) -> list:
+    """``toposort`` for VJPNodes, by creation number: one pass to collect the ancestors
+    and one sort in C, instead of counting children."""
+    seen = set()
+    stack = list(end_nodes)
+    while stack:
+        node = stack.pop()
+        if node not in seen:
+            seen.add(node)
+            stack.extend(node.parents)
+    return sorted(seen, key=_creation_number, reverse=True)
+
+
+def backward_pass(seeds: list, free: bool = False, order: list | None = None) -> dict:
     """Propagate cotangents from ``seeds`` ([(end_node, g)]) to the root nodes.
 
-    Returns {root_node: cotangent} for the roots that were reached. This is the
-    loop of toposort with the cotangent bookkeeping inlined: it runs once per
-    node of every backward pass, so it avoids a generator and per-node tuples.
+    Returns {root_node: cotangent} for the roots that were reached. ``order`` is the
+    graph's ``children_first`` order where it is already known (a graph pulled back once per
+    Jacobian row sorts once). With ``free=True`` each node's saved values are released
+    as soon as its cotangent has been pulled back.
     """
     outgrads: dict = {}  # node -> summed cotangent so far
     owned: set = set()  # nodes whose cotangent is a buffer made here (safe to add into)
     for node, g in seeds:
         _accumulate(outgrads, owned, node, g)
-    end_nodes = [node for node, _ in seeds]
-    child_counts = _child_counts(end_nodes)
-    ready = [node for node in dict.fromkeys(end_nodes) if child_counts[node] == 0]
     root_grads = {}
-    while ready:
-        node = ready.pop()
-        parents = node.parents  # read first: release() clears them
-        g = outgrads.pop(node, None)
-        if node.fun is None:
-            if g is not None:
-                root_grads[node] = g
-        elif g is not None:
-            for parent, parent_grad in zip(parents, pull_back(node, g)):
-                if parent_grad is not None:
-                    if parent in outgrads:
-                        _accumulate(outgrads, owned, parent, parent_grad)
-                    else:
-                        outgrads[parent] = parent_grad
-            if free:  # as release(), inlined: this loop runs once per node
-                node.args = node.kwargs = node.ans = None
-                node.parents = ()
-        for parent in parents:
-            if child_counts[parent] == 1:
-                ready.append(parent)
-                if free:
-                    del child_counts[parent]  # let released nodes be freed early
-            else:
-                child_counts[parent] -= 1
-    return root_grads
-
-
-def backward_pass_in_order(seeds: list, order: list) -> dict:
-    """``backward_pass`` over a graph whose topological ``order`` is already known.
-
-    A graph that is pulled back many times (one pass per Jacobian row) sorts once.
-    """
-    outgrads: dict = {}
-    owned: set = set()
-    for node, g in seeds:
-        _accumulate(outgrads, owned, node, g)
-    root_grads = {}
-    for node in order:
+    for node in children_first([node for node, _ in seeds]) if order is None else order:
         g = outgrads.pop(node, None)
         if g is None:
             continue
-        if node.fun is None:
+        fun = node.fun
+        if fun is None:
             root_grads[node] = g
-        else:
-            _send(outgrads, owned, node.parents, node.vjp(g))
-    return root_grads
-
-
-def _send(outgrads: dict, owned: set, parents: tuple, parent_grads) -> None:
-    for parent, parent_grad in zip(parents, parent_grads):
-        if parent_grad is None:
             continue
-        if parent in outgrads:
-            _accumulate(outgrads, owned, parent, parent_grad)
-        else:
-            outgrads[parent] = parent_grad
+        # pull_back(node, g), inlined: this loop runs once per node. Saved values are
+        # read args last (see pull_back).
+        ans, kwargs = node.ans, node.kwargs
+        args = node.args
+        rule = primitive_vjps.get(fun)
+        if args is None or rule is None:
+            pull_back(node, g)  # raises the error that says what is wrong
+        for parent, parent_grad in zip(node.parents, rule(g, node.argnums, ans, args, kwargs)):
+            if parent_grad is not None:
+                if parent in outgrads:
+                    _accumulate(outgrads, owned, parent, parent_grad)
+                else:
+                    outgrads[parent] = parent_grad
+        if free:  # as release(), inlined
+            node.args = node.kwargs = node.ans = None
+            node.parents = ()
+    return root_grads
 
 
 def _accumulate(outgrads: dict, owned: set, node, g) -> None:
@@ -302,7 +288,7 @@ class Recording:
 
     def order(self) -> list:
         if not self._order:
-            self._order.extend(toposort([node for _, node in self.ends]))
+            self._order.extend(children_first([node for _, node in self.ends]))
         return self._order
 
     def pull_back(self, g):
@@ -311,7 +297,7 @@ class Recording:
         if self.free:
             root_grads = backward_pass(seeds, free=True)
         else:
-            root_grads = backward_pass_in_order(seeds, self.order())
+            root_grads = backward_pass(seeds, order=self.order())
         grads = []
         for root, space in zip(self.roots, self.spaces):
             grad = root_grads.get(root)
