@@ -13,7 +13,9 @@ class Strict(onp.lib.mixins.NDArrayOperatorsMixin):
     """Wraps an ndarray; NumPy functions and ufuncs run on it and return Strict.
 
     Like CuPy, it takes NumPy scalars and Python numbers as operands but raises on a NumPy
-    array of any dimension, and on ``float()``, ``bool()`` and ``numpy.asarray()``."""
+    array of any dimension, and on ``float()``, ``bool()`` and ``numpy.asarray()``; the
+    explicit copy to the device, ``numpy.asarray(host, like=strict)`` (``cupy.asarray``), is
+    allowed."""
 
     def __init__(self, data):
         self.data = onp.asarray(data)
@@ -58,6 +60,12 @@ class Strict(onp.lib.mixins.NDArrayOperatorsMixin):
     def sum(self, *args, **kwargs):
         return Strict(self.data.sum(*args, **kwargs))
 
+    def any(self, *args, **kwargs):
+        return Strict(self.data.any(*args, **kwargs))
+
+    def all(self, *args, **kwargs):
+        return Strict(self.data.all(*args, **kwargs))
+
     def conj(self):
         return Strict(self.data.conj())
 
@@ -72,8 +80,12 @@ class Strict(onp.lib.mixins.NDArrayOperatorsMixin):
         if any(not issubclass(t, (Strict, onp.ndarray)) for t in types):
             return NotImplemented
         kwargs = {k: v for k, v in kwargs.items() if k != "like"}
-        _refuse_host_arrays((args, kwargs), func.__name__)
+        if func not in _TRANSFERS:  # cupy.asarray(numpy_array) is the explicit copy to the device
+            _refuse_host_arrays((args, kwargs), func.__name__)
         return _wrap(func(*_unwrap(args), **_unwrap(kwargs)))
+
+
+_TRANSFERS = {onp.asarray, onp.array, onp.asanyarray, onp.ascontiguousarray}
 
 
 def _refuse_host_arrays(v, where: str) -> None:

@@ -29,6 +29,27 @@ def zero_mask(x):
     return xv == 0, True
 
 
+_HOST_TYPES = frozenset([_np.ndarray, float, int, complex, bool]) | _SCALAR_TYPES
+
+
+def on_host(x) -> bool:
+    """Whether ``x``'s raw value is a NumPy array or scalar (not a Dask or CuPy array)."""
+    xv = getval(x)
+    return type(xv) in _HOST_TYPES or isinstance(xv, (_np.ndarray, _np.generic))
+
+
+def constant_like(value, x):
+    """A NumPy constant (an index array, an identity, a pad) in ``x``'s array library.
+
+    CuPy refuses NumPy arrays as operands, so a rule mixing a constant with a traced
+    CuPy value makes the constant a CuPy array (``like=`` dispatches through
+    ``__array_function__``); for a NumPy ``x`` the constant is returned as it is."""
+    xv = getval(x)
+    if type(xv) in _HOST_TYPES or isinstance(xv, (_np.ndarray, _np.generic)):
+        return value
+    return _np.asarray(value, like=xv)
+
+
 def shape_of(x) -> tuple:
     return getattr(x, "shape", ())
 
