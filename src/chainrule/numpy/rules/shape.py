@@ -30,7 +30,17 @@ from ..._core.rules import defjvp, defjvp_argnums, defvjp_direct
 from ..._core.tracer import getval, primitive
 from .. import numpy_wrapper as anp
 from ..numpy_boxes import array_astype, array_getitem
-from ._helpers import composite, dtype_of, linear, match_dtype, shape_of, unbroadcast
+from ._helpers import (
+    composite,
+    constant_like,
+    dtype_of,
+    index_like,
+    linear,
+    match_dtype,
+    on_host,
+    shape_of,
+    unbroadcast,
+)
 
 
 def _is_basic_index(index) -> bool:
@@ -53,7 +63,7 @@ def untake(g, index, shape, dtype):
     elif type(out) is _np.ndarray:
         _np.add.at(out, index, g)
     elif _hits_each_once(index, shape):
-        out[index] = g  # other array libraries (Dask) lack add.at; no repeats to add up
+        out[index_like(index, out)] = g  # other libraries (Dask) lack add.at; no repeats
     else:
         return _scatter_add_like(g, index, shape, dtype)
     return out
@@ -64,7 +74,11 @@ def _scatter_add_like(g, index, shape, dtype):
     flat positions ``index`` picks are static (found on the host), and a weighted
     ``bincount`` in g's own library (``like=g``) sums the repeats, lazily for Dask."""
     size = int(_np.prod(shape))
-    positions = _np.asarray(_np.arange(size).reshape(shape)[index].ravel(), like=g)
+    grid = _np.arange(size).reshape(shape)
+    if _host_index(index):
+        positions = _np.asarray(grid[index].ravel(), like=g)
+    else:  # an index in the library (sort's order): the positions are found there too
+        positions = _np.ravel(constant_like(grid, g)[index_like(index, g)])
     flat = _np.ravel(g)
 
     def scatter(w):
@@ -75,7 +89,14 @@ def _scatter_add_like(g, index, shape, dtype):
     return _np.reshape(out, shape).astype(dtype, copy=False)
 
 
+def _host_index(index) -> bool:
+    parts = index if isinstance(index, tuple) else (index,)
+    return all(on_host(p) for p in parts if hasattr(p, "shape"))
+
+
 def _hits_each_once(index, shape) -> bool:
+    if not _host_index(index):
+        return False  # an index in the array's library: finding out would copy it to the host
     positions = _np.arange(int(_np.prod(shape))).reshape(shape)[index]
     return _np.unique(positions).size == _np.size(positions)
 
@@ -156,7 +177,7 @@ def selection(fun, argnums=(0,), source=None):
             src = source(pos_args, args, kwargs)
         else:
             src = raw(*pos_args, **kwargs)
-        return _np.asarray(src), offsets, total
+        return (src if hasattr(src, "shape") else _np.asarray(src)), offsets, total
 
     def vjp(g, diff_argnums, ans, args, kwargs):
         src, offsets, total = source_map(args, kwargs)
@@ -165,11 +186,13 @@ def selection(fun, argnums=(0,), source=None):
     def jvp(diff_argnums, tangents, ans, args, kwargs):
         src, offsets, total = source_map(args, kwargs)
         by_argnum = dict(zip(diff_argnums, tangents))
-        parts = [_np.zeros(1, dtype=dtype_of(ans))]
+        like = tangents[0]
+        parts = [constant_like(_np.zeros(1, dtype=dtype_of(ans)), like)]
         for i in argnums:
             _, size, shape = offsets[i]
             t = by_argnum.get(i)
-            parts.append(_np.zeros(size, dtype=dtype_of(ans)) if t is None else anp.ravel(t))
+            parts.append(constant_like(_np.zeros(size, dtype=dtype_of(ans)), like) if t is None
+                         else anp.ravel(t))
         return match_dtype(_gather(anp.concatenate(parts), src), ans)
 
     primitive_vjps[fun] = vjp
@@ -194,7 +217,7 @@ def _sort_source(pos_args, args, kwargs):
     if axis is None:
         x, pos, axis = _np.ravel(x), _np.ravel(pos), 0
     order = _np.argsort(x, axis=axis, kind="stable")
-    return _np.take_along_axis(pos, order, axis=axis)
+    return _np.take_along_axis(constant_like(pos, order), order, axis=axis)
 
 
 def _partition_source(pos_args, args, kwargs):
@@ -203,7 +226,8 @@ def _partition_source(pos_args, args, kwargs):
     axis = kwargs.get("axis", args[2] if len(args) > 2 else -1)
     if axis is None:
         x, pos, axis = _np.ravel(x), _np.ravel(pos), 0
-    return _np.take_along_axis(pos, _np.argpartition(x, kth, axis=axis), axis=axis)
+    order = _np.argpartition(x, kth, axis=axis)
+    return _np.take_along_axis(constant_like(pos, order), order, axis=axis)
 
 
 # fmt: off
