@@ -46,8 +46,8 @@ def constant_like(value, x):
     ``__array_function__``). For NumPy, and for libraries that take NumPy operands
     (Dask: its graphs stay as they are), the constant is returned as it is."""
     xv = getval(x)
-    if type(xv) in _HOST_TYPES or _takes_host_arrays(xv):
-        return value
+    if type(xv) in _HOST_TYPES or _takes_host_arrays(xv) or getval(value) is not value:
+        return value  # (a traced value is no constant)
     return _np.asarray(value, like=xv)
 
 
@@ -134,7 +134,7 @@ def broadcast_tangent(t, ans):
         return t
     shape = shape_of(ans)
     if shape_of(t) != shape:
-        t = anp.broadcast_to(t, shape)
+        t = anp.broadcast_to(constant_like(t, ans), shape)  # a scalar's tangent: as ans's
     return match_dtype(t, ans)
 
 

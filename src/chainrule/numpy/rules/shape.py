@@ -297,7 +297,9 @@ def _split_cotangent(g, axis, arrays, i):
 def _with_zeros(argnums, tangents, args, first):
     """Arguments from ``first`` on, with tangents where traced and zeros elsewhere."""
     by_argnum = dict(zip(argnums, tangents))
-    return [by_argnum.get(i, _np.zeros_like(getval(args[i]))) for i in range(first, len(args))]
+    return [by_argnum[i] if i in by_argnum else
+            constant_like(_np.zeros_like(getval(args[i])), tangents[0])
+            for i in range(first, len(args))]
 
 
 def _concatenate_vjp(g, ans, axis, *arrays, argnum):
@@ -503,8 +505,8 @@ def _convolve_full(a, v):
     na, nv = anp.size(a), anp.size(v)
     k = _np.arange(na + nv - 1)[:, None] - _np.arange(na)[None, :]  # v's index per term
     valid = (k >= 0) & (k < nv)
-    v_pad = anp.concatenate([v, _np.zeros(1, dtype=dtype_of(v))])
-    taps = v_pad[_np.where(valid, k, nv)]
+    v_pad = anp.concatenate([v, constant_like(_np.zeros(1, dtype=dtype_of(v)), v)])
+    taps = v_pad[index_like(_np.where(valid, k, nv), v_pad)]
     return anp.sum(taps * a, axis=1)
 
 
