@@ -173,6 +173,10 @@ def selection(fun, argnums=(0,), source=None):
 
     def source_map(args, kwargs):
         pos_args, offsets, total = _positions(args, argnums)
+        like = next((a for a in args if hasattr(a, "shape") and not on_host(a)), None)
+        if like is not None:  # other arguments (indices) in CuPy: the positions join them
+            pos_args = [constant_like(p, like) if i in offsets else p
+                        for i, p in enumerate(pos_args)]
         if source is not None:
             src = source(pos_args, args, kwargs)
         else:
@@ -383,9 +387,11 @@ def _full_vjp(g, ans, shape, fill_value, *a, **k):
 
 def _linspace_impl(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
     steps = _np.linspace(0.0, 1.0, num, endpoint=endpoint)
-    start_, stop_ = anp.asarray(start), anp.asarray(stop)
+    # (numbers stay numbers: a 0-d NumPy array would not mix with a CuPy start or stop)
+    start_, stop_ = (anp.asarray(v) if isinstance(v, (list, tuple)) else v for v in (start, stop))
     ndim = max(anp.ndim(start_), anp.ndim(stop_))
-    steps = steps.reshape((-1,) + (1,) * ndim)
+    steps = constant_like(steps.reshape((-1,) + (1,) * ndim),
+                          start_ if not on_host(start_) else stop_)
     out = start_ * (1.0 - steps) + stop_ * steps
     if endpoint and num > 1:  # NumPy sets the last sample to ``stop`` exactly
         out = anp.concatenate([out[:-1], anp.expand_dims(stop_ + 0.0 * start_, 0)], axis=0)
@@ -401,10 +407,12 @@ def _linspace_impl(start, stop, num=50, endpoint=True, retstep=False, dtype=None
 def _diff_impl(a, n=1, axis=-1, prepend=None, append=None):
     parts = []
     if prepend is not None:
-        parts.append(_np.broadcast_to(prepend, _side_shape(a, axis, prepend)))
+        parts.append(_np.broadcast_to(constant_like(_np.asarray(prepend), a),
+                                      _side_shape(a, axis, prepend)))
     parts.append(a)
     if append is not None:
-        parts.append(_np.broadcast_to(append, _side_shape(a, axis, append)))
+        parts.append(_np.broadcast_to(constant_like(_np.asarray(append), a),
+                                      _side_shape(a, axis, append)))
     x = anp.concatenate(parts, axis=axis) if len(parts) > 1 else a
     ndim = anp.ndim(x)
     hi = tuple(slice(1, None) if i == axis % ndim else slice(None) for i in range(ndim))
@@ -426,8 +434,8 @@ def _ediff1d_impl(ary, to_end=None, to_begin=None):
     flat = anp.ravel(ary)
     out = flat[1:] - flat[:-1]
     parts = [p for p in (to_begin, out, to_end) if p is not None]
-    parts = [anp.ravel(anp.asarray(p)).astype(dtype_of(ary)) if p is not out else p
-             for p in parts]
+    parts = [anp.ravel(constant_like(_np.asarray(p), ary)).astype(dtype_of(ary))
+             if p is not out else p for p in parts]
     return anp.concatenate(parts) if len(parts) > 1 else out
 
 
