@@ -38,9 +38,8 @@ SKIP = {
     "hstack[3-s|float64]": PRIMAL_REFUSED + ": a number joined becomes a NumPy array",
     "block[3-s|float64-1d]": PRIMAL_REFUSED + ": a number joined becomes a NumPy array",
     "extract[2x3|float64]": PRIMAL_REFUSED + ": the condition on the host",
-    # chainrule's own select builds its result with numpy.asarray (numpy_wrapper): not fixed yet
-    "select[2x3-3|float64]": "not fixed yet: anp.select converts to NumPy",
-    "select[3-s|float64-default]": "not fixed yet: anp.select converts to NumPy",
+    "select[2x3-3|float64]": PRIMAL_REFUSED + ": the conditions on the host",
+    "select[3-s|float64-default]": PRIMAL_REFUSED + ": the conditions on the host",
 }
 
 

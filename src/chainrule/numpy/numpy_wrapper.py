@@ -348,8 +348,11 @@ def make_diagonal(D, offset=0, axis1=0, axis2=1):
             "make_diagonal supports offset=0, axis1=-1, axis2=-2 only; for a 1-D D with an "
             "offset use chainrule.numpy.diag(D, k)."
         )
+    from .rules._helpers import constant_like  # (the rules import this module)
+
     n = _np.shape(D)[-1]
-    return expand_dims(D, -1) * _np.eye(n, dtype=_np.result_type(getval(D)))  # noqa: F821
+    eye = constant_like(_np.eye(n, dtype=_np.result_type(getval(D))), D)
+    return expand_dims(D, -1) * eye  # noqa: F821
 
 
 def piecewise(x, condlist, funclist, *args, **kw):
