@@ -19,12 +19,9 @@ from benchmarks.duck_sweep import SPECS, library, outcome
 # Case ids (Case.id) not (yet) native and right on Strict, with the reason.
 PRIMAL_REFUSED = "the primal itself refuses Strict, as CuPy would (not a rule's doing)"
 SKIP = {
-    # NumPy's constructors of a device array copy it to the host (CuPy refuses too: a user
-    # calls cupy.asarray, cupy.full...). chainrule could dispatch them with like=: not done.
-    "asarray[2x3|float64]": PRIMAL_REFUSED,
-    "asarray[2x3|float32]": PRIMAL_REFUSED,
-    "asanyarray[2x3|float64]": PRIMAL_REFUSED,
-    "ascontiguousarray[2x3|float64]": PRIMAL_REFUSED,
+    # NumPy's array and full of device arrays copy them to the host (CuPy refuses too: a user
+    # calls cupy.array, cupy.full). chainrule's asarray and kin dispatch with like=; these
+    # two could too: not done.
     "array[3-3|float64-rows]": PRIMAL_REFUSED,
     "full[3|float64-row]": PRIMAL_REFUSED,
     # the spec passes NumPy arrays or numbers NumPy turns into arrays next to a Strict one

@@ -121,6 +121,23 @@ def _with_scalar_path(ufunc, scalar):
     return raw
 
 
+def _in_own_library(fun):
+    """``fun`` (asarray and kin) leaving a Dask or CuPy array in its library: NumPy's own
+    would compute it or copy it to the host; ``like=`` dispatches to the library's."""
+    def raw(a, *args, **kwargs):
+        if type(a) is not _np.ndarray and "like" not in kwargs and \
+                hasattr(type(a), "__array_function__") and not isinstance(a, _np.generic):
+            return fun(a, *args, like=a, **kwargs)
+        return fun(a, *args, **kwargs)
+
+    raw.__name__ = raw.__qualname__ = fun.__name__
+    raw.__doc__ = fun.__doc__
+    return raw
+
+
+_KEEP_LIBRARY = frozenset([_np.asarray, _np.asanyarray, _np.ascontiguousarray])
+
+
 def _build() -> tuple[dict, dict]:
     """Wrap NumPy's functions; names that alias one NumPy object share one primitive."""
     wrapped_by_raw: dict = {}
@@ -133,6 +150,7 @@ def _build() -> tuple[dict, dict]:
             if id(raw) not in wrapped_by_raw:
                 impl = scalar_paths.get(raw)
                 wrapped_by_raw[id(raw)] = primitive(
+                    _in_own_library(raw) if raw in _KEEP_LIBRARY else
                     raw if impl is None else _with_scalar_path(raw, impl))
             namespace[name] = wrapped_by_raw[id(raw)]
     for name in _names(NONDIFFERENTIABLE):
