@@ -19,11 +19,10 @@ from benchmarks.duck_sweep import SPECS, library, outcome
 # Case ids (Case.id) not (yet) native and right on Strict, with the reason.
 PRIMAL_REFUSED = "the primal itself refuses Strict, as CuPy would (not a rule's doing)"
 SKIP = {
-    # NumPy's array and full of device arrays copy them to the host (CuPy refuses too: a user
-    # calls cupy.array, cupy.full). chainrule's asarray and kin dispatch with like=; these
-    # two could too: not done.
-    "array[3-3|float64-rows]": PRIMAL_REFUSED,
+    # NumPy's full with a device fill value copies it to the host (CuPy refuses too: a user
+    # calls cupy.full); chainrule's asarray and kin dispatch with like=, full could too
     "full[3|float64-row]": PRIMAL_REFUSED,
+    "array[3-3|float64-rows]": PRIMAL_REFUSED + ": a NumPy row among Strict ones",
     # the spec passes NumPy arrays or numbers NumPy turns into arrays next to a Strict one
     "sum[2x3|float64|axis=1-where=[ True False  True]]": PRIMAL_REFUSED + ": where= on the host",
     "mean[2x3|float64|axis=0-where=[[ True False  True]\n [ True  True False]]]":

@@ -287,6 +287,12 @@ def _contains_box(obj) -> bool:
     return isbox(obj)
 
 
+def _dtype_of(value):
+    # a Dask or CuPy array's own dtype (numpy.asarray would compute it or copy it)
+    dtype = getattr(value, "dtype", None)
+    return _np.asarray(value).dtype if dtype is None else dtype
+
+
 def array(obj, dtype=None, *args, **kwargs):
     """``numpy.array``, differentiable when ``obj`` holds traced values (nested lists too)."""
     if isbox(obj) and not args and not kwargs:
@@ -296,7 +302,7 @@ def array(obj, dtype=None, *args, **kwargs):
     elems: list = []
     shape = _flatten_nested(obj, elems)
     if dtype is None:
-        dtype = _np.result_type(*[_np.asarray(getval(e)).dtype if _np.ndim(getval(e))
+        dtype = _np.result_type(*[_dtype_of(getval(e)) if _np.ndim(getval(e))
                                   else getval(e) for e in elems])
     return array_from_args(tuple(shape), dtype, *elems)
 
