@@ -340,11 +340,17 @@ from .._core.tracer import primitive  # noqa: E402
 
 @primitive
 def array_getitem(x, index):
+    if type(x) is not _np.ndarray and type(index) in (_np.ndarray, tuple):
+        from .rules._helpers import index_like  # CuPy refuses NumPy index arrays
+
+        index = index_like(index, x)
     return x[index]
 
 
 @primitive
 def array_astype(x, dtype, *args, **kwargs):
+    if type(x) is not _np.ndarray and hasattr(x, "astype") and not isinstance(x, _np.generic):
+        return x.astype(dtype, *args, **kwargs)  # a Dask or CuPy array stays one
     return _np.asarray(x).astype(dtype, *args, **kwargs)
 
 

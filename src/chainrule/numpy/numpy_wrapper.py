@@ -121,6 +121,23 @@ def _with_scalar_path(ufunc, scalar):
     return raw
 
 
+def _in_own_library(fun):
+    """``fun`` (asarray and kin) leaving a Dask or CuPy array in its library: NumPy's own
+    would compute it or copy it to the host; ``like=`` dispatches to the library's."""
+    def raw(a, *args, **kwargs):
+        if type(a) is not _np.ndarray and "like" not in kwargs and \
+                hasattr(type(a), "__array_function__") and not isinstance(a, _np.generic):
+            return fun(a, *args, like=a, **kwargs)
+        return fun(a, *args, **kwargs)
+
+    raw.__name__ = raw.__qualname__ = fun.__name__
+    raw.__doc__ = fun.__doc__
+    return raw
+
+
+_KEEP_LIBRARY = frozenset([_np.asarray, _np.asanyarray, _np.ascontiguousarray])
+
+
 def _build() -> tuple[dict, dict]:
     """Wrap NumPy's functions; names that alias one NumPy object share one primitive."""
     wrapped_by_raw: dict = {}
@@ -133,6 +150,7 @@ def _build() -> tuple[dict, dict]:
             if id(raw) not in wrapped_by_raw:
                 impl = scalar_paths.get(raw)
                 wrapped_by_raw[id(raw)] = primitive(
+                    _in_own_library(raw) if raw in _KEEP_LIBRARY else
                     raw if impl is None else _with_scalar_path(raw, impl))
             namespace[name] = wrapped_by_raw[id(raw)]
     for name in _names(NONDIFFERENTIABLE):
@@ -269,6 +287,12 @@ def _contains_box(obj) -> bool:
     return isbox(obj)
 
 
+def _dtype_of(value):
+    # a Dask or CuPy array's own dtype (numpy.asarray would compute it or copy it)
+    dtype = getattr(value, "dtype", None)
+    return _np.asarray(value).dtype if dtype is None else dtype
+
+
 def array(obj, dtype=None, *args, **kwargs):
     """``numpy.array``, differentiable when ``obj`` holds traced values (nested lists too)."""
     if isbox(obj) and not args and not kwargs:
@@ -278,7 +302,7 @@ def array(obj, dtype=None, *args, **kwargs):
     elems: list = []
     shape = _flatten_nested(obj, elems)
     if dtype is None:
-        dtype = _np.result_type(*[_np.asarray(getval(e)).dtype if _np.ndim(getval(e))
+        dtype = _np.result_type(*[_dtype_of(getval(e)) if _np.ndim(getval(e))
                                   else getval(e) for e in elems])
     return array_from_args(tuple(shape), dtype, *elems)
 
@@ -348,8 +372,11 @@ def make_diagonal(D, offset=0, axis1=0, axis2=1):
             "make_diagonal supports offset=0, axis1=-1, axis2=-2 only; for a 1-D D with an "
             "offset use chainrule.numpy.diag(D, k)."
         )
+    from .rules._helpers import constant_like  # (the rules import this module)
+
     n = _np.shape(D)[-1]
-    return expand_dims(D, -1) * _np.eye(n, dtype=_np.result_type(getval(D)))  # noqa: F821
+    eye = constant_like(_np.eye(n, dtype=_np.result_type(getval(D))), D)
+    return expand_dims(D, -1) * eye  # noqa: F821
 
 
 def piecewise(x, condlist, funclist, *args, **kw):

@@ -30,6 +30,57 @@ def zero_mask(x):
     return xv == 0, True
 
 
+_HOST_TYPES = frozenset([_np.ndarray, float, int, complex, bool]) | _SCALAR_TYPES
+
+
+def on_host(x) -> bool:
+    """Whether ``x``'s raw value is a NumPy array or scalar (not a Dask or CuPy array)."""
+    xv = getval(x)
+    return type(xv) in _HOST_TYPES or isinstance(xv, (_np.ndarray, _np.generic))
+
+
+def constant_like(value, x):
+    """A NumPy constant (an index array, an identity, a pad) fit to mix with ``x``.
+
+    CuPy refuses NumPy arrays as operands and indices: for a traced value of such a
+    library the constant becomes one of its arrays (``like=`` dispatches through
+    ``__array_function__``). For NumPy, and for libraries that take NumPy operands
+    (Dask: its graphs stay as they are), the constant is returned as it is."""
+    xv = getval(x)
+    if type(xv) in _HOST_TYPES or _takes_host_arrays(xv) or getval(value) is not value:
+        return value  # (a traced value is no constant)
+    return _np.asarray(value, like=xv)
+
+
+def index_like(index, x):
+    """``index`` with its NumPy arrays made fit to index ``x`` (see ``constant_like``)."""
+    if type(index) is tuple:
+        if not any(isinstance(i, _np.ndarray) for i in index):
+            return index
+        return tuple(constant_like(i, x) if isinstance(i, _np.ndarray) else i for i in index)
+    return constant_like(index, x) if isinstance(index, _np.ndarray) else index
+
+
+_HOST_ARRAYS_TAKEN: dict = {_np.ndarray: True}
+
+
+def _takes_host_arrays(xv) -> bool:
+    """Whether ``xv``'s library takes NumPy arrays as operands: tried once per type,
+    on an empty slice (a lazy library computes nothing)."""
+    taken = _HOST_ARRAYS_TAKEN.get(type(xv))
+    if taken is None:
+        if isinstance(xv, _np.generic) or not hasattr(xv, "reshape"):
+            taken = True
+        else:
+            try:
+                _np.multiply(xv.reshape(-1)[:0], _np.zeros(0, dtype=xv.dtype))
+                taken = True
+            except TypeError:
+                taken = False
+        _HOST_ARRAYS_TAKEN[type(xv)] = taken
+    return taken
+
+
 def shape_of(x) -> tuple:
     return getattr(x, "shape", ())
 
@@ -92,7 +143,7 @@ def broadcast_tangent(t, ans):
         return t
     shape = shape_of(ans)
     if shape_of(t) != shape:
-        t = anp.broadcast_to(t, shape)
+        t = anp.broadcast_to(constant_like(t, ans), shape)  # a scalar's tangent: as ans's
     return match_dtype(t, ans)
 
 

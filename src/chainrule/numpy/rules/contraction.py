@@ -16,7 +16,7 @@ from ..._core.reverse import primitive_vjps
 from ..._core.rules import def_linear, defjvp_batched, defvjp_direct, vjp_reads_only
 from ..._core.tracer import getval
 from .. import numpy_wrapper as anp
-from ._helpers import match_dtype, shape_of, unbroadcast
+from ._helpers import constant_like, match_dtype, shape_of, unbroadcast
 
 
 def _dot_vjp_a(g, ans, a, b):
@@ -239,7 +239,8 @@ def _einsum_vjp(g, argnum, args, kwargs):
         for c in mine:
             if c in seen:
                 c2 = next(fresh)
-                eyes.append((c + c2, _np.eye(sizes[c], dtype=_np.result_type(getval(r)))))
+                eye = _np.eye(sizes[c], dtype=_np.result_type(getval(r)))
+                eyes.append((c + c2, constant_like(eye, r)))
                 c = c2
             seen.add(c)
             renamed.append(c)

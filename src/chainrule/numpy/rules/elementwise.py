@@ -41,6 +41,15 @@ def _share(x, ans, other):
     return _np.equal(x, ans) / (1.0 + _np.equal(other, ans))
 
 
+def _lowered(y):
+    """``y - 1`` where ``y`` is nonzero, else 1 (power's derivative exponent, finite at 0).
+
+    A scalar exponent stays a scalar: a 0-d NumPy array would be refused by CuPy."""
+    if type(y) in (int, float, complex) or isinstance(y, _np.generic):
+        return y - 1 if y != 0 else 1.0
+    return anp.where(y, y - 1, 1.0)
+
+
 def _abs_derivative(ans, x):
     # conj(z) / |z| for complex z (autograd's convention), sign(x) for real x; 0 at 0
     return (anp.conj(x) if dtype_of(x).kind == "c" else x) / anp.where(ans, ans, 1)
@@ -136,9 +145,9 @@ elementwise2(anp.mod,       lambda ans, x, y: 1.0,             lambda ans, x, y:
 elementwise2(anp.fmod,      lambda ans, x, y: 1.0,             lambda ans, x, y: -anp.trunc(x / y))
 
 # ----------------------------------------------------------------------------- powers, exp, log
-elementwise2(anp.power,     lambda ans, x, y: y * x ** anp.where(y, y - 1, 1.0),                   # pow
+elementwise2(anp.power,     lambda ans, x, y: y * x ** _lowered(y),                                # pow
                             lambda ans, x, y: anp.log(anp.where(x, x, 1.0)) * ans)
-elementwise2(anp.float_power, lambda ans, x, y: y * anp.float_power(x, anp.where(y, y - 1, 1.0)),
+elementwise2(anp.float_power, lambda ans, x, y: y * anp.float_power(x, _lowered(y)),
                             lambda ans, x, y: anp.log(anp.where(x, x, 1.0)) * ans)
 elementwise(anp.square,     lambda ans, x: 2 * x)
 elementwise(anp.sqrt,       lambda ans, x: 0.5 / ans)

@@ -14,7 +14,7 @@ import numpy as _np
 from ..._core.rules import defjvp, defvjp_direct
 from .. import fft as afft
 from .. import numpy_wrapper as anp
-from ._helpers import dtype_of, match_dtype
+from ._helpers import constant_like, dtype_of, match_dtype
 
 _SWAPPED = {None: "forward", "backward": "forward", "ortho": "ortho", "forward": "backward"}
 
@@ -29,7 +29,8 @@ def _fit(x, axis: int, n: int):
     if m < n:
         shape = list(x.shape)
         shape[axis] = n - m
-        return anp.concatenate([x, _np.zeros(shape, dtype=dtype_of(x))], axis=axis)
+        return anp.concatenate([x, constant_like(_np.zeros(shape, dtype=dtype_of(x)), x)],
+                               axis=axis)
     return x
 
 
@@ -78,7 +79,7 @@ def _irfft_transpose(g, axis, n, length, norm):
     w[0] = 1.0
     if n % 2 == 0:
         w[-1] = 1.0
-    w = w.reshape((-1,) + (1,) * (g.ndim - 1 - axis % g.ndim))
+    w = constant_like(w.reshape((-1,) + (1,) * (g.ndim - 1 - axis % g.ndim)), g)
     return _fit(_fit(afft.ifft(g, axis=axis, norm=norm), axis, half) * w, axis, length)
 
 

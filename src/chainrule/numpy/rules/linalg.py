@@ -18,7 +18,17 @@ from ..._core.rules import defjvp, defvjp_direct
 from ..._core.tracer import getval
 from .. import linalg as la
 from .. import numpy_wrapper as anp
-from ._helpers import broadcast_tangent, dtype_of, keepdims_shape, linear, match_dtype, unbroadcast
+from ._helpers import (
+    broadcast_tangent,
+    constant_like,
+    dtype_of,
+    index_like,
+    keepdims_shape,
+    linear,
+    match_dtype,
+    on_host,
+    unbroadcast,
+)
 
 # ----------------------------------------------------------------------------- matrix helpers
 
@@ -48,13 +58,13 @@ def _real_dtype(x):
 
 
 def _eye(n: int, like):
-    return _np.eye(n, dtype=_real_dtype(like))
+    return constant_like(_np.eye(n, dtype=_real_dtype(like)), like)
 
 
 def _diag(x):
     """The diagonals of a stack of matrices, (..., n, n) -> (..., n)."""
     i = _np.arange(x.shape[-1])
-    return x[..., i, i]
+    return x[index_like((..., i, i), x)]
 
 
 def _diag_embed(v):
@@ -78,21 +88,21 @@ def _inv_gaps(w):
     there, and the rules say so loudly instead of returning a wrong number.
     """
     gaps = anp.expand_dims(w, -2) - anp.expand_dims(w, -1)
-    diagonal = _np.eye(w.shape[-1], dtype=bool)
+    diagonal = constant_like(_np.eye(w.shape[-1], dtype=bool), w)
     with _np.errstate(divide="ignore"):
         return anp.where(diagonal, 0.0, 1.0 / anp.where(diagonal, 1.0, gaps))
 
 
 def _is_zero(g) -> bool:
     """Whether a cotangent is zero (the output it belongs to was not used)."""
-    return not _np.any(getval(g))
+    return on_host(g) and not _np.any(getval(g))  # elsewhere, finding out needs the host
 
 
 def _triangle(n: int, like, uplo: str):
     """The strictly lower ('L') or upper ('U') triangle as a 0/1 mask."""
     ones = _np.ones((n, n))
     mask = _np.tril(ones, -1) if uplo.upper() == "L" else _np.triu(ones, 1)
-    return mask.astype(_real_dtype(like))
+    return constant_like(mask.astype(_real_dtype(like)), like)
 
 
 def _hermitian_from(x, uplo: str):
@@ -467,7 +477,8 @@ def _qr_jvp(g, ans, a, mode="reduced"):
     dq, dr = _qr_jvp_parts(g, a, q, r)
     if q2 is None:
         return dq, dr
-    zeros = _np.zeros(ans[1].shape[:-2] + (q2.shape[-1], r.shape[-1]), dtype=dtype_of(ans[1]))
+    zeros = constant_like(_np.zeros(ans[1].shape[:-2] + (q2.shape[-1], r.shape[-1]),
+                                    dtype=dtype_of(ans[1])), ans[1])
     return (anp.concatenate([dq, -q @ (_H(dq) @ q2)], axis=-1),
             anp.concatenate([dr, zeros], axis=-2))
 

@@ -18,11 +18,14 @@ from ..._core.rules import defjvp, defvjp_direct, vjp_reads_only
 from ..._core.tracer import getval
 from .. import numpy_wrapper as anp
 from ._helpers import (
+    constant_like,
     dtype_of,
     expand_to,
+    index_like,
     keepdims_shape,
     linear,
     match_dtype,
+    on_host,
     reduced_count,
     shape_of,
     zero_mask,
@@ -116,17 +119,19 @@ def _ptp_weights(ans, x, axis=None, out=None, keepdims=False):
 
 def _quantile_weights(x, q, axis, method, ignore_nan):
     """Weights of shape ``q.shape + x.shape`` such that the quantiles are ``sum(W * x)``."""
-    xv = _np.asarray(getval(x))
-    q = _np.asarray(q, dtype=float)
+    xv = getval(x)
+    xv = xv if hasattr(xv, "ndim") else _np.asarray(xv)
+    q = q.astype(float) if hasattr(q, "shape") and not on_host(q) else _np.asarray(q, float)
     axes = _axes(xv.ndim, axis)
     kept_axes = [a for a in range(xv.ndim) if a not in axes]
     moved = _np.transpose(xv, kept_axes + list(axes))
     kept_shape = moved.shape[: len(kept_axes)]
     rows = moved.reshape(kept_shape + (-1,))
     n = rows.shape[-1]
-    count = _np.sum(~_np.isnan(rows), axis=-1) if ignore_nan else _np.full(kept_shape, n)
+    count = _np.sum(~_np.isnan(rows), axis=-1) if ignore_nan else \
+        constant_like(_np.full(kept_shape, n), xv)
     ordered = _np.sort(rows, axis=-1)  # nans sort last
-    qs = q.reshape((-1,) + (1,) * len(kept_shape))
+    qs = constant_like(q.reshape((-1,) + (1,) * len(kept_shape)), xv)
     pos = qs * _np.maximum(count - 1, 0)
     if method in ("linear", "midpoint"):
         lo, hi = _np.floor(pos), _np.ceil(pos)
@@ -158,7 +163,7 @@ def _quantile_rule(scale, ignore_nan):
     def weights(ans, x, q, axis=None, out=None, overwrite_input=False, method="linear",
                 keepdims=False, *, weights=None):
         _unsupported("quantile", weights=weights, overwrite_input=overwrite_input or None)
-        return _quantile_weights(x, _np.asarray(q) / scale, axis, method, ignore_nan), axis, \
+        return _quantile_weights(x, (q if hasattr(q, "shape") and not on_host(q) else _np.asarray(q)) / scale, axis, method, ignore_nan), axis, \
             keepdims
 
     return weights
@@ -259,7 +264,8 @@ def _prod_jvp(t, ans, x, axis=None, dtype=None, out=None, keepdims=False, initia
 
 def _nan_as_one(x):
     nan = ~_not_nan(x)
-    return anp.where(nan, 1.0, x) if nan.any() else x
+    # (for Dask/CuPy, "any nan" would need the host: the where is taken without asking)
+    return anp.where(nan, 1.0, x) if not on_host(nan) or nan.any() else x
 
 
 def _nanprod_vjp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
@@ -435,7 +441,7 @@ def _trace_vjp(g, ans, x, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     mask_shape = [1] * len(shape)
     mask_shape[a1], mask_shape[a2] = shape[a1], shape[a2]
     g = anp.reshape(g, keepdims_shape(shape, (a1, a2)))
-    return match_dtype(g * diagonal.reshape(mask_shape), x)
+    return match_dtype(g * constant_like(diagonal.reshape(mask_shape), x), x)
 
 
 # ----------------------------------------------------------------------------- average
@@ -575,7 +581,7 @@ def _corr_parts(ans, m, y, rowvar):
     c = anp.cov(m, y, rowvar)
     k = int(_np.sqrt(_np.size(getval(c))))
     c = anp.reshape(c, (k, k))
-    d = c[_np.arange(k), _np.arange(k)]
+    d = c[index_like((_np.arange(k), _np.arange(k)), c)]
     r = anp.reshape(ans, (k, k))
     return d, r, k
 
@@ -588,7 +594,7 @@ def _corrcoef_vjp(argnum):
         s = anp.sqrt(d[:, None] * d[None, :])
         gr = g * r
         diag = (anp.sum(gr, axis=1) + anp.sum(gr, axis=0)) / (2 * d)
-        gc = g / s - _np.eye(k) * diag[None, :]
+        gc = g / s - constant_like(_np.eye(k), g) * diag[None, :]
         return _cov_matrix_vjp(gc, argnum, m, y, rowvar, 1)
 
     return vjp
@@ -599,7 +605,7 @@ def _corrcoef_jvp(argnum):
         d, r, k = _corr_parts(ans, m, y, rowvar)
         dc = anp.reshape(_cov_matrix_jvp(t, argnum, anp.cov(m, y, rowvar), m, y, rowvar, 1),
                          (k, k))
-        dd = dc[_np.arange(k), _np.arange(k)] / d
+        dd = dc[index_like((_np.arange(k), _np.arange(k)), dc)] / d
         s = anp.sqrt(d[:, None] * d[None, :])
         dr = dc / s - r * (dd[:, None] + dd[None, :]) / 2
         return match_dtype(anp.reshape(dr, shape_of(ans)), ans)

@@ -30,7 +30,17 @@ from ..._core.rules import defjvp, defjvp_argnums, defvjp_direct
 from ..._core.tracer import getval, primitive
 from .. import numpy_wrapper as anp
 from ..numpy_boxes import array_astype, array_getitem
-from ._helpers import composite, dtype_of, linear, match_dtype, shape_of, unbroadcast
+from ._helpers import (
+    composite,
+    constant_like,
+    dtype_of,
+    index_like,
+    linear,
+    match_dtype,
+    on_host,
+    shape_of,
+    unbroadcast,
+)
 
 
 def _is_basic_index(index) -> bool:
@@ -53,7 +63,7 @@ def untake(g, index, shape, dtype):
     elif type(out) is _np.ndarray:
         _np.add.at(out, index, g)
     elif _hits_each_once(index, shape):
-        out[index] = g  # other array libraries (Dask) lack add.at; no repeats to add up
+        out[index_like(index, out)] = g  # other libraries (Dask) lack add.at; no repeats
     else:
         return _scatter_add_like(g, index, shape, dtype)
     return out
@@ -64,7 +74,11 @@ def _scatter_add_like(g, index, shape, dtype):
     flat positions ``index`` picks are static (found on the host), and a weighted
     ``bincount`` in g's own library (``like=g``) sums the repeats, lazily for Dask."""
     size = int(_np.prod(shape))
-    positions = _np.asarray(_np.arange(size).reshape(shape)[index].ravel(), like=g)
+    grid = _np.arange(size).reshape(shape)
+    if _host_index(index):
+        positions = _np.asarray(grid[index].ravel(), like=g)
+    else:  # an index in the library (sort's order): the positions are found there too
+        positions = _np.ravel(constant_like(grid, g)[index_like(index, g)])
     flat = _np.ravel(g)
 
     def scatter(w):
@@ -75,7 +89,14 @@ def _scatter_add_like(g, index, shape, dtype):
     return _np.reshape(out, shape).astype(dtype, copy=False)
 
 
+def _host_index(index) -> bool:
+    parts = index if isinstance(index, tuple) else (index,)
+    return all(on_host(p) for p in parts if hasattr(p, "shape"))
+
+
 def _hits_each_once(index, shape) -> bool:
+    if not _host_index(index):
+        return False  # an index in the array's library: finding out would copy it to the host
     positions = _np.arange(int(_np.prod(shape))).reshape(shape)[index]
     return _np.unique(positions).size == _np.size(positions)
 
@@ -152,11 +173,15 @@ def selection(fun, argnums=(0,), source=None):
 
     def source_map(args, kwargs):
         pos_args, offsets, total = _positions(args, argnums)
+        like = next((a for a in args if hasattr(a, "shape") and not on_host(a)), None)
+        if like is not None:  # other arguments (indices) in CuPy: the positions join them
+            pos_args = [constant_like(p, like) if i in offsets else p
+                        for i, p in enumerate(pos_args)]
         if source is not None:
             src = source(pos_args, args, kwargs)
         else:
             src = raw(*pos_args, **kwargs)
-        return _np.asarray(src), offsets, total
+        return (src if hasattr(src, "shape") else _np.asarray(src)), offsets, total
 
     def vjp(g, diff_argnums, ans, args, kwargs):
         src, offsets, total = source_map(args, kwargs)
@@ -165,11 +190,13 @@ def selection(fun, argnums=(0,), source=None):
     def jvp(diff_argnums, tangents, ans, args, kwargs):
         src, offsets, total = source_map(args, kwargs)
         by_argnum = dict(zip(diff_argnums, tangents))
-        parts = [_np.zeros(1, dtype=dtype_of(ans))]
+        like = tangents[0]
+        parts = [constant_like(_np.zeros(1, dtype=dtype_of(ans)), like)]
         for i in argnums:
             _, size, shape = offsets[i]
             t = by_argnum.get(i)
-            parts.append(_np.zeros(size, dtype=dtype_of(ans)) if t is None else anp.ravel(t))
+            parts.append(constant_like(_np.zeros(size, dtype=dtype_of(ans)), like) if t is None
+                         else anp.ravel(t))
         return match_dtype(_gather(anp.concatenate(parts), src), ans)
 
     primitive_vjps[fun] = vjp
@@ -194,7 +221,7 @@ def _sort_source(pos_args, args, kwargs):
     if axis is None:
         x, pos, axis = _np.ravel(x), _np.ravel(pos), 0
     order = _np.argsort(x, axis=axis, kind="stable")
-    return _np.take_along_axis(pos, order, axis=axis)
+    return _np.take_along_axis(constant_like(pos, order), order, axis=axis)
 
 
 def _partition_source(pos_args, args, kwargs):
@@ -203,7 +230,8 @@ def _partition_source(pos_args, args, kwargs):
     axis = kwargs.get("axis", args[2] if len(args) > 2 else -1)
     if axis is None:
         x, pos, axis = _np.ravel(x), _np.ravel(pos), 0
-    return _np.take_along_axis(pos, _np.argpartition(x, kth, axis=axis), axis=axis)
+    order = _np.argpartition(x, kth, axis=axis)
+    return _np.take_along_axis(constant_like(pos, order), order, axis=axis)
 
 
 # fmt: off
@@ -273,7 +301,9 @@ def _split_cotangent(g, axis, arrays, i):
 def _with_zeros(argnums, tangents, args, first):
     """Arguments from ``first`` on, with tangents where traced and zeros elsewhere."""
     by_argnum = dict(zip(argnums, tangents))
-    return [by_argnum.get(i, _np.zeros_like(getval(args[i]))) for i in range(first, len(args))]
+    return [by_argnum[i] if i in by_argnum else
+            constant_like(_np.zeros_like(getval(args[i])), tangents[0])
+            for i in range(first, len(args))]
 
 
 def _concatenate_vjp(g, ans, axis, *arrays, argnum):
@@ -357,9 +387,11 @@ def _full_vjp(g, ans, shape, fill_value, *a, **k):
 
 def _linspace_impl(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
     steps = _np.linspace(0.0, 1.0, num, endpoint=endpoint)
-    start_, stop_ = anp.asarray(start), anp.asarray(stop)
+    # (numbers stay numbers: a 0-d NumPy array would not mix with a CuPy start or stop)
+    start_, stop_ = (anp.asarray(v) if isinstance(v, (list, tuple)) else v for v in (start, stop))
     ndim = max(anp.ndim(start_), anp.ndim(stop_))
-    steps = steps.reshape((-1,) + (1,) * ndim)
+    steps = constant_like(steps.reshape((-1,) + (1,) * ndim),
+                          start_ if not on_host(start_) else stop_)
     out = start_ * (1.0 - steps) + stop_ * steps
     if endpoint and num > 1:  # NumPy sets the last sample to ``stop`` exactly
         out = anp.concatenate([out[:-1], anp.expand_dims(stop_ + 0.0 * start_, 0)], axis=0)
@@ -375,10 +407,12 @@ def _linspace_impl(start, stop, num=50, endpoint=True, retstep=False, dtype=None
 def _diff_impl(a, n=1, axis=-1, prepend=None, append=None):
     parts = []
     if prepend is not None:
-        parts.append(_np.broadcast_to(prepend, _side_shape(a, axis, prepend)))
+        parts.append(_np.broadcast_to(constant_like(_np.asarray(prepend), a),
+                                      _side_shape(a, axis, prepend)))
     parts.append(a)
     if append is not None:
-        parts.append(_np.broadcast_to(append, _side_shape(a, axis, append)))
+        parts.append(_np.broadcast_to(constant_like(_np.asarray(append), a),
+                                      _side_shape(a, axis, append)))
     x = anp.concatenate(parts, axis=axis) if len(parts) > 1 else a
     ndim = anp.ndim(x)
     hi = tuple(slice(1, None) if i == axis % ndim else slice(None) for i in range(ndim))
@@ -400,8 +434,8 @@ def _ediff1d_impl(ary, to_end=None, to_begin=None):
     flat = anp.ravel(ary)
     out = flat[1:] - flat[:-1]
     parts = [p for p in (to_begin, out, to_end) if p is not None]
-    parts = [anp.ravel(anp.asarray(p)).astype(dtype_of(ary)) if p is not out else p
-             for p in parts]
+    parts = [anp.ravel(constant_like(_np.asarray(p), ary)).astype(dtype_of(ary))
+             if p is not out else p for p in parts]
     return anp.concatenate(parts) if len(parts) > 1 else out
 
 
@@ -479,8 +513,8 @@ def _convolve_full(a, v):
     na, nv = anp.size(a), anp.size(v)
     k = _np.arange(na + nv - 1)[:, None] - _np.arange(na)[None, :]  # v's index per term
     valid = (k >= 0) & (k < nv)
-    v_pad = anp.concatenate([v, _np.zeros(1, dtype=dtype_of(v))])
-    taps = v_pad[_np.where(valid, k, nv)]
+    v_pad = anp.concatenate([v, constant_like(_np.zeros(1, dtype=dtype_of(v)), v)])
+    taps = v_pad[index_like(_np.where(valid, k, nv), v_pad)]
     return anp.sum(taps * a, axis=1)
 
 
