@@ -109,13 +109,19 @@ def slogdet_tuple(a):
     return tuple(_npla.slogdet(a))
 
 
+def _hermitian_flag(hermitian: bool) -> dict:
+    # Passed only when set: CuPy's svd has no such keyword.
+    return {"hermitian": True} if hermitian else {}
+
+
 @primitive
 def svd_tuple(a, full_matrices=True, hermitian=False):
-    return tuple(_npla.svd(a, full_matrices=full_matrices, compute_uv=True, hermitian=hermitian))
+    return tuple(_npla.svd(a, full_matrices=full_matrices, compute_uv=True,
+                           **_hermitian_flag(hermitian)))
 
 
 svd_values = primitive(lambda a, hermitian=False: _npla.svd(a, compute_uv=False,
-                                                             hermitian=hermitian))
+                                                             **_hermitian_flag(hermitian)))
 svd_values.__name__ = svd_values.__qualname__ = "svd_values"
 
 
