@@ -47,19 +47,18 @@ _creation_number = operator.attrgetter("seq")
 droppable_types: set = set()
 
 
-class ShapeOnly:
-    """What a node keeps of an array its VJP does not read: its shape and dtype."""
+class ShapeOnly(tuple):
+    """What a node keeps of an array its VJP does not read: ``(shape, dtype)``, with
+    ``.shape``, ``.dtype`` and ``.ndim`` as the array has them. (A tuple, because making
+    one then costs no Python-level ``__init__``: nodes are made once per recorded call.)"""
 
-    __slots__ = ("shape", "dtype")
-
-    def __init__(self, value):
-        self.shape = value.shape
-        self.dtype = value.dtype
-
-    ndim = property(lambda self: len(self.shape))
+    __slots__ = ()
+    shape = property(operator.itemgetter(0))
+    dtype = property(operator.itemgetter(1))
+    ndim = property(lambda self: len(self[0]))
 
     def __repr__(self) -> str:
-        return f"ShapeOnly({self.shape}, {self.dtype})"
+        return f"ShapeOnly({self[0]}, {self[1]})"
 
 
 class VJPNode(Node):
@@ -77,9 +76,9 @@ class VJPNode(Node):
             read_args, reads_ans = reads
             for i, arg in enumerate(args):
                 if i not in read_args and type(arg) in droppable_types:
-                    args[i] = ShapeOnly(arg)
-            if not reads_ans and type(ans) in droppable_types:
-                ans = ShapeOnly(ans)
+                    args[i] = ShapeOnly((arg.shape, arg.dtype))
+            if not reads_ans:
+                ans = None
         self.args = args
         self.ans = ans
 

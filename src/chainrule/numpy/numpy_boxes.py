@@ -156,6 +156,8 @@ class ArrayBox(Box):
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         wrapped = anp.raw_to_wrapped.get(ufunc)
+        if method == "__call__" and wrapped is not None and not kwargs:
+            return wrapped(*inputs)  # the common case (ndarray @ box, ndarray + box)
         name = _ufunc_name(ufunc)
         if kwargs.get("out") is not None:
             raise TypeError(
@@ -174,6 +176,8 @@ class ArrayBox(Box):
 
     def __array_function__(self, func, types, args, kwargs):
         wrapped = anp.raw_to_wrapped.get(func)
+        if wrapped is not None and not kwargs:
+            return wrapped(*args)
         name = getattr(func, "__name__", repr(func))
         if wrapped is None:
             raise TypeError(

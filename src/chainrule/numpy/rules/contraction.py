@@ -20,8 +20,9 @@ from ._helpers import constant_like, match_dtype, shape_of, unbroadcast
 
 
 def _dot_vjp_a(g, ans, a, b):
-    if _is_plain_product(a, b):
-        return _plain_product_vjp(g, a, b, 0)
+    plain = _plain_product_vjp(g, a, b, 0)
+    if plain is not None:
+        return plain
     na, nb = anp.ndim(a), anp.ndim(b)
     if na == 0 or nb == 0:
         return match_dtype(anp.sum(g * b) if na == 0 else g * b, a)
@@ -34,8 +35,9 @@ def _dot_vjp_a(g, ans, a, b):
 
 
 def _dot_vjp_b(g, ans, a, b):
-    if _is_plain_product(a, b):
-        return _plain_product_vjp(g, a, b, 1)
+    plain = _plain_product_vjp(g, a, b, 1)
+    if plain is not None:
+        return plain
     na, nb = anp.ndim(a), anp.ndim(b)
     if na == 0 or nb == 0:
         return match_dtype(anp.sum(g * a) if nb == 0 else g * a, b)
@@ -48,9 +50,11 @@ def _plain_product_vjp(g, a, b, which):
     """Cotangent of a matrix/vector product (``dot`` and ``matmul`` agree for ndim <= 2).
 
     The common case of dense layers and Jacobian rows, written without the batch
-    and broadcasting bookkeeping of the general rules.
+    and broadcasting bookkeeping of the general rules. None for other operands.
     """
     na, nb = len(shape_of(a)), len(shape_of(b))
+    if not (1 <= na <= 2 and 1 <= nb <= 2):
+        return None
     if which == 0:
         if nb == 1:
             cotangent = g * b if na == 1 else anp.outer(g, b)
@@ -64,13 +68,10 @@ def _plain_product_vjp(g, a, b, which):
     return match_dtype(cotangent, b)
 
 
-def _is_plain_product(a, b) -> bool:
-    return 1 <= len(shape_of(a)) <= 2 and 1 <= len(shape_of(b)) <= 2
-
-
 def _matmul_vjp(g, ans, a, b, which):
-    if _is_plain_product(a, b):
-        return _plain_product_vjp(g, a, b, which)
+    plain = _plain_product_vjp(g, a, b, which)
+    if plain is not None:
+        return plain
     a_vec, b_vec = anp.ndim(a) == 1, anp.ndim(b) == 1
     a2 = anp.expand_dims(a, 0) if a_vec else a
     b2 = anp.expand_dims(b, -1) if b_vec else b
