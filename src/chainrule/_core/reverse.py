@@ -192,14 +192,26 @@ def backward_pass(seeds: list, free: bool = False, order: list | None = None) ->
         if fun is None:
             root_grads[node] = g
             continue
-        # pull_back(node, g), inlined: this loop runs once per node. Saved values are
-        # read args last (see pull_back).
+        # pull_back(node, g), inlined: this loop runs once per node. The parents are read
+        # first and the saved values args last (see pull_back), so a graph released by
+        # another thread meanwhile fails clearly.
+        parents, argnums = node.parents, node.argnums
         ans, kwargs = node.ans, node.kwargs
         args = node.args
+        if args is None:
+            pull_back(node, g)  # raises FreedGraphError
         rule = primitive_vjps.get(fun)
-        if args is None or rule is None:
-            pull_back(node, g)  # raises the error that says what is wrong
-        for parent, parent_grad in zip(node.parents, rule(g, node.argnums, ans, args, kwargs)):
+        if rule is None:
+            pull_back(node, g)  # raises the error that names the missing rule
+        # A VJP made by rules.defvjp_direct carries its per-argument rules: with one
+        # traced argument the backward pass calls that rule itself (no tuple, no zip).
+        table = getattr(rule, "direct_rules", None) if len(argnums) == 1 else None
+        one = None if table is None else table.get(argnums[0])
+        if one is not None:
+            parent_grads = ((parents[0], one(g, ans, *args, **kwargs)),)
+        else:
+            parent_grads = zip(parents, rule(g, argnums, ans, args, kwargs))
+        for parent, parent_grad in parent_grads:
             if parent_grad is not None:
                 if parent in outgrads:
                     _accumulate(outgrads, owned, parent, parent_grad)

@@ -59,6 +59,7 @@ def defvjp_direct(fun: Callable, *rules, argnums=None) -> None:
             return (rules[0](g, ans, *args, **kwargs), rules[1](g, ans, *args, **kwargs))
         return tuple([rule(g, ans, *args, **kwargs) for rule in rules])
 
+    vjp.direct_rules = {i: rule for i, rule in table.items() if rule is not _zero_rule}
     primitive_vjps[fun] = vjp
 
 
