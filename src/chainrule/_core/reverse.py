@@ -23,6 +23,9 @@ from .vspace import add_values, vspace
 # (None for a zero cotangent).
 primitive_vjps: dict[Callable, Callable] = {}
 
+# immutable number types whose cotangents simply add (chainrule.numpy adds NumPy's scalars)
+scalar_types: set = {float, complex}
+
 # value type -> add_into(acc, g) for cotangent buffers the backward pass owns
 inplace_adders: dict[type, Callable] = {}
 
@@ -229,6 +232,9 @@ def _accumulate(outgrads: dict, owned: set, node, g) -> None:
     acc = outgrads.get(node)
     if acc is None:
         outgrads[node] = g
+        return
+    if type(acc) in scalar_types and type(g) in scalar_types:
+        outgrads[node] = acc + g  # numbers: nothing to own or add into
         return
     if node in owned and type(acc) is type(g):
         add_into = inplace_adders.get(type(acc))

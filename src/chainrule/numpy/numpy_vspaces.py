@@ -144,3 +144,5 @@ def _add_into(acc, g):
 
 reverse.inplace_adders[_np.ndarray] = _add_into
 reverse.droppable_types.add(_np.ndarray)  # nodes may keep an array as its shape and dtype
+reverse.scalar_types.update([_np.float64, _np.float32, _np.float16, _np.complex128,
+                             _np.complex64])

@@ -77,15 +77,12 @@ _f64 = _np.float64
 _EXP_MAX = 709.0  # math.exp overflows (raises) just above 709.78
 
 
-def _finite(x) -> bool:
-    return x - x == 0.0  # False for inf and nan
-
-
 # fmt: off
+# (``x - x == 0.0`` is False for inf and nan: those take NumPy's path, with its warnings)
 _SCALAR_UNARY = {
     "negative": lambda x: _f64(-x),
-    "sin":      lambda x: _f64(_math.sin(x)) if _finite(x) else None,
-    "cos":      lambda x: _f64(_math.cos(x)) if _finite(x) else None,
+    "sin":      lambda x: _f64(_math.sin(x)) if x - x == 0.0 else None,
+    "cos":      lambda x: _f64(_math.cos(x)) if x - x == 0.0 else None,
     "exp":      lambda x: _f64(_math.exp(x)) if x < _EXP_MAX else None,
     "log":      lambda x: _f64(_math.log(x)) if 0.0 < x < _math.inf else None,
     "sqrt":     lambda x: _f64(_math.sqrt(x)) if 0.0 <= x < _math.inf else None,
