@@ -77,9 +77,10 @@ class VJPNode(Node):
         reads = vjp_reads.get(fun)
         if reads is not None and not self.keeps_everything:
             read_args, reads_ans = reads
-            for i, arg in enumerate(args):
-                if i not in read_args and type(arg) in droppable_types:
-                    args[i] = ShapeOnly((arg.shape, arg.dtype))
+            if not droppable_types.isdisjoint(map(type, args)):  # (scalars: nothing to drop)
+                for i, arg in enumerate(args):
+                    if i not in read_args and type(arg) in droppable_types:
+                        args[i] = ShapeOnly((arg.shape, arg.dtype))
             if not reads_ans:
                 ans = None
         self.args = args
