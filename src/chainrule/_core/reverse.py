@@ -207,14 +207,23 @@ def backward_pass(seeds: list, free: bool = False, order: list | None = None) ->
         rule = primitive_vjps.get(fun)
         if rule is None:
             pull_back(node, g)  # raises the error that names the missing rule
-        # A VJP made by rules.defvjp_direct carries its per-argument rules: with one
-        # traced argument the backward pass calls that rule itself (no tuple, no zip).
-        table = getattr(rule, "direct_rules", None) if len(argnums) == 1 else None
-        one = None if table is None else table.get(argnums[0])
-        if one is not None:
-            parent_grads = ((parents[0], one(g, ans, *args, **kwargs)),)
-        else:
+        # A VJP made by rules.defvjp_direct carries its per-argument rules: for one or two
+        # traced arguments the backward pass calls those rules itself.
+        table = getattr(rule, "direct_rules", None)
+        first = second = None
+        if table is not None and len(argnums) <= 2:
+            first = table.get(argnums[0])
+            if len(argnums) == 2:
+                second = table.get(argnums[1])
+                if second is None:
+                    first = None
+        if first is None:
             parent_grads = zip(parents, rule(g, argnums, ans, args, kwargs))
+        elif second is None:
+            parent_grads = ((parents[0], first(g, ans, *args, **kwargs)),)
+        else:
+            parent_grads = ((parents[0], first(g, ans, *args, **kwargs)),
+                            (parents[1], second(g, ans, *args, **kwargs)))
         for parent, parent_grad in parent_grads:
             if parent_grad is not None:
                 if parent in outgrads:

@@ -109,8 +109,9 @@ def unbroadcast(g, x):
         inner = tuple(lead + i for i, n in enumerate(shape) if n == 1 and g_shape[lead + i] != 1)
         if inner:
             g = anp.sum(g, axis=tuple(range(lead)) + inner, keepdims=True)
-        elif lead:
-            g = anp.sum(g, axis=tuple(range(lead)))  # leading axes only: x's shape already
+        elif lead:  # leading axes only: x's shape already (the method: no NumPy wrapper)
+            g = g.sum(axis=tuple(range(lead))) if hasattr(g, "sum") else anp.sum(
+                g, axis=tuple(range(lead)))
         if shape_of(g) != shape:
             g = anp.reshape(g, shape)
     return match_dtype(g, x)
