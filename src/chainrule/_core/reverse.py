@@ -1,10 +1,12 @@
 """Reverse mode: VJP nodes, the rule registry and one iterative backward pass.
 
-A VJPNode keeps what its rule needs (the primitive, its arguments, its answer)
-and its parents in argument order. The backward pass visits only the ancestors
-of the outputs, children before parents, with an explicit stack (no recursion
-limit), hands each node's summed cotangent to its rule, and, when asked to,
-releases each node's saved values as soon as its cotangent has been consumed.
+A VJPNode keeps what its rule needs (the primitive, the arguments and answer its VJP
+reads, see ``vjp_reads``), its parents in argument order and its creation number. The
+backward pass collects the ancestors of the outputs with an explicit stack (no recursion
+limit), visits them newest first (children before parents), hands each node's summed
+cotangent to its rule, and, when asked to, releases each node's saved values as soon as
+its cotangent has been consumed. A ``Recording`` is one traced call that can be pulled
+back, or pushed forward (one tangent or a batch of them), many times.
 """
 
 from __future__ import annotations
