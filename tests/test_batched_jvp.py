@@ -78,3 +78,8 @@ def test_jacobian_and_hessian_by_batched_sweeps_match_hand_derived():
     # a second-order nesting through the batched path: the Jacobian of a Jacobian
     onp.testing.assert_allclose(jacobian(jacobian(lambda z: np.sin(B @ z)))(z),
                                 jacfwd(jacfwd(lambda z: np.sin(B @ z)))(z), rtol=1e-10)
+
+
+def test_jacobian_of_an_empty_input_is_an_empty_block():
+    J = jacobian(lambda x: np.sum(x) + np.ones(3))(onp.zeros(0))
+    assert J.shape == (3, 0)

@@ -147,7 +147,7 @@ def jacobian(fun, x):
     ans_vspace = vspace(ans)
     spaces = recording.spaces
     n_in = sum(space.size for space in spaces)
-    forward_is_cheaper = (n_in <= ans_vspace.size and type(ans_vspace) is not ContainerVSpace
+    forward_is_cheaper = (0 < n_in <= ans_vspace.size and type(ans_vspace) is not ContainerVSpace
                           and not ans_vspace.iscomplex and not any(s.iscomplex for s in spaces)
                           and recording.can_push_forward())
     if forward_is_cheaper:
@@ -157,7 +157,7 @@ def jacobian(fun, x):
     return tree_unflatten(recording.treedef, blocks)
 
 
-# The two ways to fill a Jacobian, shared by jacobian, jacrev and jacfwd. Blocks are
+# The ways to fill a Jacobian, shared by jacobian, jacrev and jacfwd. Blocks are
 # built with wrapped functions, so nested transforms (hessian = jacobian of grad) see them.
 
 def jacobian_rows(vjp, ans_vspace, spaces: list) -> list:
