@@ -188,8 +188,9 @@ def jacobian_columns_of_recording(recording, spaces: list) -> list:
     blocks = []
     for k, space in enumerate(spaces):
         n = space.size
-        batch = [anp.broadcast_to(other.zeros(), (n,) + other.shape) for other in spaces]
-        batch[k] = _stacked(list(space.standard_basis()), (n,) + space.shape)
+        batch = [_stacked(list(space.standard_basis()), (n,) + space.shape) if j == k
+                 else anp.broadcast_to(other.zeros(), (n,) + other.shape)
+                 for j, other in enumerate(spaces)]
         (tangents,) = recording.push_forward_batched(batch, n, anp.stack)
         block = (anp.broadcast_to(ans_vspace.zeros(), (n,) + ans_vspace.shape)
                  if tangents is None else tangents)

@@ -6,7 +6,7 @@ backward pass collects the ancestors of the outputs with an explicit stack (no r
 limit), visits them newest first (children before parents), hands each node's summed
 cotangent to its rule, and, when asked to, releases each node's saved values as soon as
 its cotangent has been consumed. A ``Recording`` is one traced call that can be pulled
-back, or pushed forward (one tangent or a batch of them), many times.
+back many times, or pushed forward with a batch of tangents.
 """
 
 from __future__ import annotations
@@ -116,6 +116,23 @@ def _name(fun) -> str:
     return getattr(fun, "__qualname__", None) or getattr(fun, "__name__", repr(fun))
 
 
+_NO_RULES: dict = {}  # the ``chosen`` of a VJP that has none
+
+
+def _freed(fun) -> FreedGraphError:
+    return FreedGraphError(
+        f"The graph through {getattr(fun, '__name__', fun)} was freed by an earlier "
+        f"backward pass. Keep it with retain_graph=True on the first backward()."
+    )
+
+
+def _no_rule(fun) -> NotImplementedError:
+    return NotImplementedError(
+        f"chainrule has no VJP rule for {_name(fun)}. Define one with "
+        f"chainrule.extend.defvjp({_name(fun)}, ...)."
+    )
+
+
 def pull_back(node: VJPNode, g) -> tuple:
     """The cotangents of ``node``'s traced arguments, given the cotangent ``g`` of its answer."""
     # Read the saved values once, args last: release() clears args first, so when
@@ -124,16 +141,10 @@ def pull_back(node: VJPNode, g) -> tuple:
     fun, ans, kwargs = node.fun, node.ans, node.kwargs
     args = node.args
     if args is None:
-        raise FreedGraphError(
-            f"The graph through {getattr(fun, '__name__', fun)} was freed by an earlier "
-            f"backward pass. Keep it with retain_graph=True on the first backward()."
-        )
+        raise _freed(fun)
     rule = primitive_vjps.get(fun)
     if rule is None:
-        raise NotImplementedError(
-            f"chainrule has no VJP rule for {_name(fun)}. Define one with "
-            f"chainrule.extend.defvjp({_name(fun)}, ...)."
-        )
+        raise _no_rule(fun)
     return rule(g, node.argnums, ans, args, kwargs)
 
 
@@ -205,27 +216,21 @@ def backward_pass(seeds: list, free: bool = False, order: list | None = None) ->
         ans, kwargs = node.ans, node.kwargs
         args = node.args
         if args is None:
-            pull_back(node, g)  # raises FreedGraphError
+            raise _freed(fun)
         rule = primitive_vjps.get(fun)
         if rule is None:
-            pull_back(node, g)  # raises the error that names the missing rule
-        # A VJP made by rules.defvjp_direct carries its per-argument rules: for one or two
-        # traced arguments the backward pass calls those rules itself.
-        table = getattr(rule, "direct_rules", None)
-        first = second = None
-        if table is not None and len(argnums) <= 2:
-            first = table.get(argnums[0])
-            if len(argnums) == 2:
-                second = table.get(argnums[1])
-                if second is None:
-                    first = None
-        if first is None:
+            raise _no_rule(fun)
+        # A VJP made by rules.defvjp_direct exposes its rules per argnums once it has
+        # chosen them (``chosen``): for one or two traced arguments the backward pass
+        # calls those rules itself, without the VJP's closure, tuple and zip.
+        rules = getattr(rule, "chosen", _NO_RULES).get(argnums)
+        if rules is None or len(rules) > 2:
             parent_grads = zip(parents, rule(g, argnums, ans, args, kwargs))
-        elif second is None:
-            parent_grads = ((parents[0], first(g, ans, *args, **kwargs)),)
+        elif len(rules) == 1:
+            parent_grads = ((parents[0], rules[0](g, ans, *args, **kwargs)),)
         else:
-            parent_grads = ((parents[0], first(g, ans, *args, **kwargs)),
-                            (parents[1], second(g, ans, *args, **kwargs)))
+            parent_grads = ((parents[0], rules[0](g, ans, *args, **kwargs)),
+                            (parents[1], rules[1](g, ans, *args, **kwargs)))
         for parent, parent_grad in parent_grads:
             if parent_grad is not None:
                 if parent in outgrads:
@@ -286,10 +291,9 @@ class Recording:
     """``fun(x)`` traced once; its graph can be pulled back and pushed forward many times.
 
     ``pull_back(g)`` is the VJP. With ``keep_everything=True`` (nodes keep every argument,
-    see ``vjp_reads``), ``push_forward(v)`` is the JVP computed on the recorded graph (a
-    linearization): each node's JVP rule is applied to its saved arguments, so the primal
-    is not recomputed and ``fun`` is not called again. A Jacobian takes one of them per
-    row or per column.
+    see ``vjp_reads``), ``push_forward_batched`` pushes a batch of tangents through the
+    recorded graph. A Jacobian takes one pull-back per row, or one batched push for all
+    its columns.
     """
 
     def __init__(self, fun: Callable, x, free: bool = False, keep_everything: bool = False):
@@ -338,25 +342,12 @@ class Recording:
         return self.keeps_everything and not self.free and all(
             node.fun is None or node.fun in primitive_jvps for node in self.order())
 
-    def push_forward(self, v):
-        tangents = dict(zip(self.roots, flatten_matching(v, self.treedef, "tangent", "input")))
-        for node in reversed(self.order()):  # parents before children
-            if node.fun is not None:
-                args = node.args
-                if args is None:
-                    pull_back(node, None)  # raises FreedGraphError
-                tangents[node] = primitive_jvps[node.fun](
-                    tuple([tangents[p] for p in node.parents]), node.argnums, node.ans,
-                    args, node.kwargs)
-        out = [vspace(value).zeros() for value in self.out_values]
-        for i, node in self.ends:
-            out[i] = tangents[node]
-        return tree_unflatten(self.out_def, out)
-
     def push_forward_batched(self, tangent_leaves: list, size: int, stack: Callable) -> list:
-        """``push_forward`` of ``size`` tangents at once: each leaf of ``tangent_leaves``
-        has a leading axis of length ``size``, and so has each traced output leaf's
-        tangent in the result (``None`` for an output that does not depend on ``x``).
+        """The JVP of the recorded graph for ``size`` tangents at once (a linearization:
+        each node's JVP rule is applied to its saved arguments, so ``fun`` is not run
+        again). Each leaf of ``tangent_leaves`` has a leading axis of length ``size``, and
+        so has each traced output leaf's tangent in the result (``None`` for an output
+        that does not depend on ``x``).
 
         Primitives with a batched JVP rule take the whole batch in one call; the others
         take it one tangent at a time, joined by ``stack``.
@@ -367,7 +358,7 @@ class Recording:
                 continue
             args = node.args
             if args is None:
-                pull_back(node, None)  # raises FreedGraphError
+                raise _freed(node.fun)
             parent_tangents = tuple([tangents[p] for p in node.parents])
             batched = batched_jvps.get(node.fun)
             t = None if batched is None else batched(

@@ -55,11 +55,9 @@ def defvjp_direct(fun: Callable, *rules, argnums=None) -> None:
             )
         if len(rules) == 1:
             return (rules[0](g, ans, *args, **kwargs),)
-        if len(rules) == 2:
-            return (rules[0](g, ans, *args, **kwargs), rules[1](g, ans, *args, **kwargs))
         return tuple([rule(g, ans, *args, **kwargs) for rule in rules])
 
-    vjp.direct_rules = {i: rule for i, rule in table.items() if rule is not _zero_rule}
+    vjp.chosen = chosen  # the backward pass calls cached rules itself (reverse.py)
     primitive_vjps[fun] = vjp
 
 

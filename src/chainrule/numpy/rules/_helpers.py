@@ -110,8 +110,7 @@ def unbroadcast(g, x):
         if inner:
             g = anp.sum(g, axis=tuple(range(lead)) + inner, keepdims=True)
         elif lead:  # leading axes only: x's shape already (the method: no NumPy wrapper)
-            g = g.sum(axis=tuple(range(lead))) if hasattr(g, "sum") else anp.sum(
-                g, axis=tuple(range(lead)))
+            g = g.sum(axis=tuple(range(lead)))
         if shape_of(g) != shape:
             g = anp.reshape(g, shape)
     return match_dtype(g, x)
