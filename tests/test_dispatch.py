@@ -60,3 +60,40 @@ def test_numpy_array_of_traced_values_says_what_to_use():
 def test_keyword_array_argument_is_named():
     with pytest.raises(TypeError, match="pass .* positionally"):
         cr.grad(lambda x: onp.sum(onp.clip(x, a_min=x, a_max=2.0)))(Y)
+
+
+# Float scalars take a shortcut past the ufunc (numpy_wrapper's scalar path); at the edges of
+# each function's domain it must still give NumPy's value, type and warnings (of NumPy's
+# categories; for float64 operands the message names NumPy's 'scalar' loop instead).
+EDGES = [0.0, -0.0, 1.5, -2.0, 710.0, -710.0, onp.inf, -onp.inf, onp.nan, onp.float64(0.3),
+         onp.float64(0.0), onp.float64(-1e-300)]
+
+
+def _called(fun, *args):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value = fun(*args)
+    return value, type(value), [w.category for w in caught]
+
+
+@pytest.mark.parametrize("name", ["negative", "sin", "cos", "exp", "log", "sqrt"])
+def test_scalar_path_unary_matches_numpy_at_domain_edges(name):
+    for x in EDGES:
+        (got, got_type, got_warns) = _called(getattr(np, name), x)
+        (want, want_type, want_warns) = _called(getattr(onp, name), x)
+        assert got_type is want_type and got_warns == want_warns, (name, x)
+        onp.testing.assert_equal(got, want)  # nan equals nan; -0.0 is not 0.0 here
+        assert onp.signbit(got) == onp.signbit(want), (name, x)
+
+
+@pytest.mark.parametrize("name", ["add", "subtract", "multiply", "divide"])
+def test_scalar_path_binary_matches_numpy_at_domain_edges(name):
+    for x in EDGES:
+        for y in EDGES:
+            (got, got_type, got_warns) = _called(getattr(np, name), x, y)
+            (want, want_type, want_warns) = _called(getattr(onp, name), x, y)
+            assert got_type is want_type and got_warns == want_warns, (name, x, y)
+            onp.testing.assert_equal(got, want)
+            assert onp.signbit(got) == onp.signbit(want), (name, x, y)

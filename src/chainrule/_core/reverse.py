@@ -36,10 +36,10 @@ class FreedGraphError(RuntimeError):
     pass
 
 
-# primitive -> (the positions of the arguments whose values its VJP reads, whether it
-# reads the answer). A node of such a primitive keeps the other arrays as their shape and
-# dtype only, so the tape does not keep alive what the backward pass never looks at
-# (e.g. both operands of an addition, the input of tanh).
+# primitive -> (the positions, ascending, of the arguments whose values its VJP does not
+# read, whether it reads the answer). A node of such a primitive keeps those arrays as their
+# shape and dtype only, so the tape does not keep alive what the backward pass never looks
+# at (e.g. both operands of an addition, the input of tanh).
 vjp_reads: dict[Callable, tuple[frozenset, bool]] = {}
 
 # A node is always made after its parents, so sorting by creation number, newest first,
@@ -78,11 +78,14 @@ class VJPNode(Node):
         self.argnums = argnums
         reads = vjp_reads.get(fun)
         if reads is not None and not self.keeps_everything:
-            read_args, reads_ans = reads
-            if not droppable_types.isdisjoint(map(type, args)):  # (scalars: nothing to drop)
-                for i, arg in enumerate(args):
-                    if i not in read_args and type(arg) in droppable_types:
-                        args[i] = ShapeOnly((arg.shape, arg.dtype))
+            unread, reads_ans = reads
+            n = len(args)
+            for i in unread:  # ascending
+                if i >= n:
+                    break
+                arg = args[i]
+                if type(arg) in droppable_types:
+                    args[i] = ShapeOnly((arg.shape, arg.dtype))
             if not reads_ans:
                 ans = None
         self.args = args

@@ -64,8 +64,11 @@ def defvjp_direct(fun: Callable, *rules, argnums=None) -> None:
 def vjp_reads_only(fun: Callable, args: tuple = (), ans: bool = False) -> None:
     """Declare that ``fun``'s VJP rules read the values of only the arguments at
     positions ``args`` (and the answer if ``ans``); of the other arrays they use only
-    shape and dtype. The tape then keeps just those (``reverse.vjp_reads``)."""
-    vjp_reads[fun] = (frozenset(args), ans)
+    shape and dtype. The tape then keeps just those (``reverse.vjp_reads``).
+
+    Only the first four arguments are considered: the primitives that drop take one or
+    two arrays, and a node that keeps an argument is always right."""
+    vjp_reads[fun] = (tuple(i for i in range(4) if i not in args), ans)
 
 
 def defvjp(fun: Callable, *vjpmakers, argnums=None) -> None:

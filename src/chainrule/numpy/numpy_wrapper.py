@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins as _builtins
 import math as _math
+import operator as _operator
 import types
 
 import numpy as _np
@@ -71,47 +72,54 @@ def _names(text: str) -> list[str]:
 # the same IEEE result in ~0.1 us. Scalar code (long chains of float operations, the
 # backward pass of such chains) runs on this path. Each entry applies only where the
 # result is the same as NumPy's (finite arguments inside the domain, no division by zero),
-# and returns a numpy.float64 as the ufunc would; anything else goes to the ufunc.
+# and returns a numpy.float64 as the ufunc would; anything else goes to the ufunc. (One
+# difference remains: two Python floats whose product or sum overflows give inf without
+# NumPy's overflow warning.)
 _FLOAT_SCALARS = frozenset([float, _np.float64])
 _f64 = _np.float64
 _EXP_MAX = 709.0  # math.exp overflows (raises) just above 709.78
-
+_INF = _math.inf
 
 # fmt: off
-# (``x - x == 0.0`` is False for inf and nan: those take NumPy's path, with its warnings)
+# name -> (the float function, the open interval of arguments it takes). Comparisons with
+# nan are False, so nan (like inf) takes NumPy's path, with its warnings.
 _SCALAR_UNARY = {
-    "negative": lambda x: _f64(-x),
-    "sin":      lambda x: _f64(_math.sin(x)) if x - x == 0.0 else None,
-    "cos":      lambda x: _f64(_math.cos(x)) if x - x == 0.0 else None,
-    "exp":      lambda x: _f64(_math.exp(x)) if x < _EXP_MAX else None,
-    "log":      lambda x: _f64(_math.log(x)) if 0.0 < x < _math.inf else None,
-    "sqrt":     lambda x: _f64(_math.sqrt(x)) if 0.0 <= x < _math.inf else None,
+    "negative": (_operator.neg, -_INF, _INF),
+    "sin":      (_math.sin,     -_INF, _INF),
+    "cos":      (_math.cos,     -_INF, _INF),
+    "exp":      (_math.exp,     -_INF, _EXP_MAX),
+    "log":      (_math.log,     0.0,   _INF),
+    "sqrt":     (_math.sqrt,    0.0,   _INF),
 }
+# name -> the float operation, for finite operands
 _SCALAR_BINARY = {
-    "add":      lambda x, y: _f64(x + y),
-    "subtract": lambda x, y: _f64(x - y),
-    "multiply": lambda x, y: _f64(x * y),
-    "divide":   lambda x, y: _f64(x / y) if y != 0.0 else None,
+    "add":      _operator.add,
+    "subtract": _operator.sub,
+    "multiply": _operator.mul,
+    "divide":   _operator.truediv,
 }
 # fmt: on
 
 
 def _with_scalar_path(ufunc, scalar):
-    """``ufunc``, with ``scalar`` taking the calls whose operands are all float scalars."""
+    """``ufunc``, with ``scalar`` taking the calls whose operands are all float scalars.
+
+    One Python frame per call: the float function is a C function, not a lambda."""
     if ufunc.nin == 1:
+        fun, low, high = scalar
+
         def raw(x, *args, **kwargs):
-            if type(x) in _FLOAT_SCALARS and not args and not kwargs:
-                result = scalar(x)
-                if result is not None:
-                    return result
+            if type(x) in _FLOAT_SCALARS and low < x < high and not args and not kwargs:
+                return _f64(fun(x))
             return ufunc(x, *args, **kwargs)
     else:
         def raw(x, y, *args, **kwargs):
-            if type(x) in _FLOAT_SCALARS and type(y) in _FLOAT_SCALARS and not args \
-                    and not kwargs:
-                result = scalar(x, y)
-                if result is not None:
-                    return result
+            if type(x) in _FLOAT_SCALARS and type(y) in _FLOAT_SCALARS and \
+                    -_INF < x < _INF and -_INF < y < _INF and not args and not kwargs:
+                try:
+                    return _f64(scalar(x, y))
+                except ZeroDivisionError:  # (Python floats; NumPy's path warns instead)
+                    pass
             return ufunc(x, y, *args, **kwargs)
     raw.__name__ = raw.__qualname__ = ufunc.__name__
     raw.__doc__ = ufunc.__doc__

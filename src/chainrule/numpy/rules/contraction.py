@@ -68,6 +68,20 @@ def _plain_product_vjp(g, a, b, which):
     return match_dtype(cotangent, b)
 
 
+def _matmul_vjp_a(g, ans, a, b, **kwargs):
+    # A dense layer's product of NumPy matrices: every other case has 2-D operands too
+    # only if g and b are 2-D. Operators, not primitives: no wrapper on this hot path.
+    if type(g) is type(b) is _np.ndarray and g.ndim == b.ndim == 2:
+        return match_dtype(g @ b.T, a)
+    return _matmul_vjp(g, ans, a, b, 0)
+
+
+def _matmul_vjp_b(g, ans, a, b, **kwargs):
+    if type(g) is type(a) is _np.ndarray and g.ndim == a.ndim == 2:
+        return match_dtype(a.T @ g, b)
+    return _matmul_vjp(g, ans, a, b, 1)
+
+
 def _matmul_vjp(g, ans, a, b, which):
     plain = _plain_product_vjp(g, a, b, which)
     if plain is not None:
@@ -91,8 +105,7 @@ def _matmul_vjp(g, ans, a, b, which):
 # fmt: off
 defvjp_direct(anp.dot,    _dot_vjp_a, _dot_vjp_b)
 def_linear(anp.dot)
-defvjp_direct(anp.matmul, lambda g, ans, a, b, **k: _matmul_vjp(g, ans, a, b, 0),
-                          lambda g, ans, a, b, **k: _matmul_vjp(g, ans, a, b, 1))
+defvjp_direct(anp.matmul, _matmul_vjp_a, _matmul_vjp_b)
 def_linear(anp.matmul)
 vjp_reads_only(anp.matmul, args=(0, 1))  # not the product itself
 defjvp_batched(anp.matmul, lambda t, ans, a, b, **k: _batched_product(t, a, b, 0, k),
