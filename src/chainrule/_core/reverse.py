@@ -40,7 +40,7 @@ class FreedGraphError(RuntimeError):
 # read, whether it reads the answer). A node of such a primitive keeps those arrays as their
 # shape and dtype only, so the tape does not keep alive what the backward pass never looks
 # at (e.g. both operands of an addition, the input of tanh).
-vjp_reads: dict[Callable, tuple[frozenset, bool]] = {}
+vjp_reads: dict[Callable, tuple[tuple[int, ...], bool]] = {}
 
 # A node is always made after its parents, so sorting by creation number, newest first,
 # puts every node after all of its children: the backward pass needs no child counts.

@@ -69,8 +69,8 @@ def _plain_product_vjp(g, a, b, which):
 
 
 def _matmul_vjp_a(g, ans, a, b, **kwargs):
-    # A dense layer's product of NumPy matrices: every other case has 2-D operands too
-    # only if g and b are 2-D. Operators, not primitives: no wrapper on this hot path.
+    # A dense layer: g and b 2-D NumPy arrays means a is 2-D too (a 1-D or stacked a gives
+    # a 1-D or stacked g). Done with operators on the arrays, past the primitive wrapper.
     if type(g) is type(b) is _np.ndarray and g.ndim == b.ndim == 2:
         return match_dtype(g @ b.T, a)
     return _matmul_vjp(g, ans, a, b, 0)
