@@ -60,6 +60,7 @@ def _value_and_gradient(name: str, fun, x):
         )
     return ans, vjp(space.ones())
 
+
 @unary_to_nary
 def grad(fun, x):
     """Returns a function which computes the gradient of ``fun`` with respect to
@@ -174,9 +175,9 @@ def jacobian_columns(jvp, treedef, spaces: list) -> list:
     for k, space in enumerate(spaces):
         pairs = [jvp(tree_unflatten(treedef, zeros[:k] + [basis] + zeros[k + 1:]))
                  for basis in space.standard_basis()]
-        ans = pairs[0][0] if pairs else jvp(tree_unflatten(treedef, zeros))[0]
-        block = _stacked([tangent for _, tangent in pairs], space.shape + vspace(ans).shape)
-        blocks.append(_output_major(block, space, vspace(ans)))
+        ans_vspace = vspace(pairs[0][0] if pairs else jvp(tree_unflatten(treedef, zeros))[0])
+        block = _stacked([tangent for _, tangent in pairs], space.shape + ans_vspace.shape)
+        blocks.append(_output_major(block, space, ans_vspace))
     return blocks
 
 
@@ -207,6 +208,7 @@ def _output_major(block, space, ans_vspace):
 
 
 def _stacked(parts: list, shape: tuple):
+    """``parts`` stacked and reshaped, with wrapped functions so nested transforms see it."""
     return anp.reshape(anp.stack(parts), shape) if parts else _np.zeros(shape)
 
 

@@ -121,7 +121,7 @@ def _quantile_weights(x, q, axis, method, ignore_nan):
     """Weights of shape ``q.shape + x.shape`` such that the quantiles are ``sum(W * x)``."""
     xv = getval(x)
     xv = xv if hasattr(xv, "ndim") else _np.asarray(xv)
-    q = q.astype(float) if hasattr(q, "shape") and not on_host(q) else _np.asarray(q, float)
+    q = anp.asarray(q, float)  # (a Dask or CuPy q stays in its library: numpy_wrapper)
     axes = _axes(xv.ndim, axis)
     kept_axes = [a for a in range(xv.ndim) if a not in axes]
     moved = _np.transpose(xv, kept_axes + list(axes))
@@ -163,7 +163,7 @@ def _quantile_rule(scale, ignore_nan):
     def weights(ans, x, q, axis=None, out=None, overwrite_input=False, method="linear",
                 keepdims=False, *, weights=None):
         _unsupported("quantile", weights=weights, overwrite_input=overwrite_input or None)
-        return _quantile_weights(x, (q if hasattr(q, "shape") and not on_host(q) else _np.asarray(q)) / scale, axis, method, ignore_nan), axis, \
+        return _quantile_weights(x, anp.asarray(q) / scale, axis, method, ignore_nan), axis, \
             keepdims
 
     return weights
