@@ -65,8 +65,8 @@ def test_keyword_array_argument_is_named():
 # Float scalars take a shortcut past the ufunc (numpy_wrapper's scalar path); at the edges of
 # each function's domain it must still give NumPy's value, type and warnings (of NumPy's
 # categories; for float64 operands the message names NumPy's 'scalar' loop instead).
-EDGES = [0.0, -0.0, 1.5, -2.0, 710.0, -710.0, onp.inf, -onp.inf, onp.nan, onp.float64(0.3),
-         onp.float64(0.0), onp.float64(-1e-300)]
+EDGES = [0.0, -0.0, 1.5, -2.0, 710.0, -710.0, 1e308, -1e308, onp.inf, -onp.inf, onp.nan,
+         onp.float64(0.3), onp.float64(0.0), onp.float64(-1e-300), onp.float64(1e308)]
 
 
 def _called(fun, *args):
