@@ -97,3 +97,14 @@ def test_scalar_path_binary_matches_numpy_at_domain_edges(name):
             assert got_type is want_type and got_warns == want_warns, (name, x, y)
             onp.testing.assert_equal(got, want)
             assert onp.signbit(got) == onp.signbit(want), (name, x, y)
+
+
+def test_scalar_path_follows_numpy_errstate():
+    # An overflow on Python floats or np.float64 reaches NumPy's error handling, as the
+    # ufunc's would: raised here, under errstate(over="raise").
+    for x, y in [(1e308, 10.0), (onp.float64(1e308), 10.0), (10.0, onp.float64(1e308))]:
+        with onp.errstate(over="raise"), pytest.raises(FloatingPointError):
+            np.multiply(x, y)
+    with onp.errstate(over="raise"), pytest.raises(FloatingPointError):
+        np.exp(1000.0)
+    assert np.multiply(2.0, 3.0) == 6.0 and type(np.multiply(2.0, 3.0)) is onp.float64
