@@ -1,6 +1,8 @@
 """Plain ``numpy`` called on traced values goes to chainrule's rules (__array_ufunc__ and
 __array_function__), so code written against NumPy differentiates unchanged."""
 
+import warnings
+
 import numpy as onp
 import pytest
 
@@ -70,8 +72,6 @@ EDGES = [0.0, -0.0, 1.5, -2.0, 710.0, -710.0, 1e308, -1e308, onp.inf, -onp.inf, 
 
 
 def _called(fun, *args):
-    import warnings
-
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         value = fun(*args)

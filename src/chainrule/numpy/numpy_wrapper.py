@@ -75,7 +75,7 @@ def _names(text: str) -> list[str]:
 # whose result or warning could differ from NumPy's.
 _FLOAT_SCALARS = frozenset([float, _np.float64])
 _f64 = _np.float64
-_INF = _math.inf
+_isfinite = _math.isfinite
 
 # fmt: off
 # name -> the float function. math's functions raise (ValueError, OverflowError) where
@@ -121,12 +121,12 @@ def _with_scalar_path(ufunc, scalar):
                 # result goes to NumPy (inf and nan operands, overflow, 0/0).
                 try:
                     r = scalar(x, y)
-                    if -_INF < r < _INF:
+                    if _isfinite(r):
                         return _f64(r)
                 except ZeroDivisionError:
                     pass
             elif (x_type is _f64 and y_type in _FLOAT_SCALARS) or \
-                    (y_type is _f64 and x_type is float):
+                    (y_type is _f64 and x_type is float):  # (identity tests: cheaper than sets)
                 return scalar(x, y)  # NumPy's scalar arithmetic: its values and warnings
             return ufunc(x, y)
     raw.__name__ = raw.__qualname__ = ufunc.__name__
