@@ -311,6 +311,8 @@ def test_leaked_value_as_the_output_of_a_new_trace_raises(source):
         grad(lambda x: np.sin(leaked))(2.0)
     with pytest.raises(LeakedTracerError):
         make_jvp(lambda x: (x * 2.0, leaked))(1.0)(1.0)
+    with pytest.raises(LeakedTracerError):  # differentiating at a leaked value
+        grad(np.sin)(leaked)
 
 
 @pytest.mark.parametrize("source", list(LEAKS))

@@ -263,11 +263,12 @@ def _record_in_general(f_wrapped, f_raw, args, kwargs):
                 parents.append(arg._node)
                 arg = argvals[i] = arg._value
                 older_boxes = older_boxes or type(arg) in _box_types
-            else:
+            elif arg._trace_id in live_trace_ids:
                 older_boxes = True
-    if older_boxes:  # traces meet here: each must still be running
-        for arg in args:
-            check_not_leaked(arg)
+            else:  # traces meet here, and this one has ended
+                raise leaked_error(arg)
+    if older_boxes and trace_id not in live_trace_ids:
+        raise leaked_error(top)
     # Values boxed by older traces are recorded on those traces by the
     # recursive call; this one records only the newest trace.
     ans = f_wrapped(*argvals, **kwargs) if older_boxes else f_raw(*argvals, **kwargs)
@@ -339,6 +340,8 @@ def trace_leaves(node_type: type[Node], root_args, fun: Callable, leaves: list, 
     """
     trace_id = new_trace_id()
     roots = [node_type.new_root(*r) for r in root_args]
+    for leaf in leaves:
+        check_not_leaked(leaf)  # differentiating at a leaked value
     boxes = [new_box(leaf, trace_id, root) for leaf, root in zip(leaves, roots)]
     live_trace_ids.add(trace_id)
     try:
