@@ -89,7 +89,7 @@ def _set_vjp(fun: Callable, vjp: Callable) -> None:
     if fun in primitive_vjps and fun in primitive_jvps and fun not in _replaced_jvps:
         warnings.warn(RuleReplacedWarning(
             f"defvjp replaces the VJP of {_name(fun)}, which already had one, but forward "
-            f"mode (jvp, jacfwd, make_jvp, hessian-vector products) still uses its old JVP, "
+            f"mode (jvp, jacfwd, make_jvp and what is built on them) still uses its old JVP, "
             f"so the two modes now disagree. To replace both, call "
             f"defjvp({_name(fun)}, ...) first and defvjp({_name(fun)}, ...) after it (no "
             f"warning then), or define a new primitive that wraps the function."
