@@ -11,7 +11,8 @@ from __future__ import annotations
 import builtins as _builtins
 
 from ._core.pytree import register_pytree_node
-from ._core.rules import defjvp, defvjp_direct
+from ._core.rules import defjvp_direct as defjvp
+from ._core.rules import defvjp_direct
 from ._core.tracer import Box, getval, primitive
 from ._core.vspace import add_values, container_box_adders, vspace
 

@@ -15,10 +15,12 @@ from ._core.forward import primitive_jvps
 from ._core.pytree import register_pytree_node
 from ._core.reverse import primitive_vjps
 from ._core.rules import (
+    RuleReplacedWarning,
     def_linear,
     defjvp,
     defjvp_argnum,
     defjvp_argnums,
+    defjvp_direct,
     defvjp,
     defvjp_argnum,
     defvjp_argnums,
@@ -49,5 +51,5 @@ __all__ = [
     "primitive", "notrace_primitive", "defvjp", "defvjp_argnum", "defvjp_argnums",
     "defvjp_direct", "defjvp", "defjvp_argnum", "defjvp_argnums", "def_linear", "vspace",
     "VSpace", "Box", "SparseObject", "custom_vjp", "custom_jvp", "register_pytree_node",
-    "primitive_vjps", "primitive_jvps",
+    "primitive_vjps", "primitive_jvps", "defjvp_direct", "RuleReplacedWarning",
 ]

@@ -12,7 +12,7 @@ import warnings
 from collections.abc import Callable
 
 from .pytree import flatten_matching, tree_flatten, tree_unflatten
-from .tracer import Node, isbox, trace_leaves
+from .tracer import Node, check_not_leaked, isbox, trace_leaves
 from .vspace import vspace
 
 # primitive -> jvp(tangents, argnums, ans, args, kwargs) -> tangent of ans, where
@@ -62,6 +62,7 @@ def make_jvp(fun: Callable, x):
                 tangents.append(leaf._node.g)
                 found = True
             else:
+                check_not_leaked(leaf)
                 values.append(leaf)
                 tangents.append(vspace(leaf).zeros())
         if not found:

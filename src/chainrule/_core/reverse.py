@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 
 from .forward import batched_jvps, primitive_jvps
 from .pytree import flatten_matching, tree_flatten, tree_unflatten
-from .tracer import Node, isbox, trace_leaves
+from .tracer import Node, check_not_leaked, isbox, trace_leaves
 from .vspace import add_values, vspace
 
 # primitive -> vjp(g, argnums, ans, args, kwargs) -> tuple with one cotangent per argnum
@@ -314,6 +314,8 @@ class Recording:
             if isbox(leaf) and leaf._trace_id == trace_id:
                 self.ends.append((i, leaf._node))
                 leaf = leaf._value
+            else:
+                check_not_leaked(leaf)
             values.append(leaf)
         self.out_values = values
         self.ans = tree_unflatten(self.out_def, values)

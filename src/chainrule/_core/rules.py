@@ -6,15 +6,22 @@ chainrule's own rule tables use: it runs only in the backward pass. autograd's
 for compatibility and adapted to the direct form. JVP rules have one form,
 ``rule(g, ans, *args, **kwargs)`` giving the tangent contribution of one argument.
 A rule given as ``None`` means a zero derivative for that argument.
+
+The forms user code registers with (``defvjp``, ``defjvp``) check each value a rule
+returns against the shape and dtype it must have; chainrule's own tables use the
+``_direct`` forms, which do not, so the check costs nothing for built-in rules.
 """
 
 from __future__ import annotations
 
+import sys
+import warnings
 from collections.abc import Callable
 from itertools import count
 
 from .forward import batched_jvps, primitive_jvps
 from .reverse import primitive_vjps, vjp_reads
+from .tracer import copy_of
 from .vspace import add_values, vspace
 
 
@@ -33,6 +40,76 @@ def _missing(fun, argnum: int, mode: str):
 
 def _zero_rule(*args, **kwargs):
     return None
+
+
+def check_rule_value(fun, mode: str, what: str, value, like, like_what: str) -> None:
+    """Refuse a value returned by a user's rule that does not fit where it goes: a
+    cotangent must have its argument's shape, a tangent its output's, and neither may be
+    complex where that is real (a wrong shape would broadcast silently)."""
+    if value is None:
+        return
+    expected = getattr(like, "shape", ())
+    got = getattr(value, "shape", ())
+    if got != expected:
+        raise ValueError(
+            f"The {mode} of {_name(fun)} returned a {what} of shape {got} for {like_what}, "
+            f"which has shape {expected}. A {mode} must return one value of that shape"
+            f"{' (sum over broadcast axes)' if mode == 'VJP' else ''}."
+        )
+    if _is_complex(value) and not _is_complex(like):
+        raise TypeError(
+            f"The {mode} of {_name(fun)} returned a complex {what} for {like_what}, which is "
+            f"real. A {mode} must return a real value there (take the real part if the "
+            f"imaginary part is meant to vanish)."
+        )
+
+
+def _is_complex(x) -> bool:
+    dtype = getattr(x, "dtype", None)
+    return isinstance(x, complex) if dtype is None else dtype.kind == "c"
+
+
+def check_cotangent_shape(fun, argnum: int, cotangent, arg) -> None:
+    check_rule_value(fun, "VJP", "cotangent", cotangent, arg, f"argument {argnum}")
+
+
+# ----------------------------------------------------------------------------- replacing rules
+
+
+class RuleReplacedWarning(UserWarning):
+    """``defvjp`` replaced the VJP of a primitive whose JVP (forward mode) stays the old one."""
+
+
+# Primitives whose JVP was replaced after they had one, and whose VJP has not been
+# replaced since: a defvjp that follows replaces the pair, so it does not warn.
+_replaced_jvps: set = set()
+
+
+def _set_vjp(fun: Callable, vjp: Callable) -> None:
+    if fun in primitive_vjps and fun in primitive_jvps and fun not in _replaced_jvps:
+        warnings.warn(RuleReplacedWarning(
+            f"defvjp replaces the VJP of {_name(fun)}, which already had one, but forward "
+            f"mode (jvp, jacfwd, make_jvp and what is built on them) still uses its old JVP, "
+            f"so the two modes now disagree. To replace both, call "
+            f"defjvp({_name(fun)}, ...) first and defvjp({_name(fun)}, ...) after it (no "
+            f"warning then), or define a new primitive that wraps the function."
+        ), stacklevel=_caller_level())
+    _replaced_jvps.discard(fun)
+    primitive_vjps[fun] = vjp
+
+
+def _set_jvp(fun: Callable, jvp: Callable) -> None:
+    if fun in primitive_jvps:
+        _replaced_jvps.add(fun)
+    primitive_jvps[fun] = jvp
+
+
+def _caller_level() -> int:
+    """The stacklevel of the first caller outside this module (for warnings)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 # ----------------------------------------------------------------------------- reverse mode
@@ -58,7 +135,7 @@ def defvjp_direct(fun: Callable, *rules, argnums=None) -> None:
         return tuple([rule(g, ans, *args, **kwargs) for rule in rules])
 
     vjp.chosen = chosen  # the backward pass calls cached rules itself (reverse.py)
-    primitive_vjps[fun] = vjp
+    _set_vjp(fun, vjp)
 
 
 def vjp_reads_only(fun: Callable, args: tuple = (), ans: bool = False) -> None:
@@ -75,7 +152,7 @@ def defvjp(fun: Callable, *vjpmakers, argnums=None) -> None:
     """autograd's form: ``vjpmaker(ans, *args, **kwargs)`` returns ``g -> cotangent``.
 
     This is the form user code registers with, so each cotangent is checked against
-    its argument's shape: a wrong shape would otherwise broadcast silently.
+    its argument (``check_rule_value``): a wrong shape would otherwise broadcast silently.
     """
 
     def direct(argnum, maker):
@@ -93,24 +170,13 @@ def defvjp(fun: Callable, *vjpmakers, argnums=None) -> None:
     defvjp_direct(fun, *map(direct, argnums, vjpmakers), argnums=argnums)
 
 
-def check_cotangent_shape(fun, argnum: int, cotangent, arg) -> None:
-    expected = getattr(arg, "shape", ())
-    got = getattr(cotangent, "shape", ())
-    if cotangent is not None and got != expected:
-        raise ValueError(
-            f"The VJP of {_name(fun)} returned a cotangent of shape {got} for argument "
-            f"{argnum}, which has shape {expected}. A VJP must return one value of its "
-            f"argument's shape (sum over broadcast axes)."
-        )
-
-
 def defvjp_argnum(fun: Callable, vjpmaker: Callable) -> None:
     """``vjpmaker(argnum, ans, args, kwargs)`` returns ``g -> cotangent``."""
 
     def vjp(g, argnums, ans, args, kwargs):
         return tuple(vjpmaker(i, ans, args, kwargs)(g) for i in argnums)
 
-    primitive_vjps[fun] = vjp
+    _set_vjp(fun, vjp)
 
 
 def defvjp_argnums(fun: Callable, vjpmaker: Callable) -> None:
@@ -119,7 +185,7 @@ def defvjp_argnums(fun: Callable, vjpmaker: Callable) -> None:
     def vjp(g, argnums, ans, args, kwargs):
         return tuple(vjpmaker(argnums, ans, args, kwargs)(g))
 
-    primitive_vjps[fun] = vjp
+    _set_vjp(fun, vjp)
 
 
 # ----------------------------------------------------------------------------- forward mode
@@ -134,7 +200,28 @@ def _sum_contributions(contributions, ans):
 
 
 def defjvp(fun: Callable, *rules, argnums=None) -> None:
-    """Define ``fun``'s JVP per argument with rules ``rule(g, ans, *args, **kw)``."""
+    """Define ``fun``'s JVP per argument with rules ``rule(g, ans, *args, **kw)``.
+
+    This is the form user code registers with, so each tangent is checked against the
+    output (``check_rule_value``): a wrong shape would otherwise broadcast silently.
+    """
+
+    def checked(rule):
+        if rule is None:
+            return None
+
+        def checked_rule(g, ans, *args, **kwargs):
+            tangent = rule(g, ans, *args, **kwargs)
+            check_rule_value(fun, "JVP", "tangent", tangent, ans, "the output")
+            return tangent
+
+        return checked_rule
+
+    defjvp_direct(fun, *map(checked, rules), argnums=argnums)
+
+
+def defjvp_direct(fun: Callable, *rules, argnums=None) -> None:
+    """``defjvp`` without the check of the tangents (for chainrule's own rule tables)."""
     table = {
         argnum: _zero_rule if rule is None else rule
         for argnum, rule in zip(count() if argnums is None else argnums, rules)
@@ -154,7 +241,7 @@ def defjvp(fun: Callable, *rules, argnums=None) -> None:
             ans,
         )
 
-    primitive_jvps[fun] = jvp
+    _set_jvp(fun, jvp)
 
 
 def defjvp_batched(fun: Callable, *rules, argnums=None) -> None:
@@ -186,7 +273,7 @@ def defjvp_argnum(fun: Callable, jvpmaker: Callable) -> None:
             (jvpmaker(i, t, ans, args, kwargs) for t, i in zip(tangents, argnums)), ans
         )
 
-    primitive_jvps[fun] = jvp
+    _set_jvp(fun, jvp)
 
 
 def defjvp_argnums(fun: Callable, jvpmaker: Callable) -> None:
@@ -195,7 +282,7 @@ def defjvp_argnums(fun: Callable, jvpmaker: Callable) -> None:
     def jvp(tangents, argnums, ans, args, kwargs):
         return jvpmaker(argnums, tangents, ans, args, kwargs)
 
-    primitive_jvps[fun] = jvp
+    _set_jvp(fun, jvp)
 
 
 def def_linear(fun: Callable) -> None:
@@ -207,3 +294,9 @@ def def_linear(fun: Callable) -> None:
         return fun(*args, **kwargs)
 
     defjvp_argnum(fun, jvp)
+
+
+# copy.copy / copy.deepcopy of a traced value (tracer.Box): the identity, in both modes.
+defvjp_direct(copy_of, lambda g, ans, x: g)
+vjp_reads_only(copy_of)
+defjvp_direct(copy_of, lambda g, ans, x: g)

@@ -15,10 +15,19 @@ which records them on their own trace. A value closed over from an outer trace
 is therefore a constant to the inner trace, and perturbation confusion (the
 inner derivative leaking into the outer one) cannot happen. The counter is the
 only shared state, and ``next()`` on it is atomic, so threads can trace freely.
+
+Leaks. A box kept past the end of its trace (appended to a global list inside
+``grad``) belongs to a graph nobody will differentiate again; using it later would
+hand back boxes instead of numbers. ``trace_leaves`` keeps the ids of the traces
+still running in ``live_trace_ids``, and the places where traces meet (mixed ids in
+``_record_in_general``, a transform's output check, conversions to plain values)
+refuse a box whose trace has ended. The one-trace fast path does not look: that
+check would be paid by every primitive call.
 """
 
 from __future__ import annotations
 
+import copy
 import inspect
 import itertools
 from collections.abc import Callable
@@ -30,6 +39,34 @@ _trace_ids = itertools.count(1)
 
 def new_trace_id() -> int:
     return next(_trace_ids)
+
+
+# The ids of the traces whose function is still running (and of the Tensor trace, which
+# never ends). Set add/discard of an int are atomic, so threads may trace at once.
+live_trace_ids: set[int] = set()
+
+
+class LeakedTracerError(RuntimeError):
+    """A traced value was used after the trace that made it had ended."""
+
+
+def leaked_error(box: Box) -> LeakedTracerError:
+    return LeakedTracerError(
+        f"a value traced by an earlier grad/jvp call was used after that call returned: "
+        f"{box!r} belongs to trace {box._trace_id}, which has ended, so its derivative "
+        f"can no longer be taken. This happens when a function being differentiated stores "
+        f"an intermediate value outside itself (a global, a list, an attribute). Store "
+        f"chainrule.stop_gradient(x) (its plain value) instead, or return the value from "
+        f"the function (grad_and_aux, value_and_grad) and use that."
+    )
+
+
+def check_not_leaked(x: Any) -> None:
+    """Raise if ``x`` is a box whose trace has ended (for rare paths and output checks)."""
+    while type(x) in _box_types:
+        if x._trace_id not in live_trace_ids:
+            raise leaked_error(x)
+        x = x._value
 
 
 class Node:
@@ -70,7 +107,26 @@ class Box:
         return bool(self._value)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self._value!r}, trace={self._trace_id})"
+        ended = "" if self._trace_id in live_trace_ids else " (ended)"
+        return f"{type(self).__name__}({self._value!r}, trace={self._trace_id}{ended})"
+
+    # A copy of a traced value is the same value on the graph: ``copy_of`` is an identity
+    # primitive (its rules pass the derivative through), so copy.copy / copy.deepcopy keep
+    # the derivative instead of copying the graph away from its inputs.
+    def __copy__(self) -> Box:
+        return copy_of(self)
+
+    def __deepcopy__(self, memo: dict) -> Box:
+        return copy_of(self)
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError(
+            f"cannot pickle a traced value ({type(self).__name__} on trace "
+            f"{self._trace_id}): a pickle cannot keep its place on the graph, so its "
+            f"derivative would be lost. Pickle the value outside the function being "
+            f"differentiated, or pickle chainrule.stop_gradient(x) (or getval(x)), its plain "
+            f"value without a derivative."
+        )
 
     @classmethod
     def register(cls, value_type: type) -> None:
@@ -207,8 +263,12 @@ def _record_in_general(f_wrapped, f_raw, args, kwargs):
                 parents.append(arg._node)
                 arg = argvals[i] = arg._value
                 older_boxes = older_boxes or type(arg) in _box_types
-            else:
+            elif arg._trace_id in live_trace_ids:
                 older_boxes = True
+            else:  # traces meet here, and this one has ended
+                raise leaked_error(arg)
+    if older_boxes and trace_id not in live_trace_ids:
+        raise leaked_error(top)
     # Values boxed by older traces are recorded on those traces by the
     # recursive call; this one records only the newest trace.
     ans = f_wrapped(*argvals, **kwargs) if older_boxes else f_raw(*argvals, **kwargs)
@@ -280,5 +340,18 @@ def trace_leaves(node_type: type[Node], root_args, fun: Callable, leaves: list, 
     """
     trace_id = new_trace_id()
     roots = [node_type.new_root(*r) for r in root_args]
+    for leaf in leaves:
+        check_not_leaked(leaf)  # differentiating at a leaked value
     boxes = [new_box(leaf, trace_id, root) for leaf, root in zip(leaves, roots)]
-    return fun(rebuild(boxes)), trace_id, roots
+    live_trace_ids.add(trace_id)
+    try:
+        return fun(rebuild(boxes)), trace_id, roots
+    finally:
+        live_trace_ids.discard(trace_id)
+
+
+@primitive
+def copy_of(value):
+    """A copy of ``value``: what copy.copy and copy.deepcopy of a traced value record. Its
+    rules (identity in both modes) are registered in rules.py."""
+    return copy.deepcopy(value)

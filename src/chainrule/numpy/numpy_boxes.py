@@ -14,7 +14,7 @@ from functools import lru_cache
 
 import numpy as _np
 
-from .._core.tracer import Box, getval, isbox
+from .._core.tracer import Box, check_not_leaked, getval, isbox
 from . import numpy_wrapper as anp
 
 
@@ -126,6 +126,7 @@ class ArrayBox(Box):
 
     # ------------------------------------------------------------------ conversions
     def _refuse(self, what: str, hint: str = ""):
+        check_not_leaked(self)  # a box kept past its trace: that is the problem to name
         raise TypeError(
             f"{what} of a traced value would drop its derivative. Keep the value as an "
             f"array inside the function being differentiated (use chainrule.numpy "
@@ -146,6 +147,7 @@ class ArrayBox(Box):
         self._refuse("Using as an index")
 
     def __array__(self, dtype=None, copy=None):
+        check_not_leaked(self)
         raise TypeError(
             "A traced value cannot be converted to a plain NumPy array (this happens with "
             "np.asarray(x) on a traced x, or when writing a traced value into a NumPy array, "
@@ -221,9 +223,6 @@ class ArrayBox(Box):
     __ge__ = anp.greater_equal
     __lt__ = anp.less
     __le__ = anp.less_equal
-
-    def __repr__(self):
-        return f"ArrayBox({self._value!r}, trace={self._trace_id})"
 
     # ------------------------------------------------------------------ methods
     def astype(self, dtype, *args, **kwargs):

@@ -14,10 +14,11 @@ from __future__ import annotations
 import weakref
 
 from .._core.reverse import FreedGraphError, VJPNode, backward_pass, make_vjp, toposort
-from .._core.tracer import isbox, new_box, new_trace_id
+from .._core.tracer import isbox, live_trace_ids, new_box, new_trace_id
 from ..numpy import numpy_wrapper as anp
 
 TRACE_ID = new_trace_id()
+live_trace_ids.add(TRACE_ID)  # the Tensor trace never ends
 
 
 class TensorNode(VJPNode):

@@ -11,6 +11,7 @@ rest, and Tensor code can be differentiated by those transforms too.
 
 from __future__ import annotations
 
+import copy
 import threading
 
 import numpy as _np
@@ -227,6 +228,37 @@ class Tensor:
         else:
             self._value = raw
 
+    # ------------------------------------------------------------------ copies and pickles
+    # As in PyTorch 2.13: pickle and copy.copy give a new leaf with the value (shared by
+    # copy.copy) and requires_grad, without .grad; copy.deepcopy copies a leaf with its
+    # .grad, and refuses a computed Tensor that requires grad. A Tensor traced by a
+    # functional transform follows the traced values: copies stay on that transform's
+    # graph, pickling is refused.
+    def __reduce_ex__(self, protocol):
+        if _is_functional(self._value):
+            self._value.__reduce_ex__(protocol)  # raises the traced value's error
+        return (_new_leaf, (strip(self._value), self.requires_grad))
+
+    def __copy__(self) -> Tensor:
+        if _is_functional(self._value):
+            return _wrap(copy.copy(self._value))
+        return _new_leaf(strip(self._value), self.requires_grad)
+
+    def __deepcopy__(self, memo: dict) -> Tensor:
+        if _is_functional(self._value):
+            return _wrap(copy.deepcopy(self._value, memo))
+        if not self.is_leaf:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the "
+                "deepcopy protocol, as in PyTorch: a deep copy of a computed Tensor would "
+                "copy its graph away from the leaves it depends on. Deep-copy the leaves, "
+                "or use .detach() to copy the value."
+            )
+        tensor = _new_leaf(copy.deepcopy(strip(self._value), memo), self.requires_grad)
+        memo[id(self)] = tensor  # .grad may refer back to this Tensor's container
+        tensor.grad = copy.deepcopy(self.grad, memo)
+        return tensor
+
     # ------------------------------------------------------------------ printing
     def __repr__(self) -> str:
         body = _format(getval(self._value))
@@ -403,6 +435,14 @@ def _format(raw) -> str:
     if _np.ndim(raw):
         return _np.array2string(_np.asarray(raw), separator=", ", prefix="Tensor(")
     return str(raw)
+
+
+def _new_leaf(raw, requires_grad: bool) -> Tensor:
+    """A leaf Tensor holding ``raw`` itself (not a copy)."""
+    tensor = _wrap(raw)
+    if requires_grad:
+        tensor._value = leaf_box(raw, tensor)
+    return tensor
 
 
 def _wrap(value) -> Tensor:

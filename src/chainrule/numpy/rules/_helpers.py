@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as _np
 
 from ..._core.reverse import ShapeOnly
-from ..._core.rules import defjvp, defjvp_batched, defvjp_direct
+from ..._core.rules import defjvp_batched, defvjp_direct
+from ..._core.rules import defjvp_direct as defjvp
 from ..._core.tracer import getval
 from .. import numpy_wrapper as anp
 from ..numpy_boxes import array_astype

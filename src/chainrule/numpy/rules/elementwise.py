@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as _np
 
-from ..._core.rules import defjvp, defjvp_batched, defvjp_direct, vjp_reads_only
+from ..._core.rules import defjvp_batched, defvjp_direct, vjp_reads_only
+from ..._core.rules import defjvp_direct as defjvp
 from ..._core.tracer import getval
 from .. import numpy_wrapper as anp
 from ._helpers import (

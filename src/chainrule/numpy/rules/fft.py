@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as _np
 
-from ..._core.rules import defjvp, defvjp_direct
+from ..._core.rules import defjvp_direct as defjvp
+from ..._core.rules import defvjp_direct
 from .. import fft as afft
 from .. import numpy_wrapper as anp
 from ._helpers import constant_like, dtype_of, match_dtype

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as _np
 
-from ..._core.rules import defjvp, defvjp_direct
+from ..._core.rules import defjvp_direct as defjvp
+from ..._core.rules import defvjp_direct
 from ..._core.tracer import getval
 from .. import linalg as la
 from .. import numpy_wrapper as anp

@@ -26,7 +26,8 @@ from __future__ import annotations
 import numpy as _np
 
 from ..._core.reverse import primitive_vjps
-from ..._core.rules import defjvp, defjvp_argnums, defvjp_direct
+from ..._core.rules import defjvp_argnums, defvjp_direct
+from ..._core.rules import defjvp_direct as defjvp
 from ..._core.tracer import getval, primitive
 from .. import numpy_wrapper as anp
 from ..numpy_boxes import array_astype, array_getitem

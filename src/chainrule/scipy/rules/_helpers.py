@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..._core.rules import defjvp, defvjp_direct
+from ..._core.rules import defjvp_direct as defjvp
+from ..._core.rules import defvjp_direct
 from ...numpy.rules._helpers import broadcast_tangent, unbroadcast
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as _np
 
-from ..._core.rules import defjvp, defvjp_direct
+from ..._core.rules import defjvp_direct as defjvp
+from ..._core.rules import defvjp_direct
 from ...numpy import numpy_wrapper as anp
 from ...numpy.rules._helpers import (
     broadcast_tangent,
