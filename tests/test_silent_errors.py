@@ -241,6 +241,22 @@ def test_custom_jvp_with_wrong_tangent_shape_raises():
         jvp(broadcastable, (X,), (onp.ones(3),))
 
 
+def test_custom_jvp_decorator_checks_its_tangent_too():
+    from chainrule import custom_jvp
+
+    @custom_jvp
+    def sine(x):
+        return np.sin(x)
+
+    @sine.defjvp
+    def sine_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return np.sin(x), np.sum(t * np.cos(x))  # a scalar where a 3-vector belongs
+
+    with pytest.raises(ValueError, match=r"JVP of sine returned a tangent of shape \(\)"):
+        jvp(sine, (X,), (onp.ones(3),))
+
+
 def test_custom_jvp_with_complex_tangent_for_real_output_raises():
     sine = _sine_with_jvp(lambda g, ans, x: g * np.cos(x) * (1 + 0j))
     with pytest.raises(TypeError, match="JVP of sine returned a complex tangent"):

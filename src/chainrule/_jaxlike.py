@@ -7,7 +7,7 @@ from functools import wraps
 
 from ._core import forward, reverse
 from ._core.pytree import tree_flatten, tree_unflatten
-from ._core.rules import check_cotangent_shape, defjvp_argnums, defvjp_argnums
+from ._core.rules import check_cotangent_shape, check_rule_value, defjvp_argnums, defvjp_argnums
 from ._core.tracer import primitive
 from ._core.vspace import vspace
 from ._transforms import jacobian_columns, jacobian_rows
@@ -180,8 +180,12 @@ class custom_jvp:
                 full[i] = t
             return jvp_rule(tuple(args), tuple(full))[1]
 
-        defjvp_argnums(self._primitive, lambda argnums, gs, ans, args, kwargs:
-                       tangent_map(args, kwargs, argnums, gs))
+        def jvp(argnums, tangents, ans, args, kwargs):
+            tangent = tangent_map(args, kwargs, argnums, tangents)
+            check_rule_value(self.fun, "JVP", "tangent", tangent, ans, "the output")
+            return tangent
+
+        defjvp_argnums(self._primitive, jvp)
 
         def vjpmaker(argnums, ans, args, kwargs):
             zeros = tuple(vspace(args[i]).zeros() for i in argnums)
