@@ -94,7 +94,8 @@ class ComplexArrayVSpace(ArrayVSpace):
         return 2 * int(_np.prod(self.shape))
 
     def ones(self):
-        return self._out(_np.ones(self.shape, dtype=self.dtype) + 1j * 0)
+        # 1 + 1j: the sum of the standard basis (1 and 1j per entry), as in autograd
+        return self._out(_np.full(self.shape, 1 + 1j, dtype=self.dtype))
 
     def standard_basis(self):
         for idx in _np.ndindex(*self.shape):

@@ -1,0 +1,218 @@
+"""autograd's API surface beyond the NumPy namespace (issue 17): the names of the wrapped
+modules, check_grads' messages, the deprecated registration methods, the tensor-Jacobian
+product, complex vector spaces, xarray, logsumexp's sign, and what autograd's examples
+need (a user VSpace, odeint with traced args, flattening order)."""
+
+import importlib
+import types
+import warnings
+
+import numpy as onp
+import pytest
+import scipy.special
+import scipy.stats
+
+import chainrule as cr
+import chainrule.numpy as np
+from chainrule import extend
+from chainrule.test_util import GradientCheckError, check_grads
+
+RNG = onp.random.default_rng(17)
+
+
+# ----------------------------------------------------------------------------- public names
+def _public(module) -> set:
+    return {name for name in dir(module) if not name.startswith("_")}
+
+
+def _wrapped_module_pairs():
+    """(path under autograd/chainrule, the NumPy/SciPy module autograd wraps there)."""
+    pairs = [("numpy", onp), ("numpy.linalg", onp.linalg), ("numpy.fft", onp.fft),
+             ("numpy.random", onp.random)]
+    for name in ("special", "stats", "linalg", "signal", "integrate", "misc"):
+        pairs.append((f"scipy.{name}", f"scipy.{name}"))
+    ag_stats = importlib.import_module("autograd.scipy.stats")
+    for name in sorted(_public(ag_stats)):
+        if isinstance(getattr(ag_stats, name), types.ModuleType):
+            pairs.append((f"scipy.stats.{name}", getattr(scipy.stats, name)))
+    return pairs
+
+
+def test_every_wrapped_name_autograd_exposes_exists_in_chainrule():
+    pytest.importorskip("autograd")
+    missing = {}
+    compared = 0
+    for path, original in _wrapped_module_pairs():
+        try:
+            ag_module = importlib.import_module(f"autograd.{path}")
+        except ImportError:  # autograd has no scipy.misc any more
+            continue
+        if isinstance(original, str):
+            original = importlib.import_module(original)
+        cr_module = importlib.import_module(f"chainrule.{path}")
+        # autograd's modules also hold their own helpers (grad_eig, unbroadcast_f...):
+        # only the names NumPy/SciPy give them are the API
+        names = _public(ag_module) & _public(original)
+        compared += len(names)
+        lacking = sorted(names - _public(cr_module))
+        if lacking:
+            missing[path] = lacking
+    assert not missing, f"names autograd exposes that chainrule lacks: {missing}"
+    assert compared > 700  # numpy alone gives ~470: the comparison really ran
+
+
+def test_numpy_random_has_numpys_names_beyond_all():
+    import chainrule.numpy.random as cr_random
+
+    assert _public(onp.random) <= _public(cr_random)
+    assert cr_random.get_bit_generator is onp.random.get_bit_generator
+    assert cr_random.set_bit_generator is onp.random.set_bit_generator
+
+
+def test_dirichlet_rvs_samples_as_scipy_and_refuses_a_traced_alpha():
+    from chainrule.scipy.stats import dirichlet
+
+    alpha = onp.array([1.5, 2.0, 3.0])
+    onp.testing.assert_array_equal(dirichlet.rvs(alpha, size=4, random_state=3),
+                                   scipy.stats.dirichlet.rvs(alpha, size=4, random_state=3))
+    with pytest.raises(TypeError, match="traced value"):
+        cr.grad(lambda a: np.sum(dirichlet.rvs(a, random_state=0)))(alpha)
+
+
+# ----------------------------------------------------------------------------- check_grads
+def _sin_with_wrong(mode: str, order: int):
+    """sin whose derivative in ``mode`` is off by 1% at first order, or only at second."""
+
+    @cr.primitive
+    def foo(x):
+        return onp.sin(x)
+
+    first = 1.01 if order == 1 else 1.0
+    cos = np.cos if order == 1 else _bad_cos
+    extend.defvjp(foo, lambda ans, x: lambda g: g * (first if mode == "rev" else 1.0) * cos(x))
+    extend.defjvp(foo, lambda g, ans, x: g * (first if mode == "fwd" else 1.0) * cos(x))
+    return foo
+
+
+@cr.primitive
+def _bad_cos(x):
+    return onp.cos(x)
+
+
+# the derivative of cos is -sin: 5% too large, so only second derivatives are wrong
+extend.defvjp(_bad_cos, lambda ans, x: lambda g: -1.05 * g * np.sin(x))
+extend.defjvp(_bad_cos, lambda g, ans, x: -1.05 * g * np.sin(x))
+
+
+@pytest.mark.parametrize("mode, tag", [("rev", "VJP"), ("fwd", "JVP")])
+def test_check_grads_message_has_autograds_phrase_and_the_numbers(mode, tag):
+    x = onp.array([0.3, -1.1])
+    with pytest.raises(AssertionError, match=rf"\({tag}\) check of foo failed") as info:
+        check_grads(_sin_with_wrong(mode, 1), modes=[mode], order=1)(x)
+    message = str(info.value)
+    assert isinstance(info.value, GradientCheckError)
+    assert message.startswith("order 1: ") and "finite differences" in message
+    assert "analytic:" in message and "numeric:" in message
+
+
+@pytest.mark.parametrize("mode, tag, derivative", [("rev", "VJP", "vjp_foo"),
+                                                   ("fwd", "JVP", "jvp_foo")])
+def test_check_grads_message_names_the_derivative_function_at_order_two(mode, tag, derivative):
+    x = onp.array([0.3, -1.1])
+    f = _sin_with_wrong(mode, 2)
+    check_grads(f, modes=[mode], order=1)(x)  # first derivatives are right
+    with pytest.raises(GradientCheckError, match=rf"\({tag}\) check of {derivative} failed"):
+        check_grads(f, modes=[mode], order=2)(x)
+
+
+# ----------------------------------------------------------------------------- deprecated API
+def _new_mul():
+    from chainrule.core import primitive
+
+    @primitive
+    def new_mul(x, y):
+        return x * y
+
+    return new_mul
+
+
+def _grads_of(fun, x, y):
+    return cr.grad(lambda a, b: np.sum(fun(a, b) * W), (0, 1))(x, y)
+
+
+W = RNG.standard_normal((2, 2))
+X, Y = RNG.standard_normal((2, 2)), RNG.standard_normal((2, 2))
+
+
+def test_deprecated_defgrad_registers_staged_vjps_and_warns():
+    new_mul = _new_mul()
+    with pytest.warns(DeprecationWarning, match="new_mul.defgrad is deprecated"):
+        new_mul.defgrad(lambda ans, x, y: lambda g: y * g)
+    with pytest.warns(DeprecationWarning):
+        new_mul.defgrad(lambda ans, x, y: lambda g: x * g, argnum=1)
+    gx, gy = _grads_of(new_mul, X, Y)
+    onp.testing.assert_allclose(gx, W * Y)  # d/dx sum(W x y) = W y
+    onp.testing.assert_allclose(gy, W * X)
+    check_grads(lambda a, b: new_mul(a, b), (0, 1), modes=["rev"])(X, Y)
+
+
+def test_deprecated_defvjp_passes_vspaces_and_warns():
+    new_mul = _new_mul()
+    seen = []
+
+    def vjp_x(g, ans, vs, gvs, x, y):
+        seen.append((vs, gvs))
+        return y * g
+
+    with pytest.warns(DeprecationWarning, match="new_mul.defvjp is deprecated"):
+        new_mul.defvjp(vjp_x)
+        new_mul.defvjp(lambda g, ans, vs, gvs, x, y: x * g, argnum=1)
+    gx, gy = _grads_of(new_mul, X, Y)
+    onp.testing.assert_allclose(gx, W * Y)
+    onp.testing.assert_allclose(gy, W * X)
+    assert seen[0] == (extend.vspace(X), extend.vspace(W))
+
+
+def test_deprecated_defvjp_is_zero_gives_zero_gradients_and_warns():
+    new_mul = _new_mul()
+    with pytest.warns(DeprecationWarning, match="defvjp_is_zero is deprecated"):
+        new_mul.defvjp_is_zero([0, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "output seems independent of input"
+        gx, gy = _grads_of(new_mul, X, Y)
+    onp.testing.assert_array_equal(gx, onp.zeros((2, 2)))
+    onp.testing.assert_array_equal(gy, onp.zeros((2, 2)))
+
+
+def test_linalg_keeps_autograds_batched_dot():
+    a, b = RNG.standard_normal((3, 2, 4)), RNG.standard_normal((3, 4, 5))
+    onp.testing.assert_allclose(np.linalg._dot(a, b), onp.matmul(a, b))
+    check_grads(np.linalg._dot, (0, 1), order=1)(a, b)
+
+
+# ----------------------------------------------------------------------------- tjp
+def test_tensor_jacobian_product_contracts_the_leading_output_axes():
+    fun = lambda a: np.roll(np.sin(a), 1)  # noqa: E731
+    a, v = RNG.standard_normal((5, 4, 3)), RNG.standard_normal((5, 4))
+    # by hand: roll without an axis shifts the flattened array, out.flat[i] = sin(a.flat[i-1])
+    flat_jac = onp.zeros((60, 60))
+    for i in range(60):
+        flat_jac[i, (i - 1) % 60] = onp.cos(a.flat[(i - 1) % 60])
+    jac = flat_jac.reshape(5, 4, 3, 5, 4, 3)
+    expected = onp.tensordot(v, jac, axes=2)
+    out = cr.tensor_jacobian_product(fun)(a, v)
+    assert out.shape == (3, 5, 4, 3)
+    onp.testing.assert_allclose(out, expected, atol=1e-12)
+    # a full-shape v is the vector-Jacobian product
+    v_full = RNG.standard_normal((5, 4, 3))
+    onp.testing.assert_allclose(cr.tensor_jacobian_product(fun)(a, v_full),
+                                onp.tensordot(v_full, jac, axes=3), atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- vspaces
+def test_complex_array_vspace_ones_is_the_sum_of_its_basis():
+    vs = extend.vspace(1j * onp.zeros((2, 1)))
+    total = sum(vs.standard_basis())
+    onp.testing.assert_array_equal(vs.ones(), total)
+    onp.testing.assert_array_equal(total, onp.full((2, 1), 1 + 1j))
+    assert vs.ones().dtype == onp.complex128
