@@ -216,3 +216,32 @@ def test_complex_array_vspace_ones_is_the_sum_of_its_basis():
     onp.testing.assert_array_equal(vs.ones(), total)
     onp.testing.assert_array_equal(total, onp.full((2, 1), 1 + 1j))
     assert vs.ones().dtype == onp.complex128
+
+
+# ----------------------------------------------------------------------------- logsumexp
+def test_logsumexp_return_sign_gives_the_log_magnitude_of_a_negative_sum_and_its_derivative():
+    from chainrule.scipy.special import logsumexp
+
+    a = onp.array([[0.3, -1.2, 0.8], [1.1, 0.2, -0.4]])
+    b = onp.array([[1.0, 2.0, -3.5], [-2.0, 0.5, 1.0]])  # row sums of b exp(a): < 0 and < 0
+    total = onp.sum(b * onp.exp(a), axis=1)
+    assert onp.all(total < 0)
+    value, sign = logsumexp(a, axis=1, b=b, return_sign=True)
+    expected_value, expected_sign = scipy.special.logsumexp(a, axis=1, b=b, return_sign=True)
+    onp.testing.assert_allclose(value, expected_value, rtol=1e-14)
+    onp.testing.assert_allclose(value, onp.log(-total), rtol=1e-14)
+    onp.testing.assert_array_equal(sign, expected_sign)
+    onp.testing.assert_array_equal(sign, [-1.0, -1.0])
+
+    def magnitude(a, b):
+        return logsumexp(a, axis=1, b=b, return_sign=True)[0]
+
+    w = onp.array([0.7, -1.3])
+    ga, gb = cr.grad(lambda a, b: np.sum(w * magnitude(a, b)), (0, 1))(a, b)
+    # by hand: d log|S| / d a_ij = b_ij exp(a_ij) / S_i, d / d b_ij = exp(a_ij) / S_i
+    onp.testing.assert_allclose(ga, w[:, None] * b * onp.exp(a) / total[:, None], rtol=1e-12)
+    onp.testing.assert_allclose(gb, w[:, None] * onp.exp(a) / total[:, None], rtol=1e-12)
+    check_grads(magnitude, (0, 1), modes=["fwd", "rev"], order=2)(a, b)
+    # without return_sign a negative sum is nan, as in SciPy
+    assert onp.all(onp.isnan(logsumexp(a, axis=1, b=b)))
+    assert onp.all(onp.isnan(scipy.special.logsumexp(a, axis=1, b=b)))
