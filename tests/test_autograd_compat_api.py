@@ -245,3 +245,75 @@ def test_logsumexp_return_sign_gives_the_log_magnitude_of_a_negative_sum_and_its
     # without return_sign a negative sum is nan, as in SciPy
     assert onp.all(onp.isnan(logsumexp(a, axis=1, b=b)))
     assert onp.all(onp.isnan(scipy.special.logsumexp(a, axis=1, b=b)))
+
+
+# ----------------------------------------------------------------------------- user VSpace
+class Coeffs:
+    """A vector of named coefficients whose arithmetic goes through its vector space, as
+    autograd's extension API allows (its rkhs example does the same)."""
+
+    def __init__(self, coeffs=None):
+        self.coeffs = dict(coeffs or {})
+        self.vs = CoeffsVSpace(self)
+
+    def __add__(self, other):
+        return self.vs.add(self, other)
+
+    def __mul__(self, a):
+        return self.vs.scalar_mul(self, a)
+
+
+class CoeffsBox(extend.Box, Coeffs):
+    pass
+
+
+CoeffsBox.register(Coeffs)
+
+
+class CoeffsVSpace(extend.VSpace):
+    def __init__(self, value):
+        pass
+
+    def zeros(self):
+        return Coeffs()
+
+    def _add(self, f, g):
+        keys = set(f.coeffs) | set(g.coeffs)
+        return Coeffs({k: f.coeffs.get(k, 0.0) + g.coeffs.get(k, 0.0) for k in keys})
+
+    def _scalar_mul(self, f, a):
+        return Coeffs({k: a * v for k, v in f.coeffs.items()})
+
+    def _inner_prod(self, f, g):
+        return sum(v * g.coeffs.get(k, 0.0) for k, v in f.coeffs.items())
+
+
+CoeffsVSpace.register(Coeffs)
+
+
+@extend.primitive
+def coefficient(f, key):
+    return f.coeffs.get(key, 0.0)
+
+
+extend.defvjp(coefficient, lambda ans, f, key: lambda g: Coeffs({key: 1.0}) * g)
+
+
+def test_a_user_vspace_overriding_the_underscored_methods_accumulates_gradients():
+    targets = {"a": 1.0, "b": -2.0, "c": 0.5}
+    f = Coeffs({"a": 0.3, "b": 0.1})
+
+    def loss(f):  # uses f three times: the backward pass adds Coeffs cotangents
+        return sum((coefficient(f, k) - y) ** 2 for k, y in targets.items())
+
+    g = cr.grad(loss)(f)
+    assert isinstance(g, Coeffs)
+    # by hand: d/df_k (f_k - y_k)^2 = 2 (f_k - y_k)
+    expected = {k: 2 * (f.coeffs.get(k, 0.0) - y) for k, y in targets.items()}
+    assert g.coeffs == pytest.approx(expected, rel=1e-12)
+    for k in targets:  # and by central differences
+        step = Coeffs({k: 1e-6})
+        numeric = (loss(f + step) - loss(f + step * -1.0)) / 2e-6
+        assert g.coeffs[k] == pytest.approx(numeric, rel=1e-6)
+    vs = extend.vspace(f)
+    assert vs.inner_prod(f, g) == pytest.approx(0.3 * expected["a"] + 0.1 * expected["b"])
