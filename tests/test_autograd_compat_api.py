@@ -317,3 +317,63 @@ def test_a_user_vspace_overriding_the_underscored_methods_accumulates_gradients(
         assert g.coeffs[k] == pytest.approx(numeric, rel=1e-6)
     vs = extend.vspace(f)
     assert vs.inner_prod(f, g) == pytest.approx(0.3 * expected["a"] + 0.1 * expected["b"])
+
+
+# ----------------------------------------------------------------------------- dict order
+NESTED = {"w": onp.arange(4.0).reshape(2, 2), "b": onp.array([-1.0, 0.5]),
+          "layers": [{"z": onp.array([7.0]), "a": onp.array([8.0, 9.0])}]}
+
+
+def test_flatten_orders_dict_entries_by_sorted_key_as_autograd():
+    ag_flatten = pytest.importorskip("autograd.misc.flatten")
+    from chainrule.misc.flatten import flatten, flatten_func
+
+    expected, _ = ag_flatten.flatten(NESTED)
+    flat, unflatten = flatten(NESTED)
+    onp.testing.assert_array_equal(flat, expected)
+    # by hand: keys b < layers < w, and inside the layer a < z
+    onp.testing.assert_array_equal(flat, [-1.0, 0.5, 8.0, 9.0, 7.0, 0.0, 1.0, 2.0, 3.0])
+    rebuilt = unflatten(flat)
+    for key in ("w", "b"):
+        onp.testing.assert_array_equal(rebuilt[key], NESTED[key])
+    onp.testing.assert_array_equal(extend.vspace(NESTED).flatten(NESTED), expected)
+    flat_func, _, flat_example = flatten_func(lambda p: np.sum(p["w"] * 2.0), NESTED)
+    onp.testing.assert_array_equal(flat_example, expected)
+    onp.testing.assert_allclose(cr.grad(flat_func)(flat_example),
+                                [0, 0, 0, 0, 0, 2, 2, 2, 2])
+
+
+def test_optimizers_step_the_same_vector_as_autograds():
+    ag_optimizers = pytest.importorskip("autograd.misc.optimizers")
+    from chainrule.misc import optimizers
+
+    target = {"w": onp.array([1.0, -2.0]), "b": onp.array([0.5])}
+
+    def gradient(p, i):  # of sum (p - target)^2 * weight, weights that differ per entry
+        return {"w": 2 * (p["w"] - target["w"]) * 3.0, "b": 2 * (p["b"] - target["b"])}
+
+    x0 = {"w": onp.zeros(2), "b": onp.zeros(1)}
+    seen, ag_seen = [], []
+    ours = optimizers.adam(gradient, x0, num_iters=5, step_size=0.1,
+                           callback=lambda x, i, g: seen.append(extend.vspace(g).flatten(g)))
+    theirs = ag_optimizers.adam(gradient, x0, num_iters=5, step_size=0.1,
+                                callback=lambda x, i, g: ag_seen.append(ag_flat(g)))
+    for key in x0:
+        onp.testing.assert_allclose(ours[key], theirs[key], rtol=1e-14)
+    onp.testing.assert_allclose(seen, ag_seen, rtol=1e-14)
+
+
+def ag_flat(value):
+    return importlib.import_module("autograd.misc.flatten").flatten(value)[0]
+
+
+def test_dicts_with_the_same_keys_line_up_whatever_their_insertion_order():
+    from chainrule import tree_map
+
+    a = {"x": 1.0, "y": 2.0}
+    b = {"y": 20.0, "x": 10.0}
+    assert tree_map(lambda u, v: u + v, a, b) == {"x": 11.0, "y": 22.0}
+    # a cotangent dict whose keys come in another order than the output's
+    vjp, _ = cr.make_vjp(lambda t: {"p": t, "q": 2.0 * t})(1.0)
+    assert vjp({"q": 1.0, "p": 0.0}) == pytest.approx(2.0)  # d(2t)/dt
+    assert vjp({"p": 1.0, "q": 0.0}) == pytest.approx(1.0)
