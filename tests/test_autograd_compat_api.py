@@ -377,3 +377,56 @@ def test_dicts_with_the_same_keys_line_up_whatever_their_insertion_order():
     vjp, _ = cr.make_vjp(lambda t: {"p": t, "q": 2.0 * t})(1.0)
     assert vjp({"q": 1.0, "p": 0.0}) == pytest.approx(2.0)  # d(2t)/dt
     assert vjp({"p": 1.0, "q": 0.0}) == pytest.approx(1.0)
+
+
+# ----------------------------------------------------------------------------- odeint
+ODE_TOL = dict(rtol=1e-10, atol=1e-10)
+
+
+def _decay(y, t, k):
+    return -k * y
+
+
+def test_odeint_second_derivatives_match_the_closed_form_in_every_mode_combination():
+    from chainrule.scipy.integrate import odeint
+
+    y0, t_end = 1.5, 1.2
+    t = onp.array([0.0, 0.5, t_end])
+
+    def y_end(k):
+        return odeint(_decay, onp.array([y0]), t, args=(k,), **ODE_TOL)[-1, 0]
+
+    k = 0.7
+    # y(T) = y0 exp(-k T): d2y/dk2 = T^2 y0 exp(-k T)
+    exact = t_end ** 2 * y0 * onp.exp(-k * t_end)
+    assert cr.grad(cr.grad(y_end))(k) == pytest.approx(exact, rel=1e-6)  # rev over rev
+    assert cr.deriv(cr.grad(y_end))(k) == pytest.approx(exact, rel=1e-6)  # fwd over rev
+    assert cr.deriv(cr.deriv(y_end))(k) == pytest.approx(exact, rel=1e-6)  # fwd over fwd
+    assert cr.grad(cr.deriv(y_end))(k) == pytest.approx(exact, rel=1e-6)  # rev over fwd
+
+
+def _predator_prey(y, t, params):
+    a, b = params["a"], params["b"]
+    return np.array([a * y[0] - b[0] * y[0] * y[1],
+                     -b[1] * y[1] + 0.3 * y[0] * y[1] * np.sin(t)])
+
+
+def test_odeint_takes_containers_of_traced_values_in_args_to_second_order():
+    from chainrule.scipy.integrate import odeint
+
+    y0, t = onp.array([1.0, 0.8]), onp.linspace(0.0, 1.0, 3)
+    params = {"a": 1.1, "b": onp.array([0.4, 0.9])}
+
+    def loss(params, y0, t):
+        return np.sum(odeint(_predator_prey, y0, t, (params,), **ODE_TOL) ** 2)
+
+    g = cr.grad(loss)(params, y0, t)
+    for key, step_dir in (("a", 1.0), ("b", onp.array([0.3, -0.7]))):
+        def along(h, key=key, step_dir=step_dir):
+            moved = dict(params, **{key: params[key] + h * step_dir})
+            return loss(moved, y0, t)
+
+        numeric = (along(1e-6) - along(-1e-6)) / 2e-6
+        assert onp.sum(g[key] * step_dir) == pytest.approx(numeric, rel=1e-5)
+    check_grads(lambda b, y0, t: loss({"a": 1.1, "b": b}, y0, t), (0, 1, 2),
+                modes=["fwd", "rev"], order=2)(params["b"], y0, t)
