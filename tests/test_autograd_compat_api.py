@@ -430,3 +430,32 @@ def test_odeint_takes_containers_of_traced_values_in_args_to_second_order():
         assert onp.sum(g[key] * step_dir) == pytest.approx(numeric, rel=1e-5)
     check_grads(lambda b, y0, t: loss({"a": 1.1, "b": b}, y0, t), (0, 1, 2),
                 modes=["fwd", "rev"], order=2)(params["b"], y0, t)
+
+
+# ----------------------------------------------------------------------------- singular mvn
+def test_multivariate_normal_with_a_singular_cov_follows_scipy_and_differentiates_x_and_mean():
+    from chainrule.scipy.stats import multivariate_normal as mvn
+
+    basis = onp.linalg.qr(RNG.standard_normal((4, 4)))[0]
+    cov = basis[:, :2] @ onp.diag([2.0, 0.5]) @ basis[:, :2].T  # rank 2
+    mean = RNG.standard_normal(4)
+    x = mean + basis[:, :2] @ onp.array([0.3, -0.8])  # on the support
+    for fun, sp_fun in ((mvn.logpdf, scipy.stats.multivariate_normal.logpdf),
+                        (mvn.pdf, scipy.stats.multivariate_normal.pdf)):
+        assert fun(x, mean, cov, allow_singular=True) == pytest.approx(
+            sp_fun(x, mean, cov, allow_singular=True), rel=1e-10)
+    off = x + basis[:, 3]
+    assert mvn.logpdf(off, mean, cov, allow_singular=True) == -onp.inf
+    assert scipy.stats.multivariate_normal.logpdf(off, mean, cov, allow_singular=True) == -onp.inf
+    # by hand: d/dx = -pinv(cov) (x - mean) = -d/dmean
+    gx, gm = cr.grad(lambda x, m: mvn.logpdf(x, m, cov, allow_singular=True), (0, 1))(x, mean)
+    expected = -onp.linalg.pinv(cov) @ (x - mean)
+    onp.testing.assert_allclose(gx, expected, atol=1e-10)
+    onp.testing.assert_allclose(gm, -expected, atol=1e-10)
+    # along the support (autograd's test moves x only there): both modes, second order
+    along = basis[:, :2]
+    check_grads(lambda c, cm: mvn.logpdf(mean + along @ c, mean + along @ cm, cov,
+                                         allow_singular=True),
+                (0, 1), modes=["fwd", "rev"], order=2)(onp.array([0.3, -0.8]), onp.zeros(2))
+    with pytest.raises(ValueError, match="singular cov"):
+        cr.grad(lambda c: mvn.logpdf(x, mean, c, allow_singular=True))(cov)
