@@ -459,3 +459,29 @@ def test_multivariate_normal_with_a_singular_cov_follows_scipy_and_differentiate
                 (0, 1), modes=["fwd", "rev"], order=2)(onp.array([0.3, -0.8]), onp.zeros(2))
     with pytest.raises(ValueError, match="singular cov"):
         cr.grad(lambda c: mvn.logpdf(x, mean, c, allow_singular=True))(cov)
+
+
+# ----------------------------------------------------------------------------- xarray
+def test_ufuncs_with_a_traced_operand_and_an_xarray_dataarray_are_differentiable():
+    xr = pytest.importorskip("xarray")
+    base = onp.array([0.5, -1.0, 2.0])
+
+    def traced_times_dataarray(x):
+        out = x * xr.DataArray(base)  # the traced operand comes first
+        assert isinstance(out, xr.DataArray)
+        return np.sum(out.data)
+
+    def traced_times_dataarray_holding_traced(x):
+        held = xr.DataArray(base) * x
+        return np.sum(np.sin(x * held).data)
+
+    x = 1.3
+    assert traced_times_dataarray(x) == pytest.approx(onp.sum(x * base))
+    assert cr.grad(traced_times_dataarray)(x) == pytest.approx(onp.sum(base))
+    # by hand: d/dx sum(sin(x^2 b)) = sum(2 x b cos(x^2 b))
+    expected = onp.sum(2 * x * base * onp.cos(x * x * base))
+    assert cr.grad(traced_times_dataarray_holding_traced)(x) == pytest.approx(expected)
+    for f in (traced_times_dataarray, traced_times_dataarray_holding_traced):
+        check_grads(f, modes=["fwd", "rev"], order=2)(x)
+    vector = onp.array([0.2, 0.4, -0.1])
+    onp.testing.assert_allclose(cr.grad(traced_times_dataarray)(vector), base)
