@@ -169,7 +169,8 @@ def test_containers_in_and_out():
         return {"out": params["w"] * x + params["b"], "sq": x * x}
 
     report = explain(f, {"w": 2.0, "b": 1.0}, 3.0)
-    assert [v.name for v in report.inputs] == ["params['w']", "params['b']", "x"]
+    # a dict's entries come in sorted key order (chainrule's pytrees sort keys)
+    assert [v.name for v in report.inputs] == ["params['b']", "params['w']", "x"]
     assert [name for name, _, _ in report.outputs] == ["y['out']", "y['sq']"]
     grads = report.gradient
     assert grads[0] == {"w": 3.0, "b": 1.0} and grads[1] == 2.0 + 6.0  # d(sum)/dx

@@ -58,7 +58,8 @@ def test_a_correct_primitive_passes_in_one_call():
 def test_a_wrong_vjp_names_order_mode_and_function_with_both_values():
     message = failure(softplus_with(vjp_scale=1.01), order=1)
     lines = message.splitlines()
-    assert lines[0] == "order 1: reverse mode (VJP) of softplus disagrees with finite differences:"
+    assert lines[0] == ("order 1: reverse mode (VJP) check of softplus failed: it disagrees "
+                        "with finite differences:")
     analytic, numeric = values(message, "analytic"), values(message, "numeric")
     # the report shows the real numbers: the planted 1% error is their ratio
     onp.testing.assert_allclose(analytic / numeric, 1.01, rtol=1e-4)
@@ -67,7 +68,8 @@ def test_a_wrong_vjp_names_order_mode_and_function_with_both_values():
 
 def test_a_wrong_jvp_is_reported_as_forward_mode():
     message = failure(softplus_with(jvp_scale=0.99), order=1)
-    assert message.startswith("order 1: forward mode (JVP) of softplus disagrees with finite")
+    assert message.startswith(
+        "order 1: forward mode (JVP) check of softplus failed: it disagrees with finite")
     onp.testing.assert_allclose(values(message, "analytic"),
                                 0.99 * values(message, "numeric"), rtol=1e-4)
 
@@ -79,7 +81,8 @@ def test_modes_checked_against_each_other_catch_errors_below_finite_differences(
     check_grads(f, modes=("rev",), order=1)(X)
     message = failure(f, order=1)
     assert message.splitlines()[0] == (
-        "order 1: forward mode (JVP) of softplus disagrees with its reverse mode (VJP):")
+        "order 1: forward mode (JVP) check of softplus failed: it disagrees with its reverse "
+        "mode (VJP):")
     by_jvp, by_vjp = values(message, "<u, J v> by JVP"), values(message, "<u, J v> by VJP")
     onp.testing.assert_allclose(by_jvp / by_vjp, 1 + 2e-7, rtol=1e-9)
 
@@ -90,7 +93,8 @@ def test_a_wrong_second_derivative_is_reported_at_order_two(mode, derivative):
     check_grads(f, modes=(mode,), order=1)(X)  # first derivatives are right
     message = failure(f, modes=(mode,), order=2)
     kind = "reverse mode (VJP)" if mode == "rev" else "forward mode (JVP)"
-    assert message.startswith(f"order 2: {kind} of {derivative} disagrees with finite")
+    assert message.startswith(f"order 2: {kind} check of {derivative} failed: it disagrees "
+                              "with finite")
     assert (f"({derivative} is a derivative function made by check_grads: its first "
             "derivatives are derivatives of order 2 of the function you passed)") in message
 

@@ -248,16 +248,26 @@ hessian_vector_product = hessian_tensor_product
 
 
 def tensor_jacobian_product(fun, argnum=0):
-    """``tjp(*args, v)``: ``v`` times the Jacobian of ``fun`` (one reverse pass).
+    """``tjp(*args, v)``: ``v`` contracted with the leading axes of the Jacobian of ``fun``,
+    ``tensordot(v, J, axes=ndim(v))``, of shape ``out.shape[ndim(v):] + x.shape``. A ``v``
+    shaped like the output gives the vector-Jacobian product (one reverse pass).
 
     >>> import chainrule.numpy as np
     >>> print(tensor_jacobian_product(np.sin)(np.array([0.0, 0.0]), np.array([1.0, 2.0])))
     [1. 2.]
     """
 
-    def tjp(*args, **kwargs):
+    def contracted(*args, **kwargs):
         *args, vector = args
-        return make_vjp(fun, argnum)(*args, **kwargs)[0](vector)
+        return anp.tensordot(vector, fun(*args, **kwargs), axes=anp.ndim(vector))
+
+    def tjp(*args, **kwargs):
+        *fun_args, vector = args
+        vjp, ans = make_vjp(fun, argnum)(*fun_args, **kwargs)
+        if anp.ndim(vector) == anp.ndim(ans):
+            return vjp(vector)
+        # v spans only the leading output axes: one reverse pass per remaining output element
+        return jacobian(contracted, argnum)(*args, **kwargs)
 
     return tjp
 

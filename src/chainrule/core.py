@@ -21,9 +21,10 @@ from ._core.rules import (
     defvjp_argnums,
     defvjp_direct,
 )
-from ._core.tracer import Box, Node, getval, isbox, notrace_primitive, primitive
+from ._core.tracer import Box, Node, getval, isbox, notrace_primitive
 from ._core.vspace import ContainerVSpace, VSpace, add_values, vspace
 from .extend import SparseObject
+from .extend import primitive_with_deprecation_warnings as primitive
 from .tracer import trace
 from .util import func, subval
 

@@ -11,6 +11,9 @@
     defjvp(logsumexp, lambda g, ans, x: np.sum(g * np.exp(x - ans)))
 """
 
+import warnings
+from collections.abc import Callable
+
 from ._core.forward import primitive_jvps
 from ._core.pytree import register_pytree_node
 from ._core.reverse import primitive_vjps
@@ -29,6 +32,42 @@ from ._core.rules import (
 from ._core.tracer import Box, notrace_primitive, primitive
 from ._core.vspace import VSpace, vspace
 from ._jaxlike import custom_jvp, custom_vjp
+
+# ----------------------------------------------------------------------------- deprecated
+# autograd's pre-1.2 API, kept because old code still calls it: the methods defvjp,
+# defgrad and defvjp_is_zero on a primitive made by ``chainrule.core.primitive``.
+
+_DEPRECATED = ("{}.{} is deprecated (autograd's pre-1.2 API): register rules with "
+               "chainrule.extend.defvjp(fun, *vjpmakers, argnums=...) instead.")
+
+
+def _vjp_with_vspaces(vjp: Callable, argnum: int) -> Callable:
+    """The old ``vjp(g, ans, vs, gvs, *args)`` form as a staged vjpmaker."""
+    return lambda ans, *args, **kwargs: lambda g: vjp(
+        g, ans, vspace(args[argnum]), vspace(g), *args, **kwargs)
+
+
+def primitive_with_deprecation_warnings(f_raw: Callable) -> Callable:
+    """``primitive(f_raw)`` that also has autograd's deprecated registration methods.
+
+    Each call warns, then registers every rule given so far through ``defvjp``: the
+    methods fill one table, so rules given one argument at a time add up."""
+    fun = primitive(f_raw)
+    makers: dict[int, Callable | None] = {}
+
+    def register(method: str, new_makers: dict) -> None:
+        warnings.warn(_DEPRECATED.format(getattr(f_raw, "__name__", "fun"), method),
+                      DeprecationWarning, stacklevel=3)
+        makers.update(new_makers)
+        argnums = sorted(makers)
+        defvjp(fun, *(makers[i] for i in argnums), argnums=argnums)
+
+    fun.defvjp = lambda vjp, argnum=0: register(
+        "defvjp", {argnum: _vjp_with_vspaces(vjp, argnum)})
+    fun.defgrad = lambda vjpmaker, argnum=0: register("defgrad", {argnum: vjpmaker})
+    fun.defvjp_is_zero = lambda argnums=(0,): register(
+        "defvjp_is_zero", dict.fromkeys(argnums))
+    return fun
 
 
 class SparseObject:

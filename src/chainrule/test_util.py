@@ -60,7 +60,8 @@ def _compare(what: str, f, analytic, numeric, rtol, atol, level: int = 1,
     if not _np.allclose(a, n, rtol=rtol, atol=atol, equal_nan=True):
         width = max(map(len, labels))
         raise GradientCheckError(
-            f"order {level}: {what} of {_name(f)} disagrees with {against}:\n"
+            # "(VJP) check of f failed" is autograd's phrase, which users' tests match on
+            f"order {level}: {what} check of {_name(f)} failed: it disagrees with {against}:\n"
             f"  {labels[0] + ':':<{width + 1}} {_np.array2string(a.ravel()[:10], precision=8)}\n"
             f"  {labels[1] + ':':<{width + 1}} {_np.array2string(n.ravel()[:10], precision=8)}\n"
             f"  largest difference {_np.max(_np.abs(a - n)) if a.size else 0:.3g} "

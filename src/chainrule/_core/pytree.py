@@ -1,8 +1,10 @@
 """Containers of values (pytrees): flatten to a list of leaves and rebuild.
 
 tuple, list, dict, namedtuple, dataclass instances and user-registered types are
-containers; ``None`` is an empty container; everything else is a leaf. Dict
-keys keep their insertion order, so gradients come back in the user's order.
+containers; ``None`` is an empty container; everything else is a leaf. A dict's
+children are taken in sorted key order (as autograd's flatten and JAX do), so two dicts
+with the same keys line up leaf by leaf whatever order their keys were inserted in; keys
+that cannot be sorted (mixed types such as 1 and "a") keep insertion order.
 """
 
 from __future__ import annotations
@@ -65,7 +67,8 @@ def _children(tree: Any) -> tuple[Any, Any, tuple] | None:
     if cls is tuple or cls is list:
         return cls, None, tuple(tree)
     if cls is dict:
-        return dict, tuple(tree), tuple(tree.values())
+        keys = _sorted_keys(tree)
+        return dict, keys, tuple(tree[key] for key in keys)
     if tree is None:
         return type(None), None, ()
     if cls in _registry:
@@ -77,6 +80,13 @@ def _children(tree: Any) -> tuple[Any, Any, tuple] | None:
         names = tuple(f.name for f in dataclasses.fields(tree) if f.init)
         return cls, names, tuple(getattr(tree, name) for name in names)
     return None
+
+
+def _sorted_keys(tree: dict) -> tuple:
+    try:
+        return tuple(sorted(tree))
+    except TypeError:
+        return tuple(tree)
 
 
 def tree_flatten(tree: Any) -> tuple[list, TreeDef]:

@@ -165,6 +165,25 @@ def _strip(x: Any) -> Any:
 box_fallbacks: list[tuple[Callable, type]] = []
 
 
+# Handlers for an answer no box type holds, tried before giving up:
+# handler(f_raw, args, kwargs) returns the call's result computed another way, or
+# NotImplemented. (chainrule.numpy lets a foreign container such as xarray's DataArray
+# apply a ufunc to traced operands itself, so that it holds the traced result.)
+untraceable_answer_handlers: list[Callable] = []
+
+
+def _box_answer(ans, trace_id: int, node: Node, f_raw: Callable, args, kwargs) -> Any:
+    """The rare path of a recorded call: ``ans`` has no box type registered ahead."""
+    try:
+        return new_box(ans, trace_id, node)
+    except TypeError:
+        for handler in untraceable_answer_handlers:
+            result = handler(f_raw, args, kwargs)
+            if result is not NotImplemented:
+                return result
+        raise
+
+
 def new_box(value, trace_id: int, node: Node) -> Box:
     try:
         return Box.type_mappings[type(value)](value, trace_id, node)
@@ -223,7 +242,7 @@ def primitive(f_raw: Callable) -> Callable:
         node = type(top._node)(ans, f_wrapped, argvals, kwargs, argnums, parents)
         box_type = _box_type_of.get(type(ans))
         if box_type is None:
-            return new_box(ans, top._trace_id, node)  # raises the error for untraceable types
+            return _box_answer(ans, top._trace_id, node, f_raw, args, kwargs)
         return box_type(ans, top._trace_id, node)
 
     f_wrapped.fun = f_raw
@@ -275,7 +294,7 @@ def _record_in_general(f_wrapped, f_raw, args, kwargs):
     node = type(top._node)(ans, f_wrapped, argvals, kwargs, tuple(argnums), tuple(parents))
     box_type = _box_type_of.get(type(ans))
     if box_type is None:
-        return new_box(ans, trace_id, node)  # raises the error for untraceable types
+        return _box_answer(ans, trace_id, node, f_raw, args, kwargs)
     return box_type(ans, trace_id, node)
 
 

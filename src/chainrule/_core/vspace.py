@@ -15,7 +15,13 @@ from .tracer import getval
 
 
 class VSpace:
-    """The vector space a value lives in. Subclasses implement the underscored methods."""
+    """The vector space a value lives in.
+
+    autograd's protocol: the public ``add``, ``mut_add``, ``scalar_mul``, ``inner_prod``
+    and ``covector`` call the underscored methods, which a subclass overrides. A user
+    type whose ``__add__`` calls ``vs.add`` (autograd's examples do) then works, where a
+    default ``add`` written as ``x + y`` would call ``__add__`` again, forever.
+    """
 
     __slots__ = ()
     mappings: dict[type, type[VSpace]] = {}
@@ -36,19 +42,34 @@ class VSpace:
         raise NotImplementedError
 
     def add(self, x, y) -> Any:
-        return x + y
+        return self._add(x, y)
 
     def mut_add(self, x, y) -> Any:
         """Add ``y`` into ``x``, in place where that is possible; returns the sum."""
-        return x + y
+        return self._mut_add(x, y)
 
     def scalar_mul(self, x, a) -> Any:
-        return x * a
+        return self._scalar_mul(x, a)
 
     def inner_prod(self, x, y) -> Any:
-        raise NotImplementedError
+        return self._inner_prod(x, y)
 
     def covector(self, x) -> Any:
+        return self._covector(x)
+
+    def _add(self, x, y) -> Any:
+        return x + y
+
+    def _mut_add(self, x, y) -> Any:
+        return self._add(x, y)
+
+    def _scalar_mul(self, x, a) -> Any:
+        return x * a
+
+    def _inner_prod(self, x, y) -> Any:
+        raise NotImplementedError
+
+    def _covector(self, x) -> Any:
         return x
 
     def cast(self, g) -> Any:
@@ -122,19 +143,19 @@ class ContainerVSpace(VSpace):
     def randn(self, rng=None):
         return self._build([s.randn(rng) for s in self.spaces])
 
-    def add(self, x, y):
+    def _add(self, x, y):
         return self._build([s.add(a, b) for s, a, b in self._pairs(x, y)])
 
-    def mut_add(self, x, y):
+    def _mut_add(self, x, y):
         return self._build([s.mut_add(a, b) for s, a, b in self._pairs(x, y)])
 
-    def scalar_mul(self, x, a):
+    def _scalar_mul(self, x, a):
         return self._build([s.scalar_mul(v, a) for s, v in self._pairs(x)])
 
-    def inner_prod(self, x, y):
+    def _inner_prod(self, x, y):
         return sum(s.inner_prod(a, b) for s, a, b in self._pairs(x, y))
 
-    def covector(self, x):
+    def _covector(self, x):
         return self._build([s.covector(v) for s, v in self._pairs(x)])
 
     def cast(self, g):

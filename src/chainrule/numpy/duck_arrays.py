@@ -55,7 +55,7 @@ class DuckArrayVSpace(ArrayVSpace):
     def randn(self, rng=None):
         return self._as_like(super().randn(rng))
 
-    def inner_prod(self, x, y):
+    def _inner_prod(self, x, y):
         return _np.sum(x * y)
 
     def unflatten(self, flat):

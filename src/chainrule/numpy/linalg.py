@@ -82,6 +82,15 @@ def matrix_transpose(x):
     return _np.swapaxes(x, -1, -2)
 
 
+# autograd's private helpers, which code written for autograd imports from here
+T = matrix_transpose
+
+
+def _dot(a, b):
+    """The matrix product of (stacks of) matrices: autograd's ``linalg._dot``."""
+    return _anp.matmul(a, b)
+
+
 # ----------------------------------------------------------------------------- tuple results
 def _result_type(name: str, fields: str):
     return getattr(getattr(_npla, "_linalg", None), name, None) or namedtuple(name, fields)

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 import numpy as _np
 
-from .._core.tracer import Box, check_not_leaked, getval, isbox
+from .._core.tracer import Box, check_not_leaked, getval, isbox, untraceable_answer_handlers
 from . import numpy_wrapper as anp
 
 
@@ -360,6 +360,25 @@ def array_astype(x, dtype, *args, **kwargs):
 for _t in (_np.ndarray, float, complex, _np.float64, _np.float32, _np.float16,
            _np.complex64, _np.complex128, _np.longdouble, _np.clongdouble):
     ArrayBox.register(_t)
+
+
+def _ufunc_by_foreign_operand(f_raw, args, kwargs):
+    """A ufunc whose answer is a foreign container (xarray's DataArray...), which no box
+    holds: let that operand's ``__array_ufunc__`` apply the ufunc to its contents and the
+    traced operands itself, as NumPy's dispatch would, so that it holds a traced value
+    (autograd allows this)."""
+    ufunc = f_raw if isinstance(f_raw, _np.ufunc) else getattr(f_raw, "ufunc", None)
+    if ufunc is None:
+        return NotImplemented
+    for arg in args:
+        handler = getattr(type(arg), "__array_ufunc__", None)
+        if handler is not None and not isbox(arg) and handler is not _ndarray_ufunc:
+            return arg.__array_ufunc__(ufunc, "__call__", *args, **kwargs)
+    return NotImplemented
+
+
+_ndarray_ufunc = _np.ndarray.__array_ufunc__
+untraceable_answer_handlers.append(_ufunc_by_foreign_operand)
 
 __all__ = ["ArrayBox", "getval"]
 

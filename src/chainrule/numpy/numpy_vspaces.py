@@ -57,7 +57,7 @@ class ArrayVSpace(VSpace):
         rng = _np.random if rng is None else rng
         return self._out(rng.standard_normal(self.shape).astype(self.dtype))
 
-    def inner_prod(self, x, y):
+    def _inner_prod(self, x, y):
         return _np.dot(_np.ravel(x), _np.ravel(y))
 
     def flatten(self, x):
@@ -94,7 +94,8 @@ class ComplexArrayVSpace(ArrayVSpace):
         return 2 * int(_np.prod(self.shape))
 
     def ones(self):
-        return self._out(_np.ones(self.shape, dtype=self.dtype) + 1j * 0)
+        # 1 + 1j: the sum of the standard basis (1 and 1j per entry), as in autograd
+        return self._out(_np.full(self.shape, 1 + 1j, dtype=self.dtype))
 
     def standard_basis(self):
         for idx in _np.ndindex(*self.shape):
@@ -109,10 +110,10 @@ class ComplexArrayVSpace(ArrayVSpace):
         im = rng.standard_normal(self.shape)
         return self._out((re + 1j * im).astype(self.dtype))
 
-    def inner_prod(self, x, y):
+    def _inner_prod(self, x, y):
         return _np.real(_np.dot(_np.conj(_np.ravel(x)), _np.ravel(y)))
 
-    def covector(self, x):
+    def _covector(self, x):
         return _np.conj(x)
 
     def flatten(self, x):

@@ -131,6 +131,7 @@ def _with_scalar_path(ufunc, scalar):
             return ufunc(x, y)
     raw.__name__ = raw.__qualname__ = ufunc.__name__
     raw.__doc__ = ufunc.__doc__
+    raw.ufunc = ufunc  # for dispatch to foreign operands (numpy_boxes)
     return raw
 
 

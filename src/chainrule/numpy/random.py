@@ -1,4 +1,9 @@
-"""chainrule.numpy.random: NumPy's random module (sampling has no derivative)."""
+"""chainrule.numpy.random: NumPy's random module (sampling has no derivative).
 
-from numpy.random import *  # noqa: F401,F403
-from numpy.random import RandomState, default_rng, seed  # noqa: F401
+Every public name of ``numpy.random`` is here, as in autograd, not only those in its
+``__all__`` (``get_bit_generator``, ``set_bit_generator``, ...).
+"""
+
+import numpy.random as _npr
+
+globals().update({name: getattr(_npr, name) for name in dir(_npr) if not name.startswith("_")})

@@ -13,9 +13,10 @@ odeint. Its derivatives never go through the solver's internal steps:
 
 ``func`` must be written with chainrule.numpy (it is differentiated by
 chainrule). Gradients are exact up to the solver's tolerances (``rtol``,
-``atol`` are passed on to every solve). Derivatives of order 2 and above are
-not available: the adjoint and sensitivity solves are themselves SciPy calls,
-and differentiating them raises an error that says so.
+``atol`` are passed on to every solve). The adjoint and sensitivity systems are
+solved by ``odeint`` itself, so they are differentiable in turn: derivatives of
+every order, in both modes (as autograd's odeint, whose adjoint is built the same
+way).
 """
 
 from __future__ import annotations
@@ -26,9 +27,11 @@ import numpy as _np
 import scipy.integrate as _si
 
 from .._core import forward, reverse
+from .._core.pytree import tree_flatten, tree_unflatten
 from .._core.reverse import primitive_vjps
 from .._core.rules import defjvp_argnums
-from .._core.tracer import primitive
+from .._core.tracer import getval, primitive
+from ..numpy import numpy_wrapper as anp
 from ..numpy.rules._helpers import match_dtype
 
 for _name in dir(_si):
@@ -46,7 +49,10 @@ def odeint_args(func, y0, t, *args, **kwargs):
 
 
 def odeint(func, y0, t, args=(), **kwargs):
-    """``scipy.integrate.odeint``, differentiable w.r.t. y0, t and args."""
+    """``scipy.integrate.odeint``, differentiable w.r.t. y0, t and args.
+
+    ``args`` may hold containers of arrays (a list of layers' weights, a dict...): their
+    leaves are differentiated, as autograd's odeint does."""
     unsupported = set(kwargs) - set(_SOLVER_KWARGS)
     if unsupported:
         raise TypeError(f"chainrule.scipy.integrate.odeint does not support "
@@ -54,86 +60,27 @@ def odeint(func, y0, t, args=(), **kwargs):
                         f"solver tolerances and step controls {', '.join(_SOLVER_KWARGS)}.")
     if not isinstance(args, tuple):
         args = (args,)
-    return odeint_args(func, y0, t, *args, **kwargs)
+    leaves, treedef = tree_flatten(args)
+    if all(leaf is arg for leaf, arg in zip(leaves, args)) and len(leaves) == len(args):
+        return odeint_args(func, y0, t, *args, **kwargs)
 
+    def func_of_leaves(y, s, *leaf_values):  # (or (t, y, ...) with tfirst: order kept)
+        return func(y, s, *tree_unflatten(treedef, leaf_values))
 
-def _flat(values):
-    return _np.concatenate([_np.ravel(v) for v in values]) if values else _np.zeros(0)
-
-
-def _unflat(vector, like):
-    out, start = [], 0
-    for v in like:
-        n = _np.size(v)
-        out.append(_np.reshape(vector[start:start + n], _np.shape(v)))
-        start += n
-    return out
+    return odeint_args(func_of_leaves, y0, t, *leaves, **kwargs)
 
 
 def _with_params(func, args, traced):
-    """``f((y, params), t)``: func with the traced extra arguments replaced by ``params``."""
+    """``f(y, t, params)``: func with the extra arguments at ``traced`` replaced by
+    ``params``."""
 
-    def f(y_and_params, s):
-        y, ps = y_and_params
+    def f(y, s, params):
         full = list(args)
-        for i, p in zip(traced, ps):
+        for i, p in zip(traced, params):
             full[i] = p
         return func(y, s, *full)
 
     return f
-
-
-# ----------------------------------------------------------------------------- reverse mode
-@primitive
-def odeint_adjoint(g, func, y0, t, traced, *args, **kwargs):
-    """Cotangents (y0, t, args[i] for i in traced) of odeint(func, y0, t, args) for g."""
-    ys = _si.odeint(func, y0, t, args=args, **kwargs)
-    g = _np.reshape(g, ys.shape)
-    d = ys.shape[1]
-    params = [_np.asarray(args[i], dtype=float) for i in traced]
-    f_params = _with_params(func, args, traced)
-
-    def augmented(state, s):
-        y, a = state[:d], state[d:2 * d]
-        vjp, fy = reverse.make_vjp(lambda yp: f_params(yp, s), (y, params))
-        ybar, pbars = vjp(-a)
-        return _np.concatenate([_np.ravel(fy), _np.ravel(ybar), _flat(pbars)])
-
-    def f_value(y, s):
-        return _np.ravel(func(y, s, *args))
-
-    a = g[-1]
-    pbar = _np.zeros(sum(_np.size(p) for p in params))
-    tbar = _np.zeros(len(t))
-    for i in range(len(t) - 1, 0, -1):
-        tbar[i] = _np.dot(g[i], f_value(ys[i], t[i]))
-        state = _np.concatenate([ys[i], a, pbar])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # func may not depend on some argument
-            end = _si.odeint(augmented, state, [t[i], t[i - 1]], **kwargs)[-1]
-        a, pbar = end[d:2 * d], end[2 * d:]
-        if i > 1:
-            a = a + g[i - 1]
-    tbar[0] = -_np.dot(a, f_value(ys[0], t[0]))
-    return (a + g[0], tbar, *_unflat(pbar, params))
-
-
-def _odeint_vjp(g, argnums, ans, args, kwargs):
-    func, y0, t, *params = args
-    traced = tuple(i - 3 for i in argnums if i >= 3)
-    kw = _kwargs_with_tfirst(kwargs)
-    ybar, tbar, *pbars = odeint_adjoint(g, _plain(func, kwargs), y0, t, traced, *params, **kw)
-    by_param = dict(zip(traced, pbars))
-    out = []
-    for i in argnums:
-        if i == 1:
-            out.append(match_dtype(_np.reshape(ybar, _np.shape(y0)) if _np.ndim(y0) != 1
-                                   else ybar, y0))
-        elif i == 2:
-            out.append(match_dtype(tbar, t))
-        else:
-            out.append(match_dtype(by_param[i - 3], params[i - 3]))
-    return tuple(out)
 
 
 def _plain(func, kwargs):
@@ -149,63 +96,103 @@ def _kwargs_with_tfirst(kwargs):
     return kw
 
 
+def _concat(parts):
+    return anp.concatenate([anp.ravel(p) for p in parts]) if parts else _np.zeros(0)
+
+
+def _split(vector, like):
+    out, start = [], 0
+    for v in like:
+        n = int(_np.size(getval(v)))
+        out.append(anp.reshape(vector[start:start + n], _np.shape(getval(v))))
+        start += n
+    return out
+
+
+# The derivative passes below are written with chainrule operations, odeint_args itself
+# included (its augmented systems are differentiated by chainrule inside SciPy's calls),
+# so derivatives of every order, in both modes, come from the same two rules.
+
+# ----------------------------------------------------------------------------- reverse mode
+def _odeint_vjp(g, argnums, ans, args, kwargs):
+    """Cotangents of y0, t, args by the adjoint ODE, solved backwards segment by segment."""
+    func, y0, t, *params = args
+    func, kw = _plain(func, kwargs), _kwargs_with_tfirst(kwargs)
+    traced = tuple(i - 3 for i in argnums if i >= 3)
+    ys = anp.reshape(ans, (len(getval(t)), -1))
+    g = anp.reshape(g, anp.shape(ys))
+    d = anp.shape(ys)[1]
+    f_params = _with_params(func, params, traced)
+    n_params = sum(int(_np.size(getval(params[i]))) for i in traced)
+
+    def augmented(state, s, *all_params):
+        y, a = state[:d], state[d:2 * d]
+        f = _with_params(func, all_params, traced)
+        vjp, fy = reverse.make_vjp(lambda yp: f(yp[0], s, yp[1]),
+                                   (y, [all_params[i] for i in traced]))
+        ybar, pbars = vjp(-a)
+        return _concat([fy, ybar, *pbars])
+
+    a = g[-1]
+    pbar = _np.zeros(n_params)
+    tbars = []
+    for i in range(len(getval(t)) - 1, 0, -1):
+        tbars.append(anp.dot(g[i], anp.ravel(func(ys[i], t[i], *params))))
+        state = _concat([ys[i], a, pbar])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # func may not depend on some argument
+            end = odeint_args(augmented, state, anp.stack([t[i], t[i - 1]]), *params, **kw)[-1]
+        a, pbar = end[d:2 * d], end[2 * d:]
+        if i > 1:
+            a = a + g[i - 1]
+    tbars.append(-anp.dot(a, anp.ravel(f_params(ys[0], t[0], [params[i] for i in traced]))))
+    ybar = a + g[0]
+    by_param = dict(zip(traced, _split(pbar, [params[i] for i in traced])))
+    out = []
+    for i in argnums:
+        if i == 1:
+            out.append(match_dtype(anp.reshape(ybar, _np.shape(getval(y0))), y0))
+        elif i == 2:
+            out.append(match_dtype(anp.stack(tbars[::-1]), t))
+        else:
+            out.append(match_dtype(by_param[i - 3], params[i - 3]))
+    return tuple(out)
+
+
 primitive_vjps[odeint_args] = _odeint_vjp
 
 
 # ----------------------------------------------------------------------------- forward mode
-@primitive
-def odeint_tangent(func, y0, t, *values, tangent_argnums, traced, **kwargs):
-    """Tangent of odeint(func, y0, t, args) given ``values`` = tangents, then args.
-
-    ``tangent_argnums`` says whose tangents they are: y0 (1), t (2), args[i] (3 + i).
-    """
-    n = len(tangent_argnums)
-    tangents, args = dict(zip(tangent_argnums, values[:n])), values[n:]
-    ys = _si.odeint(func, y0, t, args=args, **kwargs)
-    d = ys.shape[1]
-    dy0 = tangents.get(1)
-    dt = tangents.get(2)
-    dparams = [_np.asarray(tangents[i + 3], dtype=float) for i in traced]
-    params = [_np.asarray(args[i], dtype=float) for i in traced]
-    f_params = _with_params(func, args, traced)
-
-    def augmented(state, s):
-        y, sens = state[:d], state[d:]
-        fy, dfy = forward.make_jvp(lambda yp: f_params(yp, s), (y, params))((sens, dparams))
-        return _np.concatenate([_np.ravel(fy), _np.ravel(dfy) * _np.ones(d)])
-
-    f0 = _np.ravel(func(ys[0], t[0], *args))
-    s0 = _np.zeros(d) if dy0 is None else _np.ravel(dy0).astype(float)
-    if dt is not None:
-        s0 = s0 - f0 * dt[0]
-    sens = _si.odeint(augmented, _np.concatenate([ys[0], s0]), t, **kwargs)[:, d:]
-    if dt is not None:
-        f_all = _np.stack([_np.ravel(func(y, s, *args)) for y, s in zip(ys, t)])
-        sens = sens + f_all * _np.reshape(dt, (-1, 1))
-    return sens
-
-
 def _odeint_jvp(argnums, tangents, ans, args, kwargs):
+    """Tangent by the forward sensitivity s: ds/dt = df/dy s + df/dargs dargs."""
     func, y0, t, *params = args
+    func, kw = _plain(func, kwargs), _kwargs_with_tfirst(kwargs)
+    tangents = dict(zip(argnums, tangents))
     traced = tuple(i - 3 for i in argnums if i >= 3)
-    out = odeint_tangent(_plain(func, kwargs), y0, t, *tangents, *params,
-                         tangent_argnums=tuple(argnums), traced=traced,
-                         **_kwargs_with_tfirst(kwargs))
-    return match_dtype(out, ans)
+    ys = anp.reshape(ans, (len(getval(t)), -1))
+    d = anp.shape(ys)[1]
+    dparams = [tangents[i + 3] for i in traced]
+
+    def augmented(state, s, *params_and_dparams):
+        y, sens = state[:d], state[d:]
+        all_params, dps = params_and_dparams[:len(params)], params_and_dparams[len(params):]
+        f = _with_params(func, all_params, traced)
+        fy, dfy = forward.make_jvp(lambda yp: f(yp[0], s, yp[1]),
+                                   (y, [all_params[i] for i in traced]))((sens, list(dps)))
+        return _concat([fy, dfy * _np.ones(d)])
+
+    s0 = anp.ravel(tangents[1]) * 1.0 if 1 in tangents else _np.zeros(d)
+    dt = tangents.get(2)
+    if dt is not None:
+        s0 = s0 - anp.ravel(func(ys[0], t[0], *params)) * dt[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # func may not depend on some argument
+        sens = odeint_args(augmented, _concat([ys[0], s0]), t, *params, *dparams, **kw)[:, d:]
+    if dt is not None:
+        f_all = anp.stack([anp.ravel(func(ys[k], t[k], *params))
+                           for k in range(len(getval(t)))])
+        sens = sens + f_all * anp.reshape(dt, (-1, 1))
+    return match_dtype(anp.reshape(sens, anp.shape(ans)), ans)
 
 
 defjvp_argnums(odeint_args, _odeint_jvp)
-
-
-# ----------------------------------------------------------------------------- no higher order
-def _no_higher_order(*args, **kwargs):
-    raise NotImplementedError(
-        "Second and higher derivatives of chainrule.scipy.integrate.odeint are not available: "
-        "its adjoint and sensitivity equations are solved by SciPy. Use first derivatives, or "
-        "differentiate a solver written with chainrule.numpy."
-    )
-
-
-for _fun in (odeint_adjoint, odeint_tangent):
-    primitive_vjps[_fun] = _no_higher_order
-    forward.primitive_jvps[_fun] = _no_higher_order

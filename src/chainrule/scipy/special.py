@@ -46,8 +46,11 @@ for _name in NONDIFFERENTIABLE:
 # positionally here, so that they are traced.
 
 @primitive
-def logsumexp_b(a, b, axis=None, keepdims=False):
-    """``log|sum(b * exp(a))|`` over ``axis``; ``b=None`` means ones."""
+def logsumexp_b(a, b, axis=None, keepdims=False, return_sign=False):
+    """``log(sum(b * exp(a)))`` over ``axis``; ``b=None`` means ones. A negative sum gives
+    nan as in SciPy, or with ``return_sign`` the log of its magnitude."""
+    if return_sign:
+        return _sp.logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=True)[0]
     return _sp.logsumexp(a, axis=axis, b=b, keepdims=keepdims)
 
 
@@ -58,7 +61,7 @@ def _logsumexp_sign(a, b, axis=None, keepdims=False):
 
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
     """``scipy.special.logsumexp``, differentiable w.r.t. ``a`` and ``b``."""
-    out = logsumexp_b(a, b, axis=axis, keepdims=keepdims)
+    out = logsumexp_b(a, b, axis=axis, keepdims=keepdims, return_sign=return_sign)
     return (out, _logsumexp_sign(a, b, axis=axis, keepdims=keepdims)) if return_sign else out
 
 

@@ -109,7 +109,9 @@ def _lse_weights(ans, a, b, axis, keepdims):
     return w * sign, full, kept
 
 
-def _lse_vjp(g, ans, a, b, axis=None, keepdims=False, which=0):
+# d log|S| = sign(S) b exp(a) / |S|: the same rule for SciPy's nan (a negative S without
+# return_sign, where ans is nan and so is the derivative) and for the log-magnitude
+def _lse_vjp(g, ans, a, b, axis=None, keepdims=False, return_sign=False, which=0):
     w, full, kept = _lse_weights(ans, a, b, axis, keepdims)
     gw = anp.reshape(g, kept) * w
     if which == 0:
@@ -117,7 +119,7 @@ def _lse_vjp(g, ans, a, b, axis=None, keepdims=False, which=0):
     return unbroadcast(gw, b)
 
 
-def _lse_jvp(t, ans, a, b, axis=None, keepdims=False, which=0):
+def _lse_jvp(t, ans, a, b, axis=None, keepdims=False, return_sign=False, which=0):
     w, _, _ = _lse_weights(ans, a, b, axis, keepdims)
     tw = t * w if which == 1 or b is None else t * b * w
     return broadcast_tangent(anp.sum(tw, axis=axis, keepdims=keepdims), ans)

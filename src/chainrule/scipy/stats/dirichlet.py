@@ -3,6 +3,8 @@
 As in SciPy, the components run along the first axis of ``x``: shape (K,) or (K, n).
 """
 
+from scipy.stats import dirichlet as _dirichlet
+
 from ...numpy import numpy_wrapper as anp
 from .. import special as sp
 from ._family import as_array
@@ -20,3 +22,7 @@ def logpdf(x, alpha):
 def pdf(x, alpha):
     """``scipy.stats.dirichlet.pdf``."""
     return anp.exp(logpdf(x, alpha))
+
+
+# sampling has no derivative: SciPy's own sampler (a traced alpha is refused by it)
+rvs = _dirichlet.rvs

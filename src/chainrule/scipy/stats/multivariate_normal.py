@@ -6,6 +6,7 @@ factored with a Cholesky decomposition that reads its lower triangle.
 
 import numpy as _np
 
+from ..._core.tracer import getval, isbox
 from ...numpy import numpy_wrapper as anp
 from .. import linalg as sla
 from ._family import as_array
@@ -29,15 +30,51 @@ def _logdet_chol(chol, d: int):
     return 2 * anp.sum(anp.log(chol[idx, idx]))
 
 
+def _singular_factor(cov_matrix):
+    """SciPy's factor of a singular covariance, from its eigendecomposition:
+    (U with U U^T = pinv(cov), log pseudo-determinant, rank, null-space basis V, tolerance).
+    Eigenvalues at or below SciPy's cutoff count as zero."""
+    s, u = _np.linalg.eigh(cov_matrix)
+    factor = {"f": 1e3, "d": 1e6}[s.dtype.char.lower()]
+    eps = factor * _np.finfo(s.dtype).eps * _np.max(_np.abs(s))
+    if _np.min(s) < -eps:
+        raise ValueError("multivariate_normal: cov must be symmetric positive semidefinite.")
+    kept = s > eps
+    return (u[:, kept] / _np.sqrt(s[kept]), _np.sum(_np.log(s[kept])), int(_np.sum(kept)),
+            u[:, ~kept], 1e3 * eps)
+
+
+def _is_singular(cov_matrix) -> bool:
+    s = _np.linalg.eigvalsh(cov_matrix)
+    return bool(_np.min(s) <= 1e6 * _np.finfo(s.dtype).eps * _np.max(_np.abs(s)))
+
+
 def logpdf(x, mean=None, cov=1, allow_singular=False):
-    """``scipy.stats.multivariate_normal.logpdf``."""
+    """``scipy.stats.multivariate_normal.logpdf``.
+
+    With ``allow_singular`` and a singular ``cov`` it is SciPy's degenerate density
+    (pseudo-inverse and pseudo-determinant; -inf off the support), differentiable
+    w.r.t. x and mean; not w.r.t. such a cov, whose rank a perturbation changes."""
     x, mean, cov = as_array(x), as_array(mean), as_array(cov)
     d = _dim(mean, cov)
-    chol = sla.cholesky(_cov_matrix(cov, d), lower=True)
     # in one dimension, each entry of a vector x is a point (SciPy's convention)
     batch = anp.shape(x) if d == 1 and anp.ndim(x) <= 1 else anp.shape(x)[:-1]
     dev = x if mean is None else x - anp.reshape(mean, (d,))
-    z = sla.solve_triangular(chol, anp.transpose(anp.reshape(dev, (-1, d))), lower=True)
+    dev = anp.reshape(dev, (-1, d))
+    cov_matrix = _cov_matrix(cov, d)
+    if allow_singular and _is_singular(getval(cov_matrix)):
+        if isbox(cov):
+            raise ValueError(
+                "multivariate_normal.logpdf has no derivative w.r.t. a singular cov (a "
+                "perturbation changes its rank, and the density with it): pass cov as a "
+                "constant, or make it positive definite to differentiate it.")
+        u, log_pdet, rank, null, tol = _singular_factor(_np.asarray(cov_matrix, dtype=float))
+        maha = anp.reshape(anp.sum(anp.dot(dev, u) ** 2, axis=1), batch)
+        out = -0.5 * (rank * _np.log(2 * _np.pi) + log_pdet + maha)
+        off_support = _np.linalg.norm(getval(dev) @ null, axis=-1).reshape(batch) >= tol
+        return anp.where(off_support, -_np.inf, out) if _np.any(off_support) else out
+    chol = sla.cholesky(cov_matrix, lower=True)
+    z = sla.solve_triangular(chol, anp.transpose(dev), lower=True)
     maha = anp.reshape(anp.sum(z * z, axis=0), batch)
     return -0.5 * (d * _np.log(2 * _np.pi) + _logdet_chol(chol, d) + maha)
 
