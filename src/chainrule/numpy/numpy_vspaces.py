@@ -94,8 +94,9 @@ class ComplexArrayVSpace(ArrayVSpace):
         return 2 * int(_np.prod(self.shape))
 
     def ones(self):
-        # 1 + 1j: the sum of the standard basis (1 and 1j per entry), as in autograd
-        return self._out(_np.full(self.shape, 1 + 1j, dtype=self.dtype))
+        # 1, not autograd's 1 + 1j (the sum of the basis): deriv, explain and Tensor seed
+        # with ones(), and along 1 the derivative of a holomorphic f is f'(z) itself
+        return self._out(_np.ones(self.shape, dtype=self.dtype))
 
     def standard_basis(self):
         for idx in _np.ndindex(*self.shape):
