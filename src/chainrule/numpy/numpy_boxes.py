@@ -362,6 +362,21 @@ for _t in (_np.ndarray, float, complex, _np.float64, _np.float32, _np.float16,
     ArrayBox.register(_t)
 
 
+def _box_as_numpy_scalar(scalar_type):
+    """Box a Python float (complex) as the NumPy scalar of the same value. Rules compute
+    with the values they are given: with a Python float, ``1 / x`` at 0 raises
+    ZeroDivisionError and ``x ** 0.5`` of a negative base turns complex, where NumPy gives
+    inf or nan with its warning. A NumPy scalar makes every rule follow NumPy's semantics,
+    so a Python float's derivative is bit for bit the np.float64's."""
+    def box(value, trace_id, node):
+        return ArrayBox(scalar_type(value), trace_id, node)
+    return box
+
+
+ArrayBox.type_mappings[float] = _box_as_numpy_scalar(_np.float64)
+ArrayBox.type_mappings[complex] = _box_as_numpy_scalar(_np.complex128)
+
+
 def _ufunc_by_foreign_operand(f_raw, args, kwargs):
     """A ufunc whose answer is a foreign container (xarray's DataArray...), which no box
     holds: let that operand's ``__array_ufunc__`` apply the ufunc to its contents and the

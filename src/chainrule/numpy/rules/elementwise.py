@@ -138,7 +138,7 @@ defjvp_batched(anp.subtract, lambda g, ans, x, y, *a, **k: broadcast_batched_tan
 vjp_reads_only(anp.add)        # the cotangent, unbroadcast to each operand's shape
 vjp_reads_only(anp.subtract)
 elementwise2(anp.multiply,  lambda ans, x, y: y,               lambda ans, x, y: x)
-elementwise2(anp.divide,    lambda ans, x, y: 1 / y,           lambda ans, x, y: -ans / y)  # true_divide
+elementwise2(anp.divide,    lambda ans, x, y: anp.divide(1.0, y), lambda ans, x, y: -ans / y)  # true_divide; y may be a constant Python float, whose 1 / 0.0 raises
 elementwise(anp.negative,   lambda ans, x: -1.0)
 elementwise(anp.positive,   lambda ans, x: 1.0)
 elementwise(anp.reciprocal, lambda ans, x: -ans ** 2)
