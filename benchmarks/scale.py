@@ -2,9 +2,11 @@
 
 Times ``grad`` of (1) a chain of n scalar nodes, n = 10^3 .. 10^6, and (2) a fan-out
 of one array into n nodes summed back (fan-in), n = 10^3 .. 10^5, and prints the time
-per node, which stays flat when the cost is linear in the graph size. Then (3) measures
-the peak traced memory (tracemalloc) of grad of a long chain on arrays, plain and with
-``checkpoint`` on segments. The figures go in docs/reliability.md.
+per node, which stays flat when the cost is linear in the graph size; (3) joins n traced
+scalars with ``stack``, ``concatenate`` and ``array`` (one primitive with n traced
+arguments), n = 10^3 .. 10^6. Then (4) measures the peak traced memory (tracemalloc) of
+grad of a long chain on arrays, plain and with ``checkpoint`` on segments. The figures go
+in docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -40,6 +42,29 @@ def fan(n: int):
     return f
 
 
+JOINS = {
+    "stack": lambda pieces: np.stack(pieces),
+    "concatenate": lambda pieces: np.concatenate([np.reshape(p, (1,)) for p in pieces]),
+    "array": lambda pieces: np.array(pieces),
+}
+
+
+# nodes of f below: the n pieces, (concatenate: n reshapes), the join, the product, the sum
+JOIN_NODES = {"stack": lambda n: n + 3, "concatenate": lambda n: 2 * n + 3,
+              "array": lambda n: n + 3}
+
+
+def join(name: str):
+    def make(n: int):
+        def f(x):
+            pieces = [x[i] for i in range(n)]  # n traced scalars
+            return np.sum(JOINS[name](pieces) * x)
+
+        return f
+
+    return make
+
+
 def best_time(fun, *args, repeat: int = 3) -> float:
     best = float("inf")
     for _ in range(repeat):
@@ -55,9 +80,10 @@ def scaling_table(title: str, make, sizes, arg, nodes_per_size) -> list[str]:
             "|---:|---:|---:|---:|---:|"]
     for n in sizes:
         f = make(n)
+        x = onp.linspace(0.1, 1.0, n) if arg is None else arg  # None: an input of size n
         repeat = 3 if n <= 10**5 else 1
-        t_fwd = best_time(f, arg, repeat=repeat)
-        t_grad = best_time(grad(f), arg, repeat=repeat)
+        t_fwd = best_time(f, x, repeat=repeat)
+        t_grad = best_time(grad(f), x, repeat=repeat)
         nodes = nodes_per_size(n)
         rows.append(f"| {n:,} | {nodes:,} | {t_fwd:.3f} | {t_grad:.3f} | "
                     f"{1e6 * t_grad / nodes:.2f} |")
@@ -121,11 +147,14 @@ def main() -> None:
     options = parser.parse_args()
     chain_sizes = [10**3, 10**4, 10**5] + ([] if options.quick else [10**6])
     fan_sizes = [10**3, 10**4] + ([] if options.quick else [10**5])
+    join_sizes = [10**3, 10**4, 10**5] + ([] if options.quick else [10**6])
     tables = [
         scaling_table("Chain: y = sin(sin(...sin(x))) on a float", chain, chain_sizes, 0.5,
                       lambda n: n),
         scaling_table("Fan-out/fan-in: x (8 floats) read by n nodes, summed back", fan,
                       fan_sizes, onp.linspace(0.0, 1.0, 8), lambda n: 2 * n),
+        *[scaling_table(f"Joining n traced scalars with {name} (one node with n arguments)",
+                        join(name), join_sizes, None, JOIN_NODES[name]) for name in JOINS],
         checkpoint_table(steps=400, size=20_000, segment=20),
     ]
     print()

@@ -23,6 +23,8 @@ differentiates w.r.t. ``f`` and scalar spacings; ``interp`` w.r.t. ``x`` and
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as _np
 
 from ..._core.reverse import primitive_vjps
@@ -290,13 +292,39 @@ for _fun in (anp.split, anp.array_split, anp.hsplit, anp.vsplit, anp.dsplit):
 
 
 # ----------------------------------------------------------------------------- joining
-def _split_cotangent(g, axis, arrays, i):
-    """The piece of ``g`` that came from ``arrays[i]`` in a concatenation along ``axis``."""
-    sizes = [shape_of(a)[axis] for a in arrays]
-    start = sum(sizes[:i])
+# The VJPs of joining functions take all the pieces' cotangents at once (``positions``:
+# which pieces are traced), so that joining M traced pieces costs O(M), not O(M^2).
+def _offsets(sizes):
+    """Start of each piece in the joined axis, and the end of the last."""
+    return list(itertools.accumulate(sizes, initial=0))
+
+
+def _concatenate_vjp(g, ans, static, arrays, positions):
+    (axis,) = static
+    if axis is None:  # NumPy flattens each piece first
+        return _array_vjp(g, ans, (None, None), arrays, positions)
+    starts = _offsets(shape_of(a)[axis] for a in arrays)
     index = [slice(None)] * anp.ndim(g)
-    index[axis] = slice(start, start + sizes[i])
-    return array_getitem(g, tuple(index))
+
+    def piece(i):
+        index[axis] = slice(starts[i], starts[i + 1])
+        return match_dtype(array_getitem(g, tuple(index)), arrays[i])
+
+    return tuple(piece(i) for i in positions)
+
+
+def _stack_vjp(g, ans, static, arrays, positions):
+    (axis,) = static
+    leading = (slice(None),) * (axis % anp.ndim(ans))
+    return tuple(match_dtype(array_getitem(g, leading + (i,)), arrays[i]) for i in positions)
+
+
+def _array_vjp(g, ans, static, elems, positions):
+    starts = _offsets(int(_np.size(getval(e))) for e in elems)
+    flat = anp.ravel(g)
+    return tuple(match_dtype(anp.reshape(array_getitem(flat, slice(starts[i], starts[i + 1])),
+                                         shape_of(elems[i])), elems[i])
+                 for i in positions)
 
 
 def _with_zeros(argnums, tangents, args, first):
@@ -307,26 +335,9 @@ def _with_zeros(argnums, tangents, args, first):
             for i in range(first, len(args))]
 
 
-def _concatenate_vjp(g, ans, axis, *arrays, argnum):
-    return match_dtype(_split_cotangent(g, axis, arrays, argnum - 1), arrays[argnum - 1])
-
-
-def _stack_vjp(g, ans, axis, *arrays, argnum):
-    index = (slice(None),) * (axis % anp.ndim(ans)) + (argnum - 1,)
-    return match_dtype(array_getitem(g, index), arrays[argnum - 1])
-
-
-def _array_vjp(g, ans, shape, dtype, *elems, argnum):
-    sizes = [int(_np.size(getval(e))) for e in elems]
-    i = argnum - 2
-    start = sum(sizes[:i])
-    piece = array_getitem(anp.ravel(g), slice(start, start + sizes[i]))
-    return match_dtype(anp.reshape(piece, shape_of(elems[i])), elems[i])
-
-
 def _def_joining(fun, vjp, n_static):
     def rule(g, argnums, ans, args, kwargs):
-        return tuple(vjp(g, ans, *args, argnum=i) for i in argnums)
+        return vjp(g, ans, args[:n_static], args[n_static:], [i - n_static for i in argnums])
 
     primitive_vjps[fun] = rule
     defjvp_argnums(fun, lambda argnums, gs, ans, args, kwargs: match_dtype(fun(
