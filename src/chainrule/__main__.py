@@ -22,7 +22,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["explain"]:
         argv = ["explain", *_cli.protect_expression(argv[1:])]
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as done:  # usage errors and --help: a status for callers of main()
+        return done.code if isinstance(done.code, int) else 0
     if args.command is None:
         parser.print_help()
         return 2

@@ -256,26 +256,12 @@ def _square_of_rows(x, *rest) -> int:
     return max(rows, _size(x) if _np.ndim(x) == 1 else 1) ** 2
 
 
-def _full(shape, *rest) -> int:
-    return int(_np.prod([_count(n) for n in _np.ravel(shape)], dtype=object))
-
-
-# Elements a call's result may have, computed from its arguments before the call; calls not
-# listed broadcast their arguments (elementwise) or shrink them (reductions, reshapes).
+# Elements a call's result may have, computed from its arguments before the call. Calls not
+# listed broadcast their arguments (elementwise) or shrink them (reductions, reshapes). The
+# expression's numbers are floats, so calls that need integer sizes (tile, full, linspace, pad,
+# bincount, broadcast_to) refuse them on their own; repeat accepts a float count.
 _RESULT_SHAPES: dict[str, Callable] = {
-    "repeat": lambda a, n=1, *rest: (
-        _size(a) * (_count(n) if _np.ndim(n) == 0 else int(_np.sum(_np.maximum(_np.asarray(n), 0))))
-    ),
-    "tile": lambda a, reps=1, *rest: max(_size(a), 1) * _full(reps),
-    "full": _full,
-    "linspace": lambda start, stop=0, num=50, *rest: (
-        _count(num) * max(_size(start), _size(stop), 1)
-    ),
-    "broadcast_to": lambda a, shape=(), *rest: _full(shape),
-    "pad": lambda a, width=0, *rest: int(
-        _np.prod([n + 2 * _count(width) for n in _shape(a)], dtype=object)
-    ),
-    "bincount": lambda x, *rest: _count(x) + 1,
+    "repeat": lambda a, n=1, *rest: max(_size(a), _size(n)) * _count(n),
     "outer": lambda a, b=None, *rest: _size(a) * _size(b),
     "kron": lambda a, b=None, *rest: _size(a) * _size(b),
     "meshgrid": lambda *xs: len(xs) * int(_np.prod([_size(x) for x in xs], dtype=object)),
