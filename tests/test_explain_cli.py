@@ -134,10 +134,13 @@ def test_parser_errors_point_at_the_problem(source, problem, column):
     assert lines[-1].index("^") == 2 + err.column and lines[-2] == "  " + source
 
 
-def test_the_error_is_printed_with_a_caret(capsys):
+def test_the_error_is_one_line_marking_the_column(capsys):
     code, _, err = run(capsys, "x1 + y.real", "--at", "x1=1")
     assert code == 2
-    assert err.splitlines()[-2:] == ["  x1 + y.real", "        ^"]
+    assert err == (
+        "chainrule explain: error: attribute access ('.') not allowed in an expression "
+        "(column 7): x1 + y>>>.real\n"
+    )
 
 
 @pytest.mark.parametrize(
@@ -177,3 +180,128 @@ def test_fuzzed_strings_only_raise_expression_errors():
         accepted += 1
         assert all(name.isidentifier() and not name.startswith("_") for name in expr.variables)
     assert accepted < 400
+
+
+def gradient_line(out: str, name: str) -> str:
+    return next(line for line in out.splitlines() if line.strip().startswith(f"∂y/∂{name} "))
+
+
+def central_difference(source: str, x: float, h: float = 1e-6) -> float:
+    f = Expression(source).function(["x"])
+    return (f(x + h) - f(x - h)) / (2 * h)
+
+
+@pytest.mark.parametrize("argv", [["-x**3", "--at", "x=2"], ["--at", "x=2", "--", "-x**3"]])
+def test_an_expression_may_start_with_minus(capsys, argv):
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    # d/dx -x^3 = -3x^2 = -12 at x = 2
+    assert central_difference("-x**3", 2.0) == pytest.approx(-12, rel=1e-6)
+    assert gradient_line(out, "x").endswith("= -12")
+    assert out.startswith("chainrule.explain: y = -x**3 at x = 2")
+
+
+@pytest.mark.parametrize("terms", [65, 999])
+def test_a_flat_sum_is_not_deep(capsys, terms):
+    source = "x" + " + x" * (terms - 1) if terms < 100 else "x" + "+x" * (terms - 1)
+    code, out, err = run(capsys, source, "--at", "x=2")
+    assert code == 0, err
+    assert central_difference(source, 2.0) == pytest.approx(terms, rel=1e-6)
+    assert gradient_line(out, "x").endswith(f"= {terms}")
+
+
+def test_real_nesting_is_still_capped(capsys):
+    code, _, err = run(capsys, "sin(" * 65 + "x" + ")" * 65, "--at", "x=1")
+    assert code == 2 and "nested more than 64 levels" in err
+    code, _, _ = run(capsys, "sin(" * 63 + "x" + ")" * 63, "--at", "x=1")
+    assert code == 0
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["x", "--at", "x=1", "-o", "{tmp}"], "Is a directory"),
+        (["x", "--at", "x=1", "-o", "{tmp}/missing/y.md"], "No such file or directory"),
+        (["x", "--at", "x=1", "-o", "/dev/full"], "No space left on device"),
+        (["x", "--at", "x=1", "--digits", "-1"], "--digits must be between 0 and 15"),
+        (["x", "--at", "x=1", "--digits", "400"], "--digits must be between 0 and 15"),
+        (["x", "--at", "x=None"], "must be a number"),
+        (["x", "--at", "x=True"], "must be a number"),
+        (["x", "--at", "x=[1, None]"], "must be a number"),
+        (["x", "--at", "x=[[1],[2,3]]"], "of equal lengths"),
+        (["x*y", "--at", "x=1", "y=2", "x=3"], "--at gives x twice"),
+        (["take(x, 5)", "--at", "x=[1, 2]"], "take failed: IndexError"),
+        (["x / 0", "--at", "x=1"], "ZeroDivisionError"),
+        (["x", "--at", "x=1", "--digits", "two"], "invalid int value"),
+    ],
+)
+def test_every_failure_is_one_line_with_status_2(capsys, tmp_path, argv, message):
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "", err
+    assert err.count("\n") == 1 and message in err, err
+    assert err.startswith(("chainrule explain: error: ", "python -m chainrule explain: error: "))
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "repeat(x, 1e8)",
+        "repeat(repeat(x, 1e4), 1e4)",
+        "outer(repeat(x, 4000), repeat(x, 4000))",
+        "kron(repeat(x, 4000), repeat(x, 4000))",
+        "outer(repeat(x, 4000), x) * repeat(x, 4000)",  # (4000, 1) * (4000,) broadcasts
+        "matmul(outer(repeat(x, 4000), x), outer(x, repeat(x, 4000)))",
+        "diag(repeat(x, 4000))",
+        "meshgrid(repeat(x, 4000), repeat(x, 4000))",
+    ],
+)
+def test_the_size_cap_refuses_before_allocating(capsys, source):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        code, out, err = run(capsys, source, "--at", "x=1")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert code == 2 and out == "" and "more than the limit of 10,000,000" in err, err
+    assert "--max-elements" in err
+    assert peak < 5e6, peak  # a refused call allocated nothing like its 80+ MB result
+
+
+def test_the_size_cap_is_settable(capsys):
+    argv = ["sum(repeat(x, 100))", "--at", "x=3"]
+    code, out, err = run(capsys, *argv, "--max-elements", "100")
+    assert code == 0, err
+    # sum of 100 copies of x: the derivative is 100
+    assert central_difference("sum(repeat(x, 100))", 3.0) == pytest.approx(100, rel=1e-6)
+    assert gradient_line(out, "x").endswith("= 100")
+    code, out, err = run(capsys, *argv, "--max-elements", "99")
+    assert code == 2 and "repeat would create 100 elements, more than the limit of 99" in err
+    code, _, err = run(capsys, "sum(x)", "--at", "x=[1, 2, 3]", "--max-elements", "2")
+    assert code == 2 and "--at x:" in err
+
+
+def test_the_help_documents_the_limits(capsys):
+    assert main(["explain", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--max-elements N" in out and "10,000,000" in out and "before it allocates" in out
+    assert "exit status 2" in out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["x<script>", "--at", "x=1"],
+        ["x", "--at", "<script>alert(1)</script>=1"],
+        ["x", "--at", "x=<script>"],
+        ["x", "--at", "x=1", "--wrt", "<script>"],
+    ],
+)
+def test_markdown_output_cannot_carry_html(capsys, argv):
+    code, out, err = run(capsys, "--format", "markdown", *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    # the only names and values that reach the report are identifiers and numbers
+    code, out, _ = run(capsys, "--format", "markdown", "x_script * y", "--at", "x_script=1", "y=2")
+    assert code == 0 and "<" not in out and ">" not in out

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 
-from ._expr import Expression, ExpressionError, parse_value
+from ._expr import MAX_ELEMENTS, Expression, ExpressionError, SizeLimitError, parse_value
 from ._graph import GraphvizNotFound
 from ._report import explain
 
 SEED = "log(x1) + x1*x2 - sin(x2)"
 SEED_AT = ["x1=2", "x2=5"]
+MAX_DIGITS = 15  # a float64 has about 16 significant decimals
+PREFIX = "chainrule explain: error:"
 FORMATS = ["text", "markdown", "dot", "mermaid", "svg", "html"]
 _SUFFIXES = {
     ".txt": "text",
@@ -31,13 +34,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         description="Explain how chainrule differentiates an expression: the evaluation "
         "trace, the forward tangent trace, the reverse adjoint trace, the topological order "
         "and the gradient. With no expression, explains the textbook example "
-        f"y = {SEED} at x1 = 2, x2 = 5.",
+        f"y = {SEED} at x1 = 2, x2 = 5. Every failure is one line on stderr "
+        f"starting with '{PREFIX}' and exit status 2 (1 when Graphviz is missing for svg).",
     )
     p.add_argument(
         "expression",
         nargs="?",
         help=f'e.g. "{SEED}"; variables are any names, '
-        "functions are chainrule.numpy's (log, exp, sin, sqrt, tanh, ...)",
+        "functions are chainrule.numpy's (log, exp, sin, sqrt, tanh, ...); "
+        'one starting with "-" may be given as it is: "-x1**2"',
     )
     p.add_argument(
         "--at",
@@ -58,18 +63,72 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         help="output format (default: text, or guessed from -o's suffix)",
     )
     p.add_argument("-o", "--output", default=None, metavar="FILE", help="write to FILE")
-    p.add_argument("--digits", type=int, default=3, help="decimals shown (default 3)")
+    p.add_argument(
+        "--digits", type=int, default=3, help=f"decimals shown, 0 to {MAX_DIGITS} (default 3)"
+    )
+    p.add_argument(
+        "--max-elements",
+        type=int,
+        default=MAX_ELEMENTS,
+        metavar="N",
+        help="the most elements any value of the expression may have; a call that would "
+        f"create more is refused before it allocates (default {MAX_ELEMENTS:,})",
+    )
     return p
 
 
-def _point(expr: Expression, at: list[str] | None) -> dict:
+OPTIONS = (
+    "--at",
+    "--wrt",
+    "--format",
+    "-o",
+    "--output",
+    "--digits",
+    "--max-elements",
+    "-h",
+    "--help",
+)
+
+
+def protect_expression(argv: list[str]) -> list[str]:
+    """Let an expression start with '-' ("-x1**2"), which argparse would take for an option.
+
+    A word that starts with '-' but is not one of explain's options (nor an abbreviation
+    argparse accepts, nor a negative number) is the expression: it gets a leading space,
+    which argparse reads as a positional and the parser ignores.
+    """
+    out = []
+    for i, word in enumerate(argv):
+        if word == "--":
+            return out + argv[i:]
+        option = word.split("=", 1)[0]
+        is_option = any(o.startswith(option) for o in OPTIONS if option.startswith("--")) or (
+            option in OPTIONS
+        )
+        if word.startswith("-") and len(word) > 1 and not is_option and not _is_number(word):
+            word = " " + word
+        out.append(word)
+    return out
+
+
+def _is_number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
+
+
+def _point(expr: Expression, at: list[str] | None, max_elements: int) -> dict:
     values: dict = {}
     for item in at or []:
         name, sep, text = item.partition("=")
         name = name.strip()
         if not sep or not name.isidentifier():
             raise ValueError(f"--at expects NAME=VALUE, such as x1=2; got {item!r}")
-        values[name] = parse_value(text.strip(), name)
+        if name in values:
+            raise ValueError(f"--at gives {name} twice; give each variable once")
+        values[name] = parse_value(text.strip(), name, max_elements)
     unknown = [n for n in values if n not in expr.variables]
     if unknown:
         raise ValueError(
@@ -84,36 +143,76 @@ def _point(expr: Expression, at: list[str] | None) -> dict:
 
 
 def run(args) -> int:
-    source = args.expression if args.expression is not None else SEED
+    try:
+        # numpy's warnings (overflow, divide by zero) would spread over several stderr lines
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fmt, out = _render(args)
+    except GraphvizNotFound as e:
+        return _fail(str(e), code=1, prefix="chainrule explain:")
+    except ExpressionError as e:
+        return _fail(f"{e.problem} (column {e.column + 1}): {_excerpt(e.source, e.column)}")
+    except SizeLimitError as e:
+        return _fail(str(e))
+    except (ValueError, TypeError) as e:
+        return _fail(str(e))
+    except RecursionError:
+        return _fail("the expression is nested too deeply to evaluate")
+    except MemoryError:
+        return _fail(
+            "out of memory evaluating the expression: lower --max-elements or use smaller arrays"
+        )
+    except Exception as e:  # the expression's own runtime error: name it, never a traceback
+        return _fail(f"evaluating the expression raised {type(e).__name__}: {e}")
+    for w in {str(w.message): w for w in caught}.values():
+        print(f"chainrule explain: warning: {' '.join(str(w.message).split())}", file=sys.stderr)
+    if not args.output:
+        sys.stdout.write(out)
+        return 0
+    try:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(out)
+    except OSError as e:
+        return _fail(f"cannot write {args.output}: {e.strerror or e}")
+    print(f"wrote {fmt} to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _render(args) -> tuple[str, str]:
+    """The output format and the rendered report; raises on every kind of bad input."""
+    if not 0 <= args.digits <= MAX_DIGITS:
+        raise ValueError(f"--digits must be between 0 and {MAX_DIGITS}; got {args.digits}")
+    if args.max_elements < 1:
+        raise ValueError(f"--max-elements must be at least 1; got {args.max_elements}")
+    # lstrip: protect_expression's leading space must not shift the columns of errors
+    source = args.expression.lstrip() if args.expression is not None else SEED
     at = args.at if args.at is not None or args.expression is not None else SEED_AT
     fmt = args.format
     if fmt is None and args.output:
         fmt = next((f for s, f in _SUFFIXES.items() if args.output.lower().endswith(s)), None)
     fmt = fmt or "text"
-    try:
-        expr = Expression(source)
-        point = _point(expr, at)
-        if not expr.variables:
-            raise ValueError("the expression has no variables to differentiate by")
-        order = list(point)
-        report = explain(expr.function(order), *point.values(), wrt=args.wrt, digits=args.digits)
-        report.title = f"y = {source.strip()} at " + ", ".join(
-            f"{n} = {report.show(v)}" for n, v in point.items()
-        )
-        out = report.render(fmt)
-    except ExpressionError as e:
-        print(f"chainrule explain: error: {e}", file=sys.stderr)
-        return 2
-    except (ValueError, TypeError) as e:
-        print(f"chainrule explain: error: {e}", file=sys.stderr)
-        return 2
-    except GraphvizNotFound as e:
-        print(f"chainrule explain: {e}", file=sys.stderr)
-        return 1
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as fh:
-            fh.write(out)
-        print(f"wrote {fmt} to {args.output}", file=sys.stderr)
-    else:
-        sys.stdout.write(out)
-    return 0
+    expr = Expression(source)
+    point = _point(expr, at, args.max_elements)
+    if not expr.variables:
+        raise ValueError("the expression has no variables to differentiate by")
+    order = list(point)
+    report = explain(
+        expr.function(order, args.max_elements), *point.values(), wrt=args.wrt, digits=args.digits
+    )
+    report.title = f"y = {source.strip()} at " + ", ".join(
+        f"{n} = {report.show(v)}" for n, v in point.items()
+    )
+    return fmt, report.render(fmt)
+
+
+def _excerpt(source: str, column: int) -> str:
+    """Where an error is, on one line: the source around the column, marked with >>> <<<."""
+    start = max(column - 30, 0)
+    before, after = source[start:column], source[column : column + 30]
+    return ("..." if start else "") + f"{before}>>>{after}"
+
+
+def _fail(message: str, code: int = 2, prefix: str = PREFIX) -> int:
+    """One line on stderr: the shell and the user see the problem, never a traceback."""
+    print(f"{prefix} {' '.join(message.split())}", file=sys.stderr)
+    return code

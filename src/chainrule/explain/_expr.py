@@ -17,10 +17,12 @@ from collections.abc import Callable
 import numpy as _np
 
 from .. import numpy as cnp
+from .._core.tracer import getval
 from ..numpy.numpy_wrapper import DIFFERENTIABLE
 
 MAX_LENGTH = 2000
-MAX_DEPTH = 64
+MAX_DEPTH = 64  # nesting of calls, right operands and signs; a left-to-right chain is flat
+MAX_ELEMENTS = 10**7  # default cap on the elements of any value the expression creates
 
 FUNCTIONS: dict[str, Callable] = {
     name: getattr(cnp, name)
@@ -55,6 +57,10 @@ _FORBIDDEN = {
     ast.NamedExpr: "':='",
     ast.JoinedStr: "strings",
 }
+
+
+class SizeLimitError(ValueError):
+    """A call would create an array with more elements than the expression may create."""
 
 
 class ExpressionError(ValueError):
@@ -145,7 +151,8 @@ class Expression:
             elif isinstance(node, ast.BinOp):
                 if type(node.op) not in _BINARY:
                     raise self._error(f"{_op_name(node.op)} is not supported", node)
-                stack += [(node.right, depth + 1), (node.left, depth + 1)]
+                # a + b + c nests to the left in the tree but is evaluated in a loop: flat
+                stack += [(node.right, depth + 1), (node.left, depth)]
             elif isinstance(node, ast.UnaryOp):
                 if type(node.op) not in _UNARY:
                     raise self._error(f"{_op_name(node.op)} is not supported", node)
@@ -172,31 +179,117 @@ class Expression:
                 raise self._error(f"{what} not allowed in an expression", _where(node))
         self.variables = sorted(seen, key=seen.get)
 
-    def function(self, order: list[str]) -> Callable:
-        """A function of the variables (named and ordered by ``order``) computing the expression."""
+    def function(self, order: list[str], max_elements: int = MAX_ELEMENTS) -> Callable:
+        """A function of the variables (named and ordered by ``order``) computing the expression.
+
+        A call whose result would have more than ``max_elements`` elements raises
+        ``SizeLimitError`` before it allocates anything.
+        """
 
         def f(*values):
-            return self._eval(self.tree, dict(zip(order, values)))
+            return self._eval(self.tree, dict(zip(order, values)), max_elements)
 
         params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in order]
         f.__signature__ = inspect.Signature(params)
         f.__name__ = "f"
         return f
 
-    def _eval(self, node: ast.AST, env: dict):
+    def _eval(self, node: ast.AST, env: dict, limit: int):
         if isinstance(node, ast.Constant):
             return float(node.value)
         if isinstance(node, ast.Name):
             return env[node.id] if node.id in env else CONSTANTS[node.id]
         if isinstance(node, ast.BinOp):
-            return _BINARY[type(node.op)](self._eval(node.left, env), self._eval(node.right, env))
+            # walk the left spine in a loop so a flat sum of 1,000 terms needs no deep recursion
+            spine = []
+            while isinstance(node, ast.BinOp):
+                spine.append(node)
+                node = node.left
+            value = self._eval(node, env, limit)
+            for op in reversed(spine):
+                right = self._eval(op.right, env, limit)
+                _check_size(_broadcast, "this operation", [value, right], limit)
+                value = _BINARY[type(op.op)](value, right)
+            return value
         if isinstance(node, ast.UnaryOp):
-            return _UNARY[type(node.op)](self._eval(node.operand, env))
-        args = [self._eval(arg, env) for arg in node.args]
+            return _UNARY[type(node.op)](self._eval(node.operand, env, limit))
+        name = node.func.id
+        args = [self._eval(arg, env, limit) for arg in node.args]
+        _check_size(_RESULT_SHAPES.get(name, _broadcast), name, args, limit)
         try:
-            return FUNCTIONS[node.func.id](*args)
-        except (TypeError, ValueError) as e:
-            raise self._error(f"{node.func.id} failed: {e}", node) from None
+            result = FUNCTIONS[name](*args)
+        except (TypeError, ValueError, IndexError, KeyError, ArithmeticError) as e:
+            raise self._error(f"{name} failed: {type(e).__name__}: {e}", node) from None
+        if _np.size(result) > limit:  # a backstop for shapes no rule below foresees
+            raise SizeLimitError(_too_large(name, _np.size(result), limit))
+        return result
+
+
+def _count(x) -> int:
+    """A size or repeat count given as a number; negative counts are numpy's error to raise."""
+    n = _np.asarray(getval(x), dtype=float)
+    if n.size == 0 or not _np.all(_np.isfinite(n)):
+        return 0
+    return max(int(_np.max(n)), 0)
+
+
+def _size(x) -> int:
+    return int(_np.size(x))
+
+
+def _shape(x) -> tuple:
+    return _np.shape(x)
+
+
+def _broadcast(*xs) -> int:
+    return int(_np.prod(_np.broadcast_shapes(*map(_shape, xs)), dtype=object))
+
+
+def _matrix_product(a, b=None, *rest) -> int:
+    # every contraction sums over a's last axis; without it the result is the outer product
+    inner = _shape(a)[-1] if _np.ndim(a) and _np.ndim(b) else 1
+    return _size(a) * _size(b) // max(inner, 1)
+
+
+def _square_of_rows(x, *rest) -> int:
+    rows = _shape(x)[0] if _np.ndim(x) == 2 else 1
+    return max(rows, _size(x) if _np.ndim(x) == 1 else 1) ** 2
+
+
+# Elements a call's result may have, computed from its arguments before the call. Calls not
+# listed broadcast their arguments (elementwise) or shrink them (reductions, reshapes). The
+# expression's numbers are floats, so calls that need integer sizes (tile, full, linspace, pad,
+# bincount, broadcast_to) refuse them on their own; repeat accepts a float count.
+_RESULT_SHAPES: dict[str, Callable] = {
+    "repeat": lambda a, n=1, *rest: max(_size(a), _size(n)) * _count(n),
+    "outer": lambda a, b=None, *rest: _size(a) * _size(b),
+    "kron": lambda a, b=None, *rest: _size(a) * _size(b),
+    "meshgrid": lambda *xs: len(xs) * int(_np.prod([_size(x) for x in xs], dtype=object)),
+    "dot": _matrix_product,
+    "matmul": _matrix_product,
+    "inner": _matrix_product,
+    "tensordot": lambda a, b=None, *rest: _size(a) * _size(b),
+    "diag": _square_of_rows,
+    "diagflat": lambda x, *rest: _size(x) ** 2,
+    "cov": _square_of_rows,
+    "corrcoef": _square_of_rows,
+}
+
+
+def _check_size(rule: Callable, name: str, args: list, limit: int) -> None:
+    try:
+        elements = rule(*args)
+    except Exception:  # arguments the call itself will reject; let it say why
+        return
+    if elements > limit:
+        raise SizeLimitError(_too_large(name, elements, limit))
+
+
+def _too_large(name: str, elements: int, limit: int) -> str:
+    return (
+        f"{name} would create {elements:,} elements, more than the limit of {limit:,} "
+        "(raise it with --max-elements N)"
+    )
 
 
 def _where(node: ast.AST) -> ast.AST:
@@ -223,19 +316,35 @@ def _unknown_function(name: str) -> str:
     )
 
 
-def parse_value(text: str, name: str):
+def parse_value(text: str, name: str, max_elements: int = MAX_ELEMENTS):
     """A value given with --at: a number, or a (nested) list of numbers for an array."""
+    wanted = (
+        f"--at {name}={text}: the value must be a number such as 2.5 or a "
+        f"list of numbers such as [1, 2, 3]"
+    )
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
-        raise ValueError(
-            f"--at {name}={text}: the value must be a number such as 2.5 or a "
-            f"list of numbers such as [1, 2, 3]"
-        ) from None
+        raise ValueError(wanted) from None
+    if not _only_numbers(value):  # None, True, strings, ... would become nan or 1.0
+        raise ValueError(wanted)
     try:
         arr = _np.asarray(value, dtype=float)
     except (TypeError, ValueError, OverflowError):
         raise ValueError(
-            f"--at {name}={text}: the value must be a number or a list of numbers"
+            f"--at {name}={text}: the value must be a number or a list of numbers of equal lengths"
         ) from None
+    if arr.size > max_elements:
+        raise SizeLimitError(f"--at {name}: {_too_large('the value', arr.size, max_elements)}")
     return float(arr) if arr.ndim == 0 else arr
+
+
+def _only_numbers(value) -> bool:
+    stack = [value]
+    while stack:  # a loop: literal_eval already bounds the nesting, this adds no recursion
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif type(item) not in (int, float):
+            return False
+    return True
