@@ -167,7 +167,7 @@ def _subprocess(*argv):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["x/0", "--at", "x=1"], "ZeroDivisionError"),
+        (["reshape(x, 3)", "--at", "x=[1, 2]"], "TypeError"),
         (["take(x, 5)", "--at", "x=[1, 2]"], "IndexError"),
         (["repeat(y, 1e8)", "--at", "y=1"], "more than the limit of 10,000,000"),
         (["x", "--at", "x=None"], "must be a number"),

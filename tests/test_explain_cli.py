@@ -231,7 +231,7 @@ def test_real_nesting_is_still_capped(capsys):
         (["x", "--at", "x=[[1],[2,3]]"], "of equal lengths"),
         (["x*y", "--at", "x=1", "y=2", "x=3"], "--at gives x twice"),
         (["take(x, 5)", "--at", "x=[1, 2]"], "take failed: IndexError"),
-        (["x / 0", "--at", "x=1"], "ZeroDivisionError"),
+        (["reshape(x, 3)", "--at", "x=[1, 2]"], "reshape failed: TypeError"),
         (["x", "--at", "x=1", "--digits", "two"], "invalid int value"),
     ],
 )
@@ -305,3 +305,9 @@ def test_markdown_output_cannot_carry_html(capsys, argv):
     # the only names and values that reach the report are identifiers and numbers
     code, out, _ = run(capsys, "--format", "markdown", "x_script * y", "--at", "x_script=1", "y=2")
     assert code == 0 and "<" not in out and ">" not in out
+
+
+def test_division_by_zero_gives_numpys_inf_with_its_warning(capsys):
+    code, out, err = run(capsys, "x / 0", "--at", "x=1")
+    assert code == 0 and "= inf" in out
+    assert err.startswith("chainrule explain: warning: divide by zero"), err
