@@ -297,7 +297,7 @@ def _flatten_nested(obj, out):
 
 def _contains_box(obj) -> bool:
     if isinstance(obj, (list, tuple)):
-        return any(_contains_box(item) for item in obj)
+        return _builtins.any(_contains_box(item) for item in obj)
     return isbox(obj)
 
 
@@ -319,6 +319,57 @@ def array(obj, dtype=None, *args, **kwargs):
         dtype = _np.result_type(*[_dtype_of(getval(e)) if _np.ndim(getval(e))
                                   else getval(e) for e in elems])
     return array_from_args(tuple(shape), dtype, *elems)
+
+
+class _AxisConcatenator:
+    """``r_`` and ``c_``: NumPy's index tricks, differentiable when an item is traced.
+
+    With no traced item, NumPy's own object does the work (every directive it knows);
+    otherwise each item is raised to ``ndmin`` dimensions as NumPy does, and the pieces
+    go through the concatenate primitive."""
+
+    def __init__(self, numpys, axis: int, ndmin: int, trans1d: int):
+        self.numpys, self.axis, self.ndmin, self.trans1d = numpys, axis, ndmin, trans1d
+
+    def __getitem__(self, key):
+        items = key if isinstance(key, tuple) else (key,)
+        if not _contains_box(list(items)):
+            return self.numpys[key]
+        settings = [self.axis, self.ndmin, self.trans1d]
+        pieces = []
+        for k, item in enumerate(items):
+            if isinstance(item, str):  # 'axis[,ndmin[,trans1d]]'
+                parts = item.split(",")
+                if k != 0 or len(parts) > 3 or not _builtins.all(p.strip().lstrip("-").isdigit()
+                                                       for p in parts):
+                    raise ValueError(
+                        f"chainrule.numpy index tricks: the directive {item!r} is not "
+                        "supported with traced items (only a leading 'axis[,ndmin[,trans1d]]').")
+                settings[:len(parts)] = map(int, parts)
+                continue
+            if isinstance(item, slice):
+                item = _np.r_[item]  # NumPy's range: a constant
+            pieces.append(self._raised(item, *settings[1:]))
+        return concatenate(pieces, axis=settings[0])
+
+    @staticmethod
+    def _raised(item, ndmin: int, trans1d: int):
+        """``item`` with ``ndmin`` dimensions, its own axes where NumPy's ``trans1d`` puts them."""
+        shape = _np.shape(getval(item))
+        if len(shape) >= ndmin:
+            return item
+        raised = reshape(item, (1,) * (ndmin - len(shape)) + shape)  # noqa: F821
+        if trans1d == -1:
+            return raised
+        k2, k1 = ndmin - len(shape), trans1d
+        if k1 < 0:
+            k1 += k2 + 1
+        axes = list(range(ndmin))
+        return transpose(raised, axes[:k1] + axes[k2:] + axes[k1:k2])  # noqa: F821
+
+
+r_ = _AxisConcatenator(_np.r_, axis=0, ndmin=1, trans1d=-1)
+c_ = _AxisConcatenator(_np.c_, axis=-1, ndmin=2, trans1d=0)
 
 
 # ----------------------------------------------------------------------------- functional updates
@@ -451,5 +502,5 @@ def install(target: dict) -> None:
 # Python functions (not primitives) that install() puts over NumPy's names.
 WRAPPERS = """
     concatenate concat stack vstack hstack dstack column_stack row_stack block select array
-    index_update index_add at make_diagonal piecewise unique
+    index_update index_add at make_diagonal piecewise unique r_ c_
 """.split()
