@@ -10,6 +10,7 @@ A rule given as ``None`` means a zero derivative for that argument.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from itertools import count
 
@@ -22,11 +23,29 @@ def _name(fun) -> str:
     return getattr(fun, "__name__", repr(fun))
 
 
+def _argument_name(fun, argnum: int) -> str:
+    raw = getattr(fun, "fun", fun)  # a primitive wraps the raw function
+    try:
+        params = list(inspect.signature(raw).parameters)
+    except (TypeError, ValueError):  # ufuncs and builtins may have no signature
+        params = []
+    return f"'{params[argnum]}'" if argnum < len(params) else str(argnum)
+
+
+def not_differentiable(fun, argnum: int, mode: str = "VJP") -> NotImplementedError:
+    """The error for a traced value in an argument that has no derivative rule: the one
+    message every rule table gives, naming the function and the argument."""
+    return NotImplementedError(
+        f"{mode} of {_name(fun)} with respect to argument {_argument_name(fun, argnum)} "
+        f"(position {argnum}) is not defined: that argument is an integer, index, boolean "
+        f"or other non-differentiable input. Pass a constant there, or wrap the traced "
+        f"value in stop_gradient."
+    )
+
+
 def _missing(fun, argnum: int, mode: str):
     def rule(*args, **kwargs):
-        raise NotImplementedError(
-            f"{mode} of {_name(fun)} with respect to argument {argnum} is not defined."
-        )
+        raise not_differentiable(fun, argnum, mode)
 
     return rule
 
