@@ -26,10 +26,12 @@ def _name(fun) -> str:
 def _argument_name(fun, argnum: int) -> str:
     raw = getattr(fun, "fun", fun)  # a primitive wraps the raw function
     try:
-        params = list(inspect.signature(raw).parameters)
+        params = list(inspect.signature(raw).parameters.values())
     except (TypeError, ValueError):  # ufuncs and builtins may have no signature
         params = []
-    return f"'{params[argnum]}'" if argnum < len(params) else str(argnum)
+    named = [p.name for p in params if p.kind == p.POSITIONAL_OR_KEYWORD
+             or p.kind == p.POSITIONAL_ONLY]
+    return f"'{named[argnum]}'" if argnum < len(named) else str(argnum)
 
 
 def not_differentiable(fun, argnum: int, mode: str = "VJP") -> NotImplementedError:
