@@ -36,7 +36,7 @@ class ArrayVSpace(VSpace):
             kind = _DTYPE_KIND_NAMES.get(self.dtype.kind, "non-float")
             raise TypeError(
                 f"Can't differentiate with respect to a value of {kind} dtype {self.dtype}: "
-                f"only float and complex values have a gradient. Convert it to floats "
+                f"{kind} values have no gradient, only floats do. Convert it to floats "
                 f"first, e.g. x.astype(float) or 3.0 instead of 3."
             )
 
