@@ -14,6 +14,7 @@ returns against the shape and dtype it must have; chainrule's own tables use the
 
 from __future__ import annotations
 
+import inspect
 import sys
 import warnings
 from collections.abc import Callable
@@ -29,11 +30,31 @@ def _name(fun) -> str:
     return getattr(fun, "__name__", repr(fun))
 
 
+def _argument_name(fun, argnum: int) -> str:
+    raw = getattr(fun, "fun", fun)  # a primitive wraps the raw function
+    try:
+        params = list(inspect.signature(raw).parameters.values())
+    except (TypeError, ValueError):  # ufuncs and builtins may have no signature
+        params = []
+    named = [p.name for p in params if p.kind == p.POSITIONAL_OR_KEYWORD
+             or p.kind == p.POSITIONAL_ONLY]
+    return f"'{named[argnum]}'" if argnum < len(named) else str(argnum)
+
+
+def not_differentiable(fun, argnum: int, mode: str = "VJP") -> NotImplementedError:
+    """The error for a traced value in an argument that has no derivative rule: the one
+    message every rule table gives, naming the function and the argument."""
+    return NotImplementedError(
+        f"{mode} of {_name(fun)} with respect to argument {_argument_name(fun, argnum)} "
+        f"(position {argnum}) is not defined: that argument is an integer, index, boolean "
+        f"or other non-differentiable input. Pass a constant there, or wrap the traced "
+        f"value in stop_gradient."
+    )
+
+
 def _missing(fun, argnum: int, mode: str):
     def rule(*args, **kwargs):
-        raise NotImplementedError(
-            f"{mode} of {_name(fun)} with respect to argument {argnum} is not defined."
-        )
+        raise not_differentiable(fun, argnum, mode)
 
     return rule
 

@@ -7,6 +7,19 @@ import numpy as _np
 from .._core import reverse
 from .._core.vspace import VSpace
 
+# Names for the dtype kinds that have no gradient, so the error says what the value is.
+_DTYPE_KIND_NAMES = {
+    "b": "boolean",
+    "i": "integer",
+    "u": "unsigned integer",
+    "O": "object",
+    "U": "string",
+    "S": "bytes",
+    "M": "datetime",
+    "m": "timedelta",
+    "V": "structured (void)",
+}
+
 
 class ArrayVSpace(VSpace):
     """Real arrays (and real scalars, as 0-d arrays) of one shape and float dtype."""
@@ -20,11 +33,11 @@ class ArrayVSpace(VSpace):
         # A Python or NumPy scalar gets its gradient back as a NumPy scalar.
         self.scalar_type = None if type(value) is _np.ndarray else self.dtype.type
         if self.dtype.kind not in "fc":
-            kind = "boolean" if self.dtype.kind == "b" else "integer"
+            kind = _DTYPE_KIND_NAMES.get(self.dtype.kind, "non-float")
             raise TypeError(
                 f"Can't differentiate with respect to a value of {kind} dtype {self.dtype}: "
-                f"{kind}s have no gradient. Convert it to floats first, e.g. x.astype(float) "
-                f"or 3.0 instead of 3."
+                f"{kind} values have no gradient, only floats do. Convert it to floats "
+                f"first, e.g. x.astype(float) or 3.0 instead of 3."
             )
 
     @property

@@ -28,7 +28,7 @@ import itertools
 import numpy as _np
 
 from ..._core.reverse import primitive_vjps
-from ..._core.rules import defjvp_argnums, defvjp_direct
+from ..._core.rules import defjvp_argnums, defvjp_direct, not_differentiable
 from ..._core.rules import defjvp_direct as defjvp
 from ..._core.tracer import getval, primitive
 from .. import numpy_wrapper as anp
@@ -186,11 +186,18 @@ def selection(fun, argnums=(0,), source=None):
             src = raw(*pos_args, **kwargs)
         return (src if hasattr(src, "shape") else _np.asarray(src)), offsets, total
 
+    def check_differentiable(diff_argnums, mode):
+        for i in diff_argnums:
+            if i not in argnums:
+                raise not_differentiable(fun, i, mode)
+
     def vjp(g, diff_argnums, ans, args, kwargs):
+        check_differentiable(diff_argnums, "VJP")
         src, offsets, total = source_map(args, kwargs)
         return tuple(_selection_vjp(g, src, offsets, total, i, args[i]) for i in diff_argnums)
 
     def jvp(diff_argnums, tangents, ans, args, kwargs):
+        check_differentiable(diff_argnums, "JVP")
         src, offsets, total = source_map(args, kwargs)
         by_argnum = dict(zip(diff_argnums, tangents))
         like = tangents[0]

@@ -1,0 +1,87 @@
+"""Wrong inputs get a clear error that names the problem and the fix (issue 16)."""
+
+import numpy as onp
+import pytest
+
+import chainrule.numpy as np
+from chainrule import grad, make_jvp
+
+# ---------------------------------------------------------------- non-float inputs to grad
+
+@pytest.mark.parametrize(
+    "value, kind",
+    [
+        (onp.array([1.0, 2.0], dtype=object), "object"),
+        (onp.array(["a", "b"]), "string"),
+        (onp.array([b"a"]), "bytes"),
+        (onp.array([True, False]), "boolean"),
+        (onp.array([1, 2]), "integer"),
+        (onp.array([1, 2], dtype=onp.uint8), "unsigned integer"),
+        (onp.array(["2020-01-01"], dtype="datetime64[D]"), "datetime"),
+        (onp.array([1], dtype="timedelta64[s]"), "timedelta"),
+    ],
+)
+def test_non_float_input_error_names_its_dtype_kind(value, kind):
+    with pytest.raises(TypeError) as info:
+        grad(np.sum)(value)
+    message = str(info.value)
+    assert f"of {kind} dtype {value.dtype}" in message
+    assert "x.astype(float)" in message
+    if kind != "integer" and kind != "unsigned integer":
+        assert "integer dtype" not in message
+
+
+# ------------------------------------------- traced values in non-differentiable arguments
+
+_A = onp.arange(6.0)
+
+# name -> (function of a traced float x, argument name the error must give)
+_INTEGER_ARGUMENT_CASES = {
+    "roll": (lambda x: np.roll(_A, x.astype(int)), "'shift'"),
+    "take": (lambda x: np.take(_A, np.stack([x, x]).astype(int)), "'indices'"),
+    "repeat": (lambda x: np.repeat(_A, x.astype(int)), "'repeats'"),
+    "diag": (lambda x: np.diag(_A, x.astype(int)), "'k'"),
+    "split": (lambda x: np.split(_A, x.astype(int))[0], "'indices_or_sections'"),
+    "insert": (lambda x: np.insert(_A, x.astype(int), 1.0), "'obj'"),
+    "delete": (lambda x: np.delete(_A, x.astype(int)), "'obj'"),
+    "pad": (lambda x: np.pad(_A, x.astype(int)), "'pad_width'"),
+    "tile": (lambda x: np.tile(_A, x.astype(int)), "'reps'"),
+    "compress": (lambda x: np.compress(np.stack([x] * 6), _A), "'condition'"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_INTEGER_ARGUMENT_CASES))
+@pytest.mark.parametrize("mode", ["VJP", "JVP"])
+def test_traced_integer_argument_names_function_and_argument(name, mode):
+    fun, argument = _INTEGER_ARGUMENT_CASES[name]
+
+    def f(x):
+        return np.sum(fun(x) * x)
+
+    with pytest.raises(NotImplementedError) as info:
+        if mode == "VJP":
+            grad(f)(2.0)
+        else:
+            make_jvp(f)(2.0)(1.0)
+    message = str(info.value)
+    assert f"{mode} of {name} with respect to argument {argument}" in message
+    assert "stop_gradient" in message
+
+
+def test_roll_by_traced_float_shift_is_the_clear_error():
+    with pytest.raises(NotImplementedError, match="roll with respect to argument 'shift'"):
+        grad(lambda x: np.sum(np.roll(np.ones(3), x)))(1.0)
+
+
+def test_compress_by_condition_computed_from_traced_value():
+    x = onp.array([1.0, -2.0, 3.0])
+    # d/dx sum(compress(x > 0, x**2)) = 2x where x > 0, else 0 (by hand)
+    expected = onp.array([2.0, 0.0, 6.0])
+    got = grad(lambda x: np.sum(np.compress(x > 0, x * x)))(x)
+    onp.testing.assert_allclose(got, expected)
+    eps = 1e-6
+    def plain(v):
+        return onp.sum(onp.compress(x > 0, v * v))
+
+    numeric = [(plain(x + e) - plain(x - e)) / (2 * eps) for e in onp.eye(3) * eps]
+    onp.testing.assert_allclose(got, numeric, atol=1e-6)
