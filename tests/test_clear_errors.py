@@ -4,7 +4,7 @@ import numpy as onp
 import pytest
 
 import chainrule.numpy as np
-from chainrule import grad, make_jvp
+from chainrule import Tensor, grad, jvp, make_jvp
 
 # ---------------------------------------------------------------- non-float inputs to grad
 
@@ -85,3 +85,43 @@ def test_compress_by_condition_computed_from_traced_value():
 
     numeric = [(plain(x + e) - plain(x - e)) / (2 * eps) for e in onp.eye(3) * eps]
     onp.testing.assert_allclose(got, numeric, atol=1e-6)
+
+
+# ----------------------------------------------------------------------------- output arrays
+OUT_CALLS = {
+    "sin positional": lambda x, out: np.sin(x, out),
+    "sin keyword": lambda x, out: np.sin(x, out=out),
+    "sin keyword tuple": lambda x, out: np.sin(x, out=(out,)),
+    "add positional": lambda x, out: np.add(x, 1.0, out),
+    "add keyword": lambda x, out: np.add(x, 1.0, out=out),
+    "multiply into the traced value's partner": lambda x, out: np.multiply(out, x, out),
+    "clip positional": lambda x, out: np.clip(x, 0.0, 1.0, out),
+    "cumsum positional": lambda x, out: np.cumsum(x, 0, None, out),
+}
+
+
+@pytest.mark.parametrize("name", OUT_CALLS)
+@pytest.mark.parametrize("transform", ["grad", "jvp", "Tensor"])
+def test_an_output_array_with_a_traced_value_is_refused_before_anything_is_written(name,
+                                                                                   transform):
+    call = OUT_CALLS[name]
+    out = onp.array([0.25, 0.5])
+    before = out.copy()
+    x = onp.array([1.0, 2.0])
+    with pytest.raises(TypeError, match="output array .* cannot be given with a traced value"):
+        if transform == "grad":
+            grad(lambda x: np.sum(call(x, out)))(x)
+        elif transform == "jvp":
+            jvp(lambda x: call(x, out), (x,), (onp.ones(2),))
+        else:
+            call(Tensor(x), out)
+    onp.testing.assert_array_equal(out, before)  # the caller's array is untouched
+
+
+def test_output_arrays_without_traced_values_are_numpys():
+    out = onp.zeros(2)
+    result = np.sin(onp.array([0.5, 1.0]), out)
+    assert result is out
+    onp.testing.assert_array_equal(out, onp.sin([0.5, 1.0]))
+    np.add(onp.ones(2), 1.0, out=out)
+    onp.testing.assert_array_equal(out, [2.0, 2.0])

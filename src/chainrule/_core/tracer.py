@@ -199,11 +199,14 @@ def new_box(value, trace_id: int, node: Node) -> Box:
         ) from None
 
 
-def primitive(f_raw: Callable) -> Callable:
+def primitive(f_raw: Callable, out_position: int | None = None) -> Callable:
     """Wrap ``f_raw`` so that calls with boxed positional arguments are recorded.
 
     Only positional arguments are traced; keyword arguments are passed through
     as constants. With no boxed argument the cost is one scan of ``args``.
+    ``out_position``: where ``f_raw`` takes an output array positionally (NumPy's
+    ``out``); a traced call that passes one there, or ``out=``, is refused before
+    anything runs, since the write would land outside the graph.
     """
 
     @wraps(f_raw)
@@ -219,7 +222,7 @@ def primitive(f_raw: Callable) -> Callable:
                 return f_raw(x)
             else:
                 return _record_in_general(f_wrapped, f_raw, args, kwargs)
-        elif n == 2:
+        elif n == 2 and out_position != 1:  # (np.sin(x, out_array): the general path)
             x, y = args
             x_boxed, y_boxed = type(x) in _box_types, type(y) in _box_types
             if x_boxed and y_boxed and x._trace_id == y._trace_id \
@@ -246,11 +249,26 @@ def primitive(f_raw: Callable) -> Callable:
         return box_type(ans, top._trace_id, node)
 
     f_wrapped.fun = f_raw
+    f_wrapped.out_position = out_position
     f_wrapped._is_chainrule_primitive = True
     return f_wrapped
 
 
 _FIRST, _SECOND, _BOTH = (0,), (1,), (0, 1)
+
+
+def _refuse_output_array(f_wrapped, f_raw, args, kwargs) -> None:
+    out_at = f_wrapped.out_position
+    if kwargs.get("out") is None and (out_at is None or len(args) <= out_at):
+        return
+    name = getattr(f_raw, "__name__", "this function")
+    raise TypeError(
+        f"{name}: an output array (out=, or the output position) cannot be given with a "
+        f"traced value: NumPy would write the result into that array, outside what chainrule "
+        f"records, so its derivative would be lost. Use the returned value instead "
+        f"(y = {name}(x)), or assign it into an array (y[...] = {name}(x)); nothing was "
+        f"written."
+    )
 
 
 def _record_in_general(f_wrapped, f_raw, args, kwargs):
@@ -270,6 +288,7 @@ def _record_in_general(f_wrapped, f_raw, args, kwargs):
         if held:
             return _through_front_end(f_wrapped, args, kwargs)
         return f_raw(*args, **kwargs)
+    _refuse_output_array(f_wrapped, f_raw, args, kwargs)
 
     argvals = list(args)
     argnums = []

@@ -12,6 +12,7 @@ around a primitive that takes the arrays positionally.
 from __future__ import annotations
 
 import builtins as _builtins
+import inspect
 import math as _math
 import operator as _operator
 import types
@@ -152,6 +153,23 @@ def _in_own_library(fun):
 _KEEP_LIBRARY = frozenset([_np.asarray, _np.asanyarray, _np.ascontiguousarray])
 
 
+def _out_position(fun) -> int | None:
+    """Where NumPy's ``fun`` takes its output array positionally (``out``), if it does."""
+    if isinstance(fun, _np.ufunc):
+        return fun.nin
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    for position, param in enumerate(params):
+        if param.kind not in positional:  # out after *operands (einsum): keyword only
+            return None
+        if param.name == "out":
+            return position
+    return None
+
+
 def _build() -> tuple[dict, dict]:
     """Wrap NumPy's functions; names that alias one NumPy object share one primitive."""
     wrapped_by_raw: dict = {}
@@ -165,7 +183,8 @@ def _build() -> tuple[dict, dict]:
                 impl = scalar_paths.get(raw)
                 wrapped_by_raw[id(raw)] = primitive(
                     _in_own_library(raw) if raw in _KEEP_LIBRARY else
-                    raw if impl is None else _with_scalar_path(raw, impl))
+                    raw if impl is None else _with_scalar_path(raw, impl),
+                    out_position=_out_position(raw))
             namespace[name] = wrapped_by_raw[id(raw)]
     for name in _names(NONDIFFERENTIABLE):
         raw = getattr(_np, name)
