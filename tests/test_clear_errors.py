@@ -125,3 +125,17 @@ def test_output_arrays_without_traced_values_are_numpys():
     onp.testing.assert_array_equal(out, onp.sin([0.5, 1.0]))
     np.add(onp.ones(2), 1.0, out=out)
     onp.testing.assert_array_equal(out, [2.0, 2.0])
+
+
+# ----------------------------------------------------------------------------- unknown shapes
+def test_dask_arrays_of_unknown_chunk_sizes_get_a_clear_error():
+    da = pytest.importorskip("dask.array")
+    x = da.from_array(onp.array([1.0, -2.0, 3.0]), chunks=2)
+    masked = x[x > 0]  # chunk sizes unknown until computed: shape (nan,)
+    message = r"dask array of unknown shape \(nan,\).*compute_chunk_sizes\(\)"
+    with pytest.raises(ValueError, match=message):
+        grad(lambda v: np.sum(v ** 2))(masked)
+    with pytest.raises(ValueError, match=message):
+        grad(lambda v: np.sum(v[v > 0] ** 2))(x)
+    known = masked.compute_chunk_sizes()  # the fix the message names works
+    onp.testing.assert_array_equal(grad(lambda v: np.sum(v ** 2))(known).compute(), [2.0, 6.0])

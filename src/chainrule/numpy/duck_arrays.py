@@ -26,12 +26,31 @@ def is_duck_array(value) -> bool:
             and hasattr(value, "shape") and hasattr(value, "dtype"))
 
 
+def has_unknown_shape(shape) -> bool:
+    """Dask marks sizes it cannot know before computing (after boolean masks) as nan."""
+    return any(n != n for n in shape)
+
+
+def check_known_shape(value) -> None:
+    """Refuse a duck array whose shape is not known yet: no derivative can be laid out."""
+    shape = getattr(value, "shape", ())
+    if has_unknown_shape(shape):
+        raise ValueError(
+            f"chainrule cannot differentiate a {type(value).__module__.split('.')[0]} array of "
+            f"unknown shape {shape} "
+            f"(its chunk sizes are not known until it is computed, e.g. after a boolean "
+            f"mask). Call x.compute_chunk_sizes() on it first (Dask), or index with integer "
+            f"positions instead of a mask."
+        )
+
+
 class DuckArrayVSpace(ArrayVSpace):
     """The space of a duck array: new values are made like a stored prototype."""
 
     __slots__ = ("like",)
 
     def __init__(self, value):
+        check_known_shape(value)
         super().__init__(value)
         self.like = value
         self.scalar_type = None  # answers stay arrays of the library's own type

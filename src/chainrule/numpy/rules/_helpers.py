@@ -15,6 +15,7 @@ from ..._core.rules import defjvp_batched, defvjp_direct
 from ..._core.rules import defjvp_direct as defjvp
 from ..._core.tracer import getval
 from .. import numpy_wrapper as anp
+from ..duck_arrays import check_known_shape
 from ..numpy_boxes import array_astype
 
 _SCALAR_TYPES = frozenset([float, complex, _np.float64, _np.float32, _np.complex128,
@@ -105,7 +106,9 @@ def unbroadcast(g, x):
         return g
     shape = shape_of(x)
     g_shape = shape_of(g)
-    if g_shape != shape:
+    if g_shape != shape:  # (also when a Dask shape holds nan, which equals nothing)
+        check_known_shape(x)
+        check_known_shape(g)
         lead = len(g_shape) - len(shape)
         inner = tuple(lead + i for i, n in enumerate(shape) if n == 1 and g_shape[lead + i] != 1)
         if inner:
