@@ -23,8 +23,17 @@ import numpy as onp
 import pytest
 
 import chainrule.numpy as np
-from chainrule import Tensor, grad, hessian, jacfwd, jacrev, jvp, make_jvp, stop_gradient
-from chainrule._core.tracer import LeakedTracerError
+from chainrule import (
+    LeakedTracerError,
+    Tensor,
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    make_jvp,
+    stop_gradient,
+)
 from chainrule.extend import RuleReplacedWarning, defjvp, defvjp, primitive
 from chainrule.test_util import check_grads
 

@@ -8,7 +8,7 @@ forward mode, composable to any order. Write functions with
 
 from . import numpy, optim  # noqa: F401  (numpy registers array boxes, spaces and rules)
 from ._core.pytree import register_pytree_node, tree_flatten, tree_map, tree_unflatten
-from ._core.tracer import primitive
+from ._core.tracer import LeakedTracerError, primitive
 from ._jaxlike import custom_jvp, custom_vjp, jacfwd, jacrev, jvp, vjp
 from ._transforms import (
     checkpoint,
@@ -46,5 +46,5 @@ __all__ = [
     "jvp", "vjp", "jacfwd", "jacrev", "stop_gradient", "custom_vjp", "custom_jvp",
     "register_pytree_node", "tree_flatten", "tree_unflatten", "tree_map",
     "tuple", "list", "dict", "isinstance", "type", "explain",
-    "Tensor", "no_grad", "enable_grad", "optim",
+    "Tensor", "no_grad", "enable_grad", "optim", "LeakedTracerError",
 ]
