@@ -142,6 +142,11 @@ _box_types = Box.types  # the same set object: registration updates it
 front_ends: dict[type, tuple[Callable, Callable]] = {}
 _box_type_of = Box.type_mappings  # likewise
 
+# Set by chainrule.numpy: (f_wrapped, args, kwargs) -> the call redone with list or tuple
+# arguments that hold traced values turned into traced arrays; it re-raises the error
+# being handled when no argument holds one.
+sequence_hook: Callable | None = None
+
 
 def isbox(x: Any) -> bool:
     return type(x) in _box_types
@@ -208,42 +213,50 @@ def primitive(f_raw: Callable) -> Callable:
 
     @wraps(f_raw)
     def f_wrapped(*args, **kwargs):
-        # Fast path: one or two positional arguments, traced on one trace, no nesting,
-        # no keywords, no front-end objects: most calls of a numerical program.
-        n = 0 if kwargs else len(args)
-        if n == 1:
-            x = args[0]
-            if type(x) in _box_types and type(x._value) not in _box_types:
-                argvals, argnums, parents, top = [x._value], _FIRST, (x._node,), x
-            elif type(x) not in _box_types and type(x) not in front_ends:
-                return f_raw(x)
+        try:
+            # Fast path: one or two positional arguments, traced on one trace, no nesting,
+            # no keywords, no front-end objects: most calls of a numerical program.
+            n = 0 if kwargs else len(args)
+            if n == 1:
+                x = args[0]
+                if type(x) in _box_types and type(x._value) not in _box_types:
+                    argvals, argnums, parents, top = [x._value], _FIRST, (x._node,), x
+                elif type(x) not in _box_types and type(x) not in front_ends:
+                    return f_raw(x)
+                else:
+                    return _record_in_general(f_wrapped, f_raw, args, kwargs)
+            elif n == 2:
+                x, y = args
+                x_boxed, y_boxed = type(x) in _box_types, type(y) in _box_types
+                if x_boxed and y_boxed and x._trace_id == y._trace_id \
+                        and type(x._value) not in _box_types and type(y._value) not in _box_types:
+                    argvals, argnums, parents, top = ([x._value, y._value], _BOTH,
+                                                      (x._node, y._node), x)
+                elif x_boxed and not y_boxed and type(y) not in front_ends \
+                        and type(x._value) not in _box_types:
+                    argvals, argnums, parents, top = [x._value, y], _FIRST, (x._node,), x
+                elif y_boxed and not x_boxed and type(x) not in front_ends \
+                        and type(y._value) not in _box_types:
+                    argvals, argnums, parents, top = [x, y._value], _SECOND, (y._node,), y
+                elif not (x_boxed or y_boxed or type(x) in front_ends or type(y) in front_ends):
+                    return f_raw(x, y)
+                else:
+                    return _record_in_general(f_wrapped, f_raw, args, kwargs)
             else:
                 return _record_in_general(f_wrapped, f_raw, args, kwargs)
-        elif n == 2:
-            x, y = args
-            x_boxed, y_boxed = type(x) in _box_types, type(y) in _box_types
-            if x_boxed and y_boxed and x._trace_id == y._trace_id \
-                    and type(x._value) not in _box_types and type(y._value) not in _box_types:
-                argvals, argnums, parents, top = ([x._value, y._value], _BOTH,
-                                                  (x._node, y._node), x)
-            elif x_boxed and not y_boxed and type(y) not in front_ends \
-                    and type(x._value) not in _box_types:
-                argvals, argnums, parents, top = [x._value, y], _FIRST, (x._node,), x
-            elif y_boxed and not x_boxed and type(x) not in front_ends \
-                    and type(y._value) not in _box_types:
-                argvals, argnums, parents, top = [x, y._value], _SECOND, (y._node,), y
-            elif not (x_boxed or y_boxed or type(x) in front_ends or type(y) in front_ends):
-                return f_raw(x, y)
-            else:
-                return _record_in_general(f_wrapped, f_raw, args, kwargs)
-        else:
-            return _record_in_general(f_wrapped, f_raw, args, kwargs)
-        ans = f_raw(*argvals)
-        node = type(top._node)(ans, f_wrapped, argvals, kwargs, argnums, parents)
-        box_type = _box_type_of.get(type(ans))
-        if box_type is None:
-            return _box_answer(ans, top._trace_id, node, f_raw, args, kwargs)
-        return box_type(ans, top._trace_id, node)
+            ans = f_raw(*argvals)
+            node = type(top._node)(ans, f_wrapped, argvals, kwargs, argnums, parents)
+            box_type = _box_type_of.get(type(ans))
+            if box_type is None:
+                return _box_answer(ans, top._trace_id, node, f_raw, args, kwargs)
+            return box_type(ans, top._trace_id, node)
+        except TypeError:
+            # A list or tuple argument holding traced values (np.mean([a, b])): the raw
+            # function refused them; the hook (chainrule.numpy) retries with traced arrays.
+            # Only this failure path pays: a try costs nothing in CPython 3.11+.
+            if sequence_hook is None:
+                raise
+            return sequence_hook(f_wrapped, args, kwargs)
 
     f_wrapped.fun = f_raw
     f_wrapped._is_chainrule_primitive = True

@@ -18,6 +18,7 @@ import types
 
 import numpy as _np
 
+from .._core import tracer as _tracer
 from .._core.tracer import getval, isbox, notrace_primitive, primitive
 
 # fmt: off
@@ -319,6 +320,26 @@ def array(obj, dtype=None, *args, **kwargs):
         dtype = _np.result_type(*[_dtype_of(getval(e)) if _np.ndim(getval(e))
                                   else getval(e) for e in elems])
     return array_from_args(tuple(shape), dtype, *elems)
+
+
+def _holds_box(arg) -> bool:
+    return isinstance(arg, (list, tuple)) and _contains_box(arg)
+
+
+def _sequences_as_arrays(f_wrapped, args, kwargs):
+    """tracer.sequence_hook: redo a primitive call whose list or tuple arguments hold
+    traced values (np.mean([a, b]), as autograd accepts) with them made traced arrays by
+    the differentiable ``array``. It runs only after the plain call failed, so calls
+    without such lists pay nothing; with none it re-raises the error being handled."""
+    if not (_builtins.any(_holds_box(a) for a in args)
+            or _builtins.any(_holds_box(v) for v in kwargs.values())):
+        raise  # noqa: PLE0704 - called from tracer's except clause: the original error
+    args = [array(a) if _holds_box(a) else a for a in args]
+    kwargs = {k: array(v) if _holds_box(v) else v for k, v in kwargs.items()}
+    return f_wrapped(*args, **kwargs)
+
+
+_tracer.sequence_hook = _sequences_as_arrays
 
 
 # ----------------------------------------------------------------------------- functional updates
