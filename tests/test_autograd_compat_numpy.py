@@ -53,3 +53,25 @@ def test_list_of_traced_arrays_second_argument():
     assert f(x) == pytest.approx(plain(x))
     assert onp.allclose(grad(f)(x), _fd(plain, x), atol=1e-6)
 
+
+
+def test_integer_casts_of_traced_values_are_plain_indices():
+    # numpy.int64(x) and x.astype(int) give plain integer arrays (no derivative), as autograd
+    def f(w):
+        rows = onp.int64(w[:, -1])
+        flags = (w[:, 0] + 0.5).astype(int).astype(bool)  # [True, False]
+        assert rows.dtype == onp.int64 and flags.dtype == onp.bool_
+        return (w[:, :-1][rows] ** 2).sum() + w[flags].sum()
+    w = onp.array([[1.0, 2.0, 0.5], [-1.0, 3.0, 1.5]])  # away from the casts' jumps
+    # rows = [0, 1] picks both rows once; flags picks row 0: hand-derived gradient
+    expected = 2 * w * onp.array([1.0, 1.0, 0.0]) + onp.array([[1.0, 1.0, 1.0], [0, 0, 0]])
+    assert onp.allclose(grad(f)(w), expected)
+    assert onp.allclose(jacfwd(f)(w), expected)
+    assert onp.allclose(_fd(f, w), expected, atol=1e-5)
+
+
+def test_float_astype_stays_differentiable():
+    def f(x):
+        return (x.astype(onp.float32) * x).sum()
+    x = onp.array([1.5, -2.0])
+    assert onp.allclose(grad(f)(x), 2 * x)

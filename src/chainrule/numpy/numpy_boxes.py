@@ -148,6 +148,8 @@ class ArrayBox(Box):
 
     def __array__(self, dtype=None, copy=None):
         check_not_leaked(self)
+        if dtype is not None and _carries_no_derivative(dtype):
+            return _np.asarray(self._value, dtype)  # numpy.int64(x): indices, as autograd
         raise TypeError(
             "A traced value cannot be converted to a plain NumPy array (this happens with "
             "np.asarray(x) on a traced x, or when writing a traced value into a NumPy array, "
@@ -226,6 +228,8 @@ class ArrayBox(Box):
 
     # ------------------------------------------------------------------ methods
     def astype(self, dtype, *args, **kwargs):
+        if _carries_no_derivative(dtype):
+            return array_astype(self._value, dtype, *args, **kwargs)
         return array_astype(self, dtype, *args, **kwargs)
 
     def reshape(self, *shape, order="C"):
@@ -348,6 +352,12 @@ def array_getitem(x, index):
 
         index = index_like(index, x)
     return x[index]
+
+
+def _carries_no_derivative(dtype) -> bool:
+    """Integer and boolean results (x.astype(int), numpy.int64(x)) are plain arrays, as in
+    autograd: their derivative is zero wherever it exists, and they serve as indices."""
+    return _np.issubdtype(dtype, _np.integer) or _np.issubdtype(dtype, _np.bool_)
 
 
 @primitive
