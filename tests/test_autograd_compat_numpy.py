@@ -129,3 +129,96 @@ def test_nested_jvp_of_split_returns_plain_lists():
     assert isinstance(value, list) and isinstance(tangent, list)
     for t, e in zip(tangent, onp.split(2 * dx * x + 2 * x * dv, 3)):
         assert type(t) is onp.ndarray and onp.allclose(t, e)
+
+
+KEYWORD_CALLS = [
+    ("moveaxis", lambda m, x: m.moveaxis(x, source=0, destination=2)),
+    ("swapaxes", lambda m, x: m.swapaxes(x, axis1=0, axis2=2)),
+    ("transpose", lambda m, x: m.transpose(x, axes=(1, 0, 2))),
+    ("reshape", lambda m, x: m.reshape(x, shape=(4, 3))),
+    ("roll", lambda m, x: m.roll(x, shift=1, axis=1)),
+    ("where", lambda m, x: m.where(condition=x > 0.5, x=x, y=2 * x)),
+    ("where_mixed", lambda m, x: m.where(x > 0.5, x, y=2 * x)),
+]
+
+
+@pytest.mark.parametrize("name,call", KEYWORD_CALLS, ids=[c[0] for c in KEYWORD_CALLS])
+def test_arguments_by_numpys_keyword_names(name, call):
+    x = onp.linspace(-1.0, 2.0, 12).reshape(2, 3, 2)
+    if name == "reshape":
+        x = x.reshape(12)
+
+    def f(x):
+        return (call(np, x) ** 3).sum()
+
+    def plain(x):  # NumPy's where takes its arguments by position only
+        return ((onp.where(x > 0.5, x, 2 * x) if name.startswith("where") else call(onp, x))
+                ** 3).sum()
+    assert f(x) == pytest.approx(plain(x))
+    expected = _fd(plain, x)
+    assert onp.allclose(grad(f)(x), expected, atol=1e-5)
+    assert onp.allclose(jacfwd(f)(x), expected, atol=1e-5)
+
+
+def _keyword_names(fun):
+    import inspect
+
+    try:
+        params = inspect.signature(fun).parameters.values()
+    except (TypeError, ValueError):  # no signature (ufuncs, some builtins)
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return "any"
+    return {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+def test_wrapped_functions_accept_numpys_parameter_names():
+    import numpy.fft
+    import numpy.linalg
+
+    import chainrule.numpy.fft
+    import chainrule.numpy.linalg
+
+    checked, missing = 0, {}
+    for ours_module, numpy_module in [(np, onp), (chainrule.numpy.linalg, numpy.linalg),
+                                      (chainrule.numpy.fft, numpy.fft)]:
+        for name in dir(ours_module):
+            ours, theirs = getattr(ours_module, name), getattr(numpy_module, name, None)
+            if name.startswith("_") or theirs is None or ours is theirs \
+                    or not callable(ours) or isinstance(theirs, type):
+                continue
+            needed = _keyword_names(theirs)
+            if needed is None or needed == "any":
+                continue
+            accepted = _keyword_names(ours)
+            checked += 1
+            if accepted != "any" and not needed <= (accepted or set()):
+                missing[f"{ours_module.__name__}.{name}"] = sorted(needed - (accepted or set()))
+    assert checked > 150  # the namespace was walked (wrapped functions differ from NumPy's)
+    assert not missing, f"parameters NumPy accepts by name that chainrule does not: {missing}"
+
+
+def test_unique_sorted_keyword():
+    x = onp.array([3.0, 1.0, 3.0, 2.0])
+    values = np.unique(x, sorted=True)
+    assert onp.array_equal(values, onp.unique(x))
+    g = grad(lambda x: (np.unique(x, sorted=True) * onp.array([1.0, 2.0, 3.0])).sum())(x)
+    assert onp.allclose(g, [3.0, 1.0, 0.0, 2.0])  # the first 3.0 gets the gradient
+
+
+@pytest.mark.parametrize("condition,x,y,expected", [
+    (True, 1, 2, 1), (False, 1, 2.0, 2.0), (True, [1, 2], [3, 4], [1, 2]),
+])
+def test_where_with_python_condition_keeps_python_values(condition, x, y, expected):
+    out = np.where(condition, x, y)
+    assert type(out) is type(expected) and out == expected
+
+
+def test_where_with_python_condition_and_arrays_promotes_as_numpy():
+    x, y = onp.array([1.0]), onp.array([2.0], onp.float32)
+    assert np.where(False, x, y).dtype == onp.where(False, x, y).dtype == onp.float64
+    assert onp.array_equal(np.where(onp.array([True, False])), ([0],))
+    with pytest.raises(ValueError, match="both or neither"):
+        np.where(x > 0, x)
+    g = grad(lambda x: np.where(True, x, 0.0) * 3.0)(2.0)
+    assert g == 3.0

@@ -31,7 +31,7 @@ import copy
 import inspect
 import itertools
 from collections.abc import Callable
-from functools import wraps
+from functools import cache, wraps
 from typing import Any
 
 _trace_ids = itertools.count(1)
@@ -283,6 +283,8 @@ def _record_in_general(f_wrapped, f_raw, args, kwargs):
         if held:
             return _through_front_end(f_wrapped, args, kwargs)
         return f_raw(*args, **kwargs)
+    if kwargs:
+        args, kwargs = _keywords_in_place(f_raw, args, kwargs)
 
     argvals = list(args)
     argnums = []
@@ -323,6 +325,31 @@ def _through_front_end(f_wrapped, args, kwargs):
             wrap = pair[1]
         unwrapped.append(arg)
     return wrap(f_wrapped(*unwrapped, **kwargs))
+
+
+@cache
+def _positional_names(f_raw) -> tuple:
+    """Names of ``f_raw``'s leading required parameters that may be given by position."""
+    try:
+        params = inspect.signature(f_raw).parameters.values()
+    except (TypeError, ValueError):  # no signature (e.g. a ufunc)
+        return ()
+    return tuple(itertools.takewhile(lambda name: name is not None, (
+        p.name if p.kind is p.POSITIONAL_OR_KEYWORD and p.default is p.empty else None
+        for p in params)))
+
+
+def _keywords_in_place(f_raw, args, kwargs):
+    """A traced call with required arguments given by NumPy's names (moveaxis(x, source=0,
+    destination=1)) passes them by position, where rules read them: rules name required
+    parameters as they like; those with defaults they read by NumPy's name."""
+    names = _positional_names(f_raw)
+    if len(args) >= len(names) or names[len(args)] not in kwargs:
+        return args, kwargs
+    args, kwargs = list(args), dict(kwargs)
+    while len(args) < len(names) and names[len(args)] in kwargs:
+        args.append(kwargs.pop(names[len(args)]))
+    return tuple(args), kwargs
 
 
 def _call_with_traced_keywords(f_wrapped, f_raw, args, kwargs):

@@ -153,6 +153,24 @@ def _in_own_library(fun):
 _KEEP_LIBRARY = frozenset([_np.asarray, _np.asanyarray, _np.ascontiguousarray])
 
 
+def _where(condition, x=None, y=None):
+    if x is None and y is None:
+        return _np.where(condition)
+    if x is None or y is None:
+        raise ValueError("where: either both or neither of x and y should be given (as NumPy).")
+    if type(condition) is bool and not isinstance(x, _np.ndarray) \
+            and not isinstance(y, _np.ndarray):
+        return x if condition else y  # as autograd's: Python values keep their type
+    return _np.where(condition, x, y)
+
+
+_where.__doc__ = "``numpy.where``; also by keyword (condition=, x=, y=), as autograd's.\n" + (
+    _np.where.__doc__ or "")
+
+# NumPy functions whose parameters are positional-only but that autograd accepts by name
+_BY_KEYWORD = {_np.where: _where}
+
+
 def _build() -> tuple[dict, dict]:
     """Wrap NumPy's functions; names that alias one NumPy object share one primitive."""
     wrapped_by_raw: dict = {}
@@ -166,6 +184,7 @@ def _build() -> tuple[dict, dict]:
                 impl = scalar_paths.get(raw)
                 wrapped_by_raw[id(raw)] = primitive(
                     _in_own_library(raw) if raw in _KEEP_LIBRARY else
+                    _BY_KEYWORD[raw] if raw in _BY_KEYWORD else
                     raw if impl is None else _with_scalar_path(raw, impl))
             namespace[name] = wrapped_by_raw[id(raw)]
     for name in _names(NONDIFFERENTIABLE):
@@ -438,13 +457,14 @@ def piecewise(x, condlist, funclist, *args, **kw):
 
 
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
-           *, equal_nan=True):
+           *, equal_nan=True, sorted=True):  # noqa: A002 - NumPy's name
     """``numpy.unique``; the unique values are differentiable: each is a copy of the
     first element equal to it, which gets its gradient (the other copies get none,
     like the positions ``sort`` or ``max`` do not pick)."""
     raw = getval(ar)
+    # sorted= is passed only when asked for: NumPy before 2.3 does not know it
     found = _np.unique(raw, True, return_inverse, return_counts, axis=axis,
-                       equal_nan=equal_nan)
+                       equal_nan=equal_nan, **({} if sorted else {"sorted": False}))
     first = found[1]
     values = ravel(ar)[first] if axis is None else take(ar, first, axis=axis)  # noqa: F821
     extras = [first] if return_index else []
