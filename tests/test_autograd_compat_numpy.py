@@ -222,3 +222,32 @@ def test_where_with_python_condition_and_arrays_promotes_as_numpy():
         np.where(x > 0, x)
     g = grad(lambda x: np.where(True, x, 0.0) * 3.0)(2.0)
     assert g == 3.0
+
+
+@pytest.mark.parametrize("x,kw", [
+    (3.5, {}),                                    # std of one value: constant 0
+    (onp.array([[1.0, 2.0, 3.0]]), {"axis": 0}),  # slices of one element
+    (onp.array([2.0, 2.0, 2.0]), {}),             # equal values: std's kink at 0
+    (1.0 + 0.5j, {}),
+])
+def test_std_derivative_where_std_is_zero(x, kw):
+    from chainrule import make_jvp
+
+    def f(x):
+        return np.sum(np.std(x, **kw))
+    v = onp.ones_like(x) * (0.3 if onp.ndim(x) == 0 else onp.arange(1.0, 1.0 + onp.size(x)))
+    fd = (onp.sum(onp.std(x + EPS * v, **kw)) - onp.sum(onp.std(x - EPS * v, **kw))) / (2 * EPS)
+    _, tangent = make_jvp(f)(x)(v)
+    assert fd == pytest.approx(0.0, abs=1e-6) and tangent == 0.0  # finite differences: 0
+    if not onp.iscomplexobj(x):
+        assert onp.all(grad(f)(x) == 0.0)
+
+
+def test_std_derivative_elsewhere_unchanged():
+    x = onp.array([[1.0, 2.5, -1.0], [0.5, 0.5, 4.0]])
+    for kw in ({}, {"axis": 0}, {"axis": 1, "ddof": 1}):
+        def f(x, kw=kw):
+            return np.sum(np.std(x, **kw) * onp.arange(1.0, 1.0 + onp.size(onp.std(x, **kw))))
+        expected = _fd(f, x)
+        assert onp.allclose(grad(f)(x), expected, atol=1e-6)
+        assert onp.allclose(jacfwd(f)(x), expected, atol=1e-6)
