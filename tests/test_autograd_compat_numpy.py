@@ -251,3 +251,19 @@ def test_std_derivative_elsewhere_unchanged():
         expected = _fd(f, x)
         assert onp.allclose(grad(f)(x), expected, atol=1e-6)
         assert onp.allclose(jacfwd(f)(x), expected, atol=1e-6)
+
+
+def test_transform_names_and_docs_laid_out_as_autograds():
+    from chainrule import grad as grad_transform
+
+    def foo(x):
+        """foo's own doc."""
+    assert grad_transform.__name__ == "grad"
+    assert grad_transform.__doc__.startswith("\n    Returns a function which")
+    derivative = grad_transform(foo, 1)
+    assert derivative.__name__ == "grad_of_foo_wrt_argnum_1"
+    assert derivative.__doc__.startswith("    grad of function foo with respect to argument")
+    assert derivative.__doc__.endswith("foo's own doc.")
+    # wrapped NumPy functions keep NumPy's name and documentation
+    assert np.mean.__name__ == "mean" and np.mean.__doc__ == onp.mean.__doc__
+    assert np.where.__name__ == "where" and "numpy.where" in np.where.__doc__

@@ -164,6 +164,7 @@ def _where(condition, x=None, y=None):
     return _np.where(condition, x, y)
 
 
+_where.__name__ = _where.__qualname__ = "where"
 _where.__doc__ = "``numpy.where``; also by keyword (condition=, x=, y=), as autograd's.\n" + (
     _np.where.__doc__ or "")
 
