@@ -10,13 +10,13 @@ from chainrule import grad, jacfwd
 EPS = 1e-6
 
 
-def _fd(f, x):
+def _fd(f, x, eps=EPS):
     x = onp.asarray(x, float)
     out = onp.zeros(x.shape)
     for i in onp.ndindex(x.shape):
         e = onp.zeros(x.shape)
-        e[i] = EPS
-        out[i] = (f(x + e) - f(x - e)) / (2 * EPS)
+        e[i] = eps
+        out[i] = (f(x + e) - f(x - e)) / (2 * eps)
     return out
 
 
@@ -267,3 +267,23 @@ def test_transform_names_and_docs_laid_out_as_autograds():
     # wrapped NumPy functions keep NumPy's name and documentation
     assert np.mean.__name__ == "mean" and np.mean.__doc__ == onp.mean.__doc__
     assert np.where.__name__ == "where" and "numpy.where" in np.where.__doc__
+
+
+def test_astype_function_form():
+    x = onp.array([0.5, -1.25, 2.0])
+
+    def f(x):
+        return np.sum(np.astype(x, onp.float32) ** 2) + np.sum(np.astype(x, onp.complex128).real)
+    expected = 2 * x + 1  # hand-derived
+    assert onp.allclose(grad(f)(x), expected, rtol=1e-6)
+    assert onp.allclose(jacfwd(f)(x), expected, rtol=1e-6)
+    # a wide step: f rounds to float32 (and is quadratic, so central differences are exact)
+    assert onp.allclose(_fd(f, x, eps=1e-2), expected, atol=1e-3)
+
+    def g(x):
+        index = np.astype(x + 1.5, int)  # [2, 0, 3]: a plain integer array, no derivative
+        assert type(index) is onp.ndarray and index.dtype.kind == "i"
+        return np.sum(x[index % 3])
+    assert onp.array_equal(grad(g)(x), [2.0, 0.0, 1.0])  # x[[2, 0, 0]] picks x[0] twice
+    assert onp.array_equal(np.astype(x, onp.float32), onp.astype(x, onp.float32))
+    assert np.astype(x, onp.float32, copy=False).dtype == onp.float32

@@ -362,6 +362,14 @@ def _sequences_as_arrays(f_wrapped, args, kwargs):
 _tracer.sequence_hook = _sequences_as_arrays
 
 
+def astype(x, dtype, /, *, copy=True, device=None):
+    """``numpy.astype`` (NumPy 2's function form of ``x.astype``): differentiable to float
+    and complex dtypes; to integer and boolean ones it gives plain arrays, as ``x.astype``."""
+    if isbox(x):
+        return x.astype(dtype, copy=copy)
+    return _np.astype(x, dtype, copy=copy, **({} if device is None else {"device": device}))
+
+
 # ----------------------------------------------------------------------------- functional updates
 def _copy(x):
     # a duck array (Dask, CuPy) copies itself: np.array(x) would bring it to the host
@@ -493,5 +501,5 @@ def install(target: dict) -> None:
 # Python functions (not primitives) that install() puts over NumPy's names.
 WRAPPERS = """
     concatenate concat stack vstack hstack dstack column_stack row_stack block select array
-    index_update index_add at make_diagonal piecewise unique
+    index_update index_add at make_diagonal piecewise unique astype
 """.split()
