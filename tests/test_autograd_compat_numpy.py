@@ -287,3 +287,32 @@ def test_astype_function_form():
     assert onp.array_equal(grad(g)(x), [2.0, 0.0, 1.0])  # x[[2, 0, 0]] picks x[0] twice
     assert onp.array_equal(np.astype(x, onp.float32), onp.astype(x, onp.float32))
     assert np.astype(x, onp.float32, copy=False).dtype == onp.float32
+
+
+@pytest.mark.parametrize("write", [
+    lambda a, x: a.__setitem__(0, x[0]),       # a traced scalar: NumPy calls float()
+    lambda a, x: a.__setitem__(slice(0, 2), x),  # a traced array: NumPy calls __array__
+])
+def test_writing_traced_values_into_numpy_arrays_says_what_to_do(write):
+    def f(x):
+        write(onp.zeros(3), x)
+        return x.sum()
+    with pytest.raises((TypeError, ValueError)) as info:
+        grad(f)(onp.ones(2))
+    # NumPy reports a scalar write as its own ValueError, caused by chainrule's TypeError
+    error = info.value if isinstance(info.value, TypeError) else info.value.__cause__
+    assert isinstance(error, TypeError)
+    message = str(error)
+    assert "a[i] = x" in message and "index_update(a, i, x)" in message
+    assert "chainrule.numpy.array([...]), stack" in message
+
+
+def test_the_advised_rewrite_is_differentiable():
+    def f(x):
+        a = np.index_update(onp.zeros(3), 0, x[0])
+        a[1:] = x * 2.0
+        return np.sum(a ** 2)
+    x = onp.array([1.5, -0.5])
+    expected = onp.array([2 * 1.5 + 8 * 1.5, 8 * -0.5])  # hand-derived
+    assert onp.allclose(grad(f)(x), expected)
+    assert onp.allclose(_fd(f, x), expected, atol=1e-6)
