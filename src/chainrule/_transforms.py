@@ -63,7 +63,8 @@ def _value_and_gradient(name: str, fun, x):
 
 @unary_to_nary
 def grad(fun, x):
-    """Returns a function which computes the gradient of ``fun`` with respect to
+    """
+    Returns a function which computes the gradient of ``fun`` with respect to
     positional argument number ``argnum``. The returned function takes the same
     arguments as ``fun``, but returns the gradient instead. ``fun`` must return a
     real scalar; ``x`` may be a float, an array, or a container of them (pytree).

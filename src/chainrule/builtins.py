@@ -71,8 +71,9 @@ SequenceBox.register(_builtins.list)
 DictBox.register(_builtins.dict)
 
 # A traced container flattens to its traced elements, like the container it stands
-# for, so transforms see its leaves (e.g. the outputs of split, or nested tangents).
-register_pytree_node(SequenceBox, lambda box: (_builtins.list(box), _builtins.type(box._value)),
+# for, so transforms see its leaves (e.g. the outputs of split, or nested tangents). It is
+# rebuilt as the plain container: under nested traces its value is itself a SequenceBox.
+register_pytree_node(SequenceBox, lambda box: (_builtins.list(box), _builtins.type(getval(box))),
                      lambda kind, children: kind(children))
 
 

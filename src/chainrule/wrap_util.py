@@ -51,8 +51,8 @@ def unary_to_nary(unary_operator: Callable) -> Callable:
         fun_name = getattr(fun, "__name__", "fun")
         nary_f.__name__ = f"{unary_operator.__name__}_of_{fun_name}_wrt_argnum_{argnum}"
         nary_f.__qualname__ = nary_f.__name__
-        nary_f.__doc__ = (
-            f"{unary_operator.__name__} of function {fun_name} with respect to argument "
+        nary_f.__doc__ = (  # indented as autograd's (its tests read the docstring)
+            f"    {unary_operator.__name__} of function {fun_name} with respect to argument "
             f"number {argnum}. Takes the same arguments as {fun_name} but returns the "
             f"{unary_operator.__name__}.\n\n{fun.__doc__ or ''}"
         )

@@ -43,6 +43,13 @@ class JVPNode(Node):
         self.g = g
 
 
+def flattened_output(fun: Callable) -> Callable:
+    """``fun`` returning ``tree_flatten`` of its output, for ``trace_leaves``: a traced
+    container (the list split returns) is taken apart while its trace is live; its items
+    are primitives' outputs, and past the trace a nested one would be refused."""
+    return lambda arg: tree_flatten(fun(arg))
+
+
 def make_jvp(fun: Callable, x):
     """Return ``jvp(v) -> (fun(x), tangent of fun(x) along v)``; x, v and the output are pytrees."""
     leaves, treedef = tree_flatten(x)
@@ -51,10 +58,10 @@ def make_jvp(fun: Callable, x):
 
     def jvp(v):
         v_leaves = flatten_matching(v, treedef, "tangent", "input")
-        out, trace_id, _ = trace_leaves(
-            JVPNode, [(t,) for t in v_leaves], fun, leaves, lambda bs: tree_unflatten(treedef, bs)
+        (out_leaves, out_def), trace_id, _ = trace_leaves(
+            JVPNode, [(t,) for t in v_leaves], flattened_output(fun), leaves,
+            lambda bs: tree_unflatten(treedef, bs)
         )
-        out_leaves, out_def = tree_flatten(out)
         values, tangents, found = [], [], False
         for leaf in out_leaves:
             if isbox(leaf) and leaf._trace_id == trace_id:

@@ -16,7 +16,7 @@ import operator
 import warnings
 from collections.abc import Callable, Iterable
 
-from .forward import batched_jvps, primitive_jvps
+from .forward import batched_jvps, flattened_output, primitive_jvps
 from .pytree import flatten_matching, tree_flatten, tree_unflatten
 from .tracer import Node, check_not_leaked, isbox, trace_leaves
 from .vspace import add_values, vspace
@@ -303,11 +303,10 @@ class Recording:
         leaves, self.treedef = tree_flatten(x)
         self.spaces = [vspace(leaf) for leaf in leaves]
         self.keeps_everything = keep_everything
-        out, trace_id, self.roots = trace_leaves(
-            KeptVJPNode if keep_everything else VJPNode, [()] * len(leaves), fun, leaves,
-            lambda bs: tree_unflatten(self.treedef, bs)
+        (out_leaves, self.out_def), trace_id, self.roots = trace_leaves(
+            KeptVJPNode if keep_everything else VJPNode, [()] * len(leaves),
+            flattened_output(fun), leaves, lambda bs: tree_unflatten(self.treedef, bs)
         )
-        out_leaves, self.out_def = tree_flatten(out)
         self.ends = []  # (index of the output leaf, its node)
         values = []
         for i, leaf in enumerate(out_leaves):

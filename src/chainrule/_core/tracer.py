@@ -31,7 +31,7 @@ import copy
 import inspect
 import itertools
 from collections.abc import Callable
-from functools import wraps
+from functools import cache, wraps
 from typing import Any
 
 _trace_ids = itertools.count(1)
@@ -142,6 +142,11 @@ _box_types = Box.types  # the same set object: registration updates it
 front_ends: dict[type, tuple[Callable, Callable]] = {}
 _box_type_of = Box.type_mappings  # likewise
 
+# Set by chainrule.numpy: (f_wrapped, args, kwargs) -> the call redone with list or tuple
+# arguments that hold traced values turned into traced arrays; it re-raises the error
+# being handled when no argument holds one.
+sequence_hook: Callable | None = None
+
 
 def isbox(x: Any) -> bool:
     return type(x) in _box_types
@@ -211,42 +216,50 @@ def primitive(f_raw: Callable, out_position: int | None = None) -> Callable:
 
     @wraps(f_raw)
     def f_wrapped(*args, **kwargs):
-        # Fast path: one or two positional arguments, traced on one trace, no nesting,
-        # no keywords, no front-end objects: most calls of a numerical program.
-        n = 0 if kwargs else len(args)
-        if n == 1:
-            x = args[0]
-            if type(x) in _box_types and type(x._value) not in _box_types:
-                argvals, argnums, parents, top = [x._value], _FIRST, (x._node,), x
-            elif type(x) not in _box_types and type(x) not in front_ends:
-                return f_raw(x)
+        try:
+            # Fast path: one or two positional arguments, traced on one trace, no nesting,
+            # no keywords, no front-end objects: most calls of a numerical program.
+            n = 0 if kwargs else len(args)
+            if n == 1:
+                x = args[0]
+                if type(x) in _box_types and type(x._value) not in _box_types:
+                    argvals, argnums, parents, top = [x._value], _FIRST, (x._node,), x
+                elif type(x) not in _box_types and type(x) not in front_ends:
+                    return f_raw(x)
+                else:
+                    return _record_in_general(f_wrapped, f_raw, args, kwargs)
+            elif n == 2 and out_position != 1:  # (np.sin(x, out_array): the general path)
+                x, y = args
+                x_boxed, y_boxed = type(x) in _box_types, type(y) in _box_types
+                if x_boxed and y_boxed and x._trace_id == y._trace_id \
+                        and type(x._value) not in _box_types and type(y._value) not in _box_types:
+                    argvals, argnums, parents, top = ([x._value, y._value], _BOTH,
+                                                      (x._node, y._node), x)
+                elif x_boxed and not y_boxed and type(y) not in front_ends \
+                        and type(x._value) not in _box_types:
+                    argvals, argnums, parents, top = [x._value, y], _FIRST, (x._node,), x
+                elif y_boxed and not x_boxed and type(x) not in front_ends \
+                        and type(y._value) not in _box_types:
+                    argvals, argnums, parents, top = [x, y._value], _SECOND, (y._node,), y
+                elif not (x_boxed or y_boxed or type(x) in front_ends or type(y) in front_ends):
+                    return f_raw(x, y)
+                else:
+                    return _record_in_general(f_wrapped, f_raw, args, kwargs)
             else:
                 return _record_in_general(f_wrapped, f_raw, args, kwargs)
-        elif n == 2 and out_position != 1:  # (np.sin(x, out_array): the general path)
-            x, y = args
-            x_boxed, y_boxed = type(x) in _box_types, type(y) in _box_types
-            if x_boxed and y_boxed and x._trace_id == y._trace_id \
-                    and type(x._value) not in _box_types and type(y._value) not in _box_types:
-                argvals, argnums, parents, top = ([x._value, y._value], _BOTH,
-                                                  (x._node, y._node), x)
-            elif x_boxed and not y_boxed and type(y) not in front_ends \
-                    and type(x._value) not in _box_types:
-                argvals, argnums, parents, top = [x._value, y], _FIRST, (x._node,), x
-            elif y_boxed and not x_boxed and type(x) not in front_ends \
-                    and type(y._value) not in _box_types:
-                argvals, argnums, parents, top = [x, y._value], _SECOND, (y._node,), y
-            elif not (x_boxed or y_boxed or type(x) in front_ends or type(y) in front_ends):
-                return f_raw(x, y)
-            else:
-                return _record_in_general(f_wrapped, f_raw, args, kwargs)
-        else:
-            return _record_in_general(f_wrapped, f_raw, args, kwargs)
-        ans = f_raw(*argvals)
-        node = type(top._node)(ans, f_wrapped, argvals, kwargs, argnums, parents)
-        box_type = _box_type_of.get(type(ans))
-        if box_type is None:
-            return _box_answer(ans, top._trace_id, node, f_raw, args, kwargs)
-        return box_type(ans, top._trace_id, node)
+            ans = f_raw(*argvals)
+            node = type(top._node)(ans, f_wrapped, argvals, kwargs, argnums, parents)
+            box_type = _box_type_of.get(type(ans))
+            if box_type is None:
+                return _box_answer(ans, top._trace_id, node, f_raw, args, kwargs)
+            return box_type(ans, top._trace_id, node)
+        except TypeError:
+            # A list or tuple argument holding traced values (np.mean([a, b])): the raw
+            # function refused them; the hook (chainrule.numpy) retries with traced arrays.
+            # Only this failure path pays: a try costs nothing in CPython 3.11+.
+            if sequence_hook is None:
+                raise
+            return sequence_hook(f_wrapped, args, kwargs)
 
     f_wrapped.fun = f_raw
     f_wrapped.out_position = out_position
@@ -289,6 +302,8 @@ def _record_in_general(f_wrapped, f_raw, args, kwargs):
             return _through_front_end(f_wrapped, args, kwargs)
         return f_raw(*args, **kwargs)
     _refuse_output_array(f_wrapped, f_raw, args, kwargs)
+    if kwargs:
+        args, kwargs = _keywords_in_place(f_raw, args, kwargs)
 
     argvals = list(args)
     argnums = []
@@ -329,6 +344,31 @@ def _through_front_end(f_wrapped, args, kwargs):
             wrap = pair[1]
         unwrapped.append(arg)
     return wrap(f_wrapped(*unwrapped, **kwargs))
+
+
+@cache
+def _positional_names(f_raw) -> tuple:
+    """Names of ``f_raw``'s leading required parameters that may be given by position."""
+    try:
+        params = inspect.signature(f_raw).parameters.values()
+    except (TypeError, ValueError):  # no signature (e.g. a ufunc)
+        return ()
+    return tuple(itertools.takewhile(lambda name: name is not None, (
+        p.name if p.kind is p.POSITIONAL_OR_KEYWORD and p.default is p.empty else None
+        for p in params)))
+
+
+def _keywords_in_place(f_raw, args, kwargs):
+    """A traced call with required arguments given by NumPy's names (moveaxis(x, source=0,
+    destination=1)) passes them by position, where rules read them: rules name required
+    parameters as they like; those with defaults they read by NumPy's name."""
+    names = _positional_names(f_raw)
+    if len(args) >= len(names) or names[len(args)] not in kwargs:
+        return args, kwargs
+    args, kwargs = list(args), dict(kwargs)
+    while len(args) < len(names) and names[len(args)] in kwargs:
+        args.append(kwargs.pop(names[len(args)]))
+    return tuple(args), kwargs
 
 
 def _call_with_traced_keywords(f_wrapped, f_raw, args, kwargs):

@@ -134,8 +134,11 @@ class ArrayBox(Box):
         )
 
     def __float__(self):
-        self._refuse("float()", " (float() is also what writing a traced scalar into a NumPy "
-                     "array calls, a[i] = x: use a = chainrule.numpy.index_update(a, i, x).)")
+        # NumPy calls float() for a[i] = x with a a NumPy array, and reports the failure as
+        # "setting an array element with a sequence" caused by this error: say what to do
+        self._refuse("float()", " If this came from writing a traced value into a plain "
+                     "NumPy array (a[i] = x, which NumPy reports as 'setting an array element "
+                     f"with a sequence'), {_WRITE_INSTEAD}")
 
     def __int__(self):
         self._refuse("int()")
@@ -148,12 +151,12 @@ class ArrayBox(Box):
 
     def __array__(self, dtype=None, copy=None):
         check_not_leaked(self)
+        if dtype is not None and _carries_no_derivative(dtype):
+            return _np.asarray(self._value, dtype)  # numpy.int64(x): indices, as autograd
         raise TypeError(
             "A traced value cannot be converted to a plain NumPy array (this happens with "
             "np.asarray(x) on a traced x, or when writing a traced value into a NumPy array, "
-            "as in a[i] = x with a a NumPy array). Build the array from traced values "
-            "instead: chainrule.numpy.array([...]), stack, concatenate or where, or write "
-            "a = chainrule.numpy.index_update(a, i, x), which returns a traced copy."
+            f"as in a[i] = x with a a NumPy array). To keep the derivative, {_WRITE_INSTEAD}"
         )
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -226,6 +229,8 @@ class ArrayBox(Box):
 
     # ------------------------------------------------------------------ methods
     def astype(self, dtype, *args, **kwargs):
+        if _carries_no_derivative(dtype):
+            return array_astype(self._value, dtype, *args, **kwargs)
         return array_astype(self, dtype, *args, **kwargs)
 
     def reshape(self, *shape, order="C"):
@@ -348,6 +353,19 @@ def array_getitem(x, index):
 
         index = index_like(index, x)
     return x[index]
+
+
+_WRITE_INSTEAD = (
+    "build the array from traced values instead (chainrule.numpy.array([...]), stack, "
+    "concatenate or where), or write a = chainrule.numpy.index_update(a, i, x): a is then "
+    "a traced copy, and further writes a[j] = y into it are differentiable."
+)
+
+
+def _carries_no_derivative(dtype) -> bool:
+    """Integer and boolean results (x.astype(int), numpy.int64(x)) are plain arrays, as in
+    autograd: their derivative is zero wherever it exists, and they serve as indices."""
+    return _np.issubdtype(dtype, _np.integer) or _np.issubdtype(dtype, _np.bool_)
 
 
 @primitive

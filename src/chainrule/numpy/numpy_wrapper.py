@@ -19,6 +19,7 @@ import types
 
 import numpy as _np
 
+from .._core import tracer as _tracer
 from .._core.tracer import getval, isbox, notrace_primitive, primitive
 
 # fmt: off
@@ -170,6 +171,25 @@ def _out_position(fun) -> int | None:
     return None
 
 
+def _where(condition, x=None, y=None):
+    if x is None and y is None:
+        return _np.where(condition)
+    if x is None or y is None:
+        raise ValueError("where: either both or neither of x and y should be given (as NumPy).")
+    if type(condition) is bool and not isinstance(x, _np.ndarray) \
+            and not isinstance(y, _np.ndarray):
+        return x if condition else y  # as autograd's: Python values keep their type
+    return _np.where(condition, x, y)
+
+
+_where.__name__ = _where.__qualname__ = "where"
+_where.__doc__ = "``numpy.where``; also by keyword (condition=, x=, y=), as autograd's.\n" + (
+    _np.where.__doc__ or "")
+
+# NumPy functions whose parameters are positional-only but that autograd accepts by name
+_BY_KEYWORD = {_np.where: _where}
+
+
 def _build() -> tuple[dict, dict]:
     """Wrap NumPy's functions; names that alias one NumPy object share one primitive."""
     wrapped_by_raw: dict = {}
@@ -183,6 +203,7 @@ def _build() -> tuple[dict, dict]:
                 impl = scalar_paths.get(raw)
                 wrapped_by_raw[id(raw)] = primitive(
                     _in_own_library(raw) if raw in _KEEP_LIBRARY else
+                    _BY_KEYWORD[raw] if raw in _BY_KEYWORD else
                     raw if impl is None else _with_scalar_path(raw, impl),
                     out_position=_out_position(raw))
             namespace[name] = wrapped_by_raw[id(raw)]
@@ -391,6 +412,34 @@ r_ = _AxisConcatenator(_np.r_, axis=0, ndmin=1, trans1d=-1)
 c_ = _AxisConcatenator(_np.c_, axis=-1, ndmin=2, trans1d=0)
 
 
+def _holds_box(arg) -> bool:
+    return isinstance(arg, (list, tuple)) and _contains_box(arg)
+
+
+def _sequences_as_arrays(f_wrapped, args, kwargs):
+    """tracer.sequence_hook: redo a primitive call whose list or tuple arguments hold
+    traced values (np.mean([a, b]), as autograd accepts) with them made traced arrays by
+    the differentiable ``array``. It runs only after the plain call failed, so calls
+    without such lists pay nothing; with none it re-raises the error being handled."""
+    if not (_builtins.any(_holds_box(a) for a in args)
+            or _builtins.any(_holds_box(v) for v in kwargs.values())):
+        raise  # noqa: PLE0704 - called from tracer's except clause: the original error
+    args = [array(a) if _holds_box(a) else a for a in args]
+    kwargs = {k: array(v) if _holds_box(v) else v for k, v in kwargs.items()}
+    return f_wrapped(*args, **kwargs)
+
+
+_tracer.sequence_hook = _sequences_as_arrays
+
+
+def astype(x, dtype, /, *, copy=True, device=None):
+    """``numpy.astype`` (NumPy 2's function form of ``x.astype``): differentiable to float
+    and complex dtypes; to integer and boolean ones it gives plain arrays, as ``x.astype``."""
+    if isbox(x):
+        return x.astype(dtype, copy=copy)
+    return _np.astype(x, dtype, copy=copy, **({} if device is None else {"device": device}))
+
+
 # ----------------------------------------------------------------------------- functional updates
 def _copy(x):
     # a duck array (Dask, CuPy) copies itself: np.array(x) would bring it to the host
@@ -487,13 +536,14 @@ def piecewise(x, condlist, funclist, *args, **kw):
 
 
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
-           *, equal_nan=True):
+           *, equal_nan=True, sorted=True):  # noqa: A002 - NumPy's name
     """``numpy.unique``; the unique values are differentiable: each is a copy of the
     first element equal to it, which gets its gradient (the other copies get none,
     like the positions ``sort`` or ``max`` do not pick)."""
     raw = getval(ar)
+    # sorted= is passed only when asked for: NumPy before 2.3 does not know it
     found = _np.unique(raw, True, return_inverse, return_counts, axis=axis,
-                       equal_nan=equal_nan)
+                       equal_nan=equal_nan, **({} if sorted else {"sorted": False}))
     first = found[1]
     values = ravel(ar)[first] if axis is None else take(ar, first, axis=axis)  # noqa: F821
     extras = [first] if return_index else []
@@ -521,5 +571,5 @@ def install(target: dict) -> None:
 # Python functions (not primitives) that install() puts over NumPy's names.
 WRAPPERS = """
     concatenate concat stack vstack hstack dstack column_stack row_stack block select array
-    index_update index_add at make_diagonal piecewise unique r_ c_
+    index_update index_add at make_diagonal piecewise unique astype r_ c_
 """.split()

@@ -313,7 +313,7 @@ def _variance(name, ignore_nan, root):
     def vjp(g, ans, x, *args, **kwargs):
         axis, ddof, keepdims = options(x, *args, **kwargs)
         if root:
-            g = g / (2 * ans)
+            g = g / _twice_std(ans)
         d = _var_derivative(x, axis, ddof, ignore_nan)
         return match_dtype(expand_to(g, x, axis, keepdims) * d, x)
 
@@ -321,9 +321,16 @@ def _variance(name, ignore_nan, root):
         axis, ddof, keepdims = options(x, *args, **kwargs)
         d = _var_derivative(x, axis, ddof, ignore_nan)
         out = match_dtype(anp.sum(t * d, axis=axis, keepdims=keepdims), ans)
-        return out / (2 * ans) if root else out
+        return out / _twice_std(ans) if root else out
 
     return vjp, jvp
+
+
+def _twice_std(std):
+    """2 std, the denominator of std's derivative, with 1 where std is 0: there every
+    x - mean is 0, and so is the derivative (std is constant over one element; with more,
+    0 is std's subgradient at its kink, and what finite differences see)."""
+    return 2 * anp.where(std == 0, 1.0, std)
 
 
 # ----------------------------------------------------------------------------- scans
