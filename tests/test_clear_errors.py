@@ -139,3 +139,9 @@ def test_dask_arrays_of_unknown_chunk_sizes_get_a_clear_error():
         grad(lambda v: np.sum(v[v > 0] ** 2))(x)
     known = masked.compute_chunk_sizes()  # the fix the message names works
     onp.testing.assert_array_equal(grad(lambda v: np.sum(v ** 2))(known).compute(), [2.0, 6.0])
+
+
+def test_a_positional_out_of_none_is_no_output_array():
+    x = onp.array([[1.0, 2.0], [3.0, 4.0]])
+    g = grad(lambda x: np.sum(np.sum(x, 0, None, None, True) ** 2))(x)
+    onp.testing.assert_array_equal(g, 2 * onp.sum(x, 0, keepdims=True) * onp.ones_like(x))

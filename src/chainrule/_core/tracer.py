@@ -272,7 +272,8 @@ _FIRST, _SECOND, _BOTH = (0,), (1,), (0, 1)
 
 def _refuse_output_array(f_wrapped, f_raw, args, kwargs) -> None:
     out_at = f_wrapped.out_position
-    if kwargs.get("out") is None and (out_at is None or len(args) <= out_at):
+    if kwargs.get("out") is None and (out_at is None or len(args) <= out_at
+                                      or args[out_at] is None):
         return
     name = getattr(f_raw, "__name__", "this function")
     raise TypeError(
