@@ -32,7 +32,9 @@ DEFAULT_FLOOR = 612  # 97% of AUTOGRAD_PASSED, the target of issue 17
 OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 # pytest -rA short-summary lines: "PASSED id", "FAILED id - message", "ERROR id - message",
 # "XFAIL id - reason", "XPASS id", "SKIPPED [n] path:line: reason"
-_RESULT_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS) (.+?)(?: - .*)?$")
+# A test id is path(::name)*[params]; params may hold spaces and " - ", hence the brackets.
+_RESULT_LINE = re.compile(
+    r"^(PASSED|FAILED|ERROR|XFAIL|XPASS) ([^\s:]+(?:::[^\s\[]+)*(?:\[.*?\])?)(?= - |$)")
 _SKIP_LINE = re.compile(r"^SKIPPED \[(\d+)\] ([^:]+):")
 _WORD_TO_OUTCOME = {"PASSED": "passed", "FAILED": "failed", "ERROR": "error",
                     "XFAIL": "xfailed", "XPASS": "xpassed"}
