@@ -166,6 +166,9 @@ def test_printed_numbers_compare_to_six_significant_digits():
     assert examples.compare_numbers("1 2 3e-3 4", "1 2 0.003") == "equal (first 3 of 4/3)"
     assert examples.compare_numbers("nan -inf", "nan -inf") == "equal (2)"
     assert examples.compare_numbers("done", "done") == "none printed"
+    # digits inside names, ids and reprs are not printed numbers
+    assert examples.printed_numbers("node_13994 [color=gray30] np.float64(4.5e-13) 0x7f 2.") \
+        == [4.5e-13, 2.0]
 
 
 def test_a_line_cut_by_the_time_limit_is_dropped():
