@@ -280,8 +280,7 @@ def _refuse_output_array(f_wrapped, f_raw, args, kwargs) -> None:
         f"{name}: an output array (out=, or the output position) cannot be given with a "
         f"traced value: NumPy would write the result into that array, outside what chainrule "
         f"records, so its derivative would be lost. Use the returned value instead "
-        f"(y = {name}(x)), or assign it into an array (y[...] = {name}(x)); nothing was "
-        f"written."
+        f"(y = {name}(x)); nothing was written."
     )
 
 
