@@ -31,8 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._core.forward import primitive_jvps
-from ._core.reverse import primitive_vjps
+from ._core.rule_table import primitive_jvps, primitive_vjps
 from ._core.tracer import notrace_primitive, primitive
 
 # Every traced primitive is the same closure code; notrace ones have another.

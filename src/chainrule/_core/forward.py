@@ -12,31 +12,22 @@ import warnings
 from collections.abc import Callable
 
 from .pytree import flatten_matching, tree_flatten, tree_unflatten
+from .rule_table import rule_table
 from .tracer import Node, check_not_leaked, isbox, trace_leaves
 from .vspace import vspace
-
-# primitive -> jvp(tangents, argnums, ans, args, kwargs) -> tangent of ans, where
-# ``tangents`` holds one tangent per traced argument (in ``argnums`` order).
-primitive_jvps: dict[Callable, Callable] = {}
-
-# primitive -> the same signature, where every tangent and the result carry one extra
-# leading axis (one tangent per basis vector): a Jacobian's columns in one sweep. A rule
-# returns None where it cannot batch a call; the caller then loops over the batch.
-batched_jvps: dict[Callable, Callable] = {}
-
 
 class JVPNode(Node):
     __slots__ = ("g",)
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
-        try:
-            rule = primitive_jvps[fun]
-        except KeyError:
+        entry = rule_table.get(fun)
+        rule = None if entry is None else entry.jvp
+        if rule is None:
             name = getattr(fun, "__qualname__", getattr(fun, "__name__", repr(fun)))
             raise NotImplementedError(
                 f"chainrule has no JVP rule for {name}. Define one with "
                 f"chainrule.extend.defjvp({name}, ...)."
-            ) from None
+            )
         self.g = rule(tuple(p.g for p in parents), argnums, ans, args, kwargs)
 
     def initialize_root(self, g) -> None:

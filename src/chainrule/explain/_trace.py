@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from .._core.forward import primitive_jvps
 from .._core.pytree import TreeDef, tree_flatten, tree_unflatten
-from .._core.reverse import primitive_vjps, toposort
+from .._core.reverse import toposort
+from .._core.rule_table import primitive_jvps, primitive_vjps
 from .._core.tracer import Node, isbox, trace_leaves
 from .._core.vspace import add_values, vspace
 from . import _format as fmt
