@@ -16,6 +16,7 @@ from .rule_table import rule_table
 from .tracer import Node, check_not_leaked, isbox, trace_leaves
 from .vspace import vspace
 
+
 class JVPNode(Node):
     __slots__ = ("g",)
 

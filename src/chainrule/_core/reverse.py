@@ -1,7 +1,8 @@
 """Reverse mode: VJP nodes, the rule registry and one iterative backward pass.
 
 A VJPNode keeps what its rule needs (the primitive, the arguments and answer its VJP
-reads, see ``PrimitiveRules.unread_args``), its parents in argument order and its creation number. The
+reads, see ``PrimitiveRules.unread_args``), its parents in argument order and its
+creation number. The
 backward pass collects the ancestors of the outputs with an explicit stack (no recursion
 limit), visits them newest first (children before parents), hands each node's summed
 cotangent to its rule, and, when asked to, releases each node's saved values as soon as
@@ -289,9 +290,9 @@ class Recording:
     """``fun(x)`` traced once; its graph can be pulled back and pushed forward many times.
 
     ``pull_back(g)`` is the VJP. With ``keep_everything=True`` (nodes keep every argument,
-    see ``PrimitiveRules.unread_args``), ``push_forward_batched`` pushes a batch of tangents through the
-    recorded graph. A Jacobian takes one pull-back per row, or one batched push for all
-    its columns.
+    see ``PrimitiveRules.unread_args``), ``push_forward_batched`` pushes a batch of
+    tangents through the recorded graph. A Jacobian takes one pull-back per row, or one
+    batched push for all its columns.
     """
 
     def __init__(self, fun: Callable, x, free: bool = False, keep_everything: bool = False):

@@ -218,41 +218,35 @@ def primitive(f_raw: Callable, out_position: int | None = None) -> Callable:
     def f_wrapped(*args, **kwargs):
         try:
             # Fast path: one or two positional arguments, traced on one trace, no nesting,
-            # no keywords, no front-end objects: most calls of a numerical program.
+            # no keywords, no front-end objects: most calls of a numerical program. It
+            # only finds what to record; everything else takes the general path.
             n = 0 if kwargs else len(args)
             if n == 1:
                 x = args[0]
                 if type(x) in _box_types and type(x._value) not in _box_types:
-                    argvals, argnums, parents, top = [x._value], _FIRST, (x._node,), x
-                elif type(x) not in _box_types and type(x) not in front_ends:
+                    return _record(f_wrapped, f_raw, [x._value], kwargs, _FIRST, (x._node,),
+                                   x, args)
+                if type(x) not in _box_types and type(x) not in front_ends:
                     return f_raw(x)
-                else:
-                    return _record_in_general(f_wrapped, f_raw, args, kwargs)
             elif n == 2 and out_position != 1:  # (np.sin(x, out_array): the general path)
                 x, y = args
                 x_boxed, y_boxed = type(x) in _box_types, type(y) in _box_types
-                if x_boxed and y_boxed and x._trace_id == y._trace_id \
-                        and type(x._value) not in _box_types and type(y._value) not in _box_types:
-                    argvals, argnums, parents, top = ([x._value, y._value], _BOTH,
-                                                      (x._node, y._node), x)
-                elif x_boxed and not y_boxed and type(y) not in front_ends \
-                        and type(x._value) not in _box_types:
-                    argvals, argnums, parents, top = [x._value, y], _FIRST, (x._node,), x
-                elif y_boxed and not x_boxed and type(x) not in front_ends \
-                        and type(y._value) not in _box_types:
-                    argvals, argnums, parents, top = [x, y._value], _SECOND, (y._node,), y
-                elif not (x_boxed or y_boxed or type(x) in front_ends or type(y) in front_ends):
+                if x_boxed and y_boxed:
+                    if x._trace_id == y._trace_id and type(x._value) not in _box_types \
+                            and type(y._value) not in _box_types:
+                        return _record(f_wrapped, f_raw, [x._value, y._value], kwargs, _BOTH,
+                                       (x._node, y._node), x, args)
+                elif x_boxed:
+                    if type(y) not in front_ends and type(x._value) not in _box_types:
+                        return _record(f_wrapped, f_raw, [x._value, y], kwargs, _FIRST,
+                                       (x._node,), x, args)
+                elif y_boxed:
+                    if type(x) not in front_ends and type(y._value) not in _box_types:
+                        return _record(f_wrapped, f_raw, [x, y._value], kwargs, _SECOND,
+                                       (y._node,), y, args)
+                elif type(x) not in front_ends and type(y) not in front_ends:
                     return f_raw(x, y)
-                else:
-                    return _record_in_general(f_wrapped, f_raw, args, kwargs)
-            else:
-                return _record_in_general(f_wrapped, f_raw, args, kwargs)
-            ans = f_raw(*argvals)
-            node = type(top._node)(ans, f_wrapped, argvals, kwargs, argnums, parents)
-            box_type = _box_type_of.get(type(ans))
-            if box_type is None:
-                return _box_answer(ans, top._trace_id, node, f_raw, args, kwargs)
-            return box_type(ans, top._trace_id, node)
+            return _record_in_general(f_wrapped, f_raw, args, kwargs)
         except TypeError:
             # A list or tuple argument holding traced values (np.mean([a, b])): the raw
             # function refused them; the hook (chainrule.numpy) retries with traced arrays.
@@ -324,12 +318,21 @@ def _record_in_general(f_wrapped, f_raw, args, kwargs):
         raise leaked_error(top)
     # Values boxed by older traces are recorded on those traces by the
     # recursive call; this one records only the newest trace.
-    ans = f_wrapped(*argvals, **kwargs) if older_boxes else f_raw(*argvals, **kwargs)
-    node = type(top._node)(ans, f_wrapped, argvals, kwargs, tuple(argnums), tuple(parents))
+    return _record(f_wrapped, f_wrapped if older_boxes else f_raw, argvals, kwargs,
+                   tuple(argnums), tuple(parents), top, args)
+
+
+def _record(f_wrapped, call, argvals: list, kwargs, argnums: tuple, parents: tuple, top: Box,
+            args: tuple):
+    """Call ``call`` on the unboxed arguments ``argvals`` and box its answer with a new
+    node on ``top``'s trace: the one tail of every recorded call (``args``, as given, are
+    for the rare answer no box type holds)."""
+    ans = call(*argvals, **kwargs)
+    node = type(top._node)(ans, f_wrapped, argvals, kwargs, argnums, parents)
     box_type = _box_type_of.get(type(ans))
     if box_type is None:
-        return _box_answer(ans, trace_id, node, f_raw, args, kwargs)
-    return box_type(ans, trace_id, node)
+        return _box_answer(ans, top._trace_id, node, f_wrapped.fun, args, kwargs)
+    return box_type(ans, top._trace_id, node)
 
 
 def _through_front_end(f_wrapped, args, kwargs):
