@@ -1,11 +1,14 @@
-"""Registering derivative rules for primitives, in both modes.
+"""Registering derivative rules for primitives, in both modes: the functions that fill
+the entries of the rule table (``rule_table.PrimitiveRules``).
 
-Two VJP forms exist. The *direct* form ``rule(g, ans, *args, **kwargs)`` is what
-chainrule's own rule tables use: it runs only in the backward pass. autograd's
-*staged* form ``maker(ans, *args, **kwargs) -> (g -> cotangent)`` is accepted
-for compatibility and adapted to the direct form. JVP rules have one form,
-``rule(g, ans, *args, **kwargs)`` giving the tangent contribution of one argument.
-A rule given as ``None`` means a zero derivative for that argument.
+VJPs. chainrule's own tables give one *direct* rule per argument,
+``rule(g, ans, *args, **kwargs)`` (``defvjp_direct``), or one *whole* VJP for all traced
+arguments at once (``defvjp_whole``); both run only in the backward pass. autograd's
+*staged* forms (``defvjp``: ``maker(ans, *args, **kwargs) -> (g -> cotangent)``, and
+``defvjp_argnum``/``defvjp_argnums``) are accepted for compatibility. JVPs: one rule per
+argument, ``rule(g, ans, *args, **kwargs)`` giving that argument's tangent contribution
+(``defjvp``), or autograd's per-argnum forms; ``defjvp_batched`` adds rules taking a batch
+of tangents. A rule given as ``None`` means a zero derivative for that argument.
 
 The forms user code registers with (``defvjp``, ``defjvp``) check each value a rule
 returns against the shape and dtype it must have; chainrule's own tables use the

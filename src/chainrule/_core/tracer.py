@@ -13,8 +13,9 @@ primitive only records on the *newest* trace among its arguments; boxes of
 older traces are passed through to a recursive call of the same primitive,
 which records them on their own trace. A value closed over from an outer trace
 is therefore a constant to the inner trace, and perturbation confusion (the
-inner derivative leaking into the outer one) cannot happen. The counter is the
-only shared state, and ``next()`` on it is atomic, so threads can trace freely.
+inner derivative leaking into the outer one) cannot happen. The state traces share,
+the counter and the set of live trace ids, changes only by atomic operations (``next()``,
+set add and discard), so threads can trace freely.
 
 Leaks. A box kept past the end of its trace (appended to a global list inside
 ``grad``) belongs to a graph nobody will differentiate again; using it later would
