@@ -186,7 +186,7 @@ def test_every_scipy_primitive_has_a_vjp_and_a_jvp():
 
 
 def test_every_special_function_has_spec_cases():
-    from specs import spec_scipy_special
+    from chainrule._specs import spec_scipy_special
     names = {case.name for case in spec_scipy_special.CASES}
     wanted = set(sp.DIFFERENTIABLE) | set(sp.NONDIFFERENTIABLE) | {"logsumexp", "softmax",
                                                                   "log_softmax"}
