@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from .pytree import flatten_matching, tree_flatten, tree_unflatten
 from .rule_table import rule_table
-from .tracer import Node, check_not_leaked, isbox, trace_leaves
+from .tracer import Node, check_not_leaked, front_ends, isbox, trace_leaves
 from .vspace import vspace
 
 
@@ -29,7 +29,11 @@ class JVPNode(Node):
                 f"chainrule has no JVP rule for {name}. Define one with "
                 f"chainrule.extend.defjvp({name}, ...)."
             )
-        self.g = rule(tuple(p.g for p in parents), argnums, ans, args, kwargs)
+        g = rule(tuple(p.g for p in parents), argnums, ans, args, kwargs)
+        # a rule that computed with a front-end object (a Tensor constant, see
+        # tracer.FrontEnd) gives the tangent as one: the tangent is the value it holds
+        front_end = front_ends.get(type(g))
+        self.g = g if front_end is None else front_end.value_of(g)
 
     def initialize_root(self, g) -> None:
         self.g = g

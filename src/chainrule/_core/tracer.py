@@ -33,7 +33,7 @@ import inspect
 import itertools
 from collections.abc import Callable
 from functools import cache, wraps
-from typing import Any
+from typing import Any, NamedTuple
 
 _trace_ids = itertools.count(1)
 
@@ -139,8 +139,32 @@ class Box:
 
 _box_types = Box.types  # the same set object: registration updates it
 
-# front-end type (Tensor) -> (unwrap to the box it holds, wrap an answer back)
-front_ends: dict[type, tuple[Callable, Callable]] = {}
+
+
+class FrontEnd(NamedTuple):
+    """How the tracer meets the objects of a front end (chainrule.tensor's Tensor), which
+    hold a value (a box while it is traced) and are handed to primitives whole.
+
+    - ``unwrap(obj)``: the value the object stands for as an argument;
+    - ``value_of(obj)``: the value an object that a primitive answered with holds;
+    - ``wrap(answer)``: an answer (or a container of answers) made objects of the front end.
+
+    A primitive called with front-end objects and no traced value runs on what they hold and
+    its answer is wrapped back (user primitives keep their rules). Where they meet values of
+    a trace, an object holding a value of that same trace, or a plain one, takes part as
+    that value; one holding a value of another trace stays whole, a constant to this trace
+    as boxes of older traces are, so the rules compute with it and the derivatives they
+    give are front-end objects too. An answer that comes back as a front-end object is
+    recorded as the value it holds and handed back wrapped.
+    """
+
+    unwrap: Callable
+    value_of: Callable
+    wrap: Callable
+
+
+# front-end type -> its FrontEnd (registered by chainrule.tensor)
+front_ends: dict[type, FrontEnd] = {}
 _box_type_of = Box.type_mappings  # likewise
 
 # Set by chainrule.numpy: (f_wrapped, args, kwargs) -> the call redone with list or tuple
@@ -279,8 +303,11 @@ def _refuse_output_array(f_wrapped, f_raw, args, kwargs) -> None:
     )
 
 
-def _record_in_general(f_wrapped, f_raw, args, kwargs):
-    """Any call of a primitive: keywords, nested traces, front-end objects, many arguments."""
+def _record_in_general(f_wrapped, f_raw, args, kwargs, met_front_ends: bool = False):
+    """Any call of a primitive: keywords, nested traces, front-end objects, many arguments.
+    (``met_front_ends``: called back by ``_record_with_front_ends``, with the front-end
+    objects that remain as constants; answers that come back as front-end objects are
+    recorded as the values they hold.)"""
     trace_id = 0  # trace ids start at 1
     held = False
     for arg in args:
@@ -299,6 +326,8 @@ def _record_in_general(f_wrapped, f_raw, args, kwargs):
     _refuse_output_array(f_wrapped, f_raw, args, kwargs)
     if kwargs:
         args, kwargs = _keywords_in_place(f_raw, args, kwargs)
+    if held and not met_front_ends:
+        return _record_with_front_ends(f_wrapped, f_raw, args, kwargs, trace_id)
 
     argvals = list(args)
     argnums = []
@@ -319,8 +348,10 @@ def _record_in_general(f_wrapped, f_raw, args, kwargs):
         raise leaked_error(top)
     # Values boxed by older traces are recorded on those traces by the
     # recursive call; this one records only the newest trace.
-    return _record(f_wrapped, f_wrapped if older_boxes else f_raw, argvals, kwargs,
-                   tuple(argnums), tuple(parents), top, args)
+    call = f_wrapped if older_boxes else f_raw
+    if met_front_ends:
+        call = _answers_unwrapped(call)
+    return _record(f_wrapped, call, argvals, kwargs, tuple(argnums), tuple(parents), top, args)
 
 
 def _record(f_wrapped, call, argvals: list, kwargs, argnums: tuple, parents: tuple, top: Box,
@@ -336,16 +367,42 @@ def _record(f_wrapped, call, argvals: list, kwargs, argnums: tuple, parents: tup
     return box_type(ans, top._trace_id, node)
 
 
+def _record_with_front_ends(f_wrapped, f_raw, args, kwargs, trace_id: int):
+    """A traced call with front-end objects among its arguments (see ``FrontEnd``): the
+    answer is handed back as an object of their front end."""
+    operands = []
+    for arg in args:
+        if type(arg) in front_ends:
+            wrap = front_ends[type(arg)].wrap
+            value = front_ends[type(arg)].unwrap(arg)
+            if type(value) not in _box_types or value._trace_id == trace_id:
+                arg = value
+        operands.append(arg)
+    return wrap(_record_in_general(f_wrapped, f_raw, tuple(operands), kwargs,
+                                   met_front_ends=True))
+
+
+def _answers_unwrapped(call: Callable) -> Callable:
+    """``call`` answering with the value a front-end object holds instead of the object."""
+
+    def unwrapped(*argvals, **kwargs):
+        ans = call(*argvals, **kwargs)
+        front_end = front_ends.get(type(ans))
+        return ans if front_end is None else front_end.value_of(ans)
+
+    return unwrapped
+
+
 def _through_front_end(f_wrapped, args, kwargs):
     """Call ``f_wrapped`` on the boxes that front-end objects (Tensors) hold, and wrap
     its answer back, so user primitives and their rules see plain boxes."""
     wrap = None
     unwrapped = []
     for arg in args:
-        pair = front_ends.get(type(arg))
-        if pair is not None:
-            arg = pair[0](arg)
-            wrap = pair[1]
+        front_end = front_ends.get(type(arg))
+        if front_end is not None:
+            arg = front_end.unwrap(arg)
+            wrap = front_end.wrap
         unwrapped.append(arg)
     return wrap(f_wrapped(*unwrapped, **kwargs))
 
