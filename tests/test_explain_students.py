@@ -20,7 +20,7 @@ import chainrule
 import chainrule.numpy as np
 from chainrule import explain
 from chainrule.__main__ import main
-from chainrule.explain._expr import ZERO_DERIVATIVE, Expression
+from chainrule.explain._expr import ZERO_DERIVATIVE, Expression, ExpressionError
 from chainrule.explain._notation import to_ascii
 from chainrule.explain._tables import barred, dotted
 
@@ -230,6 +230,13 @@ def test_matmul_operator(capsys):
         capsys, "A @ B", "--at", "A=[[1], [2], [3]]", "B=[[1, 2, 3]]", "--max-elements", "8"
     )
     assert code == 2 and "this operation would create 9 elements" in err
+    # a scalar operand, mismatched shapes: one clear line
+    for argv in [["x @ 2", "--at", "x=[1, 2]"], ["x @ A", "--at", "x=[1, 2]", "A=[[1, 2, 3]]"]]:
+        code, out, err = cli(capsys, *argv)
+        assert code == 2 and out == "" and err.count("\n") == 1
+        assert "'@' failed: ValueError: matmul" in err and "(column 1)" in err
+    with pytest.raises(ExpressionError, match="'@' failed"):  # the parser's own error type
+        Expression("x @ 2").function(["x"])(onp.float64(1.5))
 
 
 ZERO_CALLS = {

@@ -73,6 +73,14 @@ _BINARY = {
     ast.Pow: cnp.power,
     ast.MatMult: cnp.matmul,
 }
+_SYMBOLS = {
+    ast.Add: "'+'",
+    ast.Sub: "'-'",
+    ast.Mult: "'*'",
+    ast.Div: "'/'",
+    ast.Pow: "'**'",
+    ast.MatMult: "'@'",
+}
 _UNARY = {ast.USub: cnp.negative, ast.UAdd: lambda x: x}
 _FORBIDDEN = {
     ast.Attribute: "attribute access ('.')",
@@ -243,7 +251,11 @@ class Expression:
                 right = self._eval(op.right, env, limit)
                 rule = _matrix_product if isinstance(op.op, ast.MatMult) else _broadcast
                 _check_size(rule, "this operation", [value, right], limit)
-                value = _BINARY[type(op.op)](value, right)
+                try:
+                    value = _BINARY[type(op.op)](value, right)
+                except (TypeError, ValueError) as e:  # '@' of a scalar or mismatched shapes
+                    problem = f"{_SYMBOLS[type(op.op)]} failed: {type(e).__name__}: {e}"
+                    raise self._error(problem, op) from None
             return value
         if isinstance(node, ast.UnaryOp):
             return _UNARY[type(node.op)](self._eval(node.operand, env, limit))
