@@ -317,10 +317,12 @@ def _bound_arrays(bounds, n: int):
     return lb, ub
 
 
-def _active_bounds(x, lb, ub):
-    """Coordinates at a bound at the solution (their derivative is zero), and the bound."""
-    at_lb = _np.abs(x - lb) <= 1e-8 * (1.0 + _np.abs(lb))
-    at_ub = _np.abs(x - ub) <= 1e-8 * (1.0 + _np.abs(ub))
+def _active_bounds(x, g, lb, ub):
+    """Coordinates held at a bound at the solution (their derivative is zero), and the
+    bound: near it (interior-point methods stop just inside) with the gradient pushing out.
+    """
+    at_lb = (x - lb <= 1e-6 * (1.0 + _np.abs(lb))) & (g >= 0)
+    at_ub = (ub - x <= 1e-6 * (1.0 + _np.abs(ub))) & (g <= 0)
     return at_lb | at_ub, _np.where(at_lb, lb, ub)
 
 
@@ -406,7 +408,8 @@ def minimize(
             **kw,
         )
         if box is not None:
-            active, bound = _active_bounds(res.x, *box)
+            g = _np.asarray(grad(lambda z: value(z, *a))(res.x), dtype=float)
+            active, bound = _active_bounds(res.x, g, *box)
             if active.any():
                 state["active"], state["bound"] = active, bound
         return res.x, res
@@ -442,8 +445,9 @@ def root(
 ) -> _so.OptimizeResult:
     """``scipy.optimize.root``: x with fun(x, *args) = 0, differentiable in ``args``.
 
-    ``res.x`` is traced (shaped like ``x0``). Where the method uses a Jacobian (hybr, lm)
-    and none is given, chainrule's exact one is passed.
+    ``res.x`` is traced and shaped as SciPy shapes it (MINPACK's hybr and lm flatten ``x0``
+    and call ``fun`` with flat vectors; the other methods keep ``x0``'s shape). Where the
+    method uses a Jacobian (hybr, lm) and none is given, chainrule's exact one is passed.
 
     >>> import chainrule.numpy as np
     >>> from chainrule import grad
@@ -452,8 +456,8 @@ def root(
     0.083333
     """
     name = "root"
-    shape = _np.shape(getval(x0))
     x0 = _np.asarray(getval(x0), dtype=float)
+    shape = (x0.size,) if method in ("hybr", "lm") else x0.shape
     f = _checked(name, fun)
     value = (lambda x, *a: fun(x, *a)[0]) if jac is True else fun
 
