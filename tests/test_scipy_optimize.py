@@ -160,6 +160,8 @@ def test_minimize_pytree_args_and_result_fields():
     assert onp.allclose(g["b"], onp.linalg.solve(A4, onp.ones(4)), rtol=1e-9)
     assert abs(g["scale"]) < 1e-9
     assert all(onp.array_equal(before[k], params[k]) for k in params)
+    g32 = grad(lambda b: np.sum(argmin({"b": b, "scale": 2.0})))(B4.astype(onp.float32))
+    assert g32.dtype == onp.float32  # cotangents keep the input's dtype
     res = so.minimize(objective, onp.zeros(4), args=(params,))
     ref = sopt.minimize(lambda x: 2.0 * (0.5 * x @ A4 @ x - B4 @ x), onp.zeros(4))
     assert isinstance(res, sopt.OptimizeResult) and res.success

@@ -41,9 +41,11 @@ from .._core.tracer import getval, isbox, primitive
 from .._transforms import grad, hessian, jacobian, make_hvp
 from ..numpy import linalg as _alinalg
 from ..numpy import numpy_wrapper as anp
+from ..numpy.rules._helpers import match_dtype
 
 DENSE_LIMIT = 200  # unknowns above which the implicit solve is matrix-free by default
 LINEAR_SOLVERS = ("auto", "dense", "cg", "gmres")
+ITERATIVE_RTOL = 1e-10  # relative residual of the matrix-free solve (cg, gmres)
 RESIDUAL_TOL = 1.5e-8  # max |F(x*)| accepted when SciPy reports no success (sqrt(eps))
 
 
@@ -162,11 +164,18 @@ class _LinearProblem(_Problem):
         )
         b = _np.asarray(b, dtype=float)
         if self.linear_solver == "cg":
-            w, info = _spla.cg(op, b, rtol=1e-12, atol=0.0, maxiter=10 * n)
+            w, info = _spla.cg(op, b, rtol=ITERATIVE_RTOL, atol=0.0, maxiter=10 * n)
         else:
-            w, info = _spla.gmres(op, b, rtol=1e-12, atol=0.0, restart=min(n, 50), maxiter=10 * n)
+            w, info = _spla.gmres(
+                op, b, rtol=ITERATIVE_RTOL, atol=0.0, restart=min(n, 50), maxiter=10 * n
+            )
         if info != 0:
-            raise _singular_error(self.name, f"{self.linear_solver} did not converge (info={info})")
+            raise _singular_error(
+                self.name,
+                f"{self.linear_solver} did not reach rtol {ITERATIVE_RTOL:g} in {10 * n} "
+                f"iterations; if the system is only ill-conditioned, implicit_solver='dense' "
+                f"solves it directly",
+            )
         return w
 
 
@@ -179,7 +188,7 @@ def _implicit_vjp(argnums, ans, args, kwargs):
         pull_back, _ = reverse.make_vjp(
             lambda ps: problem.residual(ans, _replace(leaves, idx, ps)), [leaves[i] for i in idx]
         )
-        return tuple(-c for c in pull_back(w))
+        return tuple(match_dtype(-c, leaves[i]) for c, i in zip(pull_back(w), idx))
 
     return vjp
 
@@ -252,14 +261,14 @@ def _solve(
 
 
 def _require_solution(
-    problem: _Problem, x, params_leaves_plain, ok: bool, message: str, fix: str
+    problem: _Problem, x, plain_leaves: list, ok: bool, message: str, fix: str
 ) -> None:
     """Refuse to differentiate a result SciPy does not report as converged, unless the
     residual there is negligible (BFGS reports precision loss at solutions it cannot
     refine further)."""
     if ok:
         return
-    size = float(_np.max(_np.abs(getval(problem.residual(getval(x), params_leaves_plain)))))
+    size = float(_np.max(_np.abs(getval(problem.residual(getval(x), plain_leaves)))))
     if size <= RESIDUAL_TOL:
         return
     raise NotConvergedError(
@@ -268,9 +277,9 @@ def _require_solution(
     )
 
 
-def _plain_tree(tree):
-    leaves, treedef = tree_flatten(tree)
-    return tree_unflatten(treedef, [getval(leaf) for leaf in leaves])
+def _plain_tree(tree) -> list:
+    """The plain values of ``tree``'s leaves (what ``_Problem.residual`` takes)."""
+    return [getval(leaf) for leaf in tree_flatten(tree)[0]]
 
 
 def _require_plain(name: str, what: str, value) -> None:
