@@ -489,16 +489,66 @@ def test_traced_evaluations_do_not_grow_with_iterations():
 
 
 # ----------------------------------------------------------------------------- errors
-def test_closed_over_traced_value_is_refused_with_the_fix():
-    for call in (
-        lambda t: so.minimize(lambda x: np.sum((x - t) ** 2), onp.zeros(2)).x[0],
-        lambda t: so.root(lambda x: x**3 - t, onp.ones(1)).x[0],
-        lambda t: so.brentq(lambda x: x**3 - t, 0.0, 5.0),
-        lambda t: so.least_squares(lambda w: w - t, onp.zeros(1)).x[0],
-        lambda t: so.fixed_point(lambda x: np.sqrt(t + x), 1.0),
-    ):
-        with pytest.raises(so.ClosedOverTracedValueError, match="args="):
-            grad(call)(2.0)
+# each solver with a parameter t: through args=, and closed over by the function itself
+SOLVERS_OF_T = {
+    "minimize": (
+        lambda f: so.minimize(f[0], onp.zeros(2), **f[1], options={"gtol": 1e-10}).x[0],
+        lambda x, t: np.sum((x - t) ** 2 + 0.1 * x**4),
+        1.0,
+    ),
+    "root": (
+        lambda f: so.root(f[0], onp.ones(1), **f[1], tol=1e-13).x[0],
+        lambda x, t: x**3 - t,
+        8.0,
+    ),
+    "brentq": (lambda f: so.brentq(f[0], 0.0, 5.0, **f[1]), lambda x, t: x**3 - t, 8.0),
+    "root_scalar": (
+        lambda f: so.root_scalar(f[0], bracket=[0, 5], **f[1]).root,
+        lambda x, t: x**3 - t,
+        8.0,
+    ),
+    "newton": (
+        lambda f: so.newton(f[0], 1.0, **f[1], fprime=lambda x, *a: 3 * x**2),
+        lambda x, t: x**3 - t,
+        8.0,
+    ),
+    "least_squares": (
+        lambda f: so.least_squares(f[0], onp.zeros(1), **f[1]).x[0],
+        lambda w, t: np.exp(w) - t,
+        2.0,
+    ),
+    "fixed_point": (
+        lambda f: so.fixed_point(f[0], 1.0, **f[1], xtol=1e-14),
+        lambda x, t: np.sqrt(t + x),
+        2.0,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(SOLVERS_OF_T))
+def test_closed_over_traced_value_is_lifted_into_args(name):
+    # the closure's traced values become arguments of the solve: the same derivatives, to
+    # order 2, as passing them in args=
+    solve, residual, t = SOLVERS_OF_T[name]
+    by_args = lambda t: solve((residual, {"args": (t,)}))
+    closed = lambda t: solve((lambda x: residual(x, t), {}))
+    for d in (grad, lambda f: grad(grad(f))):
+        assert onp.allclose(d(closed)(t), d(by_args)(t), rtol=1e-10, atol=1e-12)
+    assert onp.allclose(jacfwd(closed)(t), grad(by_args)(t), rtol=1e-10)
+
+
+def test_traced_value_reached_indirectly_is_refused_with_the_fix():
+    # t sits in the closure of a helper the objective calls: not liftable, so refused
+    def indirect(t):
+        def shift(x):
+            return x - t
+
+        return so.minimize(lambda x: np.sum(shift(x) ** 2), onp.zeros(2)).x[0]
+
+    with pytest.raises(so.ClosedOverTracedValueError, match="args="):
+        grad(indirect)(2.0)
+    with pytest.raises(so.ClosedOverTracedValueError, match="args="):
+        grad(lambda t: so.brentq(lambda x, s=t: x**3 - s, 0.0, 5.0))(8.0)  # a default
 
 
 def test_not_converged_raises_naming_the_fix():

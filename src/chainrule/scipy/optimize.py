@@ -17,15 +17,18 @@ products with SciPy's ``cg`` or ``gmres``). Both rules are written with chainrul
 operations, the matrix-free solve being itself an implicit solution of a linear system, so
 derivatives of every order work in both modes.
 
-Traced parameters must reach the objective through ``args`` (the parameters are then
-explicit inputs of the solve). A traced value the objective closes over cannot be
-differentiated through a solver that calls the objective on plain values, so it is refused
-with an error naming the fix instead of giving a silently zero derivative.
+Traced parameters reach the solve as explicit inputs: those passed in ``args``, and those
+held in the objective's own closure cells (``lambda x: f(x, theta)`` inside the function
+being differentiated), which are moved into the arguments. A traced value reached any other
+way (a global, a default value, the closure of another function the objective calls) cannot
+be followed through a solver that calls the objective on plain values: it is refused with an
+error naming the fix (pass it in ``args``), never given a silently zero derivative.
 """
 
 from __future__ import annotations
 
 import copy
+import types
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -215,10 +218,11 @@ def _no_traced(name: str, value):
     if any(isbox(leaf) for leaf in leaves):
         raise ClosedOverTracedValueError(
             f"{name}: the function returned a traced value when called with plain x and "
-            f"args, so it closes over a traced parameter (a variable of an enclosing "
-            f"function being differentiated). The solver calls it on plain values and "
-            f"cannot differentiate that parameter. Pass it through args= instead, e.g. "
-            f"{name}(lambda x, p: f(x, p), x0, args=(p,))."
+            f"args, so it reaches a traced parameter that chainrule could not make an "
+            f"argument (it lifts those held in the function's own closure, not a global or "
+            f"one reached through another function it calls). The solver calls it on plain "
+            f"values and cannot differentiate that parameter. Pass it through args= "
+            f"instead, e.g. {name}(lambda x, p: f(x, p), x0, args=(p,))."
         )
     return value
 
@@ -229,6 +233,55 @@ def _checked(name: str, fun: Callable) -> Callable:
 
 def _as_tuple(args) -> tuple:
     return args if isinstance(args, tuple) else (args,)
+
+
+def _cell_value(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:  # a cell not yet assigned
+        return None
+
+
+def _holds_traced(value) -> bool:
+    return any(isbox(leaf) for leaf in tree_flatten(value)[0])
+
+
+def _lift_closure(fun: Callable, args, *callables):
+    """``fun``'s closed-over traced values made explicit: ``(fun', args', callables')``.
+
+    The values in ``fun``'s own closure cells that hold traced values become one more item
+    of ``args`` (so the solve differentiates them like any argument), and ``fun'`` calls
+    ``fun``'s code with fresh cells holding what it is given there; the other cells are
+    ``fun``'s own. The user's ``callables`` (jac, hess, fprime...), which SciPy calls with
+    ``args`` too, are given the original ``args`` back. Traced values reached another way
+    (a global, a function ``fun`` calls) stay where they are and are refused by
+    ``_no_traced`` when SciPy calls ``fun``."""
+    args = _as_tuple(args)
+    cells = getattr(fun, "__closure__", None) or ()
+    held = [i for i, cell in enumerate(cells) if _holds_traced(_cell_value(cell))]
+    if not held:
+        return fun, args, callables
+
+    def with_cells(values) -> Callable:
+        new = list(cells)
+        for i, v in zip(held, values):
+            new[i] = types.CellType(v)
+        g = types.FunctionType(
+            fun.__code__, fun.__globals__, fun.__name__, fun.__defaults__, tuple(new)
+        )
+        g.__kwdefaults__ = fun.__kwdefaults__
+        return g
+
+    def lifted(x, *a, **kw):
+        return with_cells(a[-1])(x, *a[:-1], **kw)
+
+    def dropping_last(c):
+        if not callable(c):
+            return c
+        return lambda x, *a, **kw: c(x, *a[:-1], **kw)
+
+    values = [cells[i].cell_contents for i in held]
+    return lifted, (*args, values), tuple(dropping_last(c) for c in callables)
 
 
 def _solve(
@@ -374,6 +427,7 @@ def minimize(
             f"values."
         )
     _require_plain(name, "bounds", bounds)
+    fun, args, (jac, hess, hessp) = _lift_closure(fun, args, jac, hess, hessp)
     x0 = _np.asarray(getval(x0), dtype=float).ravel()
     method_name = (
         (method or ("L-BFGS-B" if bounds is not None else "BFGS")).lower()
@@ -423,7 +477,6 @@ def minimize(
                 state["active"], state["bound"] = active, bound
         return res.x, res
 
-    args = _as_tuple(args)
     x, res, traced, problem = _solve(
         name, residual, solve, args, linear_solver=implicit_solver, symmetric=box is None
     )
@@ -465,6 +518,7 @@ def root(
     0.083333
     """
     name = "root"
+    fun, args, (jac,) = _lift_closure(fun, args, jac)
     x0 = _np.asarray(getval(x0), dtype=float)
     shape = (x0.size,) if method in ("hybr", "lm") else x0.shape
     f = _checked(name, fun)
@@ -485,7 +539,6 @@ def root(
         )
         return res.x, res
 
-    args = _as_tuple(args)
     x, res, traced, problem = _solve(name, residual, solve, args, linear_solver=implicit_solver)
     if traced:
         _require_solution(
@@ -532,6 +585,7 @@ def _bracketing(scipy_solver: Callable) -> Callable:
         disp: bool = True,
     ):
         a, b = float(getval(a)), float(getval(b))  # the root does not move with them
+        f, args, _ = _lift_closure(f, args)
 
         def solve_scalar(checked, plain_args):
             return scipy_solver(
@@ -594,6 +648,7 @@ def newton(
 
     An array ``x0`` solves the elementwise problems at once, as SciPy does."""
     name = "newton"
+    func, args, (fprime, fprime2) = _lift_closure(func, args, fprime, fprime2)
     shape = _np.shape(getval(x0))
     f = _checked(name, func)
 
@@ -651,6 +706,7 @@ def root_scalar(
     options: dict | None = None,
 ):
     """``scipy.optimize.root_scalar``: a ``RootResults`` whose ``root`` is traced."""
+    f, args, (fprime, fprime2) = _lift_closure(f, args, fprime, fprime2)
     bracket = None if bracket is None else [float(getval(b)) for b in bracket]
     x0 = None if x0 is None else float(getval(x0))
     x1 = None if x1 is None else float(getval(x1))
@@ -693,6 +749,7 @@ def fixed_point(
     """``scipy.optimize.fixed_point``: x with func(x, *args) = x, differentiable in
     ``args`` (F = x - func(x)). SciPy raises if the iteration does not converge."""
     name = "fixed_point"
+    func, args, _ = _lift_closure(func, args)
     shape = _np.shape(getval(x0))
     f = _checked(name, func)
 
@@ -753,6 +810,7 @@ def least_squares(
     bounds (``active_mask``) have zero derivative. ``jac=None`` passes chainrule's exact
     Jacobian (SciPy's default is '2-point' finite differences; pass it to get those)."""
     name = "least_squares"
+    fun, args, (jac,) = _lift_closure(fun, args, jac)
     _require_plain(name, "bounds", bounds)
     kwargs = {} if kwargs is None else kwargs
     x0 = _np.atleast_1d(_np.asarray(getval(x0), dtype=float))
