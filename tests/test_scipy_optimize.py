@@ -676,3 +676,25 @@ def test_module_docstring_examples():
 
     result = doctest.testmod(so, optionflags=doctest.ELLIPSIS, verbose=False)
     assert result.attempted >= 2 and result.failed == 0
+
+
+def test_tensor_front_end_parameters():
+    # Tensor parameters (in args or closed over): the solution is a Tensor; backward reaches them
+    from chainrule import Tensor
+
+    t = Tensor(onp.array([1.0, 2.0]))
+    res = so.minimize(
+        lambda x, t: np.sum((x - t) ** 2 + 0.1 * x**4),
+        onp.zeros(2),
+        args=(t,),
+        options={"gtol": 1e-12},
+    )
+    assert isinstance(res.x, Tensor)
+    (res.x**2).sum().backward()
+    x = onp.asarray(res.x.detach().numpy())
+    # 2 (x - t) + 0.4 x^3 = 0: dx/dt = 1 / (1 + 0.6 x^2); d(sum x^2)/dt = 2 x dx/dt
+    assert onp.allclose(onp.asarray(t.grad.numpy()), 2 * x / (1 + 0.6 * x**2), rtol=1e-9)
+    s = Tensor(8.0)
+    root = so.brentq(lambda x: x**3 - s, 0.0, 5.0)
+    root.backward()
+    assert abs(float(s.grad.numpy()) - 1 / 12) < 1e-10

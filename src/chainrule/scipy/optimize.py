@@ -40,11 +40,13 @@ import scipy.sparse.linalg as _spla
 from .._core import forward, reverse
 from .._core.pytree import tree_flatten, tree_unflatten
 from .._core.rules import defjvp_argnums, defvjp_argnums
-from .._core.tracer import getval, isbox, primitive
+from .._core.tracer import front_ends, getval, isbox, primitive
 from .._transforms import grad, hessian, jacobian, make_hvp
 from ..numpy import linalg as _alinalg
 from ..numpy import numpy_wrapper as anp
 from ..numpy.rules._helpers import match_dtype
+from ..tensor import Tensor
+from ..tensor._graph import TRACE_ID as _TENSOR_TRACE
 
 DENSE_LIMIT = 200  # unknowns above which the implicit solve is matrix-free by default
 LINEAR_SOLVERS = ("auto", "dense", "cg", "gmres")
@@ -229,6 +231,14 @@ def _no_traced(name: str, value):
 
 def _checked(name: str, fun: Callable) -> Callable:
     return lambda *a, **k: _no_traced(name, fun(*a, **k))
+
+
+def _front(x):
+    """A solution traced on the Tensor front end's trace (Tensor parameters) comes back as
+    a Tensor, so that ``.backward()`` works on what is computed from it."""
+    if isbox(x) and x._trace_id == _TENSOR_TRACE:
+        return front_ends[Tensor][1](x)
+    return x
 
 
 def _as_tuple(args) -> tuple:
@@ -484,7 +494,7 @@ def minimize(
     if traced:
         _require_solution(problem, x, _plain_tree(args), bool(res.success), res.message, _TOL_FIX)
     out = copy.copy(res)
-    out.x = x
+    out.x = _front(x)
     return out
 
 
@@ -550,7 +560,7 @@ def root(
             "Tighten tol, raise the iteration limit in options, or start closer to the root.",
         )
     out = copy.copy(res)
-    out.x = _shaped(x, shape)
+    out.x = _front(_shaped(x, shape))
     return out
 
 
@@ -610,6 +620,7 @@ def _bracketing(scipy_solver: Callable) -> Callable:
                 r.flag,
                 "Raise maxiter or narrow the bracket.",
             )
+        x = _front(x)
         if full_output:
             r = copy.copy(r)
             r.root = x
@@ -685,7 +696,7 @@ def newton(
             "newton",
             "Raise maxiter, or pass fprime for Newton's method.",
         )
-    x = _shaped(x, shape) if shape else x[0]
+    x = _front(_shaped(x, shape) if shape else x[0])
     if full_output:
         return (x, *out[1:])
     return x
@@ -739,7 +750,7 @@ def root_scalar(
             "Raise maxiter, tighten xtol/rtol, or give a bracket.",
         )
     r = copy.copy(r)
-    r.root = x
+    r.root = _front(x)
     return r
 
 
@@ -761,7 +772,7 @@ def fixed_point(
         return x, None
 
     x, _, _, _ = _solve(name, residual, solve, _as_tuple(args))
-    return _shaped(x, shape) if shape else x[0]
+    return _front(_shaped(x, shape) if shape else x[0])
 
 
 # ----------------------------------------------------------------------------- least squares
@@ -874,7 +885,7 @@ def least_squares(
             "Raise max_nfev or tighten ftol/xtol/gtol.",
         )
     out = copy.copy(res)
-    out.x = x
+    out.x = _front(x)
     return out
 
 
