@@ -200,6 +200,29 @@ def test_minimize_bounds_active_set_zero_and_reduced_system():
     assert onp.allclose(jacobian(argmin)(b), central_difference(argmin, b), atol=1e-6)
 
 
+def test_minimize_bounds_second_order():
+    # a non-quadratic objective with two coordinates pinned: the Hessian of sum(x^3) in b
+    # by reverse-over-reverse and forward-over-reverse, and by differences of the gradient
+    bounds = [(0.0, 1.0), (-5.0, 5.0), (-5.0, 5.0), (0.0, 1.0)]
+
+    def argmin(b):
+        return so.minimize(
+            lambda x, b: quadratic(x, b) + 0.05 * np.sum(x**4),
+            onp.full(4, 0.5),
+            args=(b,),
+            method="L-BFGS-B",
+            bounds=bounds,
+            options={"gtol": 1e-13, "ftol": 1e-16},
+        ).x
+
+    b = onp.array([-9.0, 0.5, 0.3, 9.0])
+    g = grad(lambda b: np.sum(argmin(b) ** 3))
+    h_rev, h_fwd = jacobian(g)(b), jacfwd(g)(b)
+    assert onp.allclose(h_rev, h_fwd, rtol=1e-9, atol=1e-12)
+    assert onp.allclose(h_rev[[0, 3]], 0.0) and onp.allclose(h_rev[:, [0, 3]], 0.0)
+    assert onp.allclose(h_rev, central_difference(g, b, eps=1e-4), rtol=1e-5, atol=1e-7)
+
+
 @pytest.mark.parametrize("method", ["TNC", "trust-constr", "Powell", "Nelder-Mead"])
 def test_minimize_bounds_other_methods(method):
     def argmin(c):
