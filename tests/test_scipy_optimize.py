@@ -721,3 +721,10 @@ def test_tensor_front_end_parameters():
     root = so.brentq(lambda x: x**3 - s, 0.0, 5.0)
     root.backward()
     assert abs(float(s.grad.numpy()) - 1 / 12) < 1e-10
+
+
+def test_newton_not_converged_raises():
+    with pytest.raises(so.NotConvergedError, match="maxiter"):
+        grad(lambda t: so.newton(lambda x, t: x**3 - t, 100.0, args=(t,), maxiter=3, disp=False))(
+            8.0
+        )

@@ -693,7 +693,7 @@ def newton(
             x,
             _plain_tree(args),
             converged,
-            "newton",
+            "some elements did not converge" if shape else out[1].flag,
             "Raise maxiter, or pass fprime for Newton's method.",
         )
     x = _front(_shaped(x, shape) if shape else x[0])
