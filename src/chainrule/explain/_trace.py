@@ -16,6 +16,7 @@ import inspect
 import itertools
 import math
 import re
+import string
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +24,7 @@ import numpy as np
 
 from .._core.pytree import TreeDef, tree_flatten, tree_unflatten
 from .._core.reverse import toposort
-from .._core.rule_table import primitive_jvps, primitive_vjps
+from .._core.rule_table import label_of, primitive_jvps, primitive_vjps
 from .._core.tracer import Node, isbox, trace_leaves
 from .._core.vspace import add_values, vspace
 from ..numpy.numpy_wrapper import NONDIFFERENTIABLE
@@ -164,52 +165,56 @@ def _traceable(leaf) -> bool:
 
 # ----------------------------------------------------------------------------- operations
 
-_INFIX = {
-    "add": "+",
-    "subtract": "-",
-    "multiply": "*",
-    "divide": "/",
-    "true_divide": "/",
-    "power": "**",
-    "float_power": "**",
-    "matmul": "@",
-}
-_PREFIX = {"negative": "-"}
-# How the tables name an operation ("name") and why its local partials are all zero
-# ("note"), by the primitive's name: label data in one place, to move into the rule tables.
-# The non-differentiable functions are those chainrule.numpy lists (the CLI traces them
-# with zero derivatives; chainrule.numpy itself returns them as constants).
-LABELS: dict[str, dict[str, str]] = {
-    "absolute": {"name": "abs"},
-    **{op: {"note": "piecewise constant"} for op in NONDIFFERENTIABLE.split()},
-}
+# Why an operation's local partials are all zero, by the primitive's name: the
+# non-differentiable functions chainrule.numpy lists (the CLI traces them with zero
+# derivatives; chainrule.numpy itself returns them as constants). How a call is written
+# is its rule-table entry's label (``rule_table.label_of``).
+NOTES: dict[str, str] = {op: "piecewise constant" for op in NONDIFFERENTIABLE.split()}
 PI = "\u03c0"  # how the constant pi is written in an operation, where no input is named so
 
 
 def _op_label(fun) -> str:
-    op = getattr(fun, "__name__", "f")
-    return LABELS.get(op, {}).get("name", op)
+    """The operation's name as the tables show it (``abs``, not ``absolute``)."""
+    label = label_of(fun)
+    name = getattr(fun, "__name__", "f")
+    if isinstance(label, str) and label.endswith("({0})") and label[:-5].isidentifier():
+        return label[:-5]
+    return name
+
+
+def _fields(label: str) -> int:
+    """How many arguments a format-string label writes (``"{0} + {1}"``: 2)."""
+    return len({name for _, name, _, _ in string.Formatter().parse(label) if name is not None})
+
+
+class _Text(str):
+    """How an argument is shown, remembering the argument: a label may ask for it in index
+    notation (``"{0}[{1:index}]"``)."""
+
+    def __new__(cls, text: str, value):
+        self = super().__new__(cls, text)
+        self.value = value
+        return self
+
+    def __format__(self, spec: str) -> str:
+        return fmt.index_text(self.value) if spec == "index" else str.__format__(self, spec)
 
 
 def _describe(fun, args, kwargs, names: dict[int, str], pi: str = "") -> str:
-    """The call as an expression; ``names`` maps traced argument positions to what to show,
-    ``pi`` is how to write a constant equal to math.pi (empty: as a number)."""
+    """The call as an expression, written by the primitive's label (its rule-table entry);
+    ``names`` maps traced argument positions to what to show, ``pi`` is how to write a
+    constant equal to math.pi (empty: as a number)."""
     parts = [
-        names[i] if i in names else pi if pi and _is_pi(a) else fmt.constant(a)
+        _Text(names[i] if i in names else pi if pi and _is_pi(a) else fmt.constant(a), a)
         for i, a in enumerate(args)
     ]
-    op = getattr(fun, "__name__", "f")
+    label = label_of(fun)
+    if not kwargs:
+        if callable(label):
+            return label(parts)
+        if len(parts) == _fields(label):
+            return label.format(*parts)
     extra = [f"{k}={fmt.constant(v)}" for k, v in kwargs.items()]
-    if op in _INFIX and len(parts) == 2 and not extra:
-        return f"{parts[0]} {_INFIX[op]} {parts[1]}"
-    if op in _PREFIX and len(parts) == 1 and not extra:
-        return f"{_PREFIX[op]}{parts[0]}"
-    if op == "array_getitem":
-        return f"{parts[0]}[{fmt.index_text(args[1])}]"
-    if op in ("concatenate_args", "stack_args"):
-        return f"{op[:-5]}([{', '.join(parts[1:])}], axis={fmt.constant(args[0])})"
-    if op == "array_from_args":
-        return f"array([{', '.join(parts[2:])}])"
     return f"{_op_label(fun)}({', '.join(parts + extra)})"
 
 
@@ -333,7 +338,7 @@ def _step(node: ExplainNode, variables: dict, pi: str) -> Variable:
         partial, text = _partial(node, j, variables[parent].value)
         var.partials.append(partial)
         var.partial_texts.append(text)
-    note = LABELS.get(var.op, {}).get("note", "")
+    note = NOTES.get(var.op, "")
     if note and all(p is not None and np.all(p == 0) for p in var.partials):
         var.partial_note = note
     return var
@@ -346,7 +351,7 @@ def _partial(node: ExplainNode, j: int, parent_value) -> tuple[Any, str]:
     notes a zero derivative: theirs is written 0 when the JVP along ones is zero."""
     scalar = fmt.is_scalar(parent_value) and fmt.is_scalar(node.ans)
     jacobian = f"J {fmt.shape_text(node.ans)}<-{fmt.shape_text(parent_value)}"
-    if not scalar and "note" not in LABELS.get(getattr(node.fun, "__name__", ""), {}):
+    if not scalar and getattr(node.fun, "__name__", "") not in NOTES:
         return None, jacobian
     tangents = tuple(
         vspace(p.ans).ones() if k == j else vspace(p.ans).zeros()

@@ -12,7 +12,7 @@ import string
 
 import numpy as _np
 
-from ..._core.rules import def_linear, defjvp_batched, defvjp_direct, defvjp_whole
+from ..._core.rules import def_linear, defjvp_batched, deflabel, defvjp_direct, defvjp_whole
 from ..._core.tracer import getval
 from .. import numpy_wrapper as anp
 from ._helpers import constant_like, match_dtype, shape_of, unbroadcast
@@ -106,6 +106,7 @@ defvjp_direct(anp.dot,    _dot_vjp_a, _dot_vjp_b)
 def_linear(anp.dot)
 defvjp_direct(anp.matmul, _matmul_vjp_a, _matmul_vjp_b, reads=(0, 1))  # not the product
 def_linear(anp.matmul)
+deflabel(anp.matmul,  "{0} @ {1}")  # how explain writes a call
 defjvp_batched(anp.matmul, lambda t, ans, a, b, **k: _batched_product(t, a, b, 0, k),
                            lambda t, ans, a, b, **k: _batched_product(t, a, b, 1, k))
 # fmt: on

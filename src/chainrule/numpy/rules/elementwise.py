@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as _np
 
-from ..._core.rules import defjvp_batched, defvjp_direct
+from ..._core.rules import defjvp_batched, deflabel, defvjp_direct
 from ..._core.rules import defjvp_direct as defjvp
 from ..._core.tracer import getval
 from .. import numpy_wrapper as anp
@@ -136,9 +136,14 @@ defjvp_batched(anp.add,      lambda g, ans, x, y, *a, **k: broadcast_batched_tan
                             lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(g, y, ans), ans))
 defjvp_batched(anp.subtract, lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(g, x, ans), ans),
                             lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(-g, y, ans), ans))
+deflabel(anp.add,           "{0} + {1}")  # how explain writes a call
+deflabel(anp.subtract,      "{0} - {1}")
 elementwise_n(anp.multiply,  lambda ans, x, y: y,               lambda ans, x, y: x)
+deflabel(anp.multiply,      "{0} * {1}")
 elementwise_n(anp.divide,    lambda ans, x, y: anp.divide(1.0, y), lambda ans, x, y: -ans / y)  # true_divide; y may be a constant Python float, whose 1 / 0.0 raises
+deflabel(anp.divide,        "{0} / {1}")
 elementwise(anp.negative,   lambda ans, x: -1.0)
+deflabel(anp.negative,      "-{0}")
 elementwise(anp.positive,   lambda ans, x: 1.0)
 elementwise(anp.reciprocal, lambda ans, x: -ans ** 2)
 elementwise_n(anp.mod,       lambda ans, x, y: 1.0,             lambda ans, x, y: -anp.floor(x / y))  # remainder
@@ -149,6 +154,8 @@ elementwise_n(anp.power,     lambda ans, x, y: y * x ** _lowered(y),            
                             lambda ans, x, y: anp.log(anp.where(x, x, 1.0)) * ans)
 elementwise_n(anp.float_power, lambda ans, x, y: y * anp.float_power(x, _lowered(y)),
                             lambda ans, x, y: anp.log(anp.where(x, x, 1.0)) * ans)
+deflabel(anp.power,         "{0} ** {1}")
+deflabel(anp.float_power,   "{0} ** {1}")
 elementwise(anp.square,     lambda ans, x: 2 * x)
 elementwise(anp.sqrt,       lambda ans, x: 0.5 / ans)
 elementwise(anp.cbrt,       lambda ans, x: 1 / (3 * ans ** 2))
@@ -188,6 +195,7 @@ elementwise(anp.arctanh,    lambda ans, x: 1 / (1 - x ** 2))                    
 
 # ----------------------------------------------------------------------------- complex parts
 elementwise(anp.absolute,   _abs_derivative)                                          # abs
+deflabel(anp.absolute,      "abs({0})")
 elementwise(anp.fabs,       lambda ans, x: anp.sign(x))
 linear(anp.conjugate,       lambda g, ans, x, *a, **k: anp.conj(g))                   # conj
 linear(anp.real,            lambda g, ans, x: match_dtype(anp.real(g), x))
