@@ -45,6 +45,7 @@ TESTED_ELSEWHERE = {
     "copy_of": "tests/test_silent_errors.py (copy.copy/deepcopy, both modes, 2nd order)",
     "_fixed_point": "tests/test_misc.py (fixed_point against the closed form)",
     "odeint_args": "tests/test_scipy.py (odeint against finite differences)",
+    "_implicit": "tests/test_scipy_optimize.py (solutions against closed forms, both modes)",
 }
 
 
