@@ -66,7 +66,7 @@ def test_jax_jacobians_take_jax_parameters_in_jax_order(name):
 
 def test_help_shows_the_parameters():
     text = pydoc_text(chainrule.grad)
-    assert "grad(fun: 'Callable', argnum: 'Argnums | None' = None, *" in text
+    assert "grad(fun: 'Callable', argnum: 'int | Sequence[int] | None' = None, *" in text
     assert "has_aux" in text and "Returns a function which computes the gradient" in text
 
 

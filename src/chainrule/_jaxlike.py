@@ -12,7 +12,6 @@ from ._core.rules import check_cotangent_shape, check_rule_value, defjvp_argnums
 from ._core.tracer import primitive
 from ._core.vspace import vspace
 from ._transforms import (
-    Argnums,
     jacobian_columns,
     jacobian_rows,
     jacobian_tree,
@@ -72,11 +71,11 @@ def vjp(fun: Callable, *primals: Any) -> tuple[Any, Callable[[Any], tuple]]:
     return ans, warnings_at_user_line(lambda g: tuple(vjp_fun(g)))
 
 
-def _argnums_tuple(argnums: Argnums) -> tuple:
+def _argnums_tuple(argnums: int | Sequence[int]) -> tuple:
     return (argnums,) if isinstance(argnums, int) else tuple(argnums)
 
 
-def _jacobian(fun: Callable, argnums: Argnums, has_aux: bool, mode: str) -> Callable:
+def _jacobian(fun: Callable, argnums: int | Sequence[int], has_aux: bool, mode: str) -> Callable:
     if has_aux:
         return with_aux(
             lambda f: _jacobian(f, argnums, False, mode), fun, lambda jac, aux: (jac, aux)
@@ -101,7 +100,7 @@ def _jacobian(fun: Callable, argnums: Argnums, has_aux: bool, mode: str) -> Call
     return jacfun
 
 
-def jacrev(fun: Callable, argnums: Argnums = 0, has_aux: bool = False) -> Callable:
+def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
     """The Jacobian by reverse mode: one backward pass per output element. With
     ``has_aux=True``, ``fun`` returns ``(output, aux)`` and this ``(jacobian, aux)``.
 
@@ -113,7 +112,7 @@ def jacrev(fun: Callable, argnums: Argnums = 0, has_aux: bool = False) -> Callab
     return _jacobian(fun, argnums, has_aux, "rev")
 
 
-def jacfwd(fun: Callable, argnums: Argnums = 0, has_aux: bool = False) -> Callable:
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
     """The Jacobian by forward mode: one tangent pass per input element. With
     ``has_aux=True``, ``fun`` returns ``(output, aux)`` and this ``(jacobian, aux)``.
 

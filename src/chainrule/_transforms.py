@@ -34,13 +34,11 @@ __all__ = [
 ]
 # fmt: on
 
-#: Which positional argument(s) to differentiate: an int, or a tuple of ints for a tuple
-#: of derivatives (JAX also takes any sequence of ints).
-Argnums = int | Sequence[int]
-
 
 # ----------------------------------------------------------------------------- options
-def resolve_argnums(name: str, argnum: Argnums | None, argnums: Argnums | None) -> Argnums:
+def resolve_argnums(
+    name: str, argnum: int | Sequence[int] | None, argnums: int | Sequence[int] | None
+) -> int | Sequence[int]:
     """autograd's ``argnum`` or JAX's ``argnums`` (default 0); both at once is an error."""
     if argnum is not None and argnums is not None:
         raise TypeError(
@@ -109,8 +107,8 @@ def _lifted(name: str) -> Callable:
 def transformed(
     nary: Callable,
     fun: Callable,
-    argnum: Argnums | None,
-    argnums: Argnums | None,
+    argnum: int | Sequence[int] | None,
+    argnums: int | Sequence[int] | None,
     has_aux: bool = False,
     joined: Callable[[Any, Any], Any] = _result_then_aux,
 ) -> Callable:
@@ -143,12 +141,14 @@ _WARN_AT_USER_LINE = _WarnAtUserLine()
 
 
 def user_line_warnings() -> contextlib.AbstractContextManager:
-    """The context a transform runs in (a no-op inside another transform, or where the user
-    has their own NumPy error callback)."""
-    if _np.geterrcall() is not None:
+    """The context a transform runs in: a no-op inside another transform (modes already
+    "log"), where the user routes errors to their own callback ("call", "log") or where
+    nothing warns."""
+    modes = _np.geterr()  # (one call: geterrcall() would cost as much again)
+    if "log" in modes.values() or "call" in modes.values():
         return contextlib.nullcontext()
-    log = {kind: "log" for kind, mode in _np.geterr().items() if mode == "warn"}
-    return _np.errstate(call=_WARN_AT_USER_LINE, **log)
+    log = {kind: "log" for kind, mode in modes.items() if mode == "warn"}
+    return _np.errstate(call=_WARN_AT_USER_LINE, **log) if log else contextlib.nullcontext()
 
 
 def warnings_at_user_line(fn: Callable) -> Callable:
@@ -170,7 +170,10 @@ def _make_vjp(fun, x):
 
 
 def make_vjp(
-    fun: Callable, argnum: Argnums | None = None, *, argnums: Argnums | None = None
+    fun: Callable,
+    argnum: int | Sequence[int] | None = None,
+    *,
+    argnums: int | Sequence[int] | None = None,
 ) -> Callable[..., tuple[Callable, Any]]:
     """Returns ``(vjp, fun(x))``: ``vjp(g)`` pulls a cotangent of the output back to ``x``,
     the argument ``argnum`` (default 0; JAX's spelling ``argnums`` works too).
@@ -189,7 +192,10 @@ def _make_jvp(fun, x):
 
 
 def make_jvp(
-    fun: Callable, argnum: Argnums | None = None, *, argnums: Argnums | None = None
+    fun: Callable,
+    argnum: int | Sequence[int] | None = None,
+    *,
+    argnums: int | Sequence[int] | None = None,
 ) -> Callable[..., Callable[[Any], tuple[Any, Any]]]:
     """Returns ``jvp(v) -> (fun(x), tangent)``: pushes a tangent of ``x``, the argument
     ``argnum`` (default 0; or ``argnums``), forward.
@@ -249,9 +255,9 @@ def _grad(fun, x):
 
 def grad(
     fun: Callable,
-    argnum: Argnums | None = None,
+    argnum: int | Sequence[int] | None = None,
     *,
-    argnums: Argnums | None = None,
+    argnums: int | Sequence[int] | None = None,
     has_aux: bool = False,
 ) -> Callable:
     """
@@ -289,9 +295,9 @@ def _elementwise_grad(fun, x):
 
 def elementwise_grad(
     fun: Callable,
-    argnum: Argnums | None = None,
+    argnum: int | Sequence[int] | None = None,
     *,
-    argnums: Argnums | None = None,
+    argnums: int | Sequence[int] | None = None,
     has_aux: bool = False,
 ) -> Callable:
     """The sum of the Jacobian's rows: the derivative of each output element for
@@ -317,9 +323,9 @@ def _value_aux_and_grad(value_and_gradient, aux):
 
 def value_and_grad(
     fun: Callable,
-    argnum: Argnums | None = None,
+    argnum: int | Sequence[int] | None = None,
     *,
-    argnums: Argnums | None = None,
+    argnums: int | Sequence[int] | None = None,
     has_aux: bool = False,
 ) -> Callable:
     """Returns a function that returns both the value and the gradient of ``fun``.
@@ -340,7 +346,10 @@ def _grad_and_aux(fun, x):
 
 
 def grad_and_aux(
-    fun: Callable, argnum: Argnums | None = None, *, argnums: Argnums | None = None
+    fun: Callable,
+    argnum: int | Sequence[int] | None = None,
+    *,
+    argnums: int | Sequence[int] | None = None,
 ) -> Callable:
     """For ``fun`` returning ``(loss, aux)``: returns ``(gradient of loss, aux)``
     (``grad(fun, has_aux=True)`` in JAX's spelling).
@@ -387,9 +396,9 @@ def _jacobian(fun, x):
 
 def jacobian(
     fun: Callable,
-    argnum: Argnums | None = None,
+    argnum: int | Sequence[int] | None = None,
     *,
-    argnums: Argnums | None = None,
+    argnums: int | Sequence[int] | None = None,
     has_aux: bool = False,
 ) -> Callable:
     """The Jacobian of ``fun`` at ``x``, of shape ``out.shape + x.shape``. For a container
@@ -513,7 +522,10 @@ def _holomorphic_grad(fun, x):
 
 
 def holomorphic_grad(
-    fun: Callable, argnum: Argnums | None = None, *, argnums: Argnums | None = None
+    fun: Callable,
+    argnum: int | Sequence[int] | None = None,
+    *,
+    argnums: int | Sequence[int] | None = None,
 ) -> Callable:
     """The complex derivative of a holomorphic ``fun`` at ``x`` (the argument ``argnum``,
     or ``argnums``).
@@ -525,7 +537,10 @@ def holomorphic_grad(
 
 
 def hessian_tensor_product(
-    fun: Callable, argnum: Argnums | None = None, *, argnums: Argnums | None = None
+    fun: Callable,
+    argnum: int | Sequence[int] | None = None,
+    *,
+    argnums: int | Sequence[int] | None = None,
 ) -> Callable:
     """``htp(*args, v)``: the Hessian of ``fun`` times ``v`` (contracted over all of v's
     axes), by forward mode over the reverse-mode gradient.
@@ -549,7 +564,10 @@ hessian_vector_product = hessian_tensor_product
 
 
 def tensor_jacobian_product(
-    fun: Callable, argnum: Argnums | None = None, *, argnums: Argnums | None = None
+    fun: Callable,
+    argnum: int | Sequence[int] | None = None,
+    *,
+    argnums: int | Sequence[int] | None = None,
 ) -> Callable:
     """``tjp(*args, v)``: ``v`` contracted with the leading axes of the Jacobian of ``fun``,
     ``tensordot(v, J, axes=ndim(v))``, of shape ``out.shape[ndim(v):] + x.shape``. A ``v``
@@ -586,7 +604,10 @@ def _make_hvp(fun, x):
 
 
 def make_hvp(
-    fun: Callable, argnum: Argnums | None = None, *, argnums: Argnums | None = None
+    fun: Callable,
+    argnum: int | Sequence[int] | None = None,
+    *,
+    argnums: int | Sequence[int] | None = None,
 ) -> Callable[..., tuple[Callable, Any]]:
     """Returns ``(hvp, gradient)`` at ``x``; ``hvp(v)`` is the Hessian-vector product
     (forward mode over the reverse-mode gradient).
@@ -606,7 +627,7 @@ def _half_sum_of_squares(y: Any) -> Any:
 
 
 def make_ggnvp(
-    f: Callable, g: Callable = _half_sum_of_squares, f_argnum: Argnums = 0
+    f: Callable, g: Callable = _half_sum_of_squares, f_argnum: int | Sequence[int] = 0
 ) -> Callable[..., Callable]:
     """Generalized Gauss-Newton products for ``g(f(x))``: ``make_ggnvp(f, g)(x)(v)`` is
     J^T H J v with J the Jacobian of ``f`` at x and H the Hessian of ``g`` at f(x).
@@ -634,9 +655,9 @@ def _hessian(fun, x):
 
 def hessian(
     fun: Callable,
-    argnum: Argnums | None = None,
+    argnum: int | Sequence[int] | None = None,
     *,
-    argnums: Argnums | None = None,
+    argnums: int | Sequence[int] | None = None,
     has_aux: bool = False,
 ) -> Callable:
     """The Hessian of ``fun`` at ``x``: the Jacobian of its gradient. ``argnum``/``argnums``
@@ -656,7 +677,10 @@ def _deriv(fun, x):
 
 
 def deriv(
-    fun: Callable, argnum: Argnums | None = None, *, argnums: Argnums | None = None
+    fun: Callable,
+    argnum: int | Sequence[int] | None = None,
+    *,
+    argnums: int | Sequence[int] | None = None,
 ) -> Callable:
     """The derivative of ``fun`` along a unit tangent: forward mode's dfun/dx for scalar x.
 
