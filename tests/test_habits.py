@@ -279,6 +279,21 @@ def test_jvp_refuses_primals_not_in_a_tuple():
     assert (value, tangent) == (6.0, 3.0)
 
 
+def test_jvp_and_vjp_have_aux():
+    def fun(x, y):
+        return np.sin(x) * y[0], {"y1": y[1] * 3.0}
+
+    out, tangent, aux = jvp(fun, (X, Y), (onp.ones(3), onp.zeros(2)), has_aux=True)
+    close(out, onp.sin(X) * Y[0])
+    close(tangent, onp.cos(X) * Y[0])
+    assert aux["y1"] == pytest.approx(Y[1] * 3.0) and not isbox(aux["y1"])
+    out, pull, aux = vjp(fun, X, Y, has_aux=True)
+    gx, gy = pull(onp.ones(3))
+    close(gx, onp.cos(X) * Y[0])
+    close(gy, [onp.sum(onp.sin(X)), 0.0])
+    assert aux["y1"] == pytest.approx(Y[1] * 3.0) and not isbox(aux["y1"])
+
+
 # ----------------------------------------------------------------------------- outputs
 @pytest.mark.filterwarnings("ignore:Output seems independent")
 @pytest.mark.parametrize(
@@ -480,6 +495,30 @@ def leaves(tree):
     if isinstance(tree, dict):
         return [leaf for k in sorted(tree) for leaf in leaves(tree[k])]
     return [onp.asarray(tree, dtype=float)]
+
+
+def test_jvp_and_vjp_with_aux_match_jax():
+    jax = pytest.importorskip("jax")
+    x64 = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        jx, jy = jax.numpy.asarray(X), jax.numpy.asarray(Y)
+        fun = vector_with_aux_of(jax.numpy)
+        expected_jvp = jax.jvp(fun, (jx, jy), (jx * 0 + 1, jy), has_aux=True)
+        out, pull, aux = jax.vjp(fun, jx, jy, has_aux=True)
+        expected_vjp = (out, pull(jax.tree_util.tree_map(jax.numpy.ones_like, out)), aux)
+        expected = jax.tree_util.tree_map(onp.asarray, (expected_jvp, expected_vjp))
+    finally:
+        jax.config.update("jax_enable_x64", x64)
+    fun = vector_with_aux_of(np)
+    got_jvp = jvp(fun, (X, Y), (onp.ones(3), Y), has_aux=True)
+    out, pull, aux = vjp(fun, X, Y, has_aux=True)
+    from chainrule import tree_map
+
+    got = (got_jvp, (out, pull(tree_map(onp.ones_like, out)), aux))
+    assert structure(got) == structure(expected)
+    for a, b in zip(leaves(got), leaves(expected)):
+        close(a, b, tol=1e-12)
 
 
 @pytest.mark.parametrize("ours, theirs, make, options", JAX_CASES)

@@ -15,6 +15,7 @@ from ._transforms import (
     jacobian_columns,
     jacobian_rows,
     jacobian_tree,
+    result_and_aux,
     user_line_warnings,
     warnings_at_user_line,
     with_aux,
@@ -32,9 +33,11 @@ def _with(args: tuple, argnums, values) -> tuple:
     return tuple(args)
 
 
-def jvp(fun: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
+def jvp(fun: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = False) -> tuple:
     """``(fun(*primals), tangent of the output)`` for input tangents ``tangents``: one
     primal and one tangent per argument of ``fun``, each group a tuple or list (as JAX's).
+    With ``has_aux=True``, ``fun`` returns ``(output, aux)`` and this ``(output, tangent,
+    aux)``.
 
     >>> import chainrule.numpy as np
     >>> value, tangent = jvp(lambda x1, x2: x1 * x2, (2.0, 5.0), (1.0, 0.0))
@@ -48,6 +51,11 @@ def jvp(fun: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]
             f"of fun; got {type(primals).__name__} and {type(tangents).__name__}. For a "
             f"function of one argument x write jvp(f, (x,), (v,))."
         )
+    if has_aux:
+        (out, tangent), aux = with_aux(
+            lambda f: lambda *xs: jvp(f, xs, tangents), fun, result_and_aux
+        )(*primals)
+        return out, tangent, aux
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise ValueError(
@@ -58,14 +66,21 @@ def jvp(fun: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]
         return forward.make_jvp(lambda xs: fun(*xs), primals)(tangents)
 
 
-def vjp(fun: Callable, *primals: Any) -> tuple[Any, Callable[[Any], tuple]]:
+def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     """``(fun(*primals), vjp_fun)``; ``vjp_fun(g)`` returns one cotangent per primal, as a tuple.
+    With ``has_aux=True``, ``fun`` returns ``(output, aux)`` and this ``(output, vjp_fun,
+    aux)``.
 
     >>> out, vjp_fun = vjp(lambda x1, x2: x1 * x2, 2.0, 5.0)
     >>> g1, g2 = vjp_fun(1.0)
     >>> print(out, g1, g2)
     10.0 5.0 2.0
     """
+    if has_aux:
+        (out, vjp_fun), aux = with_aux(lambda f: lambda *xs: vjp(f, *xs), fun, result_and_aux)(
+            *primals
+        )
+        return out, vjp_fun, aux
     with user_line_warnings():
         vjp_fun, ans = reverse.make_vjp(lambda xs: fun(*xs), primals)
     return ans, warnings_at_user_line(lambda g: tuple(vjp_fun(g)))
@@ -77,9 +92,7 @@ def _argnums_tuple(argnums: int | Sequence[int]) -> tuple:
 
 def _jacobian(fun: Callable, argnums: int | Sequence[int], has_aux: bool, mode: str) -> Callable:
     if has_aux:
-        return with_aux(
-            lambda f: _jacobian(f, argnums, False, mode), fun, lambda jac, aux: (jac, aux)
-        )
+        return with_aux(lambda f: _jacobian(f, argnums, False, mode), fun, result_and_aux)
     single = isinstance(argnums, int)
     nums = _argnums_tuple(argnums)
 

@@ -89,7 +89,7 @@ def with_aux(
     return transformed
 
 
-def _result_then_aux(result, aux):
+def result_and_aux(result, aux):
     return result, aux
 
 
@@ -110,7 +110,7 @@ def transformed(
     argnum: int | Sequence[int] | None,
     argnums: int | Sequence[int] | None,
     has_aux: bool = False,
-    joined: Callable[[Any, Any], Any] = _result_then_aux,
+    joined: Callable[[Any, Any], Any] = result_and_aux,
 ) -> Callable:
     """``nary(fun, argnum)`` with the public options resolved."""
     nums = resolve_argnums(nary.__name__, argnum, argnums)
