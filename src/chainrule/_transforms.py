@@ -67,7 +67,7 @@ def with_aux(
 
     @warnings_at_user_line
     @wraps(transform(fun))  # the name and docs of the transform without aux
-    def transformed(*args, **kwargs):
+    def transformed_with_aux(*args, **kwargs):
         auxes = []
 
         @wraps(fun)
@@ -86,7 +86,7 @@ def with_aux(
         result = transform(out_only)(*args, **kwargs)
         return joined(result, tree_map(lambda leaf: _untraced_since(leaf, first), auxes[0]))
 
-    return transformed
+    return transformed_with_aux
 
 
 def result_and_aux(result, aux):
@@ -212,8 +212,8 @@ def _output_space(name: str, ans) -> VSpace:
     """The vector space of ``fun``'s output; an output with none is named as the culprit."""
     if ans is None:
         raise TypeError(
-            f"{name}: fun returned None; did you forget return? {name} needs the "
-            f"function's output, a real scalar."
+            f"{name}: fun returned None; did you forget return? {name} differentiates "
+            f"the value the function returns."
         )
     try:
         return vspace(ans)
@@ -232,7 +232,7 @@ def _value_and_gradient(name: str, fun, x):
     """One reverse pass seeded with 1 for a real scalar output: (value, gradient)."""
     vjp, ans = reverse.make_vjp(fun, x, free=True)
     space = _output_space(name, ans)
-    if type(space) is ContainerVSpace:  # even of one entry: its gradient would be ambiguous
+    if type(space) is ContainerVSpace:  # not a scalar, even with one entry (as in JAX)
         kind = f"a {type(ans).__name__} (a container)"
     elif space.iscomplex:
         kind = "a complex value"
