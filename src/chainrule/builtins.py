@@ -24,13 +24,13 @@ list = _builtins.list
 dict = _builtins.dict
 
 
-def type(obj):
+def type(obj: object) -> _builtins.type:
     """``type(obj)`` of the traced value's own value: ``type(x) is numpy.ndarray`` holds
     for a traced array as it does for a plain one (as in autograd)."""
     return _builtins.type(getval(obj))
 
 
-def isinstance(obj, classinfo) -> bool:
+def isinstance(obj: object, classinfo: _builtins.type | tuple) -> bool:
     """``isinstance`` that sees through tracing: a traced array is an ``ndarray``, a
     traced tuple a ``tuple``; it is still an instance of its Box class, too."""
     return _builtins.isinstance(obj, classinfo) or _builtins.isinstance(getval(obj), classinfo)
