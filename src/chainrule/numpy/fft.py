@@ -22,5 +22,3 @@ for _name in DIFFERENTIABLE:
         globals()[_name] = primitive(getattr(_npfft, _name))
         # NumPy's own fft functions, called on traced values, dispatch here.
         _anp.raw_to_wrapped[getattr(_npfft, _name)] = globals()[_name]
-
-from .rules import fft as _rules  # noqa: E402,F401  (registers the rules)

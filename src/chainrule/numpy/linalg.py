@@ -283,5 +283,3 @@ matrix_rank = notrace_primitive(_npla.matrix_rank)
 for _name in DIFFERENTIABLE + ARRAY_API + NONDIFFERENTIABLE:
     if hasattr(_npla, _name):
         _anp.raw_to_wrapped[getattr(_npla, _name)] = globals()[_name]
-
-from .rules import linalg as _rules  # noqa: E402,F401  (registers the rules)

@@ -21,6 +21,7 @@ import numpy as _np
 
 from .._core import tracer as _tracer
 from .._core.tracer import getval, isbox, notrace_primitive, primitive
+from .placement import constant_like
 
 # fmt: off
 DIFFERENTIABLE = {
@@ -505,8 +506,6 @@ def make_diagonal(D, offset=0, axis1=0, axis2=1):
             "make_diagonal supports offset=0, axis1=-1, axis2=-2 only; for a 1-D D with an "
             "offset use chainrule.numpy.diag(D, k)."
         )
-    from .rules._helpers import constant_like  # (the rules import this module)
-
     n = _np.shape(D)[-1]
     eye = constant_like(_np.eye(n, dtype=_np.result_type(getval(D))), D)
     return expand_dims(D, -1) * eye  # noqa: F821

@@ -192,6 +192,3 @@ def eigh(a, b=None, lower=True, eigvals_only=False, **kwargs):
     b = None if b is None else symmetric_from(b, lower)
     w = eigh_values(a, b)
     return w if eigvals_only else (w, eigh_vectors(a, b))
-
-
-from .rules import linalg as _rules  # noqa: E402,F401  (registers the rules)

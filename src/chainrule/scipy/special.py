@@ -73,6 +73,3 @@ def softmax(x, axis=None):
 @primitive
 def log_softmax(x, axis=None):
     return _sp.log_softmax(x, axis=axis)
-
-
-from .rules import special as _rules  # noqa: E402,F401  (registers the rules)
