@@ -31,12 +31,11 @@ from .._core.pytree import tree_flatten, tree_unflatten
 from .._core.rule_table import primitive_vjps
 from .._core.rules import defjvp_argnums
 from .._core.tracer import getval, primitive
+from ..numpy import _namespace
 from ..numpy import numpy_wrapper as anp
 from ..numpy.rules._helpers import match_dtype
 
-for _name in dir(_si):
-    if not _name.startswith("_"):
-        globals()[_name] = getattr(_si, _name)
+_namespace.install(globals(), _si)  # SciPy's names; those defined below win
 
 _SOLVER_KWARGS = ("rtol", "atol", "hmax", "hmin", "mxstep", "h0", "tcrit", "ixpr", "mxhnil",
                   "mxordn", "mxords", "tfirst")

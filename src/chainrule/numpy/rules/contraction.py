@@ -15,7 +15,8 @@ import numpy as _np
 from ..._core.rules import def_linear, defjvp_batched, deflabel, defvjp_direct, defvjp_whole
 from ..._core.tracer import getval
 from .. import numpy_wrapper as anp
-from ._helpers import constant_like, match_dtype, shape_of, unbroadcast
+from ..placement import constant_like
+from ._helpers import match_dtype, shape_of, unbroadcast
 
 
 def _dot_vjp_a(g, ans, a, b):

@@ -18,15 +18,13 @@ from ..._core.rules import defjvp_direct as defjvp
 from ..._core.rules import defvjp_direct
 from ..._core.tracer import getval
 from .. import numpy_wrapper as anp
+from ..placement import constant_like, index_like, on_host
 from ._helpers import (
-    constant_like,
     dtype_of,
     expand_to,
-    index_like,
     keepdims_shape,
     linear,
     match_dtype,
-    on_host,
     reduced_count,
     shape_of,
     zero_mask,

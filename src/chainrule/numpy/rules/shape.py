@@ -39,14 +39,12 @@ from ..._core.rules import defjvp_direct as defjvp
 from ..._core.tracer import getval, primitive
 from .. import numpy_wrapper as anp
 from ..numpy_boxes import array_astype, array_getitem
+from ..placement import constant_like, index_like, on_host
 from ._helpers import (
     composite,
-    constant_like,
     dtype_of,
-    index_like,
     linear,
     match_dtype,
-    on_host,
     shape_of,
     unbroadcast,
 )
