@@ -237,7 +237,7 @@ def _front(x):
     """A solution traced on the Tensor front end's trace (Tensor parameters) comes back as
     a Tensor, so that ``.backward()`` works on what is computed from it."""
     if isbox(x) and x._trace_id == _TENSOR_TRACE:
-        return front_ends[Tensor][1](x)
+        return front_ends[Tensor].wrap(x)
     return x
 
 
@@ -890,9 +890,7 @@ def least_squares(
 
 
 # SciPy's other names (result types, linear programming, ...), undifferentiated
-for _name in dir(_so):
-    if not _name.startswith("_") and _name not in globals():
-        globals()[_name] = getattr(_so, _name)
+_namespace.install(globals(), _so)
 
 __all__ = [
     "minimize",
