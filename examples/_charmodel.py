@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as onp
+from _common import progress
 
 import chainrule.numpy as np
 from chainrule import value_and_grad
@@ -59,12 +60,14 @@ def train(model, *, hidden: int, iters: int, seq_len: int, batch: int, seed: int
         windows = codes[starts[:, None] + onp.arange(seq_len)].T   # (T, B)
         loss, g = loss_and_grad(params, eye[windows], step, initial_state)
         losses.append(float(loss) / onp.log(2.0))
+        bar.update()
         if log_every and (i % log_every == 0 or i == iters - 1):
-            print(f"iter {i:5d}  loss {losses[-1]:.3f} bits/char  "
-                  f"({time.perf_counter() - started:.0f} s)")
+            bar.write(f"iter {i:5d}  loss {losses[-1]:.3f} bits/char  "
+                      f"({time.perf_counter() - started:.0f} s)")
         return g
 
-    params = adam(batch_grad, params, num_iters=iters, step_size=step_size)
+    with progress(iters, "training") as bar:
+        params = adam(batch_grad, params, num_iters=iters, step_size=step_size)
     return params, vocab, losses
 
 

@@ -11,7 +11,7 @@ Metropolis test keeps the chain exact. Reports acceptance and the sample moments
 from __future__ import annotations
 
 import numpy as onp
-from _common import parse_args, result, save
+from _common import parse_args, result, save, track
 
 from chainrule import grad
 
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> None:
     n = 200 if args.smoke else args.samples
     q = onp.zeros(2)
     samples, accepted = [], 0
-    for _ in range(n):
+    for _ in track(range(n), "sampling"):
         q, ok = hmc_step(q, rng, step=0.25, n_leapfrog=12)
         samples.append(q)
         accepted += ok

@@ -10,7 +10,7 @@ structure and ``adam`` updates it. The full run reaches >= 95% test accuracy.
 from __future__ import annotations
 
 import numpy as onp
-from _common import parse_args, result, save
+from _common import parse_args, progress, result, save
 
 import chainrule.numpy as np
 from chainrule import grad
@@ -65,6 +65,7 @@ def main(argv: list[str] | None = None) -> None:
     def batch_grad(params, i):
         epoch, j = divmod(i, batches_per_epoch)
         idx = orders[epoch][j * batch:(j + 1) * batch]
+        bar.update()
         return loss_grad(params, X_train[idx], Y_train[idx])
 
     def callback(params, i, g):
@@ -73,10 +74,12 @@ def main(argv: list[str] | None = None) -> None:
             history.append((epoch, accuracy(params, X_train, y_train),
                             accuracy(params, X_test, y_test)))
             if epoch % 5 == 0:
-                print(f"epoch {epoch:3d}  train {history[-1][1]:.3f}  test {history[-1][2]:.3f}")
+                bar.write(f"epoch {epoch:3d}  train {history[-1][1]:.3f}  "
+                          f"test {history[-1][2]:.3f}")
 
-    params = adam(batch_grad, params, callback=callback,
-                  num_iters=epochs * batches_per_epoch, step_size=0.005)
+    with progress(epochs * batches_per_epoch, "training") as bar:
+        params = adam(batch_grad, params, callback=callback,
+                      num_iters=epochs * batches_per_epoch, step_size=0.005)
     test_acc = accuracy(params, X_test, y_test)
     history.append((epochs, accuracy(params, X_train, y_train), test_acc))
 

@@ -14,7 +14,7 @@ then judged on the whole trajectory from y0.
 from __future__ import annotations
 
 import numpy as onp
-from _common import parse_args, result, save
+from _common import parse_args, progress, result, save
 
 import chainrule.numpy as np
 from chainrule import value_and_grad
@@ -71,12 +71,14 @@ def main(argv: list[str] | None = None) -> None:
         starts = rng.integers(0, n_times - segment + 1, size=batch)
         value, g = loss_and_grad(flat, starts, segment)
         losses.append(float(value))
+        bar.update()
         if not args.smoke and i % max(iters // 10, 1) == 0:
-            print(f"iter {i:4d}  segment MSE {value:.5f}")
+            bar.write(f"iter {i:4d}  segment MSE {value:.5f}")
         return g
 
     first = float(np.mean((trajectory(flat0, Y0, t) - target) ** 2))
-    flat = adam(grad_step, flat0, num_iters=iters, step_size=0.01)
+    with progress(iters, "training") as bar:
+        flat = adam(grad_step, flat0, num_iters=iters, step_size=0.01)
     fitted = trajectory(flat, Y0, t)
     final = float(np.mean((fitted - target) ** 2))
 

@@ -12,7 +12,7 @@ negative ELBO; reports the test-set ELBO in nats per image and saves samples and
 from __future__ import annotations
 
 import numpy as onp
-from _common import parse_args, result, save
+from _common import parse_args, progress, result, save
 
 import chainrule.numpy as np
 from chainrule import grad
@@ -63,10 +63,12 @@ def main(argv: list[str] | None = None) -> None:
         idx = rng.integers(0, len(X_train), batch)
         if not args.smoke and i % (iters // 10) == 0:
             test = elbo(params, X_test, rng.standard_normal((len(X_test), LATENT)))
-            print(f"iter {i:5d}  test ELBO {test:.2f} nats/image")
+            bar.write(f"iter {i:5d}  test ELBO {test:.2f} nats/image")
+        bar.update()
         return loss_grad(params, X_train[idx], rng.standard_normal((batch, LATENT)))
 
-    params = adam(batch_grad, params, num_iters=iters, step_size=0.003)
+    with progress(iters, "training") as bar:
+        params = adam(batch_grad, params, num_iters=iters, step_size=0.003)
     test_elbo = float(onp.mean([elbo(params, X_test, rng.standard_normal((len(X_test), LATENT)))
                                 for _ in range(10)]))
 
