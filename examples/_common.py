@@ -22,17 +22,24 @@ THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"
 _limits = None  # the active threadpoolctl limit, kept for the life of the process
 
 
-def parse_args(doc: str, argv: list[str] | None = None,
-               extra: dict[str, tuple[type, object, str]] | None = None) -> argparse.Namespace:
+def parse_args(
+    doc: str,
+    argv: list[str] | None = None,
+    extra: dict[str, tuple[type, object, str]] | None = None,
+) -> argparse.Namespace:
     """--smoke (seconds, for tests), --out DIR (plots), --seed, --blas-threads, plus ``extra``
     options. Limits the BLAS threads before the example computes anything."""
     parser = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="a tiny run that takes seconds")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where plots go")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--blas-threads", type=int, default=None,
-                        help="BLAS threads (default 1, unless OPENBLAS_NUM_THREADS, "
-                             "OMP_NUM_THREADS or MKL_NUM_THREADS is set)")
+    parser.add_argument(
+        "--blas-threads",
+        type=int,
+        default=None,
+        help="BLAS threads (default 1, unless OPENBLAS_NUM_THREADS, "
+        "OMP_NUM_THREADS or MKL_NUM_THREADS is set)",
+    )
     for name, (kind, default, help_text) in (extra or {}).items():
         parser.add_argument(f"--{name}", type=kind, default=default, help=help_text)
     args = parser.parse_args(argv)
@@ -59,8 +66,10 @@ def limit_blas_threads(threads: int | None = None) -> str:
         try:
             from threadpoolctl import threadpool_limits
         except ImportError:
-            line = (f"BLAS threads: library default (threadpoolctl is not installed: "
-                    f"pip install threadpoolctl, or set OPENBLAS_NUM_THREADS={threads})")
+            line = (
+                f"BLAS threads: library default (threadpoolctl is not installed: "
+                f"pip install threadpoolctl, or set OPENBLAS_NUM_THREADS={threads})"
+            )
         else:
             _limits = threadpool_limits(limits=threads, user_api="blas")
             line = f"BLAS threads: {threads} (threadpoolctl; --blas-threads N to change)"
@@ -83,8 +92,12 @@ class _PlainProgress:
             self.shown = now
             elapsed = now - self.started
             left = elapsed / self.n * (self.total - self.n) if self.n else 0.0
-            print(f"{self.desc}: {self.n}/{self.total} ({100 * self.n // max(self.total, 1)}%)"
-                  f" {elapsed:.0f} s, about {left:.0f} s left", file=sys.stderr, flush=True)
+            print(
+                f"{self.desc}: {self.n}/{self.total} ({100 * self.n // max(self.total, 1)}%)"
+                f" {elapsed:.0f} s, about {left:.0f} s left",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def write(self, line: str) -> None:
         print(line, flush=True)

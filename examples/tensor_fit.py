@@ -41,8 +41,9 @@ class MLP:
         return cnp.tanh(x @ self.w1 + self.b1) @ self.w2 + self.b2
 
 
-def fit(steps: int, n: int = 64, hidden: int = 16, lr: float = 0.02, seed: int = 0,
-        log_every: int = 0) -> tuple[float, float]:
+def fit(
+    steps: int, n: int = 64, hidden: int = 16, lr: float = 0.02, seed: int = 0, log_every: int = 0
+) -> tuple[float, float]:
     """Train; returns (initial loss, final loss), the mean squared error on the data."""
     rng = np.random.default_rng(seed)
     x, y = make_data(n, rng)

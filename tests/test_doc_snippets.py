@@ -1,6 +1,6 @@
 """Every ```python block in README.md and docs/*.md runs, and prints what the page shows.
 
-Conventions of the pages (docs/index.md shows them to writers too):
+Conventions for writing the pages:
 
 - The ```python blocks of one page run in order in one namespace, as a reader would paste them.
 - A ```text block right after a ```python block (only blank lines between) is that block's

@@ -13,8 +13,18 @@ from pathlib import Path
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-SCRIPTS = ["logistic_regression", "mlp_digits", "char_rnn", "char_lstm", "gaussian_process",
-           "vae_digits", "neural_ode", "hmc_banana", "tanh_derivatives", "explain_seed"]
+SCRIPTS = [
+    "logistic_regression",
+    "mlp_digits",
+    "char_rnn",
+    "char_lstm",
+    "gaussian_process",
+    "vae_digits",
+    "neural_ode",
+    "hmc_banana",
+    "tanh_derivatives",
+    "explain_seed",
+]
 
 
 def _optional_imports(tree: ast.AST) -> set[int]:
@@ -23,8 +33,9 @@ def _optional_imports(tree: ast.AST) -> set[int]:
     optional = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Try) and any(
-                isinstance(h.type, ast.Name) and h.type.id in ("ImportError", "ModuleNotFoundError")
-                for h in node.handlers):
+            isinstance(h.type, ast.Name) and h.type.id in ("ImportError", "ModuleNotFoundError")
+            for h in node.handlers
+        ):
             for part in node.body:
                 optional |= {id(n) for n in ast.walk(part)}
     return optional
@@ -51,9 +62,10 @@ def _needs(name: str, only: list[str] | None = None) -> set[str]:
     plotting there imports matplotlib lazily, inside ``save``."""
     tree = ast.parse((EXAMPLES / f"{name}.py").read_text())
     if only is not None:  # the helper's module-level imports and the functions taken
-        tree = ast.Module(body=[n for n in tree.body
-                                if not isinstance(n, ast.FunctionDef) or n.name in only],
-                          type_ignores=[])
+        tree = ast.Module(
+            body=[n for n in tree.body if not isinstance(n, ast.FunctionDef) or n.name in only],
+            type_ignores=[],
+        )
     needs = set()
     for module, names in _imported_modules(tree):
         top = module.split(".")[0]
@@ -86,8 +98,9 @@ def test_each_example_skips_only_for_what_it_imports():
 
 
 def test_optional_imports_are_not_needs():
-    tree = ast.parse("try:\n    import tqdm\nexcept ImportError:\n    tqdm = None\n"
-                     "import sklearn\n")
+    tree = ast.parse(
+        "try:\n    import tqdm\nexcept ImportError:\n    tqdm = None\nimport sklearn\n"
+    )
     assert [m for m, _ in _imported_modules(tree)] == ["sklearn"]
 
 
@@ -101,14 +114,23 @@ def test_every_example_is_listed():
 def test_example_smoke(name, tmp_path):
     missing = [m for m in NEEDS[name] if _missing(m)]
     if missing:
-        pytest.skip(f"{name} needs {', '.join(missing)} "
-                    "(pip install -e '.[examples]' installs them)")
+        pytest.skip(
+            f"{name} needs {', '.join(missing)} (pip install -e '.[examples]' installs them)"
+        )
     src = str(EXAMPLES.parent / "src")
-    env = {**os.environ, "MPLBACKEND": "Agg", "OPENBLAS_NUM_THREADS": "1",
-           "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, str(EXAMPLES / f"{name}.py"), "--smoke",
-                           "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=60, env=env)
+    env = {
+        **os.environ,
+        "MPLBACKEND": "Agg",
+        "OPENBLAS_NUM_THREADS": "1",
+        "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]),
+    }
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES / f"{name}.py"), "--smoke", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "RESULT:" in proc.stdout, proc.stdout[-2000:]
     written = {p.suffix for p in tmp_path.iterdir()}
