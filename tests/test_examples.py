@@ -13,32 +13,8 @@ from pathlib import Path
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-SCRIPTS = [
-    "logistic_regression",
-    "mlp_digits",
-    "char_rnn",
-    "char_lstm",
-    "gaussian_process",
-    "vae_digits",
-    "neural_ode",
-    "hmc_banana",
-    "tanh_derivatives",
-    "explain_seed",
-]
-
-
-def _optional_imports(tree: ast.AST) -> set[int]:
-    """ids of the imports inside ``try: ... except ImportError``: optional packages (tqdm,
-    threadpoolctl) that an example uses when present and does without otherwise."""
-    optional = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Try) and any(
-            isinstance(h.type, ast.Name) and h.type.id in ("ImportError", "ModuleNotFoundError")
-            for h in node.handlers
-        ):
-            for part in node.body:
-                optional |= {id(n) for n in ast.walk(part)}
-    return optional
+SCRIPTS = ["logistic_regression", "mlp_digits", "char_rnn", "char_lstm", "gaussian_process",
+           "vae_digits", "neural_ode", "hmc_banana", "tanh_derivatives", "explain_seed"]
 
 
 def _imported_modules(tree: ast.AST) -> list[tuple[str, list[str]]]:
@@ -54,6 +30,20 @@ def _imported_modules(tree: ast.AST) -> list[tuple[str, list[str]]]:
         elif isinstance(node, ast.ImportFrom) and node.level == 0:
             found.append((node.module, [alias.name for alias in node.names]))
     return found
+
+
+def _optional_imports(tree: ast.AST) -> set[int]:
+    """ids of the imports inside ``try: ... except ImportError``: optional packages (tqdm,
+    threadpoolctl) that an example uses when present and does without otherwise."""
+    optional = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(
+            isinstance(h.type, ast.Name) and h.type.id in ("ImportError", "ModuleNotFoundError")
+            for h in node.handlers
+        ):
+            for part in node.body:
+                optional |= {id(n) for n in ast.walk(part)}
+    return optional
 
 
 def _needs(name: str, only: list[str] | None = None) -> set[str]:
