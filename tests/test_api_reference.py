@@ -98,3 +98,22 @@ def test_a_new_public_name_appears_without_editing_the_page(monkeypatch):
 
 def test_api_page_keeps_its_marker():
     assert gen_api.MARKER in (DOCS / "api.md").read_text(encoding="utf-8")
+
+
+def test_docstring_examples_become_code_blocks():
+    """Markdown reads ``>>>`` as three nested quotes; the docs hook fences the examples."""
+    pytest.importorskip("markdown")
+    spec = importlib.util.spec_from_file_location("docs_hooks", DOCS / "hooks.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    import markdown
+
+    text = (
+        "Intro.\n\n>>> print(1)\n1\n\nAfter.\n\n```\n>>> kept as is\n```\n\n"
+        "    >>> an indented code block\n"
+    )
+    html = markdown.markdown(text, extensions=["fenced_code", hooks.DoctestBlocks()])
+    assert "<blockquote>" not in html
+    assert '<code class="language-pycon">&gt;&gt;&gt; print(1)\n1\n</code>' in html
+    assert "<p>After.</p>" in html and "&gt;&gt;&gt; kept as is" in html
+    assert "<pre><code>&gt;&gt;&gt; an indented code block" in html
