@@ -42,6 +42,7 @@ from .._core.pytree import tree_flatten, tree_unflatten
 from .._core.rules import defjvp_argnums, defvjp_argnums
 from .._core.tracer import front_ends, getval, isbox, primitive
 from .._transforms import grad, hessian, jacobian, make_hvp
+from ..numpy import _namespace
 from ..numpy import linalg as _alinalg
 from ..numpy import numpy_wrapper as anp
 from ..numpy.rules._helpers import match_dtype
