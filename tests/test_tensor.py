@@ -390,3 +390,19 @@ def test_complex_output_needs_an_explicit_gradient():
         (z * z).backward()
     (z * z).real.backward()
     assert z.grad.item() == cr.grad(lambda v: cnp.real(v * v))(1.0 + 2.0j)  # the same engine
+
+
+def test_transpose_swaps_two_dims_as_in_pytorch():
+    # Regression: transpose(0, 1) of a 2-D Tensor used NumPy's transpose(axes) reading
+    # and returned the Tensor unchanged.
+    a = np.arange(6.0).reshape(2, 3)
+    x = Tensor(a)
+    y = x.transpose(0, 1)
+    np.testing.assert_array_equal(y.numpy(), a.T)
+    assert x.transpose(1, 0).shape == (3, 2) and x.transpose(-1, -2).shape == (3, 2)
+    b = np.arange(24.0).reshape(2, 3, 4)
+    np.testing.assert_array_equal(Tensor(b).transpose(0, 2).numpy(), np.swapaxes(b, 0, 2))
+    (y * Tensor(np.arange(6.0).reshape(3, 2), requires_grad=False)).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.arange(6.0).reshape(3, 2).T)
+    with pytest.raises(TypeError):
+        x.transpose((1, 0))

@@ -398,10 +398,10 @@ class Tensor:
             shape = shape[0]
         return _wrap(anp.reshape(_unwrap(self), shape, order=order))
 
-    def transpose(self, *axes) -> Tensor:
-        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-            axes = axes[0]
-        return _wrap(anp.transpose(_unwrap(self), axes or None))
+    def transpose(self, dim0: int, dim1: int) -> Tensor:
+        """The Tensor with dims ``dim0`` and ``dim1`` swapped (PyTorch's meaning, not
+        NumPy's ``transpose(axes)``; ``permute`` reorders all dims)."""
+        return _wrap(anp.swapaxes(_unwrap(self), dim0, dim1))
 
     def flatten(self) -> Tensor:
         return _wrap(anp.ravel(_unwrap(self)))
