@@ -65,8 +65,11 @@ def test_python_ints_and_bools_become_float64():
 def test_integer_arrays_stay_integer_and_never_require_grad():
     i = Tensor(np.array([1, 2, 3]))
     assert i.dtype == np.int64 and not i.requires_grad
-    with pytest.raises(RuntimeError, match="Only float and complex"):
+    with pytest.raises(RuntimeError, match="Only Tensors of floating point and complex dtype"):
         i.requires_grad = True
+    with pytest.raises(RuntimeError, match="Only Tensors of floating point and complex dtype"):
+        Tensor(np.array([1, 2, 3]), requires_grad=True)  # as torch.tensor(..., requires_grad=True)
+    assert not Tensor(np.array([1.0]), requires_grad=False).requires_grad
     x = Tensor(np.array([1.0, 2.0, 3.0]))
     (x * i).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [1.0, 2.0, 3.0])
@@ -80,7 +83,7 @@ def test_float32_gradient_stays_float32():
 
 def test_attributes_indexing_and_methods():
     x = Tensor(np.arange(6.0).reshape(2, 3))
-    assert (x.shape, x.ndim, x.size, len(x)) == ((2, 3), 2, 6, 2)
+    assert (x.shape, x.ndim, x.size(), x.numel(), len(x)) == ((2, 3), 2, (2, 3), 6, 2)
     assert x.T.shape == (3, 2) and x.reshape(3, 2).shape == (3, 2)
     assert x.value is x.data and isinstance(x.numpy(), np.ndarray)
     assert x.sum().item() == 15.0 and x.mean().item() == 2.5
@@ -330,8 +333,11 @@ def test_numpy_conversion_of_tracked_tensor_is_refused():
 def test_functional_value_meeting_a_tensor(form):
     w = Tensor(np.array([[1.0, 2.0], [3.0, 4.0]]))
     x0, v = np.array([0.5, -0.5]), np.array([1.0, 2.0])
-    product = {"x @ w": lambda x, w: x @ w, "w.T @ x": lambda x, w: w.T @ x,
-               "Tensor(x) @ w": lambda x, w: Tensor(x) @ w}[form]
+    product = {
+        "x @ w": lambda x, w: x @ w,
+        "w.T @ x": lambda x, w: w.T @ x,
+        "Tensor(x) @ w": lambda x, w: Tensor(x) @ w,
+    }[form]
 
     def plain(x, wv):
         return cnp.tanh(x @ wv).sum() + (wv[0] * x).sum()
