@@ -675,12 +675,17 @@ def _box_tensor_answer(answer: Tensor, trace_id: int, node):
     return _wrap(new_box(value._value if same_trace else value, trace_id, node))
 
 
-Box.type_mappings[Tensor] = _box_tensor_answer
-# A primitive called on Tensors (and no functionally traced value) runs on their boxes:
-# user-defined primitives keep their own rules.
-front_ends[Tensor] = (_unwrap, _wrap_tree)
+def register_tensor_type(cls: type) -> None:
+    """Make the engine treat ``cls`` (Tensor, or a subclass such as nn.Parameter) as a
+    Tensor: its registries are keyed by exact type."""
+    Box.type_mappings[cls] = _box_tensor_answer
+    # A primitive called on Tensors (and no functionally traced value) runs on their boxes:
+    # user-defined primitives keep their own rules.
+    front_ends[cls] = (_unwrap, _wrap_tree)
+    # A Tensor is a container of its value for the functional transforms (grad(f)(tensor)
+    # gives a Tensor), and has the vector space of its value.
+    register_pytree_node(cls, lambda t: ((t._value,), None), lambda _, kids: _wrap(kids[0]))
+    VSpace.register(cls, lambda t: vspace(t._value))
 
-# A Tensor is a container of its value for the functional transforms (grad(f)(tensor)
-# gives a Tensor), and has the vector space of its value.
-register_pytree_node(Tensor, lambda t: ((t._value,), None), lambda _, children: _wrap(children[0]))
-VSpace.register(Tensor, lambda t: vspace(t._value))
+
+register_tensor_type(Tensor)
