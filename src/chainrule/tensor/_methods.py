@@ -17,6 +17,7 @@ from collections import namedtuple
 import numpy as _np
 
 from .._core.tracer import getval
+from ..numpy import linalg as alinalg
 from ..numpy import numpy_wrapper as anp
 from ..numpy.numpy_boxes import array_astype
 from . import functional as F
@@ -193,7 +194,7 @@ def norm(self, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     dims = None if dims is None else tuple(dims)
     if p in ("fro", 2, 2.0):
         if dims is None or len(dims) <= 2:
-            return _wrap(anp.linalg.norm(_unwrap(x), axis=dims, keepdims=keepdim))
+            return _wrap(alinalg.norm(_unwrap(x), axis=dims, keepdims=keepdim))
         p = 2
     if p == "nuc" or isinstance(p, str):
         raise NotImplementedError(

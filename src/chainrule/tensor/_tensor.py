@@ -566,8 +566,8 @@ def inplace_update(tensor: Tensor, compute, method: str) -> Tensor:
     leaf = box is not None and box._node.fun is None
     if leaf and _mode.enabled:
         raise RuntimeError(
-            f"a leaf Variable that requires grad is being used in an in-place operation "
-            f"({method}; PyTorch refuses it too). Update parameters inside `with "
+            f"a leaf Variable that requires grad is being used in an in-place operation. "
+            f"PyTorch refuses {method} here too: update parameters inside `with "
             f"chainrule.no_grad():`, or use the out-of-place form (x = x + y)."
         )
     result = compute()
