@@ -52,7 +52,7 @@ def train(model: MLP, x, y, steps: int, lr: float = 0.02, log_every: int = 0) ->
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(__doc__, argv, {"steps": (int, 2000, "Adam steps")})
-    np.random.seed(args.seed)  # chainrule.nn draws initial weights from NumPy's generator
+    np.random.seed(args.seed)  # initial weights here come from NumPy's generator
     x, y = make_data(seed=args.seed)
     model = MLP().double()  # PyTorch's parameters start float32; the data is float64
     steps = 100 if args.smoke else args.steps
@@ -69,8 +69,7 @@ def main(argv: list[str] | None = None) -> None:
     ax.legend()
     path = save(fig, args, "torch_style_mlp.png")
     print(f"plot: {path}")
-    result(args, f"mean squared error {losses[0]:.4f} -> {losses[-1]:.4f} after {steps} "
-                 f"Adam steps")
+    result(args, f"mean squared error {losses[0]:.4f} -> {losses[-1]:.4f} after {steps} Adam steps")
 
 
 if __name__ == "__main__":

@@ -24,8 +24,10 @@ CASES = {
     "log_sin": (lambda m, x, y: m.log(x) + x * y + m.sin(y), [2.0, 5.0]),
     "tanh_exp": (lambda m, x, y: (m.tanh(x * y) * m.exp(-x)).sum(), [[0.3, -1.2], [1.5, 0.7]]),
     "division_pow": (lambda m, x, y: (x / (1 + y**2) + x**3).sum(), [[0.5, 2.0], [-1.0, 3.0]]),
-    "matmul": (lambda m, a, b: m.tanh(a @ b).sum(),
-               [np.arange(6.0).reshape(2, 3) / 5, np.linspace(-1, 1, 12).reshape(3, 4)]),
+    "matmul": (
+        lambda m, a, b: m.tanh(a @ b).sum(),
+        [np.arange(6.0).reshape(2, 3) / 5, np.linspace(-1, 1, 12).reshape(3, 4)],
+    ),
     "broadcast": (lambda m, a, b: (a * b + b).mean(), [np.ones((3, 2)) * 0.5, [1.0, -2.0]]),
     "index_sqrt": (lambda m, x, y: m.sqrt(x[1:] * x[1:] + y).sum(), [[1.0, 2.0, 3.0], 0.5]),
 }
@@ -63,12 +65,19 @@ def test_second_order_matches_torch(name):
         np.testing.assert_allclose(t.grad.numpy(), r.grad.numpy(), rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("make", [
-    (lambda p: optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True),
-     lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True)),
-    (lambda p: optim.Adam(p, lr=0.05, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.01),
-     lambda p: torch.optim.Adam(p, lr=0.05, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.01)),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        (
+            lambda p: optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True),
+            lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True),
+        ),
+        (
+            lambda p: optim.Adam(p, lr=0.05, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.01),
+            lambda p: torch.optim.Adam(p, lr=0.05, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.01),
+        ),
+    ],
+)
 def test_optimizer_trajectories_match_torch(make):
     start = np.array([1.5, -0.5, 2.0])
     ours, theirs = Tensor(start), torch.tensor(start, requires_grad=True)
@@ -270,7 +279,7 @@ def _run_both(fun, arrays, ours_m, theirs_m):
 def test_methods_match_torch(name):
     fun, arrays = METHOD_CASES[name]
     out, ref = _run_both(fun, arrays, cr, torch)
-    if isinstance(ref, tuple) and hasattr(ref, "indices"):  # max(dim)/min(dim): a named (values, indices) pair
+    if isinstance(ref, tuple) and hasattr(ref, "indices"):  # max(dim): (values, indices)
         assert type(out).__name__ == type(ref).__name__ and out._fields == ("values", "indices")
         np.testing.assert_array_equal(out.indices.numpy(), ref.indices.numpy())
         np.testing.assert_array_equal(out.values.numpy(), ref.values.detach().numpy())
@@ -375,11 +384,27 @@ def _inplace_scenarios():
     def leaf_inplace(x):
         x.add_(1)
 
-    return {f.__name__: f for f in [
-        chain, pow_own_input, exp_inplace, log_input_changed, scaled_input_changed,
-        product_input_changed, sigmoid_output_changed, relu_inplace, relu_output_changed,
-        div_by_leaf, clamp_inplace, zero_keeps_graph, fill_then_use, tanh_output_changed,
-        sub_iadd, leaf_inplace]}
+    return {
+        f.__name__: f
+        for f in [
+            chain,
+            pow_own_input,
+            exp_inplace,
+            log_input_changed,
+            scaled_input_changed,
+            product_input_changed,
+            sigmoid_output_changed,
+            relu_inplace,
+            relu_output_changed,
+            div_by_leaf,
+            clamp_inplace,
+            zero_keeps_graph,
+            fill_then_use,
+            tanh_output_changed,
+            sub_iadd,
+            leaf_inplace,
+        ]
+    }
 
 
 INPLACE = _inplace_scenarios()
@@ -448,40 +473,50 @@ FUNCTIONAL_CASES = {
     "softmax": (lambda F, x: F.softmax(x, dim=1), [BIG]),
     "log_softmax": (lambda F, x: F.log_softmax(x, dim=-1), [BIG]),
     "log_softmax_dim0": (lambda F, x: F.log_softmax(x, 0), [A34]),
-    "linear": (lambda F, x, w, b: F.linear(x, w, b), [A34, RNG.standard_normal((5, 4)),
-                                                      RNG.standard_normal(5)]),
+    "linear": (
+        lambda F, x, w, b: F.linear(x, w, b),
+        [A34, RNG.standard_normal((5, 4)), RNG.standard_normal(5)],
+    ),
     "linear_no_bias": (lambda F, x, w: F.linear(x, w), [A234, RNG.standard_normal((2, 4))]),
     "mse_loss": (lambda F, x, y: F.mse_loss(x, y), [A34, POS]),
     "mse_loss_sum": (lambda F, x, y: F.mse_loss(x, y, reduction="sum"), [A34, POS]),
     "mse_loss_none": (lambda F, x, y: F.mse_loss(x, y, reduction="none"), [A34, POS]),
     "cross_entropy": (lambda F, x, t: F.cross_entropy(x, t), [A34, LABELS]),
     "cross_entropy_big": (lambda F, x, t: F.cross_entropy(x, t), [BIG, LABELS[:2]]),
-    "cross_entropy_sum": (lambda F, x, t: F.cross_entropy(x, t, reduction="sum"),
-                          [A34, LABELS]),
-    "cross_entropy_none": (lambda F, x, t: F.cross_entropy(x, t, reduction="none"),
-                           [A34, LABELS]),
-    "cross_entropy_weight": (lambda F, x, t, w: F.cross_entropy(x, t, weight=w),
-                             [A34, LABELS, Const([0.2, 1.0, 3.0, 0.5])]),
-    "cross_entropy_ignore": (lambda F, x, t: F.cross_entropy(x, t, ignore_index=0),
-                             [A34, LABELS]),
-    "cross_entropy_spatial": (lambda F, x, t: F.cross_entropy(x, t),
-                              [A234.reshape(2, 4, 3), np.array([[0, 3, 1], [2, 2, 0]])]),
+    "cross_entropy_sum": (lambda F, x, t: F.cross_entropy(x, t, reduction="sum"), [A34, LABELS]),
+    "cross_entropy_none": (lambda F, x, t: F.cross_entropy(x, t, reduction="none"), [A34, LABELS]),
+    "cross_entropy_weight": (
+        lambda F, x, t, w: F.cross_entropy(x, t, weight=w),
+        [A34, LABELS, Const([0.2, 1.0, 3.0, 0.5])],
+    ),
+    "cross_entropy_ignore": (lambda F, x, t: F.cross_entropy(x, t, ignore_index=0), [A34, LABELS]),
+    "cross_entropy_spatial": (
+        lambda F, x, t: F.cross_entropy(x, t),
+        [A234.reshape(2, 4, 3), np.array([[0, 3, 1], [2, 2, 0]])],
+    ),
     "cross_entropy_single": (lambda F, x, t: F.cross_entropy(x, t), [A34[0], np.array(3)]),
-    "cross_entropy_probs": (lambda F, x, p: F.cross_entropy(x, p),
-                            [A34, np.full((3, 4), 0.25)]),
+    "cross_entropy_probs": (lambda F, x, p: F.cross_entropy(x, p), [A34, np.full((3, 4), 0.25)]),
     "nll_loss": (lambda F, x, t: F.nll_loss(F.log_softmax(x, dim=1), t), [A34, LABELS]),
-    "nll_loss_weight_sum": (lambda F, x, t, w: F.nll_loss(x, t, weight=w, reduction="sum"),
-                            [A34, LABELS, Const([0.2, 1.0, 3.0, 0.5])]),
-    "bce_logits": (lambda F, x, y: F.binary_cross_entropy_with_logits(x, y),
-                   [A34, RNG.uniform(0, 1, (3, 4))]),
-    "bce_logits_big": (lambda F, x, y: F.binary_cross_entropy_with_logits(
-        x, y, reduction="none"), [np.array([-900.0, -30.0, 0.0, 30.0, 900.0]),
-                                  np.array([1.0, 0.0, 1.0, 1.0, 0.0])]),
-    "bce_logits_pos_weight": (lambda F, x, y, p: F.binary_cross_entropy_with_logits(
-        x, y, pos_weight=p, reduction="sum"), [A34, RNG.uniform(0, 1, (3, 4)),
-                                               Const([0.5, 1.0, 2.0, 4.0])]),
-    "bce_logits_weight": (lambda F, x, y, w: F.binary_cross_entropy_with_logits(
-        x, y, weight=w), [A34, RNG.uniform(0, 1, (3, 4)), Const(RNG.uniform(0, 1, (3, 4)))]),
+    "nll_loss_weight_sum": (
+        lambda F, x, t, w: F.nll_loss(x, t, weight=w, reduction="sum"),
+        [A34, LABELS, Const([0.2, 1.0, 3.0, 0.5])],
+    ),
+    "bce_logits": (
+        lambda F, x, y: F.binary_cross_entropy_with_logits(x, y),
+        [A34, RNG.uniform(0, 1, (3, 4))],
+    ),
+    "bce_logits_big": (
+        lambda F, x, y: F.binary_cross_entropy_with_logits(x, y, reduction="none"),
+        [np.array([-900.0, -30.0, 0.0, 30.0, 900.0]), np.array([1.0, 0.0, 1.0, 1.0, 0.0])],
+    ),
+    "bce_logits_pos_weight": (
+        lambda F, x, y, p: F.binary_cross_entropy_with_logits(x, y, pos_weight=p, reduction="sum"),
+        [A34, RNG.uniform(0, 1, (3, 4)), Const([0.5, 1.0, 2.0, 4.0])],
+    ),
+    "bce_logits_weight": (
+        lambda F, x, y, w: F.binary_cross_entropy_with_logits(x, y, weight=w),
+        [A34, RNG.uniform(0, 1, (3, 4)), Const(RNG.uniform(0, 1, (3, 4)))],
+    ),
 }
 
 
@@ -491,8 +526,10 @@ def test_functional_matches_torch(name):
     _run_both(fun, arrays, cF, torch.nn.functional)
 
 
-@pytest.mark.parametrize("name", ["softmax", "log_softmax", "cross_entropy", "bce_logits",
-                                  "cross_entropy_weight", "sigmoid"])
+@pytest.mark.parametrize(
+    "name",
+    ["softmax", "log_softmax", "cross_entropy", "bce_logits", "cross_entropy_weight", "sigmoid"],
+)
 def test_functional_second_derivatives_match_torch(name):
     fun, arrays = FUNCTIONAL_CASES[name]
     ours, theirs = _inputs(arrays)
@@ -504,8 +541,7 @@ def test_functional_second_derivatives_match_torch(name):
     ours[0].grad = None
     (g * g).sum().backward()
     (g_ref * g_ref).sum().backward()
-    np.testing.assert_allclose(ours[0].grad.numpy(), theirs[0].grad.numpy(), rtol=1e-9,
-                               atol=1e-12)
+    np.testing.assert_allclose(ours[0].grad.numpy(), theirs[0].grad.numpy(), rtol=1e-9, atol=1e-12)
 
 
 def test_functional_gradients_match_finite_differences():
@@ -514,10 +550,16 @@ def test_functional_gradients_match_finite_differences():
     def losses(x):
         t = Tensor(x)  # traced by the transform: the functions run on the traced value
         w = np.array([0.2, 1.0, 3.0, 0.5])
-        parts = [cF.cross_entropy(t, LABELS, weight=w), cF.log_softmax(t, dim=0).sum(),
-                 cF.binary_cross_entropy_with_logits(t, POS / 2, pos_weight=w),
-                 cF.softmax(t, dim=1)[:, 0].sum(), t.logsumexp(1).sum(), t.std(0).sum(),
-                 t.norm(p=3), t.var(dim=1, correction=0).sum()]
+        parts = [
+            cF.cross_entropy(t, LABELS, weight=w),
+            cF.log_softmax(t, dim=0).sum(),
+            cF.binary_cross_entropy_with_logits(t, POS / 2, pos_weight=w),
+            cF.softmax(t, dim=1)[:, 0].sum(),
+            t.logsumexp(1).sum(),
+            t.std(0).sum(),
+            t.norm(p=3),
+            t.var(dim=1, correction=0).sum(),
+        ]
         return sum(parts)._value
 
     check_grads(losses, A34, modes=("rev",), order=2)

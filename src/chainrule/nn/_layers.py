@@ -20,8 +20,9 @@ class Linear(Module):
     """y = x Wᵀ + b, W of shape (out_features, in_features). Weight and bias start
     uniform on ±1/sqrt(in_features), as PyTorch's kaiming_uniform_(a=sqrt(5)) gives."""
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True,
-                 device=None, dtype=None) -> None:
+    def __init__(
+        self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None
+    ) -> None:
         super().__init__()
         if device not in (None, "cpu"):
             raise RuntimeError(f"Linear(device={device!r}): chainrule has no devices.")
@@ -44,8 +45,10 @@ class Linear(Module):
         return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
-        return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"bias={self.bias is not None}")
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"bias={self.bias is not None}"
+        )
 
 
 class Sequential(Module):
@@ -157,15 +160,21 @@ class MSELoss(_Loss):
 
 
 class CrossEntropyLoss(_Loss):
-    def __init__(self, weight=None, ignore_index: int = -100, reduction: str = "mean",
-                 label_smoothing: float = 0.0) -> None:
+    def __init__(
+        self,
+        weight=None,
+        ignore_index: int = -100,
+        reduction: str = "mean",
+        label_smoothing: float = 0.0,
+    ) -> None:
         super().__init__(reduction)
         self.weight, self.ignore_index = weight, ignore_index
         self.label_smoothing = label_smoothing
 
     def forward(self, input: Tensor, target) -> Tensor:
-        return F.cross_entropy(input, target, self.weight, self.ignore_index,
-                               self.reduction, self.label_smoothing)
+        return F.cross_entropy(
+            input, target, self.weight, self.ignore_index, self.reduction, self.label_smoothing
+        )
 
 
 class NLLLoss(_Loss):
@@ -183,5 +192,6 @@ class BCEWithLogitsLoss(_Loss):
         self.weight, self.pos_weight = weight, pos_weight
 
     def forward(self, input: Tensor, target) -> Tensor:
-        return F.binary_cross_entropy_with_logits(input, target, self.weight, self.reduction,
-                                                  self.pos_weight)
+        return F.binary_cross_entropy_with_logits(
+            input, target, self.weight, self.reduction, self.pos_weight
+        )

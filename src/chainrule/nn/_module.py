@@ -240,12 +240,10 @@ class Module:
         unexpected = [key for key in state_dict if key not in own]
         if strict and (missing or unexpected):
             parts = []
-            if missing:
-                parts.append("Missing key(s) in state_dict: " + ", ".join(map(repr, missing)))
-            if unexpected:
-                parts.append(
-                    "Unexpected key(s) in state_dict: " + ", ".join(map(repr, unexpected))
-                )
+            for what, keys in (("Missing", missing), ("Unexpected", unexpected)):
+                if keys:
+                    names = ", ".join(f'"{key}"' for key in keys)
+                    parts.append(f"{what} key(s) in state_dict: {names}. ")
             raise RuntimeError(
                 f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
                 + "\n\t".join(parts)
