@@ -563,3 +563,53 @@ def test_functional_gradients_match_finite_differences():
         return sum(parts)._value
 
     check_grads(losses, A34, modes=("rev",), order=2)
+
+
+VIEW_MAKERS = {
+    "index": lambda t: t[0],
+    "slice": lambda t: t[:, 1:],
+    "view": lambda t: t.view(-1),
+    "reshape": lambda t: t.reshape(3, 2),
+    "transpose": lambda t: t.transpose(0, 1),
+    "t": lambda t: t.t(),
+    "T": lambda t: t.T,
+    "permute": lambda t: t.permute(1, 0),
+    "unsqueeze": lambda t: t.unsqueeze(0),
+    "flatten": lambda t: t.flatten(),
+    "expand": lambda t: t.unsqueeze(0).expand(2, 2, 3),
+    "detach": lambda t: t.detach(),
+}
+
+
+@pytest.mark.parametrize("name", VIEW_MAKERS)
+@pytest.mark.parametrize("changed", ["base", "view"])
+def test_inplace_change_shared_with_a_torch_view_is_refused(name, changed):
+    a = np.arange(6.0).reshape(2, 3)
+    ref = torch.tensor(a)
+    ref_view = VIEW_MAKERS[name](ref)
+    before = ref_view.clone() if changed == "base" else ref.clone()
+    if name == "expand" and changed == "view":
+        with pytest.raises(RuntimeError, match="single memory location"):
+            ref_view.add_(1.0)  # PyTorch refuses this one itself
+    else:
+        (ref if changed == "base" else ref_view).add_(1.0)
+        other = ref_view if changed == "base" else ref
+        assert not torch.equal(other, before)  # in PyTorch the other Tensor changed too
+    x = Tensor(a, requires_grad=False)
+    view = VIEW_MAKERS[name](x)
+    with pytest.raises(RuntimeError, match="never share memory"):
+        (x if changed == "base" else view).add_(1.0)
+    with pytest.raises(RuntimeError, match="never share memory"):
+        x[0, 0] = 5.0
+
+
+def test_inplace_after_the_view_is_gone_or_on_a_copy_is_allowed():
+    x = Tensor(np.arange(6.0).reshape(2, 3), requires_grad=False)
+    row = x[0]
+    del row  # no live view left
+    x.add_(1.0)
+    copy = x[[0, 1]]  # advanced indexing copies, in PyTorch too
+    copy.mul_(2.0)
+    clone = x.view(-1).clone()
+    clone.zero_()
+    np.testing.assert_array_equal(x.numpy(), np.arange(6.0).reshape(2, 3) + 1)

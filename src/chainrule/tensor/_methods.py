@@ -21,7 +21,7 @@ from ..numpy import linalg as alinalg
 from ..numpy import numpy_wrapper as anp
 from ..numpy.numpy_boxes import array_astype
 from . import functional as F
-from ._tensor import Tensor, _operands, _unwrap, _wrap_tree, inplace_update
+from ._tensor import Tensor, _operands, _unwrap, _wrap_tree, inplace_update, link_view
 
 # What max(dim)/min(dim) return, as torch.return_types.max/min: a named pair.
 MaxResult = namedtuple("max", ["values", "indices"])
@@ -514,6 +514,25 @@ for _name in "add sub mul div pow clamp clip relu sigmoid neg".split():
 for _name in "tanh exp".split():
     METHODS[f"{_name}_"] = _inplace_method(getattr(Tensor, _name), f"{_name}_")
 # fmt: on
+
+
+def _as_view(method):
+    """``method``, noting its result as a view of self: PyTorch's version shares memory."""
+
+    def view_method(self, *args, **kwargs):
+        return link_view(self, method(self, *args, **kwargs))
+
+    view_method.__name__, view_method.__doc__ = method.__name__, method.__doc__
+    return view_method
+
+
+for _name in "ravel swapaxes diagonal".split():
+    METHODS[_name] = getattr(Tensor, _name)
+for _name in (
+    "reshape view view_as reshape_as unsqueeze squeeze permute t flatten expand "
+    "expand_as ravel swapaxes diagonal"
+).split():
+    METHODS[_name] = _as_view(METHODS[_name])
 
 for _name, _method in METHODS.items():
     setattr(Tensor, _name, _method)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import threading
+import weakref
 
 import numpy as _np
 
@@ -61,12 +62,14 @@ class Tensor:
     Tensor([4., 5.])
     """
 
-    __slots__ = ("_value", "grad", "__weakref__")
+    # _base, _views: the PyTorch views this Tensor is one of / has (see link_view).
+    __slots__ = ("_value", "grad", "_base", "_views", "__weakref__")
 
     def __init__(self, value, requires_grad: bool | None = None, dtype=None) -> None:
         if isinstance(value, Tensor):
             value = strip(value._value)
         self.grad: Tensor | None = None
+        self._base = self._views = None
         if isbox(value):
             # Traced by a functional transform: that transform differentiates it.
             self._value = value if dtype is None else value.astype(dtype)
@@ -155,7 +158,7 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """The same value, cut from the graph: a leaf that does not require grad."""
-        return _wrap(strip(self._value))
+        return link_view(self, _wrap(strip(self._value)))
 
     def backward(
         self, gradient=None, retain_graph: bool | None = None, create_graph: bool = False
@@ -360,9 +363,11 @@ class Tensor:
 
     # ------------------------------------------------------------------ indexing
     def __getitem__(self, index):
-        return _wrap(array_getitem(_unwrap(self), _index(index)))
+        out = _wrap(array_getitem(_unwrap(self), _index(index)))
+        return link_view(self, out) if _is_basic(index) else out
 
     def __setitem__(self, index, value) -> None:
+        check_no_views(self, "Assignment into a Tensor")
         if _mode.enabled and self.requires_grad:
             raise RuntimeError(
                 "In-place assignment into a Tensor that requires grad is not supported: build "
@@ -383,20 +388,20 @@ class Tensor:
     # ------------------------------------------------------------------ methods
     @property
     def T(self) -> Tensor:
-        return _wrap(anp.transpose(_unwrap(self)))
+        return link_view(self, _wrap(anp.transpose(_unwrap(self))))
 
     @property
     def real(self) -> Tensor:
-        return _wrap(anp.real(_unwrap(self)))
+        return link_view(self, _wrap(anp.real(_unwrap(self))))
 
     @property
     def imag(self) -> Tensor:
-        return _wrap(anp.imag(_unwrap(self)))
+        return link_view(self, _wrap(anp.imag(_unwrap(self))))
 
     def transpose(self, dim0: int, dim1: int) -> Tensor:
         """The Tensor with dims ``dim0`` and ``dim1`` swapped (PyTorch's meaning, not
         NumPy's ``transpose(axes)``; ``permute`` reorders all dims)."""
-        return _wrap(anp.swapaxes(_unwrap(self), dim0, dim1))
+        return link_view(self, _wrap(anp.swapaxes(_unwrap(self), dim0, dim1)))
 
     def astype(self, dtype) -> Tensor:
         return _wrap(array_astype(_unwrap(self), dtype))
@@ -457,8 +462,50 @@ def _new_leaf(raw, requires_grad: bool) -> Tensor:
 def _wrap(value) -> Tensor:
     tensor = object.__new__(Tensor)
     tensor._value = value
-    tensor.grad = None
+    tensor.grad = tensor._base = tensor._views = None
     return tensor
+
+
+# PyTorch's views share memory with their base: an in-place change of one shows in the
+# other. chainrule Tensors never share memory, so where PyTorch would change a live view
+# (or the base of one) in place, chainrule refuses instead of diverging silently. Views
+# are linked to the root base, which holds weak references to them.
+def link_view(base: Tensor, view: Tensor) -> Tensor:
+    """Note that PyTorch would make ``view`` a view of ``base``; returns ``view``."""
+    root = base._base() if base._base is not None else None
+    root = base if root is None else root
+    view._base = weakref.ref(root)
+    views = root._views
+    if views is None:
+        root._views = [weakref.ref(view)]
+        return view
+    if len(views) >= 8:
+        views[:] = [ref for ref in views if ref() is not None]
+    views.append(weakref.ref(view))
+    return view
+
+
+def check_no_views(tensor: Tensor, what: str) -> None:
+    base = tensor._base() if tensor._base is not None else None
+    if base is None and not any(ref() is not None for ref in tensor._views or ()):
+        return
+    relation = "is a view of another Tensor" if base is not None else "has live views"
+    raise RuntimeError(
+        f"{what} {relation} (made by view, reshape, indexing, transpose, detach, ...). In "
+        f"PyTorch they share memory and the change would show in both; chainrule Tensors "
+        f"never share memory, so this is refused rather than done differently. Use the "
+        f"out-of-place form (y = y + 1), or .clone() the Tensor first."
+    )
+
+
+def _is_basic(index) -> bool:
+    """Whether PyTorch's indexing with ``index`` gives a view (ints, slices, None, ...)."""
+    parts = index if type(index) is tuple else (index,)
+    return all(
+        part is None or part is Ellipsis or isinstance(part, (int, slice))
+        for part in parts
+        if not isinstance(part, bool)
+    ) and not any(isinstance(part, bool) for part in parts)
 
 
 def _unwrap(x):
@@ -562,6 +609,7 @@ def inplace_update(tensor: Tensor, compute, method: str) -> Tensor:
     """Replace ``tensor``'s value by ``compute()`` (an out-of-place result), as PyTorch's
     in-place methods do: refused on a leaf that requires grad while recording; on a
     computed Tensor the recorded graph keeps the old value and notes the change."""
+    check_no_views(tensor, f"{method}: the Tensor changed in place")
     box = tensor_box(tensor._value)
     leaf = box is not None and box._node.fun is None
     if leaf and _mode.enabled:
