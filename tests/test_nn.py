@@ -300,3 +300,19 @@ def test_example_mlp_trains_as_torch_does_from_the_same_weights():
         np.testing.assert_allclose(
             p.numpy(), r.detach().numpy(), rtol=1e-10, atol=1e-12, err_msg=name
         )
+
+
+def test_deepcopy_and_pickle_keep_parameters_as_torch():
+    import copy
+    import pickle
+
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 3))
+    for clone in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
+        pairs = list(zip(model.named_parameters(), clone.named_parameters()))
+        assert len(pairs) == 4
+        for (name, p), (name2, q) in pairs:
+            assert name == name2 and type(q) is nn.Parameter and q.is_leaf and q.requires_grad
+            assert q is not p
+            np.testing.assert_array_equal(p.numpy(), q.numpy())
+        clone[2].bias.data = np.zeros(3)  # the copy is independent
+        assert not np.all(model[2].bias.numpy() == 0)

@@ -238,12 +238,12 @@ class Tensor:
     def __reduce_ex__(self, protocol):
         if _is_functional(self._value):
             self._value.__reduce_ex__(protocol)  # raises the traced value's error
-        return (_new_leaf, (strip(self._value), self.requires_grad))
+        return (_new_leaf, (strip(self._value), self.requires_grad, type(self)))
 
     def __copy__(self) -> Tensor:
         if _is_functional(self._value):
             return _wrap(copy.copy(self._value))
-        return _new_leaf(strip(self._value), self.requires_grad)
+        return _new_leaf(strip(self._value), self.requires_grad, type(self))
 
     def __deepcopy__(self, memo: dict) -> Tensor:
         if _is_functional(self._value):
@@ -255,7 +255,7 @@ class Tensor:
                 "copy its graph away from the leaves it depends on. Deep-copy the leaves, "
                 "or use .detach() to copy the value."
             )
-        tensor = _new_leaf(copy.deepcopy(strip(self._value), memo), self.requires_grad)
+        tensor = _new_leaf(copy.deepcopy(strip(self._value), memo), self.requires_grad, type(self))
         memo[id(self)] = tensor  # .grad may refer back to this Tensor's container
         tensor.grad = copy.deepcopy(self.grad, memo)
         return tensor
@@ -451,9 +451,12 @@ def _format(raw) -> str:
     return str(raw)
 
 
-def _new_leaf(raw, requires_grad: bool) -> Tensor:
-    """A leaf Tensor holding ``raw`` itself (not a copy)."""
+def _new_leaf(raw, requires_grad: bool, cls: type = None) -> Tensor:
+    """A leaf Tensor (of ``cls``: copies of an nn.Parameter stay Parameters) holding ``raw``
+    itself (not a copy)."""
     tensor = _wrap(raw)
+    if cls is not None and cls is not Tensor:
+        tensor.__class__ = cls
     if requires_grad:
         tensor._value = leaf_box(raw, tensor)
     return tensor
