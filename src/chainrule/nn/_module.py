@@ -60,28 +60,23 @@ class Module:
                 f"cannot assign {type(value).__name__} before Module.__init__() call "
                 f"(call super().__init__() first in {type(self).__name__}.__init__)."
             )
-        if isinstance(value, Parameter):
-            self._forget(name)
-            params[name] = value
-        elif isinstance(value, Module):
-            self._forget(name)
-            modules[name] = value
-        elif params is not None and name in params:
-            if value is not None:
-                raise TypeError(
-                    f"cannot assign '{type(value).__name__}' as parameter '{name}' "
-                    f"(chainrule.nn.Parameter or None expected)"
-                )
-            params[name] = None
-        elif modules is not None and name in modules:
-            if value is not None:
-                raise TypeError(
-                    f"cannot assign '{type(value).__name__}' as child module '{name}' "
-                    f"(chainrule.nn.Module or None expected)"
-                )
-            modules[name] = None
-        else:
-            object.__setattr__(self, name, value)
+        for registry, kind, what in (
+            (params, Parameter, "parameter"),
+            (modules, Module, "child module"),
+        ):
+            if isinstance(value, kind):
+                self._forget(name)
+                registry[name] = value
+                return
+            if registry is not None and name in registry:
+                if value is not None:  # a registered name takes only its kind (or None)
+                    raise TypeError(
+                        f"cannot assign '{type(value).__name__}' as {what} '{name}' "
+                        f"(chainrule.nn.{kind.__name__} or None expected)"
+                    )
+                registry[name] = None
+                return
+        object.__setattr__(self, name, value)
 
     def _forget(self, name: str) -> None:
         self.__dict__.pop(name, None)
