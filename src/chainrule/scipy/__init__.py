@@ -15,3 +15,4 @@ except ImportError as err:  # pragma: no cover - exercised with a monkeypatched 
 from . import integrate, linalg, misc, signal, special, stats  # noqa: E402
 
 __all__ = ["integrate", "linalg", "misc", "signal", "special", "stats"]
+from . import optimize  # noqa: E402,F401  (implicit-differentiation solvers)

@@ -28,7 +28,7 @@ import scipy.integrate as _si
 
 from .._core import forward, reverse
 from .._core.pytree import tree_flatten, tree_unflatten
-from .._core.reverse import primitive_vjps
+from .._core.rule_table import primitive_vjps
 from .._core.rules import defjvp_argnums
 from .._core.tracer import getval, primitive
 from ..numpy import numpy_wrapper as anp

@@ -13,14 +13,8 @@ from __future__ import annotations
 
 import weakref
 
-from .._core.reverse import (
-    FreedGraphError,
-    VJPNode,
-    backward_pass,
-    make_vjp,
-    toposort,
-    vjp_reads,
-)
+from .._core.reverse import FreedGraphError, VJPNode, backward_pass, make_vjp, toposort
+from .._core.rule_table import rule_table
 from .._core.tracer import isbox, live_trace_ids, new_box, new_trace_id
 from ..numpy import numpy_wrapper as anp
 from ..numpy.numpy_boxes import array_getitem
@@ -135,9 +129,10 @@ def _saves(node: TensorNode) -> tuple[tuple, bool]:
         return tuple(i for i in argnums if len(argnums) > 1), saves_output
     if fun is anp.true_divide:  # d/da needs b; d/db needs a and b
         return tuple(i for i in argnums if i == 1 or 1 in argnums), saves_output
-    reads = vjp_reads.get(fun)
-    saved = tuple(i for i in argnums if reads is None or i not in reads[0])
-    return saved, saves_output or bool(reads and reads[1])
+    entry = rule_table.get(fun)  # what the VJP reads, where its rules declare it
+    unread = entry.unread_args if entry is not None else None
+    saved = tuple(i for i in argnums if unread is None or i not in unread)
+    return saved, saves_output or (unread is not None and entry.reads_ans)
 
 
 def check_overwrites(end: TensorNode) -> None:

@@ -17,11 +17,9 @@ import weakref
 
 import numpy as _np
 
-from .._core.forward import JVPNode
 from .._core.pytree import register_pytree_node
-from .._core.reverse import VJPNode
-from .._core.tracer import Box, front_ends, getval, isbox, new_box
-from .._core.vspace import VSpace, add_values, vspace
+from .._core.tracer import FrontEnd, front_ends, getval, isbox, new_box
+from .._core.vspace import VSpace, vspace
 from ..numpy import numpy_wrapper as anp
 from ..numpy.numpy_boxes import array_astype, array_getitem
 from ._graph import TRACE_ID, gradients, leaf_box, mark_overwritten, strip, tensor_box
@@ -523,7 +521,7 @@ def _operands(a, b) -> tuple:
     Tensors are unwrapped, except that when the other operand is traced by a
     functional transform, a Tensor tracked only on the Tensor trace is passed
     whole: the primitive then records the transform's node with the Tensor as a
-    constant argument (see ``_box_tensor_answer``), so the derivatives the
+    constant argument (see ``tracer.FrontEnd``), so the derivatives the
     transform computes from it are Tensors, not bare Tensor-traced arrays.
     """
     if _mode.enabled:
@@ -688,51 +686,12 @@ for _name in ("ravel swapaxes diagonal trace conj exp log sin cos tan tanh sqrt 
 # fmt: on
 
 
-def _box_tensor_answer(answer: Tensor, trace_id: int, node):
-    """Box a primitive's answer that came back as a Tensor: the registry entry the tracer
-    uses when a traced value meets a Tensor on the Tensor's right (``box * tensor``).
-
-    ArrayBox's operator calls the primitive, which sees no box in the Tensor and
-    calls NumPy with it; NumPy dispatches to the Tensor, which records its own part
-    of the call and answers a Tensor. When the Tensor's value is boxed on the same
-    trace as the node, the node is completed as if the tracer had seen it: the
-    Tensor becomes one more parent and its raw value replaces it among the
-    arguments. A Tensor tracked on an older trace stays an argument (a constant
-    to this trace, as boxes of older traces are), so the rules compute with it
-    and the derivatives they give are Tensors too; an untracked one becomes its
-    value. The answer is a Tensor again.
-    """
-    value = answer._value
-    same_trace = isbox(value) and value._trace_id == trace_id
-    if isinstance(node, VJPNode):
-        args, argnums, parents = node.args, list(node.argnums), list(node.parents)
-        for i, arg in enumerate(args):
-            if not isinstance(arg, Tensor):
-                continue
-            inner = _unwrap(arg)
-            if isbox(inner) and inner._trace_id == trace_id:
-                argnums.append(i)
-                parents.append(inner._node)
-                args[i] = inner._value
-            elif not isbox(inner):
-                args[i] = inner
-        node.argnums, node.parents = tuple(argnums), tuple(parents)
-        node.ans = value._value if same_trace else value
-    elif isinstance(node, JVPNode):
-        # The tangent rule already ran (with the Tensor as a constant); the Tensor's
-        # own part of the tangent was computed by the call inside the dispatch.
-        tangent = node.g._value if isinstance(node.g, Tensor) else node.g
-        node.g = add_values(tangent, value._node.g) if same_trace else tangent
-    return _wrap(new_box(value._value if same_trace else value, trace_id, node))
-
-
 def register_tensor_type(cls: type) -> None:
     """Make the engine treat ``cls`` (Tensor, or a subclass such as nn.Parameter) as a
     Tensor: its registries are keyed by exact type."""
-    Box.type_mappings[cls] = _box_tensor_answer
-    # A primitive called on Tensors (and no functionally traced value) runs on their boxes:
-    # user-defined primitives keep their own rules.
-    front_ends[cls] = (_unwrap, _wrap_tree)
+    # How the tracer meets Tensors among a primitive's arguments and answers (user-defined
+    # primitives called on Tensors, and a traced value meeting a Tensor: ``box * tensor``).
+    front_ends[cls] = FrontEnd(unwrap=_unwrap, value_of=lambda t: t._value, wrap=_wrap_tree)
     # A Tensor is a container of its value for the functional transforms (grad(f)(tensor)
     # gives a Tensor), and has the vector space of its value.
     register_pytree_node(cls, lambda t: ((t._value,), None), lambda _, kids: _wrap(kids[0]))

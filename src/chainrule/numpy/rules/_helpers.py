@@ -195,43 +195,60 @@ def expand_to(g, x, axis, keepdims):
 # ----------------------------------------------------------------------------- table helpers
 
 
-def elementwise(fun, derivative) -> None:
+def elementwise(fun, derivative, reads: tuple | None = None) -> None:
     """A unary elementwise function with local derivative ``derivative(ans, x)``.
 
     VJP and JVP are both a multiplication by the derivative (no conjugation:
     complex gradients follow autograd's convention); a real function of a complex
-    argument keeps the real part of its tangent.
+    argument keeps the real part of its tangent. ``reads``: see ``defvjp_direct``.
     """
-    defvjp_direct(fun, lambda g, ans, x, *a, **k: match_dtype(g * derivative(ans, x), x))
+    defvjp_direct(fun, lambda g, ans, x, *a, **k: match_dtype(g * derivative(ans, x), x),
+                  reads=reads)
     jvp = lambda g, ans, x, *a, **k: match_dtype(g * derivative(ans, x), ans)  # noqa: E731
     defjvp(fun, jvp)
     defjvp_batched(fun, jvp)  # a leading batch axis on g broadcasts through unchanged
 
 
-def elementwise2(fun, dx, dy) -> None:
-    """A broadcasting binary function with partials ``dx(ans, x, y)``, ``dy(ans, x, y)``.
+class NoClosedForm:
+    """Marks an argument whose derivative has no closed form: differentiating it raises."""
 
-    ``None`` for a partial means the argument has no derivative.
+    def __init__(self, why: str):
+        self.why = why
+
+    def rule(self, fun, argnum: int):
+        def raise_error(*args, **kwargs):
+            raise NotImplementedError(
+                f"{fun.__name__} is not differentiable with respect to argument {argnum} in "
+                f"chainrule: {self.why} Pass that argument as a constant (not traced)."
+            )
+
+        return raise_error
+
+
+def elementwise_n(fun, *partials) -> None:
+    """A broadcasting function of n arguments with partials ``d(ans, *args)``, one per
+    argument, in both modes and batched.
+
+    A partial may be ``None`` (no derivative: zero, for discrete arguments such as an
+    integer order) or a ``NoClosedForm`` (differentiating raises).
     """
-    defvjp_direct(
-        fun,
-        None if dx is None else lambda g, ans, x, y, *a, **k: unbroadcast(g * dx(ans, x, y), x),
-        None if dy is None else lambda g, ans, x, y, *a, **k: unbroadcast(g * dy(ans, x, y), y),
-    )
-    defjvp(
-        fun,
-        None if dx is None else lambda g, ans, x, y, *a, **k: broadcast_tangent(
-            g * dx(ans, x, y), ans),
-        None if dy is None else lambda g, ans, x, y, *a, **k: broadcast_tangent(
-            g * dy(ans, x, y), ans),
-    )
-    defjvp_batched(
-        fun,
-        None if dx is None else lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(
-            batch_aligned(g, x, ans) * dx(ans, x, y), ans),
-        None if dy is None else lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(
-            batch_aligned(g, y, ans) * dy(ans, x, y), ans),
-    )
+    n = len(partials)
+    vjps, jvps, batched = [], [], []
+    for argnum, d in enumerate(partials):
+        if d is None or isinstance(d, NoClosedForm):
+            rule = None if d is None else d.rule(fun, argnum)
+            vjps.append(rule), jvps.append(rule), batched.append(None)
+            continue
+        # extra positional arguments (NumPy's out, where) are not the partials' business
+        vjps.append(lambda g, ans, *args, _i=argnum, _d=d, **k: unbroadcast(
+            g * _d(ans, *args[:n]), args[_i]))
+        jvps.append(lambda g, ans, *args, _d=d, **k: broadcast_tangent(
+            g * _d(ans, *args[:n]), ans))
+        batched.append(lambda g, ans, *args, _i=argnum, _d=d, **k: broadcast_batched_tangent(
+            batch_aligned(g, args[_i], ans) * _d(ans, *args[:n]), ans))
+    defvjp_direct(fun, *vjps)
+    defjvp(fun, *jvps)
+    defjvp_batched(fun, *batched)
 
 
 def linear(fun, vjp_rule) -> None:
@@ -249,8 +266,7 @@ def composite(fun, impl) -> None:
     the primal keeps NumPy's fast implementation.
     """
     from ..._core import forward, reverse
-    from ..._core.reverse import primitive_vjps
-    from ..._core.rules import defjvp_argnums
+    from ..._core.rules import defjvp_argnums, defvjp_whole
 
     def call(args, argnums, kwargs):
         def f(xs):
@@ -269,5 +285,5 @@ def composite(fun, impl) -> None:
         xs = tuple(args[i] for i in argnums)
         return forward.make_jvp(call(args, argnums, kwargs), xs)(tuple(tangents))[1]
 
-    primitive_vjps[fun] = vjp
+    defvjp_whole(fun, vjp)
     defjvp_argnums(fun, jvp)

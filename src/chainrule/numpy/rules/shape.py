@@ -27,8 +27,8 @@ import itertools
 
 import numpy as _np
 
-from ..._core.reverse import primitive_vjps
-from ..._core.rules import defjvp_argnums, defvjp_direct, not_differentiable
+from ..._core.rule_table import primitive_vjps
+from ..._core.rules import defjvp_argnums, defvjp_direct, defvjp_whole, not_differentiable
 from ..._core.rules import defjvp_direct as defjvp
 from ..._core.tracer import getval, primitive
 from .. import numpy_wrapper as anp
@@ -209,7 +209,7 @@ def selection(fun, argnums=(0,), source=None):
                          else anp.ravel(t))
         return match_dtype(_gather(anp.concatenate(parts), src), ans)
 
-    primitive_vjps[fun] = vjp
+    defvjp_whole(fun, vjp)
     defjvp_argnums(fun, jvp)
 
 
@@ -270,7 +270,7 @@ def _atleast_vjp(g, argnums, ans, args, kwargs):
 
 
 def _def_atleast(fun):
-    primitive_vjps[fun] = _atleast_vjp
+    defvjp_whole(fun, _atleast_vjp)
     defjvp_argnums(fun, lambda argnums, gs, ans, args, kwargs: fun(
         *_with_zeros(argnums, gs, args, 0)))
 
@@ -346,7 +346,7 @@ def _def_joining(fun, vjp, n_static):
     def rule(g, argnums, ans, args, kwargs):
         return vjp(g, ans, args[:n_static], args[n_static:], [i - n_static for i in argnums])
 
-    primitive_vjps[fun] = rule
+    defvjp_whole(fun, rule)
     defjvp_argnums(fun, lambda argnums, gs, ans, args, kwargs: match_dtype(fun(
         *args[:n_static], *_with_zeros(argnums, gs, args, n_static)), ans))
 
