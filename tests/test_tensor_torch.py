@@ -338,6 +338,8 @@ INPLACE = {
         lambda y, z, x: y * y,
     ),
     "leaf_inplace": (lambda x: x, _keep, lambda y, x: y.add_(1), _loss_y),
+    "cumsum_input_changed": (_double, lambda y, x: y.cumsum(0), lambda y, x: y.add_(1), _loss_z),
+    "square_input_changed": (_double, lambda y, x: y * y, lambda y, x: y.add_(1), _loss_z),
 }
 
 
@@ -553,3 +555,19 @@ def test_inplace_after_the_view_is_gone_or_on_a_copy_is_allowed():
     clone = x.view(-1).clone()
     clone.zero_()
     np.testing.assert_array_equal(x.numpy(), np.arange(6.0).reshape(2, 3) + 1)
+
+
+def test_inplace_check_differs_from_torch_only_by_allowing_a_correct_gradient():
+    # PyTorch's clamp saves its input, chainrule's does not (docs/tensor.md): PyTorch
+    # refuses this program, chainrule differentiates it as written.
+    ours, theirs = _inputs([np.array([0.2, 0.5, 2.0])])
+    for x in (ours[0], theirs[0]):
+        y = x * 1.0
+        z = y.clamp(0.0, 1.0)
+        y.add_(1.0)
+        if x is theirs[0]:
+            with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                z.sum().backward()
+        else:
+            z.sum().backward()
+    np.testing.assert_array_equal(ours[0].grad.numpy(), [1.0, 1.0, 0.0])

@@ -17,7 +17,7 @@ from .._core.reverse import FreedGraphError, VJPNode, backward_pass, make_vjp, t
 from .._core.rule_table import rule_table
 from .._core.tracer import isbox, live_trace_ids, new_box, new_trace_id
 from ..numpy import numpy_wrapper as anp
-from ..numpy.numpy_boxes import array_getitem
+from ..numpy.numpy_boxes import array_astype, array_getitem
 
 TRACE_ID = new_trace_id()
 live_trace_ids.add(TRACE_ID)  # the Tensor trace never ends
@@ -99,17 +99,20 @@ _SAVES_NO_INPUT = frozenset([
     anp.add, anp.subtract, anp.negative, anp.positive, anp.sum, anp.mean, anp.reshape,
     anp.transpose, anp.swapaxes, anp.moveaxis, anp.expand_dims, anp.squeeze, anp.ravel,
     anp.broadcast_to, anp.tile, anp.where, anp.take_along_axis, anp.concatenate, anp.stack,
-    array_getitem,
+    anp.cumsum, anp.flip, anp.roll, anp.diagonal, anp.trace, anp.triu, anp.tril, anp.conj,
+    anp.real, anp.imag, anp.repeat, anp.pad, array_getitem, array_astype,
 ])
 _SAVES_OUTPUT = frozenset([anp.exp, anp.expm1, anp.tanh, anp.sqrt, anp.reciprocal])
 _PRODUCTS = frozenset([anp.multiply, anp.matmul, anp.dot])  # save each factor for the other
 # fmt: on
-overwrites = [0]  # in-place changes of recorded values so far; 0: nothing to check
+# The nodes whose values were changed in place, while they live: when there are none (the
+# usual case), backward() checks nothing.
+_overwritten: weakref.WeakSet = weakref.WeakSet()
 
 
 def mark_overwritten(node: TensorNode, method: str, by: TensorNode | None) -> None:
     node.overwritten = (method, by)
-    overwrites[0] += 1
+    _overwritten.add(node)
 
 
 def keep_output(value) -> None:
@@ -158,7 +161,7 @@ def check_overwrites(end: TensorNode) -> None:
 
 def gradients(end: TensorNode, g, retain_graph: bool, create_graph: bool) -> dict:
     """{root node: gradient} for the leaves that ``end`` depends on."""
-    if overwrites[0]:
+    if _overwritten:
         check_overwrites(end)
     if not create_graph:
         return backward_pass([(end, g)], free=not retain_graph)
