@@ -558,10 +558,6 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     return (values, *extras) if extras else values
 
 
-def _is_wrapped(obj) -> bool:
-    return getattr(obj, "_is_chainrule_primitive", False)
-
-
 def install(target: dict) -> None:
     """Fill a module namespace with all of NumPy, then the wrapped names over it."""
     # vars, not dir: dir also lists the submodules NumPy imports lazily on attribute access
