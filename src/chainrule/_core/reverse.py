@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 
 from .forward import flattened_output
 from .pytree import flatten_matching, tree_flatten, tree_unflatten
-from .rule_table import rule_table
+from .rule_table import dropping, rule_table
 from .tracer import Node, check_not_leaked, isbox, trace_leaves
 from .vspace import add_values, vspace
 
@@ -90,11 +90,10 @@ class VJPNode(Node):
         self.fun = fun
         self.kwargs = kwargs
         self.argnums = argnums
-        entry = rule_table.get(fun)
-        unread = None if entry is None else entry.unread_args
-        if unread is not None and not self.keeps_everything:
+        entry = dropping.get(fun)
+        if entry is not None and not self.keeps_everything:
             n = len(args)
-            for i in unread:  # ascending
+            for i in entry.unread_args:  # ascending
                 if i >= n:
                     break
                 arg = args[i]
@@ -109,12 +108,6 @@ class VJPNode(Node):
         self.seq = next(_creation_order)
         self.parents = ()
         self.fun = None
-
-    def release(self) -> None:
-        """Drop the saved values; the node can no longer propagate cotangents. (args
-        first: ``parent_cotangents`` reads it last.)"""
-        self.args = self.kwargs = self.ans = None
-        self.parents = ()
 
     def __repr__(self) -> str:
         return f"<VJPNode {_name(self.fun) if self.fun else 'root'}>"
@@ -143,32 +136,6 @@ def _no_rule(fun) -> NotImplementedError:
         f"chainrule has no VJP rule for {_name(fun)}. Define one with "
         f"chainrule.extend.defvjp({_name(fun)}, ...)."
     )
-
-
-def parent_cotangents(node: VJPNode, g):
-    """``(parent, cotangent)`` for each traced argument of ``node``, given the cotangent
-    ``g`` of its answer (a cotangent is None where it is zero)."""
-    # The saved values are read once, args last: release() clears args first, so when
-    # args is still there the others read before it were too (a graph freed by another
-    # thread mid-pass fails clearly instead of giving wrong numbers).
-    fun, parents, argnums = node.fun, node.parents, node.argnums
-    ans, kwargs = node.ans, node.kwargs
-    args = node.args
-    if args is None:
-        raise _freed(fun)
-    entry = rule_table.get(fun)
-    if entry is None or entry.vjp is None:
-        raise _no_rule(fun)
-    # A VJP defined per argument (rules.defvjp_direct) has its rules for these argnums
-    # chosen after the first call: for one or two traced arguments they are called here,
-    # without the VJP's closure, tuple and zip.
-    rules = entry.vjp_by_argnums.get(argnums)
-    if rules is None or len(rules) > 2:
-        return zip(parents, entry.vjp(g, argnums, ans, args, kwargs))
-    if len(rules) == 1:
-        return ((parents[0], rules[0](g, ans, *args, **kwargs)),)
-    return ((parents[0], rules[0](g, ans, *args, **kwargs)),
-            (parents[1], rules[1](g, ans, *args, **kwargs)))
 
 
 def toposort(end_nodes: Iterable[Node]):
@@ -228,17 +195,40 @@ def backward_pass(seeds: list, free: bool = False, order: list | None = None) ->
         g = outgrads.pop(node, None)
         if g is None:
             continue
-        if node.fun is None:
+        fun = node.fun
+        if fun is None:
             root_grads[node] = g
             continue
-        for parent, parent_grad in parent_cotangents(node, g):
+        # The saved values are read once, args last: releasing clears args first, so when
+        # args is still there the others read before it were too (a graph freed by another
+        # thread mid-pass fails clearly instead of giving wrong numbers).
+        parents, argnums, ans, kwargs = node.parents, node.argnums, node.ans, node.kwargs
+        args = node.args
+        if args is None:
+            raise _freed(fun)
+        entry = rule_table.get(fun)
+        if entry is None or entry.vjp is None:
+            raise _no_rule(fun)
+        # A VJP defined per argument (rules.defvjp_direct) has its rules for these argnums
+        # chosen after its first call: for one or two traced arguments they are called
+        # here, without the VJP's closure, tuple and zip.
+        rules = entry.vjp_by_argnums.get(argnums)
+        if rules is None or len(rules) > 2:
+            parent_grads = zip(parents, entry.vjp(g, argnums, ans, args, kwargs))
+        elif len(rules) == 1:
+            parent_grads = ((parents[0], rules[0](g, ans, *args, **kwargs)),)
+        else:
+            parent_grads = ((parents[0], rules[0](g, ans, *args, **kwargs)),
+                            (parents[1], rules[1](g, ans, *args, **kwargs)))
+        for parent, parent_grad in parent_grads:
             if parent_grad is not None:
                 if parent in outgrads:
                     _accumulate(outgrads, owned, parent, parent_grad)
                 else:
                     outgrads[parent] = parent_grad
-        if free:
-            node.release()
+        if free:  # the saved values are released as soon as they have been used
+            node.args = node.kwargs = node.ans = None
+            node.parents = ()
     return root_grads
 
 

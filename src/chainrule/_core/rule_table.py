@@ -56,6 +56,10 @@ class PrimitiveRules:
 # primitive -> its entry. Entries are made on first registration and never removed.
 rule_table: dict[Callable, PrimitiveRules] = {}
 
+# The entries that declare unread values, by primitive: the tape looks a primitive up here
+# once per recorded call, and most primitives keep everything (a smaller dict, a cheaper miss).
+dropping: dict[Callable, PrimitiveRules] = {}
+
 
 def rules_of(fun: Callable) -> PrimitiveRules:
     """``fun``'s entry, made empty if it has none yet."""
@@ -91,8 +95,10 @@ class RuleColumn(MutableMapping):
     def __setitem__(self, fun: Callable, rule: Callable) -> None:
         entry = rules_of(fun)
         setattr(entry, self.column, rule)
-        if self.column == "vjp":
-            entry.vjp_by_argnums = getattr(rule, "by_argnums", {})
+        if self.column == "vjp":  # a VJP set here reads everything
+            entry.vjp_by_argnums = {}
+            entry.unread_args, entry.reads_ans = None, True
+            dropping.pop(fun, None)
 
     def __delitem__(self, fun: Callable) -> None:
         self[fun]  # KeyError when absent

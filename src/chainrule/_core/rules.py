@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Callable
 from itertools import count
 
-from .rule_table import rules_of
+from .rule_table import dropping, rules_of
 from .tracer import copy_of
 from .vspace import add_values, vspace
 
@@ -118,6 +118,9 @@ def _set_vjp(fun: Callable, vjp: Callable, by_argnums: dict | None = None) -> No
     entry.jvp_replaced = False
     entry.vjp = vjp
     entry.vjp_by_argnums = {} if by_argnums is None else by_argnums
+    # a new VJP reads everything until it says otherwise (defvjp_direct's ``reads``)
+    entry.unread_args, entry.reads_ans = None, True
+    dropping.pop(fun, None)
 
 
 def _set_jvp(fun: Callable, jvp: Callable) -> None:
@@ -146,10 +149,6 @@ def defvjp_direct(fun: Callable, *rules, argnums=None, reads: tuple | None = Non
     (``ShapeOnly``, which refuses to be computed with), and the rules get None for an
     unread answer. ``None``, the default, keeps everything: always right, never lean.
     """
-    if reads is not None:
-        entry = rules_of(fun)
-        entry.unread_args = tuple(i for i in range(4) if i not in reads)
-        entry.reads_ans = "ans" in reads
     table = {
         argnum: _zero_rule if rule is None else rule
         for argnum, rule in zip(count() if argnums is None else argnums, rules)
@@ -168,6 +167,11 @@ def defvjp_direct(fun: Callable, *rules, argnums=None, reads: tuple | None = Non
         return tuple([rule(g, ans, *args, **kwargs) for rule in rules])
 
     _set_vjp(fun, vjp, by_argnums=chosen)
+    if reads is not None:
+        entry = rules_of(fun)
+        entry.unread_args = tuple(i for i in range(4) if i not in reads)
+        entry.reads_ans = "ans" in reads
+        dropping[fun] = entry
 
 
 def defvjp(fun: Callable, *vjpmakers, argnums=None) -> None:

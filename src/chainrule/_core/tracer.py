@@ -21,7 +21,7 @@ Leaks. A box kept past the end of its trace (appended to a global list inside
 ``grad``) belongs to a graph nobody will differentiate again; using it later would
 hand back boxes instead of numbers. ``trace_leaves`` keeps the ids of the traces
 still running in ``live_trace_ids``, and the places where traces meet (mixed ids in
-``_record_in_general``, a transform's output check, conversions to plain values)
+``_plan_in_general``, a transform's output check, conversions to plain values)
 refuse a box whose trace has ended. The one-trace fast path does not look: that
 check would be paid by every primitive call.
 """
@@ -243,15 +243,17 @@ def primitive(f_raw: Callable, out_position: int | None = None) -> Callable:
     def f_wrapped(*args, **kwargs):
         try:
             # Fast path: one or two positional arguments, traced on one trace, no nesting,
-            # no keywords, no front-end objects: most calls of a numerical program. It
-            # only finds what to record; everything else takes the general path.
+            # no keywords, no front-end objects: most calls of a numerical program. It only
+            # finds what to record (or answers an untraced call); every other call asks the
+            # general path. Both end in the one tail below.
             n = 0 if kwargs else len(args)
+            top = None
             if n == 1:
                 x = args[0]
-                if type(x) in _box_types and type(x._value) not in _box_types:
-                    return _record(f_wrapped, f_raw, [x._value], kwargs, _FIRST, (x._node,),
-                                   x, args)
-                if type(x) not in _box_types and type(x) not in front_ends:
+                if type(x) in _box_types:
+                    if type(x._value) not in _box_types:
+                        argvals, argnums, parents, top = [x._value], _FIRST, (x._node,), x
+                elif type(x) not in front_ends:
                     return f_raw(x)
             elif n == 2 and out_position != 1:  # (np.sin(x, out_array): the general path)
                 x, y = args
@@ -259,19 +261,32 @@ def primitive(f_raw: Callable, out_position: int | None = None) -> Callable:
                 if x_boxed and y_boxed:
                     if x._trace_id == y._trace_id and type(x._value) not in _box_types \
                             and type(y._value) not in _box_types:
-                        return _record(f_wrapped, f_raw, [x._value, y._value], kwargs, _BOTH,
-                                       (x._node, y._node), x, args)
+                        argvals, argnums, parents, top = ([x._value, y._value], _BOTH,
+                                                          (x._node, y._node), x)
                 elif x_boxed:
                     if type(y) not in front_ends and type(x._value) not in _box_types:
-                        return _record(f_wrapped, f_raw, [x._value, y], kwargs, _FIRST,
-                                       (x._node,), x, args)
+                        argvals, argnums, parents, top = [x._value, y], _FIRST, (x._node,), x
                 elif y_boxed:
                     if type(x) not in front_ends and type(y._value) not in _box_types:
-                        return _record(f_wrapped, f_raw, [x, y._value], kwargs, _SECOND,
-                                       (y._node,), y, args)
+                        argvals, argnums, parents, top = [x, y._value], _SECOND, (y._node,), y
                 elif type(x) not in front_ends and type(y) not in front_ends:
                     return f_raw(x, y)
-            return _record_in_general(f_wrapped, f_raw, args, kwargs)
+            if top is None:
+                plan = _plan_in_general(f_wrapped, f_raw, args, kwargs)
+                if type(plan) is not _Plan:
+                    return plan  # answered without recording here
+                call, argvals, kwargs, argnums, parents, top, wrap = plan
+                ans = call(*argvals, **kwargs)
+            else:
+                ans = f_raw(*argvals)
+                wrap = None
+            node = type(top._node)(ans, f_wrapped, argvals, kwargs, argnums, parents)
+            box_type = _box_type_of.get(type(ans))
+            if box_type is None:
+                result = _box_answer(ans, top._trace_id, node, f_raw, args, kwargs)
+            else:
+                result = box_type(ans, top._trace_id, node)
+            return result if wrap is None else wrap(result)
         except TypeError:
             # A list or tuple argument holding traced values (np.mean([a, b])): the raw
             # function refused them; the hook (chainrule.numpy) retries with traced arrays.
@@ -303,11 +318,18 @@ def _refuse_output_array(f_wrapped, f_raw, args, kwargs) -> None:
     )
 
 
-def _record_in_general(f_wrapped, f_raw, args, kwargs, met_front_ends: bool = False):
+class _Plan(tuple):
+    """What the general path found to record: ``(call, argvals, kwargs, argnums, parents,
+    top, wrap)``; ``wrap`` is None or hands the answer back as front-end objects."""
+
+    __slots__ = ()
+
+
+def _plan_in_general(f_wrapped, f_raw, args, kwargs, met_front_ends: bool = False):
     """Any call of a primitive: keywords, nested traces, front-end objects, many arguments.
-    (``met_front_ends``: called back by ``_record_with_front_ends``, with the front-end
-    objects that remain as constants; answers that come back as front-end objects are
-    recorded as the values they hold.)"""
+    Returns the ``_Plan`` of what to record, or the answer of a call that records nothing
+    here. (``met_front_ends``: called back by ``_plan_with_front_ends`` with the front-end
+    objects that remain as constants.)"""
     trace_id = 0  # trace ids start at 1
     held = False
     for arg in args:
@@ -327,7 +349,7 @@ def _record_in_general(f_wrapped, f_raw, args, kwargs, met_front_ends: bool = Fa
     if kwargs:
         args, kwargs = _keywords_in_place(f_raw, args, kwargs)
     if held and not met_front_ends:
-        return _record_with_front_ends(f_wrapped, f_raw, args, kwargs, trace_id)
+        return _plan_with_front_ends(f_wrapped, f_raw, args, kwargs, trace_id)
 
     argvals = list(args)
     argnums = []
@@ -351,23 +373,10 @@ def _record_in_general(f_wrapped, f_raw, args, kwargs, met_front_ends: bool = Fa
     call = f_wrapped if older_boxes else f_raw
     if met_front_ends:
         call = _answers_unwrapped(call)
-    return _record(f_wrapped, call, argvals, kwargs, tuple(argnums), tuple(parents), top, args)
+    return _Plan((call, argvals, kwargs, tuple(argnums), tuple(parents), top, None))
 
 
-def _record(f_wrapped, call, argvals: list, kwargs, argnums: tuple, parents: tuple, top: Box,
-            args: tuple):
-    """Call ``call`` on the unboxed arguments ``argvals`` and box its answer with a new
-    node on ``top``'s trace: the one tail of every recorded call (``args``, as given, are
-    for the rare answer no box type holds)."""
-    ans = call(*argvals, **kwargs)
-    node = type(top._node)(ans, f_wrapped, argvals, kwargs, argnums, parents)
-    box_type = _box_type_of.get(type(ans))
-    if box_type is None:
-        return _box_answer(ans, top._trace_id, node, f_wrapped.fun, args, kwargs)
-    return box_type(ans, top._trace_id, node)
-
-
-def _record_with_front_ends(f_wrapped, f_raw, args, kwargs, trace_id: int):
+def _plan_with_front_ends(f_wrapped, f_raw, args, kwargs, trace_id: int):
     """A traced call with front-end objects among its arguments (see ``FrontEnd``): the
     answer is handed back as an object of their front end."""
     operands = []
@@ -378,8 +387,10 @@ def _record_with_front_ends(f_wrapped, f_raw, args, kwargs, trace_id: int):
             if type(value) not in _box_types or value._trace_id == trace_id:
                 arg = value
         operands.append(arg)
-    return wrap(_record_in_general(f_wrapped, f_raw, tuple(operands), kwargs,
-                                   met_front_ends=True))
+    plan = _plan_in_general(f_wrapped, f_raw, tuple(operands), kwargs, met_front_ends=True)
+    if type(plan) is not _Plan:
+        return wrap(plan)
+    return _Plan(plan[:-1] + (wrap,))
 
 
 def _answers_unwrapped(call: Callable) -> Callable:

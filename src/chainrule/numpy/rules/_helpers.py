@@ -180,20 +180,19 @@ def elementwise_n(fun, *partials) -> None:
     A partial may be ``None`` (no derivative: zero, for discrete arguments such as an
     integer order) or a ``NoClosedForm`` (differentiating raises).
     """
-    n = len(partials)
     vjps, jvps, batched = [], [], []
     for argnum, d in enumerate(partials):
         if d is None or isinstance(d, NoClosedForm):
             rule = None if d is None else d.rule(fun, argnum)
             vjps.append(rule), jvps.append(rule), batched.append(None)
             continue
-        # extra positional arguments (NumPy's out, where) are not the partials' business
+        # (a traced call passes exactly the function's n inputs: an output array given
+        # by position is refused before any rule runs)
         vjps.append(lambda g, ans, *args, _i=argnum, _d=d, **k: unbroadcast(
-            g * _d(ans, *args[:n]), args[_i]))
-        jvps.append(lambda g, ans, *args, _d=d, **k: broadcast_tangent(
-            g * _d(ans, *args[:n]), ans))
+            g * _d(ans, *args), args[_i]))
+        jvps.append(lambda g, ans, *args, _d=d, **k: broadcast_tangent(g * _d(ans, *args), ans))
         batched.append(lambda g, ans, *args, _i=argnum, _d=d, **k: broadcast_batched_tangent(
-            batch_aligned(g, args[_i], ans) * _d(ans, *args[:n]), ans))
+            batch_aligned(g, args[_i], ans) * _d(ans, *args), ans))
     defvjp_direct(fun, *vjps)
     defjvp(fun, *jvps)
     defjvp_batched(fun, *batched)
