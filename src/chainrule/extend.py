@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Callable
 
 from ._core.pytree import register_pytree_node
+from ._core.reverse import UndeclaredReadError
 from ._core.rule_table import primitive_jvps, primitive_vjps
 from ._core.rules import (
     RuleReplacedWarning,
@@ -23,10 +24,12 @@ from ._core.rules import (
     defjvp_argnum,
     defjvp_argnums,
     defjvp_direct,
+    deflabel,
     defvjp,
     defvjp_argnum,
     defvjp_argnums,
     defvjp_direct,
+    defvjp_whole,
 )
 from ._core.tracer import Box, notrace_primitive, primitive
 from ._core.vspace import VSpace, vspace
@@ -90,4 +93,5 @@ __all__ = [
     "defvjp_direct", "defjvp", "defjvp_argnum", "defjvp_argnums", "def_linear", "vspace",
     "VSpace", "Box", "SparseObject", "custom_vjp", "custom_jvp", "register_pytree_node",
     "primitive_vjps", "primitive_jvps", "defjvp_direct", "RuleReplacedWarning",
+    "defvjp_whole", "deflabel", "UndeclaredReadError",
 ]
