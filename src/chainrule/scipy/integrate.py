@@ -21,16 +21,19 @@ way).
 
 from __future__ import annotations
 
+import types as _types
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import numpy as _np
 import scipy.integrate as _si
 
 from .._core import forward, reverse
-from .._core.pytree import tree_flatten, tree_unflatten
+from .._core.pytree import tree_flatten, tree_map, tree_unflatten
 from .._core.reverse import primitive_vjps
 from .._core.rules import defjvp_argnums
-from .._core.tracer import getval, primitive
+from .._core.tracer import getval, isbox, primitive
 from ..numpy import numpy_wrapper as anp
 from ..numpy.rules._helpers import match_dtype
 
@@ -60,14 +63,11 @@ def odeint(func, y0, t, args=(), **kwargs):
                         f"solver tolerances and step controls {', '.join(_SOLVER_KWARGS)}.")
     if not isinstance(args, tuple):
         args = (args,)
-    leaves, treedef = tree_flatten(args)
-    if all(leaf is arg for leaf, arg in zip(leaves, args)) and len(leaves) == len(args):
-        return odeint_args(func, y0, t, *args, **kwargs)
-
-    def func_of_leaves(y, s, *leaf_values):  # (or (t, y, ...) with tfirst: order kept)
-        return func(y, s, *tree_unflatten(treedef, leaf_values))
-
-    return odeint_args(func_of_leaves, y0, t, *leaves, **kwargs)
+    # the traced leaves of args and of func's closure become odeint_args' parameters
+    pure, params = _lift(func, args)
+    lead = (_np.asarray(getval(y0)), _np.asarray(getval(t))[0])
+    _check_lifted("odeint", pure, lead[::-1] if kwargs.get("tfirst") else lead, params)
+    return odeint_args(pure, y0, t, *params, **kwargs)
 
 
 def _with_params(func, args, traced):
@@ -196,3 +196,437 @@ def _odeint_jvp(argnums, tangents, ans, args, kwargs):
 
 
 defjvp_argnums(odeint_args, _odeint_jvp)
+
+
+# ----------------------------------------------------------------------------- closures
+_EMPTY_CELL = object()  # stands for a closure cell that holds nothing yet
+
+
+def _function_parts(fun) -> list:
+    """What a plain Python function closes over: its closure cells' contents and defaults."""
+    if not isinstance(fun, _types.FunctionType):
+        return []
+    cells = []
+    for cell in fun.__closure__ or ():
+        try:
+            cells.append(cell.cell_contents)
+        except ValueError:
+            cells.append(_EMPTY_CELL)
+    return [cells, list(fun.__defaults__ or ())]
+
+
+def _rebuilt(fun, parts: list):
+    """``fun`` with its closure cells and defaults replaced by ``parts``."""
+    cells, defaults = parts
+    new = _types.FunctionType(
+        fun.__code__, fun.__globals__, fun.__name__, tuple(defaults) or None,
+        tuple(_types.CellType() if c is _EMPTY_CELL else _types.CellType(c) for c in cells))
+    new.__kwdefaults__ = fun.__kwdefaults__
+    return new
+
+
+def _lift(fun: Callable, args: tuple) -> tuple[Callable, list]:
+    """``(pure, params)``: the traced values ``fun`` receives in ``args`` or closes over
+    (closure cells, defaults) made explicit, so that
+    ``pure(*lead, *params) == fun(*lead, *args)`` and SciPy can call ``pure`` on plain
+    values. ``_check_lifted`` verifies that nothing traced is left hidden."""
+    arg_leaves, arg_def = tree_flatten(tuple(args))
+    part_leaves, part_def = tree_flatten(_function_parts(fun))
+    leaves = arg_leaves + part_leaves
+    at = [i for i, leaf in enumerate(leaves) if isbox(leaf)]
+    n_args, n_params = len(arg_leaves), len(at)
+    in_closure = any(i >= n_args for i in at)
+
+    def pure(*call):
+        lead = call[:len(call) - n_params]
+        full = list(leaves)
+        for i, value in zip(at, call[len(call) - n_params:]):
+            full[i] = value
+        f = _rebuilt(fun, tree_unflatten(part_def, full[n_args:])) if in_closure else fun
+        return f(*lead, *tree_unflatten(arg_def, full[:n_args]))
+
+    return pure, [leaves[i] for i in at]
+
+
+def _hidden_trace_error(where: str) -> TypeError:
+    return TypeError(
+        f"chainrule.scipy.integrate.{where}: the function depends on a traced value that "
+        f"chainrule cannot reach (one held by an object, a global, or a function it calls), "
+        f"so its derivative would be lost. Pass that value through `args=` instead (closure "
+        f"variables and default arguments of the function itself are found automatically)."
+    )
+
+
+def _check_lifted(where: str, pure: Callable, lead: tuple, params: list):
+    """``pure`` at plain values; raise if its output is still traced (a hidden input)."""
+    out = pure(*lead, *[getval(p) for p in params])
+    if any(isbox(leaf) for leaf in tree_flatten(out)[0]):
+        raise _hidden_trace_error(where)
+    return out
+
+
+def _any_traced(*trees) -> bool:
+    return any(isbox(leaf) for tree in trees for leaf in tree_flatten(tree)[0])
+
+
+# ----------------------------------------------------------------------------- solve_ivp
+# Options that only shape the forward solve (the Jacobian the implicit methods use and how
+# fun is called): the adjoint and sensitivity systems are other functions.
+_FORWARD_ONLY_OPTIONS = ("jac", "jac_sparsity", "lband", "uband", "first_step")
+
+
+class _Forward:
+    """The plain forward solve a traced call reuses: its values (the primitive's answer)
+    and its dense interpolant (the checkpoints the adjoint reads y(t) from)."""
+
+    def __init__(self, values, interpolant, failure: str | None):
+        self.values, self.interpolant, self.failure = values, interpolant, failure
+
+
+@primitive
+def ivp_values(fun, times, y0, *params, method="RK45", options=None, solved=None):
+    """y at ``times[1:]`` (shape (n, len(times) - 1)) for dy/dt = fun(t, y, *params),
+    y(times[0]) = y0: the differentiable core of ``solve_ivp``."""
+    if solved is not None:
+        return solved.values
+    sol = _solve_plain(fun, times, y0, params, method, options, dense=False)
+    if not sol.success:
+        raise RuntimeError(f"chainrule.scipy.integrate.solve_ivp: an adjoint or sensitivity "
+                           f"solve failed ({sol.message}); loosen rtol/atol or pick a method "
+                           f"fit for the problem's stiffness.")
+    return sol.y
+
+
+def _solve_plain(fun, times, y0, params, method, options, dense):
+    times = _np.asarray(getval(times), dtype=float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "output seems independent of input" in the rhs
+        return _si.solve_ivp(lambda t, y: fun(t, y, *params), (times[0], times[-1]), y0,
+                             method=method, t_eval=times[1:], dense_output=dense,
+                             **(options or {}))
+
+
+def _flat_params(params, traced) -> list:
+    return [params[i] for i in traced]
+
+
+def _with_traced(params, traced, values) -> list:
+    full = list(params)
+    for i, v in zip(traced, values):
+        full[i] = v
+    return full
+
+
+def _refuse_failed(solved) -> None:
+    if solved is not None and solved.failure is not None:
+        raise RuntimeError(
+            f"chainrule.scipy.integrate.solve_ivp: the forward solve failed "
+            f"({solved.failure}), so its result is not a solution and has no derivative. "
+            f"Check sol.success; loosen rtol/atol, or use an implicit method (Radau, BDF, "
+            f"LSODA) for a stiff problem.")
+
+
+def _adjoint_rhs(fun, params, traced, n, interpolant):
+    """The backward system for [lambda, mu] (with interpolated y) or [y, lambda, mu]:
+    dlambda/dt = -lambda df/dy, dmu/dt = -lambda df/dparams."""
+
+    def rhs(t, state, *all_params):
+        if interpolant is None:
+            y, lam = state[:n], state[n:2 * n]
+        else:
+            y, lam = interpolant(t), state[:n]
+        vjp, fy = reverse.make_vjp(
+            lambda yp: fun(t, yp[0], *_with_traced(all_params, traced, yp[1])),
+            (y, _flat_params(all_params, traced)))
+        ybar, pbars = vjp(-lam)
+        if interpolant is None:
+            return _concat([fy, ybar, *pbars])
+        return _concat([ybar, *pbars])
+
+    return rhs
+
+
+def _ivp_vjp(g, argnums, ans, args, kwargs):
+    """Cotangents by the adjoint ODE, solved backwards segment by segment between the
+    output times, adding each output's cotangent at its time."""
+    fun, times, y0, *params = args
+    method, options, solved = kwargs["method"], kwargs["options"], kwargs.get("solved")
+    _refuse_failed(solved)
+    traced = [i - 3 for i in argnums if i >= 3]
+    n = int(_np.size(getval(y0)))
+    n_params = sum(int(_np.size(getval(params[i]))) for i in traced)
+    g = anp.reshape(g, anp.shape(ans))
+    # Nested (a derivative of this derivative is being taken): y is solved again with the
+    # adjoint by this same primitive, so the pass is differentiable. Otherwise y(t) comes
+    # from the forward solve's interpolant (checkpoints): stable and cheaper.
+    nested = _any_traced(g, ans, times, y0, params)
+    interpolant = None
+    if not nested:
+        interpolant = solved.interpolant if solved is not None else _solve_plain(
+            fun, times, y0, params, method, options, dense=True).sol
+    rhs = _adjoint_rhs(fun, params, traced, n, interpolant)
+    n_out = len(getval(times)) - 1
+    lam, mu = g[:, -1], _np.zeros(n_params)
+    tbars = [None] * (n_out + 1)
+    for i in range(n_out, 0, -1):
+        tbars[i] = anp.dot(g[:, i - 1], anp.ravel(fun(times[i], ans[:, i - 1], *params)))
+        if getval(times[i]) != getval(times[i - 1]):
+            if nested:
+                state = _concat([ans[:, i - 1], lam, mu])
+                end = ivp_values(rhs, anp.stack([times[i], times[i - 1]]), state, *params,
+                                 method=method, options=options)[:, -1]
+                lam, mu = end[n:2 * n], end[2 * n:]
+            else:
+                end = _backward_segment(rhs, times[i], times[i - 1], _concat([lam, mu]),
+                                        params, method, options)
+                lam, mu = end[:n], end[n:]
+        if i > 1:
+            lam = lam + g[:, i - 2]
+    tbars[0] = -anp.dot(lam, anp.ravel(fun(times[0], y0, *params)))
+    by_param = dict(zip(traced, _split(mu, _flat_params(params, traced))))
+    out = []
+    for i in argnums:
+        if i == 1:
+            out.append(match_dtype(anp.stack(tbars), times))
+        elif i == 2:
+            out.append(match_dtype(anp.reshape(lam, _np.shape(getval(y0))), y0))
+        else:
+            out.append(match_dtype(by_param[i - 3], params[i - 3]))
+    return tuple(out)
+
+
+def _backward_segment(rhs, t_from, t_to, state, params, method, options):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # f may not depend on some parameter
+        sol = _si.solve_ivp(rhs, (t_from, t_to), state, method=method, args=tuple(params),
+                            **(options or {}))
+    if not sol.success:
+        raise RuntimeError(f"chainrule.scipy.integrate.solve_ivp: the adjoint solve failed "
+                           f"({sol.message}); loosen rtol/atol or use an implicit method.")
+    return sol.y[:, -1]
+
+
+primitive_vjps[ivp_values] = _ivp_vjp
+
+
+def _ivp_jvp(argnums, tangents, ans, args, kwargs):
+    """Tangent by the forward sensitivity s (ds/dt = df/dy s + df/dparams dparams),
+    solved together with y by this same primitive (so it is differentiable in turn)."""
+    fun, times, y0, *params = args
+    _refuse_failed(kwargs.get("solved"))
+    tangents = dict(zip(argnums, tangents))
+    traced = [i - 3 for i in argnums if i >= 3]
+    n = int(_np.size(getval(y0)))
+    dparams = [tangents[i + 3] for i in traced]
+
+    def augmented(t, state, *params_and_dparams):
+        y, sens = state[:n], state[n:]
+        all_params, dps = params_and_dparams[:len(params)], params_and_dparams[len(params):]
+        fy, dfy = forward.make_jvp(
+            lambda yp: fun(t, yp[0], *_with_traced(all_params, traced, yp[1])),
+            (y, _flat_params(all_params, traced)))((sens, list(dps)))
+        return _concat([fy, dfy * _np.ones(n)])
+
+    s0 = anp.ravel(tangents[2]) * 1.0 if 2 in tangents else _np.zeros(n)
+    dt = tangents.get(1)
+    if dt is not None:
+        s0 = s0 - anp.ravel(fun(times[0], y0, *params)) * dt[0]
+    sens = ivp_values(augmented, times, _concat([y0, s0]), *params, *dparams,
+                      method=kwargs["method"], options=kwargs.get("options"))[n:]
+    if dt is not None:
+        f_out = anp.stack([anp.ravel(fun(times[k + 1], ans[:, k], *params))
+                           for k in range(anp.shape(ans)[1])], axis=1)
+        sens = sens + f_out * dt[1:]
+    return match_dtype(sens, ans)
+
+
+defjvp_argnums(ivp_values, _ivp_jvp)
+
+
+class _DenseSolution:
+    """``sol(t)`` of a traced ``solve_ivp``: values from the forward solve's interpolant,
+    derivatives by the same adjoint / sensitivity rules as ``y`` (each call records one
+    ``ivp_values`` whose output times are ``t``)."""
+
+    def __init__(self, pure, t0, y0, params, method, options, solution, failure):
+        self._call = (pure, t0, y0, params, method, options)
+        self._interpolant, self._failure = solution, failure
+        self.t_min, self.t_max, self.ts = solution.t_min, solution.t_max, solution.ts
+
+    def __call__(self, t):
+        pure, t0, y0, params, method, options = self._call
+        scalar = _np.ndim(getval(t)) == 0
+        t = anp.reshape(t, (-1,))
+        direction = _np.sign(self._interpolant.ts[-1] - self._interpolant.ts[0]) or 1.0
+        order = _np.argsort(direction * getval(t), kind="stable")
+        times = anp.concatenate([anp.reshape(t0, (1,)), t[order]])
+        values = self._interpolant(getval(times)[1:])
+        y = ivp_values(pure, times, y0, *params, method=method, options=options,
+                       solved=_Forward(values, self._interpolant, self._failure))
+        y = y[:, _np.argsort(order)]
+        return y[:, 0] if scalar else y
+
+
+def solve_ivp(fun: Callable, t_span: Any, y0: Any, method: Any = "RK45", t_eval: Any = None,
+              dense_output: bool = False, events: Any = None, vectorized: bool = False,
+              args: Any = None, **options: Any) -> Any:
+    """``scipy.integrate.solve_ivp``, differentiable w.r.t. ``y0``, ``t_span``, ``t_eval``
+    and the traced values ``fun`` receives in ``args`` or closes over.
+
+    The forward solve is SciPy's, on plain values (every method); the result's ``y`` (and
+    ``t`` when ``t_span``/``t_eval`` are traced, and ``sol(t)`` with ``dense_output``) are
+    traced. Reverse mode solves the adjoint ODE backwards, reading y(t) from the forward
+    solve's dense interpolant; forward mode solves the sensitivity equations with y. Both
+    use ``method``, ``rtol`` and ``atol``: derivatives are as accurate as the solves.
+    ``events`` cannot be differentiated (NotImplementedError when something is traced)."""
+    plain_args = () if args is None else tuple(args)
+    pure, params = _lift(fun, plain_args)
+    if not params and not _any_traced(t_span, y0, t_eval):
+        try:
+            return _si.solve_ivp(fun, t_span, y0, method=method, t_eval=t_eval,
+                                 dense_output=dense_output, events=events,
+                                 vectorized=vectorized, args=args, **options)
+        except TypeError:
+            _check_lifted("solve_ivp", pure, (t_span[0], _np.asarray(y0)), params)
+            raise
+    if events is not None:
+        raise NotImplementedError(
+            "chainrule.scipy.integrate.solve_ivp: events= cannot be differentiated (the "
+            "event times depend on the inputs through root finding, which is not "
+            "implemented). Solve with events on plain values (chainrule.stop_gradient), or "
+            "without events.")
+    t0, t1 = t_span
+    y0 = anp.array(y0) if isinstance(y0, (list, tuple)) else y0
+    if _np.ndim(getval(y0)) != 1:
+        raise ValueError("`y0` must be 1-dimensional.")
+    if _np.iscomplexobj(getval(y0)):
+        raise NotImplementedError("chainrule.scipy.integrate.solve_ivp: complex y0 cannot be "
+                                  "differentiated; split it into real and imaginary parts.")
+    y0 = y0 * 1.0  # integers become floats
+    plain_params = [getval(p) for p in params]
+    y0_value = getval(y0)
+    _check_lifted("solve_ivp", pure, (getval(t0), y0_value), params)
+    forward_options = dict(options)
+    jac = options.get("jac")
+    if callable(jac):  # (the Newton iterations' Jacobian: not differentiated)
+        forward_options["jac"] = lambda t, y: getval(jac(t, y, *tree_map(getval, plain_args)))
+    t_eval_value = None if t_eval is None else _np.asarray(tree_map(getval, t_eval), float)
+    sol = _si.solve_ivp(lambda t, y: pure(t, y, *plain_params), (getval(t0), getval(t1)),
+                        y0_value, method=method, t_eval=t_eval_value, dense_output=True,
+                        vectorized=vectorized, **forward_options)
+    start = anp.reshape(t0, (1,))
+    if t_eval is None:
+        inner = sol.t[1:-1] if len(sol.t) > 1 else sol.t[:0]
+        ends = [start, anp.reshape(t1, (1,))] if sol.success and len(sol.t) > 1 else [sol.t[-1:]]
+        times = anp.concatenate([start, *ends[:1], inner, *ends[1:]])
+    else:
+        times = anp.concatenate([start, anp.reshape(anp.array(t_eval) * 1.0, (-1,))])
+    failure = None if sol.success else sol.message
+    adjoint_options = {k: v for k, v in options.items() if k not in _FORWARD_ONLY_OPTIONS}
+    y = ivp_values(pure, times, y0, *params, method=method, options=adjoint_options,
+                   solved=_Forward(sol.y, sol.sol, failure))
+    dense = None
+    if dense_output:
+        dense = _DenseSolution(pure, t0, y0, params, method, adjoint_options, sol.sol, failure)
+    return type(sol)(**{**sol, "t": times[1:], "y": y, "sol": dense})
+
+
+# ----------------------------------------------------------------------------- quad
+_QUAD_OPTIONS = ("epsabs", "epsrel", "limit", "points")
+
+
+@primitive
+def quad_value(func, a, b, *params, options=None, vector=False, solved=None):
+    """The integral of func(x, *params) over [a, b] (``quad``; ``quad_vec`` for a
+    vector-valued func, as the integrands of the derivative rules are)."""
+    if solved is not None:
+        return solved
+    options = options or {}
+    if vector:
+        return _si.quad_vec(lambda x: func(x, *params), a, b, **options)[0]
+    return _si.quad(func, a, b, args=tuple(params), **options)[0]
+
+
+def _finite_limit(limit):
+    if not _np.isfinite(getval(limit)):
+        raise ValueError("chainrule.scipy.integrate.quad: an infinite limit cannot be "
+                         "differentiated (the integrand's value there is not defined); "
+                         "pass it as a plain float.")
+    return limit
+
+
+def _quad_vjp(g, argnums, ans, args, kwargs):
+    """d/da = -f(a), d/db = f(b) (Leibniz); d/dparams = the integral of df/dparams."""
+    func, a, b, *params = args
+    traced = [i - 3 for i in argnums if i >= 3]
+    by_param = {}
+    if traced:
+        def integrand(x, *params_and_g):  # g is passed on: it may be traced (2nd order)
+            all_params, cotangent = params_and_g[:-1], params_and_g[-1]
+            vjp, _ = reverse.make_vjp(
+                lambda ps: func(x, *_with_traced(all_params, traced, ps)),
+                _flat_params(all_params, traced))
+            return _concat(vjp(cotangent))
+
+        total = quad_value(integrand, a, b, *params, g, options=kwargs.get("options"), vector=True)
+        by_param = dict(zip(traced, _split(total, _flat_params(params, traced))))
+    out = []
+    for i in argnums:
+        if i == 1:
+            out.append(match_dtype(-anp.sum(g * func(_finite_limit(a), *params)), a))
+        elif i == 2:
+            out.append(match_dtype(anp.sum(g * func(_finite_limit(b), *params)), b))
+        else:
+            out.append(match_dtype(by_param[i - 3], params[i - 3]))
+    return tuple(out)
+
+
+def _quad_jvp(argnums, tangents, ans, args, kwargs):
+    func, a, b, *params = args
+    tangents = dict(zip(argnums, tangents))
+    traced = [i - 3 for i in argnums if i >= 3]
+    out = 0.0
+    if traced:
+        def integrand(x, *params_and_dparams):
+            all_params, dps = (params_and_dparams[:len(params)],
+                               params_and_dparams[len(params):])
+            return forward.make_jvp(lambda ps: func(x, *_with_traced(all_params, traced, ps)),
+                                    _flat_params(all_params, traced))(list(dps))[1]
+
+        out = quad_value(integrand, a, b, *params, *[tangents[i + 3] for i in traced],
+                         options=kwargs.get("options"), vector=kwargs.get("vector", False))
+    if 1 in tangents:
+        out = out - func(_finite_limit(a), *params) * tangents[1]
+    if 2 in tangents:
+        out = out + func(_finite_limit(b), *params) * tangents[2]
+    return match_dtype(out, ans)
+
+
+primitive_vjps[quad_value] = _quad_vjp
+defjvp_argnums(quad_value, _quad_jvp)
+
+
+def quad(func: Callable, a: Any, b: Any, args: Any = (), **kwargs: Any) -> Any:
+    """``scipy.integrate.quad``, differentiable w.r.t. the limits (Leibniz rule) and the
+    traced values ``func`` receives in ``args`` or closes over (the integral of the
+    integrand's derivative, by another ``quad``). Returns ``(value, abserr)`` with a
+    traced value; with something traced, only ``epsabs``, ``epsrel``, ``limit`` and
+    ``points`` are accepted (weights and ``full_output`` have no derivative rule)."""
+    args = args if isinstance(args, tuple) else (args,)
+    pure, params = _lift(func, args)
+    if not params and not _any_traced(a, b):
+        try:
+            return _si.quad(func, a, b, args=args, **kwargs)
+        except TypeError:
+            _check_lifted("quad", pure, (0.5 * (a + b) if _np.isfinite(a + b) else 0.0,),
+                          params)
+            raise
+    unsupported = set(kwargs) - set(_QUAD_OPTIONS)
+    if unsupported:
+        raise TypeError(f"chainrule.scipy.integrate.quad: {', '.join(sorted(unsupported))} "
+                        f"cannot be used with traced inputs; only {', '.join(_QUAD_OPTIONS)}.")
+    plain_params = [getval(p) for p in params]
+    a_value, b_value = getval(a), getval(b)
+    _check_lifted("quad", pure, (a_value if _np.isfinite(a_value) else 0.0,), params)
+    value, abserr = _si.quad(pure, a_value, b_value, args=tuple(plain_params), **kwargs)
+    return quad_value(pure, a, b, *params, options=kwargs, solved=value), abserr
