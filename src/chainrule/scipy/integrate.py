@@ -346,6 +346,26 @@ def _adjoint_rhs(fun, params, traced, n, interpolant):
     return rhs
 
 
+_IMPLICIT_METHODS = ("Radau", "BDF", "LSODA")
+
+
+def _adjoint_jac(fun, params, traced, n, interpolant):
+    """The Jacobian of the checkpointed backward system, exact since it is linear in
+    [lambda, mu]: [[-df/dy^T, 0], [-df/dparams^T, 0]] (for the implicit methods, which
+    would otherwise take it by finite differences, one column per parameter)."""
+
+    def jac(t, state, *all_params):
+        vjp, _ = reverse.make_vjp(
+            lambda yp: fun(t, yp[0], *_with_traced(all_params, traced, yp[1])),
+            (interpolant(t), _flat_params(all_params, traced)))
+        rows = [_concat([ybar, *pbars]) for ybar, pbars in (vjp(-e) for e in _np.eye(n))]
+        out = _np.zeros((len(state), len(state)))
+        out[:, :n] = _np.stack(rows, axis=1)
+        return out
+
+    return jac
+
+
 def _ivp_vjp(g, argnums, ans, args, kwargs):
     """Cotangents by the adjoint ODE, solved backwards segment by segment between the
     output times, adding each output's cotangent at its time."""
@@ -365,6 +385,8 @@ def _ivp_vjp(g, argnums, ans, args, kwargs):
         interpolant = solved.interpolant if solved is not None else _solve_plain(
             fun, times, y0, params, method, options, dense=True).sol
     rhs = _adjoint_rhs(fun, params, traced, n, interpolant)
+    if not nested and method in _IMPLICIT_METHODS:
+        options = {**(options or {}), "jac": _adjoint_jac(fun, params, traced, n, interpolant)}
     n_out = len(getval(times)) - 1
     lam, mu = g[:, -1], _np.zeros(n_params)
     tbars = [None] * (n_out + 1)
@@ -378,7 +400,7 @@ def _ivp_vjp(g, argnums, ans, args, kwargs):
                 lam, mu = end[n:2 * n], end[2 * n:]
             else:
                 end = _backward_segment(rhs, times[i], times[i - 1], _concat([lam, mu]),
-                                        params, method, options)
+                                        params, method, options, interpolant)
                 lam, mu = end[:n], end[n:]
         if i > 1:
             lam = lam + g[:, i - 2]
@@ -395,11 +417,17 @@ def _ivp_vjp(g, argnums, ans, args, kwargs):
     return tuple(out)
 
 
-def _backward_segment(rhs, t_from, t_to, state, params, method, options):
+def _backward_segment(rhs, t_from, t_to, state, params, method, options, interpolant):
+    # Start with the forward solve's step at t_from: a restart per segment otherwise
+    # spends evaluations finding a step size the forward solve already found.
+    ts = interpolant.ts
+    nearest = int(_np.argmin(_np.abs(ts[1:] - t_from))) if len(ts) > 1 else 0
+    first = min(abs(ts[nearest + 1] - ts[nearest]) if len(ts) > 1 else _np.inf,
+                abs(t_from - t_to))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # f may not depend on some parameter
         sol = _si.solve_ivp(rhs, (t_from, t_to), state, method=method, args=tuple(params),
-                            **(options or {}))
+                            first_step=first, **(options or {}))
     if not sol.success:
         raise RuntimeError(f"chainrule.scipy.integrate.solve_ivp: the adjoint solve failed "
                            f"({sol.message}); loosen rtol/atol or use an implicit method.")
