@@ -1,7 +1,8 @@
-"""chainrule.scipy.integrate: ``odeint`` with derivatives by the adjoint method.
+"""chainrule.scipy.integrate: ``odeint``, ``solve_ivp`` and ``quad`` with derivatives
+that never go through the solvers' internal steps.
 
 ``odeint(func, y0, t, args=())`` solves dy/dt = func(y, t, *args) with SciPy's
-odeint. Its derivatives never go through the solver's internal steps:
+odeint:
 
 - reverse mode solves the adjoint ODE backwards in time, segment by segment
   between the output times, for the state y, the adjoint a (da/dt = -a df/dy)
@@ -11,12 +12,20 @@ odeint. Its derivatives never go through the solver's internal steps:
   df/dargs dargs) from s(t_0) = dy0 - f(y_0, t_0) dt_0; the output tangent is
   s(t_i) + f(y_i, t_i) dt_i.
 
-``func`` must be written with chainrule.numpy (it is differentiated by
-chainrule). Gradients are exact up to the solver's tolerances (``rtol``,
-``atol`` are passed on to every solve). The adjoint and sensitivity systems are
-solved by ``odeint`` itself, so they are differentiable in turn: derivatives of
-every order, in both modes (as autograd's odeint, whose adjoint is built the same
-way).
+The adjoint and sensitivity systems are solved by ``odeint`` itself, so they are
+differentiable in turn: derivatives of every order, in both modes (as autograd's
+odeint, whose adjoint is built the same way).
+
+``solve_ivp`` uses the same equations with any of SciPy's methods; for first
+derivatives its adjoint reads y(t) from the forward solve's dense interpolant
+(checkpoints) instead of solving y backwards. ``quad`` differentiates the limits by
+Leibniz's rule and the integrand's parameters by integrating the integrand's
+derivative.
+
+The functions must be written with chainrule.numpy (chainrule differentiates them).
+Traced values they close over are found and differentiated like ``args``. Gradients
+are exact up to the solvers' tolerances (``rtol``, ``atol``, ``epsabs``, ``epsrel``
+are passed on to every solve).
 """
 
 from __future__ import annotations
@@ -41,8 +50,20 @@ for _name in dir(_si):
     if not _name.startswith("_"):
         globals()[_name] = getattr(_si, _name)
 
-_SOLVER_KWARGS = ("rtol", "atol", "hmax", "hmin", "mxstep", "h0", "tcrit", "ixpr", "mxhnil",
-                  "mxordn", "mxords", "tfirst")
+_SOLVER_KWARGS = (
+    "rtol",
+    "atol",
+    "hmax",
+    "hmin",
+    "mxstep",
+    "h0",
+    "tcrit",
+    "ixpr",
+    "mxhnil",
+    "mxordn",
+    "mxords",
+    "tfirst",
+)
 
 
 @primitive
@@ -58,9 +79,11 @@ def odeint(func, y0, t, args=(), **kwargs):
     leaves are differentiated, as autograd's odeint does."""
     unsupported = set(kwargs) - set(_SOLVER_KWARGS)
     if unsupported:
-        raise TypeError(f"chainrule.scipy.integrate.odeint does not support "
-                        f"{', '.join(sorted(unsupported))} (Dfun, full_output...): only the "
-                        f"solver tolerances and step controls {', '.join(_SOLVER_KWARGS)}.")
+        raise TypeError(
+            f"chainrule.scipy.integrate.odeint does not support "
+            f"{', '.join(sorted(unsupported))} (Dfun, full_output...): only the "
+            f"solver tolerances and step controls {', '.join(_SOLVER_KWARGS)}."
+        )
     if not isinstance(args, tuple):
         args = (args,)
     # the traced leaves of args and of func's closure become odeint_args' parameters
@@ -104,7 +127,7 @@ def _split(vector, like):
     out, start = [], 0
     for v in like:
         n = int(_np.size(getval(v)))
-        out.append(anp.reshape(vector[start:start + n], _np.shape(getval(v))))
+        out.append(anp.reshape(vector[start : start + n], _np.shape(getval(v))))
         start += n
     return out
 
@@ -112,6 +135,7 @@ def _split(vector, like):
 # The derivative passes below are written with chainrule operations, odeint_args itself
 # included (its augmented systems are differentiated by chainrule inside SciPy's calls),
 # so derivatives of every order, in both modes, come from the same two rules.
+
 
 # ----------------------------------------------------------------------------- reverse mode
 def _odeint_vjp(g, argnums, ans, args, kwargs):
@@ -126,10 +150,11 @@ def _odeint_vjp(g, argnums, ans, args, kwargs):
     n_params = sum(int(_np.size(getval(params[i]))) for i in traced)
 
     def augmented(state, s, *all_params):
-        y, a = state[:d], state[d:2 * d]
+        y, a = state[:d], state[d : 2 * d]
         f = _with_params(func, all_params, traced)
-        vjp, fy = reverse.make_vjp(lambda yp: f(yp[0], s, yp[1]),
-                                   (y, [all_params[i] for i in traced]))
+        vjp, fy = reverse.make_vjp(
+            lambda yp: f(yp[0], s, yp[1]), (y, [all_params[i] for i in traced])
+        )
         ybar, pbars = vjp(-a)
         return _concat([fy, ybar, *pbars])
 
@@ -142,7 +167,7 @@ def _odeint_vjp(g, argnums, ans, args, kwargs):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # func may not depend on some argument
             end = odeint_args(augmented, state, anp.stack([t[i], t[i - 1]]), *params, **kw)[-1]
-        a, pbar = end[d:2 * d], end[2 * d:]
+        a, pbar = end[d : 2 * d], end[2 * d :]
         if i > 1:
             a = a + g[i - 1]
     tbars.append(-anp.dot(a, anp.ravel(f_params(ys[0], t[0], [params[i] for i in traced]))))
@@ -175,10 +200,11 @@ def _odeint_jvp(argnums, tangents, ans, args, kwargs):
 
     def augmented(state, s, *params_and_dparams):
         y, sens = state[:d], state[d:]
-        all_params, dps = params_and_dparams[:len(params)], params_and_dparams[len(params):]
+        all_params, dps = params_and_dparams[: len(params)], params_and_dparams[len(params) :]
         f = _with_params(func, all_params, traced)
-        fy, dfy = forward.make_jvp(lambda yp: f(yp[0], s, yp[1]),
-                                   (y, [all_params[i] for i in traced]))((sens, list(dps)))
+        fy, dfy = forward.make_jvp(
+            lambda yp: f(yp[0], s, yp[1]), (y, [all_params[i] for i in traced])
+        )((sens, list(dps)))
         return _concat([fy, dfy * _np.ones(d)])
 
     s0 = anp.ravel(tangents[1]) * 1.0 if 1 in tangents else _np.zeros(d)
@@ -189,8 +215,7 @@ def _odeint_jvp(argnums, tangents, ans, args, kwargs):
         warnings.simplefilter("ignore")  # func may not depend on some argument
         sens = odeint_args(augmented, _concat([ys[0], s0]), t, *params, *dparams, **kw)[:, d:]
     if dt is not None:
-        f_all = anp.stack([anp.ravel(func(ys[k], t[k], *params))
-                           for k in range(len(getval(t)))])
+        f_all = anp.stack([anp.ravel(func(ys[k], t[k], *params)) for k in range(len(getval(t)))])
         sens = sens + f_all * anp.reshape(dt, (-1, 1))
     return match_dtype(anp.reshape(sens, anp.shape(ans)), ans)
 
@@ -219,8 +244,12 @@ def _rebuilt(fun, parts: list):
     """``fun`` with its closure cells and defaults replaced by ``parts``."""
     cells, defaults = parts
     new = _types.FunctionType(
-        fun.__code__, fun.__globals__, fun.__name__, tuple(defaults) or None,
-        tuple(_types.CellType() if c is _EMPTY_CELL else _types.CellType(c) for c in cells))
+        fun.__code__,
+        fun.__globals__,
+        fun.__name__,
+        tuple(defaults) or None,
+        tuple(_types.CellType() if c is _EMPTY_CELL else _types.CellType(c) for c in cells),
+    )
     new.__kwdefaults__ = fun.__kwdefaults__
     return new
 
@@ -238,9 +267,9 @@ def _lift(fun: Callable, args: tuple) -> tuple[Callable, list]:
     in_closure = any(i >= n_args for i in at)
 
     def pure(*call):
-        lead = call[:len(call) - n_params]
+        lead = call[: len(call) - n_params]
         full = list(leaves)
-        for i, value in zip(at, call[len(call) - n_params:]):
+        for i, value in zip(at, call[len(call) - n_params :]):
             full[i] = value
         f = _rebuilt(fun, tree_unflatten(part_def, full[n_args:])) if in_closure else fun
         return f(*lead, *tree_unflatten(arg_def, full[:n_args]))
@@ -291,9 +320,11 @@ def ivp_values(fun, times, y0, *params, method="RK45", options=None, solved=None
         return solved.values
     sol = _solve_plain(fun, times, y0, params, method, options, dense=False)
     if not sol.success:
-        raise RuntimeError(f"chainrule.scipy.integrate.solve_ivp: an adjoint or sensitivity "
-                           f"solve failed ({sol.message}); loosen rtol/atol or pick a method "
-                           f"fit for the problem's stiffness.")
+        raise RuntimeError(
+            f"chainrule.scipy.integrate.solve_ivp: an adjoint or sensitivity "
+            f"solve failed ({sol.message}); loosen rtol/atol or pick a method "
+            f"fit for the problem's stiffness."
+        )
     return sol.y
 
 
@@ -301,9 +332,15 @@ def _solve_plain(fun, times, y0, params, method, options, dense):
     times = _np.asarray(getval(times), dtype=float)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "output seems independent of input" in the rhs
-        return _si.solve_ivp(lambda t, y: fun(t, y, *params), (times[0], times[-1]), y0,
-                             method=method, t_eval=times[1:], dense_output=dense,
-                             **(options or {}))
+        return _si.solve_ivp(
+            lambda t, y: fun(t, y, *params),
+            (times[0], times[-1]),
+            y0,
+            method=method,
+            t_eval=times[1:],
+            dense_output=dense,
+            **(options or {}),
+        )
 
 
 def _flat_params(params, traced) -> list:
@@ -323,7 +360,8 @@ def _refuse_failed(solved) -> None:
             f"chainrule.scipy.integrate.solve_ivp: the forward solve failed "
             f"({solved.failure}), so its result is not a solution and has no derivative. "
             f"Check sol.success; loosen rtol/atol, or use an implicit method (Radau, BDF, "
-            f"LSODA) for a stiff problem.")
+            f"LSODA) for a stiff problem."
+        )
 
 
 def _adjoint_rhs(fun, params, traced, n, interpolant):
@@ -332,12 +370,13 @@ def _adjoint_rhs(fun, params, traced, n, interpolant):
 
     def rhs(t, state, *all_params):
         if interpolant is None:
-            y, lam = state[:n], state[n:2 * n]
+            y, lam = state[:n], state[n : 2 * n]
         else:
             y, lam = interpolant(t), state[:n]
         vjp, fy = reverse.make_vjp(
             lambda yp: fun(t, yp[0], *_with_traced(all_params, traced, yp[1])),
-            (y, _flat_params(all_params, traced)))
+            (y, _flat_params(all_params, traced)),
+        )
         ybar, pbars = vjp(-lam)
         if interpolant is None:
             return _concat([fy, ybar, *pbars])
@@ -357,7 +396,8 @@ def _adjoint_jac(fun, params, traced, n, interpolant):
     def jac(t, state, *all_params):
         vjp, _ = reverse.make_vjp(
             lambda yp: fun(t, yp[0], *_with_traced(all_params, traced, yp[1])),
-            (interpolant(t), _flat_params(all_params, traced)))
+            (interpolant(t), _flat_params(all_params, traced)),
+        )
         rows = [_concat([ybar, *pbars]) for ybar, pbars in (vjp(-e) for e in _np.eye(n))]
         out = _np.zeros((len(state), len(state)))
         out[:, :n] = _np.stack(rows, axis=1)
@@ -382,8 +422,11 @@ def _ivp_vjp(g, argnums, ans, args, kwargs):
     nested = _any_traced(g, ans, times, y0, params)
     interpolant = None
     if not nested:
-        interpolant = solved.interpolant if solved is not None else _solve_plain(
-            fun, times, y0, params, method, options, dense=True).sol
+        interpolant = (
+            solved.interpolant
+            if solved is not None
+            else _solve_plain(fun, times, y0, params, method, options, dense=True).sol
+        )
     rhs = _adjoint_rhs(fun, params, traced, n, interpolant)
     if not nested and method in _IMPLICIT_METHODS:
         options = {**(options or {}), "jac": _adjoint_jac(fun, params, traced, n, interpolant)}
@@ -395,12 +438,26 @@ def _ivp_vjp(g, argnums, ans, args, kwargs):
         if getval(times[i]) != getval(times[i - 1]):
             if nested:
                 state = _concat([ans[:, i - 1], lam, mu])
-                end = ivp_values(rhs, anp.stack([times[i], times[i - 1]]), state, *params,
-                                 method=method, options=options)[:, -1]
-                lam, mu = end[n:2 * n], end[2 * n:]
+                end = ivp_values(
+                    rhs,
+                    anp.stack([times[i], times[i - 1]]),
+                    state,
+                    *params,
+                    method=method,
+                    options=options,
+                )[:, -1]
+                lam, mu = end[n : 2 * n], end[2 * n :]
             else:
-                end = _backward_segment(rhs, times[i], times[i - 1], _concat([lam, mu]),
-                                        params, method, options, interpolant)
+                end = _backward_segment(
+                    rhs,
+                    times[i],
+                    times[i - 1],
+                    _concat([lam, mu]),
+                    params,
+                    method,
+                    options,
+                    interpolant,
+                )
                 lam, mu = end[:n], end[n:]
         if i > 1:
             lam = lam + g[:, i - 2]
@@ -422,15 +479,23 @@ def _backward_segment(rhs, t_from, t_to, state, params, method, options, interpo
     # spends evaluations finding a step size the forward solve already found.
     ts = interpolant.ts
     nearest = int(_np.argmin(_np.abs(ts[1:] - t_from))) if len(ts) > 1 else 0
-    first = min(abs(ts[nearest + 1] - ts[nearest]) if len(ts) > 1 else _np.inf,
-                abs(t_from - t_to))
+    first = min(abs(ts[nearest + 1] - ts[nearest]) if len(ts) > 1 else _np.inf, abs(t_from - t_to))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # f may not depend on some parameter
-        sol = _si.solve_ivp(rhs, (t_from, t_to), state, method=method, args=tuple(params),
-                            first_step=first, **(options or {}))
+        sol = _si.solve_ivp(
+            rhs,
+            (t_from, t_to),
+            state,
+            method=method,
+            args=tuple(params),
+            first_step=first,
+            **(options or {}),
+        )
     if not sol.success:
-        raise RuntimeError(f"chainrule.scipy.integrate.solve_ivp: the adjoint solve failed "
-                           f"({sol.message}); loosen rtol/atol or use an implicit method.")
+        raise RuntimeError(
+            f"chainrule.scipy.integrate.solve_ivp: the adjoint solve failed "
+            f"({sol.message}); loosen rtol/atol or use an implicit method."
+        )
     return sol.y[:, -1]
 
 
@@ -449,21 +514,31 @@ def _ivp_jvp(argnums, tangents, ans, args, kwargs):
 
     def augmented(t, state, *params_and_dparams):
         y, sens = state[:n], state[n:]
-        all_params, dps = params_and_dparams[:len(params)], params_and_dparams[len(params):]
+        all_params, dps = params_and_dparams[: len(params)], params_and_dparams[len(params) :]
         fy, dfy = forward.make_jvp(
             lambda yp: fun(t, yp[0], *_with_traced(all_params, traced, yp[1])),
-            (y, _flat_params(all_params, traced)))((sens, list(dps)))
+            (y, _flat_params(all_params, traced)),
+        )((sens, list(dps)))
         return _concat([fy, dfy * _np.ones(n)])
 
     s0 = anp.ravel(tangents[2]) * 1.0 if 2 in tangents else _np.zeros(n)
     dt = tangents.get(1)
     if dt is not None:
         s0 = s0 - anp.ravel(fun(times[0], y0, *params)) * dt[0]
-    sens = ivp_values(augmented, times, _concat([y0, s0]), *params, *dparams,
-                      method=kwargs["method"], options=kwargs.get("options"))[n:]
+    sens = ivp_values(
+        augmented,
+        times,
+        _concat([y0, s0]),
+        *params,
+        *dparams,
+        method=kwargs["method"],
+        options=kwargs.get("options"),
+    )[n:]
     if dt is not None:
-        f_out = anp.stack([anp.ravel(fun(times[k + 1], ans[:, k], *params))
-                           for k in range(anp.shape(ans)[1])], axis=1)
+        f_out = anp.stack(
+            [anp.ravel(fun(times[k + 1], ans[:, k], *params)) for k in range(anp.shape(ans)[1])],
+            axis=1,
+        )
         sens = sens + f_out * dt[1:]
     return match_dtype(sens, ans)
 
@@ -489,15 +564,31 @@ class _DenseSolution:
         order = _np.argsort(direction * getval(t), kind="stable")
         times = anp.concatenate([anp.reshape(t0, (1,)), t[order]])
         values = self._interpolant(getval(times)[1:])
-        y = ivp_values(pure, times, y0, *params, method=method, options=options,
-                       solved=_Forward(values, self._interpolant, self._failure))
+        y = ivp_values(
+            pure,
+            times,
+            y0,
+            *params,
+            method=method,
+            options=options,
+            solved=_Forward(values, self._interpolant, self._failure),
+        )
         y = y[:, _np.argsort(order)]
         return y[:, 0] if scalar else y
 
 
-def solve_ivp(fun: Callable, t_span: Any, y0: Any, method: Any = "RK45", t_eval: Any = None,
-              dense_output: bool = False, events: Any = None, vectorized: bool = False,
-              args: Any = None, **options: Any) -> Any:
+def solve_ivp(
+    fun: Callable,
+    t_span: Any,
+    y0: Any,
+    method: Any = "RK45",
+    t_eval: Any = None,
+    dense_output: bool = False,
+    events: Any = None,
+    vectorized: bool = False,
+    args: Any = None,
+    **options: Any,
+) -> Any:
     """``scipy.integrate.solve_ivp``, differentiable w.r.t. ``y0``, ``t_span``, ``t_eval``
     and the traced values ``fun`` receives in ``args`` or closes over.
 
@@ -511,9 +602,18 @@ def solve_ivp(fun: Callable, t_span: Any, y0: Any, method: Any = "RK45", t_eval:
     pure, params = _lift(fun, plain_args)
     if not params and not _any_traced(t_span, y0, t_eval):
         try:
-            return _si.solve_ivp(fun, t_span, y0, method=method, t_eval=t_eval,
-                                 dense_output=dense_output, events=events,
-                                 vectorized=vectorized, args=args, **options)
+            return _si.solve_ivp(
+                fun,
+                t_span,
+                y0,
+                method=method,
+                t_eval=t_eval,
+                dense_output=dense_output,
+                events=events,
+                vectorized=vectorized,
+                args=args,
+                **options,
+            )
         except TypeError:
             _check_lifted("solve_ivp", pure, (t_span[0], _np.asarray(y0)), params)
             raise
@@ -522,14 +622,17 @@ def solve_ivp(fun: Callable, t_span: Any, y0: Any, method: Any = "RK45", t_eval:
             "chainrule.scipy.integrate.solve_ivp: events= cannot be differentiated (the "
             "event times depend on the inputs through root finding, which is not "
             "implemented). Solve with events on plain values (chainrule.stop_gradient), or "
-            "without events.")
+            "without events."
+        )
     t0, t1 = t_span
     y0 = anp.array(y0) if isinstance(y0, (list, tuple)) else y0
     if _np.ndim(getval(y0)) != 1:
         raise ValueError("`y0` must be 1-dimensional.")
     if _np.iscomplexobj(getval(y0)):
-        raise NotImplementedError("chainrule.scipy.integrate.solve_ivp: complex y0 cannot be "
-                                  "differentiated; split it into real and imaginary parts.")
+        raise NotImplementedError(
+            "chainrule.scipy.integrate.solve_ivp: complex y0 cannot be "
+            "differentiated; split it into real and imaginary parts."
+        )
     y0 = y0 * 1.0  # integers become floats
     plain_params = [getval(p) for p in params]
     y0_value = getval(y0)
@@ -539,9 +642,16 @@ def solve_ivp(fun: Callable, t_span: Any, y0: Any, method: Any = "RK45", t_eval:
     if callable(jac):  # (the Newton iterations' Jacobian: not differentiated)
         forward_options["jac"] = lambda t, y: getval(jac(t, y, *tree_map(getval, plain_args)))
     t_eval_value = None if t_eval is None else _np.asarray(tree_map(getval, t_eval), float)
-    sol = _si.solve_ivp(lambda t, y: pure(t, y, *plain_params), (getval(t0), getval(t1)),
-                        y0_value, method=method, t_eval=t_eval_value, dense_output=True,
-                        vectorized=vectorized, **forward_options)
+    sol = _si.solve_ivp(
+        lambda t, y: pure(t, y, *plain_params),
+        (getval(t0), getval(t1)),
+        y0_value,
+        method=method,
+        t_eval=t_eval_value,
+        dense_output=True,
+        vectorized=vectorized,
+        **forward_options,
+    )
     start = anp.reshape(t0, (1,))
     if t_eval is None:
         inner = sol.t[1:-1] if len(sol.t) > 1 else sol.t[:0]
@@ -551,8 +661,15 @@ def solve_ivp(fun: Callable, t_span: Any, y0: Any, method: Any = "RK45", t_eval:
         times = anp.concatenate([start, anp.reshape(anp.array(t_eval) * 1.0, (-1,))])
     failure = None if sol.success else sol.message
     adjoint_options = {k: v for k, v in options.items() if k not in _FORWARD_ONLY_OPTIONS}
-    y = ivp_values(pure, times, y0, *params, method=method, options=adjoint_options,
-                   solved=_Forward(sol.y, sol.sol, failure))
+    y = ivp_values(
+        pure,
+        times,
+        y0,
+        *params,
+        method=method,
+        options=adjoint_options,
+        solved=_Forward(sol.y, sol.sol, failure),
+    )
     dense = None
     if dense_output:
         dense = _DenseSolution(pure, t0, y0, params, method, adjoint_options, sol.sol, failure)
@@ -577,9 +694,11 @@ def quad_value(func, a, b, *params, options=None, vector=False, solved=None):
 
 def _finite_limit(limit):
     if not _np.isfinite(getval(limit)):
-        raise ValueError("chainrule.scipy.integrate.quad: an infinite limit cannot be "
-                         "differentiated (the integrand's value there is not defined); "
-                         "pass it as a plain float.")
+        raise ValueError(
+            "chainrule.scipy.integrate.quad: an infinite limit cannot be "
+            "differentiated (the integrand's value there is not defined); "
+            "pass it as a plain float."
+        )
     return limit
 
 
@@ -589,11 +708,13 @@ def _quad_vjp(g, argnums, ans, args, kwargs):
     traced = [i - 3 for i in argnums if i >= 3]
     by_param = {}
     if traced:
+
         def integrand(x, *params_and_g):  # g is passed on: it may be traced (2nd order)
             all_params, cotangent = params_and_g[:-1], params_and_g[-1]
             vjp, _ = reverse.make_vjp(
                 lambda ps: func(x, *_with_traced(all_params, traced, ps)),
-                _flat_params(all_params, traced))
+                _flat_params(all_params, traced),
+            )
             return _concat(vjp(cotangent))
 
         total = quad_value(integrand, a, b, *params, g, options=kwargs.get("options"), vector=True)
@@ -615,14 +736,23 @@ def _quad_jvp(argnums, tangents, ans, args, kwargs):
     traced = [i - 3 for i in argnums if i >= 3]
     out = 0.0
     if traced:
-        def integrand(x, *params_and_dparams):
-            all_params, dps = (params_and_dparams[:len(params)],
-                               params_and_dparams[len(params):])
-            return forward.make_jvp(lambda ps: func(x, *_with_traced(all_params, traced, ps)),
-                                    _flat_params(all_params, traced))(list(dps))[1]
 
-        out = quad_value(integrand, a, b, *params, *[tangents[i + 3] for i in traced],
-                         options=kwargs.get("options"), vector=kwargs.get("vector", False))
+        def integrand(x, *params_and_dparams):
+            all_params, dps = (params_and_dparams[: len(params)], params_and_dparams[len(params) :])
+            return forward.make_jvp(
+                lambda ps: func(x, *_with_traced(all_params, traced, ps)),
+                _flat_params(all_params, traced),
+            )(list(dps))[1]
+
+        out = quad_value(
+            integrand,
+            a,
+            b,
+            *params,
+            *[tangents[i + 3] for i in traced],
+            options=kwargs.get("options"),
+            vector=kwargs.get("vector", False),
+        )
     if 1 in tangents:
         out = out - func(_finite_limit(a), *params) * tangents[1]
     if 2 in tangents:
@@ -646,13 +776,14 @@ def quad(func: Callable, a: Any, b: Any, args: Any = (), **kwargs: Any) -> Any:
         try:
             return _si.quad(func, a, b, args=args, **kwargs)
         except TypeError:
-            _check_lifted("quad", pure, (0.5 * (a + b) if _np.isfinite(a + b) else 0.0,),
-                          params)
+            _check_lifted("quad", pure, (0.5 * (a + b) if _np.isfinite(a + b) else 0.0,), params)
             raise
     unsupported = set(kwargs) - set(_QUAD_OPTIONS)
     if unsupported:
-        raise TypeError(f"chainrule.scipy.integrate.quad: {', '.join(sorted(unsupported))} "
-                        f"cannot be used with traced inputs; only {', '.join(_QUAD_OPTIONS)}.")
+        raise TypeError(
+            f"chainrule.scipy.integrate.quad: {', '.join(sorted(unsupported))} "
+            f"cannot be used with traced inputs; only {', '.join(_QUAD_OPTIONS)}."
+        )
     plain_params = [getval(p) for p in params]
     a_value, b_value = getval(a), getval(b)
     _check_lifted("quad", pure, (a_value if _np.isfinite(a_value) else 0.0,), params)
