@@ -113,11 +113,12 @@ def finite_differences(theta, eps=1e-6):
     return grad
 
 
-def odeint_loss(odeint_fun, xp):
+def odeint_loss(odeint_fun, xp, pack=tuple):
+    """``pack`` builds the args tuple: autograd traces a tuple only as its own ``tuple``."""
     t = onp.concatenate([[0.0], T_EVAL])
 
     def loss(theta):
-        ys = odeint_fun(lambda y, s, th: rhs(s, y, th, xp), Y0, t, (theta,), **TOL)
+        ys = odeint_fun(lambda y, s, th: rhs(s, y, th, xp), Y0, t, pack((theta,)), **TOL)
         return xp.sum((ys[1:].T - TARGET) ** 2)
 
     return loss
@@ -144,10 +145,11 @@ def candidates(theta) -> list:
     ]
     if importlib.util.find_spec("autograd") is not None:
         import autograd
+        import autograd.builtins
         import autograd.numpy as anp
         from autograd.scipy.integrate import odeint as ag_odeint
 
-        ag_loss = odeint_loss(ag_odeint, anp)
+        ag_loss = odeint_loss(ag_odeint, anp, autograd.builtins.tuple)
         rows.append(
             (
                 "autograd odeint adjoint (grad)",

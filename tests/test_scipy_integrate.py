@@ -80,6 +80,24 @@ def test_solve_ivp_end_time_without_t_eval_is_traced(method):
     assert cr.deriv(last)(t1) == pytest.approx(exact, abs=tol)
 
 
+@pytest.mark.parametrize("jac", BOTH)
+def test_integrating_backwards_in_time(jac):
+    # t_span = (2, 0): y(t) = y0 exp(-k (t - t0)) with t < t0, t_eval and sol(t) decreasing
+    k, y0, t0 = 0.7, onp.array([1.5]), 2.0
+    t_eval, query = onp.array([1.5, 1.0, 0.2]), onp.array([0.3, 1.9])
+
+    def sol(k, t0, t_eval):
+        return solve_ivp(decay, (t0, 0.0), y0, t_eval=t_eval, args=(k,), dense_output=True, **TOL)
+
+    exact = y0[0] * onp.exp(-k * (t_eval - t0))
+    d_k, d_t0, d_teval = jac(lambda *a: sol(*a).y[0], argnums=(0, 1, 2))(k, t0, t_eval)
+    assert onp.allclose(d_k, -(t_eval - t0) * exact, atol=1e-8)
+    assert onp.allclose(d_t0, k * exact, atol=1e-8)
+    assert onp.allclose(d_teval, onp.diag(-k * exact), atol=1e-8)
+    d_query = jac(lambda k: sol(k, t0, t_eval).sol(query)[0])(k)
+    assert onp.allclose(d_query, -(query - t0) * y0[0] * onp.exp(-k * (query - t0)), atol=1e-8)
+
+
 def test_solve_ivp_untraced_call_is_scipys_own():
     ours = solve_ivp(decay, (0.0, 1.0), [1.0, 2.0], args=(0.3,), dense_output=True)
     theirs = si.solve_ivp(decay, (0.0, 1.0), [1.0, 2.0], args=(0.3,), dense_output=True)
@@ -231,6 +249,20 @@ def test_closed_over_values_and_defaults_get_the_same_gradient_as_args():
         for jac in BOTH:
             got = jac(f, argnums=(0, 1))(k, y0)
             assert onp.allclose(got[0], want[0], atol=1e-9) and onp.allclose(got[1], want[1])
+
+
+def test_closure_state_that_is_not_traced_stays_the_users():
+    calls = []
+
+    def y_end(k):
+        def rhs(t, y):
+            calls.append(t)  # a closure cell without traced values: shared, not copied
+            return -k * y
+
+        return solve_ivp(rhs, (0.0, 1.0), [1.0], **TOL).y[0, -1]
+
+    assert cr.grad(y_end)(0.5) == pytest.approx(-onp.exp(-0.5), rel=1e-8)
+    assert len(calls) > 10
 
 
 class Model:

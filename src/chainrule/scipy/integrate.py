@@ -240,15 +240,16 @@ def _function_parts(fun) -> list:
     return [cells, list(fun.__defaults__ or ())]
 
 
-def _rebuilt(fun, parts: list):
-    """``fun`` with its closure cells and defaults replaced by ``parts``."""
-    cells, defaults = parts
+def _rebuilt(fun, parts: list, traced_cells: set):
+    """``fun`` with its defaults and the closure cells in ``traced_cells`` replaced by
+    ``parts``; its other cells are shared, so state it keeps in them stays one."""
+    contents, defaults = parts
+    cells = tuple(
+        _types.CellType(value) if i in traced_cells else cell
+        for i, (cell, value) in enumerate(zip(fun.__closure__ or (), contents))
+    )
     new = _types.FunctionType(
-        fun.__code__,
-        fun.__globals__,
-        fun.__name__,
-        tuple(defaults) or None,
-        tuple(_types.CellType() if c is _EMPTY_CELL else _types.CellType(c) for c in cells),
+        fun.__code__, fun.__globals__, fun.__name__, tuple(defaults) or None, cells
     )
     new.__kwdefaults__ = fun.__kwdefaults__
     return new
@@ -265,13 +266,20 @@ def _lift(fun: Callable, args: tuple) -> tuple[Callable, list]:
     at = [i for i, leaf in enumerate(leaves) if isbox(leaf)]
     n_args, n_params = len(arg_leaves), len(at)
     in_closure = any(i >= n_args for i in at)
+    traced_cells = set()
+    if in_closure:
+        for i, value in enumerate(_function_parts(fun)[0]):
+            if _any_traced(value):
+                traced_cells.add(i)
 
     def pure(*call):
         lead = call[: len(call) - n_params]
         full = list(leaves)
         for i, value in zip(at, call[len(call) - n_params :]):
             full[i] = value
-        f = _rebuilt(fun, tree_unflatten(part_def, full[n_args:])) if in_closure else fun
+        f = fun
+        if in_closure:
+            f = _rebuilt(fun, tree_unflatten(part_def, full[n_args:]), traced_cells)
         return f(*lead, *tree_unflatten(arg_def, full[:n_args]))
 
     return pure, [leaves[i] for i in at]
@@ -434,7 +442,8 @@ def _ivp_vjp(g, argnums, ans, args, kwargs):
     lam, mu = g[:, -1], _np.zeros(n_params)
     tbars = [None] * (n_out + 1)
     for i in range(n_out, 0, -1):
-        tbars[i] = anp.dot(g[:, i - 1], anp.ravel(fun(times[i], ans[:, i - 1], *params)))
+        if 1 in argnums:
+            tbars[i] = anp.dot(g[:, i - 1], anp.ravel(fun(times[i], ans[:, i - 1], *params)))
         if getval(times[i]) != getval(times[i - 1]):
             if nested:
                 state = _concat([ans[:, i - 1], lam, mu])
@@ -461,7 +470,8 @@ def _ivp_vjp(g, argnums, ans, args, kwargs):
                 lam, mu = end[:n], end[n:]
         if i > 1:
             lam = lam + g[:, i - 2]
-    tbars[0] = -anp.dot(lam, anp.ravel(fun(times[0], y0, *params)))
+    if 1 in argnums:
+        tbars[0] = -anp.dot(lam, anp.ravel(fun(times[0], y0, *params)))
     by_param = dict(zip(traced, _split(mu, _flat_params(params, traced))))
     out = []
     for i in argnums:
