@@ -328,6 +328,24 @@ def test_solve_ivp_second_derivatives_in_every_mode_combination():
             assert outer(inner(y_end))(k) == pytest.approx(exact, rel=1e-6)
 
 
+def test_solve_ivp_lotka_volterra_check_grads_to_second_order():
+    # second order re-solves y with the adjoint (differentiable), first order uses checkpoints
+    def loss(theta, y0):
+        sol = solve_ivp(
+            lotka_volterra,
+            (0.0, 1.5),
+            y0,
+            method="DOP853",
+            t_eval=[0.7, 1.5],
+            args=(theta,),
+            rtol=1e-10,
+            atol=1e-10,
+        )
+        return np.sum(sol.y**2)
+
+    check_grads(loss, argnum=(0, 1), modes=["fwd", "rev"], order=2)(LV_THETA, LV_Y0)
+
+
 def test_odeint_lotka_volterra_hessian_matches_finite_differences_of_its_gradient():
     t = onp.linspace(0.0, 1.5, 3)
 
