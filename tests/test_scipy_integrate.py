@@ -381,7 +381,10 @@ def test_a_failed_forward_solve_refuses_derivatives():
     # y' = y^2 from y(0) = 1 blows up at t = 1: SciPy reports failure, no derivative exists
     def blow_up(k):
         sol = solve_ivp(lambda t, y: k * y**2, (0.0, 2.0), [1.0])
-        assert not sol.success
+        theirs = si.solve_ivp(lambda t, y: y**2, (0.0, 2.0), [1.0])
+        assert not sol.success and sol.message == theirs.message
+        assert onp.array_equal(cr.stop_gradient(sol.t), theirs.t)
+        assert onp.array_equal(cr.stop_gradient(sol.y), theirs.y)
         return sol.y[0, -1]
 
     with pytest.raises(RuntimeError, match="forward solve failed"):

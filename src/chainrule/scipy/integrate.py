@@ -663,12 +663,12 @@ def solve_ivp(
         **forward_options,
     )
     start = anp.reshape(t0, (1,))
-    if t_eval is None:
-        inner = sol.t[1:-1] if len(sol.t) > 1 else sol.t[:0]
-        ends = [start, anp.reshape(t1, (1,))] if sol.success and len(sol.t) > 1 else [sol.t[-1:]]
-        times = anp.concatenate([start, *ends[:1], inner, *ends[1:]])
+    if t_eval is None:  # the solver's own times: the first and the last follow t_span
+        last = anp.reshape(t1, (1,)) if sol.success else sol.t[-1:]
+        out_times = anp.concatenate([start, sol.t[1:-1], last]) if len(sol.t) > 1 else start
     else:
-        times = anp.concatenate([start, anp.reshape(anp.array(t_eval) * 1.0, (-1,))])
+        out_times = anp.reshape(anp.array(t_eval) * 1.0, (-1,))
+    times = anp.concatenate([start, out_times])
     failure = None if sol.success else sol.message
     adjoint_options = {k: v for k, v in options.items() if k not in _FORWARD_ONLY_OPTIONS}
     y = ivp_values(
