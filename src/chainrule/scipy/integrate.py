@@ -414,6 +414,16 @@ def _adjoint_jac(fun, params, traced, n, interpolant):
     return jac
 
 
+def _checkpointed_options(options, n, n_params) -> dict:
+    """The backward solve's options: error control on lambda only (a seminorm). mu
+    (the parameter integrals) feeds back into nothing, so it is as accurate as the steps
+    that resolve lambda and y; controlling its error too would only take more steps."""
+    options = dict(options or {})
+    atol = _np.broadcast_to(_np.asarray(options.get("atol", 1e-6), dtype=float), (n,))
+    options["atol"] = _np.concatenate([atol, _np.full(n_params, _np.inf)])
+    return options
+
+
 def _ivp_vjp(g, argnums, ans, args, kwargs):
     """Cotangents by the adjoint ODE, solved backwards segment by segment between the
     output times, adding each output's cotangent at its time."""
@@ -436,8 +446,10 @@ def _ivp_vjp(g, argnums, ans, args, kwargs):
             else _solve_plain(fun, times, y0, params, method, options, dense=True).sol
         )
     rhs = _adjoint_rhs(fun, params, traced, n, interpolant)
-    if not nested and method in _IMPLICIT_METHODS:
-        options = {**(options or {}), "jac": _adjoint_jac(fun, params, traced, n, interpolant)}
+    if not nested:
+        options = _checkpointed_options(options, n, n_params)
+        if method in _IMPLICIT_METHODS:
+            options["jac"] = _adjoint_jac(fun, params, traced, n, interpolant)
     n_out = len(getval(times)) - 1
     lam, mu = g[:, -1], _np.zeros(n_params)
     tbars = [None] * (n_out + 1)
