@@ -455,3 +455,21 @@ def test_quad_errors_name_the_problem():
     with pytest.raises(TypeError, match="weight"):
         cr.grad(lambda k: quad(lambda x: k * x, 0.0, 1.0, weight="cos", wvar=2.0)[0])(1.0)
     assert quad(lambda x: x, 0.0, 2.0) == si.quad(lambda x: x, 0.0, 2.0)
+
+
+# ----------------------------------------------------------------------------- Tensor front end
+def test_tensors_as_inputs_give_tensors_and_their_grads():
+    # y(1) = y0 exp(-k): d/dk = -y(1), d/dy0 = exp(-k); quad's Leibniz term and parameter
+    k, y0 = cr.Tensor(0.5), cr.Tensor(onp.array([2.0]))
+    sol = solve_ivp(lambda t, y, k: -k * y, (0.0, 1.0), y0, args=(k,), **TOL)
+    assert isinstance(sol.y, cr.Tensor)
+    sol.y[0, -1].backward()
+    assert float(k.grad) == pytest.approx(-2.0 * onp.exp(-0.5), rel=1e-8)
+    assert onp.allclose(y0.grad.detach().numpy(), [onp.exp(-0.5)], rtol=1e-8)
+
+    theta, b = cr.Tensor(2.0), cr.Tensor(1.5)
+    value = quad(lambda x: theta * x**2, 0.0, b)[0]  # theta closed over
+    assert isinstance(value, cr.Tensor)
+    value.backward()
+    assert float(theta.grad) == pytest.approx(1.5**3 / 3, rel=1e-10)
+    assert float(b.grad) == pytest.approx(2.0 * 1.5**2, rel=1e-10)

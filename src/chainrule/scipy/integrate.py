@@ -42,7 +42,7 @@ from .._core import forward, reverse
 from .._core.pytree import tree_flatten, tree_map, tree_unflatten
 from .._core.reverse import primitive_vjps
 from .._core.rules import defjvp_argnums
-from .._core.tracer import getval, isbox, primitive
+from .._core.tracer import front_ends, getval, isbox, primitive
 from ..numpy import numpy_wrapper as anp
 from ..numpy.rules._helpers import match_dtype
 
@@ -87,10 +87,12 @@ def odeint(func, y0, t, args=(), **kwargs):
     if not isinstance(args, tuple):
         args = (args,)
     # the traced leaves of args and of func's closure become odeint_args' parameters
-    pure, params = _lift(func, args)
+    front = _FrontEnd()
+    pure, params = _lift(func, args, front)
+    y0, t = front.unwrap((y0, t))
     lead = (_np.asarray(getval(y0)), _np.asarray(getval(t))[0])
     _check_lifted("odeint", pure, lead[::-1] if kwargs.get("tfirst") else lead, params)
-    return odeint_args(pure, y0, t, *params, **kwargs)
+    return front.answer(odeint_args(pure, y0, t, *params, **kwargs))
 
 
 def _with_params(func, args, traced):
@@ -255,13 +257,38 @@ def _rebuilt(fun, parts: list, traced_cells: set):
     return new
 
 
-def _lift(fun: Callable, args: tuple) -> tuple[Callable, list]:
+class _FrontEnd:
+    """Front-end objects (chainrule.Tensor) met among a solver's inputs: each one takes
+    part as the value it stands for (a traced value when it requires grad), and traced
+    answers are handed back as objects of that front end."""
+
+    def __init__(self):
+        self.wrap = None
+
+    def unwrap(self, tree):
+        """``tree`` (tuples, lists, dicts) with front-end objects replaced by their values.
+        (Not tree_map: a Tensor is itself a pytree, which tree_map would rebuild.)"""
+        front_end = front_ends.get(type(tree))
+        if front_end is not None:
+            self.wrap = front_end[-1]  # (unwrap, ..., wrap)
+            return front_end[0](tree)
+        if type(tree) in (tuple, list):
+            return type(tree)(self.unwrap(item) for item in tree)
+        if type(tree) is dict:
+            return {key: self.unwrap(item) for key, item in tree.items()}
+        return tree
+
+    def answer(self, value):
+        return self.wrap(value) if self.wrap is not None and isbox(value) else value
+
+
+def _lift(fun: Callable, args: tuple, front: _FrontEnd) -> tuple[Callable, list]:
     """``(pure, params)``: the traced values ``fun`` receives in ``args`` or closes over
     (closure cells, defaults) made explicit, so that
     ``pure(*lead, *params) == fun(*lead, *args)`` and SciPy can call ``pure`` on plain
     values. ``_check_lifted`` verifies that nothing traced is left hidden."""
-    arg_leaves, arg_def = tree_flatten(tuple(args))
-    part_leaves, part_def = tree_flatten(_function_parts(fun))
+    arg_leaves, arg_def = tree_flatten(front.unwrap(tuple(args)))
+    part_leaves, part_def = tree_flatten(front.unwrap(_function_parts(fun)))
     leaves = arg_leaves + part_leaves
     at = [i for i, leaf in enumerate(leaves) if isbox(leaf)]
     n_args, n_params = len(arg_leaves), len(at)
@@ -577,9 +604,11 @@ class _DenseSolution:
         self._call = (pure, t0, y0, params, method, options)
         self._interpolant, self._failure = solution, failure
         self.t_min, self.t_max, self.ts = solution.t_min, solution.t_max, solution.ts
+        self.front = _FrontEnd()
 
     def __call__(self, t):
         pure, t0, y0, params, method, options = self._call
+        t = self.front.unwrap(t)
         scalar = _np.ndim(getval(t)) == 0
         t = anp.reshape(t, (-1,))
         direction = _np.sign(self._interpolant.ts[-1] - self._interpolant.ts[0]) or 1.0
@@ -596,7 +625,7 @@ class _DenseSolution:
             solved=_Forward(values, self._interpolant, self._failure),
         )
         y = y[:, _np.argsort(order)]
-        return y[:, 0] if scalar else y
+        return self.front.answer(y[:, 0] if scalar else y)
 
 
 def solve_ivp(
@@ -621,8 +650,10 @@ def solve_ivp(
     use ``method``, ``rtol`` and ``atol``: derivatives are as accurate as the solves.
     ``events`` cannot be differentiated (NotImplementedError when something is traced)."""
     plain_args = () if args is None else tuple(args)
-    pure, params = _lift(fun, plain_args)
-    if not params and not _any_traced(t_span, y0, t_eval):
+    front = _FrontEnd()
+    pure, params = _lift(fun, plain_args, front)
+    t_span, y0, t_eval = front.unwrap((t_span, y0, t_eval))
+    if not params and not _any_traced(t_span, y0, t_eval) and front.wrap is None:
         try:
             return _si.solve_ivp(
                 fun,
@@ -695,7 +726,9 @@ def solve_ivp(
     dense = None
     if dense_output:
         dense = _DenseSolution(pure, t0, y0, params, method, adjoint_options, sol.sol, failure)
-    return type(sol)(**{**sol, "t": times[1:], "y": y, "sol": dense})
+        dense.front = front
+    t_out, y = front.answer(times[1:]), front.answer(y)
+    return type(sol)(**{**sol, "t": t_out, "y": y, "sol": dense})
 
 
 # ----------------------------------------------------------------------------- quad
@@ -793,8 +826,10 @@ def quad(func: Callable, a: Any, b: Any, args: Any = (), **kwargs: Any) -> Any:
     traced value; with something traced, only ``epsabs``, ``epsrel``, ``limit`` and
     ``points`` are accepted (weights and ``full_output`` have no derivative rule)."""
     args = args if isinstance(args, tuple) else (args,)
-    pure, params = _lift(func, args)
-    if not params and not _any_traced(a, b):
+    front = _FrontEnd()
+    pure, params = _lift(func, args, front)
+    a, b = front.unwrap((a, b))
+    if not params and not _any_traced(a, b) and front.wrap is None:
         try:
             return _si.quad(func, a, b, args=args, **kwargs)
         except TypeError:
@@ -810,4 +845,4 @@ def quad(func: Callable, a: Any, b: Any, args: Any = (), **kwargs: Any) -> Any:
     a_value, b_value = getval(a), getval(b)
     _check_lifted("quad", pure, (a_value if _np.isfinite(a_value) else 0.0,), params)
     value, abserr = _si.quad(pure, a_value, b_value, args=tuple(plain_params), **kwargs)
-    return quad_value(pure, a, b, *params, options=kwargs, solved=value), abserr
+    return front.answer(quad_value(pure, a, b, *params, options=kwargs, solved=value)), abserr
