@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as onp
+from _common import progress
 
 import chainrule.numpy as np
 from chainrule import value_and_grad
@@ -40,8 +41,17 @@ def sequence_loss(params, onehots, step: Callable, initial_state: Callable):
     return -total / ((onehots.shape[0] - 1) * onehots.shape[1])
 
 
-def train(model, *, hidden: int, iters: int, seq_len: int, batch: int, seed: int,
-          step_size: float = 0.01, log_every: int = 100):
+def train(
+    model,
+    *,
+    hidden: int,
+    iters: int,
+    seq_len: int,
+    batch: int,
+    seed: int,
+    step_size: float = 0.01,
+    log_every: int = 100,
+):
     """Train on random windows of the text; returns (params, vocab, losses in bits/char)."""
     init, step, initial_state = model
     text, vocab = load_text()
@@ -56,20 +66,31 @@ def train(model, *, hidden: int, iters: int, seq_len: int, batch: int, seed: int
 
     def batch_grad(params, i):
         starts = rng.integers(0, len(codes) - seq_len, size=batch)
-        windows = codes[starts[:, None] + onp.arange(seq_len)].T   # (T, B)
+        windows = codes[starts[:, None] + onp.arange(seq_len)].T  # (T, B)
         loss, g = loss_and_grad(params, eye[windows], step, initial_state)
         losses.append(float(loss) / onp.log(2.0))
+        bar.update()
         if log_every and (i % log_every == 0 or i == iters - 1):
-            print(f"iter {i:5d}  loss {losses[-1]:.3f} bits/char  "
-                  f"({time.perf_counter() - started:.0f} s)")
+            bar.write(
+                f"iter {i:5d}  loss {losses[-1]:.3f} bits/char  "
+                f"({time.perf_counter() - started:.0f} s)"
+            )
         return g
 
-    params = adam(batch_grad, params, num_iters=iters, step_size=step_size)
+    with progress(iters, "training") as bar:
+        params = adam(batch_grad, params, num_iters=iters, step_size=step_size)
     return params, vocab, losses
 
 
-def sample(params, model, vocab: list[str], prompt: str, length: int,
-           rng: onp.random.Generator, temperature: float = 0.6) -> str:
+def sample(
+    params,
+    model,
+    vocab: list[str],
+    prompt: str,
+    length: int,
+    rng: onp.random.Generator,
+    temperature: float = 0.6,
+) -> str:
     """Continue ``prompt`` by sampling one character at a time."""
     _, step, initial_state = model
     eye = onp.eye(len(vocab))
@@ -92,9 +113,15 @@ def run(name: str, model, args, plot_name: str) -> None:
     from _common import result, save
 
     iters = 30 if args.smoke else args.iters
-    params, vocab, losses = train(model, hidden=args.hidden, iters=iters, seq_len=32,
-                                  batch=32, seed=args.seed,
-                                  log_every=0 if args.smoke else max(iters // 10, 1))
+    params, vocab, losses = train(
+        model,
+        hidden=args.hidden,
+        iters=iters,
+        seq_len=32,
+        batch=32,
+        seed=args.seed,
+        log_every=0 if args.smoke else max(iters // 10, 1),
+    )
     rng = onp.random.default_rng(args.seed)
     print("sample:", repr(sample(params, model, vocab, "The ", 160, rng)))
 
@@ -106,6 +133,7 @@ def run(name: str, model, args, plot_name: str) -> None:
     ax.plot(onp.convolve(losses, onp.ones(window) / window, mode="valid"), lw=1.5)
     ax.set(xlabel="iteration", ylabel="bits per character", title=f"{name} on text.txt")
     save(fig, args, plot_name)
-    first, last = onp.mean(losses[:5]), onp.mean(losses[-max(len(losses) // 20, 1):])
-    result(args, f"{name} training loss {first:.2f} -> {last:.2f} bits/char after {iters} "
-                 f"iterations")
+    first, last = onp.mean(losses[:5]), onp.mean(losses[-max(len(losses) // 20, 1) :])
+    result(
+        args, f"{name} training loss {first:.2f} -> {last:.2f} bits/char after {iters} iterations"
+    )

@@ -29,6 +29,7 @@ def main(argv: list[str] | None = None) -> None:
     print(report)
     page = args.out / "explain_seed.html"
     page.write_text(report.html(), encoding="utf-8")
+    print(f"page: {page.resolve()} (open it in a browser: graph, tables, backward stepper)")
     g1, g2 = grad(f, argnum=(0, 1))(2.0, 5.0)
     if abs(g1 - 5.5) > 1e-12 or abs(g2 - (2.0 - math.cos(5.0))) > 1e-12:
         raise SystemExit(f"gradient ({g1}, {g2}) differs from the hand derivation")

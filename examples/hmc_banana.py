@@ -11,14 +11,14 @@ Metropolis test keeps the chain exact. Reports acceptance and the sample moments
 from __future__ import annotations
 
 import numpy as onp
-from _common import parse_args, result, save
+from _common import parse_args, result, save, track
 
 from chainrule import grad
 
 
 def log_density(q):
     x, y = q[0], q[1]
-    return -x ** 2 / 8.0 - (y - x ** 2 / 4.0) ** 2 / 2.0
+    return -(x**2) / 8.0 - (y - x**2 / 4.0) ** 2 / 2.0
 
 
 grad_log_density = grad(log_density)
@@ -45,26 +45,31 @@ def main(argv: list[str] | None = None) -> None:
     n = 200 if args.smoke else args.samples
     q = onp.zeros(2)
     samples, accepted = [], 0
-    for _ in range(n):
+    for _ in track(range(n), "sampling"):
         q, ok = hmc_step(q, rng, step=0.25, n_leapfrog=12)
         samples.append(q)
         accepted += ok
     samples = onp.array(samples)
     mean, var_x = samples.mean(0), samples[:, 0].var()
-    print(f"mean (x, y) = ({mean[0]:.3f}, {mean[1]:.3f})  [exact (0, 1)];  "
-          f"var x = {var_x:.3f}  [exact 4]")
+    print(
+        f"mean (x, y) = ({mean[0]:.3f}, {mean[1]:.3f})  [exact (0, 1)];  "
+        f"var x = {var_x:.3f}  [exact 4]"
+    )
 
     import matplotlib.pyplot as plt
 
     xs, ys = onp.meshgrid(onp.linspace(-6, 6, 200), onp.linspace(-3, 10, 200))
-    dens = onp.exp(-xs ** 2 / 8.0 - (ys - xs ** 2 / 4.0) ** 2 / 2.0)
+    dens = onp.exp(-(xs**2) / 8.0 - (ys - xs**2 / 4.0) ** 2 / 2.0)
     fig, ax = plt.subplots(figsize=(6, 5))
     ax.contour(xs, ys, dens, levels=8, colors="k", linewidths=0.7)
     ax.plot(samples[:, 0], samples[:, 1], ".", ms=2, alpha=0.4)
     ax.set(xlabel="x", ylabel="y", title=f"HMC on the banana, {n} samples")
     save(fig, args, "hmc_banana.png")
-    result(args, f"acceptance {accepted / n:.2f}, mean ({mean[0]:.2f}, {mean[1]:.2f}), "
-                 f"var x {var_x:.2f} from {n} samples")
+    result(
+        args,
+        f"acceptance {accepted / n:.2f}, mean ({mean[0]:.2f}, {mean[1]:.2f}), "
+        f"var x {var_x:.2f} from {n} samples",
+    )
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ structure and ``adam`` updates it. The full run reaches >= 95% test accuracy.
 from __future__ import annotations
 
 import numpy as onp
-from _common import parse_args, result, save
+from _common import parse_args, progress, result, save
 
 import chainrule.numpy as np
 from chainrule import grad
@@ -18,8 +18,10 @@ from chainrule.misc.optimizers import adam
 
 
 def init_params(sizes: list[int], rng: onp.random.Generator) -> list[tuple]:
-    return [(rng.standard_normal((m, n)) / onp.sqrt(m), onp.zeros(n))
-            for m, n in zip(sizes[:-1], sizes[1:])]
+    return [
+        (rng.standard_normal((m, n)) / onp.sqrt(m), onp.zeros(n))
+        for m, n in zip(sizes[:-1], sizes[1:])
+    ]
 
 
 def predict(params, X):
@@ -34,7 +36,7 @@ def predict(params, X):
 
 def loss(params, X, Y, l2=1e-4):
     """Cross-entropy of one-hot targets Y plus a small weight penalty."""
-    penalty = sum(np.sum(W ** 2) for W, _ in params)
+    penalty = sum(np.sum(W**2) for W, _ in params)
     return -np.mean(np.sum(predict(params, X) * Y, axis=1)) + l2 * penalty
 
 
@@ -50,7 +52,8 @@ def main(argv: list[str] | None = None) -> None:
     digits = load_digits()
     X = digits.data / 16.0
     X_train, X_test, y_train, y_test = train_test_split(
-        X, digits.target, test_size=0.25, random_state=args.seed, stratify=digits.target)
+        X, digits.target, test_size=0.25, random_state=args.seed, stratify=digits.target
+    )
     Y_train = onp.eye(10)[y_train]
     rng = onp.random.default_rng(args.seed)
     params = init_params([64, 128, 10], rng)
@@ -64,19 +67,29 @@ def main(argv: list[str] | None = None) -> None:
 
     def batch_grad(params, i):
         epoch, j = divmod(i, batches_per_epoch)
-        idx = orders[epoch][j * batch:(j + 1) * batch]
+        idx = orders[epoch][j * batch : (j + 1) * batch]
+        bar.update()
         return loss_grad(params, X_train[idx], Y_train[idx])
 
     def callback(params, i, g):
         if i % batches_per_epoch == 0:
             epoch = i // batches_per_epoch
-            history.append((epoch, accuracy(params, X_train, y_train),
-                            accuracy(params, X_test, y_test)))
+            history.append(
+                (epoch, accuracy(params, X_train, y_train), accuracy(params, X_test, y_test))
+            )
             if epoch % 5 == 0:
-                print(f"epoch {epoch:3d}  train {history[-1][1]:.3f}  test {history[-1][2]:.3f}")
+                bar.write(
+                    f"epoch {epoch:3d}  train {history[-1][1]:.3f}  test {history[-1][2]:.3f}"
+                )
 
-    params = adam(batch_grad, params, callback=callback,
-                  num_iters=epochs * batches_per_epoch, step_size=0.005)
+    with progress(epochs * batches_per_epoch, "training") as bar:
+        params = adam(
+            batch_grad,
+            params,
+            callback=callback,
+            num_iters=epochs * batches_per_epoch,
+            step_size=0.005,
+        )
     test_acc = accuracy(params, X_test, y_test)
     history.append((epochs, accuracy(params, X_train, y_train), test_acc))
 

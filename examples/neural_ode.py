@@ -14,7 +14,7 @@ then judged on the whole trajectory from y0.
 from __future__ import annotations
 
 import numpy as onp
-from _common import parse_args, result, save
+from _common import parse_args, progress, result, save
 
 import chainrule.numpy as np
 from chainrule import value_and_grad
@@ -26,7 +26,7 @@ Y0 = onp.array([2.0, 0.0])
 
 
 def true_field(y, t):
-    return (y ** 3) @ TRUE_A.T
+    return (y**3) @ TRUE_A.T
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -39,15 +39,19 @@ def main(argv: list[str] | None = None) -> None:
 
     rng = onp.random.default_rng(args.seed)
     hidden = 50
-    params0 = {"W1": rng.standard_normal((2, hidden)) * 0.1, "b1": onp.zeros(hidden),
-               "W2": rng.standard_normal((hidden, 2)) * 0.1, "b2": onp.zeros(2)}
+    params0 = {
+        "W1": rng.standard_normal((2, hidden)) * 0.1,
+        "b1": onp.zeros(hidden),
+        "W2": rng.standard_normal((hidden, 2)) * 0.1,
+        "b2": onp.zeros(2),
+    }
     flat0, unflatten = flatten(params0)
 
     def field(states, t, flat):
         """The learned dy/dt for a batch of states, flattened into one ODE state vector."""
         p = unflatten(flat)
         y = np.reshape(states, (-1, 2))
-        return np.ravel(np.tanh((y ** 3) @ p["W1"] + p["b1"]) @ p["W2"] + p["b2"])
+        return np.ravel(np.tanh((y**3) @ p["W1"] + p["b1"]) @ p["W2"] + p["b2"])
 
     def trajectory(flat, y0, times):
         ys = odeint(field, np.ravel(y0), times, args=(flat,), rtol=1e-6, atol=1e-6)
@@ -58,7 +62,7 @@ def main(argv: list[str] | None = None) -> None:
     batch = 16
 
     def segment_loss(flat, starts, segment):
-        pred = trajectory(flat, target[starts], t[:segment])          # (segment, batch, 2)
+        pred = trajectory(flat, target[starts], t[:segment])  # (segment, batch, 2)
         truth = onp.stack([target[starts + k] for k in range(segment)])
         return np.mean((pred - truth) ** 2)
 
@@ -71,12 +75,14 @@ def main(argv: list[str] | None = None) -> None:
         starts = rng.integers(0, n_times - segment + 1, size=batch)
         value, g = loss_and_grad(flat, starts, segment)
         losses.append(float(value))
+        bar.update()
         if not args.smoke and i % max(iters // 10, 1) == 0:
-            print(f"iter {i:4d}  segment MSE {value:.5f}")
+            bar.write(f"iter {i:4d}  segment MSE {value:.5f}")
         return g
 
     first = float(np.mean((trajectory(flat0, Y0, t) - target) ** 2))
-    flat = adam(grad_step, flat0, num_iters=iters, step_size=0.01)
+    with progress(iters, "training") as bar:
+        flat = adam(grad_step, flat0, num_iters=iters, step_size=0.01)
     fitted = trajectory(flat, Y0, t)
     final = float(np.mean((fitted - target) ** 2))
 
@@ -90,8 +96,7 @@ def main(argv: list[str] | None = None) -> None:
     ax1.semilogy(losses)
     ax1.set(title="training", xlabel="iteration", ylabel="segment MSE")
     save(fig, args, "neural_ode.png")
-    result(args, f"full-trajectory MSE from y0 {first:.4f} -> {final:.5f} after {iters} "
-                 f"iterations")
+    result(args, f"full-trajectory MSE from y0 {first:.4f} -> {final:.5f} after {iters} iterations")
 
 
 if __name__ == "__main__":

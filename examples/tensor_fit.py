@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+from _common import limit_blas_threads, progress
 
 import chainrule.numpy as cnp
 from chainrule import Tensor, no_grad, optim
@@ -40,8 +41,9 @@ class MLP:
         return cnp.tanh(x @ self.w1 + self.b1) @ self.w2 + self.b2
 
 
-def fit(steps: int, n: int = 64, hidden: int = 16, lr: float = 0.02, seed: int = 0,
-        log_every: int = 0) -> tuple[float, float]:
+def fit(
+    steps: int, n: int = 64, hidden: int = 16, lr: float = 0.02, seed: int = 0, log_every: int = 0
+) -> tuple[float, float]:
     """Train; returns (initial loss, final loss), the mean squared error on the data."""
     rng = np.random.default_rng(seed)
     x, y = make_data(n, rng)
@@ -49,13 +51,15 @@ def fit(steps: int, n: int = 64, hidden: int = 16, lr: float = 0.02, seed: int =
     optimizer = optim.Adam(model.parameters(), lr=lr)
     with no_grad():
         first = ((model(x) - y) ** 2).mean().item()
-    for step in range(1, steps + 1):
-        optimizer.zero_grad()
-        loss = ((model(x) - y) ** 2).mean()
-        loss.backward()
-        optimizer.step()
-        if log_every and step % log_every == 0:
-            print(f"step {step:5d}  loss {loss.item():.5f}")
+    with progress(steps, "training") as bar:
+        for step in range(1, steps + 1):
+            optimizer.zero_grad()
+            loss = ((model(x) - y) ** 2).mean()
+            loss.backward()
+            optimizer.step()
+            bar.update()
+            if log_every and step % log_every == 0:
+                bar.write(f"step {step:5d}  loss {loss.item():.5f}")
     with no_grad():
         last = ((model(x) - y) ** 2).mean().item()
     return first, last
@@ -65,7 +69,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="a few steps only (for tests)")
     parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--blas-threads", type=int, default=None, help="default 1")
     args = parser.parse_args(argv)
+    limit_blas_threads(args.blas_threads)
     steps = 100 if args.smoke else args.steps
     first, last = fit(steps, log_every=0 if args.smoke else max(steps // 10, 1))
     print(f"mean squared error: {first:.4f} -> {last:.4f} after {steps} Adam steps")

@@ -12,7 +12,7 @@ negative ELBO; reports the test-set ELBO in nats per image and saves samples and
 from __future__ import annotations
 
 import numpy as onp
-from _common import parse_args, result, save
+from _common import parse_args, progress, result, save
 
 import chainrule.numpy as np
 from chainrule import grad
@@ -26,8 +26,10 @@ def dense(rng: onp.random.Generator, m: int, n: int) -> tuple:
 
 
 def init(rng: onp.random.Generator, hidden: int = 128) -> dict:
-    return {"enc": [dense(rng, 64, hidden), dense(rng, hidden, 2 * LATENT)],
-            "dec": [dense(rng, LATENT, hidden), dense(rng, hidden, 64)]}
+    return {
+        "enc": [dense(rng, 64, hidden), dense(rng, hidden, 2 * LATENT)],
+        "dec": [dense(rng, LATENT, hidden), dense(rng, hidden, 64)],
+    }
 
 
 def mlp(layers, x):
@@ -42,7 +44,7 @@ def elbo(params, x, eps):
     z = mu + np.exp(log_sigma) * eps
     logits = mlp(params["dec"], z)
     log_lik = np.sum(x * logits - np.logaddexp(0.0, logits), axis=1)
-    kl = 0.5 * np.sum(mu ** 2 + np.exp(2 * log_sigma) - 1.0 - 2 * log_sigma, axis=1)
+    kl = 0.5 * np.sum(mu**2 + np.exp(2 * log_sigma) - 1.0 - 2 * log_sigma, axis=1)
     return np.mean(log_lik - kl)
 
 
@@ -51,7 +53,7 @@ def main(argv: list[str] | None = None) -> None:
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
 
-    X = load_digits().data / 16.0          # pixel intensities in [0, 1] as Bernoulli means
+    X = load_digits().data / 16.0  # pixel intensities in [0, 1] as Bernoulli means
     X_train, X_test = train_test_split(X, test_size=0.25, random_state=args.seed)
     rng = onp.random.default_rng(args.seed)
     params = init(rng)
@@ -63,12 +65,17 @@ def main(argv: list[str] | None = None) -> None:
         idx = rng.integers(0, len(X_train), batch)
         if not args.smoke and i % (iters // 10) == 0:
             test = elbo(params, X_test, rng.standard_normal((len(X_test), LATENT)))
-            print(f"iter {i:5d}  test ELBO {test:.2f} nats/image")
+            bar.write(f"iter {i:5d}  test ELBO {test:.2f} nats/image")
+        bar.update()
         return loss_grad(params, X_train[idx], rng.standard_normal((batch, LATENT)))
 
-    params = adam(batch_grad, params, num_iters=iters, step_size=0.003)
-    test_elbo = float(onp.mean([elbo(params, X_test, rng.standard_normal((len(X_test), LATENT)))
-                                for _ in range(10)]))
+    with progress(iters, "training") as bar:
+        params = adam(batch_grad, params, num_iters=iters, step_size=0.003)
+    test_elbo = float(
+        onp.mean(
+            [elbo(params, X_test, rng.standard_normal((len(X_test), LATENT))) for _ in range(10)]
+        )
+    )
 
     import matplotlib.pyplot as plt
 

@@ -11,8 +11,9 @@ import pytest
 
 import chainrule.numpy as np
 from chainrule import hessian, jacfwd, jacobian, tree_flatten
-from chainrule._core.forward import batched_jvps, make_jvp
+from chainrule._core.forward import make_jvp
 from chainrule._core.reverse import Recording
+from chainrule._core.rule_table import batched_jvps
 from test_rule_specs import CASES
 
 

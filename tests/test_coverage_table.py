@@ -15,7 +15,7 @@ from chainrule import coverage
 from chainrule.core import primitive_jvps, primitive_vjps
 from chainrule.numpy import numpy_wrapper
 
-SPECS = Path(__file__).parent / "specs"
+SPECS = Path(coverage.__file__).parent / "_specs"
 
 
 @pytest.fixture(scope="module")

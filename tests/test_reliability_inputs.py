@@ -1,6 +1,6 @@
 """Nothing lost: no primitive or transform modifies the user's arrays or containers.
 
-Every case of the spec tables (tests/specs) is run under reverse mode and forward mode
+Every case of the spec tables (chainrule/_specs) is run under reverse mode and forward mode
 with its array inputs made read-only (so any attempt to write raises) and laid out as
 strided views into a larger buffer; afterwards every input, container, cotangent and
 tangent must be bit-identical to a snapshot taken before.
@@ -15,9 +15,9 @@ import chainrule.numpy as np
 from chainrule import Tensor, grad, make_jvp, make_vjp
 from chainrule._core.rules import defjvp, defvjp_direct
 from chainrule._core.vspace import vspace
+from chainrule._specs import Case
 from chainrule.extend import primitive
 from chainrule.numpy.numpy_wrapper import DIFFERENTIABLE
-from specs import Case
 from test_rule_specs import CASES
 
 

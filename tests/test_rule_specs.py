@@ -9,14 +9,14 @@ import pkgutil
 import numpy as onp
 import pytest
 
-import specs
+from chainrule import _specs as specs
 from chainrule.test_util import check_grads
 
 
 def _all_cases():
     cases = []
     for info in sorted(pkgutil.iter_modules(specs.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"specs.{info.name}")
+        module = importlib.import_module(f"{specs.__name__}.{info.name}")
         cases.extend(getattr(module, "CASES", []))
     return cases
 

@@ -42,7 +42,7 @@ SKIP = {
 def _cases_by_name():
     by_name = collections.defaultdict(list)
     for name in SPECS:
-        for case in importlib.import_module("specs." + name).CASES:
+        for case in importlib.import_module("chainrule._specs." + name).CASES:
             first = case.args[0] if case.args else None
             if case.argnums and isinstance(first, onp.ndarray) and first.size:
                 by_name[case.name].append(case)

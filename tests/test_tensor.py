@@ -65,8 +65,11 @@ def test_python_ints_and_bools_become_float64():
 def test_integer_arrays_stay_integer_and_never_require_grad():
     i = Tensor(np.array([1, 2, 3]))
     assert i.dtype == np.int64 and not i.requires_grad
-    with pytest.raises(RuntimeError, match="Only float and complex"):
+    with pytest.raises(RuntimeError, match="Only Tensors of floating point and complex dtype"):
         i.requires_grad = True
+    with pytest.raises(RuntimeError, match="Only Tensors of floating point and complex dtype"):
+        Tensor(np.array([1, 2, 3]), requires_grad=True)  # as torch.tensor(..., requires_grad=True)
+    assert not Tensor(np.array([1.0]), requires_grad=False).requires_grad
     x = Tensor(np.array([1.0, 2.0, 3.0]))
     (x * i).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [1.0, 2.0, 3.0])
@@ -80,7 +83,7 @@ def test_float32_gradient_stays_float32():
 
 def test_attributes_indexing_and_methods():
     x = Tensor(np.arange(6.0).reshape(2, 3))
-    assert (x.shape, x.ndim, x.size, len(x)) == ((2, 3), 2, 6, 2)
+    assert (x.shape, x.ndim, x.size(), x.numel(), len(x)) == ((2, 3), 2, (2, 3), 6, 2)
     assert x.T.shape == (3, 2) and x.reshape(3, 2).shape == (3, 2)
     assert x.value is x.data and isinstance(x.numpy(), np.ndarray)
     assert x.sum().item() == 15.0 and x.mean().item() == 2.5
@@ -330,8 +333,11 @@ def test_numpy_conversion_of_tracked_tensor_is_refused():
 def test_functional_value_meeting_a_tensor(form):
     w = Tensor(np.array([[1.0, 2.0], [3.0, 4.0]]))
     x0, v = np.array([0.5, -0.5]), np.array([1.0, 2.0])
-    product = {"x @ w": lambda x, w: x @ w, "w.T @ x": lambda x, w: w.T @ x,
-               "Tensor(x) @ w": lambda x, w: Tensor(x) @ w}[form]
+    product = {
+        "x @ w": lambda x, w: x @ w,
+        "w.T @ x": lambda x, w: w.T @ x,
+        "Tensor(x) @ w": lambda x, w: Tensor(x) @ w,
+    }[form]
 
     def plain(x, wv):
         return cnp.tanh(x @ wv).sum() + (wv[0] * x).sum()
@@ -390,3 +396,19 @@ def test_complex_output_needs_an_explicit_gradient():
         (z * z).backward()
     (z * z).real.backward()
     assert z.grad.item() == cr.grad(lambda v: cnp.real(v * v))(1.0 + 2.0j)  # the same engine
+
+
+def test_transpose_swaps_two_dims_as_in_pytorch():
+    # Regression: transpose(0, 1) of a 2-D Tensor used NumPy's transpose(axes) reading
+    # and returned the Tensor unchanged.
+    a = np.arange(6.0).reshape(2, 3)
+    x = Tensor(a)
+    y = x.transpose(0, 1)
+    np.testing.assert_array_equal(y.numpy(), a.T)
+    assert x.transpose(1, 0).shape == (3, 2) and x.transpose(-1, -2).shape == (3, 2)
+    b = np.arange(24.0).reshape(2, 3, 4)
+    np.testing.assert_array_equal(Tensor(b).transpose(0, 2).numpy(), np.swapaxes(b, 0, 2))
+    (y * Tensor(np.arange(6.0).reshape(3, 2), requires_grad=False)).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.arange(6.0).reshape(3, 2).T)
+    with pytest.raises(TypeError):
+        x.transpose((1, 0))

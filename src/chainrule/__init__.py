@@ -34,9 +34,19 @@ from ._transforms import (
 )
 from .builtins import dict, isinstance, list, tuple, type
 from .explain import explain
-from .tensor import Tensor, enable_grad, no_grad
+from .tensor import Tensor, as_tensor, enable_grad, no_grad
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # chainrule.nn is imported on first use, so that `import chainrule` does not pay for it.
+    if name == "nn":
+        import importlib
+
+        return importlib.import_module(".nn", __name__)
+    raise AttributeError(f"module 'chainrule' has no attribute {name!r}")
+
 
 __all__ = [
     "grad", "elementwise_grad", "value_and_grad", "grad_and_aux", "jacobian", "hessian",
@@ -46,5 +56,5 @@ __all__ = [
     "jvp", "vjp", "jacfwd", "jacrev", "stop_gradient", "custom_vjp", "custom_jvp",
     "register_pytree_node", "tree_flatten", "tree_unflatten", "tree_map",
     "tuple", "list", "dict", "isinstance", "type", "explain",
-    "Tensor", "no_grad", "enable_grad", "optim", "LeakedTracerError",
+    "Tensor", "as_tensor", "no_grad", "enable_grad", "optim", "nn", "LeakedTracerError",
 ]

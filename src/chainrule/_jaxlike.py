@@ -4,13 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import wraps
+from typing import Any
 
 from ._core import forward, reverse
-from ._core.pytree import tree_flatten, tree_unflatten
+from ._core.pytree import tree_flatten
 from ._core.rules import check_cotangent_shape, check_rule_value, defjvp_argnums, defvjp_argnums
 from ._core.tracer import primitive
 from ._core.vspace import vspace
-from ._transforms import jacobian_columns, jacobian_rows
+from ._transforms import (
+    jacobian_columns,
+    jacobian_rows,
+    jacobian_tree,
+    result_and_aux,
+    user_line_warnings,
+    warnings_at_user_line,
+    with_aux,
+)
 
 
 def _select(args: tuple, argnums) -> tuple:
@@ -24,78 +33,108 @@ def _with(args: tuple, argnums, values) -> tuple:
     return tuple(args)
 
 
-def jvp(fun: Callable, primals: Sequence, tangents: Sequence):
-    """``(fun(*primals), tangent of the output)`` for input tangents ``tangents``.
+def jvp(fun: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = False) -> tuple:
+    """``(fun(*primals), tangent of the output)`` for input tangents ``tangents``: one
+    primal and one tangent per argument of ``fun``, each group a tuple or list (as JAX's).
+    With ``has_aux=True``, ``fun`` returns ``(output, aux)`` and this ``(output, tangent,
+    aux)``.
 
     >>> import chainrule.numpy as np
     >>> value, tangent = jvp(lambda x1, x2: x1 * x2, (2.0, 5.0), (1.0, 0.0))
     >>> print(value, tangent)
     10.0 5.0
     """
+    if not (isinstance(primals, (tuple, list)) and isinstance(tangents, (tuple, list))):
+        # an array would be read as one argument per element
+        raise TypeError(
+            f"jvp: primals and tangents must be tuples (or lists), one entry per argument "
+            f"of fun; got {type(primals).__name__} and {type(tangents).__name__}. For a "
+            f"function of one argument x write jvp(f, (x,), (v,))."
+        )
+    if has_aux:
+        (out, tangent), aux = with_aux(
+            lambda f: lambda *xs: jvp(f, xs, tangents), fun, result_and_aux
+        )(*primals)
+        return out, tangent, aux
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
-        raise ValueError(f"jvp: got {len(primals)} primals but {len(tangents)} tangents; "
-                         f"pass one tangent per primal.")
-    return forward.make_jvp(lambda xs: fun(*xs), primals)(tangents)
+        raise ValueError(
+            f"jvp: got {len(primals)} primals but {len(tangents)} tangents; "
+            f"pass one tangent per primal."
+        )
+    with user_line_warnings():
+        return forward.make_jvp(lambda xs: fun(*xs), primals)(tangents)
 
 
-def vjp(fun: Callable, *primals):
+def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     """``(fun(*primals), vjp_fun)``; ``vjp_fun(g)`` returns one cotangent per primal, as a tuple.
+    With ``has_aux=True``, ``fun`` returns ``(output, aux)`` and this ``(output, vjp_fun,
+    aux)``.
 
     >>> out, vjp_fun = vjp(lambda x1, x2: x1 * x2, 2.0, 5.0)
     >>> g1, g2 = vjp_fun(1.0)
     >>> print(out, g1, g2)
     10.0 5.0 2.0
     """
-    vjp_fun, ans = reverse.make_vjp(lambda xs: fun(*xs), primals)
-    return ans, lambda g: tuple(vjp_fun(g))
+    if has_aux:
+        (out, vjp_fun), aux = with_aux(lambda f: lambda *xs: vjp(f, *xs), fun, result_and_aux)(
+            *primals
+        )
+        return out, vjp_fun, aux
+    with user_line_warnings():
+        vjp_fun, ans = reverse.make_vjp(lambda xs: fun(*xs), primals)
+    return ans, warnings_at_user_line(lambda g: tuple(vjp_fun(g)))
 
 
-def _argnums_tuple(argnums) -> tuple:
+def _argnums_tuple(argnums: int | Sequence[int]) -> tuple:
     return (argnums,) if isinstance(argnums, int) else tuple(argnums)
 
 
-def _jacobian(fun, argnums, mode: str):
+def _jacobian(fun: Callable, argnums: int | Sequence[int], has_aux: bool, mode: str) -> Callable:
+    if has_aux:
+        return with_aux(lambda f: _jacobian(f, argnums, False, mode), fun, result_and_aux)
     single = isinstance(argnums, int)
     nums = _argnums_tuple(argnums)
 
+    @warnings_at_user_line
     @wraps(fun)
     def jacfun(*args, **kwargs):
-        xs = _select(args, nums)
-        f = lambda xs: fun(*_with(args, nums, xs), **kwargs)
+        xs = args[argnums] if single else _select(args, nums)
+        f = lambda xs: fun(*_with(args, nums, (xs,) if single else xs), **kwargs)
         leaves, treedef = tree_flatten(xs)
         spaces = [vspace(leaf) for leaf in leaves]
         if mode == "rev":
             vjp_fun, ans = reverse.make_vjp(f, xs)
             blocks = jacobian_rows(vjp_fun, vspace(ans), spaces)
         else:
-            blocks = jacobian_columns(forward.make_jvp(f, xs), treedef, spaces)
-        jacobians = tree_unflatten(treedef, blocks)
-        return jacobians[0] if single else jacobians
+            ans, blocks = jacobian_columns(forward.make_jvp(f, xs), treedef, spaces)
+        return jacobian_tree(ans, treedef, blocks)
 
     return jacfun
 
 
-def jacrev(fun: Callable, argnums=0) -> Callable:
-    """The Jacobian by reverse mode: one backward pass per output element.
+def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+    """The Jacobian by reverse mode: one backward pass per output element. With
+    ``has_aux=True``, ``fun`` returns ``(output, aux)`` and this ``(jacobian, aux)``.
 
     >>> import chainrule.numpy as np
     >>> print(jacrev(lambda x: x ** 2)(np.array([1.0, 3.0])))
     [[2. 0.]
      [0. 6.]]
     """
-    return _jacobian(fun, argnums, "rev")
+    return _jacobian(fun, argnums, has_aux, "rev")
 
 
-def jacfwd(fun: Callable, argnums=0) -> Callable:
-    """The Jacobian by forward mode: one tangent pass per input element.
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+    """The Jacobian by forward mode: one tangent pass per input element. With
+    ``has_aux=True``, ``fun`` returns ``(output, aux)`` and this ``(jacobian, aux)``.
 
     >>> import chainrule.numpy as np
     >>> print(jacfwd(lambda x: np.sum(x) * x)(np.array([1.0, 2.0])))
     [[4. 1.]
      [2. 5.]]
     """
-    return _jacobian(fun, argnums, "fwd")
+    return _jacobian(fun, argnums, has_aux, "fwd")
 
 
 class custom_vjp:
@@ -115,7 +154,7 @@ class custom_vjp:
     2.0
     """
 
-    def __init__(self, fun: Callable):
+    def __init__(self, fun: Callable) -> None:
         wraps(fun)(self)
         self.fun = fun
         self._primitive = primitive(fun)
@@ -131,15 +170,17 @@ class custom_vjp:
                 if not isinstance(cotangents, (tuple, list)) or len(cotangents) != len(args):
                     raise TypeError(
                         f"custom_vjp {self.fun.__name__}: bwd must return a tuple with one "
-                        f"cotangent per argument ({len(args)}), got {cotangents!r:.80}.")
+                        f"cotangent per argument ({len(args)}), got {cotangents!r:.80}."
+                    )
                 for i in argnums:
                     check_cotangent_shape(self.fun, i, cotangents[i], args[i])
                 return tuple(cotangents[i] for i in argnums)
+
             return vjp
 
         defvjp_argnums(self._primitive, vjpmaker)
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._fwd is None:
             raise TypeError(f"custom_vjp {self.fun.__name__}: call .defvjp(fwd, bwd) first.")
         return self._primitive(*args, **kwargs)
@@ -165,7 +206,7 @@ class custom_jvp:
     0.5
     """
 
-    def __init__(self, fun: Callable):
+    def __init__(self, fun: Callable) -> None:
         wraps(fun)(self)
         self.fun = fun
         self._primitive = primitive(fun)
@@ -189,17 +230,14 @@ class custom_jvp:
 
         def vjpmaker(argnums, ans, args, kwargs):
             zeros = tuple(vspace(args[i]).zeros() for i in argnums)
-            pullback, _ = reverse.make_vjp(
-                lambda ts: tangent_map(args, kwargs, argnums, ts), zeros)
+            pullback, _ = reverse.make_vjp(lambda ts: tangent_map(args, kwargs, argnums, ts), zeros)
             return pullback
 
         defvjp_argnums(self._primitive, vjpmaker)
         return jvp_rule
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._primitive(*args, **kwargs)
-
-
 
 
 __all__ = ["jvp", "vjp", "jacfwd", "jacrev", "custom_vjp", "custom_jvp"]

@@ -1,73 +1,275 @@
-"""autograd's transforms, each a few lines on make_vjp and make_jvp."""
+"""autograd's transforms, each a few lines on make_vjp and make_jvp.
+
+Each is written once for a function of one argument (``_grad(fun, x)``) and lifted to
+``argnum`` by ``unary_to_nary``; the public function (``grad``) takes the options users
+type: autograd's ``argnum``, and JAX's ``argnums`` and ``has_aux``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import os
+import sys
+import warnings
+from collections.abc import Callable, Sequence
+from functools import wraps
+from typing import Any
 
 import numpy as _np
 
 from . import numpy as anp
 from ._core import forward, reverse
-from ._core.pytree import tree_leaves, tree_map, tree_unflatten
+from ._core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from ._core.rules import defjvp_argnums, defvjp_argnums
-from ._core.tracer import getval, primitive
-from ._core.vspace import ContainerVSpace, vspace
+from ._core.tracer import getval, isbox, new_trace_id, primitive
+from ._core.vspace import ContainerVSpace, VSpace, vspace
 from .wrap_util import unary_to_nary
 
+# fmt: off
 __all__ = [
     "make_vjp", "make_jvp", "grad", "elementwise_grad", "value_and_grad", "grad_and_aux",
     "jacobian", "hessian", "hessian_tensor_product", "hessian_vector_product", "make_hvp",
     "make_ggnvp", "tensor_jacobian_product", "vector_jacobian_product", "deriv",
     "holomorphic_grad", "grad_named", "multigrad_dict", "checkpoint",
 ]
+# fmt: on
 
 
-@unary_to_nary
-def make_vjp(fun, x):
-    """Return ``(vjp, fun(x))``: ``vjp(g)`` pulls a cotangent of the output back to ``x``.
+# ----------------------------------------------------------------------------- options
+def resolve_argnums(
+    name: str, argnum: int | Sequence[int] | None, argnums: int | Sequence[int] | None
+) -> int | Sequence[int]:
+    """autograd's ``argnum`` or JAX's ``argnums`` (default 0); both at once is an error."""
+    if argnum is not None and argnums is not None:
+        raise TypeError(
+            f"{name}() got both argnum={argnum!r} and argnums={argnums!r}: pass only one "
+            f"(argnums is JAX's spelling of autograd's argnum; both take an int or a tuple "
+            f"of ints)."
+        )
+    if argnums is not None:
+        return argnums
+    return 0 if argnum is None else argnum
+
+
+def _untraced_since(value: Any, first_trace_id: int) -> Any:
+    """``value`` without the boxes of traces started after ``first_trace_id``."""
+    while isbox(value) and value._trace_id > first_trace_id:
+        value = value._value
+    return value
+
+
+def with_aux(
+    transform: Callable[[Callable], Callable], fun: Callable, joined: Callable[[Any, Any], Any]
+) -> Callable:
+    """JAX's ``has_aux``: ``fun`` returns ``(out, aux)``; ``transform(f)`` sees ``out`` only,
+    and the transformed function returns ``joined(result, aux)``. ``aux`` is a plain value
+    to this transform; a transform enclosing it still traces it."""
+
+    @warnings_at_user_line
+    @wraps(transform(fun))  # the name and docs of the transform without aux
+    def transformed_with_aux(*args, **kwargs):
+        auxes = []
+
+        @wraps(fun)
+        def out_only(*fun_args, **fun_kwargs):
+            pair = fun(*fun_args, **fun_kwargs)
+            if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+                plain = getval(pair)
+                raise TypeError(
+                    f"has_aux=True: {getattr(fun, '__name__', 'fun')} must return a pair "
+                    f"(output, aux), but it returned {type(plain).__name__} {plain!r:.80}."
+                )
+            auxes.append(pair[1])
+            return pair[0]
+
+        first = new_trace_id()  # every trace this call starts has a larger id
+        result = transform(out_only)(*args, **kwargs)
+        return joined(result, tree_map(lambda leaf: _untraced_since(leaf, first), auxes[0]))
+
+    return transformed_with_aux
+
+
+def result_and_aux(result, aux):
+    return result, aux
+
+
+def _lifted(name: str) -> Callable:
+    """The unary transform ``op(fun_of_x, x)`` lifted to ``argnum`` by unary_to_nary, under
+    the public ``name``, which names the functions it returns (``grad_of_f_wrt_argnum_0``)."""
+
+    def lift(unary: Callable) -> Callable:
+        unary.__name__ = unary.__qualname__ = name
+        return unary_to_nary(unary)
+
+    return lift
+
+
+def transformed(
+    nary: Callable,
+    fun: Callable,
+    argnum: int | Sequence[int] | None,
+    argnums: int | Sequence[int] | None,
+    has_aux: bool = False,
+    joined: Callable[[Any, Any], Any] = result_and_aux,
+) -> Callable:
+    """``nary(fun, argnum)`` with the public options resolved."""
+    nums = resolve_argnums(nary.__name__, argnum, argnums)
+    if has_aux:
+        return with_aux(lambda f: nary(f, nums), fun, joined)
+    return warnings_at_user_line(nary(fun, nums))
+
+
+# ----------------------------------------------------------------------------- warnings
+# NumPy attributes a floating-point warning (divide by zero in log, invalid value in sqrt)
+# to the Python line that called it, which inside a transform is chainrule's own code (a
+# primitive wrapper, a derivative rule). While a transform runs, NumPy's "warn" mode is
+# switched to "log" (per thread and context), and the warning is issued again at the first
+# line outside chainrule and NumPy: the user's function, or the line calling the transform.
+_INTERNAL_DIRS = (os.path.dirname(__file__) + os.sep, os.path.dirname(_np.__file__) + os.sep)
+
+
+class _WarnAtUserLine:
+    def write(self, message: str) -> None:  # NumPy's log mode: "Warning: ... in log\n"
+        frame, stacklevel = sys._getframe(1), 2
+        while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL_DIRS):
+            frame, stacklevel = frame.f_back, stacklevel + 1
+        text = message.strip()
+        warnings.warn(text.removeprefix("Warning: "), RuntimeWarning, stacklevel=stacklevel)
+
+
+_WARN_AT_USER_LINE = _WarnAtUserLine()
+
+
+def user_line_warnings() -> contextlib.AbstractContextManager:
+    """The context a transform runs in: a no-op inside another transform (modes already
+    "log"), where the user routes errors to their own callback ("call", "log") or where
+    nothing warns."""
+    modes = _np.geterr()  # (one call: geterrcall() would cost as much again)
+    if "log" in modes.values() or "call" in modes.values():
+        return contextlib.nullcontext()
+    log = {kind: "log" for kind, mode in modes.items() if mode == "warn"}
+    return _np.errstate(call=_WARN_AT_USER_LINE, **log) if log else contextlib.nullcontext()
+
+
+def warnings_at_user_line(fn: Callable) -> Callable:
+    """``fn`` run in ``user_line_warnings()``."""
+
+    @wraps(fn)
+    def at_user_line(*args, **kwargs):
+        with user_line_warnings():
+            return fn(*args, **kwargs)
+
+    return at_user_line
+
+
+# ----------------------------------------------------------------------------- transforms
+@_lifted("make_vjp")
+def _make_vjp(fun, x):
+    vjp, ans = reverse.make_vjp(fun, x)
+    return warnings_at_user_line(vjp), ans
+
+
+def make_vjp(
+    fun: Callable,
+    argnum: int | Sequence[int] | None = None,
+    *,
+    argnums: int | Sequence[int] | None = None,
+) -> Callable[..., tuple[Callable, Any]]:
+    """Returns ``(vjp, fun(x))``: ``vjp(g)`` pulls a cotangent of the output back to ``x``,
+    the argument ``argnum`` (default 0; JAX's spelling ``argnums`` works too).
 
     >>> import chainrule.numpy as np
     >>> vjp, ans = make_vjp(np.sin)(0.0)
     >>> print(vjp(2.0))
     2.0
     """
-    return reverse.make_vjp(fun, x)
+    return transformed(_make_vjp, fun, argnum, argnums)
 
 
-@unary_to_nary
-def make_jvp(fun, x):
-    """Return ``jvp(v) -> (fun(x), tangent)``: pushes a tangent of ``x`` forward.
+@_lifted("make_jvp")
+def _make_jvp(fun, x):
+    return warnings_at_user_line(forward.make_jvp(fun, x))
+
+
+def make_jvp(
+    fun: Callable,
+    argnum: int | Sequence[int] | None = None,
+    *,
+    argnums: int | Sequence[int] | None = None,
+) -> Callable[..., Callable[[Any], tuple[Any, Any]]]:
+    """Returns ``jvp(v) -> (fun(x), tangent)``: pushes a tangent of ``x``, the argument
+    ``argnum`` (default 0; or ``argnums``), forward.
 
     >>> import chainrule.numpy as np
     >>> value, tangent = make_jvp(np.exp)(0.0)(3.0)
     >>> print(value, tangent)
     1.0 3.0
     """
-    return forward.make_jvp(fun, x)
+    return transformed(_make_jvp, fun, argnum, argnums)
+
+
+def _output_space(name: str, ans) -> VSpace:
+    """The vector space of ``fun``'s output; an output with none is named as the culprit."""
+    if ans is None:
+        raise TypeError(
+            f"{name}: fun returned None; did you forget return? {name} differentiates "
+            f"the value the function returns."
+        )
+    try:
+        return vspace(ans)
+    except TypeError as error:
+        dtype = getattr(ans, "dtype", None)
+        what = f"type {type(ans).__name__}" if dtype is None else f"dtype {dtype}"
+        raise TypeError(
+            f"{name}: the function's output is not differentiable: it has {what}. Only "
+            f"float (and complex) outputs have derivatives; an integer or boolean output "
+            f"(a count such as np.sum(x > 0), an index such as np.argmax(x)) is piecewise "
+            f"constant. Differentiate a float expression instead."
+        ) from error
 
 
 def _value_and_gradient(name: str, fun, x):
     """One reverse pass seeded with 1 for a real scalar output: (value, gradient)."""
     vjp, ans = reverse.make_vjp(fun, x, free=True)
-    space = vspace(ans)
-    if space.size != 1 or space.iscomplex:
-        kind = "complex" if space.iscomplex else f"shape {getattr(space, 'shape', '?')}"
-        raise TypeError(
-            f"{name} requires a real scalar output, but the function returned a value of "
-            f"{kind}. For vector outputs use jacobian (all derivatives), elementwise_grad "
-            f"(sum of rows) or make_vjp (a vector-Jacobian product); for complex outputs use "
-            f"holomorphic_grad or take the real part."
-        )
-    return ans, vjp(space.ones())
+    space = _output_space(name, ans)
+    if type(space) is ContainerVSpace:  # not a scalar, even with one entry (as in JAX)
+        kind = f"a {type(ans).__name__} (a container)"
+    elif space.iscomplex:
+        kind = "a complex value"
+    elif space.size != 1:
+        kind = f"a value of shape {space.shape}"
+    else:
+        return ans, vjp(space.ones())
+    raise TypeError(
+        f"{name} requires a real scalar output, but the function returned {kind}. For "
+        f"vector outputs use jacobian (all derivatives), elementwise_grad (sum of rows) or "
+        f"make_vjp (a vector-Jacobian product); for complex outputs use holomorphic_grad "
+        f"or take the real part."
+    )
 
 
-@unary_to_nary
-def grad(fun, x):
+@_lifted("grad")
+def _grad(fun, x):
+    return _value_and_gradient("grad", fun, x)[1]
+
+
+def grad(
+    fun: Callable,
+    argnum: int | Sequence[int] | None = None,
+    *,
+    argnums: int | Sequence[int] | None = None,
+    has_aux: bool = False,
+) -> Callable:
     """
     Returns a function which computes the gradient of ``fun`` with respect to
     positional argument number ``argnum``. The returned function takes the same
     arguments as ``fun``, but returns the gradient instead. ``fun`` must return a
     real scalar; ``x`` may be a float, an array, or a container of them (pytree).
+
+    ``argnum`` is 0 by default; a tuple of ints gives a tuple of gradients. JAX's
+    spellings work too: ``argnums`` for ``argnum``, and ``has_aux=True`` for a ``fun``
+    returning ``(output, aux)``, which makes the gradient function return
+    ``(gradient, aux)``.
 
     >>> import chainrule.numpy as np
     >>> f = lambda x1, x2: np.log(x1) + x1 * x2 - np.sin(x2)
@@ -75,47 +277,88 @@ def grad(fun, x):
     5.5
     >>> print(grad(lambda x: np.sum(x ** 2))(np.array([1.0, 2.0])))
     [2. 4.]
+    >>> g, aux = grad(lambda x: (x ** 2, "aux"), has_aux=True)(3.0)
+    >>> print(g, aux)
+    6.0 aux
     """
-    return _value_and_gradient("grad", fun, x)[1]
+    return transformed(_grad, fun, argnum, argnums, has_aux)
 
 
-@unary_to_nary
-def elementwise_grad(fun, x):
-    """The sum of the Jacobian's rows: the derivative of each output element for
-    elementwise functions. Returns a function with the arguments of ``fun``.
-
-    >>> import chainrule.numpy as np
-    >>> print(elementwise_grad(np.square)(np.array([1.0, 2.0, 3.0])))
-    [2. 4. 6.]
-    """
+@_lifted("elementwise_grad")
+def _elementwise_grad(fun, x):
     vjp, ans = reverse.make_vjp(fun, x, free=True)
-    space = vspace(ans)
+    space = _output_space("elementwise_grad", ans)
     if space.iscomplex:
         raise TypeError("elementwise_grad is only defined for real-valued outputs.")
     return vjp(space.ones())
 
 
-@unary_to_nary
-def value_and_grad(fun, x):
+def elementwise_grad(
+    fun: Callable,
+    argnum: int | Sequence[int] | None = None,
+    *,
+    argnums: int | Sequence[int] | None = None,
+    has_aux: bool = False,
+) -> Callable:
+    """The sum of the Jacobian's rows: the derivative of each output element for
+    elementwise functions. Returns a function with the arguments of ``fun``.
+    ``argnum``/``argnums`` and ``has_aux`` as for ``grad``.
+
+    >>> import chainrule.numpy as np
+    >>> print(elementwise_grad(np.square)(np.array([1.0, 2.0, 3.0])))
+    [2. 4. 6.]
+    """
+    return transformed(_elementwise_grad, fun, argnum, argnums, has_aux)
+
+
+@_lifted("value_and_grad")
+def _value_and_grad(fun, x):
+    return _value_and_gradient("value_and_grad", fun, x)
+
+
+def _value_aux_and_grad(value_and_gradient, aux):
+    value, gradient = value_and_gradient
+    return (value, aux), gradient
+
+
+def value_and_grad(
+    fun: Callable,
+    argnum: int | Sequence[int] | None = None,
+    *,
+    argnums: int | Sequence[int] | None = None,
+    has_aux: bool = False,
+) -> Callable:
     """Returns a function that returns both the value and the gradient of ``fun``.
+    ``argnum``/``argnums`` as for ``grad``; with ``has_aux=True`` it returns
+    ``((value, aux), gradient)``, as JAX's does.
 
     >>> value, g = value_and_grad(lambda x: x ** 3)(2.0)
     >>> print(value, g)
     8.0 12.0
     """
-    return _value_and_gradient("value_and_grad", fun, x)
+    return transformed(_value_and_grad, fun, argnum, argnums, has_aux, _value_aux_and_grad)
 
 
-@unary_to_nary
-def grad_and_aux(fun, x):
-    """For ``fun`` returning ``(loss, aux)``: returns ``(gradient of loss, aux)``.
+@_lifted("grad_and_aux")
+def _grad_and_aux(fun, x):
+    vjp, (ans, aux) = reverse.make_vjp(lambda x: _pair(fun(x)), x, free=True)
+    return vjp((vspace(ans).ones(), tree_map(_zeros_like_leaf, aux))), aux
+
+
+def grad_and_aux(
+    fun: Callable,
+    argnum: int | Sequence[int] | None = None,
+    *,
+    argnums: int | Sequence[int] | None = None,
+) -> Callable:
+    """For ``fun`` returning ``(loss, aux)``: returns ``(gradient of loss, aux)``
+    (``grad(fun, has_aux=True)`` in JAX's spelling).
 
     >>> g, aux = grad_and_aux(lambda x: (x ** 2, "aux"))(3.0)
     >>> print(g, aux)
     6.0 aux
     """
-    vjp, (ans, aux) = reverse.make_vjp(lambda x: _pair(fun(x)), x, free=True)
-    return vjp((vspace(ans).ones(), tree_map(_zeros_like_leaf, aux))), aux
+    return transformed(_grad_and_aux, fun, argnum, argnums)
 
 
 def _pair(out):
@@ -130,10 +373,37 @@ def _zeros_like_leaf(leaf):
         return leaf
 
 
-@unary_to_nary
-def jacobian(fun, x):
+@_lifted("jacobian")
+def _jacobian(fun, x):
+    recording = reverse.Recording(fun, x, keep_everything=True)
+    ans = recording.ans
+    ans_vspace = _output_space("jacobian", ans)
+    spaces = recording.spaces
+    n_in = sum(space.size for space in spaces)
+    forward_is_cheaper = (
+        0 < n_in <= ans_vspace.size
+        and type(ans_vspace) is not ContainerVSpace
+        and not ans_vspace.iscomplex
+        and not any(s.iscomplex for s in spaces)
+        and recording.can_push_forward()
+    )
+    if forward_is_cheaper:
+        blocks = [jacobian_columns_of_recording(recording, spaces)]
+    else:
+        blocks = jacobian_rows(recording.pull_back, ans_vspace, spaces)
+    return jacobian_tree(ans, recording.treedef, blocks)
+
+
+def jacobian(
+    fun: Callable,
+    argnum: int | Sequence[int] | None = None,
+    *,
+    argnums: int | Sequence[int] | None = None,
+    has_aux: bool = False,
+) -> Callable:
     """The Jacobian of ``fun`` at ``x``, of shape ``out.shape + x.shape``. For a container
     ``x`` (or a tuple ``argnum``) it is a container of such blocks, one per leaf of ``x``.
+    ``argnum``/``argnums`` and ``has_aux`` (returns ``(jacobian, aux)``) as for ``grad``.
 
     ``fun`` runs once, and its recorded graph is then swept once per Jacobian row
     (reverse mode) or, when ``x`` is no larger than the output, once per column (forward
@@ -144,42 +414,67 @@ def jacobian(fun, x):
     array([[2., 0.],
            [1., 0.]])
     """
-    recording = reverse.Recording(fun, x, keep_everything=True)
-    ans = recording.ans
-    ans_vspace = vspace(ans)
-    spaces = recording.spaces
-    n_in = sum(space.size for space in spaces)
-    forward_is_cheaper = (0 < n_in <= ans_vspace.size and type(ans_vspace) is not ContainerVSpace
-                          and not ans_vspace.iscomplex and not any(s.iscomplex for s in spaces)
-                          and recording.can_push_forward())
-    if forward_is_cheaper:
-        blocks = jacobian_columns_of_recording(recording, spaces)
-    else:
-        blocks = jacobian_rows(recording.pull_back, ans_vspace, spaces)
-    return tree_unflatten(recording.treedef, blocks)
+    return transformed(_jacobian, fun, argnum, argnums, has_aux)
 
 
 # The ways to fill a Jacobian, shared by jacobian, jacrev and jacfwd. Blocks are
 # built with wrapped functions, so nested transforms (hessian = jacobian of grad) see them.
 
+
+def jacobian_tree(ans, treedef, blocks: list) -> Any:
+    """The Jacobian from ``blocks[i][k]`` (output leaf i, input leaf k): ``x``'s structure
+    of blocks, inside the output's structure where the output is a container (as JAX's)."""
+    leaves, out_def = tree_flatten(ans)
+    per_output = [tree_unflatten(treedef, row) for row in blocks]
+    return per_output[0] if out_def.kind is None else tree_unflatten(out_def, per_output)
+
+
+def _leaf_spaces(space: VSpace) -> list:
+    return space.spaces if type(space) is ContainerVSpace else [space]
+
+
 def jacobian_rows(vjp, ans_vspace, spaces: list) -> list:
-    """Each input leaf's block, from one reverse pass per element of the output."""
+    """Blocks ``[i][k]`` (output leaf i, input leaf k), from one reverse pass per element
+    of the output."""
     rows = [tree_leaves(vjp(basis)) for basis in ans_vspace.standard_basis()]
-    return [_stacked([row[k] for row in rows], ans_vspace.shape + space.shape)
-            for k, space in enumerate(spaces)]
-
-
-def jacobian_columns(jvp, treedef, spaces: list) -> list:
-    """Each input leaf's block, from one forward pass per element of that leaf."""
-    zeros = [space.zeros() for space in spaces]
-    blocks = []
-    for k, space in enumerate(spaces):
-        pairs = [jvp(tree_unflatten(treedef, zeros[:k] + [basis] + zeros[k + 1:]))
-                 for basis in space.standard_basis()]
-        ans_vspace = vspace(pairs[0][0] if pairs else jvp(tree_unflatten(treedef, zeros))[0])
-        block = _stacked([tangent for _, tangent in pairs], space.shape + ans_vspace.shape)
-        blocks.append(_output_major(block, space, ans_vspace))
+    blocks, start = [], 0
+    for out in _leaf_spaces(ans_vspace):
+        own_rows, start = rows[start : start + out.size], start + out.size
+        blocks.append(
+            [
+                _stacked([row[k] for row in own_rows], out.shape + space.shape)
+                for k, space in enumerate(spaces)
+            ]
+        )
     return blocks
+
+
+def jacobian_columns(jvp, treedef, spaces: list) -> tuple[Any, list]:
+    """``(output, blocks[i][k])`` (output leaf i, input leaf k), from one forward pass per
+    element of each input leaf."""
+    zeros = [space.zeros() for space in spaces]
+    pairs = [
+        [
+            jvp(tree_unflatten(treedef, zeros[:k] + [basis] + zeros[k + 1 :]))
+            for basis in space.standard_basis()
+        ]
+        for k, space in enumerate(spaces)
+    ]
+    first = next((column_pairs[0] for column_pairs in pairs if column_pairs), None)
+    ans = jvp(tree_unflatten(treedef, zeros))[0] if first is None else first[0]
+    out_spaces = _leaf_spaces(vspace(ans))
+    columns = []  # [k][i]
+    for space, column_pairs in zip(spaces, pairs):
+        tangents = [tree_leaves(tangent) for _, tangent in column_pairs]
+        columns.append(
+            [
+                _output_major(
+                    _stacked([t[i] for t in tangents], space.shape + out.shape), space, out
+                )
+                for i, out in enumerate(out_spaces)
+            ]
+        )
+    return ans, [[column[i] for column in columns] for i in range(len(out_spaces))]
 
 
 def jacobian_columns_of_recording(recording, spaces: list) -> list:
@@ -190,12 +485,18 @@ def jacobian_columns_of_recording(recording, spaces: list) -> list:
     blocks = []
     for k, space in enumerate(spaces):
         n = space.size
-        batch = [_stacked(list(space.standard_basis()), (n,) + space.shape) if j == k
-                 else anp.broadcast_to(other.zeros(), (n,) + other.shape)
-                 for j, other in enumerate(spaces)]
+        batch = [
+            _stacked(list(space.standard_basis()), (n,) + space.shape)
+            if j == k
+            else anp.broadcast_to(other.zeros(), (n,) + other.shape)
+            for j, other in enumerate(spaces)
+        ]
         (tangents,) = recording.push_forward_batched(batch, n, anp.stack)
-        block = (anp.broadcast_to(ans_vspace.zeros(), (n,) + ans_vspace.shape)
-                 if tangents is None else tangents)
+        block = (
+            anp.broadcast_to(ans_vspace.zeros(), (n,) + ans_vspace.shape)
+            if tangents is None
+            else tangents
+        )
         block = anp.reshape(block, space.shape + ans_vspace.shape)
         blocks.append(_output_major(block, space, ans_vspace))
     return blocks
@@ -213,21 +514,34 @@ def _stacked(parts: list, shape: tuple):
     return anp.reshape(anp.stack(parts), shape) if parts else _np.zeros(shape)
 
 
-@unary_to_nary
-def holomorphic_grad(fun, x):
-    """The complex derivative of a holomorphic ``fun`` at ``x``.
+@_lifted("holomorphic_grad")
+def _holomorphic_grad(fun, x):
+    if not vspace(x).iscomplex:
+        warnings.warn("Input to holomorphic_grad is not complex", stacklevel=2)
+    return _grad(lambda x: anp.real(fun(x)))(x)
+
+
+def holomorphic_grad(
+    fun: Callable,
+    argnum: int | Sequence[int] | None = None,
+    *,
+    argnums: int | Sequence[int] | None = None,
+) -> Callable:
+    """The complex derivative of a holomorphic ``fun`` at ``x`` (the argument ``argnum``,
+    or ``argnums``).
 
     >>> print(holomorphic_grad(lambda z: z ** 2)(1.0 + 2.0j))
     (2+4j)
     """
-    if not vspace(x).iscomplex:
-        import warnings
-
-        warnings.warn("Input to holomorphic_grad is not complex", stacklevel=2)
-    return grad(lambda x: anp.real(fun(x)))(x)
+    return transformed(_holomorphic_grad, fun, argnum, argnums)
 
 
-def hessian_tensor_product(fun, argnum=0):
+def hessian_tensor_product(
+    fun: Callable,
+    argnum: int | Sequence[int] | None = None,
+    *,
+    argnums: int | Sequence[int] | None = None,
+) -> Callable:
     """``htp(*args, v)``: the Hessian of ``fun`` times ``v`` (contracted over all of v's
     axes), by forward mode over the reverse-mode gradient.
 
@@ -236,6 +550,7 @@ def hessian_tensor_product(fun, argnum=0):
     >>> print(hessian_tensor_product(f)(np.array([1.0, 2.0]), np.array([1.0, 1.0])))
     [ 6. 12.]
     """
+    argnum = resolve_argnums("hessian_tensor_product", argnum, argnums)
     fun_grad = grad(fun, argnum)
 
     def htp(*args, **kwargs):
@@ -248,7 +563,12 @@ def hessian_tensor_product(fun, argnum=0):
 hessian_vector_product = hessian_tensor_product
 
 
-def tensor_jacobian_product(fun, argnum=0):
+def tensor_jacobian_product(
+    fun: Callable,
+    argnum: int | Sequence[int] | None = None,
+    *,
+    argnums: int | Sequence[int] | None = None,
+) -> Callable:
     """``tjp(*args, v)``: ``v`` contracted with the leading axes of the Jacobian of ``fun``,
     ``tensordot(v, J, axes=ndim(v))``, of shape ``out.shape[ndim(v):] + x.shape``. A ``v``
     shaped like the output gives the vector-Jacobian product (one reverse pass).
@@ -257,6 +577,7 @@ def tensor_jacobian_product(fun, argnum=0):
     >>> print(tensor_jacobian_product(np.sin)(np.array([0.0, 0.0]), np.array([1.0, 2.0])))
     [1. 2.]
     """
+    argnum = resolve_argnums("tensor_jacobian_product", argnum, argnums)
 
     def contracted(*args, **kwargs):
         *args, vector = args
@@ -276,8 +597,18 @@ def tensor_jacobian_product(fun, argnum=0):
 vector_jacobian_product = tensor_jacobian_product
 
 
-@unary_to_nary
-def make_hvp(fun, x):
+@_lifted("make_hvp")
+def _make_hvp(fun, x):
+    fun_grad = _grad(fun)
+    return (lambda v: _make_jvp(fun_grad)(x)(v)[1]), fun_grad(x)
+
+
+def make_hvp(
+    fun: Callable,
+    argnum: int | Sequence[int] | None = None,
+    *,
+    argnums: int | Sequence[int] | None = None,
+) -> Callable[..., tuple[Callable, Any]]:
     """Returns ``(hvp, gradient)`` at ``x``; ``hvp(v)`` is the Hessian-vector product
     (forward mode over the reverse-mode gradient).
 
@@ -288,15 +619,16 @@ def make_hvp(fun, x):
     >>> print(hvp(np.array([1.0, 0.0])))
     [6. 0.]
     """
-    fun_grad = grad(fun)
-    return (lambda v: make_jvp(fun_grad)(x)(v)[1]), fun_grad(x)
+    return transformed(_make_hvp, fun, argnum, argnums)
 
 
-def _half_sum_of_squares(y):
+def _half_sum_of_squares(y: Any) -> Any:
     return 0.5 * anp.sum(y * y)
 
 
-def make_ggnvp(f, g=_half_sum_of_squares, f_argnum=0):
+def make_ggnvp(
+    f: Callable, g: Callable = _half_sum_of_squares, f_argnum: int | Sequence[int] = 0
+) -> Callable[..., Callable]:
     """Generalized Gauss-Newton products for ``g(f(x))``: ``make_ggnvp(f, g)(x)(v)`` is
     J^T H J v with J the Jacobian of ``f`` at x and H the Hessian of ``g`` at f(x).
     The default ``g`` is half the sum of squares (H = I), giving J^T J v.
@@ -316,30 +648,50 @@ def make_ggnvp(f, g=_half_sum_of_squares, f_argnum=0):
     return ggnvp_maker
 
 
-@unary_to_nary
-def hessian(fun, x):
-    """The Hessian of ``fun`` at ``x``: the Jacobian of its gradient.
+@_lifted("hessian")
+def _hessian(fun, x):
+    return _jacobian(_grad(fun))(x)
+
+
+def hessian(
+    fun: Callable,
+    argnum: int | Sequence[int] | None = None,
+    *,
+    argnums: int | Sequence[int] | None = None,
+    has_aux: bool = False,
+) -> Callable:
+    """The Hessian of ``fun`` at ``x``: the Jacobian of its gradient. ``argnum``/``argnums``
+    and ``has_aux`` (returns ``(hessian, aux)``) as for ``grad``.
 
     >>> import chainrule.numpy as np
     >>> print(hessian(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0])))
     [[ 6.  0.]
      [ 0. 12.]]
     """
-    return jacobian(grad(fun))(x)
+    return transformed(_hessian, fun, argnum, argnums, has_aux)
 
 
-@unary_to_nary
-def deriv(fun, x):
+@_lifted("deriv")
+def _deriv(fun, x):
+    return forward.make_jvp(fun, x)(vspace(x).ones())[1]
+
+
+def deriv(
+    fun: Callable,
+    argnum: int | Sequence[int] | None = None,
+    *,
+    argnums: int | Sequence[int] | None = None,
+) -> Callable:
     """The derivative of ``fun`` along a unit tangent: forward mode's dfun/dx for scalar x.
 
     >>> import chainrule.numpy as np
     >>> print(deriv(deriv(np.sin))(0.0))
     -0.0
     """
-    return make_jvp(fun)(x)(vspace(x).ones())[1]
+    return transformed(_deriv, fun, argnum, argnums)
 
 
-def grad_named(fun, argname):
+def grad_named(fun: Callable, argname: str) -> Callable:
     """Gradient with respect to the argument named ``argname``.
 
     >>> print(grad_named(lambda x, y: x * y, "y")(2.0, 3.0))
@@ -351,7 +703,7 @@ def grad_named(fun, argname):
     return grad(fun, arg_index)
 
 
-def multigrad_dict(fun):
+def multigrad_dict(fun: Callable) -> Callable[..., dict]:
     """Gradients with respect to every argument, as a dict keyed by parameter name.
 
     >>> grads = multigrad_dict(lambda x, y: x * y)(2.0, 3.0)
@@ -396,7 +748,7 @@ def checkpoint(fun: Callable) -> Callable:
     return wrapped
 
 
-def stop_gradient(x):
+def stop_gradient(x: Any) -> Any:
     """``x`` with every level of tracing removed: a constant to all derivatives.
 
     >>> print(grad(lambda x: x * stop_gradient(x))(3.0))

@@ -9,8 +9,9 @@ removes that primitive's rule, and using it then raises NotImplementedError.
 from __future__ import annotations
 
 from ._core import reverse as _reverse
-from ._core.forward import JVPNode, make_jvp, primitive_jvps
-from ._core.reverse import VJPNode, make_vjp, primitive_vjps
+from ._core.forward import JVPNode, make_jvp
+from ._core.reverse import VJPNode, make_vjp
+from ._core.rule_table import primitive_jvps, primitive_vjps
 from ._core.rules import (
     def_linear,
     defjvp,

@@ -9,7 +9,8 @@ primitive it reaches has one. Python functions whose primitives cannot be read f
 their code (closures built at import, as scipy.stats' methods) are listed as
 *composite*, with ``?`` for their rules: they are as differentiable as the
 primitives they call, which their spec cases check. Tested orders come from the ``Case`` entries
-(``name``, ``order``, ``modes``) of the spec modules in ``tests/specs``.
+(``name``, ``order``, ``modes``) of the spec modules in ``chainrule/_specs``, which
+ship with the package (the rule tests in ``tests/`` expand them into test cases).
 
 Below the table, the Tier 1 and Tier 2 lists of functions chainrule must cover are
 checked name by name, and every gap is listed with its reason.
@@ -31,8 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._core.forward import primitive_jvps
-from ._core.reverse import primitive_vjps
+from ._core.rule_table import primitive_jvps, primitive_vjps
 from ._core.tracer import notrace_primitive, primitive
 
 # Every traced primitive is the same closure code; notrace ones have another.
@@ -50,7 +50,7 @@ NAMESPACES = [
     ("scipy.integrate", "chainrule.scipy.integrate"),
 ]
 
-DEFAULT_SPECS = Path(__file__).resolve().parents[2] / "tests" / "specs"
+DEFAULT_SPECS = Path(__file__).resolve().parent / "_specs"
 
 # ----------------------------------------------------------------------------- tier lists
 # From the project's coverage reference (not shipped with the package). Each entry is
@@ -276,7 +276,8 @@ def load_cases(specs_dir: Path) -> tuple[list, list[str]]:
 
 def _spec_package(specs_dir: Path, init: Path) -> str:
     """Import the spec package (reusing it when the tests already did) and return its name."""
-    for name in (specs_dir.name, f"_chainrule_coverage_{abs(hash(str(specs_dir)))}"):
+    for name in (f"{__package__}._specs", specs_dir.name,
+                 f"_chainrule_coverage_{abs(hash(str(specs_dir)))}"):
         module = sys.modules.get(name)
         if module is not None:
             paths = [Path(p).resolve() for p in getattr(module, "__path__", [])]

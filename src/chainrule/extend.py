@@ -14,9 +14,8 @@
 import warnings
 from collections.abc import Callable
 
-from ._core.forward import primitive_jvps
 from ._core.pytree import register_pytree_node
-from ._core.reverse import primitive_vjps
+from ._core.rule_table import primitive_jvps, primitive_vjps
 from ._core.rules import (
     RuleReplacedWarning,
     def_linear,

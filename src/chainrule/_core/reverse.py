@@ -1,7 +1,8 @@
 """Reverse mode: VJP nodes, the rule registry and one iterative backward pass.
 
 A VJPNode keeps what its rule needs (the primitive, the arguments and answer its VJP
-reads, see ``vjp_reads``), its parents in argument order and its creation number. The
+reads, see ``PrimitiveRules.unread_args``), its parents in argument order and its
+creation number. The
 backward pass collects the ancestors of the outputs with an explicit stack (no recursion
 limit), visits them newest first (children before parents), hands each node's summed
 cotangent to its rule, and, when asked to, releases each node's saved values as soon as
@@ -16,14 +17,11 @@ import operator
 import warnings
 from collections.abc import Callable, Iterable
 
-from .forward import batched_jvps, flattened_output, primitive_jvps
+from .forward import flattened_output
 from .pytree import flatten_matching, tree_flatten, tree_unflatten
+from .rule_table import rule_table
 from .tracer import Node, check_not_leaked, isbox, trace_leaves
 from .vspace import add_values, vspace
-
-# primitive -> vjp(g, argnums, ans, args, kwargs) -> tuple with one cotangent per argnum
-# (None for a zero cotangent).
-primitive_vjps: dict[Callable, Callable] = {}
 
 # immutable number types whose cotangents simply add (chainrule.numpy adds NumPy's scalars)
 scalar_types: set = {float, complex}
@@ -35,12 +33,6 @@ inplace_adders: dict[type, Callable] = {}
 class FreedGraphError(RuntimeError):
     pass
 
-
-# primitive -> (the positions, ascending, of the arguments whose values its VJP does not
-# read, whether it reads the answer). A node of such a primitive keeps those arrays as their
-# shape and dtype only, so the tape does not keep alive what the backward pass never looks
-# at (e.g. both operands of an addition, the input of tanh).
-vjp_reads: dict[Callable, tuple[tuple[int, ...], bool]] = {}
 
 # A node is always made after its parents, so sorting by creation number, newest first,
 # puts every node after all of its children: the backward pass needs no child counts.
@@ -55,15 +47,37 @@ droppable_types: set = set()
 class ShapeOnly(tuple):
     """What a node keeps of an array its VJP does not read: ``(shape, dtype)``, with
     ``.shape``, ``.dtype`` and ``.ndim`` as the array has them. (A tuple, because making
-    one then costs no Python-level ``__init__``: nodes are made once per recorded call.)"""
+    one then costs no Python-level ``__init__``: nodes are made once per recorded call.)
+
+    Anything else a rule might do with the array (compute with it, index it, compare it,
+    convert it) raises ``UndeclaredReadError``: a rule that reads a value its entry says it
+    does not read fails loudly instead of computing with a tuple."""
 
     __slots__ = ()
-    shape = property(operator.itemgetter(0))
-    dtype = property(operator.itemgetter(1))
-    ndim = property(lambda self: len(self[0]))
+    shape = property(lambda self: tuple.__getitem__(self, 0))
+    dtype = property(lambda self: tuple.__getitem__(self, 1))
+    ndim = property(lambda self: len(tuple.__getitem__(self, 0)))
 
     def __repr__(self) -> str:
-        return f"ShapeOnly({self[0]}, {self[1]})"
+        return f"ShapeOnly({self.shape}, {self.dtype})"
+
+    def _refuse(self, *args, **kwargs):
+        raise UndeclaredReadError(
+            f"a VJP rule read the value of an argument kept as {self!r}: its rule-table entry "
+            f"declares (defvjp_direct(..., reads=...)) that the rule uses only that "
+            f"argument's shape and dtype. Add the argument's position to ``reads``."
+        )
+
+    __array__ = __array_ufunc__ = __array_function__ = _refuse
+    __getitem__ = __iter__ = __len__ = __bool__ = __float__ = __int__ = __index__ = _refuse
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
+    __truediv__ = __rtruediv__ = __pow__ = __rpow__ = __neg__ = __matmul__ = _refuse
+    __rmatmul__ = __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
+    __hash__ = tuple.__hash__
+
+
+class UndeclaredReadError(RuntimeError):
+    """A VJP rule read a value its rule-table entry declares unread (see ``ShapeOnly``)."""
 
 
 class VJPNode(Node):
@@ -76,9 +90,9 @@ class VJPNode(Node):
         self.fun = fun
         self.kwargs = kwargs
         self.argnums = argnums
-        reads = vjp_reads.get(fun)
-        if reads is not None and not self.keeps_everything:
-            unread, reads_ans = reads
+        entry = rule_table.get(fun)
+        unread = None if entry is None else entry.unread_args
+        if unread is not None and not self.keeps_everything:
             n = len(args)
             for i in unread:  # ascending
                 if i >= n:
@@ -86,7 +100,7 @@ class VJPNode(Node):
                 arg = args[i]
                 if type(arg) in droppable_types:
                     args[i] = ShapeOnly((arg.shape, arg.dtype))
-            if not reads_ans:
+            if not entry.reads_ans:
                 ans = None
         self.args = args
         self.ans = ans
@@ -96,11 +110,9 @@ class VJPNode(Node):
         self.parents = ()
         self.fun = None
 
-    def vjp(self, g) -> tuple:
-        return pull_back(self, g)
-
     def release(self) -> None:
-        """Drop the saved values; the node can no longer propagate cotangents."""
+        """Drop the saved values; the node can no longer propagate cotangents. (args
+        first: ``parent_cotangents`` reads it last.)"""
         self.args = self.kwargs = self.ans = None
         self.parents = ()
 
@@ -119,9 +131,6 @@ def _name(fun) -> str:
     return getattr(fun, "__qualname__", None) or getattr(fun, "__name__", repr(fun))
 
 
-_NO_RULES: dict = {}  # the ``chosen`` of a VJP that has none
-
-
 def _freed(fun) -> FreedGraphError:
     return FreedGraphError(
         f"The graph through {getattr(fun, '__name__', fun)} was freed by an earlier "
@@ -136,19 +145,30 @@ def _no_rule(fun) -> NotImplementedError:
     )
 
 
-def pull_back(node: VJPNode, g) -> tuple:
-    """The cotangents of ``node``'s traced arguments, given the cotangent ``g`` of its answer."""
-    # Read the saved values once, args last: release() clears args first, so when
-    # args is still there the others read before it were too (a graph freed by
-    # another thread mid-pass fails clearly instead of giving wrong numbers).
-    fun, ans, kwargs = node.fun, node.ans, node.kwargs
+def parent_cotangents(node: VJPNode, g):
+    """``(parent, cotangent)`` for each traced argument of ``node``, given the cotangent
+    ``g`` of its answer (a cotangent is None where it is zero)."""
+    # The saved values are read once, args last: release() clears args first, so when
+    # args is still there the others read before it were too (a graph freed by another
+    # thread mid-pass fails clearly instead of giving wrong numbers).
+    fun, parents, argnums = node.fun, node.parents, node.argnums
+    ans, kwargs = node.ans, node.kwargs
     args = node.args
     if args is None:
         raise _freed(fun)
-    rule = primitive_vjps.get(fun)
-    if rule is None:
+    entry = rule_table.get(fun)
+    if entry is None or entry.vjp is None:
         raise _no_rule(fun)
-    return rule(g, node.argnums, ans, args, kwargs)
+    # A VJP defined per argument (rules.defvjp_direct) has its rules for these argnums
+    # chosen after the first call: for one or two traced arguments they are called here,
+    # without the VJP's closure, tuple and zip.
+    rules = entry.vjp_by_argnums.get(argnums)
+    if rules is None or len(rules) > 2:
+        return zip(parents, entry.vjp(g, argnums, ans, args, kwargs))
+    if len(rules) == 1:
+        return ((parents[0], rules[0](g, ans, *args, **kwargs)),)
+    return ((parents[0], rules[0](g, ans, *args, **kwargs)),
+            (parents[1], rules[1](g, ans, *args, **kwargs)))
 
 
 def toposort(end_nodes: Iterable[Node]):
@@ -208,41 +228,17 @@ def backward_pass(seeds: list, free: bool = False, order: list | None = None) ->
         g = outgrads.pop(node, None)
         if g is None:
             continue
-        fun = node.fun
-        if fun is None:
+        if node.fun is None:
             root_grads[node] = g
             continue
-        # pull_back(node, g), inlined: this loop runs once per node. The parents are read
-        # first and the saved values args last (see pull_back), so a graph released by
-        # another thread meanwhile fails clearly.
-        parents, argnums = node.parents, node.argnums
-        ans, kwargs = node.ans, node.kwargs
-        args = node.args
-        if args is None:
-            raise _freed(fun)
-        rule = primitive_vjps.get(fun)
-        if rule is None:
-            raise _no_rule(fun)
-        # A VJP made by rules.defvjp_direct exposes its rules per argnums once it has
-        # chosen them (``chosen``): for one or two traced arguments the backward pass
-        # calls those rules itself, without the VJP's closure, tuple and zip.
-        rules = getattr(rule, "chosen", _NO_RULES).get(argnums)
-        if rules is None or len(rules) > 2:
-            parent_grads = zip(parents, rule(g, argnums, ans, args, kwargs))
-        elif len(rules) == 1:
-            parent_grads = ((parents[0], rules[0](g, ans, *args, **kwargs)),)
-        else:
-            parent_grads = ((parents[0], rules[0](g, ans, *args, **kwargs)),
-                            (parents[1], rules[1](g, ans, *args, **kwargs)))
-        for parent, parent_grad in parent_grads:
+        for parent, parent_grad in parent_cotangents(node, g):
             if parent_grad is not None:
                 if parent in outgrads:
                     _accumulate(outgrads, owned, parent, parent_grad)
                 else:
                     outgrads[parent] = parent_grad
-        if free:  # as release(), inlined
-            node.args = node.kwargs = node.ans = None
-            node.parents = ()
+        if free:
+            node.release()
     return root_grads
 
 
@@ -294,9 +290,9 @@ class Recording:
     """``fun(x)`` traced once; its graph can be pulled back and pushed forward many times.
 
     ``pull_back(g)`` is the VJP. With ``keep_everything=True`` (nodes keep every argument,
-    see ``vjp_reads``), ``push_forward_batched`` pushes a batch of tangents through the
-    recorded graph. A Jacobian takes one pull-back per row, or one batched push for all
-    its columns.
+    see ``PrimitiveRules.unread_args``), ``push_forward_batched`` pushes a batch of
+    tangents through the recorded graph. A Jacobian takes one pull-back per row, or one
+    batched push for all its columns.
     """
 
     def __init__(self, fun: Callable, x, free: bool = False, keep_everything: bool = False):
@@ -344,7 +340,8 @@ class Recording:
     def can_push_forward(self) -> bool:
         """Whether every recorded primitive has a JVP rule (and the graph is kept whole)."""
         return self.keeps_everything and not self.free and all(
-            node.fun is None or node.fun in primitive_jvps for node in self.order())
+            node.fun is None or getattr(rule_table.get(node.fun), "jvp", None) is not None
+            for node in self.order())
 
     def push_forward_batched(self, tangent_leaves: list, size: int, stack: Callable) -> list:
         """The JVP of the recorded graph for ``size`` tangents at once (a linearization:
@@ -364,11 +361,12 @@ class Recording:
             if args is None:
                 raise _freed(node.fun)
             parent_tangents = tuple([tangents[p] for p in node.parents])
-            batched = batched_jvps.get(node.fun)
+            entry = rule_table[node.fun]
+            batched = entry.batched_jvp
             t = None if batched is None else batched(
                 parent_tangents, node.argnums, node.ans, args, node.kwargs)
             if t is None:
-                jvp = primitive_jvps[node.fun]
+                jvp = entry.jvp
                 t = _stack_trees(stack, [
                     jvp(tuple([_tree_item(pt, k) for pt in parent_tangents]), node.argnums,
                         node.ans, args, node.kwargs) for k in range(size)])

@@ -1,11 +1,14 @@
-"""Registering derivative rules for primitives, in both modes.
+"""Registering derivative rules for primitives, in both modes: the functions that fill
+the entries of the rule table (``rule_table.PrimitiveRules``).
 
-Two VJP forms exist. The *direct* form ``rule(g, ans, *args, **kwargs)`` is what
-chainrule's own rule tables use: it runs only in the backward pass. autograd's
-*staged* form ``maker(ans, *args, **kwargs) -> (g -> cotangent)`` is accepted
-for compatibility and adapted to the direct form. JVP rules have one form,
-``rule(g, ans, *args, **kwargs)`` giving the tangent contribution of one argument.
-A rule given as ``None`` means a zero derivative for that argument.
+VJPs. chainrule's own tables give one *direct* rule per argument,
+``rule(g, ans, *args, **kwargs)`` (``defvjp_direct``), or one *whole* VJP for all traced
+arguments at once (``defvjp_whole``); both run only in the backward pass. autograd's
+*staged* forms (``defvjp``: ``maker(ans, *args, **kwargs) -> (g -> cotangent)``, and
+``defvjp_argnum``/``defvjp_argnums``) are accepted for compatibility. JVPs: one rule per
+argument, ``rule(g, ans, *args, **kwargs)`` giving that argument's tangent contribution
+(``defjvp``), or autograd's per-argnum forms; ``defjvp_batched`` adds rules taking a batch
+of tangents. A rule given as ``None`` means a zero derivative for that argument.
 
 The forms user code registers with (``defvjp``, ``defjvp``) check each value a rule
 returns against the shape and dtype it must have; chainrule's own tables use the
@@ -20,8 +23,7 @@ import warnings
 from collections.abc import Callable
 from itertools import count
 
-from .forward import batched_jvps, primitive_jvps
-from .reverse import primitive_vjps, vjp_reads
+from .rule_table import rules_of
 from .tracer import copy_of
 from .vspace import add_values, vspace
 
@@ -101,13 +103,11 @@ class RuleReplacedWarning(UserWarning):
     """``defvjp`` replaced the VJP of a primitive whose JVP (forward mode) stays the old one."""
 
 
-# Primitives whose JVP was replaced after they had one, and whose VJP has not been
-# replaced since: a defvjp that follows replaces the pair, so it does not warn.
-_replaced_jvps: set = set()
-
-
-def _set_vjp(fun: Callable, vjp: Callable) -> None:
-    if fun in primitive_vjps and fun in primitive_jvps and fun not in _replaced_jvps:
+def _set_vjp(fun: Callable, vjp: Callable, by_argnums: dict | None = None) -> None:
+    """Set ``fun``'s VJP; ``by_argnums`` is the cache of its per-argument rules (see
+    ``PrimitiveRules``). Warns when only the VJP of a pair is replaced."""
+    entry = rules_of(fun)
+    if entry.vjp is not None and entry.jvp is not None and not entry.jvp_replaced:
         warnings.warn(RuleReplacedWarning(
             f"defvjp replaces the VJP of {_name(fun)}, which already had one, but forward "
             f"mode (jvp, jacfwd, make_jvp and what is built on them) still uses its old JVP, "
@@ -115,14 +115,15 @@ def _set_vjp(fun: Callable, vjp: Callable) -> None:
             f"defjvp({_name(fun)}, ...) first and defvjp({_name(fun)}, ...) after it (no "
             f"warning then), or define a new primitive that wraps the function."
         ), stacklevel=_caller_level())
-    _replaced_jvps.discard(fun)
-    primitive_vjps[fun] = vjp
+    entry.jvp_replaced = False
+    entry.vjp = vjp
+    entry.vjp_by_argnums = {} if by_argnums is None else by_argnums
 
 
 def _set_jvp(fun: Callable, jvp: Callable) -> None:
-    if fun in primitive_jvps:
-        _replaced_jvps.add(fun)
-    primitive_jvps[fun] = jvp
+    entry = rules_of(fun)
+    entry.jvp_replaced = entry.jvp is not None
+    entry.jvp = jvp
 
 
 def _caller_level() -> int:
@@ -136,8 +137,19 @@ def _caller_level() -> int:
 # ----------------------------------------------------------------------------- reverse mode
 
 
-def defvjp_direct(fun: Callable, *rules, argnums=None) -> None:
-    """Define ``fun``'s VJP per argument with direct rules ``rule(g, ans, *args, **kw)``."""
+def defvjp_direct(fun: Callable, *rules, argnums=None, reads: tuple | None = None) -> None:
+    """Define ``fun``'s VJP per argument with direct rules ``rule(g, ans, *args, **kw)``.
+
+    ``reads`` declares what the rules read: the positions of the arguments whose values
+    they use and ``"ans"`` if they use the answer, e.g. ``reads=("ans",)`` for exp. Of the
+    other arguments (among the first four) the tape keeps only shape and dtype
+    (``ShapeOnly``, which refuses to be computed with), and the rules get None for an
+    unread answer. ``None``, the default, keeps everything: always right, never lean.
+    """
+    if reads is not None:
+        entry = rules_of(fun)
+        entry.unread_args = tuple(i for i in range(4) if i not in reads)
+        entry.reads_ans = "ans" in reads
     table = {
         argnum: _zero_rule if rule is None else rule
         for argnum, rule in zip(count() if argnums is None else argnums, rules)
@@ -155,18 +167,7 @@ def defvjp_direct(fun: Callable, *rules, argnums=None) -> None:
             return (rules[0](g, ans, *args, **kwargs),)
         return tuple([rule(g, ans, *args, **kwargs) for rule in rules])
 
-    vjp.chosen = chosen  # the backward pass calls cached rules itself (reverse.py)
-    _set_vjp(fun, vjp)
-
-
-def vjp_reads_only(fun: Callable, args: tuple = (), ans: bool = False) -> None:
-    """Declare that ``fun``'s VJP rules read the values of only the arguments at
-    positions ``args`` (and the answer if ``ans``); of the other arrays they use only
-    shape and dtype. The tape then keeps just those (``reverse.vjp_reads``).
-
-    Only the first four arguments are considered: the primitives that drop take one or
-    two arrays, and a node that keeps an argument is always right."""
-    vjp_reads[fun] = (tuple(i for i in range(4) if i not in args), ans)
+    _set_vjp(fun, vjp, by_argnums=chosen)
 
 
 def defvjp(fun: Callable, *vjpmakers, argnums=None) -> None:
@@ -191,6 +192,13 @@ def defvjp(fun: Callable, *vjpmakers, argnums=None) -> None:
     defvjp_direct(fun, *map(direct, argnums, vjpmakers), argnums=argnums)
 
 
+def defvjp_whole(fun: Callable, vjp: Callable) -> None:
+    """Define ``fun``'s VJP as one function ``vjp(g, argnums, ans, args, kwargs)`` giving a
+    tuple with one cotangent per traced argument (None for zero): for rules that share
+    work between arguments (einsum) or take a variable number of them (concatenate)."""
+    _set_vjp(fun, vjp)
+
+
 def defvjp_argnum(fun: Callable, vjpmaker: Callable) -> None:
     """``vjpmaker(argnum, ans, args, kwargs)`` returns ``g -> cotangent``."""
 
@@ -207,6 +215,13 @@ def defvjp_argnums(fun: Callable, vjpmaker: Callable) -> None:
         return tuple(vjpmaker(argnums, ans, args, kwargs)(g))
 
     _set_vjp(fun, vjp)
+
+
+def deflabel(fun: Callable, label) -> None:
+    """How ``explain`` writes a call of ``fun``: a format string over the texts of its
+    arguments (``"{0} + {1}"``), or ``label(texts, args) -> str``. Without one a call is
+    written ``name(a, b)``."""
+    rules_of(fun).label = label
 
 
 # ----------------------------------------------------------------------------- forward mode
@@ -283,7 +298,7 @@ def defjvp_batched(fun: Callable, *rules, argnums=None) -> None:
             total = c if total is None else add_values(total, c)
         return total
 
-    batched_jvps[fun] = jvp
+    rules_of(fun).batched_jvp = jvp
 
 
 def defjvp_argnum(fun: Callable, jvpmaker: Callable) -> None:
@@ -318,6 +333,5 @@ def def_linear(fun: Callable) -> None:
 
 
 # copy.copy / copy.deepcopy of a traced value (tracer.Box): the identity, in both modes.
-defvjp_direct(copy_of, lambda g, ans, x: g)
-vjp_reads_only(copy_of)
+defvjp_direct(copy_of, lambda g, ans, x: g, reads=())
 defjvp_direct(copy_of, lambda g, ans, x: g)

@@ -13,8 +13,9 @@ primitive only records on the *newest* trace among its arguments; boxes of
 older traces are passed through to a recursive call of the same primitive,
 which records them on their own trace. A value closed over from an outer trace
 is therefore a constant to the inner trace, and perturbation confusion (the
-inner derivative leaking into the outer one) cannot happen. The counter is the
-only shared state, and ``next()`` on it is atomic, so threads can trace freely.
+inner derivative leaking into the outer one) cannot happen. The state traces share,
+the counter and the set of live trace ids, changes only by atomic operations (``next()``,
+set add and discard), so threads can trace freely.
 
 Leaks. A box kept past the end of its trace (appended to a global list inside
 ``grad``) belongs to a graph nobody will differentiate again; using it later would
@@ -32,7 +33,7 @@ import inspect
 import itertools
 from collections.abc import Callable
 from functools import cache, wraps
-from typing import Any
+from typing import Any, NamedTuple
 
 _trace_ids = itertools.count(1)
 
@@ -138,8 +139,32 @@ class Box:
 
 _box_types = Box.types  # the same set object: registration updates it
 
-# front-end type (Tensor) -> (unwrap to the box it holds, wrap an answer back)
-front_ends: dict[type, tuple[Callable, Callable]] = {}
+
+
+class FrontEnd(NamedTuple):
+    """How the tracer meets the objects of a front end (chainrule.tensor's Tensor), which
+    hold a value (a box while it is traced) and are handed to primitives whole.
+
+    - ``unwrap(obj)``: the value the object stands for as an argument;
+    - ``value_of(obj)``: the value an object that a primitive answered with holds;
+    - ``wrap(answer)``: an answer (or a container of answers) made objects of the front end.
+
+    A primitive called with front-end objects and no traced value runs on what they hold and
+    its answer is wrapped back (user primitives keep their rules). Where they meet values of
+    a trace, an object holding a value of that same trace, or a plain one, takes part as
+    that value; one holding a value of another trace stays whole, a constant to this trace
+    as boxes of older traces are, so the rules compute with it and the derivatives they
+    give are front-end objects too. An answer that comes back as a front-end object is
+    recorded as the value it holds and handed back wrapped.
+    """
+
+    unwrap: Callable
+    value_of: Callable
+    wrap: Callable
+
+
+# front-end type -> its FrontEnd (registered by chainrule.tensor)
+front_ends: dict[type, FrontEnd] = {}
 _box_type_of = Box.type_mappings  # likewise
 
 # Set by chainrule.numpy: (f_wrapped, args, kwargs) -> the call redone with list or tuple
@@ -218,41 +243,35 @@ def primitive(f_raw: Callable, out_position: int | None = None) -> Callable:
     def f_wrapped(*args, **kwargs):
         try:
             # Fast path: one or two positional arguments, traced on one trace, no nesting,
-            # no keywords, no front-end objects: most calls of a numerical program.
+            # no keywords, no front-end objects: most calls of a numerical program. It
+            # only finds what to record; everything else takes the general path.
             n = 0 if kwargs else len(args)
             if n == 1:
                 x = args[0]
                 if type(x) in _box_types and type(x._value) not in _box_types:
-                    argvals, argnums, parents, top = [x._value], _FIRST, (x._node,), x
-                elif type(x) not in _box_types and type(x) not in front_ends:
+                    return _record(f_wrapped, f_raw, [x._value], kwargs, _FIRST, (x._node,),
+                                   x, args)
+                if type(x) not in _box_types and type(x) not in front_ends:
                     return f_raw(x)
-                else:
-                    return _record_in_general(f_wrapped, f_raw, args, kwargs)
             elif n == 2 and out_position != 1:  # (np.sin(x, out_array): the general path)
                 x, y = args
                 x_boxed, y_boxed = type(x) in _box_types, type(y) in _box_types
-                if x_boxed and y_boxed and x._trace_id == y._trace_id \
-                        and type(x._value) not in _box_types and type(y._value) not in _box_types:
-                    argvals, argnums, parents, top = ([x._value, y._value], _BOTH,
-                                                      (x._node, y._node), x)
-                elif x_boxed and not y_boxed and type(y) not in front_ends \
-                        and type(x._value) not in _box_types:
-                    argvals, argnums, parents, top = [x._value, y], _FIRST, (x._node,), x
-                elif y_boxed and not x_boxed and type(x) not in front_ends \
-                        and type(y._value) not in _box_types:
-                    argvals, argnums, parents, top = [x, y._value], _SECOND, (y._node,), y
-                elif not (x_boxed or y_boxed or type(x) in front_ends or type(y) in front_ends):
+                if x_boxed and y_boxed:
+                    if x._trace_id == y._trace_id and type(x._value) not in _box_types \
+                            and type(y._value) not in _box_types:
+                        return _record(f_wrapped, f_raw, [x._value, y._value], kwargs, _BOTH,
+                                       (x._node, y._node), x, args)
+                elif x_boxed:
+                    if type(y) not in front_ends and type(x._value) not in _box_types:
+                        return _record(f_wrapped, f_raw, [x._value, y], kwargs, _FIRST,
+                                       (x._node,), x, args)
+                elif y_boxed:
+                    if type(x) not in front_ends and type(y._value) not in _box_types:
+                        return _record(f_wrapped, f_raw, [x, y._value], kwargs, _SECOND,
+                                       (y._node,), y, args)
+                elif type(x) not in front_ends and type(y) not in front_ends:
                     return f_raw(x, y)
-                else:
-                    return _record_in_general(f_wrapped, f_raw, args, kwargs)
-            else:
-                return _record_in_general(f_wrapped, f_raw, args, kwargs)
-            ans = f_raw(*argvals)
-            node = type(top._node)(ans, f_wrapped, argvals, kwargs, argnums, parents)
-            box_type = _box_type_of.get(type(ans))
-            if box_type is None:
-                return _box_answer(ans, top._trace_id, node, f_raw, args, kwargs)
-            return box_type(ans, top._trace_id, node)
+            return _record_in_general(f_wrapped, f_raw, args, kwargs)
         except TypeError:
             # A list or tuple argument holding traced values (np.mean([a, b])): the raw
             # function refused them; the hook (chainrule.numpy) retries with traced arrays.
@@ -284,8 +303,11 @@ def _refuse_output_array(f_wrapped, f_raw, args, kwargs) -> None:
     )
 
 
-def _record_in_general(f_wrapped, f_raw, args, kwargs):
-    """Any call of a primitive: keywords, nested traces, front-end objects, many arguments."""
+def _record_in_general(f_wrapped, f_raw, args, kwargs, met_front_ends: bool = False):
+    """Any call of a primitive: keywords, nested traces, front-end objects, many arguments.
+    (``met_front_ends``: called back by ``_record_with_front_ends``, with the front-end
+    objects that remain as constants; answers that come back as front-end objects are
+    recorded as the values they hold.)"""
     trace_id = 0  # trace ids start at 1
     held = False
     for arg in args:
@@ -304,6 +326,8 @@ def _record_in_general(f_wrapped, f_raw, args, kwargs):
     _refuse_output_array(f_wrapped, f_raw, args, kwargs)
     if kwargs:
         args, kwargs = _keywords_in_place(f_raw, args, kwargs)
+    if held and not met_front_ends:
+        return _record_with_front_ends(f_wrapped, f_raw, args, kwargs, trace_id)
 
     argvals = list(args)
     argnums = []
@@ -324,12 +348,49 @@ def _record_in_general(f_wrapped, f_raw, args, kwargs):
         raise leaked_error(top)
     # Values boxed by older traces are recorded on those traces by the
     # recursive call; this one records only the newest trace.
-    ans = f_wrapped(*argvals, **kwargs) if older_boxes else f_raw(*argvals, **kwargs)
-    node = type(top._node)(ans, f_wrapped, argvals, kwargs, tuple(argnums), tuple(parents))
+    call = f_wrapped if older_boxes else f_raw
+    if met_front_ends:
+        call = _answers_unwrapped(call)
+    return _record(f_wrapped, call, argvals, kwargs, tuple(argnums), tuple(parents), top, args)
+
+
+def _record(f_wrapped, call, argvals: list, kwargs, argnums: tuple, parents: tuple, top: Box,
+            args: tuple):
+    """Call ``call`` on the unboxed arguments ``argvals`` and box its answer with a new
+    node on ``top``'s trace: the one tail of every recorded call (``args``, as given, are
+    for the rare answer no box type holds)."""
+    ans = call(*argvals, **kwargs)
+    node = type(top._node)(ans, f_wrapped, argvals, kwargs, argnums, parents)
     box_type = _box_type_of.get(type(ans))
     if box_type is None:
-        return _box_answer(ans, trace_id, node, f_raw, args, kwargs)
-    return box_type(ans, trace_id, node)
+        return _box_answer(ans, top._trace_id, node, f_wrapped.fun, args, kwargs)
+    return box_type(ans, top._trace_id, node)
+
+
+def _record_with_front_ends(f_wrapped, f_raw, args, kwargs, trace_id: int):
+    """A traced call with front-end objects among its arguments (see ``FrontEnd``): the
+    answer is handed back as an object of their front end."""
+    operands = []
+    for arg in args:
+        if type(arg) in front_ends:
+            wrap = front_ends[type(arg)].wrap
+            value = front_ends[type(arg)].unwrap(arg)
+            if type(value) not in _box_types or value._trace_id == trace_id:
+                arg = value
+        operands.append(arg)
+    return wrap(_record_in_general(f_wrapped, f_raw, tuple(operands), kwargs,
+                                   met_front_ends=True))
+
+
+def _answers_unwrapped(call: Callable) -> Callable:
+    """``call`` answering with the value a front-end object holds instead of the object."""
+
+    def unwrapped(*argvals, **kwargs):
+        ans = call(*argvals, **kwargs)
+        front_end = front_ends.get(type(ans))
+        return ans if front_end is None else front_end.value_of(ans)
+
+    return unwrapped
 
 
 def _through_front_end(f_wrapped, args, kwargs):
@@ -338,10 +399,10 @@ def _through_front_end(f_wrapped, args, kwargs):
     wrap = None
     unwrapped = []
     for arg in args:
-        pair = front_ends.get(type(arg))
-        if pair is not None:
-            arg = pair[0](arg)
-            wrap = pair[1]
+        front_end = front_ends.get(type(arg))
+        if front_end is not None:
+            arg = front_end.unwrap(arg)
+            wrap = front_end.wrap
         unwrapped.append(arg)
     return wrap(f_wrapped(*unwrapped, **kwargs))
 

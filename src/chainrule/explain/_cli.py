@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import argparse
 import sys
+import unicodedata
 import warnings
 
-from ._expr import MAX_ELEMENTS, Expression, ExpressionError, SizeLimitError, parse_value
+from ._expr import (
+    CONSTANTS,
+    MAX_ELEMENTS,
+    Expression,
+    ExpressionError,
+    SizeLimitError,
+    parse_value,
+)
 from ._graph import GraphvizNotFound
-from ._report import explain
+from ._notation import fits
+from ._report import Report, explain
 
 SEED = "log(x1) + x1*x2 - sin(x2)"
 SEED_AT = ["x1=2", "x2=5"]
@@ -40,9 +49,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument(
         "expression",
         nargs="?",
-        help=f'e.g. "{SEED}"; variables are any names, '
-        "functions are chainrule.numpy's (log, exp, sin, sqrt, tanh, ...); "
-        'one starting with "-" may be given as it is: "-x1**2"',
+        help=f'e.g. "{SEED}"; variables are any names but pi and e (the constants), '
+        "operators + - * / ** @, functions are chainrule.numpy's (log, exp, sin, sqrt, "
+        "tanh, abs, ...; floor, ceil, round, sign and the other non-differentiable ones "
+        'have a zero derivative); one starting with "-" may be given as it is: "-x1**2"',
     )
     p.add_argument(
         "--at",
@@ -67,6 +77,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "--digits", type=int, default=3, help=f"decimals shown, 0 to {MAX_DIGITS} (default 3)"
     )
     p.add_argument(
+        "--ascii",
+        action="store_true",
+        help="write the notation in ASCII (x1_bar, x1_dot, dv1/dx1, *, pi), as is done "
+        "anyway where the terminal cannot encode Unicode",
+    )
+    p.add_argument(
         "--max-elements",
         type=int,
         default=MAX_ELEMENTS,
@@ -85,6 +101,7 @@ OPTIONS = (
     "--output",
     "--digits",
     "--max-elements",
+    "--ascii",
     "-h",
     "--help",
 )
@@ -123,7 +140,7 @@ def _point(expr: Expression, at: list[str] | None, max_elements: int) -> dict:
     values: dict = {}
     for item in at or []:
         name, sep, text = item.partition("=")
-        name = name.strip()
+        name = unicodedata.normalize("NFKC", name.strip())  # as Python reads identifiers
         if not sep or not name.isidentifier():
             raise ValueError(f"--at expects NAME=VALUE, such as x1=2; got {item!r}")
         if name in values:
@@ -131,9 +148,11 @@ def _point(expr: Expression, at: list[str] | None, max_elements: int) -> dict:
         values[name] = parse_value(text.strip(), name, max_elements)
     unknown = [n for n in values if n not in expr.variables]
     if unknown:
+        constants = [n for n in unknown if n in CONSTANTS]
+        because = f"; {', '.join(constants)} is a constant, not a variable" if constants else ""
         raise ValueError(
             f"--at gives {', '.join(unknown)}, which the expression does not use "
-            f"(its variables: {', '.join(expr.variables) or 'none'})"
+            f"(its variables: {', '.join(expr.variables) or 'none'}){because}"
         )
     missing = [n for n in expr.variables if n not in values]
     if missing:
@@ -147,7 +166,11 @@ def run(args) -> int:
         # numpy's warnings (overflow, divide by zero) would spread over several stderr lines
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            fmt, out = _render(args)
+            fmt, report = _report(args)
+            out = report.render(fmt)
+            if not args.output and not args.ascii and not fits(out, sys.stdout):
+                report.ascii = True  # a terminal that cannot show the Unicode notation
+                out = report.render(fmt)
     except GraphvizNotFound as e:
         return _fail(str(e), code=1, prefix="chainrule explain:")
     except ExpressionError as e:
@@ -178,8 +201,8 @@ def run(args) -> int:
     return 0
 
 
-def _render(args) -> tuple[str, str]:
-    """The output format and the rendered report; raises on every kind of bad input."""
+def _report(args) -> tuple[str, Report]:
+    """The output format and the report; raises on every kind of bad input."""
     if not 0 <= args.digits <= MAX_DIGITS:
         raise ValueError(f"--digits must be between 0 and {MAX_DIGITS}; got {args.digits}")
     if args.max_elements < 1:
@@ -197,12 +220,16 @@ def _render(args) -> tuple[str, str]:
         raise ValueError("the expression has no variables to differentiate by")
     order = list(point)
     report = explain(
-        expr.function(order, args.max_elements), *point.values(), wrt=args.wrt, digits=args.digits
+        expr.function(order, args.max_elements),
+        *point.values(),
+        wrt=args.wrt,
+        digits=args.digits,
+        ascii=args.ascii,
     )
-    report.title = f"y = {source.strip()} at " + ", ".join(
+    report.title = f"{report.output} = {source.strip()} at " + ", ".join(
         f"{n} = {report.show(v)}" for n, v in point.items()
     )
-    return fmt, report.render(fmt)
+    return fmt, report
 
 
 def _excerpt(source: str, column: int) -> str:

@@ -1,9 +1,13 @@
 """A safe parser for the CLI's expressions: arithmetic and chainrule.numpy functions.
 
 The source is parsed with ``ast`` and every node is checked against a short
-whitelist (numbers, variable names, + - * / **, unary minus, calls of known
+whitelist (numbers, variable names, + - * / ** @, unary minus, calls of known
 functions by plain name); nothing is ever passed to ``eval``. Errors point at
 the column where the problem is.
+
+The non-differentiable functions chainrule.numpy knows (floor, sign, argmax, ...) are
+traced here with a zero derivative, so the tables show them as operations with
+local partials of 0; chainrule.numpy itself returns their results as constants.
 """
 
 from __future__ import annotations
@@ -17,12 +21,35 @@ from collections.abc import Callable
 import numpy as _np
 
 from .. import numpy as cnp
-from .._core.tracer import getval
-from ..numpy.numpy_wrapper import DIFFERENTIABLE
+from .._core.rules import defjvp_argnum, defvjp_argnum
+from .._core.tracer import getval, primitive
+from .._core.vspace import vspace
+from ..numpy.numpy_wrapper import DIFFERENTIABLE, NONDIFFERENTIABLE
 
 MAX_LENGTH = 2000
 MAX_DEPTH = 64  # nesting of calls, right operands and signs; a left-to-right chain is flat
 MAX_ELEMENTS = 10**7  # default cap on the elements of any value the expression creates
+
+# Non-differentiable functions whose result is not one array of numbers.
+_NOT_VALUES = {"empty_like", "histogram", "nonzero", "result_type"}
+
+
+def _zero_derivative(name: str) -> Callable:
+    """NumPy's ``name`` as a primitive whose derivatives are zero, its result as floats
+    (every value of an expression is a float)."""
+    fun = getattr(_np, name)
+
+    def raw(*args):
+        out = fun(*args)
+        return float(out) if _np.ndim(out) == 0 else _np.asarray(out, dtype=float)
+
+    raw.__name__ = raw.__qualname__ = name
+    wrapped = primitive(raw)
+    # explicit zeros, not None: the backward table then shows each zero contribution
+    defvjp_argnum(wrapped, lambda i, ans, args, kwargs: lambda g: vspace(args[i]).zeros())
+    defjvp_argnum(wrapped, lambda i, g, ans, args, kwargs: vspace(ans).zeros())
+    return wrapped
+
 
 FUNCTIONS: dict[str, Callable] = {
     name: getattr(cnp, name)
@@ -30,6 +57,12 @@ FUNCTIONS: dict[str, Callable] = {
     for name in group.split()
     if callable(getattr(cnp, name, None))
 }
+ZERO_DERIVATIVE = [
+    name
+    for name in NONDIFFERENTIABLE.split()
+    if name not in _NOT_VALUES and callable(getattr(_np, name, None))
+]
+FUNCTIONS.update({name: _zero_derivative(name) for name in ZERO_DERIVATIVE})
 CONSTANTS = {"pi": math.pi, "e": math.e}
 
 _BINARY = {
@@ -38,6 +71,15 @@ _BINARY = {
     ast.Mult: cnp.multiply,
     ast.Div: cnp.true_divide,
     ast.Pow: cnp.power,
+    ast.MatMult: cnp.matmul,
+}
+_SYMBOLS = {
+    ast.Add: "'+'",
+    ast.Sub: "'-'",
+    ast.Mult: "'*'",
+    ast.Div: "'/'",
+    ast.Pow: "'**'",
+    ast.MatMult: "'@'",
 }
 _UNARY = {ast.USub: cnp.negative, ast.UAdd: lambda x: x}
 _FORBIDDEN = {
@@ -77,7 +119,6 @@ def _op_name(op: ast.AST) -> str:
     return {
         ast.FloorDiv: "'//'",
         ast.Mod: "'%'",
-        ast.MatMult: "'@'",
         ast.BitAnd: "'&'",
         ast.BitOr: "'|'",
         ast.BitXor: "'^' (use ** for powers)",
@@ -208,8 +249,13 @@ class Expression:
             value = self._eval(node, env, limit)
             for op in reversed(spine):
                 right = self._eval(op.right, env, limit)
-                _check_size(_broadcast, "this operation", [value, right], limit)
-                value = _BINARY[type(op.op)](value, right)
+                rule = _matrix_product if isinstance(op.op, ast.MatMult) else _broadcast
+                _check_size(rule, "this operation", [value, right], limit)
+                try:
+                    value = _BINARY[type(op.op)](value, right)
+                except (TypeError, ValueError) as e:  # '@' of a scalar or mismatched shapes
+                    problem = f"{_SYMBOLS[type(op.op)]} failed: {type(e).__name__}: {e}"
+                    raise self._error(problem, op) from None
             return value
         if isinstance(node, ast.UnaryOp):
             return _UNARY[type(node.op)](self._eval(node.operand, env, limit))
@@ -273,6 +319,11 @@ _RESULT_SHAPES: dict[str, Callable] = {
     "diagflat": lambda x, *rest: _size(x) ** 2,
     "cov": _square_of_rows,
     "corrcoef": _square_of_rows,
+    # a list of pieces: even empty ones cost memory each (array_split of [] into 1e9 is 10 GB)
+    **{
+        name: lambda a, n=1, *rest: max(_size(a), _count(n))
+        for name in ("split", "array_split", "hsplit", "vsplit", "dsplit")
+    },
 }
 
 
@@ -312,7 +363,7 @@ def _unknown_function(name: str) -> str:
     hint = f" (similar: {', '.join(close)})" if close else ""
     return (
         f"unknown function {name!r}: the expression may call chainrule.numpy's "
-        f"differentiable functions by name, such as log, exp, sin, sqrt, tanh{hint}"
+        f"functions by name, such as log, exp, sin, sqrt, tanh, abs, floor, sign{hint}"
     )
 
 

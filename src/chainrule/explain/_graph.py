@@ -34,6 +34,7 @@ def graph(report) -> tuple[list[dict], list[dict]]:
         hidden = steps[head:-tail]
     ids = {v.name: f"n{i}" for i, v in enumerate(report.variables)}
     outputs = {var for _, var, _ in report.outputs if var}
+    spell = report.notation()
     nodes = []
     for v in kept:
         if v.is_input:
@@ -44,7 +45,8 @@ def graph(report) -> tuple[list[dict], list[dict]]:
             {
                 "id": ids[v.name],
                 "name": v.name,
-                "lines": lines,
+                "bar": spell(barred(v.name)),
+                "lines": [spell(line) for line in lines],
                 "kind": "input" if v.is_input else "output" if v.name in outputs else "op",
                 "adjoint": None if v.adjoint is None else report.show(v.adjoint),
                 "depth": v.depth,
@@ -59,6 +61,7 @@ def graph(report) -> tuple[list[dict], list[dict]]:
             {
                 "id": "collapsed",
                 "name": "...",
+                "bar": "...",
                 "kind": "summary",
                 "lines": [f"... {len(hidden)} more operations ...", summary],
                 "adjoint": None,
@@ -73,7 +76,7 @@ def graph(report) -> tuple[list[dict], list[dict]]:
             if src == dst or (src, dst) in seen and "collapsed" in (src, dst):
                 continue
             seen.add((src, dst))
-            label = "" if "collapsed" in (src, dst) else text
+            label = "" if "collapsed" in (src, dst) else spell(text)
             edges.append({"id": f"e{len(edges)}", "src": src, "dst": dst, "label": label})
     return nodes, edges
 
@@ -93,10 +96,10 @@ def dot(report) -> str:
         '  rankdir=LR; fontname="Helvetica";',
         '  node [fontname="Helvetica", fontsize=11, style="rounded"];',
         '  edge [fontname="Helvetica", fontsize=10];',
-        f"  label={_dot_str(report.title)}; labelloc=t;",
+        f"  label={_dot_str(report.notation()(report.title))}; labelloc=t;",
     ]
     for n in nodes:
-        lines = n["lines"] + ([f"{barred(n['name'])} = {n['adjoint']}"] if n["adjoint"] else [])
+        lines = n["lines"] + ([f"{n['bar']} = {n['adjoint']}"] if n["adjoint"] else [])
         extra = ", peripheries=2" if n["kind"] == "output" else ""
         label = _dot_str("\n".join(lines))
         out.append(f"  {n['id']} [label={label}, shape={shapes[n['kind']]}{extra}];")
@@ -115,7 +118,7 @@ def mermaid(report) -> str:
     nodes, edges = graph(report)
     out = ["flowchart LR"]
     for n in nodes:
-        lines = n["lines"] + ([f"{barred(n['name'])} = {n['adjoint']}"] if n["adjoint"] else [])
+        lines = n["lines"] + ([f"{n['bar']} = {n['adjoint']}"] if n["adjoint"] else [])
         label = _mermaid_str("<br/>".join(lines)).replace("&lt;br/&gt;", "<br/>")
         left, right = {"input": ("([", "])"), "summary": ("[/", "/]")}.get(n["kind"], ("[", "]"))
         out.append(f"  {n['id']}{left}{label}{right}")
@@ -154,7 +157,7 @@ def _layout(nodes: list[dict]) -> tuple[float, float]:
     """Columns by depth (inputs on the left), nodes stacked in each column."""
     columns: dict[int, list[dict]] = {}
     for n in nodes:
-        lines = n["lines"] + [f"{barred(n['name'])} = {n['adjoint'] or '?'}"]
+        lines = n["lines"] + [f"{n['bar']} = {n['adjoint'] or '?'}"]
         n["w"] = 16 + _CHAR_W * max(len(line) for line in lines)
         n["h"] = 10 + _LINE_H * len(lines)
         columns.setdefault(n["depth"], []).append(n)
@@ -285,6 +288,7 @@ if(m){for(var t=0;t<+m[1];t++) el('next').click();}
 
 
 def _stepper_data(report, nodes: list[dict], edges: list[dict]) -> dict:
+    spell = report.notation()
     ids = {n["name"]: n["id"] for n in nodes if n["kind"] != "summary"}
     edge_of = {(e["src"], e["dst"]): e["id"] for e in edges}
     steps = []
@@ -299,15 +303,17 @@ def _stepper_data(report, nodes: list[dict], edges: list[dict]) -> dict:
                     "parent": parent,
                     "edge": edge_of.get((parent, ids[visit.name])),
                     "total": report.show(c.total),
-                    "text": f"{barred(c.parent)} += {barred(c.child)}·∂{c.child}/∂{c.parent} = "
-                    f"{report.show(c.value)}",
-                    "running": running_sum(report, c),
+                    "text": spell(
+                        f"{barred(c.parent)} += {barred(c.child)}·∂{c.child}/∂{c.parent} = "
+                        f"{report.show(c.value)}"
+                    ),
+                    "running": spell(running_sum(report, c)),
                 }
             )
         steps.append(
             {
                 "node": ids[visit.name],
-                "name": visit.name,
+                "name": spell(visit.name),
                 "adjoint": report.show(visit.adjoint),
                 "input": report.var(visit.name).is_input,
                 "contributions": contributions,
@@ -323,8 +329,10 @@ def _stepper_data(report, nodes: list[dict], edges: list[dict]) -> dict:
         "edges": [{"id": e["id"]} for e in edges],
         "steps": steps,
         "seeds": seeds,
-        "bar": {n["id"]: barred(n["name"]) for n in nodes},
-        "seedText": "ȳ = 1" if len(seeds) == 1 else "each output's adjoint = ones",
+        "bar": {n["id"]: n["bar"] for n in nodes},
+        "seedText": spell(f"{barred(report.output)} = 1")
+        if len(seeds) == 1
+        else "each output's adjoint = ones",
     }
 
 
@@ -333,7 +341,7 @@ def html(report, fragment: bool = False) -> str:
     prefix = f"cx{secrets.token_hex(4)}-" if fragment else ""
     data = json.dumps(_stepper_data(report, nodes, edges)).replace("</", "<\\/")
     tables = "".join(t.html() for t in report.tables())
-    title = _html.escape(f"chainrule.explain: {report.title}")
+    title = _html.escape(report.notation()(f"chainrule.explain: {report.title}"))
     script = _JS % (json.dumps(prefix), "false" if fragment else "true")
     body = (
         f'<div class="chainrule-explain"><style>{_CSS}</style><h1>{title}</h1>'

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -9,6 +10,7 @@ import numpy as np
 
 from . import _format as fmt
 from . import _graph, _tables
+from ._notation import check_names, fits, to_ascii
 from ._trace import Traces, Variable, record
 
 
@@ -20,8 +22,12 @@ class Report:
     ``forward_wrt`` (the input the tangent trace differentiates by), ``backward``
     (Visits in backward-pass order, each with its Contributions), ``gradient``
     (shaped like the arguments, as a tuple), ``forward_order`` and ``backward_order``.
+    ``output`` is the output's name: y, or f (then g, h, out) if an input is named y.
     ``str(report)`` gives the text tables; ``markdown()``, ``dot()``, ``mermaid()``,
-    ``svg()`` and ``html()`` the other renderings.
+    ``svg()`` and ``html()`` the other renderings. ``ascii``: True writes every rendering
+    in ASCII notation (x1_bar, dv1/dx1, see ``chainrule.explain._notation``), False never;
+    None (the default) writes the text tables in ASCII where ``sys.stdout`` cannot encode
+    the Unicode ones.
     """
 
     def __init__(
@@ -31,6 +37,7 @@ class Report:
         max_rows: int | None = 400,
         max_nodes: int = 120,
         title: str = "",
+        ascii: bool | None = None,
     ):
         self.inputs: list[Variable] = traces.inputs
         self.steps: list[Variable] = traces.steps
@@ -40,6 +47,8 @@ class Report:
         self.backward = traces.backward
         self.gradient: tuple = traces.gradient
         self.notes: list[str] = traces.notes
+        self.output: str = traces.output
+        self.ascii = ascii
         self.digits = digits
         self.max_rows = max_rows
         self.max_nodes = max_nodes
@@ -80,31 +89,63 @@ class Report:
 
     def _default_title(self) -> str:
         at = ", ".join(f"{v.name} = {fmt.brief(v.value)}" for v in self.inputs)
-        outs = ", ".join(name for name, _, _ in self.outputs) or "y"
-        return f"{outs} = f({', '.join(v.name for v in self.inputs)}) at {at}"
+        call = f"f({', '.join(v.name for v in self.inputs)}) at {at}"
+        if self.output == "f":  # an input is named y: "f(y) at y = 2", not "f = f(y)"
+            return call
+        outs = ", ".join(name for name, _, _ in self.outputs) or self.output
+        return f"{outs} = {call}"
 
     # ------------------------------------------------------------------ renderings
-    def tables(self) -> list[_tables.Table]:
-        return [
+    def notation(self, ascii: bool | None = None) -> Callable[[str], str]:
+        """What turns a Unicode string into the one shown: ``to_ascii`` in ASCII notation
+        (``ascii``, default ``self.ascii is True``), else the identity."""
+        if not (self.ascii is True if ascii is None else ascii):
+            return str
+        check_names([v.name for v in self.variables] + [self.output])
+        return to_ascii
+
+    def tables(self, ascii: bool | None = None) -> list[_tables.Table]:
+        tables = [
             _tables.evaluation(self),
             _tables.forward(self),
             _tables.backward(self),
             _tables.order(self),
             _tables.gradient(self),
         ]
+        spell = self.notation(ascii)
+        if spell is str:
+            return tables
+        return [
+            _tables.Table(
+                spell(t.title),
+                [spell(h) for h in t.headers],
+                [[spell(c) for c in row] for row in t.rows],
+                spell(t.note),
+            )
+            for t in tables
+        ]
 
     def text(self) -> str:
-        parts = [f"chainrule.explain: {self.title}", ""]
-        for table in self.tables():
+        """The text tables; in ASCII notation where ``ascii`` says so (see the class)."""
+        out = self._text(self.ascii is True)
+        if self.ascii is None and not fits(out, sys.stdout):
+            out = self._text(True)
+        return out
+
+    def _text(self, ascii: bool) -> str:
+        spell = self.notation(ascii)
+        parts = [spell(f"chainrule.explain: {self.title}"), ""]
+        for table in self.tables(ascii):
             parts += [table.text(), ""]
-        parts += [f"note: {n}" for n in self.notes]
+        parts += [spell(f"note: {n}") for n in self.notes]
         return "\n".join(parts).rstrip() + "\n"
 
     def markdown(self) -> str:
-        parts = [f"## chainrule.explain: {self.title}", ""]
+        spell = self.notation()
+        parts = [spell(f"## chainrule.explain: {self.title}"), ""]
         for table in self.tables():
             parts += [table.markdown(), ""]
-        parts += [f"> note: {n}" for n in self.notes]
+        parts += [spell(f"> note: {n}") for n in self.notes]
         return "\n".join(parts).rstrip() + "\n"
 
     def dot(self) -> str:
@@ -161,6 +202,7 @@ def explain(
     digits: int = 3,
     max_rows: int | None = 400,
     max_nodes: int = 120,
+    ascii: bool | None = None,
 ) -> Report:
     """Trace ``f(*args)`` and explain its derivative the way textbooks do.
 
@@ -172,9 +214,15 @@ def explain(
 
     ``digits`` sets the decimals shown; tables longer than ``max_rows`` and graphs
     larger than ``max_nodes`` are shortened (the report itself keeps every row).
+    The output is called y, or f if an input is named y. ``ascii=True`` writes every
+    rendering in ASCII notation (x1_bar for x̄1, x1_dot for ẋ1, dv1/dx1 for ∂v1/∂x1);
+    the default, None, does so for the text tables where ``sys.stdout`` cannot encode
+    Unicode (a cp1252 or ASCII terminal); False never does.
 
     >>> import chainrule.numpy as np
     >>> report = explain(lambda x1, x2: np.log(x1) + x1 * x2 - np.sin(x2), 2.0, 5.0)
     >>> print(report)  # doctest: +SKIP
     """
-    return Report(record(f, args, wrt), digits=digits, max_rows=max_rows, max_nodes=max_nodes)
+    return Report(
+        record(f, args, wrt), digits=digits, max_rows=max_rows, max_nodes=max_nodes, ascii=ascii
+    )

@@ -7,7 +7,7 @@ import unicodedata
 
 from . import _format as fmt
 
-_SIMPLE = re.compile(r"[A-Za-z]\d*\Z")
+_SIMPLE = re.compile(r"[^\W\d_]\d*\Z")  # one letter (any alphabet), then digits
 
 
 def dotted(name: str) -> str:
@@ -93,7 +93,10 @@ class Table:
 
 
 def _partials_text(var) -> str:
-    return ", ".join(f"∂{var.name}/∂{p} = {t}" for p, t in zip(var.parents, var.partial_texts))
+    note = f" ({var.partial_note})" if var.partial_note else ""
+    return ", ".join(
+        f"∂{var.name}/∂{p} = {t}{note}" for p, t in zip(var.parents, var.partial_texts)
+    )
 
 
 def evaluation(report) -> Table:
@@ -199,7 +202,7 @@ def backward(report) -> Table:
                 ]
             )
     seed_note = (
-        "ȳ = 1"
+        f"{barred(report.output)} = 1"
         if len(report.outputs) == 1 and fmt.is_scalar(report.value)
         else "each output's adjoint is seeded with ones (the gradient of the sum of the outputs)"
     )
@@ -246,7 +249,7 @@ def order(report) -> Table:
 
 
 def gradient(report) -> Table:
-    out = report.outputs[0][0] if len(report.outputs) == 1 else "sum(y)"
+    out = report.outputs[0][0] if len(report.outputs) == 1 else f"sum({report.output})"
     rows = [
         v.row(3, "inputs")
         if isinstance(v, Gap)

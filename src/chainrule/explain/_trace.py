@@ -14,16 +14,20 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import itertools
+import math
+import re
+import string
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from .._core.forward import primitive_jvps
 from .._core.pytree import TreeDef, tree_flatten, tree_unflatten
-from .._core.reverse import primitive_vjps, toposort
+from .._core.reverse import toposort
+from .._core.rule_table import label_of, primitive_jvps, primitive_vjps
 from .._core.tracer import Node, isbox, trace_leaves
 from .._core.vspace import add_values, vspace
+from ..numpy.numpy_wrapper import NONDIFFERENTIABLE
 from . import _format as fmt
 
 _creation = itertools.count()
@@ -69,6 +73,7 @@ class Variable:
     adjoint: Any = None  # reverse trace: d y / d self (None: y does not depend on it)
     depth: int = 0  # longest path from an input (for drawing)
     note: str = ""  # why a derivative is missing, if it is
+    partial_note: str = ""  # why every local partial is zero ("piecewise constant")
 
     @property
     def is_input(self) -> bool:
@@ -132,6 +137,25 @@ def _leaf_names(prefix: str, td: TreeDef) -> list[str]:
     return [n for key, child in zip(keys, td.children) for n in _leaf_names(prefix + key, child)]
 
 
+# The output is y as in the textbooks, unless an input already has that name.
+OUTPUT_NAMES = ("y", "f", "g", "h", "out")
+# Operations are v1, v2, ... unless an input is named like one (v1, v2 ...).
+STEP_LETTERS = "vwuz"
+
+
+def _free_output_name(taken: set[str]) -> str:
+    for name in OUTPUT_NAMES:
+        if name not in taken:
+            return name
+    return next(f"out{i}" for i in itertools.count(1) if f"out{i}" not in taken)
+
+
+def _free_step_letter(taken: set[str]) -> str:
+    """The first of v, w, u, z (then v_, v__, ...) that no input name uses before digits."""
+    candidates = itertools.chain(STEP_LETTERS, ("v" + "_" * k for k in itertools.count(1)))
+    return next(c for c in candidates if not any(re.fullmatch(rf"{c}\d+", n) for n in taken))
+
+
 def _traceable(leaf) -> bool:
     """Float and complex leaves are traced; integers, strings and the like stay constants."""
     if not isinstance(leaf, (float, complex, np.ndarray, np.number)):
@@ -141,35 +165,61 @@ def _traceable(leaf) -> bool:
 
 # ----------------------------------------------------------------------------- operations
 
-_INFIX = {
-    "add": "+",
-    "subtract": "-",
-    "multiply": "*",
-    "divide": "/",
-    "true_divide": "/",
-    "power": "**",
-    "float_power": "**",
-    "matmul": "@",
-}
-_PREFIX = {"negative": "-"}
+# Why an operation's local partials are all zero, by the primitive's name: the
+# non-differentiable functions chainrule.numpy lists (the CLI traces them with zero
+# derivatives; chainrule.numpy itself returns them as constants). How a call is written
+# is its rule-table entry's label (``rule_table.label_of``).
+NOTES: dict[str, str] = {op: "piecewise constant" for op in NONDIFFERENTIABLE.split()}
+PI = "\u03c0"  # how the constant pi is written in an operation, where no input is named so
 
 
-def _describe(fun, args, kwargs, names: dict[int, str]) -> str:
-    """The call as an expression; ``names`` maps traced argument positions to what to show."""
-    parts = [names[i] if i in names else fmt.constant(a) for i, a in enumerate(args)]
-    op = getattr(fun, "__name__", "f")
+def _op_label(fun) -> str:
+    """The operation's name as the tables show it (``abs``, not ``absolute``)."""
+    label = label_of(fun)
+    name = getattr(fun, "__name__", "f")
+    if isinstance(label, str) and label.endswith("({0})") and label[:-5].isidentifier():
+        return label[:-5]
+    return name
+
+
+def _fields(label: str) -> int:
+    """How many arguments a format-string label writes (``"{0} + {1}"``: 2)."""
+    return len({name for _, name, _, _ in string.Formatter().parse(label) if name is not None})
+
+
+class _Text(str):
+    """How an argument is shown, remembering the argument: a label may ask for it in index
+    notation (``"{0}[{1:index}]"``)."""
+
+    def __new__(cls, text: str, value):
+        self = super().__new__(cls, text)
+        self.value = value
+        return self
+
+    def __format__(self, spec: str) -> str:
+        return fmt.index_text(self.value) if spec == "index" else str.__format__(self, spec)
+
+
+def _describe(fun, args, kwargs, names: dict[int, str], pi: str = "") -> str:
+    """The call as an expression, written by the primitive's label (its rule-table entry);
+    ``names`` maps traced argument positions to what to show, ``pi`` is how to write a
+    constant equal to math.pi (empty: as a number)."""
+    parts = [
+        _Text(names[i] if i in names else pi if pi and _is_pi(a) else fmt.constant(a), a)
+        for i, a in enumerate(args)
+    ]
+    label = label_of(fun)
+    if not kwargs:
+        if callable(label):
+            return label(parts)
+        if len(parts) == _fields(label):
+            return label.format(*parts)
     extra = [f"{k}={fmt.constant(v)}" for k, v in kwargs.items()]
-    if op in _INFIX and len(parts) == 2 and not extra:
-        return f"{parts[0]} {_INFIX[op]} {parts[1]}"
-    if op in _PREFIX and len(parts) == 1 and not extra:
-        return f"{_PREFIX[op]}{parts[0]}"
-    if op == "array_getitem":
-        return f"{parts[0]}[{fmt.index_text(args[1])}]"
-    if op in ("concatenate_args", "stack_args"):
-        return f"{op[:-5]}([{', '.join(parts[1:])}], axis={fmt.constant(args[0])})"
-    if op == "array_from_args":
-        return f"array([{', '.join(parts[2:])}])"
-    return f"{op}({', '.join(parts + extra)})"
+    return f"{_op_label(fun)}({', '.join(parts + extra)})"
+
+
+def _is_pi(x) -> bool:
+    return type(x) in (float, np.float64) and x == math.pi
 
 
 def _short(x) -> str:
@@ -189,6 +239,7 @@ class Traces:
     backward: list[Visit]
     gradient: tuple
     notes: list[str]
+    output: str  # what the output is called: y, or the first free name of OUTPUT_NAMES
 
 
 def record(f: Callable, args: tuple, wrt=None) -> Traces:
@@ -216,7 +267,11 @@ def record(f: Callable, args: tuple, wrt=None) -> Traces:
         rebuild,
     )
     out_leaves, out_def = tree_flatten(out)
-    out_names = _leaf_names("y", out_def)
+    taken = set(names) | set(arg_names)
+    output = _free_output_name(taken)
+    out_names = _leaf_names(output, out_def)
+    letter = _free_step_letter(taken)
+    pi = "" if {PI, "pi"} & taken else PI
     ends = [leaf._node for leaf in out_leaves if isbox(leaf) and leaf._trace_id == trace_id]
     backward_order = list(toposort(ends)) if ends else []
     nodes = sorted(set(backward_order) | set(roots), key=lambda n: n.seq)
@@ -236,8 +291,8 @@ def record(f: Callable, args: tuple, wrt=None) -> Traces:
             var = Variable(node.name, node.ans)
             inputs.append(var)
         else:
-            node.name = f"v{len(steps) + 1}"
-            var = _step(node, variables)
+            node.name = f"{letter}{len(steps) + 1}"
+            var = _step(node, variables, pi)
             steps.append(var)
         var.depth = depth[node]
         variables[node] = var
@@ -261,13 +316,13 @@ def record(f: Callable, args: tuple, wrt=None) -> Traces:
     for i in set(range(len(leaves))) - set(traced):
         grads[i] = None
     gradient = tree_unflatten(treedef, grads)
-    return Traces(inputs, steps, outputs, value, wrt_name, visits, gradient, notes)
+    return Traces(inputs, steps, outputs, value, wrt_name, visits, gradient, notes, output)
 
 
-def _step(node: ExplainNode, variables: dict) -> Variable:
+def _step(node: ExplainNode, variables: dict, pi: str) -> Variable:
     traced = {i: variables[p].name for i, p in zip(node.argnums, node.parents)}
     values = {i: variables[p].value for i, p in zip(node.argnums, node.parents)}
-    expr = _describe(node.fun, node.args, node.kwargs, traced)
+    expr = _describe(node.fun, node.args, node.kwargs, traced, pi)
     expr_values = _describe(
         node.fun, node.args, node.kwargs, {i: _short(v) for i, v in values.items()}
     )
@@ -283,13 +338,21 @@ def _step(node: ExplainNode, variables: dict) -> Variable:
         partial, text = _partial(node, j, variables[parent].value)
         var.partials.append(partial)
         var.partial_texts.append(text)
+    note = NOTES.get(var.op, "")
+    if note and all(p is not None and np.all(p == 0) for p in var.partials):
+        var.partial_note = note
     return var
 
 
 def _partial(node: ExplainNode, j: int, parent_value) -> tuple[Any, str]:
-    """d node / d parent j, as the JVP of the node with a unit tangent on that parent only."""
-    if not (fmt.is_scalar(parent_value) and fmt.is_scalar(node.ans)):
-        return None, f"J {fmt.shape_text(node.ans)}<-{fmt.shape_text(parent_value)}"
+    """d node / d parent j, as the JVP of the node with a unit tangent on that parent only.
+
+    Arrays have a Jacobian, written as its shape, except for the operations whose label
+    notes a zero derivative: theirs is written 0 when the JVP along ones is zero."""
+    scalar = fmt.is_scalar(parent_value) and fmt.is_scalar(node.ans)
+    jacobian = f"J {fmt.shape_text(node.ans)}<-{fmt.shape_text(parent_value)}"
+    if not scalar and getattr(node.fun, "__name__", "") not in NOTES:
+        return None, jacobian
     tangents = tuple(
         vspace(p.ans).ones() if k == j else vspace(p.ans).zeros()
         for k, p in enumerate(node.parents)
@@ -297,7 +360,9 @@ def _partial(node: ExplainNode, j: int, parent_value) -> tuple[Any, str]:
     try:
         d = primitive_jvps[node.fun](tangents, node.argnums, node.ans, node.args, node.kwargs)
     except (KeyError, NotImplementedError):
-        return None, "?"
+        return None, "?" if scalar else jacobian
+    if not scalar:
+        return (np.zeros_like(node.ans), "0") if np.all(d == 0) else (None, jacobian)
     return d, fmt.number(d)
 
 

@@ -4,16 +4,18 @@ Every NumPy name is here. The differentiable ones are chainrule primitives with 
 VJP and a JVP rule (see ``chainrule.numpy.rules``); the rest are NumPy's own.
 """
 
+# The wrappers first, then the boxes, vector spaces and rule tables that importing
+# registers: a rule table imports the wrappers it gives rules to, never the reverse.
+from . import duck_arrays, fft, linalg, numpy_boxes, numpy_vspaces, random
 from . import numpy_wrapper as _wrapper
+from .numpy_boxes import ArrayBox
+from .rules import contraction as _contraction_rules
+from .rules import elementwise as _elementwise_rules
+from .rules import fft as _fft_rules
+from .rules import linalg as _linalg_rules
+from .rules import reductions as _reductions_rules
+from .rules import shape as _shape_rules
 
 _wrapper.install(globals())
-
-# Importing these registers the boxes, vector spaces and rule tables.
-from . import duck_arrays, fft, linalg, numpy_boxes, numpy_vspaces, random  # noqa: E402
-from .numpy_boxes import ArrayBox  # noqa: E402
-from .rules import contraction as _contraction_rules  # noqa: E402
-from .rules import elementwise as _elementwise_rules  # noqa: E402
-from .rules import reductions as _reductions_rules  # noqa: E402
-from .rules import shape as _shape_rules  # noqa: E402
 
 __version__ = _wrapper._np.__version__

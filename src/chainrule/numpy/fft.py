@@ -6,21 +6,13 @@ tangent and its VJP the transposed transform (rules in ``rules/fft.py``).
 
 import numpy.fft as _npfft
 
-from .._core.tracer import primitive
-from . import numpy_wrapper as _anp
+from . import _namespace
 
 DIFFERENTIABLE = """
     fft ifft fft2 ifft2 fftn ifftn rfft irfft rfft2 irfft2 rfftn irfftn hfft ihfft
     fftshift ifftshift
 """.split()
 
-for _name in dir(_npfft):
-    if not _name.startswith("_"):
-        globals()[_name] = getattr(_npfft, _name)
-for _name in DIFFERENTIABLE:
-    if hasattr(_npfft, _name):
-        globals()[_name] = primitive(getattr(_npfft, _name))
-        # NumPy's own fft functions, called on traced values, dispatch here.
-        _anp.raw_to_wrapped[getattr(_npfft, _name)] = globals()[_name]
-
-from .rules import fft as _rules  # noqa: E402,F401  (registers the rules)
+# NumPy's own fft functions, called on traced values, dispatch to the primitives.
+_namespace.install(globals(), _npfft, _namespace.primitives(_npfft, DIFFERENTIABLE),
+                   dispatch=DIFFERENTIABLE)

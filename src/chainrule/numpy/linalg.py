@@ -50,16 +50,13 @@ import numpy as _np
 import numpy.linalg as _npla
 
 from .._core.tracer import getval, isbox, notrace_primitive, primitive
+from . import _namespace
 from . import numpy_wrapper as _anp
 
 DIFFERENTIABLE = """
     det slogdet inv pinv solve cholesky eigh eig eigvals eigvalsh svd norm qr lstsq
     matrix_power multi_dot tensorsolve tensorinv matrix_norm vector_norm matrix_transpose
 """.split()
-
-for _name in dir(_npla):
-    if not _name.startswith("_"):
-        globals()[_name] = getattr(_npla, _name)
 
 # Single-array primitives: NumPy's own function, recorded when traced.
 det = primitive(_npla.det)
@@ -279,9 +276,6 @@ ARRAY_API = "svdvals cond vecdot matmul tensordot outer cross trace diagonal".sp
 NONDIFFERENTIABLE = ["matrix_rank"]
 matrix_rank = notrace_primitive(_npla.matrix_rank)
 
-# NumPy's own linalg functions, called on traced values, dispatch here.
-for _name in DIFFERENTIABLE + ARRAY_API + NONDIFFERENTIABLE:
-    if hasattr(_npla, _name):
-        _anp.raw_to_wrapped[getattr(_npla, _name)] = globals()[_name]
-
-from .rules import linalg as _rules  # noqa: E402,F401  (registers the rules)
+# The rest of numpy.linalg as it is; NumPy's own functions, called on traced values,
+# dispatch to the ones here.
+_namespace.install(globals(), _npla, dispatch=DIFFERENTIABLE + ARRAY_API + NONDIFFERENTIABLE)

@@ -14,8 +14,16 @@ from functools import lru_cache
 
 import numpy as _np
 
-from .._core.tracer import Box, check_not_leaked, getval, isbox, untraceable_answer_handlers
+from .._core.tracer import (
+    Box,
+    check_not_leaked,
+    getval,
+    isbox,
+    primitive,
+    untraceable_answer_handlers,
+)
 from . import numpy_wrapper as anp
+from .placement import index_like
 
 
 class ArrayBox(Box):
@@ -343,15 +351,10 @@ def _stores_subscript_next(frame) -> bool:
 
 
 # ----------------------------------------------------------------------------- box primitives
-from .._core.tracer import primitive  # noqa: E402
-
-
 @primitive
 def array_getitem(x, index):
     if type(x) is not _np.ndarray and type(index) in (_np.ndarray, tuple):
-        from .rules._helpers import index_like  # CuPy refuses NumPy index arrays
-
-        index = index_like(index, x)
+        index = index_like(index, x)  # CuPy refuses NumPy index arrays
     return x[index]
 
 

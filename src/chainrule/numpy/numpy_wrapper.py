@@ -21,6 +21,9 @@ import numpy as _np
 
 from .._core import tracer as _tracer
 from .._core.tracer import getval, isbox, notrace_primitive, primitive
+from . import _namespace
+from ._namespace import raw_to_wrapped
+from .placement import constant_like
 
 # fmt: off
 DIFFERENTIABLE = {
@@ -190,38 +193,44 @@ _where.__doc__ = "``numpy.where``; also by keyword (condition=, x=, y=), as auto
 _BY_KEYWORD = {_np.where: _where}
 
 
-def _build() -> tuple[dict, dict]:
-    """Wrap NumPy's functions; names that alias one NumPy object share one primitive."""
-    wrapped_by_raw: dict = {}
-    namespace: dict = {}
-    scalar_paths = {getattr(_np, name): impl
-                    for name, impl in {**_SCALAR_UNARY, **_SCALAR_BINARY}.items()}
-    for group in DIFFERENTIABLE.values():
-        for name in _names(group):
-            raw = getattr(_np, name)
-            if id(raw) not in wrapped_by_raw:
-                impl = scalar_paths.get(raw)
-                wrapped_by_raw[id(raw)] = primitive(
-                    _in_own_library(raw) if raw in _KEEP_LIBRARY else
-                    _BY_KEYWORD[raw] if raw in _BY_KEYWORD else
-                    raw if impl is None else _with_scalar_path(raw, impl),
-                    out_position=_out_position(raw))
-            namespace[name] = wrapped_by_raw[id(raw)]
-    for name in _names(NONDIFFERENTIABLE):
-        raw = getattr(_np, name)
-        if id(raw) not in wrapped_by_raw:
-            wrapped_by_raw[id(raw)] = notrace_primitive(raw)
-        namespace[name] = wrapped_by_raw[id(raw)]
-    raw_to_wrapped = {
-        getattr(_np, name): wrapped for name, wrapped in namespace.items()
-    }
-    return namespace, raw_to_wrapped
+_SCALAR_PATHS = {getattr(_np, name): impl
+                 for name, impl in {**_SCALAR_UNARY, **_SCALAR_BINARY}.items()}
 
 
-namespace, raw_to_wrapped = _build()
-"""namespace: name -> wrapped function; raw_to_wrapped: NumPy function -> wrapped one."""
+def _differentiable(raw):
+    """The primitive that stands for NumPy's differentiable function ``raw``."""
+    impl = _SCALAR_PATHS.get(raw)
+    return primitive(
+        _in_own_library(raw) if raw in _KEEP_LIBRARY else
+        _BY_KEYWORD[raw] if raw in _BY_KEYWORD else
+        raw if impl is None else _with_scalar_path(raw, impl),
+        out_position=_out_position(raw))
 
+
+# name -> wrapped function; names that alias one NumPy object share one (the two lists
+# name no object in common)
+namespace = {
+    **_namespace.primitives(
+        _np, [name for group in DIFFERENTIABLE.values() for name in _names(group)],
+        _differentiable),
+    **_namespace.primitives(_np, _names(NONDIFFERENTIABLE), notrace_primitive),
+}
+raw_to_wrapped.update({getattr(_np, name): wrapped for name, wrapped in namespace.items()})
+
+# Other modules call the primitives as this module's attributes (``anp.sum``); the ones
+# the wrappers below call are also bound by name.
 globals().update(namespace)
+atleast_1d = namespace["atleast_1d"]
+atleast_2d = namespace["atleast_2d"]
+atleast_3d = namespace["atleast_3d"]
+broadcast_to = namespace["broadcast_to"]
+copy = namespace["copy"]
+expand_dims = namespace["expand_dims"]
+ravel = namespace["ravel"]
+reshape = namespace["reshape"]
+take = namespace["take"]
+transpose = namespace["transpose"]
+where = namespace["where"]
 _array_raw = _np.array
 
 
@@ -260,7 +269,7 @@ def stack(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
 
 
 def _atleast(n, x):
-    return [atleast_1d, atleast_2d, atleast_3d][n - 1](x)  # noqa: F821
+    return [atleast_1d, atleast_2d, atleast_3d][n - 1](x)
 
 
 def vstack(tup, *, dtype=None, casting="same_kind"):
@@ -280,7 +289,7 @@ def column_stack(tup):
     arrs = []
     for x in tup:
         x = _atleast(1, x)
-        arrs.append(reshape(x, (-1, 1)) if _np.ndim(x) == 1 else x)  # noqa: F821
+        arrs.append(reshape(x, (-1, 1)) if _np.ndim(x) == 1 else x)
     return concatenate(arrs, axis=1)
 
 
@@ -301,7 +310,7 @@ def block(arrays):
             return obj
         parts = [join(item, level + 1) for item in obj]
         ndim = _builtins.max(depth, *(_np.ndim(p) for p in parts))
-        parts = [reshape(p, (1,) * (ndim - _np.ndim(p)) + _np.shape(p))  # noqa: F821
+        parts = [reshape(p, (1,) * (ndim - _np.ndim(p)) + _np.shape(p))
                  for p in parts]
         return concatenate(parts, axis=level - depth)
 
@@ -316,9 +325,9 @@ def select(condlist, choicelist, default=0):
         raise ValueError("select with an empty condition list is not possible")
     out = default
     for cond, choice in zip(reversed(condlist), reversed(choicelist)):
-        out = where(cond, choice, out)  # noqa: F821
+        out = where(cond, choice, out)
     shape = _np.broadcast_shapes(*(_np.shape(c) for c in (*condlist, *choicelist)))
-    return broadcast_to(out, shape) if _np.shape(out) != shape else out  # noqa: F821
+    return broadcast_to(out, shape) if _np.shape(out) != shape else out
 
 
 def _flatten_nested(obj, out):
@@ -350,7 +359,7 @@ def _dtype_of(value):
 def array(obj, dtype=None, *args, **kwargs):
     """``numpy.array``, differentiable when ``obj`` holds traced values (nested lists too)."""
     if isbox(obj) and not args and not kwargs:
-        return copy(obj) if dtype is None else obj.astype(dtype)  # noqa: F821
+        return copy(obj) if dtype is None else obj.astype(dtype)
     if not _contains_box(obj):
         return _array_raw(obj, dtype, *args, **kwargs)
     elems: list = []
@@ -398,14 +407,14 @@ class _AxisConcatenator:
         shape = _np.shape(getval(item))
         if len(shape) >= ndmin:
             return item
-        raised = reshape(item, (1,) * (ndmin - len(shape)) + shape)  # noqa: F821
+        raised = reshape(item, (1,) * (ndmin - len(shape)) + shape)
         if trans1d == -1:
             return raised
         k2, k1 = ndmin - len(shape), trans1d
         if k1 < 0:
             k1 += k2 + 1
         axes = list(range(ndmin))
-        return transpose(raised, axes[:k1] + axes[k2:] + axes[k1:k2])  # noqa: F821
+        return transpose(raised, axes[:k1] + axes[k2:] + axes[k1:k2])
 
 
 r_ = _AxisConcatenator(_np.r_, axis=0, ndmin=1, trans1d=-1)
@@ -505,11 +514,9 @@ def make_diagonal(D, offset=0, axis1=0, axis2=1):
             "make_diagonal supports offset=0, axis1=-1, axis2=-2 only; for a 1-D D with an "
             "offset use chainrule.numpy.diag(D, k)."
         )
-    from .rules._helpers import constant_like  # (the rules import this module)
-
     n = _np.shape(D)[-1]
     eye = constant_like(_np.eye(n, dtype=_np.result_type(getval(D))), D)
-    return expand_dims(D, -1) * eye  # noqa: F821
+    return expand_dims(D, -1) * eye
 
 
 def piecewise(x, condlist, funclist, *args, **kw):
@@ -545,29 +552,20 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     found = _np.unique(raw, True, return_inverse, return_counts, axis=axis,
                        equal_nan=equal_nan, **({} if sorted else {"sorted": False}))
     first = found[1]
-    values = ravel(ar)[first] if axis is None else take(ar, first, axis=axis)  # noqa: F821
+    values = ravel(ar)[first] if axis is None else take(ar, first, axis=axis)
     extras = [first] if return_index else []
     extras += list(found[2:])
     return (values, *extras) if extras else values
-
-
-def _is_wrapped(obj) -> bool:
-    return getattr(obj, "_is_chainrule_primitive", False)
 
 
 def install(target: dict) -> None:
     """Fill a module namespace with all of NumPy, then the wrapped names over it."""
     # vars, not dir: dir also lists the submodules NumPy imports lazily on attribute access
     # (f2py, testing, ...: ~0.2 s), and modules are left out here anyway
-    for name, value in list(vars(_np).items()):
-        if not name.startswith("__") and not isinstance(value, types.ModuleType):
-            target.setdefault(name, value)
-    target.update(namespace)
-    for name in WRAPPERS:
-        target[name] = globals()[name]
-    raw_to_wrapped.update(
-        {getattr(_np, name): globals()[name] for name in WRAPPERS if hasattr(_np, name)}
-    )
+    names = [name for name, value in vars(_np).items()
+             if not name.startswith("__") and not isinstance(value, types.ModuleType)]
+    own = {name: globals()[name] for name in WRAPPERS}
+    _namespace.install(target, _np, {**namespace, **own}, names=names, dispatch=WRAPPERS)
 
 
 # Python functions (not primitives) that install() puts over NumPy's names.

@@ -6,4 +6,6 @@ Every public name of ``numpy.random`` is here, as in autograd, not only those in
 
 import numpy.random as _npr
 
-globals().update({name: getattr(_npr, name) for name in dir(_npr) if not name.startswith("_")})
+from . import _namespace
+
+_namespace.install(globals(), _npr)

@@ -40,15 +40,14 @@ import scipy.integrate as _si
 
 from .._core import forward, reverse
 from .._core.pytree import tree_flatten, tree_map, tree_unflatten
-from .._core.reverse import primitive_vjps
+from .._core.rule_table import primitive_vjps
 from .._core.rules import defjvp_argnums
 from .._core.tracer import front_ends, getval, isbox, primitive
+from ..numpy import _namespace
 from ..numpy import numpy_wrapper as anp
 from ..numpy.rules._helpers import match_dtype
 
-for _name in dir(_si):
-    if not _name.startswith("_"):
-        globals()[_name] = getattr(_si, _name)
+_namespace.install(globals(), _si)  # SciPy's names; those defined below win
 
 _SOLVER_KWARGS = (
     "rtol",

@@ -20,11 +20,10 @@ import numpy as _np
 import scipy.linalg as _sla
 
 from .._core.tracer import notrace_primitive, primitive
+from ..numpy import _namespace
 from ..numpy import numpy_wrapper as anp
 
-for _name in dir(_sla):
-    if not _name.startswith("_"):
-        globals()[_name] = getattr(_sla, _name)
+_namespace.install(globals(), _sla)  # SciPy's names; those defined below win
 
 
 def T(x):
@@ -193,5 +192,3 @@ def eigh(a, b=None, lower=True, eigvals_only=False, **kwargs):
     w = eigh_values(a, b)
     return w if eigvals_only else (w, eigh_vectors(a, b))
 
-
-from .rules import linalg as _rules  # noqa: E402,F401  (registers the rules)

@@ -20,11 +20,10 @@ import scipy.signal as _ss
 
 from .._core.rules import def_linear, defvjp_direct
 from .._core.tracer import primitive
+from ..numpy import _namespace
 from ..numpy import numpy_wrapper as anp
 
-for _name in dir(_ss):
-    if not _name.startswith("_"):
-        globals()[_name] = getattr(_ss, _name)
+_namespace.install(globals(), _ss)  # SciPy's names; those defined below win
 
 
 @primitive

@@ -16,7 +16,7 @@ from __future__ import annotations
 import scipy.special as _sp
 
 from .._core.tracer import notrace_primitive, primitive
-from ..numpy import numpy_wrapper as _anp_wrapper
+from ..numpy import _namespace
 
 # fmt: off
 DIFFERENTIABLE = """
@@ -27,19 +27,6 @@ DIFFERENTIABLE = """
 """.split()
 NONDIFFERENTIABLE = "gammasgn".split()
 # fmt: on
-
-for _name in dir(_sp):
-    if not _name.startswith("_"):
-        globals()[_name] = getattr(_sp, _name)
-
-_by_raw: dict = {}
-for _name in DIFFERENTIABLE:
-    _raw = getattr(_sp, _name)
-    globals()[_name] = _by_raw.setdefault(id(_raw), primitive(_raw))
-    _anp_wrapper.raw_to_wrapped[_raw] = globals()[_name]  # scipy.special.f(box) works too
-for _name in NONDIFFERENTIABLE:
-    globals()[_name] = notrace_primitive(getattr(_sp, _name))
-
 
 # ----------------------------------------------------------------------------- with axes
 # Functions whose optional array arguments are keywords in SciPy take them
@@ -75,4 +62,8 @@ def log_softmax(x, axis=None):
     return _sp.log_softmax(x, axis=axis)
 
 
-from .rules import special as _rules  # noqa: E402,F401  (registers the rules)
+# scipy.special.f(box) dispatches to the primitive too
+_namespace.install(
+    globals(), _sp, {**_namespace.primitives(_sp, DIFFERENTIABLE),
+                     **_namespace.primitives(_sp, NONDIFFERENTIABLE, notrace_primitive)},
+    dispatch=DIFFERENTIABLE)

@@ -10,9 +10,18 @@ and primitives as ``grad``, so every derivative rule is shared. ``no_grad()`` an
 """
 
 from .._core.reverse import FreedGraphError
+from . import _methods  # noqa: F401,E402  (PyTorch's methods, attached to Tensor)
+from ._methods import Size
 from ._mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from ._tensor import Tensor
+from ._tensor import Tensor, as_tensor
 
 __all__ = [
-    "Tensor", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "FreedGraphError",
+    "Tensor",
+    "as_tensor",
+    "Size",
+    "no_grad",
+    "enable_grad",
+    "set_grad_enabled",
+    "is_grad_enabled",
+    "FreedGraphError",
 ]

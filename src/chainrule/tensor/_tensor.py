@@ -13,17 +13,16 @@ from __future__ import annotations
 
 import copy
 import threading
+import weakref
 
 import numpy as _np
 
-from .._core.forward import JVPNode
 from .._core.pytree import register_pytree_node
-from .._core.reverse import VJPNode
-from .._core.tracer import Box, front_ends, getval, isbox, new_box
-from .._core.vspace import VSpace, add_values, vspace
+from .._core.tracer import FrontEnd, front_ends, getval, isbox, new_box
+from .._core.vspace import VSpace, vspace
 from ..numpy import numpy_wrapper as anp
 from ..numpy.numpy_boxes import array_astype, array_getitem
-from ._graph import TRACE_ID, gradients, leaf_box, strip, tensor_box
+from ._graph import TRACE_ID, gradients, leaf_box, mark_overwritten, strip, tensor_box
 from ._mode import _mode, no_grad
 
 # Functions whose answers are facts about values (comparisons, indices, shapes,
@@ -38,11 +37,13 @@ _GRAD_LOCK = threading.Lock()
 
 
 class Tensor:
-    """``Tensor(value, requires_grad=True, dtype=None)``: a value whose operations are
+    """``Tensor(value, requires_grad=None, dtype=None)``: a value whose operations are
     recorded, so that ``.backward()`` fills ``.grad`` of the leaf Tensors it depends on.
 
     Python ints and bools (and lists of them) become float64; NumPy arrays keep their
-    dtype, and integer or boolean arrays never require grad. The value is copied.
+    dtype. By default (``requires_grad=None``) float and complex values require grad and
+    integer or boolean arrays do not; ``requires_grad=True`` on an integer array raises,
+    as in PyTorch. The value is copied.
 
     With the functional transforms: ``grad(f)(tensor)`` differentiates with respect
     to the Tensor's value and returns a Tensor; a Tensor made inside ``f`` from the
@@ -59,18 +60,23 @@ class Tensor:
     Tensor([4., 5.])
     """
 
-    __slots__ = ("_value", "grad", "__weakref__")
+    # _base, _views: the PyTorch views this Tensor is one of / has (see link_view).
+    __slots__ = ("_value", "grad", "_base", "_views", "__weakref__")
 
-    def __init__(self, value, requires_grad: bool = True, dtype=None) -> None:
+    def __init__(self, value, requires_grad: bool | None = None, dtype=None) -> None:
         if isinstance(value, Tensor):
             value = strip(value._value)
         self.grad: Tensor | None = None
+        self._base = self._views = None
         if isbox(value):
             # Traced by a functional transform: that transform differentiates it.
             self._value = value if dtype is None else value.astype(dtype)
             return
         value = _as_raw(value, dtype)
-        if requires_grad and _np.result_type(value).kind in "fc":
+        differentiable = _np.result_type(value).kind in "fc"
+        if requires_grad and not differentiable:
+            raise RuntimeError(_not_differentiable(f"dtype {_np.result_type(value)}"))
+        if differentiable and requires_grad is not False:
             self._value = leaf_box(value, self)
         else:
             self._value = value
@@ -101,16 +107,8 @@ class Tensor:
         return _np.asarray(getval(self._value)).tolist()
 
     @property
-    def shape(self) -> tuple:
-        return _np.shape(getval(self._value))
-
-    @property
     def ndim(self) -> int:
         return _np.ndim(getval(self._value))
-
-    @property
-    def size(self) -> int:
-        return _np.size(getval(self._value))
 
     @property
     def dtype(self) -> _np.dtype:
@@ -131,12 +129,12 @@ class Tensor:
         if flag and not self.requires_grad:
             raw = self._value
             if isbox(raw) or _np.result_type(raw).kind not in "fc":
-                what = "a value traced by a functional transform" if isbox(raw) else (
-                    f"dtype {_np.result_type(raw)}")
-                raise RuntimeError(
-                    f"Only float and complex Tensors can require gradients, not {what}. "
-                    f"Convert first, e.g. Tensor(x.numpy().astype(float))."
+                what = (
+                    "a value traced by a functional transform"
+                    if isbox(raw)
+                    else (f"dtype {_np.result_type(raw)}")
                 )
+                raise RuntimeError(_not_differentiable(what))
             self._value = leaf_box(raw, self)
         elif not flag:
             self._value = strip(self._value)
@@ -158,10 +156,11 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """The same value, cut from the graph: a leaf that does not require grad."""
-        return _wrap(strip(self._value))
+        return link_view(self, _wrap(strip(self._value)))
 
-    def backward(self, gradient=None, retain_graph: bool | None = None,
-                 create_graph: bool = False) -> None:
+    def backward(
+        self, gradient=None, retain_graph: bool | None = None, create_graph: bool = False
+    ) -> None:
         """Add d(self)/d(leaf) (times ``gradient`` for a non-scalar self) into ``leaf.grad``
         for every leaf Tensor that requires grad and that this Tensor depends on.
 
@@ -237,12 +236,12 @@ class Tensor:
     def __reduce_ex__(self, protocol):
         if _is_functional(self._value):
             self._value.__reduce_ex__(protocol)  # raises the traced value's error
-        return (_new_leaf, (strip(self._value), self.requires_grad))
+        return (_new_leaf, (strip(self._value), self.requires_grad, type(self)))
 
     def __copy__(self) -> Tensor:
         if _is_functional(self._value):
             return _wrap(copy.copy(self._value))
-        return _new_leaf(strip(self._value), self.requires_grad)
+        return _new_leaf(strip(self._value), self.requires_grad, type(self))
 
     def __deepcopy__(self, memo: dict) -> Tensor:
         if _is_functional(self._value):
@@ -254,7 +253,7 @@ class Tensor:
                 "copy its graph away from the leaves it depends on. Deep-copy the leaves, "
                 "or use .detach() to copy the value."
             )
-        tensor = _new_leaf(copy.deepcopy(strip(self._value), memo), self.requires_grad)
+        tensor = _new_leaf(copy.deepcopy(strip(self._value), memo), self.requires_grad, type(self))
         memo[id(self)] = tensor  # .grad may refer back to this Tensor's container
         tensor.grad = copy.deepcopy(self.grad, memo)
         return tensor
@@ -301,8 +300,10 @@ class Tensor:
     def __index__(self) -> int:
         value = _np.asarray(self._plain("Using as an index"))
         if value.dtype.kind not in "iub" or value.ndim:
-            raise TypeError(f"Only integer Tensors of one element can be used as an index, "
-                            f"not {value.dtype} of shape {value.shape}.")
+            raise TypeError(
+                f"Only integer Tensors of one element can be used as an index, "
+                f"not {value.dtype} of shape {value.shape}."
+            )
         return int(value)
 
     def __bool__(self) -> bool:
@@ -360,9 +361,11 @@ class Tensor:
 
     # ------------------------------------------------------------------ indexing
     def __getitem__(self, index):
-        return _wrap(array_getitem(_unwrap(self), _index(index)))
+        out = _wrap(array_getitem(_unwrap(self), _index(index)))
+        return link_view(self, out) if _is_basic(index) else out
 
     def __setitem__(self, index, value) -> None:
+        check_no_views(self, "Assignment into a Tensor")
         if _mode.enabled and self.requires_grad:
             raise RuntimeError(
                 "In-place assignment into a Tensor that requires grad is not supported: build "
@@ -383,28 +386,20 @@ class Tensor:
     # ------------------------------------------------------------------ methods
     @property
     def T(self) -> Tensor:
-        return _wrap(anp.transpose(_unwrap(self)))
+        return link_view(self, _wrap(anp.transpose(_unwrap(self))))
 
     @property
     def real(self) -> Tensor:
-        return _wrap(anp.real(_unwrap(self)))
+        return link_view(self, _wrap(anp.real(_unwrap(self))))
 
     @property
     def imag(self) -> Tensor:
-        return _wrap(anp.imag(_unwrap(self)))
+        return link_view(self, _wrap(anp.imag(_unwrap(self))))
 
-    def reshape(self, *shape, order: str = "C") -> Tensor:
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = shape[0]
-        return _wrap(anp.reshape(_unwrap(self), shape, order=order))
-
-    def transpose(self, *axes) -> Tensor:
-        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-            axes = axes[0]
-        return _wrap(anp.transpose(_unwrap(self), axes or None))
-
-    def flatten(self) -> Tensor:
-        return _wrap(anp.ravel(_unwrap(self)))
+    def transpose(self, dim0: int, dim1: int) -> Tensor:
+        """The Tensor with dims ``dim0`` and ``dim1`` swapped (PyTorch's meaning, not
+        NumPy's ``transpose(axes)``; ``permute`` reorders all dims)."""
+        return link_view(self, _wrap(anp.swapaxes(_unwrap(self), dim0, dim1)))
 
     def astype(self, dtype) -> Tensor:
         return _wrap(array_astype(_unwrap(self), dtype))
@@ -413,6 +408,23 @@ class Tensor:
         return _wrap(anp.dot(*_operands(self, other)))
 
     __hash__ = object.__hash__  # __eq__ is elementwise; identity hashing keeps dict keys working
+
+
+def _not_differentiable(what: str) -> str:
+    return (
+        f"Only Tensors of floating point and complex dtype can require gradients (as in "
+        f"PyTorch), not {what}. Convert first, e.g. Tensor(x.astype(float)), or pass "
+        f"requires_grad=False."
+    )
+
+
+def as_tensor(data, dtype=None) -> Tensor:
+    """``data`` as a Tensor that does not require grad (inputs, targets), as
+    ``torch.as_tensor``. A Tensor is returned as it is (converted if ``dtype`` differs);
+    NumPy arrays keep their dtype, Python floats become float64 (PyTorch: float32)."""
+    if isinstance(data, Tensor):
+        return data if dtype is None else data.to(dtype)
+    return Tensor(data, requires_grad=False, dtype=dtype)
 
 
 def _as_raw(value, dtype):
@@ -437,9 +449,12 @@ def _format(raw) -> str:
     return str(raw)
 
 
-def _new_leaf(raw, requires_grad: bool) -> Tensor:
-    """A leaf Tensor holding ``raw`` itself (not a copy)."""
+def _new_leaf(raw, requires_grad: bool, cls: type = None) -> Tensor:
+    """A leaf Tensor (of ``cls``: copies of an nn.Parameter stay Parameters) holding ``raw``
+    itself (not a copy)."""
     tensor = _wrap(raw)
+    if cls is not None and cls is not Tensor:
+        tensor.__class__ = cls
     if requires_grad:
         tensor._value = leaf_box(raw, tensor)
     return tensor
@@ -448,8 +463,50 @@ def _new_leaf(raw, requires_grad: bool) -> Tensor:
 def _wrap(value) -> Tensor:
     tensor = object.__new__(Tensor)
     tensor._value = value
-    tensor.grad = None
+    tensor.grad = tensor._base = tensor._views = None
     return tensor
+
+
+# PyTorch's views share memory with their base: an in-place change of one shows in the
+# other. chainrule Tensors never share memory, so where PyTorch would change a live view
+# (or the base of one) in place, chainrule refuses instead of diverging silently. Views
+# are linked to the root base, which holds weak references to them.
+def link_view(base: Tensor, view: Tensor) -> Tensor:
+    """Note that PyTorch would make ``view`` a view of ``base``; returns ``view``."""
+    root = base._base() if base._base is not None else None
+    root = base if root is None else root
+    view._base = weakref.ref(root)
+    views = root._views
+    if views is None:
+        root._views = [weakref.ref(view)]
+        return view
+    if len(views) >= 8:
+        views[:] = [ref for ref in views if ref() is not None]
+    views.append(weakref.ref(view))
+    return view
+
+
+def check_no_views(tensor: Tensor, what: str) -> None:
+    base = tensor._base() if tensor._base is not None else None
+    if base is None and not any(ref() is not None for ref in tensor._views or ()):
+        return
+    relation = "is a view of another Tensor" if base is not None else "has live views"
+    raise RuntimeError(
+        f"{what} {relation} (made by view, reshape, indexing, transpose, detach, ...). In "
+        f"PyTorch they share memory and the change would show in both; chainrule Tensors "
+        f"never share memory, so this is refused rather than done differently. Use the "
+        f"out-of-place form (y = y + 1), or .clone() the Tensor first."
+    )
+
+
+def _is_basic(index) -> bool:
+    """Whether PyTorch's indexing with ``index`` gives a view (ints, slices, None, ...)."""
+    parts = index if type(index) is tuple else (index,)
+    return all(
+        part is None or part is Ellipsis or isinstance(part, (int, slice))
+        for part in parts
+        if not isinstance(part, bool)
+    ) and not any(isinstance(part, bool) for part in parts)
 
 
 def _unwrap(x):
@@ -464,7 +521,7 @@ def _operands(a, b) -> tuple:
     Tensors are unwrapped, except that when the other operand is traced by a
     functional transform, a Tensor tracked only on the Tensor trace is passed
     whole: the primitive then records the transform's node with the Tensor as a
-    constant argument (see ``_box_tensor_answer``), so the derivatives the
+    constant argument (see ``tracer.FrontEnd``), so the derivatives the
     transform computes from it are Tensors, not bare Tensor-traced arrays.
     """
     if _mode.enabled:
@@ -531,47 +588,81 @@ def _result(raw_fun, out):
 # ----------------------------------------------------------------------------- operators
 def _binary(fun, reflected: bool = False):
     if reflected:
+
         def op(self, other):
             return _wrap(fun(*_operands(other, self)))
     else:
+
         def op(self, other):
             return _wrap(fun(*_operands(self, other)))
+
     return op
 
 
 def _compare(fun):
     def op(self, other):
         return fun(_unwrap(self), _unwrap(other))  # plain booleans: comparisons have no gradient
+
     return op
 
 
-def _inplace(fun):
-    def op(self, other):
-        box = tensor_box(self._value)
-        if _mode.enabled and box is not None and box._node.fun is None:
+def inplace_update(tensor: Tensor, compute, method: str) -> Tensor:
+    """Replace ``tensor``'s value by ``compute()`` (an out-of-place result), as PyTorch's
+    in-place methods do: refused on a leaf that requires grad while recording; on a
+    computed Tensor the recorded graph keeps the old value and notes the change."""
+    check_no_views(tensor, f"{method}: the Tensor changed in place")
+    box = tensor_box(tensor._value)
+    leaf = box is not None and box._node.fun is None
+    if leaf and _mode.enabled:
+        raise RuntimeError(
+            f"a leaf Variable that requires grad is being used in an in-place operation. "
+            f"PyTorch refuses {method} here too: update parameters inside `with "
+            f"chainrule.no_grad():`, or use the out-of-place form (x = x + y)."
+        )
+    result = compute()
+    result = result._value if isinstance(result, Tensor) else result
+    new, old = _np.shape(getval(result)), tensor.shape
+    if new != old:
+        raise RuntimeError(
+            f"{method}: the result has shape {new}, which cannot be stored in "
+            f"a Tensor of shape {old} (in-place results keep the shape)."
+        )
+    dtype = _np.result_type(getval(result))
+    if dtype != tensor.dtype:
+        if not _np.can_cast(dtype, tensor.dtype, "same_kind"):
             raise RuntimeError(
-                "A leaf Tensor that requires grad cannot be changed in place while operations "
-                "are recorded. Update parameters inside `with chainrule.no_grad():`."
+                f"{method}: result type {dtype} can't be cast to the desired "
+                f"output type {tensor.dtype}."
             )
-        result = fun(*_operands(self, other))
-        if box is not None and box._node.fun is None:
-            self._assign(result)
-        else:
-            self._value = result
-        return self
+        result = array_astype(result, tensor.dtype)
+    if leaf:
+        tensor._assign(result)
+    else:
+        if box is not None:
+            new_box = tensor_box(result)
+            mark_overwritten(box._node, method, None if new_box is None else new_box._node)
+        tensor._value = result
+    return tensor
+
+
+def _inplace(fun, method: str):
+    def op(self, other):
+        return inplace_update(self, lambda: fun(*_operands(self, other)), method)
+
     return op
 
 
 def _unary(fun):
     def op(self):
         return _wrap(fun(_unwrap(self)))
+
     return op
 
 
-def _method(fun, plain: bool = False):
+def _method(fun):
     def method(self, *args, **kwargs):
-        out = fun(_unwrap(self), *args, **kwargs)
-        return out if plain else _wrap_tree(out)
+        return _wrap_tree(fun(_unwrap(self), *args, **kwargs))
+
     method.__name__ = fun.__name__
     return method
 
@@ -582,66 +673,29 @@ for _name, _fun in [("add", anp.add), ("sub", anp.subtract), ("mul", anp.multipl
                     ("mod", anp.mod), ("floordiv", anp.floor_divide)]:
     setattr(Tensor, f"__{_name}__", _binary(_fun))
     setattr(Tensor, f"__r{_name}__", _binary(_fun, reflected=True))
-    setattr(Tensor, f"__i{_name}__", _inplace(_fun))
+    setattr(Tensor, f"__i{_name}__", _inplace(_fun, f"__i{_name}__"))
 for _name, _fun in [("eq", anp.equal), ("ne", anp.not_equal), ("lt", anp.less),
                     ("le", anp.less_equal), ("gt", anp.greater), ("ge", anp.greater_equal)]:
     setattr(Tensor, f"__{_name}__", _compare(_fun))
 for _name, _fun in [("neg", anp.negative), ("pos", anp.positive), ("abs", anp.absolute)]:
     setattr(Tensor, f"__{_name}__", _unary(_fun))
-# Methods named as in NumPy (and PyTorch, for the elementwise functions).
-for _name in ("sum prod mean var std max min cumsum cumprod ravel squeeze swapaxes clip "
-              "diagonal trace repeat conj exp log sin cos tan tanh sqrt abs").split():
+# Methods whose NumPy and PyTorch meanings agree; the others are in _methods.py.
+for _name in ("ravel swapaxes diagonal trace conj exp log sin cos tan tanh sqrt "
+              "abs").split():
     setattr(Tensor, _name, _method(getattr(anp, _name)))
-for _name in "argmax argmin argsort nonzero any all".split():
-    setattr(Tensor, _name, _method(getattr(anp, _name), plain=True))
 # fmt: on
 
 
-
-def _box_tensor_answer(answer: Tensor, trace_id: int, node):
-    """Box a primitive's answer that came back as a Tensor: the registry entry the tracer
-    uses when a traced value meets a Tensor on the Tensor's right (``box * tensor``).
-
-    ArrayBox's operator calls the primitive, which sees no box in the Tensor and
-    calls NumPy with it; NumPy dispatches to the Tensor, which records its own part
-    of the call and answers a Tensor. When the Tensor's value is boxed on the same
-    trace as the node, the node is completed as if the tracer had seen it: the
-    Tensor becomes one more parent and its raw value replaces it among the
-    arguments. A Tensor tracked on an older trace stays an argument (a constant
-    to this trace, as boxes of older traces are), so the rules compute with it
-    and the derivatives they give are Tensors too; an untracked one becomes its
-    value. The answer is a Tensor again.
-    """
-    value = answer._value
-    same_trace = isbox(value) and value._trace_id == trace_id
-    if isinstance(node, VJPNode):
-        args, argnums, parents = node.args, list(node.argnums), list(node.parents)
-        for i, arg in enumerate(args):
-            if not isinstance(arg, Tensor):
-                continue
-            inner = _unwrap(arg)
-            if isbox(inner) and inner._trace_id == trace_id:
-                argnums.append(i)
-                parents.append(inner._node)
-                args[i] = inner._value
-            elif not isbox(inner):
-                args[i] = inner
-        node.argnums, node.parents = tuple(argnums), tuple(parents)
-        node.ans = value._value if same_trace else value
-    elif isinstance(node, JVPNode):
-        # The tangent rule already ran (with the Tensor as a constant); the Tensor's
-        # own part of the tangent was computed by the call inside the dispatch.
-        tangent = node.g._value if isinstance(node.g, Tensor) else node.g
-        node.g = add_values(tangent, value._node.g) if same_trace else tangent
-    return _wrap(new_box(value._value if same_trace else value, trace_id, node))
+def register_tensor_type(cls: type) -> None:
+    """Make the engine treat ``cls`` (Tensor, or a subclass such as nn.Parameter) as a
+    Tensor: its registries are keyed by exact type."""
+    # How the tracer meets Tensors among a primitive's arguments and answers (user-defined
+    # primitives called on Tensors, and a traced value meeting a Tensor: ``box * tensor``).
+    front_ends[cls] = FrontEnd(unwrap=_unwrap, value_of=lambda t: t._value, wrap=_wrap_tree)
+    # A Tensor is a container of its value for the functional transforms (grad(f)(tensor)
+    # gives a Tensor), and has the vector space of its value.
+    register_pytree_node(cls, lambda t: ((t._value,), None), lambda _, kids: _wrap(kids[0]))
+    VSpace.register(cls, lambda t: vspace(t._value))
 
 
-Box.type_mappings[Tensor] = _box_tensor_answer
-# A primitive called on Tensors (and no functionally traced value) runs on their boxes:
-# user-defined primitives keep their own rules.
-front_ends[Tensor] = (_unwrap, _wrap_tree)
-
-# A Tensor is a container of its value for the functional transforms (grad(f)(tensor)
-# gives a Tensor), and has the vector space of its value.
-register_pytree_node(Tensor, lambda t: ((t._value,), None), lambda _, children: _wrap(children[0]))
-VSpace.register(Tensor, lambda t: vspace(t._value))
+register_tensor_type(Tensor)

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import numpy as _np
 
+from ..._core import forward, reverse
 from ..._core.reverse import ShapeOnly
-from ..._core.rules import defjvp_batched, defvjp_direct
+from ..._core.rules import defjvp_argnums, defjvp_batched, defvjp_direct, defvjp_whole
 from ..._core.rules import defjvp_direct as defjvp
 from ..._core.tracer import getval
 from .. import numpy_wrapper as anp
 from ..duck_arrays import check_known_shape
 from ..numpy_boxes import array_astype
-
-_SCALAR_TYPES = frozenset([float, complex, _np.float64, _np.float32, _np.complex128,
-                           _np.complex64])
+from ..placement import SCALAR_TYPES, constant_like
 
 
 def zero_mask(x):
@@ -30,57 +29,6 @@ def zero_mask(x):
         zero = _np.asarray(xv) == 0
         return zero, bool(zero.any())
     return xv == 0, True
-
-
-_HOST_TYPES = frozenset([_np.ndarray, float, int, complex, bool]) | _SCALAR_TYPES
-
-
-def on_host(x) -> bool:
-    """Whether ``x``'s raw value is a NumPy array or scalar (not a Dask or CuPy array)."""
-    xv = getval(x)
-    return type(xv) in _HOST_TYPES or isinstance(xv, (_np.ndarray, _np.generic))
-
-
-def constant_like(value, x):
-    """A NumPy constant (an index array, an identity, a pad) fit to mix with ``x``.
-
-    CuPy refuses NumPy arrays as operands and indices: for a traced value of such a
-    library the constant becomes one of its arrays (``like=`` dispatches through
-    ``__array_function__``). For NumPy, and for libraries that take NumPy operands
-    (Dask: its graphs stay as they are), the constant is returned as it is."""
-    xv = getval(x)
-    if type(xv) in _HOST_TYPES or _takes_host_arrays(xv) or getval(value) is not value:
-        return value  # (a traced value is no constant)
-    return _np.asarray(value, like=xv)
-
-
-def index_like(index, x):
-    """``index`` with its NumPy arrays made fit to index ``x`` (see ``constant_like``)."""
-    if type(index) is tuple:
-        if not any(isinstance(i, _np.ndarray) for i in index):
-            return index
-        return tuple(constant_like(i, x) if isinstance(i, _np.ndarray) else i for i in index)
-    return constant_like(index, x) if isinstance(index, _np.ndarray) else index
-
-
-_HOST_ARRAYS_TAKEN: dict = {_np.ndarray: True}
-
-
-def _takes_host_arrays(xv) -> bool:
-    """Whether ``xv``'s library takes NumPy arrays as operands: tried once per type,
-    on an empty slice (a lazy library computes nothing)."""
-    taken = _HOST_ARRAYS_TAKEN.get(type(xv))
-    if taken is None:
-        if isinstance(xv, _np.generic) or not hasattr(xv, "reshape"):
-            taken = True
-        else:
-            try:
-                _np.multiply(xv.reshape(-1)[:0], _np.zeros(0, dtype=xv.dtype))
-                taken = True
-            except TypeError:
-                taken = False
-        _HOST_ARRAYS_TAKEN[type(xv)] = taken
-    return taken
 
 
 def shape_of(x) -> tuple:
@@ -102,7 +50,7 @@ def unbroadcast(g, x):
     if g_type is _np.ndarray:
         if type(x) in _ARRAY_LIKE and g.shape == x.shape and g.dtype == x.dtype:
             return g  # the common case: nothing to sum, same dtype
-    elif g_type is type(x) and g_type in _SCALAR_TYPES:
+    elif g_type is type(x) and g_type in SCALAR_TYPES:
         return g
     shape = shape_of(x)
     g_shape = shape_of(g)
@@ -126,7 +74,7 @@ def match_dtype(g, x):
     if g_type is _np.ndarray:
         if type(x) in _ARRAY_LIKE and g.dtype == x.dtype:
             return g
-    elif g_type is type(x) and g_type in _SCALAR_TYPES:
+    elif g_type is type(x) and g_type in SCALAR_TYPES:
         return g
     g_dtype = dtype_of(g)
     x_dtype = dtype_of(x)
@@ -142,7 +90,7 @@ def match_dtype(g, x):
 def broadcast_tangent(t, ans):
     """A tangent contribution made to live in ``ans``'s space (shape and dtype)."""
     t_type = type(t)
-    if t_type is type(ans) and (t_type in _SCALAR_TYPES or (
+    if t_type is type(ans) and (t_type in SCALAR_TYPES or (
             t_type is _np.ndarray and t.shape == ans.shape and t.dtype == ans.dtype)):
         return t
     shape = shape_of(ans)
@@ -195,43 +143,60 @@ def expand_to(g, x, axis, keepdims):
 # ----------------------------------------------------------------------------- table helpers
 
 
-def elementwise(fun, derivative) -> None:
+def elementwise(fun, derivative, reads: tuple | None = None) -> None:
     """A unary elementwise function with local derivative ``derivative(ans, x)``.
 
     VJP and JVP are both a multiplication by the derivative (no conjugation:
     complex gradients follow autograd's convention); a real function of a complex
-    argument keeps the real part of its tangent.
+    argument keeps the real part of its tangent. ``reads``: see ``defvjp_direct``.
     """
-    defvjp_direct(fun, lambda g, ans, x, *a, **k: match_dtype(g * derivative(ans, x), x))
+    defvjp_direct(fun, lambda g, ans, x, *a, **k: match_dtype(g * derivative(ans, x), x),
+                  reads=reads)
     jvp = lambda g, ans, x, *a, **k: match_dtype(g * derivative(ans, x), ans)  # noqa: E731
     defjvp(fun, jvp)
     defjvp_batched(fun, jvp)  # a leading batch axis on g broadcasts through unchanged
 
 
-def elementwise2(fun, dx, dy) -> None:
-    """A broadcasting binary function with partials ``dx(ans, x, y)``, ``dy(ans, x, y)``.
+class NoClosedForm:
+    """Marks an argument whose derivative has no closed form: differentiating it raises."""
 
-    ``None`` for a partial means the argument has no derivative.
+    def __init__(self, why: str):
+        self.why = why
+
+    def rule(self, fun, argnum: int):
+        def raise_error(*args, **kwargs):
+            raise NotImplementedError(
+                f"{fun.__name__} is not differentiable with respect to argument {argnum} in "
+                f"chainrule: {self.why} Pass that argument as a constant (not traced)."
+            )
+
+        return raise_error
+
+
+def elementwise_n(fun, *partials) -> None:
+    """A broadcasting function of n arguments with partials ``d(ans, *args)``, one per
+    argument, in both modes and batched.
+
+    A partial may be ``None`` (no derivative: zero, for discrete arguments such as an
+    integer order) or a ``NoClosedForm`` (differentiating raises).
     """
-    defvjp_direct(
-        fun,
-        None if dx is None else lambda g, ans, x, y, *a, **k: unbroadcast(g * dx(ans, x, y), x),
-        None if dy is None else lambda g, ans, x, y, *a, **k: unbroadcast(g * dy(ans, x, y), y),
-    )
-    defjvp(
-        fun,
-        None if dx is None else lambda g, ans, x, y, *a, **k: broadcast_tangent(
-            g * dx(ans, x, y), ans),
-        None if dy is None else lambda g, ans, x, y, *a, **k: broadcast_tangent(
-            g * dy(ans, x, y), ans),
-    )
-    defjvp_batched(
-        fun,
-        None if dx is None else lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(
-            batch_aligned(g, x, ans) * dx(ans, x, y), ans),
-        None if dy is None else lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(
-            batch_aligned(g, y, ans) * dy(ans, x, y), ans),
-    )
+    n = len(partials)
+    vjps, jvps, batched = [], [], []
+    for argnum, d in enumerate(partials):
+        if d is None or isinstance(d, NoClosedForm):
+            rule = None if d is None else d.rule(fun, argnum)
+            vjps.append(rule), jvps.append(rule), batched.append(None)
+            continue
+        # extra positional arguments (NumPy's out, where) are not the partials' business
+        vjps.append(lambda g, ans, *args, _i=argnum, _d=d, **k: unbroadcast(
+            g * _d(ans, *args[:n]), args[_i]))
+        jvps.append(lambda g, ans, *args, _d=d, **k: broadcast_tangent(
+            g * _d(ans, *args[:n]), ans))
+        batched.append(lambda g, ans, *args, _i=argnum, _d=d, **k: broadcast_batched_tangent(
+            batch_aligned(g, args[_i], ans) * _d(ans, *args[:n]), ans))
+    defvjp_direct(fun, *vjps)
+    defjvp(fun, *jvps)
+    defjvp_batched(fun, *batched)
 
 
 def linear(fun, vjp_rule) -> None:
@@ -248,10 +213,6 @@ def composite(fun, impl) -> None:
     ``impl`` on the traced arguments, so every order works in both modes while
     the primal keeps NumPy's fast implementation.
     """
-    from ..._core import forward, reverse
-    from ..._core.reverse import primitive_vjps
-    from ..._core.rules import defjvp_argnums
-
     def call(args, argnums, kwargs):
         def f(xs):
             full = list(args)
@@ -269,5 +230,5 @@ def composite(fun, impl) -> None:
         xs = tuple(args[i] for i in argnums)
         return forward.make_jvp(call(args, argnums, kwargs), xs)(tuple(tangents))[1]
 
-    primitive_vjps[fun] = vjp
+    defvjp_whole(fun, vjp)
     defjvp_argnums(fun, jvp)

@@ -12,11 +12,11 @@ import string
 
 import numpy as _np
 
-from ..._core.reverse import primitive_vjps
-from ..._core.rules import def_linear, defjvp_batched, defvjp_direct, vjp_reads_only
+from ..._core.rules import def_linear, defjvp_batched, deflabel, defvjp_direct, defvjp_whole
 from ..._core.tracer import getval
 from .. import numpy_wrapper as anp
-from ._helpers import constant_like, match_dtype, shape_of, unbroadcast
+from ..placement import constant_like
+from ._helpers import match_dtype, shape_of, unbroadcast
 
 
 def _dot_vjp_a(g, ans, a, b):
@@ -105,9 +105,9 @@ def _matmul_vjp(g, ans, a, b, which):
 # fmt: off
 defvjp_direct(anp.dot,    _dot_vjp_a, _dot_vjp_b)
 def_linear(anp.dot)
-defvjp_direct(anp.matmul, _matmul_vjp_a, _matmul_vjp_b)
+defvjp_direct(anp.matmul, _matmul_vjp_a, _matmul_vjp_b, reads=(0, 1))  # not the product
 def_linear(anp.matmul)
-vjp_reads_only(anp.matmul, args=(0, 1))  # not the product itself
+deflabel(anp.matmul,  "{0} @ {1}")  # how explain writes a call
 defjvp_batched(anp.matmul, lambda t, ans, a, b, **k: _batched_product(t, a, b, 0, k),
                            lambda t, ans, a, b, **k: _batched_product(t, a, b, 1, k))
 # fmt: on
@@ -267,7 +267,7 @@ def _einsum_vjps(g, argnums, ans, args, kwargs):
     return tuple(_einsum_vjp(g, i, args, kwargs) for i in argnums)
 
 
-primitive_vjps[anp.einsum] = _einsum_vjps
+defvjp_whole(anp.einsum, _einsum_vjps)
 def_linear(anp.einsum)
 
 

@@ -1,7 +1,7 @@
 """Rules for elementwise functions: one line each, VJP and JVP together.
 
 ``elementwise(f, df)`` gives a unary function's local derivative df(ans, x);
-``elementwise2(f, dfdx, dfdy)`` gives a broadcasting binary function's partials.
+``elementwise_n(f, dfdx, dfdy)`` gives a broadcasting binary function's partials.
 Complex arguments follow autograd's convention: the VJP of a holomorphic f is
 ``g * f'(z)``; a real function of z with ``df = Re(D dz)`` has VJP ``g * D``.
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as _np
 
-from ..._core.rules import defjvp_batched, defvjp_direct, vjp_reads_only
+from ..._core.rules import defjvp_batched, deflabel, defvjp_direct
 from ..._core.rules import defjvp_direct as defjvp
 from ..._core.tracer import getval
 from .. import numpy_wrapper as anp
@@ -24,7 +24,7 @@ from ._helpers import (
     broadcast_tangent,
     dtype_of,
     elementwise,
-    elementwise2,
+    elementwise_n,
     linear,
     match_dtype,
     unbroadcast,
@@ -124,45 +124,50 @@ def _finite_only(g, x):
 # fmt: off
 # ----------------------------------------------------------------------------- arithmetic
 defvjp_direct(anp.add,      lambda g, ans, x, y, *a, **k: unbroadcast(g, x),
-                            lambda g, ans, x, y, *a, **k: unbroadcast(g, y))
+                            lambda g, ans, x, y, *a, **k: unbroadcast(g, y),
+              reads=())  # only the cotangent, unbroadcast to each operand's shape
 defjvp(anp.add,             lambda g, ans, x, y, *a, **k: broadcast_tangent(g, ans),
                             lambda g, ans, x, y, *a, **k: broadcast_tangent(g, ans))
 defvjp_direct(anp.subtract, lambda g, ans, x, y, *a, **k: unbroadcast(g, x),
-                            lambda g, ans, x, y, *a, **k: unbroadcast(-g, y))
+                            lambda g, ans, x, y, *a, **k: unbroadcast(-g, y), reads=())
 defjvp(anp.subtract,        lambda g, ans, x, y, *a, **k: broadcast_tangent(g, ans),
                             lambda g, ans, x, y, *a, **k: broadcast_tangent(-g, ans))
 defjvp_batched(anp.add,      lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(g, x, ans), ans),
                             lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(g, y, ans), ans))
 defjvp_batched(anp.subtract, lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(g, x, ans), ans),
                             lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(-g, y, ans), ans))
-vjp_reads_only(anp.add)        # the cotangent, unbroadcast to each operand's shape
-vjp_reads_only(anp.subtract)
-elementwise2(anp.multiply,  lambda ans, x, y: y,               lambda ans, x, y: x)
-elementwise2(anp.divide,    lambda ans, x, y: anp.divide(1.0, y), lambda ans, x, y: -ans / y)  # true_divide; y may be a constant Python float, whose 1 / 0.0 raises
+deflabel(anp.add,           "{0} + {1}")  # how explain writes a call
+deflabel(anp.subtract,      "{0} - {1}")
+elementwise_n(anp.multiply,  lambda ans, x, y: y,               lambda ans, x, y: x)
+deflabel(anp.multiply,      "{0} * {1}")
+elementwise_n(anp.divide,    lambda ans, x, y: anp.divide(1.0, y), lambda ans, x, y: -ans / y)  # true_divide; y may be a constant Python float, whose 1 / 0.0 raises
+deflabel(anp.divide,        "{0} / {1}")
 elementwise(anp.negative,   lambda ans, x: -1.0)
+deflabel(anp.negative,      "-{0}")
 elementwise(anp.positive,   lambda ans, x: 1.0)
 elementwise(anp.reciprocal, lambda ans, x: -ans ** 2)
-elementwise2(anp.mod,       lambda ans, x, y: 1.0,             lambda ans, x, y: -anp.floor(x / y))  # remainder
-elementwise2(anp.fmod,      lambda ans, x, y: 1.0,             lambda ans, x, y: -anp.trunc(x / y))
+elementwise_n(anp.mod,       lambda ans, x, y: 1.0,             lambda ans, x, y: -anp.floor(x / y))  # remainder
+elementwise_n(anp.fmod,      lambda ans, x, y: 1.0,             lambda ans, x, y: -anp.trunc(x / y))
 
 # ----------------------------------------------------------------------------- powers, exp, log
-elementwise2(anp.power,     lambda ans, x, y: y * x ** _lowered(y),                                # pow
+elementwise_n(anp.power,     lambda ans, x, y: y * x ** _lowered(y),                                # pow
                             lambda ans, x, y: anp.log(anp.where(x, x, 1.0)) * ans)
-elementwise2(anp.float_power, lambda ans, x, y: y * anp.float_power(x, _lowered(y)),
+elementwise_n(anp.float_power, lambda ans, x, y: y * anp.float_power(x, _lowered(y)),
                             lambda ans, x, y: anp.log(anp.where(x, x, 1.0)) * ans)
+deflabel(anp.power,         "{0} ** {1}")
+deflabel(anp.float_power,   "{0} ** {1}")
 elementwise(anp.square,     lambda ans, x: 2 * x)
 elementwise(anp.sqrt,       lambda ans, x: 0.5 / ans)
 elementwise(anp.cbrt,       lambda ans, x: 1 / (3 * ans ** 2))
-elementwise(anp.exp,        lambda ans, x: ans)
-vjp_reads_only(anp.exp, ans=True)
+elementwise(anp.exp,        lambda ans, x: ans, reads=("ans",))
 elementwise(anp.exp2,       lambda ans, x: ans * _LN2)
 elementwise(anp.expm1,      lambda ans, x: ans + 1)
 elementwise(anp.log,        lambda ans, x: 1 / x)
 elementwise(anp.log2,       lambda ans, x: 1 / (x * _LN2))
 elementwise(anp.log10,      lambda ans, x: 1 / (x * _LN10))
 elementwise(anp.log1p,      lambda ans, x: 1 / (x + 1))
-elementwise2(anp.logaddexp, lambda ans, x, y: anp.exp(x - ans), lambda ans, x, y: anp.exp(y - ans))
-elementwise2(anp.logaddexp2, lambda ans, x, y: anp.exp2(x - ans), lambda ans, x, y: anp.exp2(y - ans))
+elementwise_n(anp.logaddexp, lambda ans, x, y: anp.exp(x - ans), lambda ans, x, y: anp.exp(y - ans))
+elementwise_n(anp.logaddexp2, lambda ans, x, y: anp.exp2(x - ans), lambda ans, x, y: anp.exp2(y - ans))
 
 # ----------------------------------------------------------------------------- trigonometric
 elementwise(anp.sin,        lambda ans, x: anp.cos(x))
@@ -171,9 +176,9 @@ elementwise(anp.tan,        lambda ans, x: 1 + ans ** 2)
 elementwise(anp.arcsin,     lambda ans, x: 1 / anp.sqrt(1 - x ** 2))                  # asin
 elementwise(anp.arccos,     lambda ans, x: -1 / anp.sqrt(1 - x ** 2))                 # acos
 elementwise(anp.arctan,     lambda ans, x: 1 / (1 + x ** 2))                          # atan
-elementwise2(anp.arctan2,   lambda ans, y, x: x / (x ** 2 + y ** 2),                  # atan2
+elementwise_n(anp.arctan2,   lambda ans, y, x: x / (x ** 2 + y ** 2),                  # atan2
                             lambda ans, y, x: -y / (x ** 2 + y ** 2))
-elementwise2(anp.hypot,     lambda ans, x, y: x / ans,         lambda ans, x, y: y / ans)
+elementwise_n(anp.hypot,     lambda ans, x, y: x / ans,         lambda ans, x, y: y / ans)
 elementwise(anp.sinc,       _sinc_derivative)
 elementwise(anp.deg2rad,    lambda ans, x: _DEG)
 elementwise(anp.radians,    lambda ans, x: _DEG)
@@ -183,14 +188,14 @@ elementwise(anp.degrees,    lambda ans, x: 1 / _DEG)
 # ----------------------------------------------------------------------------- hyperbolic
 elementwise(anp.sinh,       lambda ans, x: anp.cosh(x))
 elementwise(anp.cosh,       lambda ans, x: anp.sinh(x))
-elementwise(anp.tanh,       lambda ans, x: 1.0 - ans ** 2)  # (1.0: a float operand is cheaper)
-vjp_reads_only(anp.tanh, ans=True)
+elementwise(anp.tanh,       lambda ans, x: 1.0 - ans ** 2, reads=("ans",))  # (1.0: a float operand is cheaper)
 elementwise(anp.arcsinh,    lambda ans, x: 1 / anp.sqrt(x ** 2 + 1))                  # asinh
 elementwise(anp.arccosh,    lambda ans, x: 1 / (anp.sqrt(x - 1) * anp.sqrt(x + 1)))   # acosh
 elementwise(anp.arctanh,    lambda ans, x: 1 / (1 - x ** 2))                          # atanh
 
 # ----------------------------------------------------------------------------- complex parts
 elementwise(anp.absolute,   _abs_derivative)                                          # abs
+deflabel(anp.absolute,      "abs({0})")
 elementwise(anp.fabs,       lambda ans, x: anp.sign(x))
 linear(anp.conjugate,       lambda g, ans, x, *a, **k: anp.conj(g))                   # conj
 linear(anp.real,            lambda g, ans, x: match_dtype(anp.real(g), x))
@@ -199,13 +204,13 @@ defvjp_direct(anp.angle,    _angle_vjp)
 defjvp(anp.angle,           _angle_jvp)
 defvjp_direct(anp.real_if_close, lambda g, ans, x, *a, **k: match_dtype(g, x))
 defjvp(anp.real_if_close,   lambda g, ans, x, *a, **k: match_dtype(g, ans))
-elementwise2(anp.copysign,  lambda ans, x, y: anp.sign(x) * anp.sign(ans), None)
+elementwise_n(anp.copysign,  lambda ans, x, y: anp.sign(x) * anp.sign(ans), None)
 
 # ----------------------------------------------------------------------------- selection
-elementwise2(anp.maximum,   lambda ans, x, y: _share(x, ans, y), lambda ans, x, y: _share(y, ans, x))
-elementwise2(anp.minimum,   lambda ans, x, y: _share(x, ans, y), lambda ans, x, y: _share(y, ans, x))
-elementwise2(anp.fmax,      lambda ans, x, y: _share(x, ans, y), lambda ans, x, y: _share(y, ans, x))
-elementwise2(anp.fmin,      lambda ans, x, y: _share(x, ans, y), lambda ans, x, y: _share(y, ans, x))
+elementwise_n(anp.maximum,   lambda ans, x, y: _share(x, ans, y), lambda ans, x, y: _share(y, ans, x))
+elementwise_n(anp.minimum,   lambda ans, x, y: _share(x, ans, y), lambda ans, x, y: _share(y, ans, x))
+elementwise_n(anp.fmax,      lambda ans, x, y: _share(x, ans, y), lambda ans, x, y: _share(y, ans, x))
+elementwise_n(anp.fmin,      lambda ans, x, y: _share(x, ans, y), lambda ans, x, y: _share(y, ans, x))
 defvjp_direct(anp.clip,     _clip_vjp(0, "a"), _clip_vjp(1, "min"), _clip_vjp(2, "max"))
 defjvp(anp.clip,            _clip_jvp("a"), _clip_jvp("min"), _clip_jvp("max"))
 defvjp_direct(anp.nan_to_num, lambda g, ans, x, *a, **k: match_dtype(_finite_only(g, x), x))

@@ -15,7 +15,8 @@ from ..._core.rules import defjvp_direct as defjvp
 from ..._core.rules import defvjp_direct
 from .. import fft as afft
 from .. import numpy_wrapper as anp
-from ._helpers import constant_like, dtype_of, match_dtype
+from ..placement import constant_like
+from ._helpers import dtype_of, match_dtype
 
 _SWAPPED = {None: "forward", "backward": "forward", "ortho": "ortho", "forward": "backward"}
 

@@ -19,15 +19,13 @@ from ..._core.rules import defvjp_direct
 from ..._core.tracer import getval
 from .. import linalg as la
 from .. import numpy_wrapper as anp
+from ..placement import constant_like, index_like, on_host
 from ._helpers import (
     broadcast_tangent,
-    constant_like,
     dtype_of,
-    index_like,
     keepdims_shape,
     linear,
     match_dtype,
-    on_host,
     unbroadcast,
 )
 

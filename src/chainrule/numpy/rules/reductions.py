@@ -15,18 +15,16 @@ from __future__ import annotations
 import numpy as _np
 
 from ..._core.rules import defjvp_direct as defjvp
-from ..._core.rules import defvjp_direct, vjp_reads_only
+from ..._core.rules import defvjp_direct
 from ..._core.tracer import getval
 from .. import numpy_wrapper as anp
+from ..placement import constant_like, index_like, on_host
 from ._helpers import (
-    constant_like,
     dtype_of,
     expand_to,
-    index_like,
     keepdims_shape,
     linear,
     match_dtype,
-    on_host,
     reduced_count,
     shape_of,
     zero_mask,
@@ -623,8 +621,7 @@ def _corrcoef_jvp(argnum):
 
 # fmt: off
 # ----------------------------------------------------------------------------- sums and means
-defvjp_direct(anp.sum,     _sum_vjp)
-vjp_reads_only(anp.sum)  # only the input's shape
+defvjp_direct(anp.sum,     _sum_vjp, reads=())  # only the input's shape
 defjvp(anp.sum,            _sum_jvp)
 defvjp_direct(anp.mean,    _mean_vjp)
 defjvp(anp.mean,           _mean_jvp)

@@ -27,20 +27,24 @@ import itertools
 
 import numpy as _np
 
-from ..._core.reverse import primitive_vjps
-from ..._core.rules import defjvp_argnums, defvjp_direct, not_differentiable
+from ..._core.rule_table import primitive_vjps
+from ..._core.rules import (
+    defjvp_argnums,
+    deflabel,
+    defvjp_direct,
+    defvjp_whole,
+    not_differentiable,
+)
 from ..._core.rules import defjvp_direct as defjvp
 from ..._core.tracer import getval, primitive
 from .. import numpy_wrapper as anp
 from ..numpy_boxes import array_astype, array_getitem
+from ..placement import constant_like, index_like, on_host
 from ._helpers import (
     composite,
-    constant_like,
     dtype_of,
-    index_like,
     linear,
     match_dtype,
-    on_host,
     shape_of,
     unbroadcast,
 )
@@ -137,6 +141,7 @@ linear(array_astype,     lambda g, ans, x, *a, **k: match_dtype(g, x))
 # ----------------------------------------------------------------------------- indexing
 linear(array_getitem,    lambda g, ans, x, index: match_dtype(untake(g, index, shape_of(x), dtype_of(x)), x))
 linear(untake,           lambda g, ans, x, index, shape, dtype: array_getitem(g, index))
+deflabel(array_getitem,  "{0}[{1:index}]")  # how explain writes a call (index notation)
 # fmt: on
 
 
@@ -209,7 +214,7 @@ def selection(fun, argnums=(0,), source=None):
                          else anp.ravel(t))
         return match_dtype(_gather(anp.concatenate(parts), src), ans)
 
-    primitive_vjps[fun] = vjp
+    defvjp_whole(fun, vjp)
     defjvp_argnums(fun, jvp)
 
 
@@ -270,7 +275,7 @@ def _atleast_vjp(g, argnums, ans, args, kwargs):
 
 
 def _def_atleast(fun):
-    primitive_vjps[fun] = _atleast_vjp
+    defvjp_whole(fun, _atleast_vjp)
     defjvp_argnums(fun, lambda argnums, gs, ans, args, kwargs: fun(
         *_with_zeros(argnums, gs, args, 0)))
 
@@ -346,14 +351,17 @@ def _def_joining(fun, vjp, n_static):
     def rule(g, argnums, ans, args, kwargs):
         return vjp(g, ans, args[:n_static], args[n_static:], [i - n_static for i in argnums])
 
-    primitive_vjps[fun] = rule
+    defvjp_whole(fun, rule)
     defjvp_argnums(fun, lambda argnums, gs, ans, args, kwargs: match_dtype(fun(
         *args[:n_static], *_with_zeros(argnums, gs, args, n_static)), ans))
 
 
 _def_joining(anp.concatenate_args, _concatenate_vjp, 1)
 _def_joining(anp.stack_args, _stack_vjp, 1)
+deflabel(anp.concatenate_args, lambda t: f"concatenate([{', '.join(t[1:])}], axis={t[0]})")
+deflabel(anp.stack_args, lambda t: f"stack([{', '.join(t[1:])}], axis={t[0]})")
 _def_joining(anp.array_from_args, _array_vjp, 2)
+deflabel(anp.array_from_args, lambda t: f"array([{', '.join(t[2:])}])")
 
 
 # ----------------------------------------------------------------------------- functional updates

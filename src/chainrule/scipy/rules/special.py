@@ -14,14 +14,15 @@ from ..._core.rules import defjvp_direct as defjvp
 from ..._core.rules import defvjp_direct
 from ...numpy import numpy_wrapper as anp
 from ...numpy.rules._helpers import (
+    NoClosedForm,
     broadcast_tangent,
     elementwise,
+    elementwise_n,
     keepdims_shape,
     shape_of,
     unbroadcast,
 )
 from .. import special as sp
-from ._helpers import NoClosedForm, elementwise_n
 
 _SQRT_PI = _np.sqrt(_np.pi)
 _SQRT_2PI = _np.sqrt(2 * _np.pi)

@@ -1,0 +1,21 @@
+"""The engine: everything below the NumPy layer, in the order to read it.
+
+1. ``tracer``: boxes, trace ids and ``primitive``, the wrapper that records a call of a
+   primitive on a traced value as a *node* (the mode that made the trace decides the node
+   type). Knows no calculus.
+2. ``rule_table``: one ``PrimitiveRules`` entry per primitive (VJP, JVP, batched JVP, what
+   the VJP reads, explain's label); ``rules``: the functions that fill the entries
+   (``defvjp``, ``defjvp``, ``defvjp_direct`` ... for user code and the rule tables).
+3. ``vspace`` and ``pytree``: zeros, addition and shapes of values, and flattening of
+   containers of values (transforms take and return any pytree).
+4. ``forward``: JVP nodes compute tangents as they are made (no graph kept);
+   ``reverse``: VJP nodes keep what their rules read, and one iterative backward pass
+   pulls cotangents back from the outputs; a ``Recording`` is a graph pulled back (or
+   pushed forward, batched) many times.
+5. ``containers``: the boxes of tuples, lists and dicts returned by primitives.
+
+Nothing here imports from the layers above (``chainrule.numpy``, transforms, explain,
+Tensor); they register into the core through its registries: ``rule_table``, the box and
+vector-space types (``Box.register``, ``VSpace.register``), ``front_ends`` and the
+hooks at the top of ``tracer``.
+"""

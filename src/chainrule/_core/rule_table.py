@@ -1,0 +1,118 @@
+"""The rule table: one entry per primitive, holding everything chainrule knows about it.
+
+An entry (``PrimitiveRules``) is the single source of truth for its primitive: its VJP,
+its JVP, its batched JVP, which of its values the VJP reads (the tape keeps only those),
+and how ``explain`` writes a call of it. The engine reads the entry of a node's primitive
+once per node; rule tables and user code write entries through ``rules.py``.
+
+``primitive_vjps`` and ``primitive_jvps`` (autograd's names for its two registries) are
+live views of one column of the table, for code that reads, sets or pops them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, MutableMapping
+
+
+class PrimitiveRules:
+    """Everything registered for one primitive.
+
+    - ``vjp(g, argnums, ans, args, kwargs)``: one cotangent per traced argument (None for
+      zero); ``vjp_by_argnums`` maps an ``argnums`` tuple to its per-argument rules
+      ``rule(g, ans, *args, **kwargs)`` once chosen, so the backward pass can call them
+      directly (filled by VJPs defined per argument; empty for other forms).
+    - ``jvp(tangents, argnums, ans, args, kwargs)``: the tangent of the answer.
+    - ``batched_jvp``: the same with a leading batch axis on every tangent, or None where
+      it cannot batch a call (the caller then loops).
+    - ``unread_args`` / ``reads_ans``: the argument positions (ascending, among the first
+      four) whose values the VJP never reads, only their shape and dtype, and whether it
+      reads the answer. A node keeps the unread ones as ``ShapeOnly`` and the answer as
+      None when unread. ``None`` (the default) keeps everything.
+    - ``label``: how ``explain`` writes a call; a format string over the arguments' texts
+      (``"{0} + {1}"``) or a function ``label(texts, args) -> str``. None: ``name(args)``.
+    """
+
+    __slots__ = ("fun", "vjp", "vjp_by_argnums", "jvp", "batched_jvp", "unread_args",
+                 "reads_ans", "label", "jvp_replaced")
+
+    def __init__(self, fun: Callable):
+        self.fun = fun
+        self.vjp: Callable | None = None
+        self.vjp_by_argnums: dict[tuple, tuple] = {}
+        self.jvp: Callable | None = None
+        self.batched_jvp: Callable | None = None
+        self.unread_args: tuple[int, ...] | None = None
+        self.reads_ans = True
+        self.label: str | Callable | None = None
+        # the JVP was replaced after one existed and the VJP has not been since (rules.py
+        # warns when such a VJP is replaced alone: the two modes would disagree)
+        self.jvp_replaced = False
+
+    def __repr__(self) -> str:
+        kinds = [k for k in ("vjp", "jvp", "batched_jvp") if getattr(self, k) is not None]
+        return f"<rules of {getattr(self.fun, '__name__', self.fun)}: {', '.join(kinds)}>"
+
+
+# primitive -> its entry. Entries are made on first registration and never removed.
+rule_table: dict[Callable, PrimitiveRules] = {}
+
+
+def rules_of(fun: Callable) -> PrimitiveRules:
+    """``fun``'s entry, made empty if it has none yet."""
+    entry = rule_table.get(fun)
+    if entry is None:
+        entry = rule_table[fun] = PrimitiveRules(fun)
+    return entry
+
+
+def label_of(fun: Callable) -> str | Callable:
+    """How explain writes a call of ``fun``: its entry's label, or else its name (written
+    as a call, ``name(a, b)``)."""
+    entry = rule_table.get(fun)
+    if entry is not None and entry.label is not None:
+        return entry.label
+    return getattr(fun, "__name__", "f")
+
+
+class RuleColumn(MutableMapping):
+    """One column of the rule table as a dict of primitive -> rule (autograd's
+    ``primitive_vjps``/``primitive_jvps``). Deleting an entry clears that rule only."""
+
+    def __init__(self, column: str):
+        self.column = column
+
+    def __getitem__(self, fun: Callable) -> Callable:
+        entry = rule_table.get(fun)
+        rule = None if entry is None else getattr(entry, self.column)
+        if rule is None:
+            raise KeyError(fun)
+        return rule
+
+    def __setitem__(self, fun: Callable, rule: Callable) -> None:
+        entry = rules_of(fun)
+        setattr(entry, self.column, rule)
+        if self.column == "vjp":
+            entry.vjp_by_argnums = getattr(rule, "by_argnums", {})
+
+    def __delitem__(self, fun: Callable) -> None:
+        self[fun]  # KeyError when absent
+        self[fun] = None
+
+    def __contains__(self, fun) -> bool:
+        entry = rule_table.get(fun)
+        return entry is not None and getattr(entry, self.column) is not None
+
+    def __iter__(self) -> Iterator[Callable]:
+        return (fun for fun, entry in list(rule_table.items())
+                if getattr(entry, self.column) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} {self.column} rules>"
+
+
+primitive_vjps = RuleColumn("vjp")
+primitive_jvps = RuleColumn("jvp")
+batched_jvps = RuleColumn("batched_jvp")

@@ -1,0 +1,35 @@
+"""chainrule.nn: PyTorch's ``torch.nn`` for chainrule Tensors (a small part of it).
+
+    from chainrule import nn, optim
+    model = nn.Sequential(nn.Linear(4, 16), nn.Tanh(), nn.Linear(16, 1))
+    loss = nn.MSELoss()(model(x), y)
+
+``Module`` (parameters, state_dict, train/eval, zero_grad), ``Parameter``, the
+layers ``Linear``, ``Sequential``, ``ReLU``, ``Tanh``, ``Sigmoid``, ``Dropout``,
+``Identity``, ``Flatten`` and the losses ``MSELoss``, ``CrossEntropyLoss``,
+``NLLLoss``, ``BCEWithLogitsLoss``. ``chainrule.nn.functional`` is
+``chainrule.tensor.functional``. See docs/tensor.md for what differs from PyTorch.
+"""
+
+from . import functional
+from ._layers import (
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    Dropout,
+    Flatten,
+    Identity,
+    Linear,
+    MSELoss,
+    NLLLoss,
+    ReLU,
+    Sequential,
+    Sigmoid,
+    Tanh,
+)
+from ._module import Module, Parameter
+
+__all__ = [
+    "Module", "Parameter", "Linear", "Sequential", "ReLU", "Tanh", "Sigmoid", "Dropout",
+    "Identity", "Flatten", "MSELoss", "CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss",
+    "functional",
+]  # fmt: skip

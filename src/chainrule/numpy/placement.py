@@ -1,0 +1,64 @@
+"""Where a constant lives: NumPy constants made fit to mix with a traced value's array.
+
+A rule or a box primitive that builds a constant (an index array, an identity, a pad)
+passes it through ``constant_like``/``index_like``, so that it works on CuPy arrays too,
+which refuse NumPy operands. This module sits below the boxes and the rule tables, which
+both use it, and imports nothing of chainrule above the core.
+"""
+
+from __future__ import annotations
+
+import numpy as _np
+
+from .._core.tracer import getval
+
+SCALAR_TYPES = frozenset([float, complex, _np.float64, _np.float32, _np.complex128, _np.complex64])
+_HOST_TYPES = frozenset([_np.ndarray, float, int, complex, bool]) | SCALAR_TYPES
+
+
+def on_host(x) -> bool:
+    """Whether ``x``'s raw value is a NumPy array or scalar (not a Dask or CuPy array)."""
+    xv = getval(x)
+    return type(xv) in _HOST_TYPES or isinstance(xv, (_np.ndarray, _np.generic))
+
+
+def constant_like(value, x):
+    """A NumPy constant (an index array, an identity, a pad) fit to mix with ``x``.
+
+    CuPy refuses NumPy arrays as operands and indices: for a traced value of such a
+    library the constant becomes one of its arrays (``like=`` dispatches through
+    ``__array_function__``). For NumPy, and for libraries that take NumPy operands
+    (Dask: its graphs stay as they are), the constant is returned as it is."""
+    xv = getval(x)
+    if type(xv) in _HOST_TYPES or _takes_host_arrays(xv) or getval(value) is not value:
+        return value  # (a traced value is no constant)
+    return _np.asarray(value, like=xv)
+
+
+def index_like(index, x):
+    """``index`` with its NumPy arrays made fit to index ``x`` (see ``constant_like``)."""
+    if type(index) is tuple:
+        if not any(isinstance(i, _np.ndarray) for i in index):
+            return index
+        return tuple(constant_like(i, x) if isinstance(i, _np.ndarray) else i for i in index)
+    return constant_like(index, x) if isinstance(index, _np.ndarray) else index
+
+
+_HOST_ARRAYS_TAKEN: dict = {_np.ndarray: True}
+
+
+def _takes_host_arrays(xv) -> bool:
+    """Whether ``xv``'s library takes NumPy arrays as operands: tried once per type,
+    on an empty slice (a lazy library computes nothing)."""
+    taken = _HOST_ARRAYS_TAKEN.get(type(xv))
+    if taken is None:
+        if isinstance(xv, _np.generic) or not hasattr(xv, "reshape"):
+            taken = True
+        else:
+            try:
+                _np.multiply(xv.reshape(-1)[:0], _np.zeros(0, dtype=xv.dtype))
+                taken = True
+            except TypeError:
+                taken = False
+        _HOST_ARRAYS_TAKEN[type(xv)] = taken
+    return taken

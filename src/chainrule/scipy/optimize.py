@@ -1,0 +1,912 @@
+"""chainrule.scipy.optimize: SciPy's solvers, differentiable by the implicit function theorem.
+
+Each solver runs SciPy itself on plain values (no tape through its iterations, so memory
+does not grow with the iteration count). The solution x* is then tied to the traced
+parameters by a system F(x*, theta) = 0 that holds there:
+
+- ``minimize``: F = the gradient of the objective (with active bounds, F_i = x_i - bound_i);
+- ``root``, ``root_scalar``, ``brentq``, ``newton``...: F = the residual;
+- ``least_squares``: F = J^T r, the gradient of the cost (normal equations);
+- ``fixed_point``: F = x - func(x).
+
+Differentiating F(x*(theta), theta) = 0 gives dx* = -(dF/dx)^{-1} dF/dtheta dtheta:
+reverse mode solves once with (dF/dx)^T and pulls the result back through F in theta;
+forward mode pushes the tangent through F in theta and solves once. The solve is dense for
+small systems and matrix-free above ``DENSE_LIMIT`` unknowns (Jacobian- or Hessian-vector
+products with SciPy's ``cg`` or ``gmres``). Both rules are written with chainrule's own
+operations, the matrix-free solve being itself an implicit solution of a linear system, so
+derivatives of every order work in both modes.
+
+Traced parameters reach the solve as explicit inputs: those passed in ``args``, and those
+held in the objective's own closure cells (``lambda x: f(x, theta)`` inside the function
+being differentiated), which are moved into the arguments. A traced value reached any other
+way (a global, a default value, the closure of another function the objective calls) cannot
+be followed through a solver that calls the objective on plain values: it is refused with an
+error naming the fix (pass it in ``args``), never given a silently zero derivative.
+"""
+
+from __future__ import annotations
+
+import copy
+import types
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as _np
+import scipy.optimize as _so
+import scipy.sparse.linalg as _spla
+
+from .._core import forward, reverse
+from .._core.pytree import tree_flatten, tree_unflatten
+from .._core.rules import defjvp_argnums, defvjp_argnums
+from .._core.tracer import front_ends, getval, isbox, primitive
+from .._transforms import grad, hessian, jacobian, make_hvp
+from ..numpy import _namespace
+from ..numpy import linalg as _alinalg
+from ..numpy import numpy_wrapper as anp
+from ..numpy.rules._helpers import match_dtype
+from ..tensor import Tensor
+from ..tensor._graph import TRACE_ID as _TENSOR_TRACE
+
+DENSE_LIMIT = 200  # unknowns above which the implicit solve is matrix-free by default
+LINEAR_SOLVERS = ("auto", "dense", "cg", "gmres")
+ITERATIVE_RTOL = 1e-10  # relative residual of the matrix-free solve (cg, gmres)
+RESIDUAL_TOL = 1.5e-8  # max |F(x*)| accepted when SciPy reports no success (sqrt(eps))
+
+
+class ClosedOverTracedValueError(TypeError):
+    """The objective closes over a traced value, which the solver cannot differentiate."""
+
+
+class NotConvergedError(RuntimeError):
+    """A derivative was asked of a solver result that is not a solution."""
+
+
+class SingularSystemError(ValueError):
+    """dF/dx is singular at the solution: the solution is not isolated."""
+
+
+# ----------------------------------------------------------------------------- the core
+class _Problem:
+    """F(x, leaves) = 0 with its plain-value solver; x is a flat float vector.
+
+    ``residual(x, leaves)`` is written with chainrule operations (it is differentiated);
+    ``solve(leaves)`` runs on plain values and returns x* (it may keep SciPy's result).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        residual: Callable,
+        solve: Callable,
+        linear_solver: str = "auto",
+        symmetric: bool = False,
+    ):
+        if linear_solver not in LINEAR_SOLVERS:
+            raise ValueError(
+                f"{name}: implicit_solver must be one of {LINEAR_SOLVERS}, got {linear_solver!r}."
+            )
+        self.name = name
+        self.residual = residual
+        self.solve = solve
+        self.linear_solver = linear_solver
+        self.symmetric = symmetric
+
+    def method(self, n: int) -> str:
+        if self.linear_solver != "auto":
+            return self.linear_solver
+        if n <= DENSE_LIMIT:
+            return "dense"
+        return "cg" if self.symmetric else "gmres"
+
+
+@primitive
+def _implicit(problem: _Problem, *leaves):
+    """x* with F(x*, leaves) = 0, found by ``problem.solve`` on plain values."""
+    return problem.solve(leaves)
+
+
+def _replace(leaves, idx, values) -> list:
+    out = list(leaves)
+    for i, v in zip(idx, values):
+        out[i] = v
+    return out
+
+
+def _singular_error(name: str, detail: str) -> SingularSystemError:
+    return SingularSystemError(
+        f"{name}: the implicit system dF/dx is singular at the solution ({detail}), so the "
+        f"solution is not an isolated function of the parameters (a flat direction or a "
+        f"non-isolated minimum) and has no derivative. Regularise the problem (e.g. add a "
+        f"small ridge term) or fix the free directions."
+    )
+
+
+def _linear_solve(problem: _Problem, x, leaves, b, transpose: bool):
+    """(dF/dx)^{-1} b, or (dF/dx)^{-T} b, at (x, leaves), by chainrule operations."""
+    n = int(_np.size(getval(x)))
+    method = problem.method(n)
+    if method == "dense":
+        a = jacobian(lambda z: problem.residual(z, leaves))(x)
+        s = _np.linalg.svd(_np.asarray(getval(a), dtype=float), compute_uv=False)
+        if s[-1] <= n * _np.finfo(float).eps * s[0]:
+            raise _singular_error(
+                problem.name, f"smallest singular value {s[-1]:.3g}, largest {s[0]:.3g}"
+            )
+        return _alinalg.solve(anp.transpose(a) if transpose else a, b)
+    return _implicit(_LinearProblem(problem, transpose, method), x, b, *leaves)
+
+
+class _LinearProblem(_Problem):
+    """A w = b (or A^T w = b) with A = dF/dx of ``base`` at x, solved matrix-free.
+
+    As an implicit problem of its own (residual A w - b in (x, b, leaves)), its derivatives
+    come from the same rules, which is what makes the matrix-free path differentiable."""
+
+    def __init__(self, base: _Problem, transpose: bool, method: str):
+        super().__init__(base.name, self._residual, self._solve, method, base.symmetric)
+        self.base = base
+        self.transpose = transpose
+
+    def _operator(self, x, leaves) -> Callable:
+        f = lambda z: self.base.residual(z, leaves)
+        if self.transpose:
+            pull_back, _ = reverse.make_vjp(f, x)
+            return pull_back
+        push = forward.make_jvp(f, x)
+        return lambda v: push(v)[1]
+
+    def _residual(self, w, params):
+        x, b, *leaves = params
+        return self._operator(x, leaves)(w) - b
+
+    def _solve(self, params):
+        x, b, *leaves = params
+        n = int(_np.size(x))
+        apply = self._operator(x, leaves)
+        op = _spla.LinearOperator(
+            (n, n), matvec=lambda v: _np.asarray(apply(v.ravel())), dtype=float
+        )
+        b = _np.asarray(b, dtype=float)
+        if self.linear_solver == "cg":
+            w, info = _spla.cg(op, b, rtol=ITERATIVE_RTOL, atol=0.0, maxiter=10 * n)
+        else:
+            w, info = _spla.gmres(
+                op, b, rtol=ITERATIVE_RTOL, atol=0.0, restart=min(n, 50), maxiter=10 * n
+            )
+        if info != 0:
+            raise _singular_error(
+                self.name,
+                f"{self.linear_solver} did not reach rtol {ITERATIVE_RTOL:g} in {10 * n} "
+                f"iterations; if the system is only ill-conditioned, implicit_solver='dense' "
+                f"solves it directly",
+            )
+        return w
+
+
+def _implicit_vjp(argnums, ans, args, kwargs):
+    problem, *leaves = args
+    idx = [i - 1 for i in argnums]
+
+    def vjp(g):
+        w = _linear_solve(problem, ans, leaves, g, transpose=True)
+        pull_back, _ = reverse.make_vjp(
+            lambda ps: problem.residual(ans, _replace(leaves, idx, ps)), [leaves[i] for i in idx]
+        )
+        return tuple(match_dtype(-c, leaves[i]) for c, i in zip(pull_back(w), idx))
+
+    return vjp
+
+
+def _implicit_jvp(argnums, tangents, ans, args, kwargs):
+    problem, *leaves = args
+    idx = [i - 1 for i in argnums]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # F may not depend on every traced leaf
+        _, u = forward.make_jvp(
+            lambda ps: problem.residual(ans, _replace(leaves, idx, ps)), [leaves[i] for i in idx]
+        )(list(tangents))
+    return -_linear_solve(problem, ans, leaves, u, transpose=False)
+
+
+defvjp_argnums(_implicit, _implicit_vjp)
+defjvp_argnums(_implicit, _implicit_jvp)
+
+
+# ----------------------------------------------------------------------------- plumbing
+def _no_traced(name: str, value):
+    """``value`` unchanged; raises if it holds a traced value (a closed-over parameter)."""
+    leaves, _ = tree_flatten(value)
+    if any(isbox(leaf) for leaf in leaves):
+        raise ClosedOverTracedValueError(
+            f"{name}: the function returned a traced value when called with plain x and "
+            f"args, so it reaches a traced parameter that chainrule could not make an "
+            f"argument (it lifts those held in the function's own closure, not a global or "
+            f"one reached through another function it calls). The solver calls it on plain "
+            f"values and cannot differentiate that parameter. Pass it through args= "
+            f"instead, e.g. {name}(lambda x, p: f(x, p), x0, args=(p,))."
+        )
+    return value
+
+
+def _checked(name: str, fun: Callable) -> Callable:
+    return lambda *a, **k: _no_traced(name, fun(*a, **k))
+
+
+def _front(x):
+    """A solution traced on the Tensor front end's trace (Tensor parameters) comes back as
+    a Tensor, so that ``.backward()`` works on what is computed from it."""
+    if isbox(x) and x._trace_id == _TENSOR_TRACE:
+        return front_ends[Tensor].wrap(x)
+    return x
+
+
+def _as_tuple(args) -> tuple:
+    return args if isinstance(args, tuple) else (args,)
+
+
+def _cell_value(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:  # a cell not yet assigned
+        return None
+
+
+def _holds_traced(value) -> bool:
+    return any(isbox(leaf) for leaf in tree_flatten(value)[0])
+
+
+def _lift_closure(fun: Callable, args, *callables):
+    """``fun``'s closed-over traced values made explicit: ``(fun', args', callables')``.
+
+    The values in ``fun``'s own closure cells that hold traced values become one more item
+    of ``args`` (so the solve differentiates them like any argument), and ``fun'`` calls
+    ``fun``'s code with fresh cells holding what it is given there; the other cells are
+    ``fun``'s own. The user's ``callables`` (jac, hess, fprime...), which SciPy calls with
+    ``args`` too, are given the original ``args`` back. Traced values reached another way
+    (a global, a function ``fun`` calls) stay where they are and are refused by
+    ``_no_traced`` when SciPy calls ``fun``."""
+    args = _as_tuple(args)
+    cells = getattr(fun, "__closure__", None) or ()
+    held = [i for i, cell in enumerate(cells) if _holds_traced(_cell_value(cell))]
+    if not held:
+        return fun, args, callables
+
+    def with_cells(values) -> Callable:
+        new = list(cells)
+        for i, v in zip(held, values):
+            new[i] = types.CellType(v)
+        g = types.FunctionType(
+            fun.__code__, fun.__globals__, fun.__name__, fun.__defaults__, tuple(new)
+        )
+        g.__kwdefaults__ = fun.__kwdefaults__
+        return g
+
+    def lifted(x, *a, **kw):
+        return with_cells(a[-1])(x, *a[:-1], **kw)
+
+    def dropping_last(c):
+        if not callable(c):
+            return c
+        return lambda x, *a, **kw: c(x, *a[:-1], **kw)
+
+    values = [cells[i].cell_contents for i in held]
+    return lifted, (*args, values), tuple(dropping_last(c) for c in callables)
+
+
+def _solve(
+    name: str,
+    residual: Callable,
+    solve: Callable,
+    params,
+    *,
+    linear_solver: str = "auto",
+    symmetric: bool = False,
+):
+    """Run ``solve(plain params) -> (x*, result)`` as an implicit solution of
+    ``residual(x, params) = 0``; returns (traced x*, SciPy's result, traced?)."""
+    leaves, treedef = tree_flatten(params)
+    kept = {}
+
+    def solve_leaves(plain):
+        x, kept["result"] = solve(tree_unflatten(treedef, list(plain)))
+        return _np.asarray(x, dtype=float).ravel()
+
+    problem = _Problem(
+        name,
+        lambda x, ls: residual(x, tree_unflatten(treedef, list(ls))),
+        solve_leaves,
+        linear_solver,
+        symmetric,
+    )
+    x = _implicit(problem, *leaves)
+    return x, kept["result"], any(isbox(leaf) for leaf in leaves), problem
+
+
+def _require_solution(
+    problem: _Problem, x, plain_leaves: list, ok: bool, message: str, fix: str
+) -> None:
+    """Refuse to differentiate a result SciPy does not report as converged, unless the
+    residual there is negligible (BFGS reports precision loss at solutions it cannot
+    refine further)."""
+    if ok:
+        return
+    size = float(_np.max(_np.abs(getval(problem.residual(getval(x), plain_leaves)))))
+    if size <= RESIDUAL_TOL:
+        return
+    raise NotConvergedError(
+        f"{problem.name}: the solver did not converge ({message}; max |F(x)| = {size:.3g}), "
+        f"so x is not a solution and the implicit derivative would be wrong. {fix}"
+    )
+
+
+def _plain_tree(tree) -> list:
+    """The plain values of ``tree``'s leaves (what ``_Problem.residual`` takes)."""
+    return [getval(leaf) for leaf in tree_flatten(tree)[0]]
+
+
+def _require_plain(name: str, what: str, value) -> None:
+    leaves, _ = tree_flatten(value)
+    if any(isbox(leaf) for leaf in leaves):
+        raise TypeError(
+            f"{name}: {what} cannot be traced (derivatives with respect to it "
+            f"are not supported); pass plain values."
+        )
+
+
+_TOL_FIX = "Tighten tol or raise maxiter (options={'maxiter': ...}), or start closer."
+
+
+# ----------------------------------------------------------------------------- minimize
+_NEEDS_GRADIENT = {
+    "cg",
+    "bfgs",
+    "l-bfgs-b",
+    "tnc",
+    "newton-cg",
+    "slsqp",
+    "dogleg",
+    "trust-ncg",
+    "trust-krylov",
+    "trust-exact",
+    "trust-constr",
+}
+_NEEDS_HESSP = {"newton-cg", "trust-ncg", "trust-krylov"}
+_NEEDS_HESSIAN = {"dogleg", "trust-exact"}
+
+
+def _bound_arrays(bounds, n: int):
+    if bounds is None:
+        return None
+    if isinstance(bounds, _so.Bounds):
+        lb, ub = bounds.lb, bounds.ub
+    else:
+        pairs = list(bounds)
+        lb = [-_np.inf if p[0] is None else p[0] for p in pairs]
+        ub = [_np.inf if p[1] is None else p[1] for p in pairs]
+    lb = _np.broadcast_to(_np.asarray(lb, dtype=float), (n,))
+    ub = _np.broadcast_to(_np.asarray(ub, dtype=float), (n,))
+    return lb, ub
+
+
+def _active_bounds(x, g, lb, ub):
+    """Coordinates held at a bound at the solution (their derivative is zero), and the
+    bound: near it (interior-point methods stop just inside) with the gradient pushing out.
+    """
+    at_lb = (x - lb <= 1e-6 * (1.0 + _np.abs(lb))) & (g >= 0)
+    at_ub = (ub - x <= 1e-6 * (1.0 + _np.abs(ub))) & (g <= 0)
+    return at_lb | at_ub, _np.where(at_lb, lb, ub)
+
+
+def minimize(
+    fun: Callable,
+    x0,
+    args=(),
+    method: str | None = None,
+    jac=None,
+    hess=None,
+    hessp=None,
+    bounds=None,
+    constraints=(),
+    tol: float | None = None,
+    callback=None,
+    options: dict | None = None,
+    *,
+    implicit_solver: str = "auto",
+) -> _so.OptimizeResult:
+    """``scipy.optimize.minimize``, differentiable in the traced values of ``args``.
+
+    ``res.x`` is traced; other fields are plain. The derivative of x* solves
+    H dx* = -d(grad f)/dtheta dtheta with the Hessian at x*; coordinates at an active bound
+    have zero derivative. Where SciPy's method needs a gradient (or Hessian) and none is
+    given, chainrule's exact one is passed. ``implicit_solver``: "auto", "dense", "cg" or
+    "gmres" for the linear solve of the derivative.
+
+    >>> import chainrule.numpy as np
+    >>> from chainrule import grad
+    >>> argmin = lambda a: minimize(lambda x, a: np.sum((x - a) ** 2), np.zeros(1),
+    ...                             args=(a,)).x[0]
+    >>> print(round(float(grad(argmin)(3.0)), 6))
+    1.0
+    """
+    name = "minimize"
+    if constraints:
+        raise NotImplementedError(
+            f"{name}: constraints are not supported (the derivative of a constrained optimum "
+            f"needs its KKT system); bounds= is. Call scipy.optimize.minimize for plain "
+            f"values."
+        )
+    _require_plain(name, "bounds", bounds)
+    fun, args, (jac, hess, hessp) = _lift_closure(fun, args, jac, hess, hessp)
+    x0 = _np.asarray(getval(x0), dtype=float).ravel()
+    method_name = (
+        (method or ("L-BFGS-B" if bounds is not None else "BFGS")).lower()
+        if not callable(method)
+        else ""
+    )
+    box = _bound_arrays(bounds, x0.size)
+    state: dict[str, Any] = {}
+    f = _checked(name, fun)
+    value = (lambda x, *a: fun(x, *a)[0]) if jac is True else fun
+
+    def gradient(x, a):
+        return grad(lambda z: value(z, *a))(x)
+
+    def residual(x, a):
+        g = gradient(x, a)
+        if state.get("active") is None:
+            return g
+        return anp.where(state["active"], x - state["bound"], g)
+
+    def solve(a):
+        kw = {"jac": jac, "hess": hess, "hessp": hessp}
+        if jac is None and method_name in _NEEDS_GRADIENT:
+            kw["jac"] = lambda x, *a: _no_traced(name, grad(lambda z: value(z, *a))(x))
+        if hess is None and hessp is None:
+            if method_name in _NEEDS_HESSIAN:
+                kw["hess"] = lambda x, *a: _no_traced(name, hessian(lambda z: value(z, *a))(x))
+            elif method_name in _NEEDS_HESSP:
+                kw["hessp"] = lambda x, p, *a: _no_traced(
+                    name, make_hvp(lambda z: value(z, *a))(x)[0](p)
+                )
+        res = _so.minimize(
+            f,
+            x0,
+            args=a,
+            method=method,
+            bounds=bounds,
+            tol=tol,
+            callback=callback,
+            options=options,
+            **kw,
+        )
+        if box is not None:
+            g = _np.asarray(grad(lambda z: value(z, *a))(res.x), dtype=float)
+            active, bound = _active_bounds(res.x, g, *box)
+            if active.any():
+                state["active"], state["bound"] = active, bound
+        return res.x, res
+
+    x, res, traced, problem = _solve(
+        name, residual, solve, args, linear_solver=implicit_solver, symmetric=box is None
+    )
+    problem.symmetric = state.get("active") is None
+    if traced:
+        _require_solution(problem, x, _plain_tree(args), bool(res.success), res.message, _TOL_FIX)
+    out = copy.copy(res)
+    out.x = _front(x)
+    return out
+
+
+# ----------------------------------------------------------------------------- roots
+def _shaped(x, shape):
+    return anp.reshape(x, shape)
+
+
+def root(
+    fun: Callable,
+    x0,
+    args=(),
+    method: str = "hybr",
+    jac=None,
+    tol=None,
+    callback=None,
+    options: dict | None = None,
+    *,
+    implicit_solver: str = "auto",
+) -> _so.OptimizeResult:
+    """``scipy.optimize.root``: x with fun(x, *args) = 0, differentiable in ``args``.
+
+    ``res.x`` is traced and shaped as SciPy shapes it (MINPACK's hybr and lm flatten ``x0``
+    and call ``fun`` with flat vectors; the other methods keep ``x0``'s shape). Where the
+    method uses a Jacobian (hybr, lm) and none is given, chainrule's exact one is passed.
+
+    >>> import chainrule.numpy as np
+    >>> from chainrule import grad
+    >>> cube_root = lambda t: root(lambda x, t: x ** 3 - t, np.ones(1), args=(t,)).x[0]
+    >>> print(round(float(grad(cube_root)(8.0)), 6))
+    0.083333
+    """
+    name = "root"
+    fun, args, (jac,) = _lift_closure(fun, args, jac)
+    x0 = _np.asarray(getval(x0), dtype=float)
+    shape = (x0.size,) if method in ("hybr", "lm") else x0.shape
+    f = _checked(name, fun)
+    value = (lambda x, *a: fun(x, *a)[0]) if jac is True else fun
+
+    def residual(x, a):
+        return anp.ravel(value(_shaped(x, shape), *a))
+
+    def solve(a):
+        j = jac
+        if jac is None and method in ("hybr", "lm"):
+            j = lambda x, *a: _np.reshape(
+                _no_traced(name, jacobian(lambda z: anp.ravel(value(_shaped(z, shape), *a)))(x)),
+                (x0.size, x0.size),
+            )
+        res = _so.root(
+            f, x0, args=a, method=method, jac=j, tol=tol, callback=callback, options=options
+        )
+        return res.x, res
+
+    x, res, traced, problem = _solve(name, residual, solve, args, linear_solver=implicit_solver)
+    if traced:
+        _require_solution(
+            problem,
+            x,
+            _plain_tree(args),
+            bool(res.success),
+            res.message,
+            "Tighten tol, raise the iteration limit in options, or start closer to the root.",
+        )
+    out = copy.copy(res)
+    out.x = _front(_shaped(x, shape))
+    return out
+
+
+def _scalar_problem(name: str, f: Callable, solve_scalar: Callable, args):
+    """A scalar root as an implicit solution: (traced root, SciPy's output, traced?)."""
+    checked = _checked(name, f)
+
+    def residual(x, a):
+        return anp.reshape(f(x[0], *a), (1,))
+
+    def solve(a):
+        out = solve_scalar(checked, a)
+        return _np.atleast_1d(out[0]), out
+
+    args = _as_tuple(args)
+    x, out, traced, problem = _solve(name, residual, solve, args)
+    return x[0], out, traced, problem, _plain_tree(args)
+
+
+def _bracketing(scipy_solver: Callable) -> Callable:
+    name = scipy_solver.__name__
+
+    def solver(
+        f: Callable,
+        a,
+        b,
+        args=(),
+        xtol: float = 2e-12,
+        rtol: float = 4 * _np.finfo(float).eps,
+        maxiter: int = 100,
+        full_output: bool = False,
+        disp: bool = True,
+    ):
+        a, b = float(getval(a)), float(getval(b))  # the root does not move with them
+        f, args, _ = _lift_closure(f, args)
+
+        def solve_scalar(checked, plain_args):
+            return scipy_solver(
+                checked,
+                a,
+                b,
+                args=plain_args,
+                xtol=xtol,
+                rtol=rtol,
+                maxiter=maxiter,
+                full_output=True,
+                disp=disp,
+            )
+
+        x, (_, r), traced, problem, plain = _scalar_problem(name, f, solve_scalar, args)
+        if traced:
+            _require_solution(
+                problem,
+                anp.reshape(x, (1,)),
+                plain,
+                bool(r.converged),
+                r.flag,
+                "Raise maxiter or narrow the bracket.",
+            )
+        x = _front(x)
+        if full_output:
+            r = copy.copy(r)
+            r.root = x
+            return x, r
+        return x
+
+    solver.__name__ = solver.__qualname__ = name
+    solver.__doc__ = (
+        f"``scipy.optimize.{name}``, differentiable in the traced values of "
+        f"``args`` (the root moves with them; the bracket does not)."
+    )
+    return solver
+
+
+brentq = _bracketing(_so.brentq)
+brenth = _bracketing(_so.brenth)
+bisect = _bracketing(_so.bisect)
+ridder = _bracketing(_so.ridder)
+toms748 = _bracketing(_so.toms748)
+
+
+def newton(
+    func: Callable,
+    x0,
+    fprime=None,
+    args=(),
+    tol: float = 1.48e-08,
+    maxiter: int = 50,
+    fprime2=None,
+    x1=None,
+    rtol: float = 0.0,
+    full_output: bool = False,
+    disp: bool = True,
+):
+    """``scipy.optimize.newton`` (Newton, secant or Halley), differentiable in ``args``.
+
+    An array ``x0`` solves the elementwise problems at once, as SciPy does."""
+    name = "newton"
+    func, args, (fprime, fprime2) = _lift_closure(func, args, fprime, fprime2)
+    shape = _np.shape(getval(x0))
+    f = _checked(name, func)
+
+    def residual(x, a):
+        return anp.ravel(func(_shaped(x, shape), *a))
+
+    def solve(a):
+        out = _so.newton(
+            f,
+            getval(x0),
+            fprime=fprime,
+            args=a,
+            tol=tol,
+            maxiter=maxiter,
+            fprime2=fprime2,
+            x1=x1,
+            rtol=rtol,
+            full_output=True,
+            disp=disp,
+        )
+        if shape:  # arrays: (root, converged, zero_der)
+            return out[0], out
+        return _np.atleast_1d(out[0]), out
+
+    args = _as_tuple(args)
+    x, out, traced, problem = _solve(name, residual, solve, args)
+    converged = bool(_np.all(out[1])) if shape else bool(out[1].converged)
+    if traced:
+        _require_solution(
+            problem,
+            x,
+            _plain_tree(args),
+            converged,
+            "some elements did not converge" if shape else out[1].flag,
+            "Raise maxiter, or pass fprime for Newton's method.",
+        )
+    x = _front(_shaped(x, shape) if shape else x[0])
+    if full_output:
+        return (x, *out[1:])
+    return x
+
+
+def root_scalar(
+    f: Callable,
+    args=(),
+    method: str | None = None,
+    bracket=None,
+    fprime=None,
+    fprime2=None,
+    x0=None,
+    x1=None,
+    xtol=None,
+    rtol=None,
+    maxiter=None,
+    options: dict | None = None,
+):
+    """``scipy.optimize.root_scalar``: a ``RootResults`` whose ``root`` is traced."""
+    f, args, (fprime, fprime2) = _lift_closure(f, args, fprime, fprime2)
+    bracket = None if bracket is None else [float(getval(b)) for b in bracket]
+    x0 = None if x0 is None else float(getval(x0))
+    x1 = None if x1 is None else float(getval(x1))
+
+    def solve_scalar(checked, plain_args):
+        r = _so.root_scalar(
+            checked,
+            args=plain_args,
+            method=method,
+            bracket=bracket,
+            fprime=fprime,
+            fprime2=fprime2,
+            x0=x0,
+            x1=x1,
+            xtol=xtol,
+            rtol=rtol,
+            maxiter=maxiter,
+            options=options,
+        )
+        return r.root, r
+
+    x, (_, r), traced, problem, plain = _scalar_problem("root_scalar", f, solve_scalar, args)
+    if traced:
+        _require_solution(
+            problem,
+            anp.reshape(x, (1,)),
+            plain,
+            bool(r.converged),
+            r.flag,
+            "Raise maxiter, tighten xtol/rtol, or give a bracket.",
+        )
+    r = copy.copy(r)
+    r.root = _front(x)
+    return r
+
+
+def fixed_point(
+    func: Callable, x0, args=(), xtol: float = 1e-08, maxiter: int = 500, method: str = "del2"
+):
+    """``scipy.optimize.fixed_point``: x with func(x, *args) = x, differentiable in
+    ``args`` (F = x - func(x)). SciPy raises if the iteration does not converge."""
+    name = "fixed_point"
+    func, args, _ = _lift_closure(func, args)
+    shape = _np.shape(getval(x0))
+    f = _checked(name, func)
+
+    def residual(x, a):
+        return x - anp.ravel(func(_shaped(x, shape), *a))
+
+    def solve(a):
+        x = _so.fixed_point(f, getval(x0), args=a, xtol=xtol, maxiter=maxiter, method=method)
+        return x, None
+
+    x, _, _, _ = _solve(name, residual, solve, _as_tuple(args))
+    return _front(_shaped(x, shape) if shape else x[0])
+
+
+# ----------------------------------------------------------------------------- least squares
+def _rho(loss, z):
+    """SciPy's robust losses rho(z), z = (r / f_scale)^2, in chainrule operations."""
+    if callable(loss):
+        return loss(z)[0]
+    if loss == "linear":
+        return z
+    if loss == "soft_l1":
+        return 2.0 * (anp.sqrt(1.0 + z) - 1.0)
+    if loss == "huber":
+        return anp.where(z <= 1.0, z, 2.0 * anp.sqrt(anp.maximum(z, 1.0)) - 1.0)
+    if loss == "cauchy":
+        return anp.log1p(z)
+    if loss == "arctan":
+        return anp.arctan(z)
+    raise ValueError(f"least_squares: unknown loss {loss!r}.")
+
+
+def least_squares(
+    fun: Callable,
+    x0,
+    jac=None,
+    bounds=(-_np.inf, _np.inf),
+    method: str = "trf",
+    ftol=1e-08,
+    xtol=1e-08,
+    gtol=1e-08,
+    x_scale=1.0,
+    loss="linear",
+    f_scale: float = 1.0,
+    diff_step=None,
+    tr_solver=None,
+    tr_options=None,
+    jac_sparsity=None,
+    max_nfev=None,
+    verbose: int = 0,
+    args=(),
+    kwargs=None,
+    *,
+    implicit_solver: str = "auto",
+) -> _so.OptimizeResult:
+    """``scipy.optimize.least_squares``, differentiable in the traced values of ``args``
+    and ``kwargs``. x* solves J^T r = 0 (the gradient of the cost, with ``loss``); active
+    bounds (``active_mask``) have zero derivative. ``jac=None`` passes chainrule's exact
+    Jacobian (SciPy's default is '2-point' finite differences; pass it to get those)."""
+    name = "least_squares"
+    fun, args, (jac,) = _lift_closure(fun, args, jac)
+    _require_plain(name, "bounds", bounds)
+    kwargs = {} if kwargs is None else kwargs
+    x0 = _np.atleast_1d(_np.asarray(getval(x0), dtype=float))
+    f = _checked(name, fun)
+    state: dict[str, Any] = {}
+
+    def cost(x, a, kw):
+        r = fun(x, *a, **kw)
+        return 0.5 * f_scale**2 * anp.sum(_rho(loss, (r / f_scale) ** 2))
+
+    def residual(x, params):
+        a, kw = params
+        g = grad(lambda z: cost(z, a, kw))(x)
+        if state.get("active") is None:
+            return g
+        return anp.where(state["active"], x - state["x"], g)
+
+    def solve(params):
+        a, kw = params
+        j = jac
+        if jac is None:
+            j = lambda x, *a, **kw: _no_traced(name, jacobian(lambda z: fun(z, *a, **kw))(x))
+        options = {"tr_options": tr_options or {}}
+        if tr_solver is not None:
+            options["tr_solver"] = tr_solver
+        res = _so.least_squares(
+            f,
+            x0,
+            jac=j,
+            bounds=bounds,
+            method=method,
+            ftol=ftol,
+            xtol=xtol,
+            gtol=gtol,
+            x_scale=x_scale,
+            loss=loss,
+            f_scale=f_scale,
+            diff_step=diff_step,
+            jac_sparsity=jac_sparsity,
+            max_nfev=max_nfev,
+            verbose=verbose,
+            args=a,
+            kwargs=kw,
+            **options,
+        )
+        active = _np.asarray(res.active_mask) != 0
+        if active.any():
+            state["active"], state["x"] = active, _np.array(res.x)
+        return res.x, res
+
+    params = (_as_tuple(args), kwargs)
+    x, res, traced, problem = _solve(name, residual, solve, params, linear_solver=implicit_solver)
+    problem.symmetric = state.get("active") is None
+    if traced:
+        _require_solution(
+            problem,
+            x,
+            _plain_tree(params),
+            res.status > 0,
+            res.message,
+            "Raise max_nfev or tighten ftol/xtol/gtol.",
+        )
+    out = copy.copy(res)
+    out.x = _front(x)
+    return out
+
+
+# SciPy's other names (result types, linear programming, ...), undifferentiated
+_namespace.install(globals(), _so)
+
+__all__ = [
+    "minimize",
+    "root",
+    "root_scalar",
+    "brentq",
+    "brenth",
+    "bisect",
+    "ridder",
+    "toms748",
+    "newton",
+    "least_squares",
+    "fixed_point",
+    "ClosedOverTracedValueError",
+    "NotConvergedError",
+    "SingularSystemError",
+    "DENSE_LIMIT",
+]

@@ -1,0 +1,305 @@
+"""The package's import graph, read statically from the source, has no circles.
+
+An edge ``a -> b`` means: executing module ``a`` imports chainrule module ``b``. The graph
+is read with ``ast`` from every ``import`` and ``from ... import`` in ``src/chainrule``:
+
+* ``import chainrule.x.y`` and ``from chainrule.x import y`` (y a submodule) point at the
+  module ``chainrule.x.y``; ``from chainrule.x import name`` (not a submodule) points at
+  the package ``chainrule.x`` itself, whose ``__init__`` must have run.
+* Importing ``chainrule.x.y`` also runs the ``__init__`` of each package on the way,
+  except those that enclose the importing module (they started running before it did).
+* Imports under ``if TYPE_CHECKING:`` never run, and are left out.
+
+Only module-level imports count: they run while the module is being initialised, so a
+circle among them means some module sees another one half-built, and which one depends
+on what the user happened to import first. Imports inside functions run when the function
+is called, after every module has been loaded, so they cannot see a half-built module,
+and they are allowed. They are read separately (``LAZY``), and one that closes a cycle
+with the module-level imports (a lazy import hiding a circle, as the placement helpers'
+once did) must be listed in ``LAZY_CYCLES`` with its reason, so that it is a visible
+decision.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+PACKAGE = "chainrule"
+
+
+def _modules() -> dict[str, Path]:
+    """Dotted module name -> source file, for every module of the package."""
+    found = {}
+    for path in sorted((SRC / PACKAGE).rglob("*.py")):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _is_package(name: str) -> bool:
+    return MODULES[name].name == "__init__.py"
+
+
+def _resolve_from(module: str, node: ast.ImportFrom) -> str:
+    """The absolute module a ``from X import ...`` reads from."""
+    if not node.level:
+        return node.module or ""
+    base = module.split(".")
+    if not _is_package(module):
+        base = base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _targets(module: str, node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The chainrule modules an import statement makes Python execute (see the docstring)."""
+    if isinstance(node, ast.Import):
+        named = [alias.name for alias in node.names]
+    else:
+        source = _resolve_from(module, node)
+        named = [
+            f"{source}.{alias.name}" if f"{source}.{alias.name}" in MODULES else source
+            for alias in node.names
+        ]
+    targets = []
+    for name in named:
+        if name != PACKAGE and not name.startswith(PACKAGE + "."):
+            continue
+        parts = name.split(".")
+        for k in range(1, len(parts) + 1):  # the packages on the way, then the module
+            step = ".".join(parts[:k])
+            if (
+                step in MODULES
+                and step != module
+                and not module.startswith(step + ".")
+                and step not in targets
+            ):
+                targets.append(step)
+        if name in MODULES and name not in targets:
+            targets.append(name)  # (a package enclosing the importer, read from: a real edge)
+    return targets
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _read_imports(module: str, tree: ast.Module) -> tuple[set[str], set[str]]:
+    """(modules imported at module level, modules imported inside functions)."""
+    eager: set[str] = set()
+    lazy: set[str] = set()
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child, in_function)
+            return
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            (lazy if in_function else eager).update(_targets(module, node))
+        inside = in_function or isinstance(
+            node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+        )
+        for child in ast.iter_child_nodes(node):
+            visit(child, inside)
+
+    visit(tree, False)
+    return eager, lazy
+
+
+def _graph() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    eager_edges, lazy_edges = {}, {}
+    for module, path in MODULES.items():
+        eager, lazy = _read_imports(module, ast.parse(path.read_text(), str(path)))
+        eager_edges[module] = eager
+        lazy_edges[module] = lazy - eager
+    return eager_edges, lazy_edges
+
+
+EAGER, LAZY = _graph()
+
+
+def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the graph as ``[a, b, ..., a]``, or None (iterative depth-first search)."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: finished
+    for root in sorted(edges):
+        if root in state:
+            continue
+        path, stack = [root], [iter(sorted(edges[root]))]
+        state[root] = 1
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                return path[path.index(nxt) :] + [nxt]
+            elif nxt not in state:
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append(iter(sorted(edges.get(nxt, ()))))
+    return None
+
+
+def find_path(edges: dict[str, set[str]], start: str, end: str) -> list[str] | None:
+    """A shortest path ``[start, ..., end]`` along the edges, or None (breadth first)."""
+    came_from = {start: None}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            if node == end:
+                path = [node]
+                while came_from[path[-1]] is not None:
+                    path.append(came_from[path[-1]])
+                return path[::-1]
+            for nxt in sorted(edges.get(node, ())):
+                if nxt not in came_from:
+                    came_from[nxt] = node
+                    following.append(nxt)
+        frontier = following
+    return None
+
+
+def test_the_graph_is_read():
+    # the walk finds the package's known structure (a broken walk would find no cycle)
+    assert len(MODULES) > 60
+    assert "chainrule.numpy" in EAGER["chainrule"]
+    assert "chainrule.numpy.numpy_wrapper" in EAGER["chainrule.numpy.linalg"]
+    assert "chainrule.numpy.linalg" in EAGER["chainrule.numpy.rules.linalg"]
+    # a package enclosing the importer is not an edge; one outside it is
+    assert "chainrule.numpy" not in EAGER["chainrule.numpy.linalg"]
+    assert "chainrule.numpy" in EAGER["chainrule.scipy.special"]
+    assert sum(map(len, EAGER.values())) > 150
+
+
+def test_find_cycle_reports_a_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+    assert find_cycle({"a": {"a"}}) == ["a", "a"]
+    assert find_path({"a": {"b", "c"}, "b": {"d"}, "c": {"d"}}, "a", "d") == ["a", "b", "d"]
+    assert find_path({"a": {"b"}, "b": set()}, "b", "a") is None
+
+
+def test_module_level_imports_have_no_cycle():
+    cycle = find_cycle(EAGER)
+    assert cycle is None, "import cycle among module-level imports: " + " -> ".join(cycle)
+
+
+# Function-level imports that close a cycle with module-level ones, each with why it is
+# lazy (see the module docstring): none today.
+LAZY_CYCLES: dict[tuple[str, str], str] = {}
+
+
+def test_lazy_imports_close_no_unlisted_cycle():
+    closing = {}
+    for module, targets in LAZY.items():
+        for target in targets:
+            back = find_path(EAGER, target, module)
+            if back is not None:
+                closing[(module, target)] = " -> ".join([module, *back])
+    unlisted = {edge: cycle for edge, cycle in closing.items() if edge not in LAZY_CYCLES}
+    assert not unlisted, f"function-level imports that close an import cycle: {unlisted}"
+    assert set(LAZY_CYCLES) <= set(closing), "LAZY_CYCLES lists imports that are gone"
+
+
+# Rules are registered by the package __init__s, not by the wrapper modules: importing one
+# public module alone, first, in a fresh interpreter, must still give derivatives in both
+# modes. Each case: the import, a function f of x, x, and f's gradient derived by hand.
+FRESH_IMPORT_CASES = {
+    "chainrule.numpy": (
+        "import chainrule.numpy as np",
+        "lambda x: np.sum(np.sin(x) * x)",
+        "onp.array([0.3, -1.2, 2.0])",
+        "onp.cos(x) * x + onp.sin(x)",
+    ),
+    "chainrule.numpy.linalg": (
+        "import chainrule.numpy.linalg as la",
+        "lambda a: la.det(a)",
+        "onp.array([[2.0, 0.5], [0.3, 1.5]])",
+        "onp.linalg.det(x) * onp.linalg.inv(x).T",
+    ),
+    "chainrule.numpy.fft": (
+        "from chainrule.numpy import fft",
+        # sum_k Re X_k = N x_0 for a real x
+        "lambda x: fft.fft(x).real.sum()",
+        "onp.array([0.5, -1.0, 2.0, 0.25])",
+        "onp.array([4.0, 0.0, 0.0, 0.0])",
+    ),
+    "chainrule.scipy.special": (
+        "from chainrule.scipy import special",
+        "lambda x: special.gammaln(x).sum()",
+        "onp.array([0.7, 2.5, 4.0])",
+        "scipy.special.digamma(x)",
+    ),
+    "chainrule.scipy.linalg": (
+        "import chainrule.scipy.linalg as sla",
+        # d tr(expm(A)) = tr(expm(A) dA)
+        "lambda a: sla.expm(a).trace()",
+        "onp.array([[0.1, 0.4], [-0.3, 0.2]])",
+        "scipy.linalg.expm(x).T",
+    ),
+    "chainrule.scipy.signal": (
+        "from chainrule.scipy import signal",
+        # every x_i meets every kernel entry once in the full convolution
+        "lambda x: signal.convolve(x, onp.array([1.0, -2.0, 0.5])).sum()",
+        "onp.array([0.3, 1.1, -0.7, 2.0])",
+        "onp.full(4, -0.5)",
+    ),
+    "chainrule.scipy.integrate": (
+        "import chainrule.scipy.integrate as integrate",
+        # y' = -a y, y(0) = 1: y(1) = exp(-a), dy(1)/da = -exp(-a)
+        "lambda a: integrate.odeint(lambda y, t, a: -a * y, 1.0, onp.array([0.0, 1.0]), "
+        "args=(a,), rtol=1e-10, atol=1e-12)[-1, 0]",
+        "0.7",
+        "-onp.exp(-x)",
+    ),
+    "chainrule.scipy.stats": (
+        "from chainrule.scipy.stats import norm",
+        "lambda x: norm.logpdf(x, 0.5, 2.0).sum()",
+        "onp.array([0.3, -1.0])",
+        "-(x - 0.5) / 4.0",
+    ),
+    "chainrule.scipy.misc": (
+        "from chainrule.scipy.misc import logsumexp",
+        "lambda x: logsumexp(x)",
+        "onp.array([0.3, -1.0, 2.0])",
+        "onp.exp(x) / onp.exp(x).sum()",
+    ),
+}
+
+
+@pytest.mark.parametrize("module", sorted(FRESH_IMPORT_CASES))
+def test_a_module_imported_alone_has_its_rules(module):
+    imports, f, x, expected = FRESH_IMPORT_CASES[module]
+    script = textwrap.dedent(f"""
+        {imports}
+        import numpy as onp
+        import scipy.linalg, scipy.special
+        from chainrule import grad, jacfwd
+        f = {f}
+        x = {x}
+        expected = {expected}
+        reverse, forward = grad(f)(x), jacfwd(f)(x)
+        onp.testing.assert_allclose(reverse, expected, rtol=1e-6, atol=1e-9)
+        onp.testing.assert_allclose(forward, expected, rtol=1e-6, atol=1e-9)
+        print("ok")
+    """)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

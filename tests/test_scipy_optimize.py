@@ -1,0 +1,724 @@
+"""chainrule.scipy.optimize: implicit derivatives of SciPy's solvers against closed forms,
+finite differences of the re-solved problem and each other, in both modes and to order 2."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as onp
+import pytest
+import scipy.optimize as sopt
+
+import chainrule.numpy as np
+from chainrule import grad, hessian, jacfwd, jacobian, jvp
+from chainrule.extend import Box
+from chainrule.scipy import optimize as so
+from chainrule.test_util import check_grads
+
+RNG = onp.random.default_rng(7)
+A4 = RNG.normal(size=(4, 4))
+A4 = A4 @ A4.T + 4.0 * onp.eye(4)  # SPD: the quadratic has one minimum
+B4 = RNG.normal(size=4)
+
+
+def quadratic(x, b, a=A4):
+    return 0.5 * np.dot(x, np.dot(a, x)) - np.dot(b, x)
+
+
+def central_difference(f, x, eps=1e-5):
+    """The Jacobian of ``f`` at ``x`` by central differences of whole solves."""
+    x = onp.asarray(x, dtype=float)
+    cols = []
+    for i in range(x.size):
+        e = onp.zeros(x.size)
+        e[i] = eps
+        e = e.reshape(x.shape)
+        plus = onp.asarray(f(x + e), dtype=float)
+        minus = onp.asarray(f(x - e), dtype=float)
+        cols.append(((plus - minus) / (2 * eps)).ravel())
+    return onp.stack(cols, axis=-1)
+
+
+# ----------------------------------------------------------------------------- minimize
+TIGHT = {
+    "Nelder-Mead": {"xatol": 1e-12, "fatol": 1e-14, "maxiter": 20000, "maxfev": 20000},
+    "Powell": {"xtol": 1e-12, "ftol": 1e-14},
+    "CG": {"gtol": 1e-10},
+    "BFGS": {"gtol": 1e-10},
+    "L-BFGS-B": {"gtol": 1e-12, "ftol": 1e-15},
+    "TNC": {"gtol": 1e-12, "xtol": 1e-12},
+    "Newton-CG": {"xtol": 1e-12},
+    "trust-ncg": {"gtol": 1e-10},
+    "trust-krylov": {"gtol": 1e-10},
+    "trust-exact": {"gtol": 1e-10},
+    "dogleg": {"gtol": 1e-10},
+    "SLSQP": {"ftol": 1e-14},
+    "COBYLA": {"tol": 1e-7, "maxiter": 20000},
+    "trust-constr": {"gtol": 1e-12, "xtol": 1e-14},
+}
+
+
+@pytest.mark.parametrize("method", list(TIGHT))
+def test_minimize_quadratic_closed_form_every_method(method):
+    # x* = A^{-1} b, so dx*/db = A^{-1}; at a less tight solution the derivative is
+    # still exact here (the Hessian is constant), so this checks the plumbing per method
+    def argmin(b):
+        return so.minimize(
+            quadratic, onp.zeros(4), args=(b,), method=method, options=TIGHT[method]
+        ).x
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # trust-constr's / COBYLA's own chatter
+        x = argmin(B4)
+        rev = jacobian(argmin)(B4)
+        fwd = jacfwd(argmin)(B4)
+    assert onp.allclose(x, onp.linalg.solve(A4, B4), atol=1e-5)
+    assert onp.allclose(rev, onp.linalg.inv(A4), rtol=1e-10, atol=1e-12)
+    assert onp.allclose(fwd, onp.linalg.inv(A4), rtol=1e-10, atol=1e-12)
+
+
+def ridge_logistic(w, lam, X, y):
+    z = np.dot(X, w)
+    return np.sum(np.logaddexp(0.0, z) - y * z) + 0.5 * lam * np.dot(w, w)
+
+
+X_LOG = RNG.normal(size=(30, 5))
+Y_LOG = (RNG.uniform(size=30) < 0.5).astype(float)
+
+
+def logistic_argmin(lam, X=X_LOG, solver="auto"):
+    # trust-exact solves to |grad| ~ 1e-12 (so finite differences of re-solves are exact
+    # to ~1e-7), though it reports a failure to improve: the residual check accepts that
+    return so.minimize(
+        ridge_logistic,
+        onp.zeros(5),
+        args=(lam, X, Y_LOG),
+        method="trust-exact",
+        options={"gtol": 1e-13},
+        implicit_solver=solver,
+    ).x
+
+
+def test_minimize_ridge_logistic_matches_hand_derived_and_resolves():
+    lam = 0.7
+    w = onp.asarray(logistic_argmin(lam))
+    # hand-derived: grad = X^T(sigmoid(Xw) - y) + lam w = 0, so dw/dlam = -H^{-1} w with
+    # H = X^T diag(p(1-p)) X + lam I
+    p = 1.0 / (1.0 + onp.exp(-X_LOG @ w))
+    hess = X_LOG.T @ (X_LOG * (p * (1 - p))[:, None]) + lam * onp.eye(5)
+    by_hand = -onp.linalg.solve(hess, w)
+    rev = jacobian(logistic_argmin)(lam)
+    _, fwd = jvp(logistic_argmin, (lam,), (1.0,))
+    fd = central_difference(logistic_argmin, onp.array(lam))[:, 0]
+    assert onp.allclose(rev, by_hand, rtol=1e-8, atol=1e-12)
+    assert onp.allclose(fwd, by_hand, rtol=1e-8, atol=1e-12)
+    assert onp.allclose(rev, fd, rtol=1e-5, atol=1e-8)
+
+
+def test_minimize_derivative_wrt_data_matrix_against_finite_differences():
+    X = X_LOG[:8, :3]
+
+    def argmin_of_x(xs):
+        return so.minimize(
+            ridge_logistic,
+            onp.zeros(3),
+            args=(0.5, xs, Y_LOG[:8]),
+            method="trust-exact",
+            options={"gtol": 1e-13},
+        ).x
+
+    jac = jacobian(argmin_of_x)(X).reshape(3, -1)
+    fd = central_difference(argmin_of_x, X)
+    assert onp.allclose(jac, fd, rtol=1e-5, atol=1e-7)
+    assert onp.allclose(jacfwd(argmin_of_x)(X).reshape(3, -1), jac, rtol=1e-10, atol=1e-13)
+
+
+def test_minimize_second_order_both_modes():
+    # a scalar of the argmin, twice differentiated: reverse-over-reverse, forward-over-reverse
+    def loss(lam):
+        return np.sum(logistic_argmin(lam) ** 2)
+
+    check_grads(loss, modes=["fwd", "rev"], order=2)(0.7)
+    h_rev = grad(grad(loss))(0.7)
+    h_fwd = jacfwd(grad(loss))(0.7)
+    fd = (grad(loss)(0.7 + 1e-5) - grad(loss)(0.7 - 1e-5)) / 2e-5
+    assert onp.allclose(h_rev, fd, rtol=1e-5)
+    assert onp.allclose(h_fwd, h_rev, rtol=1e-9)
+
+
+def test_minimize_pytree_args_and_result_fields():
+    params = {"b": B4, "scale": 2.0}
+    before = {k: onp.copy(v) for k, v in params.items()}
+
+    def objective(x, p):
+        return p["scale"] * quadratic(x, p["b"])
+
+    def argmin(p):
+        return so.minimize(objective, onp.zeros(4), args=(p,), options={"gtol": 1e-10}).x
+
+    g = grad(lambda p: np.sum(argmin(p)))(params)
+    # x* = A^{-1} b whatever the scale: d/db sum = 1^T A^{-1}, d/dscale = 0
+    assert onp.allclose(g["b"], onp.linalg.solve(A4, onp.ones(4)), rtol=1e-9)
+    assert abs(g["scale"]) < 1e-9
+    assert all(onp.array_equal(before[k], params[k]) for k in params)
+    g32 = grad(lambda b: np.sum(argmin({"b": b, "scale": 2.0})))(B4.astype(onp.float32))
+    assert g32.dtype == onp.float32  # cotangents keep the input's dtype
+    res = so.minimize(objective, onp.zeros(4), args=(params,))
+    ref = sopt.minimize(lambda x: 2.0 * (0.5 * x @ A4 @ x - B4 @ x), onp.zeros(4))
+    assert isinstance(res, sopt.OptimizeResult) and res.success
+    assert onp.allclose(res.x, ref.x, atol=1e-5) and type(res.fun) is not type(None)
+
+
+# ----------------------------------------------------------------------------- bounds
+def bounded_argmin(objective, b):
+    """argmin over 0 <= x0, x3 <= 1 and |x1|, |x2| <= 5 by L-BFGS-B, solved tightly."""
+    bounds = [(0.0, 1.0), (-5.0, 5.0), (-5.0, 5.0), (0.0, 1.0)]
+    return so.minimize(
+        objective,
+        onp.full(4, 0.5),
+        args=(b,),
+        method="L-BFGS-B",
+        bounds=bounds,
+        options={"gtol": 1e-12, "ftol": 1e-15},
+    ).x
+
+
+def test_minimize_bounds_active_set_zero_and_reduced_system():
+    # the unconstrained minimum has x0 < 0 and x3 > 1: both are pinned at the bounds
+    b = onp.array([-9.0, 0.5, 0.3, 9.0])
+    argmin = lambda b: bounded_argmin(quadratic, b)
+
+    x = onp.asarray(argmin(b))
+    assert x[0] == 0.0 and x[3] == 1.0
+    free, pinned = [1, 2], [0, 3]
+    # free coordinates solve A_ff x_f = b_f - A_fp x_p: dx_f/db_f = A_ff^{-1}
+    expected = onp.zeros((4, 4))
+    expected[onp.ix_(free, free)] = onp.linalg.inv(A4[onp.ix_(free, free)])
+    assert onp.allclose(
+        x[free],
+        onp.linalg.solve(A4[onp.ix_(free, free)], b[free] - A4[onp.ix_(free, pinned)] @ x[pinned]),
+    )
+    assert onp.allclose(jacobian(argmin)(b), expected, atol=1e-10)
+    assert onp.allclose(jacfwd(argmin)(b), expected, atol=1e-10)
+    # (the objective is quadratic: a wide step is exact, and L-BFGS-B's ~1e-11 noise small)
+    assert onp.allclose(jacobian(argmin)(b), central_difference(argmin, b, 1e-3), atol=1e-6)
+
+
+def test_minimize_bounds_second_order():
+    # a non-quadratic objective with two coordinates pinned: the Hessian of sum(x^3) in b
+    # by reverse-over-reverse and forward-over-reverse, and by differences of the gradient
+    argmin = lambda b: bounded_argmin(lambda x, b: quadratic(x, b) + 0.05 * np.sum(x**4), b)
+
+    b = onp.array([-9.0, 0.5, 0.3, 9.0])
+    g = grad(lambda b: np.sum(argmin(b) ** 3))
+    h_rev, h_fwd = jacobian(g)(b), jacfwd(g)(b)
+    assert onp.allclose(h_rev, h_fwd, rtol=1e-9, atol=1e-12)
+    assert onp.allclose(h_rev[[0, 3]], 0.0) and onp.allclose(h_rev[:, [0, 3]], 0.0)
+    assert onp.allclose(h_rev, central_difference(g, b, eps=1e-4), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("method", ["TNC", "trust-constr", "Powell", "Nelder-Mead"])
+def test_minimize_bounds_other_methods(method):
+    def argmin(c):
+        return so.minimize(
+            lambda x, c: np.sum((x - c) ** 2) + 0.1 * x[0] * x[1],
+            onp.array([0.3, 0.6]),
+            args=(c,),
+            method=method,
+            bounds=[(0.0, 1.0), (0.0, 1.0)],
+            options=TIGHT[method],
+        ).x
+
+    # (from (0.5, 0.5) SciPy's Nelder-Mead stops at the wrong corner (0, 1); start elsewhere)
+
+    c = onp.array([0.4, 3.0])  # x1 pinned at 1; x0 = 0.4 - 0.05 x1, so dx0/dc0 = 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        jac = jacobian(argmin)(c)
+    assert onp.allclose(jac, [[1.0, 0.0], [0.0, 0.0]], atol=1e-9)
+
+
+# ----------------------------------------------------------------------------- matrix-free
+def test_matrix_free_agrees_with_dense_both_modes_and_second_order():
+    def argmin(b, solver):
+        return so.minimize(
+            quadratic,
+            onp.zeros(4),
+            args=(b,),
+            method="BFGS",
+            options={"gtol": 1e-10},
+            implicit_solver=solver,
+        ).x
+
+    dense = onp.linalg.inv(A4)
+    for solver in ("cg", "gmres"):
+        assert onp.allclose(jacobian(argmin)(B4, solver), dense, rtol=1e-9, atol=1e-11)
+        assert onp.allclose(jacfwd(argmin)(B4, solver), dense, rtol=1e-9, atol=1e-11)
+    check_grads(
+        lambda lam: np.sum(logistic_argmin(lam, solver="gmres") ** 3), modes=["fwd", "rev"], order=2
+    )(0.7)
+
+
+def test_large_problem_goes_matrix_free_by_default(monkeypatch):
+    calls = []
+    cg = so._spla.cg
+    monkeypatch.setattr(so._spla, "cg", lambda *a, **k: calls.append(1) or cg(*a, **k))
+    n = so.DENSE_LIMIT + 50
+    d = onp.linspace(1.0, 3.0, n)
+
+    def argmin(c):
+        return so.minimize(
+            lambda x, c: np.sum(d * (x - c) ** 2 + 0.25 * x**4),
+            onp.zeros(n),
+            args=(c,),
+            method="L-BFGS-B",
+            options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 1000},
+        ).x
+
+    c = onp.linspace(-1.0, 1.0, n)
+    x = onp.asarray(argmin(c))
+    # separable: 2 d (x - c) + x^3 = 0 -> dx/dc = 2 d / (2 d + 3 x^2), diagonal
+    expected = 2 * d / (2 * d + 3 * x**2)
+    g = grad(lambda c: np.sum(argmin(c)))(c)
+    assert onp.allclose(g, expected, rtol=1e-8)
+    assert calls  # the Hessian was never formed: conjugate gradients on Hessian-vector products
+
+
+# ----------------------------------------------------------------------------- roots
+def cube_root(t, method="hybr"):
+    return so.root(lambda x, t: x**3 - t, onp.ones(1), args=(t,), method=method, tol=1e-14).x[0]
+
+
+@pytest.mark.parametrize("method", ["hybr", "lm", "krylov", "df-sane"])
+def test_root_cube_root_closed_form(method):
+    # x = t^(1/3): dx/dt = t^(-2/3) / 3, d2x/dt2 = -2/9 t^(-5/3)
+    t = 8.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert abs(grad(cube_root)(t, method) - t ** (-2 / 3) / 3) < 1e-9
+        assert abs(jvp(lambda t: cube_root(t, method), (t,), (1.0,))[1] - 1 / 12) < 1e-9
+    assert abs(grad(grad(cube_root))(t) + 2 / 9 * t ** (-5 / 3)) < 1e-10
+    assert abs(jacfwd(grad(cube_root))(t) + 2 / 9 * t ** (-5 / 3)) < 1e-10
+
+
+def test_root_vector_system_against_finite_differences_and_check_grads():
+    def solution(theta):
+        def residual(x, th):
+            return np.stack([x[0] ** 2 + x[1] - th[0], x[0] - np.sin(x[1]) * th[1] - 0.2])
+
+        return so.root(residual, onp.array([1.0, 0.5]), args=(theta,), tol=1e-14).x
+
+    theta = onp.array([2.0, 0.8])
+    jac = jacobian(solution)(theta)
+    assert onp.allclose(jac, central_difference(solution, theta), rtol=1e-6, atol=1e-8)
+    check_grads(lambda th: np.sum(solution(th) ** 2), modes=["fwd", "rev"], order=2)(theta)
+
+
+@pytest.mark.parametrize("method", ["hybr", "krylov"])
+def test_root_shapes_follow_scipy(method):
+    # MINPACK (hybr, lm) flattens x0 and calls fun with flat x; the others keep x0's shape
+    t = onp.full((2, 2), 4.0)
+    shape = (4,) if method == "hybr" else (2, 2)
+    sqrt = lambda t: (
+        so.root(
+            lambda x, t: x**2 - np.reshape(t, shape),
+            onp.ones((2, 2)),
+            args=(t,),
+            method=method,
+            tol=1e-12,
+        ).x
+    )
+    ref = sopt.root(
+        lambda x: x**2 - onp.reshape(t, shape), onp.ones((2, 2)), method=method, tol=1e-12
+    )
+    assert sqrt(t).shape == ref.x.shape == shape and onp.allclose(sqrt(t), 2.0)
+    g = grad(lambda t: np.sum(sqrt(t)))(t)
+    assert onp.allclose(g, 0.25)  # d sqrt(t)/dt = 1/(2 sqrt t)
+
+
+@pytest.mark.parametrize("solver", [so.brentq, so.brenth, so.bisect, so.ridder, so.toms748])
+def test_bracketing_solvers_closed_form_and_second_order(solver):
+    def f(t):
+        return solver(lambda x, t: x**3 - t, 0.0, 5.0, args=(t,), xtol=1e-14)
+
+    assert abs(f(8.0) - 2.0) < 1e-12
+    assert abs(grad(f)(8.0) - 1 / 12) < 1e-10
+    assert abs(grad(grad(f))(8.0) + 2 / 9 * 8.0 ** (-5 / 3)) < 1e-10
+    x, r = solver(lambda x, t: x**3 - t, 0.0, 5.0, args=(8.0,), full_output=True)
+    assert r.converged and abs(r.root - 2.0) < 1e-10
+
+
+def test_newton_scalar_and_array_and_root_scalar():
+    f = lambda t: so.newton(lambda x, t: x**3 - t, 1.0, args=(t,), tol=1e-14)
+    assert abs(grad(f)(8.0) - 1 / 12) < 1e-10
+    assert abs(grad(grad(f))(8.0) + 2 / 9 * 8.0 ** (-5 / 3)) < 1e-10
+    t = onp.array([8.0, 27.0, 1.0])
+    fa = lambda t: so.newton(lambda x, t: x**3 - t, onp.ones(3), args=(t,), tol=1e-14)
+    assert onp.allclose(jacobian(fa)(t), onp.diag(t ** (-2 / 3) / 3), atol=1e-10)
+    assert onp.allclose(jacfwd(fa)(t), onp.diag(t ** (-2 / 3) / 3), atol=1e-10)
+    for kw in ({"bracket": [0.0, 5.0]}, {"x0": 1.0, "fprime": lambda x, t: 3 * x**2}):
+        rs = lambda t, kw=kw: (
+            so.root_scalar(lambda x, t: x**3 - t, args=(t,), xtol=1e-14, **kw).root
+        )
+        assert abs(grad(rs)(8.0) - 1 / 12) < 1e-10
+        check_grads(rs, modes=["fwd", "rev"], order=2)(8.0)
+
+
+# ----------------------------------------------------------------------------- fixed_point
+def test_fixed_point_closed_form_and_check_grads():
+    # x = sqrt(t + x): x^2 - x - t = 0, x = (1 + sqrt(1 + 4t))/2, dx/dt = 1/sqrt(1 + 4t)
+    fp = lambda t: so.fixed_point(lambda x, t: np.sqrt(t + x), 1.0, args=(t,), xtol=1e-14)
+    t = 2.0
+    assert abs(fp(t) - (1 + onp.sqrt(1 + 4 * t)) / 2) < 1e-12
+    assert abs(grad(fp)(t) - 1 / onp.sqrt(1 + 4 * t)) < 1e-10
+    check_grads(fp, modes=["fwd", "rev"], order=2)(t)
+    fpa = lambda t: so.fixed_point(lambda x, t: np.cos(x) * t, onp.zeros(3), args=(t,), xtol=1e-14)
+    tv = onp.array([0.3, 0.5, 0.7])
+    x = onp.asarray(fpa(tv))
+    # x = t cos x: dx/dt = cos x / (1 + t sin x)
+    assert onp.allclose(jacobian(fpa)(tv), onp.diag(onp.cos(x) / (1 + tv * onp.sin(x))))
+
+
+# ----------------------------------------------------------------------------- least squares
+X_LS = RNG.normal(size=(12, 3))
+Y_LS = RNG.normal(size=12)
+
+
+def regression(X, y, **kw):
+    return so.least_squares(
+        lambda w, X, y: np.dot(X, w) - y,
+        onp.zeros(3),
+        args=(X, y),
+        xtol=1e-15,
+        ftol=1e-15,
+        gtol=1e-15,
+        **kw,
+    ).x
+
+
+def test_least_squares_linear_regression_closed_form_in_y_and_x():
+    # x* = (X^T X)^{-1} X^T y: dx*/dy = pinv(X); in X against autograd on the closed form
+    import autograd
+    import autograd.numpy as anp
+
+    assert onp.allclose(
+        jacobian(lambda y: regression(X_LS, y))(Y_LS), onp.linalg.pinv(X_LS), atol=1e-10
+    )
+    assert onp.allclose(
+        jacfwd(lambda y: regression(X_LS, y))(Y_LS), onp.linalg.pinv(X_LS), atol=1e-10
+    )
+    closed = lambda X: anp.linalg.solve(X.T @ X, X.T @ Y_LS)
+    expected = autograd.jacobian(closed)(X_LS)
+    assert onp.allclose(jacobian(lambda X: regression(X, Y_LS))(X_LS), expected, atol=1e-9)
+    assert onp.allclose(jacfwd(lambda X: regression(X, Y_LS))(X_LS), expected, atol=1e-9)
+
+
+def robust_reference(y, loss):
+    """The robust fit solved independently to |grad| ~ 1e-15 (Newton steps with autograd's
+    exact derivatives): least_squares stops at |grad| ~ 1e-8, too coarse for differences."""
+    import autograd
+    import autograd.numpy as anp
+
+    rho = {
+        "soft_l1": lambda z: 2 * (anp.sqrt(1 + z) - 1),
+        "cauchy": anp.log1p,
+        "arctan": anp.arctan,
+    }[loss]
+    cost = lambda w: 0.5 * 0.25 * anp.sum(rho(((X_LS @ w - y) / 0.5) ** 2))
+    w = sopt.least_squares(lambda w: X_LS @ w - y, onp.zeros(3), loss=loss, f_scale=0.5).x
+    for _ in range(6):
+        w = w - onp.linalg.solve(autograd.hessian(cost)(w), autograd.grad(cost)(w))
+    assert onp.max(onp.abs(autograd.grad(cost)(w))) < 1e-13
+    return w
+
+
+def test_least_squares_robust_loss_kwargs_and_second_order():
+    def fit(y, loss):
+        return so.least_squares(
+            lambda w, X, y=None: np.dot(X, w) - y,
+            onp.zeros(3),
+            loss=loss,
+            f_scale=0.5,
+            args=(X_LS,),
+            kwargs={"y": y},
+            xtol=1e-15,
+            ftol=1e-15,
+            gtol=1e-15,
+        ).x
+
+    for loss in ("soft_l1", "cauchy", "arctan"):
+        assert onp.allclose(fit(Y_LS, loss), robust_reference(Y_LS, loss), atol=1e-7)
+        jac = jacobian(lambda y, loss=loss: fit(y, loss))(Y_LS)
+        for v in onp.random.default_rng(1).normal(size=(2, Y_LS.size)):  # directional FD
+            plus, minus = (robust_reference(Y_LS + s * 1e-5 * v, loss) for s in (1, -1))
+            assert onp.allclose(jac @ v, (plus - minus) / 2e-5, rtol=1e-5, atol=1e-7)
+    # order 2: the modes agree; differences of the gradient are as coarse as the solve
+    g = lambda y: grad(lambda y: np.sum(fit(y, "soft_l1") ** 2))(y)
+    v = onp.linspace(-1.0, 1.0, Y_LS.size)  # Hessian-vector products along v
+    hv_fwd = jvp(g, (Y_LS,), (v,))[1]  # forward over reverse
+    hv_rev = grad(lambda y: np.dot(g(y), v))(Y_LS)  # reverse over reverse (H symmetric)
+    hv_fd = (g(Y_LS + 1e-4 * v) - g(Y_LS - 1e-4 * v)) / 2e-4
+    assert onp.allclose(hv_fwd, hv_rev, rtol=1e-9, atol=1e-12)
+    assert onp.allclose(hv_rev, hv_fd, rtol=1e-3, atol=1e-3)
+
+
+def test_least_squares_bounds_active_mask():
+    bounds = ([-onp.inf, -onp.inf, 0.0], [onp.inf, onp.inf, onp.inf])
+    y = X_LS @ onp.array([1.0, -1.0, -2.0])  # unconstrained w2 = -2 < 0: pinned at 0
+    f = lambda y: regression(X_LS, y, bounds=bounds)
+    res = so.least_squares(
+        lambda w, X, y: np.dot(X, w) - y, onp.zeros(3), args=(X_LS, y), bounds=bounds
+    )
+    assert res.active_mask[2] == -1
+    jac = jacobian(f)(y)
+    assert onp.allclose(jac[2], 0.0)
+    assert onp.allclose(jac[:2], onp.linalg.pinv(X_LS[:, :2]), atol=1e-9)
+    assert onp.allclose(jac, central_difference(f, y), atol=1e-6)
+
+
+# ----------------------------------------------------------------------------- no tape
+def test_traced_evaluations_do_not_grow_with_iterations():
+    # The solver's iterations run on plain values: the number of calls that see a traced
+    # value is the same whether the solver takes 5 or 500 iterations.
+    counts = {}
+
+    def objective(x, lam):
+        # lam is traced only in the derivative rules: the solver (and the gradient chainrule
+        # hands it) sees plain lam
+        key = "traced" if isinstance(lam, Box) else "plain"
+        counts[key] = counts.get(key, 0) + 1
+        return np.sum((x - 1.0) ** 4) + lam * np.dot(x, x)
+
+    def run(gtol):
+        counts.clear()
+        grad(
+            lambda lam: np.sum(
+                so.minimize(
+                    objective, onp.full(6, 5.0), args=(lam,), method="CG", options={"gtol": gtol}
+                ).x
+            )
+        )(0.01)
+        return dict(counts)
+
+    loose, tight = run(1e-2), run(1e-10)
+    assert tight["plain"] > 3 * loose["plain"]  # many more iterations
+    assert tight["traced"] == loose["traced"]
+
+
+# ----------------------------------------------------------------------------- errors
+# each solver with a parameter t: through args=, and closed over by the function itself
+SOLVERS_OF_T = {
+    "minimize": (
+        lambda f: so.minimize(f[0], onp.zeros(2), **f[1], options={"gtol": 1e-10}).x[0],
+        lambda x, t: np.sum((x - t) ** 2 + 0.1 * x**4),
+        1.0,
+    ),
+    "root": (
+        lambda f: so.root(f[0], onp.ones(1), **f[1], tol=1e-13).x[0],
+        lambda x, t: x**3 - t,
+        8.0,
+    ),
+    "brentq": (lambda f: so.brentq(f[0], 0.0, 5.0, **f[1]), lambda x, t: x**3 - t, 8.0),
+    "root_scalar": (
+        lambda f: so.root_scalar(f[0], bracket=[0, 5], **f[1]).root,
+        lambda x, t: x**3 - t,
+        8.0,
+    ),
+    "newton": (
+        lambda f: so.newton(f[0], 1.0, **f[1], fprime=lambda x, *a: 3 * x**2),
+        lambda x, t: x**3 - t,
+        8.0,
+    ),
+    "least_squares": (
+        lambda f: so.least_squares(f[0], onp.zeros(1), **f[1]).x[0],
+        lambda w, t: np.exp(w) - t,
+        2.0,
+    ),
+    "fixed_point": (
+        lambda f: so.fixed_point(f[0], 1.0, **f[1], xtol=1e-14),
+        lambda x, t: np.sqrt(t + x),
+        2.0,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(SOLVERS_OF_T))
+def test_closed_over_traced_value_is_lifted_into_args(name):
+    # the closure's traced values become arguments of the solve: the same derivatives, to
+    # order 2, as passing them in args=
+    solve, residual, t = SOLVERS_OF_T[name]
+    by_args = lambda t: solve((residual, {"args": (t,)}))
+    closed = lambda t: solve((lambda x: residual(x, t), {}))
+    for d in (grad, lambda f: grad(grad(f))):
+        assert onp.allclose(d(closed)(t), d(by_args)(t), rtol=1e-10, atol=1e-12)
+    assert onp.allclose(jacfwd(closed)(t), grad(by_args)(t), rtol=1e-10)
+
+
+def test_traced_value_reached_indirectly_is_refused_with_the_fix():
+    # t sits in the closure of a helper the objective calls: not liftable, so refused
+    def indirect(t):
+        def shift(x):
+            return x - t
+
+        return so.minimize(lambda x: np.sum(shift(x) ** 2), onp.zeros(2)).x[0]
+
+    with pytest.raises(so.ClosedOverTracedValueError, match="args="):
+        grad(indirect)(2.0)
+    with pytest.raises(so.ClosedOverTracedValueError, match="args="):
+        grad(lambda t: so.brentq(lambda x, s=t: x**3 - s, 0.0, 5.0))(8.0)  # a default
+
+
+def test_not_converged_raises_naming_the_fix():
+    def argmin(lam):
+        return so.minimize(
+            ridge_logistic,
+            onp.full(5, 3.0),
+            args=(lam, X_LOG, Y_LOG),
+            method="BFGS",
+            options={"maxiter": 2},
+        ).x
+
+    x = argmin(0.7)  # plain values: SciPy's convention (success=False, no error)
+    assert x.shape == (5,)
+    with pytest.raises(so.NotConvergedError, match="maxiter"):
+        grad(lambda lam: np.sum(argmin(lam)))(0.7)
+    with pytest.raises(so.NotConvergedError, match="did not converge"):
+        grad(
+            lambda t: so.root(
+                lambda x, t: x**3 - t, onp.ones(1), args=(t,), options={"maxfev": 2}
+            ).x[0]
+        )(8.0)
+
+
+def test_singular_implicit_system_raises():
+    # f = (x0 + x1 - c)^2: a line of minima, the Hessian is singular
+    def argmin(c, solver="auto"):
+        return so.minimize(
+            lambda x, c: (x[0] + x[1] - c) ** 2, onp.zeros(2), args=(c,), implicit_solver=solver
+        ).x
+
+    assert abs(float(onp.sum(argmin(1.0))) - 1.0) < 1e-6
+    with pytest.raises(so.SingularSystemError, match="not an isolated"):
+        jacobian(argmin)(1.0)
+    with pytest.raises(so.SingularSystemError, match="not an isolated"):
+        jacfwd(argmin)(1.0)
+
+
+def test_unsupported_inputs_raise():
+    with pytest.raises(NotImplementedError, match="constraints"):
+        so.minimize(
+            quadratic, onp.zeros(4), args=(B4,), constraints=[{"type": "eq", "fun": lambda x: x[0]}]
+        )
+    with pytest.raises(TypeError, match="bounds cannot be traced"):
+        grad(
+            lambda u: so.minimize(quadratic, onp.zeros(4), args=(B4,), bounds=[(0.0, u)] * 4).x[0]
+        )(1.0)
+    with pytest.raises(ValueError, match="implicit_solver"):
+        so.minimize(quadratic, onp.zeros(4), args=(B4,), implicit_solver="lu")
+
+
+def test_plain_calls_match_scipy_and_hessian_of_a_value_function():
+    # without traced values the answers are SciPy's own
+    assert so.brentq(lambda x: x**2 - 2, 0, 2) == sopt.brentq(lambda x: x**2 - 2, 0, 2)
+    # bilevel: the Hessian of an outer loss through the argmin, against finite differences
+    outer = lambda b: np.sum(
+        so.minimize(quadratic, onp.zeros(4), args=(b,), options={"gtol": 1e-10}).x ** 2
+    )
+    h = hessian(outer)(B4)
+    a_inv = onp.linalg.inv(A4)
+    assert onp.allclose(h, 2 * a_inv.T @ a_inv, rtol=1e-9)
+
+
+# ----------------------------------------------------------------------------- check_grads
+CHECKED = {
+    "minimize": (lambda lam: np.sum(logistic_argmin(lam) ** 2), 0.7),
+    "root": (lambda t: cube_root(t) ** 2, 8.0),
+    "root_scalar": (
+        lambda t: so.root_scalar(lambda x, t: x**3 - t, args=(t,), bracket=[0, 5], xtol=1e-14).root,
+        8.0,
+    ),
+    "brentq": (
+        lambda t: so.brentq(lambda x, t: np.exp(x) - t * x - 2.0, 0.0, 4.0, args=(t,), xtol=1e-14),
+        0.5,
+    ),
+    "newton": (
+        lambda t: so.newton(lambda x, t: np.exp(x) - t * x - 2.0, 1.0, args=(t,), tol=1e-14),
+        0.5,
+    ),
+    "fixed_point": (
+        lambda t: so.fixed_point(lambda x, t: np.cos(x) * t, 0.3, args=(t,), xtol=1e-14),
+        0.6,
+    ),
+    "least_squares": (lambda y: np.sum(regression(X_LS, y) ** 2), Y_LS),
+}
+
+
+@pytest.mark.parametrize("name", list(CHECKED))
+def test_check_grads_each_public_function(name):
+    f, x = CHECKED[name]
+    check_grads(f, modes=["fwd", "rev"], order=2)(x)
+
+
+def test_minimize_user_jac_true_and_hess():
+    def value_and_gradient(x, b):
+        return quadratic(x, b), np.dot(A4, x) - b
+
+    for kw in (
+        {"jac": True},
+        {"method": "Newton-CG", "jac": lambda x, b: A4 @ x - b, "hess": lambda x, b: A4},
+    ):
+        argmin = lambda b, kw=kw: (
+            so.minimize(
+                value_and_gradient if kw["jac"] is True else quadratic,
+                onp.zeros(4),
+                args=(b,),
+                options={"xtol": 1e-12} if "hess" in kw else {"gtol": 1e-10},
+                **kw,
+            ).x
+        )
+        assert onp.allclose(jacobian(argmin)(B4), onp.linalg.inv(A4), atol=1e-10)
+
+
+def test_least_squares_not_converged_raises():
+    with pytest.raises(so.NotConvergedError, match="max_nfev"):
+        grad(
+            lambda t: so.least_squares(
+                lambda w, t: np.exp(w) - t, onp.array([5.0]), args=(t,), max_nfev=1
+            ).x[0]
+        )(2.0)
+
+
+def test_module_docstring_examples():
+    import doctest
+
+    result = doctest.testmod(so, optionflags=doctest.ELLIPSIS, verbose=False)
+    assert result.attempted >= 2 and result.failed == 0
+
+
+def test_tensor_front_end_parameters():
+    # Tensor parameters (in args or closed over): the solution is a Tensor; backward reaches them
+    from chainrule import Tensor
+
+    t = Tensor(onp.array([1.0, 2.0]))
+    res = so.minimize(
+        lambda x, t: np.sum((x - t) ** 2 + 0.1 * x**4),
+        onp.zeros(2),
+        args=(t,),
+        options={"gtol": 1e-12},
+    )
+    assert isinstance(res.x, Tensor)
+    (res.x**2).sum().backward()
+    x = onp.asarray(res.x.detach().numpy())
+    # 2 (x - t) + 0.4 x^3 = 0: dx/dt = 1 / (1 + 0.6 x^2); d(sum x^2)/dt = 2 x dx/dt
+    assert onp.allclose(onp.asarray(t.grad.numpy()), 2 * x / (1 + 0.6 * x**2), rtol=1e-9)
+    s = Tensor(8.0)
+    root = so.brentq(lambda x: x**3 - s, 0.0, 5.0)
+    root.backward()
+    assert abs(float(s.grad.numpy()) - 1 / 12) < 1e-10
+
+
+def test_newton_not_converged_raises():
+    with pytest.raises(so.NotConvergedError, match="maxiter"):
+        grad(lambda t: so.newton(lambda x, t: x**3 - t, 100.0, args=(t,), maxiter=3, disp=False))(
+            8.0
+        )
