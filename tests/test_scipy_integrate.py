@@ -24,15 +24,11 @@ BOTH = [cr.jacrev, cr.jacfwd]  # reverse (adjoint) and forward (sensitivities) m
 
 
 def central_difference(f, x, eps=1e-6):
-    """d f / d x by central differences of the whole (re-)solve, column by column."""
+    """d f / d x (shaped f's output + x) by central differences of the whole (re-)solve."""
     x = onp.asarray(x, dtype=float)
-    columns = []
-    for i in range(x.size):
-        step = onp.zeros(x.size)
-        step[i] = eps
-        plus, minus = f(x + step.reshape(x.shape)), f(x - step.reshape(x.shape))
-        columns.append((onp.asarray(plus) - onp.asarray(minus)) / (2 * eps))
-    return onp.stack(columns, axis=-1).reshape(onp.shape(f(x)) + x.shape)
+    steps = eps * onp.eye(x.size).reshape((x.size, *x.shape))
+    columns = [(onp.asarray(f(x + s)) - onp.asarray(f(x - s))) / (2 * eps) for s in steps]
+    return onp.moveaxis(onp.array(columns), 0, -1).reshape(columns[0].shape + x.shape)
 
 
 # ----------------------------------------------------------------------------- decay, every method
