@@ -71,11 +71,12 @@ def odeint_args(func, y0, t, *args, **kwargs):
     return _si.odeint(func, y0, t, args=args, **kwargs)
 
 
-def odeint(func, y0, t, args=(), **kwargs):
+def odeint(func: Callable, y0: Any, t: Any, args: Any = (), **kwargs: Any) -> Any:
     """``scipy.integrate.odeint``, differentiable w.r.t. y0, t and args.
 
     ``args`` may hold containers of arrays (a list of layers' weights, a dict...): their
-    leaves are differentiated, as autograd's odeint does."""
+    leaves are differentiated, as autograd's odeint does; so are the traced values ``func``
+    closes over (closure variables, default arguments)."""
     unsupported = set(kwargs) - set(_SOLVER_KWARGS)
     if unsupported:
         raise TypeError(
