@@ -261,6 +261,21 @@ def test_closure_state_that_is_not_traced_stays_the_users():
     assert len(calls) > 10
 
 
+@pytest.mark.parametrize("solver", ["solve_ivp", "odeint"])
+def test_a_right_hand_side_that_returns_a_list(solver):
+    # y'' = -k y, y(0) = 1, y'(0) = 0: y(1) = cos(sqrt(k)), dy(1)/dk = -sin(sqrt(k)) / (2 sqrt(k))
+    def y_end(k):
+        if solver == "solve_ivp":
+            return solve_ivp(lambda t, y: [y[1], -k * y[0]], (0.0, 1.0), [1.0, 0.0], **TOL).y[0, -1]
+        ys = odeint(lambda y, t: [y[1], -k * y[0]], onp.array([1.0, 0.0]), [0.0, 1.0], **TOL)
+        return ys[-1, 0]
+
+    k = 2.0
+    exact = -onp.sin(onp.sqrt(k)) / (2 * onp.sqrt(k))
+    assert cr.grad(y_end)(k) == pytest.approx(exact, rel=1e-7)
+    assert cr.deriv(y_end)(k) == pytest.approx(exact, rel=1e-7)
+
+
 class Model:
     def __init__(self, k):
         self.k = k

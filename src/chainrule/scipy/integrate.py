@@ -89,6 +89,7 @@ def odeint(func: Callable, y0: Any, t: Any, args: Any = (), **kwargs: Any) -> An
     # the traced leaves of args and of func's closure become odeint_args' parameters
     front = _FrontEnd()
     pure, params = _lift(func, args, front)
+    pure = _array_valued(pure)
     y0, t = front.unwrap((y0, t))
     lead = (_np.asarray(getval(y0)), _np.asarray(getval(t))[0])
     _check_lifted("odeint", pure, lead[::-1] if kwargs.get("tfirst") else lead, params)
@@ -310,6 +311,17 @@ def _lift(fun: Callable, args: tuple, front: _FrontEnd) -> tuple[Callable, list]
         return f(*lead, *tree_unflatten(arg_def, full[:n_args]))
 
     return pure, [leaves[i] for i in at]
+
+
+def _array_valued(pure: Callable) -> Callable:
+    """``pure`` answering an array where it answers a list or tuple (SciPy takes those from
+    an ODE's right-hand side): the derivative rules pull back array-shaped cotangents."""
+
+    def f(*call):
+        out = pure(*call)
+        return anp.array(out) if isinstance(out, (list, tuple)) else out
+
+    return f
 
 
 def _hidden_trace_error(where: str) -> TypeError:
@@ -652,6 +664,7 @@ def solve_ivp(
     plain_args = () if args is None else tuple(args)
     front = _FrontEnd()
     pure, params = _lift(fun, plain_args, front)
+    pure = _array_valued(pure)
     t_span, y0, t_eval = front.unwrap((t_span, y0, t_eval))
     if not params and not _any_traced(t_span, y0, t_eval) and front.wrap is None:
         try:
