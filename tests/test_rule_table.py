@@ -48,6 +48,8 @@ TESTED_ELSEWHERE = {
     "*._fixed_point": "tests/test_misc.py (fixed_point against the closed form)",
     "*.odeint_args": "tests/test_scipy.py (odeint against finite differences)",
     "*._implicit": "tests/test_scipy_optimize.py (solutions against closed forms, both modes)",
+    "*.ivp_values": "tests/test_scipy_integrate.py (solve_ivp: closed forms, finite differences)",
+    "*.quad_value": "tests/test_scipy_integrate.py (quad: closed forms, both modes, 2nd order)",
     # the explain CLI's piecewise-constant functions (zero derivatives in both modes)
     "chainrule.explain._expr.*": "tests/test_explain_students.py (every one, both modes)",
 }

@@ -1,7 +1,8 @@
-"""chainrule.scipy.integrate: ``odeint`` with derivatives by the adjoint method.
+"""chainrule.scipy.integrate: ``odeint``, ``solve_ivp`` and ``quad`` with derivatives
+that never go through the solvers' internal steps.
 
 ``odeint(func, y0, t, args=())`` solves dy/dt = func(y, t, *args) with SciPy's
-odeint. Its derivatives never go through the solver's internal steps:
+odeint:
 
 - reverse mode solves the adjoint ODE backwards in time, segment by segment
   between the output times, for the state y, the adjoint a (da/dt = -a df/dy)
@@ -11,34 +12,57 @@ odeint. Its derivatives never go through the solver's internal steps:
   df/dargs dargs) from s(t_0) = dy0 - f(y_0, t_0) dt_0; the output tangent is
   s(t_i) + f(y_i, t_i) dt_i.
 
-``func`` must be written with chainrule.numpy (it is differentiated by
-chainrule). Gradients are exact up to the solver's tolerances (``rtol``,
-``atol`` are passed on to every solve). The adjoint and sensitivity systems are
-solved by ``odeint`` itself, so they are differentiable in turn: derivatives of
-every order, in both modes (as autograd's odeint, whose adjoint is built the same
-way).
+The adjoint and sensitivity systems are solved by ``odeint`` itself, so they are
+differentiable in turn: derivatives of every order, in both modes (as autograd's
+odeint, whose adjoint is built the same way).
+
+``solve_ivp`` uses the same equations with any of SciPy's methods; for first
+derivatives its adjoint reads y(t) from the forward solve's dense interpolant
+(checkpoints) instead of solving y backwards. ``quad`` differentiates the limits by
+Leibniz's rule and the integrand's parameters by integrating the integrand's
+derivative.
+
+The functions must be written with chainrule.numpy (chainrule differentiates them).
+Traced values they close over are found and differentiated like ``args``. Gradients
+are exact up to the solvers' tolerances (``rtol``, ``atol``, ``epsabs``, ``epsrel``
+are passed on to every solve).
 """
 
 from __future__ import annotations
 
+import types as _types
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import numpy as _np
 import scipy.integrate as _si
 
 from .._core import forward, reverse
-from .._core.pytree import tree_flatten, tree_unflatten
+from .._core.pytree import tree_flatten, tree_map, tree_unflatten
 from .._core.rule_table import primitive_vjps
 from .._core.rules import defjvp_argnums
-from .._core.tracer import getval, primitive
+from .._core.tracer import front_ends, getval, isbox, primitive
 from ..numpy import _namespace
 from ..numpy import numpy_wrapper as anp
 from ..numpy.rules._helpers import match_dtype
 
 _namespace.install(globals(), _si)  # SciPy's names; those defined below win
 
-_SOLVER_KWARGS = ("rtol", "atol", "hmax", "hmin", "mxstep", "h0", "tcrit", "ixpr", "mxhnil",
-                  "mxordn", "mxords", "tfirst")
+_SOLVER_KWARGS = (
+    "rtol",
+    "atol",
+    "hmax",
+    "hmin",
+    "mxstep",
+    "h0",
+    "tcrit",
+    "ixpr",
+    "mxhnil",
+    "mxordn",
+    "mxords",
+    "tfirst",
+)
 
 
 @primitive
@@ -47,26 +71,29 @@ def odeint_args(func, y0, t, *args, **kwargs):
     return _si.odeint(func, y0, t, args=args, **kwargs)
 
 
-def odeint(func, y0, t, args=(), **kwargs):
+def odeint(func: Callable, y0: Any, t: Any, args: Any = (), **kwargs: Any) -> Any:
     """``scipy.integrate.odeint``, differentiable w.r.t. y0, t and args.
 
     ``args`` may hold containers of arrays (a list of layers' weights, a dict...): their
-    leaves are differentiated, as autograd's odeint does."""
+    leaves are differentiated, as autograd's odeint does; so are the traced values ``func``
+    closes over (closure variables, default arguments)."""
     unsupported = set(kwargs) - set(_SOLVER_KWARGS)
     if unsupported:
-        raise TypeError(f"chainrule.scipy.integrate.odeint does not support "
-                        f"{', '.join(sorted(unsupported))} (Dfun, full_output...): only the "
-                        f"solver tolerances and step controls {', '.join(_SOLVER_KWARGS)}.")
+        raise TypeError(
+            f"chainrule.scipy.integrate.odeint does not support "
+            f"{', '.join(sorted(unsupported))} (Dfun, full_output...): only the "
+            f"solver tolerances and step controls {', '.join(_SOLVER_KWARGS)}."
+        )
     if not isinstance(args, tuple):
         args = (args,)
-    leaves, treedef = tree_flatten(args)
-    if all(leaf is arg for leaf, arg in zip(leaves, args)) and len(leaves) == len(args):
-        return odeint_args(func, y0, t, *args, **kwargs)
-
-    def func_of_leaves(y, s, *leaf_values):  # (or (t, y, ...) with tfirst: order kept)
-        return func(y, s, *tree_unflatten(treedef, leaf_values))
-
-    return odeint_args(func_of_leaves, y0, t, *leaves, **kwargs)
+    # the traced leaves of args and of func's closure become odeint_args' parameters
+    front = _FrontEnd()
+    pure, params = _lift(func, args, front)
+    pure = _array_valued(pure)
+    y0, t = front.unwrap((y0, t))
+    lead = (_np.asarray(getval(y0)), _np.asarray(getval(t))[0])
+    _check_lifted("odeint", pure, lead[::-1] if kwargs.get("tfirst") else lead, params)
+    return front.answer(odeint_args(pure, y0, t, *params, **kwargs))
 
 
 def _with_params(func, args, traced):
@@ -103,7 +130,7 @@ def _split(vector, like):
     out, start = [], 0
     for v in like:
         n = int(_np.size(getval(v)))
-        out.append(anp.reshape(vector[start:start + n], _np.shape(getval(v))))
+        out.append(anp.reshape(vector[start : start + n], _np.shape(getval(v))))
         start += n
     return out
 
@@ -111,6 +138,7 @@ def _split(vector, like):
 # The derivative passes below are written with chainrule operations, odeint_args itself
 # included (its augmented systems are differentiated by chainrule inside SciPy's calls),
 # so derivatives of every order, in both modes, come from the same two rules.
+
 
 # ----------------------------------------------------------------------------- reverse mode
 def _odeint_vjp(g, argnums, ans, args, kwargs):
@@ -125,10 +153,11 @@ def _odeint_vjp(g, argnums, ans, args, kwargs):
     n_params = sum(int(_np.size(getval(params[i]))) for i in traced)
 
     def augmented(state, s, *all_params):
-        y, a = state[:d], state[d:2 * d]
+        y, a = state[:d], state[d : 2 * d]
         f = _with_params(func, all_params, traced)
-        vjp, fy = reverse.make_vjp(lambda yp: f(yp[0], s, yp[1]),
-                                   (y, [all_params[i] for i in traced]))
+        vjp, fy = reverse.make_vjp(
+            lambda yp: f(yp[0], s, yp[1]), (y, [all_params[i] for i in traced])
+        )
         ybar, pbars = vjp(-a)
         return _concat([fy, ybar, *pbars])
 
@@ -141,7 +170,7 @@ def _odeint_vjp(g, argnums, ans, args, kwargs):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # func may not depend on some argument
             end = odeint_args(augmented, state, anp.stack([t[i], t[i - 1]]), *params, **kw)[-1]
-        a, pbar = end[d:2 * d], end[2 * d:]
+        a, pbar = end[d : 2 * d], end[2 * d :]
         if i > 1:
             a = a + g[i - 1]
     tbars.append(-anp.dot(a, anp.ravel(f_params(ys[0], t[0], [params[i] for i in traced]))))
@@ -174,10 +203,11 @@ def _odeint_jvp(argnums, tangents, ans, args, kwargs):
 
     def augmented(state, s, *params_and_dparams):
         y, sens = state[:d], state[d:]
-        all_params, dps = params_and_dparams[:len(params)], params_and_dparams[len(params):]
+        all_params, dps = params_and_dparams[: len(params)], params_and_dparams[len(params) :]
         f = _with_params(func, all_params, traced)
-        fy, dfy = forward.make_jvp(lambda yp: f(yp[0], s, yp[1]),
-                                   (y, [all_params[i] for i in traced]))((sens, list(dps)))
+        fy, dfy = forward.make_jvp(
+            lambda yp: f(yp[0], s, yp[1]), (y, [all_params[i] for i in traced])
+        )((sens, list(dps)))
         return _concat([fy, dfy * _np.ones(d)])
 
     s0 = anp.ravel(tangents[1]) * 1.0 if 1 in tangents else _np.zeros(d)
@@ -188,10 +218,644 @@ def _odeint_jvp(argnums, tangents, ans, args, kwargs):
         warnings.simplefilter("ignore")  # func may not depend on some argument
         sens = odeint_args(augmented, _concat([ys[0], s0]), t, *params, *dparams, **kw)[:, d:]
     if dt is not None:
-        f_all = anp.stack([anp.ravel(func(ys[k], t[k], *params))
-                           for k in range(len(getval(t)))])
+        f_all = anp.stack([anp.ravel(func(ys[k], t[k], *params)) for k in range(len(getval(t)))])
         sens = sens + f_all * anp.reshape(dt, (-1, 1))
     return match_dtype(anp.reshape(sens, anp.shape(ans)), ans)
 
 
 defjvp_argnums(odeint_args, _odeint_jvp)
+
+
+# ----------------------------------------------------------------------------- closures
+_EMPTY_CELL = object()  # stands for a closure cell that holds nothing yet
+
+
+def _function_parts(fun) -> list:
+    """What a plain Python function closes over: its closure cells' contents and defaults."""
+    if not isinstance(fun, _types.FunctionType):
+        return []
+    cells = []
+    for cell in fun.__closure__ or ():
+        try:
+            cells.append(cell.cell_contents)
+        except ValueError:
+            cells.append(_EMPTY_CELL)
+    return [cells, list(fun.__defaults__ or ())]
+
+
+def _rebuilt(fun, parts: list, traced_cells: set):
+    """``fun`` with its defaults and the closure cells in ``traced_cells`` replaced by
+    ``parts``; its other cells are shared, so state it keeps in them stays one."""
+    contents, defaults = parts
+    cells = tuple(
+        _types.CellType(value) if i in traced_cells else cell
+        for i, (cell, value) in enumerate(zip(fun.__closure__ or (), contents))
+    )
+    new = _types.FunctionType(
+        fun.__code__, fun.__globals__, fun.__name__, tuple(defaults) or None, cells
+    )
+    new.__kwdefaults__ = fun.__kwdefaults__
+    return new
+
+
+class _FrontEnd:
+    """Front-end objects (chainrule.Tensor) met among a solver's inputs: each one takes
+    part as the value it stands for (a traced value when it requires grad), and traced
+    answers are handed back as objects of that front end."""
+
+    def __init__(self):
+        self.wrap = None
+
+    def unwrap(self, tree):
+        """``tree`` (tuples, lists, dicts) with front-end objects replaced by their values.
+        (Not tree_map: a Tensor is itself a pytree, which tree_map would rebuild.)"""
+        front_end = front_ends.get(type(tree))
+        if front_end is not None:
+            self.wrap = front_end[-1]  # (unwrap, ..., wrap)
+            return front_end[0](tree)
+        if type(tree) in (tuple, list):
+            return type(tree)(self.unwrap(item) for item in tree)
+        if type(tree) is dict:
+            return {key: self.unwrap(item) for key, item in tree.items()}
+        return tree
+
+    def answer(self, value):
+        return self.wrap(value) if self.wrap is not None and isbox(value) else value
+
+
+def _lift(fun: Callable, args: tuple, front: _FrontEnd) -> tuple[Callable, list]:
+    """``(pure, params)``: the traced values ``fun`` receives in ``args`` or closes over
+    (closure cells, defaults) made explicit, so that
+    ``pure(*lead, *params) == fun(*lead, *args)`` and SciPy can call ``pure`` on plain
+    values. ``_check_lifted`` verifies that nothing traced is left hidden."""
+    arg_leaves, arg_def = tree_flatten(front.unwrap(tuple(args)))
+    part_leaves, part_def = tree_flatten(front.unwrap(_function_parts(fun)))
+    leaves = arg_leaves + part_leaves
+    at = [i for i, leaf in enumerate(leaves) if isbox(leaf)]
+    n_args, n_params = len(arg_leaves), len(at)
+    in_closure = any(i >= n_args for i in at)
+    traced_cells = set()
+    if in_closure:
+        for i, value in enumerate(_function_parts(fun)[0]):
+            if _any_traced(value):
+                traced_cells.add(i)
+
+    def pure(*call):
+        lead = call[: len(call) - n_params]
+        full = list(leaves)
+        for i, value in zip(at, call[len(call) - n_params :]):
+            full[i] = value
+        f = fun
+        if in_closure:
+            f = _rebuilt(fun, tree_unflatten(part_def, full[n_args:]), traced_cells)
+        return f(*lead, *tree_unflatten(arg_def, full[:n_args]))
+
+    return pure, [leaves[i] for i in at]
+
+
+def _array_valued(pure: Callable) -> Callable:
+    """``pure`` answering an array where it answers a list or tuple (SciPy takes those from
+    an ODE's right-hand side): the derivative rules pull back array-shaped cotangents."""
+
+    def f(*call):
+        out = pure(*call)
+        return anp.array(out) if isinstance(out, (list, tuple)) else out
+
+    return f
+
+
+def _hidden_trace_error(where: str) -> TypeError:
+    return TypeError(
+        f"chainrule.scipy.integrate.{where}: the function depends on a traced value that "
+        f"chainrule cannot reach (one held by an object, a global, or a function it calls), "
+        f"so its derivative would be lost. Pass that value through `args=` instead (closure "
+        f"variables and default arguments of the function itself are found automatically)."
+    )
+
+
+def _check_lifted(where: str, pure: Callable, lead: tuple, params: list):
+    """``pure`` at plain values; raise if its output is still traced (a hidden input)."""
+    out = pure(*lead, *[getval(p) for p in params])
+    if any(isbox(leaf) for leaf in tree_flatten(out)[0]):
+        raise _hidden_trace_error(where)
+    return out
+
+
+def _any_traced(*trees) -> bool:
+    return any(isbox(leaf) for tree in trees for leaf in tree_flatten(tree)[0])
+
+
+# ----------------------------------------------------------------------------- solve_ivp
+# Options that only shape the forward solve (the Jacobian the implicit methods use and how
+# fun is called): the adjoint and sensitivity systems are other functions.
+_FORWARD_ONLY_OPTIONS = ("jac", "jac_sparsity", "lband", "uband", "first_step")
+
+
+class _Forward:
+    """The plain forward solve a traced call reuses: its values (the primitive's answer)
+    and its dense interpolant (the checkpoints the adjoint reads y(t) from)."""
+
+    def __init__(self, values, interpolant, failure: str | None):
+        self.values, self.interpolant, self.failure = values, interpolant, failure
+
+
+@primitive
+def ivp_values(fun, times, y0, *params, method="RK45", options=None, solved=None):
+    """y at ``times[1:]`` (shape (n, len(times) - 1)) for dy/dt = fun(t, y, *params),
+    y(times[0]) = y0: the differentiable core of ``solve_ivp``."""
+    if solved is not None:
+        return solved.values
+    sol = _solve_plain(fun, times, y0, params, method, options, dense=False)
+    if not sol.success:
+        raise RuntimeError(
+            f"chainrule.scipy.integrate.solve_ivp: an adjoint or sensitivity "
+            f"solve failed ({sol.message}); loosen rtol/atol or pick a method "
+            f"fit for the problem's stiffness."
+        )
+    return sol.y
+
+
+def _solve_plain(fun, times, y0, params, method, options, dense):
+    times = _np.asarray(getval(times), dtype=float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "output seems independent of input" in the rhs
+        return _si.solve_ivp(
+            lambda t, y: fun(t, y, *params),
+            (times[0], times[-1]),
+            y0,
+            method=method,
+            t_eval=times[1:],
+            dense_output=dense,
+            **(options or {}),
+        )
+
+
+def _flat_params(params, traced) -> list:
+    return [params[i] for i in traced]
+
+
+def _with_traced(params, traced, values) -> list:
+    full = list(params)
+    for i, v in zip(traced, values):
+        full[i] = v
+    return full
+
+
+def _refuse_failed(solved) -> None:
+    if solved is not None and solved.failure is not None:
+        raise RuntimeError(
+            f"chainrule.scipy.integrate.solve_ivp: the forward solve failed "
+            f"({solved.failure}), so its result is not a solution and has no derivative. "
+            f"Check sol.success; loosen rtol/atol, or use an implicit method (Radau, BDF, "
+            f"LSODA) for a stiff problem."
+        )
+
+
+def _adjoint_rhs(fun, params, traced, n, interpolant):
+    """The backward system for [lambda, mu] (with interpolated y) or [y, lambda, mu]:
+    dlambda/dt = -lambda df/dy, dmu/dt = -lambda df/dparams."""
+
+    def rhs(t, state, *all_params):
+        if interpolant is None:
+            y, lam = state[:n], state[n : 2 * n]
+        else:
+            y, lam = interpolant(t), state[:n]
+        vjp, fy = reverse.make_vjp(
+            lambda yp: fun(t, yp[0], *_with_traced(all_params, traced, yp[1])),
+            (y, _flat_params(all_params, traced)),
+        )
+        ybar, pbars = vjp(-lam)
+        if interpolant is None:
+            return _concat([fy, ybar, *pbars])
+        return _concat([ybar, *pbars])
+
+    return rhs
+
+
+_IMPLICIT_METHODS = ("Radau", "BDF", "LSODA")
+
+
+def _adjoint_jac(fun, params, traced, n, interpolant):
+    """The Jacobian of the checkpointed backward system, exact since it is linear in
+    [lambda, mu]: [[-df/dy^T, 0], [-df/dparams^T, 0]] (for the implicit methods, which
+    would otherwise take it by finite differences, one column per parameter)."""
+
+    def jac(t, state, *all_params):
+        vjp, _ = reverse.make_vjp(
+            lambda yp: fun(t, yp[0], *_with_traced(all_params, traced, yp[1])),
+            (interpolant(t), _flat_params(all_params, traced)),
+        )
+        rows = [_concat([ybar, *pbars]) for ybar, pbars in (vjp(-e) for e in _np.eye(n))]
+        out = _np.zeros((len(state), len(state)))
+        out[:, :n] = _np.stack(rows, axis=1)
+        return out
+
+    return jac
+
+
+def _checkpointed_options(options, n, n_params) -> dict:
+    """The backward solve's options: error control on lambda only (a seminorm). mu
+    (the parameter integrals) feeds back into nothing, so it is as accurate as the steps
+    that resolve lambda and y; controlling its error too would only take more steps."""
+    options = dict(options or {})
+    atol = _np.broadcast_to(_np.asarray(options.get("atol", 1e-6), dtype=float), (n,))
+    options["atol"] = _np.concatenate([atol, _np.full(n_params, _np.inf)])
+    return options
+
+
+def _ivp_vjp(g, argnums, ans, args, kwargs):
+    """Cotangents by the adjoint ODE, solved backwards segment by segment between the
+    output times, adding each output's cotangent at its time."""
+    fun, times, y0, *params = args
+    method, options, solved = kwargs["method"], kwargs["options"], kwargs.get("solved")
+    _refuse_failed(solved)
+    traced = [i - 3 for i in argnums if i >= 3]
+    n = int(_np.size(getval(y0)))
+    n_params = sum(int(_np.size(getval(params[i]))) for i in traced)
+    g = anp.reshape(g, anp.shape(ans))
+    # Nested (a derivative of this derivative is being taken): y is solved again with the
+    # adjoint by this same primitive, so the pass is differentiable. Otherwise y(t) comes
+    # from the forward solve's interpolant (checkpoints): stable and cheaper.
+    nested = _any_traced(g, ans, times, y0, params)
+    interpolant = None
+    if not nested:
+        interpolant = (
+            solved.interpolant
+            if solved is not None
+            else _solve_plain(fun, times, y0, params, method, options, dense=True).sol
+        )
+    rhs = _adjoint_rhs(fun, params, traced, n, interpolant)
+    if not nested:
+        options = _checkpointed_options(options, n, n_params)
+        if method in _IMPLICIT_METHODS:
+            options["jac"] = _adjoint_jac(fun, params, traced, n, interpolant)
+    n_out = len(getval(times)) - 1
+    lam, mu = g[:, -1], _np.zeros(n_params)
+    tbars = [None] * (n_out + 1)
+    for i in range(n_out, 0, -1):
+        if 1 in argnums:
+            tbars[i] = anp.dot(g[:, i - 1], anp.ravel(fun(times[i], ans[:, i - 1], *params)))
+        if getval(times[i]) != getval(times[i - 1]):
+            if nested:
+                state = _concat([ans[:, i - 1], lam, mu])
+                end = ivp_values(
+                    rhs,
+                    anp.stack([times[i], times[i - 1]]),
+                    state,
+                    *params,
+                    method=method,
+                    options=options,
+                )[:, -1]
+                lam, mu = end[n : 2 * n], end[2 * n :]
+            else:
+                end = _backward_segment(
+                    rhs,
+                    times[i],
+                    times[i - 1],
+                    _concat([lam, mu]),
+                    params,
+                    method,
+                    options,
+                    interpolant,
+                )
+                lam, mu = end[:n], end[n:]
+        if i > 1:
+            lam = lam + g[:, i - 2]
+    if 1 in argnums:
+        tbars[0] = -anp.dot(lam, anp.ravel(fun(times[0], y0, *params)))
+    by_param = dict(zip(traced, _split(mu, _flat_params(params, traced))))
+    out = []
+    for i in argnums:
+        if i == 1:
+            out.append(match_dtype(anp.stack(tbars), times))
+        elif i == 2:
+            out.append(match_dtype(anp.reshape(lam, _np.shape(getval(y0))), y0))
+        else:
+            out.append(match_dtype(by_param[i - 3], params[i - 3]))
+    return tuple(out)
+
+
+def _backward_segment(rhs, t_from, t_to, state, params, method, options, interpolant):
+    # Start with the forward solve's step at t_from: a restart per segment otherwise
+    # spends evaluations finding a step size the forward solve already found.
+    ts = interpolant.ts
+    nearest = int(_np.argmin(_np.abs(ts[1:] - t_from))) if len(ts) > 1 else 0
+    first = min(abs(ts[nearest + 1] - ts[nearest]) if len(ts) > 1 else _np.inf, abs(t_from - t_to))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # f may not depend on some parameter
+        sol = _si.solve_ivp(
+            rhs,
+            (t_from, t_to),
+            state,
+            method=method,
+            args=tuple(params),
+            first_step=first,
+            **(options or {}),
+        )
+    if not sol.success:
+        raise RuntimeError(
+            f"chainrule.scipy.integrate.solve_ivp: the adjoint solve failed "
+            f"({sol.message}); loosen rtol/atol or use an implicit method."
+        )
+    return sol.y[:, -1]
+
+
+primitive_vjps[ivp_values] = _ivp_vjp
+
+
+def _ivp_jvp(argnums, tangents, ans, args, kwargs):
+    """Tangent by the forward sensitivity s (ds/dt = df/dy s + df/dparams dparams),
+    solved together with y by this same primitive (so it is differentiable in turn)."""
+    fun, times, y0, *params = args
+    _refuse_failed(kwargs.get("solved"))
+    tangents = dict(zip(argnums, tangents))
+    traced = [i - 3 for i in argnums if i >= 3]
+    n = int(_np.size(getval(y0)))
+    dparams = [tangents[i + 3] for i in traced]
+
+    def augmented(t, state, *params_and_dparams):
+        y, sens = state[:n], state[n:]
+        all_params, dps = params_and_dparams[: len(params)], params_and_dparams[len(params) :]
+        fy, dfy = forward.make_jvp(
+            lambda yp: fun(t, yp[0], *_with_traced(all_params, traced, yp[1])),
+            (y, _flat_params(all_params, traced)),
+        )((sens, list(dps)))
+        return _concat([fy, dfy * _np.ones(n)])
+
+    s0 = anp.ravel(tangents[2]) * 1.0 if 2 in tangents else _np.zeros(n)
+    dt = tangents.get(1)
+    if dt is not None:
+        s0 = s0 - anp.ravel(fun(times[0], y0, *params)) * dt[0]
+    sens = ivp_values(
+        augmented,
+        times,
+        _concat([y0, s0]),
+        *params,
+        *dparams,
+        method=kwargs["method"],
+        options=kwargs.get("options"),
+    )[n:]
+    if dt is not None:
+        f_out = anp.stack(
+            [anp.ravel(fun(times[k + 1], ans[:, k], *params)) for k in range(anp.shape(ans)[1])],
+            axis=1,
+        )
+        sens = sens + f_out * dt[1:]
+    return match_dtype(sens, ans)
+
+
+defjvp_argnums(ivp_values, _ivp_jvp)
+
+
+class _DenseSolution:
+    """``sol(t)`` of a traced ``solve_ivp``: values from the forward solve's interpolant,
+    derivatives by the same adjoint / sensitivity rules as ``y`` (each call records one
+    ``ivp_values`` whose output times are ``t``)."""
+
+    def __init__(self, pure, t0, y0, params, method, options, solution, failure):
+        self._call = (pure, t0, y0, params, method, options)
+        self._interpolant, self._failure = solution, failure
+        self.t_min, self.t_max, self.ts = solution.t_min, solution.t_max, solution.ts
+        self.front = _FrontEnd()
+
+    def __call__(self, t):
+        pure, t0, y0, params, method, options = self._call
+        t = self.front.unwrap(t)
+        scalar = _np.ndim(getval(t)) == 0
+        t = anp.reshape(t, (-1,))
+        direction = _np.sign(self._interpolant.ts[-1] - self._interpolant.ts[0]) or 1.0
+        order = _np.argsort(direction * getval(t), kind="stable")
+        times = anp.concatenate([anp.reshape(t0, (1,)), t[order]])
+        values = self._interpolant(getval(times)[1:])
+        y = ivp_values(
+            pure,
+            times,
+            y0,
+            *params,
+            method=method,
+            options=options,
+            solved=_Forward(values, self._interpolant, self._failure),
+        )
+        y = y[:, _np.argsort(order)]
+        return self.front.answer(y[:, 0] if scalar else y)
+
+
+def solve_ivp(
+    fun: Callable,
+    t_span: Any,
+    y0: Any,
+    method: Any = "RK45",
+    t_eval: Any = None,
+    dense_output: bool = False,
+    events: Any = None,
+    vectorized: bool = False,
+    args: Any = None,
+    **options: Any,
+) -> Any:
+    """``scipy.integrate.solve_ivp``, differentiable w.r.t. ``y0``, ``t_span``, ``t_eval``
+    and the traced values ``fun`` receives in ``args`` or closes over.
+
+    The forward solve is SciPy's, on plain values (every method); the result's ``y`` (and
+    ``t`` when ``t_span``/``t_eval`` are traced, and ``sol(t)`` with ``dense_output``) are
+    traced. Reverse mode solves the adjoint ODE backwards, reading y(t) from the forward
+    solve's dense interpolant; forward mode solves the sensitivity equations with y. Both
+    use ``method``, ``rtol`` and ``atol``: derivatives are as accurate as the solves.
+    ``events`` cannot be differentiated (NotImplementedError when something is traced)."""
+    plain_args = () if args is None else tuple(args)
+    front = _FrontEnd()
+    pure, params = _lift(fun, plain_args, front)
+    pure = _array_valued(pure)
+    t_span, y0, t_eval = front.unwrap((t_span, y0, t_eval))
+    if not params and not _any_traced(t_span, y0, t_eval) and front.wrap is None:
+        try:
+            return _si.solve_ivp(
+                fun,
+                t_span,
+                y0,
+                method=method,
+                t_eval=t_eval,
+                dense_output=dense_output,
+                events=events,
+                vectorized=vectorized,
+                args=args,
+                **options,
+            )
+        except TypeError:
+            _check_lifted("solve_ivp", pure, (t_span[0], _np.asarray(y0)), params)
+            raise
+    if events is not None:
+        raise NotImplementedError(
+            "chainrule.scipy.integrate.solve_ivp: events= cannot be differentiated (the "
+            "event times depend on the inputs through root finding, which is not "
+            "implemented). Solve with events on plain values (chainrule.stop_gradient), or "
+            "without events."
+        )
+    t0, t1 = t_span
+    y0 = anp.array(y0) if isinstance(y0, (list, tuple)) else y0
+    if _np.ndim(getval(y0)) != 1:
+        raise ValueError("`y0` must be 1-dimensional.")
+    if _np.iscomplexobj(getval(y0)):
+        raise NotImplementedError(
+            "chainrule.scipy.integrate.solve_ivp: complex y0 cannot be "
+            "differentiated; split it into real and imaginary parts."
+        )
+    y0 = y0 * 1.0  # integers become floats
+    plain_params = [getval(p) for p in params]
+    y0_value = getval(y0)
+    _check_lifted("solve_ivp", pure, (getval(t0), y0_value), params)
+    forward_options = dict(options)
+    jac = options.get("jac")
+    if callable(jac):  # (the Newton iterations' Jacobian: not differentiated)
+        forward_options["jac"] = lambda t, y: getval(jac(t, y, *tree_map(getval, plain_args)))
+    t_eval_value = None if t_eval is None else _np.asarray(tree_map(getval, t_eval), float)
+    sol = _si.solve_ivp(
+        lambda t, y: pure(t, y, *plain_params),
+        (getval(t0), getval(t1)),
+        y0_value,
+        method=method,
+        t_eval=t_eval_value,
+        dense_output=True,
+        vectorized=vectorized,
+        **forward_options,
+    )
+    start = anp.reshape(t0, (1,))
+    if t_eval is None:  # the solver's own times: the first and the last follow t_span
+        last = anp.reshape(t1, (1,)) if sol.success else sol.t[-1:]
+        out_times = anp.concatenate([start, sol.t[1:-1], last]) if len(sol.t) > 1 else start
+    else:
+        out_times = anp.reshape(anp.array(t_eval) * 1.0, (-1,))
+    times = anp.concatenate([start, out_times])
+    failure = None if sol.success else sol.message
+    adjoint_options = {k: v for k, v in options.items() if k not in _FORWARD_ONLY_OPTIONS}
+    y = ivp_values(
+        pure,
+        times,
+        y0,
+        *params,
+        method=method,
+        options=adjoint_options,
+        solved=_Forward(sol.y, sol.sol, failure),
+    )
+    dense = None
+    if dense_output:
+        dense = _DenseSolution(pure, t0, y0, params, method, adjoint_options, sol.sol, failure)
+        dense.front = front
+    t_out, y = front.answer(times[1:]), front.answer(y)
+    return type(sol)(**{**sol, "t": t_out, "y": y, "sol": dense})
+
+
+# ----------------------------------------------------------------------------- quad
+_QUAD_OPTIONS = ("epsabs", "epsrel", "limit", "points")
+
+
+@primitive
+def quad_value(func, a, b, *params, options=None, vector=False, solved=None):
+    """The integral of func(x, *params) over [a, b] (``quad``; ``quad_vec`` for a
+    vector-valued func, as the integrands of the derivative rules are)."""
+    if solved is not None:
+        return solved
+    options = options or {}
+    if vector:
+        return _si.quad_vec(lambda x: func(x, *params), a, b, **options)[0]
+    return _si.quad(func, a, b, args=tuple(params), **options)[0]
+
+
+def _finite_limit(limit):
+    if not _np.isfinite(getval(limit)):
+        raise ValueError(
+            "chainrule.scipy.integrate.quad: an infinite limit cannot be "
+            "differentiated (the integrand's value there is not defined); "
+            "pass it as a plain float."
+        )
+    return limit
+
+
+def _quad_vjp(g, argnums, ans, args, kwargs):
+    """d/da = -f(a), d/db = f(b) (Leibniz); d/dparams = the integral of df/dparams."""
+    func, a, b, *params = args
+    traced = [i - 3 for i in argnums if i >= 3]
+    by_param = {}
+    if traced:
+
+        def integrand(x, *params_and_g):  # g is passed on: it may be traced (2nd order)
+            all_params, cotangent = params_and_g[:-1], params_and_g[-1]
+            vjp, _ = reverse.make_vjp(
+                lambda ps: func(x, *_with_traced(all_params, traced, ps)),
+                _flat_params(all_params, traced),
+            )
+            return _concat(vjp(cotangent))
+
+        total = quad_value(integrand, a, b, *params, g, options=kwargs.get("options"), vector=True)
+        by_param = dict(zip(traced, _split(total, _flat_params(params, traced))))
+    out = []
+    for i in argnums:
+        if i == 1:
+            out.append(match_dtype(-anp.sum(g * func(_finite_limit(a), *params)), a))
+        elif i == 2:
+            out.append(match_dtype(anp.sum(g * func(_finite_limit(b), *params)), b))
+        else:
+            out.append(match_dtype(by_param[i - 3], params[i - 3]))
+    return tuple(out)
+
+
+def _quad_jvp(argnums, tangents, ans, args, kwargs):
+    func, a, b, *params = args
+    tangents = dict(zip(argnums, tangents))
+    traced = [i - 3 for i in argnums if i >= 3]
+    out = 0.0
+    if traced:
+
+        def integrand(x, *params_and_dparams):
+            all_params, dps = (params_and_dparams[: len(params)], params_and_dparams[len(params) :])
+            return forward.make_jvp(
+                lambda ps: func(x, *_with_traced(all_params, traced, ps)),
+                _flat_params(all_params, traced),
+            )(list(dps))[1]
+
+        out = quad_value(
+            integrand,
+            a,
+            b,
+            *params,
+            *[tangents[i + 3] for i in traced],
+            options=kwargs.get("options"),
+            vector=kwargs.get("vector", False),
+        )
+    if 1 in tangents:
+        out = out - func(_finite_limit(a), *params) * tangents[1]
+    if 2 in tangents:
+        out = out + func(_finite_limit(b), *params) * tangents[2]
+    return match_dtype(out, ans)
+
+
+primitive_vjps[quad_value] = _quad_vjp
+defjvp_argnums(quad_value, _quad_jvp)
+
+
+def quad(func: Callable, a: Any, b: Any, args: Any = (), **kwargs: Any) -> Any:
+    """``scipy.integrate.quad``, differentiable w.r.t. the limits (Leibniz rule) and the
+    traced values ``func`` receives in ``args`` or closes over (the integral of the
+    integrand's derivative, by another ``quad``). Returns ``(value, abserr)`` with a
+    traced value; with something traced, only ``epsabs``, ``epsrel``, ``limit`` and
+    ``points`` are accepted (weights and ``full_output`` have no derivative rule)."""
+    args = args if isinstance(args, tuple) else (args,)
+    front = _FrontEnd()
+    pure, params = _lift(func, args, front)
+    a, b = front.unwrap((a, b))
+    if not params and not _any_traced(a, b) and front.wrap is None:
+        try:
+            return _si.quad(func, a, b, args=args, **kwargs)
+        except TypeError:
+            _check_lifted("quad", pure, (0.5 * (a + b) if _np.isfinite(a + b) else 0.0,), params)
+            raise
+    unsupported = set(kwargs) - set(_QUAD_OPTIONS)
+    if unsupported:
+        raise TypeError(
+            f"chainrule.scipy.integrate.quad: {', '.join(sorted(unsupported))} "
+            f"cannot be used with traced inputs; only {', '.join(_QUAD_OPTIONS)}."
+        )
+    plain_params = [getval(p) for p in params]
+    a_value, b_value = getval(a), getval(b)
+    _check_lifted("quad", pure, (a_value if _np.isfinite(a_value) else 0.0,), params)
+    value, abserr = _si.quad(pure, a_value, b_value, args=tuple(plain_params), **kwargs)
+    return front.answer(quad_value(pure, a, b, *params, options=kwargs, solved=value)), abserr

@@ -1,0 +1,486 @@
+"""chainrule.scipy.integrate: solve_ivp (adjoint and forward sensitivities) for every
+SciPy method, quad (Leibniz and the integrand's derivative), odeint to second order,
+against closed forms, finite differences of the whole solve and errors."""
+
+from __future__ import annotations
+
+import numpy as onp
+import pytest
+
+pytest.importorskip("scipy")
+
+import scipy.integrate as si  # noqa: E402
+import scipy.linalg as sla  # noqa: E402
+
+import chainrule as cr  # noqa: E402
+import chainrule.numpy as np  # noqa: E402
+import chainrule.scipy.linalg as cla  # noqa: E402
+from chainrule.scipy.integrate import odeint, quad, solve_ivp  # noqa: E402
+from chainrule.test_util import check_grads  # noqa: E402
+
+TOL = dict(rtol=1e-10, atol=1e-12)
+METHODS = ["RK45", "RK23", "DOP853", "Radau", "BDF", "LSODA"]
+BOTH = [cr.jacrev, cr.jacfwd]  # reverse (adjoint) and forward (sensitivities) mode
+
+
+def central_difference(f, x, eps=1e-6):
+    """d f / d x (shaped f's output + x) by central differences of the whole (re-)solve."""
+    x = onp.asarray(x, dtype=float)
+    steps = eps * onp.eye(x.size).reshape((x.size, *x.shape))
+    columns = [(onp.asarray(f(x + s)) - onp.asarray(f(x - s))) / (2 * eps) for s in steps]
+    return onp.moveaxis(onp.array(columns), 0, -1).reshape(columns[0].shape + x.shape)
+
+
+# ----------------------------------------------------------------------------- decay, every method
+def decay(t, y, k):
+    return -k * y
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("jac", BOTH)
+def test_solve_ivp_decay_matches_the_closed_form_and_its_derivatives(method, jac):
+    # y(t) = y0 exp(-k (t - t0)): dy/dk = -(t - t0) y, dy/dy0 = exp(-k (t - t0)),
+    # dy/dt_eval = -k y, dy/dt0 = k y
+    y0, k, t0 = onp.array([1.5, -0.5]), 0.7, 0.2
+    t_eval = onp.array([0.5, 1.0, 2.0])
+
+    def solve(y0, k, t0, t_eval):
+        tol = dict(rtol=1e-8, atol=1e-10) if method == "RK23" else TOL  # (3rd order: slow)
+        return solve_ivp(decay, (t0, 2.0), y0, method=method, t_eval=t_eval, args=(k,), **tol).y
+
+    exact = y0[:, None] * onp.exp(-k * (t_eval - t0))
+    atol = 1e-6 if method in ("RK23", "BDF") else 1e-8
+    assert onp.allclose(solve(y0, k, t0, t_eval), exact, atol=atol)
+    d_y0, d_k, d_t0, d_teval = jac(solve, argnums=(0, 1, 2, 3))(y0, k, t0, t_eval)
+    assert onp.allclose(d_k, -(t_eval - t0) * exact, atol=atol)
+    assert onp.allclose(
+        d_y0, onp.einsum("ij,t->itj", onp.eye(2), onp.exp(-k * (t_eval - t0))), atol=atol
+    )
+    assert onp.allclose(d_t0, k * exact, atol=atol)
+    assert onp.allclose(d_teval, onp.einsum("it,ts->its", -k * exact, onp.eye(3)), atol=atol)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_solve_ivp_end_time_without_t_eval_is_traced(method):
+    # with no t_eval the output times are the solver's, the last one t_span[1]
+    y0, k = onp.array([2.0]), 0.4
+
+    def last(t1):
+        sol = solve_ivp(decay, (0.0, t1), y0, method=method, args=(k,), **TOL)
+        return sol.y[0, -1] + 0.0 * sol.t[-1]
+
+    t1 = 1.7
+    exact = -k * 2.0 * onp.exp(-k * t1)
+    tol = 1e-6 if method in ("RK23", "BDF") else 1e-8
+    assert cr.grad(last)(t1) == pytest.approx(exact, abs=tol)
+    assert cr.deriv(last)(t1) == pytest.approx(exact, abs=tol)
+
+
+@pytest.mark.parametrize("jac", BOTH)
+def test_integrating_backwards_in_time(jac):
+    # t_span = (2, 0): y(t) = y0 exp(-k (t - t0)) with t < t0, t_eval and sol(t) decreasing
+    k, y0, t0 = 0.7, onp.array([1.5]), 2.0
+    t_eval, query = onp.array([1.5, 1.0, 0.2]), onp.array([0.3, 1.9])
+
+    def sol(k, t0, t_eval):
+        return solve_ivp(decay, (t0, 0.0), y0, t_eval=t_eval, args=(k,), dense_output=True, **TOL)
+
+    exact = y0[0] * onp.exp(-k * (t_eval - t0))
+    d_k, d_t0, d_teval = jac(lambda *a: sol(*a).y[0], argnums=(0, 1, 2))(k, t0, t_eval)
+    assert onp.allclose(d_k, -(t_eval - t0) * exact, atol=1e-8)
+    assert onp.allclose(d_t0, k * exact, atol=1e-8)
+    assert onp.allclose(d_teval, onp.diag(-k * exact), atol=1e-8)
+    d_query = jac(lambda k: sol(k, t0, t_eval).sol(query)[0])(k)
+    assert onp.allclose(d_query, -(query - t0) * y0[0] * onp.exp(-k * (query - t0)), atol=1e-8)
+
+
+def test_solve_ivp_untraced_call_is_scipys_own():
+    ours = solve_ivp(decay, (0.0, 1.0), [1.0, 2.0], args=(0.3,), dense_output=True)
+    theirs = si.solve_ivp(decay, (0.0, 1.0), [1.0, 2.0], args=(0.3,), dense_output=True)
+    assert onp.array_equal(ours.t, theirs.t) and onp.array_equal(ours.y, theirs.y)
+    assert onp.array_equal(ours.sol(0.37), theirs.sol(0.37))
+
+
+def test_solve_ivp_traced_values_equal_scipys():
+    # the forward solve is SciPy's: tracing changes no number
+    k = 0.3
+    theirs = si.solve_ivp(decay, (0.0, 1.0), [1.0, 2.0], method="DOP853", args=(k,))
+
+    def check(k):
+        ours = solve_ivp(decay, (0.0, 1.0), [1.0, 2.0], method="DOP853", args=(k,))
+        assert onp.array_equal(cr.stop_gradient(ours.y), theirs.y)
+        assert onp.array_equal(ours.t, theirs.t)
+        return ours.y[0, -1]
+
+    cr.grad(check)(k)
+
+
+# ----------------------------------------------------------------------------- linear system
+@pytest.mark.parametrize("jac", BOTH)
+def test_linear_system_matches_the_matrix_exponential(jac):
+    # y' = A y: y(t) = expm(A t) y0, differentiated through chainrule's expm
+    rng = onp.random.default_rng(3)
+    A = rng.normal(size=(3, 3)) * 0.5
+    y0 = rng.normal(size=3)
+    t_eval = onp.array([0.3, 1.1])
+
+    def solved(A, y0):
+        return solve_ivp(
+            lambda t, y, A: A @ y, (0.0, 1.1), y0, t_eval=t_eval, args=(A,), method="DOP853", **TOL
+        ).y
+
+    def exact(A, y0):
+        return np.stack([cla.expm(A * t) @ y0 for t in t_eval], axis=1)
+
+    assert onp.allclose(solved(A, y0), exact(A, y0), atol=1e-9)
+    assert onp.allclose(solved(A, y0), onp.stack([sla.expm(A * t) @ y0 for t in t_eval], 1))
+    for got, want in zip(
+        jac(solved, argnums=(0, 1))(A, y0), cr.jacrev(exact, argnums=(0, 1))(A, y0)
+    ):
+        assert onp.allclose(got, want, atol=1e-8)
+
+
+# ----------------------------------------------------------------------------- Lotka-Volterra
+def lotka_volterra(t, y, theta):
+    a, b, c, d = theta[0], theta[1], theta[2], theta[3]
+    return np.array([a * y[0] - b * y[0] * y[1], -c * y[1] + d * y[0] * y[1]])
+
+
+LV_THETA = onp.array([1.1, 0.4, 0.9, 0.3])
+LV_Y0 = onp.array([1.2, 0.8])
+LV_T = onp.linspace(0.5, 5.5, 8)
+
+
+def lv_loss(theta, y0, t_eval, method="DOP853"):
+    sol = solve_ivp(
+        lotka_volterra,
+        (0.0, 6.0),
+        y0,
+        method=method,
+        t_eval=t_eval,
+        args=(theta,),
+        rtol=1e-10,
+        atol=1e-10,
+    )
+    return np.sum(sol.y[0] ** 2) + np.sum(np.sin(sol.y[1]))
+
+
+@pytest.mark.parametrize("method", ["DOP853", "RK45", "LSODA"])
+def test_lotka_volterra_gradients_match_finite_differences_of_the_solve(method):
+    args = (LV_THETA, LV_Y0, LV_T)
+    for argnum in range(3):
+
+        def partial(x, argnum=argnum):
+            full = list(args)
+            full[argnum] = x
+            return lv_loss(*full, method=method)
+
+        fd = central_difference(partial, args[argnum])
+        rev = cr.grad(partial)(args[argnum])
+        _, fwd = cr.jvp(partial, (args[argnum],), (onp.ones_like(args[argnum]),))
+        assert onp.allclose(rev, fd, rtol=1e-5, atol=1e-6), (argnum, rev, fd)
+        assert fwd == pytest.approx(onp.sum(fd), rel=1e-5, abs=1e-6)
+
+
+def test_lotka_volterra_check_grads_both_modes():
+    check_grads(
+        lambda theta, y0, t_eval: lv_loss(theta, y0, t_eval),
+        argnum=(0, 1, 2),
+        modes=["fwd", "rev"],
+        order=1,
+    )(LV_THETA, LV_Y0, LV_T)
+
+
+@pytest.mark.parametrize("method", ["Radau", "BDF", "LSODA"])
+def test_stiff_linear_system_with_the_implicit_methods(method):
+    # eigenvalues -1 and -1000: y(T) = expm(A T) y0, the adjoint is as stiff as the solve
+    base = onp.array([[-1.0, 0.0], [0.0, -1000.0]])
+    mix = onp.array([[1.0, 0.5], [-0.3, 1.0]])
+    A = mix @ base @ onp.linalg.inv(mix)
+    y0 = onp.array([1.0, -2.0])
+
+    def solved(scale, y0):
+        sol = solve_ivp(
+            lambda t, y, s: s * (A @ y),
+            (0.0, 2.0),
+            y0,
+            method=method,
+            t_eval=[0.01, 2.0],
+            args=(scale,),
+            rtol=1e-8,
+            atol=1e-12,
+        )
+        return sol.y
+
+    def exact(scale, y0):
+        return np.stack([cla.expm(A * (scale * t)) @ y0 for t in (0.01, 2.0)], axis=1)
+
+    assert onp.allclose(solved(1.0, y0), exact(1.0, y0), rtol=1e-6, atol=1e-10)
+    for jac in BOTH:
+        for got, want in zip(
+            jac(solved, argnums=(0, 1))(1.0, y0), cr.jacrev(exact, argnums=(0, 1))(1.0, y0)
+        ):
+            assert onp.allclose(got, want, rtol=1e-5, atol=1e-8)
+
+
+# ----------------------------------------------------------------------------- closures and args
+def test_closed_over_values_and_defaults_get_the_same_gradient_as_args():
+    def by_args(k, y0):
+        return solve_ivp(decay, (0.0, 1.0), y0, args=(k,), **TOL).y[:, -1]
+
+    def by_closure(k, y0):
+        return solve_ivp(lambda t, y: -k * y, (0.0, 1.0), y0, **TOL).y[:, -1]
+
+    def by_default(k, y0):
+        return solve_ivp(lambda t, y, k=k: -k * y, (0.0, 1.0), y0, **TOL).y[:, -1]
+
+    def by_container(k, y0):
+        params = {"k": k, "name": "decay"}
+        sol = solve_ivp(lambda t, y, p: -p["k"] * y, (0.0, 1.0), y0, args=(params,), **TOL)
+        return sol.y[:, -1]
+
+    k, y0 = 0.6, onp.array([1.0, 3.0])
+    want = [-onp.exp(-k) * y0, onp.exp(-k) * onp.eye(2)]  # d/dk, d/dy0 of y0 exp(-k)
+    for f in (by_args, by_closure, by_default, by_container):
+        for jac in BOTH:
+            got = jac(f, argnums=(0, 1))(k, y0)
+            assert onp.allclose(got[0], want[0], atol=1e-9) and onp.allclose(got[1], want[1])
+
+
+def test_closure_state_that_is_not_traced_stays_the_users():
+    calls = []
+
+    def y_end(k):
+        def rhs(t, y):
+            calls.append(t)  # a closure cell without traced values: shared, not copied
+            return -k * y
+
+        return solve_ivp(rhs, (0.0, 1.0), [1.0], **TOL).y[0, -1]
+
+    assert cr.grad(y_end)(0.5) == pytest.approx(-onp.exp(-0.5), rel=1e-8)
+    assert len(calls) > 10
+
+
+@pytest.mark.parametrize("solver", ["solve_ivp", "odeint"])
+def test_a_right_hand_side_that_returns_a_list(solver):
+    # y'' = -k y, y(0) = 1, y'(0) = 0: y(1) = cos(sqrt(k)), dy(1)/dk = -sin(sqrt(k)) / (2 sqrt(k))
+    def y_end(k):
+        if solver == "solve_ivp":
+            return solve_ivp(lambda t, y: [y[1], -k * y[0]], (0.0, 1.0), [1.0, 0.0], **TOL).y[0, -1]
+        ys = odeint(lambda y, t: [y[1], -k * y[0]], onp.array([1.0, 0.0]), [0.0, 1.0], **TOL)
+        return ys[-1, 0]
+
+    k = 2.0
+    exact = -onp.sin(onp.sqrt(k)) / (2 * onp.sqrt(k))
+    assert cr.grad(y_end)(k) == pytest.approx(exact, rel=1e-7)
+    assert cr.deriv(y_end)(k) == pytest.approx(exact, rel=1e-7)
+
+
+class Model:
+    def __init__(self, k):
+        self.k = k
+
+    def rhs(self, t, y):
+        return -self.k * y
+
+
+@pytest.mark.parametrize("solver", ["solve_ivp", "odeint", "quad"])
+def test_a_traced_value_hidden_in_an_object_raises_naming_args(solver):
+    calls = {
+        "solve_ivp": lambda m: solve_ivp(m.rhs, (0.0, 1.0), [1.0]).y[0, -1],
+        "odeint": lambda m: odeint(lambda y, t: m.rhs(t, y), onp.array([1.0]), [0.0, 1.0])[-1, 0],
+        "quad": lambda m: quad(lambda x: m.rhs(0.0, x), 0.0, 1.0)[0],
+    }
+    with pytest.raises(TypeError, match="args="):
+        cr.grad(lambda k: calls[solver](Model(k)))(0.5)
+
+
+def test_odeint_closure_is_differentiated_to_second_order():
+    # y(T) = y0 exp(-k T) with k closed over: d/dk = -T y, d2/dk2 = T^2 y
+    t = onp.array([0.0, 1.3])
+
+    def y_end(k):
+        return odeint(lambda y, s: -k * y, onp.array([2.0]), t, rtol=1e-10, atol=1e-10)[-1, 0]
+
+    k = 0.8
+    assert cr.grad(y_end)(k) == pytest.approx(-1.3 * 2.0 * onp.exp(-k * 1.3), rel=1e-7)
+    assert cr.grad(cr.grad(y_end))(k) == pytest.approx(1.69 * 2.0 * onp.exp(-k * 1.3), rel=1e-6)
+
+
+# ----------------------------------------------------------------------------- dense output
+@pytest.mark.parametrize("jac", BOTH)
+def test_dense_output_is_scipys_interpolant_with_derivatives(jac):
+    k, y0 = 0.9, onp.array([1.0, 2.0])
+    query = onp.array([1.7, 0.3, 1.1])  # unsorted on purpose
+    theirs = si.solve_ivp(decay, (0.0, 2.0), y0, args=(k,), dense_output=True, **TOL).sol
+
+    def dense(k, query):
+        return solve_ivp(decay, (0.0, 2.0), y0, args=(k,), dense_output=True, **TOL).sol(query)
+
+    assert onp.array_equal(dense(k, query), theirs(query))
+    d_k, d_query = jac(dense, argnums=(0, 1))(k, query)
+    exact = y0[:, None] * onp.exp(-k * query)
+    assert onp.allclose(d_k, -query * exact, atol=1e-8)
+    assert onp.allclose(d_query, onp.einsum("it,ts->its", -k * exact, onp.eye(3)), atol=1e-8)
+    scalar = cr.grad(lambda k: dense(k, 0.5)[1])(k)
+    assert scalar == pytest.approx(-0.5 * 2.0 * onp.exp(-k * 0.5), abs=1e-8)
+
+
+# ----------------------------------------------------------------------------- second order
+def test_solve_ivp_second_derivatives_in_every_mode_combination():
+    # y(T) = y0 exp(-k T): d2y/dk2 = T^2 y0 exp(-k T)
+    def y_end(k):
+        return solve_ivp(decay, (0.0, 1.2), [1.5], args=(k,), method="DOP853", **TOL).y[0, -1]
+
+    k = 0.7
+    exact = 1.44 * 1.5 * onp.exp(-k * 1.2)
+    for outer in (cr.grad, cr.deriv):
+        for inner in (cr.grad, cr.deriv):
+            assert outer(inner(y_end))(k) == pytest.approx(exact, rel=1e-6)
+
+
+def test_solve_ivp_lotka_volterra_check_grads_to_second_order():
+    # second order re-solves y with the adjoint (differentiable), first order uses checkpoints
+    def loss(theta, y0):
+        sol = solve_ivp(
+            lotka_volterra,
+            (0.0, 1.5),
+            y0,
+            method="DOP853",
+            t_eval=[0.7, 1.5],
+            args=(theta,),
+            rtol=1e-10,
+            atol=1e-10,
+        )
+        return np.sum(sol.y**2)
+
+    check_grads(loss, argnum=(0, 1), modes=["fwd", "rev"], order=2)(LV_THETA, LV_Y0)
+
+
+def test_odeint_lotka_volterra_hessian_matches_finite_differences_of_its_gradient():
+    t = onp.linspace(0.0, 1.5, 3)
+
+    def loss(theta):
+        ys = odeint(
+            lambda y, s, th: lotka_volterra(s, y, th),
+            LV_Y0,
+            t,
+            args=(theta,),
+            rtol=1e-11,
+            atol=1e-11,
+        )
+        return np.sum(ys**2)
+
+    hessian = cr.hessian(loss)(LV_THETA)
+    fd = central_difference(cr.grad(loss), LV_THETA, eps=1e-5)
+    assert onp.allclose(hessian, fd, rtol=1e-5, atol=1e-6)
+    assert onp.allclose(hessian, hessian.T, rtol=1e-6, atol=1e-8)
+
+
+# ----------------------------------------------------------------------------- errors
+def test_events_with_traced_inputs_raise_and_plain_events_work():
+    def hit(t, y, k):
+        return y[0] - 0.5
+
+    with pytest.raises(NotImplementedError, match="events"):
+        cr.grad(lambda k: solve_ivp(decay, (0.0, 2.0), [1.0], args=(k,), events=hit).y[0, -1])(0.7)
+    sol = solve_ivp(decay, (0.0, 2.0), [1.0], args=(0.7,), events=hit, **TOL)
+    assert sol.t_events[0][0] == pytest.approx(onp.log(2.0) / 0.7, rel=1e-8)
+
+
+def test_a_failed_forward_solve_refuses_derivatives():
+    # y' = y^2 from y(0) = 1 blows up at t = 1: SciPy reports failure, no derivative exists
+    def blow_up(k):
+        sol = solve_ivp(lambda t, y: k * y**2, (0.0, 2.0), [1.0])
+        theirs = si.solve_ivp(lambda t, y: y**2, (0.0, 2.0), [1.0])
+        assert not sol.success and sol.message == theirs.message
+        assert onp.array_equal(cr.stop_gradient(sol.t), theirs.t)
+        assert onp.array_equal(cr.stop_gradient(sol.y), theirs.y)
+        return sol.y[0, -1]
+
+    with pytest.raises(RuntimeError, match="forward solve failed"):
+        cr.grad(blow_up)(1.0)
+    with pytest.raises(RuntimeError, match="forward solve failed"):
+        cr.deriv(blow_up)(1.0)
+
+
+def test_solve_ivp_inputs_are_not_modified():
+    y0, t_eval, theta = LV_Y0.copy(), LV_T.copy(), LV_THETA.copy()
+    cr.grad(lv_loss, argnum=(0, 1, 2))(theta, y0, t_eval)
+    assert onp.array_equal(y0, LV_Y0) and onp.array_equal(t_eval, LV_T)
+    assert onp.array_equal(theta, LV_THETA)
+
+
+# ----------------------------------------------------------------------------- quad
+@pytest.mark.parametrize("jac", BOTH)
+def test_quad_of_theta_x_squared_matches_the_closed_form(jac):
+    # F = theta (b^3 - a^3) / 3: dF/dtheta = (b^3 - a^3) / 3, dF/da = -theta a^2, dF/db = theta b^2
+    def integral(theta, a, b):
+        return quad(lambda x, th: th * x**2, a, b, args=(theta,))[0]
+
+    theta, a, b = 2.5, -0.5, 1.5
+    assert integral(theta, a, b) == pytest.approx(theta * (b**3 - a**3) / 3, rel=1e-12)
+    got = jac(integral, argnums=(0, 1, 2))(theta, a, b)
+    want = ((b**3 - a**3) / 3, -theta * a**2, theta * b**2)
+    assert onp.allclose(got, want, rtol=1e-10)
+
+
+def test_quad_with_a_vector_parameter_and_an_infinite_limit():
+    # the integral of exp(-c x) (1 + w x) over [0, inf) = 1/c + w/c^2
+    def integral(params):
+        return quad(lambda x: np.exp(-params[0] * x) * (1 + params[1] * x), 0.0, onp.inf)[0]
+
+    p = onp.array([1.3, 0.4])
+    c, w = p
+    assert integral(p) == pytest.approx(1 / c + w / c**2, rel=1e-9)
+    want = onp.array([-1 / c**2 - 2 * w / c**3, 1 / c**2])
+    assert onp.allclose(cr.grad(integral)(p), want, rtol=1e-8)
+    assert onp.allclose(cr.jacfwd(integral)(p), want, rtol=1e-8)
+    assert onp.allclose(cr.grad(integral)(p), central_difference(integral, p), rtol=1e-6)
+
+
+def test_quad_second_order_when_the_limit_and_the_integrand_share_theta():
+    # F(theta) = the integral of sin(theta x) over [0, theta] = (1 - cos(theta^2)) / theta
+    def integral(theta):
+        return quad(lambda x: np.sin(theta * x), 0.0, theta)[0]
+
+    def closed(theta):
+        return (1 - onp.cos(theta**2)) / theta
+
+    theta = 1.3
+    first = 2 * onp.sin(theta**2) - closed(theta) / theta
+    second = (
+        4 * theta * onp.cos(theta**2) - 2 * onp.sin(theta**2) / theta + 2 * closed(theta) / theta**2
+    )
+    assert cr.grad(integral)(theta) == pytest.approx(first, rel=1e-9)
+    assert cr.deriv(integral)(theta) == pytest.approx(first, rel=1e-9)
+    for outer in (cr.grad, cr.deriv):
+        for inner in (cr.grad, cr.deriv):
+            assert outer(inner(integral))(theta) == pytest.approx(second, rel=1e-7)
+    check_grads(integral, modes=["fwd", "rev"], order=2)(theta)
+
+
+def test_quad_errors_name_the_problem():
+    with pytest.raises(ValueError, match="infinite limit"):
+        cr.grad(lambda b: quad(lambda x: np.exp(-x), 0.0, b)[0])(onp.inf)
+    with pytest.raises(TypeError, match="weight"):
+        cr.grad(lambda k: quad(lambda x: k * x, 0.0, 1.0, weight="cos", wvar=2.0)[0])(1.0)
+    assert quad(lambda x: x, 0.0, 2.0) == si.quad(lambda x: x, 0.0, 2.0)
+
+
+# ----------------------------------------------------------------------------- Tensor front end
+def test_tensors_as_inputs_give_tensors_and_their_grads():
+    # y(1) = y0 exp(-k): d/dk = -y(1), d/dy0 = exp(-k); quad's Leibniz term and parameter
+    k, y0 = cr.Tensor(0.5), cr.Tensor(onp.array([2.0]))
+    sol = solve_ivp(lambda t, y, k: -k * y, (0.0, 1.0), y0, args=(k,), **TOL)
+    assert isinstance(sol.y, cr.Tensor)
+    sol.y[0, -1].backward()
+    assert float(k.grad) == pytest.approx(-2.0 * onp.exp(-0.5), rel=1e-8)
+    assert onp.allclose(y0.grad.detach().numpy(), [onp.exp(-0.5)], rtol=1e-8)
+
+    theta, b = cr.Tensor(2.0), cr.Tensor(1.5)
+    value = quad(lambda x: theta * x**2, 0.0, b)[0]  # theta closed over
+    assert isinstance(value, cr.Tensor)
+    value.backward()
+    assert float(theta.grad) == pytest.approx(1.5**3 / 3, rel=1e-10)
+    assert float(b.grad) == pytest.approx(2.0 * 1.5**2, rel=1e-10)
