@@ -16,12 +16,17 @@ from .rule_table import rule_table
 from .tracer import Node, check_not_leaked, front_ends, isbox, trace_leaves
 from .vspace import vspace
 
+# Lookups bound once: CPython compiles a method call on an imported name (rule_table.get)
+# as an attribute load that makes a bound method per call; these run once per node.
+_entry_of = rule_table.get
+_front_end_of = front_ends.get
+
 
 class JVPNode(Node):
     __slots__ = ("g",)
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
-        entry = rule_table.get(fun)
+        entry = _entry_of(fun)
         rule = None if entry is None else entry.jvp
         if rule is None:
             name = getattr(fun, "__qualname__", getattr(fun, "__name__", repr(fun)))
@@ -32,7 +37,7 @@ class JVPNode(Node):
         g = rule(tuple(p.g for p in parents), argnums, ans, args, kwargs)
         # a rule that computed with a front-end object (a Tensor constant, see
         # tracer.FrontEnd) gives the tangent as one: the tangent is the value it holds
-        front_end = front_ends.get(type(g))
+        front_end = _front_end_of(type(g))
         self.g = g if front_end is None else front_end.value_of(g)
 
     def initialize_root(self, g) -> None:

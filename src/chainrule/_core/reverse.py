@@ -34,6 +34,11 @@ class FreedGraphError(RuntimeError):
     pass
 
 
+# Lookups bound once: CPython compiles a method call on an imported name (rule_table.get)
+# as an attribute load that makes a bound method per call; these run once per node.
+_entry_of = rule_table.get
+_dropping_entry = dropping.get
+
 # A node is always made after its parents, so sorting by creation number, newest first,
 # puts every node after all of its children: the backward pass needs no child counts.
 # next() on a count is atomic, so threads may trace at once.
@@ -90,7 +95,7 @@ class VJPNode(Node):
         self.fun = fun
         self.kwargs = kwargs
         self.argnums = argnums
-        entry = dropping.get(fun)
+        entry = _dropping_entry(fun)
         if entry is not None and not self.keeps_everything:
             n = len(args)
             for i in entry.unread_args:  # ascending
@@ -206,7 +211,7 @@ def backward_pass(seeds: list, free: bool = False, order: list | None = None) ->
         args = node.args
         if args is None:
             raise _freed(fun)
-        entry = rule_table.get(fun)
+        entry = _entry_of(fun)
         if entry is None or entry.vjp is None:
             raise _no_rule(fun)
         # A VJP defined per argument (rules.defvjp_direct) has its rules for these argnums
