@@ -271,8 +271,8 @@ class _FrontEnd:
         (Not tree_map: a Tensor is itself a pytree, which tree_map would rebuild.)"""
         front_end = front_ends.get(type(tree))
         if front_end is not None:
-            self.wrap = front_end[-1]  # (unwrap, ..., wrap)
-            return front_end[0](tree)
+            self.wrap = front_end.wrap
+            return front_end.unwrap(tree)
         if type(tree) in (tuple, list):
             return type(tree)(self.unwrap(item) for item in tree)
         if type(tree) is dict:
