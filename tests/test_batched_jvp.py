@@ -1,6 +1,7 @@
 """Batched forward sweeps of a recorded graph (the Jacobian's columns all at once) equal
 forward mode run once per column, for every spec case: every batched JVP rule (elementwise, add,
-subtract, matmul) and the one-at-a-time fallback of the others are checked here."""
+subtract, matmul, the reductions sum/mean/cumsum, the reshaping and indexing functions and
+the selections) and the one-at-a-time fallback of the others are checked here."""
 
 from __future__ import annotations
 
@@ -61,8 +62,11 @@ def test_batched_sweep_equals_forward_mode_per_column(case):
                                     rtol=1e-10 if want.dtype == onp.float64 else 1e-5)
 
 def test_the_batched_rules_cover_the_common_primitives():
+    from chainrule.numpy.numpy_boxes import array_getitem
+
     for fun in (np.add, np.subtract, np.multiply, np.divide, np.power, np.matmul, np.tanh,
-                np.exp, np.sin):
+                np.exp, np.sin, np.sum, np.mean, np.cumsum, np.reshape, np.transpose,
+                np.ravel, np.moveaxis, array_getitem, np.flip, np.roll, np.tile, np.sort):
         assert fun in batched_jvps
 
 

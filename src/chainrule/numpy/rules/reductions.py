@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as _np
 
+from ..._core.rules import defjvp_batched, defvjp_direct
 from ..._core.rules import defjvp_direct as defjvp
-from ..._core.rules import defvjp_direct
 from ..._core.tracer import getval
 from .. import numpy_wrapper as anp
 from ..placement import constant_like, index_like, on_host
@@ -619,12 +619,45 @@ def _corrcoef_jvp(argnum):
     return jvp
 
 
+def _batch_shifted(axis, ndim: int):
+    """``axis`` of an argument as an axis of its batched tangent (a leading batch axis);
+    None (every axis) is every axis but the batch axis."""
+    if axis is None:
+        return tuple(range(1, ndim + 1))
+    if isinstance(axis, tuple):
+        return tuple(a % ndim + 1 for a in axis)
+    return axis % ndim + 1
+
+
+def _batched_reduction(reduce):
+    """The batched JVP of a linear reduction (sum, mean): the reduction of the batched
+    tangent over the shifted axes. None where ``where=`` masks it (the caller loops)."""
+
+    def rule(t, ans, x, axis=None, dtype=None, out=None, keepdims=False, *rest, **kwargs):
+        if rest or _given(kwargs.get("where")):
+            return None
+        return match_dtype(reduce(t, _batch_shifted(axis, len(shape_of(x))), dtype,
+                                  keepdims=keepdims), ans)
+
+    return rule
+
+
+def _batched_cumsum(t, ans, x, axis=None, dtype=None, out=None):
+    batch = shape_of(t)[0]
+    if axis is None:  # the flattened argument
+        return match_dtype(anp.cumsum(anp.reshape(t, (batch, -1)), axis=1, dtype=dtype), ans)
+    return match_dtype(anp.cumsum(t, axis=_batch_shifted(axis, len(shape_of(x))), dtype=dtype),
+                       ans)
+
+
 # fmt: off
 # ----------------------------------------------------------------------------- sums and means
 defvjp_direct(anp.sum,     _sum_vjp, reads=())  # only the input's shape
 defjvp(anp.sum,            _sum_jvp)
+defjvp_batched(anp.sum,    _batched_reduction(anp.sum))
 defvjp_direct(anp.mean,    _mean_vjp)
 defjvp(anp.mean,           _mean_jvp)
+defjvp_batched(anp.mean,   _batched_reduction(anp.mean))
 defvjp_direct(anp.nansum,  _nansum_vjp)
 defjvp(anp.nansum,         _nansum_jvp)
 _selection(anp.nanmean,    _nanmean_weights)
@@ -666,6 +699,7 @@ _selection(anp.nanpercentile, _quantile_rule(100.0, ignore_nan=True))
 
 # ----------------------------------------------------------------------------- scans
 linear(anp.cumsum,         _cumsum_vjp)
+defjvp_batched(anp.cumsum, _batched_cumsum)
 defvjp_direct(anp.nancumsum, _nancumsum_vjp)
 defjvp(anp.nancumsum,      _nancumsum_jvp)
 defvjp_direct(anp.cumprod, _cumprod_vjp)

@@ -30,6 +30,7 @@ import numpy as _np
 from ..._core.rule_table import primitive_vjps
 from ..._core.rules import (
     defjvp_argnums,
+    defjvp_batched,
     deflabel,
     defvjp_direct,
     defvjp_whole,
@@ -165,6 +166,36 @@ def _gather(flat, source):
     return array_getitem(flat, source)
 
 
+def _batched_gather(t, source, start: int, size: int, ans):
+    """A batched tangent (leading batch axis) of the output of a selection: ``t`` is the
+    batched tangent of the argument numbered from ``start`` (``size`` elements), ``source``
+    says where each output element comes from (other positions: zero). None where the map is
+    not a NumPy array (the caller then loops)."""
+    if type(source) is not _np.ndarray:
+        return None
+    batch = shape_of(t)[0]
+    local = _np.where((source >= start) & (source < start + size), source - (start - 1), 0)
+    zero = constant_like(_np.zeros((batch, 1), dtype=dtype_of(t)), t)
+    flat = anp.concatenate([zero, anp.reshape(t, (batch, size))], axis=1)
+    return match_dtype(array_getitem(flat, (slice(None), local)), ans)
+
+
+def gathered_in_batches(fun) -> None:
+    """A batched JVP for ``fun`` that only moves, copies or drops the elements of its first
+    argument (reshape, transpose, indexing ...): where each output element comes from is
+    found once, by applying ``fun`` to the argument's flat positions, and every tangent of
+    the batch is gathered from there in one call."""
+    raw = fun.fun
+
+    def rule(t, ans, x, *args, **kwargs):
+        shape = shape_of(x)
+        size = int(_np.prod(shape))
+        source = raw(_np.arange(1, size + 1).reshape(shape), *args, **kwargs)
+        return _batched_gather(t, _np.asarray(source), 1, size, ans)
+
+    defjvp_batched(fun, rule)
+
+
 def _selection_vjp(g, source, offsets, total, argnum, x):
     start, size, shape = offsets[argnum]
     flat = untake(anp.ravel(g), _np.ravel(source), (total,), dtype_of(x))
@@ -214,8 +245,17 @@ def selection(fun, argnums=(0,), source=None):
                          else anp.ravel(t))
         return match_dtype(_gather(anp.concatenate(parts), src), ans)
 
+    def batched(i):
+        def rule(t, ans, *args, **kwargs):
+            src, offsets, _ = source_map(args, kwargs)
+            start, size, _ = offsets[i]
+            return _batched_gather(t, src, start, size, ans)
+
+        return rule
+
     defvjp_whole(fun, vjp)
     defjvp_argnums(fun, jvp)
+    defjvp_batched(fun, *map(batched, argnums), argnums=argnums)
 
 
 def _pad_source(pos_args, args, kwargs):
@@ -255,6 +295,10 @@ for _fun in (anp.permute_dims, anp.rollaxis, anp.repeat, anp.tile, anp.roll, anp
              anp.take_along_axis, anp.delete):
     if _fun not in primitive_vjps:  # permute_dims is transpose in NumPy 2
         selection(_fun)
+# the linear reshaping and indexing functions above, batched: a Jacobian's columns in one sweep
+for _fun in (anp.reshape, anp.ravel, anp.squeeze, anp.expand_dims, anp.transpose, anp.swapaxes,
+             anp.moveaxis, anp.broadcast_to, array_getitem):
+    gathered_in_batches(_fun)
 selection(anp.compress,  argnums=(1,))
 selection(anp.extract,   argnums=(1,))
 selection(anp.insert,    argnums=(0, 2))
