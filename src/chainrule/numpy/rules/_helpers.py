@@ -109,6 +109,16 @@ def batch_aligned(t, x, ans):
     return anp.reshape(t, t_shape[:1] + (1,) * lead + t_shape[1:])
 
 
+def batch_shifted_axis(axis, ndim: int):
+    """``axis`` of an argument as an axis of its batched tangent (a leading batch axis);
+    None (every axis) is every axis but the batch axis."""
+    if axis is None:
+        return tuple(range(1, ndim + 1))
+    if isinstance(axis, tuple):
+        return tuple(a % ndim + 1 for a in axis)
+    return axis % ndim + 1
+
+
 def broadcast_batched_tangent(t, ans):
     """``broadcast_tangent`` for a batched contribution ``t`` aligned with ``ans``."""
     shape = shape_of(t)[:1] + shape_of(ans)

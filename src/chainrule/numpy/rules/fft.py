@@ -9,14 +9,16 @@ hfft/ihfft are conjugated irfft/rfft with the normalization direction swapped.
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as _np
 
+from ..._core.rules import defjvp_batched, defvjp_direct
 from ..._core.rules import defjvp_direct as defjvp
-from ..._core.rules import defvjp_direct
 from .. import fft as afft
 from .. import numpy_wrapper as anp
 from ..placement import constant_like
-from ._helpers import dtype_of, match_dtype
+from ._helpers import batch_shifted_axis, dtype_of, match_dtype
 
 _SWAPPED = {None: "forward", "backward": "forward", "ortho": "ortho", "forward": "backward"}
 
@@ -135,6 +137,28 @@ def _irfftn_vjp_for(default_axes):
 def _linear(fun, vjp):
     defvjp_direct(fun, vjp)
     defjvp(fun, lambda g, ans, x, *args, **kwargs: fun(g, *args, **kwargs))
+    defjvp_batched(fun, _batched(fun))
+
+
+def _batched(fun):
+    """The batched JVP of a transform: the transform of the batched tangent over the same
+    axes of each tangent, written as axes of the batch (the default "every axis" is every
+    axis but the batch axis)."""
+    signature = inspect.signature(fun.fun)
+    first, axes_name = next(iter(signature.parameters)), (
+        "axis" if "axis" in signature.parameters else "axes")
+
+    def rule(t, ans, x, *args, **kwargs):
+        params = signature.bind(x, *args, **kwargs).arguments
+        del params[first]
+        axes = params.get(axes_name, signature.parameters[axes_name].default)
+        if axes is None and params.get("s") is not None:  # the last len(s) axes
+            axes = tuple(range(-len(params["s"]), 0))
+        params[axes_name] = batch_shifted_axis(
+            axes if axes is None or isinstance(axes, int) else tuple(axes), _np.ndim(x))
+        return fun(t, **params)
+
+    return rule
 
 
 # fmt: off

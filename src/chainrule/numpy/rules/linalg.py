@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import numpy as _np
 
+from ..._core.rules import defjvp_batched, defvjp_direct
 from ..._core.rules import defjvp_direct as defjvp
-from ..._core.rules import defvjp_direct
 from ..._core.tracer import getval
 from .. import linalg as la
 from .. import numpy_wrapper as anp
 from ..placement import constant_like, index_like, on_host
 from ._helpers import (
+    broadcast_batched_tangent,
     broadcast_tangent,
     dtype_of,
     keepdims_shape,
@@ -146,6 +147,9 @@ defvjp_direct(la.slogdet_tuple, _slogdet_vjp)
 defjvp(la.slogdet_tuple,        _slogdet_jvp)
 defvjp_direct(la.inv,           lambda g, ans, a: match_dtype(-_T(ans) @ g @ _T(ans), a))
 defjvp(la.inv,                  lambda g, ans, a: -ans @ g @ ans)
+# batched (a leading batch axis on the tangent): the same products and solves broadcast over it
+defjvp_batched(la.det,          lambda g, ans, a: ans * _trace(la.solve(a, g)))
+defjvp_batched(la.inv,          lambda g, ans, a: -ans @ g @ ans)
 linear(la.matrix_transpose,     lambda g, ans, x: la.matrix_transpose(g))
 # fmt: on
 
@@ -176,9 +180,31 @@ def _solve_jvp_a(g, ans, a, b):
     return broadcast_tangent(-_from_matrix(b, la.solve(a, g @ _as_matrix(b, ans))), ans)
 
 
+def _solve_columns(a, rhs):
+    """``solve(a, rhs[i])`` for every i of a batch of (n, k) right-hand sides, with one
+    factorisation of ``a`` (NumPy's broadcasting would factorise it once per item)."""
+    batch, n, k = anp.shape(rhs)
+    flat = anp.reshape(anp.moveaxis(rhs, 0, 1), (n, batch * k))
+    return anp.moveaxis(anp.reshape(la.solve(a, flat), (n, batch, k)), 1, 0)
+
+
+def _solve_batched_a(g, ans, a, b):
+    if anp.ndim(a) != 2 or anp.ndim(b) > 2:  # stacked systems: the caller loops
+        return None
+    x = _from_matrix(b, _solve_columns(a, g @ _as_matrix(b, ans)))
+    return broadcast_batched_tangent(-x, ans)
+
+
+def _solve_batched_b(g, ans, a, b):
+    if anp.ndim(a) != 2 or anp.ndim(b) > 2:
+        return None
+    return broadcast_batched_tangent(_from_matrix(b, _solve_columns(a, _as_matrix(b, g))), ans)
+
+
 # fmt: off
 defvjp_direct(la.solve, _solve_vjp_a, _solve_vjp_b)
 defjvp(la.solve,        _solve_jvp_a, lambda g, ans, a, b: broadcast_tangent(la.solve(a, g), ans))
+defjvp_batched(la.solve, _solve_batched_a, _solve_batched_b)
 # fmt: on
 
 

@@ -20,6 +20,7 @@ from ..._core.tracer import getval
 from .. import numpy_wrapper as anp
 from ..placement import constant_like, index_like, on_host
 from ._helpers import (
+    batch_shifted_axis,
     dtype_of,
     expand_to,
     keepdims_shape,
@@ -619,16 +620,6 @@ def _corrcoef_jvp(argnum):
     return jvp
 
 
-def _batch_shifted(axis, ndim: int):
-    """``axis`` of an argument as an axis of its batched tangent (a leading batch axis);
-    None (every axis) is every axis but the batch axis."""
-    if axis is None:
-        return tuple(range(1, ndim + 1))
-    if isinstance(axis, tuple):
-        return tuple(a % ndim + 1 for a in axis)
-    return axis % ndim + 1
-
-
 def _batched_reduction(reduce):
     """The batched JVP of a linear reduction (sum, mean): the reduction of the batched
     tangent over the shifted axes. None where ``where=`` masks it (the caller loops)."""
@@ -636,7 +627,7 @@ def _batched_reduction(reduce):
     def rule(t, ans, x, axis=None, dtype=None, out=None, keepdims=False, *rest, **kwargs):
         if rest or _given(kwargs.get("where")):
             return None
-        return match_dtype(reduce(t, _batch_shifted(axis, len(shape_of(x))), dtype,
+        return match_dtype(reduce(t, batch_shifted_axis(axis, len(shape_of(x))), dtype,
                                   keepdims=keepdims), ans)
 
     return rule
@@ -646,7 +637,7 @@ def _batched_cumsum(t, ans, x, axis=None, dtype=None, out=None):
     batch = shape_of(t)[0]
     if axis is None:  # the flattened argument
         return match_dtype(anp.cumsum(anp.reshape(t, (batch, -1)), axis=1, dtype=dtype), ans)
-    return match_dtype(anp.cumsum(t, axis=_batch_shifted(axis, len(shape_of(x))), dtype=dtype),
+    return match_dtype(anp.cumsum(t, axis=batch_shifted_axis(axis, len(shape_of(x))), dtype=dtype),
                        ans)
 
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import numpy as _np
 
+from ..._core.rules import defjvp_batched, defvjp_direct
 from ..._core.rules import defjvp_direct as defjvp
-from ..._core.rules import defvjp_direct
 from ...numpy import numpy_wrapper as anp
 from ...numpy.rules._helpers import (
     NoClosedForm,
+    batch_shifted_axis,
     broadcast_tangent,
     elementwise,
     elementwise_n,
@@ -139,4 +140,6 @@ defvjp_direct(sp.softmax,     lambda g, ans, x, axis=None: ans * (g - _sum_kept(
 defjvp(sp.softmax,            lambda t, ans, x, axis=None: ans * (t - _sum_kept(t * ans, axis)))
 defvjp_direct(sp.log_softmax, lambda g, ans, x, axis=None: g - anp.exp(ans) * _sum_kept(g, axis))
 defjvp(sp.log_softmax,        lambda t, ans, x, axis=None: t - _sum_kept(anp.exp(ans) * t, axis))
+defjvp_batched(sp.softmax,    lambda t, ans, x, axis=None: ans * (t - _sum_kept(t * ans, batch_shifted_axis(axis, anp.ndim(x)))))
+defjvp_batched(sp.log_softmax, lambda t, ans, x, axis=None: t - _sum_kept(anp.exp(ans) * t, batch_shifted_axis(axis, anp.ndim(x))))
 # fmt: on
