@@ -40,8 +40,13 @@ def inner_solution(log_lam, X, y):
     """w*(lam): the minimiser of the regularised training loss, differentiable in log_lam."""
     objective = lambda w, lam: logistic_loss(w, X, y) + 0.5 * lam * np.sum(w**2)  # noqa: E731
     # trust-exact takes chainrule's exact Hessian: w* to machine precision in a few steps
-    fit = minimize(objective, onp.zeros(X.shape[1]), args=(np.exp(log_lam),),
-                   method="trust-exact", options={"gtol": 1e-12})
+    fit = minimize(
+        objective,
+        onp.zeros(X.shape[1]),
+        args=(np.exp(log_lam),),
+        method="trust-exact",
+        options={"gtol": 1e-12},
+    )
     return fit.x
 
 
@@ -60,10 +65,14 @@ def main(argv: list[str] | None = None) -> None:
     log_lam = onp.log(1.0)
     implicit = outer_grad(log_lam, train, valid)
     step = 1e-4
-    central = (validation_loss(log_lam + step, train, valid)
-               - validation_loss(log_lam - step, train, valid)) / (2 * step)
-    print(f"d(validation loss)/d(log lam) at lam = 1: implicit {implicit:.8f}, "
-          f"central differences {central:.8f}")
+    central = (
+        validation_loss(log_lam + step, train, valid)
+        - validation_loss(log_lam - step, train, valid)
+    ) / (2 * step)
+    print(
+        f"d(validation loss)/d(log lam) at lam = 1: implicit {implicit:.8f}, "
+        f"central differences {central:.8f}"
+    )
     mismatch = abs(implicit - central) / abs(central)
 
     path = [(log_lam, validation_loss(log_lam, train, valid))]
@@ -72,26 +81,41 @@ def main(argv: list[str] | None = None) -> None:
         log_lam = log_lam - rate * outer_grad(log_lam, train, valid)
         path.append((log_lam, validation_loss(log_lam, train, valid)))
     best_lam, best_loss = onp.exp(path[-1][0]), path[-1][1]
-    print(f"after {len(path) - 1} outer steps: lam = {best_lam:.4g}, "
-          f"validation loss {path[0][1]:.4f} -> {best_loss:.4f}")
+    print(
+        f"after {len(path) - 1} outer steps: lam = {best_lam:.4g}, "
+        f"validation loss {path[0][1]:.4f} -> {best_loss:.4f}"
+    )
 
     import matplotlib.pyplot as plt
 
-    grid = onp.linspace(min(p[0] for p in path) - 1.5, max(p[0] for p in path) + 1.5,
-                        10 if args.smoke else 30)
+    grid = onp.linspace(
+        min(p[0] for p in path) - 1.5, max(p[0] for p in path) + 1.5, 10 if args.smoke else 30
+    )
     curve = [validation_loss(g, train, valid) for g in track(grid, "validation curve")]
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(onp.exp(grid), curve, "-", color="0.5", label="validation loss")
-    ax.plot([onp.exp(p[0]) for p in path], [p[1] for p in path], "o-", ms=4,
-            label="implicit-gradient steps")
-    ax.set(xscale="log", xlabel="lam", ylabel="validation loss",
-           title="Regularisation weight chosen by implicit gradients")
+    ax.plot(
+        [onp.exp(p[0]) for p in path],
+        [p[1] for p in path],
+        "o-",
+        ms=4,
+        label="implicit-gradient steps",
+    )
+    ax.set(
+        xscale="log",
+        xlabel="lam",
+        ylabel="validation loss",
+        title="Regularisation weight chosen by implicit gradients",
+    )
     ax.legend(fontsize=8)
     save(fig, args, "bilevel.png")
     if mismatch > 1e-5:
         raise SystemExit(f"implicit gradient differs from central differences by {mismatch:.1e}")
-    result(args, f"implicit vs central differences {mismatch:.1e}, lam {best_lam:.3g}, "
-                 f"validation loss {path[0][1]:.4f} -> {best_loss:.4f}")
+    result(
+        args,
+        f"implicit vs central differences {mismatch:.1e}, lam {best_lam:.3g}, "
+        f"validation loss {path[0][1]:.4f} -> {best_loss:.4f}",
+    )
 
 
 if __name__ == "__main__":

@@ -32,8 +32,9 @@ def lotka_volterra(t, z, params):
 
 
 def trajectory(params, times):
-    sol = solve_ivp(lotka_volterra, (0.0, times[-1]), Y0, t_eval=times, args=(params,),
-                    rtol=1e-8, atol=1e-8)
+    sol = solve_ivp(
+        lotka_volterra, (0.0, times[-1]), Y0, t_eval=times, args=(params,), rtol=1e-8, atol=1e-8
+    )
     return sol.y
 
 
@@ -52,8 +53,12 @@ def main(argv: list[str] | None = None) -> None:
     start = onp.log(TRUE * onp.array([1.3, 0.8, 1.2, 0.75]))
     value, gradient = value_and_grad(loss)(start, times, data)
     step = 1e-5
-    central = onp.array([(loss(start + step * e, times, data) - loss(start - step * e, times, data))
-                         / (2 * step) for e in onp.eye(4)])
+    central = onp.array(
+        [
+            (loss(start + step * e, times, data) - loss(start - step * e, times, data)) / (2 * step)
+            for e in onp.eye(4)
+        ]
+    )
     print(f"loss at the start {value:.4f}")
     print("adjoint gradient   ", onp.array2string(gradient, precision=6))
     print("central differences", onp.array2string(central, precision=6))
@@ -66,11 +71,18 @@ def main(argv: list[str] | None = None) -> None:
         evaluations.append(float(value))
         return float(value), onp.asarray(gradient)
 
-    fit = minimize(objective, start, jac=True, method="L-BFGS-B",
-                   options={"maxiter": 15 if args.smoke else 200, "gtol": 1e-9})
+    fit = minimize(
+        objective,
+        start,
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": 15 if args.smoke else 200, "gtol": 1e-9},
+    )
     found = onp.exp(fit.x)
-    print(f"L-BFGS-B: {fit.nit} iterations, {len(evaluations)} loss+gradient evaluations, "
-          f"loss {fit.fun:.4f}")
+    print(
+        f"L-BFGS-B: {fit.nit} iterations, {len(evaluations)} loss+gradient evaluations, "
+        f"loss {fit.fun:.4f}"
+    )
     print("true parameters  ", onp.array2string(TRUE, precision=4))
     print("fitted parameters", onp.array2string(found, precision=4))
 
@@ -88,8 +100,10 @@ def main(argv: list[str] | None = None) -> None:
     if mismatch > 1e-4:
         raise SystemExit(f"adjoint gradient differs from central differences by {mismatch:.1e}")
     error = onp.max(onp.abs(found - TRUE) / TRUE)
-    result(args, f"gradient vs central differences {mismatch:.1e}, "
-                 f"max relative parameter error {error:.3f}")
+    result(
+        args,
+        f"gradient vs central differences {mismatch:.1e}, max relative parameter error {error:.3f}",
+    )
 
 
 if __name__ == "__main__":
