@@ -43,6 +43,11 @@ def test_out_axes_and_tuple_outputs():
     onp.testing.assert_allclose(b, X + W, rtol=0)
 
 
+def test_keyword_arguments_map_over_their_leading_axis():
+    got = cr.vmap(lambda w, x: np.dot(x, w), in_axes=(None,))(W, x=X)
+    onp.testing.assert_allclose(got, X @ W, rtol=1e-14)
+
+
 def test_axis_size_when_nothing_is_mapped():
     got = cr.vmap(lambda w: w * 2.0, in_axes=None, axis_size=3)(W)
     onp.testing.assert_allclose(got, onp.tile(2 * W, (3, 1)), rtol=0)

@@ -72,6 +72,7 @@ def vmap(
     itself be a pytree matching that argument. ``out_axes``: where the mapped axis goes in
     each output (same forms; None for an output that does not depend on the example, which
     is checked). ``axis_size``: the batch size, needed only when no argument is mapped.
+    Keyword arguments are mapped over their leading axis.
 
     >>> import chainrule as cr, chainrule.numpy as np
     >>> per_example = cr.vmap(cr.grad(lambda w, x: np.sum(w * x) ** 2), in_axes=(None, 0))
@@ -80,7 +81,7 @@ def vmap(
     """
 
     @wraps(fun)
-    def mapped(*args: Any) -> Any:
+    def mapped(*args: Any, **kwargs: Any) -> Any:
         spec = in_axes
         if isinstance(spec, list):
             spec = tuple(spec)  # JAX reads a list in_axes like a tuple
@@ -89,8 +90,11 @@ def vmap(
                 f"vmap: in_axes has {len(spec)} entries but the function "
                 f"was called with {len(args)} positional argument(s)."
             )
-        leaves, treedef = tree_flatten(args)
-        axes = _broadcast_prefix(spec, args, "in_axes")
+        # keyword arguments are mapped over their leading axis (as JAX does)
+        leaves, treedef = tree_flatten((args, kwargs))
+        axes = _broadcast_prefix(spec, args, "in_axes") + [0] * (
+            len(leaves) - len(tree_flatten(args)[0])
+        )
         size = axis_size
         normalized = []
         for leaf, ax in zip(leaves, axes):
@@ -124,7 +128,8 @@ def vmap(
             sliced = [
                 leaf if ax is None else _take(leaf, ax, i) for leaf, ax in zip(leaves, normalized)
             ]
-            answers.append(fun(*tree_unflatten(treedef, sliced)))
+            call_args, call_kwargs = tree_unflatten(treedef, sliced)
+            answers.append(fun(*call_args, **call_kwargs))
         return _stack_answers(answers, out_axes, size)
 
     return mapped
