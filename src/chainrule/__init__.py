@@ -32,6 +32,7 @@ from ._transforms import (
     value_and_grad,
     vector_jacobian_product,
 )
+from ._vmap import vmap
 from .builtins import dict, isinstance, list, tuple, type
 from .explain import explain
 from .tensor import Tensor, as_tensor, enable_grad, no_grad
@@ -57,4 +58,5 @@ __all__ = [
     "register_pytree_node", "tree_flatten", "tree_unflatten", "tree_map",
     "tuple", "list", "dict", "isinstance", "type", "explain",
     "Tensor", "as_tensor", "no_grad", "enable_grad", "optim", "nn", "LeakedTracerError",
+    "vmap",
 ]
