@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 
@@ -257,3 +258,48 @@ def gradient(report) -> Table:
         for v in clip(report.inputs, report.max_rows)
     ]
     return Table("Gradient", ["", "adjoint", "value"], rows)
+
+
+def _where(source) -> str:
+    return f"{os.path.basename(source.file)}:{source.line}" if source is not None else ""
+
+
+def source_lines(report) -> Table | None:
+    """The operations grouped by the user's line that made them (None: no line known)."""
+    groups = report.by_line()
+    if not groups:
+        return None
+    rows = []
+    for item in clip(list(groups.items()), report.max_rows):
+        if isinstance(item, Gap):
+            rows.append(item.row(3, "lines"))
+            continue
+        source, names = item
+        shown = names if len(names) <= 8 else names[:4] + ["..."] + names[-3:]
+        rows.append([_where(source), source.text, f"{', '.join(shown)} ({len(names)})"])
+    return Table("Source lines", ["line", "code", "operations"], rows)
+
+
+def diagnostics(report) -> Table:
+    """explain(check=True): per operation its line, the finite-difference check of its VJP,
+    the size of its adjoint and the bytes it keeps for the backward pass."""
+    d = report.diagnostics
+    rows = []
+    for v in clip(report.steps, report.max_rows):
+        if isinstance(v, Gap):
+            rows.append(v.row(5, "operations"))
+            continue
+        c = d.nodes[v.name]
+        if c.fd_error is None:
+            fd = "-"
+        else:
+            fd = f"{c.fd_error:.1e} " + ("WRONG" if c.flagged else "ok")
+        norm = "-" if c.adjoint_norm is None else f"{c.adjoint_norm:.3g}"
+        rows.append([v.name, _where(v.source), fd, norm, str(c.kept_bytes)])
+    findings = d.findings() or ["no NaN/inf, no wrong VJP, every input used"]
+    return Table(
+        "Checks",
+        ["", "line", "VJP vs finite differences", "|adjoint|", "bytes kept"],
+        rows,
+        "\n".join(findings),
+    )

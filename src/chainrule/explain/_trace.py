@@ -29,12 +29,13 @@ from .._core.tracer import Node, isbox, trace_leaves
 from .._core.vspace import add_values, vspace
 from ..numpy.numpy_wrapper import NONDIFFERENTIABLE
 from . import _format as fmt
+from ._source import Source, user_source
 
 _creation = itertools.count()
 
 
 class ExplainNode(Node):
-    __slots__ = ("fun", "args", "kwargs", "argnums", "ans", "parents", "seq", "name")
+    __slots__ = ("fun", "args", "kwargs", "argnums", "ans", "parents", "seq", "name", "source")
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         self.fun = fun
@@ -45,10 +46,12 @@ class ExplainNode(Node):
         self.parents = parents
         self.seq = next(_creation)
         self.name = ""
+        self.source = user_source(2)  # the user's line that made this call
 
     def initialize_root(self, value, name: str) -> None:
         self.__init__(value, None, (), {}, (), ())
         self.name = name
+        self.source = None
 
     def __repr__(self) -> str:
         return f"<ExplainNode {self.name}>"
@@ -74,6 +77,7 @@ class Variable:
     depth: int = 0  # longest path from an input (for drawing)
     note: str = ""  # why a derivative is missing, if it is
     partial_note: str = ""  # why every local partial is zero ("piecewise constant")
+    source: Source | None = None  # the user's line that made it (file, line, text)
 
     @property
     def is_input(self) -> bool:
@@ -240,9 +244,10 @@ class Traces:
     gradient: tuple
     notes: list[str]
     output: str  # what the output is called: y, or the first free name of OUTPUT_NAMES
+    diagnostics: Any = None  # _check.Diagnostics where explain was asked to check
 
 
-def record(f: Callable, args: tuple, wrt=None) -> Traces:
+def record(f: Callable, args: tuple, wrt=None, check: bool = False) -> Traces:
     arg_names = _param_names(f, len(args))
     leaves, treedef = tree_flatten(tuple(int(a) * 1.0 if type(a) is int else a for a in args))
     names = [n for name, td in zip(arg_names, treedef.children) for n in _leaf_names(name, td)]
@@ -316,7 +321,14 @@ def record(f: Callable, args: tuple, wrt=None) -> Traces:
     for i in set(range(len(leaves))) - set(traced):
         grads[i] = None
     gradient = tree_unflatten(treedef, grads)
-    return Traces(inputs, steps, outputs, value, wrt_name, visits, gradient, notes, output)
+    diagnostics = None
+    if check:
+        from ._check import diagnose  # only explain(check=True) pays for it
+
+        diagnostics = diagnose(nodes, variables, visits)
+    return Traces(
+        inputs, steps, outputs, value, wrt_name, visits, gradient, notes, output, diagnostics
+    )
 
 
 def _step(node: ExplainNode, variables: dict, pi: str) -> Variable:
@@ -333,6 +345,7 @@ def _step(node: ExplainNode, variables: dict, pi: str) -> Variable:
         expr=expr,
         expr_values=expr_values,
         parents=list(traced.values()),
+        source=node.source,
     )
     for j, parent in enumerate(node.parents):
         partial, text = _partial(node, j, variables[parent].value)
