@@ -226,3 +226,29 @@ def test_debug_nans_forward_mode_and_global_switch():
         debug_nans(False)
     assert not chainrule.debug.is_enabled()
     assert core_forward.JVPNode.__init__ is core_forward.JVPNode.__dict__["__init__"]
+
+
+def test_a_loop_folds_into_one_block():
+    def rnn(h0, w):
+        h = h0
+        for _ in range(30):
+            a = w * h
+            h = np.tanh(a + 1.0)
+        return h * 2.0
+
+    report = explain(rnn, 0.1, 0.5, check=True)
+    blocks = report.folds()
+    loop_line = line_of(rnn, "a = w * h")
+    assert [(b.repeats, [s.line for s in b.lines]) for b in blocks] == [
+        (30, [loop_line, loop_line + 1]),
+        (1, [loop_line + 2]),
+    ]
+    # each iteration made one multiply, one add and one tanh, in that order
+    assert all(
+        [report.var(n).op for n in names] == ["multiply", "add", "tanh"]
+        for names in blocks[0].names
+    )
+    assert len({n for names in blocks[0].names for n in names}) == 90
+    text = report.text()
+    assert "× 30" in text and text.count("a = w * h") == 1
+    assert "vanishing or exploding" in text  # 0.5**30-ish shrinkage of the adjoint

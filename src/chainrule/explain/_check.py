@@ -23,7 +23,8 @@ from .._core.rule_table import primitive_vjps
 from . import _format as fmt
 
 TOLERANCE = 1e-4  # relative error above which a node's VJP is flagged
-_STEP = 1e-6  # relative finite-difference step
+_STEP = 1e-6
+SPREAD = 1e8  # adjoint sizes further apart than this are reported as vanishing/exploding  # relative finite-difference step
 
 
 @dataclasses.dataclass
@@ -70,6 +71,12 @@ class Diagnostics:
             err = self.nodes[name].fd_error
             out.append(
                 f"{name}: its VJP disagrees with finite differences (relative error {err:.2g})"
+            )
+        norms = [c.adjoint_norm for c in self.nodes.values() if c.adjoint_norm]
+        if norms and max(norms) / min(norms) > SPREAD:
+            out.append(
+                f"adjoint sizes span {min(norms):.2g} to {max(norms):.2g}: a vanishing or "
+                f"exploding chain (see |adjoint| per operation)"
             )
         out += [
             f"input {name} does not influence the output ({why})"

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from . import _format as fmt
-from . import _graph, _tables
+from . import _fold, _graph, _tables
 from ._notation import check_names, fits, to_ascii
 from ._trace import Traces, Variable, record
 
@@ -48,6 +48,7 @@ class Report:
         self.gradient: tuple = traces.gradient
         self.notes: list[str] = traces.notes
         self.output: str = traces.output
+        self._folds: list | None = None
         self.diagnostics = traces.diagnostics  # _check.Diagnostics, or None without check
         self.ascii = ascii
         self.digits = digits
@@ -85,6 +86,14 @@ class Report:
             if v.source is not None:
                 groups.setdefault(v.source, []).append(v.name)
         return groups
+
+    def folds(self) -> list:
+        """The operations with a source line in the order they ran, as ``_fold.Block``s: a
+        loop (the same lines in the same order, N times in a row) is one block with
+        ``repeats`` N and the operations of each iteration in ``names``."""
+        if self._folds is None:
+            self._folds = _fold.fold(self.steps)
+        return self._folds
 
     def grad_of(self, var: Variable) -> Any:
         if var.adjoint is not None:

@@ -265,19 +265,26 @@ def _where(source) -> str:
 
 
 def source_lines(report) -> Table | None:
-    """The operations grouped by the user's line that made them (None: no line known)."""
-    groups = report.by_line()
-    if not groups:
+    """The operations by the user's line that made them, in the order the code ran; a loop
+    (the same lines in the same order, again and again) is one block "× N" (None: no line
+    known)."""
+    blocks = report.folds()
+    if not blocks:
         return None
     rows = []
-    for item in clip(list(groups.items()), report.max_rows):
-        if isinstance(item, Gap):
-            rows.append(item.row(3, "lines"))
+    for block in clip(blocks, report.max_rows):
+        if isinstance(block, Gap):
+            rows.append(block.row(4, "blocks"))
             continue
-        source, names = item
-        shown = names if len(names) <= 8 else names[:4] + ["..."] + names[-3:]
-        rows.append([_where(source), source.text, f"{', '.join(shown)} ({len(names)})"])
-    return Table("Source lines", ["line", "code", "operations"], rows)
+        repeat = f"× {block.repeats}" if block.repeats > 1 else ""
+        for k, source in enumerate(block.lines):
+            first = block.names[0]
+            names = [n for n in first if report.var(n).source == source]
+            shown = names if len(names) <= 8 else names[:4] + ["..."] + names[-3:]
+            rows.append([repeat if k == 0 else "", _where(source), source.text, ", ".join(shown)])
+    note = "a block × N ran N times in a row; its operations are those of the first run"
+    folded = any(b.repeats > 1 for b in blocks)
+    return Table("Source lines", ["", "line", "code", "operations"], rows, note if folded else "")
 
 
 def diagnostics(report) -> Table:

@@ -78,6 +78,7 @@ class Variable:
     note: str = ""  # why a derivative is missing, if it is
     partial_note: str = ""  # why every local partial is zero ("piecewise constant")
     source: Source | None = None  # the user's line that made it (file, line, text)
+    seq: int = 0  # creation order (the order the user's code ran in)
 
     @property
     def is_input(self) -> bool:
@@ -346,6 +347,7 @@ def _step(node: ExplainNode, variables: dict, pi: str) -> Variable:
         expr_values=expr_values,
         parents=list(traced.values()),
         source=node.source,
+        seq=node.seq,
     )
     for j, parent in enumerate(node.parents):
         partial, text = _partial(node, j, variables[parent].value)
