@@ -23,8 +23,8 @@ from .._core.rule_table import primitive_vjps
 from . import _format as fmt
 
 TOLERANCE = 1e-4  # relative error above which a node's VJP is flagged
-_STEP = 1e-6
-SPREAD = 1e8  # adjoint sizes further apart than this are reported as vanishing/exploding  # relative finite-difference step
+_STEP = 1e-6  # relative finite-difference step
+SPREAD = 1e8  # adjoint sizes further apart than this are reported as vanishing/exploding
 
 
 @dataclasses.dataclass

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from . import _format as fmt
 from . import _fold, _graph, _tables
+from . import _format as fmt
 from ._notation import check_names, fits, to_ascii
 from ._trace import Traces, Variable, record
 
