@@ -67,8 +67,9 @@ class Variable:
     name: str
     value: Any
     op: str | None = None  # the primitive's name, e.g. "multiply"
-    expr: str = ""  # "x1 * x2"
-    expr_values: str = ""  # "2 * 5"
+    # () -> (expr, expr_values): written when first shown, so a report of a long program
+    # writes only the rows it renders
+    describe: Callable[[], tuple[str, str]] | None = dataclasses.field(default=None, repr=False)
     parents: list[str] = dataclasses.field(default_factory=list)  # traced arguments, in order
     partials: list[Any] = dataclasses.field(default_factory=list)  # d self / d parent (scalars)
     partial_texts: list[str] = dataclasses.field(default_factory=list)
@@ -83,6 +84,23 @@ class Variable:
     @property
     def is_input(self) -> bool:
         return self.op is None
+
+    @property
+    def expr(self) -> str:
+        """The operation in the variables' names: ``"x1 * x2"`` ("" for an input)."""
+        return self._texts()[0]
+
+    @property
+    def expr_values(self) -> str:
+        """The operation with the values in place of the names: ``"2 * 5"``."""
+        return self._texts()[1]
+
+    def _texts(self) -> tuple[str, str]:
+        if self.describe is None:
+            return "", ""
+        texts = self.describe()
+        self.describe = lambda: texts
+        return texts
 
 
 @dataclasses.dataclass
@@ -334,17 +352,19 @@ def record(f: Callable, args: tuple, wrt=None, check: bool = False) -> Traces:
 
 def _step(node: ExplainNode, variables: dict, pi: str) -> Variable:
     traced = {i: variables[p].name for i, p in zip(node.argnums, node.parents)}
-    values = {i: variables[p].value for i, p in zip(node.argnums, node.parents)}
-    expr = _describe(node.fun, node.args, node.kwargs, traced, pi)
-    expr_values = _describe(
-        node.fun, node.args, node.kwargs, {i: _short(v) for i, v in values.items()}
-    )
+
+    def describe():
+        values = {i: variables[p].value for i, p in zip(node.argnums, node.parents)}
+        return (
+            _describe(node.fun, node.args, node.kwargs, traced, pi),
+            _describe(node.fun, node.args, node.kwargs, {i: _short(v) for i, v in values.items()}),
+        )
+
     var = Variable(
         node.name,
         node.ans,
         op=getattr(node.fun, "__name__", "f"),
-        expr=expr,
-        expr_values=expr_values,
+        describe=describe,
         parents=list(traced.values()),
         source=node.source,
         seq=node.seq,
