@@ -252,3 +252,30 @@ def test_a_loop_folds_into_one_block():
     text = report.text()
     assert "× 30" in text and text.count("a = w * h") == 1
     assert "vanishing or exploding" in text  # 0.5**30-ish shrinkage of the adjoint
+    page = report.html()
+    assert "<details><summary>× 30</summary>" in page
+    assert page.count("<li>iteration ") == 30
+    first = ", ".join(blocks[0].names[0])
+    assert f"<li>iteration 1: {first}</li>" in page
+
+
+def test_hostile_source_text_is_escaped_in_html():
+    def f(x):
+        y = np.sin(x)  # <script>alert(1)</script>
+        return y
+
+    page = explain(f, 0.5, check=True).html()
+    assert "<script>alert(1)</script>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_large_arrays_show_a_summary_with_nan_counts():
+    x = onp.linspace(-1.0, 2.0, 40).reshape(4, 10)
+    with onp.errstate(invalid="ignore"):
+        report = explain(lambda x: np.sum(np.sqrt(x)), x)
+    sqrt = next(v for v in report.steps if v.op == "sqrt")
+    shown = report.show(sqrt.value)
+    finite = onp.sqrt(x[x >= 0])
+    assert shown.startswith("f64[4,10] ")
+    assert f"{int((x < 0).sum())} NaN" in shown
+    assert f"max={report.show(finite.max())}" in shown

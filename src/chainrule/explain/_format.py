@@ -50,6 +50,8 @@ def value(x, digits: int = 3) -> str:
         return f"{shape_text(arr)} (empty)"
     if np.iscomplexobj(arr):
         return f"{shape_text(arr)} |x| max={number(np.abs(arr).max(), digits)}"
+    if not np.isfinite(arr).all():  # min/max/mean of what is finite, and count the rest
+        return summary(arr, digits)
     return (
         f"{shape_text(arr)} min={number(arr.min(), digits)} "
         f"mean={number(arr.mean(), digits)} max={number(arr.max(), digits)}"

@@ -310,3 +310,28 @@ def diagnostics(report) -> Table:
         rows,
         "\n".join(findings),
     )
+
+
+def loops_html(report) -> str:
+    """The folded loops as expandable HTML blocks: the lines of one iteration, then (open
+    it) the operations each iteration made ("" where nothing was folded)."""
+    import html
+
+    parts = []
+    for block in report.folds():
+        if block.repeats < 2:
+            continue
+        lines = "<br>".join(
+            html.escape(f"{_where(s)}: {s.text}" if s.text else _where(s)) for s in block.lines
+        )
+        shown = clip(list(enumerate(block.names, 1)), report.max_rows)
+        items = "".join(
+            f"<li>{html.escape(item.row(1, 'iterations')[0])}</li>"
+            if isinstance(item, Gap)
+            else f"<li>iteration {item[0]}: {html.escape(', '.join(item[1]))}</li>"
+            for item in shown
+        )
+        parts.append(
+            f"<details><summary>× {block.repeats}</summary><p>{lines}</p><ol>{items}</ol></details>"
+        )
+    return f"<h2>Loops</h2>{''.join(parts)}" if parts else ""
