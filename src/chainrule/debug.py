@@ -109,8 +109,11 @@ class _CheckedEntry:
         grads = list(self._entry.vjp(g, argnums, ans, args, kwargs))
         for argnum, c in zip(argnums, grads):
             if c is not None and _bad(c):
+                # (a graph pulled back in a given order is not marked: a node left from
+                # another pass, of another primitive, is not this one's)
                 node = _current[0]
-                source = _sources.get(node) if node is not None else None
+                mine = node is not None and node.fun is self._entry.fun
+                source = _sources.get(node) if mine else None
                 raise FloatingPointError(
                     f"debug_nans: the VJP of {_name(self._entry.fun)} produced a NaN/inf "
                     f"cotangent for argument {argnum} in the backward pass{_where(source)}. "
@@ -151,6 +154,7 @@ def _switch_off() -> None:
     _forward.JVPNode.__init__ = _saved.pop("JVPNode.__init__")
     _reverse._entry_of = _saved.pop("_entry_of")
     _reverse.children_first = _saved.pop("children_first")
+    _current[0] = None  # a pass stopped by the error leaves its node here
 
 
 def is_enabled() -> bool:
