@@ -83,6 +83,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "anyway where the terminal cannot encode Unicode",
     )
     p.add_argument(
+        "--check",
+        action="store_true",
+        help="add the Checks table: each operation's derivative against finite differences, "
+        "the first NaN/inf in either pass, inputs that do not influence the output",
+    )
+    p.add_argument(
         "--max-elements",
         type=int,
         default=MAX_ELEMENTS,
@@ -102,6 +108,7 @@ OPTIONS = (
     "--digits",
     "--max-elements",
     "--ascii",
+    "--check",
     "-h",
     "--help",
 )
@@ -225,6 +232,7 @@ def _report(args) -> tuple[str, Report]:
         wrt=args.wrt,
         digits=args.digits,
         ascii=args.ascii,
+        check=args.check,
     )
     report.title = f"{report.output} = {source.strip()} at " + ", ".join(
         f"{n} = {report.show(v)}" for n, v in point.items()

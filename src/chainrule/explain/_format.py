@@ -50,6 +50,8 @@ def value(x, digits: int = 3) -> str:
         return f"{shape_text(arr)} (empty)"
     if np.iscomplexobj(arr):
         return f"{shape_text(arr)} |x| max={number(np.abs(arr).max(), digits)}"
+    if not np.isfinite(arr).all():  # min/max/mean of what is finite, and count the rest
+        return summary(arr, digits)
     return (
         f"{shape_text(arr)} min={number(arr.min(), digits)} "
         f"mean={number(arr.mean(), digits)} max={number(arr.max(), digits)}"
@@ -81,3 +83,28 @@ def constant(x, digits: int = 3) -> str:
 def index_text(index) -> str:
     parts = index if isinstance(index, tuple) else (index,)
     return ", ".join(constant(p) for p in parts)
+
+
+def summary(x, digits: int = 3) -> str:
+    """An operand for a diagnostic: a scalar in full; an array as its dtype and shape,
+    min/max/mean of the finite entries and how many are NaN or infinite."""
+    if is_scalar(x):
+        return number(x, digits)
+    arr = np.asarray(x)
+    if arr.size == 0 or arr.dtype.kind not in "fc":
+        return f"{shape_text(arr)}"
+    finite = np.isfinite(arr)
+    parts = [shape_text(arr)]
+    if finite.any():
+        ok = np.abs(arr[finite]) if arr.dtype.kind == "c" else arr[finite]
+        parts += [
+            f"min={number(ok.min(), digits)}",
+            f"max={number(ok.max(), digits)}",
+            f"mean={number(ok.mean(), digits)}",
+        ]
+    nans, infs = int(np.isnan(arr).sum()), int(np.isinf(arr).sum())
+    if nans:
+        parts.append(f"{nans} NaN")
+    if infs:
+        parts.append(f"{infs} inf")
+    return " ".join(parts)

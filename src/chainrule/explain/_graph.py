@@ -9,6 +9,7 @@ import shutil
 import subprocess
 from collections import Counter
 
+from . import _tables
 from ._tables import barred, running_sum
 
 
@@ -341,6 +342,8 @@ def html(report, fragment: bool = False) -> str:
     prefix = f"cx{secrets.token_hex(4)}-" if fragment else ""
     data = json.dumps(_stepper_data(report, nodes, edges)).replace("</", "<\\/")
     tables = "".join(t.html() for t in report.tables())
+    if report.diagnostics is not None:  # check=True: the folded loops, expandable
+        tables += _tables.loops_html(report)
     title = _html.escape(report.notation()(f"chainrule.explain: {report.title}"))
     script = _JS % (json.dumps(prefix), "false" if fragment else "true")
     body = (

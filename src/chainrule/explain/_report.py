@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from . import _fold, _graph, _tables
 from . import _format as fmt
-from . import _graph, _tables
 from ._notation import check_names, fits, to_ascii
 from ._trace import Traces, Variable, record
 
@@ -48,6 +48,8 @@ class Report:
         self.gradient: tuple = traces.gradient
         self.notes: list[str] = traces.notes
         self.output: str = traces.output
+        self._folds: list | None = None
+        self.diagnostics = traces.diagnostics  # _check.Diagnostics, or None without check
         self.ascii = ascii
         self.digits = digits
         self.max_rows = max_rows
@@ -75,6 +77,23 @@ class Report:
     @property
     def backward_order(self) -> list[str]:
         return [visit.name for visit in self.backward]
+
+    def by_line(self) -> dict:
+        """The operations grouped by the user's source line that made them: {Source: [names]},
+        in order of first appearance (operations made inside chainrule itself are left out)."""
+        groups: dict = {}
+        for v in self.steps:
+            if v.source is not None:
+                groups.setdefault(v.source, []).append(v.name)
+        return groups
+
+    def folds(self) -> list:
+        """The operations with a source line in the order they ran, as ``_fold.Block``s: a
+        loop (the same lines in the same order, N times in a row) is one block with
+        ``repeats`` N and the operations of each iteration in ``names``."""
+        if self._folds is None:
+            self._folds = _fold.fold(self.steps)
+        return self._folds
 
     def grad_of(self, var: Variable) -> Any:
         if var.adjoint is not None:
@@ -112,6 +131,11 @@ class Report:
             _tables.order(self),
             _tables.gradient(self),
         ]
+        if self.diagnostics is not None:  # the textbook tables stay as they are without it
+            lines = _tables.source_lines(self)
+            tables += (
+                [_tables.diagnostics(self)] if lines is None else [lines, _tables.diagnostics(self)]
+            )
         spell = self.notation(ascii)
         if spell is str:
             return tables
@@ -203,6 +227,7 @@ def explain(
     max_rows: int | None = 400,
     max_nodes: int = 120,
     ascii: bool | None = None,
+    check: bool = False,
 ) -> Report:
     """Trace ``f(*args)`` and explain its derivative the way textbooks do.
 
@@ -219,10 +244,20 @@ def explain(
     the default, None, does so for the text tables where ``sys.stdout`` cannot encode
     Unicode (a cp1252 or ASCII terminal); False never does.
 
+    Every operation knows the user's source line that made it (``Variable.source``,
+    ``report.by_line()``). ``check=True`` adds the "Source lines" and "Checks"
+    tables (``report.diagnostics``): each node's VJP against finite differences (flagged
+    above a relative error of 1e-4), the first NaN/inf in either pass with its operands,
+    inputs that do not influence the output, adjoint sizes and the bytes each node keeps.
+
     >>> import chainrule.numpy as np
     >>> report = explain(lambda x1, x2: np.log(x1) + x1 * x2 - np.sin(x2), 2.0, 5.0)
     >>> print(report)  # doctest: +SKIP
     """
     return Report(
-        record(f, args, wrt), digits=digits, max_rows=max_rows, max_nodes=max_nodes, ascii=ascii
+        record(f, args, wrt, check=check),
+        digits=digits,
+        max_rows=max_rows,
+        max_nodes=max_nodes,
+        ascii=ascii,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 
@@ -257,3 +258,80 @@ def gradient(report) -> Table:
         for v in clip(report.inputs, report.max_rows)
     ]
     return Table("Gradient", ["", "adjoint", "value"], rows)
+
+
+def _where(source) -> str:
+    return f"{os.path.basename(source.file)}:{source.line}" if source is not None else ""
+
+
+def source_lines(report) -> Table | None:
+    """The operations by the user's line that made them, in the order the code ran; a loop
+    (the same lines in the same order, again and again) is one block "× N" (None: no line
+    known)."""
+    blocks = report.folds()
+    if not blocks:
+        return None
+    rows = []
+    for block in clip(blocks, report.max_rows):
+        if isinstance(block, Gap):
+            rows.append(block.row(4, "blocks"))
+            continue
+        repeat = f"× {block.repeats}" if block.repeats > 1 else ""
+        for k, source in enumerate(block.lines):
+            first = block.names[0]
+            names = [n for n in first if report.var(n).source == source]
+            shown = names if len(names) <= 8 else names[:4] + ["..."] + names[-3:]
+            rows.append([repeat if k == 0 else "", _where(source), source.text, ", ".join(shown)])
+    note = "a block × N ran N times in a row; its operations are those of the first run"
+    folded = any(b.repeats > 1 for b in blocks)
+    return Table("Source lines", ["", "line", "code", "operations"], rows, note if folded else "")
+
+
+def diagnostics(report) -> Table:
+    """explain(check=True): per operation its line, the finite-difference check of its VJP,
+    the size of its adjoint and the bytes it keeps for the backward pass."""
+    d = report.diagnostics
+    rows = []
+    for v in clip(report.steps, report.max_rows):
+        if isinstance(v, Gap):
+            rows.append(v.row(5, "operations"))
+            continue
+        c = d.nodes[v.name]
+        if c.fd_error is None:
+            fd = "-"
+        else:
+            fd = f"{c.fd_error:.1e} " + ("WRONG" if c.flagged else "ok")
+        norm = "-" if c.adjoint_norm is None else f"{c.adjoint_norm:.3g}"
+        rows.append([v.name, _where(v.source), fd, norm, str(c.kept_bytes)])
+    findings = d.findings() or ["no NaN/inf, no wrong VJP, every input used"]
+    return Table(
+        "Checks",
+        ["", "line", "VJP vs finite differences", "|adjoint|", "bytes kept"],
+        rows,
+        "\n".join(findings),
+    )
+
+
+def loops_html(report) -> str:
+    """The folded loops as expandable HTML blocks: the lines of one iteration, then (open
+    it) the operations each iteration made ("" where nothing was folded)."""
+    import html
+
+    parts = []
+    for block in report.folds():
+        if block.repeats < 2:
+            continue
+        lines = "<br>".join(
+            html.escape(f"{_where(s)}: {s.text}" if s.text else _where(s)) for s in block.lines
+        )
+        shown = clip(list(enumerate(block.names, 1)), report.max_rows)
+        items = "".join(
+            f"<li>{html.escape(item.row(1, 'iterations')[0])}</li>"
+            if isinstance(item, Gap)
+            else f"<li>iteration {item[0]}: {html.escape(', '.join(item[1]))}</li>"
+            for item in shown
+        )
+        parts.append(
+            f"<details><summary>× {block.repeats}</summary><p>{lines}</p><ol>{items}</ol></details>"
+        )
+    return f"<h2>Loops</h2>{''.join(parts)}" if parts else ""

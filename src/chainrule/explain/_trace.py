@@ -29,12 +29,13 @@ from .._core.tracer import Node, isbox, trace_leaves
 from .._core.vspace import add_values, vspace
 from ..numpy.numpy_wrapper import NONDIFFERENTIABLE
 from . import _format as fmt
+from ._source import Source, user_source
 
 _creation = itertools.count()
 
 
 class ExplainNode(Node):
-    __slots__ = ("fun", "args", "kwargs", "argnums", "ans", "parents", "seq", "name")
+    __slots__ = ("fun", "args", "kwargs", "argnums", "ans", "parents", "seq", "name", "source")
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         self.fun = fun
@@ -45,10 +46,12 @@ class ExplainNode(Node):
         self.parents = parents
         self.seq = next(_creation)
         self.name = ""
+        self.source = user_source(2)  # the user's line that made this call
 
     def initialize_root(self, value, name: str) -> None:
         self.__init__(value, None, (), {}, (), ())
         self.name = name
+        self.source = None
 
     def __repr__(self) -> str:
         return f"<ExplainNode {self.name}>"
@@ -64,8 +67,9 @@ class Variable:
     name: str
     value: Any
     op: str | None = None  # the primitive's name, e.g. "multiply"
-    expr: str = ""  # "x1 * x2"
-    expr_values: str = ""  # "2 * 5"
+    # () -> (expr, expr_values): written when first shown, so a report of a long program
+    # writes only the rows it renders
+    describe: Callable[[], tuple[str, str]] | None = dataclasses.field(default=None, repr=False)
     parents: list[str] = dataclasses.field(default_factory=list)  # traced arguments, in order
     partials: list[Any] = dataclasses.field(default_factory=list)  # d self / d parent (scalars)
     partial_texts: list[str] = dataclasses.field(default_factory=list)
@@ -74,10 +78,29 @@ class Variable:
     depth: int = 0  # longest path from an input (for drawing)
     note: str = ""  # why a derivative is missing, if it is
     partial_note: str = ""  # why every local partial is zero ("piecewise constant")
+    source: Source | None = None  # the user's line that made it (file, line, text)
+    seq: int = 0  # creation order (the order the user's code ran in)
 
     @property
     def is_input(self) -> bool:
         return self.op is None
+
+    @property
+    def expr(self) -> str:
+        """The operation in the variables' names: ``"x1 * x2"`` ("" for an input)."""
+        return self._texts()[0]
+
+    @property
+    def expr_values(self) -> str:
+        """The operation with the values in place of the names: ``"2 * 5"``."""
+        return self._texts()[1]
+
+    def _texts(self) -> tuple[str, str]:
+        if self.describe is None:
+            return "", ""
+        texts = self.describe()
+        self.describe = lambda: texts
+        return texts
 
 
 @dataclasses.dataclass
@@ -240,9 +263,10 @@ class Traces:
     gradient: tuple
     notes: list[str]
     output: str  # what the output is called: y, or the first free name of OUTPUT_NAMES
+    diagnostics: Any = None  # _check.Diagnostics where explain was asked to check
 
 
-def record(f: Callable, args: tuple, wrt=None) -> Traces:
+def record(f: Callable, args: tuple, wrt=None, check: bool = False) -> Traces:
     arg_names = _param_names(f, len(args))
     leaves, treedef = tree_flatten(tuple(int(a) * 1.0 if type(a) is int else a for a in args))
     names = [n for name, td in zip(arg_names, treedef.children) for n in _leaf_names(name, td)]
@@ -316,23 +340,34 @@ def record(f: Callable, args: tuple, wrt=None) -> Traces:
     for i in set(range(len(leaves))) - set(traced):
         grads[i] = None
     gradient = tree_unflatten(treedef, grads)
-    return Traces(inputs, steps, outputs, value, wrt_name, visits, gradient, notes, output)
+    diagnostics = None
+    if check:
+        from ._check import diagnose  # only explain(check=True) pays for it
+
+        diagnostics = diagnose(nodes, variables, visits)
+    return Traces(
+        inputs, steps, outputs, value, wrt_name, visits, gradient, notes, output, diagnostics
+    )
 
 
 def _step(node: ExplainNode, variables: dict, pi: str) -> Variable:
     traced = {i: variables[p].name for i, p in zip(node.argnums, node.parents)}
-    values = {i: variables[p].value for i, p in zip(node.argnums, node.parents)}
-    expr = _describe(node.fun, node.args, node.kwargs, traced, pi)
-    expr_values = _describe(
-        node.fun, node.args, node.kwargs, {i: _short(v) for i, v in values.items()}
-    )
+
+    def describe():
+        values = {i: variables[p].value for i, p in zip(node.argnums, node.parents)}
+        return (
+            _describe(node.fun, node.args, node.kwargs, traced, pi),
+            _describe(node.fun, node.args, node.kwargs, {i: _short(v) for i, v in values.items()}),
+        )
+
     var = Variable(
         node.name,
         node.ans,
         op=getattr(node.fun, "__name__", "f"),
-        expr=expr,
-        expr_values=expr_values,
+        describe=describe,
         parents=list(traced.values()),
+        source=node.source,
+        seq=node.seq,
     )
     for j, parent in enumerate(node.parents):
         partial, text = _partial(node, j, variables[parent].value)

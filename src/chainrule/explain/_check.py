@@ -1,0 +1,197 @@
+"""``explain(f, *args, check=True)``: what went wrong in a derivative, node by node.
+
+- a finite-difference check of each node's VJP: for random directions u (on one traced
+  argument) and w (on the answer), ``<w, J u>`` by central differences of the primitive
+  against ``<VJP(w), u>`` from the rule the backward pass uses; a relative error above
+  ``TOLERANCE`` flags the node (a wrong custom VJP shows up exactly there);
+- the first node whose value (forward) or cotangent (backward) is NaN or infinite while
+  what it was made from is finite, with its operands;
+- inputs that do not influence the output: not reached by the backward pass, or reached
+  with a gradient that is exactly zero;
+- per node the size of its adjoint (vanishing or exploding chains) and the bytes of
+  arguments and answer it keeps alive for the backward pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from .._core.rule_table import primitive_vjps
+from . import _format as fmt
+
+TOLERANCE = 1e-4  # relative error above which a node's VJP is flagged
+_STEP = 1e-6  # relative finite-difference step
+SPREAD = 1e8  # adjoint sizes further apart than this are reported as vanishing/exploding
+
+
+@dataclasses.dataclass
+class NodeCheck:
+    name: str
+    fd_error: float | None = None  # worst relative error over the node's traced arguments
+    flagged: bool = False
+    adjoint_norm: float | None = None
+    kept_bytes: int = 0
+
+
+@dataclasses.dataclass
+class Origin:
+    """Where a NaN or infinity first appeared."""
+
+    name: str
+    pass_: str  # "forward" or "backward"
+    source: Any
+    operands: str
+    value: str
+
+
+@dataclasses.dataclass
+class Diagnostics:
+    nodes: dict[str, NodeCheck]
+    nan_forward: Origin | None
+    nan_backward: Origin | None
+    unused: dict[str, str]  # input name -> "not connected" / "zero gradient"
+
+    @property
+    def flagged(self) -> list[str]:
+        return [n.name for n in self.nodes.values() if n.flagged]
+
+    def findings(self) -> list[str]:
+        out = []
+        for origin in (self.nan_forward, self.nan_backward):
+            if origin is not None:
+                where = f" at {origin.source}" if origin.source is not None else ""
+                out.append(
+                    f"first NaN/inf in the {origin.pass_} pass: {origin.name}{where} "
+                    f"= {origin.value}, from operands {origin.operands}"
+                )
+        for name in self.flagged:
+            err = self.nodes[name].fd_error
+            out.append(
+                f"{name}: its VJP disagrees with finite differences (relative error {err:.2g})"
+            )
+        norms = [c.adjoint_norm for c in self.nodes.values() if c.adjoint_norm]
+        if norms and max(norms) / min(norms) > SPREAD:
+            out.append(
+                f"adjoint sizes span {min(norms):.2g} to {max(norms):.2g}: a vanishing or "
+                f"exploding chain (see |adjoint| per operation)"
+            )
+        out += [
+            f"input {name} does not influence the output ({why})"
+            for name, why in self.unused.items()
+        ]
+        return out
+
+
+def _finite(x) -> bool:
+    try:
+        arr = np.asarray(x)
+    except Exception:
+        return True
+    return arr.dtype.kind not in "fc" or bool(np.isfinite(arr).all())
+
+
+def _is_float_array(x) -> bool:
+    return isinstance(x, (float, np.ndarray, np.floating)) and np.result_type(x).kind == "f"
+
+
+def _nbytes(x) -> int:
+    return (
+        int(x.nbytes)
+        if isinstance(x, (np.ndarray, np.generic))
+        else 8
+        if isinstance(x, (float, int, complex))
+        else 0
+    )
+
+
+def _fd_error(node, rng) -> float | None:
+    """The worst relative error of the node's VJP against central differences."""
+    if not _is_float_array(node.ans) or not primitive_vjps.get(node.fun):
+        return None
+    w = rng.standard_normal(np.shape(node.ans))
+    try:
+        cotangents = primitive_vjps[node.fun](
+            w if np.ndim(node.ans) else float(w), node.argnums, node.ans, node.args, node.kwargs
+        )
+    except Exception:
+        return None
+    worst = None
+    for argnum, c in zip(node.argnums, cotangents):
+        a = node.args[argnum]
+        if not _is_float_array(a) or c is None:
+            continue
+        u = rng.standard_normal(np.shape(a))
+        h = _STEP * max(1.0, float(np.max(np.abs(a))) if np.size(a) else 1.0)
+
+        def at(t, argnum=argnum, a=a, u=u):
+            args = list(node.args)
+            args[argnum] = a + t * u
+            return np.asarray(node.fun(*args, **node.kwargs), dtype=float)
+
+        try:
+            fd = float(np.sum(w * (at(h) - at(-h)))) / (2 * h)
+        except Exception:
+            continue
+        exact = float(np.sum(np.asarray(c) * u))
+        scale = max(abs(fd), abs(exact), 1e-8)
+        err = abs(fd - exact) / scale
+        if np.isfinite(err):
+            worst = err if worst is None else max(worst, err)
+    return worst
+
+
+def _operands(node, variables) -> str:
+    named = {i: variables[p].name for i, p in zip(node.argnums, node.parents)}
+    return ", ".join(
+        f"{named.get(i, f'arg{i}')} = {fmt.summary(a)}"
+        for i, a in enumerate(node.args)
+        if isinstance(a, (int, float, complex, np.ndarray, np.number))
+    )
+
+
+def diagnose(nodes, variables: dict, visits) -> Diagnostics:
+    rng = np.random.default_rng(0)
+    checks: dict[str, NodeCheck] = {}
+    nan_forward = None
+    for node in sorted(nodes, key=lambda n: n.seq):
+        var = variables[node]
+        check = NodeCheck(var.name)
+        checks[var.name] = check
+        if node.fun is None:
+            continue
+        check.kept_bytes = _nbytes(node.ans) + sum(_nbytes(a) for a in node.args)
+        if nan_forward is None and not _finite(node.ans) and all(_finite(a) for a in node.args):
+            nan_forward = Origin(
+                var.name, "forward", var.source, _operands(node, variables), fmt.summary(node.ans)
+            )
+        if _finite(node.ans) and all(_finite(a) for a in node.args):
+            check.fd_error = _fd_error(node, rng)
+            check.flagged = check.fd_error is not None and check.fd_error > TOLERANCE
+    by_name = {variables[n].name: n for n in nodes}
+    nan_backward = None
+    for visit in visits:
+        checks[visit.name].adjoint_norm = float(np.linalg.norm(np.ravel(visit.adjoint)))
+        if nan_backward is None and _finite(visit.adjoint):
+            for c in visit.contributions:
+                if not _finite(c.value):
+                    node = by_name[visit.name]
+                    nan_backward = Origin(
+                        visit.name,
+                        "backward",
+                        variables[node].source,
+                        _operands(node, variables),
+                        f"cotangent {fmt.summary(c.value)} for {c.parent}",
+                    )
+                    break
+    unused = {}
+    for node in nodes:
+        if node.fun is None:
+            var = variables[node]
+            if var.adjoint is None:
+                unused[var.name] = "not connected to the output"
+            elif not np.any(np.asarray(var.adjoint)):
+                unused[var.name] = "its gradient is exactly zero"
+    return Diagnostics(checks, nan_forward, nan_backward, unused)

@@ -1,0 +1,56 @@
+"""Fold repeated structure: loop iterations are runs of the same source lines in the same
+order, shown once with how many times they ran ("× 1000")."""
+
+from __future__ import annotations
+
+import dataclasses
+
+MIN_REPEATS = 2
+
+
+@dataclasses.dataclass
+class Block:
+    """``lines`` (Sources, in the order one iteration made them) ran ``repeats`` times in a
+    row; ``names[i]`` are the operations iteration i made."""
+
+    lines: list
+    repeats: int
+    names: list[list[str]]
+
+
+def fold(steps) -> list[Block]:
+    """The operations that have a source line, in the order they were made, grouped into
+    consecutive runs of their lines (one line making several operations counts once)."""
+    runs: list[tuple] = []  # (source, [names]) per run of one line
+    for v in sorted((v for v in steps if v.source is not None), key=lambda v: v.seq):
+        if runs and runs[-1][0] == v.source:
+            runs[-1][1].append(v.name)
+        else:
+            runs.append((v.source, [v.name]))
+    keys = [source for source, _ in runs]
+    following: dict = {}
+    next_same = [0] * len(keys)
+    for i in range(len(keys) - 1, -1, -1):
+        next_same[i] = following.get(keys[i], -1)
+        following[keys[i]] = i
+    blocks: list[Block] = []
+    i = 0
+    while i < len(keys):
+        j = next_same[i]
+        period = j - i if j > 0 else 0
+        repeats = 1
+        if period:
+            pattern = keys[i:j]
+            while keys[i + repeats * period : i + (repeats + 1) * period] == pattern:
+                repeats += 1
+        if repeats >= MIN_REPEATS:
+            names = [
+                [n for _, ns in runs[i + r * period : i + (r + 1) * period] for n in ns]
+                for r in range(repeats)
+            ]
+            blocks.append(Block(keys[i:j], repeats, names))
+            i += repeats * period
+        else:
+            blocks.append(Block([keys[i]], 1, [runs[i][1]]))
+            i += 1
+    return blocks

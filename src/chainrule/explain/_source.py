@@ -1,0 +1,54 @@
+"""Where in the user's code a primitive was called: the innermost frame outside chainrule.
+
+Used by explain (every ExplainNode) and by ``chainrule.debug_nans`` while it is on; plain
+``grad`` never calls it, so it costs nothing there.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+from typing import NamedTuple
+
+import numpy
+
+_CHAINRULE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_NUMPY = os.path.dirname(os.path.abspath(numpy.__file__)) + os.sep
+# Frames in these directories are library code, never the user's line.
+_LIBRARY = (_CHAINRULE, _NUMPY)
+
+
+class Source(NamedTuple):
+    file: str
+    line: int
+    text: str  # the source line, stripped ("" where the file cannot be read)
+
+    def __str__(self) -> str:
+        where = f"{os.path.basename(self.file)}:{self.line}"
+        return f"{where}: {self.text}" if self.text else where
+
+
+_library_files: dict[str, bool] = {}  # filename -> is it library code (cached: called per node)
+
+
+def _is_library(filename: str) -> bool:
+    known = _library_files.get(filename)
+    if known is None:
+        path = os.path.abspath(filename)
+        # frames of runpy/importlib machinery and of chainrule's own CLI are not user code
+        known = path.startswith(_LIBRARY) or filename.startswith("<frozen")
+        _library_files[filename] = known
+    return known
+
+
+def user_source(skip: int = 1) -> Source | None:
+    """The innermost calling frame outside chainrule and NumPy, or None (all library)."""
+    frame = sys._getframe(skip)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not _is_library(filename):
+            lineno = frame.f_lineno
+            return Source(filename, lineno, linecache.getline(filename, lineno).strip())
+        frame = frame.f_back
+    return None
