@@ -279,3 +279,14 @@ def test_large_arrays_show_a_summary_with_nan_counts():
     assert shown.startswith("f64[4,10] ")
     assert f"{int((x < 0).sum())} NaN" in shown
     assert f"max={report.show(finite.max())}" in shown
+
+
+def test_debug_nans_shows_the_operands_of_a_primitive_whose_tape_keeps_shapes_only():
+    # add's rule reads neither operand (its node keeps them as shapes only), yet the forward
+    # check runs before the tape drops them: the message shows their values
+    import chainrule.numpy as np
+    from chainrule import debug_nans, grad
+
+    shown = r"add .*arg0: f64\[2\] min=1 max=1e\+308"
+    with debug_nans(), pytest.raises(FloatingPointError, match=shown):
+        grad(lambda x: np.sum(x + x))(np.array([1e308, 1.0]))

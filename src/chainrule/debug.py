@@ -60,7 +60,7 @@ def _operands(args) -> str:
     for i, a in enumerate(args):
         a = getval(a)
         if isinstance(a, _reverse.ShapeOnly):
-            shown.append(f"arg{i}: shape {a[0]}")
+            shown.append(f"arg{i}: shape {a.shape}")
         elif isinstance(a, (int, float, complex, np.ndarray, np.number)):
             shown.append(f"arg{i}: {fmt.summary(a)}")
     return "; ".join(shown) or "(none)"
