@@ -1,0 +1,208 @@
+"""Sparse derivatives: sparsity patterns found from the recorded graph, and Jacobians and
+Hessians computed in one sweep per colour of that pattern.
+
+Detection walks a ``Recording`` parents first. Each node carries the boolean pattern of
+d node / d x (a CSR matrix, node.size x x.size); a node's pattern is the sum over its
+traced arguments of (local pattern) @ (argument's pattern), where the local pattern comes
+from the ``sparsity`` slot of the primitive's rule-table entry (``defsparsity``). A
+primitive without one is dense: each output depends on every input it was given, which
+is never wrong, only pessimistic.
+
+Global patterns (the default) are valid at every x: a rule never reads the value of a
+traced argument (a product with a traced factor counts the factor as all nonzero). With
+``local=True`` the values seen at x are used too (a product with a traced factor uses
+its nonzeros), giving a pattern valid at that x only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as _np
+
+from ._core.reverse import Recording
+from ._core.rule_table import rule_table
+
+
+def _sp():
+    import scipy.sparse as sp  # imported on first use: scipy is not needed to import chainrule
+
+    return sp
+
+
+def _size(value) -> int:
+    return int(_np.size(value))
+
+
+# ----------------------------------------------------------------------------- local patterns
+# Helpers the rule tables use in their ``defsparsity`` declarations.
+
+
+def map_pattern(rows, cols, shape):
+    """A boolean CSR matrix with ones at (rows, cols)."""
+    sp = _sp()
+    rows, cols = _np.ravel(rows), _np.ravel(cols)
+    data = _np.ones(rows.size, dtype=bool)
+    return sp.csr_matrix((data, (rows, cols)), shape=shape)
+
+
+def elementwise_pattern(argnum: int, ans, args, kwargs):
+    """A broadcasting elementwise function: output element i depends on the element of
+    ``args[argnum]`` broadcast onto i."""
+    x = args[argnum]
+    shape, out_shape = _np.shape(x), _np.shape(ans)
+    size = _size(x)
+    cols = _np.broadcast_to(_np.arange(size).reshape(shape), out_shape)
+    return map_pattern(_np.arange(_size(ans)), cols, (_size(ans), size))
+
+
+def reduction_pattern(argnum: int, ans, args, kwargs):
+    """A reduction along ``axis`` (argument 1 or keyword): each output depends on the
+    elements reduced into it."""
+    x = args[argnum]
+    shape = _np.shape(x)
+    axis = kwargs.get("axis", args[1] if len(args) > 1 else None)
+    keepdims = bool(kwargs.get("keepdims", False))
+    out = _np.arange(_size(ans)).reshape(_np.shape(ans))
+    if axis is None:
+        rows = _np.zeros(shape, dtype=_np.intp)
+    else:
+        axes = (axis,) if _np.ndim(axis) == 0 else tuple(axis)
+        axes = sorted(a % len(shape) for a in axes)
+        if not keepdims:
+            out = _np.expand_dims(out, tuple(axes))
+        rows = _np.broadcast_to(out, shape)
+    return map_pattern(rows, _np.arange(_size(x)), (_size(ans), _size(x)))
+
+
+def source_pattern(source, start: int, size: int, ans_size: int):
+    """The pattern of a selection: ``source`` holds, per output element, the 1-based
+    position it was copied from (positions ``start`` .. ``start + size - 1`` belong to the
+    argument; anything else, the other arguments or 0 for a constant)."""
+    src = _np.ravel(_np.asarray(source))
+    rows = _np.nonzero((src >= start) & (src < start + size))[0]
+    return map_pattern(rows, src[rows] - start, (ans_size, size))
+
+
+def copy_rule(raw: Callable, first: int = 0, only: tuple | None = None):
+    """The sparsity rule of a function whose outputs are copies of elements of its data
+    arguments (``args[first:]``, or the positions in ``only``) or constants: ``raw`` (the
+    plain NumPy function) is applied to the 1-based flat positions of the differentiated
+    argument, the other data arguments replaced by zeros."""
+
+    def rule(argnum, ans, args, kwargs):
+        args = list(args)
+        data = range(first, len(args)) if only is None else only
+        for i in data:
+            if i != argnum and i < len(args):
+                args[i] = _np.zeros(_np.shape(args[i]))
+        x = args[argnum]
+        size = _size(x)
+        args[argnum] = _np.arange(1, size + 1, dtype=float).reshape(_np.shape(x))
+        return source_pattern(raw(*args, **kwargs), 1, size, _size(ans))
+
+    return rule
+
+
+def _nonzero(value, traced: bool, local: bool):
+    """Where a factor of a product may be nonzero: everywhere if it is traced (its value
+    changes with x) unless the pattern is local."""
+    value = _np.asarray(value)
+    if traced and not local:
+        return _np.ones(value.shape, dtype=bool)
+    return value != 0
+
+
+def product_pattern(argnum: int, ans, args, kwargs, traced=(), local: bool = False):
+    """``matmul``/``dot`` of operands of at most two dimensions: the other operand's
+    nonzeros say which elements meet in each output. None (dense) for other shapes."""
+    a, b = args[0], args[1]
+    na, nb = _np.ndim(a), _np.ndim(b)
+    if not (1 <= na <= 2 and 1 <= nb <= 2):
+        return None
+    sp = _sp()
+    if argnum == 1:
+        other = sp.csr_matrix(_nonzero(a, 0 in traced, local))
+        if na == 1:
+            other = other.reshape(1, -1)  # a (n,) with b (n,) or (n, k)
+        k = 1 if nb == 1 else _np.shape(b)[1]
+        return sp.kron(other, sp.identity(k, dtype=bool), format="csr").astype(bool)
+    other = sp.csr_matrix(_nonzero(b, 1 in traced, local))
+    if nb == 1:
+        other = other.reshape(1, -1)  # b (n,): out[i] = sum_l a[i, l] b[l]
+    else:
+        other = other.T  # out[i, j] needs a[i, l] where b[l, j] != 0
+    m = 1 if na == 1 else _np.shape(a)[0]
+    return sp.kron(sp.identity(m, dtype=bool), other, format="csr").astype(bool)
+
+
+product_pattern.wants_traced = True  # it is given which arguments are traced, and local
+
+
+# ----------------------------------------------------------------------------- propagation
+
+
+def _dense_pattern(n_out: int, parents_pattern):
+    """Every output depends on every input column any parent depends on."""
+    cols = _np.unique(parents_pattern.indices)
+    sp = _sp()
+    rows = _np.repeat(_np.arange(n_out), cols.size)
+    return sp.csr_matrix((_np.ones(rows.size, dtype=bool), (rows, _np.tile(cols, n_out))),
+                         shape=(n_out, parents_pattern.shape[1]))
+
+
+def _node_pattern(node, patterns, local: bool):
+    entry = rule_table.get(node.fun)
+    rule = None if entry is None else entry.sparsity
+    n_out = _size(node.ans)
+    total = None
+    for parent, argnum in zip(node.parents, node.argnums):
+        parent_pattern = patterns[parent]
+        local_pattern = None
+        if rule is not None:
+            if getattr(rule, "wants_traced", False):
+                local_pattern = rule(argnum, node.ans, node.args, node.kwargs,
+                                     traced=node.argnums, local=local)
+            else:
+                local_pattern = rule(argnum, node.ans, node.args, node.kwargs)
+        part = (_dense_pattern(n_out, parent_pattern) if local_pattern is None
+                else (local_pattern @ parent_pattern).astype(bool))
+        total = part if total is None else (total + part).astype(bool)
+    return total.tocsr()
+
+
+def _recorded_pattern(recording: Recording, local: bool):
+    sp = _sp()
+    n_in = sum(space.size for space in recording.spaces)
+    patterns, start = {}, 0
+    for root, space in zip(recording.roots, recording.spaces):
+        rows = _np.arange(space.size)
+        patterns[root] = map_pattern(rows, rows + start, (space.size, n_in))
+        start += space.size
+    for node in reversed(recording.order()):
+        if node.fun is not None:
+            patterns[node] = _node_pattern(node, patterns, local)
+    blocks = []
+    for i, value in enumerate(recording.out_values):
+        node = next((n for j, n in recording.ends if j == i), None)
+        blocks.append(sp.csr_matrix((_size(value), n_in), dtype=bool) if node is None
+                      else patterns[node])
+    return sp.vstack(blocks, format="csr").astype(bool)
+
+
+def jacobian_sparsity(fun: Callable, x: Any, local: bool = False):
+    """The structural sparsity pattern of the Jacobian of ``fun`` at ``x``: a boolean
+    ``scipy.sparse`` CSR matrix, rows the flattened outputs, columns the flattened inputs
+    (pytree leaves in order). Global (valid at every x) unless ``local=True``."""
+    recording = Recording(fun, x, keep_everything=True)
+    return _recorded_pattern(recording, local)
+
+
+def hessian_sparsity(fun: Callable, x: Any, local: bool = False):
+    """The structural sparsity pattern of the Hessian of scalar ``fun`` at ``x``: the
+    pattern of the Jacobian of its gradient, whose backward pass is recorded by the outer
+    trace (conservative where a recorded backward primitive declares no pattern)."""
+    from ._transforms import grad
+
+    return jacobian_sparsity(grad(fun), x, local=local)
