@@ -206,3 +206,136 @@ def hessian_sparsity(fun: Callable, x: Any, local: bool = False):
     from ._transforms import grad
 
     return jacobian_sparsity(grad(fun), x, local=local)
+
+
+# ----------------------------------------------------------------------------- colouring
+
+
+def colour_columns(pattern) -> _np.ndarray:
+    """A greedy distance-1 colouring of the columns of ``pattern``: two columns sharing a
+    row get different colours, so one sweep per colour recovers every column (columns
+    taken in order of decreasing count, which keeps the colour count low)."""
+    sp = _sp()
+    csc = sp.csc_matrix(pattern, dtype=bool)
+    graph = (csc.T @ csc).tocsr()  # columns that meet in some row
+    n = graph.shape[0]
+    colours = _np.full(n, -1, dtype=_np.intp)
+    indptr, indices = graph.indptr, graph.indices
+    order = _np.argsort(-_np.diff(csc.indptr), kind="stable")
+    mark = _np.full(n + 1, -1, dtype=_np.intp)  # mark[c] == j: colour c is taken next to j
+    for j in order.tolist():
+        for k in indices[indptr[j]:indptr[j + 1]].tolist():
+            c = colours[k]
+            if c >= 0:
+                mark[c] = j
+        c = 0
+        while mark[c] == j:
+            c += 1
+        colours[j] = c
+    return colours
+
+
+def _seeds(colours: _np.ndarray, shape: tuple, dtype) -> _np.ndarray:
+    """One seed per colour: the sum of the basis vectors of that colour's columns."""
+    count = int(colours.max()) + 1 if colours.size else 0
+    seeds = _np.zeros((count, colours.size), dtype=dtype)
+    seeds[colours, _np.arange(colours.size)] = 1
+    return seeds.reshape((count,) + tuple(shape))
+
+
+def _decompress(pattern, compressed: _np.ndarray, colours: _np.ndarray, by_rows: bool):
+    """The matrix with ``pattern``'s nonzeros read from the compressed sweeps:
+    ``compressed[c]`` is J @ seed_c (forward; flat over rows) or seed_c @ J (reverse;
+    flat over columns)."""
+    sp = _sp()
+    coo = sp.coo_matrix(pattern)
+    rows, cols = coo.row, coo.col
+    if by_rows:
+        values = compressed[colours[rows], cols]
+    else:
+        values = compressed[colours[cols], rows]
+    return sp.csr_matrix((values, (rows, cols)), shape=pattern.shape)
+
+
+# ----------------------------------------------------------------------------- evaluation
+
+
+class SparseJacobian:
+    """The sparse Jacobian of ``fun`` (one array in, any arrays out, flattened): its
+    pattern and colouring found once at ``x``, then evaluated at any x by
+    ``self(x)`` in one sweep per colour, forward (columns) or reverse (rows), whichever
+    needs fewer. ``pattern`` is boolean CSR; ``self(x)`` returns a float CSR matrix with
+    the same pattern (explicit zeros where the value happens to be zero)."""
+
+    def __init__(self, fun: Callable, x: Any, local: bool = False, pattern=None):
+        self.fun = fun
+        self.pattern = jacobian_sparsity(fun, x, local) if pattern is None else \
+            _sp().csr_matrix(pattern, dtype=bool)
+        column_colours = colour_columns(self.pattern)
+        row_colours = colour_columns(self.pattern.T)
+        n_col = int(column_colours.max()) + 1 if column_colours.size else 0
+        n_row = int(row_colours.max()) + 1 if row_colours.size else 0
+        self.mode = "forward" if n_col <= n_row else "reverse"
+        self.colours = column_colours if self.mode == "forward" else row_colours
+        self.n_colours = n_col if self.mode == "forward" else n_row
+
+    def _record(self, x):
+        return Recording(self.fun, x, keep_everything=self.mode == "forward")
+
+    def __call__(self, x: Any):
+        x = _np.asarray(x)
+        if _np.iscomplexobj(x):
+            raise TypeError("sparse Jacobians take real inputs; split a complex x into "
+                            "its real and imaginary parts.")
+        recording = self._record(x)
+        n_out = sum(_size(v) for v in recording.out_values)
+        if self.pattern.shape != (n_out, x.size):
+            raise ValueError(f"the pattern is {self.pattern.shape}, the Jacobian at this x "
+                             f"is {(n_out, x.size)}: make a new SparseJacobian.")
+        if self.n_colours == 0:
+            return _sp().csr_matrix((n_out, x.size))
+        if self.mode == "forward":
+            seeds = _seeds(self.colours, x.shape, float)
+            outs = recording.push_forward_batched([seeds], self.n_colours, _np.stack)
+            parts = [_np.zeros((self.n_colours, _size(v))) if t is None
+                     else _np.reshape(t, (self.n_colours, -1))
+                     for t, v in zip(outs, recording.out_values)]
+            compressed = _np.concatenate(parts, axis=1)  # (colours, outputs)
+            return _decompress(self.pattern, compressed, self.colours, by_rows=False)
+        out = recording.out_values
+        if len(out) != 1:
+            raise NotImplementedError("reverse-mode sparse Jacobians take one output array")
+        seeds = _seeds(self.colours, _np.shape(out[0]), float)
+        compressed = _np.stack([_np.ravel(recording.pull_back(s.reshape(_np.shape(out[0]))))
+                                for s in seeds])  # (colours, inputs)
+        return _decompress(self.pattern, compressed, self.colours, by_rows=True)
+
+
+class SparseHessian(SparseJacobian):
+    """The sparse Hessian of scalar ``fun``: the sparse Jacobian of its gradient, found
+    forward over reverse (one forward sweep per colour through the recorded gradient).
+    Columns are coloured distance-1 (symmetry is not exploited yet: a star colouring
+    would need fewer sweeps on banded Hessians)."""
+
+    def __init__(self, fun: Callable, x: Any, local: bool = False, pattern=None):
+        from ._transforms import grad
+
+        self.objective = fun
+        pattern = hessian_sparsity(fun, x, local) if pattern is None else pattern
+        super().__init__(grad(fun), x, local, pattern)
+        self.mode = "forward"  # the gradient's recording is swept forward
+        self.colours = colour_columns(self.pattern)
+        self.n_colours = int(self.colours.max()) + 1 if self.colours.size else 0
+
+
+def sparse_jacobian(fun: Callable, x: Any, local: bool = False):
+    """The Jacobian of ``fun`` at array ``x`` as a ``scipy.sparse`` CSR matrix (flattened
+    outputs by flattened inputs), from one sweep per colour of its sparsity pattern. To
+    evaluate at many points, make a ``SparseJacobian(fun, x)`` once and call it."""
+    return SparseJacobian(fun, x, local)(x)
+
+
+def sparse_hessian(fun: Callable, x: Any, local: bool = False):
+    """The Hessian of scalar ``fun`` at array ``x`` as a ``scipy.sparse`` CSR matrix.
+    Reusable form: ``SparseHessian(fun, x)``."""
+    return SparseHessian(fun, x, local)(x)
