@@ -339,3 +339,26 @@ def sparse_hessian(fun: Callable, x: Any, local: bool = False):
     """The Hessian of scalar ``fun`` at array ``x`` as a ``scipy.sparse`` CSR matrix.
     Reusable form: ``SparseHessian(fun, x)``."""
     return SparseHessian(fun, x, local)(x)
+
+
+def sparse_transform(fun: Callable, hessian: bool, argnum, has_aux: bool) -> Callable:
+    """``jacobian(fun, sparse=True)`` / ``hessian(fun, sparse=True)``: a function of x
+    giving the CSR matrix; the pattern and colouring are found on the first call and
+    reused for every x of the same shape and dtype (global patterns hold at every x)."""
+    if argnum not in (None, 0) or has_aux:
+        raise NotImplementedError(
+            "sparse=True differentiates a function of one array argument (argnum 0) "
+            "without has_aux; close over the other arguments (lambda x: fun(x, *rest)).")
+    kind = SparseHessian if hessian else SparseJacobian
+    cache: dict = {}
+
+    def sparse_derivative(x):
+        x = _np.asarray(x)
+        key = (x.shape, x.dtype)
+        evaluator = cache.get(key)
+        if evaluator is None:
+            evaluator = cache[key] = kind(fun, x)
+        return evaluator(x)
+
+    sparse_derivative.cache = cache  # the SparseJacobian/SparseHessian objects, by shape
+    return sparse_derivative

@@ -12,10 +12,10 @@ import numpy as _np
 
 from ..._core import forward, reverse
 from ..._core.reverse import ShapeOnly
-from ..._sparse import elementwise_pattern
 from ..._core.rules import defjvp_argnums, defjvp_batched, defsparsity, defvjp_direct, defvjp_whole
 from ..._core.rules import defjvp_direct as defjvp
 from ..._core.tracer import getval
+from ..._sparse import elementwise_pattern
 from .. import numpy_wrapper as anp
 from ..duck_arrays import check_known_shape
 from ..numpy_boxes import array_astype

@@ -12,8 +12,14 @@ import string
 
 import numpy as _np
 
-from ..._core.rules import def_linear, defjvp_batched, deflabel, defvjp_direct, defvjp_whole
-from ..._core.rules import defsparsity
+from ..._core.rules import (
+    def_linear,
+    defjvp_batched,
+    deflabel,
+    defsparsity,
+    defvjp_direct,
+    defvjp_whole,
+)
 from ..._core.tracer import getval
 from ..._sparse import product_pattern
 from .. import numpy_wrapper as anp

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import numpy as _np
 
-from ..._core.rules import defjvp_batched, defvjp_direct
+from ..._core.rules import defjvp_batched, defsparsity, defvjp_direct
 from ..._core.rules import defjvp_direct as defjvp
-from ..._core.rules import defsparsity
 from ..._core.tracer import getval
 from ..._sparse import reduction_pattern
 from .. import numpy_wrapper as anp

@@ -32,12 +32,12 @@ from ..._core.rules import (
     defjvp_argnums,
     defjvp_batched,
     deflabel,
+    defsparsity,
     defvjp_direct,
     defvjp_whole,
     not_differentiable,
 )
 from ..._core.rules import defjvp_direct as defjvp
-from ..._core.rules import defsparsity
 from ..._core.tracer import getval, primitive
 from ..._sparse import copy_rule, map_pattern, source_pattern
 from .. import numpy_wrapper as anp
