@@ -148,8 +148,10 @@ def _dense_pattern(n_out: int, parents_pattern):
     cols = _np.unique(parents_pattern.indices)
     sp = _sp()
     rows = _np.repeat(_np.arange(n_out), cols.size)
-    return sp.csr_matrix((_np.ones(rows.size, dtype=bool), (rows, _np.tile(cols, n_out))),
-                         shape=(n_out, parents_pattern.shape[1]))
+    return sp.csr_matrix(
+        (_np.ones(rows.size, dtype=bool), (rows, _np.tile(cols, n_out))),
+        shape=(n_out, parents_pattern.shape[1]),
+    )
 
 
 def _node_pattern(node, patterns, local: bool):
@@ -162,12 +164,16 @@ def _node_pattern(node, patterns, local: bool):
         local_pattern = None
         if rule is not None:
             if getattr(rule, "wants_traced", False):
-                local_pattern = rule(argnum, node.ans, node.args, node.kwargs,
-                                     traced=node.argnums, local=local)
+                local_pattern = rule(
+                    argnum, node.ans, node.args, node.kwargs, traced=node.argnums, local=local
+                )
             else:
                 local_pattern = rule(argnum, node.ans, node.args, node.kwargs)
-        part = (_dense_pattern(n_out, parent_pattern) if local_pattern is None
-                else (local_pattern @ parent_pattern).astype(bool))
+        part = (
+            _dense_pattern(n_out, parent_pattern)
+            if local_pattern is None
+            else (local_pattern @ parent_pattern).astype(bool)
+        )
         total = part if total is None else (total + part).astype(bool)
     return total.tocsr()
 
@@ -186,8 +192,9 @@ def _recorded_pattern(recording: Recording, local: bool):
     blocks = []
     for i, value in enumerate(recording.out_values):
         node = next((n for j, n in recording.ends if j == i), None)
-        blocks.append(sp.csr_matrix((_size(value), n_in), dtype=bool) if node is None
-                      else patterns[node])
+        blocks.append(
+            sp.csr_matrix((_size(value), n_in), dtype=bool) if node is None else patterns[node]
+        )
     return sp.vstack(blocks, format="csr").astype(bool)
 
 
@@ -224,7 +231,7 @@ def colour_columns(pattern) -> _np.ndarray:
     order = _np.argsort(-_np.diff(csc.indptr), kind="stable")
     mark = _np.full(n + 1, -1, dtype=_np.intp)  # mark[c] == j: colour c is taken next to j
     for j in order.tolist():
-        for k in indices[indptr[j]:indptr[j + 1]].tolist():
+        for k in indices[indptr[j] : indptr[j + 1]].tolist():
             c = colours[k]
             if c >= 0:
                 mark[c] = j
@@ -269,8 +276,11 @@ class SparseJacobian:
 
     def __init__(self, fun: Callable, x: Any, local: bool = False, pattern=None):
         self.fun = fun
-        self.pattern = jacobian_sparsity(fun, x, local) if pattern is None else \
-            _sp().csr_matrix(pattern, dtype=bool)
+        self.pattern = (
+            jacobian_sparsity(fun, x, local)
+            if pattern is None
+            else _sp().csr_matrix(pattern, dtype=bool)
+        )
         column_colours = colour_columns(self.pattern)
         row_colours = colour_columns(self.pattern.T)
         n_col = int(column_colours.max()) + 1 if column_colours.size else 0
@@ -285,29 +295,37 @@ class SparseJacobian:
     def __call__(self, x: Any):
         x = _np.asarray(x)
         if _np.iscomplexobj(x):
-            raise TypeError("sparse Jacobians take real inputs; split a complex x into "
-                            "its real and imaginary parts.")
+            raise TypeError(
+                "sparse Jacobians take real inputs; split a complex x into "
+                "its real and imaginary parts."
+            )
         recording = self._record(x)
         n_out = sum(_size(v) for v in recording.out_values)
         if self.pattern.shape != (n_out, x.size):
-            raise ValueError(f"the pattern is {self.pattern.shape}, the Jacobian at this x "
-                             f"is {(n_out, x.size)}: make a new SparseJacobian.")
+            raise ValueError(
+                f"the pattern is {self.pattern.shape}, the Jacobian at this x "
+                f"is {(n_out, x.size)}: make a new SparseJacobian."
+            )
         if self.n_colours == 0:
             return _sp().csr_matrix((n_out, x.size))
         if self.mode == "forward":
             seeds = _seeds(self.colours, x.shape, float)
             outs = recording.push_forward_batched([seeds], self.n_colours, _np.stack)
-            parts = [_np.zeros((self.n_colours, _size(v))) if t is None
-                     else _np.reshape(t, (self.n_colours, -1))
-                     for t, v in zip(outs, recording.out_values)]
+            parts = [
+                _np.zeros((self.n_colours, _size(v)))
+                if t is None
+                else _np.reshape(t, (self.n_colours, -1))
+                for t, v in zip(outs, recording.out_values)
+            ]
             compressed = _np.concatenate(parts, axis=1)  # (colours, outputs)
             return _decompress(self.pattern, compressed, self.colours, by_rows=False)
         out = recording.out_values
         if len(out) != 1:
             raise NotImplementedError("reverse-mode sparse Jacobians take one output array")
         seeds = _seeds(self.colours, _np.shape(out[0]), float)
-        compressed = _np.stack([_np.ravel(recording.pull_back(s.reshape(_np.shape(out[0]))))
-                                for s in seeds])  # (colours, inputs)
+        compressed = _np.stack(
+            [_np.ravel(recording.pull_back(s.reshape(_np.shape(out[0])))) for s in seeds]
+        )  # (colours, inputs)
         return _decompress(self.pattern, compressed, self.colours, by_rows=True)
 
 
@@ -348,7 +366,8 @@ def sparse_transform(fun: Callable, hessian: bool, argnum, has_aux: bool) -> Cal
     if argnum not in (None, 0) or has_aux:
         raise NotImplementedError(
             "sparse=True differentiates a function of one array argument (argnum 0) "
-            "without has_aux; close over the other arguments (lambda x: fun(x, *rest)).")
+            "without has_aux; close over the other arguments (lambda x: fun(x, *rest))."
+        )
     kind = SparseHessian if hessian else SparseJacobian
     cache: dict = {}
 
