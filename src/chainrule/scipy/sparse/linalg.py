@@ -12,8 +12,8 @@ import numpy as _np
 import scipy.sparse as _sp
 import scipy.sparse.linalg as _spla
 
-from ..._core.rules import defvjp_direct
 from ..._core.rules import defjvp_direct as defjvp
+from ..._core.rules import defvjp_direct
 from ..._core.tracer import primitive
 
 __all__ = ["spsolve", "spsolve_values"]
