@@ -148,6 +148,8 @@ def test_sparse_option_refuses_what_it_cannot_do():
     jac = chainrule.SparseJacobian(tridiagonal_residual, onp.zeros(5))
     with pytest.raises(ValueError, match="new SparseJacobian"):
         jac(onp.zeros(6))
+    with pytest.raises(TypeError, match="scalar function"):
+        chainrule.sparse_hessian(tridiagonal_residual, onp.ones(5))
 
 
 def test_undeclared_primitive_is_dense_never_wrong():

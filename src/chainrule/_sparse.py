@@ -21,8 +21,9 @@ from typing import Any
 
 import numpy as _np
 
-from ._core.reverse import Recording
+from ._core.reverse import Recording, make_vjp
 from ._core.rule_table import rule_table
+from ._core.vspace import vspace
 
 
 def _sp():
@@ -198,6 +199,22 @@ def _recorded_pattern(recording: Recording, local: bool):
     return sp.vstack(blocks, format="csr").astype(bool)
 
 
+def gradient(fun: Callable) -> Callable:
+    """The gradient of scalar ``fun`` by one reverse pass (the engine's, not the public
+    ``grad``: the rule tables import this module, and ``grad`` imports them)."""
+
+    def gradient_of_fun(x):
+        vjp, ans = make_vjp(fun, x)
+        if _size(ans) != 1:
+            raise TypeError(
+                f"a sparse Hessian needs a scalar function; this one returns "
+                f"shape {_np.shape(ans)}."
+            )
+        return vjp(vspace(ans).ones())
+
+    return gradient_of_fun
+
+
 def jacobian_sparsity(fun: Callable, x: Any, local: bool = False):
     """The structural sparsity pattern of the Jacobian of ``fun`` at ``x``: a boolean
     ``scipy.sparse`` CSR matrix, rows the flattened outputs, columns the flattened inputs
@@ -210,9 +227,7 @@ def hessian_sparsity(fun: Callable, x: Any, local: bool = False):
     """The structural sparsity pattern of the Hessian of scalar ``fun`` at ``x``: the
     pattern of the Jacobian of its gradient, whose backward pass is recorded by the outer
     trace (conservative where a recorded backward primitive declares no pattern)."""
-    from ._transforms import grad
-
-    return jacobian_sparsity(grad(fun), x, local=local)
+    return jacobian_sparsity(gradient(fun), x, local=local)
 
 
 # ----------------------------------------------------------------------------- colouring
@@ -336,11 +351,9 @@ class SparseHessian(SparseJacobian):
     would need fewer sweeps on banded Hessians)."""
 
     def __init__(self, fun: Callable, x: Any, local: bool = False, pattern=None):
-        from ._transforms import grad
-
         self.objective = fun
         pattern = hessian_sparsity(fun, x, local) if pattern is None else pattern
-        super().__init__(grad(fun), x, local, pattern)
+        super().__init__(gradient(fun), x, local, pattern)
         self.mode = "forward"  # the gradient's recording is swept forward
         self.colours = colour_columns(self.pattern)
         self.n_colours = int(self.colours.max()) + 1 if self.colours.size else 0
