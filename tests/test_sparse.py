@@ -60,7 +60,21 @@ def matrix_product(u):
 
 A_SPARSE_DENSE = onp.where(rng.random((7, 6)) < 0.3, rng.standard_normal((7, 6)), 0.0)
 
+
+def scalars_and_reductions(u):
+    x = np.reshape(u, (2, 3))
+    return np.concatenate(
+        [
+            np.array([u[0] * u[1], np.sin(u[2]), u[5] ** 2]),
+            np.sum(x, axis=0),
+            np.mean(x, 1, None, None, True)[:, 0],
+            np.prod(x, axis=1),
+        ]
+    )
+
+
 CASES = [
+    (scalars_and_reductions, 6),
     (tridiagonal_residual, 9),
     (arrowhead, 7),
     (block_diagonal, 9),
@@ -163,6 +177,16 @@ def test_undeclared_primitive_is_dense_never_wrong():
     )
 
 
+def test_max_is_global_over_its_axis():
+    # which element is the largest depends on x: globally, every element along the axis
+    fun = lambda u: np.max(np.reshape(u, (2, 3)), axis=1)  # noqa: E731
+    pattern = chainrule.jacobian_sparsity(fun, rng.random(6)).toarray()
+    onp.testing.assert_array_equal(pattern, onp.kron(onp.eye(2), onp.ones(3)) != 0)
+    for _ in range(3):
+        x = rng.random(6)
+        assert onp.all(pattern >= dense_pattern(chainrule.jacobian(fun)(x)))
+
+
 def test_local_pattern_uses_values_of_traced_factors():
     fun = lambda u: np.ravel(np.reshape(u, (2, 2)) @ np.reshape(u, (2, 2)))  # noqa: E731
     x = onp.array([1.0, 0.0, 0.0, 2.0])
@@ -218,3 +242,14 @@ def test_colouring_is_valid(seed):
     for c in range(colours.max() + 1):
         # columns of one colour never share a row: each row sees at most one of them
         assert dense[:, colours == c].sum(axis=1).max() <= 1
+
+
+def test_hessian_of_a_quadratic_form_has_the_matrix_pattern():
+    M = onp.where(rng.random((8, 8)) < 0.2, 1.0, 0.0) + onp.eye(8)
+    M = M + M.T
+    fun = lambda u: u @ (M @ u) + np.sum(np.exp(u))  # noqa: E731
+    x = rng.random(8)
+    onp.testing.assert_array_equal(chainrule.hessian_sparsity(fun, x).toarray(), M != 0)
+    onp.testing.assert_allclose(
+        chainrule.sparse_hessian(fun, x).toarray(), 2 * M + onp.diag(onp.exp(x)), rtol=1e-13
+    )

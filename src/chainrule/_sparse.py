@@ -64,7 +64,8 @@ def reduction_pattern(argnum: int, ans, args, kwargs):
     x = args[argnum]
     shape = _np.shape(x)
     axis = kwargs.get("axis", args[1] if len(args) > 1 else None)
-    keepdims = bool(kwargs.get("keepdims", False))
+    # keepdims (by keyword or position) keeps the rank: read it off the answer
+    keepdims = _np.ndim(ans) == len(shape)
     out = _np.arange(_size(ans)).reshape(_np.shape(ans))
     if axis is None:
         rows = _np.zeros(shape, dtype=_np.intp)

@@ -428,6 +428,7 @@ defsparsity(anp.stack_args, copy_rule(anp.stack_args.fun, first=1))
 deflabel(anp.concatenate_args, lambda t: f"concatenate([{', '.join(t[1:])}], axis={t[0]})")
 deflabel(anp.stack_args, lambda t: f"stack([{', '.join(t[1:])}], axis={t[0]})")
 _def_joining(anp.array_from_args, _array_vjp, 2)
+defsparsity(anp.array_from_args, copy_rule(anp.array_from_args.fun, first=2))
 deflabel(anp.array_from_args, lambda t: f"array([{', '.join(t[2:])}])")
 
 
