@@ -243,18 +243,21 @@ def colour_columns(pattern) -> _np.ndarray:
     graph = (csc.T @ csc).tocsr()  # columns that meet in some row
     n = graph.shape[0]
     colours = _np.full(n, -1, dtype=_np.intp)
-    indptr, indices = graph.indptr, graph.indices
-    order = _np.argsort(-_np.diff(csc.indptr), kind="stable")
-    mark = _np.full(n + 1, -1, dtype=_np.intp)  # mark[c] == j: colour c is taken next to j
-    for j in order.tolist():
-        for k in indices[indptr[j] : indptr[j + 1]].tolist():
-            c = colours[k]
+    # plain Python lists: this loop runs once per column, numpy scalars would dominate it
+    indptr, indices = graph.indptr.tolist(), graph.indices.tolist()
+    order = _np.argsort(-_np.diff(csc.indptr), kind="stable").tolist()
+    colour = [-1] * n
+    mark = [-1] * (n + 1)  # mark[c] == j: colour c is taken next to column j
+    for j in order:
+        for k in indices[indptr[j] : indptr[j + 1]]:
+            c = colour[k]
             if c >= 0:
                 mark[c] = j
         c = 0
         while mark[c] == j:
             c += 1
-        colours[j] = c
+        colour[j] = c
+    colours = _np.asarray(colour, dtype=_np.intp)
     return colours
 
 
