@@ -10,6 +10,14 @@ from . import numpy, optim  # noqa: F401  (numpy registers array boxes, spaces a
 from ._core.pytree import register_pytree_node, tree_flatten, tree_map, tree_unflatten
 from ._core.tracer import LeakedTracerError, primitive
 from ._jaxlike import custom_jvp, custom_vjp, jacfwd, jacrev, jvp, vjp
+from ._sparse import (
+    SparseHessian,
+    SparseJacobian,
+    hessian_sparsity,
+    jacobian_sparsity,
+    sparse_hessian,
+    sparse_jacobian,
+)
 from ._transforms import (
     checkpoint,
     deriv,
@@ -60,4 +68,6 @@ __all__ = [
     "tuple", "list", "dict", "isinstance", "type", "explain", "debug_nans",
     "Tensor", "as_tensor", "no_grad", "enable_grad", "optim", "nn", "LeakedTracerError",
     "vmap",
+    "jacobian_sparsity", "hessian_sparsity", "sparse_jacobian", "sparse_hessian",
+    "SparseJacobian", "SparseHessian",
 ]

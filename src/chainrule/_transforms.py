@@ -400,6 +400,7 @@ def jacobian(
     *,
     argnums: int | Sequence[int] | None = None,
     has_aux: bool = False,
+    sparse: bool = False,
 ) -> Callable:
     """The Jacobian of ``fun`` at ``x``, of shape ``out.shape + x.shape``. For a container
     ``x`` (or a tuple ``argnum``) it is a container of such blocks, one per leaf of ``x``.
@@ -414,6 +415,10 @@ def jacobian(
     array([[2., 0.],
            [1., 0.]])
     """
+    if sparse:  # a scipy.sparse CSR matrix from coloured sweeps (docs/sparse.md)
+        from ._sparse import sparse_transform
+
+        return sparse_transform(fun, False, argnums if argnum is None else argnum, has_aux)
     return transformed(_jacobian, fun, argnum, argnums, has_aux)
 
 
@@ -659,6 +664,7 @@ def hessian(
     *,
     argnums: int | Sequence[int] | None = None,
     has_aux: bool = False,
+    sparse: bool = False,
 ) -> Callable:
     """The Hessian of ``fun`` at ``x``: the Jacobian of its gradient. ``argnum``/``argnums``
     and ``has_aux`` (returns ``(hessian, aux)``) as for ``grad``.
@@ -668,6 +674,10 @@ def hessian(
     [[ 6.  0.]
      [ 0. 12.]]
     """
+    if sparse:  # a scipy.sparse CSR matrix from coloured sweeps (docs/sparse.md)
+        from ._sparse import sparse_transform
+
+        return sparse_transform(fun, True, argnums if argnum is None else argnum, has_aux)
     return transformed(_hessian, fun, argnum, argnums, has_aux)
 
 

@@ -28,12 +28,16 @@ class PrimitiveRules:
       four) whose values the VJP never reads, only their shape and dtype, and whether it
       reads the answer. A node keeps the unread ones as ``ShapeOnly`` and the answer as
       None when unread. ``None`` (the default) keeps everything.
+    - ``sparsity(argnum, ans, args, kwargs)``: the structural pattern of d ans / d
+      args[argnum] as a boolean ``scipy.sparse`` matrix (ans.size x arg.size), or None
+      (unknown: every output may depend on every input). ``args`` are plain values; a
+      traced argument's value is not part of the structure (see ``chainrule._sparse``).
     - ``label``: how ``explain`` writes a call; a format string over the arguments' texts
       (``"{0} + {1}"``) or a function ``label(texts, args) -> str``. None: ``name(args)``.
     """
 
     __slots__ = ("fun", "vjp", "vjp_by_argnums", "jvp", "batched_jvp", "unread_args",
-                 "reads_ans", "label", "jvp_replaced")
+                 "reads_ans", "label", "jvp_replaced", "sparsity")
 
     def __init__(self, fun: Callable):
         self.fun = fun
@@ -44,6 +48,7 @@ class PrimitiveRules:
         self.unread_args: tuple[int, ...] | None = None
         self.reads_ans = True
         self.label: str | Callable | None = None
+        self.sparsity: Callable | None = None
         # the JVP was replaced after one existed and the VJP has not been since (rules.py
         # warns when such a VJP is replaced alone: the two modes would disagree)
         self.jvp_replaced = False

@@ -336,6 +336,14 @@ def def_linear(fun: Callable) -> None:
     defjvp_argnum(fun, jvp)
 
 
+def defsparsity(fun: Callable, rule: Callable) -> None:
+    """How ``fun``'s outputs depend on its inputs, for sparsity detection:
+    ``rule(argnum, ans, args, kwargs)`` gives the pattern of d ans / d args[argnum] as a
+    boolean ``scipy.sparse`` matrix of shape (ans.size, args[argnum].size), or None for
+    unknown (dense). ``args`` are plain values; ``argnum`` is traced."""
+    rules_of(fun).sparsity = rule
+
+
 # copy.copy / copy.deepcopy of a traced value (tracer.Box): the identity, in both modes.
 defvjp_direct(copy_of, lambda g, ans, x: g, reads=())
 defjvp_direct(copy_of, lambda g, ans, x: g)

@@ -12,9 +12,10 @@ import numpy as _np
 
 from ..._core import forward, reverse
 from ..._core.reverse import ShapeOnly
-from ..._core.rules import defjvp_argnums, defjvp_batched, defvjp_direct, defvjp_whole
+from ..._core.rules import defjvp_argnums, defjvp_batched, defsparsity, defvjp_direct, defvjp_whole
 from ..._core.rules import defjvp_direct as defjvp
 from ..._core.tracer import getval
+from ..._sparse import elementwise_pattern
 from .. import numpy_wrapper as anp
 from ..duck_arrays import check_known_shape
 from ..numpy_boxes import array_astype
@@ -165,6 +166,7 @@ def elementwise(fun, derivative, reads: tuple | None = None) -> None:
     jvp = lambda g, ans, x, *a, **k: match_dtype(g * derivative(ans, x), ans)  # noqa: E731
     defjvp(fun, jvp)
     defjvp_batched(fun, jvp)  # a leading batch axis on g broadcasts through unchanged
+    defsparsity(fun, elementwise_pattern)  # output i depends on input i only
 
 
 class NoClosedForm:
@@ -206,6 +208,7 @@ def elementwise_n(fun, *partials) -> None:
     defvjp_direct(fun, *vjps)
     defjvp(fun, *jvps)
     defjvp_batched(fun, *batched)
+    defsparsity(fun, elementwise_pattern)  # output i on the elements broadcast onto it
 
 
 def linear(fun, vjp_rule) -> None:

@@ -12,8 +12,16 @@ import string
 
 import numpy as _np
 
-from ..._core.rules import def_linear, defjvp_batched, deflabel, defvjp_direct, defvjp_whole
+from ..._core.rules import (
+    def_linear,
+    defjvp_batched,
+    deflabel,
+    defsparsity,
+    defvjp_direct,
+    defvjp_whole,
+)
 from ..._core.tracer import getval
+from ..._sparse import product_pattern
 from .. import numpy_wrapper as anp
 from ..placement import constant_like
 from ._helpers import match_dtype, shape_of, unbroadcast
@@ -319,3 +327,8 @@ defvjp_direct(anp.cross, lambda g, ans, a, b, *args, **k: _cross_vjp(g, ans, a, 
                          lambda g, ans, a, b, *args, **k: _cross_vjp(g, ans, a, b, *args, **k, which=1))
 def_linear(anp.cross)
 # fmt: on
+
+
+# sparsity (chainrule._sparse): the other factor's nonzeros (all, where it is traced)
+defsparsity(anp.dot, product_pattern)
+defsparsity(anp.matmul, product_pattern)

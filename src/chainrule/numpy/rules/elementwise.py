@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import numpy as _np
 
-from ..._core.rules import defjvp_batched, deflabel, defvjp_direct
+from ..._core.rule_table import rule_table
+from ..._core.rules import defjvp_batched, deflabel, defsparsity, defvjp_direct
 from ..._core.rules import defjvp_direct as defjvp
 from ..._core.tracer import getval
+from ..._sparse import elementwise_pattern
 from .. import numpy_wrapper as anp
 from ._helpers import (
     batch_aligned,
@@ -224,3 +226,14 @@ defjvp(anp.where, None,
        lambda g, ans, c, x, y: anp.where(c, broadcast_tangent(g, ans), anp.zeros_like(ans)),
        lambda g, ans, c, x, y: anp.where(c, anp.zeros_like(ans), broadcast_tangent(g, ans)))
 # fmt: on
+
+
+# sparsity (chainrule._sparse): the broadcasting functions registered one by one above
+for _name in ("add", "subtract", "multiply", "divide", "true_divide", "power", "float_power",
+              "negative", "positive", "absolute", "fabs", "conj", "conjugate", "where",
+              "arctan2", "hypot", "logaddexp", "logaddexp2", "fmod", "mod", "maximum",
+              "minimum", "fmax", "fmin", "square", "sqrt", "exp", "log", "sin", "cos",
+              "tanh", "reciprocal", "clip"):
+    _fun = getattr(anp, _name, None)
+    if _fun is not None and _fun in rule_table:
+        defsparsity(_fun, elementwise_pattern)

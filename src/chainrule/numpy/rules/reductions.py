@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import numpy as _np
 
-from ..._core.rules import defjvp_batched, defvjp_direct
+from ..._core.rules import defjvp_batched, defsparsity, defvjp_direct
 from ..._core.rules import defjvp_direct as defjvp
 from ..._core.tracer import getval
+from ..._sparse import reduction_pattern
 from .. import numpy_wrapper as anp
 from ..placement import constant_like, index_like, on_host
 from ._helpers import (
@@ -702,3 +703,9 @@ if hasattr(anp, "cumulative_sum"):  # NumPy >= 2.1
     defvjp_direct(anp.cumulative_prod, _cumulative_prod_vjp)
     defjvp(anp.cumulative_prod, _cumulative_prod_jvp)
 # fmt: on
+
+
+# sparsity (chainrule._sparse): each output depends on the elements reduced into it
+for _fun in (anp.sum, anp.mean, anp.prod, anp.nansum, anp.nanmean, anp.max, anp.min, anp.amax,
+             anp.amin, anp.nanmax, anp.nanmin):
+    defsparsity(_fun, reduction_pattern)

@@ -32,12 +32,14 @@ from ..._core.rules import (
     defjvp_argnums,
     defjvp_batched,
     deflabel,
+    defsparsity,
     defvjp_direct,
     defvjp_whole,
     not_differentiable,
 )
 from ..._core.rules import defjvp_direct as defjvp
 from ..._core.tracer import getval, primitive
+from ..._sparse import copy_rule, map_pattern, source_pattern
 from .. import numpy_wrapper as anp
 from ..numpy_boxes import array_astype, array_getitem
 from ..placement import constant_like, index_like, on_host
@@ -75,6 +77,15 @@ def untake(g, index, shape, dtype):
     else:
         return _scatter_add_like(g, index, shape, dtype)
     return out
+
+
+def _untake_pattern(argnum, ans, args, kwargs):
+    """Output position p receives the elements of g that ``index`` sends to p."""
+    g, index, shape = args[0], args[1], args[2]
+    size, g_size = int(_np.prod(shape)), int(_np.size(g))
+    rows = _np.arange(size).reshape(shape)[index]
+    cols = _np.broadcast_to(_np.arange(g_size).reshape(_np.shape(g)), _np.shape(rows))
+    return map_pattern(rows, cols, (size, g_size))
 
 
 def _scatter_add_like(g, index, shape, dtype):
@@ -194,6 +205,7 @@ def gathered_in_batches(fun) -> None:
         return _batched_gather(t, _np.asarray(source), 1, size, ans)
 
     defjvp_batched(fun, rule)
+    defsparsity(fun, copy_rule(raw, only=(0,)))  # the same map of positions
 
 
 def _selection_vjp(g, source, offsets, total, argnum, x):
@@ -256,6 +268,14 @@ def selection(fun, argnums=(0,), source=None):
     defvjp_whole(fun, vjp)
     defjvp_argnums(fun, jvp)
     defjvp_batched(fun, *map(batched, argnums), argnums=argnums)
+
+    def pattern(i, ans, args, kwargs):
+        src, offsets, _ = source_map(args, kwargs)
+        start, size, _ = offsets[i]
+        return source_pattern(_np.asarray(src), start, size, int(_np.size(ans)))
+
+    if source is None or source is _pad_source:  # sort's map depends on the values: dense
+        defsparsity(fun, pattern)
 
 
 def _pad_source(pos_args, args, kwargs):
@@ -402,9 +422,13 @@ def _def_joining(fun, vjp, n_static):
 
 _def_joining(anp.concatenate_args, _concatenate_vjp, 1)
 _def_joining(anp.stack_args, _stack_vjp, 1)
+defsparsity(untake, _untake_pattern)
+defsparsity(anp.concatenate_args, copy_rule(anp.concatenate_args.fun, first=1))
+defsparsity(anp.stack_args, copy_rule(anp.stack_args.fun, first=1))
 deflabel(anp.concatenate_args, lambda t: f"concatenate([{', '.join(t[1:])}], axis={t[0]})")
 deflabel(anp.stack_args, lambda t: f"stack([{', '.join(t[1:])}], axis={t[0]})")
 _def_joining(anp.array_from_args, _array_vjp, 2)
+defsparsity(anp.array_from_args, copy_rule(anp.array_from_args.fun, first=2))
 deflabel(anp.array_from_args, lambda t: f"array([{', '.join(t[2:])}])")
 
 

@@ -1,0 +1,400 @@
+"""Sparse derivatives: sparsity patterns found from the recorded graph, and Jacobians and
+Hessians computed in one sweep per colour of that pattern.
+
+Detection walks a ``Recording`` parents first. Each node carries the boolean pattern of
+d node / d x (a CSR matrix, node.size x x.size); a node's pattern is the sum over its
+traced arguments of (local pattern) @ (argument's pattern), where the local pattern comes
+from the ``sparsity`` slot of the primitive's rule-table entry (``defsparsity``). A
+primitive without one is dense: each output depends on every input it was given, which
+is never wrong, only pessimistic.
+
+Global patterns (the default) are valid at every x: a rule never reads the value of a
+traced argument (a product with a traced factor counts the factor as all nonzero). With
+``local=True`` the values seen at x are used too (a product with a traced factor uses
+its nonzeros), giving a pattern valid at that x only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as _np
+
+from ._core.reverse import Recording, make_vjp
+from ._core.rule_table import rule_table
+from ._core.vspace import vspace
+
+
+def _sp():
+    import scipy.sparse as sp  # imported on first use: scipy is not needed to import chainrule
+
+    return sp
+
+
+def _size(value) -> int:
+    return int(_np.size(value))
+
+
+# ----------------------------------------------------------------------------- local patterns
+# Helpers the rule tables use in their ``defsparsity`` declarations.
+
+
+def map_pattern(rows, cols, shape):
+    """A boolean CSR matrix with ones at (rows, cols)."""
+    sp = _sp()
+    rows, cols = _np.ravel(rows), _np.ravel(cols)
+    data = _np.ones(rows.size, dtype=bool)
+    return sp.csr_matrix((data, (rows, cols)), shape=shape)
+
+
+def elementwise_pattern(argnum: int, ans, args, kwargs):
+    """A broadcasting elementwise function: output element i depends on the element of
+    ``args[argnum]`` broadcast onto i."""
+    x = args[argnum]
+    shape, out_shape = _np.shape(x), _np.shape(ans)
+    size = _size(x)
+    cols = _np.broadcast_to(_np.arange(size).reshape(shape), out_shape)
+    return map_pattern(_np.arange(_size(ans)), cols, (_size(ans), size))
+
+
+def reduction_pattern(argnum: int, ans, args, kwargs):
+    """A reduction along ``axis`` (argument 1 or keyword): each output depends on the
+    elements reduced into it."""
+    x = args[argnum]
+    shape = _np.shape(x)
+    axis = kwargs.get("axis", args[1] if len(args) > 1 else None)
+    # keepdims (by keyword or position) keeps the rank: read it off the answer
+    keepdims = _np.ndim(ans) == len(shape)
+    out = _np.arange(_size(ans)).reshape(_np.shape(ans))
+    if axis is None:
+        rows = _np.zeros(shape, dtype=_np.intp)
+    else:
+        axes = (axis,) if _np.ndim(axis) == 0 else tuple(axis)
+        axes = sorted(a % len(shape) for a in axes)
+        if not keepdims:
+            out = _np.expand_dims(out, tuple(axes))
+        rows = _np.broadcast_to(out, shape)
+    return map_pattern(rows, _np.arange(_size(x)), (_size(ans), _size(x)))
+
+
+def source_pattern(source, start: int, size: int, ans_size: int):
+    """The pattern of a selection: ``source`` holds, per output element, the 1-based
+    position it was copied from (positions ``start`` .. ``start + size - 1`` belong to the
+    argument; anything else, the other arguments or 0 for a constant)."""
+    src = _np.ravel(_np.asarray(source))
+    rows = _np.nonzero((src >= start) & (src < start + size))[0]
+    return map_pattern(rows, src[rows] - start, (ans_size, size))
+
+
+def copy_rule(raw: Callable, first: int = 0, only: tuple | None = None):
+    """The sparsity rule of a function whose outputs are copies of elements of its data
+    arguments (``args[first:]``, or the positions in ``only``) or constants: ``raw`` (the
+    plain NumPy function) is applied to the 1-based flat positions of the differentiated
+    argument, the other data arguments replaced by zeros."""
+
+    def rule(argnum, ans, args, kwargs):
+        args = list(args)
+        data = range(first, len(args)) if only is None else only
+        for i in data:
+            if i != argnum and i < len(args):
+                args[i] = _np.zeros(_np.shape(args[i]))
+        x = args[argnum]
+        size = _size(x)
+        args[argnum] = _np.arange(1, size + 1, dtype=float).reshape(_np.shape(x))
+        return source_pattern(raw(*args, **kwargs), 1, size, _size(ans))
+
+    return rule
+
+
+def _nonzero(value, traced: bool, local: bool):
+    """Where a factor of a product may be nonzero: everywhere if it is traced (its value
+    changes with x) unless the pattern is local."""
+    value = _np.asarray(value)
+    if traced and not local:
+        return _np.ones(value.shape, dtype=bool)
+    return value != 0
+
+
+def product_pattern(argnum: int, ans, args, kwargs, traced=(), local: bool = False):
+    """``matmul``/``dot`` of operands of at most two dimensions: the other operand's
+    nonzeros say which elements meet in each output. None (dense) for other shapes."""
+    a, b = args[0], args[1]
+    na, nb = _np.ndim(a), _np.ndim(b)
+    if not (1 <= na <= 2 and 1 <= nb <= 2):
+        return None
+    sp = _sp()
+    if argnum == 1:
+        other = sp.csr_matrix(_nonzero(a, 0 in traced, local))
+        if na == 1:
+            other = other.reshape(1, -1)  # a (n,) with b (n,) or (n, k)
+        k = 1 if nb == 1 else _np.shape(b)[1]
+        return sp.kron(other, sp.identity(k, dtype=bool), format="csr").astype(bool)
+    other = sp.csr_matrix(_nonzero(b, 1 in traced, local))
+    if nb == 1:
+        other = other.reshape(1, -1)  # b (n,): out[i] = sum_l a[i, l] b[l]
+    else:
+        other = other.T  # out[i, j] needs a[i, l] where b[l, j] != 0
+    m = 1 if na == 1 else _np.shape(a)[0]
+    return sp.kron(sp.identity(m, dtype=bool), other, format="csr").astype(bool)
+
+
+product_pattern.wants_traced = True  # it is given which arguments are traced, and local
+
+
+# ----------------------------------------------------------------------------- propagation
+
+
+def _dense_pattern(n_out: int, parents_pattern):
+    """Every output depends on every input column any parent depends on."""
+    cols = _np.unique(parents_pattern.indices)
+    sp = _sp()
+    rows = _np.repeat(_np.arange(n_out), cols.size)
+    return sp.csr_matrix(
+        (_np.ones(rows.size, dtype=bool), (rows, _np.tile(cols, n_out))),
+        shape=(n_out, parents_pattern.shape[1]),
+    )
+
+
+def _node_pattern(node, patterns, local: bool):
+    entry = rule_table.get(node.fun)
+    rule = None if entry is None else entry.sparsity
+    n_out = _size(node.ans)
+    total = None
+    for parent, argnum in zip(node.parents, node.argnums):
+        parent_pattern = patterns[parent]
+        local_pattern = None
+        if rule is not None:
+            if getattr(rule, "wants_traced", False):
+                local_pattern = rule(
+                    argnum, node.ans, node.args, node.kwargs, traced=node.argnums, local=local
+                )
+            else:
+                local_pattern = rule(argnum, node.ans, node.args, node.kwargs)
+        part = (
+            _dense_pattern(n_out, parent_pattern)
+            if local_pattern is None
+            else (local_pattern @ parent_pattern).astype(bool)
+        )
+        total = part if total is None else (total + part).astype(bool)
+    return total.tocsr()
+
+
+def _recorded_pattern(recording: Recording, local: bool):
+    sp = _sp()
+    n_in = sum(space.size for space in recording.spaces)
+    patterns, start = {}, 0
+    for root, space in zip(recording.roots, recording.spaces):
+        rows = _np.arange(space.size)
+        patterns[root] = map_pattern(rows, rows + start, (space.size, n_in))
+        start += space.size
+    for node in reversed(recording.order()):
+        if node.fun is not None:
+            patterns[node] = _node_pattern(node, patterns, local)
+    blocks = []
+    for i, value in enumerate(recording.out_values):
+        node = next((n for j, n in recording.ends if j == i), None)
+        blocks.append(
+            sp.csr_matrix((_size(value), n_in), dtype=bool) if node is None else patterns[node]
+        )
+    return sp.vstack(blocks, format="csr").astype(bool)
+
+
+def gradient(fun: Callable) -> Callable:
+    """The gradient of scalar ``fun`` by one reverse pass (the engine's, not the public
+    ``grad``: the rule tables import this module, and ``grad`` imports them)."""
+
+    def gradient_of_fun(x):
+        vjp, ans = make_vjp(fun, x)
+        if _size(ans) != 1:
+            raise TypeError(
+                f"a sparse Hessian needs a scalar function; this one returns "
+                f"shape {_np.shape(ans)}."
+            )
+        return vjp(vspace(ans).ones())
+
+    return gradient_of_fun
+
+
+def jacobian_sparsity(fun: Callable, x: Any, local: bool = False):
+    """The structural sparsity pattern of the Jacobian of ``fun`` at ``x``: a boolean
+    ``scipy.sparse`` CSR matrix, rows the flattened outputs, columns the flattened inputs
+    (pytree leaves in order). Global (valid at every x) unless ``local=True``."""
+    recording = Recording(fun, x, keep_everything=True)
+    return _recorded_pattern(recording, local)
+
+
+def hessian_sparsity(fun: Callable, x: Any, local: bool = False):
+    """The structural sparsity pattern of the Hessian of scalar ``fun`` at ``x``: the
+    pattern of the Jacobian of its gradient, whose backward pass is recorded by the outer
+    trace (conservative where a recorded backward primitive declares no pattern)."""
+    return jacobian_sparsity(gradient(fun), x, local=local)
+
+
+# ----------------------------------------------------------------------------- colouring
+
+
+def colour_columns(pattern) -> _np.ndarray:
+    """A greedy distance-1 colouring of the columns of ``pattern``: two columns sharing a
+    row get different colours, so one sweep per colour recovers every column (columns
+    taken in order of decreasing count, which keeps the colour count low)."""
+    sp = _sp()
+    csc = sp.csc_matrix(pattern, dtype=bool)
+    graph = (csc.T @ csc).tocsr()  # columns that meet in some row
+    n = graph.shape[0]
+    colours = _np.full(n, -1, dtype=_np.intp)
+    # plain Python lists: this loop runs once per column, numpy scalars would dominate it
+    indptr, indices = graph.indptr.tolist(), graph.indices.tolist()
+    order = _np.argsort(-_np.diff(csc.indptr), kind="stable").tolist()
+    colour = [-1] * n
+    mark = [-1] * (n + 1)  # mark[c] == j: colour c is taken next to column j
+    for j in order:
+        for k in indices[indptr[j] : indptr[j + 1]]:
+            c = colour[k]
+            if c >= 0:
+                mark[c] = j
+        c = 0
+        while mark[c] == j:
+            c += 1
+        colour[j] = c
+    colours = _np.asarray(colour, dtype=_np.intp)
+    return colours
+
+
+def _seeds(colours: _np.ndarray, shape: tuple, dtype) -> _np.ndarray:
+    """One seed per colour: the sum of the basis vectors of that colour's columns."""
+    count = int(colours.max()) + 1 if colours.size else 0
+    seeds = _np.zeros((count, colours.size), dtype=dtype)
+    seeds[colours, _np.arange(colours.size)] = 1
+    return seeds.reshape((count,) + tuple(shape))
+
+
+def _decompress(pattern, compressed: _np.ndarray, colours: _np.ndarray, by_rows: bool):
+    """The matrix with ``pattern``'s nonzeros read from the compressed sweeps:
+    ``compressed[c]`` is J @ seed_c (forward; flat over rows) or seed_c @ J (reverse;
+    flat over columns)."""
+    sp = _sp()
+    coo = sp.coo_matrix(pattern)
+    rows, cols = coo.row, coo.col
+    if by_rows:
+        values = compressed[colours[rows], cols]
+    else:
+        values = compressed[colours[cols], rows]
+    return sp.csr_matrix((values, (rows, cols)), shape=pattern.shape)
+
+
+# ----------------------------------------------------------------------------- evaluation
+
+
+class SparseJacobian:
+    """The sparse Jacobian of ``fun`` (one array in, any arrays out, flattened): its
+    pattern and colouring found once at ``x``, then evaluated at any x by
+    ``self(x)`` in one sweep per colour, forward (columns) or reverse (rows), whichever
+    needs fewer. ``pattern`` is boolean CSR; ``self(x)`` returns a float CSR matrix with
+    the same pattern (explicit zeros where the value happens to be zero)."""
+
+    def __init__(self, fun: Callable, x: Any, local: bool = False, pattern=None):
+        self.fun = fun
+        self.pattern = (
+            jacobian_sparsity(fun, x, local)
+            if pattern is None
+            else _sp().csr_matrix(pattern, dtype=bool)
+        )
+        column_colours = colour_columns(self.pattern)
+        row_colours = colour_columns(self.pattern.T)
+        n_col = int(column_colours.max()) + 1 if column_colours.size else 0
+        n_row = int(row_colours.max()) + 1 if row_colours.size else 0
+        self.mode = "forward" if n_col <= n_row else "reverse"
+        self.colours = column_colours if self.mode == "forward" else row_colours
+        self.n_colours = n_col if self.mode == "forward" else n_row
+
+    def _record(self, x):
+        return Recording(self.fun, x, keep_everything=self.mode == "forward")
+
+    def __call__(self, x: Any):
+        x = _np.asarray(x)
+        if _np.iscomplexobj(x):
+            raise TypeError(
+                "sparse Jacobians take real inputs; split a complex x into "
+                "its real and imaginary parts."
+            )
+        recording = self._record(x)
+        n_out = sum(_size(v) for v in recording.out_values)
+        if self.pattern.shape != (n_out, x.size):
+            raise ValueError(
+                f"the pattern is {self.pattern.shape}, the Jacobian at this x "
+                f"is {(n_out, x.size)}: make a new SparseJacobian."
+            )
+        if self.n_colours == 0:
+            return _sp().csr_matrix((n_out, x.size))
+        if self.mode == "forward":
+            seeds = _seeds(self.colours, x.shape, float)
+            outs = recording.push_forward_batched([seeds], self.n_colours, _np.stack)
+            parts = [
+                _np.zeros((self.n_colours, _size(v)))
+                if t is None
+                else _np.reshape(t, (self.n_colours, -1))
+                for t, v in zip(outs, recording.out_values)
+            ]
+            compressed = _np.concatenate(parts, axis=1)  # (colours, outputs)
+            return _decompress(self.pattern, compressed, self.colours, by_rows=False)
+        out = recording.out_values
+        if len(out) != 1:
+            raise NotImplementedError("reverse-mode sparse Jacobians take one output array")
+        seeds = _seeds(self.colours, _np.shape(out[0]), float)
+        compressed = _np.stack(
+            [_np.ravel(recording.pull_back(s.reshape(_np.shape(out[0])))) for s in seeds]
+        )  # (colours, inputs)
+        return _decompress(self.pattern, compressed, self.colours, by_rows=True)
+
+
+class SparseHessian(SparseJacobian):
+    """The sparse Hessian of scalar ``fun``: the sparse Jacobian of its gradient, found
+    forward over reverse (one forward sweep per colour through the recorded gradient).
+    Columns are coloured distance-1 (symmetry is not exploited yet: a star colouring
+    would need fewer sweeps on banded Hessians)."""
+
+    def __init__(self, fun: Callable, x: Any, local: bool = False, pattern=None):
+        self.objective = fun
+        pattern = hessian_sparsity(fun, x, local) if pattern is None else pattern
+        super().__init__(gradient(fun), x, local, pattern)
+        self.mode = "forward"  # the gradient's recording is swept forward
+        self.colours = colour_columns(self.pattern)
+        self.n_colours = int(self.colours.max()) + 1 if self.colours.size else 0
+
+
+def sparse_jacobian(fun: Callable, x: Any, local: bool = False):
+    """The Jacobian of ``fun`` at array ``x`` as a ``scipy.sparse`` CSR matrix (flattened
+    outputs by flattened inputs), from one sweep per colour of its sparsity pattern. To
+    evaluate at many points, make a ``SparseJacobian(fun, x)`` once and call it."""
+    return SparseJacobian(fun, x, local)(x)
+
+
+def sparse_hessian(fun: Callable, x: Any, local: bool = False):
+    """The Hessian of scalar ``fun`` at array ``x`` as a ``scipy.sparse`` CSR matrix.
+    Reusable form: ``SparseHessian(fun, x)``."""
+    return SparseHessian(fun, x, local)(x)
+
+
+def sparse_transform(fun: Callable, hessian: bool, argnum, has_aux: bool) -> Callable:
+    """``jacobian(fun, sparse=True)`` / ``hessian(fun, sparse=True)``: a function of x
+    giving the CSR matrix; the pattern and colouring are found on the first call and
+    reused for every x of the same shape and dtype (global patterns hold at every x)."""
+    if argnum not in (None, 0) or has_aux:
+        raise NotImplementedError(
+            "sparse=True differentiates a function of one array argument (argnum 0) "
+            "without has_aux; close over the other arguments (lambda x: fun(x, *rest))."
+        )
+    kind = SparseHessian if hessian else SparseJacobian
+    cache: dict = {}
+
+    def sparse_derivative(x):
+        x = _np.asarray(x)
+        key = (x.shape, x.dtype)
+        evaluator = cache.get(key)
+        if evaluator is None:
+            evaluator = cache[key] = kind(fun, x)
+        return evaluator(x)
+
+    sparse_derivative.cache = cache  # the SparseJacobian/SparseHessian objects, by shape
+    return sparse_derivative
