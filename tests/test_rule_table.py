@@ -28,7 +28,7 @@ from chainrule.extend import defjvp, defvjp_direct, primitive
 for _module in ("chainrule.numpy.linalg", "chainrule.numpy.fft", "chainrule.scipy.special",
                 "chainrule.scipy.linalg", "chainrule.scipy.signal", "chainrule.scipy.stats",
                 "chainrule.scipy.integrate", "chainrule.scipy.optimize", "chainrule.tensor",
-                "chainrule.misc", "chainrule.explain._expr"):
+                "chainrule.misc", "chainrule.explain._expr", "chainrule.scipy.sparse.linalg"):
     importlib.import_module(_module)
 
 
@@ -50,6 +50,7 @@ TESTED_ELSEWHERE = {
     "*._implicit": "tests/test_scipy_optimize.py (solutions against closed forms, both modes)",
     "*.ivp_values": "tests/test_scipy_integrate.py (solve_ivp: closed forms, finite differences)",
     "*.quad_value": "tests/test_scipy_integrate.py (quad: closed forms, both modes, 2nd order)",
+    "chainrule.scipy.sparse.*": "tests/test_sparse_scipy.py (check_grads in both modes)",
     # the explain CLI's piecewise-constant functions (zero derivatives in both modes)
     "chainrule.explain._expr.*": "tests/test_explain_students.py (every one, both modes)",
 }
