@@ -34,6 +34,7 @@ from ._transforms import (
 )
 from .builtins import dict, isinstance, list, tuple, type
 from .explain import explain
+from .jit import jit
 from .tensor import Tensor, as_tensor, enable_grad, no_grad
 
 __version__ = "0.1.0"
@@ -55,6 +56,6 @@ __all__ = [
     "holomorphic_grad", "grad_named", "multigrad_dict", "checkpoint", "primitive",
     "jvp", "vjp", "jacfwd", "jacrev", "stop_gradient", "custom_vjp", "custom_jvp",
     "register_pytree_node", "tree_flatten", "tree_unflatten", "tree_map",
-    "tuple", "list", "dict", "isinstance", "type", "explain",
+    "tuple", "list", "dict", "isinstance", "type", "explain", "jit",
     "Tensor", "as_tensor", "no_grad", "enable_grad", "optim", "nn", "LeakedTracerError",
 ]
