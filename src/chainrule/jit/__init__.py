@@ -29,8 +29,7 @@ from ._staging import Session, StagingError, StagingNode
 
 __all__ = ["jit", "StagingError", "CacheInfo"]
 
-_STAGED_SCALARS = (float, complex, np.float64, np.float32, np.float16, np.complex64,
-                   np.complex128)
+_STAGED_SCALARS = (float, complex, np.float64, np.float32, np.float16, np.complex64, np.complex128)
 
 
 class CacheInfo(NamedTuple):
@@ -56,7 +55,11 @@ class Lowered:
 def _leaf_key(leaf: Any) -> tuple:
     t = type(leaf)
     if t is np.ndarray:
-        return (t, leaf.shape, leaf.dtype)
+        if leaf.dtype.kind in "fc":
+            return (t, leaf.shape, leaf.dtype)
+        # integer and boolean arrays (indices, masks) are part of the signature by value:
+        # code reads them as plain values, without recording a decision
+        return ("static", t, (leaf.shape, leaf.dtype.str, leaf.tobytes()))
     if t in _STAGED_SCALARS:
         return (t,)
     if hasattr(leaf, "shape") and hasattr(leaf, "dtype") and not isinstance(leaf, np.generic):
@@ -82,8 +85,14 @@ class _Entry:
 class JittedFunction:
     """``fun`` staged and compiled per signature; see ``chainrule.jit``."""
 
-    def __init__(self, fun: Callable, static_argnums: Iterable[int], static_argnames:
-                 Iterable[str], max_variants: int, maxsize: int):
+    def __init__(
+        self,
+        fun: Callable,
+        static_argnums: Iterable[int],
+        static_argnames: Iterable[str],
+        max_variants: int,
+        maxsize: int,
+    ):
         self.fun = fun
         self.static_argnums = frozenset(static_argnums)
         self.static_argnames = frozenset(static_argnames)
@@ -237,9 +246,14 @@ class JittedFunction:
         return Lowered(program)
 
     def cache_info(self) -> CacheInfo:
-        return CacheInfo(self._hits, self._misses, len(self._cache),
-                         sum(len(e.variants) for e in self._cache.values()), self._eager,
-                         self.maxsize)
+        return CacheInfo(
+            self._hits,
+            self._misses,
+            len(self._cache),
+            sum(len(e.variants) for e in self._cache.values()),
+            self._eager,
+            self.maxsize,
+        )
 
     def clear_cache(self) -> None:
         self._cache.clear()
@@ -250,9 +264,14 @@ class JittedFunction:
         return self if obj is None else functools.partial(self, obj)
 
 
-def jit(fun: Callable | None = None, *, static_argnums: int | Iterable[int] = (),
-        static_argnames: str | Iterable[str] = (), max_variants: int = 8,
-        maxsize: int = 64) -> Any:
+def jit(
+    fun: Callable | None = None,
+    *,
+    static_argnums: int | Iterable[int] = (),
+    static_argnames: str | Iterable[str] = (),
+    max_variants: int = 8,
+    maxsize: int = 64,
+) -> Any:
     """Trace ``fun`` once per signature and run it afterwards as straight-line NumPy.
 
     ``jit(grad(f))``, ``jit(hessian(f))`` and ``jit(lambda p: value_and_grad(loss)(p, b))``
@@ -275,9 +294,13 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Iterable[int] = ()
     if isinstance(static_argnames, str):
         static_argnames = (static_argnames,)
     if fun is None:
-        return functools.partial(jit, static_argnums=static_argnums,
-                                 static_argnames=static_argnames, max_variants=max_variants,
-                                 maxsize=maxsize)
+        return functools.partial(
+            jit,
+            static_argnums=static_argnums,
+            static_argnames=static_argnames,
+            max_variants=max_variants,
+            maxsize=maxsize,
+        )
     jf = JittedFunction(fun, static_argnums, static_argnames, max_variants, maxsize)
     jf._out_defs = {}
     return jf

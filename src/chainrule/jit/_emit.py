@@ -144,8 +144,12 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
                 kwtexts.append(f"{k}={v!r}" if _simple_literal(v) else f"{k}={const(v)}")
             key = (id(raw), tuple(argkeys), tuple(kwtexts))
             alias = cse.get(key)
-            if alias is None and raw is np.multiply and len(node.args) == 2 \
-                    and len(node.argnums) == 1:
+            if (
+                alias is None
+                and raw is np.multiply
+                and len(node.args) == 2
+                and len(node.argnums) == 1
+            ):
                 # x * 1 is x, bit for bit, when type, shape, dtype and layout agree
                 (i,) = node.argnums
                 if _is_one(node.args[1 - i]) and _same_layout(node.ans, node.args[i]):
@@ -181,5 +185,8 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
 
 def _what(g: Guard) -> str:
     conv = getattr(g.convert, "__name__", "value")
-    return f"{conv}() was {g.expected!r}" if conv != "_identity" and conv != "getval" \
+    return (
+        f"{conv}() was {g.expected!r}"
+        if conv != "_identity" and conv != "getval"
         else "the value decided at trace time"
+    )

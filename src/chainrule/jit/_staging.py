@@ -7,7 +7,7 @@ traces through to a recursive call of the same primitive, the calls of their for
 backward passes on values derived from the inputs are recorded here too.
 
 Python decisions on staged values (``bool()``, ``int()``, ``float()``, an index, and the
-answers of notrace primitives such as comparisons) are recorded as *guards*: the emitted
+answers of notrace primitives such as comparisons, masks included) are recorded as *guards*: the emitted
 program checks them and answers ``MISS`` when one fails, and the caller retraces.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .._core import tracer
-from .._core.tracer import Node, isbox, new_box
+from .._core.tracer import Node, isbox
 
 _creation = itertools.count()
 _state = threading.local()
@@ -114,8 +114,7 @@ _notrace_calls: dict = {}
 
 def notrace_hook(f_raw, args, kwargs):
     """Record a notrace primitive (a comparison, argmax, sign ...) on staged values: its
-    answer depends on the inputs. An array answer becomes a staged value; any other
-    answer (a bool, an int) is guarded at once."""
+    answer depends on the inputs, and is guarded at once."""
     session = current()
     if session is None:
         return NotImplemented
@@ -123,7 +122,8 @@ def notrace_hook(f_raw, args, kwargs):
     staged = [_staged_box(a, tid) for a in args]
     hidden = any(
         _staged_box(v, tid) is not None
-        for a in itertools.chain(args, kwargs.values()) if type(a) in (list, tuple)
+        for a in itertools.chain(args, kwargs.values())
+        if type(a) in (list, tuple)
         for v in a
     ) or any(_staged_box(v, tid) is not None for v in kwargs.values())
     if hidden:
@@ -143,8 +143,8 @@ def notrace_hook(f_raw, args, kwargs):
     parents = tuple(staged[i]._node for i in argnums)
     # other arguments are constants: plain values (boxes of newer traces hold no staged value)
     node = StagingNode(ans, call, argvals, dict(kwargs), argnums, parents)
-    if type(ans) is np.ndarray:
-        return new_box(ans, tid, node)
+    # The answer goes on as a plain value (code around notrace functions expects one), so
+    # the program is specialised on it: a guard checks it is the same on later calls.
     session.guards.append(Guard(node, _identity, ans))
     return ans
 
