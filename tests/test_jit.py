@@ -9,11 +9,11 @@ import numpy as onp
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_fuzz_programs import SHAPES, inputs, programs, run
 
 import chainrule as cr
 import chainrule.numpy as np
 from chainrule.jit import StagingError
+from test_fuzz_programs import SHAPES, inputs, programs, run
 
 
 def _bits(a, b):

@@ -11,7 +11,6 @@ import pytest
 import chainrule as cr
 import chainrule.numpy as np
 from chainrule import tree_flatten
-
 from test_rule_specs import CASES
 
 
@@ -34,7 +33,7 @@ def _assert_same(got, want):
         assert onp.asarray(g).tobytes() == onp.asarray(w).tobytes()  # bit for bit
 
 
-def _scalar(case, argnum):
+def _scalar(case):
     def f(*args):
         leaves = tree_flatten(case.fun(*args, **case.kwargs))[0]
         return sum(np.sum(np.real(leaf) * 0.5 + np.imag(leaf)) for leaf in leaves)
@@ -57,11 +56,20 @@ def _check(make, args):
 @pytest.mark.parametrize("case", SELECTED, ids=[c.id for c in SELECTED])
 def test_jit_grad_and_jvp_equal_eager(case):
     for argnum in case.argnums:
-        _check(lambda: cr.grad(_scalar(case, argnum), argnum), case.args)
+        _check(lambda a=argnum: cr.grad(_scalar(case), a), case.args)
 
         def jvp_of(*args, argnum=argnum):
             t = onp.ones_like(args[argnum]) * 0.75
-            fun = lambda x: case.fun(*args[:argnum], x, *args[argnum + 1 :], **case.kwargs)
+            fun = lambda x, a=argnum: case.fun(*args[:a], x, *args[a + 1 :], **case.kwargs)
             return cr.jvp(fun, (args[argnum],), (t,))
 
         _check(lambda: jvp_of, case.args)
+
+
+SECOND_ORDER = [c for c in SELECTED if c.order >= 2][::7]
+
+
+@pytest.mark.parametrize("case", SECOND_ORDER, ids=[c.id for c in SECOND_ORDER])
+def test_jit_hessian_equals_eager(case):
+    argnum = case.argnums[0]
+    _check(lambda: cr.hessian(_scalar(case), argnum), case.args)

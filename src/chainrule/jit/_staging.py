@@ -7,8 +7,9 @@ traces through to a recursive call of the same primitive, the calls of their for
 backward passes on values derived from the inputs are recorded here too.
 
 Python decisions on staged values (``bool()``, ``int()``, ``float()``, an index, and the
-answers of notrace primitives such as comparisons, masks included) are recorded as *guards*: the emitted
-program checks them and answers ``MISS`` when one fails, and the caller retraces.
+answers of notrace primitives such as comparisons, masks included) are recorded
+as *guards*: the emitted program checks them and answers ``MISS`` when one fails, and
+the caller retraces.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from __future__ import annotations
 import itertools
 import threading
 from typing import Any
-
-import numpy as np
 
 from .._core import tracer
 from .._core.tracer import Node, isbox
