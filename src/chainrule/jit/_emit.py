@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import numpy as anp
 from ._staging import Guard, StagingNode
 
 MISS = object()  # what an emitted program answers when a guard fails
@@ -56,8 +57,32 @@ def _same_layout(a: Any, b: Any) -> bool:
     return getattr(a, "dtype", None) == getattr(b, "dtype", None)
 
 
-def _value_of(node: StagingNode) -> Any:
-    return node.ans
+_AS_NUMPY = {float: np.float64, complex: np.complex128}
+
+# IEEE addition, subtraction, multiplication and division are correctly rounded, so NumPy's
+# scalar operators give the ufunc's bits, its result type and its warnings, faster
+_OPERATORS = {
+    f.fun: sym
+    for f, sym in [
+        (anp.add, "+"),
+        (anp.subtract, "-"),
+        (anp.multiply, "*"),
+        (anp.true_divide, "/"),
+        (anp.divide, "/"),
+    ]
+}
+
+
+def _scalar_operator(raw, node: StagingNode) -> bool:
+    if raw not in _OPERATORS or node.kwargs or len(node.args) != 2:
+        return False
+    if type(node.ans) is not np.float64:
+        return False
+    traced = node.argnums
+    # traced operands are float64 scalars (a Python float would divide by 0 with an error)
+    if any(type(node.args[i]) is not np.float64 for i in traced):
+        return False
+    return all(type(a) in (np.float64, float) for a in node.args)
 
 
 def _needed(outputs: list, guards: list[Guard]) -> list[StagingNode]:
@@ -126,6 +151,10 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
     for node in nodes:
         if node.fun is None:
             names[id(node)] = f"x{node.index}"
+            if type(node.ans) in _AS_NUMPY:  # the trace boxed it as a NumPy scalar
+                numpy_type = _AS_NUMPY[type(node.ans)]
+                line = f"x{node.index} = {fun_name(numpy_type)}(x{node.index})"
+                lines.append(f"{line}  # as {numpy_type.__name__}, as traced")
         else:
             raw = node.fun.fun
             argtexts = []
@@ -146,7 +175,7 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
             alias = cse.get(key)
             if (
                 alias is None
-                and raw is np.multiply
+                and raw is anp.multiply.fun
                 and len(node.args) == 2
                 and len(node.argnums) == 1
             ):
@@ -160,7 +189,10 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
                 var = f"v{count}"
                 count += 1
                 names[id(node)] = cse[key] = var
-                call = f"{fun_name(raw)}({', '.join(argtexts + kwtexts)})"
+                if _scalar_operator(raw, node):
+                    call = f" {_OPERATORS[raw]} ".join(argtexts)
+                else:
+                    call = f"{fun_name(raw)}({', '.join(argtexts + kwtexts)})"
                 label = getattr(node.fun, "__name__", getattr(raw, "__name__", "?"))
                 lines.append(f"{var} = {call}  # {label}")
         for g in guards_by_node.get(id(node), ()):
