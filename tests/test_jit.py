@@ -210,3 +210,17 @@ def test_fuzz_programs_jit_equals_eager(steps, shape_x, shape_y, seed):
         jg = cr.jit(cr.grad(g))
         for sign in (1.0, -1.0, 1.0):
             _bits(jg(sign * x, y), cr.grad(g)(sign * x, y))
+
+
+def test_scalar_operators_keep_numpy_semantics_at_edges():
+    def f(x, y):
+        return x * y / (x - y) + np.sin(x) * 1.0
+
+    g = cr.jit(cr.grad(f, argnum=(0, 1)))
+    g(0.3, 0.7)
+    assert " * " in g.lower(0.3, 0.7).source  # float64 scalars: operators, not ufuncs
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for x, y in [(2.0, 2.0), (-0.0, 0.0), (onp.inf, 1.0), (onp.nan, 1.0), (1e308, -1e308)]:
+            for a, b in zip(g(x, y), cr.grad(f, argnum=(0, 1))(x, y)):
+                _bits(a, b)
