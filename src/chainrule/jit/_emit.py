@@ -148,6 +148,7 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
     for g in guards:
         guards_by_node.setdefault(id(g.node), []).append(g)
     count = 0
+    guarded: set[str] = set()
     for node in nodes:
         if node.fun is None:
             names[id(node)] = f"x{node.index}"
@@ -196,7 +197,11 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
                 label = getattr(node.fun, "__name__", getattr(raw, "__name__", "?"))
                 lines.append(f"{var} = {call}  # {label}")
         for g in guards_by_node.get(id(node), ()):
-            lines.append(f"{_guard_line(names[id(node)], g, const)}  # guard: {_what(g)}")
+            line = _guard_line(names[id(node)], g, const)
+            if line in guarded:
+                continue  # the same check, already made
+            guarded.add(line)
+            lines.append(f"{line}  # guard: {_what(g)}")
     outs = [names[id(o)] if isinstance(o, StagingNode) else const(o) for o in out_items]
     params = ", ".join(f"x{i}" for i in range(n_inputs))
     body = "\n".join("    " + line for line in lines)

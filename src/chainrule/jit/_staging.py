@@ -18,6 +18,8 @@ import itertools
 import threading
 from typing import Any
 
+import numpy as np
+
 from .._core import tracer
 from .._core.tracer import Node, isbox
 
@@ -110,12 +112,29 @@ class _NotraceCall:
 
 _notrace_calls: dict = {}
 
+# notrace functions whose answer depends only on shapes and dtypes, which the signature
+# fixes: their answers are constants of the trace, with no guard
+_SHAPE_ONLY = {
+    id(f)
+    for f in (
+        np.shape,
+        np.ndim,
+        np.size,
+        np.result_type,
+        np.iscomplexobj,
+        np.isrealobj,
+        np.zeros_like,
+        np.ones_like,
+        np.empty_like,
+    )
+}
+
 
 def notrace_hook(f_raw, args, kwargs):
     """Record a notrace primitive (a comparison, argmax, sign ...) on staged values: its
     answer depends on the inputs, and is guarded at once."""
     session = current()
-    if session is None:
+    if session is None or id(f_raw) in _SHAPE_ONLY:
         return NotImplemented
     tid = session.trace_id
     staged = [_staged_box(a, tid) for a in args]
