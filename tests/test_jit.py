@@ -225,3 +225,13 @@ def test_scalar_operators_keep_numpy_semantics_at_edges():
         for x, y in [(2.0, 2.0), (-0.0, 0.0), (onp.inf, 1.0), (onp.nan, 1.0), (1e308, -1e308)]:
             for a, b in zip(g(x, y), cr.grad(f, argnum=(0, 1))(x, y)):
                 _bits(a, b)
+
+
+def test_stop_gradient_stays_a_staged_value():
+    f = lambda x: np.sum(x * cr.stop_gradient(x) ** 2)
+    j = cr.jit(cr.grad(f))
+    j(onp.ones(3))
+    b = onp.arange(3.0)
+    _bits(j(b), cr.grad(f)(b))
+    onp.testing.assert_allclose(j(b), b**2)  # d/dx of x * c**2 with c = x held constant
+    assert j.cache_info().misses == 1

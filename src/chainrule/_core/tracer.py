@@ -190,6 +190,15 @@ def getval(x: Any) -> Any:
     return x
 
 
+def derivative_free(x: Any) -> Any:
+    """``x`` without the boxing of derivative traces (``stop_gradient``): like ``getval``,
+    but a staging trace's box (chainrule.jit, ``Node.on_decision``) is kept, so the value
+    stays an input-dependent value of the staged program, a constant to every derivative."""
+    while type(x) in _box_types and x._node.on_decision is None:
+        x = x._value
+    return x
+
+
 def decided(x: Any, convert: Callable) -> Any:
     """``convert(plain value of x)`` for a Python decision (``if x:``, ``int(x)``, an
     index): the first level of boxing whose node type has ``on_decision`` is told (see
