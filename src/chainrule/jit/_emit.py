@@ -10,6 +10,7 @@ once, and a multiplication by a constant one whose answer is provably the other 
 
 from __future__ import annotations
 
+import re
 import warnings
 from typing import Any
 
@@ -203,6 +204,7 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
             guarded.add(line)
             lines.append(f"{line}  # guard: {_what(g)}")
     outs = [names[id(o)] if isinstance(o, StagingNode) else const(o) for o in out_items]
+    lines = _free_after_last_use(lines, set(outs))
     params = ", ".join(f"x{i}" for i in range(n_inputs))
     body = "\n".join("    " + line for line in lines)
     ret = f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"
@@ -218,6 +220,28 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
     code = compile(source, f"<chainrule.jit {name}>", "exec")
     exec(code, glob)
     return Program(source, glob[name], len(lines))
+
+
+_NAME = re.compile(r"\b[vx]\d+\b")
+
+
+def _free_after_last_use(lines: list[str], keep: set[str]) -> list[str]:
+    """``del`` each intermediate after its last use, as the eager backward pass releases
+    them: NumPy then reuses the memory it just freed instead of touching new pages."""
+    last: dict[str, int] = {}
+    for i, line in enumerate(lines):
+        for name in _NAME.findall(line.split("  # ", 1)[0]):
+            last[name] = i
+    dead: dict[int, list[str]] = {}
+    for name, i in last.items():
+        if name not in keep:
+            dead.setdefault(i, []).append(name)
+    out = []
+    for i, line in enumerate(lines):
+        out.append(line)
+        if i in dead:
+            out.append(f"del {', '.join(sorted(dead[i]))}")
+    return out
 
 
 def _what(g: Guard) -> str:
