@@ -204,7 +204,9 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
             guarded.add(line)
             lines.append(f"{line}  # guard: {_what(g)}")
     outs = [names[id(o)] if isinstance(o, StagingNode) else const(o) for o in out_items]
-    lines = _free_after_last_use(lines, set(outs))
+    # only arrays are worth a del: a scalar's memory is not reused by NumPy's allocator
+    scalars = {names[id(n)] for n in nodes if type(n.ans) is not np.ndarray}
+    lines = _free_after_last_use(lines, set(outs) | scalars)
     params = ", ".join(f"x{i}" for i in range(n_inputs))
     body = "\n".join("    " + line for line in lines)
     ret = f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"
