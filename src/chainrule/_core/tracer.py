@@ -210,9 +210,9 @@ def decided(x: Any, convert: Callable) -> Any:
     return convert(x)
 
 
-# Set by chainrule.jit while one of its staging traces runs (None otherwise, one global
-# check per call of a notrace primitive): ``hook(f_raw, args, kwargs)`` records the call
-# and returns its answer, or returns NotImplemented when no argument is staged.
+# Set by chainrule.jit once it first stages a function (None before: one global check per
+# call of a notrace primitive): ``hook(f_raw, args, kwargs)`` records the call on the
+# staging trace of this thread and returns its answer, or returns NotImplemented.
 notrace_hook: Callable | None = None
 
 

@@ -193,8 +193,9 @@ class JittedFunction:
 
         session = Session(0)
         previous = _staging.current()
-        old_hook = tracer.notrace_hook
         _staging._state.session = session
+        # installed once and left: it answers NotImplemented in threads not staging, so
+        # two threads staging at once cannot uninstall it under each other
         tracer.notrace_hook = _staging.notrace_hook
         try:
             (out_leaves, out_def), trace_id, _ = trace_leaves(
@@ -202,7 +203,6 @@ class JittedFunction:
             )
         finally:
             _staging._state.session = previous
-            tracer.notrace_hook = old_hook
         items, plain = [], []
         foreign = False
         for leaf in out_leaves:
