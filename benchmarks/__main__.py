@@ -36,7 +36,7 @@ SINGLE_THREAD_ENV = {
     "JAX_PLATFORMS": "cpu",
 }
 
-_MODULE = {"jax_jit": "jax"}
+_MODULE = {"jax_jit": "jax", "chainrule_jit": "chainrule"}
 
 
 def installed(framework: str) -> bool:

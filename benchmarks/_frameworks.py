@@ -12,7 +12,7 @@ import numpy as np
 
 from . import _problems as P
 
-FRAMEWORKS = ("chainrule", "autograd", "torch", "jax", "jax_jit", "numpy")
+FRAMEWORKS = ("chainrule", "chainrule_jit", "autograd", "torch", "jax", "jax_jit", "numpy")
 
 # Workloads that measure memory only; tracemalloc sees NumPy's allocations, so
 # peak memory is reported for the NumPy-based frameworks only (on every workload).
@@ -27,7 +27,8 @@ def version(framework: str) -> str:
     from importlib.metadata import version as dist_version
 
     try:
-        return dist_version("jax" if framework == "jax_jit" else framework)
+        dist = {"jax_jit": "jax", "chainrule_jit": "chainrule"}.get(framework, framework)
+        return dist_version(dist)
     except PackageNotFoundError:
         return "?"
 
@@ -37,6 +38,8 @@ def builders(framework: str) -> dict:
         return _numpy()
     if framework in ("chainrule", "autograd"):
         return _autograd_like(framework)
+    if framework == "chainrule_jit":
+        return _chainrule_jit()
     if framework == "torch":
         return _torch()
     if framework in ("jax", "jax_jit"):
@@ -118,6 +121,44 @@ def _autograd_like(framework: str) -> dict:
 
     return dict(scalar_chain=scalar_chain, mlp=mlp, rnn=rnn, hessian=hessian,
                 jacobian=jacobian, tape_memory=tape_memory, checkpoint=checkpoint)
+
+
+# ----------------------------------------------------------------------------- chainrule.jit
+
+
+def _chainrule_jit() -> dict:
+    """The chainrule column's derivatives staged by chainrule.jit; the data are arguments
+    (not constants of the trace). The first run() traces, later ones run the program."""
+    import chainrule as cr
+    import chainrule.numpy as anp
+
+    def scalar_chain(d):
+        def f(x):
+            for _ in range(d["iters"]):
+                x = anp.sin(x) * x + 0.5
+            return x
+
+        df = cr.jit(cr.grad(f))
+        return lambda: df(d["x"])
+
+    def mlp(d):
+        loss = lambda p, x, y: P.mlp_loss(p, x, y, anp, cr.stop_gradient)
+        vg = cr.jit(cr.value_and_grad(loss))
+        return lambda: vg(d["params"], d["x"], d["y"])[1]
+
+    def rnn(d):
+        vg = cr.jit(cr.value_and_grad(lambda p, xs, t: P.rnn_loss(p, xs, t, anp)))
+        return lambda: vg(d["params"], d["xs"], d["target"])[1]
+
+    def hessian(d):
+        h = cr.jit(cr.hessian(lambda x, A: P.hessian_fun(x, A, anp)))
+        return lambda: h(d["x"], d["A"])
+
+    def jacobian(d):
+        j = cr.jit(cr.jacobian(lambda x, B: P.jacobian_fun(x, B, anp)))
+        return lambda: j(d["x"], d["B"])
+
+    return dict(scalar_chain=scalar_chain, mlp=mlp, rnn=rnn, hessian=hessian, jacobian=jacobian)
 
 
 # ----------------------------------------------------------------------------- PyTorch

@@ -9,7 +9,8 @@ from pathlib import Path
 from ._frameworks import FRAMEWORKS, MEMORY_WORKLOADS, NUMPY_BASED
 from ._problems import SIZES
 
-LABELS = {"chainrule": "chainrule", "autograd": "autograd", "torch": "PyTorch eager",
+LABELS = {"chainrule": "chainrule", "chainrule_jit": "chainrule jit", "autograd": "autograd",
+          "torch": "PyTorch eager",
           "jax": "JAX eager", "jax_jit": "JAX jit", "numpy": "hand-written NumPy"}
 
 DESCRIPTIONS = {

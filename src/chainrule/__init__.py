@@ -44,6 +44,7 @@ from ._vmap import vmap
 from .builtins import dict, isinstance, list, tuple, type
 from .debug import debug_nans
 from .explain import explain
+from .jit import jit
 from .tensor import Tensor, as_tensor, enable_grad, no_grad
 
 __version__ = "0.1.0"
@@ -65,7 +66,7 @@ __all__ = [
     "holomorphic_grad", "grad_named", "multigrad_dict", "checkpoint", "primitive",
     "jvp", "vjp", "jacfwd", "jacrev", "stop_gradient", "custom_vjp", "custom_jvp",
     "register_pytree_node", "tree_flatten", "tree_unflatten", "tree_map",
-    "tuple", "list", "dict", "isinstance", "type", "explain", "debug_nans",
+    "tuple", "list", "dict", "isinstance", "type", "explain", "debug_nans", "jit",
     "Tensor", "as_tensor", "no_grad", "enable_grad", "optim", "nn", "LeakedTracerError",
     "vmap",
     "jacobian_sparsity", "hessian_sparsity", "sparse_jacobian", "sparse_hessian",

@@ -21,7 +21,7 @@ from . import numpy as anp
 from ._core import forward, reverse
 from ._core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from ._core.rules import defjvp_argnums, defvjp_argnums
-from ._core.tracer import getval, isbox, new_trace_id, primitive
+from ._core.tracer import derivative_free, getval, isbox, new_trace_id, primitive
 from ._core.vspace import ContainerVSpace, VSpace, vspace
 from .wrap_util import unary_to_nary
 
@@ -764,7 +764,7 @@ def stop_gradient(x: Any) -> Any:
     >>> print(grad(lambda x: x * stop_gradient(x))(3.0))
     3.0
     """
-    return tree_map(getval, x)
+    return tree_map(derivative_free, x)
 
 
 __all__ += ["stop_gradient"]

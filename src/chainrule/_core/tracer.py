@@ -79,6 +79,12 @@ class Node:
 
     __slots__ = ("__weakref__",)
 
+    # Hook for Python decisions on traced values (bool(), int(), float(), an index; see
+    # ``decided``): a node type that stages programs (chainrule.jit) sets it to
+    # ``on_decision(box, convert) -> convert(value)`` and records the decision as a guard.
+    # Read only on those rare conversion paths, so other modes pay nothing.
+    on_decision: Callable | None = None
+
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         raise NotImplementedError
 
@@ -105,7 +111,7 @@ class Box:
         self._node = node
 
     def __bool__(self) -> bool:
-        return bool(self._value)
+        return decided(self, bool)
 
     def __repr__(self) -> str:
         ended = "" if self._trace_id in live_trace_ids else " (ended)"
@@ -182,6 +188,32 @@ def getval(x: Any) -> Any:
     while type(x) in _box_types:
         x = x._value
     return x
+
+
+def derivative_free(x: Any) -> Any:
+    """``x`` without the boxing of derivative traces (``stop_gradient``): like ``getval``,
+    but a staging trace's box (chainrule.jit, ``Node.on_decision``) is kept, so the value
+    stays an input-dependent value of the staged program, a constant to every derivative."""
+    while type(x) in _box_types and x._node.on_decision is None:
+        x = x._value
+    return x
+
+
+def decided(x: Any, convert: Callable) -> Any:
+    """``convert(plain value of x)`` for a Python decision (``if x:``, ``int(x)``, an
+    index): the first level of boxing whose node type has ``on_decision`` is told (see
+    ``Node.on_decision``); otherwise it is ``convert(getval(x))``."""
+    while type(x) in _box_types:
+        if x._node.on_decision is not None:
+            return x._node.on_decision(x, convert)
+        x = x._value
+    return convert(x)
+
+
+# Set by chainrule.jit once it first stages a function (None before: one global check per
+# call of a notrace primitive): ``hook(f_raw, args, kwargs)`` records the call on the
+# staging trace of this thread and returns its answer, or returns NotImplemented.
+notrace_hook: Callable | None = None
 
 
 def _strip(x: Any) -> Any:
@@ -473,6 +505,10 @@ def notrace_primitive(f_raw: Callable) -> Callable:
 
     @wraps(f_raw)
     def f_wrapped(*args, **kwargs):
+        if notrace_hook is not None:
+            ans = notrace_hook(f_raw, args, kwargs)
+            if ans is not NotImplemented:
+                return ans
         # Boxes may also sit inside a sequence argument (lexsort((a, b))): strip those
         # too, or the raw function would dispatch back here forever.
         return f_raw(*map(_strip, args), **{k: _strip(v) for k, v in kwargs.items()})

@@ -9,6 +9,7 @@ function, or fail with an error that names the function.
 from __future__ import annotations
 
 import dis
+import operator as _operator
 import sys
 from functools import lru_cache
 
@@ -17,6 +18,7 @@ import numpy as _np
 from .._core.tracer import (
     Box,
     check_not_leaked,
+    decided,
     getval,
     isbox,
     primitive,
@@ -77,14 +79,14 @@ class ArrayBox(Box):
 
     def __getitem__(self, index):
         if isbox(index):
-            index = getval(index)  # an index has no derivative
+            index = decided(index, getval)  # an index has no derivative
         return _as_view(array_getitem(self, index), self)
 
     def __setitem__(self, index, value):
         if getattr(self, "_view_of", None) is not None:
             self._check_not_view(f"x[{_index_repr(index)}] = ...")
         if isbox(index):
-            index = getval(index)
+            index = decided(index, getval)
         self._rebind(anp.index_update(self, index, value))
 
     # ------------------------------------------------------------------ in-place writes
@@ -141,7 +143,11 @@ class ArrayBox(Box):
             f"functions), or strip tracing explicitly with chainrule.stop_gradient(x).{hint}"
         )
 
+    # A staging trace (chainrule.jit) turns these conversions into guards, see
+    # Node.on_decision; every other trace refuses them.
     def __float__(self):
+        if self._node.on_decision is not None:
+            return self._node.on_decision(self, float)
         # NumPy calls float() for a[i] = x with a a NumPy array, and reports the failure as
         # "setting an array element with a sequence" caused by this error: say what to do
         self._refuse("float()", " If this came from writing a traced value into a plain "
@@ -149,12 +155,18 @@ class ArrayBox(Box):
                      f"with a sequence'), {_WRITE_INSTEAD}")
 
     def __int__(self):
+        if self._node.on_decision is not None:
+            return self._node.on_decision(self, int)
         self._refuse("int()")
 
     def __complex__(self):
+        if self._node.on_decision is not None:
+            return self._node.on_decision(self, complex)
         self._refuse("complex()")
 
     def __index__(self):
+        if self._node.on_decision is not None:
+            return self._node.on_decision(self, _operator.index)
         self._refuse("Using as an index")
 
     def __array__(self, dtype=None, copy=None):

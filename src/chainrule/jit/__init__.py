@@ -1,0 +1,306 @@
+"""``chainrule.jit``: trace a function once, then run it as straight-line NumPy.
+
+The first call for a signature (pytree structure, type/shape/dtype of each array leaf,
+values of static arguments and of non-array leaves) runs ``fun`` on a *staging trace*
+(see ``_staging``), which records every primitive call, including the forward and
+backward passes of ``grad``, ``jvp``, ``hessian`` ... nested inside ``fun``. The record is
+emitted as a Python function of plain calls (see ``_emit``), compiled and cached; later
+calls run only that function. Python decisions on traced values become guards: a call
+whose guards fail retraces and adds a variant, and past ``max_variants`` variants the
+function runs eagerly (with one warning).
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .._core import tracer
+from .._core.pytree import tree_flatten, tree_unflatten
+from .._core.tracer import check_not_leaked, front_ends, isbox, trace_leaves
+from . import _staging
+from ._emit import MISS, Program, emit
+from ._staging import Session, StagingError, StagingNode
+
+__all__ = ["jit", "StagingError", "CacheInfo"]
+
+_STAGED_SCALARS = (float, complex, np.float64, np.float32, np.float16, np.complex64, np.complex128)
+
+
+class CacheInfo(NamedTuple):
+    hits: int  # calls answered by a compiled variant
+    misses: int  # calls that traced
+    signatures: int  # signatures cached now
+    variants: int  # compiled variants over all signatures
+    eager: int  # calls run eagerly (traced values as inputs, or too many variants)
+    maxsize: int
+
+
+class Lowered:
+    """What ``jit(f).lower(*args)`` answers: the emitted program for those arguments."""
+
+    def __init__(self, program: Program):
+        self.source = program.source
+        self.n_lines = program.n_lines
+
+    def __repr__(self) -> str:
+        return self.source
+
+
+def _leaf_key(leaf: Any) -> tuple:
+    t = type(leaf)
+    if t is np.ndarray:
+        if leaf.dtype.kind in "fc":
+            return (t, leaf.shape, leaf.dtype)
+        # integer and boolean arrays (indices, masks) are part of the signature by value:
+        # code reads them as plain values, without recording a decision
+        return ("static", t, (leaf.shape, leaf.dtype.str, leaf.tobytes()))
+    if t in _STAGED_SCALARS:
+        return (t,)
+    if hasattr(leaf, "shape") and hasattr(leaf, "dtype") and not isinstance(leaf, np.generic):
+        return (t, tuple(leaf.shape), leaf.dtype)  # Dask, CuPy: their type is in the key
+    try:
+        hash(leaf)
+    except TypeError:
+        raise StagingError(
+            f"chainrule.jit cannot take an argument leaf of type {t.__name__}: it is neither "
+            f"an array nor a hashable value that could be a static part of the signature."
+        ) from None
+    return ("static", t, leaf)
+
+
+class _Entry:
+    __slots__ = ("variants", "eager")
+
+    def __init__(self):
+        self.variants: list[Program] = []
+        self.eager = False
+
+
+class JittedFunction:
+    """``fun`` staged and compiled per signature; see ``chainrule.jit``."""
+
+    def __init__(
+        self,
+        fun: Callable,
+        static_argnums: Iterable[int],
+        static_argnames: Iterable[str],
+        max_variants: int,
+        maxsize: int,
+    ):
+        self.fun = fun
+        self.static_argnums = frozenset(static_argnums)
+        self.static_argnames = frozenset(static_argnames)
+        self.max_variants = max_variants
+        self.maxsize = maxsize
+        self._cache: OrderedDict = OrderedDict()
+        self._hits = self._misses = self._eager = 0
+        self._name = getattr(fun, "__name__", "fun").replace("<", "_").replace(">", "_")
+        if not self._name.isidentifier():
+            self._name = "fun"
+        functools.update_wrapper(self, fun)
+
+    # -------------------------------------------------------------- signature
+    def _split(self, args, kwargs):
+        statics = []
+        dyn_args = list(args)
+        for i in sorted(self.static_argnums):
+            if i < len(args):
+                statics.append((i, args[i]))
+                dyn_args[i] = None
+        dyn_kwargs = {}
+        for k, v in kwargs.items():
+            if k in self.static_argnames:
+                statics.append((k, v))
+            else:
+                dyn_kwargs[k] = v
+        leaves, treedef = tree_flatten((tuple(dyn_args), dyn_kwargs))
+        keys = tuple(_leaf_key(leaf) for leaf in leaves)
+        try:
+            key = (treedef, keys, tuple(statics))
+            hash(key)
+        except TypeError:
+            raise StagingError(
+                "chainrule.jit: static arguments must be hashable (they are part of the cache "
+                "key); pass arrays as ordinary (traced) arguments."
+            ) from None
+        return key, leaves, treedef, statics
+
+    def _call_with(self, leaves, treedef, statics):
+        dyn_args, kwargs = tree_unflatten(treedef, leaves)
+        args = list(dyn_args)
+        kwargs = dict(kwargs)
+        for where, v in statics:
+            if type(where) is int:
+                args[where] = v
+            else:
+                kwargs[where] = v
+        return self.fun(*args, **kwargs)
+
+    # -------------------------------------------------------------- calls
+    def __call__(self, *args, **kwargs):
+        key, leaves, treedef, statics = self._split(args, kwargs)
+        entry = self._cache.get(key)
+        if entry is not None:
+            if entry.eager:
+                self._eager += 1
+                return self.fun(*args, **kwargs)
+            dyn = [leaf for leaf, k in zip(leaves, key[1]) if k[0] != "static"]
+            for program in entry.variants:
+                out = program.run(*dyn)
+                if out is not MISS:
+                    self._hits += 1
+                    return tree_unflatten(self._out_defs[id(program)], out)
+        if any(isbox(leaf) or type(leaf) in front_ends for leaf in leaves):
+            self._eager += 1  # inside another trace (grad(jit(f))): trace through
+            return self.fun(*args, **kwargs)
+        return self._trace(key, leaves, treedef, statics, entry)[0]
+
+    _out_defs: dict
+
+    def _trace(self, key, leaves, treedef, statics, entry):
+        if entry is None:
+            entry = self._cache[key] = _Entry()
+            while len(self._cache) > self.maxsize:
+                self._cache.popitem(last=False)
+        elif len(entry.variants) >= self.max_variants:
+            entry.eager = True
+            self._eager += 1
+            warnings.warn(
+                f"chainrule.jit: {self._name} was traced {len(entry.variants)} times for one "
+                f"signature because its guards (Python decisions on traced values: if, "
+                f"while, int(), indexing) kept failing; it now runs eagerly for this "
+                f"signature. Raise max_variants, or make the deciding argument static.",
+                stacklevel=3,
+            )
+            return self._call_with(leaves, treedef, statics), None
+        self._misses += 1
+        dyn_pos = [i for i, k in enumerate(key[1]) if k[0] != "static"]
+        dyn = [leaves[i] for i in dyn_pos]
+
+        def staged(boxes):
+            if boxes:
+                session.trace_id = boxes[0]._trace_id
+            full = list(leaves)
+            for i, b in zip(dyn_pos, boxes):
+                full[i] = b
+            return tree_flatten(self._call_with(full, treedef, statics))
+
+        session = Session(0)
+        previous = _staging.current()
+        _staging._state.session = session
+        # installed once and left: it answers NotImplemented in threads not staging, so
+        # two threads staging at once cannot uninstall it under each other
+        tracer.notrace_hook = _staging.notrace_hook
+        try:
+            (out_leaves, out_def), trace_id, _ = trace_leaves(
+                StagingNode, [(leaf, i) for i, leaf in enumerate(dyn)], staged, dyn, list
+            )
+        finally:
+            _staging._state.session = previous
+        items, plain = [], []
+        foreign = False
+        for leaf in out_leaves:
+            if isbox(leaf) and leaf._trace_id == trace_id:
+                items.append(leaf._node)
+                plain.append(leaf._value)
+            else:
+                if isbox(leaf):
+                    check_not_leaked(leaf)
+                    foreign = True
+                items.append(leaf)
+                plain.append(leaf)
+        result = tree_unflatten(out_def, plain)
+        why = session.impure or ("it returns a value traced outside it" if foreign else "")
+        if why:
+            # A closed-over box of an outer trace: the result is right (the outer trace
+            # recorded its part) but the record cannot be replayed without it.
+            self._cache.pop(key, None)
+            self._eager += 1
+            return result, None
+        program = emit(len(dyn), items, session.guards, self._name)
+        entry.variants.append(program)
+        self._out_defs[id(program)] = out_def
+        return result, program
+
+    def lower(self, *args, **kwargs) -> Lowered:
+        """The emitted program for these arguments (traced now if not cached)."""
+        key, leaves, treedef, statics = self._split(args, kwargs)
+        entry = self._cache.get(key)
+        dyn = [leaf for leaf, k in zip(leaves, key[1]) if k[0] != "static"]
+        if entry is not None:
+            for program in entry.variants:
+                if program.run(*dyn) is not MISS:
+                    return Lowered(program)
+        _, program = self._trace(key, leaves, treedef, statics, entry)
+        if program is None:
+            raise StagingError(
+                f"chainrule.jit: {self._name} cannot be staged for these arguments (it "
+                f"closes over values traced outside it, or has too many variants)."
+            )
+        return Lowered(program)
+
+    def cache_info(self) -> CacheInfo:
+        return CacheInfo(
+            self._hits,
+            self._misses,
+            len(self._cache),
+            sum(len(e.variants) for e in self._cache.values()),
+            self._eager,
+            self.maxsize,
+        )
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+        self._out_defs.clear()
+        self._hits = self._misses = self._eager = 0
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+
+def jit(
+    fun: Callable | None = None,
+    *,
+    static_argnums: int | Iterable[int] = (),
+    static_argnames: str | Iterable[str] = (),
+    max_variants: int = 8,
+    maxsize: int = 64,
+) -> Any:
+    """Trace ``fun`` once per signature and run it afterwards as straight-line NumPy.
+
+    ``jit(grad(f))``, ``jit(hessian(f))`` and ``jit(lambda p: value_and_grad(loss)(p, b))``
+    stage the whole derivative computation, backward passes included.
+
+    Semantics, as in JAX: Python side effects in ``fun`` happen when it is traced only;
+    values computed from globals, closures or ``numpy.random`` inside ``fun`` are
+    constants of the trace (a warning names arrays over 1 MB that are baked in). Python
+    decisions on traced values (``if x > 0``, ``while``, ``int(x)``, indexing with a
+    traced integer) become guards: a call where one fails retraces and adds a variant;
+    after ``max_variants`` variants for one signature, ``fun`` runs eagerly (one warning).
+    Integer arguments and other non-array leaves are part of the signature, like
+    ``static_argnums``/``static_argnames`` (which must be hashable). Called with traced
+    values (``grad(jit(f))``), ``fun`` is traced through. ``f.lower(*args).source`` is the
+    emitted program; ``f.cache_info()``, ``f.clear_cache()``; at most ``maxsize``
+    signatures are kept (oldest dropped first).
+    """
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+    if isinstance(static_argnames, str):
+        static_argnames = (static_argnames,)
+    if fun is None:
+        return functools.partial(
+            jit,
+            static_argnums=static_argnums,
+            static_argnames=static_argnames,
+            max_variants=max_variants,
+            maxsize=maxsize,
+        )
+    jf = JittedFunction(fun, static_argnums, static_argnames, max_variants, maxsize)
+    jf._out_defs = {}
+    return jf

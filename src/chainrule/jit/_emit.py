@@ -1,0 +1,255 @@
+"""From a staging record to a compiled Python function of plain calls.
+
+The nodes the outputs and guards need (dead code is never reached from them) are emitted
+in creation order, one line per primitive, ``v12 = f3(v4, c0, axis=1)``, where ``f3`` is
+the primitive's raw function and ``c0`` a constant, both in the function's globals.
+Common subexpressions (same raw function, same arguments, equal keywords) are emitted
+once, and a multiplication by a constant one whose answer is provably the other operand
+(same type, shape, dtype and layout) is dropped.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from typing import Any
+
+import numpy as np
+
+from .. import numpy as anp
+from ._staging import Guard, StagingNode
+
+MISS = object()  # what an emitted program answers when a guard fails
+
+LARGE_CONSTANT = 1 << 20  # bytes: a baked-in array this large is warned about
+
+
+class Program:
+    """One compiled variant: ``run(*leaves)`` answers the output leaves or ``MISS``."""
+
+    def __init__(self, source: str, run, n_lines: int):
+        self.source = source
+        self.run = run
+        self.n_lines = n_lines
+
+
+def _simple_literal(v: Any) -> bool:
+    if v is None or type(v) in (bool, int, str):
+        return True
+    if type(v) is float:
+        return v == v and v not in (float("inf"), float("-inf"))
+    if type(v) is tuple:
+        return all(_simple_literal(x) for x in v)
+    return False
+
+
+def _is_one(c: Any) -> bool:
+    try:
+        return bool(np.all(np.asarray(c) == 1)) and np.isrealobj(c)
+    except Exception:
+        return False
+
+
+def _same_layout(a: Any, b: Any) -> bool:
+    if type(a) is not type(b):
+        return False
+    if type(a) is np.ndarray:
+        return a.shape == b.shape and a.dtype == b.dtype and a.strides == b.strides
+    return getattr(a, "dtype", None) == getattr(b, "dtype", None)
+
+
+_AS_NUMPY = {float: np.float64, complex: np.complex128}
+
+# IEEE addition, subtraction, multiplication and division are correctly rounded, so NumPy's
+# scalar operators give the ufunc's bits, its result type and its warnings, faster
+_OPERATORS = {
+    f.fun: sym
+    for f, sym in [
+        (anp.add, "+"),
+        (anp.subtract, "-"),
+        (anp.multiply, "*"),
+        (anp.true_divide, "/"),
+        (anp.divide, "/"),
+    ]
+}
+
+
+def _scalar_operator(raw, node: StagingNode) -> bool:
+    if raw not in _OPERATORS or node.kwargs or len(node.args) != 2:
+        return False
+    if type(node.ans) is not np.float64:
+        return False
+    traced = node.argnums
+    # traced operands are float64 scalars (a Python float would divide by 0 with an error)
+    if any(type(node.args[i]) is not np.float64 for i in traced):
+        return False
+    return all(type(a) in (np.float64, float) for a in node.args)
+
+
+def _needed(outputs: list, guards: list[Guard]) -> list[StagingNode]:
+    seen: dict[int, StagingNode] = {}
+    stack = [n for n in outputs if isinstance(n, StagingNode)] + [g.node for g in guards]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen[id(node)] = node
+        stack.extend(node.parents)
+    return sorted(seen.values(), key=lambda n: n.seq)
+
+
+def _guard_line(name: str, guard: Guard, const) -> str:
+    if guard.convert is bool or type(guard.expected) in (bool, np.bool_):
+        return f"if {'not ' if guard.expected else ''}{name}: return MISS"
+    if guard.convert in (int, float, complex) and _simple_literal(guard.expected):
+        return f"if {guard.convert.__name__}({name}) != {guard.expected!r}: return MISS"
+    return f"if not _same({name}, {const(guard.expected)}): return MISS"
+
+
+def _same(a: Any, b: Any) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (np.ndarray, np.generic)):
+        return a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(a, b))
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Program:
+    """``out_items``: per output leaf, a StagingNode (a staged value) or a constant."""
+    glob: dict[str, Any] = {"MISS": MISS, "_same": _same}
+    consts: dict[int, str] = {}
+    large = []
+
+    def const(v: Any) -> str:
+        key = id(v)
+        if key not in consts:
+            consts[key] = f"c{len(consts)}"
+            glob[consts[key]] = v
+            if isinstance(v, np.ndarray) and v.nbytes > LARGE_CONSTANT:
+                large.append(v)
+        return consts[key]
+
+    funs: dict[int, str] = {}
+
+    def fun_name(f) -> str:
+        if id(f) not in funs:
+            funs[id(f)] = f"f{len(funs)}"
+            glob[funs[id(f)]] = f
+        return funs[id(f)]
+
+    names: dict[int, str] = {}  # id(node) -> variable
+    cse: dict[tuple, str] = {}
+    lines = []
+    out_nodes = [o for o in out_items if isinstance(o, StagingNode)]
+    nodes = _needed(out_nodes, guards)
+    guards_by_node: dict[int, list[Guard]] = {}
+    for g in guards:
+        guards_by_node.setdefault(id(g.node), []).append(g)
+    count = 0
+    guarded: set[str] = set()
+    for node in nodes:
+        if node.fun is None:
+            names[id(node)] = f"x{node.index}"
+            if type(node.ans) in _AS_NUMPY:  # the trace boxed it as a NumPy scalar
+                numpy_type = _AS_NUMPY[type(node.ans)]
+                line = f"x{node.index} = {fun_name(numpy_type)}(x{node.index})"
+                lines.append(f"{line}  # as {numpy_type.__name__}, as traced")
+        else:
+            raw = node.fun.fun
+            argtexts = []
+            argkeys = []
+            parents = iter(node.parents)
+            traced = set(node.argnums)
+            for i, a in enumerate(node.args):
+                if i in traced:
+                    text = names[id(next(parents))]
+                else:
+                    text = repr(a) if _simple_literal(a) and type(a) is not str else const(a)
+                argtexts.append(text)
+                argkeys.append(text)
+            kwtexts = []
+            for k, v in node.kwargs.items():
+                kwtexts.append(f"{k}={v!r}" if _simple_literal(v) else f"{k}={const(v)}")
+            key = (id(raw), tuple(argkeys), tuple(kwtexts))
+            alias = cse.get(key)
+            if (
+                alias is None
+                and raw is anp.multiply.fun
+                and len(node.args) == 2
+                and len(node.argnums) == 1
+            ):
+                # x * 1 is x, bit for bit, when type, shape, dtype and layout agree
+                (i,) = node.argnums
+                if _is_one(node.args[1 - i]) and _same_layout(node.ans, node.args[i]):
+                    alias = argtexts[i]
+            if alias is not None:
+                names[id(node)] = alias
+            else:
+                var = f"v{count}"
+                count += 1
+                names[id(node)] = cse[key] = var
+                if _scalar_operator(raw, node):
+                    call = f" {_OPERATORS[raw]} ".join(argtexts)
+                else:
+                    call = f"{fun_name(raw)}({', '.join(argtexts + kwtexts)})"
+                label = getattr(node.fun, "__name__", getattr(raw, "__name__", "?"))
+                lines.append(f"{var} = {call}  # {label}")
+        for g in guards_by_node.get(id(node), ()):
+            line = _guard_line(names[id(node)], g, const)
+            if line in guarded:
+                continue  # the same check, already made
+            guarded.add(line)
+            lines.append(f"{line}  # guard: {_what(g)}")
+    outs = [names[id(o)] if isinstance(o, StagingNode) else const(o) for o in out_items]
+    # only arrays are worth a del: a scalar's memory is not reused by NumPy's allocator
+    scalars = {names[id(n)] for n in nodes if type(n.ans) is not np.ndarray}
+    lines = _free_after_last_use(lines, set(outs) | scalars)
+    params = ", ".join(f"x{i}" for i in range(n_inputs))
+    body = "\n".join("    " + line for line in lines)
+    ret = f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"
+    source = f"def {name}({params}):\n{body + chr(10) if body else ''}{ret}\n"
+    if large:
+        sizes = ", ".join(f"{a.shape} {a.dtype}" for a in large)
+        warnings.warn(
+            f"chainrule.jit: {name} bakes in arrays that are not inputs ({sizes}, over 1 MB "
+            f"each): values from globals, closures or numpy.random are constants of the "
+            f"trace. Pass them as arguments to avoid copying them into the program.",
+            stacklevel=4,
+        )
+    code = compile(source, f"<chainrule.jit {name}>", "exec")
+    exec(code, glob)
+    return Program(source, glob[name], len(lines))
+
+
+_NAME = re.compile(r"\b[vx]\d+\b")
+
+
+def _free_after_last_use(lines: list[str], keep: set[str]) -> list[str]:
+    """``del`` each intermediate after its last use, as the eager backward pass releases
+    them: NumPy then reuses the memory it just freed instead of touching new pages."""
+    last: dict[str, int] = {}
+    for i, line in enumerate(lines):
+        for name in _NAME.findall(line.split("  # ", 1)[0]):
+            last[name] = i
+    dead: dict[int, list[str]] = {}
+    for name, i in last.items():
+        if name not in keep:
+            dead.setdefault(i, []).append(name)
+    out = []
+    for i, line in enumerate(lines):
+        out.append(line)
+        if i in dead:
+            out.append(f"del {', '.join(sorted(dead[i]))}")
+    return out
+
+
+def _what(g: Guard) -> str:
+    conv = getattr(g.convert, "__name__", "value")
+    return (
+        f"{conv}() was {g.expected!r}"
+        if conv != "_identity" and conv != "getval"
+        else "the value decided at trace time"
+    )

@@ -1,0 +1,171 @@
+"""The staging trace: a node type that records every primitive call, and the guards.
+
+``StagingNode`` is one more consumer of the tracing core (as ``ExplainNode`` is): it keeps
+each call (primitive, arguments, keywords, which arguments are traced, parents). Because a
+trace nested inside this one (``grad``, ``jvp``, ``checkpoint`` ...) passes boxes of older
+traces through to a recursive call of the same primitive, the calls of their forward and
+backward passes on values derived from the inputs are recorded here too.
+
+Python decisions on staged values (``bool()``, ``int()``, ``float()``, an index, and the
+answers of notrace primitives such as comparisons, masks included) are recorded
+as *guards*: the emitted program checks them and answers ``MISS`` when one fails, and
+the caller retraces.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import Any
+
+import numpy as np
+
+from .._core import tracer
+from .._core.tracer import Node, isbox
+
+_creation = itertools.count()
+_state = threading.local()
+
+
+class StagingError(TypeError):
+    """A construct inside a jitted function that cannot be staged."""
+
+
+class Guard:
+    """A decision taken at trace time: ``convert(value of node) == expected``."""
+
+    __slots__ = ("node", "convert", "expected", "seq")
+
+    def __init__(self, node: StagingNode, convert, expected):
+        self.node = node
+        self.convert = convert
+        self.expected = expected
+        self.seq = next(_creation)
+
+
+class Session:
+    """What one staging trace records besides its nodes: guards, and whether the function
+    closed over values of another (outer) trace, which makes the record unusable."""
+
+    def __init__(self, trace_id: int):
+        self.trace_id = trace_id
+        self.guards: list[Guard] = []
+        self.impure = ""  # why the record cannot be reused, if it cannot
+
+
+def current() -> Session | None:
+    return getattr(_state, "session", None)
+
+
+def _on_decision(box, convert):
+    value = convert(tracer.getval(box._value))
+    session = current()
+    if session is None or box._trace_id != session.trace_id:
+        return value
+    session.guards.append(Guard(box._node, convert, value))
+    return value
+
+
+class StagingNode(Node):
+    __slots__ = ("fun", "args", "kwargs", "argnums", "parents", "ans", "seq", "index")
+    on_decision = staticmethod(_on_decision)
+
+    def __init__(self, ans, fun, args, kwargs, argnums, parents):
+        self.fun = fun
+        self.args = args
+        self.kwargs = kwargs
+        self.argnums = argnums
+        self.parents = parents
+        self.ans = ans
+        self.seq = next(_creation)
+        self.index = -1
+        if any(isbox(a) for a in args) or any(isbox(v) for v in kwargs.values()):
+            session = current()
+            if session is not None:
+                session.impure = "it uses a value traced outside it (a closed-over box)"
+
+    def initialize_root(self, value, index: int) -> None:
+        self.__init__(value, None, [], {}, (), ())
+        self.index = index
+
+    def __repr__(self) -> str:
+        name = "input" if self.fun is None else getattr(self.fun, "__name__", "?")
+        return f"<StagingNode {name} #{self.seq}>"
+
+
+def _staged_box(x, trace_id: int):
+    """The staging box inside ``x`` (any level of boxing), or None."""
+    while isbox(x):
+        if x._trace_id == trace_id:
+            return x
+        x = x._value
+    return None
+
+
+class _NotraceCall:
+    """The raw function of a notrace primitive, recorded like a primitive's (``fun.fun``)."""
+
+    def __init__(self, f_raw):
+        self.fun = f_raw
+        self.__name__ = getattr(f_raw, "__name__", repr(f_raw))
+
+
+_notrace_calls: dict = {}
+
+# notrace functions whose answer depends only on shapes and dtypes, which the signature
+# fixes: their answers are constants of the trace, with no guard
+_SHAPE_ONLY = {
+    id(f)
+    for f in (
+        np.shape,
+        np.ndim,
+        np.size,
+        np.result_type,
+        np.iscomplexobj,
+        np.isrealobj,
+        np.zeros_like,
+        np.ones_like,
+        np.empty_like,
+    )
+}
+
+
+def notrace_hook(f_raw, args, kwargs):
+    """Record a notrace primitive (a comparison, argmax, sign ...) on staged values: its
+    answer depends on the inputs, and is guarded at once."""
+    session = current()
+    if session is None or id(f_raw) in _SHAPE_ONLY:
+        return NotImplemented
+    tid = session.trace_id
+    staged = [_staged_box(a, tid) for a in args]
+    hidden = any(
+        _staged_box(v, tid) is not None
+        for a in itertools.chain(args, kwargs.values())
+        if type(a) in (list, tuple)
+        for v in a
+    ) or any(_staged_box(v, tid) is not None for v in kwargs.values())
+    if hidden:
+        raise StagingError(
+            f"chainrule.jit cannot stage {getattr(f_raw, '__name__', f_raw)} called with "
+            f"traced values inside a list, tuple or keyword argument. Pass them "
+            f"positionally, or mark the argument static (static_argnums)."
+        )
+    if all(s is None for s in staged):
+        return NotImplemented
+    argvals = [tracer.getval(a) for a in args]
+    ans = f_raw(*argvals, **kwargs)
+    call = _notrace_calls.get(f_raw)
+    if call is None:
+        call = _notrace_calls[f_raw] = _NotraceCall(f_raw)
+    argnums = tuple(i for i, s in enumerate(staged) if s is not None)
+    parents = tuple(staged[i]._node for i in argnums)
+    # other arguments are constants: plain values (boxes of newer traces hold no staged value)
+    node = StagingNode(ans, call, argvals, dict(kwargs), argnums, parents)
+    # The answer goes on as a plain value (code around notrace functions expects one), so
+    # the program is specialised on it: a guard checks it is the same on later calls.
+    session.guards.append(Guard(node, _identity, ans))
+    return ans
+
+
+def _identity(x: Any) -> Any:
+    return x
