@@ -87,22 +87,29 @@ def source_pattern(source, start: int, size: int, ans_size: int):
     return map_pattern(rows, src[rows] - start, (ans_size, size))
 
 
+def positions_through(raw: Callable, args, kwargs, argnum: int, zeroed=()) -> _np.ndarray:
+    """Where each output element of ``raw`` (a function that only copies, moves or drops
+    elements) comes from: ``raw`` applied to the 1-based flat positions of ``args[argnum]``,
+    the arguments at the positions in ``zeroed`` replaced by zeros (0: from none of them).
+    The batched JVPs of such functions gather by this map; their sparsity rules read it."""
+    args = list(args)
+    for i in zeroed:
+        if i != argnum and i < len(args):
+            args[i] = _np.zeros(_np.shape(args[i]))
+    x = args[argnum]
+    args[argnum] = _np.arange(1, _size(x) + 1, dtype=float).reshape(_np.shape(x))
+    return _np.asarray(raw(*args, **kwargs))
+
+
 def copy_rule(raw: Callable, first: int = 0, only: tuple | None = None):
     """The sparsity rule of a function whose outputs are copies of elements of its data
-    arguments (``args[first:]``, or the positions in ``only``) or constants: ``raw`` (the
-    plain NumPy function) is applied to the 1-based flat positions of the differentiated
-    argument, the other data arguments replaced by zeros."""
+    arguments (``args[first:]``, or the positions in ``only``) or constants
+    (``positions_through``, the other data arguments zeroed)."""
 
     def rule(argnum, ans, args, kwargs):
-        args = list(args)
         data = range(first, len(args)) if only is None else only
-        for i in data:
-            if i != argnum and i < len(args):
-                args[i] = _np.zeros(_np.shape(args[i]))
-        x = args[argnum]
-        size = _size(x)
-        args[argnum] = _np.arange(1, size + 1, dtype=float).reshape(_np.shape(x))
-        return source_pattern(raw(*args, **kwargs), 1, size, _size(ans))
+        source = positions_through(raw, args, kwargs, argnum, zeroed=data)
+        return source_pattern(source, 1, _size(args[argnum]), _size(ans))
 
     return rule
 

@@ -39,7 +39,7 @@ from ..._core.rules import (
 )
 from ..._core.rules import defjvp_direct as defjvp
 from ..._core.tracer import getval, primitive
-from ..._sparse import copy_rule, map_pattern, source_pattern
+from ..._sparse import copy_rule, map_pattern, positions_through, source_pattern
 from .. import numpy_wrapper as anp
 from ..numpy_boxes import array_astype, array_getitem
 from ..placement import constant_like, index_like, on_host
@@ -199,10 +199,8 @@ def gathered_in_batches(fun) -> None:
     raw = fun.fun
 
     def rule(t, ans, x, *args, **kwargs):
-        shape = shape_of(x)
-        size = int(_np.prod(shape))
-        source = raw(_np.arange(1, size + 1).reshape(shape), *args, **kwargs)
-        return _batched_gather(t, _np.asarray(source), 1, size, ans)
+        source = positions_through(raw, (x, *args), kwargs, 0).astype(_np.intp)
+        return _batched_gather(t, source, 1, int(_np.prod(shape_of(x))), ans)
 
     defjvp_batched(fun, rule)
     defsparsity(fun, copy_rule(raw, only=(0,)))  # the same map of positions
