@@ -234,3 +234,25 @@ def test_finite_differences_of_per_example_gradients():
     for i, x in enumerate(xs):
         fd = [(f(x + eps * e) - f(x - eps * e)) / (2 * eps) for e in onp.eye(4)]
         onp.testing.assert_allclose(per_example[i], fd, rtol=1e-7, atol=1e-9)
+
+
+def test_tensor_vmap_against_torch_func():
+    torch = pytest.importorskip("torch")
+    from chainrule.tensor import Tensor, vmap
+
+    X, W, Y = R.normal(size=(6, 3)), R.normal(size=3), R.normal(size=6)
+
+    def loss(w, x, y):
+        return ((x * w).tanh().sum() - y) ** 2
+
+    got = _no_fallback(lambda: vmap(cr.grad(loss), in_dims=(None, 0, 0))(
+        Tensor(W), Tensor(X), Tensor(Y)))
+    want = torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0, 0))(
+        torch.tensor(W), torch.tensor(X), torch.tensor(Y))
+    assert isinstance(got, Tensor)
+    onp.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+    # .backward() through a vmapped forward pass
+    w, tw = Tensor(W, requires_grad=True), torch.tensor(W, requires_grad=True)
+    (vmap(lambda x: (x * w).tanh().sum())(Tensor(X)) ** 2).sum().backward()
+    (torch.func.vmap(lambda x: (x * tw).tanh().sum())(torch.tensor(X)) ** 2).sum().backward()
+    onp.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-12)

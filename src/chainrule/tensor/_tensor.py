@@ -18,7 +18,14 @@ import weakref
 import numpy as _np
 
 from .._core.pytree import register_pytree_node
-from .._core.tracer import FrontEnd, getval, isbox, new_box, register_front_end
+from .._core.tracer import (
+    FrontEnd,
+    batched_types,
+    getval,
+    isbox,
+    new_box,
+    register_front_end,
+)
 from .._core.vspace import VSpace, vspace
 from ..numpy import numpy_wrapper as anp
 from ..numpy.numpy_boxes import array_astype, array_getitem
@@ -574,7 +581,8 @@ _ARRAY_TYPES = (_np.ndarray, _np.generic, int, float, complex)
 
 
 def _wrap_tree(x):
-    if isbox(x) or (isinstance(x, _ARRAY_TYPES) and not isinstance(x, bool)):
+    if isbox(x) or type(x) in batched_types or (
+            isinstance(x, _ARRAY_TYPES) and not isinstance(x, bool)):
         return _wrap(x)
     if type(x) is tuple or type(x) is list:
         return type(x)(_wrap_tree(item) for item in x)
