@@ -152,7 +152,14 @@ def _operands(node, variables) -> str:
     )
 
 
-def diagnose(nodes, variables: dict, visits) -> Diagnostics:
+def diagnose(lazy) -> Diagnostics:
+    """Check every node of a recording (``_trace._Lazy``): its VJP, NaN/inf, its adjoint."""
+    nodes, variables, visits = lazy.nodes, lazy.variables, lazy.backward()
+    with np.errstate(all="ignore"):  # NaN and inf are what this looks for: it reports them
+        return _diagnose(nodes, variables, visits)
+
+
+def _diagnose(nodes, variables: dict, visits) -> Diagnostics:
     rng = np.random.default_rng(0)
     checks: dict[str, NodeCheck] = {}
     nan_forward = None

@@ -44,23 +44,65 @@ class Report:
         self.outputs = traces.outputs
         self.value = traces.value
         self.forward_wrt = traces.forward_wrt
-        self.backward = traces.backward
-        self.gradient: tuple = traces.gradient
-        self.notes: list[str] = traces.notes
         self.output: str = traces.output
+        self._lazy = traces.lazy
+        self._check = traces.check
+        self._diagnostics = None
         self._folds: list | None = None
-        self.diagnostics = traces.diagnostics  # _check.Diagnostics, or None without check
+        self._fan_in: dict[str, int] | None = None
+        self._ancestors: set[str] | None = None
         self.ascii = ascii
         self.digits = digits
         self.max_rows = max_rows
         self.max_nodes = max_nodes
         self.title = title or self._default_title()
         self._by_name = {v.name: v for v in self.inputs + self.steps}
-        self.fan_in: dict[str, int] = {}
-        for visit in self.backward:
-            for c in visit.contributions:
-                self.fan_in[c.parent] = self.fan_in.get(c.parent, 0) + 1
-        self.ancestors = {v.name for v in self.steps} | {visit.name for visit in self.backward}
+
+    # ------------------------------------------------------------------ computed when read
+    @property
+    def backward(self) -> list:
+        """The Visits of the backward pass, in the order it runs (run when first read)."""
+        return self._lazy.backward()
+
+    @property
+    def gradient(self) -> tuple:
+        """The gradient, shaped like the arguments (a tuple)."""
+        return self._lazy.gradient()
+
+    @property
+    def notes(self) -> list[str]:
+        """Derivatives that could not be computed (no rule), and why."""
+        self._lazy.backward()
+        return self._lazy.forward_notes() + self._lazy.backward_notes
+
+    @property
+    def diagnostics(self):
+        """explain(check=True): the ``_check.Diagnostics`` (None without check)."""
+        if self._check and self._diagnostics is None:
+            from ._check import diagnose  # only explain(check=True) pays for it
+
+            self._diagnostics = diagnose(self._lazy)
+        return self._diagnostics
+
+    @property
+    def fan_in(self) -> dict[str, int]:
+        """How many contributions each variable's adjoint sums."""
+        if self._fan_in is None:
+            self._fan_in = {}
+            for visit in self.backward:
+                for c in visit.contributions:
+                    self._fan_in[c.parent] = self._fan_in.get(c.parent, 0) + 1
+        return self._fan_in
+
+    @property
+    def ancestors(self) -> set[str]:
+        """The variables the output depends on (every operation, and the inputs it reads)."""
+        if self._ancestors is None:
+            variables = self._lazy.variables
+            self._ancestors = {v.name for v in self.steps} | {
+                variables[n].name for n in self._lazy.order if n.fun is None
+            }
+        return self._ancestors
 
     # ------------------------------------------------------------------ access
     def var(self, name: str) -> Variable:
