@@ -80,15 +80,21 @@ def test_every_node_knows_its_source_line():
     assert sum(map(len, groups.values())) == len(report.steps)
 
 
-def test_source_lines_in_tables_and_html():
-    report = explain(log_loss, onp.array([1.0, 2.0]), check=True)
+@pytest.mark.parametrize("check", [False, True])
+def test_source_lines_in_tables_and_html(check):
+    report = explain(log_loss, onp.array([1.0, 2.0]), check=check)
     where = f"{HERE}:{line_of(log_loss, 'np.log(y)')}"
     text = report.text()
     assert "Source lines" in text and where in text and "z = np.log(y)" in text
     assert where.replace("_", "\\_") in report.markdown()  # Markdown escapes _
     assert where in report.html() and "z = np.log(y)" in report.html()
-    # the textbook tables are unchanged without check
-    assert "Source lines" not in explain(log_loss, onp.array([1.0, 2.0])).text()
+    assert ("Checks" in text) is check
+    # the operations grouped by line: each line once, with the operations it made
+    log = next(v.name for v in report.steps if v.op == "log")
+    lines = report.tables()[5]
+    assert lines.title == "Source lines"
+    (row,) = [r for r in lines.rows if r[1] == where]
+    assert row[2:] == ["z = np.log(y)", log]
 
 
 def test_nan_origin_sqrt_at_zero_inside_a_norm():

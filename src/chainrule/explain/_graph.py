@@ -337,13 +337,17 @@ def _stepper_data(report, nodes: list[dict], edges: list[dict]) -> dict:
     }
 
 
-def html(report, fragment: bool = False) -> str:
+def html(report, fragment: bool = False, page: int = 1) -> str:
+    with _tables.quiet():
+        return _html_page(report, fragment, page)
+
+
+def _html_page(report, fragment: bool, page: int) -> str:
     nodes, edges = graph(report)
     prefix = f"cx{secrets.token_hex(4)}-" if fragment else ""
     data = json.dumps(_stepper_data(report, nodes, edges)).replace("</", "<\\/")
-    tables = "".join(t.html() for t in report.tables())
-    if report.diagnostics is not None:  # check=True: the folded loops, expandable
-        tables += _tables.loops_html(report)
+    tables = "".join(t.html() for t in report.tables(page=page))
+    tables += _tables.loops_html(report)  # the folded loops, expandable
     title = _html.escape(report.notation()(f"chainrule.explain: {report.title}"))
     script = _JS % (json.dumps(prefix), "false" if fragment else "true")
     body = (

@@ -165,19 +165,21 @@ class Report:
         check_names([v.name for v in self.variables] + [self.output])
         return to_ascii
 
-    def tables(self, ascii: bool | None = None) -> list[_tables.Table]:
-        tables = [
-            _tables.evaluation(self),
-            _tables.forward(self),
-            _tables.backward(self),
-            _tables.order(self),
-            _tables.gradient(self),
-        ]
-        if self.diagnostics is not None:  # the textbook tables stay as they are without it
+    def tables(self, ascii: bool | None = None, page: int = 1) -> list[_tables.Table]:
+        """The tables; the per-operation ones show page ``page`` of ``max_rows`` rows."""
+        with _tables.quiet():
+            tables = [
+                _tables.evaluation(self, page),
+                _tables.forward(self, page),
+                _tables.backward(self, page),
+                _tables.order(self),
+                _tables.gradient(self),
+            ]
             lines = _tables.source_lines(self)
-            tables += (
-                [_tables.diagnostics(self)] if lines is None else [lines, _tables.diagnostics(self)]
-            )
+            if lines is not None:
+                tables.append(lines)
+            if self.diagnostics is not None:
+                tables.append(_tables.diagnostics(self, page))
         spell = self.notation(ascii)
         if spell is str:
             return tables
@@ -191,25 +193,26 @@ class Report:
             for t in tables
         ]
 
-    def text(self) -> str:
-        """The text tables; in ASCII notation where ``ascii`` says so (see the class)."""
-        out = self._text(self.ascii is True)
+    def text(self, page: int = 1) -> str:
+        """The text tables (page ``page`` of the long ones); in ASCII notation where
+        ``ascii`` says so (see the class)."""
+        out = self._text(self.ascii is True, page)
         if self.ascii is None and not fits(out, sys.stdout):
-            out = self._text(True)
+            out = self._text(True, page)
         return out
 
-    def _text(self, ascii: bool) -> str:
+    def _text(self, ascii: bool, page: int = 1) -> str:
         spell = self.notation(ascii)
         parts = [spell(f"chainrule.explain: {self.title}"), ""]
-        for table in self.tables(ascii):
+        for table in self.tables(ascii, page):
             parts += [table.text(), ""]
         parts += [spell(f"note: {n}") for n in self.notes]
         return "\n".join(parts).rstrip() + "\n"
 
-    def markdown(self) -> str:
+    def markdown(self, page: int = 1) -> str:
         spell = self.notation()
         parts = [spell(f"## chainrule.explain: {self.title}"), ""]
-        for table in self.tables():
+        for table in self.tables(page=page):
             parts += [table.markdown(), ""]
         parts += [spell(f"> note: {n}") for n in self.notes]
         return "\n".join(parts).rstrip() + "\n"
@@ -224,9 +227,9 @@ class Report:
         """The graph drawn by Graphviz's ``dot`` program (raises GraphvizNotFound without it)."""
         return _graph.svg(self.dot())
 
-    def html(self) -> str:
+    def html(self, page: int = 1) -> str:
         """One self-contained page: the graph, the tables and a backward-pass stepper."""
-        return _graph.html(self)
+        return _graph.html(self, page=page)
 
     def render(self, format: str) -> str:
         renderers = {

@@ -11,7 +11,9 @@ the order ``toposort`` gives the backward pass. No derivative is written here.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import inspect
 import itertools
 import math
@@ -29,7 +31,7 @@ from .._core.tracer import Node, isbox, trace_leaves
 from .._core.vspace import add_values, vspace
 from ..numpy.numpy_wrapper import NONDIFFERENTIABLE
 from . import _format as fmt
-from ._source import Source, user_source
+from ._source import Source, forget_lines, user_source
 
 _creation = itertools.count()
 
@@ -77,7 +79,7 @@ class Variable:
         name: str,
         value: Any,
         op: str | None = None,
-        describe: Callable[[], tuple[str, str]] | None = None,
+        describe: Callable[[Variable], tuple[str, str]] | None = None,
         parents: list[str] | None = None,
         source: Source | None = None,
         seq: int = 0,
@@ -87,7 +89,7 @@ class Variable:
         self.name = name
         self.value = value
         self.op = op  # the primitive's name, e.g. "multiply"
-        # () -> (expr, expr_values): written when first shown
+        # (var) -> (expr, expr_values), replaced by its answer when first shown
         self._describe = describe
         self.parents: list[str] = parents or []  # traced arguments, in order
         self.depth = 0  # longest path from an input (for drawing)
@@ -119,9 +121,9 @@ class Variable:
     def _texts(self) -> tuple[str, str]:
         if self._describe is None:
             return "", ""
-        texts = self._describe()
-        self._describe = lambda: texts
-        return texts
+        if not isinstance(self._describe, tuple):  # written when first shown
+            self._describe = self._describe(self)
+        return self._describe
 
     def _local(self) -> None:
         if self._partials is None:
@@ -336,7 +338,27 @@ class Traces:
     check: bool = False  # explain(check=True): diagnose when first asked
 
 
+@contextlib.contextmanager
+def _no_cycle_collection():
+    """The recording makes one node, one box and one row per operation and frees none of
+    them; Python's cycle collector would rescan that growing heap again and again (most of
+    the time of a 100,000-node recording). Collection waits until the report is built."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def record(f: Callable, args: tuple, wrt=None, check: bool = False) -> Traces:
+    forget_lines()
+    with _no_cycle_collection():
+        return _record(f, args, wrt, check)
+
+
+def _record(f: Callable, args: tuple, wrt=None, check: bool = False) -> Traces:
     arg_names = _param_names(f, len(args))
     leaves, treedef = tree_flatten(tuple(int(a) * 1.0 if type(a) is int else a for a in args))
     names = [n for name, td in zip(arg_names, treedef.children) for n in _leaf_names(name, td)]
@@ -390,10 +412,11 @@ def build(out, trace_id, roots, taken: set, gradient, wrt, arg_names, check=Fals
     # reads v1 = log x1, v2 = x1 x2, v3 = sin x2, v4 = v1 + v2, v5 = v4 - v3.
     depth: dict = {}
     for node in nodes:
-        depth[node] = 1 + max((depth[p] for p in node.parents), default=-1)
+        parents = node.parents
+        depth[node] = 1 + max([depth[p] for p in parents]) if parents else 0
     nodes.sort(key=lambda n: (depth[n], n.seq))
 
-    lazy = _Lazy(nodes, backward_order, out_leaves, trace_id, gradient)
+    lazy = _Lazy(nodes, backward_order, out_leaves, trace_id, gradient, pi)
     variables = lazy.variables
     inputs, steps = [], []
     for node in nodes:
@@ -402,7 +425,7 @@ def build(out, trace_id, roots, taken: set, gradient, wrt, arg_names, check=Fals
             inputs.append(var)
         else:
             node.name = f"{letter}{len(steps) + 1}"
-            var = _step(node, variables, pi, lazy)
+            var = _step(node, variables, lazy)
             steps.append(var)
         var.depth = depth[node]
         variables[node] = var
@@ -418,24 +441,13 @@ def build(out, trace_id, roots, taken: set, gradient, wrt, arg_names, check=Fals
     return Traces(inputs, steps, outputs, value, lazy.wrt, lazy, output, check)
 
 
-def _step(node: ExplainNode, variables: dict, pi: str, lazy: _Lazy) -> Variable:
-    parents = node.parents
-    argnums = node.argnums
-    traced = {i: variables[p].name for i, p in zip(argnums, parents)}
-
-    def describe():
-        values = {i: variables[p].value for i, p in zip(argnums, parents)}
-        return (
-            _describe(node.fun, node.args, node.kwargs, traced, pi),
-            _describe(node.fun, node.args, node.kwargs, {i: _short(v) for i, v in values.items()}),
-        )
-
+def _step(node: ExplainNode, variables: dict, lazy: _Lazy) -> Variable:
     return Variable(
         node.name,
         node.ans,
         getattr(node.fun, "__name__", "f"),
-        describe,
-        list(traced.values()),
+        lazy.describe,
+        [variables[p].name for p in node.parents],
         node.source,
         node.seq,
         node,
@@ -486,8 +498,9 @@ class _Lazy:
     node by node in evaluation order up to the one asked for, the backward pass whole (the
     gradient needs all of it), a node's local partials when its row is shown."""
 
-    def __init__(self, nodes: list, backward_order: list, out_leaves, trace_id, gradient):
+    def __init__(self, nodes: list, backward_order: list, out_leaves, trace_id, gradient, pi):
         self.nodes = nodes  # evaluation order
+        self.pi = pi  # how a constant equal to math.pi is written
         self.order = backward_order
         self.out_leaves = out_leaves
         self.trace_id = trace_id
@@ -499,6 +512,17 @@ class _Lazy:
         self._visits: list[Visit] | None = None
         self._adjoints: dict = {}
         self.backward_notes: list[str] = []
+
+    # ---------------------------------------------------------------- how a row reads
+    def describe(self, var: Variable) -> tuple[str, str]:
+        """The operation with its arguments' names, and with their values."""
+        node, variables = var._node, self.variables
+        names = {i: variables[p].name for i, p in zip(node.argnums, node.parents)}
+        values = {i: _short(p.ans) for i, p in zip(node.argnums, node.parents)}
+        return (
+            _describe(node.fun, node.args, node.kwargs, names, self.pi),
+            _describe(node.fun, node.args, node.kwargs, values),
+        )
 
     # ---------------------------------------------------------------- local partials
     def partials(self, var: Variable) -> tuple[list, list[str], str]:
