@@ -183,18 +183,19 @@ def test_debug_nans_is_off_by_default_and_costs_nothing_when_off():
         assert onp.isnan(grad(norm_loss)(onp.zeros(2))).all()  # no raise when off
     # plain grad never looks up source lines; explain does, once per operation
     calls = []
-    modules = [sys.modules["chainrule.debug"], sys.modules["chainrule.explain._trace"]]
-    real = modules[0].user_source
-    for m in modules:
-        m.user_source = lambda *a: calls.append(a) or real(*a)
+    lookups = [(sys.modules["chainrule.debug"], "user_source")]
+    lookups.append((sys.modules["chainrule.explain._trace"], "user_site"))
+    real = {name: getattr(m, name) for m, name in lookups}
+    for m, name in lookups:
+        setattr(m, name, lambda *a, name=name: calls.append(a) or real[name](*a))
     try:
         grad(log_loss)(onp.array([1.0, 2.0]))
         assert calls == []
         explain(log_loss, onp.array([1.0, 2.0]))
         assert len(calls) == 3 + 1  # three operations and the input's root node
     finally:
-        for m in modules:
-            m.user_source = real
+        for m, name in lookups:
+            setattr(m, name, real[name])
     with debug_nans():
         assert core_reverse.VJPNode.__init__ is not original
     assert core_reverse.VJPNode.__init__ is original

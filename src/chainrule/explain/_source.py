@@ -53,6 +53,12 @@ def forget_lines() -> None:
 
 def user_source(skip: int = 1) -> Source | None:
     """The innermost calling frame outside chainrule and NumPy, or None (all library)."""
+    return user_site(skip + 1)[0]
+
+
+def user_site(skip: int = 1) -> tuple[Source | None, int]:
+    """``user_source`` and the offset of the bytecode instruction running in that frame: two
+    calls on one line differ in it, one call made again by a loop does not."""
     frame = sys._getframe(skip)
     while frame is not None:
         filename = frame.f_code.co_filename
@@ -64,6 +70,6 @@ def user_source(skip: int = 1) -> Source | None:
                     _known.clear()
                 text = linecache.getline(filename, key[1]).strip()
                 source = _known[key] = Source(filename, key[1], text)
-            return source
+            return source, frame.f_lasti
         frame = frame.f_back
-    return None
+    return None, -1

@@ -31,13 +31,15 @@ from .._core.tracer import Node, isbox, trace_leaves
 from .._core.vspace import add_values, vspace
 from ..numpy.numpy_wrapper import NONDIFFERENTIABLE
 from . import _format as fmt
-from ._source import Source, forget_lines, user_source
+from ._source import Source, forget_lines, user_site
 
 _creation = itertools.count()
 
 
 class ExplainNode(Node):
-    __slots__ = ("fun", "args", "kwargs", "argnums", "ans", "parents", "seq", "name", "source")
+    __slots__ = (
+        "fun", "args", "kwargs", "argnums", "ans", "parents", "seq", "name", "source", "site",
+    )  # fmt: skip
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         self.fun = fun
@@ -48,12 +50,13 @@ class ExplainNode(Node):
         self.parents = parents
         self.seq = next(_creation)
         self.name = ""
-        self.source = user_source(2)  # the user's line that made this call
+        # the user's line that made this call, and where on it (see _fold)
+        self.source, self.site = user_site(2)
 
     def initialize_root(self, value, name: str) -> None:
         self.__init__(value, None, (), {}, (), ())
         self.name = name
-        self.source = None
+        self.source, self.site = None, -1
 
     def __repr__(self) -> str:
         return f"<ExplainNode {self.name}>"
