@@ -264,8 +264,13 @@ class Report:
         return self.markdown()
 
 
+def _is_tensor(x) -> bool:
+    tensor = sys.modules.get("chainrule.tensor._tensor")  # loaded if any Tensor exists
+    return tensor is not None and isinstance(x, tensor.Tensor)
+
+
 def explain(
-    f: Callable,
+    f: Callable | Any,
     *args,
     wrt: str | int | None = None,
     digits: int = 3,
@@ -295,12 +300,27 @@ def explain(
     above a relative error of 1e-4), the first NaN/inf in either pass with its operands,
     inputs that do not influence the output, adjoint sizes and the bytes each node keeps.
 
+    ``f`` may also be a ``chainrule.Tensor`` after a forward pass (``explain(loss)``, as
+    torchviz's ``make_dot(loss)``): the report is that of the graph it recorded, its inputs
+    the leaf Tensors, named as in the calling code.
+
     >>> import chainrule.numpy as np
     >>> report = explain(lambda x1, x2: np.log(x1) + x1 * x2 - np.sin(x2), 2.0, 5.0)
     >>> print(report)  # doctest: +SKIP
     """
+    if _is_tensor(f):
+        if args:
+            raise TypeError(
+                "explain(tensor) takes the Tensor alone: its graph holds the inputs "
+                f"(got {len(args)} more argument{'s' if len(args) > 1 else ''})."
+            )
+        from ._tensor import record_tensor
+
+        traces = record_tensor(f, sys._getframe(1), wrt, check=check)
+    else:
+        traces = record(f, args, wrt, check=check)
     return Report(
-        record(f, args, wrt, check=check),
+        traces,
         digits=digits,
         max_rows=max_rows,
         max_nodes=max_nodes,
