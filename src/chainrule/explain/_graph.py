@@ -474,6 +474,9 @@ def _html_page(report, fragment: bool, page: int) -> str:
     data = json.dumps(_stepper_data(report, nodes, edges)).replace("</", "<\\/")
     tables = "".join(t.html() for t in report.tables(page=page))
     tables += _tables.loops_html(report)  # the folded loops, expandable
+    code = report._code_section()
+    if code is not None:
+        tables += f"<h2>{_html.escape(code[0])}</h2><pre>{_html.escape(code[1])}</pre>"
     title = _html.escape(report.notation()(f"chainrule.explain: {report.title}"))
     script = _JS % (json.dumps(prefix), "false" if fragment else "true")
     body = (

@@ -57,6 +57,8 @@ class Report:
         self.max_nodes = max_nodes
         self.title = title or self._default_title()
         self._by_name = {v.name: v for v in self.inputs + self.steps}
+        self._program: Callable[[], str] | None = None  # explain sets it: makes report.code
+        self._code: str | None = None
 
     # ------------------------------------------------------------------ computed when read
     @property
@@ -83,6 +85,31 @@ class Report:
 
             self._diagnostics = diagnose(self._lazy)
         return self._diagnostics
+
+    @property
+    def code(self) -> str | None:
+        """The straight-line program ``chainrule.jit`` emits for the value and gradient of
+        the explained call, each line's comment naming the user's line it comes from
+        (``@ file.py:12``; ``(adjoint)`` on the lines of the backward pass). None for a
+        report of a Tensor graph. Staged when first read; raises ``StagingError`` where
+        jit cannot stage the function."""
+        if self._code is None and self._program is not None:
+            self._code = self._program()
+        return self._code
+
+    def _code_section(self) -> tuple[str, str] | None:
+        """(title, program) for the Markdown and HTML pages, or None: no function to stage,
+        or more operations than ``max_rows`` (the program is then as long: read
+        ``report.code``)."""
+        if self._program is None or (
+            self.max_rows is not None and len(self.steps) > self.max_rows
+        ):
+            return None
+        try:
+            code = self.code
+        except Exception as error:  # noqa: BLE001 - the page says why instead
+            code = f"# chainrule.jit cannot stage this function: {error}"
+        return "Derivative program (chainrule.jit, value and gradient)", code
 
     @property
     def fan_in(self) -> dict[str, int]:
@@ -214,6 +241,9 @@ class Report:
         parts = [spell(f"## chainrule.explain: {self.title}"), ""]
         for table in self.tables(page=page):
             parts += [table.markdown(), ""]
+        code = self._code_section()
+        if code is not None:
+            parts += [f"### {code[0]}", "", "```python", code[1].rstrip(), "```", ""]
         parts += [spell(f"> note: {n}") for n in self.notes]
         return "\n".join(parts).rstrip() + "\n"
 
@@ -319,10 +349,15 @@ def explain(
         traces = record_tensor(f, sys._getframe(1), wrt, check=check)
     else:
         traces = record(f, args, wrt, check=check)
-    return Report(
+    report = Report(
         traces,
         digits=digits,
         max_rows=max_rows,
         max_nodes=max_nodes,
         ascii=ascii,
     )
+    if not _is_tensor(f):
+        from ._code import adjoint_program
+
+        report._program = lambda: adjoint_program(f, args)
+    return report

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -117,6 +118,11 @@ def _same(a: Any, b: Any) -> bool:
         return False
 
 
+# A hook for chainrule.explain (report.code): node -> text appended to the node's line
+# comment (the user's source line). None, the default, adds nothing.
+annotate: Callable[[StagingNode], str] | None = None
+
+
 def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Program:
     """``out_items``: per output leaf, a StagingNode (a staged value) or a constant."""
     glob: dict[str, Any] = {"MISS": MISS, "_same": _same}
@@ -196,7 +202,8 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
                 else:
                     call = f"{fun_name(raw)}({', '.join(argtexts + kwtexts)})"
                 label = getattr(node.fun, "__name__", getattr(raw, "__name__", "?"))
-                lines.append(f"{var} = {call}  # {label}")
+                note = annotate(node) if annotate is not None else ""
+                lines.append(f"{var} = {call}  # {label}{note}")
         for g in guards_by_node.get(id(node), ()):
             line = _guard_line(names[id(node)], g, const)
             if line in guarded:
