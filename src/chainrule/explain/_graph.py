@@ -138,7 +138,10 @@ def _where(source) -> str:
 
 def _groups(nodes: list[dict]) -> list[tuple[object, list[tuple[object, list[dict]]]]]:
     """The nodes by loop block (None: not in a loop), then by source line (None: no line),
-    each in order of first appearance: how DOT and Mermaid group them into clusters."""
+    each in order of first appearance: how DOT and Mermaid group them into clusters.
+    A graph made by one line is not grouped."""
+    if len({n["source"] for n in nodes} - {None}) < 2 and all(n["loop"] is None for n in nodes):
+        return [(None, [(None, nodes)])]  # one line (a textbook expression): no box around it
     groups: dict = {}
     for n in nodes:
         groups.setdefault(id(n["loop"]), (n["loop"], {}))[1].setdefault(n["source"], []).append(n)
@@ -471,7 +474,9 @@ def html(report, fragment: bool = False, page: int = 1) -> str:
 def _html_page(report, fragment: bool, page: int) -> str:
     nodes, edges = graph(report)
     prefix = f"cx{secrets.token_hex(4)}-" if fragment else ""
-    data = json.dumps(_stepper_data(report, nodes, edges)).replace("</", "<\\/")
+    # no "<", ">" or "&" in the data block: nothing in it can end or open a tag
+    data = json.dumps(_stepper_data(report, nodes, edges))
+    data = data.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     tables = "".join(t.html() for t in report.tables(page=page))
     tables += _tables.loops_html(report)  # the folded loops, expandable
     code = report._code_section()

@@ -238,13 +238,13 @@ class Report:
 
     def markdown(self, page: int = 1) -> str:
         spell = self.notation()
-        parts = [spell(f"## chainrule.explain: {self.title}"), ""]
+        parts = [_tables.md_escape(spell(f"## chainrule.explain: {self.title}")), ""]
         for table in self.tables(page=page):
             parts += [table.markdown(), ""]
         code = self._code_section()
         if code is not None:
             parts += [f"### {code[0]}", "", "```python", code[1].rstrip(), "```", ""]
-        parts += [spell(f"> note: {n}") for n in self.notes]
+        parts += [f"> note: {_tables.md_escape(spell(n))}" for n in self.notes]
         return "\n".join(parts).rstrip() + "\n"
 
     def dot(self) -> str:

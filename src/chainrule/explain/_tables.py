@@ -72,6 +72,11 @@ def page(items: list, limit: int | None, number: int = 1) -> list:
     return out
 
 
+def md_escape(text: str) -> str:
+    """Text that Markdown shows as it is: no table cells split, no emphasis, no HTML."""
+    return re.sub(r"([|*_\\`<>\[\]])", r"\\\1", text)
+
+
 class Table:
     def __init__(self, title: str, headers: list[str], rows: list[list[str]], note: str = ""):
         self.title, self.headers, self.rows, self.note = title, headers, rows, note
@@ -95,7 +100,7 @@ class Table:
 
     def markdown(self) -> str:
         def cell(text):
-            return re.sub(r"([|*_\\`<>])", r"\\\1", text) or " "
+            return md_escape(text) or " "
 
         out = [f"### {self.title}", ""]
         if self.note:
