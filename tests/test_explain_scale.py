@@ -203,7 +203,7 @@ def test_hostile_names_are_escaped_everywhere():
     markdown = report._repr_markdown_()
     assert "<script>" not in markdown and "\\<script\\>" in markdown
     dot = report.dot()
-    assert "\\\"&" in dot  # quotes escaped inside DOT strings
+    assert '\\"&' in dot  # quotes escaped inside DOT strings
     if shutil.which("dot"):
         done = subprocess.run(["dot", "-Tsvg"], input=dot, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr

@@ -101,9 +101,7 @@ class Report:
         """(title, program) for the Markdown and HTML pages, or None: no function to stage,
         or more operations than ``max_rows`` (the program is then as long: read
         ``report.code``)."""
-        if self._program is None or (
-            self.max_rows is not None and len(self.steps) > self.max_rows
-        ):
+        if self._program is None or (self.max_rows is not None and len(self.steps) > self.max_rows):
             return None
         try:
             code = self.code
