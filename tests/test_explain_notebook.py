@@ -37,7 +37,8 @@ w = chainrule.Tensor(onp.array([0.5, -1.0]))
 t_loss = (np.tanh(w * 2.0) ** 2).sum()
 explain(t_loss)""",
     """\
-explain(lambda p: np.sin(p["<script>alert('x')</script>"]), {"<script>alert('x')</script>": 0.5})""",
+key = "<script>alert('x')</script>"
+explain(lambda p: np.sin(p[key]), {key: 0.5})""",
 ]
 
 
