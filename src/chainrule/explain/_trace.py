@@ -195,13 +195,29 @@ class Contribution:
         return f"<Contribution {self.parent} += from {self.child}>"
 
 
-@dataclasses.dataclass
 class Visit:
-    """One step of the backward pass: a node takes its summed adjoint and sends it on."""
+    """One step of the backward pass: a node takes its summed adjoint and sends it on.
 
-    name: str
-    adjoint: Any
-    contributions: list[Contribution]
+    Its ``contributions`` are made when first read (the backward pass keeps tuples)."""
+
+    __slots__ = ("name", "adjoint", "_var", "_raw", "_made")
+
+    def __init__(self, name: str, adjoint: Any, var=None, raw: list | None = None):
+        self.name = name
+        self.adjoint = adjoint
+        self._var = var
+        self._raw = raw if raw is not None else []  # (j, parent, argnum, c, previous, ...)
+        self._made: list[Contribution] | None = None
+
+    @property
+    def contributions(self) -> list[Contribution]:
+        if self._made is None:
+            var, g = self._var, self.adjoint
+            self._made = [Contribution(var, *item[:2], g, *item[2:]) for item in self._raw]
+        return self._made
+
+    def __repr__(self) -> str:
+        return f"Visit({self.name!r}, {len(self._raw)} contributions)"
 
 
 # ----------------------------------------------------------------------------- naming
@@ -571,10 +587,12 @@ class _Lazy:
         return tangents.get(node)
 
     def forward_notes(self) -> list[str]:
+        missing = {n.fun for n in self.nodes if n.fun is not None}
+        missing = {fun for fun in missing if fun not in primitive_jvps}
         return [
-            f"{v.name}: {v.note}; its tangent is not shown."
-            for v in (self.variables[n] for n in self.nodes)
-            if v.note
+            f"{self.variables[n].name}: {self.variables[n].note}; its tangent is not shown."
+            for n in self.nodes
+            if n.fun in missing
         ]
 
     # ---------------------------------------------------------------- backward trace
@@ -603,24 +621,26 @@ class _Lazy:
                 seed = vspace(node.ans).ones()
                 adjoints[node] = seed if node not in adjoints else add_values(adjoints[node], seed)
         visits = []
+        rules: dict = {}  # fun -> its VJP rule (None: it has none), looked up once
         for node in self.order:
             g = adjoints.get(node)
             if g is None:
                 continue
             var = variables[node]
-            visit = Visit(var.name, g, [])
-            visits.append(visit)
-            if node.fun is None:
+            raw: list = []
+            visits.append(Visit(var.name, g, var, raw))
+            fun = node.fun
+            if fun is None:
                 continue
-            try:
-                rule = primitive_vjps[node.fun]
-            except KeyError:
+            rule = rules.get(fun, False)
+            if rule is False:
+                rule = rules[fun] = primitive_vjps.get(fun)
+            if rule is None:
                 self.backward_notes.append(
                     f"{var.name}: no VJP rule for {var.op}; the backward pass stops there."
                 )
                 continue
             grads = rule(g, node.argnums, node.ans, node.args, node.kwargs)
-            contributions = visit.contributions
             for j, (parent, argnum, c) in enumerate(zip(node.parents, node.argnums, grads)):
                 if c is None:
                     continue
@@ -628,10 +648,6 @@ class _Lazy:
                 total = c if previous is None else add_values(previous, c)
                 adjoints[parent] = total
                 count = counts[parent] = counts.get(parent, 0) + 1
-                contributions.append(
-                    Contribution(
-                        var, j, variables[parent].name, argnum, g, c, previous, total, count
-                    )
-                )
+                raw.append((j, variables[parent].name, argnum, c, previous, total, count))
         self._adjoints = adjoints
         return visits
