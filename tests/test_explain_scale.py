@@ -4,6 +4,7 @@ planted bugs each mode catches."""
 
 from __future__ import annotations
 
+import html
 import inspect
 import os
 import re
@@ -303,3 +304,42 @@ def test_debug_nans_catches_the_nan_bugs_only(name):
         assert f"{HERE}:{line_of(fn, blamed)}" in caught
     else:  # a wrong derivative, an unused input, a vanishing chain make no NaN
         assert caught is None
+
+
+# ----------------------------------------------------------------------------- docs, benchmark
+
+
+def test_the_pictures_in_the_docs_are_the_renderers():
+    """docs/images/explain_*.dot are what docs/gen_explain_pictures.py writes today, and the
+    SVGs beside them were drawn from them (rerun the script after changing the renderer)."""
+    import importlib.util
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    spec = importlib.util.spec_from_file_location("gen_pictures", docs / "gen_explain_pictures.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    for name, source in gen.dot_sources().items():
+        assert (docs / "images" / f"{name}.dot").read_text(encoding="utf-8") == source, name
+        svg = (docs / "images" / f"{name}.svg").read_text(encoding="utf-8")
+        lines = [line for label in re.findall(r'label="([^"\\]*)"', source) for line in
+                 label.split("\n")]  # fmt: skip
+        assert lines and all(
+            html.escape(line, quote=False).replace("-", "&#45;") in svg for line in lines
+        )
+    assert "× 50 (a loop" in source and 'color="#c00000"' in gen.dot_sources()["explain_nan"]
+
+
+def test_the_explain_benchmark_runs():
+    from benchmarks import bench_explain
+
+    rows = bench_explain.run(steps=40, repeats=1, check=True)
+    assert [name.split(" (")[0] for name, _ in rows] == [
+        "chainrule.grad",
+        "explain: build",
+        "explain: first text page",
+        "explain: HTML page",
+        "explain: DOT graph",
+        "explain(check=True): build and text",
+    ]
+    assert "206 operations" in rows[1][0]

@@ -59,6 +59,11 @@ def graph(report) -> tuple[list[dict], list[dict]]:
     ids = {v.name: f"n{i}" for i, v in enumerate(report.variables)}
     outputs = {var for _, var, _ in report.outputs if var}
     spell = report.notation()
+    bad: set[str] = set()  # check=True: where the first NaN/inf is, and wrong VJPs
+    found = report.diagnostics
+    if found is not None:
+        bad = {o.name for o in (found.nan_forward, found.nan_backward) if o is not None}
+        bad |= set(found.flagged)
     nodes = []
     for v in kept:
         if v.is_input:
@@ -77,6 +82,7 @@ def graph(report) -> tuple[list[dict], list[dict]]:
                 "depth": v.depth,
                 "source": v.source,
                 "loop": block,
+                "bad": v.name in bad,
             }
         )
     edges = []
@@ -95,6 +101,7 @@ def graph(report) -> tuple[list[dict], list[dict]]:
                 "depth": hidden[0].depth,
                 "source": None,
                 "loop": None,
+                "bad": False,
             }
         )
 
@@ -171,6 +178,8 @@ def dot(report) -> str:
     def node_line(n, indent):
         lines = n["lines"] + ([f"{n['bar']} = {n['adjoint']}"] if n["adjoint"] else [])
         extra = ", peripheries=2" if n["kind"] == "output" else ""
+        if n["bad"]:  # check=True found a NaN/inf starting here, or a wrong VJP
+            extra += ', color="#c00000", fontcolor="#c00000", penwidth=2.5'
         label = _dot_str("\n".join(lines))
         return f"{indent}{n['id']} [label={label}, shape={shapes[n['kind']]}{extra}];"
 
@@ -337,8 +346,9 @@ def _svg_inline(nodes: list[dict], edges: list[dict], prefix: str) -> str:
             )
         if n["source"] is not None:  # the line's code, shown on hover
             title = f"<title>{_html.escape(_line_label(n['source']))}</title>"
+        kind = n["kind"] + (" bad" if n["bad"] else "")
         out.append(
-            f'<g class="node {n["kind"]}" id="{prefix}{n["id"]}">{title}'
+            f'<g class="node {kind}" id="{prefix}{n["id"]}">{title}'
             f'<rect x="{n["x"]:.0f}" y="{n["y"]:.0f}" '
             f'width="{n["w"]:.0f}" height="{n["h"]:.0f}" rx="{rx:.0f}"/>{texts}'
             f'<text class="adj" x="{n["x"] + 8:.0f}" y="{adj_y:.0f}"></text></g>'
@@ -361,6 +371,7 @@ _CSS = """
 .chainrule-explain .node.receiving rect{fill:#ffd4d4;stroke:#c00}
 .chainrule-explain .node text.adj{fill:#0a5;font-weight:bold}
 .chainrule-explain .node text.src{fill:#888;font-size:10px}
+.chainrule-explain .node.bad rect{stroke:#c00;stroke-width:3}
 .chainrule-explain .edge path{fill:none;stroke:#999;stroke-width:1.3}
 .chainrule-explain .edge text{fill:#777;font-size:11px}
 .chainrule-explain .edge.active path{stroke:#c00;stroke-width:3}

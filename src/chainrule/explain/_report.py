@@ -218,6 +218,14 @@ class Report:
             for t in tables
         ]
 
+    def table(self, title: str, page: int = 1) -> _tables.Table:
+        """One of ``tables()`` by its title ("Source lines", "Checks", "Gradient", ...)."""
+        for table in self.tables(page=page):
+            if table.title == title:
+                return table
+        titles = ", ".join(t.title for t in self.tables(page=page))
+        raise KeyError(f"no table {title!r} in this report; it has {titles}.")
+
     def text(self, page: int = 1) -> str:
         """The text tables (page ``page`` of the long ones); in ASCII notation where
         ``ascii`` says so (see the class)."""
