@@ -19,29 +19,24 @@ from __future__ import annotations
 
 import argparse
 import gc
-import math
 import time
 
 import numpy as onp
 
 import chainrule as cr
 import chainrule.numpy as np
+from benchmarks import _problems as P
 from benchmarks._problems import rnn_loss
 
 BATCH, N_IN, HIDDEN = 4, 8, 16
 
 
-def _data(steps: int, seed: int = 0):
-    rng = onp.random.default_rng(seed)
-    params = (
-        rng.standard_normal((N_IN, HIDDEN)) / math.sqrt(N_IN),
-        rng.standard_normal((HIDDEN, HIDDEN)) / math.sqrt(HIDDEN),
-        onp.zeros(HIDDEN),
-        rng.standard_normal((HIDDEN, 1)) / math.sqrt(HIDDEN),
-    )
-    xs = rng.standard_normal((steps, BATCH, N_IN))
-    target = rng.standard_normal((BATCH, 1))
-    return params, xs, target
+def _data(steps: int):
+    """The RNN workload's inputs (``_problems.make_data``) at ``steps`` steps, small arrays."""
+    scale = f"explain-{steps}"
+    P.SIZES.setdefault(scale, {"rnn": (steps, BATCH, N_IN, HIDDEN)})
+    data = P.make_data("rnn", scale)
+    return data["params"], data["xs"], data["target"]
 
 
 def _best(fn, repeats: int) -> tuple[float, object]:

@@ -13,6 +13,8 @@ import pytest
 nbformat = pytest.importorskip("nbformat", reason="the notebook test needs nbformat")
 nbclient = pytest.importorskip("nbclient", reason="the notebook test needs nbclient")
 
+from test_notebook import _kernel_available  # noqa: E402  (tests/ is on sys.path)
+
 SRC = str(Path(__file__).resolve().parent.parent / "src")
 
 CELLS = [
@@ -40,14 +42,6 @@ explain(t_loss)""",
 key = "<script>alert('x')</script>"
 explain(lambda p: np.sin(p[key]), {key: 0.5})""",
 ]
-
-
-def _kernel_available(name: str) -> bool:
-    try:
-        from jupyter_client.kernelspec import KernelSpecManager
-    except ImportError:
-        return False
-    return name in KernelSpecManager().find_kernel_specs()
 
 
 @pytest.fixture(scope="module")

@@ -47,6 +47,22 @@ def test_a_report_builds_without_computing_derivatives():
     assert lazy._visits is not None and lazy._next == 0
 
 
+def test_contributions_made_when_read_are_the_backward_passs():
+    report = explain(lambda x1, x2: np.log(x1) + x1 * x2 - np.sin(x2), 2.0, 5.0)
+    seen = 0
+    for visit in report.backward:
+        for c in visit.contributions:
+            child = report.var(c.child)
+            j = child.parents.index(c.parent)
+            assert c.child == visit.name and c.child_adjoint == visit.adjoint
+            assert c.value == pytest.approx(c.child_adjoint * child.partials[j])  # chain rule
+            assert c.total == pytest.approx(c.value + (c.previous or 0.0))
+            assert c.partial_text == child.partial_texts[j]
+            seen += 1
+    assert seen == 8
+    assert report.var("x1").adjoint == 5.5
+
+
 def test_tables_page_and_compute_only_their_rows():
     report = explain(rnn_loss, 0.8, onp.array([0.1, -0.2]), max_rows=50)
     assert len(report.steps) == 602

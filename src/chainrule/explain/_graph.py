@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html as _html
+import itertools
 import json
 import os
 import secrets
@@ -163,6 +164,28 @@ def _loop_label(block) -> str:
     return f"× {block.repeats} (a loop; the values of its first iteration)"
 
 
+def _nested(nodes: list[dict], spell, node_line, cluster, close: str) -> list[str]:
+    """The nodes' lines nested in their clusters (see ``_groups``): ``cluster(k, label, loop,
+    indent)`` opens cluster k, ``close`` ends one, ``node_line(node, indent)`` draws a node."""
+    out: list[str] = []
+    count = itertools.count()
+    for block, lines in _groups(nodes):
+        indent = "  "
+        if block is not None:
+            out += cluster(next(count), _loop_label(block), True, indent)
+            indent = "    "
+        for source, members in lines:
+            if source is None:
+                out += [node_line(n, indent) for n in members]
+                continue
+            out += cluster(next(count), spell(_line_label(source)), False, indent)
+            out += [node_line(n, indent + "  ") for n in members]
+            out.append(f"{indent}{close}")
+        if block is not None:
+            out.append(f"  {close}")
+    return out
+
+
 def dot(report) -> str:
     nodes, edges = graph(report)
     shapes = {"input": "ellipse", "op": "box", "output": "box", "summary": "note"}
@@ -183,26 +206,11 @@ def dot(report) -> str:
         label = _dot_str("\n".join(lines))
         return f"{indent}{n['id']} [label={label}, shape={shapes[n['kind']]}{extra}];"
 
-    clusters = 0
-    for block, lines in _groups(nodes):
-        indent = "  "
-        if block is not None:
-            out.append(f"  subgraph cluster_{clusters} {{")
-            out.append(f'    label={_dot_str(_loop_label(block))}; style="bold"; color="#c77700";')
-            clusters += 1
-            indent = "    "
-        for source, members in lines:
-            if source is None:
-                out += [node_line(n, indent) for n in members]
-                continue
-            out.append(f"{indent}subgraph cluster_{clusters} {{")
-            label = _dot_str(spell(_line_label(source)))
-            out.append(f'{indent}  label={label}; style="dashed"; color="#999999";')
-            clusters += 1
-            out += [node_line(n, indent + "  ") for n in members]
-            out.append(f"{indent}}}")
-        if block is not None:
-            out.append("  }")
+    def cluster(k: int, label: str, loop: bool, indent: str) -> list[str]:
+        style = 'style="bold"; color="#c77700"' if loop else 'style="dashed"; color="#999999"'
+        return [f"{indent}subgraph cluster_{k} {{", f"{indent}  label={_dot_str(label)}; {style};"]
+
+    out += _nested(nodes, spell, node_line, cluster, "}")
     for e in edges:
         label = f" [label={_dot_str(e['label'])}]" if e["label"] else ""
         out.append(f"  {e['src']} -> {e['dst']}{label};")
@@ -225,24 +233,10 @@ def mermaid(report) -> str:
         left, right = {"input": ("([", "])"), "summary": ("[/", "/]")}.get(n["kind"], ("[", "]"))
         return f"{indent}{n['id']}{left}{label}{right}"
 
-    clusters = 0
-    for block, lines in _groups(nodes):
-        indent = "  "
-        if block is not None:
-            out.append(f"  subgraph c{clusters} [{_mermaid_str(_loop_label(block))}]")
-            clusters += 1
-            indent = "    "
-        for source, members in lines:
-            if source is None:
-                out += [node_line(n, indent) for n in members]
-                continue
-            label = _mermaid_str(spell(_line_label(source)))
-            out.append(f"{indent}subgraph c{clusters} [{label}]")
-            clusters += 1
-            out += [node_line(n, indent + "  ") for n in members]
-            out.append(f"{indent}end")
-        if block is not None:
-            out.append("  end")
+    def cluster(k: int, label: str, loop: bool, indent: str) -> list[str]:
+        return [f"{indent}subgraph c{k} [{_mermaid_str(label)}]"]
+
+    out += _nested(nodes, spell, node_line, cluster, "end")
     for e in edges:
         label = f"|{_mermaid_str(e['label'])}|" if e["label"] else ""
         out.append(f"  {e['src']} -->{label} {e['dst']}")

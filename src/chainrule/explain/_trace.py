@@ -213,7 +213,7 @@ class Visit:
     def contributions(self) -> list[Contribution]:
         if self._made is None:
             var, g = self._var, self.adjoint
-            self._made = [Contribution(var, *item[:2], g, *item[2:]) for item in self._raw]
+            self._made = [Contribution(var, *item[:3], g, *item[3:]) for item in self._raw]
         return self._made
 
     def __repr__(self) -> str:
