@@ -331,10 +331,18 @@ def explain(
     Unicode (a cp1252 or ASCII terminal); False never does.
 
     Every operation knows the user's source line that made it (``Variable.source``,
-    ``report.by_line()``). ``check=True`` adds the "Source lines" and "Checks"
-    tables (``report.diagnostics``): each node's VJP against finite differences (flagged
-    above a relative error of 1e-4), the first NaN/inf in either pass with its operands,
-    inputs that do not influence the output, adjoint sizes and the bytes each node keeps.
+    ``report.by_line()``): the "Source lines" table groups operations by line and folds
+    loops into one block "× N", the graphs box each line's operations and fold loops too.
+    ``check=True`` adds the "Checks" table (``report.diagnostics``): each node's VJP
+    against finite differences (flagged above a relative error of 1e-4), the first NaN/inf
+    in either pass with its operands, inputs that do not influence the output, adjoint
+    sizes and the bytes each node keeps. ``report.code`` is the program ``chainrule.jit``
+    emits for the value and gradient, its lines marked with the user's lines.
+
+    The report is built from the recording alone: local partials, tangents and adjoints
+    are computed when a table, graph or check first reads them, and the per-operation
+    tables show one page of ``max_rows`` rows (``report.text(page=2)``), so a report of
+    a 100,000-operation program builds in about the time ``grad`` takes.
 
     ``f`` may also be a ``chainrule.Tensor`` after a forward pass (``explain(loss)``, as
     torchviz's ``make_dot(loss)``): the report is that of the graph it recorded, its inputs
