@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -23,6 +22,10 @@ from ._staging import Guard, StagingNode
 MISS = object()  # what an emitted program answers when a guard fails
 
 LARGE_CONSTANT = 1 << 20  # bytes: a baked-in array this large is warned about
+
+# chainrule.explain's hook (report.code): a function StagingNode -> text appended to the
+# comment of the node's line (the user's source line). None, the default, adds nothing.
+annotate = None
 
 
 class Program:
@@ -116,11 +119,6 @@ def _same(a: Any, b: Any) -> bool:
         return bool(a == b)
     except Exception:
         return False
-
-
-# A hook for chainrule.explain (report.code): node -> text appended to the node's line
-# comment (the user's source line). None, the default, adds nothing.
-annotate: Callable[[StagingNode], str] | None = None
 
 
 def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Program:
