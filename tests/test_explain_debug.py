@@ -80,15 +80,21 @@ def test_every_node_knows_its_source_line():
     assert sum(map(len, groups.values())) == len(report.steps)
 
 
-def test_source_lines_in_tables_and_html():
-    report = explain(log_loss, onp.array([1.0, 2.0]), check=True)
+@pytest.mark.parametrize("check", [False, True])
+def test_source_lines_in_tables_and_html(check):
+    report = explain(log_loss, onp.array([1.0, 2.0]), check=check)
     where = f"{HERE}:{line_of(log_loss, 'np.log(y)')}"
     text = report.text()
     assert "Source lines" in text and where in text and "z = np.log(y)" in text
     assert where.replace("_", "\\_") in report.markdown()  # Markdown escapes _
     assert where in report.html() and "z = np.log(y)" in report.html()
-    # the textbook tables are unchanged without check
-    assert "Source lines" not in explain(log_loss, onp.array([1.0, 2.0])).text()
+    assert ("Checks" in text) is check
+    # the operations grouped by line: each line once, with the operations it made
+    log = next(v.name for v in report.steps if v.op == "log")
+    lines = report.tables()[5]
+    assert lines.title == "Source lines"
+    (row,) = [r for r in lines.rows if r[1] == where]
+    assert row[2:] == ["z = np.log(y)", log]
 
 
 def test_nan_origin_sqrt_at_zero_inside_a_norm():
@@ -177,18 +183,19 @@ def test_debug_nans_is_off_by_default_and_costs_nothing_when_off():
         assert onp.isnan(grad(norm_loss)(onp.zeros(2))).all()  # no raise when off
     # plain grad never looks up source lines; explain does, once per operation
     calls = []
-    modules = [sys.modules["chainrule.debug"], sys.modules["chainrule.explain._trace"]]
-    real = modules[0].user_source
-    for m in modules:
-        m.user_source = lambda *a: calls.append(a) or real(*a)
+    lookups = [(sys.modules["chainrule.debug"], "user_source")]
+    lookups.append((sys.modules["chainrule.explain._trace"], "user_site"))
+    real = {name: getattr(m, name) for m, name in lookups}
+    for m, name in lookups:
+        setattr(m, name, lambda *a, name=name: calls.append(a) or real[name](*a))
     try:
         grad(log_loss)(onp.array([1.0, 2.0]))
         assert calls == []
         explain(log_loss, onp.array([1.0, 2.0]))
         assert len(calls) == 3 + 1  # three operations and the input's root node
     finally:
-        for m in modules:
-            m.user_source = real
+        for m, name in lookups:
+            setattr(m, name, real[name])
     with debug_nans():
         assert core_reverse.VJPNode.__init__ is not original
     assert core_reverse.VJPNode.__init__ is original

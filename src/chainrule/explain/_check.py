@@ -53,6 +53,22 @@ class Diagnostics:
     nan_forward: Origin | None
     nan_backward: Origin | None
     unused: dict[str, str]  # input name -> "not connected" / "zero gradient"
+    # where things are: the operations' source lines, and where each input is read
+    sources: dict = dataclasses.field(default_factory=dict, repr=False)
+    readers: dict = dataclasses.field(default_factory=dict, repr=False)
+
+    def extremes(self) -> tuple[str, str] | None:
+        """The operations with the smallest and the largest nonzero adjoint, where they are
+        more than ``SPREAD`` apart (a vanishing or exploding chain), else None."""
+        sized = [(c.adjoint_norm, c.name) for c in self.nodes.values() if c.adjoint_norm]
+        if not sized:
+            return None
+        low, high = min(sized), max(sized)
+        return (low[1], high[1]) if high[0] / low[0] > SPREAD else None
+
+    def _at(self, name: str) -> str:
+        source = self.sources.get(name)
+        return f" ({source})" if source is not None else ""
 
     @property
     def flagged(self) -> list[str]:
@@ -70,18 +86,21 @@ class Diagnostics:
         for name in self.flagged:
             err = self.nodes[name].fd_error
             out.append(
-                f"{name}: its VJP disagrees with finite differences (relative error {err:.2g})"
+                f"{name}{self._at(name)}: its VJP disagrees with finite differences "
+                f"(relative error {err:.2g})"
             )
-        norms = [c.adjoint_norm for c in self.nodes.values() if c.adjoint_norm]
-        if norms and max(norms) / min(norms) > SPREAD:
+        ends = self.extremes()
+        if ends is not None:
+            low, high = (self.nodes[n].adjoint_norm for n in ends)
             out.append(
-                f"adjoint sizes span {min(norms):.2g} to {max(norms):.2g}: a vanishing or "
-                f"exploding chain (see |adjoint| per operation)"
+                f"adjoint sizes span {low:.2g} to {high:.2g}: a vanishing or exploding chain "
+                f"(smallest at {ends[0]}{self._at(ends[0])}, largest at {ends[1]}"
+                f"{self._at(ends[1])}; see |adjoint| per operation)"
             )
-        out += [
-            f"input {name} does not influence the output ({why})"
-            for name, why in self.unused.items()
-        ]
+        for name, why in self.unused.items():
+            read = self.readers.get(name, [])
+            where = f"; read at {', '.join(map(str, read))}" if read else ""
+            out.append(f"input {name} does not influence the output ({why}{where})")
         return out
 
 
@@ -152,7 +171,14 @@ def _operands(node, variables) -> str:
     )
 
 
-def diagnose(nodes, variables: dict, visits) -> Diagnostics:
+def diagnose(lazy) -> Diagnostics:
+    """Check every node of a recording (``_trace._Lazy``): its VJP, NaN/inf, its adjoint."""
+    nodes, variables, visits = lazy.nodes, lazy.variables, lazy.backward()
+    with np.errstate(all="ignore"):  # NaN and inf are what this looks for: it reports them
+        return _diagnose(nodes, variables, visits)
+
+
+def _diagnose(nodes, variables: dict, visits) -> Diagnostics:
     rng = np.random.default_rng(0)
     checks: dict[str, NodeCheck] = {}
     nan_forward = None
@@ -194,4 +220,13 @@ def diagnose(nodes, variables: dict, visits) -> Diagnostics:
                 unused[var.name] = "not connected to the output"
             elif not np.any(np.asarray(var.adjoint)):
                 unused[var.name] = "its gradient is exactly zero"
-    return Diagnostics(checks, nan_forward, nan_backward, unused)
+    sources = {variables[n].name: n.source for n in nodes if n.source is not None}
+    readers: dict = {}
+    for node in nodes:  # the lines that read each unused input
+        for parent in node.parents:
+            name = variables[parent].name
+            if name in unused and node.source is not None:
+                lines = readers.setdefault(name, [])
+                if node.source not in lines:
+                    lines.append(node.source)
+    return Diagnostics(checks, nan_forward, nan_backward, unused, sources, readers)

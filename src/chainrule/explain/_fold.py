@@ -20,13 +20,16 @@ class Block:
 
 def fold(steps) -> list[Block]:
     """The operations that have a source line, in the order they were made, grouped into
-    consecutive runs of their lines (one line making several operations counts once)."""
-    runs: list[tuple] = []  # (source, [names]) per run of one line
+    consecutive runs of their call sites (one call making several operations counts once).
+    A call site is a line and the place on it (``ExplainNode.site``): a loop whose body is
+    one line still repeats, a line with several calls does not."""
+    runs: list[tuple] = []  # ((source, site), [names]) per run of one call site
     for v in sorted((v for v in steps if v.source is not None), key=lambda v: v.seq):
-        if runs and runs[-1][0] == v.source:
+        key = (v.source, v._node.site)
+        if runs and runs[-1][0] == key:
             runs[-1][1].append(v.name)
         else:
-            runs.append((v.source, [v.name]))
+            runs.append((key, [v.name]))
     keys = [source for source, _ in runs]
     following: dict = {}
     next_same = [0] * len(keys)
@@ -48,9 +51,21 @@ def fold(steps) -> list[Block]:
                 [n for _, ns in runs[i + r * period : i + (r + 1) * period] for n in ns]
                 for r in range(repeats)
             ]
-            blocks.append(Block(keys[i:j], repeats, names))
+            blocks.append(Block(_lines(keys[i:j]), repeats, names))
             i += repeats * period
+        elif blocks and blocks[-1].repeats == 1 and blocks[-1].lines[-1] == keys[i][0]:
+            blocks[-1].names[0] += runs[i][1]  # another call on the same line
+            i += 1
         else:
-            blocks.append(Block([keys[i]], 1, [runs[i][1]]))
+            blocks.append(Block([keys[i][0]], 1, [list(runs[i][1])]))
             i += 1
     return blocks
+
+
+def _lines(keys: list[tuple]) -> list:
+    """The source lines of call sites, each once where it repeats in a row."""
+    lines: list = []
+    for source, _ in keys:
+        if not lines or lines[-1] != source:
+            lines.append(source)
+    return lines

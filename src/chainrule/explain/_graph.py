@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import html as _html
+import itertools
 import json
+import os
 import secrets
 import shutil
 import subprocess
@@ -20,15 +22,37 @@ class GraphvizNotFound(RuntimeError):
 # ----------------------------------------------------------------------------- the graph
 
 
+def _loops(report, variables: list) -> tuple[dict[str, str], dict[str, object]]:
+    """Where the graph is larger than ``max_nodes``, fold each loop (a block of the same
+    source lines in the same order, run N times) into its first iteration: ``alias`` maps
+    every operation of a later iteration to its counterpart in the first, ``loop_of`` maps
+    the first iteration's operations to their ``_fold.Block``."""
+    alias: dict[str, str] = {}
+    loop_of: dict[str, object] = {}
+    if len(variables) <= report.max_nodes:
+        return alias, loop_of
+    for block in report.folds():
+        first = block.names[0]
+        if block.repeats < 2 or any(len(names) != len(first) for names in block.names):
+            continue  # iterations that made different numbers of operations stay unfolded
+        for names in block.names[1:]:
+            alias.update(zip(names, first))
+        loop_of.update(dict.fromkeys(first, block))
+    return alias, loop_of
+
+
 def graph(report) -> tuple[list[dict], list[dict]]:
-    """Nodes and edges to draw; graphs over ``report.max_nodes`` keep both ends and
-    collapse the middle into one summary node, so drawing never grows without bound."""
+    """Nodes and edges to draw. A graph over ``report.max_nodes`` folds its loops into one
+    iteration each (drawn inside a block "× N"), then keeps both ends and collapses the
+    middle into one summary node, so drawing never grows without bound."""
     variables = [v for v in report.variables if v.name in report.ancestors or v.is_input]
-    kept = variables
+    alias, loop_of = _loops(report, variables)
+    drawn = [v for v in variables if v.name not in alias]
+    kept = drawn
     hidden = []
-    if len(variables) > report.max_nodes:
-        inputs = [v for v in variables if v.is_input]
-        steps = [v for v in variables if not v.is_input]
+    if len(drawn) > report.max_nodes:
+        inputs = [v for v in drawn if v.is_input]
+        steps = [v for v in drawn if not v.is_input]
         room = max(report.max_nodes - len(inputs), 2)
         head, tail = room // 2, room - room // 2
         kept = inputs + steps[:head] + steps[-tail:]
@@ -36,12 +60,18 @@ def graph(report) -> tuple[list[dict], list[dict]]:
     ids = {v.name: f"n{i}" for i, v in enumerate(report.variables)}
     outputs = {var for _, var, _ in report.outputs if var}
     spell = report.notation()
+    bad: set[str] = set()  # check=True: where the first NaN/inf is, and wrong VJPs
+    found = report.diagnostics
+    if found is not None:
+        bad = {o.name for o in (found.nan_forward, found.nan_backward) if o is not None}
+        bad |= set(found.flagged)
     nodes = []
     for v in kept:
         if v.is_input:
             lines = [f"{v.name} = {report.show(v.value)}"]
         else:
             lines = [f"{v.name} = {v.expr}", f"= {report.show(v.value)}"]
+        block = loop_of.get(v.name)
         nodes.append(
             {
                 "id": ids[v.name],
@@ -51,6 +81,9 @@ def graph(report) -> tuple[list[dict], list[dict]]:
                 "kind": "input" if v.is_input else "output" if v.name in outputs else "op",
                 "adjoint": None if v.adjoint is None else report.show(v.adjoint),
                 "depth": v.depth,
+                "source": v.source,
+                "loop": block,
+                "bad": v.name in bad,
             }
         )
     edges = []
@@ -67,17 +100,35 @@ def graph(report) -> tuple[list[dict], list[dict]]:
                 "lines": [f"... {len(hidden)} more operations ...", summary],
                 "adjoint": None,
                 "depth": hidden[0].depth,
+                "source": None,
+                "loop": None,
+                "bad": False,
             }
         )
+
+    def end(name: str) -> str:
+        name = alias.get(name, name)
+        return "collapsed" if name in hidden_names else ids[name]
+
     seen = set()
-    for v in kept + hidden:
-        for p, text in zip(v.parents, v.partial_texts):
-            src = "collapsed" if p in hidden_names else ids[p]
-            dst = "collapsed" if v.name in hidden_names else ids[v.name]
-            if src == dst or (src, dst) in seen and "collapsed" in (src, dst):
+    for v in kept:  # the drawn operations' edges carry their local partials
+        for j, p in enumerate(v.parents):
+            src, dst = end(p), ids[v.name]
+            if src == "collapsed" and (src, dst) in seen:
                 continue
             seen.add((src, dst))
-            label = "" if "collapsed" in (src, dst) else spell(text)
+            label = "" if src == "collapsed" else spell(v.partial_texts[j])
+            edges.append({"id": f"e{len(edges)}", "src": src, "dst": dst, "label": label})
+    for v in variables:  # the rest: into the summary, from one iteration to the next
+        if v.name not in alias and v.name not in hidden_names:
+            continue
+        dst = end(v.name)
+        for p in v.parents:
+            src = end(p)
+            if src == dst or (src, dst) in seen:
+                continue
+            seen.add((src, dst))
+            label = "next iteration" if v.name in alias and (p in alias or p in loop_of) else ""
             edges.append({"id": f"e{len(edges)}", "src": src, "dst": dst, "label": label})
     return nodes, edges
 
@@ -89,21 +140,77 @@ def _dot_str(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def _where(source) -> str:
+    return f"{os.path.basename(source.file)}:{source.line}"
+
+
+def _groups(nodes: list[dict]) -> list[tuple[object, list[tuple[object, list[dict]]]]]:
+    """The nodes by loop block (None: not in a loop), then by source line (None: no line),
+    each in order of first appearance: how DOT and Mermaid group them into clusters.
+    A graph made by one line is not grouped."""
+    if len({n["source"] for n in nodes} - {None}) < 2 and all(n["loop"] is None for n in nodes):
+        return [(None, [(None, nodes)])]  # one line (a textbook expression): no box around it
+    groups: dict = {}
+    for n in nodes:
+        groups.setdefault(id(n["loop"]), (n["loop"], {}))[1].setdefault(n["source"], []).append(n)
+    return [(block, list(lines.items())) for block, lines in groups.values()]
+
+
+def _line_label(source) -> str:
+    return f"{_where(source)}: {source.text}" if source.text else _where(source)
+
+
+def _loop_label(block) -> str:
+    return f"× {block.repeats} (a loop; the values of its first iteration)"
+
+
+def _nested(nodes: list[dict], spell, node_line, cluster, close: str) -> list[str]:
+    """The nodes' lines nested in their clusters (see ``_groups``): ``cluster(k, label, loop,
+    indent)`` opens cluster k, ``close`` ends one, ``node_line(node, indent)`` draws a node."""
+    out: list[str] = []
+    count = itertools.count()
+    for block, lines in _groups(nodes):
+        indent = "  "
+        if block is not None:
+            out += cluster(next(count), _loop_label(block), True, indent)
+            indent = "    "
+        for source, members in lines:
+            if source is None:
+                out += [node_line(n, indent) for n in members]
+                continue
+            out += cluster(next(count), spell(_line_label(source)), False, indent)
+            out += [node_line(n, indent + "  ") for n in members]
+            out.append(f"{indent}{close}")
+        if block is not None:
+            out.append(f"  {close}")
+    return out
+
+
 def dot(report) -> str:
     nodes, edges = graph(report)
     shapes = {"input": "ellipse", "op": "box", "output": "box", "summary": "note"}
+    spell = report.notation()
     out = [
         "digraph explain {",
         '  rankdir=LR; fontname="Helvetica";',
         '  node [fontname="Helvetica", fontsize=11, style="rounded"];',
         '  edge [fontname="Helvetica", fontsize=10];',
-        f"  label={_dot_str(report.notation()(report.title))}; labelloc=t;",
+        f"  label={_dot_str(spell(report.title))}; labelloc=t;",
     ]
-    for n in nodes:
+
+    def node_line(n, indent):
         lines = n["lines"] + ([f"{n['bar']} = {n['adjoint']}"] if n["adjoint"] else [])
         extra = ", peripheries=2" if n["kind"] == "output" else ""
+        if n["bad"]:  # check=True found a NaN/inf starting here, or a wrong VJP
+            extra += ', color="#c00000", fontcolor="#c00000", penwidth=2.5'
         label = _dot_str("\n".join(lines))
-        out.append(f"  {n['id']} [label={label}, shape={shapes[n['kind']]}{extra}];")
+        return f"{indent}{n['id']} [label={label}, shape={shapes[n['kind']]}{extra}];"
+
+    def cluster(k: int, label: str, loop: bool, indent: str) -> list[str]:
+        style = 'style="bold"; color="#c77700"' if loop else 'style="dashed"; color="#999999"'
+        return [f"{indent}subgraph cluster_{k} {{", f"{indent}  label={_dot_str(label)}; {style};"]
+
+    out += _nested(nodes, spell, node_line, cluster, "}")
     for e in edges:
         label = f" [label={_dot_str(e['label'])}]" if e["label"] else ""
         out.append(f"  {e['src']} -> {e['dst']}{label};")
@@ -117,12 +224,19 @@ def _mermaid_str(text: str) -> str:
 
 def mermaid(report) -> str:
     nodes, edges = graph(report)
+    spell = report.notation()
     out = ["flowchart LR"]
-    for n in nodes:
+
+    def node_line(n, indent):
         lines = n["lines"] + ([f"{n['bar']} = {n['adjoint']}"] if n["adjoint"] else [])
         label = _mermaid_str("<br/>".join(lines)).replace("&lt;br/&gt;", "<br/>")
         left, right = {"input": ("([", "])"), "summary": ("[/", "/]")}.get(n["kind"], ("[", "]"))
-        out.append(f"  {n['id']}{left}{label}{right}")
+        return f"{indent}{n['id']}{left}{label}{right}"
+
+    def cluster(k: int, label: str, loop: bool, indent: str) -> list[str]:
+        return [f"{indent}subgraph c{k} [{_mermaid_str(label)}]"]
+
+    out += _nested(nodes, spell, node_line, cluster, "end")
     for e in edges:
         label = f"|{_mermaid_str(e['label'])}|" if e["label"] else ""
         out.append(f"  {e['src']} -->{label} {e['dst']}")
@@ -154,11 +268,20 @@ def svg(dot_source: str) -> str:
 _CHAR_W, _LINE_H, _GAP_X, _GAP_Y = 7.2, 16, 90, 26
 
 
+def _tag(n: dict) -> str:
+    """The grey line under a node: its source line, and "× N" inside a folded loop."""
+    where = _where(n["source"]) if n["source"] is not None else ""
+    loop = f"× {n['loop'].repeats}" if n["loop"] is not None else ""
+    return " · ".join(filter(None, [loop, where]))
+
+
 def _layout(nodes: list[dict]) -> tuple[float, float]:
     """Columns by depth (inputs on the left), nodes stacked in each column."""
     columns: dict[int, list[dict]] = {}
     for n in nodes:
         lines = n["lines"] + [f"{n['bar']} = {n['adjoint'] or '?'}"]
+        if _tag(n):
+            lines.append(_tag(n))
         n["w"] = 16 + _CHAR_W * max(len(line) for line in lines)
         n["h"] = 10 + _LINE_H * len(lines)
         columns.setdefault(n["depth"], []).append(n)
@@ -209,8 +332,17 @@ def _svg_inline(nodes: list[dict], edges: list[dict], prefix: str) -> str:
             for i, line in enumerate(n["lines"])
         )
         adj_y = n["y"] + 18 + len(n["lines"]) * _LINE_H
+        tag, title = _tag(n), ""
+        if tag:
+            texts += (
+                f'<text class="src" x="{n["x"] + 8:.0f}" y="{adj_y + _LINE_H:.0f}">'
+                f"{_html.escape(tag)}</text>"
+            )
+        if n["source"] is not None:  # the line's code, shown on hover
+            title = f"<title>{_html.escape(_line_label(n['source']))}</title>"
+        kind = n["kind"] + (" bad" if n["bad"] else "")
         out.append(
-            f'<g class="node {n["kind"]}" id="{prefix}{n["id"]}">'
+            f'<g class="node {kind}" id="{prefix}{n["id"]}">{title}'
             f'<rect x="{n["x"]:.0f}" y="{n["y"]:.0f}" '
             f'width="{n["w"]:.0f}" height="{n["h"]:.0f}" rx="{rx:.0f}"/>{texts}'
             f'<text class="adj" x="{n["x"] + 8:.0f}" y="{adj_y:.0f}"></text></g>'
@@ -232,6 +364,8 @@ _CSS = """
 .chainrule-explain .node.current rect{fill:#ffe08a;stroke:#c77700;stroke-width:3}
 .chainrule-explain .node.receiving rect{fill:#ffd4d4;stroke:#c00}
 .chainrule-explain .node text.adj{fill:#0a5;font-weight:bold}
+.chainrule-explain .node text.src{fill:#888;font-size:10px}
+.chainrule-explain .node.bad rect{stroke:#c00;stroke-width:3}
 .chainrule-explain .edge path{fill:none;stroke:#999;stroke-width:1.3}
 .chainrule-explain .edge text{fill:#777;font-size:11px}
 .chainrule-explain .edge.active path{stroke:#c00;stroke-width:3}
@@ -337,13 +471,22 @@ def _stepper_data(report, nodes: list[dict], edges: list[dict]) -> dict:
     }
 
 
-def html(report, fragment: bool = False) -> str:
+def html(report, fragment: bool = False, page: int = 1) -> str:
+    with _tables.quiet():
+        return _html_page(report, fragment, page)
+
+
+def _html_page(report, fragment: bool, page: int) -> str:
     nodes, edges = graph(report)
     prefix = f"cx{secrets.token_hex(4)}-" if fragment else ""
-    data = json.dumps(_stepper_data(report, nodes, edges)).replace("</", "<\\/")
-    tables = "".join(t.html() for t in report.tables())
-    if report.diagnostics is not None:  # check=True: the folded loops, expandable
-        tables += _tables.loops_html(report)
+    # no "<", ">" or "&" in the data block: nothing in it can end or open a tag
+    data = json.dumps(_stepper_data(report, nodes, edges))
+    data = data.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    tables = "".join(t.html() for t in report.tables(page=page))
+    tables += _tables.loops_html(report)  # the folded loops, expandable
+    code = report._code_section()
+    if code is not None:
+        tables += f"<h2>{_html.escape(code[0])}</h2><pre>{_html.escape(code[1])}</pre>"
     title = _html.escape(report.notation()(f"chainrule.explain: {report.title}"))
     script = _JS % (json.dumps(prefix), "false" if fragment else "true")
     body = (

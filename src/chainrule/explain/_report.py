@@ -44,23 +44,90 @@ class Report:
         self.outputs = traces.outputs
         self.value = traces.value
         self.forward_wrt = traces.forward_wrt
-        self.backward = traces.backward
-        self.gradient: tuple = traces.gradient
-        self.notes: list[str] = traces.notes
         self.output: str = traces.output
+        self._lazy = traces.lazy
+        self._check = traces.check
+        self._diagnostics = None
         self._folds: list | None = None
-        self.diagnostics = traces.diagnostics  # _check.Diagnostics, or None without check
+        self._fan_in: dict[str, int] | None = None
+        self._ancestors: set[str] | None = None
         self.ascii = ascii
         self.digits = digits
         self.max_rows = max_rows
         self.max_nodes = max_nodes
         self.title = title or self._default_title()
         self._by_name = {v.name: v for v in self.inputs + self.steps}
-        self.fan_in: dict[str, int] = {}
-        for visit in self.backward:
-            for c in visit.contributions:
-                self.fan_in[c.parent] = self.fan_in.get(c.parent, 0) + 1
-        self.ancestors = {v.name for v in self.steps} | {visit.name for visit in self.backward}
+        self._program: Callable[[], str] | None = None  # explain sets it: makes report.code
+        self._code: str | None = None
+
+    # ------------------------------------------------------------------ computed when read
+    @property
+    def backward(self) -> list:
+        """The Visits of the backward pass, in the order it runs (run when first read)."""
+        return self._lazy.backward()
+
+    @property
+    def gradient(self) -> tuple:
+        """The gradient, shaped like the arguments (a tuple)."""
+        return self._lazy.gradient()
+
+    @property
+    def notes(self) -> list[str]:
+        """Derivatives that could not be computed (no rule), and why."""
+        self._lazy.backward()
+        return self._lazy.forward_notes() + self._lazy.backward_notes
+
+    @property
+    def diagnostics(self):
+        """explain(check=True): the ``_check.Diagnostics`` (None without check)."""
+        if self._check and self._diagnostics is None:
+            from ._check import diagnose  # only explain(check=True) pays for it
+
+            self._diagnostics = diagnose(self._lazy)
+        return self._diagnostics
+
+    @property
+    def code(self) -> str | None:
+        """The straight-line program ``chainrule.jit`` emits for the value and gradient of
+        the explained call, each line's comment naming the user's line it comes from
+        (``@ file.py:12``; ``(adjoint)`` on the lines of the backward pass). None for a
+        report of a Tensor graph. Staged when first read; raises ``StagingError`` where
+        jit cannot stage the function."""
+        if self._code is None and self._program is not None:
+            self._code = self._program()
+        return self._code
+
+    def _code_section(self) -> tuple[str, str] | None:
+        """(title, program) for the Markdown and HTML pages, or None: no function to stage,
+        or more operations than ``max_rows`` (the program is then as long: read
+        ``report.code``)."""
+        if self._program is None or (self.max_rows is not None and len(self.steps) > self.max_rows):
+            return None
+        try:
+            code = self.code
+        except Exception as error:  # noqa: BLE001 - the page says why instead
+            code = f"# chainrule.jit cannot stage this function: {error}"
+        return "Derivative program (chainrule.jit, value and gradient)", code
+
+    @property
+    def fan_in(self) -> dict[str, int]:
+        """How many contributions each variable's adjoint sums."""
+        if self._fan_in is None:
+            self._fan_in = {}
+            for visit in self.backward:
+                for c in visit.contributions:
+                    self._fan_in[c.parent] = self._fan_in.get(c.parent, 0) + 1
+        return self._fan_in
+
+    @property
+    def ancestors(self) -> set[str]:
+        """The variables the output depends on (every operation, and the inputs it reads)."""
+        if self._ancestors is None:
+            variables = self._lazy.variables
+            self._ancestors = {v.name for v in self.steps} | {
+                variables[n].name for n in self._lazy.order if n.fun is None
+            }
+        return self._ancestors
 
     # ------------------------------------------------------------------ access
     def var(self, name: str) -> Variable:
@@ -123,19 +190,21 @@ class Report:
         check_names([v.name for v in self.variables] + [self.output])
         return to_ascii
 
-    def tables(self, ascii: bool | None = None) -> list[_tables.Table]:
-        tables = [
-            _tables.evaluation(self),
-            _tables.forward(self),
-            _tables.backward(self),
-            _tables.order(self),
-            _tables.gradient(self),
-        ]
-        if self.diagnostics is not None:  # the textbook tables stay as they are without it
+    def tables(self, ascii: bool | None = None, page: int = 1) -> list[_tables.Table]:
+        """The tables; the per-operation ones show page ``page`` of ``max_rows`` rows."""
+        with _tables.quiet():
+            tables = [
+                _tables.evaluation(self, page),
+                _tables.forward(self, page),
+                _tables.backward(self, page),
+                _tables.order(self),
+                _tables.gradient(self),
+            ]
             lines = _tables.source_lines(self)
-            tables += (
-                [_tables.diagnostics(self)] if lines is None else [lines, _tables.diagnostics(self)]
-            )
+            if lines is not None:
+                tables.append(lines)
+            if self.diagnostics is not None:
+                tables.append(_tables.diagnostics(self, page))
         spell = self.notation(ascii)
         if spell is str:
             return tables
@@ -149,27 +218,39 @@ class Report:
             for t in tables
         ]
 
-    def text(self) -> str:
-        """The text tables; in ASCII notation where ``ascii`` says so (see the class)."""
-        out = self._text(self.ascii is True)
+    def table(self, title: str, page: int = 1) -> _tables.Table:
+        """One of ``tables()`` by its title ("Source lines", "Checks", "Gradient", ...)."""
+        for table in self.tables(page=page):
+            if table.title == title:
+                return table
+        titles = ", ".join(t.title for t in self.tables(page=page))
+        raise KeyError(f"no table {title!r} in this report; it has {titles}.")
+
+    def text(self, page: int = 1) -> str:
+        """The text tables (page ``page`` of the long ones); in ASCII notation where
+        ``ascii`` says so (see the class)."""
+        out = self._text(self.ascii is True, page)
         if self.ascii is None and not fits(out, sys.stdout):
-            out = self._text(True)
+            out = self._text(True, page)
         return out
 
-    def _text(self, ascii: bool) -> str:
+    def _text(self, ascii: bool, page: int = 1) -> str:
         spell = self.notation(ascii)
         parts = [spell(f"chainrule.explain: {self.title}"), ""]
-        for table in self.tables(ascii):
+        for table in self.tables(ascii, page):
             parts += [table.text(), ""]
         parts += [spell(f"note: {n}") for n in self.notes]
         return "\n".join(parts).rstrip() + "\n"
 
-    def markdown(self) -> str:
+    def markdown(self, page: int = 1) -> str:
         spell = self.notation()
-        parts = [spell(f"## chainrule.explain: {self.title}"), ""]
-        for table in self.tables():
+        parts = [_tables.md_escape(spell(f"## chainrule.explain: {self.title}")), ""]
+        for table in self.tables(page=page):
             parts += [table.markdown(), ""]
-        parts += [spell(f"> note: {n}") for n in self.notes]
+        code = self._code_section()
+        if code is not None:
+            parts += [f"### {code[0]}", "", "```python", code[1].rstrip(), "```", ""]
+        parts += [f"> note: {_tables.md_escape(spell(n))}" for n in self.notes]
         return "\n".join(parts).rstrip() + "\n"
 
     def dot(self) -> str:
@@ -182,9 +263,9 @@ class Report:
         """The graph drawn by Graphviz's ``dot`` program (raises GraphvizNotFound without it)."""
         return _graph.svg(self.dot())
 
-    def html(self) -> str:
+    def html(self, page: int = 1) -> str:
         """One self-contained page: the graph, the tables and a backward-pass stepper."""
-        return _graph.html(self)
+        return _graph.html(self, page=page)
 
     def render(self, format: str) -> str:
         renderers = {
@@ -219,8 +300,13 @@ class Report:
         return self.markdown()
 
 
+def _is_tensor(x) -> bool:
+    tensor = sys.modules.get("chainrule.tensor._tensor")  # loaded if any Tensor exists
+    return tensor is not None and isinstance(x, tensor.Tensor)
+
+
 def explain(
-    f: Callable,
+    f: Callable | Any,
     *args,
     wrt: str | int | None = None,
     digits: int = 3,
@@ -245,19 +331,47 @@ def explain(
     Unicode (a cp1252 or ASCII terminal); False never does.
 
     Every operation knows the user's source line that made it (``Variable.source``,
-    ``report.by_line()``). ``check=True`` adds the "Source lines" and "Checks"
-    tables (``report.diagnostics``): each node's VJP against finite differences (flagged
-    above a relative error of 1e-4), the first NaN/inf in either pass with its operands,
-    inputs that do not influence the output, adjoint sizes and the bytes each node keeps.
+    ``report.by_line()``): the "Source lines" table groups operations by line and folds
+    loops into one block "× N", the graphs box each line's operations and fold loops too.
+    ``check=True`` adds the "Checks" table (``report.diagnostics``): each node's VJP
+    against finite differences (flagged above a relative error of 1e-4), the first NaN/inf
+    in either pass with its operands, inputs that do not influence the output, adjoint
+    sizes and the bytes each node keeps. ``report.code`` is the program ``chainrule.jit``
+    emits for the value and gradient, its lines marked with the user's lines.
+
+    The report is built from the recording alone: local partials, tangents and adjoints
+    are computed when a table, graph or check first reads them, and the per-operation
+    tables show one page of ``max_rows`` rows (``report.text(page=2)``), so a report of
+    a 100,000-operation program builds in about the time ``grad`` takes.
+
+    ``f`` may also be a ``chainrule.Tensor`` after a forward pass (``explain(loss)``, as
+    torchviz's ``make_dot(loss)``): the report is that of the graph it recorded, its inputs
+    the leaf Tensors, named as in the calling code.
 
     >>> import chainrule.numpy as np
     >>> report = explain(lambda x1, x2: np.log(x1) + x1 * x2 - np.sin(x2), 2.0, 5.0)
     >>> print(report)  # doctest: +SKIP
     """
-    return Report(
-        record(f, args, wrt, check=check),
+    if _is_tensor(f):
+        if args:
+            raise TypeError(
+                "explain(tensor) takes the Tensor alone: its graph holds the inputs "
+                f"(got {len(args)} more argument{'s' if len(args) > 1 else ''})."
+            )
+        from ._tensor import record_tensor
+
+        traces = record_tensor(f, sys._getframe(1), wrt, check=check)
+    else:
+        traces = record(f, args, wrt, check=check)
+    report = Report(
+        traces,
         digits=digits,
         max_rows=max_rows,
         max_nodes=max_nodes,
         ascii=ascii,
     )
+    if not _is_tensor(f):
+        from ._code import adjoint_program
+
+        report._program = lambda: adjoint_program(f, args)
+    return report

@@ -42,13 +42,34 @@ def _is_library(filename: str) -> bool:
     return known
 
 
+_known: dict = {}  # (file, line) -> Source: one lookup per line, not per operation
+_KNOWN_MAX = 100_000
+
+
+def forget_lines() -> None:
+    """Read the lines again from now on (a recording starts with this: files may change)."""
+    _known.clear()
+
+
 def user_source(skip: int = 1) -> Source | None:
     """The innermost calling frame outside chainrule and NumPy, or None (all library)."""
+    return user_site(skip + 1)[0]
+
+
+def user_site(skip: int = 1) -> tuple[Source | None, int]:
+    """``user_source`` and the offset of the bytecode instruction running in that frame: two
+    calls on one line differ in it, one call made again by a loop does not."""
     frame = sys._getframe(skip)
     while frame is not None:
         filename = frame.f_code.co_filename
         if not _is_library(filename):
-            lineno = frame.f_lineno
-            return Source(filename, lineno, linecache.getline(filename, lineno).strip())
+            key = (filename, frame.f_lineno)
+            source = _known.get(key)
+            if source is None:
+                if len(_known) > _KNOWN_MAX:
+                    _known.clear()
+                text = linecache.getline(filename, key[1]).strip()
+                source = _known[key] = Source(filename, key[1], text)
+            return source, frame.f_lasti
         frame = frame.f_back
-    return None
+    return None, -1

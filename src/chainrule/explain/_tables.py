@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import unicodedata
+
+import numpy as np
 
 from . import _format as fmt
 
@@ -26,13 +29,15 @@ def width(text: str) -> int:
 
 
 class Gap:
-    """Stands for the rows left out of a long table."""
+    """Stands for the rows left out of a long table (``hint``: how to see them)."""
 
-    def __init__(self, count: int):
+    def __init__(self, count: int, hint: str = ""):
         self.count = count
+        self.hint = hint
 
     def row(self, columns: int, what: str = "rows") -> list[str]:
-        return [f"... {self.count} {what} omitted ..."] + [""] * (columns - 1)
+        hint = f"; {self.hint}" if self.hint else ""
+        return [f"... {self.count} {what} omitted{hint} ..."] + [""] * (columns - 1)
 
 
 def clip(items: list, limit: int | None) -> list:
@@ -42,6 +47,34 @@ def clip(items: list, limit: int | None) -> list:
     head = limit // 2
     tail = limit - head
     return items[:head] + [Gap(len(items) - limit)] + items[len(items) - tail :]
+
+
+def pages(items: list, limit: int | None) -> int:
+    """How many pages of ``limit`` rows ``items`` fill."""
+    return 1 if limit is None or len(items) <= limit else -(-len(items) // max(limit, 1))
+
+
+def page(items: list, limit: int | None, number: int = 1) -> list:
+    """Page ``number`` (from 1) of ``items``, ``limit`` per page, with Gaps standing for the
+    pages before and after it. Only the rows of one page are computed and written, so a
+    table of 100,000 operations costs what one page costs."""
+    if limit is None or len(items) <= limit:
+        return list(items)
+    limit = max(limit, 1)
+    pages = -(-len(items) // limit)
+    number = min(max(number, 1), pages)
+    start, end = (number - 1) * limit, min(number * limit, len(items))
+    where = f"page {number} of {pages}, report.text(page=N) shows page N"
+    out: list = [Gap(start, where)] if start else []
+    out += items[start:end]
+    if end < len(items):
+        out.append(Gap(len(items) - end, where))
+    return out
+
+
+def md_escape(text: str) -> str:
+    """Text that Markdown shows as it is: no table cells split, no emphasis, no HTML."""
+    return re.sub(r"([|*_\\`<>\[\]])", r"\\\1", text)
 
 
 class Table:
@@ -67,7 +100,7 @@ class Table:
 
     def markdown(self) -> str:
         def cell(text):
-            return re.sub(r"([|*_\\`<>])", r"\\\1", text) or " "
+            return md_escape(text) or " "
 
         out = [f"### {self.title}", ""]
         if self.note:
@@ -93,6 +126,17 @@ class Table:
         )
 
 
+@contextlib.contextmanager
+def quiet():
+    """Rendering computes the derivatives of the rows it shows: no cycle collection while
+    it makes them (see ``_trace._no_cycle_collection``), no NumPy warnings (the tables
+    show NaN and inf themselves)."""
+    from ._trace import _no_cycle_collection
+
+    with _no_cycle_collection(), np.errstate(all="ignore"):
+        yield
+
+
 def _partials_text(var) -> str:
     note = f" ({var.partial_note})" if var.partial_note else ""
     return ", ".join(
@@ -100,14 +144,14 @@ def _partials_text(var) -> str:
     )
 
 
-def evaluation(report) -> Table:
+def evaluation(report, number: int = 1) -> Table:
     rows = [
         v.row(5, "inputs")
         if isinstance(v, Gap)
         else [v.name, "", "", "= " + report.show(v.value), ""]
         for v in clip(report.inputs, report.max_rows)
     ]
-    for v in clip(report.steps, report.max_rows):
+    for v in page(report.steps, report.max_rows, number):
         if isinstance(v, Gap):
             rows.append(v.row(5, "operations"))
             continue
@@ -128,7 +172,7 @@ def evaluation(report) -> Table:
     )
 
 
-def forward(report) -> Table:
+def forward(report, number: int = 1) -> Table:
     wrt = report.forward_wrt
     seeds = ", ".join(
         f"{dotted(v.name)} = {'1' if v.name == wrt else '0'}" for v in report.inputs[:8]
@@ -139,7 +183,7 @@ def forward(report) -> Table:
         else [dotted(v.name), "", "", "= " + report.show_opt(v.tangent)]
         for v in clip(report.inputs, report.max_rows)
     ]
-    for v in clip(report.steps, report.max_rows):
+    for v in page(report.steps, report.max_rows, number):
         if isinstance(v, Gap):
             rows.append(v.row(4, "operations"))
             continue
@@ -159,16 +203,13 @@ def forward(report) -> Table:
                 "= " + report.show_opt(v.tangent),
             ]
         )
+    last = pages(report.steps, report.max_rows)
     for out_name, var_name, _ in report.outputs:
         if var_name is not None:
-            rows.append(
-                [
-                    dotted(out_name),
-                    "= " + dotted(var_name),
-                    "",
-                    "= " + report.show_opt(report.var(var_name).tangent),
-                ]
-            )
+            # the output's tangent needs the whole forward pass: on the last page only
+            tangent = report.var(var_name).tangent if number >= last else None
+            shown = f"(page {last})" if number < last else report.show_opt(tangent)
+            rows.append([dotted(out_name), "= " + dotted(var_name), "", "= " + shown])
     note = (
         f"Tangents with respect to {wrt}: seeds {seeds}"
         + ("" if fmt.is_scalar(report.var(wrt).value) else " (an array of ones)")
@@ -177,11 +218,11 @@ def forward(report) -> Table:
     return Table("Forward tangent trace", ["", "chain rule", "with values", "tangent"], rows, note)
 
 
-def backward(report) -> Table:
+def backward(report, number: int = 1) -> Table:
     rows = []
     seeds = {var_name: out_name for out_name, var_name, _ in report.outputs if var_name}
     limit = None if report.max_rows is None else report.max_rows // 2
-    for item in clip(list(enumerate(report.backward, 1)), limit):
+    for item in page(list(enumerate(report.backward, 1)), limit, number):
         if isinstance(item, Gap):
             rows.append(item.row(5, "backward steps"))
             continue
@@ -287,12 +328,12 @@ def source_lines(report) -> Table | None:
     return Table("Source lines", ["", "line", "code", "operations"], rows, note if folded else "")
 
 
-def diagnostics(report) -> Table:
+def diagnostics(report, number: int = 1) -> Table:
     """explain(check=True): per operation its line, the finite-difference check of its VJP,
     the size of its adjoint and the bytes it keeps for the backward pass."""
     d = report.diagnostics
     rows = []
-    for v in clip(report.steps, report.max_rows):
+    for v in page(report.steps, report.max_rows, number):
         if isinstance(v, Gap):
             rows.append(v.row(5, "operations"))
             continue

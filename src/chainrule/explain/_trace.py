@@ -11,7 +11,9 @@ the order ``toposort`` gives the backward pass. No derivative is written here.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import inspect
 import itertools
 import math
@@ -29,13 +31,15 @@ from .._core.tracer import Node, isbox, trace_leaves
 from .._core.vspace import add_values, vspace
 from ..numpy.numpy_wrapper import NONDIFFERENTIABLE
 from . import _format as fmt
-from ._source import Source, user_source
+from ._source import Source, forget_lines, user_site
 
 _creation = itertools.count()
 
 
 class ExplainNode(Node):
-    __slots__ = ("fun", "args", "kwargs", "argnums", "ans", "parents", "seq", "name", "source")
+    __slots__ = (
+        "fun", "args", "kwargs", "argnums", "ans", "parents", "seq", "name", "source", "site",
+    )  # fmt: skip
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         self.fun = fun
@@ -46,12 +50,13 @@ class ExplainNode(Node):
         self.parents = parents
         self.seq = next(_creation)
         self.name = ""
-        self.source = user_source(2)  # the user's line that made this call
+        # the user's line that made this call, and where on it (see _fold)
+        self.source, self.site = user_site(2)
 
     def initialize_root(self, value, name: str) -> None:
         self.__init__(value, None, (), {}, (), ())
         self.name = name
-        self.source = None
+        self.source, self.site = None, -1
 
     def __repr__(self) -> str:
         return f"<ExplainNode {self.name}>"
@@ -60,26 +65,47 @@ class ExplainNode(Node):
 # ----------------------------------------------------------------------------- report rows
 
 
-@dataclasses.dataclass
 class Variable:
-    """One row of the evaluation trace: an input (``op`` is None) or a primitive call."""
+    """One row of the evaluation trace: an input (``op`` is None) or a primitive call.
 
-    name: str
-    value: Any
-    op: str | None = None  # the primitive's name, e.g. "multiply"
-    # () -> (expr, expr_values): written when first shown, so a report of a long program
-    # writes only the rows it renders
-    describe: Callable[[], tuple[str, str]] | None = dataclasses.field(default=None, repr=False)
-    parents: list[str] = dataclasses.field(default_factory=list)  # traced arguments, in order
-    partials: list[Any] = dataclasses.field(default_factory=list)  # d self / d parent (scalars)
-    partial_texts: list[str] = dataclasses.field(default_factory=list)
-    tangent: Any = None  # forward trace: d self / d (chosen input)
-    adjoint: Any = None  # reverse trace: d y / d self (None: y does not depend on it)
-    depth: int = 0  # longest path from an input (for drawing)
-    note: str = ""  # why a derivative is missing, if it is
-    partial_note: str = ""  # why every local partial is zero ("piecewise constant")
-    source: Source | None = None  # the user's line that made it (file, line, text)
-    seq: int = 0  # creation order (the order the user's code ran in)
+    What is cheap is stored (name, value, op, parents, source line); what costs a rule call
+    per node (the local partials, the tangent, the adjoint) is computed when first read, so
+    a report of a 100,000-node program pays only for the rows it shows."""
+
+    __slots__ = (
+        "name", "value", "op", "parents", "depth", "source", "seq",
+        "_describe", "_node", "_lazy", "_partials", "_partial_texts", "_partial_note",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        name: str,
+        value: Any,
+        op: str | None = None,
+        describe: Callable[[Variable], tuple[str, str]] | None = None,
+        parents: list[str] | None = None,
+        source: Source | None = None,
+        seq: int = 0,
+        node: ExplainNode | None = None,
+        lazy: _Lazy | None = None,
+    ):
+        self.name = name
+        self.value = value
+        self.op = op  # the primitive's name, e.g. "multiply"
+        # (var) -> (expr, expr_values), replaced by its answer when first shown
+        self._describe = describe
+        self.parents: list[str] = parents or []  # traced arguments, in order
+        self.depth = 0  # longest path from an input (for drawing)
+        self.source = source  # the user's line that made it (file, line, text)
+        self.seq = seq  # creation order (the order the user's code ran in)
+        self._node = node
+        self._lazy = lazy
+        self._partials: list | None = None if op is not None else []
+        self._partial_texts: list[str] = []
+        self._partial_note = ""
+
+    def __repr__(self) -> str:
+        return f"<Variable {self.name}{'' if self.op is None else ' = ' + self.op}>"
 
     @property
     def is_input(self) -> bool:
@@ -96,35 +122,102 @@ class Variable:
         return self._texts()[1]
 
     def _texts(self) -> tuple[str, str]:
-        if self.describe is None:
+        if self._describe is None:
             return "", ""
-        texts = self.describe()
-        self.describe = lambda: texts
-        return texts
+        if not isinstance(self._describe, tuple):  # written when first shown
+            self._describe = self._describe(self)
+        return self._describe
+
+    def _local(self) -> None:
+        if self._partials is None:
+            self._partials, self._partial_texts, self._partial_note = self._lazy.partials(self)
+
+    @property
+    def partials(self) -> list:
+        """d self / d parent per parent: numbers for scalars, None where a Jacobian is."""
+        self._local()
+        return self._partials
+
+    @property
+    def partial_texts(self) -> list[str]:
+        self._local()
+        return self._partial_texts
+
+    @property
+    def partial_note(self) -> str:
+        """Why every local partial is zero ("piecewise constant"), or ""."""
+        self._local()
+        return self._partial_note
+
+    @property
+    def tangent(self) -> Any:
+        """Forward trace: d self / d (chosen input); None where it is not computed."""
+        return None if self._lazy is None else self._lazy.tangent(self._node)
+
+    @property
+    def adjoint(self) -> Any:
+        """Reverse trace: d y / d self (None: y does not depend on it)."""
+        return None if self._lazy is None else self._lazy.adjoint(self._node)
+
+    @property
+    def note(self) -> str:
+        """Why a derivative is missing, if it is."""
+        node = self._node
+        if node is None or node.fun is None or node.fun in primitive_jvps:
+            return ""
+        return f"no JVP rule for {self.op}"
 
 
-@dataclasses.dataclass
 class Contribution:
     """``parent_bar += child_bar * d child / d parent``: one edge of the backward pass."""
 
-    child: str
-    parent: str
-    argnum: int
-    child_adjoint: Any
-    partial_text: str
-    value: Any  # what the VJP rule returned for this parent
-    previous: Any  # the parent's adjoint before (None for its first contribution)
-    total: Any  # the parent's adjoint after adding it (the running sum)
-    fan_in: int  # how many contributions the parent has received so far
+    __slots__ = (
+        "child", "parent", "argnum", "child_adjoint", "value", "previous", "total", "fan_in",
+        "_var", "_j",
+    )  # fmt: skip
+
+    def __init__(self, var, j, parent, argnum, child_adjoint, value, previous, total, fan_in):
+        self.child: str = var.name
+        self.parent: str = parent
+        self.argnum: int = argnum
+        self.child_adjoint = child_adjoint
+        self.value = value  # what the VJP rule returned for this parent
+        self.previous = previous  # the parent's adjoint before (None for its first contribution)
+        self.total = total  # the parent's adjoint after adding it (the running sum)
+        self.fan_in: int = fan_in  # how many contributions the parent has received so far
+        self._var, self._j = var, j
+
+    @property
+    def partial_text(self) -> str:
+        return self._var.partial_texts[self._j]
+
+    def __repr__(self) -> str:
+        return f"<Contribution {self.parent} += from {self.child}>"
 
 
-@dataclasses.dataclass
 class Visit:
-    """One step of the backward pass: a node takes its summed adjoint and sends it on."""
+    """One step of the backward pass: a node takes its summed adjoint and sends it on.
 
-    name: str
-    adjoint: Any
-    contributions: list[Contribution]
+    Its ``contributions`` are made when first read (the backward pass keeps tuples)."""
+
+    __slots__ = ("name", "adjoint", "_var", "_raw", "_made")
+
+    def __init__(self, name: str, adjoint: Any, var=None, raw: list | None = None):
+        self.name = name
+        self.adjoint = adjoint
+        self._var = var
+        self._raw = raw if raw is not None else []  # (j, parent, argnum, c, previous, ...)
+        self._made: list[Contribution] | None = None
+
+    @property
+    def contributions(self) -> list[Contribution]:
+        if self._made is None:
+            var, g = self._var, self.adjoint
+            self._made = [Contribution(var, *item[:3], g, *item[3:]) for item in self._raw]
+        return self._made
+
+    def __repr__(self) -> str:
+        return f"Visit({self.name!r}, {len(self._raw)} contributions)"
 
 
 # ----------------------------------------------------------------------------- naming
@@ -259,14 +352,32 @@ class Traces:
     outputs: list[tuple[str, str | None, Any]]  # (output name, variable name or None, value)
     value: Any
     forward_wrt: str
-    backward: list[Visit]
-    gradient: tuple
-    notes: list[str]
+    lazy: _Lazy  # the derivative traces, computed when first read
     output: str  # what the output is called: y, or the first free name of OUTPUT_NAMES
-    diagnostics: Any = None  # _check.Diagnostics where explain was asked to check
+    check: bool = False  # explain(check=True): diagnose when first asked
+
+
+@contextlib.contextmanager
+def _no_cycle_collection():
+    """The recording makes one node, one box and one row per operation and frees none of
+    them; Python's cycle collector would rescan that growing heap again and again (most of
+    the time of a 100,000-node recording). Collection waits until the report is built."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def record(f: Callable, args: tuple, wrt=None, check: bool = False) -> Traces:
+    forget_lines()
+    with _no_cycle_collection():
+        return _record(f, args, wrt, check)
+
+
+def _record(f: Callable, args: tuple, wrt=None, check: bool = False) -> Traces:
     arg_names = _param_names(f, len(args))
     leaves, treedef = tree_flatten(tuple(int(a) * 1.0 if type(a) is int else a for a in args))
     names = [n for name, td in zip(arg_names, treedef.children) for n in _leaf_names(name, td)]
@@ -290,8 +401,23 @@ def record(f: Callable, args: tuple, wrt=None, check: bool = False) -> Traces:
         [leaves[i] for i in traced],
         rebuild,
     )
+
+    def gradient(adjoints: dict):
+        grads = list(leaves)
+        for i, root in zip(traced, roots):
+            g = adjoints.get(root)
+            grads[i] = vspace(leaves[i]).zeros() if g is None else vspace(leaves[i]).cast(g)
+        for i in set(range(len(leaves))) - set(traced):
+            grads[i] = None
+        return tree_unflatten(treedef, grads)
+
+    return build(out, trace_id, roots, set(names) | set(arg_names), gradient, wrt, arg_names, check)
+
+
+def build(out, trace_id, roots, taken: set, gradient, wrt, arg_names, check=False) -> Traces:
+    """The Traces of a finished recording: ``out`` (boxes of trace ``trace_id``), the input
+    nodes ``roots`` (named already), ``gradient(adjoints)`` shaping the inputs' adjoints."""
     out_leaves, out_def = tree_flatten(out)
-    taken = set(names) | set(arg_names)
     output = _free_output_name(taken)
     out_names = _leaf_names(output, out_def)
     letter = _free_step_letter(taken)
@@ -305,25 +431,24 @@ def record(f: Callable, args: tuple, wrt=None, check: bool = False) -> Traces:
     # reads v1 = log x1, v2 = x1 x2, v3 = sin x2, v4 = v1 + v2, v5 = v4 - v3.
     depth: dict = {}
     for node in nodes:
-        depth[node] = 1 + max((depth[p] for p in node.parents), default=-1)
+        parents = node.parents
+        depth[node] = 1 + max([depth[p] for p in parents]) if parents else 0
     nodes.sort(key=lambda n: (depth[n], n.seq))
 
-    variables: dict[ExplainNode, Variable] = {}
-    inputs, steps, notes = [], [], []
+    lazy = _Lazy(nodes, backward_order, out_leaves, trace_id, gradient, pi)
+    variables = lazy.variables
+    inputs, steps = [], []
     for node in nodes:
         if node.fun is None:
-            var = Variable(node.name, node.ans)
+            var = Variable(node.name, node.ans, node=node, lazy=lazy)
             inputs.append(var)
         else:
             node.name = f"{letter}{len(steps) + 1}"
-            var = _step(node, variables, pi)
+            var = _step(node, variables, lazy)
             steps.append(var)
         var.depth = depth[node]
         variables[node] = var
-
-    wrt_name = _forward_input(wrt, inputs, arg_names)
-    _forward(nodes, variables, wrt_name, notes)
-    visits, adjoints = _backward(backward_order, ends, out_leaves, trace_id, variables, notes)
+    lazy.wrt = _forward_input(wrt, inputs, arg_names)
 
     outputs = []
     for name, leaf in zip(out_names, out_leaves):
@@ -332,51 +457,21 @@ def record(f: Callable, args: tuple, wrt=None, check: bool = False) -> Traces:
         else:
             outputs.append((name, None, leaf))
     value = tree_unflatten(out_def, [v for _, _, v in outputs])
-
-    grads = list(leaves)
-    for i, root in zip(traced, roots):
-        g = adjoints.get(root)
-        grads[i] = vspace(leaves[i]).zeros() if g is None else vspace(leaves[i]).cast(g)
-    for i in set(range(len(leaves))) - set(traced):
-        grads[i] = None
-    gradient = tree_unflatten(treedef, grads)
-    diagnostics = None
-    if check:
-        from ._check import diagnose  # only explain(check=True) pays for it
-
-        diagnostics = diagnose(nodes, variables, visits)
-    return Traces(
-        inputs, steps, outputs, value, wrt_name, visits, gradient, notes, output, diagnostics
-    )
+    return Traces(inputs, steps, outputs, value, lazy.wrt, lazy, output, check)
 
 
-def _step(node: ExplainNode, variables: dict, pi: str) -> Variable:
-    traced = {i: variables[p].name for i, p in zip(node.argnums, node.parents)}
-
-    def describe():
-        values = {i: variables[p].value for i, p in zip(node.argnums, node.parents)}
-        return (
-            _describe(node.fun, node.args, node.kwargs, traced, pi),
-            _describe(node.fun, node.args, node.kwargs, {i: _short(v) for i, v in values.items()}),
-        )
-
-    var = Variable(
+def _step(node: ExplainNode, variables: dict, lazy: _Lazy) -> Variable:
+    return Variable(
         node.name,
         node.ans,
-        op=getattr(node.fun, "__name__", "f"),
-        describe=describe,
-        parents=list(traced.values()),
-        source=node.source,
-        seq=node.seq,
+        getattr(node.fun, "__name__", "f"),
+        lazy.describe,
+        [variables[p].name for p in node.parents],
+        node.source,
+        node.seq,
+        node,
+        lazy,
     )
-    for j, parent in enumerate(node.parents):
-        partial, text = _partial(node, j, variables[parent].value)
-        var.partials.append(partial)
-        var.partial_texts.append(text)
-    note = NOTES.get(var.op, "")
-    if note and all(p is not None and np.all(p == 0) for p in var.partials):
-        var.partial_note = note
-    return var
 
 
 def _partial(node: ExplainNode, j: int, parent_value) -> tuple[Any, str]:
@@ -417,73 +512,142 @@ def _forward_input(wrt, inputs: list[Variable], arg_names: list[str]) -> str:
     return matches[0]
 
 
-def _forward(nodes, variables: dict, wrt_name: str, notes: list) -> None:
-    """The forward tangent trace, seeded with ones on the chosen input and zeros elsewhere."""
-    tangents: dict = {}
-    for node in nodes:
-        var = variables[node]
-        space = vspace(node.ans)
-        if node.fun is None:
-            tangents[node] = space.ones() if var.name == wrt_name else space.zeros()
-        elif any(tangents.get(p) is None for p in node.parents):
-            tangents[node] = None
-        else:
-            try:
-                rule = primitive_jvps[node.fun]
-            except KeyError:
-                var.note = f"no JVP rule for {var.op}"
-                notes.append(f"{var.name}: {var.note}; its tangent is not shown.")
-                tangents[node] = None
-                continue
-            parent_tangents = tuple(tangents[p] for p in node.parents)
-            tangents[node] = rule(parent_tangents, node.argnums, node.ans, node.args, node.kwargs)
-        var.tangent = tangents[node]
+class _Lazy:
+    """The derivative traces of one recording, each computed when first read: the tangents
+    node by node in evaluation order up to the one asked for, the backward pass whole (the
+    gradient needs all of it), a node's local partials when its row is shown."""
 
+    def __init__(self, nodes: list, backward_order: list, out_leaves, trace_id, gradient, pi):
+        self.nodes = nodes  # evaluation order
+        self.pi = pi  # how a constant equal to math.pi is written
+        self.order = backward_order
+        self.out_leaves = out_leaves
+        self.trace_id = trace_id
+        self._gradient = gradient
+        self.variables: dict[ExplainNode, Variable] = {}
+        self.wrt = ""
+        self._tangents: dict = {}
+        self._next = 0  # the first node of ``nodes`` whose tangent is not computed yet
+        self._visits: list[Visit] | None = None
+        self._adjoints: dict = {}
+        self.backward_notes: list[str] = []
 
-def _backward(order, ends, out_leaves, trace_id, variables: dict, notes: list):
-    """Replay the backward pass in ``toposort``'s order, recording every contribution."""
-    adjoints: dict = {}
-    counts: dict = {}
-    for leaf in out_leaves:
-        if isbox(leaf) and leaf._trace_id == trace_id:
-            node = leaf._node
-            seed = vspace(node.ans).ones()
-            adjoints[node] = seed if node not in adjoints else add_values(adjoints[node], seed)
-    visits = []
-    for node in order:
-        g = adjoints.get(node)
-        if g is None:
-            continue
-        var = variables[node]
-        var.adjoint = g
-        visit = Visit(var.name, g, [])
-        visits.append(visit)
-        if node.fun is None:
-            continue
-        try:
-            rule = primitive_vjps[node.fun]
-        except KeyError:
-            notes.append(f"{var.name}: no VJP rule for {var.op}; the backward pass stops there.")
-            continue
-        grads = rule(g, node.argnums, node.ans, node.args, node.kwargs)
-        for j, (parent, argnum, c) in enumerate(zip(node.parents, node.argnums, grads)):
-            if c is None:
-                continue
-            previous = adjoints.get(parent)
-            total = c if previous is None else add_values(previous, c)
-            adjoints[parent] = total
-            counts[parent] = counts.get(parent, 0) + 1
-            visit.contributions.append(
-                Contribution(
-                    var.name,
-                    variables[parent].name,
-                    argnum,
-                    g,
-                    var.partial_texts[j],
-                    c,
-                    previous,
-                    total,
-                    counts[parent],
+    # ---------------------------------------------------------------- how a row reads
+    def describe(self, var: Variable) -> tuple[str, str]:
+        """The operation with its arguments' names, and with their values."""
+        node, variables = var._node, self.variables
+        names = {i: variables[p].name for i, p in zip(node.argnums, node.parents)}
+        values = {i: _short(p.ans) for i, p in zip(node.argnums, node.parents)}
+        return (
+            _describe(node.fun, node.args, node.kwargs, names, self.pi),
+            _describe(node.fun, node.args, node.kwargs, values),
+        )
+
+    # ---------------------------------------------------------------- local partials
+    def partials(self, var: Variable) -> tuple[list, list[str], str]:
+        with np.errstate(all="ignore"):  # a NaN partial is shown as nan, not warned about
+            return self._partials(var)
+
+    def _partials(self, var: Variable) -> tuple[list, list[str], str]:
+        node = var._node
+        partials, texts = [], []
+        for parent in node.parents:
+            partial, text = _partial(node, len(partials), parent.ans)
+            partials.append(partial)
+            texts.append(text)
+        note = NOTES.get(var.op, "")
+        if not (note and all(p is not None and np.all(p == 0) for p in partials)):
+            note = ""
+        return partials, texts, note
+
+    # ---------------------------------------------------------------- forward trace
+    def tangent(self, node) -> Any:
+        """The tangent of ``node``, seeded with ones on the chosen input, zeros elsewhere."""
+        if node in self._tangents:
+            return self._tangents[node]
+        with np.errstate(all="ignore"):  # the tables show NaN and inf; check=True finds them
+            return self._tangent(node)
+
+    def _tangent(self, node) -> Any:
+        tangents = self._tangents
+        nodes = self.nodes
+        while node not in tangents and self._next < len(nodes):
+            n = nodes[self._next]
+            self._next += 1
+            if n.fun is None:
+                space = vspace(n.ans)
+                tangents[n] = space.ones() if n.name == self.wrt else space.zeros()
+            elif n.fun not in primitive_jvps or any(tangents[p] is None for p in n.parents):
+                tangents[n] = None
+            else:
+                parent_tangents = tuple(tangents[p] for p in n.parents)
+                tangents[n] = primitive_jvps[n.fun](
+                    parent_tangents, n.argnums, n.ans, n.args, n.kwargs
                 )
-            )
-    return visits, adjoints
+        return tangents.get(node)
+
+    def forward_notes(self) -> list[str]:
+        missing = {n.fun for n in self.nodes if n.fun is not None}
+        missing = {fun for fun in missing if fun not in primitive_jvps}
+        return [
+            f"{self.variables[n].name}: {self.variables[n].note}; its tangent is not shown."
+            for n in self.nodes
+            if n.fun in missing
+        ]
+
+    # ---------------------------------------------------------------- backward trace
+    def adjoint(self, node) -> Any:
+        self.backward()
+        return self._adjoints.get(node)
+
+    def gradient(self):
+        self.backward()
+        return self._gradient(self._adjoints)
+
+    def backward(self) -> list[Visit]:
+        """Replay the backward pass in ``toposort``'s order, recording every contribution."""
+        if self._visits is None:
+            with np.errstate(all="ignore"):  # the tables show NaN and inf; check=True finds them
+                self._visits = self._backward()
+        return self._visits
+
+    def _backward(self) -> list[Visit]:
+        adjoints: dict = {}
+        counts: dict = {}
+        variables = self.variables
+        for leaf in self.out_leaves:
+            if isbox(leaf) and leaf._trace_id == self.trace_id:
+                node = leaf._node
+                seed = vspace(node.ans).ones()
+                adjoints[node] = seed if node not in adjoints else add_values(adjoints[node], seed)
+        visits = []
+        rules: dict = {}  # fun -> its VJP rule (None: it has none), looked up once
+        for node in self.order:
+            g = adjoints.get(node)
+            if g is None:
+                continue
+            var = variables[node]
+            raw: list = []
+            visits.append(Visit(var.name, g, var, raw))
+            fun = node.fun
+            if fun is None:
+                continue
+            rule = rules.get(fun, False)
+            if rule is False:
+                rule = rules[fun] = primitive_vjps.get(fun)
+            if rule is None:
+                self.backward_notes.append(
+                    f"{var.name}: no VJP rule for {var.op}; the backward pass stops there."
+                )
+                continue
+            grads = rule(g, node.argnums, node.ans, node.args, node.kwargs)
+            for j, (parent, argnum, c) in enumerate(zip(node.parents, node.argnums, grads)):
+                if c is None:
+                    continue
+                previous = adjoints.get(parent)
+                total = c if previous is None else add_values(previous, c)
+                adjoints[parent] = total
+                count = counts[parent] = counts.get(parent, 0) + 1
+                raw.append((j, variables[parent].name, argnum, c, previous, total, count))
+        self._adjoints = adjoints
+        return visits

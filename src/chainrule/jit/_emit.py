@@ -23,6 +23,10 @@ MISS = object()  # what an emitted program answers when a guard fails
 
 LARGE_CONSTANT = 1 << 20  # bytes: a baked-in array this large is warned about
 
+# chainrule.explain's hook (report.code): a function StagingNode -> text appended to the
+# comment of the node's line (the user's source line). None, the default, adds nothing.
+annotate = None
+
 
 class Program:
     """One compiled variant: ``run(*leaves)`` answers the output leaves or ``MISS``."""
@@ -196,7 +200,8 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
                 else:
                     call = f"{fun_name(raw)}({', '.join(argtexts + kwtexts)})"
                 label = getattr(node.fun, "__name__", getattr(raw, "__name__", "?"))
-                lines.append(f"{var} = {call}  # {label}")
+                note = annotate(node) if annotate is not None else ""
+                lines.append(f"{var} = {call}  # {label}{note}")
         for g in guards_by_node.get(id(node), ()):
             line = _guard_line(names[id(node)], g, const)
             if line in guarded:
