@@ -47,6 +47,36 @@ def test_traced_times_sparse_and_transpose(kind):
     )
 
 
+@pytest.mark.parametrize("kind", FORMATS, ids=[k.__name__ for k in FORMATS])
+def test_the_operator_with_a_sparse_constant(kind):
+    M, dense = kind(R), R.toarray()
+    x, y, X = rng.random(6), rng.random(4), rng.random((6, 3))
+    # hand-derived Jacobians of the products, in both modes
+    onp.testing.assert_allclose(chainrule.jacobian(lambda u: M @ u)(x), dense, atol=1e-14)
+    onp.testing.assert_allclose(chainrule.jacfwd(lambda u: M.T @ u)(y), dense.T, atol=1e-14)
+    onp.testing.assert_allclose(chainrule.jacfwd(lambda u: u @ M)(y), dense.T, atol=1e-14)
+    onp.testing.assert_allclose(chainrule.jacobian(lambda u: u @ M.T)(x), dense, atol=1e-14)
+    for f, arg in [
+        (lambda u: np.sin(M @ u), x),
+        (lambda u: np.sin(M.T @ u**2), y),
+        (lambda u: np.tanh(u @ M) * u[0], y),
+        (lambda u: np.sin(M @ u) ** 2, X),
+        (lambda u: np.cos(u.T @ M.T), X),
+    ]:
+        check_grads(f, modes=["fwd", "rev"], order=2)(arg)
+    f = lambda u: np.exp(M @ u)  # noqa: E731
+    onp.testing.assert_array_equal(chainrule.jacobian_sparsity(f, x).toarray(), dense != 0)
+    onp.testing.assert_allclose(
+        chainrule.jacobian(f, sparse=True)(x).toarray(), chainrule.jacobian(f)(x), atol=1e-14
+    )
+
+
+def test_the_operator_refuses_an_spmatrix_star():
+    # spmatrix * x is SciPy's matrix product: refused with the fix, never elementwise
+    with pytest.raises(TypeError, match="write A @ x"):
+        chainrule.grad(lambda u: np.sum(sp.csr_matrix(A) * u))(rng.random(6))
+
+
 def test_matmul_needs_a_sparse_operand():
     with pytest.raises(TypeError, match="scipy.sparse matrix"):
         matmul(onp.ones((2, 2)), onp.ones(2))
