@@ -226,11 +226,13 @@ def test_hessian_pattern_and_values(fun):
     )
 
 
-def test_tridiagonal_hessian_is_exact_with_three_colours():
+def test_tridiagonal_hessian_is_exact_with_two_colours():
     x = rng.random(30) + 0.5
     pattern = chainrule.hessian_sparsity(chain_objective, x).toarray()
     onp.testing.assert_array_equal(pattern, dense_pattern(chainrule.hessian(chain_objective)(x)))
-    assert chainrule.SparseHessian(chain_objective, x).n_colours == 3
+    # acyclic (path: two alternating colours); distance-1 on columns would need three
+    assert chainrule.SparseHessian(chain_objective, x).n_colours == 2
+    assert chainrule.SparseHessian(chain_objective, x, colouring="distance-1").n_colours == 3
 
 
 @pytest.mark.parametrize("seed", range(5))

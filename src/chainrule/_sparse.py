@@ -309,11 +309,14 @@ class SparseJacobian:
         )
         column_colours = colour_columns(self.pattern)
         row_colours = colour_columns(self.pattern.T)
-        n_col = int(column_colours.max()) + 1 if column_colours.size else 0
-        n_row = int(row_colours.max()) + 1 if row_colours.size else 0
+        n_col, n_row = _count(column_colours), _count(row_colours)
         self.mode = "forward" if n_col <= n_row else "reverse"
         self.colours = column_colours if self.mode == "forward" else row_colours
         self.n_colours = n_col if self.mode == "forward" else n_row
+
+    def _decompress(self, compressed):
+        """The matrix from the forward sweeps: ``compressed[c]`` = J @ seed_c."""
+        return _decompress(self.pattern, compressed, self.colours, by_rows=False)
 
     def _record(self, x):
         return Recording(self.fun, x, keep_everything=self.mode == "forward")
@@ -344,7 +347,7 @@ class SparseJacobian:
                 for t, v in zip(outs, recording.out_values)
             ]
             compressed = _np.concatenate(parts, axis=1)  # (colours, outputs)
-            return _decompress(self.pattern, compressed, self.colours, by_rows=False)
+            return self._decompress(compressed)
         out = recording.out_values
         if len(out) != 1:
             raise NotImplementedError("reverse-mode sparse Jacobians take one output array")
@@ -358,16 +361,54 @@ class SparseJacobian:
 class SparseHessian(SparseJacobian):
     """The sparse Hessian of scalar ``fun``: the sparse Jacobian of its gradient, found
     forward over reverse (one forward sweep per colour through the recorded gradient).
-    Columns are coloured distance-1 (symmetry is not exploited yet: a star colouring
-    would need fewer sweeps on banded Hessians)."""
 
-    def __init__(self, fun: Callable, x: Any, local: bool = False, pattern=None):
+    ``colouring`` uses the symmetry (``_sparse_symmetric``): ``"star"`` (each entry read
+    directly from one sweep), ``"acyclic"`` (fewer colours on banded patterns, entries
+    recovered by substitution), ``"distance-1"`` (columns, as a Jacobian), or
+    ``"auto"`` (the default): the star colouring, unless the acyclic one needs fewer
+    colours. ``self.colouring`` is the one used."""
+
+    def __init__(
+        self, fun: Callable, x: Any, local: bool = False, pattern=None, colouring: str = "auto"
+    ):
+        from ._sparse_symmetric import (
+            acyclic_colouring,
+            acyclic_recovery,
+            star_colouring,
+            star_recovery,
+            symmetric_pattern,
+        )
+
+        if colouring not in ("auto", "star", "acyclic", "distance-1"):
+            raise ValueError(
+                f"colouring={colouring!r}: choose 'auto', 'star', 'acyclic' or 'distance-1'."
+            )
         self.objective = fun
         pattern = hessian_sparsity(fun, x, local) if pattern is None else pattern
-        super().__init__(gradient(fun), x, local, pattern)
-        self.mode = "forward"  # the gradient's recording is swept forward
-        self.colours = colour_columns(self.pattern)
-        self.n_colours = int(self.colours.max()) + 1 if self.colours.size else 0
+        pattern = symmetric_pattern(pattern)  # a Hessian is symmetric
+        self.fun, self.pattern, self.mode = gradient(fun), pattern, "forward"
+        candidates = {}
+        if colouring in ("auto", "star"):
+            candidates["star"] = star_colouring(pattern)
+        if colouring in ("auto", "acyclic"):
+            candidates["acyclic"] = acyclic_colouring(pattern)
+        if colouring == "distance-1":
+            candidates["distance-1"] = colour_columns(pattern)
+        # the first of the fewest: star before acyclic, which sums along paths
+        self.colouring = min(candidates, key=lambda name: _count(candidates[name]))
+        self.colours = candidates[self.colouring]
+        self.n_colours = _count(self.colours)
+        recovery = {"star": star_recovery, "acyclic": acyclic_recovery}.get(self.colouring)
+        self._recover = None if recovery is None else recovery(pattern, self.colours)
+
+    def _decompress(self, compressed):
+        if self._recover is None:
+            return super()._decompress(compressed)
+        return self._recover(compressed)
+
+
+def _count(colours: _np.ndarray) -> int:
+    return int(colours.max()) + 1 if colours.size else 0
 
 
 def sparse_jacobian(fun: Callable, x: Any, local: bool = False):
