@@ -24,6 +24,13 @@ import numpy as _np
 from ._core.reverse import Recording, make_vjp
 from ._core.rule_table import rule_table
 from ._core.vspace import vspace
+from ._sparse_symmetric import (
+    acyclic_colouring,
+    acyclic_recovery,
+    star_colouring,
+    star_recovery,
+    symmetric_pattern,
+)
 
 
 def _sp():
@@ -371,14 +378,6 @@ class SparseHessian(SparseJacobian):
     def __init__(
         self, fun: Callable, x: Any, local: bool = False, pattern=None, colouring: str = "auto"
     ):
-        from ._sparse_symmetric import (
-            acyclic_colouring,
-            acyclic_recovery,
-            star_colouring,
-            star_recovery,
-            symmetric_pattern,
-        )
-
         if colouring not in ("auto", "star", "acyclic", "distance-1"):
             raise ValueError(
                 f"colouring={colouring!r}: choose 'auto', 'star', 'acyclic' or 'distance-1'."

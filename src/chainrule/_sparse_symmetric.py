@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import numpy as _np
 
-from ._sparse import _sp
-
 
 def symmetric_pattern(pattern):
     """``pattern`` or its transpose, as boolean CSR with sorted indices."""
-    sp = _sp()
+    import scipy.sparse as sp  # on first use: chainrule imports without SciPy
+
     matrix = sp.csr_matrix(pattern, dtype=bool)
     matrix = (matrix + matrix.T).tocsr()
     matrix.sort_indices()
@@ -38,7 +37,8 @@ def symmetric_pattern(pattern):
 
 def _adjacency(pattern) -> tuple[list, list]:
     """Neighbour lists (CSR ``indptr``/``indices`` as Python lists) without the diagonal."""
-    sp = _sp()
+    import scipy.sparse as sp  # on first use: chainrule imports without SciPy
+
     coo = sp.coo_matrix(pattern)
     off = coo.row != coo.col
     graph = sp.csr_matrix(
@@ -133,7 +133,8 @@ def star_recovery(pattern, colours: _np.ndarray):
     """The Hessian on symmetric ``pattern`` from ``compressed[c] = H @ seed_c`` (flat),
     read directly (star colouring): a function of ``compressed``, the index arrays found
     once."""
-    sp = _sp()
+    import scipy.sparse as sp  # on first use: chainrule imports without SciPy
+
     csr = sp.csr_matrix(pattern)
     csr.sort_indices()
     coo = csr.tocoo()
@@ -161,7 +162,7 @@ def acyclic_recovery(pattern, colours: _np.ndarray):
     by substitution on the two-coloured trees (acyclic colouring): a function of
     ``compressed`` that solves with the trees' incidence matrix, one equation per tree
     left out, factorised once here."""
-    sp = _sp()
+    import scipy.sparse as sp  # on first use: chainrule imports without SciPy
     from scipy.sparse.csgraph import connected_components
     from scipy.sparse.linalg import splu
 
