@@ -166,3 +166,30 @@ def test_auto_takes_the_fewest_colours():
 def test_unknown_colouring_is_refused():
     with pytest.raises(ValueError, match="'star', 'acyclic'"):
         chainrule.SparseHessian(chain_objective, onp.ones(4), colouring="greedy")
+
+
+def test_a_band_with_holes_takes_the_greedy_loops():
+    # a pentadiagonal pattern with some couplings missing: no full band, so the greedy
+    # colourings run (a full band is coloured i mod (b + 1) / i mod (2b + 1) directly)
+    dense = banded_pattern(40, 2).toarray()
+    for i in (3, 10, 11, 25):
+        dense[i, i + 2] = dense[i + 2, i] = False
+    pattern = sp.csr_matrix(dense)
+    acyclic, star = acyclic_colouring(pattern), star_colouring(pattern)
+    assert_acyclic(pattern, acyclic)
+    assert_star(pattern, star)
+    assert acyclic.max() + 1 <= 3 < star.max() + 1
+
+
+def test_columns_of_a_band_are_coloured_modulo_its_width():
+    offsets = [-2, -1, 0, 1, 2, 3]
+    full = sp.diags([1.0] * 6, offsets, shape=(30, 30), format="csr") != 0
+    onp.testing.assert_array_equal(colour_columns(full), onp.arange(30) % 6)
+    # rows with holes: the greedy loop, which needs fewer than the band's width here
+    holes = sp.diags([1.0] * 4, [-2, 0, 1, 3], shape=(30, 30), format="csr") != 0
+    for pattern, most in ((full, 6), (holes, 5)):
+        colours = colour_columns(pattern)
+        assert colours.max() + 1 <= most
+        dense = pattern.toarray()
+        for c in range(colours.max() + 1):
+            assert dense[:, colours == c].sum(axis=1).max() <= 1

@@ -24,13 +24,6 @@ import numpy as _np
 from ._core.reverse import Recording, make_vjp
 from ._core.rule_table import rule_table
 from ._core.vspace import vspace
-from ._sparse_symmetric import (
-    acyclic_colouring,
-    acyclic_recovery,
-    star_colouring,
-    star_recovery,
-    symmetric_pattern,
-)
 
 
 def _sp():
@@ -254,6 +247,9 @@ def colour_columns(pattern) -> _np.ndarray:
     taken in order of decreasing count, which keeps the colour count low)."""
     sp = _sp()
     csc = sp.csc_matrix(pattern, dtype=bool)
+    banded = _band_colouring(csc)
+    if banded is not None:
+        return banded
     graph = (csc.T @ csc).tocsr()  # columns that meet in some row
     n = graph.shape[0]
     colours = _np.full(n, -1, dtype=_np.intp)
@@ -275,6 +271,21 @@ def colour_columns(pattern) -> _np.ndarray:
     return colours
 
 
+def _band_colouring(pattern):
+    """``j mod w`` for the columns of a pattern whose nonzeros lie within a band of w
+    diagonals, when some row fills the band (no colouring has fewer colours than a row
+    has nonzeros, so this one is optimal, and found without the greedy loop); else None.
+    Two columns closer than w may share a row; two further apart never do."""
+    coo = pattern.tocoo()
+    if coo.nnz == 0:
+        return None
+    offset = coo.col.astype(_np.intp) - coo.row
+    width = int(offset.max() - offset.min()) + 1
+    if int(_np.diff(pattern.tocsr().indptr).max()) != width:
+        return None
+    return _np.arange(pattern.shape[1], dtype=_np.intp) % width
+
+
 def _seeds(colours: _np.ndarray, shape: tuple, dtype) -> _np.ndarray:
     """One seed per colour: the sum of the basis vectors of that colour's columns."""
     count = int(colours.max()) + 1 if colours.size else 0
@@ -283,165 +294,27 @@ def _seeds(colours: _np.ndarray, shape: tuple, dtype) -> _np.ndarray:
     return seeds.reshape((count,) + tuple(shape))
 
 
-def _decompress(pattern, compressed: _np.ndarray, colours: _np.ndarray, by_rows: bool):
-    """The matrix with ``pattern``'s nonzeros read from the compressed sweeps:
-    ``compressed[c]`` is J @ seed_c (forward; flat over rows) or seed_c @ J (reverse;
-    flat over columns)."""
+def direct_recovery(pattern, colours: _np.ndarray, by_rows: bool) -> Callable:
+    """A function giving the matrix with ``pattern``'s nonzeros read from the compressed
+    sweeps: ``compressed[c]`` is J @ seed_c (forward; flat over rows) or seed_c @ J
+    (reverse; flat over columns). Where each nonzero is read is found once, here; a call
+    is one gather into the CSR arrays of ``pattern``."""
     sp = _sp()
-    coo = sp.coo_matrix(pattern)
-    rows, cols = coo.row, coo.col
+    csr = sp.csr_matrix(pattern)
+    csr.sort_indices()
+    rows = _np.repeat(_np.arange(csr.shape[0]), _np.diff(csr.indptr))
+    cols = csr.indices
     if by_rows:
-        values = compressed[colours[rows], cols]
+        flat = colours[rows] * csr.shape[1] + cols
     else:
-        values = compressed[colours[cols], rows]
-    return sp.csr_matrix((values, (rows, cols)), shape=pattern.shape)
+        flat = colours[cols] * csr.shape[0] + rows
+
+    def recover(compressed: _np.ndarray):
+        values = _np.ravel(compressed)[flat]
+        return sp.csr_matrix((values, csr.indices, csr.indptr), shape=csr.shape)
+
+    return recover
 
 
-# ----------------------------------------------------------------------------- evaluation
-
-
-class SparseJacobian:
-    """The sparse Jacobian of ``fun`` (one array in, any arrays out, flattened): its
-    pattern and colouring found once at ``x``, then evaluated at any x by
-    ``self(x)`` in one sweep per colour, forward (columns) or reverse (rows), whichever
-    needs fewer. ``pattern`` is boolean CSR; ``self(x)`` returns a float CSR matrix with
-    the same pattern (explicit zeros where the value happens to be zero)."""
-
-    def __init__(self, fun: Callable, x: Any, local: bool = False, pattern=None):
-        self.fun = fun
-        self.pattern = (
-            jacobian_sparsity(fun, x, local)
-            if pattern is None
-            else _sp().csr_matrix(pattern, dtype=bool)
-        )
-        column_colours = colour_columns(self.pattern)
-        row_colours = colour_columns(self.pattern.T)
-        n_col, n_row = _count(column_colours), _count(row_colours)
-        self.mode = "forward" if n_col <= n_row else "reverse"
-        self.colours = column_colours if self.mode == "forward" else row_colours
-        self.n_colours = n_col if self.mode == "forward" else n_row
-
-    def _decompress(self, compressed):
-        """The matrix from the forward sweeps: ``compressed[c]`` = J @ seed_c."""
-        return _decompress(self.pattern, compressed, self.colours, by_rows=False)
-
-    def _record(self, x):
-        return Recording(self.fun, x, keep_everything=self.mode == "forward")
-
-    def __call__(self, x: Any):
-        x = _np.asarray(x)
-        if _np.iscomplexobj(x):
-            raise TypeError(
-                "sparse Jacobians take real inputs; split a complex x into "
-                "its real and imaginary parts."
-            )
-        recording = self._record(x)
-        n_out = sum(_size(v) for v in recording.out_values)
-        if self.pattern.shape != (n_out, x.size):
-            raise ValueError(
-                f"the pattern is {self.pattern.shape}, the Jacobian at this x "
-                f"is {(n_out, x.size)}: make a new SparseJacobian."
-            )
-        if self.n_colours == 0:
-            return _sp().csr_matrix((n_out, x.size))
-        if self.mode == "forward":
-            seeds = _seeds(self.colours, x.shape, float)
-            outs = recording.push_forward_batched([seeds], self.n_colours, _np.stack)
-            parts = [
-                _np.zeros((self.n_colours, _size(v)))
-                if t is None
-                else _np.reshape(t, (self.n_colours, -1))
-                for t, v in zip(outs, recording.out_values)
-            ]
-            compressed = _np.concatenate(parts, axis=1)  # (colours, outputs)
-            return self._decompress(compressed)
-        out = recording.out_values
-        if len(out) != 1:
-            raise NotImplementedError("reverse-mode sparse Jacobians take one output array")
-        seeds = _seeds(self.colours, _np.shape(out[0]), float)
-        compressed = _np.stack(
-            [_np.ravel(recording.pull_back(s.reshape(_np.shape(out[0])))) for s in seeds]
-        )  # (colours, inputs)
-        return _decompress(self.pattern, compressed, self.colours, by_rows=True)
-
-
-class SparseHessian(SparseJacobian):
-    """The sparse Hessian of scalar ``fun``: the sparse Jacobian of its gradient, found
-    forward over reverse (one forward sweep per colour through the recorded gradient).
-
-    ``colouring`` uses the symmetry (``_sparse_symmetric``): ``"star"`` (each entry read
-    directly from one sweep), ``"acyclic"`` (fewer colours on banded patterns, entries
-    recovered by substitution), ``"distance-1"`` (columns, as a Jacobian), or
-    ``"auto"`` (the default): the star colouring, unless the acyclic one needs fewer
-    colours. ``self.colouring`` is the one used."""
-
-    def __init__(
-        self, fun: Callable, x: Any, local: bool = False, pattern=None, colouring: str = "auto"
-    ):
-        if colouring not in ("auto", "star", "acyclic", "distance-1"):
-            raise ValueError(
-                f"colouring={colouring!r}: choose 'auto', 'star', 'acyclic' or 'distance-1'."
-            )
-        self.objective = fun
-        pattern = hessian_sparsity(fun, x, local) if pattern is None else pattern
-        pattern = symmetric_pattern(pattern)  # a Hessian is symmetric
-        self.fun, self.pattern, self.mode = gradient(fun), pattern, "forward"
-        candidates = {}
-        if colouring in ("auto", "star"):
-            candidates["star"] = star_colouring(pattern)
-        if colouring in ("auto", "acyclic"):
-            candidates["acyclic"] = acyclic_colouring(pattern)
-        if colouring == "distance-1":
-            candidates["distance-1"] = colour_columns(pattern)
-        # the first of the fewest: star before acyclic, which sums along paths
-        self.colouring = min(candidates, key=lambda name: _count(candidates[name]))
-        self.colours = candidates[self.colouring]
-        self.n_colours = _count(self.colours)
-        recovery = {"star": star_recovery, "acyclic": acyclic_recovery}.get(self.colouring)
-        self._recover = None if recovery is None else recovery(pattern, self.colours)
-
-    def _decompress(self, compressed):
-        if self._recover is None:
-            return super()._decompress(compressed)
-        return self._recover(compressed)
-
-
-def _count(colours: _np.ndarray) -> int:
+def count_colours(colours: _np.ndarray) -> int:
     return int(colours.max()) + 1 if colours.size else 0
-
-
-def sparse_jacobian(fun: Callable, x: Any, local: bool = False):
-    """The Jacobian of ``fun`` at array ``x`` as a ``scipy.sparse`` CSR matrix (flattened
-    outputs by flattened inputs), from one sweep per colour of its sparsity pattern. To
-    evaluate at many points, make a ``SparseJacobian(fun, x)`` once and call it."""
-    return SparseJacobian(fun, x, local)(x)
-
-
-def sparse_hessian(fun: Callable, x: Any, local: bool = False):
-    """The Hessian of scalar ``fun`` at array ``x`` as a ``scipy.sparse`` CSR matrix.
-    Reusable form: ``SparseHessian(fun, x)``."""
-    return SparseHessian(fun, x, local)(x)
-
-
-def sparse_transform(fun: Callable, hessian: bool, argnum, has_aux: bool) -> Callable:
-    """``jacobian(fun, sparse=True)`` / ``hessian(fun, sparse=True)``: a function of x
-    giving the CSR matrix; the pattern and colouring are found on the first call and
-    reused for every x of the same shape and dtype (global patterns hold at every x)."""
-    if argnum not in (None, 0) or has_aux:
-        raise NotImplementedError(
-            "sparse=True differentiates a function of one array argument (argnum 0) "
-            "without has_aux; close over the other arguments (lambda x: fun(x, *rest))."
-        )
-    kind = SparseHessian if hessian else SparseJacobian
-    cache: dict = {}
-
-    def sparse_derivative(x):
-        x = _np.asarray(x)
-        key = (x.shape, x.dtype)
-        evaluator = cache.get(key)
-        if evaluator is None:
-            evaluator = cache[key] = kind(fun, x)
-        return evaluator(x)
-
-    sparse_derivative.cache = cache  # the SparseJacobian/SparseHessian objects, by shape
-    return sparse_derivative

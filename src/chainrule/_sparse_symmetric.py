@@ -49,10 +49,28 @@ def _adjacency(pattern) -> tuple[list, list]:
     return graph.indptr.tolist(), graph.indices.tolist()
 
 
+def _full_band(pattern) -> int | None:
+    """The half-bandwidth b of a pattern that holds every entry with |i - j| <= b (and
+    none beyond), else None."""
+    import scipy.sparse as sp  # on first use: chainrule imports without SciPy
+
+    coo = sp.coo_matrix(pattern)
+    n = pattern.shape[0]
+    if coo.nnz == 0:
+        return None
+    b = int(_np.abs(coo.col.astype(_np.intp) - coo.row).max())
+    return b if coo.nnz == n * (2 * b + 1) - b * (b + 1) else None
+
+
 def star_colouring(pattern) -> _np.ndarray:
     """A greedy star colouring of symmetric ``pattern`` (Gebremedhin, Manne and Pothen's
     algorithm; ``count[(x, c)]`` holds how many neighbours of x have colour c, so the
-    test for a two-coloured path on four vertices is one look-up)."""
+    test for a two-coloured path on four vertices is one look-up). A full band of
+    half-bandwidth b takes ``i mod (2b + 1)`` (vertices within distance two differ),
+    the greedy's answer, without the loop."""
+    b = _full_band(pattern)
+    if b is not None:
+        return _np.arange(pattern.shape[0], dtype=_np.intp) % (2 * b + 1)
     indptr, indices = _adjacency(pattern)
     n = len(indptr) - 1
     colour = [-1] * n
@@ -87,7 +105,12 @@ def acyclic_colouring(pattern) -> _np.ndarray:
     colour c that no neighbour has and that closes no cycle in a two-coloured forest.
     Colouring v with c joins, in the forest of colours (c, d), all neighbours of v of
     colour d; that closes a cycle when two of them are already in one tree, which a
-    union-find per colour pair (keys ``(c, d, vertex)``) tells."""
+    union-find per colour pair (keys ``(c, d, vertex)``) tells. A full band of
+    half-bandwidth b takes ``i mod (b + 1)``, without the loop: optimal (b + 1 vertices
+    in a row form a clique), and acyclic (two colours' vertices form paths)."""
+    b = _full_band(pattern)
+    if b is not None:
+        return _np.arange(pattern.shape[0], dtype=_np.intp) % (b + 1)
     indptr, indices = _adjacency(pattern)
     n = len(indptr) - 1
     colour = [-1] * n
