@@ -1,12 +1,13 @@
 """Sparse Jacobians and Hessians evaluated: the pattern and its colouring are found once
 (``_sparse``, ``_sparse_symmetric``), then each evaluation at an x is one sweep per
-colour and a gather of the nonzeros.
+colour (a JVP of ``fun`` along the colour's seed, or a VJP pulling it back) and a gather
+of the nonzeros.
 
-The sweeps are staged with ``chainrule.jit``: the first evaluation traces ``fun`` with
-one JVP (or VJP) per colour and keeps the straight-line NumPy program; later ones only
-run it, with no recording and no per-node dispatch. jit guards any Python decision on
-traced values, so the values are those of the eager sweep (``staged=False``: record
-``fun`` at x and push the seeds through the recording in one batched sweep).
+With ``staged=True`` the sweeps are staged with ``chainrule.jit``: the first evaluation
+traces them and keeps the straight-line NumPy program, later ones only run it (about
+twice as fast on the Bratu residual). jit guards Python decisions on traced values, but
+it takes the values ``fun`` reads from globals and closures at the first call as
+constants: the reason staging is asked for, not the default.
 """
 
 from __future__ import annotations
@@ -16,10 +17,8 @@ from typing import Any
 
 import numpy as _np
 
-from ._core.reverse import Recording
 from ._sparse import (
     _seeds,
-    _size,
     _sp,
     colour_columns,
     count_colours,
@@ -37,13 +36,12 @@ from ._sparse_symmetric import (
 )
 
 
-def _staged_sweep(fun: Callable, forward: bool) -> Callable:
+def _sweep(fun: Callable, forward: bool) -> Callable:
     """``sweep(x, seeds)``: the compressed matrix, one row per seed (J @ seed forward,
-    flat over the outputs; seed @ J reverse, flat over x), as a jit-staged function."""
+    flat over the outputs; seed @ J reverse, flat over x)."""
     from . import numpy as cnp  # the layers above this one: imported on first use
     from ._core.pytree import tree_flatten
     from ._jaxlike import jvp, vjp
-    from .jit import jit
 
     def flat(tree):
         leaves = tree_flatten(tree)[0]
@@ -63,7 +61,7 @@ def _staged_sweep(fun: Callable, forward: bool) -> Callable:
             shape = _np.shape(out)
             return cnp.stack([cnp.ravel(pull(cnp.reshape(s, shape))[0]) for s in seeds])
 
-    return jit(sweep)
+    return sweep
 
 
 class SparseJacobian:
@@ -71,12 +69,12 @@ class SparseJacobian:
     pattern and colouring found once at ``x``, then evaluated at any x by
     ``self(x)`` in one sweep per colour, forward (columns) or reverse (rows), whichever
     needs fewer. ``pattern`` is boolean CSR; ``self(x)`` returns a float CSR matrix with
-    the same pattern (explicit zeros where the value happens to be zero). ``staged``:
-    run the sweeps as a ``chainrule.jit`` program (the default) or record ``fun`` at
-    every x."""
+    the same pattern (explicit zeros where the value happens to be zero).
+    ``staged=True``: run the sweeps as a ``chainrule.jit`` program (faster; the values
+    ``fun`` reads from globals and closures are fixed at the first call)."""
 
     def __init__(
-        self, fun: Callable, x: Any, local: bool = False, pattern=None, staged: bool = True
+        self, fun: Callable, x: Any, local: bool = False, pattern=None, staged: bool = False
     ):
         self.fun, self.staged = fun, staged
         self.pattern = (
@@ -105,33 +103,14 @@ class SparseJacobian:
         """One row per colour: J @ seed (forward, flat over the outputs) or seed @ J
         (reverse, flat over x)."""
         forward = self.mode == "forward"
-        n_out = self.pattern.shape[0]
-        if self.staged:
-            if self._sweep is None:
-                self._sweep = _staged_sweep(self.fun, forward)
-            seeds = self._seeds_for(x.shape if forward else (n_out,))
-            return _np.asarray(self._sweep(x, seeds))
-        recording = Recording(self.fun, x, keep_everything=forward)
-        if forward:
-            outs = recording.push_forward_batched(
-                [self._seeds_for(x.shape)], self.n_colours, _np.stack
-            )
-            parts = [
-                _np.zeros((self.n_colours, _size(v)))
-                if t is None
-                else _np.reshape(t, (self.n_colours, -1))
-                for t, v in zip(outs, recording.out_values)
-            ]
-            return _np.concatenate(parts, axis=1)
-        out = recording.out_values
-        if len(out) != 1:
-            raise NotImplementedError("reverse-mode sparse Jacobians take one output array")
-        return _np.stack(
-            [
-                _np.ravel(recording.pull_back(s.reshape(_np.shape(out[0]))))
-                for s in self._seeds_for(_np.shape(out[0]))
-            ]
-        )
+        if self._sweep is None:
+            self._sweep = _sweep(self.fun, forward)
+            if self.staged:
+                from .jit import jit
+
+                self._sweep = jit(self._sweep)
+        seeds = self._seeds_for(x.shape if forward else (self.pattern.shape[0],))
+        return _np.asarray(self._sweep(x, seeds))
 
     def __call__(self, x: Any):
         x = _np.asarray(x)
@@ -176,7 +155,7 @@ class SparseHessian(SparseJacobian):
         local: bool = False,
         pattern=None,
         colouring: str = "auto",
-        staged: bool = True,
+        staged: bool = False,
     ):
         if colouring not in ("auto", "star", "acyclic", "distance-1"):
             raise ValueError(
@@ -210,13 +189,13 @@ def sparse_jacobian(fun: Callable, x: Any, local: bool = False):
     """The Jacobian of ``fun`` at array ``x`` as a ``scipy.sparse`` CSR matrix (flattened
     outputs by flattened inputs), from one sweep per colour of its sparsity pattern. To
     evaluate at many points, make a ``SparseJacobian(fun, x)`` once and call it."""
-    return SparseJacobian(fun, x, local, staged=False)(x)
+    return SparseJacobian(fun, x, local)(x)
 
 
 def sparse_hessian(fun: Callable, x: Any, local: bool = False):
     """The Hessian of scalar ``fun`` at array ``x`` as a ``scipy.sparse`` CSR matrix.
     Reusable form: ``SparseHessian(fun, x)``."""
-    return SparseHessian(fun, x, local, staged=False)(x)
+    return SparseHessian(fun, x, local)(x)
 
 
 def sparse_transform(fun: Callable, hessian: bool, argnum, has_aux: bool) -> Callable:
