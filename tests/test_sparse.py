@@ -73,7 +73,15 @@ def scalars_and_reductions(u):
     )
 
 
+def cumulative(u):
+    x = np.reshape(u, (3, 4))
+    return np.concatenate(
+        [np.ravel(np.cumsum(x, axis=1)), np.ravel(np.cumprod(x, 0)), np.cumsum(u[:5])]
+    )
+
+
 CASES = [
+    (cumulative, 12),
     (scalars_and_reductions, 6),
     (tridiagonal_residual, 9),
     (arrowhead, 7),
@@ -168,7 +176,7 @@ def test_sparse_option_refuses_what_it_cannot_do():
 
 def test_undeclared_primitive_is_dense_never_wrong():
     x = rng.random(6) + 0.5
-    fun = lambda u: np.cumsum(u) * u  # noqa: E731  (cumsum declares no pattern yet)
+    fun = lambda u: np.kron(u[:2], u[2:]) * u[0]  # noqa: E731  (kron declares no pattern)
     pattern = chainrule.jacobian_sparsity(fun, x).toarray()
     truth = dense_pattern(chainrule.jacobian(fun)(x))
     assert onp.all(pattern >= truth)
@@ -289,3 +297,25 @@ def test_unstaged_sweeps_read_closures_at_every_call():
     jac(x)
     scale["lam"] = 3.0
     onp.testing.assert_allclose(jac(x).toarray(), chainrule.jacobian(fun)(x), atol=1e-14)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1, None])
+def test_sort_is_global_along_its_axis_and_a_permutation_locally(axis):
+    def fun(u):
+        return np.ravel(np.sort(np.reshape(u, (3, 4)), axis=axis))
+
+    x = rng.random(12)
+    global_pattern = chainrule.jacobian_sparsity(fun, x).toarray()
+    local_pattern = chainrule.jacobian_sparsity(fun, x, local=True).toarray()
+    onp.testing.assert_array_equal(local_pattern, dense_pattern(chainrule.jacobian(fun)(x)))
+    assert local_pattern.sum() == 12  # one source per output
+    lines = {0: 3, 1: 4, -1: 4, None: 12}[axis]
+    assert (global_pattern.sum(axis=1) == lines).all()
+    for _ in range(3):  # the global pattern holds wherever the order changes
+        y = rng.random(12)
+        assert onp.all(global_pattern >= dense_pattern(chainrule.jacobian(fun)(y)))
+    partition = lambda u: np.partition(u, 3)  # noqa: E731
+    onp.testing.assert_array_equal(
+        chainrule.jacobian_sparsity(partition, x, local=True).toarray(),
+        dense_pattern(chainrule.jacobian(partition)(x)),
+    )

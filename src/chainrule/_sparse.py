@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as _np
 
+from ._core.pytree import tree_flatten
 from ._core.reverse import Recording, make_vjp
 from ._core.rule_table import rule_table
 from ._core.vspace import vspace
@@ -76,6 +77,61 @@ def reduction_pattern(argnum: int, ans, args, kwargs):
             out = _np.expand_dims(out, tuple(axes))
         rows = _np.broadcast_to(out, shape)
     return map_pattern(rows, _np.arange(_size(x)), (_size(ans), _size(x)))
+
+
+def _lines(shape: tuple, axis) -> _np.ndarray:
+    """The flat positions of an array of ``shape``, one row per line along ``axis``
+    (the flattened array for None)."""
+    positions = _np.arange(int(_np.prod(shape, dtype=_np.int64))).reshape(shape)
+    if axis is None:
+        return positions.reshape(1, -1)
+    moved = _np.moveaxis(positions, axis, -1)
+    return moved.reshape(-1, moved.shape[-1]) if moved.ndim else positions.reshape(1, 1)
+
+
+def cumulative_pattern(argnum: int, ans, args, kwargs):
+    """``cumsum``/``cumprod`` (and the nan forms) along ``axis`` (argument 1 or keyword;
+    None: the flattened array): output i of a line depends on elements 0 .. i of it."""
+    x = args[argnum]
+    axis = kwargs.get("axis", args[1] if len(args) > 1 else None)
+    lines = _lines(_np.shape(x), axis)
+    before, upto = _np.tril_indices(lines.shape[1])
+    # the answer has x's shape (or its flattening): its line positions are x's
+    return map_pattern(lines[:, before], lines[:, upto], (_size(ans), _size(x)))
+
+
+def _ordered(x, ans, axis, order: Callable, local: bool):
+    """The pattern of a reordering along ``axis`` (None: of the flattened array):
+    globally each output depends on its whole line; locally on the element ``order(x,
+    axis)`` puts there."""
+    if axis is None:
+        x, axis = _np.ravel(x), 0
+    shape = (_size(ans), _size(x))
+    if local:
+        positions = _np.arange(x.size).reshape(x.shape)
+        source = _np.take_along_axis(positions, order(x, axis), axis=axis)
+        return map_pattern(_np.arange(x.size), source, shape)
+    lines = _lines(x.shape, axis)
+    width = lines.shape[1]
+    return map_pattern(_np.repeat(lines, width, axis=1), _np.tile(lines, (1, width)), shape)
+
+
+def sort_pattern(argnum: int, ans, args, kwargs, traced=(), local: bool = False):
+    """``sort(x, axis=-1)``: where each element lands depends on the values."""
+    axis = kwargs.get("axis", args[1] if len(args) > 1 else -1)
+    order = lambda v, a: _np.argsort(v, axis=a, kind="stable")  # noqa: E731  (as sort's JVP)
+    return _ordered(_np.asarray(args[argnum]), ans, axis, order, local)
+
+
+def partition_pattern(argnum: int, ans, args, kwargs, traced=(), local: bool = False):
+    """``partition(x, kth, axis=-1)``: as ``sort``."""
+    kth = args[1] if len(args) > 1 else kwargs["kth"]
+    axis = kwargs.get("axis", args[2] if len(args) > 2 else -1)
+    order = lambda v, a: _np.argpartition(v, kth, axis=a)  # noqa: E731
+    return _ordered(_np.asarray(args[argnum]), ans, axis, order, local)
+
+
+sort_pattern.wants_traced = partition_pattern.wants_traced = True  # they take ``local``
 
 
 def source_pattern(source, start: int, size: int, ans_size: int):
@@ -166,7 +222,9 @@ def _dense_pattern(n_out: int, parents_pattern):
 def _node_pattern(node, patterns, local: bool):
     entry = rule_table.get(node.fun)
     rule = None if entry is None else entry.sparsity
-    n_out = _size(node.ans)
+    # a primitive answering a tuple (qr, svd, array_split ...): its leaves one after
+    # another, each depending on all of them unless a rule says otherwise
+    n_out = sum(_size(leaf) for leaf in tree_flatten(node.ans)[0])
     total = None
     for parent, argnum in zip(node.parents, node.argnums):
         parent_pattern = patterns[parent]
