@@ -235,3 +235,9 @@ def test_solves_leave_an_unsorted_matrix_as_it_was():
     x = spsolve(unsorted, b, data=A.data)  # data in sorted CSR order, as documented
     onp.testing.assert_allclose(x, onp.linalg.solve(A.toarray(), b), rtol=1e-12)
     onp.testing.assert_array_equal(unsorted.indices, before)
+
+
+def test_integer_right_hand_sides_are_solved_in_floats():
+    b = onp.arange(6)
+    onp.testing.assert_allclose(spsolve(A, b), onp.linalg.solve(A.toarray(), b), rtol=1e-12)
+    onp.testing.assert_allclose(splu(A).solve(b), onp.linalg.solve(A.toarray(), b), rtol=1e-12)

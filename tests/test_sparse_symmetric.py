@@ -193,3 +193,13 @@ def test_columns_of_a_band_are_coloured_modulo_its_width():
         dense = pattern.toarray()
         for c in range(colours.max() + 1):
             assert dense[:, colours == c].sum(axis=1).max() <= 1
+
+
+def test_staged_hessians_equal_unstaged_ones():
+    x = rng.random(30) + 0.5
+    staged = chainrule.SparseHessian(separable_plus_banded, x, staged=True)
+    eager = chainrule.SparseHessian(separable_plus_banded, x)
+    for point in (x, rng.random(30) + 0.5):
+        onp.testing.assert_allclose(
+            staged(point).toarray(), eager(point).toarray(), rtol=1e-14, atol=1e-14
+        )

@@ -76,7 +76,8 @@ class _System:
     def solve(self, data, b, **first):
         """The solution and SciPy's ``info`` (0: converged); ``first``: the user's ``x0``
         and ``callback``, for the first solve only (the derivatives' start at zero)."""
-        data, b = _np.asarray(data), _np.asarray(b)
+        data = _np.asarray(data)
+        b = _np.asarray(b, dtype=_np.result_type(data, b, 1.0))  # SuperLU takes no integers
         if self.method == "lu":
             lu = self.factors.get("lu")
             if lu is None:
