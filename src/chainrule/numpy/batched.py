@@ -273,15 +273,9 @@ def stack_answers(answers: list, trace_id: int):
 
 
 # --------------------------------------------------------------------------- rules
-_raw_of: dict = {}
-
-
 def _raw_function(fun: Callable) -> Any:
     """The NumPy/SciPy function a chainrule one stands for (a ufunc for elementwise ones)."""
-    if len(_raw_of) != len(raw_to_wrapped):
-        _raw_of.clear()
-        _raw_of.update({wrapped: raw for raw, wrapped in raw_to_wrapped.items()})
-    return _raw_of.get(fun, getattr(fun, "fun", fun))
+    return getattr(fun, "stands_for", None) or getattr(fun, "fun", fun)
 
 
 def batching_rule(fun: Callable) -> Callable | None:
