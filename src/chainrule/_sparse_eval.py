@@ -12,6 +12,7 @@ constants: the reason staging is asked for, not the default.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -110,7 +111,14 @@ class SparseJacobian:
 
                 self._sweep = jit(self._sweep)
         seeds = self._seeds_for(x.shape if forward else (self.pattern.shape[0],))
-        return _np.asarray(self._sweep(x, seeds))
+        if not self.staged:
+            return _np.asarray(self._sweep(x, seeds))
+        with warnings.catch_warnings():
+            # the sweep's own index maps (positions of slices and concatenations) are
+            # constants of the program by design: jit's advice to pass them in does not
+            # apply here (staged=True is documented to fix what fun reads at the first call)
+            warnings.filterwarnings("ignore", "chainrule.jit: .* bakes in arrays", UserWarning)
+            return _np.asarray(self._sweep(x, seeds))
 
     def __call__(self, x: Any):
         x = _np.asarray(x)
