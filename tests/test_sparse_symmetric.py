@@ -203,3 +203,16 @@ def test_staged_hessians_equal_unstaged_ones():
         onp.testing.assert_allclose(
             staged(point).toarray(), eager(point).toarray(), rtol=1e-14, atol=1e-14
         )
+
+
+def test_hessian_of_a_form_with_a_scipy_sparse_constant():
+    # u . (A u) with A a scipy.sparse constant (the operator): Hessian A + A^T + diag(exp)
+    A = sp.random(30, 30, density=0.05, random_state=3, format="csr")
+    fun = lambda u: u @ (A @ u) + np.sum(np.exp(u))  # noqa: E731
+    x = rng.random(30)
+    expected = (A + A.T).toarray() + onp.diag(onp.exp(x))  # hand-derived
+    pattern = chainrule.hessian_sparsity(fun, x).toarray()
+    onp.testing.assert_array_equal(pattern, expected != 0)
+    for colouring in ("star", "acyclic"):
+        values = chainrule.SparseHessian(fun, x, colouring=colouring)(x).toarray()
+        onp.testing.assert_allclose(values, expected, rtol=1e-13, atol=1e-13)
