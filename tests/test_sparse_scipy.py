@@ -241,3 +241,12 @@ def test_integer_right_hand_sides_are_solved_in_floats():
     b = onp.arange(6)
     onp.testing.assert_allclose(spsolve(A, b), onp.linalg.solve(A.toarray(), b), rtol=1e-12)
     onp.testing.assert_allclose(splu(A).solve(b), onp.linalg.solve(A.toarray(), b), rtol=1e-12)
+
+
+def test_krylov_info_under_jit_is_that_of_each_run():
+    # info comes from the solve at every run (jit guards it), not from the first trace
+    solve = chainrule.jit(lambda v: sparse_linalg.cg(S, v, maxiter=2))
+    b = rng.random(6)
+    expected = [scipy_linalg.cg(S, v, maxiter=2)[1] for v in (b, onp.zeros(6), b)]
+    assert expected[0] > 0 and expected[1] == 0
+    assert [solve(v)[1] for v in (b, onp.zeros(6), b)] == expected

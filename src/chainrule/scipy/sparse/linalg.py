@@ -23,7 +23,7 @@ import scipy.sparse.linalg as _spla
 
 from ..._core.rules import defjvp_direct as defjvp
 from ..._core.rules import defvjp_direct
-from ..._core.tracer import getval, primitive
+from ..._core.tracer import getval, notrace_primitive, primitive
 from ..._sparse_products import matmul
 
 __all__ = ["spsolve", "spsolve_values", "splu", "cg", "gmres", "bicgstab", "expm_multiply"]
@@ -241,7 +241,14 @@ def _iterative(name: str, A, b, x0, M, callback, data, options: dict, **first):
         first["callback"] = callback
     report: dict = {}
     x = _solve(data, b, system=system, report=report, **first)
-    return x, report["info"]
+    return x, _info_of(x, report=report)
+
+
+@notrace_primitive
+def _info_of(x, *, report: dict) -> int:
+    """SciPy's ``info`` of the solve that answered ``x``. A function of ``x``, so that
+    chainrule.jit reads it at every run (and guards it) instead of keeping the first."""
+    return report["info"]
 
 
 def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=None, data=None):
