@@ -139,8 +139,7 @@ class BatchedArray(ArrayBox):
     # ------------------------------------------------------------------ NumPy's protocols
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if method != "__call__" or kwargs.get("out") is not None:
-            return batch_call(_per_example(ufunc, method), inputs, kwargs, self._trace_id,
-                              elementwise=False)
+            return batch_call(_per_example(ufunc, method), inputs, kwargs, self._trace_id)
         return batch_call(raw_to_wrapped.get(ufunc, ufunc), inputs, kwargs, self._trace_id)
 
     def __array_function__(self, func, types, args, kwargs):
@@ -165,6 +164,8 @@ _ABOUT_AN_EXAMPLE = {_np.shape, _np.ndim, _np.size, _np.result_type, _np.iscompl
 
 
 def _per_example(ufunc, method: str) -> Callable:
+    """``ufunc.method`` (reduce, accumulate, outer...), which has no batching rule."""
+
     def call(*args, **kwargs):
         return getattr(ufunc, method)(*args, **kwargs)
     call.__name__ = f"{ufunc.__name__}.{method}"
@@ -176,7 +177,7 @@ VSpace.register(BatchedArray, lambda b: ArrayVSpace(_np.zeros(b.shape, b.dtype))
 
 
 # --------------------------------------------------------------------------- dispatch
-def batch_call(fun: Callable, args, kwargs, trace_id: int, elementwise: bool | None = None):
+def batch_call(fun: Callable, args, kwargs, trace_id: int):
     """``fun(*args, **kwargs)`` where some arguments are BatchedArrays of trace
     ``trace_id`` (the newest among them): by ``fun``'s batching rule, else once per
     example."""
@@ -194,8 +195,7 @@ def batch_call(fun: Callable, args, kwargs, trace_id: int, elementwise: bool | N
         ans = _loop(fun, args, kwargs, size, trace_id,
                     "gets batched values inside a list or by keyword")
     else:
-        rule = batching_rule(fun) if elementwise is None else (
-            _elementwise_rule(fun) if elementwise else None)
+        rule = batching_rule(fun)
         ans = NotImplemented if rule is None else rule(values, tuple(batched), kwargs)
         if ans is NotImplemented:
             ans = _loop(fun, args, kwargs, size, trace_id,
