@@ -15,7 +15,7 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SCRIPTS = ["logistic_regression", "mlp_digits", "char_rnn", "char_lstm", "gaussian_process",
            "vae_digits", "neural_ode", "hmc_banana", "tanh_derivatives", "explain_seed",
-           "torch_style_mlp", "ode_fit", "bilevel"]
+           "torch_style_mlp", "ode_fit", "bilevel", "newton_pde"]
 
 
 def _imported_modules(tree: ast.AST) -> list[tuple[str, list[str]]]:

@@ -73,7 +73,15 @@ def scalars_and_reductions(u):
     )
 
 
+def cumulative(u):
+    x = np.reshape(u, (3, 4))
+    return np.concatenate(
+        [np.ravel(np.cumsum(x, axis=1)), np.ravel(np.cumprod(x, 0)), np.cumsum(u[:5])]
+    )
+
+
 CASES = [
+    (cumulative, 12),
     (scalars_and_reductions, 6),
     (tridiagonal_residual, 9),
     (arrowhead, 7),
@@ -168,7 +176,7 @@ def test_sparse_option_refuses_what_it_cannot_do():
 
 def test_undeclared_primitive_is_dense_never_wrong():
     x = rng.random(6) + 0.5
-    fun = lambda u: np.cumsum(u) * u  # noqa: E731  (cumsum declares no pattern yet)
+    fun = lambda u: np.kron(u[:2], u[2:]) * u[0]  # noqa: E731  (kron declares no pattern)
     pattern = chainrule.jacobian_sparsity(fun, x).toarray()
     truth = dense_pattern(chainrule.jacobian(fun)(x))
     assert onp.all(pattern >= truth)
@@ -226,11 +234,13 @@ def test_hessian_pattern_and_values(fun):
     )
 
 
-def test_tridiagonal_hessian_is_exact_with_three_colours():
+def test_tridiagonal_hessian_is_exact_with_two_colours():
     x = rng.random(30) + 0.5
     pattern = chainrule.hessian_sparsity(chain_objective, x).toarray()
     onp.testing.assert_array_equal(pattern, dense_pattern(chainrule.hessian(chain_objective)(x)))
-    assert chainrule.SparseHessian(chain_objective, x).n_colours == 3
+    # acyclic (path: two alternating colours); distance-1 on columns would need three
+    assert chainrule.SparseHessian(chain_objective, x).n_colours == 2
+    assert chainrule.SparseHessian(chain_objective, x, colouring="distance-1").n_colours == 3
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -252,4 +262,60 @@ def test_hessian_of_a_quadratic_form_has_the_matrix_pattern():
     onp.testing.assert_array_equal(chainrule.hessian_sparsity(fun, x).toarray(), M != 0)
     onp.testing.assert_allclose(
         chainrule.sparse_hessian(fun, x).toarray(), 2 * M + onp.diag(onp.exp(x)), rtol=1e-13
+    )
+
+
+@pytest.mark.parametrize("fun,n", CASES, ids=[f.__name__ for f, _ in CASES])
+def test_staged_sweeps_equal_eager_ones(fun, n):
+    x = rng.random(n) + 0.5
+    staged = chainrule.SparseJacobian(fun, x, staged=True)
+    eager = chainrule.SparseJacobian(fun, x)
+    for point in (x, rng.random(n) + 0.5):  # the second call runs the staged program
+        onp.testing.assert_array_equal(staged(point).toarray(), eager(point).toarray())
+
+
+def test_staged_sweeps_follow_python_branches():
+    # a decision on a traced value: jit guards it, so each branch gives its own Jacobian
+    def fun(u):
+        inner = u[1:] * u[:-1]
+        return np.concatenate([inner, u[:1] ** 2 if u[0] > 0 else np.sin(u[:1])])
+
+    jac = chainrule.SparseJacobian(fun, onp.ones(6), staged=True)
+    for first in (1.0, -1.0, 2.0, -0.5):
+        x = rng.random(6)
+        x[0] = first
+        onp.testing.assert_allclose(jac(x).toarray(), chainrule.jacobian(fun)(x), atol=1e-14)
+
+
+def test_unstaged_sweeps_read_closures_at_every_call():
+    # staged=True fixes what fun reads from closures at the first call (jit's rule); the
+    # default re-runs fun, so a parameter changed between calls is seen
+    scale = {"lam": 1.0}
+    fun = lambda u: np.exp(u) * scale["lam"] + u[::-1]  # noqa: E731
+    x = rng.random(5)
+    jac = chainrule.SparseJacobian(fun, x)
+    jac(x)
+    scale["lam"] = 3.0
+    onp.testing.assert_allclose(jac(x).toarray(), chainrule.jacobian(fun)(x), atol=1e-14)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1, None])
+def test_sort_is_global_along_its_axis_and_a_permutation_locally(axis):
+    def fun(u):
+        return np.ravel(np.sort(np.reshape(u, (3, 4)), axis=axis))
+
+    x = rng.random(12)
+    global_pattern = chainrule.jacobian_sparsity(fun, x).toarray()
+    local_pattern = chainrule.jacobian_sparsity(fun, x, local=True).toarray()
+    onp.testing.assert_array_equal(local_pattern, dense_pattern(chainrule.jacobian(fun)(x)))
+    assert local_pattern.sum() == 12  # one source per output
+    lines = {0: 3, 1: 4, -1: 4, None: 12}[axis]
+    assert (global_pattern.sum(axis=1) == lines).all()
+    for _ in range(3):  # the global pattern holds wherever the order changes
+        y = rng.random(12)
+        assert onp.all(global_pattern >= dense_pattern(chainrule.jacobian(fun)(y)))
+    partition = lambda u: np.partition(u, 3)  # noqa: E731
+    onp.testing.assert_array_equal(
+        chainrule.jacobian_sparsity(partition, x, local=True).toarray(),
+        dense_pattern(chainrule.jacobian(partition)(x)),
     )

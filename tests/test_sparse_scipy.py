@@ -4,11 +4,13 @@ against dense NumPy, finite differences (check_grads, both modes) and hand-deriv
 import numpy as onp
 import pytest
 import scipy.sparse as sp
+import scipy.sparse.linalg as scipy_linalg
 
 import chainrule
 import chainrule.numpy as np
+from chainrule.scipy.sparse import linalg as sparse_linalg
 from chainrule.scipy.sparse import matmul
-from chainrule.scipy.sparse.linalg import spsolve, spsolve_values
+from chainrule.scipy.sparse.linalg import splu, spsolve, spsolve_values
 from chainrule.test_util import check_grads
 
 rng = onp.random.default_rng(1)
@@ -45,6 +47,36 @@ def test_traced_times_sparse_and_transpose(kind):
     onp.testing.assert_allclose(
         chainrule.sparse_jacobian(f, onp.ravel(X)).toarray(), dense, atol=1e-14
     )
+
+
+@pytest.mark.parametrize("kind", FORMATS, ids=[k.__name__ for k in FORMATS])
+def test_the_operator_with_a_sparse_constant(kind):
+    M, dense = kind(R), R.toarray()
+    x, y, X = rng.random(6), rng.random(4), rng.random((6, 3))
+    # hand-derived Jacobians of the products, in both modes
+    onp.testing.assert_allclose(chainrule.jacobian(lambda u: M @ u)(x), dense, atol=1e-14)
+    onp.testing.assert_allclose(chainrule.jacfwd(lambda u: M.T @ u)(y), dense.T, atol=1e-14)
+    onp.testing.assert_allclose(chainrule.jacfwd(lambda u: u @ M)(y), dense.T, atol=1e-14)
+    onp.testing.assert_allclose(chainrule.jacobian(lambda u: u @ M.T)(x), dense, atol=1e-14)
+    for f, arg in [
+        (lambda u: np.sin(M @ u), x),
+        (lambda u: np.sin(M.T @ u**2), y),
+        (lambda u: np.tanh(u @ M) * u[0], y),
+        (lambda u: np.sin(M @ u) ** 2, X),
+        (lambda u: np.cos(u.T @ M.T), X),
+    ]:
+        check_grads(f, modes=["fwd", "rev"], order=2)(arg)
+    f = lambda u: np.exp(M @ u)  # noqa: E731
+    onp.testing.assert_array_equal(chainrule.jacobian_sparsity(f, x).toarray(), dense != 0)
+    onp.testing.assert_allclose(
+        chainrule.jacobian(f, sparse=True)(x).toarray(), chainrule.jacobian(f)(x), atol=1e-14
+    )
+
+
+def test_the_operator_refuses_an_spmatrix_star():
+    # spmatrix * x is SciPy's matrix product: refused with the fix, never elementwise
+    with pytest.raises(TypeError, match="write A @ x"):
+        chainrule.grad(lambda u: np.sum(sp.csr_matrix(A) * u))(rng.random(6))
 
 
 def test_matmul_needs_a_sparse_operand():
@@ -85,3 +117,136 @@ def test_spsolve_refuses_dense_matrices_and_wrong_values():
         spsolve(onp.eye(2), onp.ones(2))
     with pytest.raises(ValueError, match="stores"):
         spsolve_values(onp.ones(3), A, onp.ones(6))
+
+
+# ----------------------------------------------------------------------------- splu, Krylov
+
+
+S = (A + A.T).tocsr()  # symmetric positive definite (diagonally dominant), for cg
+KRYLOV = [("cg", S), ("gmres", A), ("bicgstab", A)]
+
+
+def test_splu_solves_are_differentiable_in_b_and_the_values():
+    b, w = rng.random(6), rng.random(6)
+    lu = splu(A)
+    dense = A.toarray()
+    onp.testing.assert_allclose(lu.solve(b), onp.linalg.solve(dense, b), rtol=1e-13)
+    onp.testing.assert_allclose(lu.solve(b, trans="T"), onp.linalg.solve(dense.T, b), rtol=1e-13)
+    # hand-derived: d/db w.(A^-1 b) = A^-T w;  d/dA_ij = -lam_i x_j at the stored entries
+    onp.testing.assert_allclose(
+        chainrule.grad(lambda v: np.sum(w * lu.solve(v)))(b),
+        onp.linalg.solve(dense.T, w),
+        rtol=1e-12,
+    )
+    x, lam = onp.linalg.solve(dense, b), onp.linalg.solve(dense.T, w)
+    rows = onp.repeat(onp.arange(6), onp.diff(A.indptr))
+    grad = chainrule.grad(lambda d: np.sum(w * splu(A, data=d).solve(b)))(A.data.copy())
+    onp.testing.assert_allclose(grad, -lam[rows] * x[A.indices], rtol=1e-12)
+    for trans in ("N", "T"):
+        check_grads(lambda v, t=trans: lu.solve(v, t), modes=["fwd", "rev"], order=2)(b)
+        check_grads(lambda d, t=trans: splu(A, data=d).solve(b, t), modes=["fwd", "rev"], order=2)(
+            A.data.copy()
+        )
+    with pytest.raises(ValueError, match="trans"):
+        lu.solve(b, "X")
+
+
+def test_spsolve_values_of_several_right_hand_sides():
+    B = rng.random((6, 3))
+    expected = onp.linalg.solve(A.toarray(), B)
+    onp.testing.assert_allclose(spsolve(A, B, data=A.data), expected, rtol=1e-12)
+    check_grads(lambda d: spsolve(A, B, data=d), modes=["fwd", "rev"], order=2)(A.data.copy())
+    check_grads(lambda v: spsolve(A, v), modes=["fwd", "rev"], order=2)(B)
+
+
+@pytest.mark.parametrize("name,M", KRYLOV, ids=[k[0] for k in KRYLOV])
+def test_krylov_solves_in_b_and_the_values(name, M):
+    solver = getattr(sparse_linalg, name)
+    b, w = rng.random(6), rng.random(6)
+    dense = M.toarray()
+    x, info = solver(M, b, rtol=1e-13)
+    assert info == 0
+    onp.testing.assert_allclose(x, onp.linalg.solve(dense, b), rtol=1e-11)
+    onp.testing.assert_allclose(
+        chainrule.grad(lambda v: np.sum(w * solver(M, v, rtol=1e-13)[0]))(b),
+        onp.linalg.solve(dense.T, w),
+        rtol=1e-10,
+    )
+    check_grads(lambda v: solver(M, v, rtol=1e-13)[0], modes=["fwd", "rev"], order=2)(b)
+    check_grads(lambda d: solver(M, b, rtol=1e-13, data=d)[0] ** 2, modes=["fwd", "rev"], order=2)(
+        M.data.copy()
+    )
+
+
+@pytest.mark.parametrize("name,M", KRYLOV, ids=[k[0] for k in KRYLOV])
+def test_krylov_reports_as_scipy(name, M):
+    solver, reference = getattr(sparse_linalg, name), getattr(scipy_linalg, name)
+    b = rng.random(6)
+    x0 = rng.random(6)
+    options = {"maxiter": 1}
+    if name == "gmres":
+        options.update(restart=2, callback_type="pr_norm")
+    calls = []
+    x, info = solver(M, b, x0, callback=lambda *a: calls.append(1), **options)
+    x_ref, info_ref = reference(M, b, x0, callback=lambda *a: None, **options)
+    assert info == info_ref > 0  # not converged: SciPy's info, no exception
+    onp.testing.assert_allclose(x, x_ref, rtol=1e-14)
+    assert calls  # the callback ran in the user's solve
+    with pytest.warns(RuntimeWarning, match="did not converge"):
+        chainrule.grad(lambda v: np.sum(solver(M, v, **options)[0]))(b)
+
+
+def test_krylov_with_a_preconditioner():
+    b = rng.random(6)
+    diag = sp.diags(1 / A.diagonal())
+    x, info = sparse_linalg.gmres(A, b, rtol=1e-13, M=diag)
+    assert info == 0
+    check_grads(lambda v: sparse_linalg.gmres(A, v, rtol=1e-13, M=diag)[0], modes=["rev"])(b)
+
+
+def test_expm_multiply_in_the_vector():
+    from scipy.linalg import expm
+
+    b, w = rng.random(6), rng.random(6)
+    E = expm(-A.toarray())
+    onp.testing.assert_allclose(sparse_linalg.expm_multiply(-A, b), E @ b, rtol=1e-12)
+    onp.testing.assert_allclose(
+        chainrule.grad(lambda v: np.sum(w * sparse_linalg.expm_multiply(-A, v)))(b),
+        E.T @ w,
+        rtol=1e-12,
+    )
+    check_grads(lambda v: sparse_linalg.expm_multiply(-A, v), modes=["fwd", "rev"], order=2)(b)
+    check_grads(
+        lambda v: sparse_linalg.expm_multiply(-A, v, start=0.0, stop=2.0, num=3),
+        modes=["fwd", "rev"],
+        order=2,
+    )(b)
+
+
+def test_solves_leave_an_unsorted_matrix_as_it_was():
+    # A with each row's entries stored in reverse order
+    order = onp.concatenate(
+        [onp.arange(A.indptr[r], A.indptr[r + 1])[::-1] for r in range(A.shape[0])]
+    )
+    unsorted = sp.csr_matrix((A.data[order], A.indices[order], A.indptr), shape=A.shape)
+    assert not unsorted.has_sorted_indices
+    before = unsorted.indices.copy()
+    b = rng.random(6)
+    x = spsolve(unsorted, b, data=A.data)  # data in sorted CSR order, as documented
+    onp.testing.assert_allclose(x, onp.linalg.solve(A.toarray(), b), rtol=1e-12)
+    onp.testing.assert_array_equal(unsorted.indices, before)
+
+
+def test_integer_right_hand_sides_are_solved_in_floats():
+    b = onp.arange(6)
+    onp.testing.assert_allclose(spsolve(A, b), onp.linalg.solve(A.toarray(), b), rtol=1e-12)
+    onp.testing.assert_allclose(splu(A).solve(b), onp.linalg.solve(A.toarray(), b), rtol=1e-12)
+
+
+def test_krylov_info_under_jit_is_that_of_each_run():
+    # info comes from the solve at every run (jit guards it), not from the first trace
+    solve = chainrule.jit(lambda v: sparse_linalg.cg(S, v, maxiter=2))
+    b = rng.random(6)
+    expected = [scipy_linalg.cg(S, v, maxiter=2)[1] for v in (b, onp.zeros(6), b)]
+    assert expected[0] > 0 and expected[1] == 0
+    assert [solve(v)[1] for v in (b, onp.zeros(6), b)] == expected

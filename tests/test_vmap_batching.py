@@ -34,8 +34,8 @@ RUN_PER_EXAMPLE = {
     "convolve_canonical",
     # containers, solvers and sparse operands: one Python object per example
     "container_add", "sequence_take", "sequence_untake", "_implicit", "ivp_values",
-    "odeint_args", "quad_value", "_fixed_point", "_dense_sparse", "_sparse_dense", "_spsolve",
-    "_spsolve_values",
+    "odeint_args", "quad_value", "_fixed_point", "_dense_sparse", "_sparse_dense", "_solve",
+    "_expm_multiply",
 }
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as _np
 
+from ._core.pytree import tree_flatten
 from ._core.reverse import Recording, make_vjp
 from ._core.rule_table import rule_table
 from ._core.vspace import vspace
@@ -76,6 +77,61 @@ def reduction_pattern(argnum: int, ans, args, kwargs):
             out = _np.expand_dims(out, tuple(axes))
         rows = _np.broadcast_to(out, shape)
     return map_pattern(rows, _np.arange(_size(x)), (_size(ans), _size(x)))
+
+
+def _lines(shape: tuple, axis) -> _np.ndarray:
+    """The flat positions of an array of ``shape``, one row per line along ``axis``
+    (the flattened array for None)."""
+    positions = _np.arange(int(_np.prod(shape, dtype=_np.int64))).reshape(shape)
+    if axis is None:
+        return positions.reshape(1, -1)
+    moved = _np.moveaxis(positions, axis, -1)
+    return moved.reshape(-1, moved.shape[-1]) if moved.ndim else positions.reshape(1, 1)
+
+
+def cumulative_pattern(argnum: int, ans, args, kwargs):
+    """``cumsum``/``cumprod`` (and the nan forms) along ``axis`` (argument 1 or keyword;
+    None: the flattened array): output i of a line depends on elements 0 .. i of it."""
+    x = args[argnum]
+    axis = kwargs.get("axis", args[1] if len(args) > 1 else None)
+    lines = _lines(_np.shape(x), axis)
+    before, upto = _np.tril_indices(lines.shape[1])
+    # the answer has x's shape (or its flattening): its line positions are x's
+    return map_pattern(lines[:, before], lines[:, upto], (_size(ans), _size(x)))
+
+
+def _ordered(x, ans, axis, order: Callable, local: bool):
+    """The pattern of a reordering along ``axis`` (None: of the flattened array):
+    globally each output depends on its whole line; locally on the element ``order(x,
+    axis)`` puts there."""
+    if axis is None:
+        x, axis = _np.ravel(x), 0
+    shape = (_size(ans), _size(x))
+    if local:
+        positions = _np.arange(x.size).reshape(x.shape)
+        source = _np.take_along_axis(positions, order(x, axis), axis=axis)
+        return map_pattern(_np.arange(x.size), source, shape)
+    lines = _lines(x.shape, axis)
+    width = lines.shape[1]
+    return map_pattern(_np.repeat(lines, width, axis=1), _np.tile(lines, (1, width)), shape)
+
+
+def sort_pattern(argnum: int, ans, args, kwargs, traced=(), local: bool = False):
+    """``sort(x, axis=-1)``: where each element lands depends on the values."""
+    axis = kwargs.get("axis", args[1] if len(args) > 1 else -1)
+    order = lambda v, a: _np.argsort(v, axis=a, kind="stable")  # noqa: E731  (as sort's JVP)
+    return _ordered(_np.asarray(args[argnum]), ans, axis, order, local)
+
+
+def partition_pattern(argnum: int, ans, args, kwargs, traced=(), local: bool = False):
+    """``partition(x, kth, axis=-1)``: as ``sort``."""
+    kth = args[1] if len(args) > 1 else kwargs["kth"]
+    axis = kwargs.get("axis", args[2] if len(args) > 2 else -1)
+    order = lambda v, a: _np.argpartition(v, kth, axis=a)  # noqa: E731
+    return _ordered(_np.asarray(args[argnum]), ans, axis, order, local)
+
+
+sort_pattern.wants_traced = partition_pattern.wants_traced = True  # they take ``local``
 
 
 def source_pattern(source, start: int, size: int, ans_size: int):
@@ -166,7 +222,9 @@ def _dense_pattern(n_out: int, parents_pattern):
 def _node_pattern(node, patterns, local: bool):
     entry = rule_table.get(node.fun)
     rule = None if entry is None else entry.sparsity
-    n_out = _size(node.ans)
+    # a primitive answering a tuple (qr, svd, array_split ...): its leaves one after
+    # another, each depending on all of them unless a rule says otherwise
+    n_out = sum(_size(leaf) for leaf in tree_flatten(node.ans)[0])
     total = None
     for parent, argnum in zip(node.parents, node.argnums):
         parent_pattern = patterns[parent]
@@ -247,6 +305,9 @@ def colour_columns(pattern) -> _np.ndarray:
     taken in order of decreasing count, which keeps the colour count low)."""
     sp = _sp()
     csc = sp.csc_matrix(pattern, dtype=bool)
+    banded = _band_colouring(csc)
+    if banded is not None:
+        return banded
     graph = (csc.T @ csc).tocsr()  # columns that meet in some row
     n = graph.shape[0]
     colours = _np.full(n, -1, dtype=_np.intp)
@@ -268,6 +329,21 @@ def colour_columns(pattern) -> _np.ndarray:
     return colours
 
 
+def _band_colouring(pattern):
+    """``j mod w`` for the columns of a pattern whose nonzeros lie within a band of w
+    diagonals, when some row fills the band (no colouring has fewer colours than a row
+    has nonzeros, so this one is optimal, and found without the greedy loop); else None.
+    Two columns closer than w may share a row; two further apart never do."""
+    coo = pattern.tocoo()
+    if coo.nnz == 0:
+        return None
+    offset = coo.col.astype(_np.intp) - coo.row
+    width = int(offset.max() - offset.min()) + 1
+    if int(_np.diff(pattern.tocsr().indptr).max()) != width:
+        return None
+    return _np.arange(pattern.shape[1], dtype=_np.intp) % width
+
+
 def _seeds(colours: _np.ndarray, shape: tuple, dtype) -> _np.ndarray:
     """One seed per colour: the sum of the basis vectors of that colour's columns."""
     count = int(colours.max()) + 1 if colours.size else 0
@@ -276,132 +352,27 @@ def _seeds(colours: _np.ndarray, shape: tuple, dtype) -> _np.ndarray:
     return seeds.reshape((count,) + tuple(shape))
 
 
-def _decompress(pattern, compressed: _np.ndarray, colours: _np.ndarray, by_rows: bool):
-    """The matrix with ``pattern``'s nonzeros read from the compressed sweeps:
-    ``compressed[c]`` is J @ seed_c (forward; flat over rows) or seed_c @ J (reverse;
-    flat over columns)."""
+def direct_recovery(pattern, colours: _np.ndarray, by_rows: bool) -> Callable:
+    """A function giving the matrix with ``pattern``'s nonzeros read from the compressed
+    sweeps: ``compressed[c]`` is J @ seed_c (forward; flat over rows) or seed_c @ J
+    (reverse; flat over columns). Where each nonzero is read is found once, here; a call
+    is one gather into the CSR arrays of ``pattern``."""
     sp = _sp()
-    coo = sp.coo_matrix(pattern)
-    rows, cols = coo.row, coo.col
+    csr = sp.csr_matrix(pattern)
+    csr.sort_indices()
+    rows = _np.repeat(_np.arange(csr.shape[0]), _np.diff(csr.indptr))
+    cols = csr.indices
     if by_rows:
-        values = compressed[colours[rows], cols]
+        flat = colours[rows] * csr.shape[1] + cols
     else:
-        values = compressed[colours[cols], rows]
-    return sp.csr_matrix((values, (rows, cols)), shape=pattern.shape)
+        flat = colours[cols] * csr.shape[0] + rows
+
+    def recover(compressed: _np.ndarray):
+        values = _np.ravel(compressed)[flat]
+        return sp.csr_matrix((values, csr.indices, csr.indptr), shape=csr.shape)
+
+    return recover
 
 
-# ----------------------------------------------------------------------------- evaluation
-
-
-class SparseJacobian:
-    """The sparse Jacobian of ``fun`` (one array in, any arrays out, flattened): its
-    pattern and colouring found once at ``x``, then evaluated at any x by
-    ``self(x)`` in one sweep per colour, forward (columns) or reverse (rows), whichever
-    needs fewer. ``pattern`` is boolean CSR; ``self(x)`` returns a float CSR matrix with
-    the same pattern (explicit zeros where the value happens to be zero)."""
-
-    def __init__(self, fun: Callable, x: Any, local: bool = False, pattern=None):
-        self.fun = fun
-        self.pattern = (
-            jacobian_sparsity(fun, x, local)
-            if pattern is None
-            else _sp().csr_matrix(pattern, dtype=bool)
-        )
-        column_colours = colour_columns(self.pattern)
-        row_colours = colour_columns(self.pattern.T)
-        n_col = int(column_colours.max()) + 1 if column_colours.size else 0
-        n_row = int(row_colours.max()) + 1 if row_colours.size else 0
-        self.mode = "forward" if n_col <= n_row else "reverse"
-        self.colours = column_colours if self.mode == "forward" else row_colours
-        self.n_colours = n_col if self.mode == "forward" else n_row
-
-    def _record(self, x):
-        return Recording(self.fun, x, keep_everything=self.mode == "forward")
-
-    def __call__(self, x: Any):
-        x = _np.asarray(x)
-        if _np.iscomplexobj(x):
-            raise TypeError(
-                "sparse Jacobians take real inputs; split a complex x into "
-                "its real and imaginary parts."
-            )
-        recording = self._record(x)
-        n_out = sum(_size(v) for v in recording.out_values)
-        if self.pattern.shape != (n_out, x.size):
-            raise ValueError(
-                f"the pattern is {self.pattern.shape}, the Jacobian at this x "
-                f"is {(n_out, x.size)}: make a new SparseJacobian."
-            )
-        if self.n_colours == 0:
-            return _sp().csr_matrix((n_out, x.size))
-        if self.mode == "forward":
-            seeds = _seeds(self.colours, x.shape, float)
-            outs = recording.push_forward_batched([seeds], self.n_colours, _np.stack)
-            parts = [
-                _np.zeros((self.n_colours, _size(v)))
-                if t is None
-                else _np.reshape(t, (self.n_colours, -1))
-                for t, v in zip(outs, recording.out_values)
-            ]
-            compressed = _np.concatenate(parts, axis=1)  # (colours, outputs)
-            return _decompress(self.pattern, compressed, self.colours, by_rows=False)
-        out = recording.out_values
-        if len(out) != 1:
-            raise NotImplementedError("reverse-mode sparse Jacobians take one output array")
-        seeds = _seeds(self.colours, _np.shape(out[0]), float)
-        compressed = _np.stack(
-            [_np.ravel(recording.pull_back(s.reshape(_np.shape(out[0])))) for s in seeds]
-        )  # (colours, inputs)
-        return _decompress(self.pattern, compressed, self.colours, by_rows=True)
-
-
-class SparseHessian(SparseJacobian):
-    """The sparse Hessian of scalar ``fun``: the sparse Jacobian of its gradient, found
-    forward over reverse (one forward sweep per colour through the recorded gradient).
-    Columns are coloured distance-1 (symmetry is not exploited yet: a star colouring
-    would need fewer sweeps on banded Hessians)."""
-
-    def __init__(self, fun: Callable, x: Any, local: bool = False, pattern=None):
-        self.objective = fun
-        pattern = hessian_sparsity(fun, x, local) if pattern is None else pattern
-        super().__init__(gradient(fun), x, local, pattern)
-        self.mode = "forward"  # the gradient's recording is swept forward
-        self.colours = colour_columns(self.pattern)
-        self.n_colours = int(self.colours.max()) + 1 if self.colours.size else 0
-
-
-def sparse_jacobian(fun: Callable, x: Any, local: bool = False):
-    """The Jacobian of ``fun`` at array ``x`` as a ``scipy.sparse`` CSR matrix (flattened
-    outputs by flattened inputs), from one sweep per colour of its sparsity pattern. To
-    evaluate at many points, make a ``SparseJacobian(fun, x)`` once and call it."""
-    return SparseJacobian(fun, x, local)(x)
-
-
-def sparse_hessian(fun: Callable, x: Any, local: bool = False):
-    """The Hessian of scalar ``fun`` at array ``x`` as a ``scipy.sparse`` CSR matrix.
-    Reusable form: ``SparseHessian(fun, x)``."""
-    return SparseHessian(fun, x, local)(x)
-
-
-def sparse_transform(fun: Callable, hessian: bool, argnum, has_aux: bool) -> Callable:
-    """``jacobian(fun, sparse=True)`` / ``hessian(fun, sparse=True)``: a function of x
-    giving the CSR matrix; the pattern and colouring are found on the first call and
-    reused for every x of the same shape and dtype (global patterns hold at every x)."""
-    if argnum not in (None, 0) or has_aux:
-        raise NotImplementedError(
-            "sparse=True differentiates a function of one array argument (argnum 0) "
-            "without has_aux; close over the other arguments (lambda x: fun(x, *rest))."
-        )
-    kind = SparseHessian if hessian else SparseJacobian
-    cache: dict = {}
-
-    def sparse_derivative(x):
-        x = _np.asarray(x)
-        key = (x.shape, x.dtype)
-        evaluator = cache.get(key)
-        if evaluator is None:
-            evaluator = cache[key] = kind(fun, x)
-        return evaluator(x)
-
-    sparse_derivative.cache = cache  # the SparseJacobian/SparseHessian objects, by shape
-    return sparse_derivative
+def count_colours(colours: _np.ndarray) -> int:
+    return int(colours.max()) + 1 if colours.size else 0

@@ -417,7 +417,7 @@ def jacobian(
            [1., 0.]])
     """
     if sparse:  # a scipy.sparse CSR matrix from coloured sweeps (docs/sparse.md)
-        from ._sparse import sparse_transform
+        from ._sparse_eval import sparse_transform
 
         return sparse_transform(fun, False, argnums if argnum is None else argnum, has_aux)
     return transformed(_jacobian, fun, argnum, argnums, has_aux)
@@ -682,7 +682,7 @@ def hessian(
      [ 0. 12.]]
     """
     if sparse:  # a scipy.sparse CSR matrix from coloured sweeps (docs/sparse.md)
-        from ._sparse import sparse_transform
+        from ._sparse_eval import sparse_transform
 
         return sparse_transform(fun, True, argnums if argnum is None else argnum, has_aux)
     return transformed(_hessian, fun, argnum, argnums, has_aux)

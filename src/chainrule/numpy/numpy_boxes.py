@@ -24,6 +24,7 @@ from .._core.tracer import (
     primitive,
     untraceable_answer_handlers,
 )
+from .._sparse_products import called_by_sparse_dispatch, product_with
 from . import numpy_wrapper as anp
 from .placement import index_like
 
@@ -173,6 +174,8 @@ class ArrayBox(Box):
         check_not_leaked(self)
         if dtype is not None and _carries_no_derivative(dtype):
             return _np.asarray(self._value, dtype)  # numpy.int64(x): indices, as autograd
+        if dtype is None and called_by_sparse_dispatch(sys._getframe(1)):
+            return _np.empty((), dtype=object)  # SciPy then lets __rmatmul__ answer A @ x
         raise TypeError(
             "A traced value cannot be converted to a plain NumPy array (this happens with "
             "np.asarray(x) on a traced x, or when writing a traced value into a NumPy array, "
@@ -232,8 +235,14 @@ class ArrayBox(Box):
     def __rtruediv__(self, other): return anp.true_divide(other, self)  # noqa: E704
     __pow__ = anp.power
     def __rpow__(self, other): return anp.power(other, self)  # noqa: E704
-    __matmul__ = anp.matmul
-    def __rmatmul__(self, other): return anp.matmul(other, self)  # noqa: E704
+    def __matmul__(self, other):
+        product = product_with(other)  # a scipy.sparse operand brings its own product
+        return anp.matmul(self, other) if product is None else product(self, other)
+
+    def __rmatmul__(self, other):
+        product = product_with(other)
+        return anp.matmul(other, self) if product is None else product(other, self)
+
     __mod__ = anp.mod
     def __rmod__(self, other): return anp.mod(other, self)  # noqa: E704
     __floordiv__ = anp.floor_divide

@@ -17,7 +17,7 @@ import numpy as _np
 from ..._core.rules import defjvp_batched, defsparsity, defvjp_direct
 from ..._core.rules import defjvp_direct as defjvp
 from ..._core.tracer import getval
-from ..._sparse import reduction_pattern
+from ..._sparse import cumulative_pattern, reduction_pattern
 from .. import numpy_wrapper as anp
 from ..placement import constant_like, index_like, on_host
 from ._helpers import (
@@ -709,3 +709,5 @@ if hasattr(anp, "cumulative_sum"):  # NumPy >= 2.1
 for _fun in (anp.sum, anp.mean, anp.prod, anp.nansum, anp.nanmean, anp.max, anp.min, anp.amax,
              anp.amin, anp.nanmax, anp.nanmin):
     defsparsity(_fun, reduction_pattern)
+for _fun in (anp.cumsum, anp.cumprod, anp.nancumsum, anp.nancumprod):
+    defsparsity(_fun, cumulative_pattern)

@@ -39,7 +39,14 @@ from ..._core.rules import (
 )
 from ..._core.rules import defjvp_direct as defjvp
 from ..._core.tracer import getval, primitive
-from ..._sparse import copy_rule, map_pattern, positions_through, source_pattern
+from ..._sparse import (
+    copy_rule,
+    map_pattern,
+    partition_pattern,
+    positions_through,
+    sort_pattern,
+    source_pattern,
+)
 from .. import numpy_wrapper as anp
 from ..numpy_boxes import array_astype, array_getitem
 from ..placement import constant_like, index_like, on_host
@@ -423,6 +430,8 @@ _def_joining(anp.stack_args, _stack_vjp, 1)
 defsparsity(untake, _untake_pattern)
 defsparsity(anp.concatenate_args, copy_rule(anp.concatenate_args.fun, first=1))
 defsparsity(anp.stack_args, copy_rule(anp.stack_args.fun, first=1))
+defsparsity(anp.sort, sort_pattern)  # whole lines along the axis (local: the permutation)
+defsparsity(anp.partition, partition_pattern)
 deflabel(anp.concatenate_args, lambda t: f"concatenate([{', '.join(t[1:])}], axis={t[0]})")
 deflabel(anp.stack_args, lambda t: f"stack([{', '.join(t[1:])}], axis={t[0]})")
 _def_joining(anp.array_from_args, _array_vjp, 2)

@@ -1,12 +1,21 @@
-"""Differentiable sparse solves: ``spsolve(A, b)`` with respect to ``b`` (``A`` a
-constant ``scipy.sparse`` matrix), and ``spsolve_values(data, A, b)`` with respect to the
-nonzero values ``data`` of a matrix with ``A``'s pattern, and to ``b``.
+"""Differentiable sparse solves under SciPy's names: ``spsolve``, ``splu``, ``cg``,
+``gmres``, ``bicgstab`` (with respect to the right-hand side and, through ``data=``, to
+the matrix's stored values), and ``expm_multiply`` (with respect to the vector).
 
-VJPs solve the transposed system once (lam = A^-T g; d b = lam, d data_k = -lam[row_k]
-x[col_k]); JVPs solve with the perturbed right-hand side (t_b - dA x).
+A matrix with traced values is given as a ``scipy.sparse`` matrix ``A`` for the pattern
+and ``data``, its values in CSR order (``A.tocsr()`` with sorted indices: ``.data``).
+Every solve is one primitive, ``_solve(data, b, system=...)``: VJPs solve the transposed
+system once (lam = M^-T g; d b = lam, d data_k = -lam[row_k] x[col_k]); JVPs solve with
+the perturbed right-hand side (t_b - dM x). The rules call ``_solve`` again, so every
+order works in both modes. A direct solve keeps its LU factors for the transposed and
+perturbed solves (SuperLU solves with A^T from A's factors); an iterative one runs the
+same method on the transposed system, with the transposed preconditioner.
 """
 
 from __future__ import annotations
+
+import warnings
+from typing import Any
 
 import numpy as _np
 import scipy.sparse as _sp
@@ -14,96 +23,296 @@ import scipy.sparse.linalg as _spla
 
 from ..._core.rules import defjvp_direct as defjvp
 from ..._core.rules import defvjp_direct
-from ..._core.tracer import primitive
+from ..._core.tracer import getval, notrace_primitive, primitive
+from ..._sparse_products import matmul
 
-__all__ = ["spsolve", "spsolve_values"]
+__all__ = ["spsolve", "spsolve_values", "splu", "cg", "gmres", "bicgstab", "expm_multiply"]
+
+_ITERATIVE = {"cg": _spla.cg, "gmres": _spla.gmres, "bicgstab": _spla.bicgstab}
 
 
-def _as_csr(A):
+def _as_csr(A, name: str):
     if not _sp.issparse(A):
         raise TypeError(
-            f"spsolve needs a scipy.sparse matrix, got {type(A).__name__}; for dense "
+            f"{name} needs a scipy.sparse matrix, got {type(A).__name__}; for dense "
             f"matrices use chainrule.numpy.linalg.solve."
         )
-    return _sp.csr_matrix(A)
+    A = _sp.csr_matrix(A)
+    if not A.has_sorted_indices:
+        A = A.copy()  # sorting is in place: the caller's matrix stays as it was
+        A.sort_indices()
+    return A
 
 
-def _solve(A, b):
-    return _np.asarray(_spla.spsolve(_sp.csc_matrix(A), b)).reshape(_np.shape(b))
+class _System:
+    """A sparse system M x = b whose values are an argument: M's CSR pattern (value k
+    at ``rows[k], cols[k]``), the method and its options, and the LU factors of M once a
+    direct solve has computed them (shared with the transposed system)."""
+
+    def __init__(self, indices, indptr, shape, method: str, options: dict, *, M=None):
+        self.indices, self.indptr, self.shape = indices, indptr, shape
+        self.rows = _np.repeat(_np.arange(shape[0]), _np.diff(indptr))
+        self.cols = indices
+        self.method, self.options, self.M = method, options, M
+        self.trans, self.factors, self.order = False, {}, None
+        self._transposed = self._scatter = None
+
+    def __repr__(self) -> str:
+        kind = "transposed " if self.trans else ""
+        return f"<{kind}{self.method} system {self.shape}, {self.indices.size} stored>"
+
+    def scatter(self):
+        """The 0/1 matrix summing value k into row ``rows[k]`` (found once)."""
+        if self._scatter is None:
+            k = self.rows.size
+            self._scatter = _sp.csr_matrix(
+                (_np.ones(k), (self.rows, _np.arange(k))), shape=(self.shape[0], k)
+            )
+        return self._scatter
+
+    def matrix(self, data):
+        return _sp.csr_matrix((data, self.indices, self.indptr), shape=self.shape)
+
+    def solve(self, data, b, **first):
+        """The solution and SciPy's ``info`` (0: converged); ``first``: the user's ``x0``
+        and ``callback``, for the first solve only (the derivatives' start at zero)."""
+        data = _np.asarray(data)
+        b = _np.asarray(b, dtype=_np.result_type(data, b, 1.0))  # SuperLU takes no integers
+        if self.method == "lu":
+            lu = self.factors.get("lu")
+            if lu is None:
+                lu = self.factors["lu"] = _spla.splu(self.matrix(data).tocsc(), **self.options)
+            return lu.solve(b, trans="T" if self.trans else "N"), 0
+        solver = _ITERATIVE[self.method]
+        if b.ndim != 1:
+            raise ValueError(f"{self.method} takes a right-hand side of one dimension")
+        return solver(self.matrix(data), b, M=self.M, **self.options, **first)
+
+    def transposed(self) -> _System:
+        """The system M^T x = g: for LU the same factors (SuperLU solves either way);
+        otherwise the CSR pattern of M^T and ``order``, where each value of M^T sits in
+        ``data``. Found once."""
+        if self._transposed is not None:
+            return self._transposed
+        if self.method == "lu":
+            other = _System(self.indices, self.indptr, self.shape, "lu", self.options)
+            other.factors, other.trans = self.factors, not self.trans
+            other.rows, other.cols = self.cols, self.rows
+            other._transposed = self
+        else:
+            positions = self.matrix(_np.arange(1, self.indices.size + 1, dtype=float)).T.tocsr()
+            positions.sort_indices()
+            M = None if self.M is None else _spla.aslinearoperator(self.M).T
+            other = _System(
+                positions.indices, positions.indptr, self.shape[::-1], self.method,
+                self.options, M=M,
+            )  # fmt: skip
+            other.order = positions.data.astype(_np.intp) - 1
+        self._transposed = other
+        return other
 
 
 @primitive
-def _spsolve(A, b):
-    return _solve(A, b)
+def _solve(data, b, *, system: _System, report: dict | None = None, **first):
+    """M x = b, M with ``system``'s pattern and values ``data``. ``report`` receives
+    SciPy's ``info``; without one (the solves of the rules) a failure warns. ``first``:
+    the user's ``x0``/``callback`` (the rules solve without them)."""
+    x, info = system.solve(data, b, **first)
+    if report is not None:
+        report["info"] = info
+    elif info != 0:
+        warnings.warn(
+            f"the {system.method} solve of a derivative (with {system!r}) did not "
+            f"converge (info={info}): the derivative is inaccurate. Tighten rtol/atol "
+            f"or raise maxiter.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    return _np.asarray(x).reshape(_np.shape(b))
 
 
-def spsolve(A, b):
-    """``scipy.sparse.linalg.spsolve(A, b)`` for a constant sparse ``A`` and a traced or
-    constant ``b`` (a vector or a matrix of right-hand sides)."""
-    return _spsolve(_as_csr(A), b)
+def _transposed_solve(data, g, system: _System):
+    other = system.transposed()
+    values = data if other.order is None else data[other.order]
+    return _solve(values, g, system=other)
 
 
-defvjp_direct(_spsolve, None, lambda g, ans, A, b: _spsolve(A.T.tocsr(), g))
-defjvp(_spsolve, None, lambda t, ans, A, b: _spsolve(A, t))
+def _outer_at_entries(u, v, system: _System):
+    """sum_j u[row_k, j] v[col_k, j] for every stored entry k (u, v vectors or matrices)."""
+    product = u[system.rows] * v[system.cols]
+    return product if _np.ndim(u) == 1 else _np.sum(product, axis=1)
 
 
-@primitive
-def _spsolve_values(data, indices, indptr, b):
-    return _solve(_sp.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1,) * 2), b)
+def _values_vjp(g, ans, data, b, *, system, **_):
+    return -_outer_at_entries(_transposed_solve(data, g, system), ans, system)
 
 
-def _rows(indptr):
-    return _np.repeat(_np.arange(len(indptr) - 1), _np.diff(indptr))
-
-
-def _matrix(data, indices, indptr):
-    return _sp.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1,) * 2)
-
-
-def spsolve_values(data, A, b):
-    """The solution of M x = b where M has the pattern of sparse ``A`` (its CSR
-    ``indices``/``indptr``) and the nonzero values ``data`` (traced or not, in CSR
-    order: ``scipy.sparse.csr_matrix(A).data``), ``b`` a vector (traced or not)."""
-    A = _as_csr(A)
-    A.sort_indices()
-    if _np.shape(data) != A.data.shape:
-        raise ValueError(f"data has shape {_np.shape(data)}, A stores {A.data.shape} values")
-    return _spsolve_values(data, A.indices, A.indptr, b)
-
-
-def _transposed_solve(data, indices, indptr, g):
-    """M^-T g with M^T built from the same values (a traced ``data`` stays traced)."""
-    positions = _matrix(_np.arange(1, len(indices) + 1, dtype=float), indices, indptr)
-    transposed = positions.T.tocsr()
-    transposed.sort_indices()
-    order = transposed.data.astype(_np.intp) - 1  # where each value of M^T sits in data
-    return _spsolve_values(data[order], transposed.indices, transposed.indptr, g)
-
-
-def _values_vjp(g, ans, data, indices, indptr, b):
-    lam = _transposed_solve(data, indices, indptr, g)
-    return -(lam[_rows(indptr)] * ans[indices])
-
-
-def _values_jvp(t, ans, data, indices, indptr, b):
-    # (M + dM) x = b: dx = -M^-1 (dM x), dM holding the tangent values
-    product = _np.bincount(
-        _rows(indptr), weights=_np.asarray(t) * _np.asarray(ans)[indices], minlength=len(indptr) - 1
-    )
-    return _spsolve_values(data, indices, indptr, -product)
+def _values_jvp(t, ans, data, b, *, system, **_):
+    # (M + dM) x = b: dx = -M^-1 (dM x); dM x sums t_k x[col_k] into row_k
+    spread = t * ans[system.cols] if _np.ndim(ans) == 1 else t[:, None] * ans[system.cols]
+    return _solve(data, -matmul(system.scatter(), spread), system=system)
 
 
 defvjp_direct(
-    _spsolve_values,
+    _solve,
     _values_vjp,
-    None,
-    None,
-    lambda g, ans, data, indices, indptr, b: _transposed_solve(data, indices, indptr, g),
+    lambda g, ans, data, b, *, system, **_: _transposed_solve(data, g, system),
 )
 defjvp(
-    _spsolve_values,
+    _solve,
     _values_jvp,
-    None,
-    None,
-    lambda t, ans, data, indices, indptr, b: _spsolve_values(data, indices, indptr, t),
+    lambda t, ans, data, b, *, system, **_: _solve(data, t, system=system),
 )
+
+
+def _system(A, data, name: str, method: str, options: dict, M=None):
+    A = _as_csr(A, name)
+    if data is None:
+        data = A.data
+    elif _np.shape(data) != A.data.shape:
+        raise ValueError(
+            f"{name}: data has shape {_np.shape(data)}, A stores {A.data.shape} values "
+            f"(data are A's values in CSR order, sorted indices: A.tocsr().data)"
+        )
+    return data, _System(A.indices, A.indptr, A.shape, method, options, M=M)
+
+
+# ----------------------------------------------------------------------------- direct
+
+
+def spsolve(A, b, permc_spec: str | None = None, *, data=None):
+    """``scipy.sparse.linalg.spsolve(A, b)``: ``b`` a vector or a matrix of right-hand
+    sides (traced or not); with ``data``, the matrix has ``A``'s pattern and the values
+    ``data`` (traced or not). Solved with SuperLU (as SciPy without UMFPACK), whose
+    factors the derivatives reuse."""
+    options = {} if permc_spec is None else {"permc_spec": permc_spec}
+    data, system = _system(A, data, "spsolve", "lu", options)
+    return _solve(data, b, system=system)
+
+
+def spsolve_values(data, A, b):
+    """``spsolve(A, b, data=data)``: the solution of M x = b where M has the pattern of
+    sparse ``A`` and the stored values ``data`` (CSR order)."""
+    return spsolve(A, b, data=data)
+
+
+class SuperLU:
+    """``splu``'s answer: the LU factors of a sparse matrix, computed once, and
+    ``solve(b, trans)`` differentiable in ``b`` and in the matrix's values (the ``data``
+    given to ``splu``). The factors are those of SciPy's ``SuperLU`` (``.lu``)."""
+
+    def __init__(self, data, system: _System):
+        self._data, self._system = data, system
+        system.solve(getval(data), _np.zeros(system.shape[0]))  # factorise now, as SciPy
+        self.lu = system.factors["lu"]
+        self.shape, self.nnz = self.lu.shape, self.lu.nnz
+
+    def solve(self, b, trans: str = "N"):
+        """The solution of M x = b (``trans='T'`` or ``'H'``: M^T x = b; real values)."""
+        if trans not in ("N", "T", "H"):
+            raise ValueError(f"trans={trans!r}: choose 'N', 'T' or 'H'")
+        if trans == "N":
+            return _solve(self._data, b, system=self._system)
+        return _transposed_solve(self._data, b, self._system)
+
+    def __repr__(self) -> str:
+        return f"<chainrule SuperLU of a {self.shape} matrix, {self.nnz} stored in L and U>"
+
+
+def splu(A, permc_spec: str | None = None, *, data=None, **options: Any) -> SuperLU:
+    """``scipy.sparse.linalg.splu(A)``: an object whose ``solve(b)`` is differentiable in
+    ``b`` and, with ``data`` (``A``'s values in CSR order, traced or not), in the values.
+    ``options`` go to SciPy's ``splu`` (``diag_pivot_thresh``, ``relax``, ...)."""
+    if permc_spec is not None:
+        options["permc_spec"] = permc_spec
+    data, system = _system(A, data, "splu", "lu", options)
+    return SuperLU(data, system)
+
+
+# ----------------------------------------------------------------------------- iterative
+
+
+def _iterative(name: str, A, b, x0, M, callback, data, options: dict, **first):
+    options = {k: v for k, v in options.items() if v is not None}
+    data, system = _system(A, data, name, name, options, M=M)
+    if x0 is not None:
+        first["x0"] = _np.asarray(getval(x0))
+    if callback is not None:
+        first["callback"] = callback
+    report: dict = {}
+    x = _solve(data, b, system=system, report=report, **first)
+    return x, _info_of(x, report=report)
+
+
+@notrace_primitive
+def _info_of(x, *, report: dict) -> int:
+    """SciPy's ``info`` of the solve that answered ``x``. A function of ``x``, so that
+    chainrule.jit reads it at every run (and guards it) instead of keeping the first."""
+    return report["info"]
+
+
+def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=None, data=None):
+    """``scipy.sparse.linalg.cg``: ``(x, info)``, differentiable in ``b`` and, with
+    ``data``, in the values of symmetric positive definite ``A``. The derivatives solve
+    with the same method and tolerances (warning if one of those solves fails)."""
+    return _iterative(
+        "cg", A, b, x0, M, callback, data, {"rtol": rtol, "atol": atol, "maxiter": maxiter}
+    )
+
+
+def gmres(
+    A, b, x0=None, *, rtol=1e-5, atol=0.0, restart=None, maxiter=None, M=None,
+    callback=None, callback_type=None, data=None,
+):  # fmt: skip
+    """``scipy.sparse.linalg.gmres``: ``(x, info)``, differentiable in ``b`` and, with
+    ``data``, in ``A``'s values (as ``cg``)."""
+    options = {"rtol": rtol, "atol": atol, "restart": restart, "maxiter": maxiter}
+    first = {} if callback_type is None else {"callback_type": callback_type}
+    return _iterative("gmres", A, b, x0, M, callback, data, options, **first)
+
+
+def bicgstab(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=None, data=None):
+    """``scipy.sparse.linalg.bicgstab``: ``(x, info)``, differentiable in ``b`` and, with
+    ``data``, in ``A``'s values (as ``cg``)."""
+    return _iterative(
+        "bicgstab", A, b, x0, M, callback, data, {"rtol": rtol, "atol": atol, "maxiter": maxiter}
+    )
+
+
+# ----------------------------------------------------------------------------- expm_multiply
+
+
+@primitive
+def _expm_multiply(A, B, **options):
+    return _spla.expm_multiply(A, _np.asarray(B), **options)
+
+
+def expm_multiply(A, B, start=None, stop=None, num=None, endpoint=None, traceA=None):
+    """``scipy.sparse.linalg.expm_multiply(A, B)``: exp(t A) B, differentiable in ``B``
+    (a vector or matrix, traced or not) for a constant ``A`` (sparse, dense or a linear
+    operator). Linear in B: VJP exp(A^T) g (at each time point, summed), JVP the same
+    product with the tangent. (Derivatives with respect to A are not provided: they
+    need the Frechet derivative of the exponential.)"""
+    options = {
+        "start": start, "stop": stop, "num": num, "endpoint": endpoint, "traceA": traceA,
+    }  # fmt: skip
+    options = {k: v for k, v in options.items() if v is not None}
+    return _expm_multiply(A, B, **options)
+
+
+def _expm_vjp(g, ans, A, B, **options):
+    AT = A.T if hasattr(A, "T") else _spla.aslinearoperator(A).T
+    if "num" not in options and "start" not in options and "stop" not in options:
+        return _expm_multiply(AT, g)
+    # one result per time point t_i (the leading axis): sum of exp(t_i A^T) g_i
+    times = _np.linspace(
+        options.get("start", 0.0),
+        options.get("stop", 1.0),
+        options.get("num", 50),
+        endpoint=options.get("endpoint", True),
+    )
+    return sum(_expm_multiply(t * AT, g[i]) for i, t in enumerate(times))
+
+
+defvjp_direct(_expm_multiply, None, _expm_vjp)
+defjvp(_expm_multiply, None, lambda t, ans, A, B, **options: _expm_multiply(A, t, **options))
