@@ -4,6 +4,9 @@ against closed forms, finite differences of the whole solve and errors."""
 
 from __future__ import annotations
 
+import math
+import warnings
+
 import numpy as onp
 import pytest
 
@@ -15,6 +18,7 @@ import scipy.linalg as sla  # noqa: E402
 import chainrule as cr  # noqa: E402
 import chainrule.numpy as np  # noqa: E402
 import chainrule.scipy.linalg as cla  # noqa: E402
+from chainrule.scipy import integrate  # noqa: E402
 from chainrule.scipy.integrate import odeint, quad, solve_ivp  # noqa: E402
 from chainrule.test_util import check_grads  # noqa: E402
 
@@ -375,6 +379,90 @@ def test_odeint_lotka_volterra_hessian_matches_finite_differences_of_its_gradien
     fd = central_difference(cr.grad(loss), LV_THETA, eps=1e-5)
     assert onp.allclose(hessian, fd, rtol=1e-5, atol=1e-6)
     assert onp.allclose(hessian, hessian.T, rtol=1e-6, atol=1e-8)
+
+
+# ----------------------------------------------------------------------------- staged dynamics
+@pytest.fixture
+def stagings(monkeypatch):
+    """Every Staged the solves make, to read whether it ran compiled or fell back."""
+    made = []
+    original = integrate.Staged.__init__
+
+    def spy(self, fun):
+        original(self, fun)
+        made.append(self)
+
+    monkeypatch.setattr(integrate.Staged, "__init__", spy)
+    return made
+
+
+def _unstaged(monkeypatch, f, *args):
+    """``f(*args)`` with the derivative dynamics traced eagerly at every step."""
+    with monkeypatch.context() as m:
+        m.setattr(integrate, "Staged", lambda fun: fun)
+        return f(*args)
+
+
+def test_adjoint_and_sensitivity_dynamics_run_compiled(stagings, monkeypatch):
+    rev = cr.grad(lv_loss)(LV_THETA, LV_Y0, LV_T)
+    _, fwd = cr.jvp(lambda th: lv_loss(th, LV_Y0, LV_T), (LV_THETA,), (onp.ones(4),))
+    assert len(stagings) == 2
+    assert all(s.programs and not s.refused for s in stagings)
+    # the same steps as the eager dynamics, so the same numbers
+    assert onp.allclose(
+        rev, _unstaged(monkeypatch, cr.grad(lv_loss), LV_THETA, LV_Y0, LV_T), rtol=1e-12, atol=1e-14
+    )
+    eager = _unstaged(
+        monkeypatch, cr.jvp, lambda th: lv_loss(th, LV_Y0, LV_T), (LV_THETA,), (onp.ones(4),)
+    )[1]
+    assert fwd == pytest.approx(eager, rel=1e-12)
+    assert onp.allclose(
+        rev, central_difference(lambda th: lv_loss(th, LV_Y0, LV_T), LV_THETA), rtol=1e-5, atol=1e-6
+    )
+
+
+def _switched(t, y, k):
+    if t < 1.0:  # a Python decision on t: one compiled variant per branch
+        return -k * y
+    return -k * y * t
+
+
+def _forced(t, y, k):
+    return -k * y + math.sin(t)  # float(t): a guard that fails at every new t
+
+
+def _argmax_of_a_list(t, y, k):
+    i = np.argmax([y[0], y[1]])  # jit cannot stage traced values inside a list
+    return -k * y * (1.0 + 0.0 * y[i])
+
+
+@pytest.mark.parametrize(
+    "rhs, refused",
+    [(_switched, ""), (_forced, "guards failed"), (_argmax_of_a_list, "StagingError")],
+)
+@pytest.mark.parametrize("jac", BOTH)
+def test_dynamics_that_cannot_be_staged_fall_back_to_tracing(
+    stagings, monkeypatch, rhs, refused, jac
+):
+    t_eval = onp.array([0.5, 1.5, 2.0])
+
+    def solve(k):
+        return solve_ivp(rhs, (0.0, 2.0), [1.0, 0.5], t_eval=t_eval, args=(k,), **TOL).y
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = jac(solve)(0.7)
+    assert not [w for w in caught if "chainrule.jit" in str(w.message)]
+    assert stagings and all(refused in s.refused for s in stagings)
+    if not refused:
+        assert all(len(s.programs) == 2 for s in stagings)
+    assert onp.allclose(got, _unstaged(monkeypatch, jac(solve), 0.7), rtol=1e-12, atol=1e-14)
+    if rhs is _switched:  # y = y0 exp(-k t), then y(1) exp(-k (t^2 - 1) / 2)
+        exponent = onp.where(t_eval < 1.0, -t_eval, -1.0 - (t_eval**2 - 1.0) / 2)
+        exact = onp.outer([1.0, 0.5], exponent * onp.exp(0.7 * exponent))
+        assert onp.allclose(got, exact, rtol=1e-8, atol=1e-10)
+    else:
+        assert onp.allclose(got, central_difference(solve, 0.7), rtol=1e-6, atol=1e-7)
 
 
 # ----------------------------------------------------------------------------- errors

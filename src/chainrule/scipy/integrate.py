@@ -30,6 +30,7 @@ are passed on to every solve).
 
 from __future__ import annotations
 
+import bisect as _bisect
 import types as _types
 import warnings
 from collections.abc import Callable
@@ -46,6 +47,7 @@ from .._core.tracer import front_ends, getval, isbox, primitive
 from ..numpy import _namespace
 from ..numpy import numpy_wrapper as anp
 from ..numpy.rules._helpers import match_dtype
+from ._staged import Staged
 
 _namespace.install(globals(), _si)  # SciPy's names; those defined below win
 
@@ -411,46 +413,76 @@ def _refuse_failed(solved) -> None:
         )
 
 
-def _adjoint_rhs(fun, params, traced, n, interpolant):
-    """The backward system for [lambda, mu] (with interpolated y) or [y, lambda, mu]:
-    dlambda/dt = -lambda df/dy, dmu/dt = -lambda df/dparams."""
+def _adjoint_rhs(fun, traced, n, read, dynamics):
+    """The backward system for [lambda, mu] (with y(t) = ``read(t)``, ``dynamics`` its
+    right-hand side) or [y, lambda, mu]: dlambda/dt = -lambda df/dy,
+    dmu/dt = -lambda df/dparams."""
+    if read is not None:
+
+        def checkpointed(t, state, *all_params):
+            t = _np.float64(t)
+            return dynamics(t, read(t), state[:n], *all_params)
+
+        return checkpointed
 
     def rhs(t, state, *all_params):
-        if interpolant is None:
-            y, lam = state[:n], state[n : 2 * n]
-        else:
-            y, lam = interpolant(t), state[:n]
+        y, lam = state[:n], state[n : 2 * n]
         vjp, fy = reverse.make_vjp(
             lambda yp: fun(t, yp[0], *_with_traced(all_params, traced, yp[1])),
             (y, _flat_params(all_params, traced)),
         )
         ybar, pbars = vjp(-lam)
-        if interpolant is None:
-            return _concat([fy, ybar, *pbars])
-        return _concat([ybar, *pbars])
+        return _concat([fy, ybar, *pbars])
 
     return rhs
+
+
+def _adjoint_dynamics(fun, traced):
+    """``(t, y, lam, *params) -> [-lam df/dy, -lam df/dparams]`` (flat), the part of the
+    checkpointed backward system that ``Staged`` compiles once per solve."""
+
+    def dynamics(t, y, lam, *all_params):
+        vjp, _ = reverse.make_vjp(
+            lambda yp: fun(t, yp[0], *_with_traced(all_params, traced, yp[1])),
+            (y, _flat_params(all_params, traced)),
+        )
+        ybar, pbars = vjp(-lam)
+        return _concat([ybar, *pbars])
+
+    return dynamics
 
 
 _IMPLICIT_METHODS = ("Radau", "BDF", "LSODA")
 
 
-def _adjoint_jac(fun, params, traced, n, interpolant):
+def _adjoint_jac(n, read, dynamics):
     """The Jacobian of the checkpointed backward system, exact since it is linear in
     [lambda, mu]: [[-df/dy^T, 0], [-df/dparams^T, 0]] (for the implicit methods, which
     would otherwise take it by finite differences, one column per parameter)."""
 
     def jac(t, state, *all_params):
-        vjp, _ = reverse.make_vjp(
-            lambda yp: fun(t, yp[0], *_with_traced(all_params, traced, yp[1])),
-            (interpolant(t), _flat_params(all_params, traced)),
-        )
-        rows = [_concat([ybar, *pbars]) for ybar, pbars in (vjp(-e) for e in _np.eye(n))]
+        t = _np.float64(t)
+        y = read(t)
+        rows = [dynamics(t, y, e, *all_params) for e in _np.eye(n)]
         out = _np.zeros((len(state), len(state)))
         out[:, :n] = _np.stack(rows, axis=1)
         return out
 
     return jac
+
+
+def _reader(solution) -> Callable:
+    """``solution(t)`` for a scalar float64 t, as SciPy's OdeSolution answers it, without its
+    per-call array conversions and search (the backward pass reads y(t) at every step)."""
+    ts = solution.ts_sorted.tolist()
+    pick = _bisect.bisect_left if solution.side == "left" else _bisect.bisect_right
+    pieces = list(solution.interpolants if solution.ascending else solution.interpolants[::-1])
+    last = len(pieces) - 1
+
+    def read(t):
+        return pieces[min(max(pick(ts, t) - 1, 0), last)](t)
+
+    return read
 
 
 def _checkpointed_options(options, n, n_params) -> dict:
@@ -484,11 +516,14 @@ def _ivp_vjp(g, argnums, ans, args, kwargs):
             if solved is not None
             else _solve_plain(fun, times, y0, params, method, options, dense=True).sol
         )
-    rhs = _adjoint_rhs(fun, params, traced, n, interpolant)
+    read = dynamics = None
+    if not nested:
+        read, dynamics = _reader(interpolant), Staged(_adjoint_dynamics(fun, traced))
+    rhs = _adjoint_rhs(fun, traced, n, read, dynamics)
     if not nested:
         options = _checkpointed_options(options, n, n_params)
         if method in _IMPLICIT_METHODS:
-            options["jac"] = _adjoint_jac(fun, params, traced, n, interpolant)
+            options["jac"] = _adjoint_jac(n, read, dynamics)
     n_out = len(getval(times)) - 1
     lam, mu = g[:, -1], _np.zeros(n_params)
     tbars = [None] * (n_out + 1)
@@ -573,7 +608,7 @@ def _ivp_jvp(argnums, tangents, ans, args, kwargs):
     n = int(_np.size(getval(y0)))
     dparams = [tangents[i + 3] for i in traced]
 
-    def augmented(t, state, *params_and_dparams):
+    def sensitivity(t, state, *params_and_dparams):
         y, sens = state[:n], state[n:]
         all_params, dps = params_and_dparams[: len(params)], params_and_dparams[len(params) :]
         fy, dfy = forward.make_jvp(
@@ -581,6 +616,13 @@ def _ivp_jvp(argnums, tangents, ans, args, kwargs):
             (y, _flat_params(all_params, traced)),
         )((sens, list(dps)))
         return _concat([fy, dfy * _np.ones(n)])
+
+    # SciPy calls it with plain values, so it runs compiled (Staged); a derivative of this
+    # rule traces through it (Staged runs it eagerly on traced arguments)
+    staged = Staged(sensitivity)
+
+    def augmented(t, state, *params_and_dparams):
+        return staged(t if isbox(t) else _np.float64(t), state, *params_and_dparams)
 
     s0 = anp.ravel(tangents[2]) * 1.0 if 2 in tangents else _np.zeros(n)
     dt = tangents.get(1)
