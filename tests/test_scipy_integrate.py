@@ -20,6 +20,7 @@ import chainrule.numpy as np  # noqa: E402
 import chainrule.scipy.linalg as cla  # noqa: E402
 from chainrule.scipy import integrate  # noqa: E402
 from chainrule.scipy.integrate import odeint, quad, solve_ivp  # noqa: E402
+from chainrule.scipy.optimize import ClosedOverTracedValueError  # noqa: E402
 from chainrule.test_util import check_grads  # noqa: E402
 
 TOL = dict(rtol=1e-10, atol=1e-12)
@@ -295,7 +296,7 @@ def test_a_traced_value_hidden_in_an_object_raises_naming_args(solver):
         "odeint": lambda m: odeint(lambda y, t: m.rhs(t, y), onp.array([1.0]), [0.0, 1.0])[-1, 0],
         "quad": lambda m: quad(lambda x: m.rhs(0.0, x), 0.0, 1.0)[0],
     }
-    with pytest.raises(TypeError, match="args="):
+    with pytest.raises(ClosedOverTracedValueError, match="args="):
         cr.grad(lambda k: calls[solver](Model(k)))(0.5)
 
 

@@ -564,8 +564,16 @@ def test_traced_value_reached_indirectly_is_refused_with_the_fix():
 
     with pytest.raises(so.ClosedOverTracedValueError, match="args="):
         grad(indirect)(2.0)
-    with pytest.raises(so.ClosedOverTracedValueError, match="args="):
-        grad(lambda t: so.brentq(lambda x, s=t: x**3 - s, 0.0, 5.0))(8.0)  # a default
+
+
+def test_traced_default_arguments_are_lifted_like_closure_cells():
+    # x* = t^(1/3): dx*/dt = 1 / (3 t^(2/3)) = 1/12 at t = 8; argmin of |x - t|^2 is t
+    cube_root = lambda t: so.brentq(lambda x, s=t: x**3 - s, 0.0, 5.0)
+    argmin = lambda t: so.minimize(lambda x, s=t: np.sum((x - s) ** 2), onp.zeros(2)).x[0]
+    for d in (grad, jacfwd):
+        assert d(cube_root)(8.0) == pytest.approx(1 / 12, rel=1e-10)
+        assert d(argmin)(2.0) == pytest.approx(1.0, rel=1e-8)
+    assert grad(grad(cube_root))(8.0) == pytest.approx(-2 / 9 * 8.0 ** (-5 / 3), rel=1e-8)
 
 
 def test_not_converged_raises_naming_the_fix():

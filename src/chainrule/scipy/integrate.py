@@ -31,7 +31,6 @@ are passed on to every solve).
 from __future__ import annotations
 
 import bisect as _bisect
-import types as _types
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -47,6 +46,7 @@ from .._core.tracer import front_ends, getval, isbox, primitive
 from ..numpy import _namespace
 from ..numpy import numpy_wrapper as anp
 from ..numpy.rules._helpers import match_dtype
+from ._closure import holds_traced, lift_closure, refuse_traced
 from ._staged import Staged
 
 _namespace.install(globals(), _si)  # SciPy's names; those defined below win
@@ -229,37 +229,6 @@ defjvp_argnums(odeint_args, _odeint_jvp)
 
 
 # ----------------------------------------------------------------------------- closures
-_EMPTY_CELL = object()  # stands for a closure cell that holds nothing yet
-
-
-def _function_parts(fun) -> list:
-    """What a plain Python function closes over: its closure cells' contents and defaults."""
-    if not isinstance(fun, _types.FunctionType):
-        return []
-    cells = []
-    for cell in fun.__closure__ or ():
-        try:
-            cells.append(cell.cell_contents)
-        except ValueError:
-            cells.append(_EMPTY_CELL)
-    return [cells, list(fun.__defaults__ or ())]
-
-
-def _rebuilt(fun, parts: list, traced_cells: set):
-    """``fun`` with its defaults and the closure cells in ``traced_cells`` replaced by
-    ``parts``; its other cells are shared, so state it keeps in them stays one."""
-    contents, defaults = parts
-    cells = tuple(
-        _types.CellType(value) if i in traced_cells else cell
-        for i, (cell, value) in enumerate(zip(fun.__closure__ or (), contents))
-    )
-    new = _types.FunctionType(
-        fun.__code__, fun.__globals__, fun.__name__, tuple(defaults) or None, cells
-    )
-    new.__kwdefaults__ = fun.__kwdefaults__
-    return new
-
-
 class _FrontEnd:
     """Front-end objects (chainrule.Tensor) met among a solver's inputs: each one takes
     part as the value it stands for (a traced value when it requires grad), and traced
@@ -287,30 +256,19 @@ class _FrontEnd:
 
 def _lift(fun: Callable, args: tuple, front: _FrontEnd) -> tuple[Callable, list]:
     """``(pure, params)``: the traced values ``fun`` receives in ``args`` or closes over
-    (closure cells, defaults) made explicit, so that
+    (closure cells, defaults: ``lift_closure``) made explicit, so that
     ``pure(*lead, *params) == fun(*lead, *args)`` and SciPy can call ``pure`` on plain
     values. ``_check_lifted`` verifies that nothing traced is left hidden."""
-    arg_leaves, arg_def = tree_flatten(front.unwrap(tuple(args)))
-    part_leaves, part_def = tree_flatten(front.unwrap(_function_parts(fun)))
-    leaves = arg_leaves + part_leaves
+    fun, args = lift_closure(fun, front.unwrap(tuple(args)), front.unwrap)
+    leaves, treedef = tree_flatten(args)
     at = [i for i, leaf in enumerate(leaves) if isbox(leaf)]
-    n_args, n_params = len(arg_leaves), len(at)
-    in_closure = any(i >= n_args for i in at)
-    traced_cells = set()
-    if in_closure:
-        for i, value in enumerate(_function_parts(fun)[0]):
-            if _any_traced(value):
-                traced_cells.add(i)
 
     def pure(*call):
-        lead = call[: len(call) - n_params]
+        n_lead = len(call) - len(at)
         full = list(leaves)
-        for i, value in zip(at, call[len(call) - n_params :]):
+        for i, value in zip(at, call[n_lead:]):
             full[i] = value
-        f = fun
-        if in_closure:
-            f = _rebuilt(fun, tree_unflatten(part_def, full[n_args:]), traced_cells)
-        return f(*lead, *tree_unflatten(arg_def, full[:n_args]))
+        return fun(*call[:n_lead], *tree_unflatten(treedef, full))
 
     return pure, [leaves[i] for i in at]
 
@@ -326,25 +284,13 @@ def _array_valued(pure: Callable) -> Callable:
     return f
 
 
-def _hidden_trace_error(where: str) -> TypeError:
-    return TypeError(
-        f"chainrule.scipy.integrate.{where}: the function depends on a traced value that "
-        f"chainrule cannot reach (one held by an object, a global, or a function it calls), "
-        f"so its derivative would be lost. Pass that value through `args=` instead (closure "
-        f"variables and default arguments of the function itself are found automatically)."
-    )
-
-
 def _check_lifted(where: str, pure: Callable, lead: tuple, params: list):
     """``pure`` at plain values; raise if its output is still traced (a hidden input)."""
-    out = pure(*lead, *[getval(p) for p in params])
-    if any(isbox(leaf) for leaf in tree_flatten(out)[0]):
-        raise _hidden_trace_error(where)
-    return out
-
-
-def _any_traced(*trees) -> bool:
-    return any(isbox(leaf) for tree in trees for leaf in tree_flatten(tree)[0])
+    return refuse_traced(
+        f"chainrule.scipy.integrate.{where}",
+        pure(*lead, *[getval(p) for p in params]),
+        f"{where}(lambda t, y, k: -k * y, ..., args=(k,))",
+    )
 
 
 # ----------------------------------------------------------------------------- solve_ivp
@@ -476,13 +422,52 @@ def _reader(solution) -> Callable:
     per-call array conversions and search (the backward pass reads y(t) at every step)."""
     ts = solution.ts_sorted.tolist()
     pick = _bisect.bisect_left if solution.side == "left" else _bisect.bisect_right
-    pieces = list(solution.interpolants if solution.ascending else solution.interpolants[::-1])
+    pieces = solution.interpolants if solution.ascending else solution.interpolants[::-1]
+    pieces = [_polynomial(piece) for piece in pieces]
     last = len(pieces) - 1
 
     def read(t):
         return pieces[min(max(pick(ts, t) - 1, 0), last)](t)
 
     return read
+
+
+def _polynomial(piece) -> Callable:
+    """One step's interpolant as a function of a scalar t. The explicit Runge-Kutta
+    methods' (RK23, RK45, DOP853) are evaluated as one dot product of their coefficients
+    with weights computed on Python floats: a third of the time of SciPy's array
+    arithmetic on (1,)-shaped x, which the adjoint pays at every step. Others, or any
+    SciPy whose pieces look different, answer through the piece's own ``__call__``."""
+    kind = type(piece).__name__
+    try:
+        if kind == "Dop853DenseOutput":  # y_old + x (F0 + (1 - x) (F1 + x (F2 + ...)))
+            t_old, h, y_old, coefficients = piece.t_old, piece.h, piece.y_old, piece.F
+            flips = [k % 2 == (len(coefficients) - 1) % 2 for k in range(len(coefficients))]
+
+            def dop853(t):
+                x = float((t - t_old) / h)
+                weights, weight = [], 1.0
+                for flip in flips:
+                    weight *= x if flip else 1.0 - x
+                    weights.append(weight)
+                return y_old + _np.dot(weights, coefficients)
+
+            return dop853
+        if kind == "RkDenseOutput":  # y_old + h Q [x, x^2, ...]
+            t_old, h, y_old, scaled = piece.t_old, piece.h, piece.y_old, piece.h * piece.Q.T
+
+            def rk(t):
+                x = float((t - t_old) / h)
+                powers, power = [], 1.0
+                for _ in range(len(scaled)):
+                    power *= x
+                    powers.append(power)
+                return y_old + _np.dot(powers, scaled)
+
+            return rk
+    except AttributeError:
+        pass
+    return piece
 
 
 def _checkpointed_options(options, n, n_params) -> dict:
@@ -508,7 +493,7 @@ def _ivp_vjp(g, argnums, ans, args, kwargs):
     # Nested (a derivative of this derivative is being taken): y is solved again with the
     # adjoint by this same primitive, so the pass is differentiable. Otherwise y(t) comes
     # from the forward solve's interpolant (checkpoints): stable and cheaper.
-    nested = _any_traced(g, ans, times, y0, params)
+    nested = holds_traced(g, ans, times, y0, params)
     interpolant = None
     if not nested:
         interpolant = (
@@ -571,11 +556,15 @@ def _ivp_vjp(g, argnums, ans, args, kwargs):
 
 
 def _backward_segment(rhs, t_from, t_to, state, params, method, options, interpolant):
-    # Start with the forward solve's step at t_from: a restart per segment otherwise
-    # spends evaluations finding a step size the forward solve already found.
-    ts = interpolant.ts
-    nearest = int(_np.argmin(_np.abs(ts[1:] - t_from))) if len(ts) > 1 else 0
-    first = min(abs(ts[nearest + 1] - ts[nearest]) if len(ts) > 1 else _np.inf, abs(t_from - t_to))
+    # Start with the forward solve's step at t_from, evened out to end on t_to: a restart
+    # per segment otherwise spends evaluations finding a step size the forward solve
+    # already found (and a last step cut short to land on t_to).
+    ts, length = interpolant.ts, abs(t_from - t_to)
+    first = length
+    if len(ts) > 1:
+        nearest = int(_np.argmin(_np.abs(ts[1:] - t_from)))
+        step = abs(ts[nearest + 1] - ts[nearest])
+        first = length / max(_np.ceil(length / step * (1 - 1e-9)), 1.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # f may not depend on some parameter
         sol = _si.solve_ivp(
@@ -708,7 +697,7 @@ def solve_ivp(
     pure, params = _lift(fun, plain_args, front)
     pure = _array_valued(pure)
     t_span, y0, t_eval = front.unwrap((t_span, y0, t_eval))
-    if not params and not _any_traced(t_span, y0, t_eval) and front.wrap is None:
+    if not params and not holds_traced(t_span, y0, t_eval) and front.wrap is None:
         try:
             return _si.solve_ivp(
                 fun,
@@ -884,7 +873,7 @@ def quad(func: Callable, a: Any, b: Any, args: Any = (), **kwargs: Any) -> Any:
     front = _FrontEnd()
     pure, params = _lift(func, args, front)
     a, b = front.unwrap((a, b))
-    if not params and not _any_traced(a, b) and front.wrap is None:
+    if not params and not holds_traced(a, b) and front.wrap is None:
         try:
             return _si.quad(func, a, b, args=args, **kwargs)
         except TypeError:

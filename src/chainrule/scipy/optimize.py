@@ -18,17 +18,18 @@ operations, the matrix-free solve being itself an implicit solution of a linear 
 derivatives of every order work in both modes.
 
 Traced parameters reach the solve as explicit inputs: those passed in ``args``, and those
-held in the objective's own closure cells (``lambda x: f(x, theta)`` inside the function
-being differentiated), which are moved into the arguments. A traced value reached any other
-way (a global, a default value, the closure of another function the objective calls) cannot
-be followed through a solver that calls the objective on plain values: it is refused with an
-error naming the fix (pass it in ``args``), never given a silently zero derivative.
+held in the objective's own closure cells and default arguments (``lambda x: f(x, theta)``
+inside the function being differentiated), which are moved into the arguments
+(``_closure.lift_closure``, shared with ``chainrule.scipy.integrate``). A traced value
+reached any other way (a global, an object's attribute, the closure of another function the
+objective calls) cannot be followed through a solver that calls the objective on plain
+values: it is refused with an error naming the fix (pass it in ``args``), never given a
+silently zero derivative.
 """
 
 from __future__ import annotations
 
 import copy
-import types
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -48,15 +49,12 @@ from ..numpy import numpy_wrapper as anp
 from ..numpy.rules._helpers import match_dtype
 from ..tensor import Tensor
 from ..tensor._graph import TRACE_ID as _TENSOR_TRACE
+from ._closure import ClosedOverTracedValueError, lift_closure, refuse_traced
 
 DENSE_LIMIT = 200  # unknowns above which the implicit solve is matrix-free by default
 LINEAR_SOLVERS = ("auto", "dense", "cg", "gmres")
 ITERATIVE_RTOL = 1e-10  # relative residual of the matrix-free solve (cg, gmres)
 RESIDUAL_TOL = 1.5e-8  # max |F(x*)| accepted when SciPy reports no success (sqrt(eps))
-
-
-class ClosedOverTracedValueError(TypeError):
-    """The objective closes over a traced value, which the solver cannot differentiate."""
 
 
 class NotConvergedError(RuntimeError):
@@ -217,17 +215,7 @@ defjvp_argnums(_implicit, _implicit_jvp)
 # ----------------------------------------------------------------------------- plumbing
 def _no_traced(name: str, value):
     """``value`` unchanged; raises if it holds a traced value (a closed-over parameter)."""
-    leaves, _ = tree_flatten(value)
-    if any(isbox(leaf) for leaf in leaves):
-        raise ClosedOverTracedValueError(
-            f"{name}: the function returned a traced value when called with plain x and "
-            f"args, so it reaches a traced parameter that chainrule could not make an "
-            f"argument (it lifts those held in the function's own closure, not a global or "
-            f"one reached through another function it calls). The solver calls it on plain "
-            f"values and cannot differentiate that parameter. Pass it through args= "
-            f"instead, e.g. {name}(lambda x, p: f(x, p), x0, args=(p,))."
-        )
-    return value
+    return refuse_traced(name, value, f"{name}(lambda x, p: f(x, p), x0, args=(p,))")
 
 
 def _checked(name: str, fun: Callable) -> Callable:
@@ -246,53 +234,22 @@ def _as_tuple(args) -> tuple:
     return args if isinstance(args, tuple) else (args,)
 
 
-def _cell_value(cell):
-    try:
-        return cell.cell_contents
-    except ValueError:  # a cell not yet assigned
-        return None
-
-
-def _holds_traced(value) -> bool:
-    return any(isbox(leaf) for leaf in tree_flatten(value)[0])
-
-
 def _lift_closure(fun: Callable, args, *callables):
-    """``fun``'s closed-over traced values made explicit: ``(fun', args', callables')``.
-
-    The values in ``fun``'s own closure cells that hold traced values become one more item
-    of ``args`` (so the solve differentiates them like any argument), and ``fun'`` calls
-    ``fun``'s code with fresh cells holding what it is given there; the other cells are
-    ``fun``'s own. The user's ``callables`` (jac, hess, fprime...), which SciPy calls with
-    ``args`` too, are given the original ``args`` back. Traced values reached another way
-    (a global, a function ``fun`` calls) stay where they are and are refused by
-    ``_no_traced`` when SciPy calls ``fun``."""
-    args = _as_tuple(args)
-    cells = getattr(fun, "__closure__", None) or ()
-    held = [i for i, cell in enumerate(cells) if _holds_traced(_cell_value(cell))]
-    if not held:
+    """``fun``'s closed-over traced values made explicit: ``(fun', args', callables')``
+    (see ``_closure.lift_closure``). The user's ``callables`` (jac, hess, fprime...), which
+    SciPy calls with ``args`` too, are given the original ``args`` back. Traced values
+    reached another way stay where they are and are refused by ``_no_traced`` when SciPy
+    calls ``fun``."""
+    lifted, args = lift_closure(fun, _as_tuple(args))
+    if lifted is fun:
         return fun, args, callables
-
-    def with_cells(values) -> Callable:
-        new = list(cells)
-        for i, v in zip(held, values):
-            new[i] = types.CellType(v)
-        g = types.FunctionType(
-            fun.__code__, fun.__globals__, fun.__name__, fun.__defaults__, tuple(new)
-        )
-        g.__kwdefaults__ = fun.__kwdefaults__
-        return g
-
-    def lifted(x, *a, **kw):
-        return with_cells(a[-1])(x, *a[:-1], **kw)
 
     def dropping_last(c):
         if not callable(c):
             return c
         return lambda x, *a, **kw: c(x, *a[:-1], **kw)
 
-    values = [cells[i].cell_contents for i in held]
-    return lifted, (*args, values), tuple(dropping_last(c) for c in callables)
+    return lifted, args, tuple(dropping_last(c) for c in callables)
 
 
 def _solve(
