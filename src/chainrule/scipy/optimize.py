@@ -456,6 +456,83 @@ def minimize(
     return out
 
 
+# ----------------------------------------------------------------------------- minimize_scalar
+def minimize_scalar(
+    fun: Callable,
+    bracket=None,
+    bounds=None,
+    args=(),
+    method: str | None = None,
+    tol: float | None = None,
+    options: dict | None = None,
+) -> _so.OptimizeResult:
+    """``scipy.optimize.minimize_scalar`` (brent, golden, bounded), differentiable in the
+    traced values of ``args`` (F = f'(x) = 0) and, for ``bounded``, in ``bounds``: where
+    the minimum is at a bound (f' there pushes outwards), x* is that bound
+    (F = x - bound), so it moves with the bound and not with ``args``. The bracket only
+    guides the search: x* does not move with it.
+
+    >>> import chainrule.numpy as np
+    >>> from chainrule import grad
+    >>> argmin = lambda a: minimize_scalar(lambda x, a: (x - a) ** 2, args=(a,)).x
+    >>> print(round(float(grad(argmin)(3.0)), 6))
+    1.0
+    """
+    name = "minimize_scalar"
+    bracket = None if bracket is None else [float(getval(b)) for b in bracket]
+    fun, args = lift_closure(fun, _as_tuple(args))
+    bounds = None if bounds is None else tuple(bounds)
+    checked = _checked(name, fun)
+    state: dict[str, Any] = {}
+
+    def slope(x, a):
+        return grad(lambda z: fun(z, *a))(x)
+
+    def residual(x, params):
+        a, limits = params
+        side = state.get("active")
+        if side is None:
+            return anp.reshape(slope(x[0], a), (1,))
+        return x - limits[side]
+
+    def solve(params):
+        a, limits = params
+        res = _so.minimize_scalar(
+            checked,
+            bracket=bracket,
+            bounds=limits,
+            args=a,
+            method=method,
+            tol=tol,
+            options=options,
+        )
+        if limits is not None:
+            state["active"] = _active_side(res.x, limits, lambda z: float(slope(z, a)), options)
+        return _np.atleast_1d(res.x), res
+
+    params = (args, bounds)
+    x, res, traced, problem = _solve(name, residual, solve, params)
+    if traced:
+        _require_solution(problem, x, _plain_tree(params), bool(res.success), res.message, _TOL_FIX)
+    out = copy.copy(res)
+    out.x = _front(x[0])
+    return out
+
+
+def _active_side(x: float, limits, slope: Callable, options) -> int | None:
+    """0 or 1 where the bounded minimum is at that bound: x* near it (within what the
+    method's tolerance, ``xatol`` + sqrt(eps) |x|, lets it reach) and f' at the bound
+    itself pushing outwards (an interior minimum just inside would have f' at the bound
+    pointing back in)."""
+    xatol = (options or {}).get("xatol", 1e-5)
+    for side, sign in ((0, 1.0), (1, -1.0)):
+        bound = float(getval(limits[side]))
+        near = 10 * (xatol + _np.sqrt(_np.finfo(float).eps) * (1.0 + abs(bound)))
+        if abs(x - bound) <= near and sign * slope(bound) > 0:
+            return side
+    return None
+
+
 # ----------------------------------------------------------------------------- roots
 def _shaped(x, shape):
     return anp.reshape(x, shape)
@@ -852,6 +929,7 @@ _namespace.install(globals(), _so)
 
 __all__ = [
     "minimize",
+    "minimize_scalar",
     "root",
     "root_scalar",
     "brentq",
