@@ -467,14 +467,95 @@ def test_dynamics_that_cannot_be_staged_fall_back_to_tracing(
 
 
 # ----------------------------------------------------------------------------- errors
-def test_events_with_traced_inputs_raise_and_plain_events_work():
+def test_plain_events_are_scipys():
     def hit(t, y, k):
         return y[0] - 0.5
 
-    with pytest.raises(NotImplementedError, match="events"):
-        cr.grad(lambda k: solve_ivp(decay, (0.0, 2.0), [1.0], args=(k,), events=hit).y[0, -1])(0.7)
     sol = solve_ivp(decay, (0.0, 2.0), [1.0], args=(0.7,), events=hit, **TOL)
+    theirs = si.solve_ivp(decay, (0.0, 2.0), [1.0], args=(0.7,), events=hit, **TOL)
     assert sol.t_events[0][0] == pytest.approx(onp.log(2.0) / 0.7, rel=1e-8)
+    assert onp.array_equal(sol.t_events[0], theirs.t_events[0])
+    assert onp.array_equal(sol.y_events[0], theirs.y_events[0])
+
+
+# ----------------------------------------------------------------------------- events
+def _crossing_time(k, y0, c, **kwargs):
+    # y = y0 exp(-k t) reaches c at t* = log(y0 / c) / k
+    def level(t, y, k):
+        return y[0] - c  # c closed over, k in args
+
+    sol = solve_ivp(decay, (0.0, 5.0), np.stack([y0]), args=(k,), events=level, **TOL, **kwargs)
+    return sol.t_events[0][0]
+
+
+@pytest.mark.parametrize("jac", BOTH)
+def test_event_time_matches_the_closed_form_in_args_y0_and_closure(jac):
+    k, y0, c = 0.7, 1.0, 0.5
+    got = jac(_crossing_time, argnums=(0, 1, 2))(k, y0, c)
+    exact = [-onp.log(y0 / c) / k**2, 1 / (k * y0), -1 / (k * c)]
+    assert onp.allclose(got, exact, rtol=1e-8)
+    assert _crossing_time(k, y0, c) == pytest.approx(onp.log(y0 / c) / k, rel=1e-10)
+
+
+def test_event_time_second_derivative():
+    # d^2 t*/dk^2 = 2 log(y0 / c) / k^3
+    for d2 in (cr.grad(cr.grad(_crossing_time)), cr.deriv(cr.grad(_crossing_time))):
+        assert d2(0.7, 1.0, 0.5) == pytest.approx(2 * onp.log(2.0) / 0.7**3, rel=1e-6)
+
+
+def _lv_crossings(theta, y0):
+    """Every time the prey falls through 1.0 (direction -1), and the state then."""
+
+    def prey_low(t, y, theta):
+        return y[0] - 1.0
+
+    prey_low.direction = -1.0
+    sol = solve_ivp(
+        lotka_volterra, (0.0, 12.0), y0, args=(theta,), events=prey_low, rtol=1e-10, atol=1e-10
+    )
+    return np.concatenate([sol.t_events[0], np.ravel(sol.y_events[0])])
+
+
+def test_lotka_volterra_event_times_and_states_match_finite_differences_of_the_solve():
+    out = _lv_crossings(LV_THETA, LV_Y0)
+    assert len(out) == 3 * 2  # two crossings: their times, then (prey, predator) at each
+    assert onp.allclose(out[2::2], 1.0, atol=1e-9)  # the prey is at the level there
+    # directional: one JVP and one VJP against differences of the re-solve along v
+    rng = onp.random.default_rng(5)
+    for argnum, x in ((0, LV_THETA), (1, LV_Y0)):
+        f = (
+            (lambda th: _lv_crossings(th, LV_Y0))
+            if argnum == 0
+            else (lambda y0: _lv_crossings(LV_THETA, y0))
+        )
+        v, u = rng.normal(size=x.size), rng.normal(size=out.size)
+        fd = (f(x + 1e-6 * v) - f(x - 1e-6 * v)) / 2e-6
+        assert onp.allclose(cr.jvp(f, (x,), (v,))[1], fd, rtol=1e-5, atol=1e-6), argnum
+        assert cr.vjp(f, x)[1](u)[0] @ v == pytest.approx(u @ fd, rel=1e-5, abs=1e-6)
+
+
+def test_a_terminal_event_ends_t_and_y_at_the_traced_event_time():
+    def half(t, y, k):
+        return y[0] - 0.5
+
+    half.terminal = True
+
+    def solve(k, t_eval=None):
+        sol = solve_ivp(decay, (0.0, 5.0), [1.0, 2.0], args=(k,), events=half, t_eval=t_eval, **TOL)
+        assert sol.status == 1
+        return sol
+
+    k = 0.7
+    t_star = onp.log(2.0) / k
+    assert cr.grad(lambda k: solve(k).t[-1])(k) == pytest.approx(-t_star / k, rel=1e-8)
+    # y(t*) = (0.5, 1.0) whatever k: its derivative is zero
+    assert onp.allclose(cr.jacobian(lambda k: solve(k).y[:, -1])(k), 0.0, atol=1e-8)
+    # with t_eval, the points after t* are not reached; those before keep their derivative
+    t_eval = onp.array([0.25, 0.5, 2.0, 3.0])
+    sol = solve(k, t_eval)
+    assert onp.array_equal(sol.t, t_eval[:2])
+    got = cr.jacfwd(lambda k: solve(k, t_eval).y[1])(k)
+    assert onp.allclose(got, -t_eval[:2] * 2.0 * onp.exp(-k * t_eval[:2]), rtol=1e-8)
 
 
 def test_a_failed_forward_solve_refuses_derivatives():

@@ -18,7 +18,10 @@ odeint, whose adjoint is built the same way).
 
 ``solve_ivp`` uses the same equations with any of SciPy's methods; for first
 derivatives its adjoint reads y(t) from the forward solve's dense interpolant
-(checkpoints) instead of solving y backwards. ``quad`` differentiates the limits by
+(checkpoints) instead of solving y backwards, and it runs the VJP (adjoint) or JVP
+(sensitivities) of the right-hand side as a program staged once per solve with
+``chainrule.jit`` (``_staged``). Event times are differentiated by the implicit
+function theorem on the event function. ``quad`` differentiates the limits by
 Leibniz's rule and the integrand's parameters by integrating the integrand's
 derivative.
 
@@ -48,6 +51,7 @@ from ..numpy import numpy_wrapper as anp
 from ..numpy.rules._helpers import match_dtype
 from ._closure import holds_traced, lift_closure, refuse_traced
 from ._staged import Staged
+from .optimize import _solve as _implicit_solve
 
 _namespace.install(globals(), _si)  # SciPy's names; those defined below win
 
@@ -617,15 +621,18 @@ def _ivp_jvp(argnums, tangents, ans, args, kwargs):
     dt = tangents.get(1)
     if dt is not None:
         s0 = s0 - anp.ravel(fun(times[0], y0, *params)) * dt[0]
-    sens = ivp_values(
-        augmented,
-        times,
-        _concat([y0, s0]),
-        *params,
-        *dparams,
-        method=kwargs["method"],
-        options=kwargs.get("options"),
-    )[n:]
+    if traced or holds_traced(s0) or _np.any(getval(s0) != 0):
+        sens = ivp_values(
+            augmented,
+            times,
+            _concat([y0, s0]),
+            *params,
+            *dparams,
+            method=kwargs["method"],
+            options=kwargs.get("options"),
+        )[n:]
+    else:  # only the output times move (an event time's dG/dt): no sensitivity to solve
+        sens = _np.zeros(_np.shape(getval(ans)))
     if dt is not None:
         f_out = anp.stack(
             [anp.ravel(fun(times[k + 1], ans[:, k], *params)) for k in range(anp.shape(ans)[1])],
@@ -691,7 +698,10 @@ def solve_ivp(
     traced. Reverse mode solves the adjoint ODE backwards, reading y(t) from the forward
     solve's dense interpolant; forward mode solves the sensitivity equations with y. Both
     use ``method``, ``rtol`` and ``atol``: derivatives are as accurate as the solves.
-    ``events`` cannot be differentiated (NotImplementedError when something is traced)."""
+    With ``events``, ``t_events`` and ``y_events`` are traced too: each event time t* by
+    the implicit function theorem on g(t*, y(t*), args) = 0, and a terminal event's t*
+    is the last of ``t`` (the event functions take ``args`` and may close over traced
+    values, as ``fun``)."""
     plain_args = () if args is None else tuple(args)
     front = _FrontEnd()
     pure, params = _lift(fun, plain_args, front)
@@ -714,13 +724,6 @@ def solve_ivp(
         except TypeError:
             _check_lifted("solve_ivp", pure, (t_span[0], _np.asarray(y0)), params)
             raise
-    if events is not None:
-        raise NotImplementedError(
-            "chainrule.scipy.integrate.solve_ivp: events= cannot be differentiated (the "
-            "event times depend on the inputs through root finding, which is not "
-            "implemented). Solve with events on plain values (chainrule.stop_gradient), or "
-            "without events."
-        )
     t0, t1 = t_span
     y0 = anp.array(y0) if isinstance(y0, (list, tuple)) else y0
     if _np.ndim(getval(y0)) != 1:
@@ -739,6 +742,10 @@ def solve_ivp(
     if callable(jac):  # (the Newton iterations' Jacobian: not differentiated)
         forward_options["jac"] = lambda t, y: getval(jac(t, y, *tree_map(getval, plain_args)))
     t_eval_value = None if t_eval is None else _np.asarray(tree_map(getval, t_eval), float)
+    event_list = _as_event_list(events)
+    lifted_events = [_lift(event, plain_args, front) for event in event_list]
+    for event_pure, event_params in lifted_events:
+        _check_lifted("solve_ivp", event_pure, (getval(t0), y0_value), event_params)
     sol = _si.solve_ivp(
         lambda t, y: pure(t, y, *plain_params),
         (getval(t0), getval(t1)),
@@ -746,18 +753,27 @@ def solve_ivp(
         method=method,
         t_eval=t_eval_value,
         dense_output=True,
+        events=[_plain_event(e, *lifted) for e, lifted in zip(event_list, lifted_events)] or None,
         vectorized=vectorized,
         **forward_options,
     )
-    start = anp.reshape(t0, (1,))
-    if t_eval is None:  # the solver's own times: the first and the last follow t_span
-        last = anp.reshape(t1, (1,)) if sol.success else sol.t[-1:]
-        out_times = anp.concatenate([start, sol.t[1:-1], last]) if len(sol.t) > 1 else start
-    else:
-        out_times = anp.reshape(anp.array(t_eval) * 1.0, (-1,))
-    times = anp.concatenate([start, out_times])
     failure = None if sol.success else sol.message
     adjoint_options = {k: v for k, v in options.items() if k not in _FORWARD_ONLY_OPTIONS}
+    system = (pure, t0, y0, params, method, adjoint_options)
+    t_events = y_events = None
+    if events is not None:
+        t_events, y_events = _traced_events(system, lifted_events, sol, failure)
+    start = anp.reshape(t0, (1,))
+    if t_eval is None:  # the solver's own times: the first and the last follow t_span
+        last = sol.t[-1:]  # (where the solve failed)
+        if sol.status == 0:
+            last = anp.reshape(t1, (1,))
+        elif sol.status == 1:  # a terminal event: the last time is that event's
+            last = anp.reshape(_terminal_time(event_list, sol, t_events), (1,))
+        out_times = anp.concatenate([start, sol.t[1:-1], last]) if len(sol.t) > 1 else start
+    else:  # (up to the terminal event, if one stopped the solve)
+        out_times = anp.reshape(anp.array(t_eval) * 1.0, (-1,))[: len(sol.t)]
+    times = anp.concatenate([start, out_times])
     y = ivp_values(
         pure,
         times,
@@ -772,7 +788,101 @@ def solve_ivp(
         dense = _DenseSolution(pure, t0, y0, params, method, adjoint_options, sol.sol, failure)
         dense.front = front
     t_out, y = front.answer(times[1:]), front.answer(y)
-    return type(sol)(**{**sol, "t": t_out, "y": y, "sol": dense})
+    out = {**sol, "t": t_out, "y": y, "sol": dense}
+    if events is not None:
+        out["t_events"] = [front.answer(t) for t in t_events]
+        out["y_events"] = [front.answer(y) for y in y_events]
+    return type(sol)(**out)
+
+
+# ----------------------------------------------------------------------------- events
+def _as_event_list(events) -> list:
+    if events is None:
+        return []
+    return list(events) if isinstance(events, (list, tuple)) else [events]
+
+
+def _plain_event(event: Callable, pure: Callable, params: list) -> Callable:
+    """The event as SciPy calls it (on plain values), with its ``terminal`` and
+    ``direction``."""
+    plain_params = [getval(p) for p in params]
+
+    def plain(t, y):
+        return getval(pure(t, y, *plain_params))
+
+    for attribute in ("terminal", "direction"):
+        if hasattr(event, attribute):
+            setattr(plain, attribute, getattr(event, attribute))
+    return plain
+
+
+def _traced_events(system, lifted_events, sol, failure) -> tuple[list, list]:
+    """``t_events`` and ``y_events`` as traced values: each event time t* is the implicit
+    solution of g(t*, y(t*; theta), theta) = 0, so
+    dt*/dtheta = -(dg/dtheta + dg/dy dy(t*)/dtheta) / (dg/dt + dg/dy f(t*, y*)), and
+    y(t*) is the solution at that (traced) time."""
+    pure, t0, y0, params, method, options = system
+    t_events, y_events = [], []
+    for (event, event_params), times, states in zip(lifted_events, sol.t_events, sol.y_events):
+        ts, ys = [], []
+        for t_star, y_star in zip(times, states):
+            solved = _Forward(_np.reshape(y_star, (-1, 1)), sol.sol, failure)
+            t = _event_time(system, event, event_params, t_star, solved)
+            ts.append(t)
+            ys.append(
+                ivp_values(
+                    pure,
+                    anp.stack([t0, t]),
+                    y0,
+                    *params,
+                    method=method,
+                    options=options,
+                    solved=solved,
+                )[:, 0]
+            )
+        t_events.append(anp.stack(ts) if ts else _np.asarray(times))
+        y_events.append(anp.stack(ys) if ys else _np.asarray(states))
+    return t_events, y_events
+
+
+def _event_time(system, event: Callable, event_params: list, t_star: float, solved: _Forward):
+    pure, t0, y0, params, method, options = system
+
+    def residual(x, p):
+        start, y_start, ivp_params, g_params = p
+        # at t* itself (where the derivative rules evaluate it), y is the forward solve's
+        at_event = None if getval(x[0]) != t_star else solved
+        y = ivp_values(
+            pure,
+            anp.stack([start, x[0]]),
+            y_start,
+            *ivp_params,
+            method=method,
+            options=options,
+            solved=at_event,
+        )[:, 0]
+        return anp.reshape(event(x[0], y, *g_params), (1,))
+
+    def solve(p):
+        return _np.array([t_star]), None
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the event may not depend on every parameter
+        t, _, _, _ = _implicit_solve(
+            "chainrule.scipy.integrate.solve_ivp (an event time)",
+            residual,
+            solve,
+            (t0, y0, list(params), list(event_params)),
+        )
+    return t[0]
+
+
+def _terminal_time(event_list: list, sol, t_events: list):
+    """The traced time of the terminal event that stopped the solve at ``sol.t[-1]``."""
+    for event, plain_times, traced in zip(event_list, sol.t_events, t_events):
+        if getattr(event, "terminal", False) and len(plain_times) and plain_times[-1] == sol.t[-1]:
+            return traced[-1]
+    return sol.t[-1]
 
 
 # ----------------------------------------------------------------------------- quad
