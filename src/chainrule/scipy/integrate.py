@@ -141,6 +141,17 @@ def _split(vector, like):
     return out
 
 
+def _compiled(rhs: Callable, time_first: bool) -> Callable:
+    """``rhs`` (an augmented system of a derivative rule) run through ``Staged``: SciPy
+    calls it on plain values, so it runs compiled; a derivative of that rule traces
+    through it (Staged runs it eagerly on traced arguments). The time is made float64
+    (SciPy passes floats of either kind)."""
+    staged = Staged(rhs)
+    if time_first:
+        return lambda t, state, *rest: staged(t if isbox(t) else _np.float64(t), state, *rest)
+    return lambda state, t, *rest: staged(state, t if isbox(t) else _np.float64(t), *rest)
+
+
 # The derivative passes below are written with chainrule operations, odeint_args itself
 # included (its augmented systems are differentiated by chainrule inside SciPy's calls),
 # so derivatives of every order, in both modes, come from the same two rules.
@@ -158,7 +169,7 @@ def _odeint_vjp(g, argnums, ans, args, kwargs):
     f_params = _with_params(func, params, traced)
     n_params = sum(int(_np.size(getval(params[i]))) for i in traced)
 
-    def augmented(state, s, *all_params):
+    def adjoint(state, s, *all_params):
         y, a = state[:d], state[d : 2 * d]
         f = _with_params(func, all_params, traced)
         vjp, fy = reverse.make_vjp(
@@ -166,6 +177,8 @@ def _odeint_vjp(g, argnums, ans, args, kwargs):
         )
         ybar, pbars = vjp(-a)
         return _concat([fy, ybar, *pbars])
+
+    augmented = _compiled(adjoint, time_first=False)
 
     a = g[-1]
     pbar = _np.zeros(n_params)
@@ -207,7 +220,7 @@ def _odeint_jvp(argnums, tangents, ans, args, kwargs):
     d = anp.shape(ys)[1]
     dparams = [tangents[i + 3] for i in traced]
 
-    def augmented(state, s, *params_and_dparams):
+    def sensitivity(state, s, *params_and_dparams):
         y, sens = state[:d], state[d:]
         all_params, dps = params_and_dparams[: len(params)], params_and_dparams[len(params) :]
         f = _with_params(func, all_params, traced)
@@ -215,6 +228,8 @@ def _odeint_jvp(argnums, tangents, ans, args, kwargs):
             lambda yp: f(yp[0], s, yp[1]), (y, [all_params[i] for i in traced])
         )((sens, list(dps)))
         return _concat([fy, dfy * _np.ones(d)])
+
+    augmented = _compiled(sensitivity, time_first=False)
 
     s0 = anp.ravel(tangents[1]) * 1.0 if 1 in tangents else _np.zeros(d)
     dt = tangents.get(2)
@@ -610,13 +625,7 @@ def _ivp_jvp(argnums, tangents, ans, args, kwargs):
         )((sens, list(dps)))
         return _concat([fy, dfy * _np.ones(n)])
 
-    # SciPy calls it with plain values, so it runs compiled (Staged); a derivative of this
-    # rule traces through it (Staged runs it eagerly on traced arguments)
-    staged = Staged(sensitivity)
-
-    def augmented(t, state, *params_and_dparams):
-        return staged(t if isbox(t) else _np.float64(t), state, *params_and_dparams)
-
+    augmented = _compiled(sensitivity, time_first=True)
     s0 = anp.ravel(tangents[2]) * 1.0 if 2 in tangents else _np.zeros(n)
     dt = tangents.get(1)
     if dt is not None:
