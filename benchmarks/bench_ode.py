@@ -11,8 +11,10 @@ with respect to the 52 parameters, by
 - chainrule's and autograd's ``odeint`` (the same adjoint algorithm on LSODA); JAX's
   ``odeint`` when JAX is importable,
 
-against the forward solve alone. Times are the best of ``--repeat`` runs; peak memory is
-measured in a separate run under tracemalloc (Python allocations, NumPy's included). The
+against the forward solve alone. Times are the best CPU time (process_time) over
+``--rounds`` rounds in which the methods take turns (so that on a shared machine each sees
+the same load; JAX's CPU time counts all its threads); peak memory is measured in a
+separate run under tracemalloc (Python allocations, NumPy's included). The
 error column is the largest difference from a reference gradient (the adjoint at
 rtol=1e-12), relative to the reference's largest entry.
 """
@@ -30,6 +32,7 @@ import scipy.integrate as si
 
 import chainrule as cr
 import chainrule.numpy as np
+from chainrule.scipy import integrate
 from chainrule.scipy.integrate import odeint, solve_ivp
 
 HIDDEN, STATE = 10, 2
@@ -134,9 +137,19 @@ def candidates(theta) -> list:
     def one_jvp():
         cr.jvp(solve_loss, (theta,), (direction,))
 
+    def traced_dynamics():
+        """The adjoint with its right-hand side's VJP traced at every step (not staged)."""
+        staged = integrate.Staged
+        integrate.Staged = lambda fun: fun
+        try:
+            return cr.grad(solve_loss)(theta)
+        finally:
+            integrate.Staged = staged
+
     rows = [
         ("forward solve alone (SciPy, DOP853)", forward_alone, ""),
         ("chainrule solve_ivp adjoint (grad)", lambda: cr.grad(solve_loss)(theta), ""),
+        ("  the same, VJP traced at each step", traced_dynamics, "without jit staging"),
         ("chainrule solve_ivp forward sens. (1 JVP)", one_jvp, "x52 for a gradient"),
         ("chainrule through RK4 steps, 100 steps", lambda: cr.grad(rk4_loss(100))(theta), ""),
         ("chainrule through RK4 steps, 1000 steps", lambda: cr.grad(rk4_loss(1000))(theta), ""),
@@ -183,17 +196,22 @@ def candidates(theta) -> list:
     return rows
 
 
-def best_time(fun, repeat: int) -> tuple[float, object]:
-    """The best of ``repeat`` runs, and of as many more as fit in a second: one run of a
-    20 ms solve on a shared machine is mostly noise."""
-    best, out, runs, spent = float("inf"), None, 0, 0.0
-    while runs < repeat or (spent < 1.0 and runs < 100):
-        gc.collect()
-        start = time.perf_counter()
-        out = fun()
-        elapsed = time.perf_counter() - start
-        best, runs, spent = min(best, elapsed), runs + 1, spent + elapsed
-    return best, out
+def interleaved_best(funs: list, rounds: int, budget: float = 0.3) -> tuple[list, list]:
+    """The best CPU time (process_time) of each function, and its last answer. The
+    functions take turns, round after round, so that on a shared machine each sees the
+    same load; in each round a fast one runs again until it has spent ``budget`` seconds
+    (one run of a 10 ms solve is mostly noise)."""
+    best, outs = [float("inf")] * len(funs), [None] * len(funs)
+    for _ in range(rounds):
+        for i, fun in enumerate(funs):
+            spent, runs = 0.0, 0
+            while runs == 0 or (spent < budget and runs < 50):
+                gc.collect()
+                start = time.process_time()
+                outs[i] = fun()
+                elapsed = time.process_time() - start
+                best[i], spent, runs = min(best[i], elapsed), spent + elapsed, runs + 1
+    return best, outs
 
 
 def peak_memory(fun) -> float:
@@ -208,28 +226,33 @@ def peak_memory(fun) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     options = parser.parse_args()
     theta = initial_theta()
     reference = cr.grad(lambda th: solve_loss(th, rtol=1e-12, atol=1e-12))(theta)
     scale = onp.max(onp.abs(reference))
     rows = candidates(theta)
-    base = None  # the forward solve's time, the first row
+    timed = [fun for _, fun, _ in rows if fun is not None]
+    for fun in timed:
+        fun()  # warm-up (imports, JAX's compilation)
+    seconds, grads = interleaved_best(timed, options.rounds)
+    base = seconds[0]  # the forward solve's time, the first row
     print(
         f"neural ODE, {theta.size} parameters, rtol=atol=1e-8, {len(T_EVAL)} output times; "
         f"loss {forward_only(theta):.6g}"
     )
     print(f"{'method':<44} {'time (s)':>9} {'x fwd':>7} {'peak MiB':>9} {'rel. error':>10}  note")
+    k = 0
     for name, fun, note in rows:
         if fun is None:
             print(f"{name:<44} {'-':>9} {'-':>7} {'-':>9} {'-':>10}  {note}")
             continue
-        seconds, grad = best_time(fun, options.repeat)
-        base = base or seconds
+        time_, grad = seconds[k], grads[k]
+        k += 1
         memory = peak_memory(fun)
         error = "-" if grad is None else f"{onp.max(onp.abs(grad - reference)) / scale:.1e}"
         print(
-            f"{name:<44} {seconds:>9.4f} {seconds / base:>7.1f} {memory:>9.2f} {error:>10}  {note}"
+            f"{name:<44} {time_:>9.4f} {time_ / base:>7.1f} {memory:>9.2f} {error:>10}  {note}"
         )
 
 

@@ -53,25 +53,23 @@ class Staged:
         self.fun = fun
         self.jitted = jit(fun, max_variants=MAX_VARIANTS)
         self.programs: list = []
-        self.signature: tuple | None = None  # of the arguments the programs were traced for
+        self.signature: tuple | None = None  # of the arguments the programs are for
         self.refused = ""
 
     def __call__(self, *args: Any) -> Any:
-        if self.refused or any(isbox(a) for a in args):
-            return self.fun(*args)
-        if self.signature is None:
-            self.signature = _signature(args)
-            if self.signature is None:
-                self.refused = "its arguments are not float arrays and scalars"
-                return self.fun(*args)
-        elif _signature(args) != self.signature:  # not the solve's own calls
-            return self.fun(*args)
-        # (a lighter key than jit's own, which would cost as much as the program here)
-        for program in self.programs:
-            out = program.run(*args)
-            if out is not MISS:
-                return out[0]
-        return self._trace(args)
+        if not self.refused:
+            key = _signature(args)  # (None for traced arguments)
+            if key is not None and key == self.signature:
+                # (a lighter key than jit's own, which would cost as much as the program)
+                for program in self.programs:
+                    out = program.run(*args)
+                    if out is not MISS:
+                        return out[0]
+                return self._trace(args)
+            if key is not None and self.signature is None:
+                self.signature = key
+                return self._trace(args)
+        return self.fun(*args)
 
     def _trace(self, args: tuple) -> Any:
         try:
