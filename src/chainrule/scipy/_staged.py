@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as _np
 
-from .._core.tracer import isbox
 from ..jit import jit
 from ..jit._emit import MISS
 
