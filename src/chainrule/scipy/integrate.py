@@ -282,13 +282,23 @@ def _lift(fun: Callable, args: tuple, front: _FrontEnd) -> tuple[Callable, list]
     leaves, treedef = tree_flatten(args)
     at = [i for i, leaf in enumerate(leaves) if isbox(leaf)]
 
+    def with_params(values) -> tuple:
+        full = list(leaves)
+        for i, value in zip(at, values):
+            full[i] = value
+        return tree_unflatten(treedef, full)
+
     def pure(*call):
         n_lead = len(call) - len(at)
-        full = list(leaves)
-        for i, value in zip(at, call[n_lead:]):
-            full[i] = value
-        return fun(*call[:n_lead], *tree_unflatten(treedef, full))
+        return fun(*call[:n_lead], *with_params(call[n_lead:]))
 
+    def bind(values) -> Callable:
+        """``lambda *lead: pure(*lead, *values)``, its arguments built once (a forward
+        solve calls it at every step)."""
+        bound = with_params(values)
+        return lambda *lead: fun(*lead, *bound)
+
+    pure.bind = bind
     return pure, [leaves[i] for i in at]
 
 
@@ -714,7 +724,7 @@ def solve_ivp(
     plain_args = () if args is None else tuple(args)
     front = _FrontEnd()
     pure, params = _lift(fun, plain_args, front)
-    pure = _array_valued(pure)
+    bind, pure = pure.bind, _array_valued(pure)
     t_span, y0, t_eval = front.unwrap((t_span, y0, t_eval))
     if not params and not holds_traced(t_span, y0, t_eval) and front.wrap is None:
         try:
@@ -756,7 +766,7 @@ def solve_ivp(
     for event_pure, event_params in lifted_events:
         _check_lifted("solve_ivp", event_pure, (getval(t0), y0_value), event_params)
     sol = _si.solve_ivp(
-        lambda t, y: pure(t, y, *plain_params),
+        _array_valued(bind(plain_params)),
         (getval(t0), getval(t1)),
         y0_value,
         method=method,
