@@ -617,10 +617,6 @@ def test_unsupported_inputs_raise():
         so.minimize(
             quadratic, onp.zeros(4), args=(B4,), constraints=[{"type": "eq", "fun": lambda x: x[0]}]
         )
-    with pytest.raises(TypeError, match="bounds cannot be traced"):
-        grad(
-            lambda u: so.minimize(quadratic, onp.zeros(4), args=(B4,), bounds=[(0.0, u)] * 4).x[0]
-        )(1.0)
     with pytest.raises(ValueError, match="implicit_solver"):
         so.minimize(quadratic, onp.zeros(4), args=(B4,), implicit_solver="lu")
 
@@ -834,3 +830,24 @@ def test_minimize_scalar_bracket_does_not_move_the_minimum_and_refuses_non_solut
                 ).x
             )
         )(1.0)
+
+
+# ----------------------------------------------------------------------------- traced bounds
+def _clipped(u, lo, b):
+    # argmin of |x|^2 / 2 - b.x in a box: x* = clip(b, lower, upper)
+    bounds = [(lo, u), (lo, u), (None, u), (lo, None)]
+    f = lambda x, b: 0.5 * np.sum(x**2) - np.dot(b, x)
+    return so.minimize(f, onp.zeros(4), args=(b,), bounds=bounds).x
+
+
+def test_minimize_at_an_active_bound_moves_with_that_bound():
+    b = onp.array([1.0, -2.0, 0.5, 3.0])
+    u, lo = 0.8, -1.0  # x* = (0.8, -1.0, 0.5, 3.0): x0 at u, x1 at lo, x2 and x3 free
+    assert onp.allclose(_clipped(u, lo, b), [0.8, -1.0, 0.5, 3.0], atol=1e-8)
+    by_u, by_lo, by_b = onp.eye(4)[0], onp.eye(4)[1], onp.diag([0.0, 0.0, 1.0, 1.0])
+    for jac in (jacobian, jacfwd):
+        got = jac(_clipped, (0, 1, 2))(u, lo, b)
+        assert onp.allclose(got[0], by_u) and onp.allclose(got[1], by_lo)
+        assert onp.allclose(got[2], by_b)  # (x3, bounded below only, is free: d/db3 = 1)
+    fd = central_difference(lambda q: _clipped(q[0], q[1], b), onp.array([u, lo]))
+    assert onp.allclose(fd, onp.stack([by_u, by_lo], axis=1), atol=1e-6)

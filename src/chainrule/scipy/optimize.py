@@ -348,12 +348,21 @@ def _bound_arrays(bounds, n: int):
 
 
 def _active_bounds(x, g, lb, ub):
-    """Coordinates held at a bound at the solution (their derivative is zero), and the
-    bound: near it (interior-point methods stop just inside) with the gradient pushing out.
-    """
-    at_lb = (x - lb <= 1e-6 * (1.0 + _np.abs(lb))) & (g >= 0)
-    at_ub = (ub - x <= 1e-6 * (1.0 + _np.abs(ub))) & (g <= 0)
-    return at_lb | at_ub, _np.where(at_lb, lb, ub)
+    """Coordinates held at a bound at the solution (they move with that bound only), and
+    which of them at the lower one: near it (interior-point methods stop just inside)
+    with the gradient pushing out."""
+    with _np.errstate(invalid="ignore"):  # (inf - inf, where a bound is missing)
+        at_lb = _np.isfinite(lb) & (x - lb <= 1e-6 * (1.0 + _np.abs(lb))) & (g >= 0)
+        at_ub = _np.isfinite(ub) & (ub - x <= 1e-6 * (1.0 + _np.abs(ub))) & (g <= 0)
+    return at_lb | at_ub, at_lb
+
+
+def _bound_pairs(bounds):
+    """``bounds`` given as (min, max) pairs, None made infinite: the values the bounds'
+    derivatives follow (they may be traced); None for no bounds or a ``Bounds`` object."""
+    if bounds is None or isinstance(bounds, _so.Bounds):
+        return None
+    return [(-_np.inf if lo is None else lo, _np.inf if hi is None else hi) for lo, hi in bounds]
 
 
 def minimize(
@@ -394,7 +403,11 @@ def minimize(
             f"needs its KKT system); bounds= is. Call scipy.optimize.minimize for plain "
             f"values."
         )
-    _require_plain(name, "bounds", bounds)
+    limits = _bound_pairs(bounds)
+    if limits is None:
+        _require_plain(name, "bounds", bounds)
+    else:
+        bounds = [(float(getval(lo)), float(getval(hi))) for lo, hi in limits]
     fun, args, (jac, hess, hessp) = _lift_closure(fun, args, jac, hess, hessp)
     x0 = _np.asarray(getval(x0), dtype=float).ravel()
     method_name = (
@@ -410,13 +423,20 @@ def minimize(
     def gradient(x, a):
         return grad(lambda z: value(z, *a))(x)
 
-    def residual(x, a):
+    def residual(x, params):
+        a, pairs = params
         g = gradient(x, a)
         if state.get("active") is None:
             return g
-        return anp.where(state["active"], x - state["bound"], g)
+        if pairs is None:
+            lb, ub = box
+        else:  # (traced bounds: x* moves with the active ones)
+            lb = anp.stack([lo * 1.0 for lo, _ in pairs])
+            ub = anp.stack([hi * 1.0 for _, hi in pairs])
+        return anp.where(state["active"], x - anp.where(state["at_lb"], lb, ub), g)
 
-    def solve(a):
+    def solve(params):
+        a, _ = params
         kw = {"jac": jac, "hess": hess, "hessp": hessp}
         if jac is None and method_name in _NEEDS_GRADIENT:
             kw["jac"] = lambda x, *a: _no_traced(name, grad(lambda z: value(z, *a))(x))
@@ -440,17 +460,18 @@ def minimize(
         )
         if box is not None:
             g = _np.asarray(grad(lambda z: value(z, *a))(res.x), dtype=float)
-            active, bound = _active_bounds(res.x, g, *box)
+            active, at_lb = _active_bounds(res.x, g, *box)
             if active.any():
-                state["active"], state["bound"] = active, bound
+                state["active"], state["at_lb"] = active, at_lb
         return res.x, res
 
+    params = (args, limits)
     x, res, traced, problem = _solve(
-        name, residual, solve, args, linear_solver=implicit_solver, symmetric=box is None
+        name, residual, solve, params, linear_solver=implicit_solver, symmetric=box is None
     )
     problem.symmetric = state.get("active") is None
     if traced:
-        _require_solution(problem, x, _plain_tree(args), bool(res.success), res.message, _TOL_FIX)
+        _require_solution(problem, x, _plain_tree(params), bool(res.success), res.message, _TOL_FIX)
     out = copy.copy(res)
     out.x = _front(x)
     return out
