@@ -384,8 +384,8 @@ def minimize(
     """``scipy.optimize.minimize``, differentiable in the traced values of ``args``.
 
     ``res.x`` is traced; other fields are plain. The derivative of x* solves
-    H dx* = -d(grad f)/dtheta dtheta with the Hessian at x*; coordinates at an active bound
-    have zero derivative. Where SciPy's method needs a gradient (or Hessian) and none is
+    H dx* = -d(grad f)/dtheta dtheta with the Hessian at x*; a coordinate at an active
+    bound moves with that bound only (bounds given as (min, max) pairs may be traced). Where SciPy's method needs a gradient (or Hessian) and none is
     given, chainrule's exact one is passed. ``implicit_solver``: "auto", "dense", "cg" or
     "gmres" for the linear solve of the derivative.
 
