@@ -261,6 +261,9 @@ def lv_forward_only(theta):
 
 
 def lv_candidates(theta) -> list:
+    def forward_alone():
+        lv_forward_only(theta)
+
     def finite_differences_lv(eps=1e-6):
         steps = eps * onp.eye(theta.size)
         return onp.array(
@@ -268,7 +271,7 @@ def lv_candidates(theta) -> list:
         )
 
     return [
-        ("forward solve alone (SciPy, DOP853)", lambda: lv_forward_only(theta) and None, ""),
+        ("forward solve alone (SciPy, DOP853)", forward_alone, ""),
         ("chainrule solve_ivp adjoint (grad)", lambda: cr.grad(lv_loss)(theta), ""),
         (
             "  the same, VJP traced at each step",
