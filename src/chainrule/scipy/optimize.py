@@ -385,9 +385,10 @@ def minimize(
 
     ``res.x`` is traced; other fields are plain. The derivative of x* solves
     H dx* = -d(grad f)/dtheta dtheta with the Hessian at x*; a coordinate at an active
-    bound moves with that bound only (bounds given as (min, max) pairs may be traced). Where SciPy's method needs a gradient (or Hessian) and none is
-    given, chainrule's exact one is passed. ``implicit_solver``: "auto", "dense", "cg" or
-    "gmres" for the linear solve of the derivative.
+    bound moves with that bound only (bounds given as (min, max) pairs may be traced).
+    Where SciPy's method needs a gradient (or Hessian) and none is given, chainrule's exact
+    one is passed. ``implicit_solver``: "auto", "dense", "cg" or "gmres" for the linear
+    solve of the derivative.
 
     >>> import chainrule.numpy as np
     >>> from chainrule import grad
@@ -518,15 +519,8 @@ def minimize_scalar(
 
     def solve(params):
         a, limits = params
-        res = _so.minimize_scalar(
-            checked,
-            bracket=bracket,
-            bounds=limits,
-            args=a,
-            method=method,
-            tol=tol,
-            options=options,
-        )
+        # (SciPy's positional order: fun, bracket, bounds, args, method, tol, options)
+        res = _so.minimize_scalar(checked, bracket, limits, a, method, tol, options)
         if limits is not None:
             state["active"] = _active_side(res.x, limits, lambda z: float(slope(z, a)), options)
         return _np.atleast_1d(res.x), res
