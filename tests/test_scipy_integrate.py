@@ -454,9 +454,10 @@ def test_dynamics_that_cannot_be_staged_fall_back_to_tracing(
         warnings.simplefilter("always")
         got = jac(solve)(0.7)
     assert not [w for w in caught if "chainrule.jit" in str(w.message)]
-    assert stagings and all(refused in s.refused for s in stagings)
+    used = [s for s in stagings if s.signature is not None or s.refused]
+    assert used and all(refused in s.refused for s in used)
     if not refused:
-        assert all(len(s.programs) == 2 for s in stagings)
+        assert all(len(s.programs) == 2 for s in used)
     assert onp.allclose(got, _unstaged(monkeypatch, jac(solve), 0.7), rtol=1e-12, atol=1e-14)
     if rhs is _switched:  # y = y0 exp(-k t), then y(1) exp(-k (t^2 - 1) / 2)
         exponent = onp.where(t_eval < 1.0, -t_eval, -1.0 - (t_eval**2 - 1.0) / 2)
@@ -654,3 +655,37 @@ def test_tensors_as_inputs_give_tensors_and_their_grads():
     value.backward()
     assert float(theta.grad) == pytest.approx(1.5**3 / 3, rel=1e-10)
     assert float(b.grad) == pytest.approx(2.0 * 1.5**2, rel=1e-10)
+
+
+# ----------------------------------------------------------------------------- under jit
+def test_jitted_solves_follow_new_inputs():
+    # the compiled program replays the solver primitives with new inputs: they solve again
+    # (not the values of the traced call); the derivative there goes by the nested adjoint,
+    # so it agrees with the eager one to the solve's tolerance
+    def loss(theta):
+        return lv_loss(theta, LV_Y0, LV_T)
+
+    value, gradient = cr.jit(loss), cr.jit(cr.grad(loss))
+    value(LV_THETA), gradient(LV_THETA)
+    moved = LV_THETA * 1.01
+    assert value(moved) == pytest.approx(loss(moved), rel=1e-12)  # (before: 2.7 off)
+    assert onp.allclose(gradient(moved), cr.grad(loss)(moved), rtol=1e-7, atol=1e-9)
+
+    def area(a):
+        return quad(lambda x, a: np.sin(a * x), 0.0, 1.0, args=(a,))[0]
+
+    jitted = cr.jit(area)
+    jitted(1.0)
+    assert jitted(2.0) == pytest.approx(area(2.0), rel=1e-12)
+
+
+def test_jit_refuses_solver_chosen_times_and_events():
+    from chainrule.jit import StagingError
+
+    def end(k):
+        return solve_ivp(decay, (0.0, 1.0), [1.0], args=(k,)).y[0, -1]
+
+    with pytest.raises(StagingError, match="t_eval"):
+        cr.jit(end)(0.5)
+    with pytest.raises(StagingError, match="events"):
+        cr.jit(lambda k: _crossing_time(k, 1.0, 0.5, t_eval=[0.5]))(0.7)

@@ -46,6 +46,7 @@ from .._core.pytree import tree_flatten, tree_map, tree_unflatten
 from .._core.rule_table import primitive_vjps
 from .._core.rules import defjvp_argnums
 from .._core.tracer import front_ends, getval, isbox, primitive
+from ..jit._staging import StagingError, StagingNode
 from ..numpy import _namespace
 from ..numpy import numpy_wrapper as anp
 from ..numpy.rules._helpers import match_dtype
@@ -330,17 +331,47 @@ _FORWARD_ONLY_OPTIONS = ("jac", "jac_sparsity", "lband", "uband", "first_step")
 
 class _Forward:
     """The plain forward solve a traced call reuses: its values (the primitive's answer)
-    and its dense interpolant (the checkpoints the adjoint reads y(t) from)."""
+    and its dense interpolant (the checkpoints the adjoint reads y(t) from), for the
+    plain ``inputs`` it was computed at."""
 
-    def __init__(self, values, interpolant, failure: str | None):
+    def __init__(self, values, interpolant, failure: str | None, inputs: tuple):
         self.values, self.interpolant, self.failure = values, interpolant, failure
+        self.inputs = _plain_copies(inputs)
+
+    def answers(self, *inputs) -> bool:
+        """Whether it was computed at these inputs. (A program ``chainrule.jit`` emits
+        replays the primitive with this object as a constant and new inputs: it must
+        solve again then.)"""
+        now = _plain_copies(inputs)
+        return len(now) == len(self.inputs) and all(
+            _np.array_equal(a, b) for a, b in zip(now, self.inputs)
+        )
+
+
+def _plain_copies(trees: tuple) -> list:
+    return [_np.array(getval(leaf), dtype=float) for leaf in tree_flatten(list(trees))[0]]
+
+
+def _refuse_staging(what: str, *trees) -> None:
+    """Raise where ``chainrule.jit`` is staging these inputs and the answer depends on
+    them in a way a replayed program would not follow (solver-chosen times, events)."""
+    for leaf in tree_flatten(list(trees))[0]:
+        while isbox(leaf):
+            if isinstance(leaf._node, StagingNode):
+                raise StagingError(
+                    f"chainrule.jit cannot stage chainrule.scipy.integrate.solve_ivp with "
+                    f"{what}: which times it answers depends on the solve, which a compiled "
+                    f"program would not repeat. Pass t_eval (and no events), or call "
+                    f"solve_ivp outside the jitted function."
+                )
+            leaf = leaf._value
 
 
 @primitive
 def ivp_values(fun, times, y0, *params, method="RK45", options=None, solved=None):
     """y at ``times[1:]`` (shape (n, len(times) - 1)) for dy/dt = fun(t, y, *params),
     y(times[0]) = y0: the differentiable core of ``solve_ivp``."""
-    if solved is not None:
+    if solved is not None and solved.answers(times, y0, params):
         return solved.values
     sol = _solve_plain(fun, times, y0, params, method, options, dense=False)
     if not sol.success:
@@ -691,7 +722,7 @@ class _DenseSolution:
             *params,
             method=method,
             options=options,
-            solved=_Forward(values, self._interpolant, self._failure),
+            solved=_Forward(values, self._interpolant, self._failure, (times, y0, params)),
         )
         y = y[:, _np.argsort(order)]
         return self.front.answer(y[:, 0] if scalar else y)
@@ -753,6 +784,8 @@ def solve_ivp(
             "differentiated; split it into real and imaginary parts."
         )
     y0 = y0 * 1.0  # integers become floats
+    if t_eval is None or events is not None:
+        _refuse_staging("t_eval=None" if t_eval is None else "events", t_span, y0, params)
     plain_params = [getval(p) for p in params]
     y0_value = getval(y0)
     _check_lifted("solve_ivp", pure, (getval(t0), y0_value), params)
@@ -800,7 +833,7 @@ def solve_ivp(
         *params,
         method=method,
         options=adjoint_options,
-        solved=_Forward(sol.y, sol.sol, failure),
+        solved=_Forward(sol.y, sol.sol, failure, (times, y0, params)),
     )
     dense = None
     if dense_output:
@@ -845,7 +878,8 @@ def _traced_events(system, lifted_events, sol, failure) -> tuple[list, list]:
     for (event, event_params), times, states in zip(lifted_events, sol.t_events, sol.y_events):
         ts, ys = [], []
         for t_star, y_star in zip(times, states):
-            solved = _Forward(_np.reshape(y_star, (-1, 1)), sol.sol, failure)
+            inputs = ([getval(t0), t_star], y0, params)
+            solved = _Forward(_np.reshape(y_star, (-1, 1)), sol.sol, failure, inputs)
             t = _event_time(system, event, event_params, t_star, solved)
             ts.append(t)
             ys.append(
@@ -912,8 +946,8 @@ _QUAD_OPTIONS = ("epsabs", "epsrel", "limit", "points")
 def quad_value(func, a, b, *params, options=None, vector=False, solved=None):
     """The integral of func(x, *params) over [a, b] (``quad``; ``quad_vec`` for a
     vector-valued func, as the integrands of the derivative rules are)."""
-    if solved is not None:
-        return solved
+    if solved is not None and solved.answers(a, b, params):
+        return solved.values
     options = options or {}
     if vector:
         return _si.quad_vec(lambda x: func(x, *params), a, b, **options)[0]
@@ -1018,4 +1052,5 @@ def quad(func: Callable, a: Any, b: Any, args: Any = (), **kwargs: Any) -> Any:
     a_value, b_value = getval(a), getval(b)
     _check_lifted("quad", pure, (a_value if _np.isfinite(a_value) else 0.0,), params)
     value, abserr = _si.quad(pure, a_value, b_value, args=tuple(plain_params), **kwargs)
-    return front.answer(quad_value(pure, a, b, *params, options=kwargs, solved=value)), abserr
+    solved = _Forward(value, None, None, (a_value, b_value, plain_params))
+    return front.answer(quad_value(pure, a, b, *params, options=kwargs, solved=solved)), abserr
