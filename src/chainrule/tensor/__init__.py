@@ -20,7 +20,6 @@ from ._mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._tensor import Tensor, as_tensor
 
 
-
 def vmap(func: _Callable, in_dims: _Any = 0, out_dims: _Any = 0) -> _Callable:
     """``torch.func.vmap`` for functions of Tensors: ``func`` mapped over dimension
     ``in_dims`` of its arguments (an int, None, or a pytree of them), the answers stacked

@@ -59,9 +59,11 @@ for _fun in _each("where clip real imag angle sinc nan_to_num i0 round around fi
     defbatch(_fun, elementwise(_fun))
 
 
-def over_last_axes_of(fun, min_ndim: int = 2):
-    """The batching rule of a function that NumPy maps over leading axes by itself (inv,
-    det, cholesky, eigh...): the batch is one more leading axis."""
+def as_is(fun, min_ndim: int = 0):
+    """The batching rule of a function that needs no change for a batch in its first
+    argument (the others the same for every example), given examples of at least
+    ``min_ndim`` axes: NumPy maps the linalg functions (inv, det, cholesky, eigh...), tril and
+    triu over leading axes by themselves, and interp and asarray work elementwise."""
 
     def rule(values, batched, kwargs):
         if not _only_first(batched) or example_ndim(values[0], True) < min_ndim:
@@ -141,22 +143,10 @@ def _unweighted(rule):
     return unweighted
 
 
-def _first_only_as_is(fun):
-    """A function elementwise in its first argument, the rest the same for every example
-    (interp's xp and fp, polyval's coefficients... with x batched)."""
-
-    def rule(values, batched, kwargs):
-        if not _only_first(batched):
-            return NotImplemented
-        return fun(*values, **kwargs)
-
-    return rule
-
-
 for _fun in _each("average"):
     defbatch(_fun, _unweighted(along_axis(_fun, "all")))
 for _fun in _each("interp"):
-    defbatch(_fun, _first_only_as_is(_fun))
+    defbatch(_fun, as_is(_fun))
 
 
 def _polyval(values, batched, kwargs):
@@ -277,8 +267,8 @@ def _flip_axis(axis: int):
 defbatch(anp.fliplr, _flip_axis(1))
 defbatch(anp.flipud, _flip_axis(0))
 defbatch(anp.rot90, named_axes(anp.rot90, (2, "axes", (0, 1))))
-defbatch(alinalg.matrix_transpose, over_last_axes_of(alinalg.matrix_transpose))
-defbatch(alinalg.matrix_norm, over_last_axes_of(alinalg.matrix_norm))
+defbatch(alinalg.matrix_transpose, as_is(alinalg.matrix_transpose, 2))
+defbatch(alinalg.matrix_norm, as_is(alinalg.matrix_norm, 2))
 defbatch(anp.swapaxes, named_axes(anp.swapaxes, (1, "axis1", None), (2, "axis2", None)))
 defbatch(anp.moveaxis, named_axes(anp.moveaxis, (1, "source", None),
                                   (2, "destination", None)))
@@ -521,7 +511,7 @@ defbatch(anp.diagflat, _diag(True))
 for _fun, _n in zip(_each("atleast_1d atleast_2d"), (1, 2)):
     defbatch(_fun, _atleast(_n))
 for _fun in _each("asarray asanyarray ascontiguousarray"):
-    defbatch(_fun, _first_only_as_is(_fun))
+    defbatch(_fun, as_is(_fun))
 for _fun in _each("split array_split"):
     defbatch(_fun, _split(_fun))
 defbatch(anp.take_along_axis, _take_along_axis)
@@ -565,16 +555,8 @@ defbatch(anp.concatenate_args, _joined(anp.concatenate_args, False))
 defbatch(anp.stack_args, _joined(anp.stack_args, True))
 
 
-def _triangle(fun):
-    def rule(values, batched, kwargs):
-        if not _only_first(batched) or example_ndim(values[0], True) < 2:
-            return NotImplemented
-        return fun(*values, **kwargs)
-    return rule
-
-
 for _fun in (anp.tril, anp.triu):
-    defbatch(_fun, _triangle(_fun))
+    defbatch(_fun, as_is(_fun, 2))
 
 
 # ----------------------------------------------------------------------------- contractions
@@ -672,7 +654,7 @@ for _fun in (alinalg.inv, alinalg.det, alinalg.slogdet_tuple, alinalg.cholesky,
              alinalg.eigh_tuple, alinalg.eigvalsh, alinalg.eig_tuple, alinalg.eigvals,
              alinalg.svd_tuple, alinalg.svd_values, alinalg.pinv, alinalg.matrix_power,
              alinalg.qr_tuple, alinalg.qr_r):
-    defbatch(_fun, over_last_axes_of(_fun))
+    defbatch(_fun, as_is(_fun, 2))
 
 
 def _solve(values, batched, kwargs):

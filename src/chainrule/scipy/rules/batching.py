@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..._core.rules import defbatch
 from ...numpy.batched import elementwise
-from ...numpy.rules.batching import along_axis, over_last_axes_of
+from ...numpy.rules.batching import along_axis, as_is
 from .. import linalg as sla
 from .. import special as sp
 
@@ -16,4 +16,4 @@ for _fun in (sp.softmax, sp.log_softmax, sp.logsumexp_b):
 # elementwise in the traced argument; the integer order / dimension is the same for all
 for _fun in (sp.polygamma, sp.multigammaln):
     defbatch(_fun, elementwise(_fun))
-defbatch(sla.expm, over_last_axes_of(sla.expm))
+defbatch(sla.expm, as_is(sla.expm, 2))
