@@ -903,8 +903,7 @@ def _event_time(system, event: Callable, event_params: list, t_star: float, solv
 
     def residual(x, p):
         start, y_start, ivp_params, g_params = p
-        # at t* itself (where the derivative rules evaluate it), y is the forward solve's
-        at_event = None if getval(x[0]) != t_star else solved
+        # (at t* itself, where the derivative rules evaluate it, y is the forward solve's)
         y = ivp_values(
             pure,
             anp.stack([start, x[0]]),
@@ -912,7 +911,7 @@ def _event_time(system, event: Callable, event_params: list, t_star: float, solv
             *ivp_params,
             method=method,
             options=options,
-            solved=at_event,
+            solved=solved,
         )[:, 0]
         return anp.reshape(event(x[0], y, *g_params), (1,))
 
