@@ -10,11 +10,16 @@ with respect to the 52 parameters, by
 - central finite differences of the whole solve (104 solves),
 - chainrule's and autograd's ``odeint`` (the same adjoint algorithm on LSODA); JAX's
   ``odeint`` when JAX is importable,
+- and the adjoint with the right-hand side's VJP traced at every step instead of staged
+  once per solve with ``chainrule.jit`` (how it ran before),
 
-against the forward solve alone. Times are the best of ``--repeat`` runs; peak memory is
-measured in a separate run under tracemalloc (Python allocations, NumPy's included). The
+against the forward solve alone. Times are the best CPU time (process_time) over
+``--rounds`` rounds in which the methods take turns (so that on a shared machine each sees
+the same load; JAX's CPU time counts all its threads); peak memory is measured in a
+separate run under tracemalloc (Python allocations, NumPy's included). The
 error column is the largest difference from a reference gradient (the adjoint at
-rtol=1e-12), relative to the reference's largest entry.
+rtol=1e-12), relative to the reference's largest entry. A second table does the same for
+Lotka-Volterra (4 parameters, 20 output times in [0, 10]).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import scipy.integrate as si
 
 import chainrule as cr
 import chainrule.numpy as np
+from chainrule.scipy import integrate
 from chainrule.scipy.integrate import odeint, solve_ivp
 
 HIDDEN, STATE = 10, 2
@@ -137,6 +143,11 @@ def candidates(theta) -> list:
     rows = [
         ("forward solve alone (SciPy, DOP853)", forward_alone, ""),
         ("chainrule solve_ivp adjoint (grad)", lambda: cr.grad(solve_loss)(theta), ""),
+        (
+            "  the same, VJP traced at each step",
+            lambda: unstaged(cr.grad(solve_loss), theta),
+            "without jit staging",
+        ),
         ("chainrule solve_ivp forward sens. (1 JVP)", one_jvp, "x52 for a gradient"),
         ("chainrule through RK4 steps, 100 steps", lambda: cr.grad(rk4_loss(100))(theta), ""),
         ("chainrule through RK4 steps, 1000 steps", lambda: cr.grad(rk4_loss(1000))(theta), ""),
@@ -183,17 +194,22 @@ def candidates(theta) -> list:
     return rows
 
 
-def best_time(fun, repeat: int) -> tuple[float, object]:
-    """The best of ``repeat`` runs, and of as many more as fit in a second: one run of a
-    20 ms solve on a shared machine is mostly noise."""
-    best, out, runs, spent = float("inf"), None, 0, 0.0
-    while runs < repeat or (spent < 1.0 and runs < 100):
-        gc.collect()
-        start = time.perf_counter()
-        out = fun()
-        elapsed = time.perf_counter() - start
-        best, runs, spent = min(best, elapsed), runs + 1, spent + elapsed
-    return best, out
+def interleaved_best(funs: list, rounds: int, budget: float = 0.3) -> tuple[list, list]:
+    """The best CPU time (process_time) of each function, and its last answer. The
+    functions take turns, round after round, so that on a shared machine each sees the
+    same load; in each round a fast one runs again until it has spent ``budget`` seconds
+    (one run of a 10 ms solve is mostly noise)."""
+    best, outs = [float("inf")] * len(funs), [None] * len(funs)
+    for _ in range(rounds):
+        for i, fun in enumerate(funs):
+            spent, runs = 0.0, 0
+            while runs == 0 or (spent < budget and runs < 50):
+                gc.collect()
+                start = time.process_time()
+                outs[i] = fun()
+                elapsed = time.process_time() - start
+                best[i], spent, runs = min(best[i], elapsed), spent + elapsed, runs + 1
+    return best, outs
 
 
 def peak_memory(fun) -> float:
@@ -206,31 +222,116 @@ def peak_memory(fun) -> float:
         tracemalloc.stop()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3)
-    options = parser.parse_args()
-    theta = initial_theta()
-    reference = cr.grad(lambda th: solve_loss(th, rtol=1e-12, atol=1e-12))(theta)
-    scale = onp.max(onp.abs(reference))
-    rows = candidates(theta)
-    base = None  # the forward solve's time, the first row
-    print(
-        f"neural ODE, {theta.size} parameters, rtol=atol=1e-8, {len(T_EVAL)} output times; "
-        f"loss {forward_only(theta):.6g}"
+# ----------------------------------------------------------------------------- Lotka-Volterra
+LV_THETA, LV_Y0 = onp.array([1.1, 0.4, 0.9, 0.3]), onp.array([1.2, 0.8])
+LV_T_EVAL = onp.linspace(0.5, 10.0, 20)
+
+
+def lotka_volterra(t, y, theta, xp=np):
+    return xp.array(
+        [theta[0] * y[0] - theta[1] * y[0] * y[1], -theta[2] * y[1] + theta[3] * y[0] * y[1]]
     )
+
+
+def lv_loss(theta, rtol=1e-8, atol=1e-8):
+    sol = solve_ivp(
+        lotka_volterra,
+        (0.0, 10.0),
+        LV_Y0,
+        method="DOP853",
+        t_eval=LV_T_EVAL,
+        args=(theta,),
+        rtol=rtol,
+        atol=atol,
+    )
+    return np.sum((sol.y - 1.0) ** 2)
+
+
+def lv_forward_only(theta):
+    sol = si.solve_ivp(
+        lambda t, y, th: lotka_volterra(t, y, th, onp),
+        (0.0, 10.0),
+        LV_Y0,
+        method="DOP853",
+        t_eval=LV_T_EVAL,
+        args=(theta,),
+        **TOL,
+    )
+    return onp.sum((sol.y - 1.0) ** 2)
+
+
+def lv_candidates(theta) -> list:
+    def forward_alone():
+        lv_forward_only(theta)
+
+    def finite_differences_lv(eps=1e-6):
+        steps = eps * onp.eye(theta.size)
+        return onp.array(
+            [(lv_forward_only(theta + e) - lv_forward_only(theta - e)) / (2 * eps) for e in steps]
+        )
+
+    return [
+        ("forward solve alone (SciPy, DOP853)", forward_alone, ""),
+        ("chainrule solve_ivp adjoint (grad)", lambda: cr.grad(lv_loss)(theta), ""),
+        (
+            "  the same, VJP traced at each step",
+            lambda: unstaged(cr.grad(lv_loss), theta),
+            "without jit staging",
+        ),
+        ("chainrule solve_ivp forward sens. (jacfwd)", lambda: cr.jacfwd(lv_loss)(theta), "4 JVPs"),
+        ("finite differences (8 solves)", finite_differences_lv, ""),
+    ]
+
+
+def unstaged(fun, *args):
+    """``fun(*args)`` with the derivative dynamics traced at every step (not staged)."""
+    staged = integrate.Staged
+    integrate.Staged = lambda dynamics: dynamics
+    try:
+        return fun(*args)
+    finally:
+        integrate.Staged = staged
+
+
+# ----------------------------------------------------------------------------- main
+def table(title: str, rows: list, reference, rounds: int) -> None:
+    scale = onp.max(onp.abs(reference))
+    timed = [fun for _, fun, _ in rows if fun is not None]
+    for fun in timed:
+        fun()  # warm-up (imports, JAX's compilation)
+    seconds, grads = interleaved_best(timed, rounds)
+    base = seconds[0]  # the forward solve's time, the first row
+    print(title)
     print(f"{'method':<44} {'time (s)':>9} {'x fwd':>7} {'peak MiB':>9} {'rel. error':>10}  note")
+    k = 0
     for name, fun, note in rows:
         if fun is None:
             print(f"{name:<44} {'-':>9} {'-':>7} {'-':>9} {'-':>10}  {note}")
             continue
-        seconds, grad = best_time(fun, options.repeat)
-        base = base or seconds
+        time_, grad = seconds[k], grads[k]
+        k += 1
         memory = peak_memory(fun)
         error = "-" if grad is None else f"{onp.max(onp.abs(grad - reference)) / scale:.1e}"
-        print(
-            f"{name:<44} {seconds:>9.4f} {seconds / base:>7.1f} {memory:>9.2f} {error:>10}  {note}"
-        )
+        print(f"{name:<44} {time_:>9.4f} {time_ / base:>7.1f} {memory:>9.2f} {error:>10}  {note}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    options = parser.parse_args()
+    theta = initial_theta()
+    reference = cr.grad(lambda th: solve_loss(th, rtol=1e-12, atol=1e-12))(theta)
+    title = (
+        f"neural ODE, {theta.size} parameters, rtol=atol=1e-8, {len(T_EVAL)} output times; "
+        f"loss {forward_only(theta):.6g}"
+    )
+    table(title, candidates(theta), reference, options.rounds)
+    reference = cr.grad(lambda th: lv_loss(th, rtol=1e-12, atol=1e-12))(LV_THETA)
+    title = (
+        f"\nLotka-Volterra, 4 parameters, rtol=atol=1e-8, {len(LV_T_EVAL)} output times; "
+        f"loss {lv_forward_only(LV_THETA):.6g}"
+    )
+    table(title, lv_candidates(LV_THETA), reference, options.rounds)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,9 @@ against closed forms, finite differences of the whole solve and errors."""
 
 from __future__ import annotations
 
+import math
+import warnings
+
 import numpy as onp
 import pytest
 
@@ -15,7 +18,9 @@ import scipy.linalg as sla  # noqa: E402
 import chainrule as cr  # noqa: E402
 import chainrule.numpy as np  # noqa: E402
 import chainrule.scipy.linalg as cla  # noqa: E402
+from chainrule.scipy import integrate  # noqa: E402
 from chainrule.scipy.integrate import odeint, quad, solve_ivp  # noqa: E402
+from chainrule.scipy.optimize import ClosedOverTracedValueError  # noqa: E402
 from chainrule.test_util import check_grads  # noqa: E402
 
 TOL = dict(rtol=1e-10, atol=1e-12)
@@ -291,7 +296,7 @@ def test_a_traced_value_hidden_in_an_object_raises_naming_args(solver):
         "odeint": lambda m: odeint(lambda y, t: m.rhs(t, y), onp.array([1.0]), [0.0, 1.0])[-1, 0],
         "quad": lambda m: quad(lambda x: m.rhs(0.0, x), 0.0, 1.0)[0],
     }
-    with pytest.raises(TypeError, match="args="):
+    with pytest.raises(ClosedOverTracedValueError, match="args="):
         cr.grad(lambda k: calls[solver](Model(k)))(0.5)
 
 
@@ -377,15 +382,181 @@ def test_odeint_lotka_volterra_hessian_matches_finite_differences_of_its_gradien
     assert onp.allclose(hessian, hessian.T, rtol=1e-6, atol=1e-8)
 
 
+# ----------------------------------------------------------------------------- staged dynamics
+@pytest.fixture
+def stagings(monkeypatch):
+    """Every Staged the solves make, to read whether it ran compiled or fell back."""
+    made = []
+    original = integrate.Staged.__init__
+
+    def spy(self, fun):
+        original(self, fun)
+        made.append(self)
+
+    monkeypatch.setattr(integrate.Staged, "__init__", spy)
+    return made
+
+
+def _unstaged(monkeypatch, f, *args):
+    """``f(*args)`` with the derivative dynamics traced eagerly at every step."""
+    with monkeypatch.context() as m:
+        m.setattr(integrate, "Staged", lambda fun: fun)
+        return f(*args)
+
+
+def test_adjoint_and_sensitivity_dynamics_run_compiled(stagings, monkeypatch):
+    rev = cr.grad(lv_loss)(LV_THETA, LV_Y0, LV_T)
+    _, fwd = cr.jvp(lambda th: lv_loss(th, LV_Y0, LV_T), (LV_THETA,), (onp.ones(4),))
+    assert len(stagings) == 2
+    assert all(s.programs and not s.refused for s in stagings)
+    # the same steps as the eager dynamics, so the same numbers
+    assert onp.allclose(
+        rev, _unstaged(monkeypatch, cr.grad(lv_loss), LV_THETA, LV_Y0, LV_T), rtol=1e-12, atol=1e-14
+    )
+    eager = _unstaged(
+        monkeypatch, cr.jvp, lambda th: lv_loss(th, LV_Y0, LV_T), (LV_THETA,), (onp.ones(4),)
+    )[1]
+    assert fwd == pytest.approx(eager, rel=1e-12)
+    assert onp.allclose(
+        rev, central_difference(lambda th: lv_loss(th, LV_Y0, LV_T), LV_THETA), rtol=1e-5, atol=1e-6
+    )
+
+
+def _switched(t, y, k):
+    if t < 1.0:  # a Python decision on t: one compiled variant per branch
+        return -k * y
+    return -k * y * t
+
+
+def _forced(t, y, k):
+    return -k * y + math.sin(t)  # float(t): a guard that fails at every new t
+
+
+def _argmax_of_a_list(t, y, k):
+    i = np.argmax([y[0], y[1]])  # jit cannot stage traced values inside a list
+    return -k * y * (1.0 + 0.0 * y[i])
+
+
+@pytest.mark.parametrize(
+    "rhs, refused",
+    [(_switched, ""), (_forced, "guards failed"), (_argmax_of_a_list, "StagingError")],
+)
+@pytest.mark.parametrize("jac", BOTH)
+def test_dynamics_that_cannot_be_staged_fall_back_to_tracing(
+    stagings, monkeypatch, rhs, refused, jac
+):
+    t_eval = onp.array([0.5, 1.5, 2.0])
+
+    def solve(k):
+        return solve_ivp(rhs, (0.0, 2.0), [1.0, 0.5], t_eval=t_eval, args=(k,), **TOL).y
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = jac(solve)(0.7)
+    assert not [w for w in caught if "chainrule.jit" in str(w.message)]
+    used = [s for s in stagings if s.signature is not None or s.refused]
+    assert used and all(refused in s.refused for s in used)
+    if not refused:
+        assert all(len(s.programs) == 2 for s in used)
+    assert onp.allclose(got, _unstaged(monkeypatch, jac(solve), 0.7), rtol=1e-12, atol=1e-14)
+    if rhs is _switched:  # y = y0 exp(-k t), then y(1) exp(-k (t^2 - 1) / 2)
+        exponent = onp.where(t_eval < 1.0, -t_eval, -1.0 - (t_eval**2 - 1.0) / 2)
+        exact = onp.outer([1.0, 0.5], exponent * onp.exp(0.7 * exponent))
+        assert onp.allclose(got, exact, rtol=1e-8, atol=1e-10)
+    else:
+        assert onp.allclose(got, central_difference(solve, 0.7), rtol=1e-6, atol=1e-7)
+
+
 # ----------------------------------------------------------------------------- errors
-def test_events_with_traced_inputs_raise_and_plain_events_work():
+def test_plain_events_are_scipys():
     def hit(t, y, k):
         return y[0] - 0.5
 
-    with pytest.raises(NotImplementedError, match="events"):
-        cr.grad(lambda k: solve_ivp(decay, (0.0, 2.0), [1.0], args=(k,), events=hit).y[0, -1])(0.7)
     sol = solve_ivp(decay, (0.0, 2.0), [1.0], args=(0.7,), events=hit, **TOL)
+    theirs = si.solve_ivp(decay, (0.0, 2.0), [1.0], args=(0.7,), events=hit, **TOL)
     assert sol.t_events[0][0] == pytest.approx(onp.log(2.0) / 0.7, rel=1e-8)
+    assert onp.array_equal(sol.t_events[0], theirs.t_events[0])
+    assert onp.array_equal(sol.y_events[0], theirs.y_events[0])
+
+
+# ----------------------------------------------------------------------------- events
+def _crossing_time(k, y0, c, **kwargs):
+    # y = y0 exp(-k t) reaches c at t* = log(y0 / c) / k
+    def level(t, y, k):
+        return y[0] - c  # c closed over, k in args
+
+    sol = solve_ivp(decay, (0.0, 5.0), np.stack([y0]), args=(k,), events=level, **TOL, **kwargs)
+    return sol.t_events[0][0]
+
+
+@pytest.mark.parametrize("jac", BOTH)
+def test_event_time_matches_the_closed_form_in_args_y0_and_closure(jac):
+    k, y0, c = 0.7, 1.0, 0.5
+    got = jac(_crossing_time, argnums=(0, 1, 2))(k, y0, c)
+    exact = [-onp.log(y0 / c) / k**2, 1 / (k * y0), -1 / (k * c)]
+    assert onp.allclose(got, exact, rtol=1e-8)
+    assert _crossing_time(k, y0, c) == pytest.approx(onp.log(y0 / c) / k, rel=1e-10)
+
+
+def test_event_time_second_derivative():
+    # d^2 t*/dk^2 = 2 log(y0 / c) / k^3
+    for d2 in (cr.grad(cr.grad(_crossing_time)), cr.deriv(cr.grad(_crossing_time))):
+        assert d2(0.7, 1.0, 0.5) == pytest.approx(2 * onp.log(2.0) / 0.7**3, rel=1e-6)
+
+
+def _lv_crossings(theta, y0):
+    """Every time the prey falls through 1.0 (direction -1), and the state then."""
+
+    def prey_low(t, y, theta):
+        return y[0] - 1.0
+
+    prey_low.direction = -1.0
+    sol = solve_ivp(
+        lotka_volterra, (0.0, 12.0), y0, args=(theta,), events=prey_low, rtol=1e-10, atol=1e-10
+    )
+    return np.concatenate([sol.t_events[0], np.ravel(sol.y_events[0])])
+
+
+def test_lotka_volterra_event_times_and_states_match_finite_differences_of_the_solve():
+    out = _lv_crossings(LV_THETA, LV_Y0)
+    assert len(out) == 3 * 2  # two crossings: their times, then (prey, predator) at each
+    assert onp.allclose(out[2::2], 1.0, atol=1e-9)  # the prey is at the level there
+    # directional: one JVP and one VJP against differences of the re-solve along v
+    rng = onp.random.default_rng(5)
+    for argnum, x in ((0, LV_THETA), (1, LV_Y0)):
+        f = (
+            (lambda th: _lv_crossings(th, LV_Y0))
+            if argnum == 0
+            else (lambda y0: _lv_crossings(LV_THETA, y0))
+        )
+        v, u = rng.normal(size=x.size), rng.normal(size=out.size)
+        fd = (f(x + 1e-6 * v) - f(x - 1e-6 * v)) / 2e-6
+        assert onp.allclose(cr.jvp(f, (x,), (v,))[1], fd, rtol=1e-5, atol=1e-6), argnum
+        assert cr.vjp(f, x)[1](u)[0] @ v == pytest.approx(u @ fd, rel=1e-5, abs=1e-6)
+
+
+def test_a_terminal_event_ends_t_and_y_at_the_traced_event_time():
+    def half(t, y, k):
+        return y[0] - 0.5
+
+    half.terminal = True
+
+    def solve(k, t_eval=None):
+        sol = solve_ivp(decay, (0.0, 5.0), [1.0, 2.0], args=(k,), events=half, t_eval=t_eval, **TOL)
+        assert sol.status == 1
+        return sol
+
+    k = 0.7
+    t_star = onp.log(2.0) / k
+    assert cr.grad(lambda k: solve(k).t[-1])(k) == pytest.approx(-t_star / k, rel=1e-8)
+    # y(t*) = (0.5, 1.0) whatever k: its derivative is zero
+    assert onp.allclose(cr.jacobian(lambda k: solve(k).y[:, -1])(k), 0.0, atol=1e-8)
+    # with t_eval, the points after t* are not reached; those before keep their derivative
+    t_eval = onp.array([0.25, 0.5, 2.0, 3.0])
+    sol = solve(k, t_eval)
+    assert onp.array_equal(sol.t, t_eval[:2])
+    got = cr.jacfwd(lambda k: solve(k, t_eval).y[1])(k)
+    assert onp.allclose(got, -t_eval[:2] * 2.0 * onp.exp(-k * t_eval[:2]), rtol=1e-8)
 
 
 def test_a_failed_forward_solve_refuses_derivatives():
@@ -484,3 +655,37 @@ def test_tensors_as_inputs_give_tensors_and_their_grads():
     value.backward()
     assert float(theta.grad) == pytest.approx(1.5**3 / 3, rel=1e-10)
     assert float(b.grad) == pytest.approx(2.0 * 1.5**2, rel=1e-10)
+
+
+# ----------------------------------------------------------------------------- under jit
+def test_jitted_solves_follow_new_inputs():
+    # the compiled program replays the solver primitives with new inputs: they solve again
+    # (not the values of the traced call); the derivative there goes by the nested adjoint,
+    # so it agrees with the eager one to the solve's tolerance
+    def loss(theta):
+        return lv_loss(theta, LV_Y0, LV_T)
+
+    value, gradient = cr.jit(loss), cr.jit(cr.grad(loss))
+    value(LV_THETA), gradient(LV_THETA)
+    moved = LV_THETA * 1.01
+    assert value(moved) == pytest.approx(loss(moved), rel=1e-12)  # (before: 2.7 off)
+    assert onp.allclose(gradient(moved), cr.grad(loss)(moved), rtol=1e-7, atol=1e-9)
+
+    def area(a):
+        return quad(lambda x, a: np.sin(a * x), 0.0, 1.0, args=(a,))[0]
+
+    jitted = cr.jit(area)
+    jitted(1.0)
+    assert jitted(2.0) == pytest.approx(area(2.0), rel=1e-12)
+
+
+def test_jit_refuses_solver_chosen_times_and_events():
+    from chainrule.jit import StagingError
+
+    def end(k):
+        return solve_ivp(decay, (0.0, 1.0), [1.0], args=(k,)).y[0, -1]
+
+    with pytest.raises(StagingError, match="t_eval"):
+        cr.jit(end)(0.5)
+    with pytest.raises(StagingError, match="events"):
+        cr.jit(lambda k: _crossing_time(k, 1.0, 0.5, t_eval=[0.5]))(0.7)

@@ -564,8 +564,16 @@ def test_traced_value_reached_indirectly_is_refused_with_the_fix():
 
     with pytest.raises(so.ClosedOverTracedValueError, match="args="):
         grad(indirect)(2.0)
-    with pytest.raises(so.ClosedOverTracedValueError, match="args="):
-        grad(lambda t: so.brentq(lambda x, s=t: x**3 - s, 0.0, 5.0))(8.0)  # a default
+
+
+def test_traced_default_arguments_are_lifted_like_closure_cells():
+    # x* = t^(1/3): dx*/dt = 1 / (3 t^(2/3)) = 1/12 at t = 8; argmin of |x - t|^2 is t
+    cube_root = lambda t: so.brentq(lambda x, s=t: x**3 - s, 0.0, 5.0)
+    argmin = lambda t: so.minimize(lambda x, s=t: np.sum((x - s) ** 2), onp.zeros(2)).x[0]
+    for d in (grad, jacfwd):
+        assert d(cube_root)(8.0) == pytest.approx(1 / 12, rel=1e-10)
+        assert d(argmin)(2.0) == pytest.approx(1.0, rel=1e-8)
+    assert grad(grad(cube_root))(8.0) == pytest.approx(-2 / 9 * 8.0 ** (-5 / 3), rel=1e-8)
 
 
 def test_not_converged_raises_naming_the_fix():
@@ -609,10 +617,6 @@ def test_unsupported_inputs_raise():
         so.minimize(
             quadratic, onp.zeros(4), args=(B4,), constraints=[{"type": "eq", "fun": lambda x: x[0]}]
         )
-    with pytest.raises(TypeError, match="bounds cannot be traced"):
-        grad(
-            lambda u: so.minimize(quadratic, onp.zeros(4), args=(B4,), bounds=[(0.0, u)] * 4).x[0]
-        )(1.0)
     with pytest.raises(ValueError, match="implicit_solver"):
         so.minimize(quadratic, onp.zeros(4), args=(B4,), implicit_solver="lu")
 
@@ -722,3 +726,128 @@ def test_newton_not_converged_raises():
         grad(lambda t: so.newton(lambda x, t: x**3 - t, 100.0, args=(t,), maxiter=3, disp=False))(
             8.0
         )
+
+
+# ----------------------------------------------------------------------------- minimize_scalar
+def _parabola(x, a, b, c):
+    return b * (x - a) ** 2 + c * x  # x* = a - c / (2 b)
+
+
+SCALAR_METHODS = [
+    ("brent", {}),
+    ("golden", {}),
+    ("bounded", {"bounds": (-10.0, 10.0), "options": {"xatol": 1e-10}}),
+]
+
+
+@pytest.mark.parametrize("method, extra", SCALAR_METHODS)
+def test_minimize_scalar_matches_the_closed_form_to_second_order(method, extra):
+    def argmin(p):
+        return so.minimize_scalar(_parabola, args=(p[0], p[1], p[2]), method=method, **extra).x
+
+    p = onp.array([1.0, 2.0, 0.6])
+    a, b, c = p
+    exact = onp.array([1.0, c / (2 * b**2), -1 / (2 * b)])
+    exact_hessian = onp.array(
+        [[0.0, 0.0, 0.0], [0.0, -c / b**3, 1 / (2 * b**2)], [0.0, 1 / (2 * b**2), 0.0]]
+    )
+    assert argmin(p) == pytest.approx(a - c / (2 * b), abs=1e-7)
+    assert onp.allclose(grad(argmin)(p), exact, rtol=1e-9)
+    assert onp.allclose(jacfwd(argmin)(p), exact, rtol=1e-9)
+    assert onp.allclose(hessian(argmin)(p), exact_hessian, atol=1e-9)
+    assert onp.allclose(jacfwd(grad(argmin))(p), exact_hessian, atol=1e-9)
+
+
+def test_minimize_scalar_of_a_non_quadratic_matches_finite_differences_of_the_solve():
+    def argmin(p):
+        f = lambda x: p[0] * np.cosh(x - p[1]) + np.sin(p[2] * x)  # closed over
+        return so.minimize_scalar(f, bracket=(-1.0, 0.0, 2.0), tol=1e-12).x
+
+    # (a minimum is located to about sqrt(eps) in x: the differences use a wide step)
+    p = onp.array([1.5, 0.3, 0.8])
+    fd = central_difference(argmin, p, eps=1e-3)[0]
+    assert onp.allclose(grad(argmin)(p), fd, rtol=1e-4, atol=1e-7)
+    assert onp.allclose(jacfwd(argmin)(p), fd, rtol=1e-4, atol=1e-7)
+
+
+def test_minimize_scalar_check_grads():
+    # Brent's parabolic steps find a parabola's minimum to rounding, as check_grads' small
+    # difference steps need
+    argmin = lambda p: so.minimize_scalar(_parabola, args=(p[0], p[1], p[2])).x
+    check_grads(argmin, modes=["fwd", "rev"], order=2)(onp.array([1.0, 2.0, 0.6]))
+
+
+@pytest.mark.parametrize("side", ["lower", "upper"])
+def test_bounded_minimum_at_a_bound_moves_with_that_bound(side):
+    # the parabola's minimum a - c/(2b) = 0.85 lies outside the bounds: x* is the bound
+    lo, hi = (1.2, 3.0) if side == "lower" else (-1.0, 0.5)
+
+    def argmin(q):  # q = (lo, hi, a, b, c)
+        bounds = (q[0], q[1])
+        return so.minimize_scalar(
+            _parabola,
+            bounds=bounds,
+            args=(q[2], q[3], q[4]),
+            method="bounded",
+            options={"xatol": 1e-10},
+        ).x
+
+    q = onp.array([lo, hi, 1.0, 2.0, 0.6])
+    exact = onp.zeros(5)
+    exact[0 if side == "lower" else 1] = 1.0
+    assert argmin(q) == pytest.approx(lo if side == "lower" else hi, abs=1e-7)
+    assert onp.allclose(grad(argmin)(q), exact, atol=1e-12)
+    assert onp.allclose(jacfwd(argmin)(q), exact, atol=1e-12)
+    assert onp.allclose(central_difference(argmin, q, eps=1e-4)[0], exact, atol=1e-6)
+
+
+def test_bounded_minimum_just_inside_a_bound_is_interior():
+    # x* = 1 - 1e-6 lies inside (hi = 1): f' at the bound points back in, so x* moves with
+    # a (dx*/da = 1), not with the bound
+    argmin = lambda q: (
+        so.minimize_scalar(
+            lambda x: (x - q[0]) ** 2,
+            bounds=(0.0, q[1]),
+            method="bounded",
+            options={"xatol": 1e-12},
+        ).x
+    )
+    q = onp.array([1.0 - 1e-6, 1.0])
+    assert onp.allclose(grad(argmin)(q), [1.0, 0.0], atol=1e-9)
+
+
+def test_minimize_scalar_bracket_does_not_move_the_minimum_and_refuses_non_solutions():
+    argmin = lambda t: so.minimize_scalar(lambda x: (x - 2.0) ** 2 + t * x, bracket=(t, t + 1)).x
+    assert grad(argmin)(0.5) == pytest.approx(-0.5, rel=1e-9)  # only through t * x
+    with pytest.raises(so.NotConvergedError, match="minimize_scalar"):
+        grad(
+            lambda t: (
+                so.minimize_scalar(
+                    lambda x: np.cosh(x - t),
+                    bounds=(-5.0, 5.0),
+                    method="bounded",
+                    options={"maxiter": 3},
+                ).x
+            )
+        )(1.0)
+
+
+# ----------------------------------------------------------------------------- traced bounds
+def _clipped(u, lo, b):
+    # argmin of |x|^2 / 2 - b.x in a box: x* = clip(b, lower, upper)
+    bounds = [(lo, u), (lo, u), (None, u), (lo, None)]
+    f = lambda x, b: 0.5 * np.sum(x**2) - np.dot(b, x)
+    return so.minimize(f, onp.zeros(4), args=(b,), bounds=bounds).x
+
+
+def test_minimize_at_an_active_bound_moves_with_that_bound():
+    b = onp.array([1.0, -2.0, 0.5, 3.0])
+    u, lo = 0.8, -1.0  # x* = (0.8, -1.0, 0.5, 3.0): x0 at u, x1 at lo, x2 and x3 free
+    assert onp.allclose(_clipped(u, lo, b), [0.8, -1.0, 0.5, 3.0], atol=1e-8)
+    by_u, by_lo, by_b = onp.eye(4)[0], onp.eye(4)[1], onp.diag([0.0, 0.0, 1.0, 1.0])
+    for jac in (jacobian, jacfwd):
+        got = jac(_clipped, (0, 1, 2))(u, lo, b)
+        assert onp.allclose(got[0], by_u) and onp.allclose(got[1], by_lo)
+        assert onp.allclose(got[2], by_b)  # (x3, bounded below only, is free: d/db3 = 1)
+    fd = central_difference(lambda q: _clipped(q[0], q[1], b), onp.array([u, lo]))
+    assert onp.allclose(fd, onp.stack([by_u, by_lo], axis=1), atol=1e-6)

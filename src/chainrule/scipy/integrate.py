@@ -18,7 +18,10 @@ odeint, whose adjoint is built the same way).
 
 ``solve_ivp`` uses the same equations with any of SciPy's methods; for first
 derivatives its adjoint reads y(t) from the forward solve's dense interpolant
-(checkpoints) instead of solving y backwards. ``quad`` differentiates the limits by
+(checkpoints) instead of solving y backwards, and it runs the VJP (adjoint) or JVP
+(sensitivities) of the right-hand side as a program staged once per solve with
+``chainrule.jit`` (``_staged``). Event times are differentiated by the implicit
+function theorem on the event function. ``quad`` differentiates the limits by
 Leibniz's rule and the integrand's parameters by integrating the integrand's
 derivative.
 
@@ -30,7 +33,7 @@ are passed on to every solve).
 
 from __future__ import annotations
 
-import types as _types
+import bisect as _bisect
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -43,9 +46,13 @@ from .._core.pytree import tree_flatten, tree_map, tree_unflatten
 from .._core.rule_table import primitive_vjps
 from .._core.rules import defjvp_argnums
 from .._core.tracer import front_ends, getval, isbox, primitive
+from ..jit._staging import StagingError, StagingNode
 from ..numpy import _namespace
 from ..numpy import numpy_wrapper as anp
 from ..numpy.rules._helpers import match_dtype
+from ._closure import holds_traced, lift_closure, refuse_traced
+from ._staged import Staged
+from .optimize import _solve as _implicit_solve
 
 _namespace.install(globals(), _si)  # SciPy's names; those defined below win
 
@@ -135,6 +142,17 @@ def _split(vector, like):
     return out
 
 
+def _compiled(rhs: Callable, time_first: bool) -> Callable:
+    """``rhs`` (an augmented system of a derivative rule) run through ``Staged``: SciPy
+    calls it on plain values, so it runs compiled; a derivative of that rule traces
+    through it (Staged runs it eagerly on traced arguments). The time is made float64
+    (SciPy passes floats of either kind)."""
+    staged = Staged(rhs)
+    if time_first:
+        return lambda t, state, *rest: staged(t if isbox(t) else _np.float64(t), state, *rest)
+    return lambda state, t, *rest: staged(state, t if isbox(t) else _np.float64(t), *rest)
+
+
 # The derivative passes below are written with chainrule operations, odeint_args itself
 # included (its augmented systems are differentiated by chainrule inside SciPy's calls),
 # so derivatives of every order, in both modes, come from the same two rules.
@@ -152,7 +170,7 @@ def _odeint_vjp(g, argnums, ans, args, kwargs):
     f_params = _with_params(func, params, traced)
     n_params = sum(int(_np.size(getval(params[i]))) for i in traced)
 
-    def augmented(state, s, *all_params):
+    def adjoint(state, s, *all_params):
         y, a = state[:d], state[d : 2 * d]
         f = _with_params(func, all_params, traced)
         vjp, fy = reverse.make_vjp(
@@ -160,6 +178,8 @@ def _odeint_vjp(g, argnums, ans, args, kwargs):
         )
         ybar, pbars = vjp(-a)
         return _concat([fy, ybar, *pbars])
+
+    augmented = _compiled(adjoint, time_first=False)
 
     a = g[-1]
     pbar = _np.zeros(n_params)
@@ -201,7 +221,7 @@ def _odeint_jvp(argnums, tangents, ans, args, kwargs):
     d = anp.shape(ys)[1]
     dparams = [tangents[i + 3] for i in traced]
 
-    def augmented(state, s, *params_and_dparams):
+    def sensitivity(state, s, *params_and_dparams):
         y, sens = state[:d], state[d:]
         all_params, dps = params_and_dparams[: len(params)], params_and_dparams[len(params) :]
         f = _with_params(func, all_params, traced)
@@ -209,6 +229,8 @@ def _odeint_jvp(argnums, tangents, ans, args, kwargs):
             lambda yp: f(yp[0], s, yp[1]), (y, [all_params[i] for i in traced])
         )((sens, list(dps)))
         return _concat([fy, dfy * _np.ones(d)])
+
+    augmented = _compiled(sensitivity, time_first=False)
 
     s0 = anp.ravel(tangents[1]) * 1.0 if 1 in tangents else _np.zeros(d)
     dt = tangents.get(2)
@@ -227,37 +249,6 @@ defjvp_argnums(odeint_args, _odeint_jvp)
 
 
 # ----------------------------------------------------------------------------- closures
-_EMPTY_CELL = object()  # stands for a closure cell that holds nothing yet
-
-
-def _function_parts(fun) -> list:
-    """What a plain Python function closes over: its closure cells' contents and defaults."""
-    if not isinstance(fun, _types.FunctionType):
-        return []
-    cells = []
-    for cell in fun.__closure__ or ():
-        try:
-            cells.append(cell.cell_contents)
-        except ValueError:
-            cells.append(_EMPTY_CELL)
-    return [cells, list(fun.__defaults__ or ())]
-
-
-def _rebuilt(fun, parts: list, traced_cells: set):
-    """``fun`` with its defaults and the closure cells in ``traced_cells`` replaced by
-    ``parts``; its other cells are shared, so state it keeps in them stays one."""
-    contents, defaults = parts
-    cells = tuple(
-        _types.CellType(value) if i in traced_cells else cell
-        for i, (cell, value) in enumerate(zip(fun.__closure__ or (), contents))
-    )
-    new = _types.FunctionType(
-        fun.__code__, fun.__globals__, fun.__name__, tuple(defaults) or None, cells
-    )
-    new.__kwdefaults__ = fun.__kwdefaults__
-    return new
-
-
 class _FrontEnd:
     """Front-end objects (chainrule.Tensor) met among a solver's inputs: each one takes
     part as the value it stands for (a traced value when it requires grad), and traced
@@ -285,31 +276,30 @@ class _FrontEnd:
 
 def _lift(fun: Callable, args: tuple, front: _FrontEnd) -> tuple[Callable, list]:
     """``(pure, params)``: the traced values ``fun`` receives in ``args`` or closes over
-    (closure cells, defaults) made explicit, so that
+    (closure cells, defaults: ``lift_closure``) made explicit, so that
     ``pure(*lead, *params) == fun(*lead, *args)`` and SciPy can call ``pure`` on plain
     values. ``_check_lifted`` verifies that nothing traced is left hidden."""
-    arg_leaves, arg_def = tree_flatten(front.unwrap(tuple(args)))
-    part_leaves, part_def = tree_flatten(front.unwrap(_function_parts(fun)))
-    leaves = arg_leaves + part_leaves
+    fun, args = lift_closure(fun, front.unwrap(tuple(args)), front.unwrap)
+    leaves, treedef = tree_flatten(args)
     at = [i for i, leaf in enumerate(leaves) if isbox(leaf)]
-    n_args, n_params = len(arg_leaves), len(at)
-    in_closure = any(i >= n_args for i in at)
-    traced_cells = set()
-    if in_closure:
-        for i, value in enumerate(_function_parts(fun)[0]):
-            if _any_traced(value):
-                traced_cells.add(i)
+
+    def with_params(values) -> tuple:
+        full = list(leaves)
+        for i, value in zip(at, values):
+            full[i] = value
+        return tree_unflatten(treedef, full)
 
     def pure(*call):
-        lead = call[: len(call) - n_params]
-        full = list(leaves)
-        for i, value in zip(at, call[len(call) - n_params :]):
-            full[i] = value
-        f = fun
-        if in_closure:
-            f = _rebuilt(fun, tree_unflatten(part_def, full[n_args:]), traced_cells)
-        return f(*lead, *tree_unflatten(arg_def, full[:n_args]))
+        n_lead = len(call) - len(at)
+        return fun(*call[:n_lead], *with_params(call[n_lead:]))
 
+    def bind(values) -> Callable:
+        """``lambda *lead: pure(*lead, *values)``, its arguments built once (a forward
+        solve calls it at every step)."""
+        bound = with_params(values)
+        return lambda *lead: fun(*lead, *bound)
+
+    pure.bind = bind
     return pure, [leaves[i] for i in at]
 
 
@@ -324,25 +314,13 @@ def _array_valued(pure: Callable) -> Callable:
     return f
 
 
-def _hidden_trace_error(where: str) -> TypeError:
-    return TypeError(
-        f"chainrule.scipy.integrate.{where}: the function depends on a traced value that "
-        f"chainrule cannot reach (one held by an object, a global, or a function it calls), "
-        f"so its derivative would be lost. Pass that value through `args=` instead (closure "
-        f"variables and default arguments of the function itself are found automatically)."
-    )
-
-
 def _check_lifted(where: str, pure: Callable, lead: tuple, params: list):
     """``pure`` at plain values; raise if its output is still traced (a hidden input)."""
-    out = pure(*lead, *[getval(p) for p in params])
-    if any(isbox(leaf) for leaf in tree_flatten(out)[0]):
-        raise _hidden_trace_error(where)
-    return out
-
-
-def _any_traced(*trees) -> bool:
-    return any(isbox(leaf) for tree in trees for leaf in tree_flatten(tree)[0])
+    return refuse_traced(
+        f"chainrule.scipy.integrate.{where}",
+        pure(*lead, *[getval(p) for p in params]),
+        f"{where}(lambda t, y, k: -k * y, ..., args=(k,))",
+    )
 
 
 # ----------------------------------------------------------------------------- solve_ivp
@@ -353,17 +331,47 @@ _FORWARD_ONLY_OPTIONS = ("jac", "jac_sparsity", "lband", "uband", "first_step")
 
 class _Forward:
     """The plain forward solve a traced call reuses: its values (the primitive's answer)
-    and its dense interpolant (the checkpoints the adjoint reads y(t) from)."""
+    and its dense interpolant (the checkpoints the adjoint reads y(t) from), for the
+    plain ``inputs`` it was computed at."""
 
-    def __init__(self, values, interpolant, failure: str | None):
+    def __init__(self, values, interpolant, failure: str | None, inputs: tuple):
         self.values, self.interpolant, self.failure = values, interpolant, failure
+        self.inputs = _plain_copies(inputs)
+
+    def answers(self, *inputs) -> bool:
+        """Whether it was computed at these inputs. (A program ``chainrule.jit`` emits
+        replays the primitive with this object as a constant and new inputs: it must
+        solve again then.)"""
+        now = _plain_copies(inputs)
+        return len(now) == len(self.inputs) and all(
+            _np.array_equal(a, b) for a, b in zip(now, self.inputs)
+        )
+
+
+def _plain_copies(trees: tuple) -> list:
+    return [_np.array(getval(leaf), dtype=float) for leaf in tree_flatten(list(trees))[0]]
+
+
+def _refuse_staging(what: str, *trees) -> None:
+    """Raise where ``chainrule.jit`` is staging these inputs and the answer depends on
+    them in a way a replayed program would not follow (solver-chosen times, events)."""
+    for leaf in tree_flatten(list(trees))[0]:
+        while isbox(leaf):
+            if isinstance(leaf._node, StagingNode):
+                raise StagingError(
+                    f"chainrule.jit cannot stage chainrule.scipy.integrate.solve_ivp with "
+                    f"{what}: which times it answers depends on the solve, which a compiled "
+                    f"program would not repeat. Pass t_eval (and no events), or call "
+                    f"solve_ivp outside the jitted function."
+                )
+            leaf = leaf._value
 
 
 @primitive
 def ivp_values(fun, times, y0, *params, method="RK45", options=None, solved=None):
     """y at ``times[1:]`` (shape (n, len(times) - 1)) for dy/dt = fun(t, y, *params),
     y(times[0]) = y0: the differentiable core of ``solve_ivp``."""
-    if solved is not None:
+    if solved is not None and solved.answers(times, y0, params):
         return solved.values
     sol = _solve_plain(fun, times, y0, params, method, options, dense=False)
     if not sol.success:
@@ -411,46 +419,115 @@ def _refuse_failed(solved) -> None:
         )
 
 
-def _adjoint_rhs(fun, params, traced, n, interpolant):
-    """The backward system for [lambda, mu] (with interpolated y) or [y, lambda, mu]:
-    dlambda/dt = -lambda df/dy, dmu/dt = -lambda df/dparams."""
+def _adjoint_rhs(fun, traced, n, read, dynamics):
+    """The backward system for [lambda, mu] (with y(t) = ``read(t)``, ``dynamics`` its
+    right-hand side) or [y, lambda, mu]: dlambda/dt = -lambda df/dy,
+    dmu/dt = -lambda df/dparams."""
+    if read is not None:
+
+        def checkpointed(t, state, *all_params):
+            t = _np.float64(t)
+            return dynamics(t, read(t), state[:n], *all_params)
+
+        return checkpointed
 
     def rhs(t, state, *all_params):
-        if interpolant is None:
-            y, lam = state[:n], state[n : 2 * n]
-        else:
-            y, lam = interpolant(t), state[:n]
+        y, lam = state[:n], state[n : 2 * n]
         vjp, fy = reverse.make_vjp(
             lambda yp: fun(t, yp[0], *_with_traced(all_params, traced, yp[1])),
             (y, _flat_params(all_params, traced)),
         )
         ybar, pbars = vjp(-lam)
-        if interpolant is None:
-            return _concat([fy, ybar, *pbars])
-        return _concat([ybar, *pbars])
+        return _concat([fy, ybar, *pbars])
 
     return rhs
+
+
+def _adjoint_dynamics(fun, traced):
+    """``(t, y, lam, *params) -> [-lam df/dy, -lam df/dparams]`` (flat), the part of the
+    checkpointed backward system that ``Staged`` compiles once per solve."""
+
+    def dynamics(t, y, lam, *all_params):
+        vjp, _ = reverse.make_vjp(
+            lambda yp: fun(t, yp[0], *_with_traced(all_params, traced, yp[1])),
+            (y, _flat_params(all_params, traced)),
+        )
+        ybar, pbars = vjp(-lam)
+        return _concat([ybar, *pbars])
+
+    return dynamics
 
 
 _IMPLICIT_METHODS = ("Radau", "BDF", "LSODA")
 
 
-def _adjoint_jac(fun, params, traced, n, interpolant):
+def _adjoint_jac(n, read, dynamics):
     """The Jacobian of the checkpointed backward system, exact since it is linear in
     [lambda, mu]: [[-df/dy^T, 0], [-df/dparams^T, 0]] (for the implicit methods, which
     would otherwise take it by finite differences, one column per parameter)."""
 
     def jac(t, state, *all_params):
-        vjp, _ = reverse.make_vjp(
-            lambda yp: fun(t, yp[0], *_with_traced(all_params, traced, yp[1])),
-            (interpolant(t), _flat_params(all_params, traced)),
-        )
-        rows = [_concat([ybar, *pbars]) for ybar, pbars in (vjp(-e) for e in _np.eye(n))]
+        t = _np.float64(t)
+        y = read(t)
+        rows = [dynamics(t, y, e, *all_params) for e in _np.eye(n)]
         out = _np.zeros((len(state), len(state)))
         out[:, :n] = _np.stack(rows, axis=1)
         return out
 
     return jac
+
+
+def _reader(solution) -> Callable:
+    """``solution(t)`` for a scalar float64 t, as SciPy's OdeSolution answers it, without its
+    per-call array conversions and search (the backward pass reads y(t) at every step)."""
+    ts = solution.ts_sorted.tolist()
+    pick = _bisect.bisect_left if solution.side == "left" else _bisect.bisect_right
+    pieces = solution.interpolants if solution.ascending else solution.interpolants[::-1]
+    pieces = [_polynomial(piece) for piece in pieces]
+    last = len(pieces) - 1
+
+    def read(t):
+        return pieces[min(max(pick(ts, t) - 1, 0), last)](t)
+
+    return read
+
+
+def _polynomial(piece) -> Callable:
+    """One step's interpolant as a function of a scalar t. The explicit Runge-Kutta
+    methods' (RK23, RK45, DOP853) are evaluated as one dot product of their coefficients
+    with weights computed on Python floats: a third of the time of SciPy's array
+    arithmetic on (1,)-shaped x, which the adjoint pays at every step. Others, or any
+    SciPy whose pieces look different, answer through the piece's own ``__call__``."""
+    kind = type(piece).__name__
+    try:
+        if kind == "Dop853DenseOutput":  # y_old + x (F0 + (1 - x) (F1 + x (F2 + ...)))
+            t_old, h, y_old, coefficients = piece.t_old, piece.h, piece.y_old, piece.F
+            flips = [k % 2 == (len(coefficients) - 1) % 2 for k in range(len(coefficients))]
+
+            def dop853(t):
+                x = float((t - t_old) / h)
+                weights, weight = [], 1.0
+                for flip in flips:
+                    weight *= x if flip else 1.0 - x
+                    weights.append(weight)
+                return y_old + _np.dot(weights, coefficients)
+
+            return dop853
+        if kind == "RkDenseOutput":  # y_old + h Q [x, x^2, ...]
+            t_old, h, y_old, scaled = piece.t_old, piece.h, piece.y_old, piece.h * piece.Q.T
+
+            def rk(t):
+                x = float((t - t_old) / h)
+                powers, power = [], 1.0
+                for _ in range(len(scaled)):
+                    power *= x
+                    powers.append(power)
+                return y_old + _np.dot(powers, scaled)
+
+            return rk
+    except AttributeError:
+        pass
+    return piece
 
 
 def _checkpointed_options(options, n, n_params) -> dict:
@@ -476,7 +553,7 @@ def _ivp_vjp(g, argnums, ans, args, kwargs):
     # Nested (a derivative of this derivative is being taken): y is solved again with the
     # adjoint by this same primitive, so the pass is differentiable. Otherwise y(t) comes
     # from the forward solve's interpolant (checkpoints): stable and cheaper.
-    nested = _any_traced(g, ans, times, y0, params)
+    nested = holds_traced(g, ans, times, y0, params)
     interpolant = None
     if not nested:
         interpolant = (
@@ -484,11 +561,14 @@ def _ivp_vjp(g, argnums, ans, args, kwargs):
             if solved is not None
             else _solve_plain(fun, times, y0, params, method, options, dense=True).sol
         )
-    rhs = _adjoint_rhs(fun, params, traced, n, interpolant)
+    read = dynamics = None
+    if not nested:
+        read, dynamics = _reader(interpolant), Staged(_adjoint_dynamics(fun, traced))
+    rhs = _adjoint_rhs(fun, traced, n, read, dynamics)
     if not nested:
         options = _checkpointed_options(options, n, n_params)
         if method in _IMPLICIT_METHODS:
-            options["jac"] = _adjoint_jac(fun, params, traced, n, interpolant)
+            options["jac"] = _adjoint_jac(n, read, dynamics)
     n_out = len(getval(times)) - 1
     lam, mu = g[:, -1], _np.zeros(n_params)
     tbars = [None] * (n_out + 1)
@@ -536,11 +616,15 @@ def _ivp_vjp(g, argnums, ans, args, kwargs):
 
 
 def _backward_segment(rhs, t_from, t_to, state, params, method, options, interpolant):
-    # Start with the forward solve's step at t_from: a restart per segment otherwise
-    # spends evaluations finding a step size the forward solve already found.
-    ts = interpolant.ts
-    nearest = int(_np.argmin(_np.abs(ts[1:] - t_from))) if len(ts) > 1 else 0
-    first = min(abs(ts[nearest + 1] - ts[nearest]) if len(ts) > 1 else _np.inf, abs(t_from - t_to))
+    # Start with the forward solve's step at t_from, evened out to end on t_to: a restart
+    # per segment otherwise spends evaluations finding a step size the forward solve
+    # already found (and a last step cut short to land on t_to).
+    ts, length = interpolant.ts, abs(t_from - t_to)
+    first = length
+    if len(ts) > 1:
+        nearest = int(_np.argmin(_np.abs(ts[1:] - t_from)))
+        step = abs(ts[nearest + 1] - ts[nearest])
+        first = length / max(_np.ceil(length / step * (1 - 1e-9)), 1.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # f may not depend on some parameter
         sol = _si.solve_ivp(
@@ -573,7 +657,7 @@ def _ivp_jvp(argnums, tangents, ans, args, kwargs):
     n = int(_np.size(getval(y0)))
     dparams = [tangents[i + 3] for i in traced]
 
-    def augmented(t, state, *params_and_dparams):
+    def sensitivity(t, state, *params_and_dparams):
         y, sens = state[:n], state[n:]
         all_params, dps = params_and_dparams[: len(params)], params_and_dparams[len(params) :]
         fy, dfy = forward.make_jvp(
@@ -582,19 +666,23 @@ def _ivp_jvp(argnums, tangents, ans, args, kwargs):
         )((sens, list(dps)))
         return _concat([fy, dfy * _np.ones(n)])
 
+    augmented = _compiled(sensitivity, time_first=True)
     s0 = anp.ravel(tangents[2]) * 1.0 if 2 in tangents else _np.zeros(n)
     dt = tangents.get(1)
     if dt is not None:
         s0 = s0 - anp.ravel(fun(times[0], y0, *params)) * dt[0]
-    sens = ivp_values(
-        augmented,
-        times,
-        _concat([y0, s0]),
-        *params,
-        *dparams,
-        method=kwargs["method"],
-        options=kwargs.get("options"),
-    )[n:]
+    if traced or holds_traced(s0) or _np.any(getval(s0) != 0):
+        sens = ivp_values(
+            augmented,
+            times,
+            _concat([y0, s0]),
+            *params,
+            *dparams,
+            method=kwargs["method"],
+            options=kwargs.get("options"),
+        )[n:]
+    else:  # only the output times move (an event time's dG/dt): no sensitivity to solve
+        sens = _np.zeros(_np.shape(getval(ans)))
     if dt is not None:
         f_out = anp.stack(
             [anp.ravel(fun(times[k + 1], ans[:, k], *params)) for k in range(anp.shape(ans)[1])],
@@ -634,7 +722,7 @@ class _DenseSolution:
             *params,
             method=method,
             options=options,
-            solved=_Forward(values, self._interpolant, self._failure),
+            solved=_Forward(values, self._interpolant, self._failure, (times, y0, params)),
         )
         y = y[:, _np.argsort(order)]
         return self.front.answer(y[:, 0] if scalar else y)
@@ -660,13 +748,16 @@ def solve_ivp(
     traced. Reverse mode solves the adjoint ODE backwards, reading y(t) from the forward
     solve's dense interpolant; forward mode solves the sensitivity equations with y. Both
     use ``method``, ``rtol`` and ``atol``: derivatives are as accurate as the solves.
-    ``events`` cannot be differentiated (NotImplementedError when something is traced)."""
+    With ``events``, ``t_events`` and ``y_events`` are traced too: each event time t* by
+    the implicit function theorem on g(t*, y(t*), args) = 0, and a terminal event's t*
+    is the last of ``t`` (the event functions take ``args`` and may close over traced
+    values, as ``fun``)."""
     plain_args = () if args is None else tuple(args)
     front = _FrontEnd()
     pure, params = _lift(fun, plain_args, front)
-    pure = _array_valued(pure)
+    bind, pure = pure.bind, _array_valued(pure)
     t_span, y0, t_eval = front.unwrap((t_span, y0, t_eval))
-    if not params and not _any_traced(t_span, y0, t_eval) and front.wrap is None:
+    if not params and not holds_traced(t_span, y0, t_eval) and front.wrap is None:
         try:
             return _si.solve_ivp(
                 fun,
@@ -683,13 +774,6 @@ def solve_ivp(
         except TypeError:
             _check_lifted("solve_ivp", pure, (t_span[0], _np.asarray(y0)), params)
             raise
-    if events is not None:
-        raise NotImplementedError(
-            "chainrule.scipy.integrate.solve_ivp: events= cannot be differentiated (the "
-            "event times depend on the inputs through root finding, which is not "
-            "implemented). Solve with events on plain values (chainrule.stop_gradient), or "
-            "without events."
-        )
     t0, t1 = t_span
     y0 = anp.array(y0) if isinstance(y0, (list, tuple)) else y0
     if _np.ndim(getval(y0)) != 1:
@@ -700,6 +784,8 @@ def solve_ivp(
             "differentiated; split it into real and imaginary parts."
         )
     y0 = y0 * 1.0  # integers become floats
+    if t_eval is None or events is not None:
+        _refuse_staging("t_eval=None" if t_eval is None else "events", t_span, y0, params)
     plain_params = [getval(p) for p in params]
     y0_value = getval(y0)
     _check_lifted("solve_ivp", pure, (getval(t0), y0_value), params)
@@ -708,25 +794,38 @@ def solve_ivp(
     if callable(jac):  # (the Newton iterations' Jacobian: not differentiated)
         forward_options["jac"] = lambda t, y: getval(jac(t, y, *tree_map(getval, plain_args)))
     t_eval_value = None if t_eval is None else _np.asarray(tree_map(getval, t_eval), float)
+    event_list = _as_event_list(events)
+    lifted_events = [_lift(event, plain_args, front) for event in event_list]
+    for event_pure, event_params in lifted_events:
+        _check_lifted("solve_ivp", event_pure, (getval(t0), y0_value), event_params)
     sol = _si.solve_ivp(
-        lambda t, y: pure(t, y, *plain_params),
+        _array_valued(bind(plain_params)),
         (getval(t0), getval(t1)),
         y0_value,
         method=method,
         t_eval=t_eval_value,
         dense_output=True,
+        events=[_plain_event(e, *lifted) for e, lifted in zip(event_list, lifted_events)] or None,
         vectorized=vectorized,
         **forward_options,
     )
-    start = anp.reshape(t0, (1,))
-    if t_eval is None:  # the solver's own times: the first and the last follow t_span
-        last = anp.reshape(t1, (1,)) if sol.success else sol.t[-1:]
-        out_times = anp.concatenate([start, sol.t[1:-1], last]) if len(sol.t) > 1 else start
-    else:
-        out_times = anp.reshape(anp.array(t_eval) * 1.0, (-1,))
-    times = anp.concatenate([start, out_times])
     failure = None if sol.success else sol.message
     adjoint_options = {k: v for k, v in options.items() if k not in _FORWARD_ONLY_OPTIONS}
+    system = (pure, t0, y0, params, method, adjoint_options)
+    t_events = y_events = None
+    if events is not None:
+        t_events, y_events = _traced_events(system, lifted_events, sol, failure)
+    start = anp.reshape(t0, (1,))
+    if t_eval is None:  # the solver's own times: the first and the last follow t_span
+        last = sol.t[-1:]  # (where the solve failed)
+        if sol.status == 0:
+            last = anp.reshape(t1, (1,))
+        elif sol.status == 1:  # a terminal event: the last time is that event's
+            last = anp.reshape(_terminal_time(event_list, sol, t_events), (1,))
+        out_times = anp.concatenate([start, sol.t[1:-1], last]) if len(sol.t) > 1 else start
+    else:  # (up to the terminal event, if one stopped the solve)
+        out_times = anp.reshape(anp.array(t_eval) * 1.0, (-1,))[: len(sol.t)]
+    times = anp.concatenate([start, out_times])
     y = ivp_values(
         pure,
         times,
@@ -734,14 +833,108 @@ def solve_ivp(
         *params,
         method=method,
         options=adjoint_options,
-        solved=_Forward(sol.y, sol.sol, failure),
+        solved=_Forward(sol.y, sol.sol, failure, (times, y0, params)),
     )
     dense = None
     if dense_output:
         dense = _DenseSolution(pure, t0, y0, params, method, adjoint_options, sol.sol, failure)
         dense.front = front
     t_out, y = front.answer(times[1:]), front.answer(y)
-    return type(sol)(**{**sol, "t": t_out, "y": y, "sol": dense})
+    out = {**sol, "t": t_out, "y": y, "sol": dense}
+    if events is not None:
+        out["t_events"] = [front.answer(t) for t in t_events]
+        out["y_events"] = [front.answer(y) for y in y_events]
+    return type(sol)(**out)
+
+
+# ----------------------------------------------------------------------------- events
+def _as_event_list(events) -> list:
+    if events is None:
+        return []
+    return list(events) if isinstance(events, (list, tuple)) else [events]
+
+
+def _plain_event(event: Callable, pure: Callable, params: list) -> Callable:
+    """The event as SciPy calls it (on plain values), with its ``terminal`` and
+    ``direction``."""
+    plain_params = [getval(p) for p in params]
+
+    def plain(t, y):
+        return getval(pure(t, y, *plain_params))
+
+    for attribute in ("terminal", "direction"):
+        if hasattr(event, attribute):
+            setattr(plain, attribute, getattr(event, attribute))
+    return plain
+
+
+def _traced_events(system, lifted_events, sol, failure) -> tuple[list, list]:
+    """``t_events`` and ``y_events`` as traced values: each event time t* is the implicit
+    solution of g(t*, y(t*; theta), theta) = 0, so
+    dt*/dtheta = -(dg/dtheta + dg/dy dy(t*)/dtheta) / (dg/dt + dg/dy f(t*, y*)), and
+    y(t*) is the solution at that (traced) time."""
+    pure, t0, y0, params, method, options = system
+    t_events, y_events = [], []
+    for (event, event_params), times, states in zip(lifted_events, sol.t_events, sol.y_events):
+        ts, ys = [], []
+        for t_star, y_star in zip(times, states):
+            inputs = ([getval(t0), t_star], y0, params)
+            solved = _Forward(_np.reshape(y_star, (-1, 1)), sol.sol, failure, inputs)
+            t = _event_time(system, event, event_params, t_star, solved)
+            ts.append(t)
+            ys.append(
+                ivp_values(
+                    pure,
+                    anp.stack([t0, t]),
+                    y0,
+                    *params,
+                    method=method,
+                    options=options,
+                    solved=solved,
+                )[:, 0]
+            )
+        t_events.append(anp.stack(ts) if ts else _np.asarray(times))
+        y_events.append(anp.stack(ys) if ys else _np.asarray(states))
+    return t_events, y_events
+
+
+def _event_time(system, event: Callable, event_params: list, t_star: float, solved: _Forward):
+    pure, t0, y0, params, method, options = system
+
+    def residual(x, p):
+        start, y_start, ivp_params, g_params = p
+        # (at t* itself, where the derivative rules evaluate it, y is the forward solve's)
+        y = ivp_values(
+            pure,
+            anp.stack([start, x[0]]),
+            y_start,
+            *ivp_params,
+            method=method,
+            options=options,
+            solved=solved,
+        )[:, 0]
+        return anp.reshape(event(x[0], y, *g_params), (1,))
+
+    def solve(p):
+        return _np.array([t_star]), None
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the event may not depend on every parameter
+        t, _, _, _ = _implicit_solve(
+            "chainrule.scipy.integrate.solve_ivp (an event time)",
+            residual,
+            solve,
+            (t0, y0, list(params), list(event_params)),
+        )
+    return t[0]
+
+
+def _terminal_time(event_list: list, sol, t_events: list):
+    """The traced time of the terminal event that stopped the solve at ``sol.t[-1]``."""
+    for event, plain_times, traced in zip(event_list, sol.t_events, t_events):
+        if getattr(event, "terminal", False) and len(plain_times) and plain_times[-1] == sol.t[-1]:
+            return traced[-1]
+    return sol.t[-1]
 
 
 # ----------------------------------------------------------------------------- quad
@@ -752,8 +945,8 @@ _QUAD_OPTIONS = ("epsabs", "epsrel", "limit", "points")
 def quad_value(func, a, b, *params, options=None, vector=False, solved=None):
     """The integral of func(x, *params) over [a, b] (``quad``; ``quad_vec`` for a
     vector-valued func, as the integrands of the derivative rules are)."""
-    if solved is not None:
-        return solved
+    if solved is not None and solved.answers(a, b, params):
+        return solved.values
     options = options or {}
     if vector:
         return _si.quad_vec(lambda x: func(x, *params), a, b, **options)[0]
@@ -842,7 +1035,7 @@ def quad(func: Callable, a: Any, b: Any, args: Any = (), **kwargs: Any) -> Any:
     front = _FrontEnd()
     pure, params = _lift(func, args, front)
     a, b = front.unwrap((a, b))
-    if not params and not _any_traced(a, b) and front.wrap is None:
+    if not params and not holds_traced(a, b) and front.wrap is None:
         try:
             return _si.quad(func, a, b, args=args, **kwargs)
         except TypeError:
@@ -858,4 +1051,5 @@ def quad(func: Callable, a: Any, b: Any, args: Any = (), **kwargs: Any) -> Any:
     a_value, b_value = getval(a), getval(b)
     _check_lifted("quad", pure, (a_value if _np.isfinite(a_value) else 0.0,), params)
     value, abserr = _si.quad(pure, a_value, b_value, args=tuple(plain_params), **kwargs)
-    return front.answer(quad_value(pure, a, b, *params, options=kwargs, solved=value)), abserr
+    solved = _Forward(value, None, None, (a_value, b_value, plain_params))
+    return front.answer(quad_value(pure, a, b, *params, options=kwargs, solved=solved)), abserr

@@ -18,17 +18,18 @@ operations, the matrix-free solve being itself an implicit solution of a linear 
 derivatives of every order work in both modes.
 
 Traced parameters reach the solve as explicit inputs: those passed in ``args``, and those
-held in the objective's own closure cells (``lambda x: f(x, theta)`` inside the function
-being differentiated), which are moved into the arguments. A traced value reached any other
-way (a global, a default value, the closure of another function the objective calls) cannot
-be followed through a solver that calls the objective on plain values: it is refused with an
-error naming the fix (pass it in ``args``), never given a silently zero derivative.
+held in the objective's own closure cells and default arguments (``lambda x: f(x, theta)``
+inside the function being differentiated), which are moved into the arguments
+(``_closure.lift_closure``, shared with ``chainrule.scipy.integrate``). A traced value
+reached any other way (a global, an object's attribute, the closure of another function the
+objective calls) cannot be followed through a solver that calls the objective on plain
+values: it is refused with an error naming the fix (pass it in ``args``), never given a
+silently zero derivative.
 """
 
 from __future__ import annotations
 
 import copy
-import types
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -48,15 +49,12 @@ from ..numpy import numpy_wrapper as anp
 from ..numpy.rules._helpers import match_dtype
 from ..tensor import Tensor
 from ..tensor._graph import TRACE_ID as _TENSOR_TRACE
+from ._closure import ClosedOverTracedValueError, lift_closure, refuse_traced
 
 DENSE_LIMIT = 200  # unknowns above which the implicit solve is matrix-free by default
 LINEAR_SOLVERS = ("auto", "dense", "cg", "gmres")
 ITERATIVE_RTOL = 1e-10  # relative residual of the matrix-free solve (cg, gmres)
 RESIDUAL_TOL = 1.5e-8  # max |F(x*)| accepted when SciPy reports no success (sqrt(eps))
-
-
-class ClosedOverTracedValueError(TypeError):
-    """The objective closes over a traced value, which the solver cannot differentiate."""
 
 
 class NotConvergedError(RuntimeError):
@@ -217,17 +215,7 @@ defjvp_argnums(_implicit, _implicit_jvp)
 # ----------------------------------------------------------------------------- plumbing
 def _no_traced(name: str, value):
     """``value`` unchanged; raises if it holds a traced value (a closed-over parameter)."""
-    leaves, _ = tree_flatten(value)
-    if any(isbox(leaf) for leaf in leaves):
-        raise ClosedOverTracedValueError(
-            f"{name}: the function returned a traced value when called with plain x and "
-            f"args, so it reaches a traced parameter that chainrule could not make an "
-            f"argument (it lifts those held in the function's own closure, not a global or "
-            f"one reached through another function it calls). The solver calls it on plain "
-            f"values and cannot differentiate that parameter. Pass it through args= "
-            f"instead, e.g. {name}(lambda x, p: f(x, p), x0, args=(p,))."
-        )
-    return value
+    return refuse_traced(name, value, f"{name}(lambda x, p: f(x, p), x0, args=(p,))")
 
 
 def _checked(name: str, fun: Callable) -> Callable:
@@ -246,53 +234,22 @@ def _as_tuple(args) -> tuple:
     return args if isinstance(args, tuple) else (args,)
 
 
-def _cell_value(cell):
-    try:
-        return cell.cell_contents
-    except ValueError:  # a cell not yet assigned
-        return None
-
-
-def _holds_traced(value) -> bool:
-    return any(isbox(leaf) for leaf in tree_flatten(value)[0])
-
-
 def _lift_closure(fun: Callable, args, *callables):
-    """``fun``'s closed-over traced values made explicit: ``(fun', args', callables')``.
-
-    The values in ``fun``'s own closure cells that hold traced values become one more item
-    of ``args`` (so the solve differentiates them like any argument), and ``fun'`` calls
-    ``fun``'s code with fresh cells holding what it is given there; the other cells are
-    ``fun``'s own. The user's ``callables`` (jac, hess, fprime...), which SciPy calls with
-    ``args`` too, are given the original ``args`` back. Traced values reached another way
-    (a global, a function ``fun`` calls) stay where they are and are refused by
-    ``_no_traced`` when SciPy calls ``fun``."""
-    args = _as_tuple(args)
-    cells = getattr(fun, "__closure__", None) or ()
-    held = [i for i, cell in enumerate(cells) if _holds_traced(_cell_value(cell))]
-    if not held:
+    """``fun``'s closed-over traced values made explicit: ``(fun', args', callables')``
+    (see ``_closure.lift_closure``). The user's ``callables`` (jac, hess, fprime...), which
+    SciPy calls with ``args`` too, are given the original ``args`` back. Traced values
+    reached another way stay where they are and are refused by ``_no_traced`` when SciPy
+    calls ``fun``."""
+    lifted, args = lift_closure(fun, _as_tuple(args))
+    if lifted is fun:
         return fun, args, callables
-
-    def with_cells(values) -> Callable:
-        new = list(cells)
-        for i, v in zip(held, values):
-            new[i] = types.CellType(v)
-        g = types.FunctionType(
-            fun.__code__, fun.__globals__, fun.__name__, fun.__defaults__, tuple(new)
-        )
-        g.__kwdefaults__ = fun.__kwdefaults__
-        return g
-
-    def lifted(x, *a, **kw):
-        return with_cells(a[-1])(x, *a[:-1], **kw)
 
     def dropping_last(c):
         if not callable(c):
             return c
         return lambda x, *a, **kw: c(x, *a[:-1], **kw)
 
-    values = [cells[i].cell_contents for i in held]
-    return lifted, (*args, values), tuple(dropping_last(c) for c in callables)
+    return lifted, args, tuple(dropping_last(c) for c in callables)
 
 
 def _solve(
@@ -391,12 +348,21 @@ def _bound_arrays(bounds, n: int):
 
 
 def _active_bounds(x, g, lb, ub):
-    """Coordinates held at a bound at the solution (their derivative is zero), and the
-    bound: near it (interior-point methods stop just inside) with the gradient pushing out.
-    """
-    at_lb = (x - lb <= 1e-6 * (1.0 + _np.abs(lb))) & (g >= 0)
-    at_ub = (ub - x <= 1e-6 * (1.0 + _np.abs(ub))) & (g <= 0)
-    return at_lb | at_ub, _np.where(at_lb, lb, ub)
+    """Coordinates held at a bound at the solution (they move with that bound only), and
+    which of them at the lower one: near it (interior-point methods stop just inside)
+    with the gradient pushing out."""
+    with _np.errstate(invalid="ignore"):  # (inf - inf, where a bound is missing)
+        at_lb = _np.isfinite(lb) & (x - lb <= 1e-6 * (1.0 + _np.abs(lb))) & (g >= 0)
+        at_ub = _np.isfinite(ub) & (ub - x <= 1e-6 * (1.0 + _np.abs(ub))) & (g <= 0)
+    return at_lb | at_ub, at_lb
+
+
+def _bound_pairs(bounds):
+    """``bounds`` given as (min, max) pairs, None made infinite: the values the bounds'
+    derivatives follow (they may be traced); None for no bounds or a ``Bounds`` object."""
+    if bounds is None or isinstance(bounds, _so.Bounds):
+        return None
+    return [(-_np.inf if lo is None else lo, _np.inf if hi is None else hi) for lo, hi in bounds]
 
 
 def minimize(
@@ -418,10 +384,11 @@ def minimize(
     """``scipy.optimize.minimize``, differentiable in the traced values of ``args``.
 
     ``res.x`` is traced; other fields are plain. The derivative of x* solves
-    H dx* = -d(grad f)/dtheta dtheta with the Hessian at x*; coordinates at an active bound
-    have zero derivative. Where SciPy's method needs a gradient (or Hessian) and none is
-    given, chainrule's exact one is passed. ``implicit_solver``: "auto", "dense", "cg" or
-    "gmres" for the linear solve of the derivative.
+    H dx* = -d(grad f)/dtheta dtheta with the Hessian at x*; a coordinate at an active
+    bound moves with that bound only (bounds given as (min, max) pairs may be traced).
+    Where SciPy's method needs a gradient (or Hessian) and none is given, chainrule's exact
+    one is passed. ``implicit_solver``: "auto", "dense", "cg" or "gmres" for the linear
+    solve of the derivative.
 
     >>> import chainrule.numpy as np
     >>> from chainrule import grad
@@ -437,7 +404,11 @@ def minimize(
             f"needs its KKT system); bounds= is. Call scipy.optimize.minimize for plain "
             f"values."
         )
-    _require_plain(name, "bounds", bounds)
+    limits = _bound_pairs(bounds)
+    if limits is None:
+        _require_plain(name, "bounds", bounds)
+    else:
+        bounds = [(float(getval(lo)), float(getval(hi))) for lo, hi in limits]
     fun, args, (jac, hess, hessp) = _lift_closure(fun, args, jac, hess, hessp)
     x0 = _np.asarray(getval(x0), dtype=float).ravel()
     method_name = (
@@ -453,13 +424,20 @@ def minimize(
     def gradient(x, a):
         return grad(lambda z: value(z, *a))(x)
 
-    def residual(x, a):
+    def residual(x, params):
+        a, pairs = params
         g = gradient(x, a)
         if state.get("active") is None:
             return g
-        return anp.where(state["active"], x - state["bound"], g)
+        if pairs is None:
+            lb, ub = box
+        else:  # (traced bounds: x* moves with the active ones)
+            lb = anp.stack([lo * 1.0 for lo, _ in pairs])
+            ub = anp.stack([hi * 1.0 for _, hi in pairs])
+        return anp.where(state["active"], x - anp.where(state["at_lb"], lb, ub), g)
 
-    def solve(a):
+    def solve(params):
+        a, _ = params
         kw = {"jac": jac, "hess": hess, "hessp": hessp}
         if jac is None and method_name in _NEEDS_GRADIENT:
             kw["jac"] = lambda x, *a: _no_traced(name, grad(lambda z: value(z, *a))(x))
@@ -483,20 +461,91 @@ def minimize(
         )
         if box is not None:
             g = _np.asarray(grad(lambda z: value(z, *a))(res.x), dtype=float)
-            active, bound = _active_bounds(res.x, g, *box)
+            active, at_lb = _active_bounds(res.x, g, *box)
             if active.any():
-                state["active"], state["bound"] = active, bound
+                state["active"], state["at_lb"] = active, at_lb
         return res.x, res
 
+    params = (args, limits)
     x, res, traced, problem = _solve(
-        name, residual, solve, args, linear_solver=implicit_solver, symmetric=box is None
+        name, residual, solve, params, linear_solver=implicit_solver, symmetric=box is None
     )
     problem.symmetric = state.get("active") is None
     if traced:
-        _require_solution(problem, x, _plain_tree(args), bool(res.success), res.message, _TOL_FIX)
+        _require_solution(problem, x, _plain_tree(params), bool(res.success), res.message, _TOL_FIX)
     out = copy.copy(res)
     out.x = _front(x)
     return out
+
+
+# ----------------------------------------------------------------------------- minimize_scalar
+def minimize_scalar(
+    fun: Callable,
+    bracket=None,
+    bounds=None,
+    args=(),
+    method: str | None = None,
+    tol: float | None = None,
+    options: dict | None = None,
+) -> _so.OptimizeResult:
+    """``scipy.optimize.minimize_scalar`` (brent, golden, bounded), differentiable in the
+    traced values of ``args`` (F = f'(x) = 0) and, for ``bounded``, in ``bounds``: where
+    the minimum is at a bound (f' there pushes outwards), x* is that bound
+    (F = x - bound), so it moves with the bound and not with ``args``. The bracket only
+    guides the search: x* does not move with it.
+
+    >>> import chainrule.numpy as np
+    >>> from chainrule import grad
+    >>> argmin = lambda a: minimize_scalar(lambda x, a: (x - a) ** 2, args=(a,)).x
+    >>> print(round(float(grad(argmin)(3.0)), 6))
+    1.0
+    """
+    name = "minimize_scalar"
+    bracket = None if bracket is None else [float(getval(b)) for b in bracket]
+    fun, args = lift_closure(fun, _as_tuple(args))
+    bounds = None if bounds is None else tuple(bounds)
+    checked = _checked(name, fun)
+    state: dict[str, Any] = {}
+
+    def slope(x, a):
+        return grad(lambda z: fun(z, *a))(x)
+
+    def residual(x, params):
+        a, limits = params
+        side = state.get("active")
+        if side is None:
+            return anp.reshape(slope(x[0], a), (1,))
+        return x - limits[side]
+
+    def solve(params):
+        a, limits = params
+        # (SciPy's positional order: fun, bracket, bounds, args, method, tol, options)
+        res = _so.minimize_scalar(checked, bracket, limits, a, method, tol, options)
+        if limits is not None:
+            state["active"] = _active_side(res.x, limits, lambda z: float(slope(z, a)), options)
+        return _np.atleast_1d(res.x), res
+
+    params = (args, bounds)
+    x, res, traced, problem = _solve(name, residual, solve, params)
+    if traced:
+        _require_solution(problem, x, _plain_tree(params), bool(res.success), res.message, _TOL_FIX)
+    out = copy.copy(res)
+    out.x = _front(x[0])
+    return out
+
+
+def _active_side(x: float, limits, slope: Callable, options) -> int | None:
+    """0 or 1 where the bounded minimum is at that bound: x* near it (within what the
+    method's tolerance, ``xatol`` + sqrt(eps) |x|, lets it reach) and f' at the bound
+    itself pushing outwards (an interior minimum just inside would have f' at the bound
+    pointing back in)."""
+    xatol = (options or {}).get("xatol", 1e-5)
+    for side, sign in ((0, 1.0), (1, -1.0)):
+        bound = float(getval(limits[side]))
+        near = 10 * (xatol + _np.sqrt(_np.finfo(float).eps) * (1.0 + abs(bound)))
+        if abs(x - bound) <= near and sign * slope(bound) > 0:
+            return side
+    return None
 
 
 # ----------------------------------------------------------------------------- roots
@@ -895,6 +944,7 @@ _namespace.install(globals(), _so)
 
 __all__ = [
     "minimize",
+    "minimize_scalar",
     "root",
     "root_scalar",
     "brentq",

@@ -1,0 +1,90 @@
+"""Derivative dynamics compiled once per solve with ``chainrule.jit``.
+
+An adjoint or sensitivity solve calls the same derivative of the user's function (a VJP
+or a JVP of the right-hand side) hundreds of times on arrays of fixed shapes. Traced
+eagerly, each call records a graph and walks it back; ``Staged`` traces it once, lets
+``chainrule.jit`` emit it as straight-line NumPy and runs that program at every step.
+Where staging is refused (a construct jit cannot stage, guards that keep failing,
+values of an outer trace), the function runs eagerly, as before: never a different
+answer, only a slower one.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as _np
+
+from ..jit import jit
+from ..jit._emit import MISS
+
+# Python decisions on traced values (``if t > 1``) make variants; past this many for one
+# solve the function is taken to decide on its inputs' values and runs eagerly.
+MAX_VARIANTS = 4
+
+
+_SCALARS = (float, _np.float64, _np.float32)
+
+
+def _signature(args: tuple) -> tuple | None:
+    """Types, shapes and dtypes of float arrays and scalars; None for anything else (an
+    integer would be part of jit's key by value, a duck array by its own rules)."""
+    key = []
+    for a in args:
+        if type(a) is _np.ndarray and a.dtype.kind == "f":
+            key.append((a.shape, a.dtype))
+        elif type(a) in _SCALARS:
+            key.append(type(a))
+        else:
+            return None
+    return tuple(key)
+
+
+class Staged:
+    """``fun(*args)``, for plain array/float arguments of one fixed signature answering one
+    array, run as the program ``chainrule.jit`` compiles from it; ``fun`` itself for
+    traced arguments (a derivative of the solve is being taken) or once staging has been
+    refused (``refused`` then says why)."""
+
+    def __init__(self, fun: Callable):
+        self.fun = fun
+        self.jitted = jit(fun, max_variants=MAX_VARIANTS)
+        self.programs: list = []
+        self.signature: tuple | None = None  # of the arguments the programs are for
+        self.refused = ""
+
+    def __call__(self, *args: Any) -> Any:
+        if not self.refused:
+            key = _signature(args)  # (None for traced arguments)
+            if key is not None and key == self.signature:
+                # (a lighter key than jit's own, which would cost as much as the program)
+                for program in self.programs:
+                    out = program.run(*args)
+                    if out is not MISS:
+                        return out[0]
+                return self._trace(args)
+            if key is not None and self.signature is None:
+                self.signature = key
+                return self._trace(args)
+        return self.fun(*args)
+
+    def _trace(self, args: tuple) -> Any:
+        try:
+            with warnings.catch_warnings():
+                # jit's own notices (too many variants, large constants) are about a
+                # staging the user never asked for; the fallback below answers them
+                warnings.filterwarnings("ignore", message="chainrule.jit")
+                out = self.jitted(*args)
+        except Exception as error:  # a construct jit cannot stage: run eagerly from now on
+            self.refused = f"{type(error).__name__}: {error}"
+            return self.fun(*args)
+        entries = list(self.jitted._cache.values())  # one signature: at most one entry
+        if not entries:
+            self.refused = "it uses values traced outside the solve"
+        elif entries[0].eager:
+            self.refused = f"its guards failed in {MAX_VARIANTS} variants"
+        else:
+            self.programs = entries[0].variants  # jit appends the variants it adds
+        return out
