@@ -13,6 +13,7 @@ function runs eagerly (with one warning).
 from __future__ import annotations
 
 import functools
+import operator
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -21,7 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._core import tracer
-from .._core.pytree import tree_flatten, tree_unflatten
+from .._core.pytree import LEAF, TreeDef, _sorted_keys, tree_flatten, tree_unflatten
 from .._core.tracer import check_not_leaked, front_ends, isbox, trace_leaves
 from . import _staging
 from ._emit import MISS, Program, emit
@@ -74,6 +75,58 @@ def _leaf_key(leaf: Any) -> tuple:
     return ("static", t, leaf)
 
 
+def _is_traced(leaf: Any) -> bool:
+    """Whether a leaf is an input of the program (else its value is in the signature)."""
+    return _leaf_key(leaf)[0] != "static"
+
+
+def _walk(tree: Any, tokens: list, dyn: list) -> None:
+    """Append ``tree``'s key tokens to ``tokens`` and its traced leaves to ``dyn``, in
+    ``tree_flatten``'s leaf order."""
+    t = type(tree)
+    if t is np.ndarray and tree.dtype.kind in "fc":
+        tokens.append((t, tree.shape, tree.dtype))
+        dyn.append(tree)
+    elif t in _STAGED_SCALARS:
+        tokens.append(t)
+        dyn.append(tree)
+    elif t is tuple or t is list:
+        tokens.append((t, len(tree)))
+        for child in tree:
+            _walk(child, tokens, dyn)
+    elif t is dict:
+        keys = _sorted_keys(tree)
+        tokens.append((dict, keys))
+        for k in keys:
+            _walk(tree[k], tokens, dyn)
+    elif t is int or t is bool or t is str:
+        tokens.append(("static", t, tree))
+    elif tree is None:
+        tokens.append(None)
+    else:
+        leaves, treedef = tree_flatten(tree)
+        if treedef is not LEAF:
+            tokens.append(treedef)
+        for leaf in leaves:
+            key = _leaf_key(leaf)
+            tokens.append(key)
+            if key[0] != "static":
+                dyn.append(leaf)
+
+
+def _unflattener(out_def: TreeDef) -> Callable:
+    """From the program's tuple of output leaves to the output's structure."""
+    if out_def is LEAF:
+        return operator.itemgetter(0)
+    if out_def.kind is tuple and all(c is LEAF for c in out_def.children):
+        return _identity  # the program's tuple is the output
+    return functools.partial(tree_unflatten, out_def)
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
 class _Entry:
     __slots__ = ("variants", "eager")
 
@@ -106,7 +159,41 @@ class JittedFunction:
         functools.update_wrapper(self, fun)
 
     # -------------------------------------------------------------- signature
+    def _signature(self, args, kwargs) -> tuple[tuple, list]:
+        """The cache key and the traced leaves, in one pass over the arguments.
+
+        The key spells the pytree structure with a token per container and a key per
+        leaf; it is computed on every call, so tuples, lists, dicts and plain leaves
+        are walked here without building a TreeDef (the trace builds one, on a miss)."""
+        tokens: list = []
+        dyn: list = []
+        statics = self.static_argnums
+        for i, a in enumerate(args):
+            if i in statics:
+                tokens.append(("static", i, a))
+            else:
+                _walk(a, tokens, dyn)
+        if kwargs:
+            for k in _sorted_keys(kwargs):
+                v = kwargs[k]
+                if k in self.static_argnames:
+                    tokens.append(("static", k, v))
+                else:
+                    tokens.append(k)
+                    _walk(v, tokens, dyn)
+        return tuple(tokens), dyn
+
+    def _lookup(self, key: tuple) -> _Entry | None:
+        try:
+            return self._cache.get(key)
+        except TypeError:
+            raise StagingError(
+                "chainrule.jit: static arguments must be hashable (they are part of the cache "
+                "key); pass arrays as ordinary (traced) arguments."
+            ) from None
+
     def _split(self, args, kwargs):
+        """The leaves, their TreeDef and the static arguments, for a trace."""
         statics = []
         dyn_args = list(args)
         for i in sorted(self.static_argnums):
@@ -120,16 +207,7 @@ class JittedFunction:
             else:
                 dyn_kwargs[k] = v
         leaves, treedef = tree_flatten((tuple(dyn_args), dyn_kwargs))
-        keys = tuple(_leaf_key(leaf) for leaf in leaves)
-        try:
-            key = (treedef, keys, tuple(statics))
-            hash(key)
-        except TypeError:
-            raise StagingError(
-                "chainrule.jit: static arguments must be hashable (they are part of the cache "
-                "key); pass arrays as ordinary (traced) arguments."
-            ) from None
-        return key, leaves, treedef, statics
+        return leaves, treedef, statics
 
     def _call_with(self, leaves, treedef, statics):
         dyn_args, kwargs = tree_unflatten(treedef, leaves)
@@ -144,24 +222,25 @@ class JittedFunction:
 
     # -------------------------------------------------------------- calls
     def __call__(self, *args, **kwargs):
-        key, leaves, treedef, statics = self._split(args, kwargs)
-        entry = self._cache.get(key)
+        key, dyn = self._signature(args, kwargs)
+        try:
+            entry = self._cache.get(key)
+        except TypeError:
+            entry = self._lookup(key)  # raises the error that names the fix
         if entry is not None:
             if entry.eager:
                 self._eager += 1
                 return self.fun(*args, **kwargs)
-            dyn = [leaf for leaf, k in zip(leaves, key[1]) if k[0] != "static"]
             for program in entry.variants:
                 out = program.run(*dyn)
                 if out is not MISS:
                     self._hits += 1
-                    return tree_unflatten(self._out_defs[id(program)], out)
+                    return program.unflatten(out)
+        leaves, treedef, statics = self._split(args, kwargs)
         if any(isbox(leaf) or type(leaf) in front_ends for leaf in leaves):
             self._eager += 1  # inside another trace (grad(jit(f))): trace through
             return self.fun(*args, **kwargs)
         return self._trace(key, leaves, treedef, statics, entry)[0]
-
-    _out_defs: dict
 
     def _trace(self, key, leaves, treedef, statics, entry):
         if entry is None:
@@ -180,7 +259,7 @@ class JittedFunction:
             )
             return self._call_with(leaves, treedef, statics), None
         self._misses += 1
-        dyn_pos = [i for i, k in enumerate(key[1]) if k[0] != "static"]
+        dyn_pos = [i for i, leaf in enumerate(leaves) if _is_traced(leaf)]
         dyn = [leaves[i] for i in dyn_pos]
 
         def staged(boxes):
@@ -224,15 +303,15 @@ class JittedFunction:
             self._eager += 1
             return result, None
         program = emit(len(dyn), items, session.guards, self._name)
+        program.unflatten = _unflattener(out_def)
         entry.variants.append(program)
-        self._out_defs[id(program)] = out_def
         return result, program
 
     def lower(self, *args, **kwargs) -> Lowered:
         """The emitted program for these arguments (traced now if not cached)."""
-        key, leaves, treedef, statics = self._split(args, kwargs)
-        entry = self._cache.get(key)
-        dyn = [leaf for leaf, k in zip(leaves, key[1]) if k[0] != "static"]
+        key, dyn = self._signature(args, kwargs)
+        leaves, treedef, statics = self._split(args, kwargs)
+        entry = self._lookup(key)
         if entry is not None:
             for program in entry.variants:
                 if program.run(*dyn) is not MISS:
@@ -257,7 +336,6 @@ class JittedFunction:
 
     def clear_cache(self) -> None:
         self._cache.clear()
-        self._out_defs.clear()
         self._hits = self._misses = self._eager = 0
 
     def __get__(self, obj, objtype=None):
@@ -301,6 +379,4 @@ def jit(
             max_variants=max_variants,
             maxsize=maxsize,
         )
-    jf = JittedFunction(fun, static_argnums, static_argnames, max_variants, maxsize)
-    jf._out_defs = {}
-    return jf
+    return JittedFunction(fun, static_argnums, static_argnames, max_variants, maxsize)
