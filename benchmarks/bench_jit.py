@@ -7,7 +7,7 @@ One process, single-threaded BLAS/XLA, every figure from the same run. Per workl
 ``benchmarks._problems``: one eager gradient, the first jitted call (trace + emit +
 compile + run, a fresh ``jit`` each time), a cached jitted call, JAX jit's cached call
 (when JAX is installed; otherwise the column says so), and the Python-level calls per
-primitive of a cached call (cProfile, divided by the primitives eager chainrule records).
+primitive of a cached call (cProfile, divided by the primitive calls of the emitted program).
 Then the overhead of a cached call that does no work, and an autograd-style optimizer
 loop (``misc.optimizers.adam``, 1000 steps of logistic regression), eager against jitted.
 Every jitted result is checked against the eager one (bit for bit) before it is timed.
@@ -26,6 +26,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import cProfile  # noqa: E402
 import pstats  # noqa: E402
+import re  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 
@@ -33,7 +34,6 @@ import numpy as onp  # noqa: E402
 
 from . import _frameworks as F  # noqa: E402
 from . import _problems as P  # noqa: E402
-from .profile import count_nodes  # noqa: E402
 
 WORKLOADS = ("scalar_chain", "mlp", "rnn", "hessian", "jacobian")
 
@@ -68,6 +68,24 @@ def python_calls(fn) -> int:
     profile = cProfile.Profile()
     profile.runcall(fn)
     return pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
+
+
+def program_primitives(build, data) -> int:
+    """Primitive calls in the program a fresh jitted ``build(data)`` emits (its lines
+    ``vN = ...``: dead code, common subexpressions and dropped products by one excluded)."""
+    jit_module = sys.modules["chainrule.jit"]
+    emit, programs = jit_module.emit, []
+
+    def recording_emit(*args, **kwargs):
+        programs.append(emit(*args, **kwargs))
+        return programs[-1]
+
+    jit_module.emit = recording_emit
+    try:
+        build(data)()
+    finally:
+        jit_module.emit = emit
+    return sum(len(re.findall(r"^ +v\d+ = ", p.source, re.M)) for p in programs)
 
 
 def _jax_builders() -> dict | None:
@@ -107,7 +125,7 @@ def workload_rows(scale: str, repeats: int) -> list[dict]:
                                         onp.concatenate([x.ravel() for x in _leaves(want)]),
                                         rtol=1e-9, atol=1e-12)
             t_jax = cpu_time(run_jax, repeats, inner)
-        prims = count_nodes(eager)
+        prims = program_primitives(jit_b[name], data)
         calls = python_calls(jitted)
         rows.append(dict(name=name, eager=t_eager, first=t_first, jit=t_jit, hand=t_hand,
                          jax=t_jax, prims=prims, calls=calls))

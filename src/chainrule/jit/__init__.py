@@ -13,7 +13,6 @@ function runs eagerly (with one warning).
 from __future__ import annotations
 
 import functools
-import operator
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -82,45 +81,71 @@ def _is_traced(leaf: Any) -> bool:
 
 def _walk(tree: Any, tokens: list, dyn: list) -> None:
     """Append ``tree``'s key tokens to ``tokens`` and its traced leaves to ``dyn``, in
-    ``tree_flatten``'s leaf order."""
+    ``tree_flatten``'s leaf order. (It runs on every call: ``+=`` of a 1-tuple rather
+    than ``append``, leaves of a container handled in its loop.)"""
     t = type(tree)
-    if t is np.ndarray and tree.dtype.kind in "fc":
-        tokens.append((t, tree.shape, tree.dtype))
-        dyn.append(tree)
-    elif t in _STAGED_SCALARS:
-        tokens.append(t)
-        dyn.append(tree)
-    elif t is tuple or t is list:
-        tokens.append((t, len(tree)))
-        for child in tree:
-            _walk(child, tokens, dyn)
+    if t is tuple or t is list:
+        tokens += ((t, len(tree)),)
+        children = tree
     elif t is dict:
         keys = _sorted_keys(tree)
-        tokens.append((dict, keys))
-        for k in keys:
-            _walk(tree[k], tokens, dyn)
-    elif t is int or t is bool or t is str:
-        tokens.append(("static", t, tree))
-    elif tree is None:
-        tokens.append(None)
+        tokens += ((dict, keys),)
+        children = [tree[k] for k in keys]
     else:
-        leaves, treedef = tree_flatten(tree)
-        if treedef is not LEAF:
-            tokens.append(treedef)
-        for leaf in leaves:
-            key = _leaf_key(leaf)
-            tokens.append(key)
-            if key[0] != "static":
-                dyn.append(leaf)
+        children = (tree,)
+    for x in children:
+        t = type(x)
+        if t is np.ndarray and x.dtype.kind in "fc":
+            tokens += ((t, x.shape, x.dtype),)
+            dyn += (x,)
+        elif t in _STAGED_SCALARS:
+            tokens += (t,)
+            dyn += (x,)
+        elif t is int or t is bool or t is str:
+            tokens += (("static", t, x),)
+        elif x is None:
+            tokens += (None,)
+        elif t is tuple or t is list or t is dict:
+            _walk(x, tokens, dyn)
+        else:
+            leaves, treedef = tree_flatten(x)
+            if treedef is not LEAF:
+                tokens += (treedef,)
+            for leaf in leaves:
+                key = _leaf_key(leaf)
+                tokens += (key,)
+                if key[0] != "static":
+                    dyn += (leaf,)
 
 
 def _unflattener(out_def: TreeDef) -> Callable:
-    """From the program's tuple of output leaves to the output's structure."""
-    if out_def is LEAF:
-        return operator.itemgetter(0)
+    """From the program's tuple of output leaves to the output's structure: a compiled
+    expression for tuples, lists, dicts and None, else ``tree_unflatten``."""
     if out_def.kind is tuple and all(c is LEAF for c in out_def.children):
         return _identity  # the program's tuple is the output
-    return functools.partial(tree_unflatten, out_def)
+    counter = iter(range(out_def.num_leaves))
+    expr = _rebuild_expr(out_def, counter)
+    if expr is None:
+        return functools.partial(tree_unflatten, out_def)
+    return eval(f"lambda o: {expr}", {})  # noqa: S307 (an expression built just above)
+
+
+def _rebuild_expr(treedef: TreeDef, counter) -> str | None:
+    kind = treedef.kind
+    if kind is None:
+        return f"o[{next(counter)}]"
+    if kind is type(None):
+        return "None"
+    parts = [_rebuild_expr(c, counter) for c in treedef.children]
+    if any(p is None for p in parts):
+        return None
+    if kind is tuple:
+        return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
+    if kind is list:
+        return f"[{', '.join(parts)}]"
+    if kind is dict and all(type(k) in (str, int) for k in treedef.aux):
+        return "{" + ", ".join(f"{k!r}: {p}" for k, p in zip(treedef.aux, parts)) + "}"
+    return None
 
 
 def _identity(x: Any) -> Any:
@@ -168,11 +193,14 @@ class JittedFunction:
         tokens: list = []
         dyn: list = []
         statics = self.static_argnums
-        for i, a in enumerate(args):
-            if i in statics:
-                tokens.append(("static", i, a))
-            else:
-                _walk(a, tokens, dyn)
+        if not statics:
+            _walk(args, tokens, dyn)
+        else:
+            for i, a in enumerate(args):
+                if i in statics:
+                    tokens.append(("static", i, a))
+                else:
+                    _walk(a, tokens, dyn)
         if kwargs:
             for k in _sorted_keys(kwargs):
                 v = kwargs[k]

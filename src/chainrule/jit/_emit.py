@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import numpy as anp
+from ._direct import direct_call
 from ._staging import Guard, StagingNode
 
 MISS = object()  # what an emitted program answers when a guard fails
@@ -44,6 +45,8 @@ def _simple_literal(v: Any) -> bool:
 
 
 def _is_one(c: Any) -> bool:
+    if not isinstance(c, (np.ndarray, np.generic, int, float, complex)):
+        return False  # (a Dask constant would be computed to find out)
     try:
         return bool(np.all(np.asarray(c) == 1)) and np.isrealobj(c)
     except Exception:
@@ -160,20 +163,21 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
         else:
             raw = node.fun.fun
             argtexts = []
-            argkeys = []
+            vals = []
             parents = iter(node.parents)
             traced = set(node.argnums)
             for i, a in enumerate(node.args):
                 if i in traced:
-                    text = names[id(next(parents))]
+                    parent = next(parents)
+                    text = names[id(parent)]
+                    vals.append(parent.ans)
                 else:
                     text = repr(a) if _simple_literal(a) and type(a) is not str else const(a)
+                    vals.append(a)
                 argtexts.append(text)
-                argkeys.append(text)
-            kwtexts = []
-            for k, v in node.kwargs.items():
-                kwtexts.append(f"{k}={v!r}" if _simple_literal(v) else f"{k}={const(v)}")
-            key = (id(raw), tuple(argkeys), tuple(kwtexts))
+            kwmap = {k: repr(v) if _simple_literal(v) else const(v) for k, v in node.kwargs.items()}
+            kwtexts = [f"{k}={v}" for k, v in kwmap.items()]
+            key = (id(raw), tuple(argtexts), tuple(kwtexts))
             alias = cse.get(key)
             if (
                 alias is None
@@ -194,7 +198,9 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
                 if _scalar_operator(raw, node):
                     call = f" {_OPERATORS[raw]} ".join(argtexts)
                 else:
-                    call = f"{fun_name(raw)}({', '.join(argtexts + kwtexts)})"
+                    call = direct_call(raw, vals, argtexts, kwmap, fun_name) or (
+                        f"{fun_name(raw)}({', '.join(argtexts + kwtexts)})"
+                    )
                 label = getattr(node.fun, "__name__", getattr(raw, "__name__", "?"))
                 lines.append(f"{var} = {call}  # {label}")
         for g in guards_by_node.get(id(node), ()):

@@ -246,6 +246,14 @@ class ArrayBox(Box):
     __ge__ = anp.greater_equal
     __lt__ = anp.less
     __le__ = anp.less_equal
+    # Bitwise operators, on boolean masks mostly (a & b, ~m): plain answers, as comparisons.
+    __and__ = anp.bitwise_and
+    def __rand__(self, other): return anp.bitwise_and(other, self)  # noqa: E704
+    __or__ = anp.bitwise_or
+    def __ror__(self, other): return anp.bitwise_or(other, self)  # noqa: E704
+    __xor__ = anp.bitwise_xor
+    def __rxor__(self, other): return anp.bitwise_xor(other, self)  # noqa: E704
+    __invert__ = anp.invert
 
     # ------------------------------------------------------------------ methods
     def astype(self, dtype, *args, **kwargs):

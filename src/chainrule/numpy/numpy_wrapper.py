@@ -63,7 +63,7 @@ NONDIFFERENTIABLE = """
     logical_and logical_or logical_not logical_xor isfinite isinf isnan isneginf isposinf
     isreal iscomplex signbit shape ndim size result_type iscomplexobj isrealobj
     zeros_like ones_like empty_like histogram
-    any all eye identity isin
+    any all eye identity isin bitwise_and bitwise_or bitwise_xor invert
 """
 # fmt: on
 
