@@ -10,6 +10,7 @@ once, and a multiplication by a constant one whose answer is provably the other 
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from typing import Any
@@ -120,6 +121,61 @@ def _same(a: Any, b: Any) -> bool:
         return False
 
 
+_SCALAR_INPUTS = (float, np.float64)
+_EXACT_INT = 1 << 53  # Python ints up to this are floats exactly, as NumPy casts them
+
+
+def _float_constant(v: Any) -> bool:
+    if type(v) in _SCALAR_INPUTS:
+        return math.isfinite(v)
+    return type(v) is int and -_EXACT_INT <= v <= _EXACT_INT
+
+
+def _float_inputs(nodes: list[StagingNode], guards: list[Guard]) -> bool:
+    """Whether the inputs are float64 scalars and every guard a ``bool()``: the first
+    condition of a float program (the second is ``_float_node`` of each emitted call)."""
+    return all(
+        type(n.ans) in _SCALAR_INPUTS for n in nodes if n.fun is None
+    ) and all(g.convert is bool for g in guards)
+
+
+def _float_node(node: StagingNode) -> bool:
+    """Whether an emitted call is one of chainrule's scalar-path functions
+    (``numpy_wrapper._with_scalar_path``: + - * /, negative, sin, cos, exp, log, sqrt) on
+    float64 scalars and finite constants. A program of such calls (a *float program*)
+    runs on Python floats (see ``_float_source``)."""
+    if getattr(node.fun.fun, "scalar", None) is None or node.kwargs:
+        return False
+    if type(node.ans) is not np.float64:
+        return False
+    traced = node.argnums
+    return all(i in traced or _float_constant(a) for i, a in enumerate(node.args))
+
+
+def _float_call(raw, texts: list[str], fun_name) -> str:
+    if raw in _OPERATORS:
+        return f" {_OPERATORS[raw]} ".join(texts)
+    if raw is _NEGATIVE:
+        return f"-{texts[0]}"
+    return f"{fun_name(raw.scalar)}({texts[0]})"
+
+
+_NEGATIVE = anp.negative.fun
+
+
+class _Later:
+    """The exact program of a float program, compiled when first needed."""
+
+    def __init__(self, source: str, glob: dict, name: str):
+        self.source, self.glob, self.name, self.fn = source, glob, name, None
+
+    def __call__(self, *args):
+        if self.fn is None:
+            exec(compile(self.source, f"<chainrule.jit {self.name}, exact>", "exec"), self.glob)
+            self.fn = self.glob[self.name]
+        return self.fn(*args)
+
+
 def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Program:
     """``out_items``: per output leaf, a StagingNode (a staged value) or a constant."""
     glob: dict[str, Any] = {"MISS": MISS, "_same": _same}
@@ -153,6 +209,8 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
         guards_by_node.setdefault(id(g.node), []).append(g)
     count = 0
     guarded: set[str] = set()
+    floats = _float_inputs(nodes, guards)
+    fast_lines = []  # the float program's lines, where ``floats``
     for node in nodes:
         if node.fun is None:
             names[id(node)] = f"x{node.index}"
@@ -203,12 +261,18 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
                     )
                 label = getattr(node.fun, "__name__", getattr(raw, "__name__", "?"))
                 lines.append(f"{var} = {call}  # {label}")
+                floats = floats and _float_node(node)
+                if floats:
+                    texts = [t if i in traced else repr(float(a))
+                             for i, (t, a) in enumerate(zip(argtexts, node.args))]
+                    fast_lines.append(f"{var} = {_float_call(raw, texts, fun_name)}  # {label}")
         for g in guards_by_node.get(id(node), ()):
             line = _guard_line(names[id(node)], g, const)
             if line in guarded:
                 continue  # the same check, already made
             guarded.add(line)
             lines.append(f"{line}  # guard: {_what(g)}")
+            fast_lines.append(lines[-1])
     outs = [names[id(o)] if isinstance(o, StagingNode) else const(o) for o in out_items]
     # only arrays are worth a del: a scalar's memory is not reused by NumPy's allocator
     scalars = {names[id(n)] for n in nodes if type(n.ans) is not np.ndarray}
@@ -217,6 +281,9 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
     body = "\n".join("    " + line for line in lines)
     ret = f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"
     source = f"def {name}({params}):\n{body + chr(10) if body else ''}{ret}\n"
+    if floats and fast_lines:
+        glob["_exact"] = _Later(source, dict(glob), name)
+        source = _float_source(name, params, fast_lines, out_items, outs, fun_name)
     if large:
         sizes = ", ".join(f"{a.shape} {a.dtype}" for a in large)
         warnings.warn(
@@ -228,6 +295,30 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
     code = compile(source, f"<chainrule.jit {name}>", "exec")
     exec(code, glob)
     return Program(source, glob[name], len(lines))
+
+
+def _float_source(name: str, params: str, lines: list[str], out_items: list,
+                  outs: list[str], fun_name) -> str:
+    """The float program: the same operations on Python floats (IEEE-exact as NumPy's
+    float64 scalars; the same math functions as chainrule's scalar path). Where Python
+    raises instead of answering inf or nan (x / 0, math's domain and overflow errors), or
+    an output is not finite, the exact program (NumPy scalars) answers instead, with
+    NumPy's values and warnings."""
+    f64 = fun_name(np.float64)
+    finite = fun_name(math.isfinite)
+    staged = [o for o, item in zip(outs, out_items) if isinstance(item, StagingNode)]
+    ret = [f"{f64}({o})" if isinstance(item, StagingNode) else o
+           for o, item in zip(outs, out_items)]
+    body = ["try:"] + ["    " + line for line in lines]
+    body.append("except (ArithmeticError, ValueError):  # NumPy answers inf or nan, and warns")
+    body.append(f"    return _exact({params})")
+    if staged:
+        checks = " and ".join(f"{finite}({o})" for o in staged)
+        body.append(f"if not ({checks}):  # NumPy's nan and inf, with its warnings")
+        body.append(f"    return _exact({params})")
+    body.append(f"return ({', '.join(ret)}{',' if len(ret) == 1 else ''})")
+    text = "\n".join("    " + line for line in body)
+    return f"def {name}({params}):\n{text}\n"
 
 
 _NAME = re.compile(r"\b[vx]\d+\b")

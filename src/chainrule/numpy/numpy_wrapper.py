@@ -137,6 +137,7 @@ def _with_scalar_path(ufunc, scalar):
     raw.__name__ = raw.__qualname__ = ufunc.__name__
     raw.__doc__ = ufunc.__doc__
     raw.ufunc = ufunc  # for dispatch to foreign operands (numpy_boxes)
+    raw.scalar = scalar  # for chainrule.jit's programs of floats
     return raw
 
 
