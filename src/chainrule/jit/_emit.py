@@ -11,7 +11,6 @@ once, and a multiplication by a constant one whose answer is provably the other 
 from __future__ import annotations
 
 import math
-import re
 import warnings
 from typing import Any
 
@@ -79,15 +78,20 @@ _OPERATORS = {
 
 
 def _scalar_operator(raw, node: StagingNode) -> bool:
-    if raw not in _OPERATORS or node.kwargs or len(node.args) != 2:
+    args = node.args
+    if len(args) != 2 or raw not in _OPERATORS or node.kwargs or type(node.ans) is not _F64:
         return False
-    if type(node.ans) is not np.float64:
-        return False
+    # operands are float64 scalars or Python floats, and traced ones float64 scalars (a
+    # Python float would divide by 0 with an error)
     traced = node.argnums
-    # traced operands are float64 scalars (a Python float would divide by 0 with an error)
-    if any(type(node.args[i]) is not np.float64 for i in traced):
-        return False
-    return all(type(a) in (np.float64, float) for a in node.args)
+    for i in (0, 1):
+        t = type(args[i])
+        if t is not _F64 and (t is not float or i in traced):
+            return False
+    return True
+
+
+_F64 = np.float64
 
 
 def _needed(outputs: list, guards: list[Guard]) -> list[StagingNode]:
@@ -144,12 +148,26 @@ def _float_node(node: StagingNode) -> bool:
     (``numpy_wrapper._with_scalar_path``: + - * /, negative, sin, cos, exp, log, sqrt) on
     float64 scalars and finite constants. A program of such calls (a *float program*)
     runs on Python floats (see ``_float_source``)."""
-    if getattr(node.fun.fun, "scalar", None) is None or node.kwargs:
+    if node.fun.fun not in _scalar_paths() or node.kwargs or type(node.ans) is not _F64:
         return False
-    if type(node.ans) is not np.float64:
-        return False
-    traced = node.argnums
-    return all(i in traced or _float_constant(a) for i, a in enumerate(node.args))
+    args, traced = node.args, node.argnums
+    return len(traced) == len(args) or all(
+        i in traced or _float_constant(a) for i, a in enumerate(args)
+    )
+
+
+def _scalar_paths() -> frozenset:
+    """The raw functions with a float path (their ``scalar`` attribute), found once."""
+    global _SCALAR_PATHS
+    if _SCALAR_PATHS is None:
+        funs = (getattr(anp, name, None) for name in dir(anp))
+        _SCALAR_PATHS = frozenset(
+            f.fun for f in funs if getattr(getattr(f, "fun", None), "scalar", None) is not None
+        )
+    return _SCALAR_PATHS
+
+
+_SCALAR_PATHS: frozenset | None = None
 
 
 def _float_call(raw, texts: list[str], fun_name) -> str:
@@ -201,7 +219,8 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
 
     names: dict[int, str] = {}  # id(node) -> variable
     cse: dict[tuple, str] = {}
-    lines = []
+    lines: list[str] = []
+    reads: list[tuple] = []  # per line, the variables it reads (for the dels)
     out_nodes = [o for o in out_items if isinstance(o, StagingNode)]
     nodes = _needed(out_nodes, guards)
     guards_by_node: dict[int, list[Guard]] = {}
@@ -211,41 +230,50 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
     guarded: set[str] = set()
     floats = _float_inputs(nodes, guards)
     fast_lines = []  # the float program's lines, where ``floats``
+    multiply = anp.multiply.fun
     for node in nodes:
-        if node.fun is None:
-            names[id(node)] = f"x{node.index}"
+        fun = node.fun
+        if fun is None:
+            var = names[id(node)] = f"x{node.index}"
             if type(node.ans) in _AS_NUMPY:  # the trace boxed it as a NumPy scalar
                 numpy_type = _AS_NUMPY[type(node.ans)]
-                line = f"x{node.index} = {fun_name(numpy_type)}(x{node.index})"
-                lines.append(f"{line}  # as {numpy_type.__name__}, as traced")
+                lines.append(f"{var} = {fun_name(numpy_type)}({var})  # as "
+                             f"{numpy_type.__name__}, as traced")
+                reads.append((var,))
         else:
-            raw = node.fun.fun
-            argtexts = []
-            vals = []
-            parents = iter(node.parents)
-            traced = set(node.argnums)
-            for i, a in enumerate(node.args):
-                if i in traced:
-                    parent = next(parents)
-                    text = names[id(parent)]
-                    vals.append(parent.ans)
-                else:
-                    text = repr(a) if _simple_literal(a) and type(a) is not str else const(a)
-                    vals.append(a)
-                argtexts.append(text)
-            kwmap = {k: repr(v) if _simple_literal(v) else const(v) for k, v in node.kwargs.items()}
-            kwtexts = [f"{k}={v}" for k, v in kwmap.items()]
-            key = (id(raw), tuple(argtexts), tuple(kwtexts))
+            raw = fun.fun
+            args = node.args
+            argnums = node.argnums
+            parents = node.parents
+            if len(argnums) == len(args):  # every argument traced (the common case)
+                argtexts = [names[id(p)] for p in parents]
+                vals = [p.ans for p in parents]
+                traced_texts = argtexts
+            else:
+                argtexts, vals, traced_texts = [], [], []
+                it = iter(parents)
+                for i, a in enumerate(args):
+                    if i in argnums:
+                        parent = next(it)
+                        text = names[id(parent)]
+                        traced_texts.append(text)
+                        vals.append(parent.ans)
+                    else:
+                        text = repr(a) if _simple_literal(a) and type(a) is not str else const(a)
+                        vals.append(a)
+                    argtexts.append(text)
+            if node.kwargs:
+                kwmap = {k: repr(v) if _simple_literal(v) else const(v)
+                         for k, v in node.kwargs.items()}
+                kwtexts = [f"{k}={v}" for k, v in kwmap.items()]
+            else:
+                kwmap, kwtexts = {}, []
+            key = (raw, *argtexts, *kwtexts)
             alias = cse.get(key)
-            if (
-                alias is None
-                and raw is anp.multiply.fun
-                and len(node.args) == 2
-                and len(node.argnums) == 1
-            ):
+            if alias is None and raw is multiply and len(args) == 2 and len(argnums) == 1:
                 # x * 1 is x, bit for bit, when type, shape, dtype and layout agree
-                (i,) = node.argnums
-                if _is_one(node.args[1 - i]) and _same_layout(node.ans, node.args[i]):
+                (i,) = argnums
+                if _is_one(args[1 - i]) and _same_layout(node.ans, args[i]):
                     alias = argtexts[i]
             if alias is not None:
                 names[id(node)] = alias
@@ -259,24 +287,28 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
                     call = direct_call(raw, vals, argtexts, kwmap, fun_name) or (
                         f"{fun_name(raw)}({', '.join(argtexts + kwtexts)})"
                     )
-                label = getattr(node.fun, "__name__", getattr(raw, "__name__", "?"))
+                label = getattr(fun, "__name__", None) or getattr(raw, "__name__", "?")
                 lines.append(f"{var} = {call}  # {label}")
-                floats = floats and _float_node(node)
-                if floats:
-                    texts = [t if i in traced else repr(float(a))
-                             for i, (t, a) in enumerate(zip(argtexts, node.args))]
+                reads.append(traced_texts)
+                if floats and _float_node(node):
+                    texts = [t if i in argnums else repr(float(a))
+                             for i, (t, a) in enumerate(zip(argtexts, args))]
                     fast_lines.append(f"{var} = {_float_call(raw, texts, fun_name)}  # {label}")
+                else:
+                    floats = False
         for g in guards_by_node.get(id(node), ()):
             line = _guard_line(names[id(node)], g, const)
             if line in guarded:
                 continue  # the same check, already made
             guarded.add(line)
             lines.append(f"{line}  # guard: {_what(g)}")
+            reads.append((names[id(node)],))
             fast_lines.append(lines[-1])
     outs = [names[id(o)] if isinstance(o, StagingNode) else const(o) for o in out_items]
     # only arrays are worth a del: a scalar's memory is not reused by NumPy's allocator
-    scalars = {names[id(n)] for n in nodes if type(n.ans) is not np.ndarray}
-    lines = _free_after_last_use(lines, set(outs) | scalars)
+    arrays = {names[id(n)] for n in nodes if type(n.ans) is np.ndarray}.difference(outs)
+    if arrays:
+        lines = _free_after_last_use(lines, reads, arrays)
     params = ", ".join(f"x{i}" for i in range(n_inputs))
     body = "\n".join("    " + line for line in lines)
     ret = f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"
@@ -321,19 +353,17 @@ def _float_source(name: str, params: str, lines: list[str], out_items: list,
     return f"def {name}({params}):\n{text}\n"
 
 
-_NAME = re.compile(r"\b[vx]\d+\b")
-
-
-def _free_after_last_use(lines: list[str], keep: set[str]) -> list[str]:
-    """``del`` each intermediate after its last use, as the eager backward pass releases
-    them: NumPy then reuses the memory it just freed instead of touching new pages."""
+def _free_after_last_use(lines: list[str], reads: list, freed: set[str]) -> list[str]:
+    """``del`` each of ``freed`` after its last use (``reads[i]``: the variables line i
+    reads), as the eager backward pass releases intermediates: NumPy then reuses the
+    memory it just freed instead of touching new pages."""
     last: dict[str, int] = {}
-    for i, line in enumerate(lines):
-        for name in _NAME.findall(line.split("  # ", 1)[0]):
+    for i, names in enumerate(reads):
+        for name in names:
             last[name] = i
     dead: dict[int, list[str]] = {}
     for name, i in last.items():
-        if name not in keep:
+        if name in freed:
             dead.setdefault(i, []).append(name)
     out = []
     for i, line in enumerate(lines):
