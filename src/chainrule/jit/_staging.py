@@ -24,6 +24,7 @@ from .._core import tracer
 from .._core.tracer import Node, isbox
 
 _creation = itertools.count()
+_BOX_TYPES = tracer.Box.types  # (the registry's own set: later registrations count)
 _state = threading.local()
 
 
@@ -80,7 +81,9 @@ class StagingNode(Node):
         self.seq = next(_creation)
         self.index = -1
         self.mask = False
-        if any(isbox(a) for a in args) or any(isbox(v) for v in kwargs.values()):
+        if _BOX_TYPES.intersection(map(type, args)) or (
+            kwargs and _BOX_TYPES.intersection(map(type, kwargs.values()))
+        ):
             session = current()
             if session is not None:
                 session.impure = "it uses a value traced outside it (a closed-over box)"
