@@ -40,14 +40,22 @@ WORKLOADS = ("scalar_chain", "mlp", "rnn", "hessian", "jacobian")
 
 def cpu_time(fn, repeats: int, inner: int = 1) -> float:
     """Median CPU seconds of one call of ``fn`` (``inner`` calls per sample)."""
-    fn()
-    samples = []
+    return cpu_times([fn], repeats, inner)[0]
+
+
+def cpu_times(fns: list, repeats: int, inner: int = 1) -> list[float]:
+    """Median CPU seconds of one call of each of ``fns``, their samples interleaved (the
+    machine is shared: a burst of load then falls on all of them alike)."""
+    for fn in fns:
+        fn()
+    samples: list[list[float]] = [[] for _ in fns]
     for _ in range(repeats):
-        t0 = time.process_time()
-        for _ in range(inner):
-            fn()
-        samples.append((time.process_time() - t0) / inner)
-    return statistics.median(samples)
+        for fn, times in zip(fns, samples):
+            t0 = time.process_time()
+            for _ in range(inner):
+                fn()
+            times.append((time.process_time() - t0) / inner)
+    return [statistics.median(times) for times in samples]
 
 
 def _leaves(tree) -> list:
@@ -64,10 +72,15 @@ def _same_bits(a, b) -> bool:
 
 
 def python_calls(fn) -> int:
-    """Python-level calls (functions and C functions) made by one call of ``fn``."""
-    profile = cProfile.Profile()
-    profile.runcall(fn)
-    return pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
+    """Python-level calls (functions and C functions) made by one call of ``fn``, less
+    the profiler's own (``fn`` itself and the profiler's disable)."""
+
+    def count(f) -> int:
+        profile = cProfile.Profile()
+        profile.runcall(f)
+        return pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
+
+    return count(fn) - count(lambda: None)
 
 
 def program_primitives(build, data) -> int:
@@ -107,24 +120,26 @@ def workload_rows(scale: str, repeats: int) -> list[dict]:
         got = jitted()  # traces
         if not _same_bits(jitted(), want) or not _same_bits(got, want):
             raise AssertionError(f"{name}: chainrule.jit differs from eager chainrule")
-        t_eager = cpu_time(eager, repeats)
-        firsts = []
-        for _ in range(max(3, repeats // 3)):
+        eagers, firsts = [], []
+        for _ in range(repeats):  # one eager gradient, then a fresh jit's first call
+            t0 = time.process_time()
+            eager()
+            eagers.append(time.process_time() - t0)
             fresh = jit_b[name](data)
             t0 = time.process_time()
             fresh()
             firsts.append(time.process_time() - t0)
-        t_first = statistics.median(firsts)
+        t_eager, t_first = statistics.median(eagers), statistics.median(firsts)
         inner = 20 if name == "jacobian" or name == "hessian" else 1
-        t_jit = cpu_time(jitted, repeats, inner)
-        t_hand = cpu_time(hand_b[name](data), repeats, inner)
-        t_jax = None
+        timed = [jitted, hand_b[name](data)]
         if jax_b is not None:
             run_jax = jax_b[name](data)
             onp.testing.assert_allclose(onp.concatenate([x.ravel() for x in _leaves(run_jax())]),
                                         onp.concatenate([x.ravel() for x in _leaves(want)]),
                                         rtol=1e-9, atol=1e-12)
-            t_jax = cpu_time(run_jax, repeats, inner)
+            timed.append(run_jax)
+        t_jit, t_hand, *t_jax = cpu_times(timed, 3 * repeats, inner)
+        t_jax = t_jax[0] if t_jax else None
         prims = program_primitives(jit_b[name], data)
         calls = python_calls(jitted)
         rows.append(dict(name=name, eager=t_eager, first=t_first, jit=t_jit, hand=t_hand,

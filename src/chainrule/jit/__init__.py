@@ -250,7 +250,13 @@ class JittedFunction:
 
     # -------------------------------------------------------------- calls
     def __call__(self, *args, **kwargs):
-        key, dyn = self._signature(args, kwargs)
+        if kwargs or self.static_argnums:
+            key, dyn = self._signature(args, kwargs)
+        else:  # (the common call, without a call of _signature)
+            tokens: list = []
+            dyn = []
+            _walk(args, tokens, dyn)
+            key = tuple(tokens)
         try:
             entry = self._cache.get(key)
         except TypeError:
