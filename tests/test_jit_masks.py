@@ -110,3 +110,4 @@ def test_iterating_over_a_mask_specialises_on_it():
               onp.array([2.0, -1.0, 0.5])]:
         _bits(g(x), cr.grad(f)(x))
     assert g.cache_info().variants == 2
+

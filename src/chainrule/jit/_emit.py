@@ -231,6 +231,9 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
     floats = _float_inputs(nodes, guards)
     fast_lines = []  # the float program's lines, where ``floats``
     multiply = anp.multiply.fun
+    fresh: set[str] = set()  # variables holding a new array of an elementwise ufunc
+    reusable: dict[int, list[str]] = {}  # line -> its operands whose memory it may reuse
+    viewing: set[int] = set()  # lines whose answer may share its operands' memory
     for node in nodes:
         fun = node.fun
         if fun is None:
@@ -288,6 +291,14 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
                         f"{fun_name(raw)}({', '.join(argtexts + kwtexts)})"
                     )
                 label = getattr(fun, "__name__", None) or getattr(raw, "__name__", "?")
+                if _elementwise_array(raw, node) and call.endswith(")"):
+                    fresh.add(var)
+                    same = [t for t, p in zip(traced_texts, parents) if t in fresh
+                            and p.ans.shape == node.ans.shape and p.ans.dtype == node.ans.dtype]
+                    if same:
+                        reusable[len(lines)] = same
+                elif type(node.ans) is np.ndarray and raw not in _NEW_ARRAYS:
+                    viewing.add(len(lines))  # (transpose, reshape, indexing ...)
                 lines.append(f"{var} = {call}  # {label}")
                 reads.append(traced_texts)
                 if floats and _float_node(node):
@@ -308,7 +319,10 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
     # only arrays are worth a del: a scalar's memory is not reused by NumPy's allocator
     arrays = {names[id(n)] for n in nodes if type(n.ans) is np.ndarray}.difference(outs)
     if arrays:
-        lines = _free_after_last_use(lines, reads, arrays)
+        viewed = {name for i in viewing for name in reads[i]}
+        lines = _free_after_last_use(lines, reads, arrays, {
+            i: [n for n in names if n not in viewed] for i, names in reusable.items()
+        })
     params = ", ".join(f"x{i}" for i in range(n_inputs))
     body = "\n".join("    " + line for line in lines)
     ret = f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"
@@ -353,10 +367,15 @@ def _float_source(name: str, params: str, lines: list[str], out_items: list,
     return f"def {name}({params}):\n{text}\n"
 
 
-def _free_after_last_use(lines: list[str], reads: list, freed: set[str]) -> list[str]:
+def _free_after_last_use(
+    lines: list[str], reads: list, freed: set[str], reusable: dict[int, list[str]]
+) -> list[str]:
     """``del`` each of ``freed`` after its last use (``reads[i]``: the variables line i
     reads), as the eager backward pass releases intermediates: NumPy then reuses the
-    memory it just freed instead of touching new pages."""
+    memory it just freed instead of touching new pages. An elementwise ufunc whose operand
+    dies on its line (``reusable``: new arrays of its shape and dtype, of which no view was
+    taken) writes its answer into it, ``out=``, as a hand-written ``a += b`` does: the
+    same values, one allocation fewer."""
     last: dict[str, int] = {}
     for i, names in enumerate(reads):
         for name in names:
@@ -367,10 +386,31 @@ def _free_after_last_use(lines: list[str], reads: list, freed: set[str]) -> list
             dead.setdefault(i, []).append(name)
     out = []
     for i, line in enumerate(lines):
+        into = [n for n in reusable.get(i, ()) if n in freed and last[n] == i]
+        if into:
+            code, comment = line.split("  # ", 1)
+            line = f"{code[:-1]}, out={into[0]})  # {comment}"
         out.append(line)
         if i in dead:
             out.append(f"del {', '.join(sorted(dead[i]))}")
     return out
+
+
+# functions whose ndarray answers are new arrays, never views of their operands
+_NEW_ARRAYS = frozenset([np.matmul, np.dot, np.sum, np.prod, np.max, np.min])
+
+
+def _elementwise_array(raw, node: StagingNode) -> bool:
+    """Whether the call is an elementwise ufunc (no ``out=`` yet) answering a new ndarray."""
+    ufunc = raw if isinstance(raw, np.ufunc) else getattr(raw, "ufunc", None)
+    return (
+        ufunc is not None
+        and ufunc.signature is None
+        and ufunc.nout == 1
+        and type(node.ans) is np.ndarray
+        and "out" not in node.kwargs
+        and all(type(a) is np.ndarray or np.isscalar(a) for a in node.args)
+    )
 
 
 def _what(g: Guard) -> str:
