@@ -11,14 +11,7 @@ import chainrule.numpy as np
 dask = pytest.importorskip("dask", reason="Dask is not installed (pip install chainrule[dask])")
 da = pytest.importorskip("dask.array")
 
-
-class ComputeCounter(dask.callbacks.Callback):
-    def __init__(self):
-        super().__init__()
-        self.runs = 0
-
-    def _start(self, dsk):
-        self.runs += 1
+from test_dask import ComputeCounter  # noqa: E402 (after the skip: it imports Dask)
 
 
 def loss(w, X, y):
