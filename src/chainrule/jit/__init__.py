@@ -274,9 +274,9 @@ class JittedFunction:
         if any(isbox(leaf) or type(leaf) in front_ends for leaf in leaves):
             self._eager += 1  # inside another trace (grad(jit(f))): trace through
             return self.fun(*args, **kwargs)
-        return self._trace(key, leaves, treedef, statics, entry)[0]
+        return self._trace(key, leaves, treedef, statics, entry, dyn)[0]
 
-    def _trace(self, key, leaves, treedef, statics, entry):
+    def _trace(self, key, leaves, treedef, statics, entry, walked):
         if entry is None:
             entry = self._cache[key] = _Entry()
             while len(self._cache) > self.maxsize:
@@ -295,6 +295,12 @@ class JittedFunction:
         self._misses += 1
         dyn_pos = [i for i, leaf in enumerate(leaves) if _is_traced(leaf)]
         dyn = [leaves[i] for i in dyn_pos]
+        if len(dyn) != len(walked) or any(a is not b for a, b in zip(dyn, walked)):
+            # the program's inputs are the cached call's walk: the two orders must agree
+            raise AssertionError(
+                "chainrule.jit: the signature walk and tree_flatten disagree on the order of "
+                "the traced leaves; please report this with the argument types."
+            )
 
         def staged(boxes):
             if boxes:
@@ -350,7 +356,7 @@ class JittedFunction:
             for program in entry.variants:
                 if program.run(*dyn) is not MISS:
                     return Lowered(program)
-        _, program = self._trace(key, leaves, treedef, statics, entry)
+        _, program = self._trace(key, leaves, treedef, statics, entry, dyn)
         if program is None:
             raise StagingError(
                 f"chainrule.jit: {self._name} cannot be staged for these arguments (it "
