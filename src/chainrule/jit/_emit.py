@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 
 from .. import numpy as anp
+from .._core.tracer import getval
 from ._direct import direct_call
-from ._staging import Guard, StagingNode
+from ._staging import Guard, StagingNode, _identity
 
 MISS = object()  # what an emitted program answers when a guard fails
 
@@ -111,7 +112,10 @@ def _guard_line(name: str, guard: Guard, const) -> str:
         return f"if {'not ' if guard.expected else ''}{name}: return MISS"
     if guard.convert in (int, float, complex) and _simple_literal(guard.expected):
         return f"if {guard.convert.__name__}({name}) != {guard.expected!r}: return MISS"
-    return f"if not _same({name}, {const(guard.expected)}): return MISS"
+    if guard.convert is _identity or guard.convert is getval:
+        return f"if not _same({name}, {const(guard.expected)}): return MISS"
+    # another conversion (an integer or boolean array of the value ...): checked converted
+    return f"if not _same({const(guard.convert)}({name}), {const(guard.expected)}): return MISS"
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -193,9 +193,10 @@ _MASK_FUNCTIONS = frozenset(
 
 def _takes_masks(fun) -> bool:
     """Whether a recorded function may take a staged mask as a value: an elementwise
-    function (a ufunc, a chainrule ufunc wrapper, a mask function) or ``where``, whose
-    answer's shape does not depend on the mask's values. Python decisions on a mask
-    (``if m.any():``, an index) are guarded where they happen, by ``on_decision``."""
+    function (a ufunc, a chainrule ufunc wrapper, a mask function), ``where``, ``astype``
+    or ``sum``, whose answer's shape does not depend on the mask's values. Python
+    decisions on a mask (``if m.any():``, an index) are guarded where they happen,
+    by ``on_decision``."""
     if fun is None:
         return False
     if type(fun) is _NotraceCall:
@@ -212,7 +213,7 @@ def _shape_preserving() -> tuple:
     from ..numpy import where  # (late: chainrule.numpy imports the tracer first)
     from ..numpy.numpy_boxes import array_astype
 
-    return (where.fun, array_astype.fun)
+    return (where.fun, array_astype.fun, np.sum)
 
 
 def _guard_mask(node: StagingNode) -> None:

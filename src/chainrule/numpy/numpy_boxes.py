@@ -172,7 +172,8 @@ class ArrayBox(Box):
     def __array__(self, dtype=None, copy=None):
         check_not_leaked(self)
         if dtype is not None and _carries_no_derivative(dtype):
-            return _np.asarray(self._value, dtype)  # numpy.int64(x): indices, as autograd
+            # numpy.int64(x): indices, as autograd (under chainrule.jit, a guarded decision)
+            return decided(self, _Plain("asarray", _np.asarray, dtype))
         raise TypeError(
             "A traced value cannot be converted to a plain NumPy array (this happens with "
             "np.asarray(x) on a traced x, or when writing a traced value into a NumPy array, "
@@ -258,7 +259,7 @@ class ArrayBox(Box):
     # ------------------------------------------------------------------ methods
     def astype(self, dtype, *args, **kwargs):
         if _carries_no_derivative(dtype):
-            return array_astype(self._value, dtype, *args, **kwargs)
+            return decided(self, _Plain("astype", array_astype, dtype, args, kwargs))
         return array_astype(self, dtype, *args, **kwargs)
 
     def reshape(self, *shape, order="C"):
@@ -383,6 +384,19 @@ _WRITE_INSTEAD = (
     "concatenate or where), or write a = chainrule.numpy.index_update(a, i, x): a is then "
     "a traced copy, and further writes a[j] = y into it are differentiable."
 )
+
+
+class _Plain:
+    """A value's plain integer or boolean array, ``fun(value, dtype, ...)``: a conversion
+    that drops the derivative, and under ``chainrule.jit`` a decision the program guards
+    (``tracer.decided``), so a later call with other values does not reuse this answer."""
+
+    def __init__(self, name, fun, dtype, args=(), kwargs=None):
+        self.__name__, self.fun, self.dtype = name, fun, dtype
+        self.args, self.kwargs = args, kwargs or {}
+
+    def __call__(self, value):
+        return self.fun(value, self.dtype, *self.args, **self.kwargs)
 
 
 def _carries_no_derivative(dtype) -> bool:

@@ -528,7 +528,8 @@ def piecewise(x, condlist, funclist, *args, **kw):
     if _np.isscalar(condlist) or (
             not isinstance(getval(condlist[0]), (list, _np.ndarray)) and x_raw.ndim != 0):
         condlist = [condlist]
-    conditions = [_np.asarray(getval(c), dtype=bool) for c in condlist]
+    # (a traced condition's plain value: under chainrule.jit a guarded decision, __array__)
+    conditions = [_np.asarray(c, dtype=bool) for c in condlist]
     if len(funclist) == len(conditions) + 1:  # the last function covers "otherwise"
         conditions.append(~_np.any(conditions, axis=0))
     elif len(funclist) != len(conditions):
@@ -543,12 +544,16 @@ def piecewise(x, condlist, funclist, *args, **kw):
     return out
 
 
+def _same_value(x):
+    return x
+
+
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
            *, equal_nan=True, sorted=True):  # noqa: A002 - NumPy's name
     """``numpy.unique``; the unique values are differentiable: each is a copy of the
     first element equal to it, which gets its gradient (the other copies get none,
     like the positions ``sort`` or ``max`` do not pick)."""
-    raw = getval(ar)
+    raw = _tracer.decided(ar, _same_value)  # (under chainrule.jit, guarded: shapes follow)
     # sorted= is passed only when asked for: NumPy before 2.3 does not know it
     found = _np.unique(raw, True, return_inverse, return_counts, axis=axis,
                        equal_nan=equal_nan, **({} if sorted else {"sorted": False}))
