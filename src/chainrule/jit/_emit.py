@@ -419,8 +419,9 @@ def _elementwise_array(raw, node: StagingNode) -> bool:
 
 def _what(g: Guard) -> str:
     conv = getattr(g.convert, "__name__", "value")
-    return (
-        f"{conv}() was {g.expected!r}"
-        if conv != "_identity" and conv != "getval"
-        else "the value decided at trace time"
-    )
+    if conv in ("_identity", "getval"):
+        return "the value decided at trace time"
+    shown = repr(g.expected)
+    if "\n" in shown or len(shown) > 60:  # (a comment is one line)
+        return f"{conv}() of the value decided at trace time"
+    return f"{conv}() was {shown}"
