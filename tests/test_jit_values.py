@@ -65,3 +65,12 @@ def test_jitted_jacobian_of_sort_follows_the_order():
     j = cr.jit(cr.jacobian(f))
     for x in INPUTS + INPUTS[::-1]:
         _bits(j(x), cr.jacobian(f)(x))
+
+
+def test_plain_answers_of_linalg_follow_the_values():
+    rank = cr.jit(lambda a, b: np.linalg.lstsq(a, b)[2])
+    full = onp.eye(3)
+    low = onp.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.0, 0.0, 1.0]])
+    b = onp.ones(3)
+    for a in (full, low, full):
+        assert rank(a, b) == onp.linalg.lstsq(a, b)[2]
