@@ -51,7 +51,10 @@ def _close(got, want):
     got_leaves, want_leaves = cr.tree_flatten(got)[0], cr.tree_flatten(want)[0]
     assert len(got_leaves) == len(want_leaves)
     for g, w in zip(got_leaves, want_leaves):
-        onp.testing.assert_allclose(onp.asarray(g), onp.asarray(w), rtol=1e-12, atol=0)
+        # batched kernels may round single precision differently from one-example ones
+        single = onp.result_type(onp.asarray(w)) in (onp.float32, onp.complex64)
+        onp.testing.assert_allclose(onp.asarray(g), onp.asarray(w),
+                                    rtol=1e-5 if single else 1e-12, atol=1e-6 if single else 0)
         assert onp.shape(g) == onp.shape(w)
 
 

@@ -23,6 +23,7 @@ from ._core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from ._core.rules import defjvp_argnums, defvjp_argnums
 from ._core.tracer import derivative_free, getval, isbox, new_trace_id, primitive
 from ._core.vspace import ContainerVSpace, VSpace, vspace
+from .numpy.batched import over_batch
 from .wrap_util import unary_to_nary
 
 # fmt: off
@@ -439,8 +440,13 @@ def _leaf_spaces(space: VSpace) -> list:
 
 
 def jacobian_rows(vjp, ans_vspace, spaces: list) -> list:
-    """Blocks ``[i][k]`` (output leaf i, input leaf k), from one reverse pass per element
-    of the output."""
+    """Blocks ``[i][k]`` (output leaf i, input leaf k), from one reverse pass for the whole
+    basis of the output (vmap's batching rules), or one per element of the output."""
+    if hasattr(ans_vspace, "stacked_basis") and not ans_vspace.iscomplex:
+        rows = over_batch(vjp, ans_vspace.stacked_basis(), ans_vspace.size)
+        if rows is not None:
+            return [[anp.reshape(leaf, ans_vspace.shape + space.shape)
+                     for leaf, space in zip(tree_leaves(rows), spaces)]]
     rows = [tree_leaves(vjp(basis)) for basis in ans_vspace.standard_basis()]
     blocks, start = [], 0
     for out in _leaf_spaces(ans_vspace):
@@ -491,7 +497,8 @@ def jacobian_columns_of_recording(recording, spaces: list) -> list:
     for k, space in enumerate(spaces):
         n = space.size
         batch = [
-            _stacked(list(space.standard_basis()), (n,) + space.shape)
+            (space.stacked_basis() if hasattr(space, "stacked_basis") else
+             _stacked(list(space.standard_basis()), (n,) + space.shape))
             if j == k
             else anp.broadcast_to(other.zeros(), (n,) + other.shape)
             for j, other in enumerate(spaces)

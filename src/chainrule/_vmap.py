@@ -1,23 +1,29 @@
 """``vmap``: a function mapped over an axis of its arguments (JAX's ``in_axes``/``out_axes``).
 
-First version: the mapped function is called once per example (a slice of every mapped
-argument) and the answers are stacked along ``out_axes``. Slicing and stacking are
-chainrule.numpy primitives, so ``vmap`` composes with every transform in any order
-(``vmap(grad(f))`` gives per-example gradients, ``grad`` of a summed ``vmap`` differentiates
-through it), and Python decisions on the data (``if x.sum() > 0``, ``while``) are taken per
-example, so results always equal the Python loop's. Batching rules that compute a whole batch
-in one call per primitive are not written yet (issue 21); this is the loop they will replace.
+The function is called once, on BatchedArrays (``chainrule.numpy.batched``): each stands
+for one example and holds the whole batch, and each primitive answers for the whole batch
+by its batching rule (or, lacking one, once per example). vmap is a trace like grad's, so it
+composes with every transform in any order (``vmap(grad(f))`` gives per-example gradients,
+``grad`` of a summed ``vmap`` differentiates through it).
+
+Python decisions on the data (``if x.sum() > 0``, ``while``) are taken for the whole batch
+when the examples agree; where they disagree, the call is redone per group of agreeing
+examples and the answers are put back in order, so results always equal the Python loop's.
+Anything that cannot run batched (converting a batched value to a NumPy array) falls back
+to calling the function once per example, with one warning.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
 from . import numpy as cnp
 from ._core.pytree import tree_flatten, tree_unflatten
-from ._core.tracer import getval
+from ._core.tracer import getval, live_trace_ids, new_trace_id
+from .numpy.batched import BatchedArray, BatchSplit, BatchUnsupported
 
 AxisSpec = Any  # an int, None, or a pytree of them (a prefix of the arguments' structure)
 
@@ -123,16 +129,122 @@ def vmap(
                 "vmap: no argument is mapped (every in_axes entry is None); "
                 "give axis_size to say how many times to call the function."
             )
-        answers = []
-        for i in range(size):
-            sliced = [
-                leaf if ax is None else _take(leaf, ax, i) for leaf, ax in zip(leaves, normalized)
-            ]
-            call_args, call_kwargs = tree_unflatten(treedef, sliced)
-            answers.append(fun(*call_args, **call_kwargs))
-        return _stack_answers(answers, out_axes, size)
+        return _run(fun, leaves, normalized, treedef, size, out_axes, notes)
 
+    notes: set = set()  # the one-time notes this function has given
     return mapped
+
+
+class VmapFallbackWarning(UserWarning):
+    """vmap runs a function per group of examples, or per example, instead of batched."""
+
+
+def _run(fun, leaves, axes, treedef, size: int, out_axes, notes: set) -> Any:
+    """``fun`` on the batch: batched, per group of agreeing examples, or per example."""
+    trace_id = new_trace_id()
+    live_trace_ids.add(trace_id)
+    try:
+        batched = [leaf if ax is None else BatchedArray(cnp.moveaxis(leaf, ax, 0), trace_id, size)
+                   for leaf, ax in zip(leaves, axes)]
+        call_args, call_kwargs = tree_unflatten(treedef, batched)
+        answer = fun(*call_args, **call_kwargs)
+        return _unbatched(answer, out_axes, size, trace_id)
+    except BatchSplit as split:
+        if split.trace_id != trace_id:
+            raise
+        _note(notes, "split", "vmap: the examples took different branches of a Python "
+              "decision on their values; the function runs once per group of examples "
+              "that agree, and the answers are put back in order.")
+        return _per_group(fun, leaves, axes, treedef, split.keys, out_axes, notes)
+    except BatchUnsupported as unsupported:
+        if unsupported.trace_id != trace_id:
+            raise
+        _note(notes, "loop", f"vmap: {unsupported.what} cannot run on the whole batch, so "
+              f"the function runs once per example.")
+        return _per_example(fun, leaves, axes, treedef, size, out_axes)
+    finally:
+        live_trace_ids.discard(trace_id)
+
+
+def _note(notes: set, kind: str, text: str) -> None:
+    if kind not in notes:
+        notes.add(kind)
+        warnings.warn(text, VmapFallbackWarning, stacklevel=4)
+
+
+def _per_group(fun, leaves, axes, treedef, keys: list, out_axes, notes: set) -> Any:
+    groups: dict = {}
+    for i, key in enumerate(keys):
+        groups.setdefault(key, []).append(i)
+    order = [i for members in groups.values() for i in members]
+    answers = []
+    for members in groups.values():
+        index = cnp.asarray(members)
+        sub = [leaf if ax is None else cnp.take(leaf, index, axis=ax)
+               for leaf, ax in zip(leaves, axes)]
+        answers.append(_run(fun, sub, axes, treedef, len(members), out_axes, notes))
+    # the groups' answers side by side, then each example back in its place
+    flat = [tree_flatten(a) for a in answers]
+    out_tree = flat[0][1]
+    if any(other != out_tree for _, other in flat[1:]):
+        raise ValueError("vmap: the function answered with different structures for "
+                         "different examples.")
+    out_spec = _out_spec(out_axes, answers[0])
+    inverse = cnp.asarray(sorted(range(len(order)), key=order.__getitem__))
+    stitched = []
+    for j, ax in enumerate(_broadcast_prefix(out_spec, answers[0], "out_axes")):
+        column = [leaves_[j] for leaves_, _ in flat]
+        if ax is None:
+            stitched.append(_same_for_all(column))
+            continue
+        ax = _normalize_axis(ax, cnp.ndim(column[0]), "an out_axes entry")
+        stitched.append(cnp.take(cnp.concatenate(column, axis=ax), inverse, axis=ax))
+    return tree_unflatten(out_tree, stitched)
+
+
+def _per_example(fun, leaves, axes, treedef, size: int, out_axes) -> Any:
+    answers = []
+    for i in range(size):
+        sliced = [leaf if ax is None else _take(leaf, ax, i) for leaf, ax in zip(leaves, axes)]
+        call_args, call_kwargs = tree_unflatten(treedef, sliced)
+        answers.append(fun(*call_args, **call_kwargs))
+    return _stack_answers(answers, out_axes, size)
+
+
+def _out_spec(out_axes: AxisSpec, answer: Any) -> AxisSpec:
+    if isinstance(out_axes, list) and not isinstance(answer, list):
+        return tuple(out_axes)
+    return out_axes
+
+
+def _same_for_all(column: list) -> Any:
+    first = cnp.asarray(getval(column[0]))
+    if any(not cnp.array_equal(first, getval(c)) for c in column[1:]):
+        raise ValueError(
+            "vmap: out_axes is None for an output that differs between "
+            "examples; give it an axis to stack along."
+        )
+    return column[0]
+
+
+def _unbatched(answer: Any, out_axes: AxisSpec, size: int, trace_id: int) -> Any:
+    """The batched answer as arrays: the batch axis moved to ``out_axes``, answers that do
+    not depend on the example repeated along it."""
+    leaves, out_tree = tree_flatten(answer)
+    axes = _broadcast_prefix(_out_spec(out_axes, answer), answer, "out_axes")
+    out = []
+    for leaf, ax in zip(leaves, axes):
+        mine = type(leaf) is BatchedArray and leaf._trace_id == trace_id
+        if ax is None:
+            out.append(_same_for_all(list(leaf._value)) if mine else leaf)
+            continue
+        if not mine:
+            leaf = cnp.stack([leaf] * size)
+        else:
+            leaf = leaf._value
+        ax = _normalize_axis(ax, cnp.ndim(leaf), "an out_axes entry")
+        out.append(cnp.moveaxis(leaf, 0, ax) if ax else leaf)
+    return tree_unflatten(out_tree, out)
 
 
 def _stack_answers(answers: list, out_axes: AxisSpec, size: int) -> Any:
@@ -149,21 +261,12 @@ def _stack_answers(answers: list, out_axes: AxisSpec, size: int) -> Any:
                 f"vmap: the function answered with different structures for "
                 f"different examples ({treedef!r} and {other!r})."
             )
-    out_spec = out_axes
-    if isinstance(out_spec, list) and not isinstance(answers[0], list):
-        out_spec = tuple(out_spec)
-    axes = _broadcast_prefix(out_spec, answers[0], "out_axes")
+    axes = _broadcast_prefix(_out_spec(out_axes, answers[0]), answers[0], "out_axes")
     stacked = []
     for j, ax in enumerate(axes):
         column = [leaves[j] for leaves, _ in flat]
         if ax is None:
-            first = cnp.asarray(getval(column[0]))
-            if any(not cnp.array_equal(first, getval(c)) for c in column[1:]):
-                raise ValueError(
-                    "vmap: out_axes is None for an output that differs between "
-                    "examples; give it an axis to stack along."
-                )
-            stacked.append(column[0])
+            stacked.append(_same_for_all(column))
             continue
         ax = _normalize_axis(ax, cnp.ndim(column[0]) + 1, "an out_axes entry")
         stacked.append(cnp.stack(column, axis=ax))

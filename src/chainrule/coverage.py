@@ -1,8 +1,9 @@
 """Which functions chainrule differentiates, read from the code: ``python -m chainrule.coverage``.
 
 For every differentiable function of chainrule.numpy, .numpy.linalg, .numpy.fft and
-(when SciPy is installed) the chainrule.scipy modules, the table says whether a VJP
-and a JVP rule are registered and to which order the spec tables test it. A function
+(when SciPy is installed) the chainrule.scipy modules, the table says whether a VJP,
+a JVP and a batching rule (``vmap``) are registered and to which order the spec tables
+test it. A function
 is differentiable when it is a traced primitive, or a chainrule wrapper (such as
 ``concatenate``) whose code calls traced primitives; it has a rule when every
 primitive it reaches has one. Python functions whose primitives cannot be read from
@@ -189,13 +190,18 @@ class Row:
     orders: dict = field(default_factory=dict)  # mode -> highest order tested
     vjp: bool | None = field(init=False)  # every primitive reached has a rule (None: unknown)
     jvp: bool | None = field(init=False)
+    batch: bool | None = field(init=False)  # ... a batching rule (no: vmap runs it per example)
 
     def __post_init__(self):
         if self.kind == "composite":  # its primitives are only known when it runs
-            self.vjp = self.jvp = None
+            self.vjp = self.jvp = self.batch = None
             return
+        from .numpy.batched import batching_rule
+
         self.vjp = bool(self.primitives) and all(p in primitive_vjps for p in self.primitives)
         self.jvp = bool(self.primitives) and all(p in primitive_jvps for p in self.primitives)
+        self.batch = bool(self.primitives) and all(batching_rule(p) is not None
+                                                   for p in self.primitives)
 
     @property
     def qualname(self) -> str:
@@ -345,6 +351,8 @@ class Report:
             "with VJP": sum(r.vjp is True for r in rows),
             "with JVP": sum(r.jvp is True for r in rows),
             "with both": sum(r.vjp is True and r.jvp is True for r in rows),
+            "with a batching rule (vmap; the others run once per example)": sum(
+                r.batch is True for r in rows),
             "composite (?: rules of the primitives called at run time)": sum(
                 r.kind == "composite" for r in rows),
             "tested": sum(bool(r.orders) for r in rows),
@@ -354,8 +362,9 @@ class Report:
         }
 
     def text(self, markdown: bool = False) -> str:
-        header = ["function", "VJP", "JVP", "tested orders", "kind"]
-        body = [[r.qualname, _yes(r.vjp), _yes(r.jvp), r.tested(), r.kind] for r in self.rows]
+        header = ["function", "VJP", "JVP", "batch", "tested orders", "kind"]
+        body = [[r.qualname, _yes(r.vjp), _yes(r.jvp), _yes(r.batch), r.tested(), r.kind]
+                for r in self.rows]
         out = ["chainrule coverage: differentiable functions", ""]
         out += _table(header, body, markdown)
         out += ["", "Totals:"] + [f"- {k}: {v}" for k, v in self.totals().items()]

@@ -20,6 +20,7 @@ from ._core.rule_table import primitive_jvps, primitive_vjps
 from ._core.rules import (
     RuleReplacedWarning,
     def_linear,
+    defbatch,
     defjvp,
     defjvp_argnum,
     defjvp_argnums,
@@ -93,5 +94,5 @@ __all__ = [
     "defvjp_direct", "defjvp", "defjvp_argnum", "defjvp_argnums", "def_linear", "vspace",
     "VSpace", "Box", "SparseObject", "custom_vjp", "custom_jvp", "register_pytree_node",
     "primitive_vjps", "primitive_jvps", "defjvp_direct", "RuleReplacedWarning",
-    "defvjp_whole", "deflabel", "UndeclaredReadError",
+    "defvjp_whole", "deflabel", "UndeclaredReadError", "defbatch",
 ]

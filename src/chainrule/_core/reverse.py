@@ -30,6 +30,13 @@ scalar_types: set = {float, complex}
 inplace_adders: dict[type, Callable] = {}
 
 
+
+# Set by chainrule.numpy.batched: ``jvp_over_batch(jvp, tangents, argnums, ans, args,
+# kwargs, size)`` applies a JVP rule to a whole batch of tangents at once (vmap's batching
+# rules inside it), or returns None; the batched forward sweep asks it for primitives
+# without a batched JVP rule before taking their tangents one at a time.
+jvp_over_batch: Callable | None = None
+
 class FreedGraphError(RuntimeError):
     pass
 
@@ -360,6 +367,9 @@ class Recording:
             batched = entry.batched_jvp
             t = None if batched is None else batched(
                 parent_tangents, node.argnums, node.ans, args, node.kwargs)
+            if t is None and jvp_over_batch is not None:
+                t = jvp_over_batch(entry.jvp, parent_tangents, node.argnums, node.ans, args,
+                                   node.kwargs, size)
             if t is None:
                 jvp = entry.jvp
                 t = _stack_trees(stack, [

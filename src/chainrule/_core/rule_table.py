@@ -32,12 +32,16 @@ class PrimitiveRules:
       args[argnum] as a boolean ``scipy.sparse`` matrix (ans.size x arg.size), or None
       (unknown: every output may depend on every input). ``args`` are plain values; a
       traced argument's value is not part of the structure (see ``chainrule._sparse``).
+    - ``batch(values, batched, kwargs)``: the answer for a whole batch (``chainrule.vmap``):
+      ``values`` are the arguments, those marked in ``batched`` holding the batch as their
+      leading axis; every output of the answer holds it as its leading axis. None: the
+      primitive runs once per example (see ``chainrule._vmap``).
     - ``label``: how ``explain`` writes a call; a format string over the arguments' texts
       (``"{0} + {1}"``) or a function ``label(texts, args) -> str``. None: ``name(args)``.
     """
 
     __slots__ = ("fun", "vjp", "vjp_by_argnums", "jvp", "batched_jvp", "unread_args",
-                 "reads_ans", "label", "jvp_replaced", "sparsity")
+                 "reads_ans", "label", "jvp_replaced", "sparsity", "batch")
 
     def __init__(self, fun: Callable):
         self.fun = fun
@@ -49,6 +53,7 @@ class PrimitiveRules:
         self.reads_ans = True
         self.label: str | Callable | None = None
         self.sparsity: Callable | None = None
+        self.batch: Callable | None = None
         # the JVP was replaced after one existed and the VJP has not been since (rules.py
         # warns when such a VJP is replaced alone: the two modes would disagree)
         self.jvp_replaced = False

@@ -344,6 +344,15 @@ def defsparsity(fun: Callable, rule: Callable) -> None:
     rules_of(fun).sparsity = rule
 
 
+def defbatch(fun: Callable, rule: Callable) -> None:
+    """How ``fun`` runs on a whole batch at once under ``chainrule.vmap``:
+    ``rule(values, batched, kwargs)`` is the answer, ``values`` being the positional
+    arguments, those whose ``batched`` flag is set holding the batch as their leading axis;
+    every output holds it as its leading axis. Without one, ``fun`` runs once per example."""
+    rules_of(fun).batch = rule
+
+
 # copy.copy / copy.deepcopy of a traced value (tracer.Box): the identity, in both modes.
 defvjp_direct(copy_of, lambda g, ans, x: g, reads=())
 defjvp_direct(copy_of, lambda g, ans, x: g)
+defbatch(copy_of, lambda values, batched, kwargs: copy_of(values[0]))

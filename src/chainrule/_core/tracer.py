@@ -139,6 +139,7 @@ class Box:
     def register(cls, value_type: type) -> None:
         """Box values of ``value_type`` (and their Box type itself) with this class."""
         Box.types.add(cls)
+        _traced_types.add(cls)
         Box.type_mappings[value_type] = cls
         Box.type_mappings[cls] = cls
 
@@ -169,9 +170,34 @@ class FrontEnd(NamedTuple):
     wrap: Callable
 
 
-# front-end type -> its FrontEnd (registered by chainrule.tensor)
+# front-end type -> its FrontEnd (registered by chainrule.tensor, via register_front_end)
 front_ends: dict[type, FrontEnd] = {}
 _box_type_of = Box.type_mappings  # likewise
+
+# Batched values (chainrule.vmap's BatchedArray): a value of a whole batch on a batching
+# trace, with a trace id like a box's, but no node: a primitive called with one whose trace
+# is the newest among its arguments is answered by ``batch_hook(f_wrapped, args, kwargs,
+# trace_id)`` (the primitive's batching rule) instead of being recorded.
+batched_types: set[type] = set()
+batch_hook: Callable | None = None
+
+# Types whose values a box may hold as a value of an older trace (boxes and batched values):
+# a call meeting one recurses, so that its own trace handles it.
+_traced_types: set[type] = set(Box.types)
+# Argument types that send a primitive call to the general path (front ends, batched values);
+# the fast path checks this one set.
+_general_types: set[type] = set()
+
+
+def register_front_end(cls: type, front_end: FrontEnd) -> None:
+    front_ends[cls] = front_end
+    _general_types.add(cls)
+
+
+def register_batched_type(cls: type) -> None:
+    batched_types.add(cls)
+    _traced_types.add(cls)
+    _general_types.add(cls)
 
 # Set by chainrule.numpy: (f_wrapped, args, kwargs) -> the call redone with list or tuple
 # arguments that hold traced values turned into traced arrays; it re-raises the error
@@ -283,25 +309,25 @@ def primitive(f_raw: Callable, out_position: int | None = None) -> Callable:
             if n == 1:
                 x = args[0]
                 if type(x) in _box_types:
-                    if type(x._value) not in _box_types:
+                    if type(x._value) not in _traced_types:
                         argvals, argnums, parents, top = [x._value], _FIRST, (x._node,), x
-                elif type(x) not in front_ends:
+                elif type(x) not in _general_types:
                     return f_raw(x)
             elif n == 2 and out_position != 1:  # (np.sin(x, out_array): the general path)
                 x, y = args
                 x_boxed, y_boxed = type(x) in _box_types, type(y) in _box_types
                 if x_boxed and y_boxed:
-                    if x._trace_id == y._trace_id and type(x._value) not in _box_types \
-                            and type(y._value) not in _box_types:
+                    if x._trace_id == y._trace_id and type(x._value) not in _traced_types \
+                            and type(y._value) not in _traced_types:
                         argvals, argnums, parents, top = ([x._value, y._value], _BOTH,
                                                           (x._node, y._node), x)
                 elif x_boxed:
-                    if type(y) not in front_ends and type(x._value) not in _box_types:
+                    if type(y) not in _general_types and type(x._value) not in _traced_types:
                         argvals, argnums, parents, top = [x._value, y], _FIRST, (x._node,), x
                 elif y_boxed:
-                    if type(x) not in front_ends and type(y._value) not in _box_types:
+                    if type(x) not in _general_types and type(y._value) not in _traced_types:
                         argvals, argnums, parents, top = [x, y._value], _SECOND, (y._node,), y
-                elif type(x) not in front_ends and type(y) not in front_ends:
+                elif type(x) not in _general_types and type(y) not in _general_types:
                     return f_raw(x, y)
             if top is None:
                 plan = _plan_in_general(f_wrapped, f_raw, args, kwargs)
@@ -365,19 +391,23 @@ def _plan_in_general(f_wrapped, f_raw, args, kwargs, met_front_ends: bool = Fals
     trace_id = 0  # trace ids start at 1
     held = False
     for arg in args:
-        if type(arg) in _box_types:
+        if type(arg) in _traced_types:
             if arg._trace_id > trace_id:
                 trace_id = arg._trace_id
                 top = arg
         elif type(arg) in front_ends:
             held = True
-    if kwargs and any(type(v) in _box_types for v in kwargs.values()):
+    if kwargs and any(type(v) in _traced_types for v in kwargs.values()):
         return _call_with_traced_keywords(f_wrapped, f_raw, args, kwargs)
     if not trace_id:
         if held:
             return _through_front_end(f_wrapped, args, kwargs)
         return f_raw(*args, **kwargs)
     _refuse_output_array(f_wrapped, f_raw, args, kwargs)
+    if type(top) in batched_types:
+        if trace_id not in live_trace_ids:
+            raise leaked_error(top)
+        return batch_hook(f_wrapped, args, kwargs, trace_id)
     if kwargs:
         args, kwargs = _keywords_in_place(f_raw, args, kwargs)
     if held and not met_front_ends:
@@ -388,12 +418,12 @@ def _plan_in_general(f_wrapped, f_raw, args, kwargs, met_front_ends: bool = Fals
     parents = []
     older_boxes = False
     for i, arg in enumerate(args):
-        if type(arg) in _box_types:
+        if type(arg) in _traced_types:
             if arg._trace_id == trace_id:
                 argnums.append(i)
                 parents.append(arg._node)
                 arg = argvals[i] = arg._value
-                older_boxes = older_boxes or type(arg) in _box_types
+                older_boxes = older_boxes or type(arg) in _traced_types
             elif arg._trace_id in live_trace_ids:
                 older_boxes = True
             else:  # traces meet here, and this one has ended
@@ -484,13 +514,13 @@ def _call_with_traced_keywords(f_wrapped, f_raw, args, kwargs):
         params = []
     positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     for param in params:
-        if not any(type(v) in _box_types for v in kwargs.values()):
+        if not any(type(v) in _traced_types for v in kwargs.values()):
             return f_wrapped(*args, **kwargs)
         if param.kind not in positional or (param.name not in kwargs
                                             and param.default is param.empty):
             break
         args.append(kwargs.pop(param.name, param.default))
-    names = ", ".join(k for k, v in kwargs.items() if type(v) in _box_types)
+    names = ", ".join(k for k, v in kwargs.items() if type(v) in _traced_types)
     if not names:
         return f_wrapped(*args, **kwargs)
     raise TypeError(
@@ -515,6 +545,7 @@ def notrace_primitive(f_raw: Callable) -> Callable:
 
     f_wrapped.fun = f_raw
     f_wrapped._is_chainrule_primitive = True
+    f_wrapped._chainrule_notrace = True
     return f_wrapped
 
 

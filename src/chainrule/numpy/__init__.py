@@ -6,9 +6,10 @@ VJP and a JVP rule (see ``chainrule.numpy.rules``); the rest are NumPy's own.
 
 # The wrappers first, then the boxes, vector spaces and rule tables that importing
 # registers: a rule table imports the wrappers it gives rules to, never the reverse.
-from . import duck_arrays, fft, linalg, numpy_boxes, numpy_vspaces, random
+from . import batched, duck_arrays, fft, linalg, numpy_boxes, numpy_vspaces, random
 from . import numpy_wrapper as _wrapper
 from .numpy_boxes import ArrayBox
+from .rules import batching as _batching_rules
 from .rules import contraction as _contraction_rules
 from .rules import elementwise as _elementwise_rules
 from .rules import fft as _fft_rules

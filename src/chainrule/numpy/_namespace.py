@@ -37,6 +37,7 @@ def primitives(
         if raw is not None:
             if id(raw) not in by_raw:
                 by_raw[id(raw)] = wrap(raw)
+                by_raw[id(raw)].stands_for = raw  # (vmap batches every ufunc elementwise)
             found[name] = by_raw[id(raw)]
     return found
 

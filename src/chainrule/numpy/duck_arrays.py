@@ -71,6 +71,9 @@ class DuckArrayVSpace(ArrayVSpace):
         for vector in super().standard_basis():
             yield self._as_like(vector)
 
+    def stacked_basis(self):
+        return self._as_like(super().stacked_basis())
+
     def randn(self, rng=None):
         return self._as_like(super().randn(rng))
 

@@ -66,6 +66,10 @@ class ArrayVSpace(VSpace):
             vect[idx] = 1
             yield self._out(vect)
 
+    def stacked_basis(self):
+        """The standard basis as one array, the basis index first: (size, *shape)."""
+        return _np.eye(self.size, dtype=self.dtype).reshape((self.size,) + self.shape)
+
     def randn(self, rng=None):
         rng = _np.random if rng is None else rng
         return self._out(rng.standard_normal(self.shape).astype(self.dtype))
@@ -117,6 +121,11 @@ class ComplexArrayVSpace(ArrayVSpace):
                 vect = _np.zeros(self.shape, dtype=self.dtype)
                 vect[idx] = v
                 yield self._out(vect)
+
+    def stacked_basis(self):
+        n = self.size // 2
+        eye = _np.eye(n, dtype=self.dtype)
+        return _np.stack([eye, 1j * eye], axis=1).reshape((self.size,) + self.shape)
 
     def randn(self, rng=None):
         rng = _np.random if rng is None else rng

@@ -9,13 +9,29 @@ and primitives as ``grad``, so every derivative rule is shared. ``no_grad()`` an
 ``enable_grad()`` switch recording off and on for the current thread.
 """
 
+from collections.abc import Callable as _Callable
+from typing import Any as _Any
+
 from .._core.reverse import FreedGraphError
+from .._vmap import vmap as _vmap
 from . import _methods  # noqa: F401,E402  (PyTorch's methods, attached to Tensor)
 from ._methods import Size
 from ._mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._tensor import Tensor, as_tensor
 
+
+def vmap(func: _Callable, in_dims: _Any = 0, out_dims: _Any = 0) -> _Callable:
+    """``torch.func.vmap`` for functions of Tensors: ``func`` mapped over dimension
+    ``in_dims`` of its arguments (an int, None, or a pytree of them), the answers stacked
+    along ``out_dims``. It is ``chainrule.vmap`` under PyTorch's parameter names, so it
+    composes with ``chainrule.grad`` (per-sample gradients:
+    ``vmap(chainrule.grad(loss), in_dims=(None, 0, 0))``) and with ``.backward()``; and
+    Python decisions on the data are allowed (see docs/vmap.md)."""
+    return _vmap(func, in_axes=in_dims, out_axes=out_dims)
+
+
 __all__ = [
+    "vmap",
     "Tensor",
     "as_tensor",
     "Size",

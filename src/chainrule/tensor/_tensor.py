@@ -18,7 +18,14 @@ import weakref
 import numpy as _np
 
 from .._core.pytree import register_pytree_node
-from .._core.tracer import FrontEnd, front_ends, getval, isbox, new_box
+from .._core.tracer import (
+    FrontEnd,
+    batched_types,
+    getval,
+    isbox,
+    new_box,
+    register_front_end,
+)
 from .._core.vspace import VSpace, vspace
 from ..numpy import numpy_wrapper as anp
 from ..numpy.numpy_boxes import array_astype, array_getitem
@@ -574,7 +581,8 @@ _ARRAY_TYPES = (_np.ndarray, _np.generic, int, float, complex)
 
 
 def _wrap_tree(x):
-    if isbox(x) or (isinstance(x, _ARRAY_TYPES) and not isinstance(x, bool)):
+    if isbox(x) or type(x) in batched_types or (
+            isinstance(x, _ARRAY_TYPES) and not isinstance(x, bool)):
         return _wrap(x)
     if type(x) is tuple or type(x) is list:
         return type(x)(_wrap_tree(item) for item in x)
@@ -691,7 +699,8 @@ def register_tensor_type(cls: type) -> None:
     Tensor: its registries are keyed by exact type."""
     # How the tracer meets Tensors among a primitive's arguments and answers (user-defined
     # primitives called on Tensors, and a traced value meeting a Tensor: ``box * tensor``).
-    front_ends[cls] = FrontEnd(unwrap=_unwrap, value_of=lambda t: t._value, wrap=_wrap_tree)
+    register_front_end(cls, FrontEnd(unwrap=_unwrap, value_of=lambda t: t._value,
+                                     wrap=_wrap_tree))
     # A Tensor is a container of its value for the functional transforms (grad(f)(tensor)
     # gives a Tensor), and has the vector space of its value.
     register_pytree_node(cls, lambda t: ((t._value,), None), lambda _, kids: _wrap(kids[0]))

@@ -1,0 +1,686 @@
+"""Batching rules (``chainrule.vmap``) for chainrule.numpy, .linalg and .fft.
+
+A rule ``rule(values, batched, kwargs)`` computes a primitive for a whole batch: the
+arguments flagged in ``batched`` hold the batch as their leading axis, and so does every
+output. Most primitives follow one of a few patterns, so the rules are made by pattern:
+
+- elementwise (every ufunc, found by ``batched.batching_rule``; and the functions below that
+  broadcast like one): operands' example axes padded to one rank, then one call;
+- along an axis (reductions, scans, sorts, flips, the FFTs): the axis moves past the batch;
+  ``axis=None`` means all of an example's axes, or its flattened values for scans and sorts;
+- over the last axes (linalg): NumPy already maps these over leading axes;
+- index maps (reshape, transpose, indexing, concatenate, stack...), contractions (matmul,
+  dot, outer, einsum): one call each, written out below.
+
+A rule answers ``NotImplemented`` for a call its pattern does not cover (a batched
+argument where the pattern expects a constant, say); that call runs once per example.
+"""
+
+from __future__ import annotations
+
+import string
+
+import numpy as _np
+
+from ..._core.rules import defbatch
+from .. import fft as afft
+from .. import linalg as alinalg
+from .. import numpy_wrapper as anp
+from ..batched import aligned, axis_parameter, elementwise, example_ndim
+from ..numpy_boxes import array_astype, array_getitem
+from .shape import untake
+
+
+def _size(values, batched) -> int:
+    return next(_np.shape(v)[0] for v, b in zip(values, batched) if b)
+
+
+def _only_first(batched) -> bool:
+    return batched[0] and not any(batched[1:])
+
+
+def _shifted(axis, ndim: int):
+    """An example's axis (or tuple of axes) as an axis of the batch."""
+    if isinstance(axis, (tuple, list)):
+        return tuple(_shifted(a, ndim) for a in axis)
+    if not -ndim <= axis < ndim:
+        raise _np.exceptions.AxisError(axis, ndim)
+    return axis % ndim + 1
+
+
+# ----------------------------------------------------------------------------- elementwise
+def _each(names: str) -> list:
+    """The chainrule.numpy functions of these names (those this NumPy has)."""
+    return [anp.namespace[name] for name in names.split() if name in anp.namespace]
+
+
+for _fun in _each("where clip real imag angle sinc nan_to_num i0 round around fix copy "
+                  "real_if_close") + [array_astype]:
+    defbatch(_fun, elementwise(_fun))
+
+
+def as_is(fun, min_ndim: int = 0):
+    """The batching rule of a function that needs no change for a batch in its first
+    argument (the others the same for every example), given examples of at least
+    ``min_ndim`` axes: NumPy maps the linalg functions (inv, det, cholesky, eigh...), tril and
+    triu over leading axes by themselves, and interp and asarray work elementwise."""
+
+    def rule(values, batched, kwargs):
+        if not _only_first(batched) or example_ndim(values[0], True) < min_ndim:
+            return NotImplemented
+        return fun(*values, **kwargs)
+
+    return rule
+
+
+# ----------------------------------------------------------------------------- along an axis
+def along_axis(fun, when_none: str = "all", names: tuple = ("axis",)):
+    """The batching rule of ``fun`` computed along an axis of its first argument.
+    ``when_none``: what ``axis=None`` means: ``"all"`` of an example's axes, ``"flat"``
+    its flattened values, or ``"loop"`` (not covered)."""
+    position, default = axis_parameter(fun) or (None, None)
+
+    def rule(values, batched, kwargs):
+        if not _only_first(batched) or "prepend" in kwargs or "append" in kwargs:
+            return NotImplemented  # (diff's: arrays shaped like an example)
+        values, kwargs = list(values), dict(kwargs)
+        ndim = example_ndim(values[0], True)
+        given = position is not None and len(values) > position
+        axis = values[position] if given else kwargs.get("axis", default)
+        if axis is None:
+            if when_none == "loop":
+                return NotImplemented
+            if when_none == "flat":
+                if kwargs.get("keepdims"):
+                    return NotImplemented
+                values[0] = anp.reshape(values[0], (_np.shape(values[0])[0], -1))
+                axis = 1
+            else:
+                axis = tuple(range(1, ndim + 1))
+        else:
+            axis = _shifted(axis, ndim)
+        if given:
+            values[position] = axis
+        else:
+            kwargs["axis"] = axis
+        return fun(*values, **kwargs)
+
+    return rule
+
+
+for _fun in _each("sum prod mean std var max min amax amin nansum nanprod nanmean nanstd "
+                  "nanvar nanmax nanmin ptp any all median nanmedian count_nonzero flip"):
+    defbatch(_fun, along_axis(_fun, "all"))
+for _fun in _each("cumsum cumprod nancumsum nancumprod argmax argmin nanargmax nanargmin "
+                  "sort argsort partition take repeat cumulative_sum cumulative_prod"):
+    defbatch(_fun, along_axis(_fun, "flat"))
+
+
+def _scalar_q(fun):
+    """percentile/quantile and kin: an array of q would put its axes before the batch."""
+    rule = along_axis(fun, "all")
+
+    def scalar_q(values, batched, kwargs):
+        q = values[1] if len(values) > 1 else kwargs.get("q")
+        if _np.ndim(q) or kwargs.get("weights") is not None:
+            return NotImplemented
+        return rule(values, batched, kwargs)
+
+    return scalar_q
+
+
+for _fun in _each("percentile nanpercentile quantile nanquantile"):
+    defbatch(_fun, _scalar_q(_fun))
+for _fun in _each("diff roll trapezoid") + [afft.fft, afft.ifft, afft.rfft, afft.irfft, afft.hfft, afft.ihfft]:
+    defbatch(_fun, along_axis(_fun, "loop"))
+
+
+def _unweighted(rule):
+    def unweighted(values, batched, kwargs):
+        if len(values) > 2 or kwargs.get("weights") is not None:
+            return NotImplemented
+        return rule(values, batched, kwargs)
+    return unweighted
+
+
+for _fun in _each("average"):
+    defbatch(_fun, _unweighted(along_axis(_fun, "all")))
+for _fun in _each("interp"):
+    defbatch(_fun, as_is(_fun))
+
+
+def _polyval(values, batched, kwargs):
+    p, x = values
+    if batched[0]:
+        return NotImplemented
+    return anp.namespace["polyval"](p, x)
+
+
+if "polyval" in anp.namespace:
+    defbatch(anp.namespace["polyval"], _polyval)
+
+
+def _norm(fun):
+    """linalg.norm / vector_norm: ``axis=None`` is all of an example's axes (flattened for
+    the 2-norm; a vector or matrix norm by the example's rank for other orders)."""
+
+    def rule(values, batched, kwargs):
+        if not _only_first(batched) or len(values) > 1:
+            return NotImplemented
+        kwargs = dict(kwargs)
+        x, ndim = values[0], example_ndim(values[0], True)
+        if kwargs.get("axis") is None:
+            if kwargs.get("keepdims"):
+                return NotImplemented
+            if kwargs.get("ord") is None or fun is not alinalg.norm:
+                x, kwargs["axis"] = anp.reshape(x, (_np.shape(x)[0], -1)), 1
+            elif ndim in (1, 2):
+                kwargs["axis"] = 1 if ndim == 1 else (1, 2)
+            else:
+                return NotImplemented
+        else:
+            kwargs["axis"] = _shifted(kwargs["axis"], ndim)
+        return fun(x, **kwargs)
+
+    return rule
+
+
+for _fun in (alinalg.norm, alinalg.vector_norm):
+    defbatch(_fun, _norm(_fun))
+
+
+def over_axes(fun, default):
+    """The batching rule of ``fun(a, s=None, axes=default, ...)`` (fft2, fftn and their
+    kin): ``axes=None`` is every axis of an example, or the last ``len(s)`` ones."""
+
+    def rule(values, batched, kwargs):
+        if not _only_first(batched):
+            return NotImplemented
+        values, kwargs = list(values), dict(kwargs)
+        ndim = example_ndim(values[0], True)
+        given = len(values) > 2
+        axes = values[2] if given else kwargs.get("axes", default)
+        s = values[1] if len(values) > 1 else kwargs.get("s")
+        if axes is None:
+            axes = range(ndim) if s is None else range(ndim - len(s), ndim)
+        axes = _shifted(tuple(axes), ndim)
+        if given:
+            values[2] = axes
+        else:
+            kwargs["axes"] = axes
+        return fun(*values, **kwargs)
+
+    return rule
+
+
+for _fun in (afft.fft2, afft.ifft2, afft.rfft2, afft.irfft2):
+    defbatch(_fun, over_axes(_fun, (-2, -1)))
+for _fun in (afft.fftn, afft.ifftn, afft.rfftn, afft.irfftn):
+    defbatch(_fun, over_axes(_fun, None))
+
+
+def _shift_axes_parameter(fun):
+    """fftshift/ifftshift: ``axes`` (default None: all of an example's)."""
+
+    def rule(values, batched, kwargs):
+        if not _only_first(batched):
+            return NotImplemented
+        ndim = example_ndim(values[0], True)
+        axes = values[1] if len(values) > 1 else kwargs.get("axes")
+        axes = tuple(range(1, ndim + 1)) if axes is None else _shifted(axes, ndim)
+        return fun(values[0], axes)
+
+    return rule
+
+
+for _fun in (afft.fftshift, afft.ifftshift):
+    defbatch(_fun, _shift_axes_parameter(_fun))
+
+
+def named_axes(fun, *params: tuple[int, str, object]):
+    """The batching rule of ``fun`` whose axis parameters ``(position, name, default)``
+    are each an axis of an example (swapaxes, moveaxis, diagonal, trace)."""
+
+    def rule(values, batched, kwargs):
+        if not _only_first(batched):
+            return NotImplemented
+        values, kwargs = list(values), dict(kwargs)
+        ndim = example_ndim(values[0], True)
+        for position, name, default in params:
+            if len(values) > position:
+                values[position] = _shifted(values[position], ndim)
+            else:
+                kwargs[name] = _shifted(kwargs.get(name, default), ndim)
+        return fun(*values, **kwargs)
+
+    return rule
+
+
+def _flip_axis(axis: int):
+    def rule(values, batched, kwargs):
+        if not _only_first(batched) or example_ndim(values[0], True) <= axis:
+            return NotImplemented
+        return anp.flip(values[0], axis + 1)
+    return rule
+
+
+defbatch(anp.fliplr, _flip_axis(1))
+defbatch(anp.flipud, _flip_axis(0))
+defbatch(anp.rot90, named_axes(anp.rot90, (2, "axes", (0, 1))))
+defbatch(alinalg.matrix_transpose, as_is(alinalg.matrix_transpose, 2))
+defbatch(alinalg.matrix_norm, as_is(alinalg.matrix_norm, 2))
+defbatch(anp.swapaxes, named_axes(anp.swapaxes, (1, "axis1", None), (2, "axis2", None)))
+defbatch(anp.moveaxis, named_axes(anp.moveaxis, (1, "source", None),
+                                  (2, "destination", None)))
+defbatch(anp.diagonal, named_axes(anp.diagonal, (2, "axis1", 0), (3, "axis2", 1)))
+defbatch(anp.trace, named_axes(anp.trace, (2, "axis1", 0), (3, "axis2", 1)))
+
+
+# ----------------------------------------------------------------------------- index maps
+def _expand_dims(values, batched, kwargs):
+    if not _only_first(batched):
+        return NotImplemented
+    axis = values[1] if len(values) > 1 else kwargs["axis"]
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    ndim = example_ndim(values[0], True) + len(axes)
+    return anp.expand_dims(values[0], _shifted(axes, ndim))
+
+
+def _squeeze(values, batched, kwargs):
+    if not _only_first(batched):
+        return NotImplemented
+    axis = values[1] if len(values) > 1 else kwargs.get("axis")
+    shape = _np.shape(values[0])[1:]
+    if axis is None:
+        axis = tuple(i for i, n in enumerate(shape) if n == 1)
+    return anp.squeeze(values[0], _shifted(axis, len(shape)))
+
+
+def _reshape(values, batched, kwargs):
+    order = values[2] if len(values) > 2 else kwargs.get("order", "C")
+    if not _only_first(batched) or order != "C":
+        return NotImplemented
+    shape = values[1] if len(values) > 1 else kwargs.get("shape", kwargs.get("newshape"))
+    shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
+    return anp.reshape(values[0], (_np.shape(values[0])[0],) + shape)
+
+
+def _ravel(values, batched, kwargs):
+    if len(values) > 1 or kwargs.get("order", "C") != "C":
+        return NotImplemented
+    return anp.reshape(values[0], (_np.shape(values[0])[0], -1))
+
+
+def _transpose(values, batched, kwargs):
+    if not _only_first(batched):
+        return NotImplemented
+    ndim = example_ndim(values[0], True)
+    axes = values[1] if len(values) > 1 else kwargs.get("axes")
+    axes = tuple(reversed(range(ndim))) if axes is None else tuple(axes)
+    return anp.transpose(values[0], (0,) + _shifted(axes, ndim))
+
+
+def _broadcast_to(values, batched, kwargs):
+    if not _only_first(batched):
+        return NotImplemented
+    shape = values[1] if len(values) > 1 else kwargs["shape"]
+    shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
+    value = values[0]
+    missing = len(shape) - example_ndim(value, True)
+    if missing:
+        value = anp.expand_dims(value, tuple(range(1, 1 + missing)))
+    return anp.broadcast_to(value, (_np.shape(value)[0],) + shape)
+
+
+def _is_advanced(part) -> bool:
+    return isinstance(part, (list, _np.ndarray)) or (
+        hasattr(part, "shape") and not isinstance(part, (int, _np.integer)))
+
+
+def _batch_index(index):
+    """``index`` of an example as an index of the batch, or None where NumPy would put
+    the axes of separated advanced indices (ints count, next to arrays) first, before the
+    batch axis."""
+    index = index if isinstance(index, tuple) else (index,)
+    if any(_is_advanced(part) for part in index):
+        advanced = [i for i, part in enumerate(index)
+                    if _is_advanced(part) or isinstance(part, (int, _np.integer))]
+        if advanced[-1] - advanced[0] + 1 != len(advanced):
+            return None
+    return (slice(None),) + index
+
+
+def _getitem(values, batched, kwargs):
+    index = _batch_index(values[1])
+    if not _only_first(batched) or index is None:
+        return NotImplemented
+    return array_getitem(values[0], index)
+
+
+def _untake(values, batched, kwargs):
+    g, index, shape, dtype = values
+    index = _batch_index(index)
+    if not _only_first(batched) or index is None:
+        return NotImplemented
+    return untake(g, index, (_np.shape(g)[0],) + tuple(shape), dtype)
+
+
+def _index_write(fun):
+    """index_update / index_add (x, index, v): x made a batch if it is the same for
+    every example; v's example axes padded to those of x[index]."""
+
+    def rule(values, batched, kwargs):
+        (x, index, v), (batched_x, batched_index, batched_v) = values, batched
+        where = _batch_index(index)
+        if batched_index or where is None:
+            return NotImplemented
+        size = _size(values, batched)
+        example_shape = _np.shape(x)[1:] if batched_x else _np.shape(x)
+        if not batched_x:
+            x = anp.broadcast_to(x, (size,) + example_shape)
+        if batched_v:
+            target = _np.broadcast_to(0, example_shape)[index].ndim
+            missing = target - example_ndim(v, True)
+            if missing > 0:
+                v = anp.expand_dims(v, tuple(range(1, 1 + missing)))
+        return fun(x, where, v)
+
+    return rule
+
+
+def _atleast(n: int):
+    """atleast_1d / atleast_2d of one array: axes added in front of an example's."""
+
+    def rule(values, batched, kwargs):
+        if len(values) != 1:
+            return NotImplemented
+        missing = n - example_ndim(values[0], True)
+        if missing <= 0:
+            return values[0]
+        return anp.expand_dims(values[0], tuple(range(1, 1 + missing)))
+
+    return rule
+
+
+def _take_along_axis(values, batched, kwargs):
+    arr, indices = values[:2]
+    axis = values[2] if len(values) > 2 else kwargs.get("axis", -1)
+    if axis is None:
+        return NotImplemented
+    size = _size(values, batched)
+    if not batched[0]:
+        arr = anp.broadcast_to(arr, (size,) + _np.shape(arr))
+    if not batched[1]:
+        indices = _np.broadcast_to(indices, (size,) + _np.shape(indices))
+    return anp.take_along_axis(arr, indices, _shifted(axis, example_ndim(arr, True)))
+
+
+def _tile(values, batched, kwargs):
+    if not _only_first(batched):
+        return NotImplemented
+    a, reps = values[0], values[1] if len(values) > 1 else kwargs["reps"]
+    reps = (reps,) if isinstance(reps, (int, _np.integer)) else tuple(reps)
+    ndim = example_ndim(a, True)
+    if len(reps) > ndim:
+        a = anp.expand_dims(a, tuple(range(1, 1 + len(reps) - ndim)))
+    reps = (1,) * (max(ndim, len(reps)) - len(reps)) + reps
+    return anp.tile(a, (1,) + reps)
+
+
+def _pad(values, batched, kwargs):
+    if not _only_first(batched):
+        return NotImplemented
+    a, width = values[0], values[1] if len(values) > 1 else kwargs["pad_width"]
+    width = _np.broadcast_to(_np.asarray(width), (example_ndim(a, True), 2))
+    return anp.pad(a, [(0, 0)] + [tuple(w) for w in width.tolist()], *values[2:], **kwargs)
+
+
+def _tensordot(values, batched, kwargs):
+    (a, b), (batched_a, batched_b) = values[:2], batched[:2]
+    axes = values[2] if len(values) > 2 else kwargs.get("axes", 2)
+    if batched_a == batched_b:
+        return NotImplemented
+    nd_a, nd_b = example_ndim(a, batched_a), example_ndim(b, batched_b)
+    if isinstance(axes, (int, _np.integer)):
+        axes = (list(range(nd_a - axes, nd_a)), list(range(axes)))
+    axes_a, axes_b = ([axes[0]] if isinstance(axes[0], int) else list(axes[0]),
+                      [axes[1]] if isinstance(axes[1], int) else list(axes[1]))
+    if batched_a:
+        return anp.tensordot(a, b, (list(_shifted(axes_a, nd_a)), axes_b))
+    out = anp.tensordot(a, b, (axes_a, list(_shifted(axes_b, nd_b))))
+    return anp.moveaxis(out, nd_a - len(axes_a), 0)
+
+
+def _vdot(values, batched, kwargs):
+    a, b = (anp.reshape(v, (_np.shape(v)[0], -1)) if f else anp.ravel(v)
+            for v, f in zip(values, batched))
+    return anp.sum(anp.conj(a) * b, axis=-1)
+
+
+def _split(fun):
+    rule = along_axis(fun, "loop")
+
+    def split(values, batched, kwargs):
+        if not _only_first(batched):
+            return NotImplemented
+        return list(rule(values, batched, kwargs))
+
+    return split
+
+
+def _array_of(values, batched, kwargs):
+    """array_from_args(shape, dtype, *elements): each example's elements flattened side
+    by side, as the primitive does for one."""
+    shape, dtype, elements = values[0], values[1], values[2:]
+    if batched[0] or batched[1]:
+        return NotImplemented
+    size = _size(values, batched)
+    flat = [anp.reshape(e, (size, -1)) if b else
+            anp.broadcast_to(anp.reshape(e, (1, -1)), (size, _np.size(e)))
+            for e, b in zip(elements, batched[2:])]
+    out = anp.reshape(anp.concatenate_args(1, *flat), (size,) + tuple(shape))
+    return out if dtype is None else array_astype(out, dtype)
+
+
+def _diag(flat: bool):
+    """diag (diagflat): a 1-D example (flattened, for diagflat) laid on diagonal k of a
+    matrix, a 2-D one's diagonal k taken."""
+
+    def rule(values, batched, kwargs):
+        if not _only_first(batched):
+            return NotImplemented
+        v, k = values[0], values[1] if len(values) > 1 else kwargs.get("k", 0)
+        if flat:
+            v = anp.reshape(v, (_np.shape(v)[0], -1))
+        if example_ndim(v, True) == 2:
+            return anp.diagonal(v, k, 1, 2)
+        if example_ndim(v, True) != 1:
+            return NotImplemented
+        n = _np.shape(v)[1]
+        out = anp.expand_dims(v, -1) * _np.eye(n, dtype=_np.result_type(v))
+        if k:
+            rows, cols = ((0, k), (k, 0)) if k > 0 else ((-k, 0), (0, -k))
+            out = anp.pad(out, [(0, 0), rows, cols])
+        return out
+
+    return rule
+
+
+defbatch(anp.diag, _diag(False))
+defbatch(anp.diagflat, _diag(True))
+for _fun, _n in zip(_each("atleast_1d atleast_2d"), (1, 2)):
+    defbatch(_fun, _atleast(_n))
+for _fun in _each("asarray asanyarray ascontiguousarray"):
+    defbatch(_fun, as_is(_fun))
+for _fun in _each("split array_split"):
+    defbatch(_fun, _split(_fun))
+defbatch(anp.take_along_axis, _take_along_axis)
+defbatch(anp.tile, _tile)
+defbatch(anp.pad, _pad)
+defbatch(anp.tensordot, _tensordot)
+defbatch(anp.vdot, _vdot)
+defbatch(anp.array_from_args, _array_of)
+defbatch(untake, _untake)
+defbatch(anp.index_update, _index_write(anp.index_update))
+defbatch(anp.index_add, _index_write(anp.index_add))
+
+
+defbatch(anp.expand_dims, _expand_dims)
+defbatch(anp.squeeze, _squeeze)
+defbatch(anp.reshape, _reshape)
+defbatch(anp.ravel, _ravel)
+defbatch(anp.transpose, _transpose)
+defbatch(anp.broadcast_to, _broadcast_to)
+defbatch(array_getitem, _getitem)
+
+
+def _joined(fun, new_axis: bool):
+    """concatenate_args / stack_args (axis, *pieces): pieces that are the same for every
+    example are repeated along the batch."""
+
+    def rule(values, batched, kwargs):
+        axis = values[0]
+        if batched[0] or axis is None:
+            return NotImplemented
+        size = _size(values, batched)
+        pieces = [v if b else anp.broadcast_to(v, (size,) + _np.shape(v))
+                  for v, b in zip(values[1:], batched[1:])]
+        ndim = example_ndim(pieces[0], True) + new_axis
+        return fun(_shifted(axis, ndim), *pieces, **kwargs)
+
+    return rule
+
+
+defbatch(anp.concatenate_args, _joined(anp.concatenate_args, False))
+defbatch(anp.stack_args, _joined(anp.stack_args, True))
+
+
+for _fun in (anp.tril, anp.triu):
+    defbatch(_fun, as_is(_fun, 2))
+
+
+# ----------------------------------------------------------------------------- contractions
+def _matmul(values, batched, kwargs):
+    """matmul on operands of any rank: 1-D operands made matrices (and the added axis
+    squeezed after), then the batched operand's example axes padded to the other's rank."""
+    if len(values) != 2 or kwargs:
+        return NotImplemented
+    (a, b), (batched_a, batched_b) = values, batched
+    nd_a, nd_b = example_ndim(a, batched_a), example_ndim(b, batched_b)
+    if nd_a == 0 or nd_b == 0:
+        return NotImplemented  # NumPy refuses scalars; let the loop raise its error
+    # A batch times one matrix is one product of a tall matrix (one BLAS call; a stack of
+    # small products would be one call per example)
+    if batched_a and not batched_b and nd_b == 2:
+        if nd_a == 1:
+            return anp.matmul(a, b)
+        shape = _np.shape(a)
+        out = anp.matmul(anp.reshape(a, (-1, shape[-1])), b)
+        return anp.reshape(out, shape[:-1] + (_np.shape(b)[-1],))
+    if batched_b and not batched_a and nd_a <= 2 and nd_b == 1:
+        return anp.matmul(b, a) if nd_a == 1 else anp.matmul(b, anp.transpose(a))
+    if nd_a == 1:
+        a = anp.expand_dims(a, -2)
+    if nd_b == 1:
+        b = anp.expand_dims(b, -1)
+    rank = max(nd_a, nd_b, 2)
+    if batched_a and max(nd_a, 2) < rank:
+        a = anp.expand_dims(a, tuple(range(1, 1 + rank - max(nd_a, 2))))
+    if batched_b and max(nd_b, 2) < rank:
+        b = anp.expand_dims(b, tuple(range(1, 1 + rank - max(nd_b, 2))))
+    out = anp.matmul(a, b)
+    if nd_b == 1:
+        out = anp.squeeze(out, -1)
+    if nd_a == 1:
+        out = anp.squeeze(out, -1 if nd_b == 1 else -2)
+    return out
+
+
+def _dot(values, batched, kwargs):
+    nds = [example_ndim(v, b) for v, b in zip(values, batched)]
+    if len(values) != 2 or kwargs or max(nds) > 2:
+        return NotImplemented
+    if min(nds) == 0:
+        return anp.multiply(*aligned(values, batched))
+    return _matmul(values, batched, kwargs)
+
+
+def _inner(values, batched, kwargs):
+    """inner contracts the last axes: the answer's axes are a's others, then b's."""
+    (a, b), (batched_a, batched_b) = values, batched
+    nd_a, nd_b = example_ndim(a, batched_a), example_ndim(b, batched_b)
+    if max(nd_a, nd_b) <= 1:
+        return _dot(values, batched, kwargs)
+    if (batched_a and batched_b) or min(nd_a, nd_b) == 0:
+        return NotImplemented
+    out = anp.inner(a, b)
+    return out if batched_a else anp.moveaxis(out, nd_a - 1, 0)
+
+
+def _outer(values, batched, kwargs):
+    if len(values) != 2 or kwargs:
+        return NotImplemented
+    (a, b), (batched_a, batched_b) = values, batched
+    a = anp.reshape(a, (_np.shape(a)[0], -1, 1) if batched_a else (-1, 1))
+    b = anp.reshape(b, (_np.shape(b)[0], 1, -1) if batched_b else (1, -1))
+    return anp.multiply(a, b)
+
+
+def _einsum(values, batched, kwargs):
+    """A new letter for the batch, first in each batched operand and in the answer."""
+    if not isinstance(values[0], str) or batched[0]:
+        return NotImplemented
+    spec = values[0].replace(" ", "")
+    ins, arrow, out = spec.partition("->")
+    ins = ins.split(",")
+    if not arrow:  # NumPy's implicit answer: broadcast axes, then letters used once
+        joined = "".join(ins).replace(".", "")
+        out = ("..." if "..." in spec else "") + "".join(
+            sorted(c for c in set(joined) if joined.count(c) == 1))
+    letter = next(c for c in string.ascii_letters if c not in spec)
+    ins = [letter + s if b else s for s, b in zip(ins, batched[1:])]
+    return anp.einsum(",".join(ins) + "->" + letter + out, *values[1:], **kwargs)
+
+
+defbatch(anp.matmul, _matmul)
+defbatch(anp.dot, _dot)
+defbatch(anp.inner, _inner)
+defbatch(anp.outer, _outer)
+defbatch(anp.einsum, _einsum)
+
+
+# ----------------------------------------------------------------------------- linalg
+for _fun in (alinalg.inv, alinalg.det, alinalg.slogdet_tuple, alinalg.cholesky,
+             alinalg.eigh_tuple, alinalg.eigvalsh, alinalg.eig_tuple, alinalg.eigvals,
+             alinalg.svd_tuple, alinalg.svd_values, alinalg.pinv, alinalg.matrix_power,
+             alinalg.qr_tuple, alinalg.qr_r):
+    defbatch(_fun, as_is(_fun, 2))
+
+
+def _solve(values, batched, kwargs):
+    """solve(a, b): b of one example a vector, or a stack of matrices like a's (NumPy 2
+    reads only a 1-D b as a vector, so a batch of vectors is made one of one-column
+    matrices); the batched operands' stacking axes are padded to a common rank."""
+    (a, b), (batched_a, batched_b) = values, batched
+    nd_a, nd_b = example_ndim(a, batched_a), example_ndim(b, batched_b)
+    if kwargs or nd_a < 2:
+        return NotImplemented
+    if not batched_a and nd_a == 2 and nd_b <= 2:
+        # one matrix for the whole batch: one factorization, the examples as its columns
+        shape = _np.shape(b)
+        columns = anp.reshape(anp.moveaxis(b, 0, 1), (shape[1], -1))
+        out = anp.reshape(alinalg.solve(a, columns), (shape[1], shape[0]) + shape[2:])
+        return anp.moveaxis(out, 1, 0)
+    vector = nd_b == 1
+    if vector:
+        b, nd_b = anp.expand_dims(b, -1), 2
+    lead = max(nd_a, nd_b) - 2
+    if batched_a and nd_a - 2 < lead:
+        a = anp.expand_dims(a, tuple(range(1, 1 + lead - (nd_a - 2))))
+    if batched_b and nd_b - 2 < lead:
+        b = anp.expand_dims(b, tuple(range(1, 1 + lead - (nd_b - 2))))
+    out = alinalg.solve(a, b)
+    return anp.squeeze(out, -1) if vector else out
+
+
+defbatch(alinalg.solve, _solve)

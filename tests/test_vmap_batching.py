@@ -1,0 +1,271 @@
+"""vmap's batching rules: every primitive has one or is listed as running once per example;
+the rules are what runs (no loop, no fallback) on the programs vmap is for; Python
+decisions split the batch into groups of agreeing examples; what cannot run batched falls
+back to the per-example loop; composition with grad, jvp, jacobian, hessian, jit, itself."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as onp
+import pytest
+
+import chainrule as cr
+import chainrule.numpy as np
+import chainrule.scipy  # noqa: F401  (registers SciPy's primitives)
+from chainrule._core.rule_table import rule_table
+from chainrule._vmap import VmapFallbackWarning
+from chainrule.numpy import batched
+from chainrule.numpy.batched import BatchLoopWarning, batching_rule
+
+R = onp.random.default_rng(3)
+
+# Primitives that run once per example under vmap, and why (a rule would be possible for
+# most; none is wrong, only slower). A primitive registered anywhere is checked.
+RUN_PER_EXAMPLE = {
+    # answers whose shape depends on the values or on several operands' ranks
+    "append", "bincount", "compress", "delete", "extract", "insert", "ediff1d", "meshgrid",
+    "linspace", "full", "full_like", "gradient", "atleast_3d",
+    "rollaxis", "hsplit", "vsplit", "dsplit", "kron", "cross", "convolve", "correlate",
+    "cov", "corrcoef",
+    # SciPy's linear algebra, one matrix per call
+    "cholesky_symmetric", "eigh_values", "eigh_vectors", "lu_packed", "solve_banded",
+    "solve_general", "solve_sylvester", "solve_triangular", "sqrtm", "lstsq_solution",
+    "convolve_canonical",
+    # containers, solvers and sparse operands: one Python object per example
+    "container_add", "sequence_take", "sequence_untake", "_implicit", "ivp_values",
+    "odeint_args", "quad_value", "_fixed_point", "_dense_sparse", "_sparse_dense", "_spsolve",
+    "_spsolve_values",
+}
+
+
+def _differentiable_primitives():
+    import chainrule.explain  # noqa: F401  (its CLI's functions are primitives too)
+    import chainrule.tensor  # noqa: F401
+
+    # chainrule's own (other test modules may have registered theirs by now), but not the
+    # explain CLI's stand-ins for piecewise-constant functions, which only its parser calls
+    def own(fun) -> bool:
+        raw = getattr(fun, "fun", fun)
+        module = getattr(raw, "__module__", None) or type(raw).__name__
+        return (module.split(".")[0] in ("chainrule", "numpy", "scipy", "ufunc")
+                and module != "chainrule.explain._expr")
+
+    return [f for f, entry in rule_table.items() if entry.vjp is not None and own(f)
+            and not getattr(f, "_chainrule_notrace", False)]
+
+
+# read at collection, before tests define primitives of their own at run time
+PRIMITIVES = _differentiable_primitives()
+
+
+def test_every_primitive_has_a_batching_rule_or_is_listed_as_looping():
+    missing, listed_with_rule = [], []
+    for fun in PRIMITIVES:
+        name = getattr(fun, "__name__", repr(fun))
+        has_rule = batching_rule(fun) is not None
+        if not has_rule and name not in RUN_PER_EXAMPLE:
+            missing.append(name)
+        if has_rule and name in RUN_PER_EXAMPLE:
+            listed_with_rule.append(name)
+    assert not missing, f"no batching rule and not listed in RUN_PER_EXAMPLE: {missing}"
+    assert not listed_with_rule, f"listed as looping but has a rule: {listed_with_rule}"
+    with_rule = sum(batching_rule(f) is not None for f in PRIMITIVES)
+    assert with_rule >= 219  # the count when the rules landed (of 265)
+
+
+def _no_fallback(call):
+    """``call()``, failing if any primitive looped or vmap fell back."""
+    batched._warned.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BatchLoopWarning)
+        warnings.simplefilter("error", VmapFallbackWarning)
+        return call()
+
+
+def _mlp_loss(params, x, t):
+    (w1, b1), (w2, b2) = params
+    h = np.tanh(x @ w1 + b1)
+    logits = h @ w2 + b2
+    return -np.sum(t * (logits - chainrule.scipy.special.logsumexp(logits)))
+
+
+def test_per_example_gradients_of_an_mlp_run_batched_and_equal_the_loop():
+    params = [(R.normal(size=(5, 8)) * 0.3, R.normal(size=8)),
+              (R.normal(size=(8, 3)) * 0.3, R.normal(size=3))]
+    xs, ts = R.normal(size=(16, 5)), onp.eye(3)[R.integers(0, 3, 16)]
+    per_example = _no_fallback(
+        lambda: cr.vmap(cr.grad(_mlp_loss), in_axes=(None, 0, 0))(params, xs, ts))
+    for i in range(16):
+        want = cr.grad(_mlp_loss)(params, xs[i], ts[i])
+        for got_leaf, want_leaf in zip(cr.tree_flatten(per_example)[0],
+                                       cr.tree_flatten(want)[0]):
+            onp.testing.assert_allclose(got_leaf[i], want_leaf, rtol=1e-12, atol=1e-15)
+    # and the gradient of the summed loss through vmap is the sum of the per-example ones
+    total = _no_fallback(lambda: cr.grad(
+        lambda p: np.sum(cr.vmap(_mlp_loss, in_axes=(None, 0, 0))(p, xs, ts)))(params))
+    for got_leaf, leaf in zip(cr.tree_flatten(total)[0], cr.tree_flatten(per_example)[0]):
+        onp.testing.assert_allclose(got_leaf, leaf.sum(axis=0), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("name, fun, shape", [
+    ("softmax", lambda x: chainrule.scipy.special.softmax(x), (5,)),
+    ("solve", lambda x: np.linalg.solve(np.eye(4) * 3 + np.outer(x, x), x), (4,)),
+    ("cumsum", lambda x: np.cumsum(x * x), (6,)),
+    ("fft", lambda x: np.real(np.fft.fft(x)) * np.imag(np.fft.fft(x)), (8,)),
+    ("indexing", lambda x: np.reshape(x, (2, 3)).T[1:, ::-1] @ x[:2], (6,)),
+    ("reductions", lambda x: np.max(x) * np.mean(x ** 2) - np.std(x), (5,)),
+    ("linalg", lambda x: np.linalg.det(np.outer(x, x) + np.eye(3)) * np.linalg.inv(
+        np.diag(x) + 2.0)[0], (3,)),
+    ("einsum", lambda x: np.einsum("i,j->ij", x, x) @ x, (4,)),
+])
+def test_rules_of_each_pattern_run_batched_in_both_modes(name, fun, shape):
+    xs = R.normal(size=(3,) + shape) * 0.5
+    got = _no_fallback(lambda: cr.vmap(fun)(xs))
+    onp.testing.assert_allclose(got, onp.stack([fun(x) for x in xs]), rtol=1e-12, atol=1e-14)
+    jac = _no_fallback(lambda: cr.vmap(cr.jacobian(fun))(xs))
+    jac_fwd = _no_fallback(lambda: cr.vmap(cr.jacfwd(fun))(xs))
+    for i, x in enumerate(xs):
+        want = cr.jacobian(fun)(x)
+        onp.testing.assert_allclose(jac[i], want, rtol=1e-10, atol=1e-12)
+        onp.testing.assert_allclose(jac_fwd[i], want, rtol=1e-10, atol=1e-12)
+
+
+def test_a_primitive_without_a_rule_loops_with_one_warning_naming_it():
+    xs = R.normal(size=(4, 3))
+    batched._warned.clear()
+    with pytest.warns(BatchLoopWarning, match="kron has no batching rule") as record:
+        got = cr.vmap(lambda x: np.kron(x, x))(xs)
+        cr.vmap(lambda x: np.kron(x, x))(xs)
+    assert sum("kron" in str(w.message) for w in record) == 1
+    onp.testing.assert_allclose(got, onp.stack([onp.kron(x, x) for x in xs]), rtol=1e-14)
+
+
+def test_disagreeing_decisions_run_per_group_and_keep_the_order():
+    calls = []
+
+    def f(x):
+        calls.append(len(x) if hasattr(x, "__len__") else 0)
+        if np.sum(x) > 0:
+            return np.sin(x)
+        return 2.0 * np.cos(x)
+
+    xs = onp.array([[1.0, 2.0], [-3.0, 1.0], [0.5, -0.1], [-1.0, -1.0]])
+    with pytest.warns(VmapFallbackWarning, match="different branches"):
+        got = cr.vmap(f)(xs)
+    want = onp.stack([f(x) for x in xs])
+    onp.testing.assert_allclose(got, want, rtol=1e-15)
+    # one batched call, then one per group (positive sums, the others): 3 calls, not 4
+    calls.clear()
+    cr.vmap(f)(xs)
+    assert len(calls) == 3
+    grads = cr.vmap(cr.grad(lambda x: np.sum(f(x))))(xs)
+    onp.testing.assert_allclose(grads, onp.stack([cr.grad(lambda x: np.sum(f(x)))(x)
+                                                  for x in xs]), rtol=1e-15)
+
+
+def test_agreeing_decisions_stay_batched():
+    def f(x):
+        y = x * 2.0
+        if np.all(y > -100.0):  # true for every example
+            y = y + 1.0
+        return np.sum(y)
+
+    xs = R.normal(size=(5, 3))
+    got = _no_fallback(lambda: cr.vmap(f)(xs))
+    onp.testing.assert_allclose(got, [f(x) for x in xs], rtol=1e-15)
+
+
+def test_while_loops_with_different_trip_counts_under_grad_and_jit():
+    def newton_sqrt(a):
+        x = a
+        while np.abs(x * x - a) > 1e-12 * a:
+            x = 0.5 * (x + a / x)
+        return x
+
+    a = onp.array([2.0, 9.0, 1e4, 0.25])
+    onp.testing.assert_allclose(cr.vmap(newton_sqrt)(a), onp.sqrt(a), rtol=1e-12)
+    onp.testing.assert_allclose(cr.vmap(cr.grad(newton_sqrt))(a), 0.5 / onp.sqrt(a),
+                                rtol=1e-8)
+    jitted = cr.jit(cr.vmap(newton_sqrt))
+    onp.testing.assert_allclose(jitted(a), onp.sqrt(a), rtol=1e-12)
+    onp.testing.assert_allclose(jitted(a * 4.0), 2.0 * onp.sqrt(a), rtol=1e-12)
+
+
+def test_nested_vmap_with_a_decision_of_the_inner_examples():
+    def f(x, y):
+        return x * y if x > y else x - y
+
+    xs, ys = R.normal(size=4), R.normal(size=3)
+    got = cr.vmap(cr.vmap(f, in_axes=(None, 0)), in_axes=(0, None))(xs, ys)
+    want = onp.array([[f(x, y) for y in ys] for x in xs])
+    onp.testing.assert_allclose(got, want, rtol=1e-15)
+
+
+def test_what_cannot_run_batched_falls_back_to_the_loop():
+    def f(x):
+        plain = onp.asarray(x)  # leaves chainrule: only a per-example call can do this
+        return np.sum(x * plain.shape[0])
+
+    xs = R.normal(size=(3, 4))
+    with pytest.warns(VmapFallbackWarning, match="once per example"):
+        got = cr.vmap(f)(xs)
+    onp.testing.assert_allclose(got, 4.0 * xs.sum(axis=1), rtol=1e-15)
+
+
+def test_composition_orders():
+    f = lambda x, w: np.sum(np.tanh(x * w) ** 2)
+    xs, w = R.normal(size=(5, 3)), R.normal(size=3)
+    per_example = _no_fallback(lambda: cr.vmap(cr.grad(f, argnum=1), in_axes=(0, None))(xs, w))
+    want = onp.stack([cr.grad(f, argnum=1)(x, w) for x in xs])
+    onp.testing.assert_allclose(per_example, want, rtol=1e-13)
+    # jacobian of vmap: one row of per-example gradients per example
+    jac = cr.jacobian(lambda w: cr.vmap(f, in_axes=(0, None))(xs, w))(w)
+    onp.testing.assert_allclose(jac, want, rtol=1e-13)
+    # vmap of hessian and of jvp
+    hs = _no_fallback(lambda: cr.vmap(cr.hessian(f), in_axes=(0, None))(xs, w))
+    for i, x in enumerate(xs):
+        onp.testing.assert_allclose(hs[i], cr.hessian(f)(x, w), rtol=1e-12, atol=1e-14)
+    v = R.normal(size=(5, 3))
+    _, tangents = _no_fallback(lambda: cr.vmap(
+        lambda x, t: cr.jvp(lambda x: f(x, w), (x,), (t,)))(xs, v))
+    onp.testing.assert_allclose(tangents, [cr.grad(f)(x, w) @ t for x, t in zip(xs, v)],
+                                rtol=1e-12)
+    # jit of vmap of grad, and vmap of a jitted grad
+    jitted = cr.jit(cr.vmap(cr.grad(f, argnum=1), in_axes=(0, None)))
+    onp.testing.assert_allclose(jitted(xs, w), want, rtol=1e-13)
+    onp.testing.assert_allclose(jitted(xs, w), want, rtol=1e-13)
+    inner = cr.vmap(cr.jit(cr.grad(f, argnum=1)), in_axes=(0, None))(xs, w)
+    onp.testing.assert_allclose(inner, want, rtol=1e-13)
+
+
+def test_finite_differences_of_per_example_gradients():
+    f = lambda x: np.sum(np.sin(x) * np.cumsum(x))
+    xs = R.normal(size=(3, 4))
+    per_example = cr.vmap(cr.grad(f))(xs)
+    eps = 1e-6
+    for i, x in enumerate(xs):
+        fd = [(f(x + eps * e) - f(x - eps * e)) / (2 * eps) for e in onp.eye(4)]
+        onp.testing.assert_allclose(per_example[i], fd, rtol=1e-7, atol=1e-9)
+
+
+def test_tensor_vmap_against_torch_func():
+    torch = pytest.importorskip("torch")
+    from chainrule.tensor import Tensor, vmap
+
+    X, W, Y = R.normal(size=(6, 3)), R.normal(size=3), R.normal(size=6)
+
+    def loss(w, x, y):
+        return ((x * w).tanh().sum() - y) ** 2
+
+    got = _no_fallback(lambda: vmap(cr.grad(loss), in_dims=(None, 0, 0))(
+        Tensor(W), Tensor(X), Tensor(Y)))
+    want = torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0, 0))(
+        torch.tensor(W), torch.tensor(X), torch.tensor(Y))
+    assert isinstance(got, Tensor)
+    onp.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+    # .backward() through a vmapped forward pass
+    w, tw = Tensor(W, requires_grad=True), torch.tensor(W, requires_grad=True)
+    (vmap(lambda x: (x * w).tanh().sum())(Tensor(X)) ** 2).sum().backward()
+    (torch.func.vmap(lambda x: (x * tw).tanh().sum())(torch.tensor(X)) ** 2).sum().backward()
+    onp.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-12)
