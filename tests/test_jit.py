@@ -203,9 +203,11 @@ def test_fuzz_programs_jit_equals_eager(steps, shape_x, shape_y, seed):
         for make in (lambda: cr.value_and_grad(f, argnum=(0, 1)), lambda: f):
             jf = cr.jit(make())
             jf(x, y)
-            got, want = jf(x, y), make()(x, y)
-            for a, b in zip(*[cr.tree_flatten(t)[0] for t in (got, want)]):
-                _bits(a, b)
+            x2, y2 = inputs(shape_x, shape_y, seed + 1)  # other values: the program's answer
+            for args in ((x, y), (x2, y2)):
+                got, want = jf(*args), make()(*args)
+                for a, b in zip(*[cr.tree_flatten(t)[0] for t in (got, want)]):
+                    _bits(a, b)
         # and with a data-dependent branch
         g = lambda x, y: f(x, y) if np.sum(x) > 0 else f(y, x)
         jg = cr.jit(cr.grad(g))

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._core import tracer
-from .._core.pytree import tree_flatten, tree_unflatten
+from .._core.pytree import LEAF, TreeDef, _sorted_keys, tree_flatten, tree_unflatten
 from .._core.tracer import check_not_leaked, front_ends, isbox, trace_leaves
 from . import _staging
 from ._emit import MISS, Program, emit
@@ -74,6 +74,84 @@ def _leaf_key(leaf: Any) -> tuple:
     return ("static", t, leaf)
 
 
+def _is_traced(leaf: Any) -> bool:
+    """Whether a leaf is an input of the program (else its value is in the signature)."""
+    return _leaf_key(leaf)[0] != "static"
+
+
+def _walk(tree: Any, tokens: list, dyn: list) -> None:
+    """Append ``tree``'s key tokens to ``tokens`` and its traced leaves to ``dyn``, in
+    ``tree_flatten``'s leaf order. (It runs on every call: ``+=`` of a 1-tuple rather
+    than ``append``, leaves of a container handled in its loop.)"""
+    t = type(tree)
+    if t is tuple or t is list:
+        tokens += ((t, len(tree)),)
+        children = tree
+    elif t is dict:
+        keys = _sorted_keys(tree)
+        tokens += ((dict, keys),)
+        children = [tree[k] for k in keys]
+    else:
+        children = (tree,)
+    for x in children:
+        t = type(x)
+        if t is np.ndarray and x.dtype.kind in "fc":
+            tokens += ((t, x.shape, x.dtype),)
+            dyn += (x,)
+        elif t in _STAGED_SCALARS:
+            tokens += (t,)
+            dyn += (x,)
+        elif t is int or t is bool or t is str:
+            tokens += (("static", t, x),)
+        elif x is None:
+            tokens += (None,)
+        elif t is tuple or t is list or t is dict:
+            _walk(x, tokens, dyn)
+        else:
+            leaves, treedef = tree_flatten(x)
+            if treedef is not LEAF:
+                tokens += (treedef,)
+            for leaf in leaves:
+                key = _leaf_key(leaf)
+                tokens += (key,)
+                if key[0] != "static":
+                    dyn += (leaf,)
+
+
+def _unflattener(out_def: TreeDef) -> Callable:
+    """From the program's tuple of output leaves to the output's structure: a compiled
+    expression for tuples, lists, dicts and None, else ``tree_unflatten``."""
+    if out_def.kind is tuple and all(c is LEAF for c in out_def.children):
+        return _identity  # the program's tuple is the output
+    counter = iter(range(out_def.num_leaves))
+    expr = _rebuild_expr(out_def, counter)
+    if expr is None:
+        return functools.partial(tree_unflatten, out_def)
+    return eval(f"lambda o: {expr}", {})  # noqa: S307 (an expression built just above)
+
+
+def _rebuild_expr(treedef: TreeDef, counter) -> str | None:
+    kind = treedef.kind
+    if kind is None:
+        return f"o[{next(counter)}]"
+    if kind is type(None):
+        return "None"
+    parts = [_rebuild_expr(c, counter) for c in treedef.children]
+    if any(p is None for p in parts):
+        return None
+    if kind is tuple:
+        return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
+    if kind is list:
+        return f"[{', '.join(parts)}]"
+    if kind is dict and all(type(k) in (str, int) for k in treedef.aux):
+        return "{" + ", ".join(f"{k!r}: {p}" for k, p in zip(treedef.aux, parts)) + "}"
+    return None
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
 class _Entry:
     __slots__ = ("variants", "eager")
 
@@ -106,7 +184,44 @@ class JittedFunction:
         functools.update_wrapper(self, fun)
 
     # -------------------------------------------------------------- signature
+    def _signature(self, args, kwargs) -> tuple[tuple, list]:
+        """The cache key and the traced leaves, in one pass over the arguments.
+
+        The key spells the pytree structure with a token per container and a key per
+        leaf; it is computed on every call, so tuples, lists, dicts and plain leaves
+        are walked here without building a TreeDef (the trace builds one, on a miss)."""
+        tokens: list = []
+        dyn: list = []
+        statics = self.static_argnums
+        if not statics:
+            _walk(args, tokens, dyn)
+        else:
+            for i, a in enumerate(args):
+                if i in statics:
+                    tokens.append(("static", i, a))
+                else:
+                    _walk(a, tokens, dyn)
+        if kwargs:
+            for k in _sorted_keys(kwargs):
+                v = kwargs[k]
+                if k in self.static_argnames:
+                    tokens.append(("static", k, v))
+                else:
+                    tokens.append(k)
+                    _walk(v, tokens, dyn)
+        return tuple(tokens), dyn
+
+    def _lookup(self, key: tuple) -> _Entry | None:
+        try:
+            return self._cache.get(key)
+        except TypeError:
+            raise StagingError(
+                "chainrule.jit: static arguments must be hashable (they are part of the cache "
+                "key); pass arrays as ordinary (traced) arguments."
+            ) from None
+
     def _split(self, args, kwargs):
+        """The leaves, their TreeDef and the static arguments, for a trace."""
         statics = []
         dyn_args = list(args)
         for i in sorted(self.static_argnums):
@@ -120,16 +235,7 @@ class JittedFunction:
             else:
                 dyn_kwargs[k] = v
         leaves, treedef = tree_flatten((tuple(dyn_args), dyn_kwargs))
-        keys = tuple(_leaf_key(leaf) for leaf in leaves)
-        try:
-            key = (treedef, keys, tuple(statics))
-            hash(key)
-        except TypeError:
-            raise StagingError(
-                "chainrule.jit: static arguments must be hashable (they are part of the cache "
-                "key); pass arrays as ordinary (traced) arguments."
-            ) from None
-        return key, leaves, treedef, statics
+        return leaves, treedef, statics
 
     def _call_with(self, leaves, treedef, statics):
         dyn_args, kwargs = tree_unflatten(treedef, leaves)
@@ -144,26 +250,33 @@ class JittedFunction:
 
     # -------------------------------------------------------------- calls
     def __call__(self, *args, **kwargs):
-        key, leaves, treedef, statics = self._split(args, kwargs)
-        entry = self._cache.get(key)
+        if kwargs or self.static_argnums:
+            key, dyn = self._signature(args, kwargs)
+        else:  # (the common call, without a call of _signature)
+            tokens: list = []
+            dyn = []
+            _walk(args, tokens, dyn)
+            key = tuple(tokens)
+        try:
+            entry = self._cache.get(key)
+        except TypeError:
+            entry = self._lookup(key)  # raises the error that names the fix
         if entry is not None:
             if entry.eager:
                 self._eager += 1
                 return self.fun(*args, **kwargs)
-            dyn = [leaf for leaf, k in zip(leaves, key[1]) if k[0] != "static"]
             for program in entry.variants:
                 out = program.run(*dyn)
                 if out is not MISS:
                     self._hits += 1
-                    return tree_unflatten(self._out_defs[id(program)], out)
+                    return program.unflatten(out)
+        leaves, treedef, statics = self._split(args, kwargs)
         if any(isbox(leaf) or type(leaf) in front_ends for leaf in leaves):
             self._eager += 1  # inside another trace (grad(jit(f))): trace through
             return self.fun(*args, **kwargs)
-        return self._trace(key, leaves, treedef, statics, entry)[0]
+        return self._trace(key, leaves, treedef, statics, entry, dyn)[0]
 
-    _out_defs: dict
-
-    def _trace(self, key, leaves, treedef, statics, entry):
+    def _trace(self, key, leaves, treedef, statics, entry, walked):
         if entry is None:
             entry = self._cache[key] = _Entry()
             while len(self._cache) > self.maxsize:
@@ -180,8 +293,14 @@ class JittedFunction:
             )
             return self._call_with(leaves, treedef, statics), None
         self._misses += 1
-        dyn_pos = [i for i, k in enumerate(key[1]) if k[0] != "static"]
+        dyn_pos = [i for i, leaf in enumerate(leaves) if _is_traced(leaf)]
         dyn = [leaves[i] for i in dyn_pos]
+        if len(dyn) != len(walked) or any(a is not b for a, b in zip(dyn, walked)):
+            # the program's inputs are the cached call's walk: the two orders must agree
+            raise AssertionError(
+                "chainrule.jit: the signature walk and tree_flatten disagree on the order of "
+                "the traced leaves; please report this with the argument types."
+            )
 
         def staged(boxes):
             if boxes:
@@ -224,20 +343,20 @@ class JittedFunction:
             self._eager += 1
             return result, None
         program = emit(len(dyn), items, session.guards, self._name)
+        program.unflatten = _unflattener(out_def)
         entry.variants.append(program)
-        self._out_defs[id(program)] = out_def
         return result, program
 
     def lower(self, *args, **kwargs) -> Lowered:
         """The emitted program for these arguments (traced now if not cached)."""
-        key, leaves, treedef, statics = self._split(args, kwargs)
-        entry = self._cache.get(key)
-        dyn = [leaf for leaf, k in zip(leaves, key[1]) if k[0] != "static"]
+        key, dyn = self._signature(args, kwargs)
+        leaves, treedef, statics = self._split(args, kwargs)
+        entry = self._lookup(key)
         if entry is not None:
             for program in entry.variants:
                 if program.run(*dyn) is not MISS:
                     return Lowered(program)
-        _, program = self._trace(key, leaves, treedef, statics, entry)
+        _, program = self._trace(key, leaves, treedef, statics, entry, dyn)
         if program is None:
             raise StagingError(
                 f"chainrule.jit: {self._name} cannot be staged for these arguments (it "
@@ -257,7 +376,6 @@ class JittedFunction:
 
     def clear_cache(self) -> None:
         self._cache.clear()
-        self._out_defs.clear()
         self._hits = self._misses = self._eager = 0
 
     def __get__(self, obj, objtype=None):
@@ -301,6 +419,4 @@ def jit(
             max_variants=max_variants,
             maxsize=maxsize,
         )
-    jf = JittedFunction(fun, static_argnums, static_argnames, max_variants, maxsize)
-    jf._out_defs = {}
-    return jf
+    return JittedFunction(fun, static_argnums, static_argnames, max_variants, maxsize)

@@ -10,14 +10,16 @@ once, and a multiplication by a constant one whose answer is provably the other 
 
 from __future__ import annotations
 
-import re
+import math
 import warnings
 from typing import Any
 
 import numpy as np
 
 from .. import numpy as anp
-from ._staging import Guard, StagingNode
+from .._core.tracer import getval
+from ._direct import direct_call
+from ._staging import Guard, StagingNode, _identity
 
 MISS = object()  # what an emitted program answers when a guard fails
 
@@ -48,6 +50,8 @@ def _simple_literal(v: Any) -> bool:
 
 
 def _is_one(c: Any) -> bool:
+    if not isinstance(c, (np.ndarray, np.generic, int, float, complex)):
+        return False  # (a Dask constant would be computed to find out)
     try:
         return bool(np.all(np.asarray(c) == 1)) and np.isrealobj(c)
     except Exception:
@@ -79,15 +83,20 @@ _OPERATORS = {
 
 
 def _scalar_operator(raw, node: StagingNode) -> bool:
-    if raw not in _OPERATORS or node.kwargs or len(node.args) != 2:
+    args = node.args
+    if len(args) != 2 or raw not in _OPERATORS or node.kwargs or type(node.ans) is not _F64:
         return False
-    if type(node.ans) is not np.float64:
-        return False
+    # operands are float64 scalars or Python floats, and traced ones float64 scalars (a
+    # Python float would divide by 0 with an error)
     traced = node.argnums
-    # traced operands are float64 scalars (a Python float would divide by 0 with an error)
-    if any(type(node.args[i]) is not np.float64 for i in traced):
-        return False
-    return all(type(a) in (np.float64, float) for a in node.args)
+    for i in (0, 1):
+        t = type(args[i])
+        if t is not _F64 and (t is not float or i in traced):
+            return False
+    return True
+
+
+_F64 = np.float64
 
 
 def _needed(outputs: list, guards: list[Guard]) -> list[StagingNode]:
@@ -107,7 +116,10 @@ def _guard_line(name: str, guard: Guard, const) -> str:
         return f"if {'not ' if guard.expected else ''}{name}: return MISS"
     if guard.convert in (int, float, complex) and _simple_literal(guard.expected):
         return f"if {guard.convert.__name__}({name}) != {guard.expected!r}: return MISS"
-    return f"if not _same({name}, {const(guard.expected)}): return MISS"
+    if guard.convert is _identity or guard.convert is getval:
+        return f"if not _same({name}, {const(guard.expected)}): return MISS"
+    # another conversion (an integer or boolean array of the value ...): checked converted
+    return f"if not _same({const(guard.convert)}({name}), {const(guard.expected)}): return MISS"
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -119,6 +131,75 @@ def _same(a: Any, b: Any) -> bool:
         return bool(a == b)
     except Exception:
         return False
+
+
+_SCALAR_INPUTS = (float, np.float64)
+_EXACT_INT = 1 << 53  # Python ints up to this are floats exactly, as NumPy casts them
+
+
+def _float_constant(v: Any) -> bool:
+    if type(v) in _SCALAR_INPUTS:
+        return math.isfinite(v)
+    return type(v) is int and -_EXACT_INT <= v <= _EXACT_INT
+
+
+def _float_inputs(nodes: list[StagingNode], guards: list[Guard]) -> bool:
+    """Whether the inputs are float64 scalars and every guard a ``bool()``: the first
+    condition of a float program (the second is ``_float_node`` of each emitted call)."""
+    return all(
+        type(n.ans) in _SCALAR_INPUTS for n in nodes if n.fun is None
+    ) and all(g.convert is bool for g in guards)
+
+
+def _float_node(node: StagingNode) -> bool:
+    """Whether an emitted call is one of chainrule's scalar-path functions
+    (``numpy_wrapper._with_scalar_path``: + - * /, negative, sin, cos, exp, log, sqrt) on
+    float64 scalars and finite constants. A program of such calls (a *float program*)
+    runs on Python floats (see ``_float_source``)."""
+    if node.fun.fun not in _scalar_paths() or node.kwargs or type(node.ans) is not _F64:
+        return False
+    args, traced = node.args, node.argnums
+    return len(traced) == len(args) or all(
+        i in traced or _float_constant(a) for i, a in enumerate(args)
+    )
+
+
+def _scalar_paths() -> frozenset:
+    """The raw functions with a float path (their ``scalar`` attribute), found once."""
+    global _SCALAR_PATHS
+    if _SCALAR_PATHS is None:
+        funs = (getattr(anp, name, None) for name in dir(anp))
+        _SCALAR_PATHS = frozenset(
+            f.fun for f in funs if getattr(getattr(f, "fun", None), "scalar", None) is not None
+        )
+    return _SCALAR_PATHS
+
+
+_SCALAR_PATHS: frozenset | None = None
+
+
+def _float_call(raw, texts: list[str], fun_name) -> str:
+    if raw in _OPERATORS:
+        return f" {_OPERATORS[raw]} ".join(texts)
+    if raw is _NEGATIVE:
+        return f"-{texts[0]}"
+    return f"{fun_name(raw.scalar)}({texts[0]})"
+
+
+_NEGATIVE = anp.negative.fun
+
+
+class _Later:
+    """The exact program of a float program, compiled when first needed."""
+
+    def __init__(self, source: str, glob: dict, name: str):
+        self.source, self.glob, self.name, self.fn = source, glob, name, None
+
+    def __call__(self, *args):
+        if self.fn is None:
+            exec(compile(self.source, f"<chainrule.jit {self.name}, exact>", "exec"), self.glob)
+            self.fn = self.glob[self.name]
+        return self.fn(*args)
 
 
 def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Program:
@@ -146,7 +227,8 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
 
     names: dict[int, str] = {}  # id(node) -> variable
     cse: dict[tuple, str] = {}
-    lines = []
+    lines: list[str] = []
+    reads: list[tuple] = []  # per line, the variables it reads (for the dels)
     out_nodes = [o for o in out_items if isinstance(o, StagingNode)]
     nodes = _needed(out_nodes, guards)
     guards_by_node: dict[int, list[Guard]] = {}
@@ -154,40 +236,55 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
         guards_by_node.setdefault(id(g.node), []).append(g)
     count = 0
     guarded: set[str] = set()
+    floats = _float_inputs(nodes, guards)
+    fast_lines = []  # the float program's lines, where ``floats``
+    multiply = anp.multiply.fun
+    fresh: set[str] = set()  # variables holding a new array of an elementwise ufunc
+    reusable: dict[int, list[str]] = {}  # line -> its operands whose memory it may reuse
+    viewing: set[int] = set()  # lines whose answer may share its operands' memory
     for node in nodes:
-        if node.fun is None:
-            names[id(node)] = f"x{node.index}"
+        fun = node.fun
+        if fun is None:
+            var = names[id(node)] = f"x{node.index}"
             if type(node.ans) in _AS_NUMPY:  # the trace boxed it as a NumPy scalar
                 numpy_type = _AS_NUMPY[type(node.ans)]
-                line = f"x{node.index} = {fun_name(numpy_type)}(x{node.index})"
-                lines.append(f"{line}  # as {numpy_type.__name__}, as traced")
+                lines.append(f"{var} = {fun_name(numpy_type)}({var})  # as "
+                             f"{numpy_type.__name__}, as traced")
+                reads.append((var,))
         else:
-            raw = node.fun.fun
-            argtexts = []
-            argkeys = []
-            parents = iter(node.parents)
-            traced = set(node.argnums)
-            for i, a in enumerate(node.args):
-                if i in traced:
-                    text = names[id(next(parents))]
-                else:
-                    text = repr(a) if _simple_literal(a) and type(a) is not str else const(a)
-                argtexts.append(text)
-                argkeys.append(text)
-            kwtexts = []
-            for k, v in node.kwargs.items():
-                kwtexts.append(f"{k}={v!r}" if _simple_literal(v) else f"{k}={const(v)}")
-            key = (id(raw), tuple(argkeys), tuple(kwtexts))
+            raw = fun.fun
+            args = node.args
+            argnums = node.argnums
+            parents = node.parents
+            if len(argnums) == len(args):  # every argument traced (the common case)
+                argtexts = [names[id(p)] for p in parents]
+                vals = [p.ans for p in parents]
+                traced_texts = argtexts
+            else:
+                argtexts, vals, traced_texts = [], [], []
+                it = iter(parents)
+                for i, a in enumerate(args):
+                    if i in argnums:
+                        parent = next(it)
+                        text = names[id(parent)]
+                        traced_texts.append(text)
+                        vals.append(parent.ans)
+                    else:
+                        text = repr(a) if _simple_literal(a) and type(a) is not str else const(a)
+                        vals.append(a)
+                    argtexts.append(text)
+            if node.kwargs:
+                kwmap = {k: repr(v) if _simple_literal(v) else const(v)
+                         for k, v in node.kwargs.items()}
+                kwtexts = [f"{k}={v}" for k, v in kwmap.items()]
+            else:
+                kwmap, kwtexts = {}, []
+            key = (raw, *argtexts, *kwtexts)
             alias = cse.get(key)
-            if (
-                alias is None
-                and raw is anp.multiply.fun
-                and len(node.args) == 2
-                and len(node.argnums) == 1
-            ):
+            if alias is None and raw is multiply and len(args) == 2 and len(argnums) == 1:
                 # x * 1 is x, bit for bit, when type, shape, dtype and layout agree
-                (i,) = node.argnums
-                if _is_one(node.args[1 - i]) and _same_layout(node.ans, node.args[i]):
+                (i,) = argnums
+                if _is_one(args[1 - i]) and _same_layout(node.ans, args[i]):
                     alias = argtexts[i]
             if alias is not None:
                 names[id(node)] = alias
@@ -198,24 +295,50 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
                 if _scalar_operator(raw, node):
                     call = f" {_OPERATORS[raw]} ".join(argtexts)
                 else:
-                    call = f"{fun_name(raw)}({', '.join(argtexts + kwtexts)})"
-                label = getattr(node.fun, "__name__", getattr(raw, "__name__", "?"))
+                    call = direct_call(raw, vals, argtexts, kwmap, fun_name) or (
+                        f"{fun_name(raw)}({', '.join(argtexts + kwtexts)})"
+                    )
+                label = getattr(fun, "__name__", None) or getattr(raw, "__name__", "?")
+                if _elementwise_array(raw, node) and call.endswith(")"):
+                    fresh.add(var)
+                    same = [t for t, p in zip(traced_texts, parents) if t in fresh
+                            and p.ans.shape == node.ans.shape and p.ans.dtype == node.ans.dtype]
+                    if same:
+                        reusable[len(lines)] = same
+                elif type(node.ans) is np.ndarray and raw not in _NEW_ARRAYS:
+                    viewing.add(len(lines))  # (transpose, reshape, indexing ...)
                 note = annotate(node) if annotate is not None else ""
                 lines.append(f"{var} = {call}  # {label}{note}")
+                reads.append(traced_texts)
+                if floats and _float_node(node):
+                    texts = [t if i in argnums else repr(float(a))
+                             for i, (t, a) in enumerate(zip(argtexts, args))]
+                    fast_lines.append(f"{var} = {_float_call(raw, texts, fun_name)}  # {label}")
+                else:
+                    floats = False
         for g in guards_by_node.get(id(node), ()):
             line = _guard_line(names[id(node)], g, const)
             if line in guarded:
                 continue  # the same check, already made
             guarded.add(line)
             lines.append(f"{line}  # guard: {_what(g)}")
+            reads.append((names[id(node)],))
+            fast_lines.append(lines[-1])
     outs = [names[id(o)] if isinstance(o, StagingNode) else const(o) for o in out_items]
     # only arrays are worth a del: a scalar's memory is not reused by NumPy's allocator
-    scalars = {names[id(n)] for n in nodes if type(n.ans) is not np.ndarray}
-    lines = _free_after_last_use(lines, set(outs) | scalars)
+    arrays = {names[id(n)] for n in nodes if type(n.ans) is np.ndarray}.difference(outs)
+    if arrays:
+        viewed = {name for i in viewing for name in reads[i]}
+        lines = _free_after_last_use(lines, reads, arrays, {
+            i: [n for n in names if n not in viewed] for i, names in reusable.items()
+        })
     params = ", ".join(f"x{i}" for i in range(n_inputs))
     body = "\n".join("    " + line for line in lines)
     ret = f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"
     source = f"def {name}({params}):\n{body + chr(10) if body else ''}{ret}\n"
+    if floats and fast_lines:
+        glob["_exact"] = _Later(source, dict(glob), name)
+        source = _float_source(name, params, fast_lines, out_items, outs, fun_name)
     if large:
         sizes = ", ".join(f"{a.shape} {a.dtype}" for a in large)
         warnings.warn(
@@ -229,32 +352,81 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
     return Program(source, glob[name], len(lines))
 
 
-_NAME = re.compile(r"\b[vx]\d+\b")
+def _float_source(name: str, params: str, lines: list[str], out_items: list,
+                  outs: list[str], fun_name) -> str:
+    """The float program: the same operations on Python floats (IEEE-exact as NumPy's
+    float64 scalars; the same math functions as chainrule's scalar path). Where Python
+    raises instead of answering inf or nan (x / 0, math's domain and overflow errors), or
+    an output is not finite, the exact program (NumPy scalars) answers instead, with
+    NumPy's values and warnings."""
+    f64 = fun_name(np.float64)
+    finite = fun_name(math.isfinite)
+    staged = [o for o, item in zip(outs, out_items) if isinstance(item, StagingNode)]
+    ret = [f"{f64}({o})" if isinstance(item, StagingNode) else o
+           for o, item in zip(outs, out_items)]
+    body = ["try:"] + ["    " + line for line in lines]
+    body.append("except (ArithmeticError, ValueError):  # NumPy answers inf or nan, and warns")
+    body.append(f"    return _exact({params})")
+    if staged:
+        checks = " and ".join(f"{finite}({o})" for o in staged)
+        body.append(f"if not ({checks}):  # NumPy's nan and inf, with its warnings")
+        body.append(f"    return _exact({params})")
+    body.append(f"return ({', '.join(ret)}{',' if len(ret) == 1 else ''})")
+    text = "\n".join("    " + line for line in body)
+    return f"def {name}({params}):\n{text}\n"
 
 
-def _free_after_last_use(lines: list[str], keep: set[str]) -> list[str]:
-    """``del`` each intermediate after its last use, as the eager backward pass releases
-    them: NumPy then reuses the memory it just freed instead of touching new pages."""
+def _free_after_last_use(
+    lines: list[str], reads: list, freed: set[str], reusable: dict[int, list[str]]
+) -> list[str]:
+    """``del`` each of ``freed`` after its last use (``reads[i]``: the variables line i
+    reads), as the eager backward pass releases intermediates: NumPy then reuses the
+    memory it just freed instead of touching new pages. An elementwise ufunc whose operand
+    dies on its line (``reusable``: new arrays of its shape and dtype, of which no view was
+    taken) writes its answer into it, ``out=``, as a hand-written ``a += b`` does: the
+    same values, one allocation fewer."""
     last: dict[str, int] = {}
-    for i, line in enumerate(lines):
-        for name in _NAME.findall(line.split("  # ", 1)[0]):
+    for i, names in enumerate(reads):
+        for name in names:
             last[name] = i
     dead: dict[int, list[str]] = {}
     for name, i in last.items():
-        if name not in keep:
+        if name in freed:
             dead.setdefault(i, []).append(name)
     out = []
     for i, line in enumerate(lines):
+        into = [n for n in reusable.get(i, ()) if n in freed and last[n] == i]
+        if into:
+            code, comment = line.split("  # ", 1)
+            line = f"{code[:-1]}, out={into[0]})  # {comment}"
         out.append(line)
         if i in dead:
             out.append(f"del {', '.join(sorted(dead[i]))}")
     return out
 
 
+# functions whose ndarray answers are new arrays, never views of their operands
+_NEW_ARRAYS = frozenset([np.matmul, np.dot, np.sum, np.prod, np.max, np.min])
+
+
+def _elementwise_array(raw, node: StagingNode) -> bool:
+    """Whether the call is an elementwise ufunc (no ``out=`` yet) answering a new ndarray."""
+    ufunc = raw if isinstance(raw, np.ufunc) else getattr(raw, "ufunc", None)
+    return (
+        ufunc is not None
+        and ufunc.signature is None
+        and ufunc.nout == 1
+        and type(node.ans) is np.ndarray
+        and "out" not in node.kwargs
+        and all(type(a) is np.ndarray or np.isscalar(a) for a in node.args)
+    )
+
+
 def _what(g: Guard) -> str:
     conv = getattr(g.convert, "__name__", "value")
-    return (
-        f"{conv}() was {g.expected!r}"
-        if conv != "_identity" and conv != "getval"
-        else "the value decided at trace time"
-    )
+    if conv in ("_identity", "getval"):
+        return "the value decided at trace time"
+    shown = repr(g.expected)
+    if "\n" in shown or len(shown) > 60:  # (a comment is one line)
+        return f"{conv}() of the value decided at trace time"
+    return f"{conv}() was {shown}"

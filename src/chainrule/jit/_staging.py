@@ -24,6 +24,7 @@ from .._core import tracer
 from .._core.tracer import Node, isbox
 
 _creation = itertools.count()
+_BOX_TYPES = tracer.Box.types  # (the registry's own set: later registrations count)
 _state = threading.local()
 
 
@@ -67,7 +68,7 @@ def _on_decision(box, convert):
 
 
 class StagingNode(Node):
-    __slots__ = ("fun", "args", "kwargs", "argnums", "parents", "ans", "seq", "index")
+    __slots__ = ("fun", "args", "kwargs", "argnums", "parents", "ans", "seq", "index", "mask")
     on_decision = staticmethod(_on_decision)
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
@@ -79,10 +80,16 @@ class StagingNode(Node):
         self.ans = ans
         self.seq = next(_creation)
         self.index = -1
-        if any(isbox(a) for a in args) or any(isbox(v) for v in kwargs.values()):
+        self.mask = False
+        if _BOX_TYPES.intersection(map(type, args)) or (
+            kwargs and _BOX_TYPES.intersection(map(type, kwargs.values()))
+        ):
             session = current()
             if session is not None:
                 session.impure = "it uses a value traced outside it (a closed-over box)"
+        for p in parents:
+            if p.mask and not _takes_masks(fun):
+                _guard_mask(p)  # (a notrace consumer's own answer is guarded instead)
 
     def initialize_root(self, value, index: int) -> None:
         self.__init__(value, None, [], {}, (), ())
@@ -161,11 +168,82 @@ def notrace_hook(f_raw, args, kwargs):
     parents = tuple(staged[i]._node for i in argnums)
     # other arguments are constants: plain values (boxes of newer traces hold no staged value)
     node = StagingNode(ans, call, argvals, dict(kwargs), argnums, parents)
+    if f_raw in _MASK_FUNCTIONS and type(ans) is np.ndarray and ans.ndim and ans.dtype == bool:
+        # A mask (x > 0 and kin) is a value of the program: it goes on as a staged box, and
+        # is guarded by value only where it reaches a function outside _takes_masks (one
+        # whose result's shape or Python-visible structure could depend on it).
+        node.mask = True
+        return tracer.new_box(ans, tid, node)
     # The answer goes on as a plain value (code around notrace functions expects one), so
     # the program is specialised on it: a guard checks it is the same on later calls.
     session.guards.append(Guard(node, _identity, ans))
     return ans
 
 
+# elementwise notrace functions whose boolean answers are staged as masks
+_MASK_FUNCTIONS = frozenset(
+    [
+        np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal,
+        np.logical_and, np.logical_or, np.logical_not, np.logical_xor,
+        np.isfinite, np.isinf, np.isnan, np.signbit,
+        np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert,
+    ]
+)
+
+
+def _takes_masks(fun) -> bool:
+    """Whether a recorded function may take a staged mask as a value: an elementwise
+    function (a ufunc, a chainrule ufunc wrapper, a mask function), ``where``, ``astype``
+    or ``sum``, whose answer's shape does not depend on the mask's values. Python
+    decisions on a mask (``if m.any():``, an index) are guarded where they happen,
+    by ``on_decision``."""
+    if fun is None:
+        return False
+    if type(fun) is _NotraceCall:
+        return True  # its own answer is guarded (or is a mask)
+    raw = fun.fun
+    return (
+        isinstance(raw, np.ufunc)
+        or getattr(raw, "ufunc", None) is not None
+        or raw in _shape_preserving()
+    )
+
+
+def _shape_preserving() -> tuple:
+    from ..numpy import where  # (late: chainrule.numpy imports the tracer first)
+    from ..numpy.numpy_boxes import array_astype
+
+    return (where.fun, array_astype.fun, np.sum)
+
+
+def _guard_mask(node: StagingNode) -> None:
+    """Specialise the program on a mask's value (its consumer may read it as a plain
+    value: boolean indexing, whose answer's shape depends on it, or a rule's Python)."""
+    session = current()
+    if session is not None and not any(g.node is node for g in session.guards):
+        session.guards.append(Guard(node, _identity, node.ans))
+
+
 def _identity(x: Any) -> Any:
     return x
+
+
+def _plain_answer_of_masks(f_raw, args, kwargs):
+    """An answer no box holds (``mask[i]``, a NumPy bool) computed from staged masks only:
+    the masks are guarded by value (see ``StagingNode``), so the answer is a constant of
+    the program and goes on as a plain value, as it did before masks were staged."""
+    session = current()
+    if session is None:
+        return NotImplemented
+    staged = [_staged_box(a, session.trace_id) for a in args]
+    staged = [s for s in staged if s is not None]
+    if not staged or not all(s._node.mask for s in staged) or any(
+        isbox(a) and _staged_box(a, session.trace_id) is None for a in args
+    ):
+        return NotImplemented
+    for s in staged:
+        _guard_mask(s._node)
+    return f_raw(*[tracer.getval(a) for a in args], **kwargs)
+
+
+tracer.untraceable_answer_handlers.append(_plain_answer_of_masks)

@@ -49,7 +49,7 @@ from collections import namedtuple
 import numpy as _np
 import numpy.linalg as _npla
 
-from .._core.tracer import getval, isbox, notrace_primitive, primitive
+from .._core.tracer import decided, getval, isbox, notrace_primitive, primitive
 from . import _namespace
 from . import numpy_wrapper as _anp
 
@@ -183,7 +183,9 @@ def lstsq(a, b, rcond=None):
     """``numpy.linalg.lstsq``: ``(x, residuals, rank, s)``; x, residuals and s differentiable."""
     if not (isbox(a) or isbox(b)):
         return _npla.lstsq(a, b, rcond=rcond)
-    _, resids, rank, _ = _npla.lstsq(getval(a), getval(b), rcond=rcond)
+    # the rank (and whether there are residuals) is a plain answer: under chainrule.jit a
+    # guarded decision on a's values
+    _, resids, rank, _ = _npla.lstsq(decided(a, getval), getval(b), rcond=rcond)
     x = lstsq_solution(a, b, rcond)
     if _np.size(resids):
         r = _anp.absolute(b - _anp.dot(a, x)) ** 2

@@ -173,7 +173,8 @@ class ArrayBox(Box):
     def __array__(self, dtype=None, copy=None):
         check_not_leaked(self)
         if dtype is not None and _carries_no_derivative(dtype):
-            return _np.asarray(self._value, dtype)  # numpy.int64(x): indices, as autograd
+            # numpy.int64(x): indices, as autograd (under chainrule.jit, a guarded decision)
+            return decided(self, _Plain("asarray", _np.asarray, dtype))
         if dtype is None and called_by_sparse_dispatch(sys._getframe(1)):
             return _np.empty((), dtype=object)  # SciPy then lets __rmatmul__ answer A @ x
         raise TypeError(
@@ -255,11 +256,19 @@ class ArrayBox(Box):
     __ge__ = anp.greater_equal
     __lt__ = anp.less
     __le__ = anp.less_equal
+    # Bitwise operators, on boolean masks mostly (a & b, ~m): plain answers, as comparisons.
+    __and__ = anp.bitwise_and
+    def __rand__(self, other): return anp.bitwise_and(other, self)  # noqa: E704
+    __or__ = anp.bitwise_or
+    def __ror__(self, other): return anp.bitwise_or(other, self)  # noqa: E704
+    __xor__ = anp.bitwise_xor
+    def __rxor__(self, other): return anp.bitwise_xor(other, self)  # noqa: E704
+    __invert__ = anp.invert
 
     # ------------------------------------------------------------------ methods
     def astype(self, dtype, *args, **kwargs):
         if _carries_no_derivative(dtype):
-            return array_astype(self._value, dtype, *args, **kwargs)
+            return decided(self, _Plain("astype", array_astype, dtype, args, kwargs))
         return array_astype(self, dtype, *args, **kwargs)
 
     def reshape(self, *shape, order="C"):
@@ -384,6 +393,19 @@ _WRITE_INSTEAD = (
     "concatenate or where), or write a = chainrule.numpy.index_update(a, i, x): a is then "
     "a traced copy, and further writes a[j] = y into it are differentiable."
 )
+
+
+class _Plain:
+    """A value's plain integer or boolean array, ``fun(value, dtype, ...)``: a conversion
+    that drops the derivative, and under ``chainrule.jit`` a decision the program guards
+    (``tracer.decided``), so a later call with other values does not reuse this answer."""
+
+    def __init__(self, name, fun, dtype, args=(), kwargs=None):
+        self.__name__, self.fun, self.dtype = name, fun, dtype
+        self.args, self.kwargs = args, kwargs or {}
+
+    def __call__(self, value):
+        return self.fun(value, self.dtype, *self.args, **self.kwargs)
 
 
 def _carries_no_derivative(dtype) -> bool:

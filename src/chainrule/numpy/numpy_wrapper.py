@@ -63,7 +63,7 @@ NONDIFFERENTIABLE = """
     logical_and logical_or logical_not logical_xor isfinite isinf isnan isneginf isposinf
     isreal iscomplex signbit shape ndim size result_type iscomplexobj isrealobj
     zeros_like ones_like empty_like histogram
-    any all eye identity isin
+    any all eye identity isin bitwise_and bitwise_or bitwise_xor invert
 """
 # fmt: on
 
@@ -137,6 +137,7 @@ def _with_scalar_path(ufunc, scalar):
     raw.__name__ = raw.__qualname__ = ufunc.__name__
     raw.__doc__ = ufunc.__doc__
     raw.ufunc = ufunc  # for dispatch to foreign operands (numpy_boxes)
+    raw.scalar = scalar  # for chainrule.jit's programs of floats
     return raw
 
 
@@ -527,7 +528,8 @@ def piecewise(x, condlist, funclist, *args, **kw):
     if _np.isscalar(condlist) or (
             not isinstance(getval(condlist[0]), (list, _np.ndarray)) and x_raw.ndim != 0):
         condlist = [condlist]
-    conditions = [_np.asarray(getval(c), dtype=bool) for c in condlist]
+    # (a traced condition's plain value: under chainrule.jit a guarded decision, __array__)
+    conditions = [_np.asarray(c, dtype=bool) for c in condlist]
     if len(funclist) == len(conditions) + 1:  # the last function covers "otherwise"
         conditions.append(~_np.any(conditions, axis=0))
     elif len(funclist) != len(conditions):
@@ -542,12 +544,16 @@ def piecewise(x, condlist, funclist, *args, **kw):
     return out
 
 
+def _same_value(x):
+    return x
+
+
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
            *, equal_nan=True, sorted=True):  # noqa: A002 - NumPy's name
     """``numpy.unique``; the unique values are differentiable: each is a copy of the
     first element equal to it, which gets its gradient (the other copies get none,
     like the positions ``sort`` or ``max`` do not pick)."""
-    raw = getval(ar)
+    raw = _tracer.decided(ar, _same_value)  # (under chainrule.jit, guarded: shapes follow)
     # sorted= is passed only when asked for: NumPy before 2.3 does not know it
     found = _np.unique(raw, True, return_inverse, return_counts, axis=axis,
                        equal_nan=equal_nan, **({} if sorted else {"sorted": False}))

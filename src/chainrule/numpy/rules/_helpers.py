@@ -14,7 +14,7 @@ from ..._core import forward, reverse
 from ..._core.reverse import ShapeOnly
 from ..._core.rules import defjvp_argnums, defjvp_batched, defsparsity, defvjp_direct, defvjp_whole
 from ..._core.rules import defjvp_direct as defjvp
-from ..._core.tracer import getval
+from ..._core.tracer import derivative_free, isbox
 from ..._sparse import elementwise_pattern
 from .. import numpy_wrapper as anp
 from ..duck_arrays import check_known_shape
@@ -24,8 +24,17 @@ from ..placement import SCALAR_TYPES, constant_like
 
 def zero_mask(x):
     """``(x == 0, whether any is zero)`` on x's raw value. For a duck array (Dask, CuPy)
-    "any" is assumed True, so rules take their safe branch without computing it."""
-    xv = getval(x)
+    "any" is assumed True, so rules take their safe branch without computing it.
+
+    Rules read values with ``derivative_free``, not ``getval``, wherever the answer
+    depends on them (a mask, a winner, a branch): under ``chainrule.jit`` the value is
+    then still the staged program's, so the program recomputes it on every call."""
+    xv = derivative_free(x)
+    if isbox(xv):
+        # a value of a staged program (chainrule.jit): the program computes the mask, and
+        # whether any entry is zero is a decision it guards (anp.any's answer)
+        zero = xv == 0
+        return zero, bool(anp.any(zero))
     if isinstance(xv, (_np.ndarray, _np.generic, float, int, complex)):
         zero = _np.asarray(xv) == 0
         return zero, bool(zero.any())

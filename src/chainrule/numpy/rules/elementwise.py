@@ -17,7 +17,7 @@ import numpy as _np
 from ..._core.rule_table import rule_table
 from ..._core.rules import defjvp_batched, deflabel, defsparsity, defvjp_direct
 from ..._core.rules import defjvp_direct as defjvp
-from ..._core.tracer import getval
+from ..._core.tracer import derivative_free
 from ..._sparse import elementwise_pattern
 from .. import numpy_wrapper as anp
 from ._helpers import (
@@ -40,7 +40,7 @@ _DEG = float(_np.pi / 180.0)
 
 def _share(x, ans, other):
     """1 where ``x`` gave ``ans`` alone, 0.5 where ``other`` gave it too, else 0 (constant)."""
-    x, ans, other = getval(x), getval(ans), getval(other)
+    x, ans, other = derivative_free(x), derivative_free(ans), derivative_free(other)
     return _np.equal(x, ans) / (1.0 + _np.equal(other, ans))
 
 
@@ -97,8 +97,8 @@ def _clip_bounds(a_min, a_max, kwargs):
 
 def _clip_share(which, ans, a, a_min=None, a_max=None, out=None, **kwargs):
     lo, hi = _clip_bounds(a_min, a_max, kwargs)
-    a = getval(a)
-    t = a if lo is None else _np.maximum(a, getval(lo))
+    a = derivative_free(a)
+    t = a if lo is None else _np.maximum(a, derivative_free(lo))
     to_t = 1.0 if hi is None else _share(t, ans, hi)
     if which == "max":
         return _share(hi, ans, t)

@@ -16,7 +16,7 @@ import numpy as _np
 
 from ..._core.rules import defjvp_batched, defvjp_direct
 from ..._core.rules import defjvp_direct as defjvp
-from ..._core.tracer import getval
+from ..._core.tracer import derivative_free, getval
 from .. import linalg as la
 from .. import numpy_wrapper as anp
 from ..placement import constant_like, index_like, on_host
@@ -602,14 +602,14 @@ def _norm_plan(ndim: int, ord, axis):
 def _safe_abs(x):
     """(|x| with zeros replaced by 1, the conjugate sign of x) for gradients of |x|."""
     ax = anp.absolute(x)
-    zero = getval(ax) == 0
+    zero = derivative_free(ax) == 0
     ax = anp.where(zero, 1.0, ax)
     return ax, _conj(x) / ax
 
 
 def _extreme_mask(values, axes, largest: bool):
     """1/count where ``values`` attains its max (min) over ``axes``, else 0 (ties share)."""
-    values = getval(values)
+    values = derivative_free(values)
     target = (_np.max if largest else _np.min)(values, axis=axes, keepdims=True)
     hits = values == target
     return hits / _np.sum(hits, axis=axes, keepdims=True)
@@ -631,17 +631,17 @@ def _norm_direction(x, ans_kept, kind, axes, ord):
         return _svd_direction(x, axes, ord)
     ax, sgn = _safe_abs(x)
     if ord in (2, "fro"):
-        return _conj(x) / anp.where(getval(ans_kept) == 0, 1.0, ans_kept)
+        return _conj(x) / anp.where(derivative_free(ans_kept) == 0, 1.0, ans_kept)
     if kind == "vector":
         if ord == 1:
             return sgn
         if ord in (_np.inf, -_np.inf):
             return _extreme_mask(ax, axes, ord > 0) * sgn
-        r = ax / anp.where(getval(ans_kept) == 0, 1.0, ans_kept)
+        r = ax / anp.where(derivative_free(ans_kept) == 0, 1.0, ans_kept)
         return r ** (ord - 1) * sgn
     if ord in (1, -1, _np.inf, -_np.inf):
         summed, spread = (axes[0], axes[1]) if ord in (1, -1) else (axes[1], axes[0])
-        sums = _np.sum(_np.abs(getval(x)), axis=summed, keepdims=True)
+        sums = _np.sum(_np.abs(derivative_free(x)), axis=summed, keepdims=True)
         return _extreme_mask(sums, spread, ord > 0) * sgn
     raise ValueError(f"Invalid norm order {ord!r} for matrices.")
 

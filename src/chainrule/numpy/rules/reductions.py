@@ -16,7 +16,7 @@ import numpy as _np
 
 from ..._core.rules import defjvp_batched, defsparsity, defvjp_direct
 from ..._core.rules import defjvp_direct as defjvp
-from ..._core.tracer import getval
+from ..._core.tracer import derivative_free, getval
 from ..._sparse import cumulative_pattern, reduction_pattern
 from .. import numpy_wrapper as anp
 from ..placement import constant_like, index_like, on_host
@@ -103,8 +103,8 @@ def _share_equal(mask, axis):
 
 
 def _extreme_weights(ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
-    xv = getval(x)
-    mask = xv == _kept(getval(ans), xv, axis, keepdims)
+    xv = derivative_free(x)
+    mask = xv == _kept(derivative_free(ans), xv, axis, keepdims)
     if _given(where):
         mask = mask & where
     w = _share_equal(mask, axis)
@@ -112,7 +112,7 @@ def _extreme_weights(ans, x, axis=None, out=None, keepdims=False, initial=None, 
 
 
 def _ptp_weights(ans, x, axis=None, out=None, keepdims=False):
-    xv = getval(x)
+    xv = derivative_free(x)
     top = _share_equal(xv == _np.max(xv, axis=axis, keepdims=True), axis)
     bottom = _share_equal(xv == _np.min(xv, axis=axis, keepdims=True), axis)
     return (top - bottom).astype(_real_dtype(xv)), axis, keepdims
@@ -120,7 +120,7 @@ def _ptp_weights(ans, x, axis=None, out=None, keepdims=False):
 
 def _quantile_weights(x, q, axis, method, ignore_nan):
     """Weights of shape ``q.shape + x.shape`` such that the quantiles are ``sum(W * x)``."""
-    xv = getval(x)
+    xv = derivative_free(x)
     xv = xv if hasattr(xv, "ndim") else _np.asarray(xv)
     q = anp.asarray(q, float)  # (a Dask or CuPy q stays in its library: numpy_wrapper)
     axes = _axes(xv.ndim, axis)
@@ -212,7 +212,7 @@ def _mean_jvp(t, ans, x, axis=None, dtype=None, out=None, keepdims=False, *, whe
 
 
 def _not_nan(x):
-    return ~_np.isnan(getval(x))
+    return ~_np.isnan(derivative_free(x))
 
 
 def _nansum_vjp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,

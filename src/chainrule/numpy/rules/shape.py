@@ -38,7 +38,7 @@ from ..._core.rules import (
     not_differentiable,
 )
 from ..._core.rules import defjvp_direct as defjvp
-from ..._core.tracer import getval, primitive
+from ..._core.tracer import decided, derivative_free, getval, primitive
 from ..._sparse import (
     copy_rule,
     map_pattern,
@@ -296,7 +296,7 @@ def _pad_source(pos_args, args, kwargs):
 
 
 def _sort_source(pos_args, args, kwargs):
-    x, pos = getval(args[0]), pos_args[0]
+    x, pos = derivative_free(args[0]), pos_args[0]  # (under jit, argsort's answer is guarded)
     axis = kwargs.get("axis", args[1] if len(args) > 1 else -1)
     if axis is None:
         x, pos, axis = _np.ravel(x), _np.ravel(pos), 0
@@ -305,7 +305,7 @@ def _sort_source(pos_args, args, kwargs):
 
 
 def _partition_source(pos_args, args, kwargs):
-    x, pos = getval(args[0]), pos_args[0]
+    x, pos = derivative_free(args[0]), pos_args[0]
     kth = args[1] if len(args) > 1 else kwargs["kth"]
     axis = kwargs.get("axis", args[2] if len(args) > 2 else -1)
     if axis is None:
@@ -585,8 +585,8 @@ def _gradient_impl(f, *varargs, axis=None, edge_order=1):
 def _interp_impl(x, xp, fp, left=None, right=None, period=None):
     if period is not None:
         raise NotImplementedError("chainrule differentiates numpy.interp without period=.")
-    xp_raw = _np.asarray(getval(xp))
-    x_raw = getval(x)
+    xp_raw = _np.asarray(decided(xp, _np.asarray))  # (under chainrule.jit, guarded)
+    x_raw = derivative_free(x)  # (under jit, searchsorted's answer is guarded)
     i = _np.clip(_np.searchsorted(xp_raw, x_raw, side="right") - 1, 0, len(xp_raw) - 2)
     x0, x1 = xp[i], xp[i + 1]
     w = (x - x0) / (x1 - x0)

@@ -1,0 +1,97 @@
+"""Shorter calls for the emitted program: each is the C function the traced primitive ends
+in, for the argument types the signature fixes, so it answers the same bits (and the same
+views) without NumPy's Python layers.
+
+- a chainrule ufunc wrapper (its scalar fast path, ``numpy_wrapper._with_scalar_path``)
+  called on anything but float scalars is the ufunc itself;
+- ``numpy.sum``/``prod``/``max``/``min`` of an ndarray is ``ufunc.reduce`` with the same
+  arguments (NumPy's ``_wrapreduction``);
+- ``numpy.transpose``/``reshape`` of an ndarray is the ndarray method (``_wrapfunc``), and
+  ``numpy.moveaxis`` the ``transpose`` with the permutation it computes from the shape;
+- ``array_getitem`` of an ndarray is the subscript.
+
+``direct_call`` answers the expression, or None to keep the primitive's own call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numpy.lib.array_utils import normalize_axis_tuple
+
+from ..numpy.numpy_boxes import array_getitem
+
+_FLOAT_SCALARS = (float, np.float64)
+
+# function -> (the ufunc's reduce, one bound method for every program; the function's
+# parameters after ``a``)
+_REDUCTIONS = {
+    np.sum: (np.add.reduce, ("axis", "dtype", "out", "keepdims", "initial", "where")),
+    np.prod: (np.multiply.reduce, ("axis", "dtype", "out", "keepdims", "initial", "where")),
+    np.max: (np.maximum.reduce, ("axis", "out", "keepdims", "initial", "where")),
+    np.min: (np.minimum.reduce, ("axis", "out", "keepdims", "initial", "where")),
+}
+
+
+def _bound(params: tuple, texts: list[str], kwtexts: dict[str, str]) -> dict | None:
+    """Parameter name -> argument text, or None for a call these rewrites do not take."""
+    if len(texts) > len(params) or any(k not in params for k in kwtexts):
+        return None
+    bound = dict(zip(params, texts))
+    for k, v in kwtexts.items():
+        if k in bound:
+            return None
+        bound[k] = v
+    return bound
+
+
+def direct_call(
+    raw: Any,
+    vals: list,
+    texts: list[str],
+    kwtexts: dict[str, str],
+    bind: Callable[[Any], str],
+) -> str | None:
+    """``vals``: the arguments' values at trace time; ``texts``/``kwtexts``: their code."""
+    ufunc = getattr(raw, "ufunc", None)
+    if ufunc is not None:
+        if all(type(v) in _FLOAT_SCALARS for v in vals):
+            return None  # the scalar path: kept (float mode writes it out)
+        args = texts + [f"{k}={v}" for k, v in kwtexts.items()]
+        return f"{bind(ufunc)}({', '.join(args)})"
+    if not vals or type(vals[0]) is not np.ndarray:
+        return None
+    a = texts[0]
+    if raw in _REDUCTIONS:
+        reducer, params = _REDUCTIONS[raw]
+        b = _bound(params, texts[1:], kwtexts)
+        if b is None or b.get("out", "None") != "None":
+            return None
+        head = [a, b.get("axis", "None"), b.get("dtype", "None") if "dtype" in params else
+                "None", "None"]
+        rest = [f"{k}={b[k]}" for k in ("keepdims", "initial", "where") if k in b]
+        return f"{bind(reducer)}({', '.join(head + rest)})"
+    if raw is np.transpose:
+        b = _bound(("axes",), texts[1:], kwtexts)
+        return None if b is None else f"{a}.transpose({b.get('axes', '')})"
+    if raw is np.reshape:
+        b = _bound(("shape", "order"), texts[1:], kwtexts)
+        if b is None or "shape" not in b:
+            return None
+        order = f", order={b['order']}" if "order" in b else ""
+        return f"{a}.reshape({b['shape']}{order})"
+    if raw is np.moveaxis and len(vals) == 3 and not kwtexts:
+        ndim = vals[0].ndim
+        source = normalize_axis_tuple(vals[1], ndim, "source")
+        destination = normalize_axis_tuple(vals[2], ndim, "destination")
+        if len(source) != len(destination):
+            return None
+        order = [n for n in range(ndim) if n not in source]
+        for dest, src in sorted(zip(destination, source)):
+            order.insert(dest, src)
+        return f"{a}.transpose({tuple(order)!r})"
+    if raw is array_getitem.fun and len(texts) == 2 and not kwtexts:
+        return f"{a}[{texts[1]}]"
+    return None

@@ -1,0 +1,123 @@
+"""chainrule.jit's float programs: a program of float64 scalar arithmetic and chainrule's
+scalar-path functions runs on Python floats and must equal eager evaluation to the last
+bit, on ordinary inputs and where Python raises or NumPy warns (division by zero, log of
+0 or of a negative number, overflow, inf and nan inputs): there the exact program of NumPy
+scalars answers, with NumPy's warnings."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as onp
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import chainrule as cr
+import chainrule.numpy as np
+
+SPECIAL = [0.0, -0.0, 1.0, -1.0, 1e-300, -1e-300, 1e300, -1e300, 709.0, 710.0, 800.0,
+           math.inf, -math.inf, math.nan, 0.5, 3.0]
+
+UNARY = {"sin": np.sin, "cos": np.cos, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
+         "neg": np.negative}
+BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+          "div": lambda a, b: a / b, "rdiv": lambda a, b: 1.0 / b + a,
+          "const": lambda a, b: a * 2 - 0.5}
+
+op = st.one_of(st.tuples(st.just("u"), st.sampled_from(sorted(UNARY)), st.integers(0, 9)),
+               st.tuples(st.just("b"), st.sampled_from(sorted(BINARY)),
+                         st.integers(0, 9), st.integers(0, 9)))
+
+
+def program(ops):
+    def f(x, y):
+        values = [x, y]
+        for o in ops:
+            if o[0] == "u":
+                values.append(UNARY[o[1]](values[o[2] % len(values)]))
+            else:
+                values.append(BINARY[o[1]](values[o[2] % len(values)],
+                                           values[o[3] % len(values)]))
+        return values[-1] + 0.0 * values[-2]
+    return f
+
+
+def _flat(t):
+    return [x for v in t for x in _flat(v)] if isinstance(t, tuple) else [t]
+
+
+def _same(a, b):
+    assert type(a) is type(b)
+    assert onp.asarray(a).tobytes() == onp.asarray(b).tobytes(), (a, b)
+
+
+def _call(f, *args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return f(*args), None
+        except Exception as e:  # the same error, eager and jitted
+            return None, type(e)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(op, min_size=1, max_size=12),
+       st.lists(st.tuples(st.sampled_from(SPECIAL) | st.floats(-5, 5),
+                          st.sampled_from(SPECIAL) | st.floats(-5, 5)), min_size=1, max_size=6))
+def test_random_float_programs_equal_eager_to_the_last_bit(ops, points):
+    f = program(ops)
+    # (under a transform: a plain f on Python floats is Python arithmetic, not NumPy's)
+    for transform in (lambda g: cr.value_and_grad(g, argnum=(0, 1)),
+                      lambda g: cr.grad(g, argnum=0)):
+        eager, jitted = transform(f), cr.jit(transform(f))
+        for x, y in points + points:
+            want, want_error = _call(eager, x, y)
+            got, got_error = _call(jitted, x, y)
+            assert got_error == want_error
+            if want_error is None:
+                # (warnings are not compared: code the outputs do not need is not run)
+                for a, b in zip(_flat(got), _flat(want)):
+                    _same(a, b)
+
+
+def test_the_chain_runs_on_floats_and_falls_back_where_numpy_would_warn():
+    def f(x):
+        for _ in range(5):
+            x = np.sin(x) * x + 0.5
+        return np.log(x) / x
+
+    g = cr.jit(cr.grad(f))
+    _same(g(0.7), cr.grad(f)(0.7))
+    source = g.lower(0.7).source
+    assert "try:" in source and "_exact" in source and "# sin" in source
+    for x in [0.0, -0.3, math.inf, math.nan, 1e308]:
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")
+            want = cr.grad(f)(x)
+            got = g(x)
+        _same(got, want)
+    assert g.cache_info().variants == 1
+
+
+@pytest.mark.parametrize("x", [0.0, -1.0, 1000.0])
+def test_a_warning_of_numpy_is_a_warning_of_the_jitted_program(x):
+    f = lambda x: np.log(x) + np.exp(x) + 1.0 / x
+    g = cr.jit(f)
+    g(2.0)
+    with pytest.warns(RuntimeWarning):
+        got = g(x)
+    with pytest.warns(RuntimeWarning):
+        want = f(onp.float64(x))  # jit traces a float as a NumPy float64, as grad does
+    _same(got, want)
+
+
+def test_float32_and_arrays_are_not_float_programs():
+    f = lambda x: np.sum(np.sin(x) * x)
+    g = cr.jit(cr.grad(f))
+    for x in [onp.float32(0.5), onp.ones(3), onp.float64(0.5)]:
+        _same(g(x), cr.grad(f)(x))
+    assert "try:" not in g.lower(onp.float32(0.5)).source
+    assert "try:" not in g.lower(onp.ones(3)).source
+    assert "try:" in g.lower(onp.float64(0.5)).source
