@@ -123,16 +123,6 @@ class BatchedArray(ArrayBox):
     def tolist(self):
         return [self[i] for i in range(len(self))] if self.ndim else self
 
-    # Comparisons of batched values are batched booleans (a traced value's are plain ones)
-    # (NumPy's ufuncs come back batched through __array_ufunc__)
-    def __and__(self, other): return _np.bitwise_and(self, other)  # noqa: E704
-    def __rand__(self, other): return _np.bitwise_and(other, self)  # noqa: E704
-    def __or__(self, other): return _np.bitwise_or(self, other)  # noqa: E704
-    def __ror__(self, other): return _np.bitwise_or(other, self)  # noqa: E704
-    def __xor__(self, other): return _np.bitwise_xor(self, other)  # noqa: E704
-    def __rxor__(self, other): return _np.bitwise_xor(other, self)  # noqa: E704
-    def __invert__(self): return _np.invert(self)  # noqa: E704
-
     def __array__(self, dtype=None, copy=None):
         raise BatchUnsupported(self._trace_id, "a batched value converted to a NumPy array")
 
