@@ -12,8 +12,7 @@ from collections.abc import Callable
 
 import numpy as _np
 
-from ._core.rules import defjvp_batched, defsparsity, defvjp_direct
-from ._core.rules import defjvp_direct as defjvp
+from ._core.rules import defjvp_batched, defjvp_direct, defsparsity, defvjp_direct
 from ._core.tracer import primitive
 from ._sparse import _sp, map_pattern
 
@@ -54,9 +53,9 @@ def matmul(a, b):
 
 
 defvjp_direct(_sparse_dense, None, lambda g, ans, A, x: _sparse_dense(A.T, g))
-defjvp(_sparse_dense, None, lambda t, ans, A, x: _sparse_dense(A, t))
+defjvp_direct(_sparse_dense, None, lambda t, ans, A, x: _sparse_dense(A, t))
 defvjp_direct(_dense_sparse, lambda g, ans, x, A: _dense_sparse(g, A.T))
-defjvp(_dense_sparse, lambda t, ans, x, A: _dense_sparse(t, A))
+defjvp_direct(_dense_sparse, lambda t, ans, x, A: _dense_sparse(t, A))
 # a batch of tangents (leading axis) of a vector x: one sparse product for the batch
 defjvp_batched(
     _sparse_dense, None, lambda t, ans, A, x: _dense_sparse(t, A.T) if _np.ndim(x) == 1 else None

@@ -12,8 +12,14 @@ import numpy as _np
 
 from ..._core import forward, reverse
 from ..._core.reverse import ShapeOnly
-from ..._core.rules import defjvp_argnums, defjvp_batched, defsparsity, defvjp_direct, defvjp_whole
-from ..._core.rules import defjvp_direct as defjvp
+from ..._core.rules import (
+    defjvp_argnums,
+    defjvp_batched,
+    defjvp_direct,
+    defsparsity,
+    defvjp_direct,
+    defvjp_whole,
+)
 from ..._core.tracer import derivative_free, isbox
 from ..._sparse import elementwise_pattern
 from .. import numpy_wrapper as anp
@@ -173,7 +179,7 @@ def elementwise(fun, derivative, reads: tuple | None = None) -> None:
     defvjp_direct(fun, lambda g, ans, x, *a, **k: match_dtype(g * derivative(ans, x), x),
                   reads=reads)
     jvp = lambda g, ans, x, *a, **k: match_dtype(g * derivative(ans, x), ans)  # noqa: E731
-    defjvp(fun, jvp)
+    defjvp_direct(fun, jvp)
     defjvp_batched(fun, jvp)  # a leading batch axis on g broadcasts through unchanged
     defsparsity(fun, elementwise_pattern)  # output i depends on input i only
 
@@ -215,7 +221,7 @@ def elementwise_n(fun, *partials) -> None:
         batched.append(lambda g, ans, *args, _i=argnum, _d=d, **k: broadcast_batched_tangent(
             batch_aligned(g, args[_i], ans) * _d(ans, *args), ans))
     defvjp_direct(fun, *vjps)
-    defjvp(fun, *jvps)
+    defjvp_direct(fun, *jvps)
     defjvp_batched(fun, *batched)
     defsparsity(fun, elementwise_pattern)  # output i on the elements broadcast onto it
 
@@ -223,7 +229,7 @@ def elementwise_n(fun, *partials) -> None:
 def linear(fun, vjp_rule) -> None:
     """A function linear in its first argument: the JVP applies ``fun`` to the tangent."""
     defvjp_direct(fun, vjp_rule)
-    defjvp(fun, lambda g, ans, x, *args, **kwargs: fun(g, *args, **kwargs))
+    defjvp_direct(fun, lambda g, ans, x, *args, **kwargs: fun(g, *args, **kwargs))
 
 
 def composite(fun, impl) -> None:

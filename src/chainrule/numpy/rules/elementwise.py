@@ -15,8 +15,7 @@ from __future__ import annotations
 import numpy as _np
 
 from ..._core.rule_table import rule_table
-from ..._core.rules import defjvp_batched, deflabel, defsparsity, defvjp_direct
-from ..._core.rules import defjvp_direct as defjvp
+from ..._core.rules import defjvp_batched, defjvp_direct, deflabel, defsparsity, defvjp_direct
 from ..._core.tracer import derivative_free
 from ..._sparse import elementwise_pattern
 from .. import numpy_wrapper as anp
@@ -128,11 +127,11 @@ def _finite_only(g, x):
 defvjp_direct(anp.add,      lambda g, ans, x, y, *a, **k: unbroadcast(g, x),
                             lambda g, ans, x, y, *a, **k: unbroadcast(g, y),
               reads=())  # only the cotangent, unbroadcast to each operand's shape
-defjvp(anp.add,             lambda g, ans, x, y, *a, **k: broadcast_tangent(g, ans),
+defjvp_direct(anp.add,             lambda g, ans, x, y, *a, **k: broadcast_tangent(g, ans),
                             lambda g, ans, x, y, *a, **k: broadcast_tangent(g, ans))
 defvjp_direct(anp.subtract, lambda g, ans, x, y, *a, **k: unbroadcast(g, x),
                             lambda g, ans, x, y, *a, **k: unbroadcast(-g, y), reads=())
-defjvp(anp.subtract,        lambda g, ans, x, y, *a, **k: broadcast_tangent(g, ans),
+defjvp_direct(anp.subtract,        lambda g, ans, x, y, *a, **k: broadcast_tangent(g, ans),
                             lambda g, ans, x, y, *a, **k: broadcast_tangent(-g, ans))
 defjvp_batched(anp.add,      lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(g, x, ans), ans),
                             lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(g, y, ans), ans))
@@ -203,9 +202,9 @@ linear(anp.conjugate,       lambda g, ans, x, *a, **k: anp.conj(g))             
 linear(anp.real,            lambda g, ans, x: match_dtype(anp.real(g), x))
 linear(anp.imag,            lambda g, ans, x: match_dtype(-1j * g, x))
 defvjp_direct(anp.angle,    _angle_vjp)
-defjvp(anp.angle,           _angle_jvp)
+defjvp_direct(anp.angle,           _angle_jvp)
 defvjp_direct(anp.real_if_close, lambda g, ans, x, *a, **k: match_dtype(g, x))
-defjvp(anp.real_if_close,   lambda g, ans, x, *a, **k: match_dtype(g, ans))
+defjvp_direct(anp.real_if_close,   lambda g, ans, x, *a, **k: match_dtype(g, ans))
 elementwise_n(anp.copysign,  lambda ans, x, y: anp.sign(x) * anp.sign(ans), None)
 
 # ----------------------------------------------------------------------------- selection
@@ -214,15 +213,15 @@ elementwise_n(anp.minimum,   lambda ans, x, y: _share(x, ans, y), lambda ans, x,
 elementwise_n(anp.fmax,      lambda ans, x, y: _share(x, ans, y), lambda ans, x, y: _share(y, ans, x))
 elementwise_n(anp.fmin,      lambda ans, x, y: _share(x, ans, y), lambda ans, x, y: _share(y, ans, x))
 defvjp_direct(anp.clip,     _clip_vjp(0, "a"), _clip_vjp(1, "min"), _clip_vjp(2, "max"))
-defjvp(anp.clip,            _clip_jvp("a"), _clip_jvp("min"), _clip_jvp("max"))
+defjvp_direct(anp.clip,            _clip_jvp("a"), _clip_jvp("min"), _clip_jvp("max"))
 defvjp_direct(anp.nan_to_num, lambda g, ans, x, *a, **k: match_dtype(_finite_only(g, x), x))
-defjvp(anp.nan_to_num,      lambda g, ans, x, *a, **k: match_dtype(_finite_only(g, x), ans))
+defjvp_direct(anp.nan_to_num,      lambda g, ans, x, *a, **k: match_dtype(_finite_only(g, x), ans))
 defvjp_direct(anp.full_like, None, lambda g, ans, a, fill, *args, **kw: unbroadcast(g, fill))
-defjvp(anp.full_like,       None, lambda g, ans, a, fill, *args, **kw: anp.full_like(a, g, *args, **kw))
+defjvp_direct(anp.full_like,       None, lambda g, ans, a, fill, *args, **kw: anp.full_like(a, g, *args, **kw))
 defvjp_direct(anp.where, None,
               lambda g, ans, c, x, y: unbroadcast(anp.where(c, g, anp.zeros_like(g)), x),
               lambda g, ans, c, x, y: unbroadcast(anp.where(c, anp.zeros_like(g), g), y))
-defjvp(anp.where, None,
+defjvp_direct(anp.where, None,
        lambda g, ans, c, x, y: anp.where(c, broadcast_tangent(g, ans), anp.zeros_like(ans)),
        lambda g, ans, c, x, y: anp.where(c, anp.zeros_like(ans), broadcast_tangent(g, ans)))
 # fmt: on

@@ -13,8 +13,7 @@ import inspect
 
 import numpy as _np
 
-from ..._core.rules import defjvp_batched, defvjp_direct
-from ..._core.rules import defjvp_direct as defjvp
+from ..._core.rules import defjvp_batched, defjvp_direct, defvjp_direct
 from .. import fft as afft
 from .. import numpy_wrapper as anp
 from ..placement import constant_like
@@ -136,7 +135,7 @@ def _irfftn_vjp_for(default_axes):
 
 def _linear(fun, vjp):
     defvjp_direct(fun, vjp)
-    defjvp(fun, lambda g, ans, x, *args, **kwargs: fun(g, *args, **kwargs))
+    defjvp_direct(fun, lambda g, ans, x, *args, **kwargs: fun(g, *args, **kwargs))
     defjvp_batched(fun, _batched(fun))
 
 

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import numpy as _np
 
-from ..._core.rules import defjvp_batched, defvjp_direct
-from ..._core.rules import defjvp_direct as defjvp
+from ..._core.rules import defjvp_batched, defjvp_direct, defvjp_direct
 from ..._core.tracer import derivative_free, getval
 from .. import linalg as la
 from .. import numpy_wrapper as anp
@@ -142,11 +141,11 @@ def _slogdet_vjp(g, ans, a):
 
 # fmt: off
 defvjp_direct(la.det,           _det_vjp)
-defjvp(la.det,                  lambda g, ans, a: ans * _trace(la.solve(a, g)))
+defjvp_direct(la.det,                  lambda g, ans, a: ans * _trace(la.solve(a, g)))
 defvjp_direct(la.slogdet_tuple, _slogdet_vjp)
-defjvp(la.slogdet_tuple,        _slogdet_jvp)
+defjvp_direct(la.slogdet_tuple,        _slogdet_jvp)
 defvjp_direct(la.inv,           lambda g, ans, a: match_dtype(-_T(ans) @ g @ _T(ans), a))
-defjvp(la.inv,                  lambda g, ans, a: -ans @ g @ ans)
+defjvp_direct(la.inv,                  lambda g, ans, a: -ans @ g @ ans)
 # batched (a leading batch axis on the tangent): the same products and solves broadcast over it
 defjvp_batched(la.det,          lambda g, ans, a: ans * _trace(la.solve(a, g)))
 defjvp_batched(la.inv,          lambda g, ans, a: -ans @ g @ ans)
@@ -203,7 +202,7 @@ def _solve_batched_b(g, ans, a, b):
 
 # fmt: off
 defvjp_direct(la.solve, _solve_vjp_a, _solve_vjp_b)
-defjvp(la.solve,        _solve_jvp_a, lambda g, ans, a, b: broadcast_tangent(la.solve(a, g), ans))
+defjvp_direct(la.solve,        _solve_jvp_a, lambda g, ans, a, b: broadcast_tangent(la.solve(a, g), ans))
 defjvp_batched(la.solve, _solve_batched_a, _solve_batched_b)
 # fmt: on
 
@@ -239,7 +238,7 @@ def _matrix_power_vjp(g, ans, a, n):
 
 # fmt: off
 defvjp_direct(la.matrix_power, _matrix_power_vjp)
-defjvp(la.matrix_power,        _matrix_power_jvp)
+defjvp_direct(la.matrix_power,        _matrix_power_jvp)
 # fmt: on
 
 
@@ -268,7 +267,7 @@ def _cholesky_vjp(g, ans, a, upper=False):
 
 # fmt: off
 defvjp_direct(la.cholesky, _cholesky_vjp)
-defjvp(la.cholesky,        _cholesky_jvp)
+defjvp_direct(la.cholesky,        _cholesky_jvp)
 # fmt: on
 
 
@@ -302,9 +301,9 @@ def _eigvalsh_vjp(g, ans, a, UPLO="L"):
 
 # fmt: off
 defvjp_direct(la.eigh_tuple, _eigh_vjp)
-defjvp(la.eigh_tuple,        _eigh_jvp)
+defjvp_direct(la.eigh_tuple,        _eigh_jvp)
 defvjp_direct(la.eigvalsh,   _eigvalsh_vjp)
-defjvp(la.eigvalsh,          _eigvalsh_jvp)
+defjvp_direct(la.eigvalsh,          _eigvalsh_jvp)
 # fmt: on
 
 
@@ -342,9 +341,9 @@ def _eigvals_vjp(g, ans, a):
 
 # fmt: off
 defvjp_direct(la.eig_tuple, _eig_vjp)
-defjvp(la.eig_tuple,        _eig_jvp)
+defjvp_direct(la.eig_tuple,        _eig_jvp)
 defvjp_direct(la.eigvals,   _eigvals_vjp)
-defjvp(la.eigvals,          _eigvals_jvp)
+defjvp_direct(la.eigvals,          _eigvals_jvp)
 # fmt: on
 
 
@@ -439,9 +438,9 @@ def _svd_values_vjp(g, ans, a, hermitian=False):
 
 # fmt: off
 defvjp_direct(la.svd_tuple,  _svd_vjp)
-defjvp(la.svd_tuple,         _svd_jvp)
+defjvp_direct(la.svd_tuple,         _svd_jvp)
 defvjp_direct(la.svd_values, _svd_values_vjp)
-defjvp(la.svd_values,        _svd_values_jvp)
+defjvp_direct(la.svd_values,        _svd_values_jvp)
 # fmt: on
 
 
@@ -529,9 +528,9 @@ def _qr_r_vjp(g, ans, a):
 
 # fmt: off
 defvjp_direct(la.qr_tuple, _qr_vjp)
-defjvp(la.qr_tuple,        _qr_jvp)
+defjvp_direct(la.qr_tuple,        _qr_jvp)
 defvjp_direct(la.qr_r,     _qr_r_vjp)
-defjvp(la.qr_r,            _qr_r_jvp)
+defjvp_direct(la.qr_r,            _qr_r_jvp)
 # fmt: on
 
 
@@ -577,9 +576,9 @@ def _lstsq_vjp_a(g, ans, a, b, rcond=None):
 
 # fmt: off
 defvjp_direct(la.pinv,           _pinv_vjp)
-defjvp(la.pinv,                  _pinv_jvp)
+defjvp_direct(la.pinv,                  _pinv_jvp)
 defvjp_direct(la.lstsq_solution, _lstsq_vjp_a, lambda g, ans, a, b, rcond=None: match_dtype(_T(la.pinv(a)) @ g, b))
-defjvp(la.lstsq_solution,        _lstsq_jvp_a, lambda g, ans, a, b, rcond=None: la.pinv(a) @ g)
+defjvp_direct(la.lstsq_solution,        _lstsq_jvp_a, lambda g, ans, a, b, rcond=None: la.pinv(a) @ g)
 # fmt: on
 
 
@@ -672,7 +671,7 @@ def _norm_rules(fun, plan):
         return match_dtype(t, ans)
 
     defvjp_direct(fun, vjp)
-    defjvp(fun, jvp)
+    defjvp_direct(fun, jvp)
 
 
 def _vector_norm_plan(ndim, kw):

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import numpy as _np
 
-from ..._core.rules import defjvp_batched, defsparsity, defvjp_direct
-from ..._core.rules import defjvp_direct as defjvp
+from ..._core.rules import defjvp_batched, defjvp_direct, defsparsity, defvjp_direct
 from ..._core.tracer import derivative_free, getval
 from ..._sparse import cumulative_pattern, reduction_pattern
 from .. import numpy_wrapper as anp
@@ -93,7 +92,7 @@ def _selection(fun, weights):
         return _weights_jvp(t, ans, x, w, axis)
 
     defvjp_direct(fun, vjp)
-    defjvp(fun, jvp)
+    defjvp_direct(fun, jvp)
 
 
 def _share_equal(mask, axis):
@@ -645,26 +644,26 @@ def _batched_cumsum(t, ans, x, axis=None, dtype=None, out=None):
 # fmt: off
 # ----------------------------------------------------------------------------- sums and means
 defvjp_direct(anp.sum,     _sum_vjp, reads=())  # only the input's shape
-defjvp(anp.sum,            _sum_jvp)
+defjvp_direct(anp.sum,            _sum_jvp)
 defjvp_batched(anp.sum,    _batched_reduction(anp.sum))
 defvjp_direct(anp.mean,    _mean_vjp)
-defjvp(anp.mean,           _mean_jvp)
+defjvp_direct(anp.mean,           _mean_jvp)
 defjvp_batched(anp.mean,   _batched_reduction(anp.mean))
 defvjp_direct(anp.nansum,  _nansum_vjp)
-defjvp(anp.nansum,         _nansum_jvp)
+defjvp_direct(anp.nansum,         _nansum_jvp)
 _selection(anp.nanmean,    _nanmean_weights)
 defvjp_direct(anp.average, _average_vjp(0), None, _average_vjp(2), argnums=(0, 1, 2))
-defjvp(anp.average,        _average_jvp(0), None, _average_jvp(2), argnums=(0, 1, 2))
+defjvp_direct(anp.average,        _average_jvp(0), None, _average_jvp(2), argnums=(0, 1, 2))
 linear(anp.trace,          _trace_vjp)
 
 defvjp_direct(anp.bincount, None, lambda g, ans, x, w, minlength=0: match_dtype(g[x], w))
-defjvp(anp.bincount,       None, lambda t, ans, x, w, minlength=0: anp.bincount(x, t, minlength))
+defjvp_direct(anp.bincount,       None, lambda t, ans, x, w, minlength=0: anp.bincount(x, t, minlength))
 
 # ----------------------------------------------------------------------------- products
 defvjp_direct(anp.prod,    _prod_vjp)
-defjvp(anp.prod,           _prod_jvp)
+defjvp_direct(anp.prod,           _prod_jvp)
 defvjp_direct(anp.nanprod, _nanprod_vjp)
-defjvp(anp.nanprod,        _nanprod_jvp)
+defjvp_direct(anp.nanprod,        _nanprod_jvp)
 
 # ----------------------------------------------------------------------------- spread
 for _fun, _name, _nan, _root in [(anp.var, "var", False, False), (anp.std, "std", False, True),
@@ -672,11 +671,11 @@ for _fun, _name, _nan, _root in [(anp.var, "var", False, False), (anp.std, "std"
                                  (anp.nanstd, "nanstd", True, True)]:
     _vjp, _jvp = _variance(_name, _nan, _root)
     defvjp_direct(_fun, _vjp)
-    defjvp(_fun, _jvp)
+    defjvp_direct(_fun, _jvp)
 defvjp_direct(anp.cov,      _cov_vjp(0), _cov_vjp(1))
-defjvp(anp.cov,             _cov_jvp(0), _cov_jvp(1))
+defjvp_direct(anp.cov,             _cov_jvp(0), _cov_jvp(1))
 defvjp_direct(anp.corrcoef, _corrcoef_vjp(0), _corrcoef_vjp(1))
-defjvp(anp.corrcoef,        _corrcoef_jvp(0), _corrcoef_jvp(1))
+defjvp_direct(anp.corrcoef,        _corrcoef_jvp(0), _corrcoef_jvp(1))
 
 # ----------------------------------------------------------------------------- selections
 for _fun in (anp.max, anp.min, anp.amax, anp.amin, anp.nanmax, anp.nanmin):
@@ -693,15 +692,15 @@ _selection(anp.nanpercentile, _quantile_rule(100.0, ignore_nan=True))
 linear(anp.cumsum,         _cumsum_vjp)
 defjvp_batched(anp.cumsum, _batched_cumsum)
 defvjp_direct(anp.nancumsum, _nancumsum_vjp)
-defjvp(anp.nancumsum,      _nancumsum_jvp)
+defjvp_direct(anp.nancumsum,      _nancumsum_jvp)
 defvjp_direct(anp.cumprod, _cumprod_vjp)
-defjvp(anp.cumprod,        _cumprod_jvp)
+defjvp_direct(anp.cumprod,        _cumprod_jvp)
 defvjp_direct(anp.nancumprod, _nancumprod_vjp)
-defjvp(anp.nancumprod,     _nancumprod_jvp)
+defjvp_direct(anp.nancumprod,     _nancumprod_jvp)
 if hasattr(anp, "cumulative_sum"):  # NumPy >= 2.1
     linear(anp.cumulative_sum, _cumulative_sum_vjp)
     defvjp_direct(anp.cumulative_prod, _cumulative_prod_vjp)
-    defjvp(anp.cumulative_prod, _cumulative_prod_jvp)
+    defjvp_direct(anp.cumulative_prod, _cumulative_prod_jvp)
 # fmt: on
 
 

@@ -31,13 +31,13 @@ from ..._core.rule_table import primitive_vjps
 from ..._core.rules import (
     defjvp_argnums,
     defjvp_batched,
+    defjvp_direct,
     deflabel,
     defsparsity,
     defvjp_direct,
     defvjp_whole,
     not_differentiable,
 )
-from ..._core.rules import defjvp_direct as defjvp
 from ..._core.tracer import decided, derivative_free, getval, primitive
 from ..._sparse import (
     copy_rule,
@@ -472,11 +472,11 @@ def _update_jvp_v(t, ans, x, index, v):
 # fmt: off
 defvjp_direct(anp.index_update, lambda g, ans, x, index, v: match_dtype(anp.index_update(g, index, 0.0), x),
                                 None, _update_vjp_v)
-defjvp(anp.index_update,        lambda t, ans, x, index, v: anp.index_update(t, index, 0.0),
+defjvp_direct(anp.index_update,        lambda t, ans, x, index, v: anp.index_update(t, index, 0.0),
                                 None, _update_jvp_v)
 defvjp_direct(anp.index_add,    lambda g, ans, x, index, v: match_dtype(g, x),
                                 None, _add_vjp_v)
-defjvp(anp.index_add,           lambda t, ans, x, index, v: match_dtype(t, ans),
+defjvp_direct(anp.index_add,           lambda t, ans, x, index, v: match_dtype(t, ans),
                                 None, lambda t, ans, x, index, v: anp.index_add(
                                     _np.zeros_like(getval(ans)), index, t))
 # fmt: on
@@ -661,7 +661,7 @@ def _meshgrid_impl(*xi, copy=True, sparse=False, indexing="xy"):
 
 # fmt: off
 defvjp_direct(anp.full, None, _full_vjp)
-defjvp(anp.full,        None, lambda t, ans, shape, fill_value, *a, **k: match_dtype(anp.broadcast_to(t, shape_of(ans)), ans))
+defjvp_direct(anp.full,        None, lambda t, ans, shape, fill_value, *a, **k: match_dtype(anp.broadcast_to(t, shape_of(ans)), ans))
 composite(anp.linspace,  _linspace_impl)
 composite(anp.diff,      _diff_impl)
 composite(anp.ediff1d,   _ediff1d_impl)

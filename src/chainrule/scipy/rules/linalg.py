@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import numpy as _np
 
-from ..._core.rules import defjvp_direct as defjvp
-from ..._core.rules import defvjp_direct
+from ..._core.rules import defjvp_direct, defvjp_direct
 from ...numpy import numpy_wrapper as anp
 from ...numpy.rules._helpers import shape_of
 from .. import linalg as la
@@ -116,21 +115,21 @@ def expm_frechet(A, E):
 
 # fmt: off
 defvjp_direct(la.solve_triangular, _st_vjp_a, _st_vjp_b)
-defjvp(la.solve_triangular,        _st_jvp_a, lambda t, ans, a, b, **k: la.solve_triangular(a, t, **k))
+defjvp_direct(la.solve_triangular,        _st_jvp_a, lambda t, ans, a, b, **k: la.solve_triangular(a, t, **k))
 defvjp_direct(la.solve_general,    _solve_vjp_a, _solve_vjp_b)
-defjvp(la.solve_general,           _solve_jvp_a, lambda t, ans, a, b, **k: la.solve_general(a, t, **k))
+defjvp_direct(la.solve_general,           _solve_jvp_a, lambda t, ans, a, b, **k: la.solve_general(a, t, **k))
 defvjp_direct(la.solve_banded,     None, _banded_vjp_ab, _banded_vjp_b)
-defjvp(la.solve_banded,            None, _banded_jvp_ab, lambda t, ans, lu, ab, b, **k: la.solve_banded(lu, ab, t))
+defjvp_direct(la.solve_banded,            None, _banded_jvp_ab, lambda t, ans, lu, ab, b, **k: la.solve_banded(lu, ab, t))
 defvjp_direct(la.solve_sylvester,  lambda g, ans, a, b, q: -anp.matmul(_sylvester_adjoint(g, a, b), T(ans)),
                                    lambda g, ans, a, b, q: -anp.matmul(T(ans), _sylvester_adjoint(g, a, b)),
                                    lambda g, ans, a, b, q: _sylvester_adjoint(g, a, b))
-defjvp(la.solve_sylvester,         lambda t, ans, a, b, q: la.solve_sylvester(a, b, -anp.matmul(t, ans)),
+defjvp_direct(la.solve_sylvester,         lambda t, ans, a, b, q: la.solve_sylvester(a, b, -anp.matmul(t, ans)),
                                    lambda t, ans, a, b, q: la.solve_sylvester(a, b, -anp.matmul(ans, t)),
                                    lambda t, ans, a, b, q: la.solve_sylvester(a, b, t))
 defvjp_direct(la.sqrtm,            lambda g, ans, A: la.solve_sylvester(T(ans), T(ans), g))
-defjvp(la.sqrtm,                   lambda t, ans, A: la.solve_sylvester(ans, ans, t))
+defjvp_direct(la.sqrtm,                   lambda t, ans, A: la.solve_sylvester(ans, ans, t))
 defvjp_direct(la.expm,             lambda g, ans, A: expm_frechet(T(A), g))
-defjvp(la.expm,                    lambda t, ans, A: expm_frechet(A, t))
+defjvp_direct(la.expm,                    lambda t, ans, A: expm_frechet(A, t))
 # fmt: on
 
 
@@ -195,14 +194,14 @@ def _eigvals_vjp(g, w, a, b, which):
 
 # fmt: off
 defvjp_direct(la.cholesky_symmetric, lambda g, ans, a: _chol_vjp(g, ans, a))
-defjvp(la.cholesky_symmetric,        lambda t, ans, a: _chol_jvp(t, ans, a))
+defjvp_direct(la.cholesky_symmetric,        lambda t, ans, a: _chol_jvp(t, ans, a))
 defvjp_direct(la.eigh_values,        lambda g, ans, a, b=None: _eigvals_vjp(g, ans, a, b, 0),
                                      lambda g, ans, a, b: _eigvals_vjp(g, ans, a, b, 1))
-defjvp(la.eigh_values,               lambda t, ans, a, b=None: _inner_diag(la.eigh_vectors(a, b), t),
+defjvp_direct(la.eigh_values,               lambda t, ans, a, b=None: _inner_diag(la.eigh_vectors(a, b), t),
                                      lambda t, ans, a, b: -ans * _inner_diag(la.eigh_vectors(a, b), t))
 defvjp_direct(la.eigh_vectors,       lambda g, ans, a, b=None: _eigvec_vjp(g, ans, a, b, 0),
                                      lambda g, ans, a, b: _eigvec_vjp(g, ans, a, b, 1))
-defjvp(la.eigh_vectors,              lambda t, ans, a, b=None: _eigvec_jvp(t, ans, a, b, 0),
+defjvp_direct(la.eigh_vectors,              lambda t, ans, a, b=None: _eigvec_jvp(t, ans, a, b, 0),
                                      lambda t, ans, a, b: _eigvec_jvp(t, ans, a, b, 1))
 # fmt: on
 
@@ -234,5 +233,5 @@ def _lu_vjp(g, lu, a):
 
 # fmt: off
 defvjp_direct(la.lu_packed, lambda g, ans, a: _lu_vjp(g, ans, a))
-defjvp(la.lu_packed,        lambda t, ans, a: _lu_jvp(t, ans, a))
+defjvp_direct(la.lu_packed,        lambda t, ans, a: _lu_jvp(t, ans, a))
 # fmt: on

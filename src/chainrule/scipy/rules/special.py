@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import numpy as _np
 
-from ..._core.rules import defjvp_batched, defvjp_direct
-from ..._core.rules import defjvp_direct as defjvp
+from ..._core.rules import defjvp_batched, defjvp_direct, defvjp_direct
 from ...numpy import numpy_wrapper as anp
 from ...numpy.rules._helpers import (
     NoClosedForm,
@@ -134,12 +133,12 @@ def _sum_kept(x, axis):
 # fmt: off
 defvjp_direct(sp.logsumexp_b, lambda g, ans, a, b, **k: _lse_vjp(g, ans, a, b, which=0, **k),
                               lambda g, ans, a, b, **k: _lse_vjp(g, ans, a, b, which=1, **k))
-defjvp(sp.logsumexp_b,        lambda t, ans, a, b, **k: _lse_jvp(t, ans, a, b, which=0, **k),
+defjvp_direct(sp.logsumexp_b,        lambda t, ans, a, b, **k: _lse_jvp(t, ans, a, b, which=0, **k),
                               lambda t, ans, a, b, **k: _lse_jvp(t, ans, a, b, which=1, **k))
 defvjp_direct(sp.softmax,     lambda g, ans, x, axis=None: ans * (g - _sum_kept(g * ans, axis)))
-defjvp(sp.softmax,            lambda t, ans, x, axis=None: ans * (t - _sum_kept(t * ans, axis)))
+defjvp_direct(sp.softmax,            lambda t, ans, x, axis=None: ans * (t - _sum_kept(t * ans, axis)))
 defvjp_direct(sp.log_softmax, lambda g, ans, x, axis=None: g - anp.exp(ans) * _sum_kept(g, axis))
-defjvp(sp.log_softmax,        lambda t, ans, x, axis=None: t - _sum_kept(anp.exp(ans) * t, axis))
+defjvp_direct(sp.log_softmax,        lambda t, ans, x, axis=None: t - _sum_kept(anp.exp(ans) * t, axis))
 defjvp_batched(sp.softmax,    lambda t, ans, x, axis=None: ans * (t - _sum_kept(t * ans, batch_shifted_axis(axis, anp.ndim(x)))))
 defjvp_batched(sp.log_softmax, lambda t, ans, x, axis=None: t - _sum_kept(anp.exp(ans) * t, batch_shifted_axis(axis, anp.ndim(x))))
 # fmt: on
