@@ -269,3 +269,10 @@ def test_tensor_vmap_against_torch_func():
     (vmap(lambda x: (x * w).tanh().sum())(Tensor(X)) ** 2).sum().backward()
     (torch.func.vmap(lambda x: (x * tw).tanh().sum())(torch.tensor(X)) ** 2).sum().backward()
     onp.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-12)
+
+
+def test_debug_nans_sees_inside_a_batch():
+    xs = R.normal(size=(4, 3))
+    with cr.debug_nans(), onp.errstate(divide="ignore", invalid="ignore"):
+        with pytest.raises(FloatingPointError, match="VJP of sqrt"):
+            cr.vmap(cr.grad(lambda x: np.sum(np.sqrt(x - x))))(xs)

@@ -24,7 +24,7 @@ import numpy as np
 
 from ._core import forward as _forward
 from ._core import reverse as _reverse
-from ._core.tracer import getval
+from ._core.tracer import batched_types, getval
 from .explain import _format as fmt
 from .explain._source import Source, user_source
 
@@ -37,9 +37,17 @@ _sources: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # node -> Sou
 _current: list = [None]  # the node the backward pass is pulling back
 
 
+def _plain(x):
+    """``x`` without boxes, and a batched value (vmap) as the whole batch's values."""
+    x = getval(x)
+    while type(x) in batched_types:
+        x = getval(x._value)
+    return x
+
+
 def _bad(x) -> bool:
     """Does ``x`` (a number, an array, or a container of them) hold a NaN or infinity?"""
-    x = getval(x)
+    x = _plain(x)
     if isinstance(x, (tuple, list)):
         return any(_bad(v) for v in x)
     if isinstance(x, dict):
@@ -58,7 +66,7 @@ def _name(fun) -> str:
 def _operands(args) -> str:
     shown = []
     for i, a in enumerate(args):
-        a = getval(a)
+        a = _plain(a)
         if isinstance(a, _reverse.ShapeOnly):
             shown.append(f"arg{i}: shape {a.shape}")
         elif isinstance(a, (int, float, complex, np.ndarray, np.number)):
@@ -92,7 +100,7 @@ def _checked_jvp_init(self, ans, fun, args, kwargs, argnums, parents):
         _raise_forward(fun, args, "NaN/inf", source)
     _saved["JVPNode.__init__"](self, ans, fun, args, kwargs, argnums, parents)
     if _bad(self.g):
-        _raise_forward(fun, args, f"a NaN/inf tangent ({fmt.summary(getval(self.g))})", source)
+        _raise_forward(fun, args, f"a NaN/inf tangent ({fmt.summary(_plain(self.g))})", source)
 
 
 class _CheckedEntry:
@@ -117,8 +125,8 @@ class _CheckedEntry:
                 raise FloatingPointError(
                     f"debug_nans: the VJP of {_name(self._entry.fun)} produced a NaN/inf "
                     f"cotangent for argument {argnum} in the backward pass{_where(source)}. "
-                    f"Incoming cotangent: {fmt.summary(getval(g))}; operands: "
-                    f"{_operands(args)}; cotangent made: {fmt.summary(getval(c))}."
+                    f"Incoming cotangent: {fmt.summary(_plain(g))}; operands: "
+                    f"{_operands(args)}; cotangent made: {fmt.summary(_plain(c))}."
                 )
         return grads
 
