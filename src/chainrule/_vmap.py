@@ -80,6 +80,12 @@ def vmap(
     is checked). ``axis_size``: the batch size, needed only when no argument is mapped.
     Keyword arguments are mapped over their leading axis.
 
+    ``fun`` runs once, each primitive by its batching rule for the whole batch (a primitive
+    without one runs once per example, with a ``BatchLoopWarning``). A Python decision on
+    the data (``if x.sum() > 0``) where the examples disagree reruns ``fun`` per group of
+    agreeing examples; code that converts a batched value to a NumPy array makes ``fun``
+    run once per example (both with a ``VmapFallbackWarning``). Results equal the loop's.
+
     >>> import chainrule as cr, chainrule.numpy as np
     >>> per_example = cr.vmap(cr.grad(lambda w, x: np.sum(w * x) ** 2), in_axes=(None, 0))
     >>> per_example(np.ones(2), np.array([[1.0, 2.0], [3.0, 0.0]])).tolist()
