@@ -121,9 +121,7 @@ class _System:
             part = [self.matrix(_np.arange(1, k + 1, dtype=float) + j * k) for j in range(3)]
             block = _sp.bmat([[part[0], part[1]], [None, part[2]]], format="csr")
             block.sort_indices()
-            system = _System(
-                block.indices, block.indptr, block.shape, self.method, self.options
-            )
+            system = _System(block.indices, block.indptr, block.shape, self.method, self.options)
             self._doubled = system, block.data.astype(_np.intp) - 1
         return self._doubled
 
