@@ -339,3 +339,15 @@ def test_expm_multiply_refuses_what_it_cannot_differentiate(monkeypatch):
         chainrule.grad(lambda d: np.sum(sparse_linalg.expm_multiply(Q, onp.ones(7), data=d)))(
             Q.data.copy()
         )
+
+
+def test_expm_multiply_gradient_in_the_values_under_jit():
+    # the rule's node count is decided at each run (8A needs more nodes than A)
+    rows = onp.repeat(onp.arange(7), onp.diff(Q.indptr))
+    b, w = onp.ones(7), onp.arange(7.0)
+    grad = chainrule.jit(
+        chainrule.grad(lambda d: np.sum(w * sparse_linalg.expm_multiply(Q, b, data=d)))
+    )
+    for c in (1.0, 8.0, 1.0):
+        expected = _frechet_at_entries(c * Q.toarray(), w, b, rows, Q.indices)
+        onp.testing.assert_allclose(grad(c * Q.data), expected, rtol=1e-11, atol=1e-13)
