@@ -3,6 +3,7 @@ against dense NumPy, finite differences (check_grads, both modes) and hand-deriv
 
 import numpy as onp
 import pytest
+import scipy.linalg as scipy_linalg_dense
 import scipy.sparse as sp
 import scipy.sparse.linalg as scipy_linalg
 
@@ -250,3 +251,103 @@ def test_krylov_info_under_jit_is_that_of_each_run():
     expected = [scipy_linalg.cg(S, v, maxiter=2)[1] for v in (b, onp.zeros(6), b)]
     assert expected[0] > 0 and expected[1] == 0
     assert [solve(v)[1] for v in (b, onp.zeros(6), b)] == expected
+
+
+# ----------------------------------------------------------------------------- expm_multiply in A
+
+
+def _frechet_at_entries(dense, w, b, rows, cols):
+    """<w, L(A, e_i e_j^T) b> for each stored (i, j), from SciPy's dense expm_frechet."""
+    n = dense.shape[0]
+    unit = onp.eye(n)
+    return onp.array([
+        onp.sum(w * (scipy_linalg_dense.expm_frechet(dense, onp.outer(unit[i], unit[j]),
+                                                     compute_expm=False) @ b))
+        for i, j in zip(rows, cols)
+    ])  # fmt: skip
+
+
+E_FORMATS = [sp.csr_matrix, sp.csc_matrix, sp.csr_array, sp.csc_array]
+Q = (sp.random(7, 7, density=0.35, random_state=5, format="csr") - 0.7 * sp.eye(7)).tocsr()
+
+
+@pytest.mark.parametrize("kind", E_FORMATS, ids=[k.__name__ for k in E_FORMATS])
+def test_expm_multiply_in_the_values_against_expm_frechet(kind):
+    M = kind(Q)
+    data = Q.data.copy()  # CSR order, sorted indices, whatever M's format
+    dense = Q.toarray()
+    rows = onp.repeat(onp.arange(7), onp.diff(Q.indptr))
+    b, w, t = rng.standard_normal(7), rng.standard_normal(7), rng.standard_normal(data.size)
+    f = lambda d, v: sparse_linalg.expm_multiply(M, v, data=d)  # noqa: E731
+    onp.testing.assert_allclose(f(data, b), scipy_linalg_dense.expm(dense) @ b, rtol=1e-13)
+    # JVP: L(A, dA) b, dA the tangent on A's pattern
+    dA = sp.csr_matrix((t, Q.indices, Q.indptr), shape=Q.shape).toarray()
+    expected = scipy_linalg_dense.expm_frechet(dense, dA, compute_expm=False) @ b
+    _, tangent = chainrule.jvp(lambda d: f(d, b), (data,), (t,))
+    onp.testing.assert_allclose(tangent, expected, rtol=1e-12, atol=1e-14)
+    # VJP: L(A^T, w b^T) at the stored entries
+    grad = chainrule.grad(lambda d: np.sum(w * f(d, b)))(data)
+    onp.testing.assert_allclose(grad, _frechet_at_entries(dense, w, b, rows, Q.indices),
+                                rtol=1e-11, atol=1e-13)  # fmt: skip
+    onp.testing.assert_array_equal(data, Q.data)  # inputs are not modified
+    check_grads(f, modes=["fwd", "rev"], order=2)(data, b)
+
+
+def test_expm_multiply_in_the_values_with_several_vectors_and_times():
+    data, dense = Q.data.copy(), Q.toarray()
+    rows = onp.repeat(onp.arange(7), onp.diff(Q.indptr))
+    B, W = rng.standard_normal((7, 2)), rng.standard_normal((7, 2))
+    grad = chainrule.grad(lambda d: np.sum(W * sparse_linalg.expm_multiply(Q, B, data=d)))(data)
+    expected = sum(_frechet_at_entries(dense, W[:, c], B[:, c], rows, Q.indices) for c in range(2))
+    onp.testing.assert_allclose(grad, expected, rtol=1e-11, atol=1e-13)
+    check_grads(
+        lambda d, V: sparse_linalg.expm_multiply(Q, V, data=d), modes=["fwd", "rev"], order=1
+    )(data, B)
+    # a grid of times: exp(t_i A) b at t = 0.5, 1, 1.5 (and t = 0 with endpoint=False)
+    b, w = rng.standard_normal(7), rng.standard_normal((3, 7))
+    grid = lambda d: sparse_linalg.expm_multiply(Q, b, start=0.5, stop=1.5, num=3, data=d)  # noqa: E731
+    grad = chainrule.grad(lambda d: np.sum(w * grid(d)))(data)
+    expected = sum(
+        t * _frechet_at_entries(t * dense, w[i], b, rows, Q.indices)
+        for i, t in enumerate([0.5, 1.0, 1.5])
+    )
+    onp.testing.assert_allclose(grad, expected, rtol=1e-11, atol=1e-13)
+    check_grads(grid, modes=["fwd", "rev"], order=1)(data)
+    check_grads(
+        lambda d: sparse_linalg.expm_multiply(Q, b, 0.0, 2.0, 4, False, data=d),
+        modes=["fwd", "rev"],
+        order=1,
+    )(data)
+    check_grads(
+        lambda d: sparse_linalg.expm_multiply(Q, b, traceA=float(dense.trace()), data=d),
+        modes=["fwd", "rev"],
+        order=1,
+    )(data)
+
+
+def test_expm_multiply_refuses_what_it_cannot_differentiate(monkeypatch):
+    dense = Q.toarray()
+    with pytest.raises(TypeError, match="data="):
+        chainrule.grad(lambda a: np.sum(sparse_linalg.expm_multiply(a, onp.ones(7))))(dense)
+    with pytest.raises(ValueError, match="stores"):
+        sparse_linalg.expm_multiply(Q, onp.ones(7), data=onp.ones(3))
+    # the quadrature of the VJP stops with an error, never an unchecked answer
+    from chainrule.scipy.sparse import linalg as module
+
+    monkeypatch.setattr(module, "_EXPM_MAX_NODES", 8)
+    with pytest.raises(RuntimeError, match="did not converge"):
+        chainrule.grad(lambda d: np.sum(sparse_linalg.expm_multiply(Q, onp.ones(7), data=d)))(
+            Q.data.copy()
+        )
+
+
+def test_expm_multiply_gradient_in_the_values_under_jit():
+    # the rule's node count is decided at each run (8A needs more nodes than A)
+    rows = onp.repeat(onp.arange(7), onp.diff(Q.indptr))
+    b, w = onp.ones(7), onp.arange(7.0)
+    grad = chainrule.jit(
+        chainrule.grad(lambda d: np.sum(w * sparse_linalg.expm_multiply(Q, b, data=d)))
+    )
+    for c in (1.0, 8.0, 1.0):
+        expected = _frechet_at_entries(c * Q.toarray(), w, b, rows, Q.indices)
+        onp.testing.assert_allclose(grad(c * Q.data), expected, rtol=1e-11, atol=1e-13)

@@ -1,6 +1,7 @@
 """Differentiable sparse solves under SciPy's names: ``spsolve``, ``splu``, ``cg``,
 ``gmres``, ``bicgstab`` (with respect to the right-hand side and, through ``data=``, to
-the matrix's stored values), and ``expm_multiply`` (with respect to the vector).
+the matrix's stored values), and ``expm_multiply`` (the same two; its VJP in the values
+is an integral over the Frechet derivative of the exponential, by refined quadrature).
 
 A matrix with traced values is given as a ``scipy.sparse`` matrix ``A`` for the pattern
 and ``data``, its values in CSR order (``A.tocsr()`` with sorted indices: ``.data``).
@@ -25,6 +26,7 @@ from ..._core.rules import defjvp_direct as defjvp
 from ..._core.rules import defvjp_direct
 from ..._core.tracer import getval, notrace_primitive, primitive
 from ..._sparse_products import matmul
+from ...numpy import numpy_wrapper as anp
 
 __all__ = ["spsolve", "spsolve_values", "splu", "cg", "gmres", "bicgstab", "expm_multiply"]
 
@@ -55,7 +57,7 @@ class _System:
         self.cols = indices
         self.method, self.options, self.M = method, options, M
         self.trans, self.factors, self.order = False, {}, None
-        self._transposed = self._scatter = None
+        self._transposed = self._scatter = self._doubled = None
 
     def __repr__(self) -> str:
         kind = "transposed " if self.trans else ""
@@ -111,6 +113,18 @@ class _System:
         self._transposed = other
         return other
 
+    def doubled(self):
+        """The pattern of [[M, E], [0, M]] (E with M's pattern) and ``order``: its values
+        are ``concatenate([m, e, m])[order]`` for M's values m and E's e. Found once."""
+        if self._doubled is None:
+            k = self.indices.size
+            part = [self.matrix(_np.arange(1, k + 1, dtype=float) + j * k) for j in range(3)]
+            block = _sp.bmat([[part[0], part[1]], [None, part[2]]], format="csr")
+            block.sort_indices()
+            system = _System(block.indices, block.indptr, block.shape, self.method, self.options)
+            self._doubled = system, block.data.astype(_np.intp) - 1
+        return self._doubled
+
 
 @primitive
 def _solve(data, b, *, system: _System, report: dict | None = None, **first):
@@ -140,7 +154,7 @@ def _transposed_solve(data, g, system: _System):
 def _outer_at_entries(u, v, system: _System):
     """sum_j u[row_k, j] v[col_k, j] for every stored entry k (u, v vectors or matrices)."""
     product = u[system.rows] * v[system.cols]
-    return product if _np.ndim(u) == 1 else _np.sum(product, axis=1)
+    return product if _np.ndim(u) == 1 else anp.sum(product, axis=1)
 
 
 def _values_vjp(g, ans, data, b, *, system, **_):
@@ -281,38 +295,158 @@ def bicgstab(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callba
 
 # ----------------------------------------------------------------------------- expm_multiply
 
-
-@primitive
-def _expm_multiply(A, B, **options):
-    return _spla.expm_multiply(A, _np.asarray(B), **options)
-
-
-def expm_multiply(A, B, start=None, stop=None, num=None, endpoint=None, traceA=None):
-    """``scipy.sparse.linalg.expm_multiply(A, B)``: exp(t A) B, differentiable in ``B``
-    (a vector or matrix, traced or not) for a constant ``A`` (sparse, dense or a linear
-    operator). Linear in B: VJP exp(A^T) g (at each time point, summed), JVP the same
-    product with the tangent. (Derivatives with respect to A are not provided: they
-    need the Frechet derivative of the exponential.)"""
-    options = {
-        "start": start, "stop": stop, "num": num, "endpoint": endpoint, "traceA": traceA,
-    }  # fmt: skip
-    options = {k: v for k, v in options.items() if v is not None}
-    return _expm_multiply(A, B, **options)
+# The gradient with respect to A's values is an integral in s (below); Gauss-Legendre
+# rules of 8, 16, ... nodes until two successive estimates agree to _EXPM_RTOL.
+_EXPM_RTOL = 1e-12
+_EXPM_MAX_NODES = 2048
+_EPS = _np.finfo(float).eps
 
 
-def _expm_vjp(g, ans, A, B, **options):
-    AT = A.T if hasattr(A, "T") else _spla.aslinearoperator(A).T
-    if "num" not in options and "start" not in options and "stop" not in options:
-        return _expm_multiply(AT, g)
-    # one result per time point t_i (the leading axis): sum of exp(t_i A^T) g_i
-    times = _np.linspace(
+def _is_grid(options: dict) -> bool:
+    # SciPy's rule: any of these asks for the results at a grid of times
+    return any(k in options for k in ("start", "stop", "num", "endpoint"))
+
+
+def _times(options: dict):
+    return _np.linspace(
         options.get("start", 0.0),
         options.get("stop", 1.0),
         options.get("num", 50),
         endpoint=options.get("endpoint", True),
     )
-    return sum(_expm_multiply(t * AT, g[i]) for i, t in enumerate(times))
 
 
-defvjp_direct(_expm_multiply, None, _expm_vjp)
-defjvp(_expm_multiply, None, lambda t, ans, A, B, **options: _expm_multiply(A, t, **options))
+@primitive
+def _expm_multiply(A, B, *, system: _System | None = None, **options):
+    """exp(t A) B. ``A``: a constant matrix (sparse, dense or a linear operator), or,
+    with ``system``, the stored values of a matrix with ``system``'s pattern."""
+    if system is not None:
+        A = system.matrix(_np.asarray(A))
+    return _spla.expm_multiply(A, _np.asarray(B), **options)
+
+
+def expm_multiply(
+    A, B, start=None, stop=None, num=None, endpoint=None, traceA=None, *, data=None
+):  # fmt: skip
+    """``scipy.sparse.linalg.expm_multiply(A, B)``: exp(t A) B (at one time, or at a grid
+    of times with ``start``/``stop``/``num``/``endpoint``), differentiable in ``B`` (a
+    vector or matrix, traced or not). ``A``: sparse, dense or a linear operator, constant;
+    or, with ``data`` (sparse ``A``'s values in CSR order with sorted indices,
+    ``A.tocsr().data``, traced or not), the matrix with ``A``'s pattern and those values,
+    differentiable in them. Derivatives in B: exp(t A^T) g (summed over the time points)
+    and the product with the tangent. In the values: the JVP is exact (the top half of the
+    exponential of the block matrix [[A, dA], [0, A]] applied to [0; B]); the VJP is the
+    Frechet adjoint L(A^T, g B^T) read at the stored entries, an integral over s in [0, 1]
+    of (e^(sA^T) g)_i (e^((1-s)A) B)_j, by Gauss-Legendre rules refined until two agree
+    to 1e-12 (a RuntimeError if they do not)."""
+    options = {
+        "start": start, "stop": stop, "num": num, "endpoint": endpoint, "traceA": traceA,
+    }  # fmt: skip
+    options = {k: v for k, v in options.items() if v is not None}
+    if data is None:
+        return _expm_multiply(A, B, **options)
+    data, system = _system(A, data, "expm_multiply", "expm_multiply", {})
+    return _expm_multiply(data, B, system=system, **options)
+
+
+def _transposed_values(A, system: _System | None):
+    """A^T: the constant's transpose, or the values of the transposed pattern (traced)."""
+    if system is None:
+        return (A.T if hasattr(A, "T") else _spla.aslinearoperator(A).T), None
+    other = system.transposed()
+    return A[other.order], other
+
+
+def _expm_vjp(g, ans, A, B, *, system=None, **options):
+    AT, other = _transposed_values(A, system)
+    if not _is_grid(options):
+        return _expm_multiply(AT, g, system=other)
+    # one result per time point t_i (the leading axis): sum of exp(t_i A^T) g_i
+    return sum(_expm_multiply(t * AT, g[i], system=other) for i, t in enumerate(_times(options)))
+
+
+def _expm_values_vjp(g, ans, data, B, *, system, **options):
+    if not _is_grid(options):
+        return _frechet_adjoint(data, g, B, system)
+    # d/dA of exp(t A) B in direction E is L(tA, tE) B: t times the adjoint at tA
+    return sum(
+        t * _frechet_adjoint(t * data, g[i], B, system)
+        for i, t in enumerate(_times(options))
+        if t != 0
+    )
+
+
+def _frechet_adjoint(data, g, B, system: _System):
+    """L(A^T, g B^T) at A's stored entries: the integral over s in [0, 1] of
+    (e^(sA^T) g)[rows] (e^((1-s)A) B)[cols] (summed over B's columns). Gauss-Legendre
+    rules of 8, 16, ... nodes until two agree; the products at the nodes step from node
+    to node (e^(s' A) = e^((s'-s) A) e^(s A)), about the cost of two exponentials a rule.
+    Traced operations only, so that higher orders differentiate the rule."""
+    dataT, other = _transposed_values(data, system)
+    previous = None
+    nodes = 8
+    while nodes <= _EXPM_MAX_NODES:
+        s, w = _np.polynomial.legendre.leggauss(nodes)
+        s, w = (s + 1) / 2, w / 2
+        u = _along(dataT, g, s, other)  # e^(s_k A^T) g
+        v = _along(data, B, 1 - s[::-1], system)[::-1]  # e^((1-s_k) A) B
+        estimate = sum(w[k] * _outer_at_entries(u[k], v[k], system) for k in range(nodes))
+        scale = sum(w[k] * _max(u[k]) * _max(v[k]) for k in range(nodes))
+        if previous is not None:
+            change = _max(getval(estimate) - getval(previous))
+            if change <= max(_EXPM_RTOL * _max(getval(estimate)), 256 * _EPS * scale):
+                return estimate
+        previous, nodes = estimate, 2 * nodes
+    raise RuntimeError(
+        f"expm_multiply: the gradient with respect to A's values (an integral over s of "
+        f"e^(sA^T) g e^((1-s)A) B) did not converge to {_EXPM_RTOL:g} with "
+        f"{_EXPM_MAX_NODES} Gauss-Legendre nodes: |A| is too large for this rule; "
+        f"scale the problem (exp(A) = exp(A/2)^2: two calls of half the norm) or "
+        f"differentiate in B only."
+    )
+
+
+def _max(x) -> float:
+    return float(_np.max(_np.abs(getval(x)), initial=0.0))
+
+
+def _along(data, B, times, system: _System) -> list:
+    """e^(t A) B at increasing ``times`` (t_0 > 0), each from the one before."""
+    out, last, current = [], 0.0, B
+    for t in times:
+        current = _expm_multiply((t - last) * data, current, system=system)
+        out.append(current)
+        last = t
+    return out
+
+
+def _expm_values_jvp(t, ans, data, B, *, system, **options):
+    """The top half of exp([[A, dA], [0, A]]) [0; B]: L(A, dA) B (at each time point)."""
+    block, order = system.doubled()
+    values = anp.concatenate([data, t, data])[order]
+    n = system.shape[0]
+    below = anp.concatenate([_np.zeros(_np.shape(B)), B], axis=0)
+    if "traceA" in options:
+        options = {**options, "traceA": 2 * options["traceA"]}  # the block's trace
+    out = _expm_multiply(values, below, system=block, **options)
+    return out[:, :n] if _is_grid(options) else out[:n]
+
+
+def _constant_matrix(fun):
+    def rule(g, ans, A, B, *, system=None, **options):
+        if system is None:
+            raise TypeError(
+                "expm_multiply is differentiable in the matrix through data= only: pass "
+                "a scipy.sparse A for the pattern and data=A.tocsr().data (its values)"
+            )
+        return fun(g, ans, A, B, system=system, **options)
+
+    return rule
+
+
+defvjp_direct(_expm_multiply, _constant_matrix(_expm_values_vjp), _expm_vjp)
+defjvp(
+    _expm_multiply,
+    _constant_matrix(_expm_values_jvp),
+    lambda t, ans, A, B, **options: _expm_multiply(A, t, **options),
+)
