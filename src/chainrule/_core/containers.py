@@ -10,8 +10,7 @@ element keeps its derivative.
 from __future__ import annotations
 
 from .pytree import register_pytree_node
-from .rules import defjvp_direct as defjvp
-from .rules import defvjp_direct
+from .rules import defjvp_direct, defvjp_direct
 from .tracer import Box, getval, primitive
 from .vspace import add_values, container_box_adders, vspace
 
@@ -96,9 +95,9 @@ def container_add(x, y):
 
 
 defvjp_direct(sequence_take, lambda g, ans, c, index: sequence_untake(g, index, vspace(c)))
-defjvp(sequence_take, lambda g, ans, c, index: sequence_take(g, index))
+defjvp_direct(sequence_take, lambda g, ans, c, index: sequence_take(g, index))
 defvjp_direct(sequence_untake, lambda g, ans, gi, index, space: sequence_take(g, index))
-defjvp(sequence_untake, lambda g, ans, gi, index, space: sequence_untake(g, index, space))
+defjvp_direct(sequence_untake, lambda g, ans, gi, index, space: sequence_untake(g, index, space))
 defvjp_direct(container_add, lambda g, ans, x, y: g, lambda g, ans, x, y: g)
-defjvp(container_add, lambda g, ans, x, y: g, lambda g, ans, x, y: g)
+defjvp_direct(container_add, lambda g, ans, x, y: g, lambda g, ans, x, y: g)
 container_box_adders[SequenceBox] = container_box_adders[DictBox] = container_add

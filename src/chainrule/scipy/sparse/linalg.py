@@ -22,8 +22,7 @@ import numpy as _np
 import scipy.sparse as _sp
 import scipy.sparse.linalg as _spla
 
-from ..._core.rules import defjvp_direct as defjvp
-from ..._core.rules import defvjp_direct
+from ..._core.rules import defjvp_direct, defvjp_direct
 from ..._core.tracer import getval, notrace_primitive, primitive
 from ..._sparse_products import matmul
 from ...numpy import numpy_wrapper as anp
@@ -172,7 +171,7 @@ defvjp_direct(
     _values_vjp,
     lambda g, ans, data, b, *, system, **_: _transposed_solve(data, g, system),
 )
-defjvp(
+defjvp_direct(
     _solve,
     _values_jvp,
     lambda t, ans, data, b, *, system, **_: _solve(data, t, system=system),
@@ -445,7 +444,7 @@ def _constant_matrix(fun):
 
 
 defvjp_direct(_expm_multiply, _constant_matrix(_expm_values_vjp), _expm_vjp)
-defjvp(
+defjvp_direct(
     _expm_multiply,
     _constant_matrix(_expm_values_jvp),
     lambda t, ans, A, B, **options: _expm_multiply(A, t, **options),
