@@ -72,6 +72,8 @@ def direct_call(
         head = [a, b.get("axis", "None"), b.get("dtype", "None") if "dtype" in params else
                 "None", "None"]
         rest = [f"{k}={b[k]}" for k in ("keepdims", "initial", "where") if k in b]
+        while not rest and len(head) > 2 and head[-1] == "None":
+            head.pop()  # dtype and out at their defaults (the axis stays: reduce's is 0)
         return f"{bind(reducer)}({', '.join(head + rest)})"
     if raw is np.transpose:
         b = _bound(("axes",), texts[1:], kwtexts)
