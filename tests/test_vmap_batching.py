@@ -29,8 +29,8 @@ RUN_PER_EXAMPLE = {
     "rollaxis", "hsplit", "vsplit", "dsplit", "kron", "cross", "convolve", "correlate",
     "cov", "corrcoef",
     # SciPy's linear algebra, one matrix per call
-    "cholesky_symmetric", "eigh_values", "eigh_vectors", "lu_packed", "solve_banded",
-    "solve_general", "solve_sylvester", "solve_triangular", "sqrtm", "lstsq_solution",
+    "lu_packed", "solve_banded",
+    "solve_general", "solve_sylvester", "solve_triangular", "lstsq_solution",
     "convolve_canonical",
     # containers, solvers and sparse operands: one Python object per example
     "container_add", "sequence_take", "sequence_untake", "_implicit", "ivp_values",
@@ -71,7 +71,7 @@ def test_every_primitive_has_a_batching_rule_or_is_listed_as_looping():
     assert not missing, f"no batching rule and not listed in RUN_PER_EXAMPLE: {missing}"
     assert not listed_with_rule, f"listed as looping but has a rule: {listed_with_rule}"
     with_rule = sum(batching_rule(f) is not None for f in PRIMITIVES)
-    assert with_rule >= 219  # the count when the rules landed (of 265)
+    assert with_rule >= 223  # the count when the rules landed (of 265)
 
 
 def _no_fallback(call):
