@@ -508,8 +508,49 @@ def _diag(flat: bool):
 
 defbatch(anp.diag, _diag(False))
 defbatch(anp.diagflat, _diag(True))
+def _atleast_3d(values, batched, kwargs):
+    """atleast_3d of one array: (1, 1, 1), (1, N, 1) and (M, N, 1) for 0-, 1- and 2-d."""
+    if len(values) != 1:
+        return NotImplemented
+    v, ndim = values[0], example_ndim(values[0], True)
+    axes = {0: (1, 2, 3), 1: (1, 3), 2: (3,)}.get(ndim)
+    return v if axes is None else anp.expand_dims(v, axes)
+
+
+def _rollaxis(values, batched, kwargs):
+    if not _only_first(batched):
+        return NotImplemented
+    v, ndim = values[0], example_ndim(values[0], True)
+    axis = values[1] if len(values) > 1 else kwargs["axis"]
+    start = values[2] if len(values) > 2 else kwargs.get("start", 0)
+    if not -ndim <= start <= ndim:
+        return NotImplemented  # NumPy's error, from the loop
+    return anp.rollaxis(v, _shifted(axis, ndim), (start + ndim if start < 0 else start) + 1)
+
+
+def _full_like(values, batched, kwargs):
+    """full_like(a, fill_value): a's example shape and dtype, filled with each example's
+    fill_value (or the same one), as ``full_like`` casts it."""
+    if len(values) > 2 or set(kwargs) - {"dtype"}:
+        return NotImplemented
+    (a, fill), (batched_a, batched_fill) = values, batched
+    shape = _np.shape(a)[1:] if batched_a else _np.shape(a)
+    dtype = kwargs.get("dtype") or _np.result_type(a)
+    size = _size(values, batched)
+    if batched_fill:
+        missing = len(shape) - example_ndim(fill, True)
+        if missing < 0:
+            return NotImplemented
+        fill = anp.expand_dims(fill, tuple(range(1, 1 + missing))) if missing else fill
+    out = anp.broadcast_to(fill, (size,) + shape)
+    return array_astype(out, dtype)
+
+
 for _fun, _n in zip(_each("atleast_1d atleast_2d"), (1, 2)):
     defbatch(_fun, _atleast(_n))
+defbatch(anp.namespace["atleast_3d"], _atleast_3d)
+defbatch(anp.namespace["rollaxis"], _rollaxis)
+defbatch(anp.namespace["full_like"], _full_like)
 for _fun in _each("asarray asanyarray ascontiguousarray"):
     defbatch(_fun, as_is(_fun))
 for _fun in _each("split array_split"):
