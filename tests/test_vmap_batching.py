@@ -275,3 +275,17 @@ def test_debug_nans_sees_inside_a_batch():
     with cr.debug_nans(), onp.errstate(divide="ignore", invalid="ignore"):
         with pytest.raises(FloatingPointError, match="VJP of sqrt"):
             cr.vmap(cr.grad(lambda x: np.sum(np.sqrt(x - x))))(xs)
+
+
+def test_a_mapped_function_catching_exceptions_still_splits():
+    def f(x):
+        try:
+            scale = float(np.sum(x))  # differs per example: vmap must split, not fail
+        except Exception:  # noqa: BLE001  (user code of this kind must not hide the split)
+            scale = 0.0
+        return x * scale
+
+    xs = R.normal(size=(4, 3))
+    with pytest.warns(VmapFallbackWarning):
+        got = cr.vmap(f)(xs)
+    onp.testing.assert_allclose(got, onp.stack([x * x.sum() for x in xs]), rtol=1e-14)

@@ -29,13 +29,12 @@ scalar_types: set = {float, complex}
 # value type -> add_into(acc, g) for cotangent buffers the backward pass owns
 inplace_adders: dict[type, Callable] = {}
 
-
-
 # Set by chainrule.numpy.batched: ``jvp_over_batch(jvp, tangents, argnums, ans, args,
 # kwargs, size)`` applies a JVP rule to a whole batch of tangents at once (vmap's batching
 # rules inside it), or returns None; the batched forward sweep asks it for primitives
 # without a batched JVP rule before taking their tangents one at a time.
 jvp_over_batch: Callable | None = None
+
 
 class FreedGraphError(RuntimeError):
     pass

@@ -36,7 +36,10 @@ from .numpy_boxes import ArrayBox
 from .numpy_vspaces import ArrayVSpace
 
 
-class BatchSplit(Exception):
+# The two signals to vmap are BaseExceptions, as GeneratorExit is: a mapped function's own
+# ``except Exception:`` (around ``float(x)``, say) must not swallow them and go on with a
+# made-up value for the whole batch.
+class BatchSplit(BaseException):
     """The examples of a batch disagree on a Python decision: ``keys[i]`` is example i's."""
 
     def __init__(self, trace_id: int, keys: list):
@@ -44,7 +47,7 @@ class BatchSplit(Exception):
         self.trace_id, self.keys = trace_id, keys
 
 
-class BatchUnsupported(Exception):
+class BatchUnsupported(BaseException):
     """Something the mapped function does cannot run on the whole batch at once."""
 
     def __init__(self, trace_id: int, what: str):
