@@ -74,7 +74,7 @@ def as_is(fun, min_ndim: int = 0):
 
 
 # ----------------------------------------------------------------------------- along an axis
-def along_axis(fun, when_none: str = "all", names: tuple = ("axis",)):
+def along_axis(fun, when_none: str = "all"):
     """The batching rule of ``fun`` computed along an axis of its first argument.
     ``when_none``: what ``axis=None`` means: ``"all"`` of an example's axes, ``"flat"``
     its flattened values, or ``"loop"`` (not covered)."""
@@ -131,7 +131,8 @@ def _scalar_q(fun):
 
 for _fun in _each("percentile nanpercentile quantile nanquantile"):
     defbatch(_fun, _scalar_q(_fun))
-for _fun in _each("diff roll trapezoid") + [afft.fft, afft.ifft, afft.rfft, afft.irfft, afft.hfft, afft.ihfft]:
+for _fun in _each("diff roll trapezoid") + [afft.fft, afft.ifft, afft.rfft, afft.irfft,
+                                            afft.hfft, afft.ihfft]:
     defbatch(_fun, along_axis(_fun, "loop"))
 
 
