@@ -75,4 +75,7 @@ class DoctestBlocks(Extension):
 def on_config(config, **kwargs):
     # the same list mkdocstrings renders docstrings with
     config.markdown_extensions.append(DoctestBlocks())
+    # The generated coverage page joins the nav here, not in mkdocs.yml, which names only
+    # tracked pages; it goes before the API reference (the last entry).
+    config.nav.insert(len(config.nav) - 1, {"Coverage": "coverage.md"})
     return config
