@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from .._core.repeats import next_same, run_at
+
 MIN_REPEATS = 2
 
 
@@ -31,27 +33,17 @@ def fold(steps) -> list[Block]:
         else:
             runs.append((key, [v.name]))
     keys = [source for source, _ in runs]
-    following: dict = {}
-    next_same = [0] * len(keys)
-    for i in range(len(keys) - 1, -1, -1):
-        next_same[i] = following.get(keys[i], -1)
-        following[keys[i]] = i
+    nxt = next_same(keys)
     blocks: list[Block] = []
     i = 0
     while i < len(keys):
-        j = next_same[i]
-        period = j - i if j > 0 else 0
-        repeats = 1
-        if period:
-            pattern = keys[i:j]
-            while keys[i + repeats * period : i + (repeats + 1) * period] == pattern:
-                repeats += 1
+        period, repeats = run_at(keys, i, nxt)
         if repeats >= MIN_REPEATS:
             names = [
                 [n for _, ns in runs[i + r * period : i + (r + 1) * period] for n in ns]
                 for r in range(repeats)
             ]
-            blocks.append(Block(_lines(keys[i:j]), repeats, names))
+            blocks.append(Block(_lines(keys[i : i + period]), repeats, names))
             i += repeats * period
         elif blocks and blocks[-1].repeats == 1 and blocks[-1].lines[-1] == keys[i][0]:
             blocks[-1].names[0] += runs[i][1]  # another call on the same line

@@ -13,6 +13,7 @@ function runs eagerly (with one warning).
 from __future__ import annotations
 
 import functools
+import gc
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -47,6 +48,7 @@ class Lowered:
     def __init__(self, program: Program):
         self.source = program.source
         self.n_lines = program.n_lines
+        self.n_calls = program.n_calls  # primitive calls one run makes (loops counted out)
 
     def __repr__(self) -> str:
         return self.source
@@ -277,6 +279,18 @@ class JittedFunction:
         return self._trace(key, leaves, treedef, statics, entry, dyn)[0]
 
     def _trace(self, key, leaves, treedef, statics, entry, walked):
+        # A trace makes many objects that live until the program is emitted, and the
+        # cyclic collector would scan them again and again (a third of an RNN's trace);
+        # reference counting frees them when the record is dropped.
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._trace_and_emit(key, leaves, treedef, statics, entry, walked)
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _trace_and_emit(self, key, leaves, treedef, statics, entry, walked):
         if entry is None:
             entry = self._cache[key] = _Entry()
             while len(self._cache) > self.maxsize:
