@@ -5,9 +5,11 @@
 
 One process, single-threaded BLAS/XLA, every figure from the same run. Per workload of
 ``benchmarks._problems``: one eager gradient, the first jitted call (trace + emit +
-compile + run, a fresh ``jit`` each time), a cached jitted call, JAX jit's cached call
-(when JAX is installed; otherwise the column says so), and the Python-level calls per
-primitive of a cached call (cProfile, divided by the primitive calls of the emitted program).
+compile + run, a fresh ``jit`` each time; a garbage collection before each eager and
+first-call sample, so that neither pays for the other's garbage), a cached jitted call,
+JAX jit's cached call (when JAX is installed; otherwise the column says so), and the
+Python-level calls per primitive of a cached call (cProfile, divided by the primitive
+calls one run of the emitted program makes).
 Then the overhead of a cached call that does no work, and an autograd-style optimizer
 loop (``misc.optimizers.adam``, 1000 steps of logistic regression), eager against jitted.
 Every jitted result is checked against the eager one (bit for bit) before it is timed.
@@ -28,8 +30,8 @@ os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import cProfile  # noqa: E402
+import gc  # noqa: E402
 import pstats  # noqa: E402
-import re  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 
@@ -89,8 +91,9 @@ def python_calls(fn) -> int:
 
 
 def program_primitives(build, data) -> int:
-    """Primitive calls in the program a fresh jitted ``build(data)`` emits (its lines
-    ``vN = ...``: dead code, common subexpressions and dropped products by one excluded)."""
+    """Primitive calls one run of the program a fresh jitted ``build(data)`` emits makes
+    (dead code, common subexpressions and dropped products by one excluded; the calls of
+    a rolled loop counted once per iteration)."""
     jit_module = sys.modules["chainrule.jit"]
     emit, programs = jit_module.emit, []
 
@@ -103,7 +106,7 @@ def program_primitives(build, data) -> int:
         build(data)()
     finally:
         jit_module.emit = emit
-    return sum(len(re.findall(r"^ +v\d+ = ", p.source, re.M)) for p in programs)
+    return sum(p.n_calls for p in programs)
 
 
 def _jax_builders() -> dict | None:
@@ -127,10 +130,12 @@ def workload_rows(scale: str, repeats: int) -> list[dict]:
             raise AssertionError(f"{name}: chainrule.jit differs from eager chainrule")
         eagers, firsts = [], []
         for _ in range(repeats):  # one eager gradient, then a fresh jit's first call
+            gc.collect()  # (neither pays for collecting the other's garbage)
             t0 = time.process_time()
             eager()
             eagers.append(time.process_time() - t0)
             fresh = jit_b[name](data)
+            gc.collect()
             t0 = time.process_time()
             fresh()
             firsts.append(time.process_time() - t0)

@@ -34,6 +34,10 @@ def run_at(keys: Sequence, i: int, nxt: list[int], candidates: int = 1,
         period = j - i
         if max_period is not None and period > max_period:
             break
+        head = min(period, 8)  # (most candidates differ early: no copy of a long pattern)
+        if keys[i:i + head] != keys[j:j + head]:
+            j = nxt[j]
+            continue
         repeats = 1
         pattern = keys[i:j]
         start = j

@@ -1,11 +1,16 @@
-"""From a staging record to a compiled Python function of plain calls.
+"""From a staging record to a compiled Python function of plain calls, in three steps.
 
-The nodes the outputs and guards need (dead code is never reached from them) are emitted
-in creation order, one line per primitive, ``v12 = f3(v4, c0, axis=1)``, where ``f3`` is
-the primitive's raw function and ``c0`` a constant, both in the function's globals.
-Common subexpressions (same raw function, same arguments, equal keywords) are emitted
-once, and a multiplication by a constant one whose answer is provably the other operand
-(same type, shape, dtype and layout) is dropped.
+Lowering (``_lower``): the nodes the outputs and guards need (dead code is never reached
+from them), in creation order, become instructions, one per primitive call, such as
+``f3({0}, {1}, axis=1)``, where ``f3`` is the primitive's raw function (in the function's
+globals) and ``{j}`` operand j: an earlier instruction or a constant. Common
+subexpressions (same raw function, same operands, equal keywords) are one instruction,
+and a multiplication by a constant one whose answer is provably the other operand (same
+type, shape, dtype and layout) is dropped.
+
+Rolling (``_roll``): runs of instructions that repeat become loops.
+
+Rendering (``_render``): the lines, ``v12 = f3(v4, c0, axis=1)``, compiled once.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ import numpy as np
 from .. import numpy as anp
 from .._core.tracer import getval
 from ._direct import direct_call
-from ._roll import Loop, roll
+from ._render import Plan
+from ._roll import roll
 from ._staging import Guard, StagingNode, _identity
 
 MISS = object()  # what an emitted program answers when a guard fails
@@ -190,7 +196,8 @@ class Instr:
                  "fresh", "reuse", "view", "pos", "loop", "offset", "iteration")
 
     def __init__(self, kind: str, node, code: str | None, fast: str | None, slots: list,
-                 comment: str):
+                 comment: str, key: Any = None, array: bool = False, fresh: bool = False,
+                 reuse: tuple = (), view: bool = False):
         self.kind = kind  # "input", "convert" (an input as a NumPy scalar), "call", "guard"
         self.node = node
         self.var = ""
@@ -198,12 +205,12 @@ class Instr:
         self.fast = fast
         self.slots = slots
         self.comment = comment
-        self.array = False  # an ndarray answer (worth a del)
-        self.fresh = False  # a new array of an elementwise ufunc
-        self.reuse: tuple = ()  # operands whose memory it may take as out=
-        self.view = False  # its answer may share an operand's memory
+        self.key = self if key is None else key  # (only itself: never rolled)
+        self.array = array  # an ndarray answer (worth a del)
+        self.fresh = fresh  # a new array of an elementwise ufunc
+        self.reuse = reuse  # operands whose memory it may take as out=
+        self.view = view  # its answer may share an operand's memory
         self.loop = None
-        self.key: Any = self  # (only itself: never rolled)
         self.pos = -1  # (an input: before every instruction)
 
 
@@ -273,29 +280,31 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
             else:
                 ans = node.ans
                 # what decides the code: the function, which operands are traced, their
-                # types, the constants and keywords (moveaxis reads the operand's ndim)
+                # types, the keywords, whether constants are finite floats (the float
+                # program's condition); not the constants' values (but moveaxis writes
+                # the permutation its axes and the operand's ndim make)
                 sig = (fun, argnums, type(ans), *map(type, vals), *kwtexts,
-                       *[s[1] for s in slots if type(s) is tuple])
-                made = memo.get(sig) if raw is not _MOVEAXIS else None
+                       *[s[2] is None for s in slots if type(s) is tuple])
+                if raw is _MOVEAXIS:
+                    sig += (np.ndim(vals[0]), repr(vals[1:]))
+                made = memo.get(sig)
                 if made is None:
-                    made = memo[sig] = _template(raw, fun, node, vals, len(slots), kwmap,
+                    made = memo[sig] = _template(raw, fun, node, vals, slots, kwmap,
                                                  kwtexts, fun_name)
-                code, fast, label, elementwise, view = made
+                code, fast, label, elementwise, view, template = made
                 if fast is None:
                     floats = False
-                note = annotate(node) if annotate is not None else ""
-                ins = instr_of[id(node)] = cse[key] = Instr(
-                    "call", node, code, fast if floats else None, slots, f"{label}{note}")
-                ins.array = type(ans) is np.ndarray
-                if elementwise:
-                    ins.fresh = True
-                    ins.reuse = tuple(
+                reuse = ()
+                if elementwise:  # operands of its shape and dtype it may write into
+                    reuse = tuple(
                         j for j, s in enumerate(slots) if type(s) is Instr and s.fresh
                         and s.node.ans.shape == ans.shape and s.node.ans.dtype == ans.dtype
                     )
-                ins.view = view
-                ins.key = (code, tuple(type(s) is Instr for s in slots), ins.fresh,
-                           ins.reuse, view, ins.array)
+                ins = instr_of[id(node)] = cse[key] = Instr(
+                    "call", node, code, fast if floats else None, slots,
+                    label if annotate is None else f"{label}{annotate(node)}",
+                    (template, reuse) if reuse else template, type(ans) is np.ndarray,
+                    elementwise, reuse, view)
                 instrs.append(ins)
         for g in guards_by_node.get(id(node), ()):
             target = instr_of[id(node)]
@@ -304,21 +313,22 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
             if seen in guarded:
                 continue  # the same check, already made
             guarded.add(seen)
-            ins = Instr("guard", node, code, code, slots, f"guard: {_what(g)}")
-            ins.key = (code, tuple(type(s) is Instr for s in slots))
-            instrs.append(ins)
+            instrs.append(Instr("guard", node, code, code, slots, f"guard: {_what(g)}",
+                                (code, tuple(type(s) is Instr for s in slots))))
     for pos, ins in enumerate(instrs):
         ins.pos = pos
     return instrs, instr_of, floats
 
 
-def _template(raw, fun, node: StagingNode, vals: list, n_slots: int, kwmap: dict,
+def _template(raw, fun, node: StagingNode, vals: list, slots: list, kwmap: dict,
               kwtexts: list, fun_name) -> tuple:
     """What a call's instruction is, from what decides it (``_lower`` keeps the answer
     for the next call like it): its code, its float-program code (None where it has
     none), its label, whether it makes a new array elementwise, whether its answer may
-    be a view of an operand."""
-    holes = [f"{{{j}}}" for j in range(n_slots)]
+    be a view of an operand, and the key of an instruction with this code (see ``_roll``:
+    the code and which operands are constants; calls on other types that write the same
+    code are the same instruction)."""
+    holes = [f"{{{j}}}" for j in range(len(slots))]
     if _scalar_operator(raw, node):
         code = f" {_OPERATORS[raw]} ".join(holes)
     else:
@@ -327,9 +337,11 @@ def _template(raw, fun, node: StagingNode, vals: list, n_slots: int, kwmap: dict
         )
     fast = _float_call(raw, holes, fun_name) if _float_node(node) else None
     label = getattr(fun, "__name__", None) or getattr(raw, "__name__", "?")
+    array = type(node.ans) is np.ndarray
     elementwise = _elementwise_array(raw, node) and code.endswith(")")
-    view = not elementwise and type(node.ans) is np.ndarray and raw not in _NEW_ARRAYS
-    return code, fast, label, elementwise, view
+    view = not elementwise and array and raw not in _NEW_ARRAYS
+    key = (code, tuple(type(s) is tuple for s in slots), elementwise, view, array)
+    return code, fast, label, elementwise, view, key
 
 
 _MOVEAXIS = np.moveaxis
@@ -390,7 +402,7 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
     nodes = _needed(out_nodes, guards)
     instrs, instr_of, floats = _lower(nodes, guards, const, fun_name)
     units = roll(instrs)
-    plan = _Plan(units, const)
+    plan = Plan(units, const)
     outs = [plan.text(instr_of[id(o)])[0] if isinstance(o, StagingNode) else const(o)
             for o in out_items]
     out_names = {plan.text(instr_of[id(o)])[1] for o in out_nodes}
@@ -418,333 +430,6 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
     return Program(source, glob[name], len(lines), plan.n_calls)
 
 
-class _Plan:
-    """The operand texts of every unit (straight instruction or loop), names assigned in
-    order. Planning first lets a later reader ask an earlier loop to keep a value in a
-    list; the lines come after (``exact_lines``, ``fast_lines``)."""
-
-    def __init__(self, units: list, const):
-        self.units = units
-        self.const = const
-        self.counts = {"v": 0, "s": 0, "t": 0, "p": 0}
-        self.n_calls = 0  # primitive calls one run of the program makes
-        self.texts: dict[int, tuple] = {}  # id(unit or (loop, offset)) -> slot texts
-        self.before: dict[int, list] = {}  # id(loop) -> [(name, exact, fast, reads)]
-        self.copies: dict[int, list] = {}  # id(loop) -> [(copy name, offset)]
-        self.store_inits: dict[tuple, tuple] = {}  # (id(loop), offset) -> (text, name read)
-        for unit in units:
-            if type(unit) is Loop:
-                self._plan_loop(unit)
-            else:
-                if unit.kind == "call":
-                    unit.var = self._name("v")
-                    self.n_calls += 1
-                self.texts[id(unit)] = [self._operand(s) for s in unit.slots]
-
-    def _name(self, prefix: str) -> str:
-        n = self.counts[prefix]
-        self.counts[prefix] = n + 1
-        return f"{prefix}{n}"
-
-    def text(self, q: Instr) -> tuple[str, str]:
-        """A reference to ``q`` from after it (outside its loop): (text, the name read)."""
-        loop = q.loop
-        if loop is None:
-            return q.var, q.var
-        if q.iteration == loop.repeats - 1:  # the loop's variable holds it after the loop
-            loop.exported.add(q.offset)
-            name = loop.body[q.offset].var
-            return name, name
-        store = self._stored(loop, q.offset)
-        return f"{store}[{self._index(q)}]", store
-
-    def _stored(self, loop: Loop, offset: int) -> str:
-        """The list in which ``loop`` keeps the values of ``offset``; where the offset is
-        carried, its value before the first iteration comes first (item 0), so that a
-        backward pass reading the values each iteration started from reads one list."""
-        if offset not in loop.stored:
-            loop.stored[offset] = self._name("s")
-            if offset in loop.inits:
-                self.store_inits[id(loop), offset] = self.text(loop.inits[offset])
-        return loop.stored[offset]
-
-    @staticmethod
-    def _index(q: Instr) -> int:
-        return q.iteration + (q.offset in q.loop.inits)
-
-    def _operand(self, slot) -> tuple[str, str | None, str | None]:
-        """(exact text, float text, the name read) of a straight instruction's operand."""
-        if type(slot) is tuple:
-            return slot[1], slot[2], None
-        text, read = self.text(slot)
-        return text, text, read
-
-    def _plan_loop(self, loop: Loop) -> None:
-        before: list = []
-        copies: list = []
-        carried_names: dict[int, str] = {}
-        inited: set[int] = set()
-        for ins in loop.body:
-            if ins.kind == "call":
-                ins.var = self._name("v")
-        for k, ins in enumerate(loop.body):
-            texts = []
-            for form in loop.operands[k]:
-                kind = form[0]
-                if kind == "local":
-                    name = loop.body[form[1]].var
-                    texts.append((name, name, name))
-                elif kind == "carry":
-                    kk, init = form[1], form[2]
-                    name = loop.body[kk].var
-                    if kk < k:  # overwritten by now in this iteration: read a copy
-                        if kk not in carried_names:
-                            carried_names[kk] = self._name("p")
-                            copies.append((carried_names[kk], kk))
-                            self._before(before, carried_names[kk], init)
-                        name = carried_names[kk]
-                    elif kk not in inited:
-                        inited.add(kk)
-                        self._before(before, name, init)
-                    texts.append((name, name, name))
-                elif kind == "inv":
-                    text, read = self.text(form[1])
-                    texts.append((text, text, read))
-                elif kind == "seq":
-                    texts.append(self._sequence(form[1], before))
-                elif kind == "const":
-                    texts.append((form[1][1], form[1][2], None))
-                else:  # cseq: a tuple of the constants, indexed by the iteration
-                    values = [c[0] for c in form[1]]
-                    exact = f"{self.const(tuple(values))}[i]"
-                    fast = None
-                    if all(c[2] is not None for c in form[1]):
-                        fast = f"{self.const(tuple(float(v) for v in values))}[i]"
-                    texts.append((exact, fast, None))
-            self.texts[id(ins)] = texts
-        self.before[id(loop)] = before
-        self.copies[id(loop)] = copies
-        self.n_calls += loop.repeats * sum(ins.kind == "call" for ins in loop.body)
-
-    def _before(self, before: list, name: str, init: Instr) -> None:
-        text, read = self.text(init)
-        before.append((name, text, text, (read,)))
-
-    def _sequence(self, items: list, before: list) -> tuple[str, str, str]:
-        """A per-iteration operand made before the loop: read from the list an earlier
-        loop keeps (when they are one offset of it, or the value it started from, at
-        items ``a + b*i``), else from a tuple built before the loop."""
-        index = self._affine(items)
-        if index is not None:
-            loop, offset, a, step = index
-            store = self._stored(loop, offset)
-            term = "i" if step == 1 else f"{step} * i"
-            if a:
-                term = f"{a} - i" if step == -1 else f"{a} + {term}"
-            text = f"{store}[{term}]"
-            return text, text, store
-        name = self._name("t")
-        parts = [self.text(q) for q in items]
-        tuple_text = f"({', '.join(t for t, _ in parts)},)"
-        before.append((name, tuple_text, tuple_text, tuple(r for _, r in parts)))
-        return f"{name}[i]", f"{name}[i]", name
-
-    @staticmethod
-    def _affine(items: list):
-        """``(loop, offset, a, b)`` where item r is the value of ``offset`` that ``loop``
-        keeps at list index ``a + b*r`` (see ``_stored``), else None."""
-        inside = next((q for q in items if q.loop is not None), None)
-        if inside is None:
-            return None
-        loop, offset = inside.loop, inside.offset
-        init = loop.inits.get(offset)
-        shift = init is not None
-        indices = []
-        for q in items:
-            if q.loop is loop and q.offset == offset:
-                indices.append(q.iteration + shift)
-            elif q is init:
-                indices.append(0)
-            else:
-                return None
-        a, step = indices[0], indices[1] - indices[0]
-        if step == 0 or any(n != a + step * r for r, n in enumerate(indices)):
-            return None
-        return loop, offset, a, step
-
-    # ---------------------------------------------------------------- lines
-    def _line(self, ins: Instr, texts: list, fast: bool) -> str | None:
-        if fast:
-            if ins.kind == "convert":
-                return None
-            code = ins.fast.format(*[t[1] for t in texts])
-            comment = ins.comment.split(" @ ")[0] if ins.kind == "call" else ins.comment
-        else:
-            code = ins.code.format(*[t[0] for t in texts])
-            comment = ins.comment
-        if ins.kind == "guard":
-            return f"{code}  # {comment}"
-        return f"{ins.var} = {code}  # {comment}"
-
-    def fast_lines(self) -> list[str]:
-        lines: list[str] = []
-        for unit in self.units:
-            if type(unit) is Loop:
-                lines += self._loop_lines(unit, True)[0]
-            else:
-                line = self._line(unit, self.texts[id(unit)], True)
-                if line is not None:
-                    lines.append(line)
-        return lines
-
-    def _loop_lines(self, loop: Loop, fast: bool, outputs: set | None = None,
-                    inplace: frozenset = frozenset()) -> tuple[list[str], list[str], dict]:
-        """The loop's lines, the names it reads from before it (once per read), and the
-        accumulators it could update in place (offset -> the name its first value comes
-        from; ``inplace``: those the caller found free to be written into). ``outputs``:
-        None for the float program, else the exact program's (which gets dels and
-        ``out=``)."""
-        lines: list[str] = []
-        outside: list[str] = []
-        for offset, store in sorted(loop.stored.items(), key=lambda kv: kv[1]):
-            var = loop.body[offset].var
-            init = self.store_inits.get((id(loop), offset))
-            if init is None:
-                lines.append(f"{store} = [None] * {loop.repeats}  # {var} of each iteration")
-            else:
-                lines.append(f"{store} = [None] * {loop.repeats + 1}  # {var} before the "
-                             f"loop and after each iteration")
-                lines.append(f"{store}[0] = {init[0]}")
-                outside.append(init[1])
-        starts = {}  # carried variable -> the name its first value comes from
-        for name, exact, fast_text, reads in self.before[id(loop)]:
-            outside += reads
-            lines.append(f"{name} = {fast_text if fast else exact}")
-            if exact == reads[0]:
-                starts[name] = exact
-        body: list[str] = []
-        reads: list[tuple] = []
-        reusable: dict[int, list[str]] = {}
-        viewed: set[str] = set()
-        local = {ins.var for ins in loop.body if ins.var}
-        copied = {offset for _, offset in self.copies[id(loop)]}
-        accumulators: dict[int, str] = {}
-        for ins in loop.body:
-            texts = self.texts[id(ins)]
-            line = self._line(ins, texts, fast)
-            if line is None:
-                continue
-            names = tuple(t[2] for t in texts if t[2] is not None)
-            outside += [n for n in names if n not in local]
-            if ins.reuse and outputs is not None:
-                k = ins.offset
-                # ``a = a + b`` carried from the previous iteration: its old value dies here
-                if any(loop.operands[k][j][:2] == ("carry", k) for j in ins.reuse) and \
-                        k not in loop.stored and k not in copied and ins.var in starts and \
-                        loop.inits[k].fresh:
-                    accumulators[k] = starts[ins.var]
-                if k in inplace:
-                    line = _with_out(line, ins.var)
-                else:
-                    reusable[len(body)] = _plain_names(texts, ins.reuse)
-            if ins.view:
-                viewed.update(names)
-            body.append(line)
-            reads.append(names)
-            if ins.offset in loop.stored:
-                shift = " + 1" if ins.offset in loop.inits else ""
-                body.append(f"{loop.stored[ins.offset]}[i{shift}] = {ins.var}")
-                reads.append((ins.var,))
-        for copy, offset in self.copies[id(loop)]:
-            body.append(f"{copy} = {loop.body[offset].var}")
-            reads.append((loop.body[offset].var,))
-        if outputs is not None:  # the exact program: dels and out= inside the body
-            kept = {loop.body[k].var for k in loop.exported} | set(loop.stored.values())
-            kept |= {loop.body[k].var for k in loop.stored}
-            kept |= {name for name, *_ in self.before[id(loop)]}
-            kept |= {copy for copy, _ in self.copies[id(loop)]}
-            dying = {ins.var for ins in loop.body if ins.array} - kept - outputs
-            body = _free_after_last_use(body, reads, dying, {
-                i: [n for n in names if n not in viewed] for i, names in reusable.items()
-            })
-            self.viewed_outside |= viewed - local
-            accumulators = {k: name for k, name in accumulators.items()
-                            if loop.body[k].var not in viewed}
-        lines.append(f"for i in range({loop.repeats}):  # {len(loop.body)} operations, "
-                     f"{loop.repeats} times (a loop of the traced code, rolled)")
-        lines += ["    " + line for line in body]
-        return lines, outside, accumulators
-
-    def exact_lines(self, out_names: set[str], inputs: set[str]) -> list[str]:
-        """The exact program's lines, with ``del`` after each array's last use (the
-        ``inputs`` that are arrays too) and ``out=`` where an elementwise ufunc may write
-        into an operand that dies (in a loop, an accumulator whose first value is an
-        array nothing else reads)."""
-        entries: list[str] = []
-        reads: list[tuple] = []
-        reusable: dict[int, list[str]] = {}
-        viewing: set[int] = set()
-        arrays: set[str] = set(inputs)
-        self.viewed_outside: set[str] = set()
-        loops: dict[int, tuple] = {}  # entry -> (loop, its reads, its accumulators)
-        for unit in self.units:
-            if type(unit) is Loop:
-                text, outside, accumulators = self._loop_lines(unit, False, out_names)
-                loops[len(entries)] = (unit, outside, accumulators)
-                entries.append("\n".join(text))
-                reads.append(tuple(outside))
-                arrays.update(ins.var for ins in unit.body if ins.array)
-                arrays.update(unit.stored.values())
-                # a variable whose value a list also holds is not rewritten in place
-                self.viewed_outside.update(unit.body[k].var for k in unit.stored)
-            else:
-                texts = self.texts[id(unit)]
-                names = tuple(t[2] for t in texts if t[2] is not None)
-                if unit.kind == "convert":
-                    names = (unit.var,)
-                if unit.reuse:
-                    reusable[len(entries)] = _plain_names(texts, unit.reuse)
-                if unit.view:
-                    viewing.add(len(entries))
-                if unit.array:
-                    arrays.add(unit.var)
-                entries.append(self._line(unit, texts, False))
-                reads.append(names)
-        arrays -= out_names
-        if not arrays:
-            return "\n".join(entries).split("\n") if entries else []
-        viewed = {name for i in viewing for name in reads[i]} | self.viewed_outside
-        last: dict[str, int] = {}
-        for i, names in enumerate(reads):
-            for name in names:
-                last[name] = i
-        for i, (loop, outside, accumulators) in loops.items():
-            # an accumulator is updated in place when the array it starts from dies at
-            # the loop, read by nothing else in it
-            free = frozenset(k for k, start in accumulators.items() if start in arrays
-                             and start not in viewed and last.get(start) == i
-                             and outside.count(start) == 1)
-            if free:
-                entries[i] = "\n".join(self._loop_lines(loop, False, out_names, free)[0])
-        lines = _free_after_last_use(entries, reads, arrays, {
-            i: [n for n in names if n not in viewed] for i, names in reusable.items()
-        })
-        return "\n".join(lines).split("\n")
-
-
-def _with_out(line: str, name: str) -> str:
-    """A call's line with ``out=name`` (the call ends its code, before the comment)."""
-    code, comment = line.split("  # ", 1)
-    return f"{code[:-1]}, out={name})  # {comment}"
-
-
-def _plain_names(texts: list, slots: tuple) -> list[str]:
-    """The operands among ``slots`` read as a plain variable (not ``s3[i]``, an item of
-    a list a loop keeps: its memory is not the variable's to reuse)."""
-    return [texts[j][0] for j in slots if texts[j][0] == texts[j][2]]
-
-
-
 def _float_source(name: str, params: str, lines: list[str], out_items: list,
                   outs: list[str], fun_name) -> str:
     """The float program: the same operations on Python floats (IEEE-exact as NumPy's
@@ -767,34 +452,6 @@ def _float_source(name: str, params: str, lines: list[str], out_items: list,
     body.append(f"return ({', '.join(ret)}{',' if len(ret) == 1 else ''})")
     text = "\n".join("    " + line for line in body)
     return f"def {name}({params}):\n{text}\n"
-
-
-def _free_after_last_use(
-    lines: list[str], reads: list, freed: set[str], reusable: dict[int, list[str]]
-) -> list[str]:
-    """``del`` each of ``freed`` after its last use (``reads[i]``: the variables line i
-    reads), as the eager backward pass releases intermediates: NumPy then reuses the
-    memory it just freed instead of touching new pages. An elementwise ufunc whose operand
-    dies on its line (``reusable``: new arrays of its shape and dtype, of which no view was
-    taken) writes its answer into it, ``out=``, as a hand-written ``a += b`` does: the
-    same values, one allocation fewer."""
-    last: dict[str, int] = {}
-    for i, names in enumerate(reads):
-        for name in names:
-            last[name] = i
-    dead: dict[int, list[str]] = {}
-    for name, i in last.items():
-        if name in freed:
-            dead.setdefault(i, []).append(name)
-    out = []
-    for i, line in enumerate(lines):
-        into = [n for n in reusable.get(i, ()) if n in freed and last[n] == i]
-        if into:
-            line = _with_out(line, into[0])
-        out.append(line)
-        if i in dead:
-            out.append(f"del {', '.join(sorted(dead[i]))}")
-    return out
 
 
 # functions whose ndarray answers are new arrays, never views of their operands
