@@ -74,3 +74,59 @@ def test_plain_answers_of_linalg_follow_the_values():
     b = onp.ones(3)
     for a in (full, low, full):
         assert rank(a, b) == onp.linalg.lstsq(a, b)[2]
+
+
+# ----------------------------------------------------------------------------- zero cotangents
+# The VJPs of eigh, eig and svd skip the eigenvector (singular vector) terms when their
+# cotangent is zero (an unused output): under chainrule.jit a cotangent may be an input
+# of the program (jit of a vjp, or a gradient weighted by an input), so that decision
+# must follow its value.
+_SYM = onp.array([[2.0, 0.3, 0.1], [0.3, 1.0, 0.2], [0.1, 0.2, 3.0]])
+_GEN = onp.array([[2.0, 0.3, 0.1], [0.5, 1.0, 0.2], [0.1, 0.7, 3.0]])
+_TALL = onp.array([[2.0, 0.3], [0.5, 1.0], [0.1, 0.7]])
+
+
+def _cotangents(like, zero_parts):
+    """Cotangents shaped like ``like`` (a tuple of answers): the parts in ``zero_parts``
+    zero, the others nonzero."""
+    return tuple(
+        onp.zeros_like(part) if i in zero_parts
+        else (onp.arange(part.size).reshape(part.shape) / part.size + 0.5).astype(part.dtype)
+        for i, part in enumerate(like)
+    )
+
+
+DECOMPOSITIONS = {
+    "eigh": (np.linalg.eigh, _SYM),
+    "eig": (np.linalg.eig, _GEN),
+    "svd reduced": (lambda a: np.linalg.svd(a, full_matrices=False), _TALL),
+    "svd full": (np.linalg.svd, _TALL),
+    "svd square": (np.linalg.svd, _GEN),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DECOMPOSITIONS))
+def test_jitted_vjps_of_decompositions_follow_zero_cotangents(name):
+    fun, a = DECOMPOSITIONS[name]
+    answers = tuple(onp.asarray(v) for v in fun(a))
+    n = len(answers)
+    # (the first call decides what the program computes: a zero cotangent first)
+    patterns = [set(range(1, n)), set(), {0}, {n - 1}, set(), {1}, set(range(1, n))]
+    vjp = lambda a, *g: cr.vjp(fun, a)[1](g)[0]  # noqa: E731
+    jitted = cr.jit(vjp, max_variants=50)
+    for zero_parts in patterns + patterns[::-1]:
+        g = _cotangents(answers, zero_parts)
+        _bits(jitted(a, *g), vjp(a, *g))
+
+
+@pytest.mark.parametrize("name", ["eigh", "svd reduced"])
+def test_jitted_gradients_weighted_by_an_input_follow_its_zeros(name):
+    fun, a = DECOMPOSITIONS[name]
+    f = lambda a, c: np.sum(fun(a)[-1] * c) + np.sum(fun(a)[-2])  # noqa: E731
+    c_shape = onp.shape(fun(a)[-1])
+    second = lambda f: cr.grad(lambda a, c: np.sum(cr.grad(f)(a, c) ** 2), 1)  # noqa: E731
+    for transform in (cr.grad, second):
+        g = transform(f)
+        jitted = cr.jit(g, max_variants=50)
+        for c in (onp.zeros(c_shape), onp.ones(c_shape), onp.zeros(c_shape)):
+            _bits(jitted(a, c), g(a, c))
