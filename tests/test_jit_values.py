@@ -130,3 +130,24 @@ def test_jitted_gradients_weighted_by_an_input_follow_its_zeros(name):
         jitted = cr.jit(g, max_variants=50)
         for c in (onp.zeros(c_shape), onp.ones(c_shape), onp.zeros(c_shape)):
             _bits(jitted(a, c), g(a, c))
+
+
+# ----------------------------------------------------------------------------- multivariate normal
+def test_jitted_degenerate_normal_follows_the_support_and_the_rank():
+    from chainrule.scipy.stats import multivariate_normal as mvn
+
+    mean = onp.zeros(2)
+    singular = onp.array([[1.0, 1.0], [1.0, 1.0]])
+    on, off = onp.array([0.5, 0.5]), onp.array([0.5, -0.5])
+    density = lambda x: mvn.logpdf(x, mean, singular, allow_singular=True)  # noqa: E731
+    for f in (density, cr.grad(density)):
+        jitted = cr.jit(f)
+        for x in (on, off, on):
+            _bits(jitted(x), f(x))
+    # a covariance given to the jitted function: singular or not, as eager decides
+    density = lambda x, cov: mvn.logpdf(x, mean, cov, allow_singular=True)  # noqa: E731
+    jitted = cr.jit(density)
+    for cov in (onp.eye(2), singular, 2 * onp.eye(2), singular):
+        _bits(jitted(on, cov), density(on, cov))
+    with pytest.raises(ValueError, match="singular cov"):
+        cr.jit(cr.grad(density, 1))(on, singular)
