@@ -151,3 +151,18 @@ def test_jitted_degenerate_normal_follows_the_support_and_the_rank():
         _bits(jitted(on, cov), density(on, cov))
     with pytest.raises(ValueError, match="singular cov"):
         cr.jit(cr.grad(density, 1))(on, singular)
+
+
+# ----------------------------------------------------------------------------- solver rules
+def test_jitted_gradient_of_expm_multiply_refines_as_eager_does():
+    # the reverse rule in A's values refines a quadrature until two rules agree: how many
+    # nodes that takes depends on A's values
+    import scipy.sparse as sp
+
+    from chainrule.scipy.sparse import linalg as spla
+
+    a = sp.csr_matrix(onp.array([[0.0, 1.0, 0.0], [-1.0, 0.0, 0.5], [0.0, 0.2, -1.0]]))
+    f = lambda d: np.sum(spla.expm_multiply(a, onp.ones(3), data=d) ** 2)  # noqa: E731
+    jitted = cr.jit(cr.grad(f))
+    for scale in (0.1, 8.0, 0.1, 3.0):
+        _bits(jitted(a.data * scale), cr.grad(f)(a.data * scale))

@@ -23,7 +23,7 @@ import scipy.sparse as _sp
 import scipy.sparse.linalg as _spla
 
 from ..._core.rules import defjvp_direct, defvjp_direct
-from ..._core.tracer import getval, notrace_primitive, primitive
+from ..._core.tracer import derivative_free, getval, notrace_primitive, primitive
 from ..._sparse_products import matmul
 from ...numpy import numpy_wrapper as anp
 
@@ -390,10 +390,11 @@ def _frechet_adjoint(data, g, B, system: _System):
         u = _along(dataT, g, s, other)  # e^(s_k A^T) g
         v = _along(data, B, 1 - s[::-1], system)[::-1]  # e^((1-s_k) A) B
         estimate = sum(w[k] * _outer_at_entries(u[k], v[k], system) for k in range(nodes))
-        scale = sum(w[k] * _max(u[k]) * _max(v[k]) for k in range(nodes))
+        scale = sum(w[k] * _peak(u[k]) * _peak(v[k]) for k in range(nodes))
         if previous is not None:
-            change = _max(getval(estimate) - getval(previous))
-            if change <= max(_EXPM_RTOL * _max(getval(estimate)), 256 * _EPS * scale):
+            change = _peak(derivative_free(estimate) - derivative_free(previous))
+            enough = anp.maximum(_EXPM_RTOL * _peak(estimate), 256 * _EPS * scale)
+            if change <= enough:  # (under chainrule.jit, a guarded decision of the program)
                 return estimate
         previous, nodes = estimate, 2 * nodes
     raise RuntimeError(
@@ -405,8 +406,10 @@ def _frechet_adjoint(data, g, B, system: _System):
     )
 
 
-def _max(x) -> float:
-    return float(_np.max(_np.abs(getval(x)), initial=0.0))
+def _peak(x):
+    """max |x| (0 for an empty x), a constant to derivatives; under chainrule.jit a value
+    of the program, so that the decisions taken on it are its guarded decisions."""
+    return anp.max(anp.abs(derivative_free(x)), initial=0.0)
 
 
 def _along(data, B, times, system: _System) -> list:
