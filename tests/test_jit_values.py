@@ -166,3 +166,36 @@ def test_jitted_gradient_of_expm_multiply_refines_as_eager_does():
     jitted = cr.jit(cr.grad(f))
     for scale in (0.1, 8.0, 0.1, 3.0):
         _bits(jitted(a.data * scale), cr.grad(f)(a.data * scale))
+
+
+def _sparse_system():
+    import scipy.sparse as sp
+
+    return sp.csr_matrix(onp.array([[4.0, 1.0, 0.0], [1.0, 3.0, 0.5], [0.0, 0.5, 2.0]]))
+
+
+def test_jitted_sparse_solves_factorise_the_values_of_each_call():
+    # the LU factors are kept for the derivatives of the same solve, not for other values
+    from chainrule.scipy.sparse import linalg as spla
+
+    a, b = _sparse_system(), onp.array([1.0, -2.0, 0.5])
+    solves = {
+        "spsolve": lambda d, b: spla.spsolve(a, b, data=d),
+        "splu": lambda d, b: spla.splu(a, data=d).solve(b, "T"),
+        "grad": cr.grad(lambda d, b: np.sum(spla.spsolve(a, b, data=d) ** 2)),
+        "grad b": cr.grad(lambda d, b: np.sum(spla.spsolve(a, b, data=d) ** 2), 1),
+    }
+    for f in solves.values():
+        jitted = cr.jit(f)
+        for d in (a.data, 2.0 * a.data, a.data, a.data + 1.0):
+            _bits(jitted(d, b), f(d, b))
+
+
+def test_jitted_iterative_solves_start_where_asked():
+    from chainrule.scipy.sparse import linalg as spla
+
+    a, b = _sparse_system(), onp.array([1.0, -2.0, 0.5])
+    f = lambda x0, b: spla.cg(a, b, x0=x0)[0]  # noqa: E731
+    jitted = cr.jit(f)
+    for x0 in (onp.zeros(3), onp.ones(3), onp.zeros(3)):
+        _bits(jitted(x0, b), f(x0, b))

@@ -23,7 +23,7 @@ import scipy.sparse as _sp
 import scipy.sparse.linalg as _spla
 
 from ..._core.rules import defjvp_direct, defvjp_direct
-from ..._core.tracer import derivative_free, getval, notrace_primitive, primitive
+from ..._core.tracer import decided, derivative_free, getval, notrace_primitive, primitive
 from ..._sparse_products import matmul
 from ...numpy import numpy_wrapper as anp
 
@@ -80,14 +80,22 @@ class _System:
         data = _np.asarray(data)
         b = _np.asarray(b, dtype=_np.result_type(data, b, 1.0))  # SuperLU takes no integers
         if self.method == "lu":
-            lu = self.factors.get("lu")
-            if lu is None:
-                lu = self.factors["lu"] = _spla.splu(self.matrix(data).tocsc(), **self.options)
-            return lu.solve(b, trans="T" if self.trans else "N"), 0
+            return self.lu(data).solve(b, trans="T" if self.trans else "N"), 0
         solver = _ITERATIVE[self.method]
         if b.ndim != 1:
             raise ValueError(f"{self.method} takes a right-hand side of one dimension")
         return solver(self.matrix(data), b, M=self.M, **self.options, **first)
+
+    def lu(self, data):
+        """SuperLU's factors of M with the values ``data``, kept for later solves with the
+        same values (a solve's derivatives). Other values are factorised anew: a program
+        chainrule.jit emits runs with the same system and the values of each call."""
+        data = _np.asarray(data)
+        key = (data.dtype, data.tobytes())
+        kept = self.factors.get("lu")
+        if kept is None or kept[0] != key:
+            kept = self.factors["lu"] = (key, _spla.splu(self.matrix(data).tocsc(), **self.options))
+        return kept[1]
 
     def transposed(self) -> _System:
         """The system M^T x = g: for LU the same factors (SuperLU solves either way);
@@ -216,8 +224,7 @@ class SuperLU:
 
     def __init__(self, data, system: _System):
         self._data, self._system = data, system
-        system.solve(getval(data), _np.zeros(system.shape[0]))  # factorise now, as SciPy
-        self.lu = system.factors["lu"]
+        self.lu = system.lu(getval(data))  # factorised now, as SciPy does
         self.shape, self.nnz = self.lu.shape, self.lu.nnz
 
     def solve(self, b, trans: str = "N"):
@@ -249,7 +256,8 @@ def _iterative(name: str, A, b, x0, M, callback, data, options: dict, **first):
     options = {k: v for k, v in options.items() if v is not None}
     data, system = _system(A, data, name, name, options, M=M)
     if x0 is not None:
-        first["x0"] = _np.asarray(getval(x0))
+        # (a start, not a parameter: under chainrule.jit the program is specialised on it)
+        first["x0"] = _np.asarray(decided(x0, getval))
     if callback is not None:
         first["callback"] = callback
     report: dict = {}
