@@ -199,3 +199,67 @@ def test_jitted_iterative_solves_start_where_asked():
     jitted = cr.jit(f)
     for x0 in (onp.zeros(3), onp.ones(3), onp.zeros(3)):
         _bits(jitted(x0, b), f(x0, b))
+
+
+# ----------------------------------------------------------------------------- optimize
+# A solver's start, bracket and bounds, and the bounds active at its solution, decide
+# which solution it finds and how that solution moves: given to a jitted function, they
+# must be those of each call.
+def _solver_cases():
+    from chainrule.scipy import optimize as so
+
+    def quartic(x, p):
+        return np.sum((x**2 - p) ** 2)
+
+    def bowl(x, p):
+        return np.sum((x - p) ** 2)
+
+    return {
+        "minimize x0": (
+            lambda p, x0: np.sum(so.minimize(quartic, x0, args=(p,)).x),
+            [(onp.array([1.0, 2.0]), onp.array([0.5, 0.5])),
+             (onp.array([1.0, 2.0]), onp.array([-0.5, 0.5]))]),
+        "minimize bounds": (
+            lambda p, lo: np.sum(so.minimize(bowl, onp.zeros(2), args=(p,),
+                                             bounds=[(lo, 5.0), (lo, 5.0)]).x),
+            [(onp.array([1.0, 2.0]), -1.0), (onp.array([1.0, 2.0]), 1.5)]),
+        "minimize active set": (
+            lambda p: np.sum(so.minimize(bowl, onp.ones(2), args=(p,), bounds=[(0.0, 5.0)] * 2).x
+                             * onp.array([1.0, 2.0])),
+            [(onp.array([1.0, 2.0]),), (onp.array([-1.0, 2.0]),), (onp.array([1.0, 7.0]),)]),
+        "minimize_scalar bounded": (
+            lambda a: so.minimize_scalar(lambda x, a: (x - a) ** 2, bounds=(0.0, 2.0),
+                                         method="bounded", args=(a,)).x,
+            [(1.0,), (3.0,), (-1.0,)]),
+        "least_squares active set": (
+            lambda p: np.sum(so.least_squares(lambda x, p: x - p, onp.ones(2), args=(p,),
+                                              bounds=(0.0, 5.0)).x * onp.array([1.0, 2.0])),
+            [(onp.array([1.0, 2.0]),), (onp.array([-1.0, 2.0]),)]),
+        "root x0": (
+            lambda t, x0: so.root(lambda x, t: x**2 - t, x0, args=(t,)).x[0],
+            [(4.0, onp.ones(1)), (4.0, -onp.ones(1))]),
+        "newton x0": (
+            lambda t, x0: so.newton(lambda x, t: x**2 - t, x0, args=(t,)),
+            [(4.0, 1.0), (4.0, -1.0)]),
+        "brentq bracket": (
+            lambda t, a: so.brentq(lambda x, t: x**2 - t, a, a + 3.0, args=(t,)),
+            [(4.0, 0.5), (4.0, -3.5)]),
+        "root_scalar x0": (
+            lambda t, x0: so.root_scalar(lambda x, t: x**2 - t, args=(t,), x0=x0,
+                                         fprime=lambda x, t: 2 * x, method="newton").root,
+            [(4.0, 1.0), (4.0, -1.0)]),
+        "fixed_point x0": (
+            lambda t, x0: so.fixed_point(lambda x, t: t / x ** 2 * 0.0 + 0.5 * (x + t / x), x0,
+                                         args=(t,)),
+            [(4.0, 1.0), (4.0, -1.0)]),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_solver_cases()))
+def test_jitted_solvers_follow_starts_bounds_and_active_sets(name):
+    f, inputs = _solver_cases()[name]
+    for transform in (lambda f: f, cr.grad):
+        g = transform(f)
+        jitted = cr.jit(g, max_variants=50)
+        for args in inputs + inputs[::-1]:
+            _bits(jitted(*args), g(*args))

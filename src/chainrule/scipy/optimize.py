@@ -41,7 +41,15 @@ import scipy.sparse.linalg as _spla
 from .._core import forward, reverse
 from .._core.pytree import tree_flatten, tree_unflatten
 from .._core.rules import defjvp_argnums, defvjp_argnums
-from .._core.tracer import front_ends, getval, isbox, primitive
+from .._core.tracer import (
+    decided,
+    derivative_free,
+    front_ends,
+    getval,
+    isbox,
+    notrace_primitive,
+    primitive,
+)
 from .._transforms import grad, hessian, jacobian, make_hvp
 from ..numpy import _namespace
 from ..numpy import linalg as _alinalg
@@ -234,6 +242,21 @@ def _as_tuple(args) -> tuple:
     return args if isinstance(args, tuple) else (args,)
 
 
+def _plain(x):
+    """The plain value of a solver's start or bracket, which picks the solution found
+    but does not move it: under chainrule.jit a guarded value of the program (another
+    start retraces) rather than the first call's."""
+    return decided(x, getval)
+
+
+@notrace_primitive
+def _found(x, *, state: dict, key: str):
+    """``state[key]``, what the solve that answered ``x`` found besides x (the bounds
+    active there). A function of ``x``, so that chainrule.jit reads it after every solve
+    (and guards it) instead of keeping the first call's."""
+    return state.get(key)
+
+
 def _lift_closure(fun: Callable, args, *callables):
     """``fun``'s closed-over traced values made explicit: ``(fun', args', callables')``
     (see ``_closure.lift_closure``). The user's ``callables`` (jac, hess, fprime...), which
@@ -407,16 +430,14 @@ def minimize(
     limits = _bound_pairs(bounds)
     if limits is None:
         _require_plain(name, "bounds", bounds)
-    else:
-        bounds = [(float(getval(lo)), float(getval(hi))) for lo, hi in limits]
     fun, args, (jac, hess, hessp) = _lift_closure(fun, args, jac, hess, hessp)
-    x0 = _np.asarray(getval(x0), dtype=float).ravel()
+    x0 = _np.asarray(_plain(x0), dtype=float).ravel()
     method_name = (
         (method or ("L-BFGS-B" if bounds is not None else "BFGS")).lower()
         if not callable(method)
         else ""
     )
-    box = _bound_arrays(bounds, x0.size)
+    box = None if limits is not None else _bound_arrays(bounds, x0.size)  # (constant ones)
     state: dict[str, Any] = {}
     f = _checked(name, fun)
     value = (lambda x, *a: fun(x, *a)[0]) if jac is True else fun
@@ -427,17 +448,22 @@ def minimize(
     def residual(x, params):
         a, pairs = params
         g = gradient(x, a)
-        if state.get("active") is None:
+        active = _found(x, state=state, key="active")
+        if active is None:
             return g
         if pairs is None:
             lb, ub = box
         else:  # (traced bounds: x* moves with the active ones)
             lb = anp.stack([lo * 1.0 for lo, _ in pairs])
             ub = anp.stack([hi * 1.0 for _, hi in pairs])
-        return anp.where(state["active"], x - anp.where(state["at_lb"], lb, ub), g)
+        at_lb = _found(x, state=state, key="at_lb")
+        return anp.where(active, x - anp.where(at_lb, lb, ub), g)
 
     def solve(params):
-        a, _ = params
+        a, pairs = params
+        # (the bounds of this solve: under chainrule.jit, those of each call)
+        now = bounds if pairs is None else [(float(lo), float(hi)) for lo, hi in pairs]
+        state.clear()
         kw = {"jac": jac, "hess": hess, "hessp": hessp}
         if jac is None and method_name in _NEEDS_GRADIENT:
             kw["jac"] = lambda x, *a: _no_traced(name, grad(lambda z: value(z, *a))(x))
@@ -453,22 +479,22 @@ def minimize(
             x0,
             args=a,
             method=method,
-            bounds=bounds,
+            bounds=now,
             tol=tol,
             callback=callback,
             options=options,
             **kw,
         )
-        if box is not None:
+        if now is not None:
             g = _np.asarray(grad(lambda z: value(z, *a))(res.x), dtype=float)
-            active, at_lb = _active_bounds(res.x, g, *box)
+            active, at_lb = _active_bounds(res.x, g, *_bound_arrays(now, x0.size))
             if active.any():
                 state["active"], state["at_lb"] = active, at_lb
         return res.x, res
 
     params = (args, limits)
     x, res, traced, problem = _solve(
-        name, residual, solve, params, linear_solver=implicit_solver, symmetric=box is None
+        name, residual, solve, params, linear_solver=implicit_solver, symmetric=bounds is None
     )
     problem.symmetric = state.get("active") is None
     if traced:
@@ -501,7 +527,7 @@ def minimize_scalar(
     1.0
     """
     name = "minimize_scalar"
-    bracket = None if bracket is None else [float(getval(b)) for b in bracket]
+    bracket = None if bracket is None else [float(_plain(b)) for b in bracket]
     fun, args = lift_closure(fun, _as_tuple(args))
     bounds = None if bounds is None else tuple(bounds)
     checked = _checked(name, fun)
@@ -512,7 +538,7 @@ def minimize_scalar(
 
     def residual(x, params):
         a, limits = params
-        side = state.get("active")
+        side = _found(x, state=state, key="active")
         if side is None:
             return anp.reshape(slope(x[0], a), (1,))
         return x - limits[side]
@@ -579,7 +605,7 @@ def root(
     """
     name = "root"
     fun, args, (jac,) = _lift_closure(fun, args, jac)
-    x0 = _np.asarray(getval(x0), dtype=float)
+    x0 = _np.asarray(_plain(x0), dtype=float)
     shape = (x0.size,) if method in ("hybr", "lm") else x0.shape
     f = _checked(name, fun)
     value = (lambda x, *a: fun(x, *a)[0]) if jac is True else fun
@@ -644,7 +670,7 @@ def _bracketing(scipy_solver: Callable) -> Callable:
         full_output: bool = False,
         disp: bool = True,
     ):
-        a, b = float(getval(a)), float(getval(b))  # the root does not move with them
+        a, b = float(_plain(a)), float(_plain(b))  # the root does not move with them
         f, args, _ = _lift_closure(f, args)
 
         def solve_scalar(checked, plain_args):
@@ -710,7 +736,8 @@ def newton(
     An array ``x0`` solves the elementwise problems at once, as SciPy does."""
     name = "newton"
     func, args, (fprime, fprime2) = _lift_closure(func, args, fprime, fprime2)
-    shape = _np.shape(getval(x0))
+    x0 = _plain(x0)
+    shape = _np.shape(x0)
     f = _checked(name, func)
 
     def residual(x, a):
@@ -719,7 +746,7 @@ def newton(
     def solve(a):
         out = _so.newton(
             f,
-            getval(x0),
+            x0,
             fprime=fprime,
             args=a,
             tol=tol,
@@ -768,9 +795,9 @@ def root_scalar(
 ):
     """``scipy.optimize.root_scalar``: a ``RootResults`` whose ``root`` is traced."""
     f, args, (fprime, fprime2) = _lift_closure(f, args, fprime, fprime2)
-    bracket = None if bracket is None else [float(getval(b)) for b in bracket]
-    x0 = None if x0 is None else float(getval(x0))
-    x1 = None if x1 is None else float(getval(x1))
+    bracket = None if bracket is None else [float(_plain(b)) for b in bracket]
+    x0 = None if x0 is None else float(_plain(x0))
+    x1 = None if x1 is None else float(_plain(x1))
 
     def solve_scalar(checked, plain_args):
         r = _so.root_scalar(
@@ -811,14 +838,15 @@ def fixed_point(
     ``args`` (F = x - func(x)). SciPy raises if the iteration does not converge."""
     name = "fixed_point"
     func, args, _ = _lift_closure(func, args)
-    shape = _np.shape(getval(x0))
+    x0 = _plain(x0)
+    shape = _np.shape(x0)
     f = _checked(name, func)
 
     def residual(x, a):
         return x - anp.ravel(func(_shaped(x, shape), *a))
 
     def solve(a):
-        x = _so.fixed_point(f, getval(x0), args=a, xtol=xtol, maxiter=maxiter, method=method)
+        x = _so.fixed_point(f, x0, args=a, xtol=xtol, maxiter=maxiter, method=method)
         return x, None
 
     x, _, _, _ = _solve(name, residual, solve, _as_tuple(args))
@@ -874,7 +902,7 @@ def least_squares(
     fun, args, (jac,) = _lift_closure(fun, args, jac)
     _require_plain(name, "bounds", bounds)
     kwargs = {} if kwargs is None else kwargs
-    x0 = _np.atleast_1d(_np.asarray(getval(x0), dtype=float))
+    x0 = _np.atleast_1d(_np.asarray(_plain(x0), dtype=float))
     f = _checked(name, fun)
     state: dict[str, Any] = {}
 
@@ -885,9 +913,11 @@ def least_squares(
     def residual(x, params):
         a, kw = params
         g = grad(lambda z: cost(z, a, kw))(x)
-        if state.get("active") is None:
+        active = _found(x, state=state, key="active")
+        if active is None:
             return g
-        return anp.where(state["active"], x - state["x"], g)
+        # x - x* at the active coordinates: zero there, and x* does not move
+        return anp.where(active, x - derivative_free(x), g)
 
     def solve(params):
         a, kw = params
@@ -918,8 +948,7 @@ def least_squares(
             **options,
         )
         active = _np.asarray(res.active_mask) != 0
-        if active.any():
-            state["active"], state["x"] = active, _np.array(res.x)
+        state["active"] = active if active.any() else None
         return res.x, res
 
     params = (_as_tuple(args), kwargs)
