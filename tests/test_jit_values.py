@@ -263,3 +263,20 @@ def test_jitted_solvers_follow_starts_bounds_and_active_sets(name):
         jitted = cr.jit(g, max_variants=50)
         for args in inputs + inputs[::-1]:
             _bits(jitted(*args), g(*args))
+
+
+def test_jitted_implicit_derivative_refuses_a_singular_system_as_eager_does():
+    from chainrule.scipy import optimize as so
+
+    def f(t, s):
+        x = so.root(lambda x, t, s: np.stack([x[0] - t, s * (x[1] - 1.0)]), onp.zeros(2),
+                    args=(t, s)).x
+        return np.sum(x)
+
+    g = cr.grad(f)
+    jitted = cr.jit(g)
+    _bits(jitted(2.0, 1.0), g(2.0, 1.0))
+    for call in (g, jitted):  # dF/dx = diag(1, s): singular to working precision
+        with pytest.raises(so.SingularSystemError):
+            call(2.0, 1e-17)
+    _bits(jitted(3.0, 1.0), g(3.0, 1.0))

@@ -135,10 +135,12 @@ def _linear_solve(problem: _Problem, x, leaves, b, transpose: bool):
     method = problem.method(n)
     if method == "dense":
         a = jacobian(lambda z: problem.residual(z, leaves))(x)
-        s = _np.linalg.svd(_np.asarray(getval(a), dtype=float), compute_uv=False)
+        # (of a's value: under chainrule.jit the program's, the decision a guard)
+        s = _alinalg.svd(derivative_free(a).astype(float), compute_uv=False)
         if s[-1] <= n * _np.finfo(float).eps * s[0]:
             raise _singular_error(
-                problem.name, f"smallest singular value {s[-1]:.3g}, largest {s[0]:.3g}"
+                problem.name,
+                f"smallest singular value {getval(s[-1]):.3g}, largest {getval(s[0]):.3g}",
             )
         return _alinalg.solve(anp.transpose(a) if transpose else a, b)
     return _implicit(_LinearProblem(problem, transpose, method), x, b, *leaves)
