@@ -280,3 +280,19 @@ def test_jitted_implicit_derivative_refuses_a_singular_system_as_eager_does():
         with pytest.raises(so.SingularSystemError):
             call(2.0, 1e-17)
     _bits(jitted(3.0, 1.0), g(3.0, 1.0))
+
+
+def test_jitted_implicit_derivative_refuses_an_unconverged_solve_as_eager_does():
+    from chainrule.scipy import optimize as so
+
+    def f(t):
+        return so.root(lambda x, t: x**3 - t, onp.ones(1), args=(t,),
+                       options={"maxfev": 8}).x[0]
+
+    g = cr.grad(f)
+    jitted = cr.jit(g)
+    _bits(jitted(1.0), g(1.0))  # x0 is the root
+    for call in (g, jitted):  # far from x0: not converged in 8 evaluations
+        with pytest.raises(so.NotConvergedError):
+            call(1000.0)
+    _bits(jitted(1.0), g(1.0))

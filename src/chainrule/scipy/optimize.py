@@ -244,6 +244,14 @@ def _as_tuple(args) -> tuple:
     return args if isinstance(args, tuple) else (args,)
 
 
+def _succeeded(res) -> bool:
+    return bool(res.success)
+
+
+def _root_converged(out) -> bool:
+    return bool(out[1].converged)
+
+
 def _plain(x):
     """The plain value of a solver's start or bracket, which picks the solution found
     but does not move it: under chainrule.jit a guarded value of the program (another
@@ -302,30 +310,40 @@ def _solve(
         linear_solver,
         symmetric,
     )
+    problem.found = kept  # (what each solve found, for _require_solution)
     x = _implicit(problem, *leaves)
     return x, kept["result"], any(isbox(leaf) for leaf in leaves), problem
 
 
 def _require_solution(
-    problem: _Problem, x, plain_leaves: list, ok: bool, message: str, fix: str
+    problem: _Problem, x, plain_leaves: list, ok: Callable, message: str, fix: str
 ) -> None:
-    """Refuse to differentiate a result SciPy does not report as converged, unless the
-    residual there is negligible (BFGS reports precision loss at solutions it cannot
-    refine further)."""
-    if ok:
+    """Refuse to differentiate a result SciPy does not report as converged (``ok`` of
+    what the solve found), unless the residual there is negligible (BFGS reports
+    precision loss at solutions it cannot refine further). Both are read from ``x`` and
+    its values: under chainrule.jit they are the guarded decisions of each call."""
+    if _converged(x, problem=problem, ok=ok):
         return
-    size = float(_np.max(_np.abs(getval(problem.residual(getval(x), plain_leaves)))))
+    size = anp.max(anp.abs(problem.residual(derivative_free(x), plain_leaves)))
     if size <= RESIDUAL_TOL:
         return
     raise NotConvergedError(
-        f"{problem.name}: the solver did not converge ({message}; max |F(x)| = {size:.3g}), "
-        f"so x is not a solution and the implicit derivative would be wrong. {fix}"
+        f"{problem.name}: the solver did not converge ({message}; max |F(x)| = "
+        f"{getval(size):.3g}), so x is not a solution and the implicit derivative would be "
+        f"wrong. {fix}"
     )
 
 
+@notrace_primitive
+def _converged(x, *, problem: _Problem, ok: Callable) -> bool:
+    """Whether the solve that answered ``x`` converged (see ``_found``)."""
+    return bool(ok(problem.found["result"]))
+
+
 def _plain_tree(tree) -> list:
-    """The plain values of ``tree``'s leaves (what ``_Problem.residual`` takes)."""
-    return [getval(leaf) for leaf in tree_flatten(tree)[0]]
+    """The values of ``tree``'s leaves without derivative tracing (what
+    ``_Problem.residual`` takes; under chainrule.jit, those of the program)."""
+    return [derivative_free(leaf) for leaf in tree_flatten(tree)[0]]
 
 
 def _require_plain(name: str, what: str, value) -> None:
@@ -500,7 +518,7 @@ def minimize(
     )
     problem.symmetric = state.get("active") is None
     if traced:
-        _require_solution(problem, x, _plain_tree(params), bool(res.success), res.message, _TOL_FIX)
+        _require_solution(problem, x, _plain_tree(params), _succeeded, res.message, _TOL_FIX)
     out = copy.copy(res)
     out.x = _front(x)
     return out
@@ -556,7 +574,7 @@ def minimize_scalar(
     params = (args, bounds)
     x, res, traced, problem = _solve(name, residual, solve, params)
     if traced:
-        _require_solution(problem, x, _plain_tree(params), bool(res.success), res.message, _TOL_FIX)
+        _require_solution(problem, x, _plain_tree(params), _succeeded, res.message, _TOL_FIX)
     out = copy.copy(res)
     out.x = _front(x[0])
     return out
@@ -633,7 +651,7 @@ def root(
             problem,
             x,
             _plain_tree(args),
-            bool(res.success),
+            _succeeded,
             res.message,
             "Tighten tol, raise the iteration limit in options, or start closer to the root.",
         )
@@ -694,7 +712,7 @@ def _bracketing(scipy_solver: Callable) -> Callable:
                 problem,
                 anp.reshape(x, (1,)),
                 plain,
-                bool(r.converged),
+                _root_converged,
                 r.flag,
                 "Raise maxiter or narrow the bracket.",
             )
@@ -765,13 +783,12 @@ def newton(
 
     args = _as_tuple(args)
     x, out, traced, problem = _solve(name, residual, solve, args)
-    converged = bool(_np.all(out[1])) if shape else bool(out[1].converged)
     if traced:
         _require_solution(
             problem,
             x,
             _plain_tree(args),
-            converged,
+            (lambda out: bool(_np.all(out[1]))) if shape else _root_converged,
             "some elements did not converge" if shape else out[1].flag,
             "Raise maxiter, or pass fprime for Newton's method.",
         )
@@ -824,7 +841,7 @@ def root_scalar(
             problem,
             anp.reshape(x, (1,)),
             plain,
-            bool(r.converged),
+            _root_converged,
             r.flag,
             "Raise maxiter, tighten xtol/rtol, or give a bracket.",
         )
@@ -961,7 +978,7 @@ def least_squares(
             problem,
             x,
             _plain_tree(params),
-            res.status > 0,
+            lambda res: res.status > 0,
             res.message,
             "Raise max_nfev or tighten ftol/xtol/gtol.",
         )
