@@ -296,3 +296,20 @@ def test_jitted_implicit_derivative_refuses_an_unconverged_solve_as_eager_does()
         with pytest.raises(so.NotConvergedError):
             call(1000.0)
     _bits(jitted(1.0), g(1.0))
+
+
+def test_jitted_dense_output_follows_the_order_of_the_times_asked():
+    from chainrule.scipy import integrate
+
+    def f(k, t):
+        sol = integrate.solve_ivp(lambda t, y, k: -k * y, (0.0, 2.0), onp.array([1.0]),
+                                  args=(k,), t_eval=onp.array([2.0]), dense_output=True)
+        return sol.sol(t)
+
+    jitted = cr.jit(f)
+    for t in ([0.5, 1.0], [1.0, 0.5], [0.5, 1.0]):  # (it failed on the second order)
+        _bits(jitted(0.7, onp.array(t)), f(0.7, onp.array(t)))
+    # other times: the program solves again at them (eager reads the interpolant)
+    t = onp.array([1.5, 0.2])
+    assert onp.allclose(jitted(0.7, t), f(0.7, t), rtol=1e-3)
+    assert onp.allclose(jitted(0.7, t), onp.exp(-0.7 * t), rtol=1e-3)
