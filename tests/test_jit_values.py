@@ -313,3 +313,21 @@ def test_jitted_dense_output_follows_the_order_of_the_times_asked():
     t = onp.array([1.5, 0.2])
     assert onp.allclose(jitted(0.7, t), f(0.7, t), rtol=1e-3)
     assert onp.allclose(jitted(0.7, t), onp.exp(-0.7 * t), rtol=1e-3)
+
+
+def test_jitted_adjoint_solves_every_interval_between_the_times_asked():
+    # the adjoint skips an interval of length zero (t_eval[0] == t0): a decision on values
+    from chainrule.scipy import integrate
+
+    def f(k, t_eval):
+        sol = integrate.solve_ivp(lambda t, y, k: -k * y, (0.0, 2.0), onp.array([1.0]),
+                                  args=(k,), t_eval=t_eval, rtol=1e-10, atol=1e-12)
+        return np.sum(sol.y * onp.array([1.0, 2.0]))
+
+    g = cr.grad(f)
+    jitted = cr.jit(g)
+    jitted(0.7, onp.array([0.0, 1.0]))
+    t_eval = onp.array([0.5, 1.0])
+    exact = -(0.5 * onp.exp(-0.35) + 2.0 * onp.exp(-0.7))
+    assert jitted(0.7, t_eval) == pytest.approx(exact, rel=1e-8)
+    assert g(0.7, t_eval) == pytest.approx(exact, rel=1e-8)
