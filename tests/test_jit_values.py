@@ -331,3 +331,14 @@ def test_jitted_adjoint_solves_every_interval_between_the_times_asked():
     exact = -(0.5 * onp.exp(-0.35) + 2.0 * onp.exp(-0.7))
     assert jitted(0.7, t_eval) == pytest.approx(exact, rel=1e-8)
     assert g(0.7, t_eval) == pytest.approx(exact, rel=1e-8)
+
+
+def test_jitted_derivative_in_a_limit_of_quad_refuses_an_infinite_one_as_eager_does():
+    from chainrule.scipy import integrate
+
+    g = cr.grad(lambda b: integrate.quad(lambda x: np.exp(-x), 0.0, b)[0])
+    jitted = cr.jit(g)
+    _bits(jitted(1.0), g(1.0))
+    for call in (g, jitted):
+        with pytest.raises(ValueError, match="infinite limit"):
+            call(onp.inf)
