@@ -342,3 +342,23 @@ def test_jitted_derivative_in_a_limit_of_quad_refuses_an_infinite_one_as_eager_d
     for call in (g, jitted):
         with pytest.raises(ValueError, match="infinite limit"):
             call(onp.inf)
+
+
+def test_jitted_solvers_report_each_calls_error_estimate_and_optimum():
+    # (plain numbers of the solve besides its solution: they were the first call's)
+    from chainrule.scipy import integrate
+    from chainrule.scipy import optimize as so
+
+    def integral(k):
+        return integrate.quad(lambda x, k: np.exp(-k * x**2), 0.0, 3.0, args=(k,))
+
+    def optimum(p):
+        res = so.minimize(lambda x, p: np.sum((x - p) ** 2) + p[0] ** 2, onp.zeros(2), args=(p,))
+        return res.x, res.fun, res.jac
+
+    for f, inputs in ((integral, (0.5, 2.0, 0.5)),
+                      (optimum, (onp.array([1.0, 2.0]), onp.array([-1.0, 3.0])))):
+        jitted = cr.jit(f)
+        for x in inputs:
+            for a, b in zip(jitted(x), f(x)):
+                _bits(a, b)

@@ -948,11 +948,23 @@ def quad_value(func, a, b, *params, options=None, vector=False, solved=None):
     """The integral of func(x, *params) over [a, b] (``quad``; ``quad_vec`` for a
     vector-valued func, as the integrands of the derivative rules are)."""
     if solved is not None and solved.answers(a, b, params):
+        solved.last_abserr = solved.abserr
         return solved.values
     options = options or {}
     if vector:
         return _si.quad_vec(lambda x: func(x, *params), a, b, **options)[0]
-    return _si.quad(func, a, b, args=tuple(params), **options)[0]
+    value, abserr = _si.quad(func, a, b, args=tuple(params), **options)[:2]
+    if solved is not None:  # (a program chainrule.jit emits solves again: see _abserr)
+        solved.last_abserr = abserr
+    return value
+
+
+@primitive
+def _abserr(value, *, solved: _Forward) -> float:
+    """quad's error estimate for the solve that answered ``value``: a function of it, so
+    that under chainrule.jit each call's is read (no derivative: ``value`` is
+    derivative-free)."""
+    return solved.last_abserr
 
 
 def _finite_limit(limit):
@@ -1054,4 +1066,6 @@ def quad(func: Callable, a: Any, b: Any, args: Any = (), **kwargs: Any) -> Any:
     _check_lifted("quad", pure, (a_value if _np.isfinite(a_value) else 0.0,), params)
     value, abserr = _si.quad(pure, a_value, b_value, args=tuple(plain_params), **kwargs)
     solved = _Forward(value, None, None, (a_value, b_value, plain_params))
-    return front.answer(quad_value(pure, a, b, *params, options=kwargs, solved=solved)), abserr
+    solved.abserr = solved.last_abserr = abserr
+    value = quad_value(pure, a, b, *params, options=kwargs, solved=solved)
+    return front.answer(value), _abserr(derivative_free(value), solved=solved)

@@ -340,6 +340,30 @@ def _converged(x, *, problem: _Problem, ok: Callable) -> bool:
     return bool(ok(problem.found["result"]))
 
 
+def _result(res, x, problem: _Problem, solution) -> _so.OptimizeResult:
+    """SciPy's result with the traced ``solution`` as ``x``, its numbers and arrays (fun,
+    jac ...) read from the solve that answered ``x`` (under chainrule.jit, each call's;
+    its other fields, counts and messages, are the first call's)."""
+    out = copy.copy(res)
+    free = derivative_free(x)
+    for key, value in res.items():
+        if key != "x" and (type(value) in _FLOATS or (
+                type(value) is _np.ndarray and value.dtype.kind in "biufc")):
+            out[key] = _reported(free, found=problem.found, key=key)
+    out.x = _front(solution)
+    return out
+
+
+_FLOATS = (float, _np.float64, _np.float32)
+
+
+@primitive
+def _reported(x, *, found: dict, key: str):
+    """``key`` of SciPy's result for the solve that answered ``x`` (no derivative: ``x``
+    is derivative-free); a value of the program under chainrule.jit."""
+    return found["result"][key]
+
+
 def _plain_tree(tree) -> list:
     """The values of ``tree``'s leaves without derivative tracing (what
     ``_Problem.residual`` takes; under chainrule.jit, those of the program)."""
@@ -519,9 +543,7 @@ def minimize(
     problem.symmetric = state.get("active") is None
     if traced:
         _require_solution(problem, x, _plain_tree(params), _succeeded, res.message, _TOL_FIX)
-    out = copy.copy(res)
-    out.x = _front(x)
-    return out
+    return _result(res, x, problem, x)
 
 
 # ----------------------------------------------------------------------------- minimize_scalar
@@ -575,9 +597,7 @@ def minimize_scalar(
     x, res, traced, problem = _solve(name, residual, solve, params)
     if traced:
         _require_solution(problem, x, _plain_tree(params), _succeeded, res.message, _TOL_FIX)
-    out = copy.copy(res)
-    out.x = _front(x[0])
-    return out
+    return _result(res, x, problem, x[0])
 
 
 def _active_side(x: float, limits, slope: Callable, options) -> int | None:
@@ -655,9 +675,7 @@ def root(
             res.message,
             "Tighten tol, raise the iteration limit in options, or start closer to the root.",
         )
-    out = copy.copy(res)
-    out.x = _front(_shaped(x, shape))
-    return out
+    return _result(res, x, problem, _shaped(x, shape))
 
 
 def _scalar_problem(name: str, f: Callable, solve_scalar: Callable, args):
@@ -982,9 +1000,7 @@ def least_squares(
             res.message,
             "Raise max_nfev or tighten ftol/xtol/gtol.",
         )
-    out = copy.copy(res)
-    out.x = _front(x)
-    return out
+    return _result(res, x, problem, x)
 
 
 # SciPy's other names (result types, linear programming, ...), undifferentiated
