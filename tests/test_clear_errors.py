@@ -142,3 +142,12 @@ def test_a_positional_out_of_none_is_no_output_array():
     x = onp.array([[1.0, 2.0], [3.0, 4.0]])
     g = grad(lambda x: np.sum(np.sum(x, 0, None, None, True) ** 2))(x)
     onp.testing.assert_array_equal(g, 2 * onp.sum(x, 0, keepdims=True) * onp.ones_like(x))
+
+
+def test_multi_dot_with_an_output_array_and_a_traced_value_is_refused():
+    # (it wrote the product into out and gave a zero derivative)
+    a, out = onp.eye(2) * 2.0, onp.array([0.25, 0.5])
+    with pytest.raises(TypeError, match="output array .* cannot be given with a traced value"):
+        grad(lambda x: np.sum(np.linalg.multi_dot([a, x], out=out)))(onp.ones(2))
+    onp.testing.assert_array_equal(out, [0.25, 0.5])
+    assert np.linalg.multi_dot([a, onp.ones(2)], out=out) is out  # plain values: NumPy's

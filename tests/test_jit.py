@@ -80,6 +80,31 @@ def test_branch_taken_both_ways_adds_a_variant():
     assert "MISS" in g.lower(1.0).source
 
 
+def test_variants_for_gives_the_programs_a_caller_may_run_itself():
+    from chainrule.jit import MISS
+
+    def f(x, y):
+        if np.sum(x) > 0:
+            return x * np.sin(y)
+        return np.exp(x) if np.sum(x) > -10 else x
+
+    jf = cr.jit(f, max_variants=2)
+    x, y = onp.array([1.0, 2.0]), onp.array([0.5, 0.25])
+    assert jf.variants_for(x, y) is None  # nothing traced yet
+    jf(x, y)
+    programs = jf.variants_for(x, y)
+    assert len(programs) == 1 and jf.variants_for(x[:1], y[:1]) is None  # another signature
+    _bits(programs[0].run(x, y)[0], f(x, y))
+    assert programs[0].run(-x, y) is MISS  # the guard's other branch: the caller retraces
+    jf(-x, y)
+    assert len(programs) == 2  # the same list, extended
+    _bits(programs[1].run(-x, y)[0], f(-x, y))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        jf(onp.array([-20.0, 0.0]), y)  # a third variant for one signature: eager
+    assert jf.variants_for(x, y) is None
+
+
 def test_while_loop_with_changing_trip_count():
     def f(x):
         while np.sum(x**2) < 100.0:

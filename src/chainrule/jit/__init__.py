@@ -378,6 +378,19 @@ class JittedFunction:
             )
         return Lowered(program)
 
+    def variants_for(self, *args, **kwargs) -> list[Program] | None:
+        """The programs compiled for the signature of these arguments, for a caller that
+        runs them itself after a lighter check of its own (a solver calling one function
+        at every step on arrays of one signature). ``program.run(*leaves)`` takes the
+        array leaves in ``tree_flatten`` order and answers the output leaves, or ``MISS``
+        where a guard fails: calling the jitted function then traces a new variant, which
+        is appended to this same list. None where the signature has no program (not traced
+        yet, closing over values of an outer trace, or run eagerly past ``max_variants``)."""
+        entry = self._lookup(self._signature(args, kwargs)[0])
+        if entry is None or entry.eager or not entry.variants:
+            return None
+        return entry.variants
+
     def cache_info(self) -> CacheInfo:
         return CacheInfo(
             self._hits,

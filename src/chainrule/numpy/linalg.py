@@ -196,8 +196,15 @@ def lstsq(a, b, rcond=None):
 def multi_dot(arrays, *, out=None):
     """``numpy.linalg.multi_dot``; traced chains are multiplied left to right."""
     arrays = list(arrays)
-    if out is not None or not any(isbox(x) for x in arrays):
-        return _npla.multi_dot([getval(x) for x in arrays], out=out)
+    if not any(isbox(x) for x in arrays):
+        return _npla.multi_dot(arrays, out=out)
+    if out is not None:
+        raise TypeError(
+            "multi_dot: an output array (out=) cannot be given with a traced value: NumPy "
+            "would write the result into that array, outside what chainrule records, so its "
+            "derivative would be lost. Use the returned value instead (y = multi_dot(arrays)); "
+            "nothing was written."
+        )
     if len(arrays) < 2:
         raise ValueError("multi_dot: expecting at least two arrays.")
     result = arrays[0]

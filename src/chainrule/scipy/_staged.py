@@ -17,8 +17,7 @@ from typing import Any
 
 import numpy as _np
 
-from ..jit import jit
-from ..jit._emit import MISS
+from ..jit import MISS, jit
 
 # Python decisions on traced values (``if t > 1``) make variants; past this many for one
 # solve the function is taken to decide on its inputs' values and runs eagerly.
@@ -80,11 +79,11 @@ class Staged:
         except Exception as error:  # a construct jit cannot stage: run eagerly from now on
             self.refused = f"{type(error).__name__}: {error}"
             return self.fun(*args)
-        entries = list(self.jitted._cache.values())  # one signature: at most one entry
-        if not entries:
-            self.refused = "it uses values traced outside the solve"
-        elif entries[0].eager:
+        programs = self.jitted.variants_for(*args)  # (jit appends the variants it adds)
+        if programs is not None:
+            self.programs = programs
+        elif self.programs:  # (the signature had programs: jit gave up on its guards)
             self.refused = f"its guards failed in {MAX_VARIANTS} variants"
         else:
-            self.programs = entries[0].variants  # jit appends the variants it adds
+            self.refused = "it uses values traced outside the solve"
         return out

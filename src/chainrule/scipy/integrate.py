@@ -45,7 +45,7 @@ from .._core import forward, reverse
 from .._core.pytree import tree_flatten, tree_map, tree_unflatten
 from .._core.rule_table import primitive_vjps
 from .._core.rules import defjvp_argnums
-from .._core.tracer import front_ends, getval, isbox, primitive
+from .._core.tracer import derivative_free, front_ends, getval, isbox, primitive
 from ..jit._staging import StagingError, StagingNode
 from ..numpy import _namespace
 from ..numpy import numpy_wrapper as anp
@@ -575,7 +575,8 @@ def _ivp_vjp(g, argnums, ans, args, kwargs):
     for i in range(n_out, 0, -1):
         if 1 in argnums:
             tbars[i] = anp.dot(g[:, i - 1], anp.ravel(fun(times[i], ans[:, i - 1], *params)))
-        if getval(times[i]) != getval(times[i - 1]):
+        # (under chainrule.jit, a guarded decision: the times may be inputs of the program)
+        if derivative_free(times[i]) != derivative_free(times[i - 1]):
             if nested:
                 state = _concat([ans[:, i - 1], lam, mu])
                 end = ivp_values(
@@ -712,7 +713,8 @@ class _DenseSolution:
         scalar = _np.ndim(getval(t)) == 0
         t = anp.reshape(t, (-1,))
         direction = _np.sign(self._interpolant.ts[-1] - self._interpolant.ts[0]) or 1.0
-        order = _np.argsort(direction * getval(t), kind="stable")
+        # (under chainrule.jit, the order of each call's times: a guarded answer)
+        order = anp.argsort(direction * derivative_free(t), kind="stable")
         times = anp.concatenate([anp.reshape(t0, (1,)), t[order]])
         values = self._interpolant(getval(times)[1:])
         y = ivp_values(
@@ -946,15 +948,27 @@ def quad_value(func, a, b, *params, options=None, vector=False, solved=None):
     """The integral of func(x, *params) over [a, b] (``quad``; ``quad_vec`` for a
     vector-valued func, as the integrands of the derivative rules are)."""
     if solved is not None and solved.answers(a, b, params):
+        solved.last_abserr = solved.abserr
         return solved.values
     options = options or {}
     if vector:
         return _si.quad_vec(lambda x: func(x, *params), a, b, **options)[0]
-    return _si.quad(func, a, b, args=tuple(params), **options)[0]
+    value, abserr = _si.quad(func, a, b, args=tuple(params), **options)[:2]
+    if solved is not None:  # (a program chainrule.jit emits solves again: see _abserr)
+        solved.last_abserr = abserr
+    return value
+
+
+@primitive
+def _abserr(value, *, solved: _Forward) -> float:
+    """quad's error estimate for the solve that answered ``value``: a function of it, so
+    that under chainrule.jit each call's is read (no derivative: ``value`` is
+    derivative-free)."""
+    return solved.last_abserr
 
 
 def _finite_limit(limit):
-    if not _np.isfinite(getval(limit)):
+    if not anp.isfinite(derivative_free(limit)):  # (under chainrule.jit, a guarded answer)
         raise ValueError(
             "chainrule.scipy.integrate.quad: an infinite limit cannot be "
             "differentiated (the integrand's value there is not defined); "
@@ -1052,4 +1066,6 @@ def quad(func: Callable, a: Any, b: Any, args: Any = (), **kwargs: Any) -> Any:
     _check_lifted("quad", pure, (a_value if _np.isfinite(a_value) else 0.0,), params)
     value, abserr = _si.quad(pure, a_value, b_value, args=tuple(plain_params), **kwargs)
     solved = _Forward(value, None, None, (a_value, b_value, plain_params))
-    return front.answer(quad_value(pure, a, b, *params, options=kwargs, solved=solved)), abserr
+    solved.abserr = solved.last_abserr = abserr
+    value = quad_value(pure, a, b, *params, options=kwargs, solved=solved)
+    return front.answer(value), _abserr(derivative_free(value), solved=solved)

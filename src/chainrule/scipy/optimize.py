@@ -41,7 +41,15 @@ import scipy.sparse.linalg as _spla
 from .._core import forward, reverse
 from .._core.pytree import tree_flatten, tree_unflatten
 from .._core.rules import defjvp_argnums, defvjp_argnums
-from .._core.tracer import front_ends, getval, isbox, primitive
+from .._core.tracer import (
+    decided,
+    derivative_free,
+    front_ends,
+    getval,
+    isbox,
+    notrace_primitive,
+    primitive,
+)
 from .._transforms import grad, hessian, jacobian, make_hvp
 from ..numpy import _namespace
 from ..numpy import linalg as _alinalg
@@ -127,10 +135,12 @@ def _linear_solve(problem: _Problem, x, leaves, b, transpose: bool):
     method = problem.method(n)
     if method == "dense":
         a = jacobian(lambda z: problem.residual(z, leaves))(x)
-        s = _np.linalg.svd(_np.asarray(getval(a), dtype=float), compute_uv=False)
+        # (of a's value: under chainrule.jit the program's, the decision a guard)
+        s = _alinalg.svd(derivative_free(a).astype(float), compute_uv=False)
         if s[-1] <= n * _np.finfo(float).eps * s[0]:
             raise _singular_error(
-                problem.name, f"smallest singular value {s[-1]:.3g}, largest {s[0]:.3g}"
+                problem.name,
+                f"smallest singular value {getval(s[-1]):.3g}, largest {getval(s[0]):.3g}",
             )
         return _alinalg.solve(anp.transpose(a) if transpose else a, b)
     return _implicit(_LinearProblem(problem, transpose, method), x, b, *leaves)
@@ -234,6 +244,29 @@ def _as_tuple(args) -> tuple:
     return args if isinstance(args, tuple) else (args,)
 
 
+def _succeeded(res) -> bool:
+    return bool(res.success)
+
+
+def _root_converged(out) -> bool:
+    return bool(out[1].converged)
+
+
+def _plain(x):
+    """The plain value of a solver's start or bracket, which picks the solution found
+    but does not move it: under chainrule.jit a guarded value of the program (another
+    start retraces) rather than the first call's."""
+    return decided(x, getval)
+
+
+@notrace_primitive
+def _found(x, *, state: dict, key: str):
+    """``state[key]``, what the solve that answered ``x`` found besides x (the bounds
+    active there). A function of ``x``, so that chainrule.jit reads it after every solve
+    (and guards it) instead of keeping the first call's."""
+    return state.get(key)
+
+
 def _lift_closure(fun: Callable, args, *callables):
     """``fun``'s closed-over traced values made explicit: ``(fun', args', callables')``
     (see ``_closure.lift_closure``). The user's ``callables`` (jac, hess, fprime...), which
@@ -277,30 +310,64 @@ def _solve(
         linear_solver,
         symmetric,
     )
+    problem.found = kept  # (what each solve found, for _require_solution)
     x = _implicit(problem, *leaves)
     return x, kept["result"], any(isbox(leaf) for leaf in leaves), problem
 
 
 def _require_solution(
-    problem: _Problem, x, plain_leaves: list, ok: bool, message: str, fix: str
+    problem: _Problem, x, plain_leaves: list, ok: Callable, message: str, fix: str
 ) -> None:
-    """Refuse to differentiate a result SciPy does not report as converged, unless the
-    residual there is negligible (BFGS reports precision loss at solutions it cannot
-    refine further)."""
-    if ok:
+    """Refuse to differentiate a result SciPy does not report as converged (``ok`` of
+    what the solve found), unless the residual there is negligible (BFGS reports
+    precision loss at solutions it cannot refine further). Both are read from ``x`` and
+    its values: under chainrule.jit they are the guarded decisions of each call."""
+    if _converged(x, problem=problem, ok=ok):
         return
-    size = float(_np.max(_np.abs(getval(problem.residual(getval(x), plain_leaves)))))
+    size = anp.max(anp.abs(problem.residual(derivative_free(x), plain_leaves)))
     if size <= RESIDUAL_TOL:
         return
     raise NotConvergedError(
-        f"{problem.name}: the solver did not converge ({message}; max |F(x)| = {size:.3g}), "
-        f"so x is not a solution and the implicit derivative would be wrong. {fix}"
+        f"{problem.name}: the solver did not converge ({message}; max |F(x)| = "
+        f"{getval(size):.3g}), so x is not a solution and the implicit derivative would be "
+        f"wrong. {fix}"
     )
 
 
+@notrace_primitive
+def _converged(x, *, problem: _Problem, ok: Callable) -> bool:
+    """Whether the solve that answered ``x`` converged (see ``_found``)."""
+    return bool(ok(problem.found["result"]))
+
+
+def _result(res, x, problem: _Problem, solution) -> _so.OptimizeResult:
+    """SciPy's result with the traced ``solution`` as ``x``, its numbers and arrays (fun,
+    jac ...) read from the solve that answered ``x`` (under chainrule.jit, each call's;
+    its other fields, counts and messages, are the first call's)."""
+    out = copy.copy(res)
+    free = derivative_free(x)
+    for key, value in res.items():
+        if key != "x" and (type(value) in _FLOATS or (
+                type(value) is _np.ndarray and value.dtype.kind in "biufc")):
+            out[key] = _reported(free, found=problem.found, key=key)
+    out.x = _front(solution)
+    return out
+
+
+_FLOATS = (float, _np.float64, _np.float32)
+
+
+@primitive
+def _reported(x, *, found: dict, key: str):
+    """``key`` of SciPy's result for the solve that answered ``x`` (no derivative: ``x``
+    is derivative-free); a value of the program under chainrule.jit."""
+    return found["result"][key]
+
+
 def _plain_tree(tree) -> list:
-    """The plain values of ``tree``'s leaves (what ``_Problem.residual`` takes)."""
-    return [getval(leaf) for leaf in tree_flatten(tree)[0]]
+    """The values of ``tree``'s leaves without derivative tracing (what
+    ``_Problem.residual`` takes; under chainrule.jit, those of the program)."""
+    return [derivative_free(leaf) for leaf in tree_flatten(tree)[0]]
 
 
 def _require_plain(name: str, what: str, value) -> None:
@@ -407,16 +474,14 @@ def minimize(
     limits = _bound_pairs(bounds)
     if limits is None:
         _require_plain(name, "bounds", bounds)
-    else:
-        bounds = [(float(getval(lo)), float(getval(hi))) for lo, hi in limits]
     fun, args, (jac, hess, hessp) = _lift_closure(fun, args, jac, hess, hessp)
-    x0 = _np.asarray(getval(x0), dtype=float).ravel()
+    x0 = _np.asarray(_plain(x0), dtype=float).ravel()
     method_name = (
         (method or ("L-BFGS-B" if bounds is not None else "BFGS")).lower()
         if not callable(method)
         else ""
     )
-    box = _bound_arrays(bounds, x0.size)
+    box = None if limits is not None else _bound_arrays(bounds, x0.size)  # (constant ones)
     state: dict[str, Any] = {}
     f = _checked(name, fun)
     value = (lambda x, *a: fun(x, *a)[0]) if jac is True else fun
@@ -427,17 +492,22 @@ def minimize(
     def residual(x, params):
         a, pairs = params
         g = gradient(x, a)
-        if state.get("active") is None:
+        active = _found(x, state=state, key="active")
+        if active is None:
             return g
         if pairs is None:
             lb, ub = box
         else:  # (traced bounds: x* moves with the active ones)
             lb = anp.stack([lo * 1.0 for lo, _ in pairs])
             ub = anp.stack([hi * 1.0 for _, hi in pairs])
-        return anp.where(state["active"], x - anp.where(state["at_lb"], lb, ub), g)
+        at_lb = _found(x, state=state, key="at_lb")
+        return anp.where(active, x - anp.where(at_lb, lb, ub), g)
 
     def solve(params):
-        a, _ = params
+        a, pairs = params
+        # (the bounds of this solve: under chainrule.jit, those of each call)
+        now = bounds if pairs is None else [(float(lo), float(hi)) for lo, hi in pairs]
+        state.clear()
         kw = {"jac": jac, "hess": hess, "hessp": hessp}
         if jac is None and method_name in _NEEDS_GRADIENT:
             kw["jac"] = lambda x, *a: _no_traced(name, grad(lambda z: value(z, *a))(x))
@@ -453,29 +523,27 @@ def minimize(
             x0,
             args=a,
             method=method,
-            bounds=bounds,
+            bounds=now,
             tol=tol,
             callback=callback,
             options=options,
             **kw,
         )
-        if box is not None:
+        if now is not None:
             g = _np.asarray(grad(lambda z: value(z, *a))(res.x), dtype=float)
-            active, at_lb = _active_bounds(res.x, g, *box)
+            active, at_lb = _active_bounds(res.x, g, *_bound_arrays(now, x0.size))
             if active.any():
                 state["active"], state["at_lb"] = active, at_lb
         return res.x, res
 
     params = (args, limits)
     x, res, traced, problem = _solve(
-        name, residual, solve, params, linear_solver=implicit_solver, symmetric=box is None
+        name, residual, solve, params, linear_solver=implicit_solver, symmetric=bounds is None
     )
     problem.symmetric = state.get("active") is None
     if traced:
-        _require_solution(problem, x, _plain_tree(params), bool(res.success), res.message, _TOL_FIX)
-    out = copy.copy(res)
-    out.x = _front(x)
-    return out
+        _require_solution(problem, x, _plain_tree(params), _succeeded, res.message, _TOL_FIX)
+    return _result(res, x, problem, x)
 
 
 # ----------------------------------------------------------------------------- minimize_scalar
@@ -501,7 +569,7 @@ def minimize_scalar(
     1.0
     """
     name = "minimize_scalar"
-    bracket = None if bracket is None else [float(getval(b)) for b in bracket]
+    bracket = None if bracket is None else [float(_plain(b)) for b in bracket]
     fun, args = lift_closure(fun, _as_tuple(args))
     bounds = None if bounds is None else tuple(bounds)
     checked = _checked(name, fun)
@@ -512,7 +580,7 @@ def minimize_scalar(
 
     def residual(x, params):
         a, limits = params
-        side = state.get("active")
+        side = _found(x, state=state, key="active")
         if side is None:
             return anp.reshape(slope(x[0], a), (1,))
         return x - limits[side]
@@ -528,10 +596,8 @@ def minimize_scalar(
     params = (args, bounds)
     x, res, traced, problem = _solve(name, residual, solve, params)
     if traced:
-        _require_solution(problem, x, _plain_tree(params), bool(res.success), res.message, _TOL_FIX)
-    out = copy.copy(res)
-    out.x = _front(x[0])
-    return out
+        _require_solution(problem, x, _plain_tree(params), _succeeded, res.message, _TOL_FIX)
+    return _result(res, x, problem, x[0])
 
 
 def _active_side(x: float, limits, slope: Callable, options) -> int | None:
@@ -579,7 +645,7 @@ def root(
     """
     name = "root"
     fun, args, (jac,) = _lift_closure(fun, args, jac)
-    x0 = _np.asarray(getval(x0), dtype=float)
+    x0 = _np.asarray(_plain(x0), dtype=float)
     shape = (x0.size,) if method in ("hybr", "lm") else x0.shape
     f = _checked(name, fun)
     value = (lambda x, *a: fun(x, *a)[0]) if jac is True else fun
@@ -605,13 +671,11 @@ def root(
             problem,
             x,
             _plain_tree(args),
-            bool(res.success),
+            _succeeded,
             res.message,
             "Tighten tol, raise the iteration limit in options, or start closer to the root.",
         )
-    out = copy.copy(res)
-    out.x = _front(_shaped(x, shape))
-    return out
+    return _result(res, x, problem, _shaped(x, shape))
 
 
 def _scalar_problem(name: str, f: Callable, solve_scalar: Callable, args):
@@ -644,7 +708,7 @@ def _bracketing(scipy_solver: Callable) -> Callable:
         full_output: bool = False,
         disp: bool = True,
     ):
-        a, b = float(getval(a)), float(getval(b))  # the root does not move with them
+        a, b = float(_plain(a)), float(_plain(b))  # the root does not move with them
         f, args, _ = _lift_closure(f, args)
 
         def solve_scalar(checked, plain_args):
@@ -666,7 +730,7 @@ def _bracketing(scipy_solver: Callable) -> Callable:
                 problem,
                 anp.reshape(x, (1,)),
                 plain,
-                bool(r.converged),
+                _root_converged,
                 r.flag,
                 "Raise maxiter or narrow the bracket.",
             )
@@ -710,7 +774,8 @@ def newton(
     An array ``x0`` solves the elementwise problems at once, as SciPy does."""
     name = "newton"
     func, args, (fprime, fprime2) = _lift_closure(func, args, fprime, fprime2)
-    shape = _np.shape(getval(x0))
+    x0 = _plain(x0)
+    shape = _np.shape(x0)
     f = _checked(name, func)
 
     def residual(x, a):
@@ -719,7 +784,7 @@ def newton(
     def solve(a):
         out = _so.newton(
             f,
-            getval(x0),
+            x0,
             fprime=fprime,
             args=a,
             tol=tol,
@@ -736,13 +801,12 @@ def newton(
 
     args = _as_tuple(args)
     x, out, traced, problem = _solve(name, residual, solve, args)
-    converged = bool(_np.all(out[1])) if shape else bool(out[1].converged)
     if traced:
         _require_solution(
             problem,
             x,
             _plain_tree(args),
-            converged,
+            (lambda out: bool(_np.all(out[1]))) if shape else _root_converged,
             "some elements did not converge" if shape else out[1].flag,
             "Raise maxiter, or pass fprime for Newton's method.",
         )
@@ -768,9 +832,9 @@ def root_scalar(
 ):
     """``scipy.optimize.root_scalar``: a ``RootResults`` whose ``root`` is traced."""
     f, args, (fprime, fprime2) = _lift_closure(f, args, fprime, fprime2)
-    bracket = None if bracket is None else [float(getval(b)) for b in bracket]
-    x0 = None if x0 is None else float(getval(x0))
-    x1 = None if x1 is None else float(getval(x1))
+    bracket = None if bracket is None else [float(_plain(b)) for b in bracket]
+    x0 = None if x0 is None else float(_plain(x0))
+    x1 = None if x1 is None else float(_plain(x1))
 
     def solve_scalar(checked, plain_args):
         r = _so.root_scalar(
@@ -795,7 +859,7 @@ def root_scalar(
             problem,
             anp.reshape(x, (1,)),
             plain,
-            bool(r.converged),
+            _root_converged,
             r.flag,
             "Raise maxiter, tighten xtol/rtol, or give a bracket.",
         )
@@ -811,14 +875,15 @@ def fixed_point(
     ``args`` (F = x - func(x)). SciPy raises if the iteration does not converge."""
     name = "fixed_point"
     func, args, _ = _lift_closure(func, args)
-    shape = _np.shape(getval(x0))
+    x0 = _plain(x0)
+    shape = _np.shape(x0)
     f = _checked(name, func)
 
     def residual(x, a):
         return x - anp.ravel(func(_shaped(x, shape), *a))
 
     def solve(a):
-        x = _so.fixed_point(f, getval(x0), args=a, xtol=xtol, maxiter=maxiter, method=method)
+        x = _so.fixed_point(f, x0, args=a, xtol=xtol, maxiter=maxiter, method=method)
         return x, None
 
     x, _, _, _ = _solve(name, residual, solve, _as_tuple(args))
@@ -874,7 +939,7 @@ def least_squares(
     fun, args, (jac,) = _lift_closure(fun, args, jac)
     _require_plain(name, "bounds", bounds)
     kwargs = {} if kwargs is None else kwargs
-    x0 = _np.atleast_1d(_np.asarray(getval(x0), dtype=float))
+    x0 = _np.atleast_1d(_np.asarray(_plain(x0), dtype=float))
     f = _checked(name, fun)
     state: dict[str, Any] = {}
 
@@ -885,9 +950,11 @@ def least_squares(
     def residual(x, params):
         a, kw = params
         g = grad(lambda z: cost(z, a, kw))(x)
-        if state.get("active") is None:
+        active = _found(x, state=state, key="active")
+        if active is None:
             return g
-        return anp.where(state["active"], x - state["x"], g)
+        # x - x* at the active coordinates: zero there, and x* does not move
+        return anp.where(active, x - derivative_free(x), g)
 
     def solve(params):
         a, kw = params
@@ -918,8 +985,7 @@ def least_squares(
             **options,
         )
         active = _np.asarray(res.active_mask) != 0
-        if active.any():
-            state["active"], state["x"] = active, _np.array(res.x)
+        state["active"] = active if active.any() else None
         return res.x, res
 
     params = (_as_tuple(args), kwargs)
@@ -930,13 +996,11 @@ def least_squares(
             problem,
             x,
             _plain_tree(params),
-            res.status > 0,
+            lambda res: res.status > 0,
             res.message,
             "Raise max_nfev or tighten ftol/xtol/gtol.",
         )
-    out = copy.copy(res)
-    out.x = _front(x)
-    return out
+    return _result(res, x, problem, x)
 
 
 # SciPy's other names (result types, linear programming, ...), undifferentiated

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as _np
 
 from ..._core.rules import defjvp_batched, defjvp_direct, defvjp_direct
-from ..._core.tracer import derivative_free, getval
+from ..._core.tracer import derivative_free, getval, isbox
 from .. import linalg as la
 from .. import numpy_wrapper as anp
 from ..placement import constant_like, index_like, on_host
@@ -93,8 +93,14 @@ def _inv_gaps(w):
 
 
 def _is_zero(g) -> bool:
-    """Whether a cotangent is zero (the output it belongs to was not used)."""
-    return on_host(g) and not _np.any(getval(g))  # elsewhere, finding out needs the host
+    """Whether a cotangent is zero (the output it belongs to was not used).
+
+    Under chainrule.jit a cotangent may be a value of the staged program (jit of a vjp,
+    a gradient weighted by an input): anp.any then asks the program, which guards it."""
+    if not on_host(g):
+        return False  # elsewhere, finding out needs the host
+    gv = derivative_free(g)
+    return not (anp.any(gv) if isbox(gv) else _np.any(gv))
 
 
 def _triangle(n: int, like, uplo: str):

@@ -23,7 +23,7 @@ import scipy.sparse as _sp
 import scipy.sparse.linalg as _spla
 
 from ..._core.rules import defjvp_direct, defvjp_direct
-from ..._core.tracer import getval, notrace_primitive, primitive
+from ..._core.tracer import decided, derivative_free, getval, notrace_primitive, primitive
 from ..._sparse_products import matmul
 from ...numpy import numpy_wrapper as anp
 
@@ -80,14 +80,22 @@ class _System:
         data = _np.asarray(data)
         b = _np.asarray(b, dtype=_np.result_type(data, b, 1.0))  # SuperLU takes no integers
         if self.method == "lu":
-            lu = self.factors.get("lu")
-            if lu is None:
-                lu = self.factors["lu"] = _spla.splu(self.matrix(data).tocsc(), **self.options)
-            return lu.solve(b, trans="T" if self.trans else "N"), 0
+            return self.lu(data).solve(b, trans="T" if self.trans else "N"), 0
         solver = _ITERATIVE[self.method]
         if b.ndim != 1:
             raise ValueError(f"{self.method} takes a right-hand side of one dimension")
         return solver(self.matrix(data), b, M=self.M, **self.options, **first)
+
+    def lu(self, data):
+        """SuperLU's factors of M with the values ``data``, kept for later solves with the
+        same values (a solve's derivatives). Other values are factorised anew: a program
+        chainrule.jit emits runs with the same system and the values of each call."""
+        data = _np.asarray(data)
+        key = (data.dtype, data.tobytes())
+        kept = self.factors.get("lu")
+        if kept is None or kept[0] != key:
+            kept = self.factors["lu"] = (key, _spla.splu(self.matrix(data).tocsc(), **self.options))
+        return kept[1]
 
     def transposed(self) -> _System:
         """The system M^T x = g: for LU the same factors (SuperLU solves either way);
@@ -216,8 +224,7 @@ class SuperLU:
 
     def __init__(self, data, system: _System):
         self._data, self._system = data, system
-        system.solve(getval(data), _np.zeros(system.shape[0]))  # factorise now, as SciPy
-        self.lu = system.factors["lu"]
+        self.lu = system.lu(getval(data))  # factorised now, as SciPy does
         self.shape, self.nnz = self.lu.shape, self.lu.nnz
 
     def solve(self, b, trans: str = "N"):
@@ -249,7 +256,8 @@ def _iterative(name: str, A, b, x0, M, callback, data, options: dict, **first):
     options = {k: v for k, v in options.items() if v is not None}
     data, system = _system(A, data, name, name, options, M=M)
     if x0 is not None:
-        first["x0"] = _np.asarray(getval(x0))
+        # (a start, not a parameter: under chainrule.jit the program is specialised on it)
+        first["x0"] = _np.asarray(decided(x0, getval))
     if callback is not None:
         first["callback"] = callback
     report: dict = {}
@@ -390,10 +398,11 @@ def _frechet_adjoint(data, g, B, system: _System):
         u = _along(dataT, g, s, other)  # e^(s_k A^T) g
         v = _along(data, B, 1 - s[::-1], system)[::-1]  # e^((1-s_k) A) B
         estimate = sum(w[k] * _outer_at_entries(u[k], v[k], system) for k in range(nodes))
-        scale = sum(w[k] * _max(u[k]) * _max(v[k]) for k in range(nodes))
+        scale = sum(w[k] * _peak(u[k]) * _peak(v[k]) for k in range(nodes))
         if previous is not None:
-            change = _max(getval(estimate) - getval(previous))
-            if change <= max(_EXPM_RTOL * _max(getval(estimate)), 256 * _EPS * scale):
+            change = _peak(derivative_free(estimate) - derivative_free(previous))
+            enough = anp.maximum(_EXPM_RTOL * _peak(estimate), 256 * _EPS * scale)
+            if change <= enough:  # (under chainrule.jit, a guarded decision of the program)
                 return estimate
         previous, nodes = estimate, 2 * nodes
     raise RuntimeError(
@@ -405,8 +414,10 @@ def _frechet_adjoint(data, g, B, system: _System):
     )
 
 
-def _max(x) -> float:
-    return float(_np.max(_np.abs(getval(x)), initial=0.0))
+def _peak(x):
+    """max |x| (0 for an empty x), a constant to derivatives; under chainrule.jit a value
+    of the program, so that the decisions taken on it are its guarded decisions."""
+    return anp.max(anp.abs(derivative_free(x)), initial=0.0)
 
 
 def _along(data, B, times, system: _System) -> list:

@@ -6,7 +6,8 @@ factored with a Cholesky decomposition that reads its lower triangle.
 
 import numpy as _np
 
-from ..._core.tracer import getval, isbox
+from ..._core.tracer import decided, derivative_free, getval
+from ...numpy import linalg as nla
 from ...numpy import numpy_wrapper as anp
 from .. import linalg as sla
 from ._family import as_array
@@ -45,8 +46,10 @@ def _singular_factor(cov_matrix):
 
 
 def _is_singular(cov_matrix) -> bool:
-    s = _np.linalg.eigvalsh(cov_matrix)
-    return bool(_np.min(s) <= 1e6 * _np.finfo(s.dtype).eps * _np.max(_np.abs(s)))
+    # chainrule's functions on the value: under chainrule.jit the program computes the
+    # answer and guards it (a cov given to the jitted function may be singular or not)
+    s = nla.eigvalsh(derivative_free(cov_matrix))
+    return bool(anp.min(s) <= 1e6 * _np.finfo(s.dtype).eps * anp.max(anp.abs(s)))
 
 
 def logpdf(x, mean=None, cov=1, allow_singular=False):
@@ -62,17 +65,21 @@ def logpdf(x, mean=None, cov=1, allow_singular=False):
     dev = x if mean is None else x - anp.reshape(mean, (d,))
     dev = anp.reshape(dev, (-1, d))
     cov_matrix = _cov_matrix(cov, d)
-    if allow_singular and _is_singular(getval(cov_matrix)):
-        if isbox(cov):
+    if allow_singular and _is_singular(cov_matrix):
+        if derivative_free(cov) is not cov:  # (a derivative trace's; jit's alone is fine)
             raise ValueError(
                 "multivariate_normal.logpdf has no derivative w.r.t. a singular cov (a "
                 "perturbation changes its rank, and the density with it): pass cov as a "
                 "constant, or make it positive definite to differentiate it.")
-        u, log_pdet, rank, null, tol = _singular_factor(_np.asarray(cov_matrix, dtype=float))
+        # (a constant of the density; under chainrule.jit a guarded value of the program)
+        plain_cov = _np.asarray(decided(cov_matrix, getval), dtype=float)
+        u, log_pdet, rank, null, tol = _singular_factor(plain_cov)
         maha = anp.reshape(anp.sum(anp.dot(dev, u) ** 2, axis=1), batch)
         out = -0.5 * (rank * _np.log(2 * _np.pi) + log_pdet + maha)
-        off_support = _np.linalg.norm(getval(dev) @ null, axis=-1).reshape(batch) >= tol
-        return anp.where(off_support, -_np.inf, out) if _np.any(off_support) else out
+        # (x's value: under chainrule.jit the program's, so the support follows x)
+        distance = nla.norm(derivative_free(dev) @ null, axis=-1)
+        off_support = anp.reshape(distance, batch) >= tol
+        return anp.where(off_support, -_np.inf, out) if anp.any(off_support) else out
     chol = sla.cholesky(cov_matrix, lower=True)
     z = sla.solve_triangular(chol, anp.transpose(dev), lower=True)
     maha = anp.reshape(anp.sum(z * z, axis=0), batch)
