@@ -262,3 +262,17 @@ def test_stop_gradient_stays_a_staged_value():
     _bits(j(b), cr.grad(f)(b))
     onp.testing.assert_allclose(j(b), b**2)  # d/dx of x * c**2 with c = x held constant
     assert j.cache_info().misses == 1
+
+
+def test_a_guard_with_its_own_conversion_checks_the_converted_value():
+    from chainrule._core.tracer import decided
+
+    def f(x):
+        return x * (2.0 if decided(x, lambda v: v > 5.0) else 3.0)  # a bool from a float
+
+    jf = cr.jit(f)
+    for x in (10.0, 3.0, 7.0, -1.0):
+        assert jf(x) == f(x)
+    jv = cr.jit(lambda x: x * (2.0 if decided(x, lambda v: bool(v.sum() > 0)) else 3.0))
+    for x in (onp.ones(3), -onp.ones(3)):
+        _bits(jv(x), x * (2.0 if x.sum() > 0 else 3.0))

@@ -350,13 +350,14 @@ _MOVEAXIS = np.moveaxis
 def _guard_code(guard: Guard, target: Instr, const, fun_name) -> tuple[str, list]:
     """The check of a guard, ``{0}`` its value: ``if ...: return MISS``, and its slots."""
     expected = guard.expected
-    if guard.convert is bool or type(expected) in (bool, np.bool_):
+    plain = guard.convert is _identity or guard.convert is getval
+    if guard.convert is bool or (plain and type(expected) in (bool, np.bool_)):
         return f"if {'not ' if expected else ''}{{0}}: return MISS", [target]
     if guard.convert in (int, float, complex) and _simple_literal(expected):
         return (f"if {guard.convert.__name__}({{0}}) != {{1}}: return MISS",
                 [target, (expected, repr(expected), repr(expected))])
     value = (expected, const(expected), None)
-    if guard.convert is _identity or guard.convert is getval:
+    if plain:
         return "if not _same({0}, {1}): return MISS", [target, value]
     # another conversion (an integer or boolean array of the value ...): checked converted
     return f"if not _same({fun_name(guard.convert)}({{0}}), {{1}}): return MISS", [target, value]
