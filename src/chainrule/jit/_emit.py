@@ -16,6 +16,7 @@ Rendering (``_render``): the lines, ``v12 = f3(v4, c0, axis=1)``, compiled once.
 from __future__ import annotations
 
 import math
+import operator
 import warnings
 from typing import Any
 
@@ -116,7 +117,10 @@ def _needed(outputs: list, guards: list[Guard]) -> list[StagingNode]:
             continue
         seen[id(node)] = node
         stack.extend(node.parents)
-    return sorted(seen.values(), key=lambda n: n.seq)
+    return sorted(seen.values(), key=_SEQ)
+
+
+_SEQ = operator.attrgetter("seq")
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -247,8 +251,10 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
             argnums = node.argnums
             parents = node.parents
             if len(argnums) == len(args):  # every argument traced (the common case)
-                slots = [instr_of[id(p)] for p in parents]
-                vals = [p.ans for p in parents]
+                # (map of C functions: a comprehension costs a frame per node in 3.11)
+                slots = list(map(instr_of.__getitem__, map(id, parents)))
+                vals = list(map(_ANS, parents))
+                consts = ()
             else:
                 slots, vals = [], []
                 it = iter(parents)
@@ -262,13 +268,17 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
                         fast = repr(float(a)) if floats and _float_constant(a) else None
                         slots.append((a, text, fast))
                         vals.append(a)
+                consts = [s for s in slots if type(s) is tuple]
             if node.kwargs:
                 kwmap = {k: _escaped(repr(v) if _simple_literal(v) else const(v))
                          for k, v in node.kwargs.items()}
                 kwtexts = [f"{k}={v}" for k, v in kwmap.items()]
             else:
                 kwmap, kwtexts = {}, []
-            key = (raw, *[s if type(s) is Instr else s[1] for s in slots], *kwtexts)
+            if consts or kwtexts:
+                key = (raw, *[s if type(s) is Instr else s[1] for s in slots], *kwtexts)
+            else:
+                key = (raw, *slots)
             alias = cse.get(key)
             if alias is None and raw is multiply and len(args) == 2 and len(argnums) == 1:
                 # x * 1 is x, bit for bit, when type, shape, dtype and layout agree
@@ -283,15 +293,16 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
                 # types, the keywords, whether constants are finite floats (the float
                 # program's condition); not the constants' values (but moveaxis writes
                 # the permutation its axes and the operand's ndim make)
-                sig = (fun, argnums, type(ans), *map(type, vals), *kwtexts,
-                       *[s[2] is None for s in slots if type(s) is tuple])
+                sig = (fun, argnums, type(ans), *map(type, vals))
+                if consts or kwtexts:
+                    sig += (*kwtexts, *[c[2] is None for c in consts])
                 if raw is _MOVEAXIS:
                     sig += (np.ndim(vals[0]), repr(vals[1:]))
                 made = memo.get(sig)
                 if made is None:
                     made = memo[sig] = _template(raw, fun, node, vals, slots, kwmap,
                                                  kwtexts, fun_name)
-                code, fast, label, elementwise, view, template = made
+                code, fast, label, elementwise, view, code_key = made
                 if fast is None:
                     floats = False
                 reuse = ()
@@ -303,7 +314,7 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
                 ins = instr_of[id(node)] = cse[key] = Instr(
                     "call", node, code, fast if floats else None, slots,
                     label if annotate is None else f"{label}{annotate(node)}",
-                    (template, reuse) if reuse else template, type(ans) is np.ndarray,
+                    (code_key, reuse) if reuse else code_key, type(ans) is np.ndarray,
                     elementwise, reuse, view)
                 instrs.append(ins)
         for g in guards_by_node.get(id(node), ()):
@@ -345,6 +356,7 @@ def _template(raw, fun, node: StagingNode, vals: list, slots: list, kwmap: dict,
 
 
 _MOVEAXIS = np.moveaxis
+_ANS = operator.attrgetter("ans")
 
 
 def _guard_code(guard: Guard, target: Instr, const, fun_name) -> tuple[str, list]:
