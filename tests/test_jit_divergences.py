@@ -1,0 +1,117 @@
+"""chainrule.jit where it used to differ from eager evaluation: a staged tuple answered
+per example under vmap, masks given by keyword, vmap's ``out_axes=None`` check, and the
+plain (integer, bool, string) fields of solver results. Each jitted answer is compared
+with eager evaluation bit for bit, over inputs that change between calls."""
+
+from __future__ import annotations
+
+import numpy as onp
+import pytest
+
+import chainrule as cr
+import chainrule.numpy as np
+
+
+def _bits(a, b):
+    a, b = onp.asarray(a), onp.asarray(b)
+    assert a.shape == b.shape and a.dtype == b.dtype
+    assert a.tobytes() == b.tobytes(), (a, b)
+
+
+# ----------------------------------------------------------------------------- vmap tuples
+def test_jitted_hessian_through_eigh_equals_eager():
+    # jacobian's batched forward pass runs eigh's JVP once per example; under jit its
+    # answers are staged tuples (SequenceBox), which the per-example stacking must unpack
+    h = cr.hessian(lambda a: np.sum(np.linalg.eigh(a)[0] ** 3))
+    jitted = cr.jit(h)
+    rng = onp.random.default_rng(0)
+    for _ in range(3):
+        m = rng.normal(size=(3, 3))
+        a = m + m.T
+        _bits(jitted(a), h(a))
+
+
+def test_jitted_jacobian_of_a_tuple_answering_primitive_equals_eager():
+    f = cr.jacobian(lambda a: np.linalg.eigh(a)[1][:, 0] * np.linalg.eigh(a)[0][0])
+    jitted = cr.jit(f)
+    for a in (onp.diag([1.0, 2.0, 3.0]) + 0.1, onp.diag([3.0, 1.0, 2.0]) + 0.2):
+        _bits(jitted(a), f(a))
+
+
+# ----------------------------------------------------------------------------- keyword masks
+X_VALUES = [onp.array(v) for v in (
+    [0.3, -1.2, 2.0, 0.7],
+    [-0.3, 1.2, -2.0, 0.9],
+    [1.0, 1.0, -3.0, -0.2],
+)]
+
+KEYWORD_MASKS = {
+    "mean where": lambda x: np.mean(x**2, where=x > 0),
+    "mean where axis": lambda x: np.sum(np.mean(x.reshape(2, 2) ** 3, axis=1,
+                                                where=x.reshape(2, 2) < 1.0)),
+    "sum where": lambda x: np.sum(np.sin(x), where=x > 0),
+    "max where initial": lambda x: np.max(x, where=x < 1.0, initial=-10.0),
+    "min where initial": lambda x: np.min(x * 2.0, where=np.isfinite(x) & (x > -1.0),
+                                          initial=10.0),
+    "mean where not": lambda x: np.mean(np.exp(x), where=~(x > 0)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEYWORD_MASKS))
+def test_jitted_masks_given_by_keyword_follow_the_values(name):
+    f = KEYWORD_MASKS[name]
+    for transform in (lambda f: f, cr.grad, cr.hessian):
+        g = transform(f)
+        jitted = cr.jit(g, max_variants=50)
+        for x in X_VALUES + X_VALUES[::-1]:
+            _bits(jitted(x), g(x))
+
+
+def test_jitted_mask_given_by_keyword_to_a_notrace_function_follows_the_values():
+    f = lambda x: np.sum(x) * np.all(x > -1.5, where=x < 1.0)  # noqa: E731
+    jitted = cr.jit(cr.grad(f), max_variants=50)
+    for x in X_VALUES + X_VALUES[::-1]:
+        _bits(jitted(x), cr.grad(f)(x))
+
+
+def test_jitted_integer_values_given_by_keyword_follow_the_values():
+    # a staged boolean or integer value is guarded by value, as a mask is (and as a
+    # boolean or integer argument of the jitted function is part of its signature)
+    f = lambda x: np.mean(x**2, where=np.where(x > 0, 1, 0) == np.where(x < 1, 1, 1))  # noqa: E731
+    g = lambda x: np.mean(x**2, where=np.where(x > 0, True, False))  # noqa: E731
+    for transform in (lambda f: f, cr.grad):
+        for h in (transform(f), transform(g)):
+            jitted = cr.jit(h, max_variants=50)
+            for x in X_VALUES + X_VALUES[::-1]:
+                _bits(jitted(x), h(x))
+
+
+# ----------------------------------------------------------------------------- vmap out_axes
+def test_jitted_vmap_out_axes_none_checks_every_call():
+    f = cr.vmap(lambda x: np.maximum(x[0], 0.0), out_axes=None)
+    jitted = cr.jit(f)
+    same = onp.array([[-1.0, 2.0], [-2.0, 3.0]])  # every example answers 0
+    _bits(jitted(same), f(same))
+    differ = onp.array([[1.0, 2.0], [2.0, 3.0]])
+    for call in (f, jitted):
+        with pytest.raises(ValueError, match="out_axes is None"):
+            call(differ)
+    _bits(jitted(same), f(same))
+
+
+def test_jitted_vmap_out_axes_none_checks_every_call_per_example():
+    # (a function vmap runs once per example: its own per-example stacking)
+    def per_example(x):
+        if x[1] > 0:  # a decision on the example: vmap splits the batch
+            return np.maximum(x[0], 0.0)
+        return np.maximum(x[0], 0.0) * 1.0
+
+    f = cr.vmap(per_example, out_axes=None)
+    jitted = cr.jit(f, max_variants=50)
+    same = onp.array([[-1.0, 2.0], [-2.0, -3.0]])
+    _bits(jitted(same), f(same))
+    differ = onp.array([[1.0, 2.0], [2.0, -3.0]])
+    for call in (f, jitted):
+        with pytest.raises(ValueError, match="out_axes is None"):
+            call(differ)
+    _bits(jitted(same), f(same))
