@@ -115,3 +115,123 @@ def test_jitted_vmap_out_axes_none_checks_every_call_per_example():
         with pytest.raises(ValueError, match="out_axes is None"):
             call(differ)
     _bits(jitted(same), f(same))
+
+
+# ----------------------------------------------------------------------------- solver fields
+# Counts, flags and messages of a solver's result are plain values no program value holds:
+# read inside a jitted function, each is a guarded decision (a changed value retraces).
+def _field_cases():
+    from chainrule.scipy import optimize as so
+
+    def quartic(x, p):
+        return np.sum((x**2 - p) ** 2)
+
+    def minimize(p, x0):
+        res = so.minimize(quartic, x0, args=(p,))
+        return res.x, res.nit, res.nfev, res.njev, res.success, res.status, res.message
+
+    def minimize_dict(p, x0):
+        res = so.minimize(quartic, x0, args=(p,))
+        plain = dict(res)
+        return plain["nit"], res.get("nfev"), [v for k, v in res.items() if k == "status"]
+
+    def least_squares(p, x0):
+        res = so.least_squares(lambda x, p: x**3 - p, onp.clip(x0, 0.1, 1.4), args=(p,),
+                               bounds=(0.0, 1.5))
+        return res.x, res.nfev, res.njev, res.status, res.message, res.active_mask, res.optimality
+
+    def root(p, x0):
+        res = so.root(lambda x, p: x**3 - p, x0, args=(p,))
+        return res.x, res.nfev, res.success, res.status, res.message
+
+    def root_scalar(p, x0):
+        r = so.root_scalar(lambda x, p: x**3 - p[0], args=(p,), x0=x0[0],
+                           fprime=lambda x, p: 3 * x**2, method="newton")
+        return r.root, r.iterations, r.function_calls, r.converged, r.flag
+
+    def brentq(p, x0):
+        x, r = so.brentq(lambda x, p: x**3 - p[0], -5.0 + x0[0], 10.0, args=(p,),
+                         full_output=True)
+        return x, r.root, r.iterations, r.function_calls, r.converged, r.flag
+
+    def newton(p, x0):
+        x, r = so.newton(lambda x, p: x**3 - p[0], x0[0], args=(p,), full_output=True)
+        return x, r.root, r.iterations, r.function_calls, r.converged
+
+    def newton_arrays(p, x0):
+        return so.newton(lambda x, p: x**3 - p, x0, args=(p,), full_output=True)
+
+    def minimize_scalar(p, x0):
+        res = so.minimize_scalar(lambda x, p: (x - p[0]) ** 2 + x**4, bounds=(-3.0, x0[0]),
+                                 method="bounded", args=(p,))
+        return res.x, res.nfev, res.nit, res.success, res.status, res.message
+
+    # (the start is guarded by value: p alone changes, and with it the counts)
+    x0 = onp.array([0.9, 1.1])
+    inputs = [(onp.array([1.0, 2.0]), x0), (onp.array([7.0, 0.2]), x0),
+              (onp.array([30.0, 5.0]), x0)]
+    return {name: (f, inputs) for name, f in locals().items() if callable(f) and
+            name not in ("quartic",)}
+
+
+def _same(a, b):
+    if isinstance(a, (tuple, list)):
+        assert type(a) is type(b) and len(a) == len(b)
+        for x, y in zip(a, b):
+            _same(x, y)
+    elif isinstance(a, (str, bool, int)) or a is None:
+        assert type(a) is type(b) and a == b, (a, b)
+    else:
+        _bits(a, b)
+
+
+@pytest.mark.parametrize("name", sorted(_field_cases()))
+def test_jitted_solver_counts_flags_and_messages_are_each_calls(name):
+    f, inputs = _field_cases()[name]
+    jitted = cr.jit(f, max_variants=50)
+    for args in inputs + inputs[::-1]:
+        _same(jitted(*args), f(*args))
+
+
+def test_jitted_solver_fields_not_read_do_not_retrace():
+    from chainrule.scipy import optimize as so
+
+    def f(p):
+        return so.minimize(lambda x, p: np.sum((x**2 - p) ** 2), onp.ones(2), args=(p,)).x
+
+    jitted = cr.jit(f)
+    counts = set()
+    for p in ([1.0, 2.0], [3.0, 0.5], [9.0, 4.0]):  # nit and nfev change, unread
+        _bits(jitted(onp.array(p)), f(onp.array(p)))
+        counts.add(so.minimize(lambda x, p: np.sum((x**2 - p) ** 2), onp.ones(2),
+                               args=(onp.array(p),)).nfev)
+    assert len(counts) > 1 and jitted.cache_info().variants == 1
+
+
+def test_jitted_count_that_changes_every_call_runs_eagerly_with_jit_warning():
+    from chainrule.scipy import optimize as so
+
+    def f(p):
+        res = so.minimize(lambda x, p: np.sum((x - p) ** 4), onp.zeros(2), args=(p,))
+        return res.x, res.nfev
+
+    jitted = cr.jit(f, max_variants=2)
+    with pytest.warns(UserWarning, match="chainrule.jit"):
+        for p in (1.0, 2.0, 4.0, 8.0):
+            _same(jitted(onp.array([p, -p])), f(onp.array([p, -p])))
+
+
+def test_jitted_unconverged_solve_answers_as_eager_does():
+    # (no derivative is taken: eager returns the result with success False, and so must
+    # the program; jit(grad) refuses it as grad does, see test_jit_values)
+    from chainrule.scipy import optimize as so
+
+    def f(p):
+        res = so.minimize(lambda x, p: np.sum((x**2 - p) ** 2), onp.ones(2), args=(p,),
+                          options={"maxiter": 3})
+        return res.x, res.success, res.status, res.message, res.nit
+
+    jitted = cr.jit(f, max_variants=50)
+    for p in ([1.0, 1.01], [30.0, 5.0], [1.0, 1.01]):
+        _same(jitted(onp.array(p)), f(onp.array(p)))
+    assert f(onp.array([30.0, 5.0]))[1] is False
