@@ -5,6 +5,8 @@ with eager evaluation bit for bit, over inputs that change between calls."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as onp
 import pytest
 
@@ -235,3 +237,100 @@ def test_jitted_unconverged_solve_answers_as_eager_does():
     for p in ([1.0, 1.01], [30.0, 5.0], [1.0, 1.01]):
         _same(jitted(onp.array(p)), f(onp.array(p)))
     assert f(onp.array([30.0, 5.0]))[1] is False
+
+
+# ----------------------------------------------------------------------------- solve_ivp
+# A program replaying solve_ivp at new inputs redoes SciPy's forward solve as eager
+# evaluation does (same end of t_span, options and Jacobian), and its adjoint reads that
+# solve's interpolant (checkpoints), as eager's does: the same values bit for bit.
+def _ivp_cases():
+    from chainrule.scipy import integrate
+
+    def rhs(t, y, k):
+        return -k * y * (1.0 + np.sin(t)) + np.array([0.0, 0.1]) * y[::-1]
+
+    y0 = onp.array([1.0, 0.5])
+    t_eval = onp.array([0.5, 1.0, 2.2])
+
+    def solve(k, **kw):
+        return integrate.solve_ivp(rhs, (0.0, 3.0), y0 * k[1], args=(k[0],), t_eval=t_eval,
+                                   **kw)
+
+    def jac(t, y, k):
+        return onp.array([[-k * (1.0 + onp.sin(t)), 0.0], [0.1, -k * (1.0 + onp.sin(t))]])
+
+    return {
+        "RK45": lambda k: np.sum(solve(k).y ** 2),
+        "DOP853 tight": lambda k: np.sum(solve(k, method="DOP853", rtol=1e-9).y),
+        "Radau jac": lambda k: np.sum(solve(k, method="Radau", jac=jac).y),
+        "BDF first_step": lambda k: np.sum(solve(k, method="BDF", first_step=0.01).y),
+        "LSODA": lambda k: np.sum(solve(k, method="LSODA").y),
+        "dense": lambda k: np.sum(solve(k, dense_output=True).sol(
+            onp.array([2.9, 0.1, 1.7])) * onp.array([[1.0], [3.0]])),
+    }
+
+
+IVP_INPUTS = [onp.array(v) for v in ([0.7, 1.0], [1.3, 0.8], [2.0, 1.5])]
+
+
+@pytest.mark.parametrize("name", sorted(_ivp_cases()))
+def test_jitted_solve_ivp_and_its_adjoint_equal_eager(name):
+    f = _ivp_cases()[name]
+    for transform in (lambda f: f, cr.grad):
+        g = transform(f)
+        jitted = cr.jit(g)
+        for k in IVP_INPUTS + IVP_INPUTS[::-1]:
+            _bits(jitted(k), g(k))
+        assert jitted.cache_info().variants == 1
+
+
+def test_jitted_dense_output_at_new_times_equals_eager():
+    from chainrule.scipy import integrate
+
+    def f(k, t):
+        sol = integrate.solve_ivp(lambda t, y, k: -k * y, (0.0, 2.0), onp.array([1.0]),
+                                  args=(k,), t_eval=onp.array([2.0]), dense_output=True)
+        return sol.sol(t)
+
+    for g in (f, cr.grad(lambda k, t: np.sum(f(k, t)))):
+        jitted = cr.jit(g)
+        for k, t in ((0.7, [0.5, 1.0]), (0.7, [1.5, 0.2]), (1.1, [0.3, 1.9]), (0.7, [0.5, 1.0])):
+            _bits(jitted(k, onp.array(t)), g(k, onp.array(t)))
+
+
+def test_jitted_hessian_of_solve_ivp_equals_eager():
+    f = _ivp_cases()["RK45"]
+    h = cr.hessian(f)
+    jitted = cr.jit(h)
+    for k in IVP_INPUTS[:2]:
+        _bits(jitted(k), h(k))
+
+
+def test_jitted_solve_ivp_follows_the_end_of_t_span():
+    from chainrule.scipy import integrate
+
+    def f(k, t1):
+        sol = integrate.solve_ivp(lambda t, y, k: -k * y * (1.0 + t), (0.0, t1),
+                                  onp.array([1.0]), args=(k,), t_eval=onp.array([0.5, 1.0]))
+        return sol.y, sol.nfev
+
+    jitted = cr.jit(f)
+    for t1 in (1.0, 3.0, 1.0, 7.5):
+        _same(jitted(0.7, t1), f(0.7, t1))
+
+
+def test_jitted_solve_ivp_fields_are_each_calls():
+    from chainrule.scipy import integrate
+
+    def f(k):
+        sol = integrate.solve_ivp(lambda t, y, k: k * y**2, (0.0, 2.0), onp.array([1.0]),
+                                  args=(k,), t_eval=onp.array([0.5, 1.5]))
+        return sol.y, sol.t, sol.nfev, sol.njev, sol.nlu, sol.status, sol.success, sol.message
+
+    jitted = cr.jit(f)
+    # (k = 1: y blows up at t = 1, the solve fails there and answers one time only)
+    for k in (0.3, 0.45, 1.0, 0.3, 1.0):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            _same(jitted(k), f(k))
+    assert f(1.0)[6] is False and f(0.3)[2] != f(0.45)[2]
