@@ -309,9 +309,9 @@ def test_jitted_dense_output_follows_the_order_of_the_times_asked():
     jitted = cr.jit(f)
     for t in ([0.5, 1.0], [1.0, 0.5], [0.5, 1.0]):  # (it failed on the second order)
         _bits(jitted(0.7, onp.array(t)), f(0.7, onp.array(t)))
-    # other times: the program solves again at them (eager reads the interpolant)
+    # other times: the program reads the interpolant at them, as eager evaluation does
     t = onp.array([1.5, 0.2])
-    assert onp.allclose(jitted(0.7, t), f(0.7, t), rtol=1e-3)
+    _bits(jitted(0.7, t), f(0.7, t))
     assert onp.allclose(jitted(0.7, t), onp.exp(-0.7 * t), rtol=1e-3)
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from . import numpy as cnp
 from ._core.pytree import tree_flatten, tree_unflatten
-from ._core.tracer import getval, live_trace_ids, new_trace_id
+from ._core.tracer import live_trace_ids, new_trace_id
 from .numpy.batched import BatchedArray, BatchSplit, BatchUnsupported
 
 AxisSpec = Any  # an int, None, or a pytree of them (a prefix of the arguments' structure)
@@ -224,8 +224,9 @@ def _out_spec(out_axes: AxisSpec, answer: Any) -> AxisSpec:
 
 
 def _same_for_all(column: list) -> Any:
-    first = cnp.asarray(getval(column[0]))
-    if any(not cnp.array_equal(first, getval(c)) for c in column[1:]):
+    # (array_equal is a notrace primitive: under chainrule.jit each answer is a guarded
+    # decision, so a later call whose examples differ retraces and raises here too)
+    if not all(cnp.array_equal(column[0], c) for c in column[1:]):
         raise ValueError(
             "vmap: out_axes is None for an output that differs between "
             "examples; give it an axis to stack along."

@@ -505,8 +505,15 @@ def _keywords_in_place(f_raw, args, kwargs):
     return tuple(args), kwargs
 
 
+# Handlers for traced values given by keyword that cannot be passed positionally, tried
+# before refusing them: handler(kwargs) returns the keywords made plain values (chainrule.jit
+# guards a staged mask by value), or NotImplemented.
+traced_keyword_handlers: list[Callable] = []
+
+
 def _call_with_traced_keywords(f_wrapped, f_raw, args, kwargs):
     """Pass traced values given by keyword positionally, where the signature allows it."""
+    given = args, kwargs
     args, kwargs = list(args), dict(kwargs)
     try:
         params = list(inspect.signature(f_raw).parameters.values())[len(args):]
@@ -523,6 +530,10 @@ def _call_with_traced_keywords(f_wrapped, f_raw, args, kwargs):
     names = ", ".join(k for k, v in kwargs.items() if type(v) in _traced_types)
     if not names:
         return f_wrapped(*args, **kwargs)
+    for handler in traced_keyword_handlers:
+        plain = handler(given[1])
+        if plain is not NotImplemented:
+            return f_wrapped(*given[0], **plain)
     raise TypeError(
         f"{getattr(f_raw, '__name__', f_raw)}: chainrule traces positional arguments only, "
         f"and {names} cannot be passed positionally here. Pass it positionally, or wrap "

@@ -143,6 +143,8 @@ def notrace_hook(f_raw, args, kwargs):
     session = current()
     if session is None or id(f_raw) in _SHAPE_ONLY:
         return NotImplemented
+    if kwargs:
+        kwargs = _masks_made_plain(kwargs, session)
     tid = session.trace_id
     staged = [_staged_box(a, tid) for a in args]
     hidden = any(
@@ -222,6 +224,42 @@ def _guard_mask(node: StagingNode) -> None:
     session = current()
     if session is not None and not any(g.node is node for g in session.guards):
         session.guards.append(Guard(node, _identity, node.ans))
+
+
+def _masks_made_plain(kwargs: dict, session: Session) -> dict:
+    """``kwargs`` with each staged mask (or other boolean or integer value) replaced by its
+    value, guarded by value: keywords are constants of a recorded call (``where=x > 0``),
+    so the program is specialised on it, as on a mask read as a plain value, or on a
+    boolean or integer argument of the jitted function. (A staged float stays: it is a
+    value of the program, which a keyword cannot carry.)"""
+    plain = dict(kwargs)
+    for key, value in kwargs.items():
+        if (
+            isbox(value)
+            and value._trace_id == session.trace_id
+            and (value._node.mask or getattr(value._value, "dtype", _FLOAT).kind in "biu")
+        ):
+            _guard_mask(value._node)
+            plain[key] = value._value
+    return plain
+
+
+_FLOAT = np.dtype(float)
+
+
+def _plain_keyword_masks(kwargs: dict):
+    """The tracer's handler of traced keywords (``traced_keyword_handlers``): the keywords
+    with staged masks made plain, or NotImplemented where another traced value remains."""
+    session = current()
+    if session is None:
+        return NotImplemented
+    plain = _masks_made_plain(kwargs, session)
+    if any(isbox(v) or type(v) in tracer.batched_types for v in plain.values()):
+        return NotImplemented
+    return plain
+
+
+tracer.traced_keyword_handlers.append(_plain_keyword_masks)
 
 
 def _identity(x: Any) -> Any:

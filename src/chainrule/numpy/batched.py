@@ -256,9 +256,12 @@ def _size_within(obj, trace_id: int) -> int:
 def stack_answers(answers: list, trace_id: int):
     """Per-example answers (arrays, or tuples/lists of them) stacked along a new axis 0."""
     first = answers[0]
-    if isinstance(first, (tuple, list)):
+    # (a tuple answer of a primitive recorded by an older trace, e.g. chainrule.jit's, is
+    # a SequenceBox: its items are taken through it, so that trace records them)
+    kind = type(tracer.getval(first))
+    if issubclass(kind, (tuple, list)):
         parts = [stack_answers([a[j] for a in answers], trace_id) for j in range(len(first))]
-        return type(first)(*parts) if hasattr(first, "_fields") else type(first)(parts)
+        return kind(*parts) if hasattr(kind, "_fields") else kind(parts)
     shapes = {_np.shape(a) for a in answers}
     if len(shapes) > 1:
         raise BatchUnsupported(trace_id, f"answers of different shapes per example {shapes}")

@@ -45,13 +45,14 @@ from .._core import forward, reverse
 from .._core.pytree import tree_flatten, tree_map, tree_unflatten
 from .._core.rule_table import primitive_vjps
 from .._core.rules import defjvp_argnums
-from .._core.tracer import derivative_free, front_ends, getval, isbox, primitive
+from .._core.tracer import decided, derivative_free, front_ends, getval, isbox, primitive
 from ..jit._staging import StagingError, StagingNode
 from ..numpy import _namespace
 from ..numpy import numpy_wrapper as anp
 from ..numpy.rules._helpers import match_dtype
 from ._closure import holds_traced, lift_closure, refuse_traced
 from ._staged import Staged
+from .optimize import _field, _guarded_fields
 from .optimize import _solve as _implicit_solve
 
 _namespace.install(globals(), _si)  # SciPy's names; those defined below win
@@ -300,6 +301,7 @@ def _lift(fun: Callable, args: tuple, front: _FrontEnd) -> tuple[Callable, list]
         return lambda *lead: fun(*lead, *bound)
 
     pure.bind = bind
+    pure.args_at = with_params  # (the arguments fun is called with, at these values)
     return pure, [leaves[i] for i in at]
 
 
@@ -332,11 +334,40 @@ _FORWARD_ONLY_OPTIONS = ("jac", "jac_sparsity", "lband", "uband", "first_step")
 class _Forward:
     """The plain forward solve a traced call reuses: its values (the primitive's answer)
     and its dense interpolant (the checkpoints the adjoint reads y(t) from), for the
-    plain ``inputs`` it was computed at."""
+    plain ``inputs`` it was computed at. ``redo`` (a ``_ForwardSolve``) solves as the
+    forward solve did at other inputs, where a program chainrule.jit emits replays the
+    primitive: the values are then those of the interpolant at the times (``dense``,
+    ``sol(t)``) or the solve's at them; ``found["result"]`` is the SciPy result of the
+    solve that answered last (its counts and status, read by ``_guarded_fields``)."""
 
-    def __init__(self, values, interpolant, failure: str | None, inputs: tuple):
+    def __init__(
+        self, values, interpolant, failure: str | None, inputs: tuple, redo=None, dense=False,
+        result=None,
+    ):
         self.values, self.interpolant, self.failure = values, interpolant, failure
         self.inputs = _plain_copies(inputs)
+        self.redo, self.dense, self.result = redo, dense, result
+        self.found = {"result": result}
+
+    def answer(self, times, y0, params):
+        """The values at these inputs (see ``ivp_values``), or None without ``redo``."""
+        if self.answers(times, y0, params):
+            self.found["result"] = self.result
+            return self.values
+        if self.redo is None:
+            return None
+        times = _np.asarray(getval(times), dtype=float)
+        sol = self.redo.at(times[0], y0, params, None if self.dense else times[1:])
+        self.found["result"] = sol
+        return sol.sol(times[1:]) if self.dense else sol.y
+
+    def interpolant_at(self, times, y0, params, fun, method, options):
+        """The forward solve's interpolant at these inputs (the adjoint's checkpoints)."""
+        if self.answers(times, y0, params):
+            return self.interpolant
+        if self.redo is None:
+            return _solve_plain(fun, times, y0, params, method, options, dense=True).sol
+        return self.redo.at(_np.asarray(getval(times), dtype=float)[0], y0, params, None).sol
 
     def answers(self, *inputs) -> bool:
         """Whether it was computed at these inputs. (A program ``chainrule.jit`` emits
@@ -350,6 +381,48 @@ class _Forward:
 
 def _plain_copies(trees: tuple) -> list:
     return [_np.array(getval(leaf), dtype=float) for leaf in tree_flatten(list(trees))[0]]
+
+
+def _same_copies(a: list, b: list) -> bool:
+    return len(a) == len(b) and all(_np.array_equal(x, y) for x, y in zip(a, b))
+
+
+class _ForwardSolve:
+    """SciPy's forward solve as ``solve_ivp`` called it, redone at other values of t0, y0
+    and the parameters (the end of ``t_span``, ``t_end``, is a guarded constant): what a
+    program chainrule.jit emits runs where it replays ``ivp_values`` at new inputs, the
+    same call as eager evaluation makes, so the same values bit for bit. The last solve
+    is kept: the adjoint and ``sol(t)`` of the same call read its interpolant."""
+
+    def __init__(self, pure, t_end, method, options, vectorized, jac_at):
+        self.pure, self.t_end, self.method = pure, t_end, method
+        self.options, self.vectorized, self.jac_at = options, vectorized, jac_at
+        self.last = None  # (inputs, t_eval, SciPy's result)
+
+    def at(self, t0, y0, params, t_eval):
+        """SciPy's result at these inputs; ``t_eval`` None: any (for its interpolant)."""
+        inputs = _plain_copies((t0, y0, params))
+        last = self.last
+        if last is not None and _same_copies(last[0], inputs) and (
+            t_eval is None or _np.array_equal(last[1], t_eval)
+        ):
+            return last[2]
+        plain = [getval(p) for p in params]
+        options = dict(self.options)
+        if self.jac_at is not None:
+            options["jac"] = self.jac_at(plain)
+        sol = _si.solve_ivp(
+            lambda t, y: self.pure(t, y, *plain),
+            (float(t0), self.t_end),
+            _np.asarray(getval(y0), dtype=float),
+            method=self.method,
+            t_eval=t_eval,
+            dense_output=True,
+            vectorized=self.vectorized,
+            **options,
+        )
+        self.last = (inputs, t_eval, sol)
+        return sol
 
 
 def _refuse_staging(what: str, *trees) -> None:
@@ -371,8 +444,10 @@ def _refuse_staging(what: str, *trees) -> None:
 def ivp_values(fun, times, y0, *params, method="RK45", options=None, solved=None):
     """y at ``times[1:]`` (shape (n, len(times) - 1)) for dy/dt = fun(t, y, *params),
     y(times[0]) = y0: the differentiable core of ``solve_ivp``."""
-    if solved is not None and solved.answers(times, y0, params):
-        return solved.values
+    if solved is not None:
+        values = solved.answer(times, y0, params)
+        if values is not None:
+            return values
     sol = _solve_plain(fun, times, y0, params, method, options, dense=False)
     if not sol.success:
         raise RuntimeError(
@@ -548,60 +623,24 @@ def _ivp_vjp(g, argnums, ans, args, kwargs):
     _refuse_failed(solved)
     traced = [i - 3 for i in argnums if i >= 3]
     n = int(_np.size(getval(y0)))
-    n_params = sum(int(_np.size(getval(params[i]))) for i in traced)
     g = anp.reshape(g, anp.shape(ans))
+    n_out = len(getval(times)) - 1
+    tbars = [None] * (n_out + 1)
+    if 1 in argnums:
+        for i in range(n_out, 0, -1):
+            tbars[i] = anp.dot(g[:, i - 1], anp.ravel(fun(times[i], ans[:, i - 1], *params)))
     # Nested (a derivative of this derivative is being taken): y is solved again with the
     # adjoint by this same primitive, so the pass is differentiable. Otherwise y(t) comes
-    # from the forward solve's interpolant (checkpoints): stable and cheaper.
-    nested = holds_traced(g, ans, times, y0, params)
-    interpolant = None
-    if not nested:
-        interpolant = (
-            solved.interpolant
-            if solved is not None
-            else _solve_plain(fun, times, y0, params, method, options, dense=True).sol
+    # from the forward solve's interpolant (checkpoints): stable and cheaper. (Values
+    # chainrule.jit stages are no derivative: a primitive records that pass for it.)
+    if _differentiated(g, ans, times, y0, params):
+        lam, mu = _nested_adjoint(g, ans, fun, times, params, traced, method, options)
+    else:
+        end = checkpointed_adjoint(
+            g, times, y0, *params, fun=fun, traced=tuple(traced), method=method,
+            options=options, solved=solved,
         )
-    read = dynamics = None
-    if not nested:
-        read, dynamics = _reader(interpolant), Staged(_adjoint_dynamics(fun, traced))
-    rhs = _adjoint_rhs(fun, traced, n, read, dynamics)
-    if not nested:
-        options = _checkpointed_options(options, n, n_params)
-        if method in _IMPLICIT_METHODS:
-            options["jac"] = _adjoint_jac(n, read, dynamics)
-    n_out = len(getval(times)) - 1
-    lam, mu = g[:, -1], _np.zeros(n_params)
-    tbars = [None] * (n_out + 1)
-    for i in range(n_out, 0, -1):
-        if 1 in argnums:
-            tbars[i] = anp.dot(g[:, i - 1], anp.ravel(fun(times[i], ans[:, i - 1], *params)))
-        # (under chainrule.jit, a guarded decision: the times may be inputs of the program)
-        if derivative_free(times[i]) != derivative_free(times[i - 1]):
-            if nested:
-                state = _concat([ans[:, i - 1], lam, mu])
-                end = ivp_values(
-                    rhs,
-                    anp.stack([times[i], times[i - 1]]),
-                    state,
-                    *params,
-                    method=method,
-                    options=options,
-                )[:, -1]
-                lam, mu = end[n : 2 * n], end[2 * n :]
-            else:
-                end = _backward_segment(
-                    rhs,
-                    times[i],
-                    times[i - 1],
-                    _concat([lam, mu]),
-                    params,
-                    method,
-                    options,
-                    interpolant,
-                )
-                lam, mu = end[:n], end[n:]
-        if i > 1:
-            lam = lam + g[:, i - 2]
+        lam, mu = end[:n], end[n:]
     if 1 in argnums:
         tbars[0] = -anp.dot(lam, anp.ravel(fun(times[0], y0, *params)))
     by_param = dict(zip(traced, _split(mu, _flat_params(params, traced))))
@@ -614,6 +653,65 @@ def _ivp_vjp(g, argnums, ans, args, kwargs):
         else:
             out.append(match_dtype(by_param[i - 3], params[i - 3]))
     return tuple(out)
+
+
+def _differentiated(*trees) -> bool:
+    """Whether a leaf holds a box of a derivative trace (not only chainrule.jit's)."""
+    return any(derivative_free(leaf) is not leaf for leaf in tree_flatten(list(trees))[0])
+
+
+def _nested_adjoint(g, ans, fun, times, params, traced, method, options):
+    """[lambda, mu] at times[0], y solved backwards with them (differentiable)."""
+    n = anp.shape(ans)[0]
+    n_params = sum(int(_np.size(getval(params[i]))) for i in traced)
+    rhs = _adjoint_rhs(fun, traced, n, None, None)
+    lam, mu = g[:, -1], _np.zeros(n_params)
+    for i in range(len(getval(times)) - 1, 0, -1):
+        # (under chainrule.jit, a guarded decision: the times may be inputs of the program)
+        if derivative_free(times[i]) != derivative_free(times[i - 1]):
+            state = _concat([ans[:, i - 1], lam, mu])
+            end = ivp_values(
+                rhs,
+                anp.stack([times[i], times[i - 1]]),
+                state,
+                *params,
+                method=method,
+                options=options,
+            )[:, -1]
+            lam, mu = end[n : 2 * n], end[2 * n :]
+        if i > 1:
+            lam = lam + g[:, i - 2]
+    return lam, mu
+
+
+@primitive
+def checkpointed_adjoint(g, times, y0, *params, fun, traced, method, options, solved):
+    """[lambda, mu] at times[0] by the backward system on plain values, y(t) read from the
+    forward solve's interpolant. Called where no derivative of it is taken; a primitive
+    so that chainrule.jit records it, and replays it at each call's values (the
+    interpolant of that call's forward solve, ``_Forward.interpolant_at``)."""
+    n = int(_np.size(y0))
+    n_params = sum(int(_np.size(params[i])) for i in traced)
+    if solved is not None:
+        interpolant = solved.interpolant_at(times, y0, params, fun, method, options)
+    else:
+        interpolant = _solve_plain(fun, times, y0, params, method, options, dense=True).sol
+    read, dynamics = _reader(interpolant), Staged(_adjoint_dynamics(fun, traced))
+    rhs = _adjoint_rhs(fun, traced, n, read, dynamics)
+    options = _checkpointed_options(options, n, n_params)
+    if method in _IMPLICIT_METHODS:
+        options["jac"] = _adjoint_jac(n, read, dynamics)
+    lam, mu = g[:, -1], _np.zeros(n_params)
+    for i in range(len(times) - 1, 0, -1):
+        if times[i] != times[i - 1]:
+            end = _backward_segment(
+                rhs, times[i], times[i - 1], _concat([lam, mu]), params, method, options,
+                interpolant,
+            )
+            lam, mu = end[:n], end[n:]
+        if i > 1:
+            lam = lam + g[:, i - 2]
+    return _concat([lam, mu])
 
 
 def _backward_segment(rhs, t_from, t_to, state, params, method, options, interpolant):
@@ -706,6 +804,7 @@ class _DenseSolution:
         self._interpolant, self._failure = solution, failure
         self.t_min, self.t_max, self.ts = solution.t_min, solution.t_max, solution.ts
         self.front = _FrontEnd()
+        self.redo = None  # (a _ForwardSolve: sol(t) at another call's inputs)
 
     def __call__(self, t):
         pure, t0, y0, params, method, options = self._call
@@ -724,7 +823,8 @@ class _DenseSolution:
             *params,
             method=method,
             options=options,
-            solved=_Forward(values, self._interpolant, self._failure, (times, y0, params)),
+            solved=_Forward(values, self._interpolant, self._failure, (times, y0, params),
+                            self.redo, dense=True),
         )
         y = y[:, _np.argsort(order)]
         return self.front.answer(y[:, 0] if scalar else y)
@@ -757,7 +857,7 @@ def solve_ivp(
     plain_args = () if args is None else tuple(args)
     front = _FrontEnd()
     pure, params = _lift(fun, plain_args, front)
-    bind, pure = pure.bind, _array_valued(pure)
+    bind, args_at, pure = pure.bind, pure.args_at, _array_valued(pure)
     t_span, y0, t_eval = front.unwrap((t_span, y0, t_eval))
     if not params and not holds_traced(t_span, y0, t_eval) and front.wrap is None:
         try:
@@ -812,6 +912,18 @@ def solve_ivp(
         **forward_options,
     )
     failure = None if sol.success else sol.message
+    jac_at = None
+    if callable(jac):
+        def jac_at(values):
+            user_args = tree_map(getval, tuple(args_at(values))[: len(plain_args)])
+            return lambda t, y: getval(jac(t, y, *user_args))
+
+    # (where the solve stops decides its last steps: under chainrule.jit a guarded value)
+    t_end = float(decided(t1, getval)) if t_eval is not None else float(getval(t1))
+    redo = _ForwardSolve(
+        pure, t_end, method, {k: v for k, v in forward_options.items() if k != "jac"},
+        vectorized, jac_at,
+    )
     adjoint_options = {k: v for k, v in options.items() if k not in _FORWARD_ONLY_OPTIONS}
     system = (pure, t0, y0, params, method, adjoint_options)
     t_events = y_events = None
@@ -828,25 +940,25 @@ def solve_ivp(
     else:  # (up to the terminal event, if one stopped the solve)
         out_times = anp.reshape(anp.array(t_eval) * 1.0, (-1,))[: len(sol.t)]
     times = anp.concatenate([start, out_times])
+    solved = _Forward(sol.y, sol.sol, failure, (times, y0, params), redo, result=sol)
     y = ivp_values(
-        pure,
-        times,
-        y0,
-        *params,
-        method=method,
-        options=adjoint_options,
-        solved=_Forward(sol.y, sol.sol, failure, (times, y0, params)),
+        pure, times, y0, *params, method=method, options=adjoint_options, solved=solved
     )
+    free = derivative_free(y)
+    if isbox(free):  # (chainrule.jit: whether the solve ended where asked, a guarded
+        # decision, since the number of output times depends on it)
+        _field(free, found=solved.found, key="status", at=None)
     dense = None
     if dense_output:
         dense = _DenseSolution(pure, t0, y0, params, method, adjoint_options, sol.sol, failure)
-        dense.front = front
+        dense.front, dense.redo = front, redo
     t_out, y = front.answer(times[1:]), front.answer(y)
     out = {**sol, "t": t_out, "y": y, "sol": dense}
     if events is not None:
         out["t_events"] = [front.answer(t) for t in t_events]
         out["y_events"] = [front.answer(y) for y in y_events]
-    return type(sol)(**out)
+    # (under chainrule.jit, its counts, status and message are each call's where read)
+    return _guarded_fields(type(sol)(**out), free, solved.found)
 
 
 # ----------------------------------------------------------------------------- events

@@ -295,7 +295,7 @@ def _solve(
     symmetric: bool = False,
 ):
     """Run ``solve(plain params) -> (x*, result)`` as an implicit solution of
-    ``residual(x, params) = 0``; returns (traced x*, SciPy's result, traced?)."""
+    ``residual(x, params) = 0``; returns (traced x*, SciPy's result, differentiated?)."""
     leaves, treedef = tree_flatten(params)
     kept = {}
 
@@ -312,7 +312,10 @@ def _solve(
     )
     problem.found = kept  # (what each solve found, for _require_solution)
     x = _implicit(problem, *leaves)
-    return x, kept["result"], any(isbox(leaf) for leaf in leaves), problem
+    # (a derivative is taken where a leaf holds a box other than chainrule.jit's staging
+    # box, which only records: a jitted solve without one answers what eager does)
+    derived = any(derivative_free(leaf) is not leaf for leaf in leaves)
+    return x, kept["result"], derived, problem
 
 
 def _require_solution(
@@ -342,8 +345,8 @@ def _converged(x, *, problem: _Problem, ok: Callable) -> bool:
 
 def _result(res, x, problem: _Problem, solution) -> _so.OptimizeResult:
     """SciPy's result with the traced ``solution`` as ``x``, its numbers and arrays (fun,
-    jac ...) read from the solve that answered ``x`` (under chainrule.jit, each call's;
-    its other fields, counts and messages, are the first call's)."""
+    jac ...) read from the solve that answered ``x`` (under chainrule.jit, each call's:
+    values of the program, or, for counts, flags and messages, guarded where read)."""
     out = copy.copy(res)
     free = derivative_free(x)
     for key, value in res.items():
@@ -351,17 +354,92 @@ def _result(res, x, problem: _Problem, solution) -> _so.OptimizeResult:
                 type(value) is _np.ndarray and value.dtype.kind in "biufc")):
             out[key] = _reported(free, found=problem.found, key=key)
     out.x = _front(solution)
+    return _guarded_fields(out, free, problem.found)
+
+
+def _guarded_fields(res, free, found: dict, at: Any = None):
+    """``res``, or under chainrule.jit (``free`` is staged) ``res`` whose plain fields
+    (counts, flags, messages: ``nit``, ``success``, ``flag``...), which no value of the
+    program holds, are read when read from the solve that answered ``free``, each a
+    guarded decision (``_field``): a later call where one differs retraces instead of
+    answering the first call's. Fields never read cost nothing. (``at``: where ``res``
+    sits in what the solve kept.)"""
+    if not isbox(free) or not isinstance(res, dict):
+        return res
+    guarded = _GUARDED_TYPES.get(type(res))
+    if guarded is None:
+        guarded = _GUARDED_TYPES[type(res)] = type(
+            type(res).__name__, (_GuardedFields, type(res)), {"__module__": type(res).__module__}
+        )
+    out = dict.__new__(guarded)  # (RootResults' __init__ takes its fields by name)
+    dict.update(out, res)
+    out.__dict__.update(getattr(res, "__dict__", {}))
+    out._read = (free, found, at)
+    for key, value in res.items():
+        if type(value) in _FLOATS:  # (a number SciPy's result holds plain: root)
+            dict.__setitem__(out, key, _reported(free, found=found, key=key, at=at))
     return out
+
+
+class _GuardedFields(dict):
+    """The mixin of ``_guarded_fields`` (SciPy's results are dicts read as attributes)."""
+
+    _read: tuple
+
+    def __getitem__(self, key):
+        value = dict.__getitem__(self, key)
+        if type(value) in _PLAIN_FIELDS:
+            free, found, at = self._read
+            return _field(free, found=found, key=key, at=at)
+        return value
+
+    def __setattr__(self, key, value):
+        if key == "_read":
+            object.__setattr__(self, key, value)
+        else:
+            self[key] = value
+
+    def __iter__(self):  # (so that dict(res) and {**res} read through __getitem__)
+        return dict.__iter__(self)
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+    def items(self):
+        return [(key, self[key]) for key in self]
+
+    def values(self):
+        return [self[key] for key in self]
+
+
+_GUARDED_TYPES: dict[type, type] = {}
+_PLAIN_FIELDS = (int, bool, str, _np.bool_, _np.int64, _np.int32)
+
+
+@notrace_primitive
+def _field(free, *, found: dict, key: str, at: Any):
+    """``key`` of SciPy's result for the solve that answered ``free``: under chainrule.jit
+    a notrace answer, recorded after each solve and guarded (see ``_found``)."""
+    return dict.__getitem__(_kept(found, at), key)
+
+
+def _kept(found: dict, at) -> Any:
+    """What the last solve kept (``found["result"]``), or the part of it at index ``at``
+    (an int, or a tuple of ints into nested tuples)."""
+    kept = found["result"]
+    for i in (() if at is None else (at,) if type(at) is int else at):
+        kept = kept[i]
+    return kept
 
 
 _FLOATS = (float, _np.float64, _np.float32)
 
 
 @primitive
-def _reported(x, *, found: dict, key: str):
+def _reported(x, *, found: dict, key: Any, at: Any = None):
     """``key`` of SciPy's result for the solve that answered ``x`` (no derivative: ``x``
     is derivative-free); a value of the program under chainrule.jit."""
-    return found["result"][key]
+    return _kept(found, at)[key]
 
 
 def _plain_tree(tree) -> list:
@@ -734,11 +812,12 @@ def _bracketing(scipy_solver: Callable) -> Callable:
                 r.flag,
                 "Raise maxiter or narrow the bracket.",
             )
+        free = derivative_free(x)
         x = _front(x)
         if full_output:
             r = copy.copy(r)
             r.root = x
-            return x, r
+            return x, _guarded_fields(r, free, problem.found, at=1)
         return x
 
     solver.__name__ = solver.__qualname__ = name
@@ -810,9 +889,12 @@ def newton(
             "some elements did not converge" if shape else out[1].flag,
             "Raise maxiter, or pass fprime for Newton's method.",
         )
+    free = derivative_free(x)
     x = _front(_shaped(x, shape) if shape else x[0])
     if full_output:
-        return (x, *out[1:])
+        if shape:  # (converged, zero_der): arrays of each call, values of the program
+            return (x, *[_reported(free, found=problem.found, key=i) for i in (1, 2)])
+        return x, _guarded_fields(out[1], free, problem.found, at=1)
     return x
 
 
@@ -865,7 +947,7 @@ def root_scalar(
         )
     r = copy.copy(r)
     r.root = _front(x)
-    return r
+    return _guarded_fields(r, derivative_free(x), problem.found, at=1)
 
 
 def fixed_point(
