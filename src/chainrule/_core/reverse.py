@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from .forward import flattened_output
 from .pytree import flatten_matching, tree_flatten, tree_unflatten
 from .rule_table import dropping, rule_table
-from .tracer import Node, check_not_leaked, isbox, trace_leaves
+from .tracer import Box, Node, check_not_leaked, isbox, trace_leaves
 from .vspace import add_values, vspace
 
 # immutable number types whose cotangents simply add (chainrule.numpy adds NumPy's scalars)
@@ -53,6 +53,7 @@ _creation_number = operator.attrgetter("seq")
 
 # value types that may be kept as shape and dtype only (registered by chainrule.numpy)
 droppable_types: set = set()
+_box_types = Box.types  # (the registry's own set: later registrations count)
 
 
 class ShapeOnly(tuple):
@@ -108,7 +109,9 @@ class VJPNode(Node):
                 if i >= n:
                     break
                 arg = args[i]
-                if type(arg) in droppable_types:
+                if type(arg) in droppable_types or (
+                    type(arg) in _box_types and type(arg._value) in droppable_types
+                ):  # (a box of an older trace too: jit's staging keeps no array alive)
                     args[i] = ShapeOnly((arg.shape, arg.dtype))
             if not entry.reads_ans:
                 ans = None

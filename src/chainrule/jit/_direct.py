@@ -22,6 +22,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
 from ..numpy.numpy_boxes import array_getitem
+from ._staging import ArrayMeta
 
 _FLOAT_SCALARS = (float, np.float64)
 
@@ -61,7 +62,7 @@ def direct_call(
             return None  # the scalar path: kept (float mode writes it out)
         args = texts + [f"{k}={v}" for k, v in kwtexts.items()]
         return f"{bind(ufunc)}({', '.join(args)})"
-    if not vals or type(vals[0]) is not np.ndarray:
+    if not vals or (type(vals[0]) is not ArrayMeta and type(vals[0]) is not np.ndarray):
         return None
     a = texts[0]
     if raw in _REDUCTIONS:

@@ -27,7 +27,7 @@ from .._core.tracer import getval
 from ._direct import direct_call
 from ._render import Plan
 from ._roll import roll
-from ._staging import Guard, StagingNode, _identity
+from ._staging import ArrayMeta, Guard, StagingNode, _identity
 
 MISS = object()  # what an emitted program answers when a guard fails
 
@@ -70,7 +70,7 @@ def _is_one(c: Any) -> bool:
 def _same_layout(a: Any, b: Any) -> bool:
     if type(a) is not type(b):
         return False
-    if type(a) is np.ndarray:
+    if type(a) is ArrayMeta:
         return a.shape == b.shape and a.dtype == b.dtype and a.strides == b.strides
     return getattr(a, "dtype", None) == getattr(b, "dtype", None)
 
@@ -91,15 +91,14 @@ _OPERATORS = {
 }
 
 
-def _scalar_operator(raw, node: StagingNode) -> bool:
-    args = node.args
-    if len(args) != 2 or raw not in _OPERATORS or node.kwargs or type(node.ans) is not _F64:
+def _scalar_operator(raw, node: StagingNode, vals: list) -> bool:
+    if len(vals) != 2 or raw not in _OPERATORS or node.kwargs or type(node.ans) is not _F64:
         return False
     # operands are float64 scalars or Python floats, and traced ones float64 scalars (a
     # Python float would divide by 0 with an error)
     traced = node.argnums
     for i in (0, 1):
-        t = type(args[i])
+        t = type(vals[i])
         if t is not _F64 and (t is not float or i in traced):
             return False
     return True
@@ -245,6 +244,7 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
                                 [], f"as {numpy_type.__name__}, as traced")
                 convert.var = ins.var
                 instrs.append(convert)
+                node.ans = numpy_type(node.ans)  # (its consumers' operand, as the box held it)
         else:
             raw = fun.fun
             args = node.args
@@ -283,7 +283,7 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
             if alias is None and raw is multiply and len(args) == 2 and len(argnums) == 1:
                 # x * 1 is x, bit for bit, when type, shape, dtype and layout agree
                 (i,) = argnums
-                if _is_one(args[1 - i]) and _same_layout(node.ans, args[i]):
+                if _is_one(args[1 - i]) and _same_layout(node.ans, vals[i]):
                     alias = slots[i]
             if alias is not None:
                 instr_of[id(node)] = alias
@@ -314,7 +314,7 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
                 ins = instr_of[id(node)] = cse[key] = Instr(
                     "call", node, code, fast if floats else None, slots,
                     label if annotate is None else f"{label}{annotate(node)}",
-                    (code_key, reuse) if reuse else code_key, type(ans) is np.ndarray,
+                    (code_key, reuse) if reuse else code_key, type(ans) is ArrayMeta,
                     elementwise, reuse, view)
                 instrs.append(ins)
         for g in guards_by_node.get(id(node), ()):
@@ -340,7 +340,7 @@ def _template(raw, fun, node: StagingNode, vals: list, slots: list, kwmap: dict,
     the code and which operands are constants; calls on other types that write the same
     code are the same instruction)."""
     holes = [f"{{{j}}}" for j in range(len(slots))]
-    if _scalar_operator(raw, node):
+    if _scalar_operator(raw, node, vals):
         code = f" {_OPERATORS[raw]} ".join(holes)
     else:
         code = direct_call(raw, vals, holes, kwmap, fun_name) or (
@@ -348,8 +348,8 @@ def _template(raw, fun, node: StagingNode, vals: list, slots: list, kwmap: dict,
         )
     fast = _float_call(raw, holes, fun_name) if _float_node(node) else None
     label = getattr(fun, "__name__", None) or getattr(raw, "__name__", "?")
-    array = type(node.ans) is np.ndarray
-    elementwise = _elementwise_array(raw, node) and code.endswith(")")
+    array = type(node.ans) is ArrayMeta
+    elementwise = _elementwise_array(raw, node, vals) and code.endswith(")")
     view = not elementwise and array and raw not in _NEW_ARRAYS
     key = (code, tuple(type(s) is tuple for s in slots), elementwise, view, array)
     return code, fast, label, elementwise, view, key
@@ -420,7 +420,7 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
             for o in out_items]
     out_names = {plan.text(instr_of[id(o)])[1] for o in out_nodes}
     params = ", ".join(f"x{i}" for i in range(n_inputs))
-    inputs = {instr_of[id(n)].var for n in nodes if n.fun is None and type(n.ans) is np.ndarray}
+    inputs = {instr_of[id(n)].var for n in nodes if n.fun is None and type(n.ans) is ArrayMeta}
     lines = plan.exact_lines(out_names, inputs)
     body = "\n".join("    " + line for line in lines)
     ret = f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"
@@ -471,16 +471,16 @@ def _float_source(name: str, params: str, lines: list[str], out_items: list,
 _NEW_ARRAYS = frozenset([np.matmul, np.dot, np.sum, np.prod, np.max, np.min])
 
 
-def _elementwise_array(raw, node: StagingNode) -> bool:
+def _elementwise_array(raw, node: StagingNode, vals: list) -> bool:
     """Whether the call is an elementwise ufunc (no ``out=`` yet) answering a new ndarray."""
     ufunc = raw if isinstance(raw, np.ufunc) else getattr(raw, "ufunc", None)
     return (
         ufunc is not None
         and ufunc.signature is None
         and ufunc.nout == 1
-        and type(node.ans) is np.ndarray
+        and type(node.ans) is ArrayMeta
         and "out" not in node.kwargs
-        and all(type(a) is np.ndarray or np.isscalar(a) for a in node.args)
+        and all(type(a) is ArrayMeta or type(a) is np.ndarray or np.isscalar(a) for a in vals)
     )
 
 

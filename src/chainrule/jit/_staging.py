@@ -67,17 +67,30 @@ def _on_decision(box, convert):
     return value
 
 
+class ArrayMeta:
+    """An ndarray the trace made, as far as the emitter reads it: type, shape, dtype and
+    layout. The record keeps no array data (it kept every value, backward pass included,
+    so that a trace touched several times the fresh memory of the eager pass it stages)."""
+
+    __slots__ = ("shape", "dtype", "strides", "ndim")
+
+    def __init__(self, a: np.ndarray):
+        self.shape, self.dtype, self.strides, self.ndim = a.shape, a.dtype, a.strides, a.ndim
+
+
 class StagingNode(Node):
+    """A recorded call: ``args`` holds its constant arguments (None where an argument is
+    traced: its value is the answer of the parent), ``ans`` the answer (an ``ArrayMeta``
+    for an ndarray; a mask keeps its values, which guards compare)."""
+
     __slots__ = ("fun", "args", "kwargs", "argnums", "parents", "ans", "seq", "index", "mask")
     on_decision = staticmethod(_on_decision)
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         self.fun = fun
-        self.args = args
         self.kwargs = kwargs
         self.argnums = argnums
         self.parents = parents
-        self.ans = ans
         self.seq = next(_creation)
         self.index = -1
         self.mask = False
@@ -87,6 +100,10 @@ class StagingNode(Node):
             session = current()
             if session is not None:
                 session.impure = "it uses a value traced outside it (a closed-over box)"
+        for i in argnums:
+            args[i] = None  # (the tracer's own list of the call's values)
+        self.args = args
+        self.ans = ArrayMeta(ans) if type(ans) is np.ndarray else ans
         for p in parents:
             if p.mask and not _takes_masks(fun):
                 _guard_mask(p)  # (a notrace consumer's own answer is guarded instead)
@@ -169,12 +186,13 @@ def notrace_hook(f_raw, args, kwargs):
     argnums = tuple(i for i, s in enumerate(staged) if s is not None)
     parents = tuple(staged[i]._node for i in argnums)
     # other arguments are constants: plain values (boxes of newer traces hold no staged value)
-    node = StagingNode(ans, call, argvals, dict(kwargs), argnums, parents)
+    node = StagingNode(ans, call, list(argvals), dict(kwargs), argnums, parents)
     if f_raw in _MASK_FUNCTIONS and type(ans) is np.ndarray and ans.ndim and ans.dtype == bool:
         # A mask (x > 0 and kin) is a value of the program: it goes on as a staged box, and
         # is guarded by value only where it reaches a function outside _takes_masks (one
         # whose result's shape or Python-visible structure could depend on it).
         node.mask = True
+        node.ans = ans  # (its values: guards compare them)
         return tracer.new_box(ans, tid, node)
     # The answer goes on as a plain value (code around notrace functions expects one), so
     # the program is specialised on it: a guard checks it is the same on later calls.
