@@ -250,3 +250,18 @@ def test_an_accumulator_is_updated_in_place_only_when_its_start_is_free(roll_eve
             before = x_in.copy()
             _same_tree(jf(x_in), f(x_in))
             _bits(x_in, before)  # inputs are never written
+
+
+def test_values_read_from_an_earlier_loop_out_of_step_are_slices_of_its_list():
+    def f(x):
+        a, b = x, x * 0.5
+        for _ in range(200):
+            a, b = b, a * np.sin(b) + 0.1
+        return a + b
+
+    g = cr.jit(cr.grad(f))
+    source = g.lower(0.3).source
+    tuples = [line for line in source.splitlines() if " = (" in line]
+    assert tuples and all("*s" in line and len(line) < 80 for line in tuples)
+    for x in (0.3, -0.4, 1.2):
+        _bits(g(x), cr.grad(f)(x))

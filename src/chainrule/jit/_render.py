@@ -136,8 +136,10 @@ class Plan:
     def _sequence(self, items: list, before: list) -> tuple[str, str, str]:
         """A per-iteration operand made before the loop: read from the list an earlier
         loop keeps (when they are one offset of it, or the value it started from, at
-        items ``a + b*i``), else from a tuple built before the loop."""
-        index = self._affine(items)
+        items ``a + b*i``), else from a tuple built before the loop, of slices of such
+        lists where it can (``(v4, *s0[26::-1], v1)``: a line, not one text per item)."""
+        places = _places(items)
+        index = _affine(places)
         if index is not None:
             loop, offset, a, step = index
             store = self._stored(loop, offset)
@@ -147,33 +149,28 @@ class Plan:
             text = f"{store}[{term}]"
             return text, text, store
         name = self._name("t")
-        parts = [self.text(q) for q in items]
-        tuple_text = f"({', '.join(t for t, _ in parts)},)"
-        before.append((name, tuple_text, tuple_text, tuple(r for _, r in parts)))
-        return f"{name}[i]", f"{name}[i]", name
-
-    @staticmethod
-    def _affine(items: list):
-        """``(loop, offset, a, b)`` where item r is the value of ``offset`` that ``loop``
-        keeps at list index ``a + b*r`` (see ``_stored``), else None."""
-        inside = next((q for q in items if q.loop is not None), None)
-        if inside is None:
-            return None
-        loop, offset = inside.loop, inside.offset
-        init = loop.inits.get(offset)
-        shift = init is not None
-        indices = []
-        for q in items:
-            if q.loop is loop and q.offset == offset:
-                indices.append(q.iteration + shift)
-            elif q is init:
-                indices.append(0)
+        parts, reads = [], []
+        r = 0
+        while r < len(items):
+            end = _run_end(places, r)
+            if end - r >= 3:  # items r..end-1: a slice of one list
+                loop, offset, first = places[r]
+                last = places[end - 1][2]
+                store = self._stored(loop, offset)
+                step = 1 if last > first else -1
+                stop = "" if step == -1 and last == 0 else str(last + step)
+                parts.append(f"*{store}[{first}:{stop}]" if step == 1
+                             else f"*{store}[{first}:{stop}:-1]")
+                reads.append(store)
+                r = end
             else:
-                return None
-        a, step = indices[0], indices[1] - indices[0]
-        if step == 0 or any(n != a + step * r for r, n in enumerate(indices)):
-            return None
-        return loop, offset, a, step
+                text, read = self.text(items[r])
+                parts.append(text)
+                reads.append(read)
+                r += 1
+        tuple_text = f"({', '.join(parts)},)"
+        before.append((name, tuple_text, tuple_text, tuple(reads)))
+        return f"{name}[i]", f"{name}[i]", name
 
     # ---------------------------------------------------------------- lines
     def _line(self, ins: Instr, texts: list, fast: bool) -> str | None:
@@ -374,3 +371,47 @@ def _free_after_last_use(
         if i in dead:
             out.append(f"del {', '.join(sorted(dead[i]))}")
     return out
+
+
+def _places(items: list) -> list:
+    """Per item, ``(loop, offset, index)``: where the list ``loop`` keeps for ``offset``
+    holds it (see ``Plan._stored``: a carried offset's list starts with the value the loop
+    started from), or None for a value of straight code."""
+    places = [
+        None if q.loop is None else (q.loop, q.offset, q.iteration + (q.offset in q.loop.inits))
+        for q in items
+    ]
+    for r, q in enumerate(items):
+        if places[r] is None:  # the value a neighbour's loop started from?
+            for near in (r - 1, r + 1):
+                if 0 <= near < len(items) and places[near] is not None:
+                    loop, offset, _ = places[near]
+                    if loop.inits.get(offset) is q:
+                        places[r] = (loop, offset, 0)
+                        break
+    return places
+
+
+def _affine(places: list) -> tuple | None:
+    """``(loop, offset, a, b)`` where item r is kept by one loop for one offset at list
+    index ``a + b*r``, else None."""
+    if places[0] is None or _run_end(places, 0) != len(places):
+        return None
+    loop, offset, a = places[0]
+    return loop, offset, a, places[1][2] - a
+
+
+def _run_end(places: list, r: int) -> int:
+    """The end of the run from item r of items one list keeps at indices in steps of +1 or
+    -1 (r + 1 where item r starts none)."""
+    if places[r] is None or r + 1 >= len(places) or places[r + 1] is None:
+        return r + 1
+    loop, offset, first = places[r]
+    step = places[r + 1][2] - first
+    if step not in (1, -1):
+        return r + 1
+    end = r + 1
+    while end < len(places) and places[end] is not None and places[end][:2] == (loop, offset) \
+            and places[end][2] == first + step * (end - r):
+        end += 1
+    return end
