@@ -317,7 +317,7 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
                     (code_key, reuse) if reuse else code_key, type(ans) is ArrayMeta,
                     elementwise, reuse, view)
                 instrs.append(ins)
-        for g in guards_by_node.get(id(node), ()):
+        for g in guards_by_node.get(id(node), ()) if guards_by_node else ():
             target = instr_of[id(node)]
             code, slots = _guard_code(g, target, const, fun_name)
             seen = (code, target, *[s[1] for s in slots[1:]])
