@@ -20,7 +20,7 @@ from ..._core.rules import (
     defvjp_direct,
     defvjp_whole,
 )
-from ..._core.tracer import derivative_free, isbox
+from ..._core.tracer import derivative_free, getval, isbox
 from ..._sparse import elementwise_pattern
 from .. import numpy_wrapper as anp
 from ..duck_arrays import check_known_shape
@@ -68,20 +68,26 @@ def unbroadcast(g, x):
             return g  # the common case: nothing to sum, same dtype
     elif g_type is type(x) and g_type in SCALAR_TYPES:
         return g
-    shape = shape_of(x)
-    g_shape = shape_of(g)
+    # Shapes and dtypes are read on the raw values, which a box shares: under a nested
+    # trace (a grad staged by chainrule.jit) g and x are boxes, and reading them through
+    # the box properties would cost more than the rule itself.
+    gv, xv = getval(g), getval(x)
+    shape = shape_of(xv)
+    g_shape = shape_of(gv)
     if g_shape != shape:  # (also when a Dask shape holds nan, which equals nothing)
-        check_known_shape(x)
-        check_known_shape(g)
+        check_known_shape(xv)
+        check_known_shape(gv)
         lead = len(g_shape) - len(shape)
         inner = tuple(lead + i for i, n in enumerate(shape) if n == 1 and g_shape[lead + i] != 1)
         if inner:
             g = anp.sum(g, axis=tuple(range(lead)) + inner, keepdims=True)
         elif lead:  # leading axes only: x's shape already (the method: no NumPy wrapper)
             g = g.sum(axis=tuple(range(lead)))
-        if shape_of(g) != shape:
+        gv = getval(g)
+        if shape_of(gv) != shape:
             g = anp.reshape(g, shape)
-    return match_dtype(g, x)
+            gv = getval(g)
+    return _dtype_matched(g, gv, xv)
 
 
 def match_dtype(g, x):
@@ -92,13 +98,18 @@ def match_dtype(g, x):
             return g
     elif g_type is type(x) and g_type in SCALAR_TYPES:
         return g
-    g_dtype = dtype_of(g)
-    x_dtype = dtype_of(x)
+    return _dtype_matched(g, getval(g), getval(x))  # (raw values: see unbroadcast)
+
+
+def _dtype_matched(g, gv, xv):
+    """``match_dtype(g, x)`` given the raw values ``gv`` of ``g`` and ``xv`` of ``x``."""
+    g_dtype = dtype_of(gv)
+    x_dtype = dtype_of(xv)
     if g_dtype == x_dtype or x_dtype.kind not in "fc":
         return g
     if g_dtype.kind == "c" and x_dtype.kind != "c":
         g = anp.real(g)
-        if dtype_of(g) == x_dtype:
+        if dtype_of(getval(g)) == x_dtype:
             return g
     return array_astype(g, x_dtype)
 
