@@ -300,33 +300,42 @@ def primitive(f_raw: Callable, out_position: int | None = None) -> Callable:
     @wraps(f_raw)
     def f_wrapped(*args, **kwargs):
         try:
-            # Fast path: one or two positional arguments, traced on one trace, no nesting,
-            # no keywords, no front-end objects: most calls of a numerical program. It only
-            # finds what to record (or answers an untraced call); every other call asks the
-            # general path. Both end in the one tail below.
+            # Fast path: one or two positional arguments, traced on one trace, no keywords,
+            # no front-end objects: most calls of a numerical program. It only finds what
+            # to record (or answers an untraced call); every other call asks the general
+            # path. Both end in the one tail below. Boxes holding boxes of older traces
+            # (grad inside grad, or inside chainrule.jit) take it too: their values are
+            # passed to ``call``, the recursive call that records them on their own trace.
             n = 0 if kwargs else len(args)
             top = None
+            call = f_raw
             if n == 1:
                 x = args[0]
                 if type(x) in _box_types:
-                    if type(x._value) not in _traced_types:
-                        argvals, argnums, parents, top = [x._value], _FIRST, (x._node,), x
+                    argvals, argnums, parents, top = [x._value], _FIRST, (x._node,), x
+                    if type(x._value) in _traced_types:
+                        call = _recursive(f_wrapped, top)
                 elif type(x) not in _general_types:
                     return f_raw(x)
             elif n == 2 and out_position != 1:  # (np.sin(x, out_array): the general path)
                 x, y = args
                 x_boxed, y_boxed = type(x) in _box_types, type(y) in _box_types
                 if x_boxed and y_boxed:
-                    if x._trace_id == y._trace_id and type(x._value) not in _traced_types \
-                            and type(y._value) not in _traced_types:
+                    if x._trace_id == y._trace_id:
                         argvals, argnums, parents, top = ([x._value, y._value], _BOTH,
                                                           (x._node, y._node), x)
+                        if type(x._value) in _traced_types or type(y._value) in _traced_types:
+                            call = _recursive(f_wrapped, top)
                 elif x_boxed:
-                    if type(y) not in _general_types and type(x._value) not in _traced_types:
+                    if type(y) not in _general_types:
                         argvals, argnums, parents, top = [x._value, y], _FIRST, (x._node,), x
+                        if type(x._value) in _traced_types:
+                            call = _recursive(f_wrapped, top)
                 elif y_boxed:
-                    if type(x) not in _general_types and type(y._value) not in _traced_types:
+                    if type(x) not in _general_types:
                         argvals, argnums, parents, top = [x, y._value], _SECOND, (y._node,), y
+                        if type(y._value) in _traced_types:
+                            call = _recursive(f_wrapped, top)
                 elif type(x) not in _general_types and type(y) not in _general_types:
                     return f_raw(x, y)
             if top is None:
@@ -336,7 +345,7 @@ def primitive(f_raw: Callable, out_position: int | None = None) -> Callable:
                 call, argvals, kwargs, argnums, parents, top, wrap = plan
                 ans = call(*argvals, **kwargs)
             else:
-                ans = f_raw(*argvals)
+                ans = call(*argvals)
                 wrap = None
             node = type(top._node)(ans, f_wrapped, argvals, kwargs, argnums, parents)
             box_type = _box_type_of.get(type(ans))
@@ -360,6 +369,14 @@ def primitive(f_raw: Callable, out_position: int | None = None) -> Callable:
 
 
 _FIRST, _SECOND, _BOTH = (0,), (1,), (0, 1)
+
+
+def _recursive(f_wrapped: Callable, top: Box) -> Callable:
+    """``f_wrapped`` itself, the call that records the values of ``top``'s call on their
+    own, older traces. Traces meet here, so a box whose trace has ended is refused."""
+    if top._trace_id not in live_trace_ids:
+        raise leaked_error(top)
+    return f_wrapped
 
 
 def _refuse_output_array(f_wrapped, f_raw, args, kwargs) -> None:
