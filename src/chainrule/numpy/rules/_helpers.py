@@ -72,6 +72,8 @@ def unbroadcast(g, x):
     # trace (a grad staged by chainrule.jit) g and x are boxes, and reading them through
     # the box properties would cost more than the rule itself.
     gv, xv = getval(g), getval(x)
+    if type(gv) is type(xv) and type(gv) in SCALAR_TYPES:
+        return g  # boxed scalars of one type (a staged gradient of scalar code)
     shape = shape_of(xv)
     g_shape = shape_of(gv)
     if g_shape != shape:  # (also when a Dask shape holds nan, which equals nothing)
@@ -103,6 +105,8 @@ def match_dtype(g, x):
 
 def _dtype_matched(g, gv, xv):
     """``match_dtype(g, x)`` given the raw values ``gv`` of ``g`` and ``xv`` of ``x``."""
+    if type(gv) is type(xv) and type(gv) in SCALAR_TYPES:
+        return g  # (as in unbroadcast)
     g_dtype = dtype_of(gv)
     x_dtype = dtype_of(xv)
     if g_dtype == x_dtype or x_dtype.kind not in "fc":
