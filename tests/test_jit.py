@@ -199,6 +199,18 @@ def test_grad_of_jit_traces_through_and_closures_stay_correct():
     assert cr.grad(outer)(3.0) == 2.0
 
 
+def test_a_closed_over_tensor_that_requires_grad_keeps_its_derivative():
+    t = cr.Tensor(3.0)
+    u = t * 2.0  # a value of the Tensor trace: the jitted function closes over it
+    jf = cr.jit(lambda x: x * u)
+    for _ in range(2):  # (a cached record would hand back a constant without u's trace)
+        r = jf(2.0)
+        assert float(r.detach()) == 12.0
+    r.backward()
+    assert float(t.grad) == 4.0  # d(2 * 2t)/dt
+    assert jf.cache_info().variants == 0  # not staged: it runs eagerly, as grad's closures
+
+
 def test_globals_and_random_are_constants_and_large_ones_warn():
     big = onp.ones(200_000)  # 1.6 MB, not an input
     jf = cr.jit(lambda x: np.sum(x * big))

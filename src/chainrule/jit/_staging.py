@@ -94,9 +94,9 @@ class StagingNode(Node):
         self.seq = next(_creation)
         self.index = -1
         self.mask = False
-        if _BOX_TYPES.intersection(map(type, args)) or (
-            kwargs and _BOX_TYPES.intersection(map(type, kwargs.values()))
-        ):
+        if type(ans) in _BOX_TYPES:
+            # A box of an older trace (one the function closed over) took part: the call
+            # was recorded on that trace too, and answered with one of its boxes.
             session = current()
             if session is not None:
                 session.impure = "it uses a value traced outside it (a closed-over box)"
