@@ -298,13 +298,10 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
                     sig += (*kwtexts, *[c[2] is None for c in consts])
                 if raw is _MOVEAXIS:
                     sig += (np.ndim(vals[0]), repr(vals[1:]))
-                elif raw is _MATMUL and len(args) == 2 and len(argnums) == 1:
-                    sig += (_identity_side(args, argnums[0], ans),)
                 made = memo.get(sig)
                 if made is None:
                     made = memo[sig] = _template(raw, fun, node, vals, slots, kwmap,
-                                                 kwtexts, fun_name, sig[-1] if raw is
-                                                 _MATMUL and len(argnums) == 1 else None)
+                                                 kwtexts, fun_name)
                 code, fast, label, elementwise, view, code_key = made
                 if fast is None:
                     floats = False
@@ -335,7 +332,7 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
 
 
 def _template(raw, fun, node: StagingNode, vals: list, slots: list, kwmap: dict,
-              kwtexts: list, fun_name, identity: str | None = None) -> tuple:
+              kwtexts: list, fun_name) -> tuple:
     """What a call's instruction is, from what decides it (``_lower`` keeps the answer
     for the next call like it): its code, its float-program code (None where it has
     none), its label, whether it makes a new array elementwise, whether its answer may
@@ -343,10 +340,7 @@ def _template(raw, fun, node: StagingNode, vals: list, slots: list, kwmap: dict,
     the code and which operands are constants; calls on other types that write the same
     code are the same instruction)."""
     holes = [f"{{{j}}}" for j in range(len(slots))]
-    if identity:  # the identity basis of a Jacobian sweep, times an operand
-        helper = _identity_times if identity == "left" else _times_identity
-        code = f"{fun_name(helper)}({', '.join(holes)})"
-    elif _scalar_operator(raw, node, vals):
+    if _scalar_operator(raw, node, vals):
         code = f" {_OPERATORS[raw]} ".join(holes)
     else:
         code = direct_call(raw, vals, holes, kwmap, fun_name) or (
@@ -362,46 +356,6 @@ def _template(raw, fun, node: StagingNode, vals: list, slots: list, kwmap: dict,
 
 
 _MOVEAXIS = np.moveaxis
-_MATMUL = np.matmul
-
-
-def _identity_side(args: list, traced: int, ans) -> str:
-    """"left" or "right" where ``args[0] @ args[1]`` multiplies the traced 2-D operand
-    by a constant identity matrix of its dtype (the answer has the operand's shape and
-    dtype), else ""."""
-    eye = args[1 - traced]
-    if type(eye) is not np.ndarray or eye.ndim != 2 or eye.shape[0] != eye.shape[1] or \
-            type(ans) is not ArrayMeta or ans.ndim != 2 or eye.dtype != ans.dtype or \
-            eye.dtype.kind != "f" or not np.array_equal(eye, np.eye(len(eye), dtype=eye.dtype)):
-        return ""
-    return "left" if traced == 1 else "right"
-
-
-def _exact_copy(m) -> bool:
-    """Whether an identity matrix times ``m`` is ``m``, bit for bit: each entry is the
-    entry plus products by zero, which change nothing unless some entry is inf or nan
-    (0 * inf is nan) or a negative zero (-0.0 + 0.0 is 0.0)."""
-    if not np.isfinite(m).all():
-        return False
-    zeros = m == 0
-    return not zeros.any() or not np.signbit(m[zeros]).any()
-
-
-def _identity_times(eye, m):
-    """``eye @ m`` for an identity ``eye``: a copy of ``m`` in the layout matmul answers
-    in, where that is the same bits (see ``_exact_copy``)."""
-    if type(m) is np.ndarray and m.dtype == eye.dtype and m.shape[0] == len(eye) and \
-            _exact_copy(m):
-        return m.copy(order="C")
-    return eye @ m
-
-
-def _times_identity(m, eye):
-    """``m @ eye`` for an identity ``eye`` (see ``_identity_times``)."""
-    if type(m) is np.ndarray and m.dtype == eye.dtype and m.shape[-1] == len(eye) and \
-            _exact_copy(m):
-        return m.copy(order="C")
-    return m @ eye
 _ANS = operator.attrgetter("ans")
 
 
