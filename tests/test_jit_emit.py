@@ -103,3 +103,24 @@ def test_direct_calls_equal_numpy_wrappers():
             assert onp.asarray(got).strides == onp.asarray(want).strides
     source = g.lower(x).source
     assert ".transpose((1, 2, 0))" in source and ".reshape(" in source  # no NumPy wrapper
+
+
+def test_products_with_the_identity_basis_are_copies_where_that_is_exact():
+    """A Hessian's forward sweep multiplies by the identity basis: the program copies the
+    other operand instead, unless an entry is inf, nan or zero (then I @ M may not be M: it
+    computes the product, as eager does)."""
+    import warnings
+
+    def f(x, a):
+        return np.sum(np.tanh(a @ x)) + 0.5 * np.sum(x * x)
+
+    h = cr.jit(cr.hessian(f))
+    rng = onp.random.default_rng(0)
+    a, x = rng.standard_normal((6, 6)), rng.standard_normal(6)
+    assert "by the identity" in h.lower(x, a).source
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for a2 in (a, -a, a * -0.0, onp.where(a > 1, onp.inf, a), onp.where(a > 1, onp.nan, a),
+                   onp.where(a > 0.5, -0.0, a)):
+            _bits(h(x, a2), cr.hessian(f)(x, a2))
+    assert h.cache_info().misses == 1

@@ -298,10 +298,14 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
                     sig += (*kwtexts, *[c[2] is None for c in consts])
                 if raw is _MOVEAXIS:
                     sig += (np.ndim(vals[0]), repr(vals[1:]))
+                elif raw is _MATMUL and len(args) == 2 and len(argnums) == 1:
+                    sig += (_identity_side(args, argnums[0], ans),)
                 made = memo.get(sig)
                 if made is None:
                     made = memo[sig] = _template(raw, fun, node, vals, slots, kwmap,
                                                  kwtexts, fun_name)
+                    if raw is _MATMUL and len(argnums) == 1 and sig[-1]:
+                        made = memo[sig] = _by_identity(made, argnums[0], fun_name)
                 code, fast, label, elementwise, view, code_key = made
                 if fast is None:
                     floats = False
@@ -356,6 +360,31 @@ def _template(raw, fun, node: StagingNode, vals: list, slots: list, kwmap: dict,
 
 
 _MOVEAXIS = np.moveaxis
+_MATMUL = np.matmul
+
+
+def _identity_side(args: list, traced: int, ans) -> bool:
+    """Whether ``args[0] @ args[1]`` multiplies the traced 2-D operand by a constant
+    identity matrix of the answer's dtype (the basis of a Jacobian or Hessian sweep)."""
+    eye = args[1 - traced]
+    return (type(eye) is np.ndarray and eye.ndim == 2 and eye.shape[0] == eye.shape[1]
+            and type(ans) is ArrayMeta and ans.ndim == 2 and eye.dtype == ans.dtype
+            and eye.dtype.kind == "f"
+            and bool(np.array_equal(eye, np.eye(len(eye), dtype=eye.dtype))))
+
+
+def _by_identity(made: tuple, traced: int, fun_name) -> tuple:
+    """The template of a product by the identity: a copy of the other operand (``+m`` in
+    the product's layout) where that is the same bits, the product where it is not. I @ M
+    adds products by zero to each entry of M, which change it only where some entry is inf
+    or nan (0 * inf is nan) or a zero (whose sign the sum may change: -0.0 + 0.0 is 0.0):
+    ufuncs and one reduction find out (no Python per call), cheaper than the product."""
+    code, fast, label, elementwise, view, key = made
+    m = f"{{{traced}}}"
+    plain = f"({fun_name(np.isfinite)}({m}) & ({m} != 0)).all()"
+    code = f"{fun_name(np.positive)}({m}, order='C') if {plain} else {code}"
+    return code, fast, f"{label} (by the identity: a copy where exact)", elementwise, view, \
+        (code, *key[1:])
 _ANS = operator.attrgetter("ans")
 
 
