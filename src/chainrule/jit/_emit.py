@@ -361,6 +361,7 @@ def _template(raw, fun, node: StagingNode, vals: list, slots: list, kwmap: dict,
 
 _MOVEAXIS = np.moveaxis
 _MATMUL = np.matmul
+_ALL = np.logical_and.reduce  # (one C call; ndarray.all goes through Python)
 
 
 def _identity_side(args: list, traced: int, ans) -> bool:
@@ -381,7 +382,7 @@ def _by_identity(made: tuple, traced: int, fun_name) -> tuple:
     ufuncs and one reduction find out (no Python per call), cheaper than the product."""
     code, fast, label, elementwise, view, key = made
     m = f"{{{traced}}}"
-    plain = f"({fun_name(np.isfinite)}({m}) & ({m} != 0)).all()"
+    plain = f"{fun_name(_ALL)}({fun_name(np.isfinite)}({m}) & ({m} != 0), None)"
     code = f"{fun_name(np.positive)}({m}, order='C') if {plain} else {code}"
     return code, fast, f"{label} (by the identity: a copy where exact)", elementwise, view, \
         (code, *key[1:])
