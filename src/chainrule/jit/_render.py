@@ -31,7 +31,7 @@ class Plan:
         self.const = const
         self.counts = {"v": 0, "s": 0, "t": 0, "p": 0}
         self.n_calls = 0  # primitive calls one run of the program makes
-        self.texts: dict[int, tuple] = {}  # id(unit or (loop, offset)) -> slot texts
+        self.texts: dict[int, list] = {}  # id(instruction) -> (exact, float, read) per slot
         self.before: dict[int, list] = {}  # id(loop) -> [(name, exact, fast, reads)]
         self.copies: dict[int, list] = {}  # id(loop) -> [(copy name, offset)]
         self.store_inits: dict[tuple, tuple] = {}  # (id(loop), offset) -> (text, name read)
