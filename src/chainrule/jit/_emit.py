@@ -233,6 +233,7 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
     floats = _float_inputs(nodes, guards)
     multiply = anp.multiply.fun
     memo: dict[tuple, tuple] = {}
+    identities: dict[int, bool] = {}  # id(constant matrix) -> whether it is an identity
     for node in nodes:
         fun = node.fun
         if fun is None:
@@ -299,7 +300,7 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
                 if raw is _MOVEAXIS:
                     sig += (np.ndim(vals[0]), repr(vals[1:]))
                 elif raw is _MATMUL and len(args) == 2 and len(argnums) == 1:
-                    sig += (_identity_side(args, argnums[0], ans),)
+                    sig += (_identity_side(args, argnums[0], ans, identities),)
                 made = memo.get(sig)
                 if made is None:
                     made = memo[sig] = _template(raw, fun, node, vals, slots, kwmap,
@@ -364,14 +365,20 @@ _MATMUL = np.matmul
 _ALL = np.logical_and.reduce  # (one C call; ndarray.all goes through Python)
 
 
-def _identity_side(args: list, traced: int, ans) -> bool:
+def _identity_side(args: list, traced: int, ans, identities: dict) -> bool:
     """Whether ``args[0] @ args[1]`` multiplies the traced 2-D operand by a constant
-    identity matrix of the answer's dtype (the basis of a Jacobian or Hessian sweep)."""
+    identity matrix of the answer's dtype (the basis of a Jacobian or Hessian sweep).
+    ``identities`` keeps the answer per constant (a loop multiplies by the same one)."""
     eye = args[1 - traced]
-    return (type(eye) is np.ndarray and eye.ndim == 2 and eye.shape[0] == eye.shape[1]
+    if not (type(eye) is np.ndarray and eye.ndim == 2 and eye.shape[0] == eye.shape[1]
             and type(ans) is ArrayMeta and ans.ndim == 2 and eye.dtype == ans.dtype
-            and eye.dtype.kind == "f"
-            and bool(np.array_equal(eye, np.eye(len(eye), dtype=eye.dtype))))
+            and eye.dtype.kind == "f"):
+        return False
+    found = identities.get(id(eye))
+    if found is None:  # (n nonzeros, all ones on the diagonal: no n x n identity made)
+        found = identities[id(eye)] = bool(
+            np.count_nonzero(eye) == len(eye) and (np.diagonal(eye) == 1).all())
+    return found
 
 
 def _by_identity(made: tuple, traced: int, fun_name) -> tuple:
