@@ -41,12 +41,10 @@ class Loop:
         self.exported: set[int] = set()  # offsets whose last value is read after the loop
 
 
-def roll(instrs: list, min_repeats: int | None = None,
-         min_instructions: int | None = None) -> list:
+def roll(instrs: list) -> list:
     """``instrs`` as units: an instruction (straight code) or a ``Loop``. Each rolled
     instruction gets ``loop``, ``offset`` and ``iteration``."""
-    min_repeats = MIN_REPEATS if min_repeats is None else min_repeats
-    min_instructions = MIN_INSTRUCTIONS if min_instructions is None else min_instructions
+    min_repeats, min_instructions = MIN_REPEATS, MIN_INSTRUCTIONS  # (tests lower them)
     ids: dict = {}
     keys = [ids.setdefault(ins.key, len(ids)) for ins in instrs]  # (ints compare fast)
     nxt = next_same(keys)
