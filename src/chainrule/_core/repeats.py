@@ -17,8 +17,7 @@ def next_same(keys: Sequence) -> list[int]:
     return nxt
 
 
-def run_at(keys: Sequence, i: int, nxt: list[int], candidates: int = 1,
-           max_period: int | None = None) -> tuple[int, int]:
+def run_at(keys: Sequence, i: int, nxt: list[int], candidates: int = 1) -> tuple[int, int]:
     """``(period, repeats)`` of the run starting at ``i``: ``keys[i:i + period]`` occurs
     ``repeats`` times in a row (``repeats`` is 1 where no period repeats). The candidate
     periods are the distances to the next ``candidates`` positions holding ``keys[i]``
@@ -32,8 +31,6 @@ def run_at(keys: Sequence, i: int, nxt: list[int], candidates: int = 1,
         if j < 0:
             break
         period = j - i
-        if max_period is not None and period > max_period:
-            break
         head = min(period, 8)  # (most candidates differ early: no copy of a long pattern)
         if keys[i:i + head] != keys[j:j + head]:
             j = nxt[j]
