@@ -6,15 +6,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 
-def next_same(keys: Sequence) -> list[int]:
-    """For each position, the next position holding an equal key, or -1."""
-    following: dict = {}
-    nxt = [-1] * len(keys)
-    for i in range(len(keys) - 1, -1, -1):
-        nxt[i] = following.get(keys[i], -1)
-        following[keys[i]] = i
-    return nxt
+
+def numbered(keys: Sequence) -> list[int]:
+    """The keys as numbers, equal where they are equal (a key's last position)."""
+    number = {k: i for i, k in enumerate(keys)}
+    return list(map(number.__getitem__, keys))
+
+
+def next_same(keys: Sequence, numbers: bool = False) -> list[int]:
+    """For each position, the next position holding an equal key, or -1 (``numbers``:
+    the keys are ``numbered`` already)."""
+    codes = np.array(keys if numbers else numbered(keys), np.int64)
+    order = np.argsort(codes, kind="stable")  # equal keys together, in order of position
+    same = codes[order[1:]] == codes[order[:-1]]
+    nxt = np.full(len(keys), -1, np.int64)
+    nxt[order[:-1][same]] = order[1:][same]
+    return nxt.tolist()
 
 
 def run_at(keys: Sequence, i: int, nxt: list[int], candidates: int = 1) -> tuple[int, int]:
@@ -31,6 +40,12 @@ def run_at(keys: Sequence, i: int, nxt: list[int], candidates: int = 1) -> tuple
         if j < 0:
             break
         period = j - i
+        if best_repeats > 1 and period % best_period == 0 and \
+                period <= best_period * best_repeats:
+            # keys[i:j] repeats the best run's pattern: so does all this period's run,
+            # which covers no more than the best one
+            j = nxt[j]
+            continue
         head = min(period, 8)  # (most candidates differ early: no copy of a long pattern)
         if keys[i:i + head] != keys[j:j + head]:
             j = nxt[j]

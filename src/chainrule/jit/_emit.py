@@ -24,7 +24,9 @@ import numpy as np
 
 from .. import numpy as anp
 from .._core.tracer import getval
+from . import _roll
 from ._direct import direct_call
+from ._fold import Folded, fold, node_runs
 from ._render import Plan
 from ._roll import roll
 from ._staging import ArrayMeta, Guard, StagingNode, _identity
@@ -216,6 +218,40 @@ class Instr:
         self.loop = None
         self.pos = -1  # (an input: before every instruction)
 
+    def at(self, node, iteration: int) -> Instr:
+        """This instruction of a folded loop's body as a later iteration makes it (see
+        ``_fold``): a value to refer to, which no line computes (no operands)."""
+        other = _new_instr(Instr)
+        other.kind, other.node, other.var, other.code, other.fast = \
+            self.kind, node, self.var, self.code, self.fast
+        other.slots, other.comment, other.key, other.array, other.fresh = \
+            (), self.comment, self.key, self.array, self.fresh
+        other.reuse, other.view, other.pos, other.loop, other.offset = \
+            self.reuse, self.view, self.pos, self.loop, self.offset
+        other.iteration = iteration
+        return other
+
+
+_new_instr = object.__new__
+
+
+def _walk(nodes: list[StagingNode], runs: list, instrs: list, fold_run):
+    """The nodes to lower, in order: of each run to fold (see ``_fold``), iterations 0, 1
+    and 2, then none of the others where ``fold_run(run, first, second)`` folds it
+    (``instrs[first:second]``: iteration 1's instructions, ``instrs[second:]`` 2's)."""
+    i = 0
+    for run in runs:
+        start, period = run.start, run.period
+        yield from nodes[i:start + period]
+        first = len(instrs)
+        yield from nodes[start + period:start + 2 * period]
+        second = len(instrs)
+        yield from nodes[start + 2 * period:start + 3 * period]
+        i = start + 3 * period
+        if fold_run(run, first, second):
+            i = start + period * run.repeats
+    yield from nodes[i:]
+
 
 def _escaped(text: str) -> str:
     return text.replace("{", "{{").replace("}", "}}")
@@ -226,7 +262,7 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
     guards_by_node: dict[int, list[Guard]] = {}
     for g in guards:
         guards_by_node.setdefault(id(g.node), []).append(g)
-    instr_of: dict[int, Instr] = {}
+    instr_of = Folded(nodes)
     cse: dict[tuple, Instr] = {}
     guarded: set[tuple] = set()
     instrs: list[Instr] = []
@@ -234,7 +270,18 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
     multiply = anp.multiply.fun
     memo: dict[tuple, tuple] = {}
     identities: dict[int, bool] = {}  # id(constant matrix) -> whether it is an identity
-    for node in nodes:
+
+    def constant(a: Any) -> tuple:
+        """A constant operand's slot: (value, text, float-program text or None)."""
+        text = repr(a) if _simple_literal(a) and type(a) is not str else const(a)
+        return a, text, repr(float(a)) if floats and _float_constant(a) else None
+
+    runs = []
+    if len(nodes) >= _roll.MIN_INSTRUCTIONS:
+        runs = node_runs(nodes, [g.node for g in guards])
+    walk = _walk(nodes, runs, instrs, lambda run, first, second: fold(
+        run, nodes, instrs, first, second, instr_of, constant))
+    for node in walk:
         fun = node.fun
         if fun is None:
             ins = instr_of[id(node)] = Instr("input", node, None, None, [], "")
@@ -265,9 +312,7 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
                         slots.append(instr_of[id(parent)])
                         vals.append(parent.ans)
                     else:
-                        text = repr(a) if _simple_literal(a) and type(a) is not str else const(a)
-                        fast = repr(float(a)) if floats and _float_constant(a) else None
-                        slots.append((a, text, fast))
+                        slots.append(constant(a))
                         vals.append(a)
                 consts = [s for s in slots if type(s) is tuple]
             if node.kwargs:
@@ -475,6 +520,7 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
         )
     for ins in instrs:
         ins.loop = None  # (a loop and its instructions refer to each other: freed now)
+    instr_of.release()
     code = compile(source, f"<chainrule.jit {name}>", "exec")
     exec(code, glob)
     return Program(source, glob[name], len(lines), plan.n_calls)

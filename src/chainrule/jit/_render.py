@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._roll import Loop
+from ._roll import Loop, Stride
 
 if TYPE_CHECKING:
     from ._emit import Instr
@@ -138,8 +138,7 @@ class Plan:
         loop keeps (when they are one offset of it, or the value it started from, at
         items ``a + b*i``), else from a tuple built before the loop, of slices of such
         lists where it can (``(v4, *s0[26::-1], v1)``: a line, not one text per item)."""
-        places = _places(items)
-        index = _affine(places)
+        index = items if type(items) is Stride else _affine(places := _places(items))
         if index is not None:
             loop, offset, a, step = index
             store = self._stored(loop, offset)

@@ -10,7 +10,8 @@ operand of an iteration is, in the same way in every iteration:
 - ``carry``: made by the previous iteration (offset ``k``), by ``init`` in the first;
 - ``inv``: the same instruction before the run;
 - ``seq``: one instruction before the run per iteration (the forward values a backward
-  pass reads, in reverse order; stored in a list by the loop that made them);
+  pass reads, in reverse order; stored in a list by the loop that made them): a list,
+  or a ``Stride`` where ``_fold`` found them kept by one loop;
 - ``const``: the same constant, or ``cseq``: one constant per iteration (``xs[t]``).
 
 The rolled loop computes the same calls in the same order as the straight code, so it
@@ -19,6 +20,8 @@ answers the same bits.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .._core.repeats import next_same, run_at
@@ -26,6 +29,16 @@ from .._core.repeats import next_same, run_at
 MIN_REPEATS = 4  # iterations: fewer stay straight-line code
 MIN_INSTRUCTIONS = 48  # instructions in the whole run: a shorter one compiles fast anyway
 CANDIDATES = 16  # candidate periods per position (see ``run_at``)
+
+
+class Stride(NamedTuple):
+    """The values ``loop`` keeps for body ``offset`` at list indices ``start + step*i``
+    (see ``_render.Plan._stored``: a carried offset's list starts with its first value)."""
+
+    loop: Loop
+    offset: int
+    start: int
+    step: int
 
 
 class Loop:

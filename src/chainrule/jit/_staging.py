@@ -78,6 +78,10 @@ class ArrayMeta:
         self.shape, self.dtype, self.strides, self.ndim = a.shape, a.dtype, a.strides, a.ndim
 
 
+_TRACED = [(None,) * n for n in range(4)]  # the args of a call whose every argument is traced
+_masks_made = False  # whether a staged mask was ever made (until then no parent is one)
+
+
 class StagingNode(Node):
     """A recorded call: ``args`` holds its constant arguments (None where an argument is
     traced: its value is the answer of the parent), ``ans`` the answer (an ``ArrayMeta``
@@ -87,12 +91,13 @@ class StagingNode(Node):
     on_decision = staticmethod(_on_decision)
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
+        # (one per recorded call, the staging trace's main cost: no work it can skip;
+        # ``index`` is an input's only)
         self.fun = fun
         self.kwargs = kwargs
         self.argnums = argnums
         self.parents = parents
         self.seq = next(_creation)
-        self.index = -1
         self.mask = False
         if type(ans) in _BOX_TYPES:
             # A box of an older trace (one the function closed over) took part: the call
@@ -100,13 +105,17 @@ class StagingNode(Node):
             session = current()
             if session is not None:
                 session.impure = "it uses a value traced outside it (a closed-over box)"
-        for i in argnums:
-            args[i] = None  # (the tracer's own list of the call's values)
-        self.args = args
+        if len(argnums) == len(args):
+            self.args = _TRACED[len(args)] if len(args) < 4 else (None,) * len(args)
+        else:
+            for i in argnums:
+                args[i] = None  # (the tracer's own list of the call's values)
+            self.args = args
         self.ans = ArrayMeta(ans) if type(ans) is np.ndarray else ans
-        for p in parents:
-            if p.mask and not _takes_masks(fun):
-                _guard_mask(p)  # (a notrace consumer's own answer is guarded instead)
+        if _masks_made:
+            for p in parents:
+                if p.mask and not _takes_masks(fun):
+                    _guard_mask(p)  # (a notrace consumer's own answer is guarded instead)
 
     def initialize_root(self, value, index: int) -> None:
         self.__init__(value, None, [], {}, (), ())
@@ -191,6 +200,8 @@ def notrace_hook(f_raw, args, kwargs):
         # A mask (x > 0 and kin) is a value of the program: it goes on as a staged box, and
         # is guarded by value only where it reaches a function outside _takes_masks (one
         # whose result's shape or Python-visible structure could depend on it).
+        global _masks_made
+        _masks_made = True
         node.mask = True
         node.ans = ans  # (its values: guards compare them)
         return tracer.new_box(ans, tid, node)

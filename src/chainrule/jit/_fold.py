@@ -1,0 +1,466 @@
+"""Folding: loops found in the record itself, so that only three iterations of each are
+lowered to instructions.
+
+``_roll`` finds loops among instructions, after every node was lowered: for a long loop,
+lowering the iterations that rolling then puts away was most of the first call's time.
+Here, before lowering, a run of nodes is *folded* where every iteration records the same
+calls (function, traced positions, number of arguments, answer type or array layout) and
+every argument of an iteration reads, in the same way in every iteration:
+
+- ``local``: a node of the same iteration;
+- ``carry``: a node of the previous iteration (the first reads one from before the run);
+- ``inv``: the same node from before the run;
+- ``seq``: one node from before the run per iteration, all with the same key;
+
+constants are the same objects, or plain numbers of one type (one per iteration), keyword
+arguments the same, and no node is guarded. Then ``_emit._lower`` lowers iterations 0, 1
+and 2 as any nodes: iteration 0 stays straight code (what it computes for every iteration,
+which later ones share, and its start from values before the run); iteration 1 is the
+body of the loop and iteration 2 checks it: the same instructions, each operand where the
+node forms above place it, each shared or dropped node (common subexpression, ``x * 1``)
+the same in both. ``fold`` then makes the ``Loop`` ``_render`` writes, and the nodes of the
+later iterations get no instruction: each reads the loop's value of its iteration
+(``Folded``). Where a check fails, lowering goes on node by node (and ``_roll`` may still
+roll the instructions).
+
+Why iteration 2 stands for all later ones: an instruction's code depends on its node's
+key, its constants and keywords, its operands' types: the same in every iteration. Which
+nodes share an instruction depends on their operands: where those are of the same
+iteration, the previous one, or one node for all (no ``seq`` operand, no constant per
+iteration), the sharing is the same in every iteration, and a node that shares nothing in
+iteration 2 and could in a later one computes the same value again (a lost saving, never
+a different value)."""
+
+from __future__ import annotations
+
+import bisect
+import operator
+from itertools import chain, repeat
+
+import numpy as np
+
+from .. import numpy as anp
+from .._core.repeats import next_same, numbered, run_at
+from . import _roll
+from ._roll import Loop, Stride
+from ._staging import ArrayMeta
+
+_PARENTS = operator.attrgetter("parents")
+_SEQ = operator.attrgetter("seq")
+_FUN, _ARGNUMS, _ARGS, _ANS = map(operator.attrgetter, ("fun", "argnums", "args", "ans"))
+_PLAIN = frozenset({float, int, complex, bool, *np.sctypeDict.values()})  # keyed by type
+_IS = operator.is_
+# functions whose instruction depends on a constant's value (``_emit._lower``: ``x * 1``
+# is x, a product by the identity a copy, moveaxis's code the permutation): their
+# constants are never one per iteration
+_CODE_BY_VALUE = frozenset([anp.multiply.fun, np.matmul, np.moveaxis])
+
+
+class Run:
+    """``repeats`` iterations of ``period`` nodes from ``nodes[start]`` whose arguments
+    read in one form each: ``forms[k][p]`` for parent p of offset k, one of
+    ``("local", k')``, ``("carry", k')``, ``("inv", node)``, ``("seq", column)``
+    (``positions[:, column]``: the parent of each iteration); ``constants[k, j]``: the
+    values of a constant argument that differs between iterations; ``plain[k]``: whether
+    offset k reads no ``seq`` operand and no such constant (then whether it shares an
+    instruction is the same in every iteration)."""
+
+    __slots__ = ("start", "period", "repeats", "forms", "positions", "constants", "plain")
+
+    def __init__(self, start: int, period: int, repeats: int, forms: list, positions,
+                 constants: dict):
+        self.start, self.period, self.repeats = start, period, repeats
+        self.forms, self.positions, self.constants = forms, positions, constants
+        self.plain = [
+            all(f[0] != "seq" for f in forms[k])
+            and not any(key[0] == k for key in constants)
+            for k in range(period)
+        ]
+
+
+def node_runs(nodes: list, guarded: list) -> list[Run]:
+    """The runs of ``nodes`` (the needed nodes, in order) to fold, in order. ``guarded``:
+    the nodes with guards."""
+    min_repeats = max(_roll.MIN_REPEATS + 1, 3)  # (the first iteration stays straight)
+    # (C-level maps: this runs on every node of the record; an answer's layout and a
+    # constant's value are checked where a run is found)
+    keys = list(zip(map(_FUN, nodes), map(_ARGNUMS, nodes), map(len, map(_ARGS, nodes)),
+                    map(type, map(_ANS, nodes))))
+    ints = numbered(keys)
+    nxt = next_same(ints, numbers=True)
+    codes = np.array(ints, np.int64)
+    seqs = np.fromiter(map(_SEQ, nodes), np.int64, len(nodes))
+    stops = np.sort(np.searchsorted(seqs, [g.seq for g in guarded])).tolist()
+    runs: list[Run] = []
+    i, n = 0, len(nodes)
+    while i < n:
+        period, repeats = run_at(ints, i, nxt, _roll.CANDIDATES)
+        if repeats < min_repeats or period * (repeats - 1) < _roll.MIN_INSTRUCTIONS:
+            i += 1
+            continue
+        run = _checked(nodes, i, period, repeats, seqs, codes, stops)
+        if run is None or run.repeats < min_repeats or \
+                period * (run.repeats - 1) < _roll.MIN_INSTRUCTIONS:
+            # (not tried again from each later place: that would cost the run's length
+            # each time; its calls are lowered one by one and rolled, see ``_roll``)
+            i += period * repeats
+            continue
+        runs.append(run)
+        i += period * run.repeats
+    return runs
+
+
+def _checked(nodes: list, start: int, period: int, repeats: int, seqs, codes,
+             stops: list) -> Run | None:
+    """The run of the first iterations whose arguments read in one form each (see the
+    module's docstring), or None. Positions are checked for all iterations at once."""
+    segment = nodes[start:start + period * repeats]
+    parent_seqs = np.fromiter(map(_SEQ, chain.from_iterable(map(_PARENTS, segment))),
+                              np.int64)
+    flat = np.searchsorted(seqs, parent_seqs)  # (the parents' places in ``nodes``)
+    width = len(flat) // repeats  # parents per iteration
+    done = repeats
+    g = bisect.bisect_left(stops, start)  # a guarded node ends the run before its iteration
+    if g < len(stops) and stops[g] < start + period * repeats:
+        done = (stops[g] - start) // period
+    if width * repeats != len(flat):
+        return None
+    parents = flat.reshape(repeats, width)
+    rel = parents - (start + period * np.arange(repeats))[:, None]
+    local = rel[0] >= 0
+    carry = ~local & (rel[1] >= -period) & (rel[1] < 0)
+    bad = np.where(local, rel != rel[0], np.where(carry, rel != rel[1], parents >= start))
+    bad[0] &= ~carry  # (the first iteration's carried value comes from before the run)
+    before = ~(local | carry)
+    keyed = codes[parents]  # one node per iteration from before the run: all of one key
+    bad |= before & (keyed != keyed[0])
+    rows = bad.any(axis=1)
+    if rows.any():
+        done = min(done, int(rows.argmax()))
+    if done < 3:
+        return None
+    metas = []  # (offset or column, whose answers' layouts must agree)
+    for k in range(period):
+        t = type(segment[k].ans)
+        if segment[k].fun is None or (t not in _PLAIN and t is not ArrayMeta):
+            return None  # (an input; a mask, whose values guards read)
+        if t is ArrayMeta:
+            metas.append(segment[k::period])
+    column = 0
+    for k in range(period):
+        for parent in segment[k].parents:
+            if type(parent.ans) is ArrayMeta and before[column]:
+                metas.append([nodes[p] for p in parents[:, column].tolist()])
+            column += 1
+    for column_nodes in metas:
+        layouts = [(a.shape, a.dtype, a.strides) for a in map(_ANS, column_nodes[:done])]
+        first = layouts[0]
+        for r, layout in enumerate(layouts):
+            if layout != first:
+                done = r
+                break
+    if done < 3:
+        return None
+    constants: dict[tuple, list] = {}
+    for k in range(period):
+        first = segment[k]
+        if len(first.args) != len(first.argnums):
+            for j in range(len(first.args)):
+                if j not in first.argnums:
+                    column = [segment[r * period + k].args[j] for r in range(done)]
+                    done, varying = _constant_column(first, column, done)
+                    if varying:
+                        constants[k, j] = column
+        if first.kwargs:
+            kwargs = first.kwargs
+            for r in range(1, done):
+                other = segment[r * period + k].kwargs
+                if other is not kwargs and not _same_keywords(kwargs, other):
+                    done = r
+                    break
+    if done < 3:
+        return None
+    forms: list[list] = []
+    column = 0
+    for k in range(period):
+        node_forms = []
+        for _ in segment[k].parents:
+            if local[column]:
+                node_forms.append(("local", int(rel[0, column])))
+            elif carry[column]:
+                node_forms.append(("carry", int(rel[1, column]) + period))
+            elif (parents[:done, column] == parents[0, column]).all():
+                node_forms.append(("inv", nodes[parents[0, column]]))
+            else:
+                node_forms.append(("seq", column))
+            column += 1
+        forms.append(node_forms)
+    constants = {key: values[:done] for key, values in constants.items()}
+    return Run(start, period, done, forms, parents[:done], constants)
+
+
+def _constant_column(node, column: list, done: int) -> tuple[int, bool]:
+    """How far a constant argument's values allow the run (``done``), and whether they
+    differ (plain numbers of one type, one per iteration). Equal plain numbers are the
+    same constant (their texts are)."""
+    first = column[0]
+    if all(map(_IS, column, repeat(first))):
+        return done, False
+    kind = type(first)
+    if kind not in (int, float, bool) or not _plain_number(first):
+        return _identical_prefix(column, first), False
+    for r, v in enumerate(column):
+        if type(v) is not kind or not _plain_number(v):
+            return r, False
+    text = repr(first)
+    if all(repr(v) == text for v in column):  # (0.0 and -0.0 are two constants)
+        return done, False
+    if node.fun.fun in _CODE_BY_VALUE:
+        return _identical_prefix(column, first), False
+    return done, True
+
+
+def _identical_prefix(column: list, first) -> int:
+    for r, v in enumerate(column):
+        if v is not first:
+            return r
+    return len(column)
+
+
+def _plain_number(v) -> bool:
+    """A number whose code is the same as every other of its type's: finite floats, and
+    integers that are floats exactly (see ``_emit._float_constant``)."""
+    if type(v) is float:
+        return v == v and v not in (float("inf"), float("-inf"))
+    return type(v) is not int or -_EXACT_INT <= v <= _EXACT_INT
+
+
+_EXACT_INT = 1 << 53
+
+
+def _literal(v) -> bool:
+    if v is None or type(v) in (bool, int, str):
+        return True
+    if type(v) is float:
+        return _plain_number(v)
+    return type(v) is tuple and all(map(_literal, v))
+
+
+def _same_keywords(a: dict, b: dict) -> bool:
+    if a.keys() != b.keys():
+        return False
+    for k, v in a.items():
+        w = b[k]
+        if v is not w and not (type(v) is type(w) and _literal(v) and _literal(w)
+                               and repr(v) == repr(w)):
+            return False
+    return True
+
+
+class Folded(dict):
+    """``id(node) -> Instr`` (``_lower``'s map), where a node of a folded loop's later
+    iterations gets its instruction when first asked for: the loop's value of that
+    iteration (see ``_Fold.instr``)."""
+
+    def __init__(self, nodes: list):
+        super().__init__()
+        self.nodes = nodes
+        self.seqs = list(map(_SEQ, nodes))
+        self.later: dict[int, int] = {}  # id(node) -> its place, for the folds' nodes
+        self.folds: list[_Fold] = []  # in order
+        self.starts: list[int] = []  # their runs' starts
+
+    def place(self, node) -> int:
+        return bisect.bisect_left(self.seqs, node.seq)
+
+    def _fold_at(self, p: int):
+        f = bisect.bisect_right(self.starts, p) - 1
+        if f >= 0:
+            run = self.folds[f].run
+            if p < run.start + run.period * run.repeats:
+                return self.folds[f]
+        return None
+
+    def __missing__(self, key: int):
+        p = self.later[key]
+        ins = self[key] = self._fold_at(p).instr(p)
+        return ins
+
+    def stride(self, column: np.ndarray) -> Stride | None:
+        """Where the nodes at places ``column`` are the values one folded loop keeps for
+        one body offset (its carried start included), at list indices ``a + b*i``: that
+        ``Stride`` (no instruction made per node), else None."""
+        f = self._fold_at(int(column[0])) or self._fold_at(int(column[-1]))
+        if f is None or len(column) < 2:
+            return None
+        run, loop = f.run, f.loop
+        r, k = np.divmod(column - run.start, run.period)
+        if (r < 0).any() or (r >= run.repeats).any() or (k != k[0]).any():
+            return None
+        target = f.targets[int(k[0])]
+        if target[0] == "inv":
+            return None
+        offset = target[1]
+        t = r - (1 if target[0] == "local" else 2)  # the loop's iteration (it starts at 1)
+        index = t + (offset in loop.inits)
+        if (index < 0).any():
+            return None
+        for p in column[t < 0].tolist():  # before the loop: only its carried start
+            if self[id(self.nodes[p])] is not loop.inits[offset]:
+                return None
+        step = int(index[1] - index[0])
+        if (index != index[0] + step * np.arange(len(index))).any():
+            return None
+        return Stride(loop, offset, int(index[0]), step)
+
+    def release(self) -> None:
+        """Drop the loops' references to their instructions (cycles: freed now)."""
+        for f in self.folds:
+            for ins in chain(f.loop.body, f.second, f.made.values()):
+                ins.loop = None
+
+
+class _Fold:
+    """A folded run's loop and, per node offset, what its node reads as (``targets[k]``:
+    ``("local", o)``: the body's instruction o of its own iteration; ``("carry", o, _)``:
+    of the previous one; ``("inv", instr)``: one instruction for all)."""
+
+    def __init__(self, loop: Loop, run: Run, targets: list, second: list, nodes: list,
+                 offsets: list[int]):
+        self.loop, self.run, self.targets, self.second = loop, run, targets, second
+        self.nodes = nodes
+        self.offsets = offsets  # body instruction -> the node offset that made it
+        self.made: dict[tuple, object] = {}  # (iteration, offset) -> its Instr
+
+    def instr(self, p: int):
+        run = self.run
+        r, k = divmod(p - run.start, run.period)
+        target = self.targets[k]
+        if target[0] == "inv":
+            return target[1]
+        t = r - 1 if target[0] == "local" else r - 2  # (the loop starts at iteration 1)
+        return self.at(t, target[1])
+
+    def at(self, t: int, o: int):
+        if t == 0:
+            return self.loop.body[o]
+        if t == 1:
+            return self.second[o]
+        ins = self.made.get((t, o))
+        if ins is None:
+            run = self.run
+            node = self.nodes[run.start + (t + 1) * run.period + self.offsets[o]]
+            ins = self.made[t, o] = self.loop.body[o].at(node, t)
+        return ins
+
+
+def fold(run: Run, nodes: list, instrs: list, first: int, second: int, instr_of: Folded,
+         constant) -> bool:
+    """Make ``run``'s loop from its lowered iterations 1 (``instrs[first:second]``) and 2
+    (``instrs[second:]``), which it replaces in ``instrs``; False (nothing changed) where
+    they are not one body in the forms the run's nodes read (see the module's docstring).
+    ``constant(value)``: a constant operand's slot, as ``_lower`` makes them."""
+    period, start = run.period, run.start
+    one, two = instrs[first:second], instrs[second:]
+    if not one or len(one) != len(two):
+        return False
+    for a, b in zip(one, two):
+        if a.kind != "call" or a.key != b.key or a.key is a:
+            return False
+    at_one = {id(q): o for o, q in enumerate(one)}
+    at_two = {id(q): o for o, q in enumerate(two)}
+    targets = []
+    base = start + period
+    for k in range(period):
+        n1, n2 = nodes[base + k], nodes[base + period + k]
+        q1, q2 = instr_of[id(n1)], instr_of[id(n2)]
+        o = at_one.get(id(q1))
+        if o is not None:
+            if at_two.get(id(q2)) != o:
+                return False
+            target = ("local", o)
+        elif id(q2) in at_two:
+            return False
+        elif q1 is q2:
+            target = ("inv", q1)
+        elif id(q2) in at_one:
+            target = ("carry", at_one[id(q2)], q1)
+        else:
+            return False
+        if q1.node is not n1 and not run.plain[k]:
+            return False  # shared by a coincidence of the first iterations, maybe
+        targets.append(target)
+    offsets = [instr_of.place(q.node) - base for q in one]
+    operands: list[list] = []
+    inits: dict[int, object] = {}
+    for o, q in enumerate(one):
+        k = offsets[o]
+        node_forms = iter(run.forms[k])
+        forms = []
+        for j, slot in enumerate(q.slots):
+            later = two[o].slots[j]
+            if type(slot) is tuple:
+                values = run.constants.get((k, j))
+                if values is None:
+                    form = ("const", slot)
+                    ok = type(later) is tuple and later[1] == slot[1]
+                else:
+                    items = [constant(v) for v in values[1:]]
+                    form = ("cseq", items)
+                    ok = items[0][1] == slot[1] and items[1][1] == later[1]
+            else:
+                form = _operand(next(node_forms), targets, run, nodes, instr_of)
+                if form is None:
+                    return False
+                kind = form[0]
+                if kind == "local":
+                    ok = slot is one[form[1]] and later is two[form[1]]
+                elif kind == "carry":
+                    ok = slot is form[2] and later is one[form[1]]
+                    if inits.setdefault(form[1], form[2]) is not form[2]:
+                        return False  # two operands carry one value from different starts
+                elif kind == "inv":
+                    ok = slot is form[1] and later is form[1]
+                else:  # (the first two of the column)
+                    column = run.positions[1:3, form[2]].tolist()
+                    ok = slot is instr_of[id(nodes[column[0]])] and \
+                        later is instr_of[id(nodes[column[1]])]
+                    form = form[:2]
+            if not ok:
+                return False
+            forms.append(form)
+        operands.append(forms)
+    loop = Loop(one, run.repeats - 1, operands, inits)
+    loop.key = loop  # (never part of a run ``_roll`` finds)
+    for o, q in enumerate(one):
+        q.loop, q.offset, q.iteration, q.pos = loop, o, 0, first
+    for o, q in enumerate(two):
+        q.loop, q.offset, q.iteration, q.pos = loop, o, 1, first
+    del instrs[first:]
+    instrs.append(loop)
+    instr_of.folds.append(_Fold(loop, run, targets, two, nodes, offsets))
+    instr_of.starts.append(start)
+    later, end = start + 3 * period, start + period * run.repeats
+    instr_of.later.update(zip(map(id, nodes[later:end]), range(later, end)))
+    return True
+
+
+def _operand(node_form: tuple, targets: list, run: Run, nodes: list, instr_of: Folded):
+    """The loop operand form (``_roll``'s) of a node's argument, or None."""
+    kind = node_form[0]
+    if kind == "inv":
+        return ("inv", instr_of[id(node_form[1])])
+    if kind == "seq":  # (with its column, for ``fold``'s check)
+        column = run.positions[1:, node_form[1]]
+        items = instr_of.stride(column)
+        if items is None:
+            items = [instr_of[id(nodes[p])] for p in column.tolist()]
+        return ("seq", items, node_form[1])
+    target = targets[node_form[1]]
+    if target[0] == "inv":
+        return target
+    if kind == "local":
+        return target
+    if target[0] == "carry":
+        return None  # (the value of two iterations back)
+    return ("carry", target[1], instr_of[id(nodes[run.start + node_form[1]])])

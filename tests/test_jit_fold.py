@@ -1,0 +1,223 @@
+"""chainrule.jit folds loops found in the record (``jit/_fold.py``): three iterations of a
+loop are lowered to instructions, the others read the loop's values. Where a later
+iteration might not lower like the first ones the fold is refused, and every program
+answers eager evaluation's bits."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sys
+import warnings
+
+import numpy as onp
+import pytest
+
+import chainrule as cr
+import chainrule.numpy as np
+
+emit_module = sys.modules["chainrule.jit._emit"]
+
+
+@contextlib.contextmanager
+def watched():
+    """Records each fold's outcome (True: made) and the number of nodes lowered."""
+    seen = {"folds": [], "lowered": 0}
+    fold, walk = emit_module.fold, emit_module._walk
+
+    def spy_fold(*args):
+        made = fold(*args)
+        seen["folds"].append(made)
+        return made
+
+    def spy_walk(*args):
+        for node in walk(*args):
+            seen["lowered"] += 1
+            yield node
+
+    emit_module.fold, emit_module._walk = spy_fold, spy_walk
+    try:
+        yield seen
+    finally:
+        emit_module.fold, emit_module._walk = fold, walk
+
+
+def _bits(a, b):
+    a, b = onp.asarray(a), onp.asarray(b)
+    assert a.shape == b.shape and a.dtype == b.dtype
+    assert a.tobytes() == b.tobytes(), (a, b)
+
+
+def _same_tree(got, want):
+    got_leaves, got_def = cr.tree_flatten(got)
+    want_leaves, want_def = cr.tree_flatten(want)
+    assert got_def == want_def
+    for a, b in zip(got_leaves, want_leaves):
+        _bits(a, b)
+
+
+def _check(f, *inputs_list):
+    """jit(f) against f, bit for bit, on each tuple of inputs."""
+    jf = cr.jit(f)
+    for inputs in inputs_list:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            _same_tree(jf(*inputs), f(*inputs))
+    return jf
+
+
+def chain(x, steps=300):
+    for _ in range(steps):
+        x = np.sin(x) * x + 0.5
+    return x
+
+
+def test_a_long_chain_lowers_three_iterations_of_each_pass():
+    g = cr.grad(chain)
+    with watched() as seen:
+        lowered = cr.jit(g).lower(0.7)
+    assert seen["folds"] == [True, True]  # the forward pass and the backward pass
+    # the record holds some 2,400 nodes; lowered: iterations 0-2 of each pass, the rest
+    assert seen["lowered"] < 60
+    assert lowered.n_calls >= 8 * 295  # each loop still makes every call
+    assert lowered.source.count("for i in range(") == 2
+    _check(g, (0.7,), (-0.3,), (1.9,), (0.0,), (-0.0,), (onp.inf,), (onp.nan,))
+
+
+def test_values_computed_in_every_iteration_from_values_before_the_loop_are_shared():
+    def f(x, c):
+        for _ in range(40):
+            x = x * np.cos(c) + np.sin(c)
+        return x
+
+    with watched() as seen:
+        source = cr.jit(cr.grad(f, argnum=(0, 1))).lower(0.3, 0.8).source
+    assert True in seen["folds"]
+    loops = source.split("for i in range(")[1:]
+    assert loops and all("# cos" not in loop.split("\n\n")[0].split("        v")[0]
+                         for loop in loops)
+    _check(cr.grad(f, argnum=(0, 1)), (0.3, 0.8), (-1.5, 2.0), (0.0, -0.0))
+
+
+def test_a_constant_per_iteration_is_read_from_a_tuple():
+    def f(x):
+        for t in range(30):
+            x = np.sin(x) * 0.5 + float(t)
+        for t in range(30):
+            x = x * 0.25 + t
+        return x
+
+    with watched() as seen:
+        source = cr.jit(cr.grad(f)).lower(0.3).source
+    assert seen["folds"].count(True) >= 2
+    assert re.search(r"c\d+\[i\]", source)
+    _check(cr.grad(f), (0.3,), (-2.0,), (1e300,))
+
+
+def test_constants_that_decide_the_code_are_never_folded_one_per_iteration():
+    # x * 1.0 is x (no instruction) where the layouts agree; x * 2.0 is a product
+    def f(x):
+        for t in range(60):
+            x = np.sin(x) * (1.0 if t % 3 else 2.0)
+        return x
+
+    def signed_zeros(x):  # 0.0 and -0.0 are two constants: arctan2(+-0.0, -1) is +-pi
+        for t in range(60):
+            x = np.arctan2(0.0 if t % 2 else -0.0, x - 2.0)
+        return x
+
+    def axes(a):  # moveaxis's code is the permutation its axes make
+        for t in range(60):
+            a = np.moveaxis(np.sin(a), 0 if t < 3 else 1, 2) * 1.1
+        return a
+
+    with watched() as seen:
+        cr.jit(signed_zeros).lower(-1.0)
+    assert seen["folds"] == [True]  # (a constant per iteration)
+    _check(f, (0.4,), (-1.2,))
+    _check(cr.grad(f), (0.4,), (-1.2,))
+    _check(signed_zeros, (-1.0,), (-0.0,), (2.0,), (onp.array([-1.0, 0.0, 1.0]),))
+    _check(cr.grad(signed_zeros), (-1.0,), (0.5,))
+    a = onp.arange(8.0).reshape(2, 2, 2) / 5
+    _check(axes, (a,), (-a,))
+    _check(cr.grad(lambda a: np.sum(axes(a) * onp.arange(8.0).reshape(2, 2, 2))), (a,))
+
+
+def test_an_operand_per_iteration_that_coincides_early_is_not_taken_for_one_value():
+    # iterations 0-2 read w in both calls (one sin: shared), the later ones x * k in one
+    def f(x):
+        w = x * 1.5
+        ys = [w, w, w] + [x * (k + 2.0) for k in range(3, 30)]
+        acc = x * 0.0
+        for t in range(30):
+            acc = acc + np.sin(ys[t]) * np.sin(w)
+        return acc
+
+    with watched() as seen:
+        cr.jit(f).lower(0.3)
+    assert False in seen["folds"] or not seen["folds"]
+    _check(f, (0.3,), (-1.1,))
+    _check(cr.grad(f), (0.3,), (-1.1,))
+
+
+def test_loops_with_guards_growing_shapes_or_changing_keywords_are_not_folded():
+    def guarded(x):
+        for _ in range(30):
+            x = x * 0.9 if x > 0.2 else x * 1.3 + 0.05
+        return x
+
+    def growing(x):
+        for _ in range(12):
+            x = np.concatenate([x, np.sin(x[-1:]) * 0.5])
+        return np.sum(x * x)
+
+    def keywords(m):
+        acc = 0.0
+        for t in range(12):
+            acc = acc + np.sum(np.sin(m) * m, axis=t % 2)[0]
+        return acc
+
+    _check(guarded, (0.9,), (0.1,), (-0.5,))
+    _check(cr.grad(guarded), (0.9,), (0.1,))
+    x = onp.linspace(-1.0, 1.0, 3)
+    _check(growing, (x,), (x * 2,))
+    _check(cr.grad(growing), (x,), (x * 2,))
+    m = onp.arange(12.0).reshape(3, 4) / 7
+    _check(keywords, (m,), (-m,))
+    _check(cr.grad(keywords), (m,), (-m,))
+
+
+def test_many_inputs_in_a_row_are_inputs():
+    def total(*xs):
+        acc = 0.0
+        for x in xs:
+            acc = acc + np.sin(x) * x
+        return acc
+
+    args = tuple(onp.float64(v) for v in onp.linspace(-1.0, 1.0, 60))
+    _check(total, args, tuple(a * 2 for a in args))
+    _check(cr.grad(total, argnum=tuple(range(60))), args)
+
+
+def test_nested_loops_and_arrays():
+    def f(W, x):
+        for _ in range(6):
+            for _ in range(5):
+                x = np.tanh(W @ x) + 0.1 * x
+            x = x / np.sqrt(np.sum(x * x))
+        return np.sum(x)
+
+    rng = onp.random.default_rng(0)
+    W, x = rng.standard_normal((4, 4)) / 2, rng.standard_normal(4)
+    with watched() as seen:
+        cr.jit(cr.grad(f, argnum=(0, 1))).lower(W, x)
+    assert True in seen["folds"]
+    _check(cr.grad(f, argnum=(0, 1)), (W, x), (-W, 2 * x))
+    _check(cr.jit(cr.hessian(lambda v: f(W, v))), (x,))
+
+
+@pytest.mark.parametrize("steps", [3, 4, 5, 6, 7, 50])
+def test_loops_near_the_fold_threshold(steps):
+    f = cr.grad(lambda x: chain(x, steps))
+    _check(f, (0.7,), (-0.2,))
+    _check(cr.jit(cr.hessian(lambda x: chain(x, steps))), (0.7,))
