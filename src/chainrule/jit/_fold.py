@@ -139,7 +139,7 @@ def _checked(nodes: list, start: int, period: int, repeats: int, seqs, codes,
         done = min(done, int(rows.argmax()))
     if done < 3:
         return None
-    metas = []  # (offset or column, whose answers' layouts must agree)
+    metas = []  # lists of nodes whose answers' layouts must agree (per offset, per column)
     for k in range(period):
         t = type(segment[k].ans)
         if segment[k].fun is None or (t not in _PLAIN and t is not ArrayMeta):
