@@ -15,6 +15,7 @@ import pytest
 
 import chainrule as cr
 import chainrule.numpy as np
+from test_jit_roll import _same_tree
 
 emit_module = sys.modules["chainrule.jit._emit"]
 
@@ -40,20 +41,6 @@ def watched():
         yield seen
     finally:
         emit_module.fold, emit_module._walk = fold, walk
-
-
-def _bits(a, b):
-    a, b = onp.asarray(a), onp.asarray(b)
-    assert a.shape == b.shape and a.dtype == b.dtype
-    assert a.tobytes() == b.tobytes(), (a, b)
-
-
-def _same_tree(got, want):
-    got_leaves, got_def = cr.tree_flatten(got)
-    want_leaves, want_def = cr.tree_flatten(want)
-    assert got_def == want_def
-    for a, b in zip(got_leaves, want_leaves):
-        _bits(a, b)
 
 
 def _check(f, *inputs_list):

@@ -78,7 +78,6 @@ class ArrayMeta:
         self.shape, self.dtype, self.strides, self.ndim = a.shape, a.dtype, a.strides, a.ndim
 
 
-_TRACED = [(None,) * n for n in range(4)]  # the args of a call whose every argument is traced
 _masks_made = False  # whether a staged mask was ever made (until then no parent is one)
 
 
@@ -91,8 +90,8 @@ class StagingNode(Node):
     on_decision = staticmethod(_on_decision)
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
-        # (one per recorded call, the staging trace's main cost: no work it can skip;
-        # ``index`` is an input's only)
+        # (runs once per recorded call, so it does only what the record needs; ``index``
+        # is set for inputs only)
         self.fun = fun
         self.kwargs = kwargs
         self.argnums = argnums
@@ -106,7 +105,7 @@ class StagingNode(Node):
             if session is not None:
                 session.impure = "it uses a value traced outside it (a closed-over box)"
         if len(argnums) == len(args):
-            self.args = _TRACED[len(args)] if len(args) < 4 else (None,) * len(args)
+            self.args = (None,) * len(args)
         else:
             for i in argnums:
                 args[i] = None  # (the tracer's own list of the call's values)
