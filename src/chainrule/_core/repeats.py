@@ -17,8 +17,8 @@ def numbered(keys: Sequence) -> list[int]:
 
 def next_same(keys: Sequence, numbers: bool = False) -> list[int]:
     """For each position, the next position holding an equal key, or -1 (``numbers``:
-    the keys are ``numbered`` already)."""
-    codes = np.array(keys if numbers else numbered(keys), np.int64)
+    the keys are ``numbered`` already, a list or an int64 array)."""
+    codes = np.asarray(keys if numbers else numbered(keys), np.int64)
     order = np.argsort(codes, kind="stable")  # equal keys together, in order of position
     same = codes[order[1:]] == codes[order[:-1]]
     nxt = np.full(len(keys), -1, np.int64)

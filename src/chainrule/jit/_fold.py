@@ -87,8 +87,8 @@ def node_runs(nodes: list, guarded: list) -> list[Run]:
     keys = list(zip(map(_FUN, nodes), map(_ARGNUMS, nodes), map(len, map(_ARGS, nodes)),
                     map(type, map(_ANS, nodes))))
     ints = numbered(keys)
-    nxt = next_same(ints, numbers=True)
     codes = np.array(ints, np.int64)
+    nxt = next_same(codes, numbers=True)
     seqs = np.fromiter(map(_SEQ, nodes), np.int64, len(nodes))
     stops = np.sort(np.searchsorted(seqs, [g.seq for g in guarded])).tolist()
     runs: list[Run] = []
