@@ -11,7 +11,7 @@ import numpy as np
 
 def numbered(keys: Sequence) -> list[int]:
     """The keys as numbers, equal where they are equal (a key's last position)."""
-    number = {k: i for i, k in enumerate(keys)}
+    number = dict(zip(keys, range(len(keys))))
     return list(map(number.__getitem__, keys))
 
 

@@ -110,15 +110,19 @@ _F64 = np.float64
 
 
 def _needed(outputs: list, guards: list[Guard]) -> list[StagingNode]:
-    seen: dict[int, StagingNode] = {}
+    seen: set[StagingNode] = set()  # (nodes hash by identity)
+    found: list[StagingNode] = []
     stack = [n for n in outputs if isinstance(n, StagingNode)] + [g.node for g in guards]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
+    pop, extend, add, append = stack.pop, stack.extend, seen.add, found.append
+    while stack:  # (a walk of the whole record: bound methods save a lookup per node)
+        node = pop()
+        if node in seen:
             continue
-        seen[id(node)] = node
-        stack.extend(node.parents)
-    return sorted(seen.values(), key=_SEQ)
+        add(node)
+        append(node)
+        extend(node.parents)
+    found.sort(key=_SEQ)
+    return found
 
 
 _SEQ = operator.attrgetter("seq")
@@ -278,7 +282,7 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
 
     runs = []
     if len(nodes) >= _roll.MIN_INSTRUCTIONS:
-        runs = node_runs(nodes, [g.node for g in guards])
+        runs = node_runs(nodes, instr_of.seqs, [g.node for g in guards])
     walk = _walk(nodes, runs, instrs, lambda run, first, second: fold(
         run, nodes, instrs, first, second, instr_of, constant))
     for node in walk:

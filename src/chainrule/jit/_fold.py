@@ -78,9 +78,9 @@ class Run:
         ]
 
 
-def node_runs(nodes: list, guarded: list) -> list[Run]:
-    """The runs of ``nodes`` (the needed nodes, in order) to fold, in order. ``guarded``:
-    the nodes with guards."""
+def node_runs(nodes: list, seqs: list[int], guarded: list) -> list[Run]:
+    """The runs of ``nodes`` (the needed nodes, in order; ``seqs``: their ``seq``) to fold,
+    in order. ``guarded``: the nodes with guards."""
     min_repeats = max(_roll.MIN_REPEATS + 1, 3)  # (the first iteration stays straight)
     # (C-level maps: this runs on every node of the record; an answer's layout and a
     # constant's value are checked where a run is found)
@@ -89,7 +89,7 @@ def node_runs(nodes: list, guarded: list) -> list[Run]:
     ints = numbered(keys)
     codes = np.array(ints, np.int64)
     nxt = next_same(codes, numbers=True)
-    seqs = np.fromiter(map(_SEQ, nodes), np.int64, len(nodes))
+    seqs = np.array(seqs, np.int64)
     stops = np.sort(np.searchsorted(seqs, [g.seq for g in guarded])).tolist()
     runs: list[Run] = []
     i, n = 0, len(nodes)

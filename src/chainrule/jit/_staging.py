@@ -83,7 +83,8 @@ _masks_made = False  # whether a staged mask was ever made (until then no parent
 
 class StagingNode(Node):
     """A recorded call: ``args`` holds its constant arguments (None where an argument is
-    traced: its value is the answer of the parent), ``ans`` the answer (an ``ArrayMeta``
+    traced: its value is the answer of the parent; where every argument is traced,
+    ``args`` is ``argnums``, of the same length), ``ans`` the answer (an ``ArrayMeta``
     for an ndarray; a mask keeps its values, which guards compare)."""
 
     __slots__ = ("fun", "args", "kwargs", "argnums", "parents", "ans", "seq", "index", "mask")
@@ -98,19 +99,23 @@ class StagingNode(Node):
         self.parents = parents
         self.seq = next(_creation)
         self.mask = False
-        if type(ans) in _BOX_TYPES:
-            # A box of an older trace (one the function closed over) took part: the call
-            # was recorded on that trace too, and answered with one of its boxes.
-            session = current()
-            if session is not None:
-                session.impure = "it uses a value traced outside it (a closed-over box)"
         if len(argnums) == len(args):
-            self.args = (None,) * len(args)
+            self.args = argnums  # (every argument traced: the length is all there is)
         else:
             for i in argnums:
                 args[i] = None  # (the tracer's own list of the call's values)
             self.args = args
-        self.ans = ArrayMeta(ans) if type(ans) is np.ndarray else ans
+        kind = type(ans)
+        if kind is np.ndarray:
+            self.ans = ArrayMeta(ans)
+        else:
+            self.ans = ans
+            if kind in _BOX_TYPES:
+                # A box of an older trace (one the function closed over) took part: the
+                # call was recorded on that trace too, and answered with one of its boxes.
+                session = current()
+                if session is not None:
+                    session.impure = "it uses a value traced outside it (a closed-over box)"
         if _masks_made:
             for p in parents:
                 if p.mask and not _takes_masks(fun):
