@@ -5,14 +5,15 @@ in the same order once per iteration. ``explain`` folds such runs into one block
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import count
 
 import numpy as np
 
 
 def numbered(keys: Sequence) -> list[int]:
-    """The keys as numbers, equal where they are equal (a key's last position)."""
-    number = dict(zip(keys, range(len(keys))))
-    return list(map(number.__getitem__, keys))
+    """The keys as numbers, equal where they are equal (a key's first position: one
+    lookup per key)."""
+    return list(map({}.setdefault, keys, count()))
 
 
 def next_same(keys: Sequence, numbers: bool = False) -> list[int]:

@@ -262,7 +262,7 @@ def _accumulate(outgrads: dict, owned: set, node, g) -> None:
             outgrads[node] = add_into(acc, g)
             return
     outgrads[node] = add_values(acc, g)
-    if not isbox(g) and not isbox(acc):
+    if type(g) not in _box_types and type(acc) not in _box_types:
         owned.add(node)
 
 

@@ -288,7 +288,7 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
     for node in walk:
         fun = node.fun
         if fun is None:
-            ins = instr_of[id(node)] = Instr("input", node, None, None, [], "")
+            ins = instr_of[node] = Instr("input", node, None, None, [], "")
             ins.var = f"x{node.index}"
             if type(node.ans) in _AS_NUMPY:  # the trace boxed it as a NumPy scalar
                 numpy_type = _AS_NUMPY[type(node.ans)]
@@ -304,7 +304,7 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
             parents = node.parents
             if len(argnums) == len(args):  # every argument traced (the common case)
                 # (map of C functions: a comprehension costs a frame per node in 3.11)
-                slots = list(map(instr_of.__getitem__, map(id, parents)))
+                slots = list(map(instr_of.__getitem__, parents))
                 vals = list(map(_ANS, parents))
                 consts = ()
             else:
@@ -313,7 +313,7 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
                 for i, a in enumerate(args):
                     if i in argnums:
                         parent = next(it)
-                        slots.append(instr_of[id(parent)])
+                        slots.append(instr_of[parent])
                         vals.append(parent.ans)
                     else:
                         slots.append(constant(a))
@@ -336,7 +336,7 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
                 if _is_one(args[1 - i]) and _same_layout(node.ans, vals[i]):
                     alias = slots[i]
             if alias is not None:
-                instr_of[id(node)] = alias
+                instr_of[node] = alias
             else:
                 ans = node.ans
                 # what decides the code: the function, which operands are traced, their
@@ -365,14 +365,14 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
                         j for j, s in enumerate(slots) if type(s) is Instr and s.fresh
                         and s.node.ans.shape == ans.shape and s.node.ans.dtype == ans.dtype
                     )
-                ins = instr_of[id(node)] = cse[key] = Instr(
+                ins = instr_of[node] = cse[key] = Instr(
                     "call", node, code, fast if floats else None, slots,
                     label if annotate is None else f"{label}{annotate(node)}",
                     (code_key, reuse) if reuse else code_key, type(ans) is ArrayMeta,
                     elementwise, reuse, view)
                 instrs.append(ins)
         for g in guards_by_node.get(id(node), ()) if guards_by_node else ():
-            target = instr_of[id(node)]
+            target = instr_of[node]
             code, slots = _guard_code(g, target, const, fun_name)
             seen = (code, target, *[s[1] for s in slots[1:]])
             if seen in guarded:
@@ -502,11 +502,11 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
     instrs, instr_of, floats = _lower(nodes, guards, const, fun_name)
     units = roll(instrs)
     plan = Plan(units, const)
-    outs = [plan.text(instr_of[id(o)])[0] if isinstance(o, StagingNode) else const(o)
+    outs = [plan.text(instr_of[o])[0] if isinstance(o, StagingNode) else const(o)
             for o in out_items]
-    out_names = {plan.text(instr_of[id(o)])[1] for o in out_nodes}
+    out_names = {plan.text(instr_of[o])[1] for o in out_nodes}
     params = ", ".join(f"x{i}" for i in range(n_inputs))
-    inputs = {instr_of[id(n)].var for n in nodes if n.fun is None and type(n.ans) is ArrayMeta}
+    inputs = {instr_of[n].var for n in nodes if n.fun is None and type(n.ans) is ArrayMeta}
     lines = plan.exact_lines(out_names, inputs)
     body = "\n".join("    " + line for line in lines)
     ret = f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"

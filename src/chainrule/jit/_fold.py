@@ -40,14 +40,13 @@ from itertools import chain, repeat
 import numpy as np
 
 from .. import numpy as anp
-from .._core.repeats import next_same, numbered, run_at
+from .._core.repeats import next_same, run_at
 from . import _roll
 from ._roll import Loop, Stride
 from ._staging import ArrayMeta
 
-_PARENTS = operator.attrgetter("parents")
 _SEQ = operator.attrgetter("seq")
-_FUN, _ARGNUMS, _ARGS, _ANS = map(operator.attrgetter, ("fun", "argnums", "args", "ans"))
+_ANS = operator.attrgetter("ans")
 _PLAIN = frozenset({float, int, complex, bool, *np.sctypeDict.values()})  # keyed by type
 _IS = operator.is_
 # functions whose instruction depends on a constant's value (``_emit._lower``: ``x * 1``
@@ -82,11 +81,9 @@ def node_runs(nodes: list, seqs: list[int], guarded: list) -> list[Run]:
     """The runs of ``nodes`` (the needed nodes, in order; ``seqs``: their ``seq``) to fold,
     in order. ``guarded``: the nodes with guards."""
     min_repeats = max(_roll.MIN_REPEATS + 1, 3)  # (the first iteration stays straight)
-    # (C-level maps: this runs on every node of the record; an answer's layout and a
-    # constant's value are checked where a run is found)
-    keys = list(zip(map(_FUN, nodes), map(_ARGNUMS, nodes), map(len, map(_ARGS, nodes)),
-                    map(type, map(_ANS, nodes))))
-    ints = numbered(keys)
+    # (numbered at trace time; an answer's layout and a constant's value are checked where
+    # a run is found)
+    ints = [n.key for n in nodes]
     codes = np.array(ints, np.int64)
     nxt = next_same(codes, numbers=True)
     seqs = np.array(seqs, np.int64)
@@ -115,8 +112,7 @@ def _checked(nodes: list, start: int, period: int, repeats: int, seqs, codes,
     """The run of the first iterations whose arguments read in one form each (see the
     module's docstring), or None. Positions are checked for all iterations at once."""
     segment = nodes[start:start + period * repeats]
-    parent_seqs = np.fromiter(map(_SEQ, chain.from_iterable(map(_PARENTS, segment))),
-                              np.int64)
+    parent_seqs = np.fromiter([p.seq for node in segment for p in node.parents], np.int64)
     flat = np.searchsorted(seqs, parent_seqs)  # (the parents' places in ``nodes``)
     width = len(flat) // repeats  # parents per iteration
     done = repeats
@@ -258,15 +254,14 @@ def _same_keywords(a: dict, b: dict) -> bool:
 
 
 class Folded(dict):
-    """``id(node) -> Instr`` (``_lower``'s map), where a node of a folded loop's later
+    """``node -> Instr`` (``_lower``'s map), where a node of a folded loop's later
     iterations gets its instruction when first asked for: the loop's value of that
     iteration (see ``_Fold.instr``)."""
 
     def __init__(self, nodes: list):
         super().__init__()
         self.nodes = nodes
-        self.seqs = list(map(_SEQ, nodes))
-        self.later: dict[int, int] = {}  # id(node) -> its place, for the folds' nodes
+        self.seqs = [n.seq for n in nodes]
         self.folds: list[_Fold] = []  # in order
         self.starts: list[int] = []  # their runs' starts
 
@@ -281,9 +276,12 @@ class Folded(dict):
                 return self.folds[f]
         return None
 
-    def __missing__(self, key: int):
-        p = self.later[key]
-        ins = self[key] = self._fold_at(p).instr(p)
+    def __missing__(self, node):
+        p = self.place(node)
+        f = self._fold_at(p)  # (the folds' later iterations only: the others are lowered)
+        if f is None or p < f.run.start + 3 * f.run.period or self.nodes[p] is not node:
+            raise KeyError(node)
+        ins = self[node] = f.instr(p)
         return ins
 
     def stride(self, column: np.ndarray) -> Stride | None:
@@ -306,7 +304,7 @@ class Folded(dict):
         if (index < 0).any():
             return None
         for p in column[t < 0].tolist():  # before the loop: only its carried start
-            if self[id(self.nodes[p])] is not loop.inits[offset]:
+            if self[self.nodes[p]] is not loop.inits[offset]:
                 return None
         step = int(index[1] - index[0])
         if (index != index[0] + step * np.arange(len(index))).any():
@@ -373,7 +371,7 @@ def fold(run: Run, nodes: list, instrs: list, first: int, second: int, instr_of:
     base = start + period
     for k in range(period):
         n1, n2 = nodes[base + k], nodes[base + period + k]
-        q1, q2 = instr_of[id(n1)], instr_of[id(n2)]
+        q1, q2 = instr_of[n1], instr_of[n2]
         o = at_one.get(id(q1))
         if o is not None:
             if at_two.get(id(q2)) != o:
@@ -423,8 +421,7 @@ def fold(run: Run, nodes: list, instrs: list, first: int, second: int, instr_of:
                     ok = slot is form[1] and later is form[1]
                 else:  # (the first two of the column)
                     column = run.positions[1:3, form[2]].tolist()
-                    ok = slot is instr_of[id(nodes[column[0]])] and \
-                        later is instr_of[id(nodes[column[1]])]
+                    ok = slot is instr_of[nodes[column[0]]] and later is instr_of[nodes[column[1]]]
                     form = form[:2]
             if not ok:
                 return False
@@ -440,8 +437,6 @@ def fold(run: Run, nodes: list, instrs: list, first: int, second: int, instr_of:
     instrs.append(loop)
     instr_of.folds.append(_Fold(loop, run, targets, two, nodes, offsets))
     instr_of.starts.append(start)
-    later, end = start + 3 * period, start + period * run.repeats
-    instr_of.later.update(zip(map(id, nodes[later:end]), range(later, end)))
     return True
 
 
@@ -449,12 +444,12 @@ def _operand(node_form: tuple, targets: list, run: Run, nodes: list, instr_of: F
     """The loop operand form (``_roll``'s) of a node's argument, or None."""
     kind = node_form[0]
     if kind == "inv":
-        return ("inv", instr_of[id(node_form[1])])
+        return ("inv", instr_of[node_form[1]])
     if kind == "seq":  # (with its column, for ``fold``'s check)
         column = run.positions[1:, node_form[1]]
         items = instr_of.stride(column)
         if items is None:
-            items = [instr_of[id(nodes[p])] for p in column.tolist()]
+            items = [instr_of[nodes[p]] for p in column.tolist()]
         return ("seq", items, node_form[1])
     target = targets[node_form[1]]
     if target[0] == "inv":
@@ -463,4 +458,4 @@ def _operand(node_form: tuple, targets: list, run: Run, nodes: list, instr_of: F
         return target
     if target[0] == "carry":
         return None  # (the value of two iterations back)
-    return ("carry", target[1], instr_of[id(nodes[run.start + node_form[1]])])
+    return ("carry", target[1], instr_of[nodes[run.start + node_form[1]]])

@@ -85,9 +85,12 @@ class StagingNode(Node):
     """A recorded call: ``args`` holds its constant arguments (None where an argument is
     traced: its value is the answer of the parent; where every argument is traced,
     ``args`` is ``argnums``, of the same length), ``ans`` the answer (an ``ArrayMeta``
-    for an ndarray; a mask keeps its values, which guards compare)."""
+    for an ndarray; a mask keeps its values, which guards compare). ``key``: a number
+    equal for calls of one function, traced positions, number of arguments and answer
+    type, which folding compares (``_fold``)."""
 
-    __slots__ = ("fun", "args", "kwargs", "argnums", "parents", "ans", "seq", "index", "mask")
+    __slots__ = ("fun", "args", "kwargs", "argnums", "parents", "ans", "seq", "index", "mask",
+                 "key")
     on_decision = staticmethod(_on_decision)
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
@@ -100,22 +103,28 @@ class StagingNode(Node):
         self.seq = next(_creation)
         self.mask = False
         if len(argnums) == len(args):
-            self.args = argnums  # (every argument traced: the length is all there is)
+            self.args = form = argnums  # (every argument traced: the length is all there is)
         else:
             for i in argnums:
                 args[i] = None  # (the tracer's own list of the call's values)
             self.args = args
+            form = (argnums, len(args))
         kind = type(ans)
-        if kind is np.ndarray:
+        try:
+            self.key = _key_numbers[fun][form][kind]  # (three lookups: no tuple to hash)
+        except KeyError:
+            self.key = _new_key(fun, form, kind)
+        if kind is _NDARRAY:
             self.ans = ArrayMeta(ans)
+        elif kind in _BOX_TYPES:
+            # A box of an older trace (one the function closed over) took part: the call
+            # was recorded on that trace too, and answered with one of its boxes.
+            self.ans = ans
+            session = current()
+            if session is not None:
+                session.impure = "it uses a value traced outside it (a closed-over box)"
         else:
             self.ans = ans
-            if kind in _BOX_TYPES:
-                # A box of an older trace (one the function closed over) took part: the
-                # call was recorded on that trace too, and answered with one of its boxes.
-                session = current()
-                if session is not None:
-                    session.impure = "it uses a value traced outside it (a closed-over box)"
         if _masks_made:
             for p in parents:
                 if p.mask and not _takes_masks(fun):
@@ -128,6 +137,24 @@ class StagingNode(Node):
     def __repr__(self) -> str:
         name = "input" if self.fun is None else getattr(self.fun, "__name__", "?")
         return f"<StagingNode {name} #{self.seq}>"
+
+
+_NDARRAY = np.ndarray
+
+# function -> traced positions (and number of arguments, where some are constants) ->
+# answer type -> the key's number (``StagingNode.key``). Numbers are never reused, so the
+# table may be emptied (it keeps the functions alive) without making two keys equal.
+_key_numbers: dict = {}
+_numbers = itertools.count()
+_MAX_FUNCTIONS = 4096
+
+
+def _new_key(fun, form, kind) -> int:
+    if len(_key_numbers) >= _MAX_FUNCTIONS:
+        _key_numbers.clear()
+    # (setdefault: two threads meeting a new key agree on its number)
+    return _key_numbers.setdefault(fun, {}).setdefault(form, {}).setdefault(
+        kind, next(_numbers))
 
 
 def _staged_box(x, trace_id: int):

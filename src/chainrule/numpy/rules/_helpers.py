@@ -20,7 +20,7 @@ from ..._core.rules import (
     defvjp_direct,
     defvjp_whole,
 )
-from ..._core.tracer import derivative_free, getval, isbox
+from ..._core.tracer import Box, derivative_free, getval, isbox
 from ..._sparse import elementwise_pattern
 from .. import numpy_wrapper as anp
 from ..duck_arrays import check_known_shape
@@ -66,7 +66,7 @@ def unbroadcast(g, x):
     if g_type is _np.ndarray:
         if type(x) in _ARRAY_LIKE and g.shape == x.shape and g.dtype == x.dtype:
             return g  # the common case: nothing to sum, same dtype
-    elif g_type is type(x) and g_type in SCALAR_TYPES:
+    elif g_type is type(x) and (g_type in SCALAR_TYPES or _boxed_scalars(g, x)):
         return g
     # Shapes and dtypes are read on the raw values, which a box shares: under a nested
     # trace (a grad staged by chainrule.jit) g and x are boxes, and reading them through
@@ -92,13 +92,24 @@ def unbroadcast(g, x):
     return _dtype_matched(g, gv, xv)
 
 
+def _boxed_scalars(g, x) -> bool:
+    """Whether boxes ``g`` and ``x`` (of one type) hold scalars of one type: a gradient of
+    scalar code staged by chainrule.jit, checked one level deep without ``getval``'s calls
+    (the rules of such a trace run once per recorded operation)."""
+    return type(g) in _BOX_TYPES and type(g._value) is type(x._value) and \
+        type(g._value) in SCALAR_TYPES
+
+
+_BOX_TYPES = Box.types  # (the registry's own set)
+
+
 def match_dtype(g, x):
     """``g`` cast to ``x``'s dtype: the real part for a real ``x``, float32 stays float32."""
     g_type = type(g)
     if g_type is _np.ndarray:
         if type(x) in _ARRAY_LIKE and g.dtype == x.dtype:
             return g
-    elif g_type is type(x) and g_type in SCALAR_TYPES:
+    elif g_type is type(x) and (g_type in SCALAR_TYPES or _boxed_scalars(g, x)):
         return g
     return _dtype_matched(g, getval(g), getval(x))  # (raw values: see unbroadcast)
 
