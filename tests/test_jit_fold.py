@@ -207,3 +207,41 @@ def test_loops_near_the_fold_threshold(steps):
     f = cr.grad(lambda x: chain(x, steps))
     _check(f, (0.7,), (-0.2,))
     _check(cr.jit(cr.hessian(lambda x: chain(x, steps))), (0.7,))
+
+
+def test_fold_keys_are_equal_exactly_for_calls_of_one_form(monkeypatch):
+    """A staging node's key (numbered as the trace records it) is one number for calls of
+    one function with the same traced positions, number of arguments and answer type, and
+    a different number where any of these differs, also after the bounded table empties."""
+    staging = sys.modules["chainrule.jit._staging"]
+    x = staging.StagingNode.new_root(0.5, 0)
+
+    def node(fun, args, argnums, ans):
+        return staging.StagingNode(ans, fun, list(args), {}, argnums, (x,) * len(argnums))
+
+    f64 = onp.float64
+    first = node(np.sin, [0.5], (0,), f64(0.47))
+    again = node(np.sin, [0.25], (0,), f64(0.24))
+    others = [
+        node(np.sin, [onp.ones(2)], (0,), onp.ones(2)),  # an array answer
+        node(np.cos, [0.5], (0,), f64(0.87)),  # another function
+        node(np.multiply, [0.5, 2.0], (0,), f64(1.0)),  # a constant second argument
+        node(np.multiply, [2.0, 0.5], (1,), f64(1.0)),  # ... or first
+        node(np.multiply, [0.5, 0.5], (0, 1), f64(0.25)),  # both traced
+        node(np.sum, [onp.ones(2), 0], (0,), f64(2.0)),  # two arguments
+        node(np.sum, [onp.ones(2), 0, None], (0,), f64(2.0)),  # three
+        node(np.sum, [onp.ones(2)], (0,), f64(2.0)),  # one
+    ]
+    keys = [first.key] + [o.key for o in others]
+    assert again.key == first.key
+    assert len(set(keys)) == len(keys)
+    # the table keeps functions alive, so it is emptied when it grows: numbers are new
+    # then (equal calls after it agree again), never one an earlier key had
+    monkeypatch.setattr(staging, "_MAX_FUNCTIONS", 1)
+    later = node(np.sin, [0.5], (0,), f64(0.47))
+    assert later.key == first.key  # (found: nothing new, nothing emptied)
+    fresh = node(np.tan, [0.5], (0,), f64(0.55))
+    assert len(staging._key_numbers) == 1  # (emptied, then the new key)
+    after = [node(np.sin, [0.5], (0,), f64(0.47)), node(np.sin, [0.5], (0,), f64(0.47))]
+    assert after[0].key == after[1].key
+    assert after[0].key not in keys + [fresh.key]

@@ -15,6 +15,7 @@ Rendering (``_render``): the lines, ``v12 = f3(v4, c0, axis=1)``, compiled once.
 
 from __future__ import annotations
 
+import itertools
 import math
 import operator
 import warnings
@@ -149,12 +150,20 @@ def _float_constant(v: Any) -> bool:
     return type(v) is int and -_EXACT_INT <= v <= _EXACT_INT
 
 
-def _float_inputs(nodes: list[StagingNode], guards: list[Guard]) -> bool:
+def _inputs(nodes: list[StagingNode]) -> list[StagingNode]:
+    """The needed inputs: the first nodes (the trace boxes its inputs before any call)."""
+    return list(itertools.takewhile(_is_input, nodes))
+
+
+def _is_input(node: StagingNode) -> bool:
+    return node.fun is None
+
+
+def _float_inputs(inputs: list[StagingNode], guards: list[Guard]) -> bool:
     """Whether the inputs are float64 scalars and every guard a ``bool()``: the first
     condition of a float program (the second is ``_float_node`` of each emitted call)."""
-    return all(
-        type(n.ans) in _SCALAR_INPUTS for n in nodes if n.fun is None
-    ) and all(g.convert is bool for g in guards)
+    return all(type(n.ans) in _SCALAR_INPUTS for n in inputs) and \
+        all(g.convert is bool for g in guards)
 
 
 def _float_node(node: StagingNode) -> bool:
@@ -270,7 +279,7 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
     cse: dict[tuple, Instr] = {}
     guarded: set[tuple] = set()
     instrs: list[Instr] = []
-    floats = _float_inputs(nodes, guards)
+    floats = _float_inputs(_inputs(nodes), guards)
     multiply = anp.multiply.fun
     memo: dict[tuple, tuple] = {}
     identities: dict[int, bool] = {}  # id(constant matrix) -> whether it is an identity
@@ -506,7 +515,7 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
             for o in out_items]
     out_names = {plan.text(instr_of[o])[1] for o in out_nodes}
     params = ", ".join(f"x{i}" for i in range(n_inputs))
-    inputs = {instr_of[n].var for n in nodes if n.fun is None and type(n.ans) is ArrayMeta}
+    inputs = {instr_of[n].var for n in _inputs(nodes) if type(n.ans) is ArrayMeta}
     lines = plan.exact_lines(out_names, inputs)
     body = "\n".join("    " + line for line in lines)
     ret = f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"

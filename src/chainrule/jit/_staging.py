@@ -102,13 +102,15 @@ class StagingNode(Node):
         self.parents = parents
         self.seq = next(_creation)
         self.mask = False
-        if len(argnums) == len(args):
-            self.args = form = argnums  # (every argument traced: the length is all there is)
+        n = len(args)
+        if len(argnums) == n:
+            self.args = argnums  # (every argument traced: the length is all there is)
+            form = n
         else:
             for i in argnums:
                 args[i] = None  # (the tracer's own list of the call's values)
             self.args = args
-            form = (argnums, len(args))
+            form = (argnums, n)
         kind = type(ans)
         try:
             self.key = _key_numbers[fun][form][kind]  # (three lookups: no tuple to hash)
@@ -141,9 +143,10 @@ class StagingNode(Node):
 
 _NDARRAY = np.ndarray
 
-# function -> traced positions (and number of arguments, where some are constants) ->
-# answer type -> the key's number (``StagingNode.key``). Numbers are never reused, so the
-# table may be emptied (it keeps the functions alive) without making two keys equal.
+# function -> number of arguments (all traced), or traced positions and number of
+# arguments -> answer type -> the key's number (``StagingNode.key``). Numbers are never
+# reused, so the table may be emptied (it keeps the functions alive) without making two
+# keys equal.
 _key_numbers: dict = {}
 _numbers = itertools.count()
 _MAX_FUNCTIONS = 4096
