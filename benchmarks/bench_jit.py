@@ -7,11 +7,11 @@ One process, single-threaded BLAS/XLA, every figure from the same run. Per workl
 ``benchmarks._problems``: one eager gradient, the first jitted call (trace + emit +
 compile + run, a fresh ``jit`` each time; a garbage collection before each eager and
 first-call sample, so that neither pays for the other's garbage), a cached jitted call,
-JAX jit's cached call (when JAX is installed; otherwise the column says so), and the
-Python-level calls per primitive of a cached call (cProfile, divided by the primitive
-calls one run of the emitted program makes).
-Then the overhead of a cached call that does no work, and an autograd-style optimizer
-loop (``misc.optimizers.adam``, 1000 steps of logistic regression), eager against jitted.
+and the Python-level calls per primitive of a cached call (cProfile, divided by the
+primitive calls one run of the emitted program makes). Then the overhead of a cached call
+that does no work, and an autograd-style optimizer loop (``misc.optimizers.adam``, 1000
+steps of logistic regression), eager against jitted. Last, JAX jit's cached call (when JAX
+is installed; otherwise the column says so), by the wall clock (see ``jax_pairs``).
 Every jitted result is checked against the eager one (bit for bit) before it is timed.
 Each ratio comes from its own pair of interleaved samples (ABBA order): eager with first
 calls, jit with hand-written NumPy, jit with JAX jit (the "jit, cached" column is the
@@ -48,19 +48,20 @@ def cpu_time(fn, repeats: int, inner: int = 1) -> float:
     return cpu_times([fn], repeats, inner)[0]
 
 
-def cpu_times(fns: list, repeats: int, inner: int = 1) -> list[float]:
-    """Median CPU seconds of one call of each of ``fns``, their samples interleaved (the
-    machine is shared: a burst of load then falls on all of them alike)."""
+def cpu_times(fns: list, repeats: int, inner: int = 1, clock=time.process_time) -> list[float]:
+    """Median seconds (CPU seconds by default) of one call of each of ``fns``, their
+    samples interleaved (the machine is shared: a burst of load then falls on all of them
+    alike)."""
     for fn in fns:
         fn()
     samples: list[list[float]] = [[] for _ in fns]
     order = list(range(len(fns)))
     for _ in range(repeats):
         for k in order:
-            t0 = time.process_time()
+            t0 = clock()
             for _ in range(inner):
                 fns[k]()
-            samples[k].append((time.process_time() - t0) / inner)
+            samples[k].append((clock() - t0) / inner)
         order.reverse()  # ABBA: neither always runs after the other's cache traffic
     return [statistics.median(times) for times in samples]
 
@@ -118,7 +119,6 @@ def _jax_builders() -> dict | None:
 
 def workload_rows(scale: str, repeats: int) -> list[dict]:
     eager_b, jit_b, hand_b = (F.builders(f) for f in ("chainrule", "chainrule_jit", "numpy"))
-    jax_b = _jax_builders()
     rows = []
     for name in WORKLOADS:
         data = P.make_data(name, scale)
@@ -140,21 +140,34 @@ def workload_rows(scale: str, repeats: int) -> list[dict]:
             fresh()
             firsts.append(time.process_time() - t0)
         t_eager, t_first = statistics.median(eagers), statistics.median(firsts)
-        inner = 20 if name == "jacobian" or name == "hessian" else 1
-        # each ratio from its own interleaved pair (JAX's runs evict the caches NumPy uses)
-        t_jit, t_hand = cpu_times([jitted, hand_b[name](data)], 3 * repeats, inner)
-        t_jax = t_jit_by_jax = None
-        if jax_b is not None:
-            run_jax = jax_b[name](data)
-            onp.testing.assert_allclose(onp.concatenate([x.ravel() for x in _leaves(run_jax())]),
-                                        onp.concatenate([x.ravel() for x in _leaves(want)]),
-                                        rtol=1e-9, atol=1e-12)
-            t_jit_by_jax, t_jax = cpu_times([jitted, run_jax], 3 * repeats, inner)
+        t_jit, t_hand = cpu_times([jitted, hand_b[name](data)], 3 * repeats, _inner(name))
         prims = program_primitives(jit_b[name], data)
         calls = python_calls(jitted)
         rows.append(dict(name=name, eager=t_eager, first=t_first, jit=t_jit, hand=t_hand,
-                         jax=t_jax, jit_by_jax=t_jit_by_jax, prims=prims, calls=calls))
+                         jax=None, jit_by_jax=None, prims=prims, calls=calls,
+                         jitted=jitted, want=want, data=data))
     return rows
+
+
+def _inner(name: str) -> int:
+    return 20 if name == "jacobian" or name == "hessian" else 1
+
+
+def jax_pairs(rows: list[dict], repeats: int) -> None:
+    """JAX jit's cached call against chainrule.jit's, each row's pair interleaved, by the
+    wall clock and after every other measurement: JAX computes on worker threads that spin
+    on after a call, and the process's CPU time charged that to the samples that followed
+    (chainrule's, which it doubled on the Hessian)."""
+    jax_b = _jax_builders()
+    if jax_b is None:
+        return
+    for r in rows:
+        run_jax = jax_b[r["name"]](r["data"])
+        onp.testing.assert_allclose(onp.concatenate([x.ravel() for x in _leaves(run_jax())]),
+                                    onp.concatenate([x.ravel() for x in _leaves(r["want"])]),
+                                    rtol=1e-9, atol=1e-12)
+        r["jit_by_jax"], r["jax"] = cpu_times([r["jitted"], run_jax], 3 * repeats,
+                                              _inner(r["name"]), clock=time.perf_counter)
 
 
 def no_work_overhead(repeats: int) -> list[tuple[str, float, float]]:
@@ -227,10 +240,12 @@ def main(argv: list[str]) -> None:
     rows = workload_rows(scale, repeats)
     overhead = no_work_overhead(repeats)
     t_eager_loop, t_jit_loop = adam_loop(steps, max(3, repeats // 3))
+    jax_pairs(rows, repeats)  # (last: see jax_pairs)
     jax_note = "" if _jax_builders() is not None else " (JAX not installed: n/a)"
     chain_iters = P.SIZES[scale]["chain_iters"]
 
-    print(f"chainrule.jit, scale {scale}, CPU time, median of {repeats}{jax_note}\n")
+    print(f"chainrule.jit, scale {scale}, CPU time (the JAX pairs: wall-clock time), "
+          f"median of {repeats}{jax_note}\n")
     print("| workload | eager chainrule | jit, first call | first / eager | jit, cached "
           "| hand-written NumPy | JAX jit | jit / JAX jit | Python calls per primitive, "
           "cached |")
