@@ -45,10 +45,11 @@ WORKLOADS = ("scalar_chain", "mlp", "rnn", "hessian", "jacobian")
 
 def cpu_time(fn, repeats: int, inner: int = 1) -> float:
     """Median CPU seconds of one call of ``fn`` (``inner`` calls per sample)."""
-    return cpu_times([fn], repeats, inner)[0]
+    return interleaved_times([fn], repeats, inner)[0]
 
 
-def cpu_times(fns: list, repeats: int, inner: int = 1, clock=time.process_time) -> list[float]:
+def interleaved_times(fns: list, repeats: int, inner: int = 1,
+                      clock=time.process_time) -> list[float]:
     """Median seconds (CPU seconds by default) of one call of each of ``fns``, their
     samples interleaved (the machine is shared: a burst of load then falls on all of them
     alike)."""
@@ -140,7 +141,7 @@ def workload_rows(scale: str, repeats: int) -> list[dict]:
             fresh()
             firsts.append(time.process_time() - t0)
         t_eager, t_first = statistics.median(eagers), statistics.median(firsts)
-        t_jit, t_hand = cpu_times([jitted, hand_b[name](data)], 3 * repeats, _inner(name))
+        t_jit, t_hand = interleaved_times([jitted, hand_b[name](data)], 3 * repeats, _inner(name))
         prims = program_primitives(jit_b[name], data)
         calls = python_calls(jitted)
         rows.append(dict(name=name, eager=t_eager, first=t_first, jit=t_jit, hand=t_hand,
@@ -166,8 +167,8 @@ def jax_pairs(rows: list[dict], repeats: int) -> None:
         onp.testing.assert_allclose(onp.concatenate([x.ravel() for x in _leaves(run_jax())]),
                                     onp.concatenate([x.ravel() for x in _leaves(r["want"])]),
                                     rtol=1e-9, atol=1e-12)
-        r["jit_by_jax"], r["jax"] = cpu_times([r["jitted"], run_jax], 3 * repeats,
-                                              _inner(r["name"]), clock=time.perf_counter)
+        r["jit_by_jax"], r["jax"] = interleaved_times([r["jitted"], run_jax], 3 * repeats,
+                                                      _inner(r["name"]), clock=time.perf_counter)
 
 
 def no_work_overhead(repeats: int) -> list[tuple[str, float, float]]:

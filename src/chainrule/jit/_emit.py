@@ -127,6 +127,7 @@ def _needed(outputs: list, guards: list[Guard]) -> list[StagingNode]:
 
 
 _SEQ = operator.attrgetter("seq")
+_ANS = operator.attrgetter("ans")
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -272,9 +273,9 @@ def _escaped(text: str) -> str:
 
 def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
     """The instructions of the needed nodes, and whether they form a float program."""
-    guards_by_node: dict[int, list[Guard]] = {}
+    guards_by_node: dict[StagingNode, list[Guard]] = {}
     for g in guards:
-        guards_by_node.setdefault(id(g.node), []).append(g)
+        guards_by_node.setdefault(g.node, []).append(g)
     instr_of = Folded(nodes)
     cse: dict[tuple, Instr] = {}
     guarded: set[tuple] = set()
@@ -380,7 +381,7 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
                     (code_key, reuse) if reuse else code_key, type(ans) is ArrayMeta,
                     elementwise, reuse, view)
                 instrs.append(ins)
-        for g in guards_by_node.get(id(node), ()) if guards_by_node else ():
+        for g in guards_by_node.get(node, ()) if guards_by_node else ():
             target = instr_of[node]
             code, slots = _guard_code(g, target, const, fun_name)
             seen = (code, target, *[s[1] for s in slots[1:]])
@@ -451,7 +452,6 @@ def _by_identity(made: tuple, traced: int, fun_name) -> tuple:
     code = f"{fun_name(np.positive)}({m}, order='C') if {plain} else {code}"
     return code, fast, f"{label} (by the identity: a copy where exact)", elementwise, view, \
         (code, *key[1:])
-_ANS = operator.attrgetter("ans")
 
 
 def _guard_code(guard: Guard, target: Instr, const, fun_name) -> tuple[str, list]:

@@ -45,7 +45,6 @@ from . import _roll
 from ._roll import Loop, Stride
 from ._staging import ArrayMeta
 
-_SEQ = operator.attrgetter("seq")
 _ANS = operator.attrgetter("ans")
 _PLAIN = frozenset({float, int, complex, bool, *np.sctypeDict.values()})  # keyed by type
 _IS = operator.is_
