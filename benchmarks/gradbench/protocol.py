@@ -67,21 +67,34 @@ def evaluate(function: Function, raw_input: Any,
             "timings": [{"name": "evaluate", "nanoseconds": d} for d in durations]}
 
 
-Module = dict[str, Function]
+Evaluator = Callable[[str, Any], dict]  # (function name, input) -> response fields
 
 
-def serve(tool: str, define: Callable[[str], Module],
+def evaluator(functions: dict[str, Function]) -> Evaluator:
+    """Evaluate a module's functions by name, timed here."""
+    def evaluate_function(name: str, raw_input: Any) -> dict:
+        if name not in functions:
+            return {"success": False, "error": f"no function {name!r} (there are "
+                    f"{', '.join(functions)})"}
+        return evaluate(functions[name], raw_input)
+
+    return evaluate_function
+
+
+def serve(tool: str, define: Callable[[str], Evaluator],
           stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> None:
     """Answer the messages on ``stdin`` until it closes.
 
-    ``define(module)`` answers the module's functions by name, or raises (the module is
-    then reported as not implemented, with the error).
+    ``define(module)`` answers the module's evaluator, or raises (the module is then
+    reported as not implemented, with the error).
     """
-    modules: dict[str, Module] = {}
+    modules: dict[str, Evaluator] = {}
     for line in stdin:
         message = json.loads(line)
         response: dict[str, Any] = {"id": message["id"]}
         kind = message["kind"]
+        if kind == "end":
+            return
         if kind == "start":
             response["tool"] = tool
         elif kind == "define":
@@ -92,13 +105,10 @@ def serve(tool: str, define: Callable[[str], Module],
                 response["success"] = False
                 response["error"] = "".join(traceback.format_exception(error))
         elif kind == "evaluate":
-            module = modules.get(message["module"], {})
-            if message["function"] not in module:
-                response |= {"success": False, "error": f"{tool} has no function "
-                             f"{message['module']}.{message['function']}"}
+            if message["module"] not in modules:
+                response |= {"success": False,
+                             "error": f"{tool}: module {message['module']!r} is not defined"}
             else:
-                response |= evaluate(module[message["function"]], message["input"])
-        if kind == "end":
-            return
+                response |= modules[message["module"]](message["function"], message["input"])
         stdout.write(json.dumps(response) + "\n")
         stdout.flush()

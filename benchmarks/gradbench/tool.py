@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 from . import evals
-from .protocol import serve
+from .protocol import evaluator, serve
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="compile every function with chainrule.jit (chainrule-jit)")
     args = parser.parse_args(argv)
     name = "chainrule-jit" if args.jit else "chainrule"
-    serve(name, lambda module: evals.module(module).functions(jit=args.jit))
+    serve(name, lambda module: evaluator(evals.module(module).functions(jit=args.jit)))
 
 
 if __name__ == "__main__":
