@@ -34,7 +34,8 @@ class Function:
 
 def timed_runs(compute: Callable[[], Any], min_runs: int, min_seconds: float,
                clock: Callable[[], int] = time.perf_counter_ns) -> tuple[Any, list[int]]:
-    """Run ``compute`` until it ran ``min_runs`` times and for ``min_seconds`` in all.
+    """Run ``compute`` until it ran ``min_runs`` times (once at least) and for
+    ``min_seconds`` in all.
 
     Answers the last run's value and the nanoseconds of every run, first run included
     (GradBench's default scoring averages them all, so a first call that compiles counts).
@@ -42,7 +43,7 @@ def timed_runs(compute: Callable[[], Any], min_runs: int, min_seconds: float,
     durations: list[int] = []
     elapsed = 0
     result = None
-    while len(durations) < min_runs or elapsed < min_seconds * 1e9:
+    while len(durations) < max(min_runs, 1) or elapsed < min_seconds * 1e9:
         start = clock()
         result = compute()
         duration = clock() - start
