@@ -39,7 +39,7 @@ PAIRS = {"hello": ("square", "double"), "ba": ("objective", "jacobian"),
          "ode": ("primal", "gradient"), "llsq": ("primal", "gradient"),
          "det": ("primal", "gradient"), "lse": ("primal", "gradient")}
 EQUIVALENT = ("particle", "saddle")
-TOOLS = ("chainrule", "chainrule-jit", "pytorch", "jax", "manual")
+TOOLS = ("chainrule", "chainrule-jit", "pytorch", "jax", "manual", "jax-gradbench")
 
 
 @dataclass
@@ -80,8 +80,9 @@ def tool_command(tool: str, gradbench: Path) -> tuple[list[str], Path]:
     if tool in ("chainrule", "chainrule-jit"):
         return ([python, "-m", "benchmarks.gradbench.tool"]
                 + (["--jit"] if tool == "chainrule-jit" else []), REPO)
-    if tool == "pytorch":
-        return [python, str(gradbench / "python/gradbench/gradbench/tools/pytorch/run.py")], \
+    if tool in ("pytorch", "jax-gradbench"):  # GradBench's own tools, as they are
+        name = tool.split("-")[0]
+        return [python, str(gradbench / f"python/gradbench/gradbench/tools/{name}/run.py")], \
             gradbench
     if tool in ("jax", "manual"):
         return [python, "-m", "benchmarks.gradbench.peers", tool], gradbench
