@@ -233,3 +233,33 @@ def test_protocol_session_answers_every_message_by_id():
     assert not responses[6]["success"] and "no function 'hessian'" in responses[6]["error"]
     # min_runs 0 still runs once; the max of an empty vector is NumPy's error, reported
     assert not responses[7]["success"] and "zero-size array" in responses[7]["error"]
+
+
+def test_driver_scorings_from_a_log(tmp_path):
+    from benchmarks.gradbench.driver import Outcome, load_run, tables
+
+    # GradBench's default run stops at the first run that makes a second in all
+    assert Outcome("f", "w", "valid", [1_500_000_000, 100, 100], 1.0).gradbench_default() == 1.5
+    outcome = Outcome("f", "w", "valid", [300_000_000, 400_000_000, 500_000_000, 1], 1.0)
+    assert outcome.gradbench_default() == pytest.approx(0.4)
+    assert outcome.steady() == 1e-9
+    log = [{"message": {"id": 0, "kind": "start"}}, {"response": {"id": 0}},
+           {"message": {"id": 1, "kind": "define", "module": "lse"}},
+           {"response": {"id": 1, "success": True}}]
+    for i, (function, ns) in enumerate([("primal", [4000, 1000]), ("gradient", [9000, 3000])]):
+        message = {"id": 2 + 2 * i, "kind": "evaluate", "module": "lse", "function": function,
+                   "description": "n=3", "input": {"x": [1.0], "min_runs": 2, "min_seconds": 0}}
+        timings = [{"name": "evaluate", "nanoseconds": t} for t in ns]
+        log += [{"message": message},
+                {"response": {"id": message["id"], "success": True, "timings": timings}},
+                {"message": {"id": 3 + 2 * i, "kind": "analysis", "of": message["id"],
+                             "valid": function == "primal", "error": None}},
+                {"response": {"id": 3 + 2 * i}}]
+    (tmp_path / "lse-chainrule.jsonl").write_text("".join(json.dumps(e) + "\n" for e in log))
+    run = load_run("chainrule", tmp_path / "lse-chainrule.jsonl")
+    assert [(o.function, o.status) for o in run.outcomes] == [("primal", "valid"),
+                                                             ("gradient", "invalid")]
+    report = tables("lse", [run], "chainrule")
+    assert "- chainrule: 1 invalid, 1 valid" in report
+    assert "| n=3 | invalid |" in report  # no ratio from an invalid derivative
+    assert "| n=3 | 1 µs |" in report  # the primal's fastest run

@@ -11,13 +11,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from .driver import TOOLS, run_evals
+from .driver import TOOLS, load_run, run_evals, tables
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.gradbench",
                                      description=__doc__.splitlines()[0])
-    parser.add_argument("--gradbench", type=Path, required=True,
+    parser.add_argument("--gradbench", type=Path,
                         help="a GradBench checkout (see benchmarks/gradbench/README.md)")
     parser.add_argument("--eval", required=True, help="eval names, comma-separated")
     parser.add_argument("--tools", default="chainrule,chainrule-jit",
@@ -31,10 +31,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", help="the tool others are compared with (default: the "
                         "first of --tools)")
     parser.add_argument("--out", type=Path, help="a folder for the reports and message logs")
+    parser.add_argument("--from-logs", type=Path, metavar="DIR",
+                        help="tabulate an earlier run's logs (its --out folder), running nothing")
     args = parser.parse_args(argv)
+    tools = args.tools.split(",")
+    if args.from_logs:
+        print("\n".join(tables(name, [load_run(tool, args.from_logs / f"{name}-{tool}.jsonl")
+                                       for tool in tools], args.baseline or tools[0])
+                        for name in args.eval.split(",")))
+        return 0
+    if args.gradbench is None:
+        parser.error("--gradbench DIR is needed to run evals (or --from-logs DIR)")
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-    report = run_evals(args.gradbench.resolve(), args.eval.split(","), args.tools.split(","),
+    report = run_evals(args.gradbench.resolve(), args.eval.split(","), tools,
                        args.eval_args, args.min_runs, args.timeout, args.out, args.baseline)
     print(report)
     return 0

@@ -102,6 +102,53 @@ def _lines(stream, sink: queue.Queue) -> None:
     sink.put(None)
 
 
+class Recorder:
+    """Turns a session's messages and responses into a ``ToolRun`` (live or from a log)."""
+
+    def __init__(self, tool: str):
+        self.run = ToolRun(tool)
+        self.pending: dict[int, tuple[dict, dict]] = {}  # evaluate id -> (message, response)
+
+    def message(self, message: dict) -> None:
+        if message["kind"] == "analysis" and message["of"] in self.pending:
+            _record(self.run, *self.pending.pop(message["of"]), message)
+
+    def response(self, message: dict, response: dict) -> None:
+        if message["kind"] == "define" and not response.get("success"):
+            self.run.note = "no implementation of this eval"
+        if message["kind"] == "evaluate":
+            if response.get("success"):
+                self.pending[message["id"]] = (message, response)
+            else:
+                self.run.outcomes.append(Outcome(message["function"],
+                                                 message.get("description", ""), "failed",
+                                                 error=response.get("error", "")))
+
+    def finish(self) -> ToolRun:
+        for message, response in self.pending.values():  # answered, never analysed
+            _record(self.run, message, response, None)
+        self.pending.clear()
+        return self.run
+
+
+def load_run(tool: str, log_path: Path) -> ToolRun:
+    """A ``ToolRun`` from a session's log (``--out``'s EVAL-TOOL.jsonl)."""
+    recorder, last = Recorder(tool), None
+    with open(log_path) as log:
+        for line in log:
+            entry = json.loads(line)
+            if "message" in entry:
+                last = entry["message"]
+                recorder.message(last)
+            elif last is not None:
+                recorder.response(last, entry["response"])
+    if last is not None and last["kind"] == "evaluate" and not any(
+            o.function == last["function"] and o.workload == last.get("description", "")
+            for o in recorder.run.outcomes) and last["id"] not in recorder.pending:
+        recorder.run.note = f"no response to {_describe(last)} in the log"
+    return recorder.finish()
+
+
 def run_eval(eval_name: str, tool: str, gradbench: Path, eval_args: list[str],
              timeout: float, log_path: Path | None = None) -> ToolRun:
     """One session of ``eval_name`` with ``tool``: the intermediary's loop."""
@@ -117,16 +164,14 @@ def run_eval(eval_name: str, tool: str, gradbench: Path, eval_args: list[str],
         start_new_session=True)
     answers: queue.Queue = queue.Queue()
     threading.Thread(target=_lines, args=(tool_process.stdout, answers), daemon=True).start()
-    run = ToolRun(tool)
-    pending: dict[int, tuple[dict, dict]] = {}  # evaluate id -> (message, response)
+    recorder = Recorder(tool)
     log = open(log_path, "w") if log_path else None
     try:
         for line in eval_process.stdout:
             message = json.loads(line)
             if log:
                 log.write(json.dumps({"message": message}) + "\n")
-            if message["kind"] == "analysis":
-                _record(run, *pending.pop(message["of"]), message)
+            recorder.message(message)
             if message["kind"] == "end":
                 break
             tool_process.stdin.write(line)
@@ -134,25 +179,17 @@ def run_eval(eval_name: str, tool: str, gradbench: Path, eval_args: list[str],
             try:
                 answer = answers.get(timeout=timeout)
             except queue.Empty:
-                run.note = f"timed out after {timeout:.0f} s on {_describe(message)}"
-                run.outcomes.append(Outcome(message.get("function", ""),
-                                            message.get("description", ""), "timeout"))
+                recorder.run.note = f"timed out after {timeout:.0f} s on {_describe(message)}"
+                recorder.run.outcomes.append(Outcome(message.get("function", ""),
+                                                     message.get("description", ""), "timeout"))
                 break
             if answer is None:
-                run.note = f"exited on {_describe(message)} (see its stderr)"
+                recorder.run.note = f"exited on {_describe(message)} (see its stderr)"
                 break
             response = json.loads(answer)
             if log:
                 log.write(json.dumps({"response": response}) + "\n")
-            if message["kind"] == "define" and not response.get("success"):
-                run.note = "no implementation of this eval"
-            if message["kind"] == "evaluate":
-                if response.get("success"):
-                    pending[message["id"]] = (message, response)
-                else:
-                    run.outcomes.append(Outcome(message["function"],
-                                                message.get("description", ""), "failed",
-                                                error=response.get("error", "")))
+            recorder.response(message, response)
             eval_process.stdin.write(answer)
             eval_process.stdin.flush()
     finally:
@@ -162,9 +199,7 @@ def run_eval(eval_name: str, tool: str, gradbench: Path, eval_args: list[str],
             process.wait()
         if log:
             log.close()
-    for message, response in pending.values():  # answered, never analysed
-        _record(run, message, response, None)
-    return run
+    return recorder.finish()
 
 
 def _describe(message: dict) -> str:
