@@ -29,7 +29,7 @@ import numpy  # noqa: E402
 
 import chainrule  # noqa: E402
 
-from ..profile import count_nodes  # noqa: E402
+from ..profile import best_cpu_ms, count_nodes  # noqa: E402
 from . import evals  # noqa: E402
 
 RNG = numpy.random.default_rng(31337)
@@ -58,15 +58,6 @@ def gmm_case(d: int = 10, k: int = 25, n: int = 1000):
 CASES = {"lstm": lstm_case, "ode": ode_case, "gmm": gmm_case}
 
 
-def best(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.process_time()
-        fn()
-        times.append(time.process_time() - start)
-    return min(times)
-
-
 def phases(objective, argnum, args):
     """Each phase as a thunk; ``first call`` makes a fresh jit each time."""
     gradient = chainrule.grad(objective, argnum=argnum)
@@ -89,9 +80,9 @@ def report(the_case, repeats: int) -> None:
     nodes = count_nodes(lambda: chainrule.grad(objective, argnum=argnum)(*args))
     times = {}
     for name, run in runs.items():
-        if name != "setup":
-            run()
-            times[name] = best(run, repeats if "first" not in name else max(2, repeats // 2))
+        if name != "setup":  # (best_cpu_ms runs it once before the samples)
+            times[name] = best_cpu_ms(run, repeats if "first" not in name
+                                      else max(2, repeats // 2)) / 1e3
         if name == "forward (record)":  # the backward pass alone: a recording per sample
             samples = []
             for _ in range(repeats):
