@@ -193,12 +193,16 @@ def run_eval(eval_name: str, tool: str, gradbench: Path, eval_args: list[str],
             eval_process.stdin.write(answer)
             eval_process.stdin.flush()
     finally:
-        for process in (tool_process, eval_process):
-            if process.poll() is None:
+        for process in (tool_process, eval_process):  # stdin closed: a tool's loop ends
+            process.stdin.close()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:  # (a timed-out tool is still computing)
                 os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        if log:
-            log.close()
+                process.wait()
+        for file in (log, stderr_log):
+            if hasattr(file, "close"):
+                file.close()
     return recorder.finish()
 
 
