@@ -263,3 +263,19 @@ def test_driver_scorings_from_a_log(tmp_path):
     assert "- chainrule: 1 invalid, 1 valid" in report
     assert "| n=3 | invalid |" in report  # no ratio from an invalid derivative
     assert "| n=3 | 1 µs |" in report  # the primal's fastest run
+
+
+def test_targets_table_takes_the_worst_workload():
+    from benchmarks.gradbench.driver import Outcome, ToolRun, targets_table
+
+    def run(tool, times):  # (workload, primal ns, gradient ns)
+        return ToolRun(tool, [Outcome(f, w, "valid", [t], 1.0) for w, p, g in times
+                              for f, t in (("primal", p), ("gradient", g))])
+
+    runs = [run("chainrule", [("a", 10, 50), ("b", 10, 30)]),
+            run("chainrule-jit", [("a", 10, 20), ("b", 20, 30)]),
+            run("jax", [("a", 10, 40), ("b", 10, 10)])]
+    row = targets_table({"lse": runs}).splitlines()[2]
+    # jit/JAX worst 3 (b), no PyTorch, jit d/o worst 2 (a), eager d/o worst 5 (a),
+    # first calls: jit/eager worst of primal and gradient, 2 (b's primal)
+    assert row == "| lse | 3 | — | — | 2 | 5 | 2 |"

@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .driver import TOOLS, load_run, run_evals, tables
+from .driver import TOOLS, load_run, run_evals, tables, targets_table
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,12 +33,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="a folder for the reports and message logs")
     parser.add_argument("--from-logs", type=Path, metavar="DIR",
                         help="tabulate an earlier run's logs (its --out folder), running nothing")
+    parser.add_argument("--targets", action="store_true",
+                        help="with --from-logs: one table of issue 37's target ratios, the "
+                        "worst per eval, instead of the per-eval reports")
     args = parser.parse_args(argv)
     tools = args.tools.split(",")
     if args.from_logs:
-        print("\n".join(tables(name, [load_run(tool, args.from_logs / f"{name}-{tool}.jsonl")
-                                       for tool in tools], args.baseline or tools[0])
-                        for name in args.eval.split(",")))
+        runs = {name: [load_run(tool, args.from_logs / f"{name}-{tool}.jsonl")
+                       for tool in tools if (args.from_logs / f"{name}-{tool}.jsonl").exists()]
+                for name in args.eval.split(",")}
+        print(targets_table(runs) if args.targets else "\n".join(
+            tables(name, tool_runs, args.baseline or tools[0])
+            for name, tool_runs in runs.items()))
         return 0
     if args.gradbench is None:
         parser.error("--gradbench DIR is needed to run evals (or --from-logs DIR)")

@@ -305,6 +305,60 @@ def _time_table(runs, base, rows, scoring, label) -> list[str]:
     return out
 
 
+TARGET_COLUMNS = ("jit / JAX jit", "jit / PyTorch", "eager / PyTorch",
+                  "jit: derivative / objective", "eager: derivative / objective",
+                  "default scoring: jit / eager")
+
+
+def targets_table(runs_by_eval: dict[str, list[ToolRun]]) -> str:
+    """Issue 37's targets: per eval, the worst ratio over its workloads (steady state but
+    for the last column, the worse of the primal's and the derivative's ratio)."""
+    lines = ["| eval | " + " | ".join(f"{c} (worst)" for c in TARGET_COLUMNS) + " |",
+             "|---" * (len(TARGET_COLUMNS) + 1) + "|"]
+    for eval_name, runs in runs_by_eval.items():
+        if eval_name in PAIRS and eval_name != "hello":
+            cells = [f"{v:.3g}" if v is not None else "—" for v in _worst_ratios(eval_name, runs)]
+            lines.append(f"| {eval_name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _worst_ratios(eval_name: str, runs: list[ToolRun]) -> list[float | None]:
+    by_tool = {run.tool: run for run in runs}
+    primal, derivative = PAIRS[eval_name]
+
+    def ratio(a, b, function, workload, scoring="steady"):
+        if a in by_tool and b in by_tool:
+            x = _timing(by_tool[a], function, workload, scoring)
+            y = _timing(by_tool[b], function, workload, scoring)
+            if x and y:
+                return x / y
+        return None
+
+    def per_objective(tool, workload):
+        if tool in by_tool:
+            d, p = (_timing(by_tool[tool], f, workload, "steady") for f in (derivative, primal))
+            if d and p:
+                return d / p
+        return None
+
+    def first_calls(workload):
+        found = [r for f in (primal, derivative) if (r := ratio(
+            "chainrule-jit", "chainrule", f, workload, "gradbench_default")) is not None]
+        return max(found) if found else None
+
+    columns = [lambda w: ratio("chainrule-jit", "jax", derivative, w),
+               lambda w: ratio("chainrule-jit", "pytorch", derivative, w),
+               lambda w: ratio("chainrule", "pytorch", derivative, w),
+               lambda w: per_objective("chainrule-jit", w),
+               lambda w: per_objective("chainrule", w), first_calls]
+    workloads = list(dict.fromkeys(o.workload for run in runs for o in run.outcomes))
+    worst = []
+    for column in columns:
+        values = [v for v in map(column, workloads) if v is not None]
+        worst.append(max(values) if values else None)
+    return worst
+
+
 def check_checkout(gradbench: Path, eval_name: str) -> None:
     """Clear errors for what a GradBench checkout lacks, before anything runs."""
     if not (gradbench / "python/gradbench/gradbench/evals" / eval_name / "run.py").exists():
