@@ -475,7 +475,9 @@ def _step(node: ExplainNode, variables: dict, lazy: _Lazy) -> Variable:
 
 
 def _partial(node: ExplainNode, j: int, parent_value) -> tuple[Any, str]:
-    """d node / d parent j, as the JVP of the node with a unit tangent on that parent only.
+    """d node / d parent j: the JVP of the node as if parent j alone were traced, with a
+    unit tangent. (Zero tangents on the other parents would not do: a zero tangent times
+    an infinite partial is nan, and ``log(0) * x2`` would show d/d log(0) = nan, not x2.)
 
     Arrays have a Jacobian, written as its shape, except for the operations whose label
     notes a zero derivative: theirs is written 0 when the JVP along ones is zero."""
@@ -483,12 +485,9 @@ def _partial(node: ExplainNode, j: int, parent_value) -> tuple[Any, str]:
     jacobian = f"J {fmt.shape_text(node.ans)}<-{fmt.shape_text(parent_value)}"
     if not scalar and getattr(node.fun, "__name__", "") not in NOTES:
         return None, jacobian
-    tangents = tuple(
-        vspace(p.ans).ones() if k == j else vspace(p.ans).zeros()
-        for k, p in enumerate(node.parents)
-    )
+    unit = (vspace(parent_value).ones(),)
     try:
-        d = primitive_jvps[node.fun](tangents, node.argnums, node.ans, node.args, node.kwargs)
+        d = primitive_jvps[node.fun](unit, (node.argnums[j],), node.ans, node.args, node.kwargs)
     except (KeyError, NotImplementedError):
         return None, "?" if scalar else jacobian
     if not scalar:
