@@ -86,7 +86,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "--check",
         action="store_true",
         help="add the Checks table: each operation's derivative against finite differences, "
-        "the first NaN/inf in either pass, inputs that do not influence the output",
+        "the first NaN/inf in either pass, inputs that do not reach the output or have a zero "
+        "gradient here",
     )
     p.add_argument(
         "--max-elements",
