@@ -32,11 +32,18 @@ from ..numpy.numpy_boxes import array_astype, array_getitem
 from ._graph import TRACE_ID, gradients, leaf_box, mark_overwritten, strip, tensor_box
 from ._mode import _mode, no_grad
 
-# Functions whose answers are facts about values (comparisons, indices, shapes,
-# predicates): they stay plain NumPy, never Tensors.
+# Comparisons and logical operations: their answers are boolean Tensors (that never require
+# grad), as PyTorch's, also where NumPy makes the call (``array < tensor``, numpy.less).
+_LOGICAL_UFUNCS = frozenset(
+    getattr(_np, name)
+    for name in """greater greater_equal less less_equal equal not_equal logical_and logical_or
+    logical_not logical_xor bitwise_and bitwise_or bitwise_xor invert""".split()
+)
+# The other functions whose answers are facts about values (indices, shapes, predicates):
+# they stay plain NumPy, never Tensors.
 _PLAIN_RESULTS = frozenset(
     getattr(_np, name) for name in anp.NONDIFFERENTIABLE.split() if hasattr(_np, name)
-)
+) - _LOGICAL_UFUNCS
 
 # .grad += is a read-modify-write: two threads calling backward() on graphs that share
 # a leaf would lose one of the additions without it.
@@ -467,6 +474,10 @@ def _new_leaf(raw, requires_grad: bool, cls: type = None) -> Tensor:
     return tensor
 
 
+def _as_leaf(value) -> Tensor:
+    return value if isinstance(value, Tensor) else _wrap(value)
+
+
 def _wrap(value) -> Tensor:
     tensor = object.__new__(Tensor)
     tensor._value = value
@@ -607,9 +618,16 @@ def _binary(fun, reflected: bool = False):
     return op
 
 
-def _compare(fun):
-    def op(self, other):
-        return fun(_unwrap(self), _unwrap(other))  # plain booleans: comparisons have no gradient
+def _logical(fun, reflected: bool = False):
+    """A comparison or logical operator: a boolean Tensor, never on a graph (no gradient)."""
+    if reflected:
+
+        def op(self, other):
+            return _wrap_tree(fun(_unwrap(other), _unwrap(self)))
+    else:
+
+        def op(self, other):
+            return _wrap_tree(fun(_unwrap(self), _unwrap(other)))
 
     return op
 
@@ -684,7 +702,11 @@ for _name, _fun in [("add", anp.add), ("sub", anp.subtract), ("mul", anp.multipl
     setattr(Tensor, f"__i{_name}__", _inplace(_fun, f"__i{_name}__"))
 for _name, _fun in [("eq", anp.equal), ("ne", anp.not_equal), ("lt", anp.less),
                     ("le", anp.less_equal), ("gt", anp.greater), ("ge", anp.greater_equal)]:
-    setattr(Tensor, f"__{_name}__", _compare(_fun))
+    setattr(Tensor, f"__{_name}__", _logical(_fun))
+for _name, _fun in [("and", _np.bitwise_and), ("or", _np.bitwise_or), ("xor", _np.bitwise_xor)]:
+    setattr(Tensor, f"__{_name}__", _logical(_fun))
+    setattr(Tensor, f"__r{_name}__", _logical(_fun, reflected=True))
+Tensor.__invert__ = lambda self: _wrap_tree(_np.invert(getval(self._value)))
 for _name, _fun in [("neg", anp.negative), ("pos", anp.positive), ("abs", anp.absolute)]:
     setattr(Tensor, f"__{_name}__", _unary(_fun))
 # Methods whose NumPy and PyTorch meanings agree; the others are in _methods.py.
@@ -702,8 +724,10 @@ def register_tensor_type(cls: type) -> None:
     register_front_end(cls, FrontEnd(unwrap=_unwrap, value_of=lambda t: t._value,
                                      wrap=_wrap_tree))
     # A Tensor is a container of its value for the functional transforms (grad(f)(tensor)
-    # gives a Tensor), and has the vector space of its value.
-    register_pytree_node(cls, lambda t: ((t._value,), None), lambda _, kids: _wrap(kids[0]))
+    # gives a Tensor), and has the vector space of its value. A derivative with respect to
+    # a Tensor that requires grad may already be a Tensor (the rules computed with it, see
+    # FrontEnd): it is the answer as it is, never a Tensor around a Tensor.
+    register_pytree_node(cls, lambda t: ((t._value,), None), lambda _, kids: _as_leaf(kids[0]))
     VSpace.register(cls, lambda t: vspace(t._value))
 
 
