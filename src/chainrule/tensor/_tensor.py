@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import threading
 import weakref
+from collections.abc import Callable
 
 import numpy as _np
 
@@ -29,7 +30,18 @@ from .._core.tracer import (
 from .._core.vspace import VSpace, vspace
 from ..numpy import numpy_wrapper as anp
 from ..numpy.numpy_boxes import array_astype, array_getitem
-from ._graph import TRACE_ID, gradients, leaf_box, mark_overwritten, strip, tensor_box
+from ._graph import (
+    TRACE_ID,
+    add_hook,
+    gradients,
+    leaf_box,
+    mark_overwritten,
+    retain,
+    retaining,
+    run_hooks,
+    strip,
+    tensor_box,
+)
 from ._mode import _mode, no_grad
 
 # Comparisons and logical operations: their answers are boolean Tensors (that never require
@@ -212,7 +224,36 @@ class Tensor:
         for root, grad in gradients(box._node, g, retain_graph, create_graph).items():
             leaf = root.leaf()
             if leaf is not None:
-                leaf._accumulate(root, grad, create_graph)
+                leaf._accumulate(root, run_hooks(root, grad), create_graph)
+
+    # ------------------------------------------------------------------ hooks
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
+        """Call ``hook(grad)`` with the gradient with respect to this Tensor whenever
+        ``backward()`` computes it; a Tensor it returns replaces that gradient (for the
+        rest of the pass and in ``.grad``), None keeps it. As torch.Tensor.register_hook;
+        ``handle.remove()`` removes the hook."""
+        box = tensor_box(self._value)
+        if box is None:
+            raise RuntimeError(
+                "cannot register a hook on a Tensor that does not require grad (made with "
+                "requires_grad=False, under no_grad(), or detached), as in PyTorch."
+            )
+        return RemovableHandle(add_hook(box._node, _gradient_hook(hook)))
+
+    def retain_grad(self) -> None:
+        """Keep the gradient with respect to this computed Tensor in ``.grad`` after
+        ``backward()`` (leaves keep theirs anyway), as torch.Tensor.retain_grad."""
+        box = tensor_box(self._value)
+        if box is None:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if box._node.fun is not None and retaining(box._node) is not self:
+            retain(box._node, self)
+
+    @property
+    def retains_grad(self) -> bool:
+        """Whether ``retain_grad()`` was called on this computed Tensor."""
+        box = tensor_box(self._value)
+        return box is not None and box._node.fun is not None and retaining(box._node) is self
 
     def _accumulate(self, root, grad, create_graph: bool) -> None:
         box = tensor_box(self._value)
@@ -422,6 +463,49 @@ class Tensor:
         return _wrap(anp.dot(*_operands(self, other)))
 
     __hash__ = object.__hash__  # __eq__ is elementwise; identity hashing keeps dict keys working
+
+
+class RemovableHandle:
+    """What ``register_hook`` returns: ``remove()`` takes the hook away."""
+
+    def __init__(self, remove: Callable[[], None]) -> None:
+        self._remove = remove
+
+    def remove(self) -> None:
+        self._remove()
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+def _gradient_hook(hook: Callable):
+    """``hook`` (Tensors in and out) as a function of the raw gradient (see _graph.add_hook),
+    refusing a result that is not a Tensor of the gradient's shape and dtype, as PyTorch."""
+    name = getattr(hook, "__name__", repr(hook))
+
+    def on_gradient(g):
+        out = hook(_wrap(g))
+        if out is None:
+            return g
+        if not isinstance(out, Tensor):
+            raise TypeError(f"expected Tensor, but hook '{name}' returned '{type(out).__name__}'")
+        new = out._value
+        if _np.shape(getval(new)) != _np.shape(getval(g)):
+            raise RuntimeError(
+                f"hook '{name}' has changed the size of value: the gradient has shape "
+                f"{_np.shape(getval(g))}, the hook returned shape {_np.shape(getval(new))}."
+            )
+        if _np.result_type(getval(new)) != _np.result_type(getval(g)):
+            raise RuntimeError(
+                f"hook '{name}' has changed the type of value: the gradient has dtype "
+                f"{_np.result_type(getval(g))}, the hook returned {_np.result_type(getval(new))}."
+            )
+        return new
+
+    return on_gradient
 
 
 def _not_differentiable(what: str) -> str:
