@@ -262,30 +262,25 @@ def test_nn_is_imported_lazily_and_reachable_from_chainrule():
 
 
 # ----------------------------------------------------------------------------- the example
-def _load_example(library: str):
-    """examples/torch_style_mlp.py with its chainrule import line pointed at ``library``."""
-    source = EXAMPLE.read_text()
-    line = "from chainrule import as_tensor, nn, no_grad, optim"
+def _load_example(library: str, path: Path = EXAMPLE,
+                  line: str = "from chainrule import as_tensor, nn, no_grad, optim"):
+    """The script at ``path`` with its chainrule import ``line`` pointed at ``library``."""
+    source = path.read_text()
     assert line in source  # the only line that names the library
+    assert "chainrule" not in source.replace(line, "").split('"""', 2)[2]
     source = source.replace(line, line.replace("chainrule", library))
-    sys.path.insert(0, str(EXAMPLE.parent))  # for _common
+    sys.path.insert(0, str(path.parent))  # for _common
     try:
-        spec = importlib.util.spec_from_loader(f"torch_style_mlp_{library}", loader=None)
+        spec = importlib.util.spec_from_loader(f"{path.stem}_{library}", loader=None)
         module = importlib.util.module_from_spec(spec)
-        exec(compile(source, str(EXAMPLE), "exec"), module.__dict__)
+        exec(compile(source, str(path), "exec"), module.__dict__)
     finally:
-        sys.path.remove(str(EXAMPLE.parent))
+        sys.path.remove(str(path.parent))
     return module
 
 
 def test_example_mlp_trains_as_torch_does_from_the_same_weights():
     ours, theirs = _load_example("chainrule"), _load_example("torch")
-    assert (
-        "chainrule"
-        not in EXAMPLE.read_text()
-        .replace("from chainrule import as_tensor, nn, no_grad, optim", "")
-        .split('"""', 2)[2]
-    )
     np.random.seed(0)
     model, model_ref = ours.MLP().double(), theirs.MLP().double()
     model_ref.load_state_dict({k: torch.tensor(v.numpy()) for k, v in model.state_dict().items()})
@@ -316,3 +311,40 @@ def test_deepcopy_and_pickle_keep_parameters_as_torch():
             np.testing.assert_array_equal(p.numpy(), q.numpy())
         clone[2].bias.data = np.zeros(3)  # the copy is independent
         assert not np.all(model[2].bias.numpy() == 0)
+
+
+# ----------------------------------------------------------------------------- PyTorch's habits
+TRAINING = Path(__file__).resolve().parent / "torch_style_training.py"
+TRAINING_IMPORT = "from chainrule import as_tensor, load, manual_seed, nn, no_grad, optim, save"
+
+
+@pytest.mark.parametrize("kind", ["sgd", "adam"])
+def test_a_script_with_pytorchs_habits_gives_torchs_numbers(kind, tmp_path):
+    """tests/torch_style_training.py (nn.init, manual_seed, boolean comparisons, retain_grad,
+    register_hook, clip_grad_norm_/clip_grad_value_, SGD+StepLR or Adam+CosineAnnealingLR,
+    a checkpoint saved and resumed with state dicts) from the same initial weights, with
+    only its import line changed, gives torch 2.13's numbers to 1e-10 (issue 35)."""
+    ours = _load_example("chainrule", TRAINING, TRAINING_IMPORT)
+    theirs = _load_example("torch", TRAINING, TRAINING_IMPORT)
+    epochs, stop_at = 12, 5
+    start, history, final = ours.run(kind, epochs, str(tmp_path / "ours.ckpt"), stop_at)
+    assert np.all(start["hidden.bias"] == 0.0) and np.all(start["out.bias"] == 0.1)
+    _, history_ref, final_ref = theirs.run(
+        kind, epochs, str(tmp_path / "torch.ckpt"), stop_at, initial=start
+    )
+    assert len(history) == len(history_ref) == epochs
+    np.testing.assert_allclose(np.array(history), np.array(history_ref), rtol=1e-10, atol=1e-14)
+    for name, value in final.items():
+        np.testing.assert_allclose(value, final_ref[name], rtol=1e-10, atol=1e-14, err_msg=name)
+    losses, accuracies, grad_norms = zip(*[row[:3] for row in history])
+    assert losses[-1] < 0.8 * losses[0] and accuracies[-1] > accuracies[0]
+    assert max(grad_norms) > 0.5  # the clipping clipped
+    # the checkpoint is NumPy's format (no pickle), and resuming from it changed nothing
+    with np.load(tmp_path / "ours.ckpt", allow_pickle=False) as archive:
+        assert "__chainrule_structure__" in archive.files and len(archive.files) >= 9
+    _, uninterrupted, final_uninterrupted = ours.run(
+        kind, epochs, str(tmp_path / "whole.ckpt"), epochs, initial=start
+    )
+    assert uninterrupted == history
+    for name, value in final.items():
+        np.testing.assert_array_equal(value, final_uninterrupted[name])
