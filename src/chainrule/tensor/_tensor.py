@@ -12,6 +12,7 @@ rest, and Tensor code can be differentiated by those transforms too.
 from __future__ import annotations
 
 import copy
+import sys
 import threading
 import weakref
 from collections.abc import Callable
@@ -28,8 +29,9 @@ from .._core.tracer import (
     register_front_end,
 )
 from .._core.vspace import VSpace, vspace
+from .._scipy_hint import scipy_hint
 from ..numpy import numpy_wrapper as anp
-from ..numpy.numpy_boxes import array_astype, array_getitem
+from ..numpy.numpy_boxes import _ufunc_name, array_astype, array_getitem
 from ._graph import (
     TRACE_ID,
     add_hook,
@@ -376,7 +378,7 @@ class Tensor:
                 "A Tensor that requires grad cannot become a plain NumPy array silently (this "
                 "happens with np.asarray(t) or np.array([t1, t2])): that would drop its "
                 "gradient. Combine Tensors with chainrule.numpy.stack or concatenate, or use "
-                "t.detach().numpy() for the value."
+                f"t.detach().numpy() for the value.{scipy_hint(sys._getframe(1))}"
             )
         return _np.asarray(self._value, dtype=dtype)
 
@@ -395,9 +397,9 @@ class Tensor:
             return _result(ufunc, getattr(ufunc, method)(*args, **kwargs))
         suffix = "" if method == "__call__" else f".{method}"
         raise TypeError(
-            f"chainrule has no derivative rule for numpy.{ufunc.__name__}{suffix}, so it cannot "
+            f"chainrule has no derivative rule for {_ufunc_name(ufunc)}{suffix}, so it cannot "
             f"be applied to Tensors that require grad. Use a chainrule.numpy function, or "
-            f"define a primitive with chainrule.extend."
+            f"define a primitive with chainrule.extend.{scipy_hint(function=ufunc)}"
         )
 
     def __array_function__(self, func, types, args, kwargs):
