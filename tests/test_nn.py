@@ -1,6 +1,7 @@
 """chainrule.nn against torch.nn (2.13, CPU, float64): initialisation, outputs and
 gradients with copied weights, module bookkeeping, state_dict, and the example MLP
-trained side by side. Skipped only where torch is not installed."""
+trained side by side. The comparisons skip where torch is not installed; the tests of
+chainrule.nn alone run everywhere."""
 
 from __future__ import annotations
 
@@ -15,8 +16,11 @@ import pytest
 import chainrule as cr
 from chainrule import Tensor, nn, optim
 
-torch = pytest.importorskip("torch")
-tnn = torch.nn
+
+@pytest.fixture
+def torch():
+    return pytest.importorskip("torch", reason="the comparison with PyTorch needs torch")
+
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "torch_style_mlp.py"
 RNG = np.random.default_rng(11)
@@ -24,6 +28,8 @@ RNG = np.random.default_rng(11)
 
 def _copy_weights(ours: nn.Module, theirs) -> None:
     """Give the torch module our module's parameter values (float64)."""
+    import torch
+
     theirs.double()
     theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
 
@@ -60,7 +66,8 @@ def _models(lib):
 
 # ----------------------------------------------------------------------------- initialisation
 @pytest.mark.parametrize("fan_in, fan_out", [(1, 16), (100, 300)])
-def test_linear_initialisation_has_torchs_bounds(fan_in, fan_out):
+def test_linear_initialisation_has_torchs_bounds(torch, fan_in, fan_out):
+    tnn = torch.nn
     np.random.seed(0)
     ours = nn.Linear(fan_in, fan_out)
     theirs = tnn.Linear(fan_in, fan_out)
@@ -76,7 +83,8 @@ def test_linear_initialisation_has_torchs_bounds(fan_in, fan_out):
                 assert np.abs(sample).max() > 0.99 * bound
 
 
-def test_linear_without_bias_and_dtype():
+def test_linear_without_bias_and_dtype(torch):
+    tnn = torch.nn
     layer = nn.Linear(3, 2, bias=False, dtype=np.float32)
     assert layer.bias is None and [n for n, _ in layer.named_parameters()] == ["weight"]
     assert layer.weight.dtype == np.float32 and layer.weight.shape == (2, 3)
@@ -84,7 +92,8 @@ def test_linear_without_bias_and_dtype():
 
 
 # ----------------------------------------------------------------------------- same weights
-def test_outputs_and_gradients_match_torch_with_copied_weights():
+def test_outputs_and_gradients_match_torch_with_copied_weights(torch):
+    tnn = torch.nn
     ours, theirs = _models(nn), _models(tnn)
     _copy_weights(ours, theirs)
     ours.eval(), theirs.eval()  # dropout off: the same function
@@ -99,7 +108,8 @@ def test_outputs_and_gradients_match_torch_with_copied_weights():
 
 @pytest.mark.parametrize("loss", ["MSELoss", "CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss"])
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
-def test_loss_modules_match_torch(loss, reduction):
+def test_loss_modules_match_torch(torch, loss, reduction):
+    tnn = torch.nn
     x = RNG.standard_normal((4, 3))
     target = {
         "MSELoss": RNG.standard_normal((4, 3)),
@@ -117,7 +127,8 @@ def test_loss_modules_match_torch(loss, reduction):
     np.testing.assert_allclose(ours_x.grad.numpy(), ref_x.grad.numpy(), rtol=1e-12)
 
 
-def test_sgd_on_module_parameters_matches_torch():
+def test_sgd_on_module_parameters_matches_torch(torch):
+    tnn = torch.nn
     ours, theirs = _models(nn), _models(tnn)
     _copy_weights(ours, theirs)
     ours.eval(), theirs.eval()
@@ -134,7 +145,8 @@ def test_sgd_on_module_parameters_matches_torch():
 
 
 # ----------------------------------------------------------------------------- bookkeeping
-def test_registration_names_and_order_match_torch():
+def test_registration_names_and_order_match_torch(torch):
+    tnn = torch.nn
     ours, theirs = _models(nn), _models(tnn)
     assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
     assert [n for n, _ in ours.named_children()] == [n for n, _ in theirs.named_children()]
@@ -208,7 +220,8 @@ def test_zero_grad_and_dtype_conversion():
     assert all(p.is_leaf and p.requires_grad for p in model.parameters())
 
 
-def test_state_dict_round_trip_and_errors_as_torch():
+def test_state_dict_round_trip_and_errors_as_torch(torch):
+    tnn = torch.nn
     source, target = _models(nn), _models(nn)
     state = source.state_dict()
     assert all(not t.requires_grad for t in state.values())
@@ -279,7 +292,7 @@ def _load_example(library: str, path: Path = EXAMPLE,
     return module
 
 
-def test_example_mlp_trains_as_torch_does_from_the_same_weights():
+def test_example_mlp_trains_as_torch_does_from_the_same_weights(torch):
     ours, theirs = _load_example("chainrule"), _load_example("torch")
     np.random.seed(0)
     model, model_ref = ours.MLP().double(), theirs.MLP().double()
@@ -319,7 +332,7 @@ TRAINING_IMPORT = "from chainrule import as_tensor, load, manual_seed, nn, no_gr
 
 
 @pytest.mark.parametrize("kind", ["sgd", "adam"])
-def test_a_script_with_pytorchs_habits_gives_torchs_numbers(kind, tmp_path):
+def test_a_script_with_pytorchs_habits_gives_torchs_numbers(torch, kind, tmp_path):
     """tests/torch_style_training.py (nn.init, manual_seed, boolean comparisons, retain_grad,
     register_hook, clip_grad_norm_/clip_grad_value_, SGD+StepLR or Adam+CosineAnnealingLR,
     a checkpoint saved and resumed with state dicts) from the same initial weights, with

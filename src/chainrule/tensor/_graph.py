@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from .._core.reverse import FreedGraphError, VJPNode, backward_pass, make_vjp, toposort
 from .._core.rule_table import rule_table
-from .._core.rules import defjvp_direct, deflabel, defvjp_direct
+from .._core.rules import defbatch, defjvp_direct, deflabel, defvjp_direct
 from .._core.tracer import isbox, live_trace_ids, new_box, new_trace_id, primitive
 from ..numpy import numpy_wrapper as anp
 from ..numpy.numpy_boxes import array_astype, array_getitem
@@ -226,6 +226,7 @@ def hook_point(x, node: TensorNode):
 
 defvjp_direct(hook_point, lambda g, ans, x, node: run_hooks(node, g), reads=())
 defjvp_direct(hook_point, lambda g, ans, x, node: g)
+defbatch(hook_point, lambda values, batched, kwargs: values[0])
 deflabel(hook_point, "{0}")
 
 
