@@ -183,3 +183,20 @@ def test_hooks_and_retained_gradients_match_torch(create_graph):
     assert len(ours) == len(theirs) == 4
     for a, b in zip(ours, theirs):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+
+
+def test_a_hooks_own_operations_are_recorded_only_under_create_graph():
+    w = Tensor(2.0)
+    x = Tensor(X)
+    y = x * 3.0
+    y.register_hook(lambda g: g * w)  # w requires grad: PyTorch runs hooks without recording
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.full(3, 6.0))
+    assert not x.grad.requires_grad and w.grad is None
+    x2 = Tensor(X)
+    y2 = x2 * 3.0
+    y2.register_hook(lambda g: g * w)
+    y2.sum().backward(create_graph=True)
+    assert x2.grad.requires_grad
+    x2.grad.sum().backward()  # d/dw sum(3 w) = 9
+    assert w.grad.item() == 9.0

@@ -20,6 +20,13 @@ def scipy_hint(frame: FrameType | None = None, function=None) -> str:
     SciPy function ``function`` (a ufunc, say) or, without it, the outermost SciPy
     function among the frames from ``frame`` outwards, when the conversion happened in
     SciPy's code; "" otherwise."""
+    try:  # an error message's helper must never raise in place of the error
+        return _hint(frame, function)
+    except Exception:
+        return ""
+
+
+def _hint(frame: FrameType | None, function) -> str:
     found = _public_of(function) if function is not None else _scipy_caller(frame)
     if found is None:
         return ""

@@ -85,7 +85,7 @@ class LRScheduler:
             )
             self.last_epoch = epoch
             rates = self._closed_form_lr()
-        for group, rate in zip(self.optimizer.param_groups, rates):
+        for group, rate in zip(self.optimizer.param_groups, rates, strict=True):
             group["lr"] = rate
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
@@ -98,6 +98,17 @@ class LRScheduler:
 
     def _rates(self) -> list[float]:
         return [group["lr"] for group in self.optimizer.param_groups]
+
+    def _base_lrs(self) -> list[float]:
+        """The initial rates, one per parameter group (a group added to the optimizer after
+        the scheduler was made has none: refused, as in PyTorch, not skipped)."""
+        if len(self.base_lrs) != len(self.optimizer.param_groups):
+            raise ValueError(
+                f"{type(self).__name__}: the optimizer has {len(self.optimizer.param_groups)} "
+                f"parameter groups, the scheduler was made for {len(self.base_lrs)}; make "
+                f"the scheduler after adding the groups."
+            )
+        return self.base_lrs
 
 
 class StepLR(LRScheduler):
@@ -115,7 +126,8 @@ class StepLR(LRScheduler):
         return [rate * self.gamma for rate in self._rates()]
 
     def _closed_form_lr(self) -> list[float]:
-        return [base * self.gamma ** (self.last_epoch // self.step_size) for base in self.base_lrs]
+        return [base * self.gamma ** (self.last_epoch // self.step_size)
+                for base in self._base_lrs()]
 
 
 class CosineAnnealingLR(LRScheduler):
@@ -134,10 +146,10 @@ class CosineAnnealingLR(LRScheduler):
             return self._rates()
         if self._step_count == 1 and epoch > 0:  # resumed: where the curve is at epoch
             return [low + (base - low) * (1 + math.cos(epoch * math.pi / period)) / 2
-                    for base in self.base_lrs]
+                    for base in self._base_lrs()]
         if (epoch - 1 - period) % (2 * period) == 0:  # at the bottom: the first step up
             return [rate + (base - low) * (1 - math.cos(math.pi / period)) / 2
-                    for base, rate in zip(self.base_lrs, self._rates())]
+                    for base, rate in zip(self._base_lrs(), self._rates(), strict=True)]
         return [(1 + math.cos(math.pi * epoch / period))
                 / (1 + math.cos(math.pi * (epoch - 1) / period)) * (rate - low) + low
                 for rate in self._rates()]
@@ -145,4 +157,4 @@ class CosineAnnealingLR(LRScheduler):
     def _closed_form_lr(self) -> list[float]:
         return [self.eta_min + (base - self.eta_min)
                 * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
-                for base in self.base_lrs]
+                for base in self._base_lrs()]

@@ -180,8 +180,9 @@ _replayed_hook_points: weakref.WeakSet = weakref.WeakSet()
 
 
 def add_hook(node: TensorNode, hook: Callable) -> Callable[[], None]:
-    """Run ``hook(gradient) -> gradient`` on the gradient with respect to ``node``'s value
-    whenever a backward pass computes it; returns the function that removes the hook."""
+    """Run ``hook(gradient, record) -> gradient`` on the gradient with respect to ``node``'s
+    value whenever a backward pass computes it (``record``: the pass records, as
+    create_graph=True does); returns the function that removes the hook."""
     hooks = getattr(node, "hooks", None)
     if hooks is None:
         hooks = node.hooks = []
@@ -209,23 +210,23 @@ def retaining(node: TensorNode):
     return None if ref is None else ref()
 
 
-def run_hooks(node: TensorNode, g):
+def run_hooks(node: TensorNode, g, record: bool):
     for hook in list(getattr(node, "hooks", None) or ()):
-        g = hook(g)
+        g = hook(g, record)
     tensor = retaining(node)
     if tensor is not None:
-        tensor._accumulate(node, g, isbox(g))
+        tensor._accumulate(node, g, record)
     return g
 
 
 @primitive
-def hook_point(x, node: TensorNode):
+def hook_point(x, node: TensorNode, record: bool):
     """``x`` itself; its VJP runs ``node``'s hooks on the cotangent."""
     return x
 
 
-defvjp_direct(hook_point, lambda g, ans, x, node: run_hooks(node, g), reads=())
-defjvp_direct(hook_point, lambda g, ans, x, node: g)
+defvjp_direct(hook_point, lambda g, ans, x, node, record: run_hooks(node, g, record), reads=())
+defjvp_direct(hook_point, lambda g, ans, x, node, record: g)
 defbatch(hook_point, lambda values, batched, kwargs: values[0])
 deflabel(hook_point, "{0}")
 
@@ -289,7 +290,7 @@ def _replayed_gradients(end: TensorNode, g, order: list, hooked: set, record: bo
                     args[argnum] = values[parent]
                 value = node.fun(*args, **node.kwargs)
                 if node in hooked:
-                    hooked_value, value = value, hook_point(value, node)
+                    hooked_value, value = value, hook_point(value, node, record)
                     if record:  # a later pass may reach the node by its value or past it
                         _replayed_hook_points.add(tensor_box(hooked_value)._node)
                         _replayed_hook_points.add(tensor_box(value)._node)

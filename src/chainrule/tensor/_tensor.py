@@ -226,7 +226,7 @@ class Tensor:
         for root, grad in gradients(box._node, g, retain_graph, create_graph).items():
             leaf = root.leaf()
             if leaf is not None:
-                leaf._accumulate(root, run_hooks(root, grad), create_graph)
+                leaf._accumulate(root, run_hooks(root, grad, create_graph), create_graph)
 
     # ------------------------------------------------------------------ hooks
     def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
@@ -488,8 +488,12 @@ def _gradient_hook(hook: Callable):
     refusing a result that is not a Tensor of the gradient's shape and dtype, as PyTorch."""
     name = getattr(hook, "__name__", repr(hook))
 
-    def on_gradient(g):
-        out = hook(_wrap(g))
+    def on_gradient(g, record: bool):
+        if record:  # backward(create_graph=True): what the hook does is recorded
+            out = hook(_wrap(g))
+        else:
+            with no_grad():  # as in PyTorch, a hook's own operations are not recorded
+                out = hook(_wrap(g))
         if out is None:
             return g
         if not isinstance(out, Tensor):
