@@ -140,3 +140,18 @@ def test_an_overflowing_factor_times_zero():
         product = report.steps[-1]
         assert product.partial_texts == ["0", "inf"]
         assert "∂v2/∂v1 = 0, ∂v2/∂b = inf" in report.text()
+
+
+@pytest.mark.parametrize("requires_grad", [True, False])
+def test_explain_of_a_function_of_tensors(requires_grad):
+    """explain(f, Tensor(...)) differentiates by the Tensors' values, as grad(f)(tensor)
+    does (Tensors that require grad were refused: "got ArrayBox, ArrayBox")."""
+    from chainrule import Tensor
+
+    with warnings.catch_warnings(), onp.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        a, b = Tensor(0.0, requires_grad=requires_grad), Tensor(5.0, requires_grad=requires_grad)
+        report = explain(lambda a, b: np.log(a) * b, a, b)
+    assert report.steps[-1].partial_texts == ["5", "-inf"]
+    assert [g.item() for g in report.gradient] == [math.inf, -math.inf]
+    assert a.grad is None and b.grad is None  # explain leaves the Tensors as they were

@@ -30,6 +30,7 @@ from .._core.rule_table import label_of, primitive_jvps, primitive_vjps
 from .._core.tracer import Node, isbox, trace_leaves
 from .._core.vspace import add_values, vspace
 from ..numpy.numpy_wrapper import NONDIFFERENTIABLE
+from ..tensor._graph import strip
 from . import _format as fmt
 from ._source import Source, forget_lines, user_site
 
@@ -380,6 +381,9 @@ def record(f: Callable, args: tuple, wrt=None, check: bool = False) -> Traces:
 def _record(f: Callable, args: tuple, wrt=None, check: bool = False) -> Traces:
     arg_names = _param_names(f, len(args))
     leaves, treedef = tree_flatten(tuple(int(a) * 1.0 if type(a) is int else a for a in args))
+    # A Tensor that requires grad holds its value boxed on the Tensor trace: explain
+    # differentiates by the value, as grad(f)(tensor) does
+    leaves = [strip(leaf) for leaf in leaves]
     names = [n for name, td in zip(arg_names, treedef.children) for n in _leaf_names(name, td)]
     traced = [i for i, leaf in enumerate(leaves) if _traceable(leaf)]
     if not traced:
