@@ -168,11 +168,13 @@ def check_overwrites(end: TensorNode) -> None:
 # so a hook registered after the Tensor was used still sees every use, as in PyTorch. The
 # engine's backward pass has no place for them, so a graph with a hooked interior node is
 # replayed (as create_graph replays it) with ``hook_point`` after each such node.
+
 # The interior nodes with hooks, while they live (a leaf's hooks run as its gradient is
 # accumulated: a graph with hooked leaves only takes the engine's pass).
 _hooked: weakref.WeakSet = weakref.WeakSet()
-# The hook points recorded by create_graph's replay (on the Tensor trace), while they live.
-# PyTorch runs an interior Tensor's hooks again when a later pass differentiates the
+
+# The nodes of create_graph's replay (on the Tensor trace) at and after a hooked node, while
+# they live. PyTorch runs an interior Tensor's hooks again when a later pass differentiates the
 # recorded gradient, on gradients that reach the Tensor through the values its backward
 # saved; the replay's gradients reach those values by other paths, so such a pass could
 # give other numbers: it is refused (see gradients).
@@ -292,8 +294,9 @@ def _replayed_gradients(end: TensorNode, g, order: list, hooked: set, record: bo
                 if node in hooked:
                     hooked_value, value = value, hook_point(value, node, record)
                     if record:  # a later pass may reach the node by its value or past it
-                        _replayed_hook_points.add(tensor_box(hooked_value)._node)
-                        _replayed_hook_points.add(tensor_box(value)._node)
+                        for box in (tensor_box(hooked_value), tensor_box(value)):
+                            if box is not None:
+                                _replayed_hook_points.add(box._node)
                 values[node] = value
         return values[end]
 
