@@ -144,7 +144,7 @@ def _restored(key: str, value, param: Tensor):
     floating ones in a floating parameter's dtype (as PyTorch casts them)."""
     if key == "step":
         return int(float(value))
-    array = _np.array(value.numpy() if isinstance(value, Tensor) else value)
+    array = _np.array(value.numpy() if hasattr(value, "numpy") else value)  # a torch Tensor too
     if array.dtype.kind == "f" and param.dtype.kind == "f":
         return array.astype(param.dtype)
     return array
