@@ -1,11 +1,12 @@
-"""Name chainrule's version of a SciPy function that a traced value was passed to.
+"""SciPy functions that a traced value was passed to: their rules, or the error's hint.
 
-A plain SciPy function (``scipy.integrate.solve_ivp``, ``scipy.special.gammaln``) turns
-its arguments into plain numbers or arrays, which a traced value refuses; the error then
-says which SciPy function it was and, where ``chainrule.scipy`` has a differentiated
-version of it, to call that instead. Only error messages use this. Finding the version
-imports its ``chainrule.scipy`` module, which registers its rules: SciPy's special
-functions then accept traced values (NumPy's dispatch reaches those rules).
+A SciPy ufunc (``scipy.special.gammaln``) dispatches a traced value to chainrule, which
+answers with the rules its ``chainrule.scipy`` module registers: ``scipy_ufunc_rules``
+imports that module on the first such call, so plain ``scipy.special.gammaln(x)``
+differentiates whether or not the user imported chainrule.scipy. Any other SciPy function
+(``scipy.integrate.solve_ivp``) turns its arguments into plain numbers or arrays, which a
+traced value refuses; the error then says which SciPy function it was and, where
+``chainrule.scipy`` has a differentiated version of it, to call that instead.
 """
 
 from __future__ import annotations
@@ -13,6 +14,20 @@ from __future__ import annotations
 import importlib
 import sys
 from types import FrameType
+
+
+def scipy_ufunc_rules(ufunc) -> bool:
+    """Import the ``chainrule.scipy`` module that holds the rules of the SciPy ufunc
+    ``ufunc`` (a ufunc of a public SciPy module already imported); True where there is
+    one, so the caller looks its rules up again."""
+    try:
+        found = _public_of(ufunc)
+        if found is None:
+            return False
+        importlib.import_module(f"chainrule.{found[0]}")
+        return True
+    except ImportError:
+        return False
 
 
 def scipy_hint(frame: FrameType | None = None, function=None) -> str:

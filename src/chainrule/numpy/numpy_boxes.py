@@ -24,7 +24,7 @@ from .._core.tracer import (
     primitive,
     untraceable_answer_handlers,
 )
-from .._scipy_hint import scipy_hint
+from .._scipy_hint import scipy_hint, scipy_ufunc_rules
 from .._sparse_products import called_by_sparse_dispatch, product_with
 from . import numpy_wrapper as anp
 from .placement import index_like
@@ -190,6 +190,8 @@ class ArrayBox(Box):
         wrapped = anp.raw_to_wrapped.get(ufunc)
         if method == "__call__" and wrapped is not None and not kwargs:
             return wrapped(*inputs)  # the common case (ndarray @ box, ndarray + box)
+        if wrapped is None and scipy_ufunc_rules(ufunc):
+            wrapped = anp.raw_to_wrapped.get(ufunc)
         name = _ufunc_name(ufunc)
         if kwargs.get("out") is not None:
             raise TypeError(

@@ -29,7 +29,7 @@ from .._core.tracer import (
     register_front_end,
 )
 from .._core.vspace import VSpace, vspace
-from .._scipy_hint import scipy_hint
+from .._scipy_hint import scipy_hint, scipy_ufunc_rules
 from ..numpy import numpy_wrapper as anp
 from ..numpy.numpy_boxes import _ufunc_name, array_astype, array_getitem
 from ._graph import (
@@ -391,6 +391,8 @@ class Tensor:
             )
         args = _unwrap_tree(inputs)
         wrapped = anp.raw_to_wrapped.get(ufunc)
+        if wrapped is None and scipy_ufunc_rules(ufunc):
+            wrapped = anp.raw_to_wrapped.get(ufunc)
         if method == "__call__" and wrapped is not None:
             return _result(ufunc, wrapped(*args, **kwargs))
         if not _any_box(args):
