@@ -1,30 +1,19 @@
-"""Sparse derivatives: sparsity patterns found from the recorded graph, and Jacobians and
-Hessians computed in one sweep per colour of that pattern.
+"""Sparse derivatives, the pieces below the rule tables: the local patterns that primitives
+declare (``defsparsity``), and the colourings of a pattern's columns.
 
-Detection walks a ``Recording`` parents first. Each node carries the boolean pattern of
-d node / d x (a CSR matrix, node.size x x.size); a node's pattern is the sum over its
-traced arguments of (local pattern) @ (argument's pattern), where the local pattern comes
-from the ``sparsity`` slot of the primitive's rule-table entry (``defsparsity``). A
-primitive without one is dense: each output depends on every input it was given, which
-is never wrong, only pessimistic.
-
-Global patterns (the default) are valid at every x: a rule never reads the value of a
-traced argument (a product with a traced factor counts the factor as all nonzero). With
-``local=True`` the values seen at x are used too (a product with a traced factor uses
-its nonzeros), giving a pattern valid at that x only.
+A local pattern is the boolean matrix of d answer / d args[argnum] (answer size x
+argument size, CSR). Rules are called with the node's arguments; a global pattern must
+hold at every x, so a rule reads the value of no traced argument: it declares the
+positions whose shapes alone it reads (``shape_only``), or takes ``traced`` and
+``local`` (``wants_traced``) and reads a traced value only when ``local`` is true.
+Detection and propagation are in ``_sparse_detect``, evaluation in ``_sparse_eval``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import numpy as _np
-
-from ._core.pytree import tree_flatten
-from ._core.reverse import Recording, make_vjp
-from ._core.rule_table import rule_table
-from ._core.vspace import vspace
 
 
 def _sp():
@@ -49,6 +38,23 @@ def map_pattern(rows, cols, shape):
     return sp.csr_matrix((data, (rows, cols)), shape=shape)
 
 
+def every_position(n_args: int) -> range:
+    return range(n_args)
+
+
+def first_position(n_args: int) -> tuple:
+    return (0,)
+
+
+def shapes_only(rule: Callable, positions: Callable = every_position) -> Callable:
+    """Declare that ``rule`` reads only the shapes of the arguments at ``positions(number
+    of arguments)``, so a traced argument there (a mask, a second operand) leaves the
+    rule's pattern global. Unmarked rules read every argument but the one differentiated.
+    Returns ``rule``."""
+    rule.shape_only = positions
+    return rule
+
+
 def elementwise_pattern(argnum: int, ans, args, kwargs):
     """A broadcasting elementwise function: output element i depends on the element of
     ``args[argnum]`` broadcast onto i."""
@@ -57,6 +63,9 @@ def elementwise_pattern(argnum: int, ans, args, kwargs):
     size = _size(x)
     cols = _np.broadcast_to(_np.arange(size).reshape(shape), out_shape)
     return map_pattern(_np.arange(_size(ans)), cols, (_size(ans), size))
+
+
+shapes_only(elementwise_pattern)  # (where's condition included: either branch may be taken)
 
 
 def reduction_pattern(argnum: int, ans, args, kwargs):
@@ -79,6 +88,9 @@ def reduction_pattern(argnum: int, ans, args, kwargs):
     return map_pattern(rows, _np.arange(_size(x)), (_size(ans), _size(x)))
 
 
+shapes_only(reduction_pattern, first_position)  # (the axis is read)
+
+
 def _lines(shape: tuple, axis) -> _np.ndarray:
     """The flat positions of an array of ``shape``, one row per line along ``axis``
     (the flattened array for None)."""
@@ -98,6 +110,9 @@ def cumulative_pattern(argnum: int, ans, args, kwargs):
     before, upto = _np.tril_indices(lines.shape[1])
     # the answer has x's shape (or its flattening): its line positions are x's
     return map_pattern(lines[:, before], lines[:, upto], (_size(ans), _size(x)))
+
+
+shapes_only(cumulative_pattern, first_position)
 
 
 def _ordered(x, ans, axis, order: Callable, local: bool):
@@ -167,7 +182,8 @@ def copy_rule(raw: Callable, first: int = 0, only: tuple | None = None):
         source = positions_through(raw, args, kwargs, argnum, zeroed=data)
         return source_pattern(source, 1, _size(args[argnum]), _size(ans))
 
-    return rule
+    # the data are replaced by positions and zeros; the rest (indices, axes) is read
+    return shapes_only(rule, lambda n: range(first, n) if only is None else only)
 
 
 def _nonzero(value, traced: bool, local: bool):
@@ -203,97 +219,6 @@ def product_pattern(argnum: int, ans, args, kwargs, traced=(), local: bool = Fal
 
 
 product_pattern.wants_traced = True  # it is given which arguments are traced, and local
-
-
-# ----------------------------------------------------------------------------- propagation
-
-
-def _dense_pattern(n_out: int, parents_pattern):
-    """Every output depends on every input column any parent depends on."""
-    cols = _np.unique(parents_pattern.indices)
-    sp = _sp()
-    rows = _np.repeat(_np.arange(n_out), cols.size)
-    return sp.csr_matrix(
-        (_np.ones(rows.size, dtype=bool), (rows, _np.tile(cols, n_out))),
-        shape=(n_out, parents_pattern.shape[1]),
-    )
-
-
-def _node_pattern(node, patterns, local: bool):
-    entry = rule_table.get(node.fun)
-    rule = None if entry is None else entry.sparsity
-    # a primitive answering a tuple (qr, svd, array_split ...): its leaves one after
-    # another, each depending on all of them unless a rule says otherwise
-    n_out = sum(_size(leaf) for leaf in tree_flatten(node.ans)[0])
-    total = None
-    for parent, argnum in zip(node.parents, node.argnums):
-        parent_pattern = patterns[parent]
-        local_pattern = None
-        if rule is not None:
-            if getattr(rule, "wants_traced", False):
-                local_pattern = rule(
-                    argnum, node.ans, node.args, node.kwargs, traced=node.argnums, local=local
-                )
-            else:
-                local_pattern = rule(argnum, node.ans, node.args, node.kwargs)
-        part = (
-            _dense_pattern(n_out, parent_pattern)
-            if local_pattern is None
-            else (local_pattern @ parent_pattern).astype(bool)
-        )
-        total = part if total is None else (total + part).astype(bool)
-    return total.tocsr()
-
-
-def _recorded_pattern(recording: Recording, local: bool):
-    sp = _sp()
-    n_in = sum(space.size for space in recording.spaces)
-    patterns, start = {}, 0
-    for root, space in zip(recording.roots, recording.spaces):
-        rows = _np.arange(space.size)
-        patterns[root] = map_pattern(rows, rows + start, (space.size, n_in))
-        start += space.size
-    for node in reversed(recording.order()):
-        if node.fun is not None:
-            patterns[node] = _node_pattern(node, patterns, local)
-    blocks = []
-    for i, value in enumerate(recording.out_values):
-        node = next((n for j, n in recording.ends if j == i), None)
-        blocks.append(
-            sp.csr_matrix((_size(value), n_in), dtype=bool) if node is None else patterns[node]
-        )
-    return sp.vstack(blocks, format="csr").astype(bool)
-
-
-def gradient(fun: Callable) -> Callable:
-    """The gradient of scalar ``fun`` by one reverse pass (the engine's, not the public
-    ``grad``: the rule tables import this module, and ``grad`` imports them)."""
-
-    def gradient_of_fun(x):
-        vjp, ans = make_vjp(fun, x)
-        if _size(ans) != 1:
-            raise TypeError(
-                f"a sparse Hessian needs a scalar function; this one returns "
-                f"shape {_np.shape(ans)}."
-            )
-        return vjp(vspace(ans).ones())
-
-    return gradient_of_fun
-
-
-def jacobian_sparsity(fun: Callable, x: Any, local: bool = False):
-    """The structural sparsity pattern of the Jacobian of ``fun`` at ``x``: a boolean
-    ``scipy.sparse`` CSR matrix, rows the flattened outputs, columns the flattened inputs
-    (pytree leaves in order). Global (valid at every x) unless ``local=True``."""
-    recording = Recording(fun, x, keep_everything=True)
-    return _recorded_pattern(recording, local)
-
-
-def hessian_sparsity(fun: Callable, x: Any, local: bool = False):
-    """The structural sparsity pattern of the Hessian of scalar ``fun`` at ``x``: the
-    pattern of the Jacobian of its gradient, whose backward pass is recorded by the outer
-    trace (conservative where a recorded backward primitive declares no pattern)."""
-    return jacobian_sparsity(gradient(fun), x, local=local)
 
 
 # ----------------------------------------------------------------------------- colouring

@@ -85,6 +85,12 @@ class Node:
     # Read only on those rare conversion paths, so other modes pay nothing.
     on_decision: Callable | None = None
 
+    # Hook for calls of notrace primitives (comparisons, argmax, sign ...) on traced values:
+    # a node type that follows every value computed from its inputs, derivative or not
+    # (sparsity detection), sets it to ``on_notrace(f_wrapped, args, kwargs) -> answer``,
+    # which records the call (see ``notrace_primitive``). Other modes pay one look per box.
+    on_notrace: Callable | None = None
+
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         raise NotImplementedError
 
@@ -567,6 +573,11 @@ def notrace_primitive(f_raw: Callable) -> Callable:
             ans = notrace_hook(f_raw, args, kwargs)
             if ans is not NotImplemented:
                 return ans
+        for arg in args:
+            while type(arg) in _box_types:
+                if arg._node.on_notrace is not None:
+                    return arg._node.on_notrace(f_wrapped, args, kwargs)
+                arg = arg._value
         # Boxes may also sit inside a sequence argument (lexsort((a, b))): strip those
         # too, or the raw function would dispatch back here forever.
         return f_raw(*map(_strip, args), **{k: _strip(v) for k, v in kwargs.items()})

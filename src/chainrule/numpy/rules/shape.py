@@ -41,9 +41,11 @@ from ..._core.rules import (
 from ..._core.tracer import decided, derivative_free, getval, primitive
 from ..._sparse import (
     copy_rule,
+    first_position,
     map_pattern,
     partition_pattern,
     positions_through,
+    shapes_only,
     sort_pattern,
     source_pattern,
 )
@@ -280,7 +282,7 @@ def selection(fun, argnums=(0,), source=None):
         return source_pattern(_np.asarray(src), start, size, int(_np.size(ans)))
 
     if source is None or source is _pad_source:  # sort's map depends on the values: dense
-        defsparsity(fun, pattern)
+        defsparsity(fun, shapes_only(pattern, lambda n: argnums))
 
 
 def _pad_source(pos_args, args, kwargs):
@@ -427,7 +429,7 @@ def _def_joining(fun, vjp, n_static):
 
 _def_joining(anp.concatenate_args, _concatenate_vjp, 1)
 _def_joining(anp.stack_args, _stack_vjp, 1)
-defsparsity(untake, _untake_pattern)
+defsparsity(untake, shapes_only(_untake_pattern, first_position))
 defsparsity(anp.concatenate_args, copy_rule(anp.concatenate_args.fun, first=1))
 defsparsity(anp.stack_args, copy_rule(anp.stack_args.fun, first=1))
 defsparsity(anp.sort, sort_pattern)  # whole lines along the axis (local: the permutation)
