@@ -41,12 +41,14 @@ from typing import Any
 import numpy as _np
 
 from ._core import tracer
-from ._core.pytree import tree_flatten
+from ._core.containers import container_add, sequence_take, sequence_untake
+from ._core.pytree import _sorted_keys, tree_flatten
 from ._core.reverse import KeptVJPNode, Recording, make_vjp
 from ._core.rule_table import rule_table
-from ._core.tracer import decided, getval, isbox, new_box
+from ._core.rules import defsparsity
+from ._core.tracer import copy_of, decided, getval, isbox, new_box
 from ._core.vspace import vspace
-from ._sparse import _size, _sp, map_pattern
+from ._sparse import _size, _sp, identity_pattern, map_pattern
 from ._sparse_products import is_sparse_type
 
 
@@ -347,6 +349,73 @@ def recorded_pattern(recording: Recording, local: bool):
         node = next((n for j, n in recording.ends if j == i), None)
         blocks.append(_empty(_size(value), n_in) if node is None else patterns[node])
     return sp.vstack(blocks, format="csr").astype(bool)
+
+
+def derived_pattern(impl: Callable) -> Callable:
+    """The sparsity rule of a primitive whose value equals ``impl``, a function built from
+    primitives (``composite``): ``impl`` recorded on the node's arguments, the traced ones
+    as its inputs, and its pattern's block for the argument asked. Dense where that record
+    took a decision on a traced value (it would hold on one path only)."""
+
+    def rule(argnum, ans, args, kwargs, traced=(), local=False):
+        positions = sorted(set(traced) | {argnum})
+
+        def with_inputs(xs):
+            full = list(args)
+            for i, x in zip(positions, xs):
+                full[i] = x
+            return impl(*full, **kwargs)
+
+        recording, detection = record(with_inputs, tuple(args[i] for i in positions))
+        if detection.guarded and not local:
+            return None
+        pattern = recorded_pattern(recording, local)
+        start = sum(_size(args[i]) for i in positions[: positions.index(argnum)])
+        return pattern[:, start : start + _size(args[argnum])].tocsr()
+
+    rule.wants_traced = True
+    return rule
+
+
+# ----------------------------------------------------------------------------- the engine's own
+# The engine's primitives for containers and copies, whose rules live in the core (which
+# does not know patterns): an item of a container, a container around an item, a sum.
+
+
+def _leaf_sizes(container) -> tuple[list, list]:
+    """The keys of ``container`` in its flattened order (a dict's sorted) and the number of
+    elements under each."""
+    keys = _sorted_keys(container) if isinstance(container, dict) else range(len(container))
+    return list(keys), [sum(_size(leaf) for leaf in tree_flatten(container[k])[0]) for k in keys]
+
+
+def _item_rows(container, index) -> _np.ndarray:
+    keys, sizes = _leaf_sizes(container)
+    if not isinstance(container, dict):
+        index = keys[index]  # (a negative index)
+    start = sum(sizes[: keys.index(index)])
+    return _np.arange(start, start + sizes[keys.index(index)])
+
+
+def _take_pattern(argnum, ans, args, kwargs):
+    container, index = args[0], args[1]
+    if argnum != 0 or isinstance(index, slice):
+        return None
+    rows = _item_rows(container, index)
+    return map_pattern(_np.arange(rows.size), rows, (rows.size, sum(_leaf_sizes(container)[1])))
+
+
+def _untake_pattern(argnum, ans, args, kwargs):
+    if argnum != 0 or isinstance(args[1], slice):
+        return None
+    rows = _item_rows(ans, args[1])
+    return map_pattern(rows, _np.arange(rows.size), (sum(_leaf_sizes(ans)[1]), rows.size))
+
+
+defsparsity(sequence_take, _take_pattern)
+defsparsity(sequence_untake, _untake_pattern)
+defsparsity(container_add, identity_pattern)
+defsparsity(copy_of, identity_pattern)
 
 
 def gradient(fun: Callable) -> Callable:

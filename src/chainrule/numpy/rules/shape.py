@@ -40,8 +40,11 @@ from ..._core.rules import (
 )
 from ..._core.tracer import decided, derivative_free, getval, primitive
 from ..._sparse import (
+    convolution_band,
     copy_rule,
+    elementwise_pattern,
     first_position,
+    identity_pattern,
     map_pattern,
     partition_pattern,
     positions_through,
@@ -674,4 +677,57 @@ composite(anp.convolve,  _convolve_impl)
 composite(anp.correlate, _correlate_impl)
 composite(anp.polyval,   _polyval_impl)
 composite(anp.meshgrid,  _meshgrid_impl)
+# fmt: on
+
+
+# ----------------------------------------------------------------------------- sparsity
+# (chainrule._sparse; the functions defined by ``selection``, ``gathered_in_batches`` and
+# ``composite`` above carry theirs: copies read off positions, composites found from impl)
+def _convolution_pattern(correlate: bool):
+    """``convolve``/``correlate`` of 1-D ``a`` and ``v``: output n reads a band of each."""
+
+    def rule(argnum, ans, args, kwargs):
+        na, nv = int(_np.size(args[0])), int(_np.size(args[1]))
+        mode = args[2] if len(args) > 2 else kwargs.get("mode", "valid" if correlate else "full")
+        short = min(na, nv)
+        start = {"full": 0, "same": (short - 1) // 2, "valid": short - 1}.get(mode)
+        if start is None:
+            return None
+        own, other = (na, nv) if argnum == 0 else (nv, na)
+        band = convolution_band(int(_np.size(ans)), own, other, start)
+        if argnum == 1 and correlate:  # correlate reads v reversed (and conjugated)
+            band = band[:, ::-1]
+        return band.tocsr()
+
+    return shapes_only(rule)  # (mode is read; a and v only by their lengths)
+
+
+def _index_add_pattern(argnum, ans, args, kwargs):
+    """``index_add(x, index, v)``: x passes through; v's elements add into x[index]."""
+    if argnum == 0:
+        return identity_pattern(argnum, ans, args, kwargs)
+    x, index, v = args[0], args[1], args[2]
+    rows = _np.arange(int(_np.size(x))).reshape(shape_of(x))[index]
+    cols = _np.broadcast_to(_np.arange(int(_np.size(v))).reshape(shape_of(v)), _np.shape(rows))
+    return map_pattern(rows, cols, (int(_np.size(ans)), int(_np.size(v))))
+
+
+def _interp_pattern(argnum, ans, args, kwargs):
+    """``interp(x, xp, fp)``: output i reads x[i]; which xp and fp it reads depends on x."""
+    return elementwise_pattern(argnum, ans, args, kwargs) if argnum == 0 else None
+
+
+# fmt: off
+for _fun in (anp.copy, anp.asarray, anp.asanyarray, anp.ascontiguousarray, array_astype):
+    defsparsity(_fun, identity_pattern)
+defsparsity(anp.full, shapes_only(lambda argnum, ans, args, kwargs: elementwise_pattern(argnum, ans, args, kwargs)))
+for _fun in (anp.atleast_1d, anp.atleast_2d, anp.atleast_3d):
+    defsparsity(_fun, copy_rule(_fun.fun))  # several arrays in: a tuple of them out
+for _fun in (anp.split, anp.array_split, anp.hsplit, anp.vsplit, anp.dsplit):
+    defsparsity(_fun, copy_rule(_fun.fun, only=(0,)))
+defsparsity(anp.index_update, copy_rule(anp.index_update.fun, only=(0, 2)))
+defsparsity(anp.index_add,    shapes_only(_index_add_pattern, lambda n: (0, 2)))
+defsparsity(anp.interp,       shapes_only(_interp_pattern))
+defsparsity(anp.convolve,     _convolution_pattern(correlate=False))
+defsparsity(anp.correlate,    _convolution_pattern(correlate=True))
 # fmt: on

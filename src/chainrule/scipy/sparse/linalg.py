@@ -22,8 +22,9 @@ import numpy as _np
 import scipy.sparse as _sp
 import scipy.sparse.linalg as _spla
 
-from ..._core.rules import defjvp_direct, defvjp_direct
+from ..._core.rules import defjvp_direct, defsparsity, defvjp_direct
 from ..._core.tracer import decided, derivative_free, getval, notrace_primitive, primitive
+from ..._sparse import columns_pattern
 from ..._sparse_products import matmul
 from ...numpy import numpy_wrapper as anp
 
@@ -184,6 +185,14 @@ defjvp_direct(
     _values_jvp,
     lambda t, ans, data, b, *, system, **_: _solve(data, t, system=system),
 )
+
+
+def _columns_of_b(argnum, ans, args, kwargs):
+    """x = M^-1 b (and exp(tA) B): column k reads column k of b; the values, all of x."""
+    return None if argnum == 0 else columns_pattern(_np.shape(args[1]), _np.shape(ans))
+
+
+defsparsity(_solve, _columns_of_b)
 
 
 def _system(A, data, name: str, method: str, options: dict, M=None):
@@ -460,3 +469,4 @@ defjvp_direct(
     _constant_matrix(_expm_values_jvp),
     lambda t, ans, A, B, **options: _expm_multiply(A, t, **options),
 )
+defsparsity(_expm_multiply, _columns_of_b)
