@@ -142,3 +142,15 @@ def test_logsumexp_matches_scipy_and_its_pattern():
     onp.testing.assert_allclose(fun(x), scipy.special.logsumexp(x.reshape(3, 4), axis=1))
     pattern = chainrule.jacobian_sparsity(fun, x).toarray()
     onp.testing.assert_array_equal(pattern, onp.kron(onp.eye(3), onp.ones(4)) != 0)
+
+
+def test_the_coverage_table_shows_which_functions_are_dense_and_why():
+    from chainrule import coverage
+
+    rows = {row.qualname: row.sparsity for row in coverage.collect().rows}
+    for name in ("numpy.diff", "numpy.dot", "numpy.kron", "numpy.einsum", "numpy.convolve",
+                 "numpy.fft.fft", "numpy.linalg.solve", "numpy.median", "numpy.split"):
+        assert rows[name] == "yes", name
+    assert rows["scipy.linalg.solve_sylvester"].startswith("dense: each entry of X reads")
+    assert all(s in ("yes", "?", "-") or s.startswith("dense: ") for s in rows.values())
+    assert "sparsity" in coverage.collect().text().splitlines()[2]

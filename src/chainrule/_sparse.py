@@ -200,6 +200,18 @@ def _size_of_leaves(ans) -> int:
     return _size(ans)
 
 
+def dense_rule(why: str) -> Callable:
+    """The sparsity rule of a primitive each of whose outputs reads every input, ``why``
+    saying so (the coverage table's sparsity column shows it): detection counts it dense,
+    which for it is the truth, not a missing rule."""
+
+    def rule(argnum, ans, args, kwargs):
+        return None
+
+    rule.dense_because = why
+    return shapes_only(rule)
+
+
 def identity_pattern(argnum: int, ans, args, kwargs):
     """An output that is its argument, element for element (a copy, a cast)."""
     n = _size_of_leaves(ans)

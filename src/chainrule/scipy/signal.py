@@ -20,7 +20,8 @@ import scipy.signal as _ss
 
 from .._core.rules import def_linear, defsparsity, defvjp_direct
 from .._core.tracer import primitive
-from .._sparse import _sp, convolution_band
+from .._sparse import _sp
+from .._sparse import convolution_band as _convolution_band
 from ..numpy import _namespace
 from ..numpy import numpy_wrapper as anp
 
@@ -105,7 +106,7 @@ def _convolution_pattern(argnum, ans, A, B, n_keep_a, n_keep_b, n_dot):
         factors = [_np.ones((a_size, 1), dtype=bool), sp.identity(b_size, dtype=bool),
                    _np.ones((1, dot), dtype=bool)]  # fmt: skip
     for n, m in zip(shape[len(shape) - n_conv:], other_shape[len(other_shape) - n_conv:]):
-        factors.append(convolution_band(n + m - 1, n, m, 0))
+        factors.append(_convolution_band(n + m - 1, n, m, 0))
     pattern = factors[0]
     for factor in factors[1:]:
         pattern = sp.kron(pattern, factor, format="csr")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as _np
 
 from ..._core.rules import defjvp_direct, defsparsity, defvjp_direct
-from ..._sparse import batched_pattern, columns_pattern
+from ..._sparse import batched_pattern, columns_pattern, dense_rule
 from ...numpy import numpy_wrapper as anp
 from ...numpy.rules._helpers import shape_of
 from .. import linalg as la
@@ -259,3 +259,6 @@ defsparsity(la.solve_general, _columns_of(1))
 defsparsity(la.solve_banded, _columns_of(2))
 for _fun in (la.expm, la.sqrtm, la.cholesky_symmetric, la.lu_packed):
     defsparsity(_fun, _stacked)
+for _fun in (la.eigh_values, la.eigh_vectors):
+    defsparsity(_fun, dense_rule("each eigenpair reads the whole of a (and b)"))
+defsparsity(la.solve_sylvester, dense_rule("each entry of X reads all of a, b and q"))
