@@ -224,18 +224,51 @@ def test_expm_multiply_in_the_vector():
     )(b)
 
 
-def test_solves_leave_an_unsorted_matrix_as_it_was():
-    # A with each row's entries stored in reverse order
+def _unsorted():
+    """A with each row's entries stored in reverse order, and that order."""
     order = onp.concatenate(
         [onp.arange(A.indptr[r], A.indptr[r + 1])[::-1] for r in range(A.shape[0])]
     )
     unsorted = sp.csr_matrix((A.data[order], A.indices[order], A.indptr), shape=A.shape)
     assert not unsorted.has_sorted_indices
+    return unsorted, order
+
+
+@pytest.mark.parametrize("solve", ["spsolve", "splu", "bicgstab", "gmres", "expm_multiply"])
+def test_data_of_an_unsorted_matrix_are_read_in_its_own_order(solve):
+    # issue 34, item 5: the values were read in sorted order (another matrix, silently)
+    unsorted, order = _unsorted()
     before = unsorted.indices.copy()
     b = rng.random(6)
-    x = spsolve(unsorted, b, data=A.data)  # data in sorted CSR order, as documented
-    onp.testing.assert_allclose(x, onp.linalg.solve(A.toarray(), b), rtol=1e-12)
-    onp.testing.assert_array_equal(unsorted.indices, before)
+    call = {
+        "spsolve": lambda M, d: spsolve(M, b, data=d),
+        "splu": lambda M, d: splu(M, data=d).solve(b),
+        "bicgstab": lambda M, d: sparse_linalg.bicgstab(M, b, rtol=1e-13, data=d)[0],
+        "gmres": lambda M, d: sparse_linalg.gmres(M, b, rtol=1e-13, data=d)[0],
+        "expm_multiply": lambda M, d: sparse_linalg.expm_multiply(-M, b, data=-d),
+    }[solve]
+    expected = call(A, A.data)
+    onp.testing.assert_allclose(call(unsorted, unsorted.data), expected, rtol=1e-10)
+    w = rng.random(6)
+    g_sorted = chainrule.grad(lambda d: w @ call(A, d))(A.data)
+    g_unsorted = chainrule.grad(lambda d: w @ call(unsorted, d))(unsorted.data)
+    onp.testing.assert_allclose(g_unsorted, g_sorted[order], rtol=1e-8, atol=1e-12)
+    onp.testing.assert_array_equal(unsorted.indices, before)  # A as it was
+
+
+def test_a_matrix_with_duplicate_entries_sums_them():
+    half = A.data / 2  # each entry stored twice, halves summing to A's
+    doubled = sp.csr_matrix(
+        (onp.repeat(half, 2), onp.repeat(A.indices, 2), A.indptr * 2), shape=A.shape
+    )
+    assert doubled.nnz == 2 * A.nnz
+    b = rng.random(6)
+    onp.testing.assert_allclose(
+        spsolve(doubled, b, data=doubled.data), onp.linalg.solve(A.toarray(), b), rtol=1e-12
+    )
+    g = chainrule.grad(lambda d: onp.ones(6) @ spsolve(doubled, b, data=d))(doubled.data)
+    g_single = chainrule.grad(lambda d: onp.ones(6) @ spsolve(A, b, data=d))(A.data)
+    onp.testing.assert_allclose(g, onp.repeat(g_single, 2), rtol=1e-10)
 
 
 def test_integer_right_hand_sides_are_solved_in_floats():

@@ -4,7 +4,8 @@ the matrix's stored values), and ``expm_multiply`` (the same two; its VJP in the
 is an integral over the Frechet derivative of the exponential, by refined quadrature).
 
 A matrix with traced values is given as a ``scipy.sparse`` matrix ``A`` for the pattern
-and ``data``, its values in CSR order (``A.tocsr()`` with sorted indices: ``.data``).
+and ``data``, its values in the order of ``A.tocsr().data`` (for a CSR ``A``, ``A.data``,
+sorted or not).
 Every solve is one primitive, ``_solve(data, b, system=...)``: VJPs solve the transposed
 system once (lam = M^-T g; d b = lam, d data_k = -lam[row_k] x[col_k]); JVPs solve with
 the perturbed right-hand side (t_b - dM x). The rules call ``_solve`` again, so every
@@ -39,11 +40,9 @@ def _as_csr(A, name: str):
             f"{name} needs a scipy.sparse matrix, got {type(A).__name__}; for dense "
             f"matrices use chainrule.numpy.linalg.solve."
         )
-    A = _sp.csr_matrix(A)
-    if not A.has_sorted_indices:
-        A = A.copy()  # sorting is in place: the caller's matrix stays as it was
-        A.sort_indices()
-    return A
+    # A's own order, sorted or not (data= is read in it; SciPy's tocsr of a CSR matrix is
+    # the matrix itself, so A.tocsr().data is A.data)
+    return A.tocsr()
 
 
 class _System:
@@ -73,7 +72,9 @@ class _System:
         return self._scatter
 
     def matrix(self, data):
-        return _sp.csr_matrix((data, self.indices, self.indptr), shape=self.shape)
+        # copies: a SciPy routine that sorts its matrix's indices in place would otherwise
+        # reorder this pattern (and the caller's values) under the values' order
+        return _sp.csr_matrix((data, self.indices, self.indptr), shape=self.shape, copy=True)
 
     def solve(self, data, b, **first):
         """The solution and SciPy's ``info`` (0: converged); ``first``: the user's ``x0``
@@ -202,9 +203,10 @@ def _system(A, data, name: str, method: str, options: dict, M=None):
     elif _np.shape(data) != A.data.shape:
         raise ValueError(
             f"{name}: data has shape {_np.shape(data)}, A stores {A.data.shape} values "
-            f"(data are A's values in CSR order, sorted indices: A.tocsr().data)"
+            f"(data are A's values in the order of A.tocsr().data)"
         )
-    return data, _System(A.indices, A.indptr, A.shape, method, options, M=M)
+    # the pattern copied: the caller may sort A's indices in place after the solve
+    return data, _System(A.indices.copy(), A.indptr.copy(), A.shape, method, options, M=M)
 
 
 # ----------------------------------------------------------------------------- direct
@@ -347,8 +349,8 @@ def expm_multiply(
     """``scipy.sparse.linalg.expm_multiply(A, B)``: exp(t A) B (at one time, or at a grid
     of times with ``start``/``stop``/``num``/``endpoint``), differentiable in ``B`` (a
     vector or matrix, traced or not). ``A``: sparse, dense or a linear operator, constant;
-    or, with ``data`` (sparse ``A``'s values in CSR order with sorted indices,
-    ``A.tocsr().data``, traced or not), the matrix with ``A``'s pattern and those values,
+    or, with ``data`` (sparse ``A``'s values in the order of ``A.tocsr().data``, traced or
+    not), the matrix with ``A``'s pattern and those values,
     differentiable in them. Derivatives in B: exp(t A^T) g (summed over the time points)
     and the product with the tangent. In the values: the JVP is exact (the top half of the
     exponential of the block matrix [[A, dA], [0, A]] applied to [0; B]); the VJP is the
