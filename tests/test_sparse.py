@@ -319,3 +319,54 @@ def test_sort_is_global_along_its_axis_and_a_permutation_locally(axis):
         chainrule.jacobian_sparsity(partition, x, local=True).toarray(),
         dense_pattern(chainrule.jacobian(partition)(x)),
     )
+
+
+def _tuple_and_dict_outputs(u):
+    return {"total": np.sum(u**2)[None], "pairs": (u[1:] * u[:-1], np.exp(u[:2]))}
+
+
+@pytest.mark.parametrize("mode", ["auto", "forward", "reverse"])
+def test_outputs_of_several_arrays_in_either_mode(mode):
+    # issue 34 item 7: reverse sweeps took one output array only, and forward could not be
+    # forced; the rows are the output leaves flattened in order (dict keys sorted)
+    x = rng.random(6)
+    jac = chainrule.SparseJacobian(_tuple_and_dict_outputs, x, mode=mode)
+    assert jac.mode == ("reverse" if mode == "auto" else mode)  # a full row: reverse is cheaper
+    for point in (x, rng.random(6)):
+        dense = chainrule.jacobian(_tuple_and_dict_outputs)(point)
+        expected = onp.vstack([dense["pairs"][0], dense["pairs"][1], dense["total"]])
+        onp.testing.assert_allclose(jac(point).toarray(), expected, rtol=1e-14, atol=1e-14)
+    with pytest.raises(ValueError, match="mode='sideways'"):
+        chainrule.SparseJacobian(_tuple_and_dict_outputs, x, mode="sideways")
+
+
+def test_the_pattern_of_a_function_of_complex_x_has_a_column_per_element():
+    # issue 34 item 7: a complex element counted as two columns ("matmul: dimension mismatch")
+    x = rng.random(4) + 1j * rng.random(4)
+    pattern = chainrule.jacobian_sparsity(lambda z: z[1:] * z[:-1] * (1 + 2j), x)
+    assert pattern.shape == (3, 4)
+    band = onp.eye(3, 4, dtype=bool) | onp.eye(3, 4, k=1, dtype=bool)
+    onp.testing.assert_array_equal(pattern.toarray(), band)
+    with pytest.raises(TypeError, match="real inputs"):
+        chainrule.SparseJacobian(lambda z: z * 2.0, x)(x)
+
+
+@pytest.mark.parametrize("colouring", ["auto", "star", "acyclic", "distance-1"])
+def test_a_hessian_with_an_empty_pattern_is_zero(colouring):
+    # issue 34 item 7: the acyclic recovery of no entries raised SciPy's NotImplementedError
+    x = rng.random(4)
+    with pytest.warns(UserWarning, match="independent of input"):
+        hess = chainrule.SparseHessian(lambda u: np.sum(2.0 * u), x, colouring=colouring)
+    assert hess.n_colours == 0
+    values = hess(x)
+    assert values.shape == (4, 4) and values.nnz == 0
+
+
+def test_the_dense_jacobian_of_a_complex_function_of_real_x():
+    # issue 34 item 7: a reverse pass per real dimension gave twice the rows (reshape error)
+    x = rng.random(3)
+    expected = (1 + 2j) * onp.eye(3) + onp.roll(onp.eye(3), 1, axis=0)
+    fun = lambda u: u * (1 + 2j) + np.roll(u, 1)  # noqa: E731
+    onp.testing.assert_array_equal(chainrule.jacobian(fun)(x), expected)
+    onp.testing.assert_array_equal(chainrule.jacfwd(fun)(x), expected)
+    onp.testing.assert_array_equal(chainrule.jacobian(lambda u: np.sum(fun(u)))(x), expected.sum(0))

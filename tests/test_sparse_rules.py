@@ -51,7 +51,8 @@ CASES = {
     "solve_columns": (lambda u: np.ravel(np.linalg.solve(M, np.reshape(u, (4, 3)))), 12),
     "norm_axis": (lambda u: np.linalg.norm(np.reshape(u, (3, 4)), axis=1), 12),
     "var_axis": (lambda u: np.var(np.reshape(u, (3, 4)), axis=1), 12),
-    "average_weights": (lambda u: np.average(np.reshape(u, (3, 4)), axis=1, weights=onp.ones((3, 4))), 12),
+    "average_weights": (
+        lambda u: np.average(np.reshape(u, (3, 4)), axis=1, weights=onp.ones((3, 4))), 12),
     "trace_stack": (lambda u: np.trace(np.reshape(u, (3, 2, 2)), axis1=1, axis2=2), 12),
     "bincount": (lambda u: np.bincount(onp.array([0, 2, 2, 1, 0]), u[:5]), 6),
     "cov": (lambda u: np.ravel(np.cov(np.reshape(u, (3, 4)))), 12),
@@ -60,7 +61,8 @@ CASES = {
     "index_add": (lambda u: np.index_add(u, onp.array([1, 1, 3]), u[:3] ** 2), 6),
     "softmax_axis": (lambda u: np.ravel(csp.softmax(np.reshape(u, (3, 4)), axis=1)), 12),
     "logsumexp_axis": (lambda u: csp.logsumexp(np.reshape(u, (3, 4)), axis=0), 12),
-    "signal_convolve": (lambda u: np.ravel(csig.convolve(np.reshape(u, (3, 4)), onp.ones((2, 2)))), 12),
+    "signal_convolve": (
+        lambda u: np.ravel(csig.convolve(np.reshape(u, (3, 4)), onp.ones((2, 2)))), 12),
 }
 
 

@@ -1,6 +1,8 @@
 """chainrule.scipy.sparse: sparse constant operands and differentiable sparse solves,
 against dense NumPy, finite differences (check_grads, both modes) and hand-derived VJPs."""
 
+import warnings
+
 import numpy as onp
 import pytest
 import scipy.linalg as scipy_linalg_dense
@@ -384,3 +386,31 @@ def test_expm_multiply_gradient_in_the_values_under_jit():
     for c in (1.0, 8.0, 1.0):
         expected = _frechet_at_entries(c * Q.toarray(), w, b, rows, Q.indices)
         onp.testing.assert_allclose(grad(c * Q.data), expected, rtol=1e-11, atol=1e-13)
+
+
+def test_expm_multiply_refuses_a_differentiated_time_clearly():
+    Q = sp.diags([1.0, -2.0, 1.0], [-1, 0, 1], shape=(5, 5), format="csr")
+    b = onp.arange(5.0)
+    with pytest.raises(TypeError, match="not in stop=: pass stop as a plain number"):
+        chainrule.grad(lambda s: np.sum(sparse_linalg.expm_multiply(Q, b, stop=s, num=3)))(1.0)
+    # the way it names: t scaling A's values is differentiable in t
+    t = 0.7
+    d = chainrule.grad(lambda s: np.sum(sparse_linalg.expm_multiply(Q, b, data=s * Q.data)))(t)
+    expected = onp.sum(Q @ scipy_linalg.expm_multiply(t * Q, b))  # d/dt exp(tQ) b = Q exp(tQ) b
+    onp.testing.assert_allclose(d, expected, rtol=1e-10)
+
+
+def test_expm_multiply_gradients_keep_trace_a():
+    # a linear operator has no trace SciPy can read: without traceA it estimates one, and
+    # warns; the VJPs pass the caller's on (scaled by each time)
+    Q = sp.diags([1.0, -2.0, 1.0], [-1, 0, 1], shape=(5, 5), format="csr")
+    op, b = scipy_linalg.aslinearoperator(Q), onp.arange(5.0)
+    trace = float(Q.diagonal().sum())
+    for options in ({}, {"start": 0.0, "stop": 1.0, "num": 3}):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # SciPy's "Trace of LinearOperator not available"
+            g = chainrule.grad(lambda v, options=options: np.sum(
+                sparse_linalg.expm_multiply(op, v, traceA=trace, **options)))(b)
+        times = [1.0] if not options else onp.linspace(0.0, 1.0, 3)
+        expected = sum(scipy_linalg.expm_multiply(t * Q.T.tocsr(), onp.ones(5)) for t in times)
+        onp.testing.assert_allclose(g, expected, rtol=1e-12)

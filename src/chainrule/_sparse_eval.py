@@ -81,7 +81,9 @@ class _Colouring:
 
     def __init__(self, pattern, mode: str, name: str, colours: _np.ndarray, recover: Callable):
         self.pattern, self.mode, self.name = pattern, mode, name
-        self.colours, self.n_colours, self.recover = colours, count_colours(colours), recover
+        self.colours, self.recover = colours, recover
+        # an empty pattern takes no sweep (its Jacobian is zero: fun is not even called)
+        self.n_colours = count_colours(colours) if pattern.nnz else 0
         self.seeds: dict = {}
 
     def seeds_for(self, shape: tuple):

@@ -192,6 +192,8 @@ def acyclic_recovery(pattern, colours: _np.ndarray):
     n = pattern.shape[0]
     csr = sp.csr_matrix(pattern)
     csr.sort_indices()
+    if csr.nnz == 0:  # (nothing to recover: SciPy's fancy indexing of no entries is sparse)
+        return lambda compressed: sp.csr_matrix(pattern.shape)
     coo = csr.tocoo()
     rows, cols = coo.row, coo.col
     k = int(colours.max()) + 1 if colours.size else 1

@@ -360,11 +360,31 @@ def expm_multiply(
     options = {
         "start": start, "stop": stop, "num": num, "endpoint": endpoint, "traceA": traceA,
     }  # fmt: skip
-    options = {k: v for k, v in options.items() if v is not None}
+    options = {k: _plain_option(k, v) for k, v in options.items() if v is not None}
     if data is None:
         return _expm_multiply(A, B, **options)
     data, system = _system(A, data, "expm_multiply", "expm_multiply", {})
     return _expm_multiply(data, B, system=system, **options)
+
+
+def _plain_option(name: str, value):
+    """A time or trace of ``expm_multiply`` as a plain number: the derivatives are in
+    ``B`` and ``A``'s values only (under chainrule.jit, a guarded decision of the program)."""
+    plain = derivative_free(value)
+    if plain is not value:
+        raise TypeError(
+            f"expm_multiply is differentiable in B and, with data=, in A's values, not in "
+            f"{name}=: pass {name} as a plain number (chainrule.stop_gradient({name}) if it "
+            f"is computed from a differentiated value). To differentiate exp(tA) B in t, "
+            f"scale A's values by t: expm_multiply(A, B, data=t * A.tocsr().data)."
+        )
+    return decided(plain, type(getval(plain)))
+
+
+def _scaled_trace(options: dict, t) -> dict:
+    """``traceA`` for a call with t A (or t A^T, whose trace is the same): SciPy estimates
+    the trace of a linear operator without it."""
+    return {} if "traceA" not in options else {"traceA": t * options["traceA"]}
 
 
 def _transposed_values(A, system: _System | None):
@@ -378,9 +398,10 @@ def _transposed_values(A, system: _System | None):
 def _expm_vjp(g, ans, A, B, *, system=None, **options):
     AT, other = _transposed_values(A, system)
     if not _is_grid(options):
-        return _expm_multiply(AT, g, system=other)
+        return _expm_multiply(AT, g, system=other, **_scaled_trace(options, 1))
     # one result per time point t_i (the leading axis): sum of exp(t_i A^T) g_i
-    return sum(_expm_multiply(t * AT, g[i], system=other) for i, t in enumerate(_times(options)))
+    return sum(_expm_multiply(t * AT, g[i], system=other, **_scaled_trace(options, t))
+               for i, t in enumerate(_times(options)))
 
 
 def _expm_values_vjp(g, ans, data, B, *, system, **options):
