@@ -417,10 +417,10 @@ def _seeds(colours: _np.ndarray, shape: tuple, dtype) -> _np.ndarray:
 
 
 def direct_recovery(pattern, colours: _np.ndarray, by_rows: bool) -> Callable:
-    """A function giving the matrix with ``pattern``'s nonzeros read from the compressed
-    sweeps: ``compressed[c]`` is J @ seed_c (forward; flat over rows) or seed_c @ J
-    (reverse; flat over columns). Where each nonzero is read is found once, here; a call
-    is one gather into the CSR arrays of ``pattern``."""
+    """A function giving ``pattern``'s nonzeros (in the order of its CSR form with sorted
+    indices) read from the compressed sweeps: ``compressed[c]`` is J @ seed_c (forward;
+    flat over rows) or seed_c @ J (reverse; flat over columns). Where each nonzero is read
+    is found once, here; a call is one gather (traced where ``compressed`` is)."""
     sp = _sp()
     csr = sp.csr_matrix(pattern)
     csr.sort_indices()
@@ -432,8 +432,7 @@ def direct_recovery(pattern, colours: _np.ndarray, by_rows: bool) -> Callable:
         flat = colours[cols] * csr.shape[0] + rows
 
     def recover(compressed: _np.ndarray):
-        values = _np.ravel(compressed)[flat]
-        return sp.csr_matrix((values, csr.indices, csr.indptr), shape=csr.shape)
+        return _np.ravel(compressed)[flat]
 
     return recover
 

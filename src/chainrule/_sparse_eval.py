@@ -26,7 +26,9 @@ from typing import Any
 
 import numpy as _np
 
+from ._core.tracer import getval, isbox
 from ._sparse import _seeds, _sp, colour_columns, count_colours, direct_recovery
+from ._sparse_arguments import with_values
 from ._sparse_detect import gradient, record, recorded_pattern, structure_key
 from ._sparse_symmetric import (
     acyclic_colouring,
@@ -74,16 +76,21 @@ def _sweep(fun: Callable, forward: bool) -> Callable:
 
 
 class _Colouring:
-    """One pattern's colouring and the gather that recovers its nonzeros (``recover``),
-    with the seeds of its sweeps made once per shape; ``name`` says which colouring."""
+    """One pattern's colouring and the gather that recovers its nonzeros (``recover``: the
+    values of ``template``, the pattern's CSR form with sorted indices), with the seeds of
+    its sweeps made once per shape; ``name`` says which colouring."""
 
-    __slots__ = ("pattern", "mode", "name", "colours", "n_colours", "recover", "seeds")
+    __slots__ = ("pattern", "mode", "name", "colours", "n_colours", "recover", "seeds",
+                 "template")  # fmt: skip
 
     def __init__(self, pattern, mode: str, name: str, colours: _np.ndarray, recover: Callable):
         self.pattern, self.mode, self.name = pattern, mode, name
         self.colours, self.recover = colours, recover
         # an empty pattern takes no sweep (its Jacobian is zero: fun is not even called)
         self.n_colours = count_colours(colours) if pattern.nnz else 0
+        template = _sp().csr_matrix(pattern, dtype=float)
+        template.sort_indices()
+        self.template = template
         self.seeds: dict = {}
 
     def seeds_for(self, shape: tuple):
@@ -147,6 +154,7 @@ class SparseJacobian:
         if pattern is not None:
             self._current = self._colouring(_sp().csr_matrix(pattern, dtype=bool))
             return
+        x = getval(x)  # (found at the value of a traced x)
         recording, detection = record(detected, x)
         self._current = self._colouring(recorded_pattern(recording, self.local))
         if self.local:
@@ -200,7 +208,7 @@ class SparseJacobian:
     # -------------------------------------------------------------- evaluation
     def _compressed(self, x, colouring: _Colouring):
         """One row per colour: J @ seed (forward, flat over the outputs) or seed @ J
-        (reverse, flat over x)."""
+        (reverse, flat over x); traced where ``x`` is."""
         forward = colouring.mode == "forward"
         sweep = self._sweeps.get(colouring.mode)
         if sweep is None:
@@ -210,42 +218,45 @@ class SparseJacobian:
 
                 sweep = jit(sweep)
             self._sweeps[colouring.mode] = sweep
-        seeds = colouring.seeds_for(x.shape if forward else (colouring.pattern.shape[0],))
+        seeds = colouring.seeds_for(_np.shape(x) if forward else (colouring.pattern.shape[0],))
         if not self.staged:
-            return _np.asarray(sweep(x, seeds))
+            return sweep(x, seeds)
         with warnings.catch_warnings():
             # the sweep's own index maps (positions of slices and concatenations) are
             # constants of the program by design: jit's advice to pass them in does not
             # apply here (staged=True is documented to fix what fun reads at the first call)
             warnings.filterwarnings("ignore", "chainrule.jit: .* bakes in arrays", UserWarning)
-            return _np.asarray(sweep(x, seeds))
+            return sweep(x, seeds)
 
     def __call__(self, x: Any):
-        x = _np.asarray(x)
-        if _np.iscomplexobj(x):
+        """The Jacobian at ``x``, a ``scipy.sparse`` CSR matrix. A traced ``x`` (under
+        ``chainrule.jit``, or an outer derivative) gives a traced matrix: the pattern is
+        found at its value, the sweeps and the gather of the nonzeros are traced."""
+        point = _np.asarray(getval(x))
+        if _np.iscomplexobj(point):
             raise TypeError(
                 "sparse Jacobians take real inputs; split a complex x into "
                 "its real and imaginary parts."
             )
         n_in = self._current.pattern.shape[1]
-        if x.size != n_in:
+        if point.size != n_in:
             raise ValueError(
                 f"the pattern is {self._current.pattern.shape}, for an x of {n_in} "
-                f"elements; this x has {x.size}: make a new SparseJacobian."
+                f"elements; this x has {point.size}: make a new SparseJacobian."
             )
-        colouring = self._colouring_at(x)
+        colouring = self._colouring_at(point)
         if colouring.n_colours == 0:
             return _sp().csr_matrix(colouring.pattern.shape)
-        compressed = self._compressed(x, colouring)
+        compressed = self._compressed(x if isbox(x) else point, colouring)
         n_out = colouring.pattern.shape[0]
-        expected = (colouring.n_colours, n_out if colouring.mode == "forward" else x.size)
-        if compressed.shape != expected:
+        expected = (colouring.n_colours, n_out if colouring.mode == "forward" else point.size)
+        if _np.shape(compressed) != expected:
             raise ValueError(
                 f"the pattern is {colouring.pattern.shape}, the Jacobian at this x has "
-                f"{compressed.shape[1] if colouring.mode == 'forward' else n_out} rows: "
+                f"{_np.shape(compressed)[1] if colouring.mode == 'forward' else n_out} rows: "
                 f"make a new SparseJacobian."
             )
-        return colouring.recover(compressed)
+        return with_values(colouring.template, colouring.recover(compressed))
 
 
 class SparseHessian(SparseJacobian):
@@ -327,12 +338,12 @@ def sparse_transform(fun: Callable, hessian: bool, argnum, has_aux: bool) -> Cal
     cache: dict = {}
 
     def sparse_derivative(x):
-        x = _np.asarray(x)
-        key = (x.shape, x.dtype)
+        point = _np.asarray(getval(x))
+        key = (point.shape, point.dtype)
         evaluator = cache.get(key)
         if evaluator is None:
-            evaluator = cache[key] = kind(fun, x)
-        return evaluator(x)
+            evaluator = cache[key] = kind(fun, point)
+        return evaluator(x if isbox(x) else point)
 
     sparse_derivative.cache = cache  # the SparseJacobian/SparseHessian objects, by shape
     return sparse_derivative

@@ -1,4 +1,5 @@
-"""Products of a ``scipy.sparse`` constant and a dense, possibly traced, array.
+"""Products of a ``scipy.sparse`` matrix and a dense array, each possibly traced (a traced
+sparse matrix: ``_sparse_arguments``).
 
 They sit below ``chainrule.numpy`` so that a traced array's ``@`` can use them
 (``A @ x``, ``A.T @ x``, ``x @ A`` with ``A`` sparse) without importing
@@ -13,18 +14,13 @@ from collections.abc import Callable
 import numpy as _np
 
 from ._core.rules import defjvp_batched, defjvp_direct, defsparsity, defvjp_direct
-from ._core.tracer import primitive
-from ._sparse import _sp, map_pattern
+from ._core.tracer import getval, primitive
+from ._sparse import _sp, map_pattern, shapes_only
+from ._sparse_arguments import SparseMatrixBox, is_sparse_type, stored_coordinates, with_values
 
 
-def is_sparse_type(kind: type) -> bool:
-    """Whether ``kind`` is a SciPy sparse matrix or array class (read off its module, so
-    that asking does not import SciPy)."""
-    return kind.__module__.startswith("scipy.sparse") and hasattr(kind, "tocsr")
-
-
-def _check_constant(A, where: str) -> None:
-    if not is_sparse_type(type(A)):
+def _check_sparse(A, where: str) -> None:
+    if not is_sparse_type(type(getval(A))):
         raise TypeError(
             f"chainrule.scipy.sparse.matmul needs a scipy.sparse matrix as its {where} "
             f"operand, got {type(A).__name__}; use chainrule.numpy.matmul for dense ones."
@@ -44,18 +40,41 @@ def _dense_sparse(x, A):
 
 
 def matmul(a, b):
-    """``a @ b`` where exactly one of the two is a ``scipy.sparse`` matrix (a constant)
-    and the other a dense array of one or two dimensions (traced or not)."""
-    if is_sparse_type(type(a)):
+    """``a @ b`` where exactly one of the two is a ``scipy.sparse`` matrix and the other a
+    dense array of one or two dimensions (either traced or not)."""
+    if is_sparse_type(type(getval(a))):
         return _sparse_dense(a, b)
-    _check_constant(b, "second")
+    _check_sparse(b, "second")
     return _dense_sparse(a, b)
 
 
-defvjp_direct(_sparse_dense, None, lambda g, ans, A, x: _sparse_dense(A.T, g))
-defjvp_direct(_sparse_dense, None, lambda t, ans, A, x: _sparse_dense(A, t))
-defvjp_direct(_dense_sparse, lambda g, ans, x, A: _dense_sparse(g, A.T))
-defjvp_direct(_dense_sparse, lambda t, ans, x, A: _dense_sparse(t, A))
+def _at_entries(A, u, v):
+    """The matrix of ``A``'s pattern holding, at stored entry k = (r, c), the sum over j of
+    u[r, j] v[c, j] (u, v vectors or matrices): the derivative of sum(u * (A v)) in A's
+    stored values."""
+    from .numpy import numpy_wrapper as anp  # (chainrule.numpy imports this module)
+
+    pattern = getval(A)
+    rows, cols = stored_coordinates(pattern)
+    product = u[rows] * v[cols]
+    values = product if _np.ndim(u) == 1 else anp.sum(product, axis=1)
+    return with_values(pattern, anp.reshape(values, _np.shape(pattern.data)))
+
+
+def _transpose(x):
+    from .numpy import numpy_wrapper as anp
+
+    return anp.transpose(x)
+
+
+defvjp_direct(_sparse_dense, lambda g, ans, A, x: _at_entries(A, g, x),
+              lambda g, ans, A, x: _sparse_dense(A.T, g))  # fmt: skip
+defjvp_direct(_sparse_dense, lambda t, ans, A, x: _sparse_dense(t, x),
+              lambda t, ans, A, x: _sparse_dense(A, t))  # fmt: skip
+defvjp_direct(_dense_sparse, lambda g, ans, x, A: _dense_sparse(g, A.T),
+              lambda g, ans, x, A: _at_entries(A, _transpose(x), _transpose(g)))  # fmt: skip
+defjvp_direct(_dense_sparse, lambda t, ans, x, A: _dense_sparse(t, A),
+              lambda t, ans, x, A: _dense_sparse(x, t))  # fmt: skip
 # a batch of tangents (leading axis) of a vector x: one sparse product for the batch
 defjvp_batched(
     _sparse_dense, None, lambda t, ans, A, x: _dense_sparse(t, A.T) if _np.ndim(x) == 1 else None
@@ -79,18 +98,23 @@ def _pattern_of(A):
 
 def _sparse_dense_pattern(argnum, ans, args, kwargs):
     A, x = args
+    if argnum == 0:
+        return None  # (in A's values: each output reads a row's, left to dense)
     pattern = _pattern_of(A)  # out[i] depends on x[l] where A[i, l] is stored
     return pattern if _np.ndim(x) == 1 else _kron_identity(pattern, _np.shape(x)[1], False)
 
 
 def _dense_sparse_pattern(argnum, ans, args, kwargs):
     x, A = args
+    if argnum == 1:
+        return None
     pattern = _pattern_of(A).T.tocsr()  # out[j] depends on x[l] where A[l, j] is stored
     return pattern if _np.ndim(x) == 1 else _kron_identity(pattern, _np.shape(x)[0], True)
 
 
-defsparsity(_sparse_dense, _sparse_dense_pattern)
-defsparsity(_dense_sparse, _dense_sparse_pattern)
+# (a traced A's pattern is fixed: its values are what changes)
+defsparsity(_sparse_dense, shapes_only(_sparse_dense_pattern))
+defsparsity(_dense_sparse, shapes_only(_dense_sparse_pattern))
 
 
 # ----------------------------------------------------------------------------- operators
@@ -106,7 +130,8 @@ def product_with(other) -> Callable | None:
     try:
         return _product_by_type[kind]
     except KeyError:
-        rule = _product_by_type[kind] = matmul if is_sparse_type(kind) else None
+        sparse = is_sparse_type(kind) or kind is SparseMatrixBox
+        rule = _product_by_type[kind] = matmul if sparse else None
         return rule
 
 

@@ -26,6 +26,7 @@ import scipy.sparse.linalg as _spla
 from ..._core.rules import defjvp_direct, defsparsity, defvjp_direct
 from ..._core.tracer import decided, derivative_free, getval, notrace_primitive, primitive
 from ..._sparse import columns_pattern
+from ..._sparse_arguments import SparseMatrixBox, stored_coordinates, stored_values
 from ..._sparse_products import matmul
 from ...numpy import numpy_wrapper as anp
 
@@ -196,7 +197,31 @@ def _columns_of_b(argnum, ans, args, kwargs):
 defsparsity(_solve, _columns_of_b)
 
 
+def _traced_system(A, data, name: str, method: str, options: dict, M=None):
+    """A traced sparse ``A`` (differentiated in its stored values): its values in CSR
+    order (a gather of ``stored_values(A)`` for other formats; entries of a row stay in
+    their stored order) and the system of that pattern."""
+    if data is not None:
+        raise TypeError(
+            f"{name}: A is traced (its values are differentiated) and data= gives its values "
+            f"too: pass one of them."
+        )
+    pattern = getval(A)
+    values = anp.ravel(stored_values(A))
+    if pattern.format == "csr":
+        indices, indptr = pattern.indices, pattern.indptr
+    else:
+        rows, cols = stored_coordinates(pattern)
+        order = _np.argsort(rows, kind="stable")
+        indices, values = cols[order], values[order]
+        indptr = _np.concatenate([[0], _np.cumsum(_np.bincount(rows, minlength=pattern.shape[0]))])
+    return values, _System(_np.array(indices, copy=True), _np.array(indptr, copy=True),
+                           pattern.shape, method, options, M=M)  # fmt: skip
+
+
 def _system(A, data, name: str, method: str, options: dict, M=None):
+    if isinstance(A, SparseMatrixBox):
+        return _traced_system(A, data, name, method, options, M)
     A = _as_csr(A, name)
     if data is None:
         data = A.data
@@ -361,7 +386,7 @@ def expm_multiply(
         "start": start, "stop": stop, "num": num, "endpoint": endpoint, "traceA": traceA,
     }  # fmt: skip
     options = {k: _plain_option(k, v) for k, v in options.items() if v is not None}
-    if data is None:
+    if data is None and not isinstance(A, SparseMatrixBox):
         return _expm_multiply(A, B, **options)
     data, system = _system(A, data, "expm_multiply", "expm_multiply", {})
     return _expm_multiply(data, B, system=system, **options)
