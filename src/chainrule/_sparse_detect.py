@@ -123,7 +123,11 @@ def _on_notrace(f_wrapped, args, kwargs):
         values.append(value)
     detection = parents[0].detection
     plain = _plain_keywords(kwargs, trace_id, detection)
-    ans = f_wrapped(*values, **plain)  # (a recursive call: an older trace records its part)
+    try:
+        ans = f_wrapped(*values, **plain)  # (a recursive call: an older trace records its part)
+    except Exception:
+        detection.guard(f"an exception raised by {_name(f_wrapped)} on a value computed from x")
+        raise
     raw = f_wrapped.fun
     if raw in _SHAPE_ONLY:
         return ans
@@ -148,6 +152,12 @@ def _plain_keywords(kwargs: dict, trace_id: int, detection: Detection) -> dict:
     return plain
 
 
+def _on_error(box) -> None:
+    """A primitive call on a value computed from x raised (``Node.on_error``): ``fun`` may
+    catch it and go another way, a path that depends on x."""
+    box._node.detection.guard("an exception raised by a call on a value computed from x")
+
+
 class DetectionNode(KeptVJPNode):
     """A call recorded for sparsity detection: a ``KeptVJPNode`` (every argument and answer
     kept, for the rules) that shares its record's ``Detection``."""
@@ -155,6 +165,7 @@ class DetectionNode(KeptVJPNode):
     __slots__ = ("detection",)
     on_decision = staticmethod(_on_decision)
     on_notrace = staticmethod(_on_notrace)
+    on_error = staticmethod(_on_error)
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         KeptVJPNode.__init__(self, ans, fun, args, kwargs, argnums, parents)

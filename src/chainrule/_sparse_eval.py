@@ -86,7 +86,7 @@ class _Colouring:
     def __init__(self, pattern, mode: str, name: str, colours: _np.ndarray, recover: Callable):
         self.pattern, self.mode, self.name = pattern, mode, name
         self.colours, self.recover = colours, recover
-        # an empty pattern takes no sweep (its Jacobian is zero: fun is not even called)
+        # an empty pattern takes no sweep (its Jacobian is zero)
         self.n_colours = count_colours(colours) if pattern.nnz else 0
         template = _sp().csr_matrix(pattern, dtype=float)
         template.sort_indices()
@@ -246,6 +246,7 @@ class SparseJacobian:
             )
         colouring = self._colouring_at(point)
         if colouring.n_colours == 0:
+            self.fun(point)  # (no sweep to run: fun is still called, and raises where it does)
             return _sp().csr_matrix(colouring.pattern.shape)
         compressed = self._compressed(x if isbox(x) else point, colouring)
         n_out = colouring.pattern.shape[0]

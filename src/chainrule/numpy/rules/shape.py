@@ -38,7 +38,7 @@ from ..._core.rules import (
     defvjp_whole,
     not_differentiable,
 )
-from ..._core.tracer import decided, derivative_free, getval, primitive
+from ..._core.tracer import decided, derivative_free, getval, isbox, primitive
 from ..._sparse import (
     convolution_band,
     copy_rule,
@@ -513,13 +513,11 @@ def _linspace_impl(start, stop, num=50, endpoint=True, retstep=False, dtype=None
 
 def _diff_impl(a, n=1, axis=-1, prepend=None, append=None):
     parts = []
-    if prepend is not None:
-        parts.append(_np.broadcast_to(constant_like(_np.asarray(prepend), a),
-                                      _side_shape(a, axis, prepend)))
+    if _given(prepend):
+        parts.append(_side(prepend, a, axis))
     parts.append(a)
-    if append is not None:
-        parts.append(_np.broadcast_to(constant_like(_np.asarray(append), a),
-                                      _side_shape(a, axis, append)))
+    if _given(append):
+        parts.append(_side(append, a, axis))
     x = anp.concatenate(parts, axis=axis) if len(parts) > 1 else a
     ndim = anp.ndim(x)
     hi = tuple(slice(1, None) if i == axis % ndim else slice(None) for i in range(ndim))
@@ -527,6 +525,20 @@ def _diff_impl(a, n=1, axis=-1, prepend=None, append=None):
     for _ in range(n):
         x = x[hi] - x[lo]
     return x
+
+
+def _given(value) -> bool:
+    # (NumPy's own default, where a traced keyword moved the arguments into place)
+    return value is not None and value is not _np._NoValue
+
+
+def _side(value, a, axis):
+    """``prepend``/``append`` of ``diff`` broadcast to a side of ``a`` (traced, where it
+    is: ``diff(x, append=x[-1:])``)."""
+    shape = _side_shape(a, axis, value)
+    if isbox(value):
+        return anp.broadcast_to(value, shape)
+    return _np.broadcast_to(constant_like(_np.asarray(value), a), shape)
 
 
 def _side_shape(a, axis, value):
@@ -541,8 +553,8 @@ def _ediff1d_impl(ary, to_end=None, to_begin=None):
     flat = anp.ravel(ary)
     out = flat[1:] - flat[:-1]
     parts = [p for p in (to_begin, out, to_end) if p is not None]
-    parts = [anp.ravel(constant_like(_np.asarray(p), ary)).astype(dtype_of(ary))
-             if p is not out else p for p in parts]
+    parts = [anp.ravel(p if isbox(p) else constant_like(_np.asarray(p), ary).astype(
+        dtype_of(ary))) if p is not out else p for p in parts]
     return anp.concatenate(parts) if len(parts) > 1 else out
 
 
