@@ -154,9 +154,10 @@ def test_an_unguarded_pattern_records_nothing_at_later_calls():
 def test_the_sparse_contract_catches_a_pattern_reused_where_it_does_not_hold(monkeypatch):
     """Test the tester: with guards switched off (a record never says it may differ at
     another x), the harness's sparse programs find wrong Jacobians."""
-    from chainrule._sparse_detect import Detection
     from tests.contracts import contracts
     from tests.contracts._runner import run
+
+    from chainrule._sparse_detect import Detection
 
     monkeypatch.setattr(Detection, "guard", lambda self, reason: None)
     report = run(contracts()["sparse"], 300, seed=0, max_failures=1)

@@ -1,13 +1,16 @@
 """sparse: a sparse Jacobian or Hessian equals the dense one at every x it is called with.
 
-For a generated program ``f(x, s)`` (``s`` fixed per case), one sparse evaluator is made and
-called at several points whose values take other branches, as a user reuses one:
-``jacobian(f, sparse=True)``, ``SparseJacobian`` (staged, forced modes, local patterns),
-``hessian(f, sparse=True)`` or ``SparseHessian`` (star, acyclic, distance-1). At each
-point its CSR matrix must equal the dense ``jacobian``/``hessian`` of the same function
-(``toarray()``, rows the flattened outputs), or both must raise: the same exception, or,
-where the dense derivative refuses a construct clearly (float() of a traced value ...), a
-clear refusal too.
+For a generated program ``f(x, s)`` (``s`` fixed per case), one sparse evaluator is made at
+the first point and called at four points whose values take other branches, as a user
+reuses one: ``jacobian(f, sparse=True)``, ``SparseJacobian`` (staged, forced modes, local
+patterns), ``hessian(f, sparse=True)`` or ``SparseHessian`` (star, acyclic, distance-1).
+At each point its CSR matrix must equal the dense ``jacobian``/``hessian`` of the same
+function (``toarray()``, rows the flattened outputs), or both must raise the same
+exception. Where the dense derivative refuses a construct clearly (float() of a traced
+value), the sparse one raises too, or gives the zero matrix of an empty pattern (x reaches
+the output through round or sign only: its detection reads the float() as a decision and
+runs no traced sweep); where only the sparse one refuses (a primitive without a JVP rule,
+for the forward sweeps), the case counts as refused clearly.
 
 Tolerance. The sweeps compute J @ (a sum of basis vectors) where the dense Jacobian pushes
 or pulls one basis vector at a time, possibly in the other mode: the same products,
@@ -15,10 +18,10 @@ summed in another order (a dot product's terms, reverse against forward), and an
 Hessian adds entries along the paths of its colouring's trees (a zero of the dense Hessian
 can come back as -1.1e-16). An entry may therefore differ from the dense one by rounding:
 the contract allows ``64 eps`` times the largest magnitude of the dense matrix (64 units in
-the last place of its largest entry). 0.0 and -0.0 count as equal. Points where the dense derivative or the program's value is not finite are
-not compared: a nan or inf met by one column of a colour reaches the other columns of that
-colour through 0 * inf (the dense sweeps keep it in its own column), which the contract
-does not promise to reproduce.
+the last place of its largest entry); 0.0 and -0.0 count as equal. Points where the dense
+derivative or the program's value is not finite are not compared: a nan or inf met by one
+column of a colour reaches the other columns of that colour through 0 * inf (the dense
+sweeps keep it in its own column), which the contract does not promise to reproduce.
 """
 
 from __future__ import annotations
@@ -119,8 +122,8 @@ def check(case: Case) -> list[str]:
 
     out: list[str] = []
     for i, x in enumerate(case.points):
-        dense = Outcome.of(lambda: _flat(dense_of(x), x.size))
-        sparse = Outcome.of(lambda: sparse_at(x))
+        dense = Outcome.of(lambda x=x: _flat(dense_of(x), x.size))
+        sparse = Outcome.of(lambda x=x: sparse_at(x))
         out += [type(d)(f"at point {i}: {d}") for d in _compare(dense, sparse, fun, x)]
     return out
 
