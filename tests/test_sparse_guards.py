@@ -162,3 +162,14 @@ def test_the_sparse_contract_catches_a_pattern_reused_where_it_does_not_hold(mon
     monkeypatch.setattr(Detection, "guard", lambda self, reason: None)
     report = run(contracts()["sparse"], 300, seed=0, max_failures=1)
     assert report.failures, "patterns reused across branches went unnoticed for 300 programs"
+
+
+def test_a_decision_that_keeps_the_pattern_keeps_the_colouring():
+    def fun(u):  # float() of the data: a decision that differs at every x
+        return u[1:] * u[:-1] * float(np.max(chainrule.stop_gradient(u)))
+
+    jac = chainrule.SparseJacobian(fun, A)
+    colours = jac.colours
+    for x in (B, onp.array([0.5, 2.0, -3.0])):
+        onp.testing.assert_allclose(jac(x).toarray(), _dense(fun, x), rtol=1e-15)
+    assert jac.guarded_by and jac.colours is colours

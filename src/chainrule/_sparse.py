@@ -56,11 +56,25 @@ def shapes_only(rule: Callable, positions: Callable = every_position) -> Callabl
     return rule
 
 
+class _Unchanged:
+    """What a rule answers where d answer / d argument is the identity (an elementwise
+    function of an argument of the answer's shape): the answer's pattern is the argument's,
+    taken as it is (no product to form)."""
+
+    def __repr__(self) -> str:
+        return "UNCHANGED"
+
+
+UNCHANGED = _Unchanged()
+
+
 def elementwise_pattern(argnum: int, ans, args, kwargs):
     """A broadcasting elementwise function: output element i depends on the element of
     ``args[argnum]`` broadcast onto i."""
     x = args[argnum]
     shape, out_shape = _np.shape(x), _np.shape(ans)
+    if shape == out_shape:
+        return UNCHANGED
     size = _size(x)
     cols = _np.broadcast_to(_np.arange(size).reshape(shape), out_shape)
     return map_pattern(_np.arange(_size(ans)), cols, (_size(ans), size))
@@ -214,8 +228,7 @@ def dense_rule(why: str) -> Callable:
 
 def identity_pattern(argnum: int, ans, args, kwargs):
     """An output that is its argument, element for element (a copy, a cast)."""
-    n = _size_of_leaves(ans)
-    return map_pattern(_np.arange(n), _np.arange(n), (n, _size_of_leaves(args[argnum])))
+    return UNCHANGED
 
 
 shapes_only(identity_pattern)

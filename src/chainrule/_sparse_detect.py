@@ -48,7 +48,7 @@ from ._core.rule_table import rule_table
 from ._core.rules import defsparsity
 from ._core.tracer import copy_of, decided, getval, isbox, new_box
 from ._core.vspace import vspace
-from ._sparse import _size, _sp, identity_pattern, map_pattern
+from ._sparse import UNCHANGED, _size, _sp, identity_pattern, map_pattern
 from ._sparse_arguments import is_sparse_type
 
 
@@ -331,11 +331,12 @@ def _node_pattern(node, patterns: dict, n_in: int, local: bool):
         if parent_pattern.nnz == 0:
             continue  # (a mask's: nothing to carry, and no value of it is read)
         local_pattern = _local_pattern(rule, node, argnum, local)
-        part = (
-            _dense_pattern(n_out, parent_pattern)
-            if local_pattern is None
-            else (local_pattern @ parent_pattern).astype(bool)
-        )
+        if local_pattern is None:
+            part = _dense_pattern(n_out, parent_pattern)
+        elif local_pattern is UNCHANGED:
+            part = parent_pattern
+        else:
+            part = (local_pattern @ parent_pattern).astype(bool)
         total = part if total is None else (total + part).astype(bool)
     return _empty(n_out, n_in) if total is None else total.tocsr()
 

@@ -101,6 +101,18 @@ class _Colouring:
         return seeds
 
 
+def _point(x) -> _np.ndarray:
+    """The value of ``x`` as an array (of a traced ``x``: its value)."""
+    point = _np.asarray(getval(x))
+    if point.dtype == object:
+        raise TypeError(
+            f"sparse Jacobians and Hessians take one array x, not a {type(x).__name__}: "
+            f"for several arrays or a container, differentiate a function of one vector "
+            f"(chainrule.misc.flatten(x) gives it and the function rebuilding x)."
+        )
+    return point
+
+
 def _covers(pattern, other) -> bool:
     """Whether every nonzero of ``other`` is one of ``pattern``'s (same shape)."""
     if pattern.shape != other.shape:
@@ -125,9 +137,13 @@ class SparseJacobian:
 
     The pattern is reused where it holds: everywhere, unless finding it took Python
     decisions on values computed from x (then ``fun`` is recorded at each x and each
-    structure gets its own pattern); with ``local=True`` it is found again at each new x.
-    ``staged=True``: run the sweeps as a ``chainrule.jit`` program (faster; the values
-    ``fun`` reads from globals and closures are fixed at the first call)."""
+    structure gets its own pattern, ``guarded_by`` says why); with ``local=True`` it is
+    found again at each new x. The pattern is that of ``fun`` as it is when the pattern is
+    found: values it reads from globals and closures are constants of it (change one that
+    changes ``fun``'s structure, and make a new ``SparseJacobian``). ``staged=True``: run
+    the sweeps as a ``chainrule.jit`` program (faster; as correct as jit, and the values
+    ``fun`` reads from globals and closures are fixed at the first call). A traced ``x``
+    (under jit, or inside another derivative) gives a traced matrix."""
 
     def __init__(
         self,
@@ -154,7 +170,7 @@ class SparseJacobian:
         if pattern is not None:
             self._current = self._colouring(_sp().csr_matrix(pattern, dtype=bool))
             return
-        x = getval(x)  # (found at the value of a traced x)
+        x = _point(x)  # (found at the value of a traced x)
         recording, detection = record(detected, x)
         self._current = self._colouring(recorded_pattern(recording, self.local))
         if self.local:
@@ -191,7 +207,11 @@ class SparseJacobian:
         key = structure_key(recording)
         colouring = self._structures.get(key)
         if colouring is None:
-            colouring = self._structures[key] = self._colouring(recorded_pattern(recording, False))
+            pattern = recorded_pattern(recording, False)
+            # (another structure with the pattern of the last: a float() read from x, say)
+            if not _covers(self._current.pattern, pattern):
+                self._current = self._colouring(pattern)
+            colouring = self._structures[key] = self._current
             if len(self._structures) > _MAX_STRUCTURES:
                 self._structures.popitem(last=False)
         else:
@@ -232,7 +252,7 @@ class SparseJacobian:
         """The Jacobian at ``x``, a ``scipy.sparse`` CSR matrix. A traced ``x`` (under
         ``chainrule.jit``, or an outer derivative) gives a traced matrix: the pattern is
         found at its value, the sweeps and the gather of the nonzeros are traced."""
-        point = _np.asarray(getval(x))
+        point = _point(x)
         if _np.iscomplexobj(point):
             raise TypeError(
                 "sparse Jacobians take real inputs; split a complex x into "
@@ -339,7 +359,7 @@ def sparse_transform(fun: Callable, hessian: bool, argnum, has_aux: bool) -> Cal
     cache: dict = {}
 
     def sparse_derivative(x):
-        point = _np.asarray(getval(x))
+        point = _point(x)
         key = (point.shape, point.dtype)
         evaluator = cache.get(key)
         if evaluator is None:
