@@ -176,21 +176,23 @@ class DetectionNode(KeptVJPNode):
         self.detection = detection
 
 
+def _detection_of(values, trace_id: int) -> Detection:
+    """The ``Detection`` of the record ``trace_id`` that one of ``values`` belongs to."""
+    return next(box._node.detection for box in (_at_level(v, trace_id)[1] for v in values)
+                if box is not None)  # fmt: skip
+
+
 def _plain_answer(f_raw, args, kwargs):
     """The tracer's handler of an answer no box holds (``mask[0]``, a NumPy bool) computed
     from values of a record: a plain value, and a decision."""
     trace_id = _detection_trace(args)
     if not trace_id:
         return NotImplemented
-    values, detection = [], None
-    for arg in args:
-        value, box = _at_level(arg, trace_id)
-        if box is not None:
-            detection = box._node.detection
-        values.append(value)
+    values = [_at_level(arg, trace_id)[0] for arg in args]
     if any(isbox(v) for v in values):
         return NotImplemented  # a value of an older trace too: that trace's handler's
-    detection.guard(f"{_name(f_raw)}'s answer on a value computed from x, read as a plain value")
+    _detection_of(args, trace_id).guard(
+        f"{_name(f_raw)}'s answer on a value computed from x, read as a plain value")
     return f_raw(*values, **kwargs)
 
 
@@ -200,12 +202,7 @@ def _keywords_made_plain(kwargs: dict):
     trace_id = _detection_trace(kwargs.values())
     if not trace_id:
         return NotImplemented
-    detection = next(
-        _at_level(v, trace_id)[1]._node.detection
-        for v in kwargs.values()
-        if _at_level(v, trace_id)[1] is not None
-    )
-    plain = _plain_keywords(kwargs, trace_id, detection)
+    plain = _plain_keywords(kwargs, trace_id, _detection_of(kwargs.values(), trace_id))
     if any(isbox(v) for v in plain.values()):
         return NotImplemented
     return plain
