@@ -49,7 +49,7 @@ from ._core.rules import defsparsity
 from ._core.tracer import copy_of, decided, getval, isbox, new_box
 from ._core.vspace import vspace
 from ._sparse import UNCHANGED, _size, _sp, identity_pattern, map_pattern
-from ._sparse_arguments import is_sparse_type
+from ._sparse_products import is_sparse_type
 
 
 class Detection:

@@ -28,8 +28,8 @@ import numpy as _np
 
 from ._core.tracer import getval, isbox
 from ._sparse import _seeds, _sp, colour_columns, count_colours, direct_recovery
-from ._sparse_arguments import with_values
 from ._sparse_detect import gradient, record, recorded_pattern, structure_key
+from ._sparse_products import with_values
 from ._sparse_symmetric import (
     acyclic_colouring,
     acyclic_recovery,

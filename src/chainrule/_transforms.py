@@ -23,7 +23,7 @@ from ._core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from ._core.rules import defjvp_argnums, defvjp_argnums
 from ._core.tracer import derivative_free, getval, isbox, new_trace_id, primitive
 from ._core.vspace import ContainerVSpace, VSpace, vspace
-from ._sparse_arguments import SparseVSpace
+from ._sparse_products import SparseVSpace
 from .numpy.batched import over_batch
 from .wrap_util import unary_to_nary
 

@@ -14,8 +14,7 @@ of ``A``'s pattern holding ``data``.
 
 from __future__ import annotations
 
-from ..._sparse_arguments import stored_values, with_values
-from ..._sparse_products import matmul
+from ..._sparse_products import matmul, stored_values, with_values
 from . import linalg
 
 __all__ = ["matmul", "stored_values", "with_values", "linalg"]

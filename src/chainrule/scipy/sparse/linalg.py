@@ -26,8 +26,7 @@ import scipy.sparse.linalg as _spla
 from ..._core.rules import defjvp_direct, defsparsity, defvjp_direct
 from ..._core.tracer import decided, derivative_free, getval, notrace_primitive, primitive
 from ..._sparse import columns_pattern
-from ..._sparse_arguments import SparseMatrixBox, stored_coordinates, stored_values
-from ..._sparse_products import matmul
+from ..._sparse_products import SparseMatrixBox, matmul, stored_coordinates, stored_values
 from ...numpy import numpy_wrapper as anp
 
 __all__ = ["spsolve", "spsolve_values", "splu", "cg", "gmres", "bicgstab", "expm_multiply"]
