@@ -173,3 +173,22 @@ def test_a_decision_that_keeps_the_pattern_keeps_the_colouring():
     for x in (B, onp.array([0.5, 2.0, -3.0])):
         onp.testing.assert_allclose(jac(x).toarray(), _dense(fun, x), rtol=1e-15)
     assert jac.guarded_by and jac.colours is colours
+
+
+@pytest.mark.parametrize(
+    "select",
+    [lambda u: np.extract(u > 0, u), lambda u: np.compress(u > 0, u),
+     lambda u: np.repeat(u, (u > 0) * 1 + 1)],
+    ids=["extract", "compress", "repeat"],
+)
+def test_a_shape_read_from_x_is_a_decision(select):
+    # the selection never reaches the output: Python reads only its length, so no
+    # pattern rule sees it; the call itself guards the record
+    def fun(u):
+        return u * 2.0 if len(select(u)) == 2 else np.roll(u, 1) * 3.0
+
+    jac = chainrule.SparseJacobian(fun, onp.array([1.0, 2.0, -3.0]))
+    assert jac.guarded_by
+    for x in ([1.0, -2.0, -3.0], [4.0, 5.0, -1.0], [-1.0, -1.0, -1.0]):
+        x = onp.array(x)
+        onp.testing.assert_array_equal(jac(x).toarray(), _dense(fun, x))

@@ -170,6 +170,12 @@ class DetectionNode(KeptVJPNode):
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         KeptVJPNode.__init__(self, ans, fun, args, kwargs, argnums, parents)
         self.detection = parents[0].detection
+        read = _read_values(fun, argnums, len(args))
+        if read:  # (recorded now: the answer may be read for its shape alone, len(a[m]))
+            self.detection.guard(
+                f"{_name(fun)} reads argument {read[0]}, computed from x, as a value "
+                f"(its answer's shape or contents may depend on it)"
+            )
 
     def initialize_root(self, detection: Detection) -> None:
         KeptVJPNode.initialize_root(self)
@@ -296,21 +302,31 @@ def _only_itself(n_args: int) -> tuple:
     return ()
 
 
+def _read_values(fun, argnums: tuple, n_args: int) -> list:
+    """The traced positions of a call whose values ``fun``'s sparsity rule reads (all but
+    one of them may be read: the one differentiated is excused), where there are two
+    traced positions or more; empty for rules that take ``traced`` themselves."""
+    if len(argnums) < 2:
+        return []
+    entry = rule_table.get(fun)
+    rule = None if entry is None else entry.sparsity
+    if rule is None or getattr(rule, "wants_traced", False):
+        return []
+    shape_only = getattr(rule, "shape_only", _only_itself)(n_args)
+    return [i for i in argnums if i not in shape_only]
+
+
 def _local_pattern(rule, node, argnum: int, local: bool):
     """The rule's pattern of d node / d args[argnum], or None (dense) where a global
-    pattern cannot use it: it would read the value of another traced argument."""
+    pattern cannot use it: it would read the value of another traced argument (the
+    record is guarded for it, see ``DetectionNode``)."""
     if rule is None:
         return None
     if getattr(rule, "wants_traced", False):
         return rule(argnum, node.ans, node.args, node.kwargs, traced=node.argnums, local=local)
-    if not local:
-        shape_only = getattr(rule, "shape_only", _only_itself)(len(node.args))
-        read = [i for i in node.argnums if i != argnum and i not in shape_only]
-        if read:
-            node.detection.guard(
-                f"{_name(node.fun)} reads argument {read[0]}, computed from x, as a value"
-            )
-            return None
+    if not local and any(i != argnum for i in _read_values(node.fun, node.argnums,
+                                                           len(node.args))):  # fmt: skip
+        return None
     return rule(argnum, node.ans, node.args, node.kwargs)
 
 
