@@ -71,7 +71,23 @@ def _structure(g) -> None:
     g.emit(f"{g.new_vec()} = {expr}")
 
 
-EXTRA = (Template("structure", _structure, 2.0),)
+def _shape_branch(g) -> None:
+    """A branch on the length of a selection by a mask from x, which reaches no output."""
+    a, b = g.vec(), g.vec()
+    select = g.pick((f"np.extract({a} > 0, {b})", f"np.compress({a} > 0, {b})",
+                     f"{b}[{a} > 0]", f"np.repeat({b}, ({a} > 0) * 1 + 1)",
+                     f"np.delete({b}, {a} > 0)"))
+    v = g.name()
+    g.emit(f"if len({select}) > {int(g.rng.integers(1, g.n))}:",
+           f"    {v} = {_unary_of(g)}", "else:", f"    {v} = np.roll({g.vec()}, 1) * 3.0")
+    g.vecs.append(v)
+
+
+def _unary_of(g) -> str:
+    return g.pick(("np.sin({a})", "{a} * {a}", "{a}[::-1]")).format(a=g.vec())
+
+
+EXTRA = (Template("structure", _structure, 2.0), Template("structure", _shape_branch, 0.5))
 
 
 @dataclasses.dataclass
