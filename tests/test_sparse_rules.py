@@ -156,3 +156,21 @@ def test_the_coverage_table_shows_which_functions_are_dense_and_why():
     assert rows["scipy.linalg.solve_sylvester"].startswith("dense: each entry of X reads")
     assert all(s in ("yes", "?", "-") or s.startswith("dense: ") for s in rows.values())
     assert "sparsity" in coverage.collect().text().splitlines()[2]
+
+
+@pytest.mark.parametrize(
+    "fun",
+    [lambda u: np.diff(u, append=u[-2:]) ** 2, lambda u: np.diff(u, n=2, prepend=u[0]),
+     lambda u: np.ediff1d(u, to_begin=u[:1] * 3.0, to_end=[2.0])],
+    ids=["append", "prepend", "ediff1d"],
+)
+def test_diff_with_a_traced_prepend_or_append(fun):
+    # found by the sparse contract: both modes read prepend/append as constants (and
+    # NumPy's _NoValue default as a value, where a traced keyword moved them into place)
+    from chainrule.test_util import check_grads
+
+    x = rng.random(5) + 0.5
+    check_grads(fun, modes=["fwd", "rev"], order=2)(x)
+    pattern = chainrule.jacobian_sparsity(fun, x).toarray()
+    dense = onp.asarray(chainrule.jacobian(fun)(x))
+    onp.testing.assert_array_equal(pattern, dense != 0)
