@@ -319,3 +319,115 @@ def test_sort_is_global_along_its_axis_and_a_permutation_locally(axis):
         chainrule.jacobian_sparsity(partition, x, local=True).toarray(),
         dense_pattern(chainrule.jacobian(partition)(x)),
     )
+
+
+def _tuple_and_dict_outputs(u):
+    return {"total": np.sum(u**2)[None], "pairs": (u[1:] * u[:-1], np.exp(u[:2]))}
+
+
+@pytest.mark.parametrize("mode", ["auto", "forward", "reverse"])
+def test_outputs_of_several_arrays_in_either_mode(mode):
+    # issue 34 item 7: reverse sweeps took one output array only, and forward could not be
+    # forced; the rows are the output leaves flattened in order (dict keys sorted)
+    x = rng.random(6)
+    jac = chainrule.SparseJacobian(_tuple_and_dict_outputs, x, mode=mode)
+    assert jac.mode == ("reverse" if mode == "auto" else mode)  # a full row: reverse is cheaper
+    for point in (x, rng.random(6)):
+        dense = chainrule.jacobian(_tuple_and_dict_outputs)(point)
+        expected = onp.vstack([dense["pairs"][0], dense["pairs"][1], dense["total"]])
+        onp.testing.assert_allclose(jac(point).toarray(), expected, rtol=1e-14, atol=1e-14)
+    with pytest.raises(ValueError, match="mode='sideways'"):
+        chainrule.SparseJacobian(_tuple_and_dict_outputs, x, mode="sideways")
+
+
+def test_the_pattern_of_a_function_of_complex_x_has_a_column_per_element():
+    # issue 34 item 7: a complex element counted as two columns ("matmul: dimension mismatch")
+    x = rng.random(4) + 1j * rng.random(4)
+    pattern = chainrule.jacobian_sparsity(lambda z: z[1:] * z[:-1] * (1 + 2j), x)
+    assert pattern.shape == (3, 4)
+    band = onp.eye(3, 4, dtype=bool) | onp.eye(3, 4, k=1, dtype=bool)
+    onp.testing.assert_array_equal(pattern.toarray(), band)
+    with pytest.raises(TypeError, match="real inputs"):
+        chainrule.SparseJacobian(lambda z: z * 2.0, x)(x)
+
+
+@pytest.mark.parametrize("colouring", ["auto", "star", "acyclic", "distance-1"])
+def test_a_hessian_with_an_empty_pattern_is_zero(colouring):
+    # issue 34 item 7: the acyclic recovery of no entries raised SciPy's NotImplementedError
+    x = rng.random(4)
+    with pytest.warns(UserWarning, match="independent of input"):
+        hess = chainrule.SparseHessian(lambda u: np.sum(2.0 * u), x, colouring=colouring)
+    assert hess.n_colours == 0
+    values = hess(x)
+    assert values.shape == (4, 4) and values.nnz == 0
+
+
+def test_the_dense_jacobian_of_a_complex_function_of_real_x():
+    # issue 34 item 7: a reverse pass per real dimension gave twice the rows (reshape error)
+    x = rng.random(3)
+    expected = (1 + 2j) * onp.eye(3) + onp.roll(onp.eye(3), 1, axis=0)
+    fun = lambda u: u * (1 + 2j) + np.roll(u, 1)  # noqa: E731
+    onp.testing.assert_array_equal(chainrule.jacobian(fun)(x), expected)
+    onp.testing.assert_array_equal(chainrule.jacfwd(fun)(x), expected)
+    onp.testing.assert_array_equal(chainrule.jacobian(lambda u: np.sum(fun(u)))(x), expected.sum(0))
+
+
+def bratu(u):
+    h2 = (len(u) + 1.0) ** 2
+    padded = np.concatenate([np.zeros(1), u, np.zeros(1)])
+    return (2 * u - padded[:-2] - padded[2:]) * h2 - np.exp(u)
+
+
+def test_jit_of_a_sparse_jacobian_stages_the_sweeps():
+    # issue 34 item 7: "A traced value cannot be converted to a plain NumPy array"; the
+    # pattern is found at the traced value, the sweeps and the gather become the program
+    jitted = chainrule.jit(chainrule.jacobian(bratu, sparse=True))
+    eager = chainrule.jacobian(bratu, sparse=True)
+    for _ in range(3):
+        x = rng.random(200)
+        values = jitted(x)
+        assert sp.issparse(values) and values.format == "csr"
+        onp.testing.assert_array_equal(values.toarray(), eager(x).toarray())
+    assert jitted.cache_info().variants == 1 and jitted.cache_info().hits == 2
+
+
+def test_jit_of_a_sparse_derivative_keeps_the_guards():
+    def fun(u):
+        return u * 2.0 if u[0] > 0 else np.roll(u, 1) * 3.0
+
+    jitted = chainrule.jit(chainrule.jacobian(fun, sparse=True))
+    for first in (1.0, -1.0, 2.0, -3.0):
+        x = onp.array([first, 1.0, 2.0])
+        onp.testing.assert_array_equal(jitted(x).toarray(), chainrule.jacobian(fun)(x))
+    assert jitted.cache_info().variants == 2  # one program per branch
+    hessian = chainrule.jit(chainrule.hessian(banded_objective, sparse=True))
+    for _ in range(2):
+        x = rng.random(20) + 0.5
+        onp.testing.assert_allclose(
+            hessian(x).toarray(), chainrule.hessian(banded_objective)(x), rtol=1e-13, atol=1e-13
+        )
+
+
+def test_a_sparse_jacobian_of_a_traced_x_is_a_traced_matrix():
+    from chainrule.scipy.sparse.linalg import spsolve
+
+    x, v = rng.random(40), rng.random(40)
+    # an outer derivative through the sparse Jacobian's values (second derivatives)
+    through_sparse = chainrule.grad(
+        lambda u: np.sum((chainrule.jacobian(bratu, sparse=True)(u) @ v) ** 2))(x)
+    through_dense = chainrule.grad(lambda u: np.sum((chainrule.jacobian(bratu)(u) @ v) ** 2))(x)
+    onp.testing.assert_allclose(through_sparse, through_dense, rtol=1e-12)
+    # a Newton step, staged whole: the solve reads the traced Jacobian's values
+    step = chainrule.jit(lambda u: u - spsolve(chainrule.jacobian(bratu, sparse=True)(u), bratu(u)))
+    for point in (x, x + 0.1):
+        expected = point - onp.linalg.solve(chainrule.jacobian(bratu)(point), bratu(point))
+        onp.testing.assert_allclose(step(point), expected, rtol=1e-12)
+
+
+def test_the_result_owns_its_index_arrays():
+    jac = chainrule.SparseJacobian(bratu, rng.random(10))
+    first = jac(rng.random(10))
+    first.data[:] = 0.0
+    first.eliminate_zeros()  # in place: it must not reach the next result's pattern
+    x = rng.random(10)
+    onp.testing.assert_allclose(jac(x).toarray(), chainrule.jacobian(bratu)(x), rtol=1e-14)

@@ -1,6 +1,8 @@
 """chainrule.scipy.sparse: sparse constant operands and differentiable sparse solves,
 against dense NumPy, finite differences (check_grads, both modes) and hand-derived VJPs."""
 
+import warnings
+
 import numpy as onp
 import pytest
 import scipy.linalg as scipy_linalg_dense
@@ -224,18 +226,51 @@ def test_expm_multiply_in_the_vector():
     )(b)
 
 
-def test_solves_leave_an_unsorted_matrix_as_it_was():
-    # A with each row's entries stored in reverse order
+def _unsorted():
+    """A with each row's entries stored in reverse order, and that order."""
     order = onp.concatenate(
         [onp.arange(A.indptr[r], A.indptr[r + 1])[::-1] for r in range(A.shape[0])]
     )
     unsorted = sp.csr_matrix((A.data[order], A.indices[order], A.indptr), shape=A.shape)
     assert not unsorted.has_sorted_indices
+    return unsorted, order
+
+
+@pytest.mark.parametrize("solve", ["spsolve", "splu", "bicgstab", "gmres", "expm_multiply"])
+def test_data_of_an_unsorted_matrix_are_read_in_its_own_order(solve):
+    # issue 34, item 5: the values were read in sorted order (another matrix, silently)
+    unsorted, order = _unsorted()
     before = unsorted.indices.copy()
     b = rng.random(6)
-    x = spsolve(unsorted, b, data=A.data)  # data in sorted CSR order, as documented
-    onp.testing.assert_allclose(x, onp.linalg.solve(A.toarray(), b), rtol=1e-12)
-    onp.testing.assert_array_equal(unsorted.indices, before)
+    call = {
+        "spsolve": lambda M, d: spsolve(M, b, data=d),
+        "splu": lambda M, d: splu(M, data=d).solve(b),
+        "bicgstab": lambda M, d: sparse_linalg.bicgstab(M, b, rtol=1e-13, data=d)[0],
+        "gmres": lambda M, d: sparse_linalg.gmres(M, b, rtol=1e-13, data=d)[0],
+        "expm_multiply": lambda M, d: sparse_linalg.expm_multiply(-M, b, data=-d),
+    }[solve]
+    expected = call(A, A.data)
+    onp.testing.assert_allclose(call(unsorted, unsorted.data), expected, rtol=1e-10)
+    w = rng.random(6)
+    g_sorted = chainrule.grad(lambda d: w @ call(A, d))(A.data)
+    g_unsorted = chainrule.grad(lambda d: w @ call(unsorted, d))(unsorted.data)
+    onp.testing.assert_allclose(g_unsorted, g_sorted[order], rtol=1e-8, atol=1e-12)
+    onp.testing.assert_array_equal(unsorted.indices, before)  # A as it was
+
+
+def test_a_matrix_with_duplicate_entries_sums_them():
+    half = A.data / 2  # each entry stored twice, halves summing to A's
+    doubled = sp.csr_matrix(
+        (onp.repeat(half, 2), onp.repeat(A.indices, 2), A.indptr * 2), shape=A.shape
+    )
+    assert doubled.nnz == 2 * A.nnz
+    b = rng.random(6)
+    onp.testing.assert_allclose(
+        spsolve(doubled, b, data=doubled.data), onp.linalg.solve(A.toarray(), b), rtol=1e-12
+    )
+    g = chainrule.grad(lambda d: onp.ones(6) @ spsolve(doubled, b, data=d))(doubled.data)
+    g_single = chainrule.grad(lambda d: onp.ones(6) @ spsolve(A, b, data=d))(A.data)
+    onp.testing.assert_allclose(g, onp.repeat(g_single, 2), rtol=1e-10)
 
 
 def test_integer_right_hand_sides_are_solved_in_floats():
@@ -351,3 +386,117 @@ def test_expm_multiply_gradient_in_the_values_under_jit():
     for c in (1.0, 8.0, 1.0):
         expected = _frechet_at_entries(c * Q.toarray(), w, b, rows, Q.indices)
         onp.testing.assert_allclose(grad(c * Q.data), expected, rtol=1e-11, atol=1e-13)
+
+
+def test_expm_multiply_refuses_a_differentiated_time_clearly():
+    Q = sp.diags([1.0, -2.0, 1.0], [-1, 0, 1], shape=(5, 5), format="csr")
+    b = onp.arange(5.0)
+    with pytest.raises(TypeError, match="not in stop=: pass stop as a plain number"):
+        chainrule.grad(lambda s: np.sum(sparse_linalg.expm_multiply(Q, b, stop=s, num=3)))(1.0)
+    # the way it names: t scaling A's values is differentiable in t
+    t = 0.7
+    d = chainrule.grad(lambda s: np.sum(sparse_linalg.expm_multiply(Q, b, data=s * Q.data)))(t)
+    expected = onp.sum(Q @ scipy_linalg.expm_multiply(t * Q, b))  # d/dt exp(tQ) b = Q exp(tQ) b
+    onp.testing.assert_allclose(d, expected, rtol=1e-10)
+
+
+def test_expm_multiply_gradients_keep_trace_a():
+    # a linear operator has no trace SciPy can read: without traceA it estimates one, and
+    # warns; the VJPs pass the caller's on (scaled by each time)
+    Q = sp.diags([1.0, -2.0, 1.0], [-1, 0, 1], shape=(5, 5), format="csr")
+    op, b = scipy_linalg.aslinearoperator(Q), onp.arange(5.0)
+    trace = float(Q.diagonal().sum())
+    for options in ({}, {"start": 0.0, "stop": 1.0, "num": 3}):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # SciPy's "Trace of LinearOperator not available"
+            g = chainrule.grad(lambda v, options=options: np.sum(
+                sparse_linalg.expm_multiply(op, v, traceA=trace, **options)))(b)
+        times = [1.0] if not options else onp.linspace(0.0, 1.0, 3)
+        expected = sum(scipy_linalg.expm_multiply(t * Q.T.tocsr(), onp.ones(5)) for t in times)
+        onp.testing.assert_allclose(g, expected, rtol=1e-12)
+
+
+# ----------------------------------------------------------------------------- sparse arguments
+# A scipy.sparse matrix is a differentiable argument: the derivative in A is a matrix of A's
+# format and pattern holding d f / d (each stored value), against central differences of A.data.
+def _values_fd(ref, M, eps=1e-6):
+    grad = onp.zeros(M.data.size)
+    for k in range(M.data.size):
+        up, down = M.copy(), M.copy()
+        up.data.ravel()[k] += eps
+        down.data.ravel()[k] -= eps
+        grad[k] = (ref(up) - ref(down)) / (2 * eps)
+    return grad
+
+
+X, W, B_RHS = rng.random(6), rng.random(6), rng.random(6)
+
+
+def _solved(M):
+    return scipy_linalg.spsolve(M.tocsc(), B_RHS)
+
+
+SPARSE_ARGUMENT_CASES = {
+    "A@x": (lambda M: np.sum((M @ X) ** 2), lambda M: onp.sum((M @ X) ** 2)),
+    "x@A": (lambda M: np.sum(np.sin(X @ M)), lambda M: onp.sum(onp.sin(X @ M))),
+    "A.T@x": (lambda M: W @ (M.T @ X), lambda M: W @ (M.T @ X)),
+    "spsolve": (lambda M: W @ spsolve(M, B_RHS), lambda M: W @ _solved(M)),
+    "splu": (lambda M: W @ splu(M).solve(B_RHS), lambda M: W @ _solved(M)),
+    "gmres": (lambda M: W @ sparse_linalg.gmres(M, B_RHS, rtol=1e-13)[0],
+              lambda M: W @ _solved(M)),
+    "expm_multiply": (lambda M: W @ sparse_linalg.expm_multiply(-M, B_RHS),
+                      lambda M: W @ scipy_linalg.expm_multiply(-M.tocsr(), B_RHS)),
+    "toarray": (lambda M: np.sum(M.toarray() ** 3), lambda M: onp.sum(M.toarray() ** 3)),
+    "arithmetic": (lambda M: W @ ((2.0 * M - M / 4.0 + -M) @ X),
+                   lambda M: W @ ((2.0 * M - M / 4.0 - M) @ X)),
+}
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "bsr", "csr_array"])
+@pytest.mark.parametrize("case", sorted(SPARSE_ARGUMENT_CASES))
+def test_a_sparse_matrix_is_a_differentiable_argument(case, fmt):
+    fun, ref = SPARSE_ARGUMENT_CASES[case]
+    special = {"bsr": lambda: A.tobsr(blocksize=(2, 2)), "csr_array": lambda: sp.csr_array(A)}
+    M = special[fmt]() if fmt in special else A.asformat(fmt)
+    before = M.copy()
+    g = chainrule.grad(fun)(M)
+    assert type(g) is type(M) and g.shape == M.shape and g.data.shape == M.data.shape
+    onp.testing.assert_allclose(onp.ravel(g.data), _values_fd(ref, M), rtol=1e-6, atol=1e-8)
+    onp.testing.assert_array_equal(M.data, before.data)  # A as it was, and not aliased
+    assert not onp.shares_memory(g.data, M.data)
+
+
+def test_a_sparse_argument_in_forward_mode_and_to_second_order():
+    f = SPARSE_ARGUMENT_CASES["A@x"][0]
+    direction = A.copy()
+    direction.data = rng.random(A.nnz)
+    value, tangent = chainrule.jvp(f, (A,), (direction,))
+    onp.testing.assert_allclose(tangent, chainrule.grad(f)(A).data @ direction.data, rtol=1e-12)
+    check_grads(f, modes=["fwd", "rev"], order=2)(A)
+    # d/dx of a derivative in A: the sparse cotangent carries x's derivative
+    mixed = chainrule.grad(lambda y: np.sum(chainrule.grad(
+        lambda M: np.sum((M @ y) ** 2))(A).toarray()))(X)
+    dense = chainrule.grad(lambda y: np.sum(chainrule.grad(
+        lambda M: np.sum((M @ y) ** 2))(A.toarray()) * (A.toarray() != 0)))(X)
+    onp.testing.assert_allclose(mixed, dense, rtol=1e-12)
+
+
+def test_a_sparse_argument_in_a_container_with_duplicates():
+    coo = sp.coo_matrix((onp.array([1.0, 2.0, 3.0]), ([0, 0, 1], [1, 1, 0])), shape=(2, 2))
+    grads = chainrule.grad(lambda p: np.sum((p["A"] @ p["x"]) ** 2))({"A": coo, "x": onp.ones(2)})
+    # (A x) = (3, 3): d/d a_k = 2 (A x)[row_k] x[col_k] for each stored duplicate
+    onp.testing.assert_allclose(grads["A"].data, [6.0, 6.0, 6.0])
+    onp.testing.assert_allclose(grads["x"], 2 * coo.toarray().T @ onp.array([3.0, 3.0]))
+
+
+def test_what_a_traced_sparse_matrix_cannot_do_is_said():
+    with pytest.raises(AttributeError, match="A.multiply: chainrule differentiates these"):
+        chainrule.grad(lambda M: np.sum(M.multiply(M).toarray()))(A)
+    with pytest.raises(TypeError, match="formats csr, csc, coo, bsr"):
+        chainrule.grad(SPARSE_ARGUMENT_CASES["A@x"][0])(A.todia())
+    with pytest.raises(TypeError, match="dtype int64"):
+        chainrule.grad(lambda M: np.sum(M @ X[:3]))(sp.csr_matrix(onp.eye(3, dtype=onp.int64)))
+    with pytest.raises(TypeError, match="Jacobian with respect to a scipy.sparse matrix"):
+        chainrule.jacobian(lambda M: M @ X)(A)
+    with pytest.raises(TypeError, match="pass one of them"):
+        chainrule.grad(lambda M: np.sum(spsolve(M, B_RHS, data=A.data)))(A)

@@ -216,3 +216,17 @@ def test_hessian_of_a_form_with_a_scipy_sparse_constant():
     for colouring in ("star", "acyclic"):
         values = chainrule.SparseHessian(fun, x, colouring=colouring)(x).toarray()
         onp.testing.assert_allclose(values, expected, rtol=1e-13, atol=1e-13)
+
+
+def test_the_acyclic_substitution_is_differentiable():
+    # a sweep traced by an outer trace (jit, a derivative) is recovered through this solve
+    from scipy.sparse.linalg import splu
+
+    from chainrule._sparse_symmetric import substitute
+    from chainrule.test_util import check_grads
+
+    M = sp.csc_matrix(onp.array([[2.0, 1.0, 0.0], [0.0, 3.0, 1.0], [1.0, 0.0, 4.0]]))
+    factors, b = splu(M), onp.array([1.0, -2.0, 0.5])
+    onp.testing.assert_allclose(substitute(b, factors), onp.linalg.solve(M.toarray(), b))
+    onp.testing.assert_allclose(substitute(b, factors, "T"), onp.linalg.solve(M.toarray().T, b))
+    check_grads(lambda v: substitute(v, factors) ** 2, modes=["fwd", "rev"], order=2)(b)

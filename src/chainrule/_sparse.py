@@ -1,17 +1,12 @@
-"""Sparse derivatives: sparsity patterns found from the recorded graph, and Jacobians and
-Hessians computed in one sweep per colour of that pattern.
+"""Sparse derivatives, the pieces below the rule tables: the local patterns that primitives
+declare (``defsparsity``), and the colourings of a pattern's columns.
 
-Detection walks a ``Recording`` parents first. Each node carries the boolean pattern of
-d node / d x (a CSR matrix, node.size x x.size); a node's pattern is the sum over its
-traced arguments of (local pattern) @ (argument's pattern), where the local pattern comes
-from the ``sparsity`` slot of the primitive's rule-table entry (``defsparsity``). A
-primitive without one is dense: each output depends on every input it was given, which
-is never wrong, only pessimistic.
-
-Global patterns (the default) are valid at every x: a rule never reads the value of a
-traced argument (a product with a traced factor counts the factor as all nonzero). With
-``local=True`` the values seen at x are used too (a product with a traced factor uses
-its nonzeros), giving a pattern valid at that x only.
+A local pattern is the boolean matrix of d answer / d args[argnum] (answer size x
+argument size, CSR). Rules are called with the node's arguments; a global pattern must
+hold at every x, so a rule reads the value of no traced argument: it declares the
+positions whose shapes alone it reads (``shape_only``), or takes ``traced`` and
+``local`` (``wants_traced``) and reads a traced value only when ``local`` is true.
+Detection and propagation are in ``_sparse_detect``, evaluation in ``_sparse_eval``.
 """
 
 from __future__ import annotations
@@ -20,11 +15,6 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as _np
-
-from ._core.pytree import tree_flatten
-from ._core.reverse import Recording, make_vjp
-from ._core.rule_table import rule_table
-from ._core.vspace import vspace
 
 
 def _sp():
@@ -49,14 +39,48 @@ def map_pattern(rows, cols, shape):
     return sp.csr_matrix((data, (rows, cols)), shape=shape)
 
 
+def every_position(n_args: int) -> range:
+    return range(n_args)
+
+
+def first_position(n_args: int) -> tuple:
+    return (0,)
+
+
+def shapes_only(rule: Callable, positions: Callable = every_position) -> Callable:
+    """Declare that ``rule`` reads only the shapes of the arguments at ``positions(number
+    of arguments)``, so a traced argument there (a mask, a second operand) leaves the
+    rule's pattern global. Unmarked rules read every argument but the one differentiated.
+    Returns ``rule``."""
+    rule.shape_only = positions
+    return rule
+
+
+class _Unchanged:
+    """What a rule answers where d answer / d argument is the identity (an elementwise
+    function of an argument of the answer's shape): the answer's pattern is the argument's,
+    taken as it is (no product to form)."""
+
+    def __repr__(self) -> str:
+        return "UNCHANGED"
+
+
+UNCHANGED = _Unchanged()
+
+
 def elementwise_pattern(argnum: int, ans, args, kwargs):
     """A broadcasting elementwise function: output element i depends on the element of
     ``args[argnum]`` broadcast onto i."""
     x = args[argnum]
     shape, out_shape = _np.shape(x), _np.shape(ans)
+    if shape == out_shape:
+        return UNCHANGED
     size = _size(x)
     cols = _np.broadcast_to(_np.arange(size).reshape(shape), out_shape)
     return map_pattern(_np.arange(_size(ans)), cols, (_size(ans), size))
+
+
+shapes_only(elementwise_pattern)  # (where's condition included: either branch may be taken)
 
 
 def reduction_pattern(argnum: int, ans, args, kwargs):
@@ -79,6 +103,9 @@ def reduction_pattern(argnum: int, ans, args, kwargs):
     return map_pattern(rows, _np.arange(_size(x)), (_size(ans), _size(x)))
 
 
+shapes_only(reduction_pattern, first_position)  # (the axis is read)
+
+
 def _lines(shape: tuple, axis) -> _np.ndarray:
     """The flat positions of an array of ``shape``, one row per line along ``axis``
     (the flattened array for None)."""
@@ -98,6 +125,9 @@ def cumulative_pattern(argnum: int, ans, args, kwargs):
     before, upto = _np.tril_indices(lines.shape[1])
     # the answer has x's shape (or its flattening): its line positions are x's
     return map_pattern(lines[:, before], lines[:, upto], (_size(ans), _size(x)))
+
+
+shapes_only(cumulative_pattern, first_position)
 
 
 def _ordered(x, ans, axis, order: Callable, local: bool):
@@ -143,157 +173,204 @@ def source_pattern(source, start: int, size: int, ans_size: int):
     return map_pattern(rows, src[rows] - start, (ans_size, size))
 
 
-def positions_through(raw: Callable, args, kwargs, argnum: int, zeroed=()) -> _np.ndarray:
-    """Where each output element of ``raw`` (a function that only copies, moves or drops
-    elements) comes from: ``raw`` applied to the 1-based flat positions of ``args[argnum]``,
-    the arguments at the positions in ``zeroed`` replaced by zeros (0: from none of them).
-    The batched JVPs of such functions gather by this map; their sparsity rules read it."""
+def _through_positions(raw: Callable, args, kwargs, argnum: int, zeroed=()):
     args = list(args)
     for i in zeroed:
         if i != argnum and i < len(args):
             args[i] = _np.zeros(_np.shape(args[i]))
     x = args[argnum]
     args[argnum] = _np.arange(1, _size(x) + 1, dtype=float).reshape(_np.shape(x))
-    return _np.asarray(raw(*args, **kwargs))
+    return raw(*args, **kwargs)
+
+
+def positions_through(raw: Callable, args, kwargs, argnum: int, zeroed=()) -> _np.ndarray:
+    """Where each output element of ``raw`` (a function that only copies, moves or drops
+    elements) comes from: ``raw`` applied to the 1-based flat positions of ``args[argnum]``,
+    the arguments at the positions in ``zeroed`` replaced by zeros (0: from none of them).
+    The batched JVPs of such functions gather by this map; their sparsity rules read it."""
+    return _np.asarray(_through_positions(raw, args, kwargs, argnum, zeroed))
 
 
 def copy_rule(raw: Callable, first: int = 0, only: tuple | None = None):
     """The sparsity rule of a function whose outputs are copies of elements of its data
     arguments (``args[first:]``, or the positions in ``only``) or constants
-    (``positions_through``, the other data arguments zeroed)."""
+    (``positions_through``, the other data arguments zeroed). An answer made of several
+    arrays (``split``, ``meshgrid``) is read leaf after leaf."""
 
     def rule(argnum, ans, args, kwargs):
         data = range(first, len(args)) if only is None else only
-        source = positions_through(raw, args, kwargs, argnum, zeroed=data)
-        return source_pattern(source, 1, _size(args[argnum]), _size(ans))
+        source = _through_positions(raw, args, kwargs, argnum, data)
+        if isinstance(source, (tuple, list)):
+            source = _np.concatenate([_np.ravel(leaf) for leaf in source] or [_np.zeros(0)])
+        return source_pattern(source, 1, _size(args[argnum]), _size_of_leaves(ans))
 
-    return rule
-
-
-def _nonzero(value, traced: bool, local: bool):
-    """Where a factor of a product may be nonzero: everywhere if it is traced (its value
-    changes with x) unless the pattern is local."""
-    value = _np.asarray(value)
-    if traced and not local:
-        return _np.ones(value.shape, dtype=bool)
-    return value != 0
+    # the data are replaced by positions and zeros; the rest (indices, axes) is read
+    return shapes_only(rule, lambda n: range(first, n) if only is None else only)
 
 
-def product_pattern(argnum: int, ans, args, kwargs, traced=(), local: bool = False):
-    """``matmul``/``dot`` of operands of at most two dimensions: the other operand's
-    nonzeros say which elements meet in each output. None (dense) for other shapes."""
-    a, b = args[0], args[1]
-    na, nb = _np.ndim(a), _np.ndim(b)
-    if not (1 <= na <= 2 and 1 <= nb <= 2):
+def _size_of_leaves(ans) -> int:
+    if isinstance(ans, (tuple, list)):
+        return sum(_size_of_leaves(leaf) for leaf in ans)
+    return _size(ans)
+
+
+def dense_rule(why: str) -> Callable:
+    """The sparsity rule of a primitive each of whose outputs reads every input, ``why``
+    saying so (the coverage table's sparsity column shows it): detection counts it dense,
+    which for it is the truth, not a missing rule."""
+
+    def rule(argnum, ans, args, kwargs):
         return None
-    sp = _sp()
-    if argnum == 1:
-        other = sp.csr_matrix(_nonzero(a, 0 in traced, local))
-        if na == 1:
-            other = other.reshape(1, -1)  # a (n,) with b (n,) or (n, k)
-        k = 1 if nb == 1 else _np.shape(b)[1]
-        return sp.kron(other, sp.identity(k, dtype=bool), format="csr").astype(bool)
-    other = sp.csr_matrix(_nonzero(b, 1 in traced, local))
-    if nb == 1:
-        other = other.reshape(1, -1)  # b (n,): out[i] = sum_l a[i, l] b[l]
+
+    rule.dense_because = why
+    return shapes_only(rule)
+
+
+def identity_pattern(argnum: int, ans, args, kwargs):
+    """An output that is its argument, element for element (a copy, a cast)."""
+    return UNCHANGED
+
+
+shapes_only(identity_pattern)
+
+
+def no_dependency(argnum: int, ans, args, kwargs):
+    """An argument the answer does not depend on differentiably (``full_like``'s array)."""
+    return map_pattern([], [], (_size_of_leaves(ans), _size_of_leaves(args[argnum])))
+
+
+shapes_only(no_dependency)
+
+
+def _axis_letters(n: int, fresh=()) -> str:
+    """Letters for n axes; those in ``fresh`` get letters of their own (a second set)."""
+    return "".join(_LETTERS[26 + i] if i in fresh else _LETTERS[i] for i in range(n))
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def along_axes_pattern(in_shape: tuple, out_shape: tuple, axes) -> Any:
+    """A transform along ``axes`` (an FFT, a softmax): each output element depends on every
+    input element with its indices on the other axes (same number of axes in and out)."""
+    n = len(in_shape)
+    moved = {a % n for a in axes} if n else set()
+    return contraction_pattern([_axis_letters(n)], _axis_letters(n, moved), [in_shape],
+                               out_shape, 0, [None])  # fmt: skip
+
+
+def reduced_pattern(in_shape: tuple, out_shape: tuple, axes):
+    """A reduction over ``axes``: each output element depends on the input elements with its
+    indices on the other axes (``out_shape`` with the reduced axes, of length 1, or
+    without them). None where ``out_shape`` is neither."""
+    n = len(in_shape)
+    axes = {a % n for a in axes} if n else set()
+    own = _axis_letters(n)
+    if len(out_shape) == n:  # keepdims
+        out = _axis_letters(n, axes)
     else:
-        other = other.T  # out[i, j] needs a[i, l] where b[l, j] != 0
-    m = 1 if na == 1 else _np.shape(a)[0]
-    return sp.kron(sp.identity(m, dtype=bool), other, format="csr").astype(bool)
+        out = "".join(c for i, c in enumerate(own) if i not in axes)
+    if len(out) != len(out_shape):
+        return None
+    return contraction_pattern([own], out, [in_shape], out_shape, 0, [None])
 
 
-product_pattern.wants_traced = True  # it is given which arguments are traced, and local
-
-
-# ----------------------------------------------------------------------------- propagation
-
-
-def _dense_pattern(n_out: int, parents_pattern):
-    """Every output depends on every input column any parent depends on."""
-    cols = _np.unique(parents_pattern.indices)
-    sp = _sp()
-    rows = _np.repeat(_np.arange(n_out), cols.size)
-    return sp.csr_matrix(
-        (_np.ones(rows.size, dtype=bool), (rows, _np.tile(cols, n_out))),
-        shape=(n_out, parents_pattern.shape[1]),
-    )
-
-
-def _node_pattern(node, patterns, local: bool):
-    entry = rule_table.get(node.fun)
-    rule = None if entry is None else entry.sparsity
-    # a primitive answering a tuple (qr, svd, array_split ...): its leaves one after
-    # another, each depending on all of them unless a rule says otherwise
-    n_out = sum(_size(leaf) for leaf in tree_flatten(node.ans)[0])
-    total = None
-    for parent, argnum in zip(node.parents, node.argnums):
-        parent_pattern = patterns[parent]
-        local_pattern = None
-        if rule is not None:
-            if getattr(rule, "wants_traced", False):
-                local_pattern = rule(
-                    argnum, node.ans, node.args, node.kwargs, traced=node.argnums, local=local
-                )
-            else:
-                local_pattern = rule(argnum, node.ans, node.args, node.kwargs)
-        part = (
-            _dense_pattern(n_out, parent_pattern)
-            if local_pattern is None
-            else (local_pattern @ parent_pattern).astype(bool)
-        )
-        total = part if total is None else (total + part).astype(bool)
-    return total.tocsr()
-
-
-def _recorded_pattern(recording: Recording, local: bool):
-    sp = _sp()
-    n_in = sum(space.size for space in recording.spaces)
-    patterns, start = {}, 0
-    for root, space in zip(recording.roots, recording.spaces):
-        rows = _np.arange(space.size)
-        patterns[root] = map_pattern(rows, rows + start, (space.size, n_in))
-        start += space.size
-    for node in reversed(recording.order()):
-        if node.fun is not None:
-            patterns[node] = _node_pattern(node, patterns, local)
+def batched_pattern(in_shape: tuple, out, core: int):
+    """A function of stacks of matrices (the last ``core`` axes of the input): each element
+    of each output leaf depends on the whole matrix of its batch index (the leading axes
+    of the leaf are the input's). None where an output leaf has no such leading axes."""
+    batch = len(in_shape) - core
+    own = _axis_letters(len(in_shape))
     blocks = []
-    for i, value in enumerate(recording.out_values):
-        node = next((n for j, n in recording.ends if j == i), None)
-        blocks.append(
-            sp.csr_matrix((_size(value), n_in), dtype=bool) if node is None else patterns[node]
-        )
-    return sp.vstack(blocks, format="csr").astype(bool)
+    for leaf in out if isinstance(out, (tuple, list)) else [out]:
+        shape = _np.shape(leaf)
+        if batch < 0 or tuple(shape[:batch]) != tuple(in_shape[:batch]):
+            return None
+        letters = own[:batch] + _axis_letters(len(shape), range(batch, len(shape)))[batch:]
+        blocks.append(contraction_pattern([own], letters, [in_shape], shape, 0, [None]))
+    return _sp().vstack(blocks, format="csr") if blocks else None
 
 
-def gradient(fun: Callable) -> Callable:
-    """The gradient of scalar ``fun`` by one reverse pass (the engine's, not the public
-    ``grad``: the rule tables import this module, and ``grad`` imports them)."""
-
-    def gradient_of_fun(x):
-        vjp, ans = make_vjp(fun, x)
-        if _size(ans) != 1:
-            raise TypeError(
-                f"a sparse Hessian needs a scalar function; this one returns "
-                f"shape {_np.shape(ans)}."
-            )
-        return vjp(vspace(ans).ones())
-
-    return gradient_of_fun
+def columns_pattern(b_shape: tuple, out_shape: tuple):
+    """x = A^-1 b (a solve, stacked or not): column k of x reads column k of b (all of b
+    where b is a vector); the answer's leading axes are the stack's (or a grid's)."""
+    batch = len(out_shape) - (1 if len(b_shape) == 1 else 2)
+    lead = _axis_letters(batch)
+    if len(b_shape) == 1:
+        return contraction_pattern(["X"], lead + "Y", [b_shape], out_shape, 0, [None])
+    own = lead[batch - (len(b_shape) - 2):] + "XZ"
+    return contraction_pattern([own], lead + "YZ", [b_shape], out_shape, 0, [None])
 
 
-def jacobian_sparsity(fun: Callable, x: Any, local: bool = False):
-    """The structural sparsity pattern of the Jacobian of ``fun`` at ``x``: a boolean
-    ``scipy.sparse`` CSR matrix, rows the flattened outputs, columns the flattened inputs
-    (pytree leaves in order). Global (valid at every x) unless ``local=True``."""
-    recording = Recording(fun, x, keep_everything=True)
-    return _recorded_pattern(recording, local)
+def convolution_band(n_out: int, n_own: int, n_other: int, start: int) -> Any:
+    """The pattern of a 1-D convolution's output (full output shifted by ``start``) with
+    respect to one operand: output o reads element m of it where 0 <= o + start - m < the
+    other operand's length."""
+    o = _np.repeat(_np.arange(n_out), n_other)
+    m = o + start - _np.tile(_np.arange(n_other), n_out)
+    keep = (m >= 0) & (m < n_own)
+    return map_pattern(o[keep], m[keep], (n_out, n_own))
 
 
-def hessian_sparsity(fun: Callable, x: Any, local: bool = False):
-    """The structural sparsity pattern of the Hessian of scalar ``fun`` at ``x``: the
-    pattern of the Jacobian of its gradient, whose backward pass is recorded by the outer
-    trace (conservative where a recorded backward primitive declares no pattern)."""
-    return jacobian_sparsity(gradient(fun), x, local=local)
+def contraction_pattern(terms: list, out: str, shapes: list, out_shape: tuple, which: int,
+                        masks: list):  # fmt: skip
+    """The pattern of an einsum-like product ``out = sum of prod_k operand_k`` (``terms``:
+    the letters of each operand, explicit, no ellipsis; ``out``: the output's letters, its
+    flat order that of ``out_shape``) with respect to operand ``which``. ``masks[k]``:
+    where operand k may be nonzero (None: anywhere; ``which``'s own is not read). An
+    operand's axis of length 1 under a longer letter broadcasts. Output element O depends
+    on element K of the operand where their shared letters agree and some values of the
+    remaining letters make every other operand nonzero; the entries are enumerated from
+    the other operands' nonzeros, so the cost is that of the pattern."""
+    dims: dict = {}
+    for letters, shape in zip([out, *terms], [out_shape, *shapes]):
+        for letter, n in zip(letters, shape):
+            dims[letter] = max(dims.get(letter, 1), int(n))
+
+    def varying(k) -> tuple:  # operand k's axes that do not broadcast
+        return tuple(i for i, (c, n) in enumerate(zip(terms[k], shapes[k]))
+                     if int(n) == dims[c] or dims[c] == 1)  # fmt: skip
+
+    own = terms[which]
+    grid = "".join(dict.fromkeys(out + own))  # the letters of an (output, operand) pair
+    others = {k: "".join(terms[k][i] for i in varying(k)) for k in range(len(terms))
+              if k != which}  # fmt: skip
+    related = "".join(c for c in grid if any(c in letters for letters in others.values()))
+    if related and any(masks[k] is not None for k in others):
+        # where the other operands can all be nonzero, over the related letters
+        operands = []
+        for k in others:
+            mask = _np.ones(shapes[k], dtype=bool) if masks[k] is None else masks[k]
+            operands.append(_np.reshape(mask, [shapes[k][i] for i in varying(k)]))
+        joint = _np.einsum(",".join(others.values()) + "->" + related, *operands)
+        coords = dict(zip(related, _np.nonzero(joint)))
+        count = coords[related[0]].size
+    elif related:  # (an operand sharing no letter is a factor: 0 * u counts, as elementwise)
+        shape = tuple(dims[c] for c in related)
+        coords = dict(zip(related, _np.indices(shape).reshape(len(related), -1)))
+        count = int(_np.prod(shape, dtype=_np.int64))
+    else:
+        coords, count = {}, 1
+    free = "".join(c for c in grid if c not in related)
+    free_shape = tuple(dims[c] for c in free)
+    n_free = int(_np.prod(free_shape, dtype=_np.int64))
+    values = {c: _np.repeat(v, n_free) for c, v in coords.items()}
+    if free:
+        for c, v in zip(free, _np.indices(free_shape).reshape(len(free), -1)):
+            values[c] = _np.tile(v, count)
+    size = count * n_free
+
+    def flat(letters, shape):
+        if not letters:
+            return _np.zeros(size, dtype=_np.intp)
+        index = [values[c] if int(n) == dims[c] else _np.zeros(size, dtype=_np.intp)
+                 for c, n in zip(letters, shape)]  # fmt: skip
+        return _np.ravel_multi_index(index, tuple(int(n) for n in shape))
+
+    rows, cols = flat(out, out_shape), flat(own, shapes[which])
+    return map_pattern(rows, cols, (int(_np.prod(out_shape)), int(_np.prod(shapes[which]))))
+
+
 
 
 # ----------------------------------------------------------------------------- colouring
@@ -353,10 +430,10 @@ def _seeds(colours: _np.ndarray, shape: tuple, dtype) -> _np.ndarray:
 
 
 def direct_recovery(pattern, colours: _np.ndarray, by_rows: bool) -> Callable:
-    """A function giving the matrix with ``pattern``'s nonzeros read from the compressed
-    sweeps: ``compressed[c]`` is J @ seed_c (forward; flat over rows) or seed_c @ J
-    (reverse; flat over columns). Where each nonzero is read is found once, here; a call
-    is one gather into the CSR arrays of ``pattern``."""
+    """A function giving ``pattern``'s nonzeros (in the order of its CSR form with sorted
+    indices) read from the compressed sweeps: ``compressed[c]`` is J @ seed_c (forward;
+    flat over rows) or seed_c @ J (reverse; flat over columns). Where each nonzero is read
+    is found once, here; a call is one gather (traced where ``compressed`` is)."""
     sp = _sp()
     csr = sp.csr_matrix(pattern)
     csr.sort_indices()
@@ -368,8 +445,7 @@ def direct_recovery(pattern, colours: _np.ndarray, by_rows: bool) -> Callable:
         flat = colours[cols] * csr.shape[0] + rows
 
     def recover(compressed: _np.ndarray):
-        values = _np.ravel(compressed)[flat]
-        return sp.csr_matrix((values, csr.indices, csr.indptr), shape=csr.shape)
+        return _np.ravel(compressed)[flat]
 
     return recover
 

@@ -1,7 +1,14 @@
 """Sparse Jacobians and Hessians evaluated: the pattern and its colouring are found once
-(``_sparse``, ``_sparse_symmetric``), then each evaluation at an x is one sweep per
-colour (a JVP of ``fun`` along the colour's seed, or a VJP pulling it back) and a gather
-of the nonzeros.
+(``_sparse_detect``, ``_sparse``, ``_sparse_symmetric``), then each evaluation at an x is
+one sweep per colour (a JVP of ``fun`` along the colour's seed, or a VJP pulling it back)
+and a gather of the nonzeros.
+
+A pattern is reused only where it holds (the contract: the sparse derivative equals the
+dense one at every x). A global pattern whose record took no decision holds at every x.
+A *guarded* one (``Detection``) is checked at each call: ``fun`` is recorded again at x
+and the record's ``structure_key`` picks the colouring of that structure, found and kept
+on first sight. A local pattern (``local=True``) is found again at each new x, and its
+colouring kept while the new pattern lies inside the old one.
 
 With ``staged=True`` the sweeps are staged with ``chainrule.jit``: the first evaluation
 traces them and keeps the straight-line NumPy program, later ones only run it (about
@@ -13,21 +20,16 @@ constants: the reason staging is asked for, not the default.
 from __future__ import annotations
 
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 import numpy as _np
 
-from ._sparse import (
-    _seeds,
-    _sp,
-    colour_columns,
-    count_colours,
-    direct_recovery,
-    gradient,
-    hessian_sparsity,
-    jacobian_sparsity,
-)
+from ._core.tracer import getval, isbox
+from ._sparse import _seeds, _sp, colour_columns, count_colours, direct_recovery
+from ._sparse_detect import gradient, record, recorded_pattern, structure_key
+from ._sparse_products import with_values
 from ._sparse_symmetric import (
     acyclic_colouring,
     acyclic_recovery,
@@ -36,12 +38,15 @@ from ._sparse_symmetric import (
     symmetric_pattern,
 )
 
+# colourings kept per evaluator for the structures of a guarded record (oldest dropped)
+_MAX_STRUCTURES = 16
+
 
 def _sweep(fun: Callable, forward: bool) -> Callable:
     """``sweep(x, seeds)``: the compressed matrix, one row per seed (J @ seed forward,
-    flat over the outputs; seed @ J reverse, flat over x)."""
+    flat over the output leaves; seed @ J reverse, flat over x)."""
     from . import numpy as cnp  # the layers above this one: imported on first use
-    from ._core.pytree import tree_flatten
+    from ._core.pytree import tree_flatten, tree_unflatten
     from ._jaxlike import jvp, vjp
 
     def flat(tree):
@@ -57,93 +62,222 @@ def _sweep(fun: Callable, forward: bool) -> Callable:
 
         def sweep(x, seeds):
             out, pull = vjp(fun, x)
-            if len(tree_flatten(out)[0]) != 1:
-                raise NotImplementedError("reverse-mode sparse Jacobians take one output array")
-            shape = _np.shape(out)
-            return cnp.stack([cnp.ravel(pull(cnp.reshape(s, shape))[0]) for s in seeds])
+            leaves, treedef = tree_flatten(out)
+            shapes = [_np.shape(leaf) for leaf in leaves]
+            ends = _np.cumsum([0] + [int(_np.prod(s, dtype=int)) for s in shapes])
+
+            def cotangent(seed):  # a seed flat over the output leaves, as the output
+                parts = [seed[a:b].reshape(s) for a, b, s in zip(ends[:-1], ends[1:], shapes)]
+                return tree_unflatten(treedef, parts)
+
+            return cnp.stack([cnp.ravel(pull(cotangent(s))[0]) for s in seeds])
 
     return sweep
 
 
-class SparseJacobian:
-    """The sparse Jacobian of ``fun`` (one array in, any arrays out, flattened): its
-    pattern and colouring found once at ``x``, then evaluated at any x by
-    ``self(x)`` in one sweep per colour, forward (columns) or reverse (rows), whichever
-    needs fewer. ``pattern`` is boolean CSR; ``self(x)`` returns a float CSR matrix with
-    the same pattern (explicit zeros where the value happens to be zero).
-    ``staged=True``: run the sweeps as a ``chainrule.jit`` program (faster; the values
-    ``fun`` reads from globals and closures are fixed at the first call)."""
+class _Colouring:
+    """One pattern's colouring and the gather that recovers its nonzeros (``recover``: the
+    values of ``template``, the pattern's CSR form with sorted indices), with the seeds of
+    its sweeps made once per shape; ``name`` says which colouring."""
 
-    def __init__(
-        self, fun: Callable, x: Any, local: bool = False, pattern=None, staged: bool = False
-    ):
-        self.fun, self.staged = fun, staged
-        self.pattern = (
-            jacobian_sparsity(fun, x, local)
-            if pattern is None
-            else _sp().csr_matrix(pattern, dtype=bool)
-        )
-        column_colours = colour_columns(self.pattern)
-        row_colours = colour_columns(self.pattern.T)
-        n_col, n_row = count_colours(column_colours), count_colours(row_colours)
-        self.mode = "forward" if n_col <= n_row else "reverse"
-        self.colours = column_colours if self.mode == "forward" else row_colours
-        self.n_colours = n_col if self.mode == "forward" else n_row
-        self._recover = direct_recovery(self.pattern, self.colours, self.mode == "reverse")
-        self._seeds: dict = {}  # seed shape -> the seeds, made once
-        self._sweep = None
+    __slots__ = ("pattern", "mode", "name", "colours", "n_colours", "recover", "seeds",
+                 "template")  # fmt: skip
 
-    def _seeds_for(self, shape: tuple):
-        seeds = self._seeds.get(shape)
+    def __init__(self, pattern, mode: str, name: str, colours: _np.ndarray, recover: Callable):
+        self.pattern, self.mode, self.name = pattern, mode, name
+        self.colours, self.recover = colours, recover
+        # an empty pattern takes no sweep (its Jacobian is zero)
+        self.n_colours = count_colours(colours) if pattern.nnz else 0
+        template = _sp().csr_matrix(pattern, dtype=float)
+        template.sort_indices()
+        self.template = template
+        self.seeds: dict = {}
+
+    def seeds_for(self, shape: tuple):
+        seeds = self.seeds.get(shape)
         if seeds is None:
-            seeds = self._seeds[shape] = _seeds(self.colours, shape, float)
+            seeds = self.seeds[shape] = _seeds(self.colours, shape, float)
             seeds.flags.writeable = False  # shared by every call
         return seeds
 
-    def _compressed(self, x):
+
+def _point(x) -> _np.ndarray:
+    """The value of ``x`` as an array (of a traced ``x``: its value)."""
+    point = _np.asarray(getval(x))
+    if point.dtype == object:
+        raise TypeError(
+            f"sparse Jacobians and Hessians take one array x, not a {type(x).__name__}: "
+            f"for several arrays or a container, differentiate a function of one vector "
+            f"(chainrule.misc.flatten(x) gives it and the function rebuilding x)."
+        )
+    return point
+
+
+def _covers(pattern, other) -> bool:
+    """Whether every nonzero of ``other`` is one of ``pattern``'s (same shape)."""
+    if pattern.shape != other.shape:
+        return False
+    extra = other.astype(_np.int8) - other.multiply(pattern).astype(_np.int8)
+    return extra.count_nonzero() == 0
+
+
+def _same_point(x: _np.ndarray, y: _np.ndarray | None) -> bool:
+    return y is not None and x.shape == y.shape and x.dtype == y.dtype and (
+        x.tobytes() == y.tobytes()
+    )
+
+
+class SparseJacobian:
+    """The sparse Jacobian of ``fun`` (one array in, any arrays out, flattened): its
+    pattern and colouring found once at ``x``, then evaluated at any x by ``self(x)`` in
+    one sweep per colour, forward (columns) or reverse (rows), whichever needs fewer
+    (``mode="forward"`` or ``"reverse"`` forces one). ``pattern`` is boolean CSR;
+    ``self(x)`` returns a float CSR matrix with the same pattern (explicit zeros where
+    the value happens to be zero).
+
+    The pattern is reused where it holds: everywhere, unless finding it took Python
+    decisions on values computed from x (then ``fun`` is recorded at each x and each
+    structure gets its own pattern, ``guarded_by`` says why); with ``local=True`` it is
+    found again at each new x. The pattern is that of ``fun`` as it is when the pattern is
+    found: values it reads from globals and closures are constants of it (change one that
+    changes ``fun``'s structure, and make a new ``SparseJacobian``). ``staged=True``: run
+    the sweeps as a ``chainrule.jit`` program (faster; as correct as jit, and the values
+    ``fun`` reads from globals and closures are fixed at the first call). A traced ``x``
+    (under jit, or inside another derivative) gives a traced matrix."""
+
+    def __init__(
+        self,
+        fun: Callable,
+        x: Any,
+        local: bool = False,
+        pattern=None,
+        staged: bool = False,
+        mode: str = "auto",
+    ):
+        if mode not in ("auto", "forward", "reverse"):
+            raise ValueError(f"mode={mode!r}: choose 'auto', 'forward' or 'reverse'.")
+        self.fun, self.staged, self._mode = fun, staged, mode
+        self._start(fun, x, local, pattern)
+
+    # -------------------------------------------------------------- patterns
+    def _start(self, detected: Callable, x, local: bool, pattern) -> None:
+        """Find the pattern of the Jacobian of ``detected`` at ``x`` (or take ``pattern``)
+        and its colouring."""
+        self.local, self._detected = local and pattern is None, detected
+        self._guarded, self._point, self.guarded_by = False, None, ""
+        self._structures: OrderedDict = OrderedDict()  # structure key -> _Colouring
+        self._sweeps: dict = {}  # mode -> the sweep function (staged or not)
+        if pattern is not None:
+            self._current = self._colouring(_sp().csr_matrix(pattern, dtype=bool))
+            return
+        x = _point(x)  # (found at the value of a traced x)
+        recording, detection = record(detected, x)
+        self._current = self._colouring(recorded_pattern(recording, self.local))
+        if self.local:
+            self._point = _np.array(x, copy=True)
+        elif detection.guarded:
+            self._guarded, self.guarded_by = True, detection.reason
+            self._structures[structure_key(recording)] = self._current
+
+    def _colouring(self, pattern) -> _Colouring:
+        """Columns (forward sweeps) or rows (reverse), whichever takes fewer colours."""
+        candidates = {}
+        if self._mode != "reverse":
+            candidates["forward"] = colour_columns(pattern)
+        if self._mode != "forward":
+            candidates["reverse"] = colour_columns(pattern.T)
+        mode = min(candidates, key=lambda m: count_colours(candidates[m]))  # (forward first)
+        colours = candidates[mode]
+        recover = direct_recovery(pattern, colours, by_rows=mode == "reverse")
+        return _Colouring(pattern, mode, "distance-1", colours, recover)
+
+    def _colouring_at(self, x: _np.ndarray) -> _Colouring:
+        """The colouring of a pattern that holds at ``x``."""
+        if self.local:
+            if not _same_point(x, self._point):
+                recording, _ = record(self._detected, x)
+                pattern = recorded_pattern(recording, True)
+                if not _covers(self._current.pattern, pattern):
+                    self._current = self._colouring(pattern)
+                self._point = _np.array(x, copy=True)
+            return self._current
+        if not self._guarded:
+            return self._current
+        recording, _ = record(self._detected, x)
+        key = structure_key(recording)
+        colouring = self._structures.get(key)
+        if colouring is None:
+            pattern = recorded_pattern(recording, False)
+            # (another structure with the pattern of the last: a float() read from x, say)
+            if not _covers(self._current.pattern, pattern):
+                self._current = self._colouring(pattern)
+            colouring = self._structures[key] = self._current
+            if len(self._structures) > _MAX_STRUCTURES:
+                self._structures.popitem(last=False)
+        else:
+            self._structures.move_to_end(key)
+        self._current = colouring
+        return colouring
+
+    # the colouring used last (at construction: the one found at x)
+    pattern = property(lambda self: self._current.pattern)
+    mode = property(lambda self: self._current.mode)
+    colours = property(lambda self: self._current.colours)
+    n_colours = property(lambda self: self._current.n_colours)
+
+    # -------------------------------------------------------------- evaluation
+    def _compressed(self, x, colouring: _Colouring):
         """One row per colour: J @ seed (forward, flat over the outputs) or seed @ J
-        (reverse, flat over x)."""
-        forward = self.mode == "forward"
-        if self._sweep is None:
-            self._sweep = _sweep(self.fun, forward)
+        (reverse, flat over x); traced where ``x`` is."""
+        forward = colouring.mode == "forward"
+        sweep = self._sweeps.get(colouring.mode)
+        if sweep is None:
+            sweep = _sweep(self.fun, forward)
             if self.staged:
                 from .jit import jit
 
-                self._sweep = jit(self._sweep)
-        seeds = self._seeds_for(x.shape if forward else (self.pattern.shape[0],))
+                sweep = jit(sweep)
+            self._sweeps[colouring.mode] = sweep
+        seeds = colouring.seeds_for(_np.shape(x) if forward else (colouring.pattern.shape[0],))
         if not self.staged:
-            return _np.asarray(self._sweep(x, seeds))
+            return sweep(x, seeds)
         with warnings.catch_warnings():
             # the sweep's own index maps (positions of slices and concatenations) are
             # constants of the program by design: jit's advice to pass them in does not
             # apply here (staged=True is documented to fix what fun reads at the first call)
             warnings.filterwarnings("ignore", "chainrule.jit: .* bakes in arrays", UserWarning)
-            return _np.asarray(self._sweep(x, seeds))
+            return sweep(x, seeds)
 
     def __call__(self, x: Any):
-        x = _np.asarray(x)
-        if _np.iscomplexobj(x):
+        """The Jacobian at ``x``, a ``scipy.sparse`` CSR matrix. A traced ``x`` (under
+        ``chainrule.jit``, or an outer derivative) gives a traced matrix: the pattern is
+        found at its value, the sweeps and the gather of the nonzeros are traced."""
+        point = _point(x)
+        if _np.iscomplexobj(point):
             raise TypeError(
                 "sparse Jacobians take real inputs; split a complex x into "
                 "its real and imaginary parts."
             )
-        n_out = self.pattern.shape[0]
-        if x.size != self.pattern.shape[1]:
+        n_in = self._current.pattern.shape[1]
+        if point.size != n_in:
             raise ValueError(
-                f"the pattern is {self.pattern.shape}, for an x of {self.pattern.shape[1]} "
-                f"elements; this x has {x.size}: make a new SparseJacobian."
+                f"the pattern is {self._current.pattern.shape}, for an x of {n_in} "
+                f"elements; this x has {point.size}: make a new SparseJacobian."
             )
-        if self.n_colours == 0:
-            return _sp().csr_matrix(self.pattern.shape)
-        compressed = self._compressed(x)
-        expected = (self.n_colours, n_out if self.mode == "forward" else x.size)
-        if compressed.shape != expected:
+        colouring = self._colouring_at(point)
+        if colouring.n_colours == 0:
+            self.fun(point)  # (no sweep to run: fun is still called, and raises where it does)
+            return _sp().csr_matrix(colouring.pattern.shape)
+        compressed = self._compressed(x if isbox(x) else point, colouring)
+        n_out = colouring.pattern.shape[0]
+        expected = (colouring.n_colours, n_out if colouring.mode == "forward" else point.size)
+        if _np.shape(compressed) != expected:
             raise ValueError(
-                f"the pattern is {self.pattern.shape}, the Jacobian at this x has "
-                f"{compressed.shape[1] if self.mode == 'forward' else n_out} rows: make a "
-                f"new SparseJacobian."
+                f"the pattern is {colouring.pattern.shape}, the Jacobian at this x has "
+                f"{_np.shape(compressed)[1] if colouring.mode == 'forward' else n_out} rows: "
+                f"make a new SparseJacobian."
             )
-        return self._recover(compressed)
+        return with_values(colouring.template, colouring.recover(compressed))
 
 
 class SparseHessian(SparseJacobian):
@@ -154,7 +288,8 @@ class SparseHessian(SparseJacobian):
     directly from one sweep), ``"acyclic"`` (fewer colours on banded patterns, entries
     recovered by substitution), ``"distance-1"`` (columns, as a Jacobian), or
     ``"auto"`` (the default): the star colouring, unless the acyclic one needs fewer
-    colours. ``self.colouring`` is the one used."""
+    colours. ``self.colouring`` is the one used. Patterns are reused as by
+    ``SparseJacobian``."""
 
     def __init__(
         self,
@@ -169,28 +304,32 @@ class SparseHessian(SparseJacobian):
             raise ValueError(
                 f"colouring={colouring!r}: choose 'auto', 'star', 'acyclic' or 'distance-1'."
             )
-        self.objective, self.staged = fun, staged
-        pattern = hessian_sparsity(fun, x, local) if pattern is None else pattern
+        self.objective, self.staged, self._mode = fun, staged, "forward"
+        self._asked = colouring
+        self.fun = gradient(fun)
+        self._start(self.fun, x, local, pattern)
+
+    colouring = property(lambda self: self._current.name)
+
+    def _colouring(self, pattern) -> _Colouring:
         pattern = symmetric_pattern(pattern)  # a Hessian is symmetric
-        self.fun, self.pattern, self.mode = gradient(fun), pattern, "forward"
         candidates = {}
-        if colouring in ("auto", "star"):
+        if self._asked in ("auto", "star"):
             candidates["star"] = star_colouring(pattern)
-        if colouring in ("auto", "acyclic"):
+        if self._asked in ("auto", "acyclic"):
             candidates["acyclic"] = acyclic_colouring(pattern)
-        if colouring == "distance-1":
+        if self._asked == "distance-1":
             candidates["distance-1"] = colour_columns(pattern)
         # the first of the fewest: star before acyclic, which sums along paths
-        self.colouring = min(candidates, key=lambda name: count_colours(candidates[name]))
-        self.colours = candidates[self.colouring]
-        self.n_colours = count_colours(self.colours)
-        if self.colouring == "star":
-            self._recover = star_recovery(pattern, self.colours)
-        elif self.colouring == "acyclic":
-            self._recover = acyclic_recovery(pattern, self.colours)
+        name = min(candidates, key=lambda n: count_colours(candidates[n]))
+        colours = candidates[name]
+        if name == "star":
+            recover = star_recovery(pattern, colours)
+        elif name == "acyclic":
+            recover = acyclic_recovery(pattern, colours)
         else:
-            self._recover = direct_recovery(pattern, self.colours, by_rows=False)
-        self._seeds, self._sweep = {}, None
+            recover = direct_recovery(pattern, colours, by_rows=False)
+        return _Colouring(pattern, "forward", name, colours, recover)
 
 
 def sparse_jacobian(fun: Callable, x: Any, local: bool = False):
@@ -209,7 +348,8 @@ def sparse_hessian(fun: Callable, x: Any, local: bool = False):
 def sparse_transform(fun: Callable, hessian: bool, argnum, has_aux: bool) -> Callable:
     """``jacobian(fun, sparse=True)`` / ``hessian(fun, sparse=True)``: a function of x
     giving the CSR matrix; the pattern and colouring are found on the first call and
-    reused for every x of the same shape and dtype (global patterns hold at every x)."""
+    reused for every x of the same shape and dtype where they hold (see
+    ``SparseJacobian``)."""
     if argnum not in (None, 0) or has_aux:
         raise NotImplementedError(
             "sparse=True differentiates a function of one array argument (argnum 0) "
@@ -219,12 +359,12 @@ def sparse_transform(fun: Callable, hessian: bool, argnum, has_aux: bool) -> Cal
     cache: dict = {}
 
     def sparse_derivative(x):
-        x = _np.asarray(x)
-        key = (x.shape, x.dtype)
+        point = _point(x)
+        key = (point.shape, point.dtype)
         evaluator = cache.get(key)
         if evaluator is None:
-            evaluator = cache[key] = kind(fun, x)
-        return evaluator(x)
+            evaluator = cache[key] = kind(fun, point)
+        return evaluator(x if isbox(x) else point)
 
     sparse_derivative.cache = cache  # the SparseJacobian/SparseHessian objects, by shape
     return sparse_derivative

@@ -24,6 +24,9 @@ from __future__ import annotations
 
 import numpy as _np
 
+from ._core.rules import defjvp_direct, defvjp_direct
+from ._core.tracer import primitive
+
 
 def symmetric_pattern(pattern):
     """``pattern`` or its transpose, as boolean CSR with sorted indices."""
@@ -153,9 +156,9 @@ def acyclic_colouring(pattern) -> _np.ndarray:
 
 
 def star_recovery(pattern, colours: _np.ndarray):
-    """The Hessian on symmetric ``pattern`` from ``compressed[c] = H @ seed_c`` (flat),
-    read directly (star colouring): a function of ``compressed``, the index arrays found
-    once."""
+    """The Hessian's values on symmetric ``pattern`` (in the order of its CSR form, sorted)
+    from ``compressed[c] = H @ seed_c`` (flat), read directly (star colouring): a function
+    of ``compressed``, the index arrays found once."""
     import scipy.sparse as sp  # on first use: chainrule imports without SciPy
 
     csr = sp.csr_matrix(pattern)
@@ -174,17 +177,16 @@ def star_recovery(pattern, colours: _np.ndarray):
     )
 
     def recover(compressed: _np.ndarray):
-        values = _np.ravel(compressed)[flat]
-        return sp.csr_matrix((values, csr.indices, csr.indptr), shape=pattern.shape)
+        return _np.ravel(compressed)[flat]
 
     return recover
 
 
 def acyclic_recovery(pattern, colours: _np.ndarray):
-    """The Hessian on symmetric ``pattern`` from ``compressed[c] = H @ seed_c`` (flat),
-    by substitution on the two-coloured trees (acyclic colouring): a function of
-    ``compressed`` that solves with the trees' incidence matrix, one equation per tree
-    left out, factorised once here."""
+    """The Hessian's values on symmetric ``pattern`` (in the order of its CSR form, sorted)
+    from ``compressed[c] = H @ seed_c`` (flat), by substitution on the two-coloured trees
+    (acyclic colouring): a function of ``compressed`` that solves with the trees'
+    incidence matrix, one equation per tree left out, factorised once here."""
     import scipy.sparse as sp  # on first use: chainrule imports without SciPy
     from scipy.sparse.csgraph import connected_components
     from scipy.sparse.linalg import splu
@@ -192,6 +194,8 @@ def acyclic_recovery(pattern, colours: _np.ndarray):
     n = pattern.shape[0]
     csr = sp.csr_matrix(pattern)
     csr.sort_indices()
+    if csr.nnz == 0:  # (nothing to recover: SciPy's fancy indexing of no entries is sparse)
+        return lambda compressed: _np.zeros(0)
     coo = csr.tocoo()
     rows, cols = coo.row, coo.col
     k = int(colours.max()) + 1 if colours.size else 1
@@ -205,7 +209,7 @@ def acyclic_recovery(pattern, colours: _np.ndarray):
     source = _np.asarray(edge_of[rows, cols]).ravel() - 1
     diagonal = rows == cols
     source[diagonal] = m + colours[rows[diagonal]] * n + rows[diagonal]
-    solve, take = None, None
+    factors, take = None, None
     if m:
         # equation (vertex v, colour d) is numbered v * k + d; edge i - j appears in
         # equations (i, colour(j)) and (j, colour(i))
@@ -222,13 +226,26 @@ def acyclic_recovery(pattern, colours: _np.ndarray):
         keep[_np.unique(tree, return_index=True)[1]] = False  # one equation per tree
         if int(keep.sum()) != m:
             raise ValueError("the colouring is not acyclic: use a star colouring")
-        solve = splu(incidence[keep].tocsc()).solve
+        factors = splu(incidence[keep].tocsc())
         take = (equations % k * n + equations // k)[keep]  # B[d, v] of each equation
 
     def recover(compressed: _np.ndarray):
         flat = _np.ravel(compressed)
-        edges = solve(flat[take]) if m else _np.zeros(0)
-        values = _np.concatenate([edges, flat])[source]
-        return sp.csr_matrix((values, csr.indices, csr.indptr), shape=pattern.shape)
+        edges = substitute(flat[take], factors) if m else _np.zeros(0)
+        return _np.concatenate([edges, flat])[source]
 
     return recover
+
+
+@primitive
+def substitute(values, factors, trans: str = "N"):
+    """The edges of the two-coloured trees from their equations' values: a solve with the
+    factorised incidence matrix (``trans="T"``: its transpose). Linear in ``values``, so a
+    sweep traced by an outer trace (chainrule.jit, a derivative) is recovered too."""
+    return factors.solve(_np.asarray(values, dtype=float), trans=trans)
+
+
+_OTHER = {"N": "T", "T": "N"}
+defvjp_direct(substitute, lambda g, ans, v, factors, trans="N":
+              substitute(g, factors, _OTHER[trans]))  # fmt: skip
+defjvp_direct(substitute, lambda t, ans, v, factors, trans="N": substitute(t, factors, trans))

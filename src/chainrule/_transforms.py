@@ -23,6 +23,7 @@ from ._core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from ._core.rules import defjvp_argnums, defvjp_argnums
 from ._core.tracer import derivative_free, getval, isbox, new_trace_id, primitive
 from ._core.vspace import ContainerVSpace, VSpace, vspace
+from ._sparse_products import SparseVSpace
 from .numpy.batched import over_batch
 from .wrap_util import unary_to_nary
 
@@ -381,14 +382,12 @@ def _jacobian(fun, x):
     ans_vspace = _output_space("jacobian", ans)
     spaces = recording.spaces
     n_in = sum(space.size for space in spaces)
-    forward_is_cheaper = (
-        0 < n_in <= ans_vspace.size
-        and type(ans_vspace) is not ContainerVSpace
-        and not ans_vspace.iscomplex
-        and not any(s.iscomplex for s in spaces)
-        and recording.can_push_forward()
-    )
-    if forward_is_cheaper:
+    one_real_array = type(ans_vspace) is not ContainerVSpace and not any(
+        s.iscomplex for s in spaces)
+    # a complex output of real inputs: its columns are the complex tangents, forward
+    # (a reverse pass per output element would give one row per real dimension, twice as many)
+    by_columns = one_real_array and (0 < n_in <= ans_vspace.size or ans_vspace.iscomplex)
+    if by_columns and recording.can_push_forward():
         blocks = [jacobian_columns_of_recording(recording, spaces)]
     else:
         blocks = jacobian_rows(recording.pull_back, ans_vspace, spaces)
@@ -439,9 +438,21 @@ def _leaf_spaces(space: VSpace) -> list:
     return space.spaces if type(space) is ContainerVSpace else [space]
 
 
+def _dense_blocks(spaces: list) -> None:
+    """Refuse an input whose Jacobian block is no array: a scipy.sparse matrix's."""
+    if any(isinstance(space, SparseVSpace) for space in spaces):
+        raise TypeError(
+            "a Jacobian with respect to a scipy.sparse matrix (its stored values) is not "
+            "built: use grad, vjp or jvp, whose derivatives in A are matrices of A's "
+            "pattern, or differentiate with respect to A.data (data= of "
+            "chainrule.scipy.sparse.linalg's solves)."
+        )
+
+
 def jacobian_rows(vjp, ans_vspace, spaces: list) -> list:
     """Blocks ``[i][k]`` (output leaf i, input leaf k), from one reverse pass for the whole
     basis of the output (vmap's batching rules), or one per element of the output."""
+    _dense_blocks(spaces)
     if hasattr(ans_vspace, "stacked_basis") and not ans_vspace.iscomplex:
         rows = over_batch(vjp, ans_vspace.stacked_basis(), ans_vspace.size)
         if rows is not None:
@@ -463,6 +474,7 @@ def jacobian_rows(vjp, ans_vspace, spaces: list) -> list:
 def jacobian_columns(jvp, treedef, spaces: list) -> tuple[Any, list]:
     """``(output, blocks[i][k])`` (output leaf i, input leaf k), from one forward pass per
     element of each input leaf."""
+    _dense_blocks(spaces)
     zeros = [space.zeros() for space in spaces]
     pairs = [
         [
@@ -492,6 +504,7 @@ def jacobian_columns_of_recording(recording, spaces: list) -> list:
     """Each input leaf's block from one sweep of ``recording``'s graph that pushes the
     leaf's whole standard basis forward at once (``fun`` is not run again). Primitives
     with batched JVP rules (elementwise, matmul) do one call for all columns."""
+    _dense_blocks(spaces)
     ans_vspace = vspace(recording.ans)
     blocks = []
     for k, space in enumerate(spaces):

@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._core.rule_table import primitive_jvps, primitive_vjps
+from ._core.rule_table import primitive_jvps, primitive_vjps, rule_table
 from ._core.tracer import notrace_primitive, primitive
 
 # Every traced primitive is the same closure code; notrace ones have another.
@@ -191,10 +191,12 @@ class Row:
     vjp: bool | None = field(init=False)  # every primitive reached has a rule (None: unknown)
     jvp: bool | None = field(init=False)
     batch: bool | None = field(init=False)  # ... a batching rule (no: vmap runs it per example)
+    sparsity: str = field(init=False)  # "yes", or "dense: why" (sparsity detection)
 
     def __post_init__(self):
         if self.kind == "composite":  # its primitives are only known when it runs
             self.vjp = self.jvp = self.batch = None
+            self.sparsity = "?"
             return
         from .numpy.batched import batching_rule
 
@@ -202,6 +204,7 @@ class Row:
         self.jvp = bool(self.primitives) and all(p in primitive_jvps for p in self.primitives)
         self.batch = bool(self.primitives) and all(batching_rule(p) is not None
                                                    for p in self.primitives)
+        self.sparsity = _sparsity(self.primitives)
 
     @property
     def qualname(self) -> str:
@@ -213,6 +216,21 @@ class Row:
         if len(set(self.orders.values())) == 1 and len(self.orders) == 2:
             return str(next(iter(self.orders.values())))
         return ", ".join(f"{mode} {self.orders[mode]}" for mode in sorted(self.orders))
+
+
+def _sparsity(primitives: list) -> str:
+    """"yes" where every primitive declares its sparsity pattern (``defsparsity``), else
+    why detection counts it dense: the reason its rule gives, or "undeclared"."""
+    reasons = []
+    for p in primitives:
+        rule = getattr(rule_table.get(p), "sparsity", None)
+        if rule is None:
+            reasons.append("undeclared")
+        elif getattr(rule, "dense_because", None):
+            reasons.append(rule.dense_because)
+    if not primitives:
+        return "-"
+    return "dense: " + "; ".join(dict.fromkeys(reasons)) if reasons else "yes"
 
 
 def _public(module) -> list[tuple[str, object]]:
@@ -353,6 +371,8 @@ class Report:
             "with both": sum(r.vjp is True and r.jvp is True for r in rows),
             "with a batching rule (vmap; the others run once per example)": sum(
                 r.batch is True for r in rows),
+            "with a sparsity rule (the others: dense, see the sparsity column)": sum(
+                r.sparsity == "yes" for r in rows),
             "composite (?: rules of the primitives called at run time)": sum(
                 r.kind == "composite" for r in rows),
             "tested": sum(bool(r.orders) for r in rows),
@@ -362,9 +382,9 @@ class Report:
         }
 
     def text(self, markdown: bool = False) -> str:
-        header = ["function", "VJP", "JVP", "batch", "tested orders", "kind"]
-        body = [[r.qualname, _yes(r.vjp), _yes(r.jvp), _yes(r.batch), r.tested(), r.kind]
-                for r in self.rows]
+        header = ["function", "VJP", "JVP", "batch", "sparsity", "tested orders", "kind"]
+        body = [[r.qualname, _yes(r.vjp), _yes(r.jvp), _yes(r.batch), r.sparsity, r.tested(),
+                 r.kind] for r in self.rows]
         out = ["chainrule coverage: differentiable functions", ""]
         out += _table(header, body, markdown)
         out += ["", "Totals:"] + [f"- {k}: {v}" for k, v in self.totals().items()]

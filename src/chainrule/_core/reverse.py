@@ -309,12 +309,17 @@ class Recording:
     batched push for all its columns.
     """
 
-    def __init__(self, fun: Callable, x, free: bool = False, keep_everything: bool = False):
+    def __init__(self, fun: Callable, x, free: bool = False, keep_everything: bool = False,
+                 node_type: type[VJPNode] | None = None, root_args: tuple = ()):
+        """``node_type``: a subclass of ``KeptVJPNode`` to record with (sparsity detection
+        records its own), its roots made with ``root_args``."""
         leaves, self.treedef = tree_flatten(x)
         self.spaces = [vspace(leaf) for leaf in leaves]
-        self.keeps_everything = keep_everything
+        if node_type is None:
+            node_type = KeptVJPNode if keep_everything else VJPNode
+        self.keeps_everything = node_type.keeps_everything
         (out_leaves, self.out_def), trace_id, self.roots = trace_leaves(
-            KeptVJPNode if keep_everything else VJPNode, [()] * len(leaves),
+            node_type, [root_args] * len(leaves),
             flattened_output(fun), leaves, lambda bs: tree_unflatten(self.treedef, bs)
         )
         self.ends = []  # (index of the output leaf, its node)

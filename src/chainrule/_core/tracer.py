@@ -85,6 +85,18 @@ class Node:
     # Read only on those rare conversion paths, so other modes pay nothing.
     on_decision: Callable | None = None
 
+    # Hook for calls of notrace primitives (comparisons, argmax, sign ...) on traced values:
+    # a node type that follows every value computed from its inputs, derivative or not
+    # (sparsity detection), sets it to ``on_notrace(f_wrapped, args, kwargs) -> answer``,
+    # which records the call (see ``notrace_primitive``). Other modes pay one look per box.
+    on_notrace: Callable | None = None
+
+    # Hook for exceptions: a node type that follows Python's path through the function
+    # (sparsity detection) sets it to ``on_error(box)``, told when a primitive call on its
+    # values raises (the function may catch the exception and go another way). Read only
+    # when a traced call raises.
+    on_error: Callable | None = None
+
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         raise NotImplementedError
 
@@ -359,8 +371,16 @@ def primitive(f_raw: Callable, out_position: int | None = None) -> Callable:
             # function refused them; the hook (chainrule.numpy) retries with traced arrays.
             # Only this failure path pays: a try costs nothing in CPython 3.11+.
             if sequence_hook is None:
+                _tell_error(args)
                 raise
-            return sequence_hook(f_wrapped, args, kwargs)
+            try:
+                return sequence_hook(f_wrapped, args, kwargs)
+            except Exception:
+                _tell_error(args)
+                raise
+        except Exception:
+            _tell_error(args)
+            raise
 
     f_wrapped.fun = f_raw
     f_wrapped.out_position = out_position
@@ -369,6 +389,15 @@ def primitive(f_raw: Callable, out_position: int | None = None) -> Callable:
 
 
 _FIRST, _SECOND, _BOTH = (0,), (1,), (0, 1)
+
+
+def _tell_error(args) -> None:
+    """A traced call raised: tell the node types that follow the path (``Node.on_error``)."""
+    for arg in args:
+        while type(arg) in _box_types:
+            if arg._node.on_error is not None:
+                arg._node.on_error(arg)
+            arg = arg._value
 
 
 def _recursive(f_wrapped: Callable, top: Box) -> Callable:
@@ -567,6 +596,11 @@ def notrace_primitive(f_raw: Callable) -> Callable:
             ans = notrace_hook(f_raw, args, kwargs)
             if ans is not NotImplemented:
                 return ans
+        for arg in args:
+            while type(arg) in _box_types:
+                if arg._node.on_notrace is not None:
+                    return arg._node.on_notrace(f_wrapped, args, kwargs)
+                arg = arg._value
         # Boxes may also sit inside a sequence argument (lexsort((a, b))): strip those
         # too, or the raw function would dispatch back here forever.
         return f_raw(*map(_strip, args), **{k: _strip(v) for k, v in kwargs.items()})

@@ -177,6 +177,10 @@ class ArrayBox(Box):
         if dtype is not None and _carries_no_derivative(dtype):
             # numpy.int64(x): indices, as autograd (under chainrule.jit, a guarded decision)
             return decided(self, _Plain("asarray", _np.asarray, dtype))
+        if dtype is None and _carries_no_derivative(self.dtype):
+            # a mask that a staging or detection trace follows, indexing a NumPy array
+            # (a[x > 0]): its plain value, a decision (other traces never box one)
+            return decided(self, _Plain("asarray", _np.asarray, self.dtype))
         if dtype is None and called_by_sparse_dispatch(sys._getframe(1)):
             return _np.empty((), dtype=object)  # SciPy then lets __rmatmul__ answer A @ x
         raise TypeError(

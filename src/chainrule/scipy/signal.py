@@ -18,8 +18,10 @@ from __future__ import annotations
 import numpy as _np
 import scipy.signal as _ss
 
-from .._core.rules import def_linear, defvjp_direct
+from .._core.rules import def_linear, defsparsity, defvjp_direct
 from .._core.tracer import primitive
+from .._sparse import _sp
+from .._sparse import convolution_band as _convolution_band
 from ..numpy import _namespace
 from ..numpy import numpy_wrapper as anp
 
@@ -86,9 +88,36 @@ def _vjp_b(g, ans, A, B, n_keep_a, n_keep_b, n_dot):
     return _slice_last(full, [m - 1 for m in na], _conv_sizes(B, n_conv))
 
 
+def _convolution_pattern(argnum, ans, A, B, n_keep_a, n_keep_b, n_dot):
+    """Output (keep_a, keep_b, o) reads A (keep_a, dot, m) for every dot index where, on
+    each convolved axis, 0 <= o - m < B's length there (and B alike): a Kronecker product
+    of one factor per group of axes."""
+    sp = _sp()
+    own, other = (A, B) if argnum == 0 else (B, A)
+    n_keep_own = n_keep_a if argnum == 0 else n_keep_b
+    shape, other_shape = _np.shape(own), _np.shape(other)
+    n_conv = len(shape) - n_keep_own - n_dot
+    keep_a, keep_b = _np.shape(A)[:n_keep_a], _np.shape(B)[:n_keep_b]
+    dot = int(_np.prod(shape[n_keep_own:n_keep_own + n_dot], dtype=int))
+    a_size, b_size = int(_np.prod(keep_a, dtype=int)), int(_np.prod(keep_b, dtype=int))
+    if argnum == 0:  # rows keep_a x keep_b, columns keep_a x dot
+        factors = [sp.identity(a_size, dtype=bool), _np.ones((b_size, dot), dtype=bool)]
+    else:  # rows keep_a x keep_b, columns keep_b x dot
+        factors = [_np.ones((a_size, 1), dtype=bool), sp.identity(b_size, dtype=bool),
+                   _np.ones((1, dot), dtype=bool)]  # fmt: skip
+    for n, m in zip(shape[len(shape) - n_conv:], other_shape[len(other_shape) - n_conv:]):
+        factors.append(_convolution_band(n + m - 1, n, m, 0))
+    pattern = factors[0]
+    for factor in factors[1:]:
+        pattern = sp.kron(pattern, factor, format="csr")
+    return sp.csr_matrix(pattern, dtype=bool)
+
+
 # fmt: off
 defvjp_direct(convolve_canonical, _vjp_a, _vjp_b)
 def_linear(convolve_canonical)
+defsparsity(convolve_canonical, lambda argnum, ans, args, kwargs:
+            _convolution_pattern(argnum, ans, *args, **kwargs))
 # fmt: on
 
 

@@ -22,6 +22,7 @@ from ..._core.rules import (
 )
 from ..._core.tracer import Box, derivative_free, getval, isbox
 from ..._sparse import elementwise_pattern
+from ..._sparse_detect import derived_pattern
 from .. import numpy_wrapper as anp
 from ..duck_arrays import check_known_shape
 from ..numpy_boxes import array_astype
@@ -285,3 +286,4 @@ def composite(fun, impl) -> None:
 
     defvjp_whole(fun, vjp)
     defjvp_argnums(fun, jvp)
+    defsparsity(fun, derived_pattern(impl))  # the pattern of impl, found on the node's values

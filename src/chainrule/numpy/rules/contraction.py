@@ -21,7 +21,7 @@ from ..._core.rules import (
     defvjp_whole,
 )
 from ..._core.tracer import getval
-from ..._sparse import product_pattern
+from ..._sparse import contraction_pattern
 from .. import numpy_wrapper as anp
 from ..placement import constant_like
 from ._helpers import match_dtype, shape_of, unbroadcast
@@ -329,6 +329,130 @@ def_linear(anp.cross)
 # fmt: on
 
 
-# sparsity (chainrule._sparse): the other factor's nonzeros (all, where it is traced)
-defsparsity(anp.dot, product_pattern)
-defsparsity(anp.matmul, product_pattern)
+# ----------------------------------------------------------------------------- sparsity
+# Each product as einsum letters (chainrule._sparse.contraction_pattern): an output element
+# depends on the elements of an operand that share its letters where the other operands
+# may be nonzero (a traced one: anywhere, unless the pattern is local).
+
+
+def _letters(n: int, start: int = 0) -> str:
+    return string.ascii_letters[start:start + n]
+
+
+def _dot_terms(args, kwargs, ans):
+    na, nb = anp.ndim(args[0]), anp.ndim(args[1])
+    if na == 0 or nb == 0:  # a product by a scalar
+        each = _letters(max(na, nb))
+        return [each if na else "", each if nb else ""], each
+    lead, k = _letters(na - 1), _letters(1, 50)
+    if nb == 1:
+        return [lead + k, k], lead
+    # out[i.., j.., m] = sum_k a[i.., k] b[j.., k, m]
+    rest, m = _letters(nb - 2, 20), _letters(1, 51)
+    return [lead + k, rest + k + m], lead + rest + m
+
+
+def _matmul_terms(args, kwargs, ans):
+    na, nb = anp.ndim(args[0]), anp.ndim(args[1])
+    if kwargs or na == 0 or nb == 0:
+        return None
+    batch = _letters(max(na, nb, 2) - 2)
+    ta = "k" if na == 1 else batch[len(batch) - (na - 2):] + "ik"
+    tb = "k" if nb == 1 else batch[len(batch) - (nb - 2):] + "kj"
+    return [ta, tb], batch + ("i" if na > 1 else "") + ("j" if nb > 1 else "")
+
+
+def _tensordot_terms(args, kwargs, ans):
+    na, nb = anp.ndim(args[0]), anp.ndim(args[1])
+    axes = args[2] if len(args) > 2 else kwargs.get("axes", 2)
+    a_axes, b_axes = _tensordot_axes(axes, na, nb)
+    ta = _letters(na)
+    tb = "".join(ta[a_axes[b_axes.index(i)]] if i in b_axes else c
+                 for i, c in enumerate(_letters(nb, 26)))
+    return [ta, tb], "".join(ta[i] for i in range(na) if i not in a_axes) + "".join(
+        tb[i] for i in range(nb) if i not in b_axes)
+
+
+def _inner_terms(args, kwargs, ans):
+    na, nb = anp.ndim(args[0]), anp.ndim(args[1])
+    if na == 0 or nb == 0:
+        return _dot_terms(args, kwargs, ans)
+    lead, rest = _letters(na - 1), _letters(nb - 1, 20)
+    return [lead + "z", rest + "z"], lead + rest
+
+
+def _flat_shapes(args, ans):
+    return [(int(_np.size(getval(args[0]))),), (int(_np.size(getval(args[1]))),)]
+
+
+def _einsum_terms(args, kwargs, ans):
+    ins, out, argnums = _einsum_spec(args)
+    return ins, out, argnums
+
+
+def _kron_terms(args, kwargs, ans):
+    nd = max(anp.ndim(args[0]), anp.ndim(args[1]))
+    la, lb = _letters(nd), _letters(nd, 26)
+    return [la, lb], "".join(i + j for i, j in zip(la, lb))
+
+
+def _kron_shapes(args):
+    nd = max(anp.ndim(args[0]), anp.ndim(args[1]))
+    sa, sb = ((1,) * (nd - anp.ndim(x)) + shape_of(x) for x in args[:2])
+    return [sa, sb], tuple(n for pair in zip(sa, sb) for n in pair)
+
+
+_LEVI_CIVITA = _np.zeros((3, 3, 3), dtype=bool)
+_LEVI_CIVITA[[0, 1, 2, 0, 2, 1], [1, 2, 0, 2, 1, 0], [2, 0, 1, 1, 0, 2]] = True
+
+
+def _contraction(terms_of, shapes_of=None):
+    """A sparsity rule from ``terms_of(args, kwargs, ans) -> (terms, out[, argnums])`` (None:
+    dense); ``shapes_of(args) -> (operand shapes, output shape)`` where they differ from
+    the arguments' and the answer's (flattened or reshaped operands)."""
+
+    def rule(argnum, ans, args, kwargs, traced=(), local=False):
+        found = terms_of(args, kwargs, ans)
+        if found is None:
+            return None
+        terms, out = found[0], found[1]
+        positions = found[2] if len(found) > 2 else list(range(len(terms)))
+        if shapes_of is None:
+            shapes, out_shape = [shape_of(getval(args[i])) for i in positions], shape_of(ans)
+        else:
+            shapes, out_shape = shapes_of(args, ans)
+        masks = [None if i == argnum or (i in traced and not local)
+                 else _np.asarray(getval(args[i])) != 0 for i in positions]
+        return contraction_pattern(terms, out, shapes, out_shape, positions.index(argnum), masks)
+
+    rule.wants_traced = True  # it reads a traced factor's zeros only when local
+    return rule
+
+
+def _cross_pattern(argnum, ans, args, kwargs, traced=(), local=False):
+    """out_i = eps_ijk a_j b_k over the last axes (3-vectors, broadcast); else dense."""
+    a, b = getval(args[0]), getval(args[1])
+    if len(args) > 2 or kwargs or shape_of(a)[-1:] != (3,) or shape_of(b)[-1:] != (3,):
+        return None
+    batch = _letters(len(shape_of(ans)) - 1)
+    terms = [batch[len(batch) - (anp.ndim(a) - 1):] + "j",
+             batch[len(batch) - (anp.ndim(b) - 1):] + "k", "ijk"]  # fmt: skip
+    masks = [None if i == argnum or (i in traced and not local) else _np.asarray(v) != 0
+             for i, v in enumerate((a, b))] + [_LEVI_CIVITA]  # fmt: skip
+    return contraction_pattern(terms, batch + "i", [shape_of(a), shape_of(b), (3, 3, 3)],
+                               shape_of(ans), argnum, masks)  # fmt: skip
+
+
+_cross_pattern.wants_traced = True
+
+defsparsity(anp.dot, _contraction(_dot_terms))
+defsparsity(anp.matmul, _contraction(_matmul_terms))
+defsparsity(anp.tensordot, _contraction(_tensordot_terms))
+defsparsity(anp.inner, _contraction(_inner_terms))
+defsparsity(anp.outer, _contraction(lambda args, kwargs, ans: (["i", "j"], "ij"),
+                                    lambda args, ans: (_flat_shapes(args, ans), shape_of(ans))))
+defsparsity(anp.vdot, _contraction(lambda args, kwargs, ans: (["k", "k"], ""),
+                                   lambda args, ans: (_flat_shapes(args, ans), ())))
+defsparsity(anp.einsum, _contraction(_einsum_terms))
+defsparsity(anp.kron, _contraction(_kron_terms, lambda args, ans: _kron_shapes(args)))
+defsparsity(anp.cross, _cross_pattern)

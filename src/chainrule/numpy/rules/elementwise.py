@@ -17,7 +17,7 @@ import numpy as _np
 from ..._core.rule_table import rule_table
 from ..._core.rules import defjvp_batched, defjvp_direct, deflabel, defsparsity, defvjp_direct
 from ..._core.tracer import derivative_free
-from ..._sparse import elementwise_pattern
+from ..._sparse import elementwise_pattern, no_dependency, shapes_only
 from .. import numpy_wrapper as anp
 from ._helpers import (
     batch_aligned,
@@ -232,7 +232,12 @@ for _name in ("add", "subtract", "multiply", "divide", "true_divide", "power", "
               "negative", "positive", "absolute", "fabs", "conj", "conjugate", "where",
               "arctan2", "hypot", "logaddexp", "logaddexp2", "fmod", "mod", "maximum",
               "minimum", "fmax", "fmin", "square", "sqrt", "exp", "log", "sin", "cos",
-              "tanh", "reciprocal", "clip"):
+              "tanh", "reciprocal", "clip", "real", "imag", "angle", "real_if_close",
+              "nan_to_num"):
     _fun = getattr(anp, _name, None)
     if _fun is not None and _fun in rule_table:
         defsparsity(_fun, elementwise_pattern)
+# full_like(a, fill): fill broadcast; a only gives the shape
+defsparsity(anp.full_like, shapes_only(
+    lambda argnum, ans, args, kwargs: (elementwise_pattern if argnum else no_dependency)(
+        argnum, ans, args, kwargs)))

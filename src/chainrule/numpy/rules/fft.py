@@ -13,7 +13,8 @@ import inspect
 
 import numpy as _np
 
-from ..._core.rules import defjvp_batched, defjvp_direct, defvjp_direct
+from ..._core.rules import defjvp_batched, defjvp_direct, defsparsity, defvjp_direct
+from ..._sparse import along_axes_pattern, copy_rule
 from .. import fft as afft
 from .. import numpy_wrapper as anp
 from ..placement import constant_like
@@ -179,3 +180,32 @@ _linear(afft.irfftn,    _irfftn_vjp_for(None))
 _linear(afft.fftshift,  lambda g, ans, x, axes=None: afft.ifftshift(g, axes=axes))
 _linear(afft.ifftshift, lambda g, ans, x, axes=None: afft.fftshift(g, axes=axes))
 # fmt: on
+
+
+# ----------------------------------------------------------------------------- sparsity
+# (chainrule._sparse) A transform reads whole lines along its axes; the shifts copy.
+def _along_axes(fun):
+    signature = inspect.signature(fun.fun)
+
+    def rule(argnum, ans, args, kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        params, ndim = bound.arguments, _np.ndim(args[0])
+        if "axis" in params:
+            axes = (params["axis"],)
+        elif params.get("axes") is not None:
+            axes = params["axes"]
+        elif params.get("s") is not None:
+            axes = range(ndim - len(params["s"]), ndim)
+        else:
+            axes = range(ndim)
+        return along_axes_pattern(_np.shape(args[0]), _np.shape(ans), axes)
+
+    return rule
+
+
+for _fun in (afft.fft, afft.ifft, afft.fft2, afft.ifft2, afft.fftn, afft.ifftn, afft.rfft,
+             afft.irfft, afft.hfft, afft.ihfft, afft.rfft2, afft.irfft2, afft.rfftn, afft.irfftn):
+    defsparsity(_fun, _along_axes(_fun))
+for _fun in (afft.fftshift, afft.ifftshift):
+    defsparsity(_fun, copy_rule(_fun.fun, only=(0,)))

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import numpy as _np
 
-from ..._core.rules import defjvp_batched, defjvp_direct, defvjp_direct
+from ..._core.rules import defjvp_batched, defjvp_direct, defsparsity, defvjp_direct
 from ..._core.tracer import derivative_free, getval, isbox
+from ..._sparse import batched_pattern, columns_pattern, copy_rule, reduced_pattern
 from .. import linalg as la
 from .. import numpy_wrapper as anp
 from ..placement import constant_like, index_like, on_host
@@ -26,6 +27,7 @@ from ._helpers import (
     keepdims_shape,
     linear,
     match_dtype,
+    shape_of,
     unbroadcast,
 )
 
@@ -691,4 +693,42 @@ _norm_rules(la.norm, lambda ndim, kw: _norm_plan(ndim, kw.get("ord"), kw.get("ax
 if hasattr(la, "vector_norm"):
     _norm_rules(la.vector_norm, _vector_norm_plan)
     _norm_rules(la.matrix_norm, lambda ndim, kw: ("matrix", (ndim - 2, ndim - 1), kw.get("ord", "fro")))
+# fmt: on
+
+
+# ----------------------------------------------------------------------------- sparsity
+# (chainrule._sparse) Stacks of matrices: each matrix's results read that matrix only (the
+# whole of it); a solve's columns read the right-hand side's column.
+def _stacked(argnum, ans, args, kwargs):
+    return batched_pattern(shape_of(getval(args[argnum])), ans, 2)
+
+
+def _solve_pattern(argnum, ans, args, kwargs):
+    if argnum == 0:
+        return _stacked(argnum, ans, args, kwargs)
+    return columns_pattern(shape_of(getval(args[1])), shape_of(ans))
+
+
+def _norm_pattern(plan):
+    def rule(argnum, ans, args, kwargs):
+        x = getval(args[0])
+        kwargs = {**dict(zip(("ord", "axis", "keepdims"), args[1:])), **kwargs}
+        return reduced_pattern(shape_of(x), shape_of(ans), plan(anp.ndim(x), kwargs)[1])
+
+    return rule
+
+
+# fmt: off
+for _fun in (la.inv, la.det, la.slogdet_tuple, la.cholesky, la.eigvalsh, la.eigvals,
+             la.eigh_tuple, la.eig_tuple, la.svd_tuple, la.svd_values, la.qr_tuple, la.qr_r,
+             la.matrix_power, la.pinv):
+    defsparsity(_fun, _stacked)
+defsparsity(la.solve,          _solve_pattern)
+defsparsity(la.lstsq_solution, lambda argnum, ans, args, kwargs: None if argnum == 0 else
+            columns_pattern(shape_of(getval(args[1])), shape_of(ans)))
+defsparsity(la.matrix_transpose, copy_rule(la.matrix_transpose.fun, only=(0,)))
+defsparsity(la.norm,           _norm_pattern(lambda ndim, kw: _norm_plan(ndim, kw.get("ord"), kw.get("axis"))))
+if hasattr(la, "vector_norm"):
+    defsparsity(la.vector_norm, _norm_pattern(_vector_norm_plan))
+    defsparsity(la.matrix_norm, _norm_pattern(lambda ndim, kw: ("matrix", (ndim - 2, ndim - 1), None)))
 # fmt: on

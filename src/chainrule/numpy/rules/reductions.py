@@ -16,7 +16,17 @@ import numpy as _np
 
 from ..._core.rules import defjvp_batched, defjvp_direct, defsparsity, defvjp_direct
 from ..._core.tracer import derivative_free, getval
-from ..._sparse import cumulative_pattern, reduction_pattern
+from ..._sparse import (
+    _lines,
+    _sp,
+    contraction_pattern,
+    cumulative_pattern,
+    first_position,
+    map_pattern,
+    reduced_pattern,
+    reduction_pattern,
+    shapes_only,
+)
 from .. import numpy_wrapper as anp
 from ..placement import constant_like, index_like, on_host
 from ._helpers import (
@@ -710,3 +720,91 @@ for _fun in (anp.sum, anp.mean, anp.prod, anp.nansum, anp.nanmean, anp.max, anp.
     defsparsity(_fun, reduction_pattern)
 for _fun in (anp.cumsum, anp.cumprod, anp.nancumsum, anp.nancumprod):
     defsparsity(_fun, cumulative_pattern)
+for _fun in (anp.nanprod, anp.var, anp.std, anp.nanvar, anp.nanstd, anp.ptp, anp.median,
+             anp.nanmedian):
+    defsparsity(_fun, reduction_pattern)
+
+
+def _average_pattern(argnum, ans, args, kwargs):
+    """``average(a, axis, weights)``: a reduction of ``a`` and of weights shaped like it
+    (1-D weights along the axis: every output reads all of them)."""
+    if (args[3] if len(args) > 3 else kwargs.get("returned")) or (
+        argnum == 2 and shape_of(args[2]) != shape_of(args[0])
+    ):
+        return None
+    return reduction_pattern(argnum, ans, args, kwargs)
+
+
+def _quantile_pattern(argnum, ans, args, kwargs):
+    """``quantile(a, q, axis)`` (percentile, nan forms): a reduction along the axis, for
+    each q (the answer's leading axes)."""
+    a, q = args[0], args[1]
+    axis = args[2] if len(args) > 2 else kwargs.get("axis")
+    lead = _np.ndim(q)
+    kept = shape_of(ans)[lead:]
+    per_q = reduced_pattern(shape_of(a), kept, range(_np.ndim(a)) if axis is None else (
+        (axis,) if _np.ndim(axis) == 0 else tuple(axis)))
+    return None if per_q is None else _sp().vstack([per_q] * int(_np.size(q)), format="csr")
+
+
+def _trace_pattern(argnum, ans, args, kwargs):
+    """``trace(x, offset, axis1, axis2)``: each output sums one diagonal."""
+    x = args[0]
+    given = {**dict(zip(("offset", "axis1", "axis2"), args[1:4])), **kwargs}
+    offset, axis1, axis2 = given.get("offset", 0), given.get("axis1", 0), given.get("axis2", 1)
+    positions = _np.arange(int(_np.size(x))).reshape(shape_of(x))
+    diagonal = _np.diagonal(positions, offset, axis1, axis2)  # (..., the diagonal)
+    rows = _np.broadcast_to(_np.arange(int(_np.size(ans))).reshape(diagonal.shape[:-1] + (1,)),
+                            diagonal.shape)
+    return map_pattern(rows, diagonal, (int(_np.size(ans)), int(_np.size(x))))
+
+
+def _bincount_pattern(argnum, ans, args, kwargs):
+    """``bincount(x, weights)``: bin b sums the weights i with x[i] == b."""
+    x = _np.ravel(args[0])
+    return map_pattern(x, _np.arange(x.size), (int(_np.size(ans)), x.size))
+
+
+def _cumulative_new_pattern(argnum, ans, args, kwargs):
+    """NumPy 2's ``cumulative_sum``/``cumulative_prod(x, axis, ..., include_initial)``: as
+    ``cumsum``, the first output of each line a constant when ``include_initial``."""
+    x = args[0]
+    axis = kwargs.get("axis", args[1] if len(args) > 1 else None)
+    if axis is None:
+        axis = 0 if _np.ndim(x) <= 1 else None
+    if axis is None or not kwargs.get("include_initial", False):
+        return cumulative_pattern(0, ans, (x, axis), {})
+    lines_in = _lines(shape_of(x), axis)
+    lines_out = _lines(shape_of(ans), axis)
+    before, upto = _np.tril_indices(lines_in.shape[1])
+    return map_pattern(lines_out[:, before + 1], lines_in[:, upto],
+                       (int(_np.size(ans)), int(_np.size(x))))
+
+
+def _covariance_pattern(argnum, ans, args, kwargs):
+    """``cov(m)``/``corrcoef(m)`` of variables in rows (columns with ``rowvar=False``):
+    output (i, j) reads the observations of variables i and j. Dense with ``y`` or weights."""
+    m = args[0]
+    if argnum != 0 or _np.ndim(m) != 2 or len(args) > 2 or (
+        len(args) > 1 and args[1] is not None
+    ) or any(kwargs.get(k) is not None for k in ("y", "fweights", "aweights")):
+        return None
+    rowvar = kwargs.get("rowvar", True)
+    own_i, own_j = ("ik", "jk") if rowvar else ("ki", "kj")
+    n = shape_of(ans)
+    return (contraction_pattern([own_i], "ij", [shape_of(m)], n, 0, [None])
+            + contraction_pattern([own_j], "ij", [shape_of(m)], n, 0, [None])).tocsr()
+
+
+# fmt: off
+defsparsity(anp.average,  shapes_only(_average_pattern, lambda n: (0, 2)))
+for _fun in (anp.quantile, anp.percentile, anp.nanquantile, anp.nanpercentile):
+    defsparsity(_fun, shapes_only(_quantile_pattern, first_position))
+defsparsity(anp.trace,    _trace_pattern)
+defsparsity(anp.bincount, shapes_only(_bincount_pattern, lambda n: (1,)))
+defsparsity(anp.cov,      _covariance_pattern)
+defsparsity(anp.corrcoef, _covariance_pattern)
+if hasattr(anp, "cumulative_sum"):
+    defsparsity(anp.cumulative_sum,  shapes_only(_cumulative_new_pattern, first_position))
+    defsparsity(anp.cumulative_prod, shapes_only(_cumulative_new_pattern, first_position))
+# fmt: on

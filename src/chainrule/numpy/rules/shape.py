@@ -38,12 +38,17 @@ from ..._core.rules import (
     defvjp_whole,
     not_differentiable,
 )
-from ..._core.tracer import decided, derivative_free, getval, primitive
+from ..._core.tracer import decided, derivative_free, getval, isbox, primitive
 from ..._sparse import (
+    convolution_band,
     copy_rule,
+    elementwise_pattern,
+    first_position,
+    identity_pattern,
     map_pattern,
     partition_pattern,
     positions_through,
+    shapes_only,
     sort_pattern,
     source_pattern,
 )
@@ -280,7 +285,7 @@ def selection(fun, argnums=(0,), source=None):
         return source_pattern(_np.asarray(src), start, size, int(_np.size(ans)))
 
     if source is None or source is _pad_source:  # sort's map depends on the values: dense
-        defsparsity(fun, pattern)
+        defsparsity(fun, shapes_only(pattern, lambda n: argnums))
 
 
 def _pad_source(pos_args, args, kwargs):
@@ -427,7 +432,7 @@ def _def_joining(fun, vjp, n_static):
 
 _def_joining(anp.concatenate_args, _concatenate_vjp, 1)
 _def_joining(anp.stack_args, _stack_vjp, 1)
-defsparsity(untake, _untake_pattern)
+defsparsity(untake, shapes_only(_untake_pattern, first_position))
 defsparsity(anp.concatenate_args, copy_rule(anp.concatenate_args.fun, first=1))
 defsparsity(anp.stack_args, copy_rule(anp.stack_args.fun, first=1))
 defsparsity(anp.sort, sort_pattern)  # whole lines along the axis (local: the permutation)
@@ -508,13 +513,11 @@ def _linspace_impl(start, stop, num=50, endpoint=True, retstep=False, dtype=None
 
 def _diff_impl(a, n=1, axis=-1, prepend=None, append=None):
     parts = []
-    if prepend is not None:
-        parts.append(_np.broadcast_to(constant_like(_np.asarray(prepend), a),
-                                      _side_shape(a, axis, prepend)))
+    if _given(prepend):
+        parts.append(_side(prepend, a, axis))
     parts.append(a)
-    if append is not None:
-        parts.append(_np.broadcast_to(constant_like(_np.asarray(append), a),
-                                      _side_shape(a, axis, append)))
+    if _given(append):
+        parts.append(_side(append, a, axis))
     x = anp.concatenate(parts, axis=axis) if len(parts) > 1 else a
     ndim = anp.ndim(x)
     hi = tuple(slice(1, None) if i == axis % ndim else slice(None) for i in range(ndim))
@@ -522,6 +525,20 @@ def _diff_impl(a, n=1, axis=-1, prepend=None, append=None):
     for _ in range(n):
         x = x[hi] - x[lo]
     return x
+
+
+def _given(value) -> bool:
+    # (NumPy's own default, where a traced keyword moved the arguments into place)
+    return value is not None and value is not _np._NoValue
+
+
+def _side(value, a, axis):
+    """``prepend``/``append`` of ``diff`` broadcast to a side of ``a`` (traced, where it
+    is: ``diff(x, append=x[-1:])``)."""
+    shape = _side_shape(a, axis, value)
+    if isbox(value):
+        return anp.broadcast_to(value, shape)
+    return _np.broadcast_to(constant_like(_np.asarray(value), a), shape)
 
 
 def _side_shape(a, axis, value):
@@ -536,8 +553,8 @@ def _ediff1d_impl(ary, to_end=None, to_begin=None):
     flat = anp.ravel(ary)
     out = flat[1:] - flat[:-1]
     parts = [p for p in (to_begin, out, to_end) if p is not None]
-    parts = [anp.ravel(constant_like(_np.asarray(p), ary)).astype(dtype_of(ary))
-             if p is not out else p for p in parts]
+    parts = [anp.ravel(p if isbox(p) else constant_like(_np.asarray(p), ary).astype(
+        dtype_of(ary))) if p is not out else p for p in parts]
     return anp.concatenate(parts) if len(parts) > 1 else out
 
 
@@ -672,4 +689,57 @@ composite(anp.convolve,  _convolve_impl)
 composite(anp.correlate, _correlate_impl)
 composite(anp.polyval,   _polyval_impl)
 composite(anp.meshgrid,  _meshgrid_impl)
+# fmt: on
+
+
+# ----------------------------------------------------------------------------- sparsity
+# (chainrule._sparse; the functions defined by ``selection``, ``gathered_in_batches`` and
+# ``composite`` above carry theirs: copies read off positions, composites found from impl)
+def _convolution_pattern(correlate: bool):
+    """``convolve``/``correlate`` of 1-D ``a`` and ``v``: output n reads a band of each."""
+
+    def rule(argnum, ans, args, kwargs):
+        na, nv = int(_np.size(args[0])), int(_np.size(args[1]))
+        mode = args[2] if len(args) > 2 else kwargs.get("mode", "valid" if correlate else "full")
+        short = min(na, nv)
+        start = {"full": 0, "same": (short - 1) // 2, "valid": short - 1}.get(mode)
+        if start is None:
+            return None
+        own, other = (na, nv) if argnum == 0 else (nv, na)
+        band = convolution_band(int(_np.size(ans)), own, other, start)
+        if argnum == 1 and correlate:  # correlate reads v reversed (and conjugated)
+            band = band[:, ::-1]
+        return band.tocsr()
+
+    return shapes_only(rule)  # (mode is read; a and v only by their lengths)
+
+
+def _index_add_pattern(argnum, ans, args, kwargs):
+    """``index_add(x, index, v)``: x passes through; v's elements add into x[index]."""
+    if argnum == 0:
+        return identity_pattern(argnum, ans, args, kwargs)
+    x, index, v = args[0], args[1], args[2]
+    rows = _np.arange(int(_np.size(x))).reshape(shape_of(x))[index]
+    cols = _np.broadcast_to(_np.arange(int(_np.size(v))).reshape(shape_of(v)), _np.shape(rows))
+    return map_pattern(rows, cols, (int(_np.size(ans)), int(_np.size(v))))
+
+
+def _interp_pattern(argnum, ans, args, kwargs):
+    """``interp(x, xp, fp)``: output i reads x[i]; which xp and fp it reads depends on x."""
+    return elementwise_pattern(argnum, ans, args, kwargs) if argnum == 0 else None
+
+
+# fmt: off
+for _fun in (anp.copy, anp.asarray, anp.asanyarray, anp.ascontiguousarray, array_astype):
+    defsparsity(_fun, identity_pattern)
+defsparsity(anp.full, shapes_only(lambda argnum, ans, args, kwargs: elementwise_pattern(argnum, ans, args, kwargs)))
+for _fun in (anp.atleast_1d, anp.atleast_2d, anp.atleast_3d):
+    defsparsity(_fun, copy_rule(_fun.fun))  # several arrays in: a tuple of them out
+for _fun in (anp.split, anp.array_split, anp.hsplit, anp.vsplit, anp.dsplit):
+    defsparsity(_fun, copy_rule(_fun.fun, only=(0,)))
+defsparsity(anp.index_update, copy_rule(anp.index_update.fun, only=(0, 2)))
+defsparsity(anp.index_add,    shapes_only(_index_add_pattern, lambda n: (0, 2)))
+defsparsity(anp.interp,       shapes_only(_interp_pattern))
+defsparsity(anp.convolve,     _convolution_pattern(correlate=False))
+defsparsity(anp.correlate,    _convolution_pattern(correlate=True))
 # fmt: on

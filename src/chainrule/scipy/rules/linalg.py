@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as _np
 
-from ..._core.rules import defjvp_direct, defvjp_direct
+from ..._core.rules import defjvp_direct, defsparsity, defvjp_direct
+from ..._sparse import batched_pattern, columns_pattern, dense_rule
 from ...numpy import numpy_wrapper as anp
 from ...numpy.rules._helpers import shape_of
 from .. import linalg as la
@@ -235,3 +236,29 @@ def _lu_vjp(g, lu, a):
 defvjp_direct(la.lu_packed, lambda g, ans, a: _lu_vjp(g, ans, a))
 defjvp_direct(la.lu_packed,        lambda t, ans, a: _lu_jvp(t, ans, a))
 # fmt: on
+
+
+# ----------------------------------------------------------------------------- sparsity
+# (chainrule._sparse) A solve's column k reads column k of the right-hand side; functions
+# of a matrix read all of it (of each matrix of a stack).
+def _columns_of(position: int):
+    def rule(argnum, ans, args, kwargs):
+        if argnum != position:
+            return None
+        return columns_pattern(shape_of(args[position]), shape_of(ans))
+
+    return rule
+
+
+def _stacked(argnum, ans, args, kwargs):
+    return batched_pattern(shape_of(args[argnum]), ans, 2)
+
+
+defsparsity(la.solve_triangular, _columns_of(1))
+defsparsity(la.solve_general, _columns_of(1))
+defsparsity(la.solve_banded, _columns_of(2))
+for _fun in (la.expm, la.sqrtm, la.cholesky_symmetric, la.lu_packed):
+    defsparsity(_fun, _stacked)
+for _fun in (la.eigh_values, la.eigh_vectors):
+    defsparsity(_fun, dense_rule("each eigenpair reads the whole of a (and b)"))
+defsparsity(la.solve_sylvester, dense_rule("each entry of X reads all of a, b and q"))

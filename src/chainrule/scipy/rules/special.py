@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import numpy as _np
 
-from ..._core.rules import defjvp_batched, defjvp_direct, defvjp_direct
+from ..._core.rules import defjvp_batched, defjvp_direct, defsparsity, defvjp_direct
+from ..._core.tracer import getval
+from ..._sparse import along_axes_pattern, reduced_pattern, shapes_only
 from ...numpy import numpy_wrapper as anp
 from ...numpy.rules._helpers import (
     NoClosedForm,
@@ -142,3 +144,27 @@ defjvp_direct(sp.log_softmax,        lambda t, ans, x, axis=None: t - _sum_kept(
 defjvp_batched(sp.softmax,    lambda t, ans, x, axis=None: ans * (t - _sum_kept(t * ans, batch_shifted_axis(axis, anp.ndim(x)))))
 defjvp_batched(sp.log_softmax, lambda t, ans, x, axis=None: t - _sum_kept(anp.exp(ans) * t, batch_shifted_axis(axis, anp.ndim(x))))
 # fmt: on
+
+
+# ----------------------------------------------------------------------------- sparsity
+# (chainrule._sparse) Softmaxes read whole lines along their axes; logsumexp reduces them.
+def _axes(args, kwargs, position: int, ndim: int):
+    axis = args[position] if len(args) > position else kwargs.get("axis")
+    return range(ndim) if axis is None else (axis,) if _np.ndim(axis) == 0 else tuple(axis)
+
+
+def _softmax_pattern(argnum, ans, args, kwargs):
+    x = getval(args[0])
+    return along_axes_pattern(_np.shape(x), _np.shape(ans), _axes(args, kwargs, 1, _np.ndim(x)))
+
+
+def _logsumexp_pattern(argnum, ans, args, kwargs):
+    a, own = getval(args[0]), getval(args[argnum])
+    if _np.shape(own) != _np.shape(a):
+        return None  # b broadcast against a
+    return reduced_pattern(_np.shape(a), _np.shape(ans), _axes(args, kwargs, 2, _np.ndim(a)))
+
+
+defsparsity(sp.softmax, _softmax_pattern)
+defsparsity(sp.log_softmax, _softmax_pattern)
+defsparsity(sp.logsumexp_b, shapes_only(_logsumexp_pattern, lambda n: (0, 1)))

@@ -4,7 +4,8 @@ the matrix's stored values), and ``expm_multiply`` (the same two; its VJP in the
 is an integral over the Frechet derivative of the exponential, by refined quadrature).
 
 A matrix with traced values is given as a ``scipy.sparse`` matrix ``A`` for the pattern
-and ``data``, its values in CSR order (``A.tocsr()`` with sorted indices: ``.data``).
+and ``data``, its values in the order of ``A.tocsr().data`` (for a CSR ``A``, ``A.data``,
+sorted or not).
 Every solve is one primitive, ``_solve(data, b, system=...)``: VJPs solve the transposed
 system once (lam = M^-T g; d b = lam, d data_k = -lam[row_k] x[col_k]); JVPs solve with
 the perturbed right-hand side (t_b - dM x). The rules call ``_solve`` again, so every
@@ -22,9 +23,10 @@ import numpy as _np
 import scipy.sparse as _sp
 import scipy.sparse.linalg as _spla
 
-from ..._core.rules import defjvp_direct, defvjp_direct
+from ..._core.rules import defjvp_direct, defsparsity, defvjp_direct
 from ..._core.tracer import decided, derivative_free, getval, notrace_primitive, primitive
-from ..._sparse_products import matmul
+from ..._sparse import columns_pattern
+from ..._sparse_products import SparseMatrixBox, matmul, stored_coordinates, stored_values
 from ...numpy import numpy_wrapper as anp
 
 __all__ = ["spsolve", "spsolve_values", "splu", "cg", "gmres", "bicgstab", "expm_multiply"]
@@ -38,11 +40,9 @@ def _as_csr(A, name: str):
             f"{name} needs a scipy.sparse matrix, got {type(A).__name__}; for dense "
             f"matrices use chainrule.numpy.linalg.solve."
         )
-    A = _sp.csr_matrix(A)
-    if not A.has_sorted_indices:
-        A = A.copy()  # sorting is in place: the caller's matrix stays as it was
-        A.sort_indices()
-    return A
+    # A's own order, sorted or not (data= is read in it; SciPy's tocsr of a CSR matrix is
+    # the matrix itself, so A.tocsr().data is A.data)
+    return A.tocsr()
 
 
 class _System:
@@ -72,7 +72,9 @@ class _System:
         return self._scatter
 
     def matrix(self, data):
-        return _sp.csr_matrix((data, self.indices, self.indptr), shape=self.shape)
+        # copies: a SciPy routine that sorts its matrix's indices in place would otherwise
+        # reorder this pattern (and the caller's values) under the values' order
+        return _sp.csr_matrix((data, self.indices, self.indptr), shape=self.shape, copy=True)
 
     def solve(self, data, b, **first):
         """The solution and SciPy's ``info`` (0: converged); ``first``: the user's ``x0``
@@ -186,16 +188,49 @@ defjvp_direct(
 )
 
 
+def _columns_of_b(argnum, ans, args, kwargs):
+    """x = M^-1 b (and exp(tA) B): column k reads column k of b; the values, all of x."""
+    return None if argnum == 0 else columns_pattern(_np.shape(args[1]), _np.shape(ans))
+
+
+defsparsity(_solve, _columns_of_b)
+
+
+def _traced_system(A, data, name: str, method: str, options: dict, M=None):
+    """A traced sparse ``A`` (differentiated in its stored values): its values in CSR
+    order (a gather of ``stored_values(A)`` for other formats; entries of a row stay in
+    their stored order) and the system of that pattern."""
+    if data is not None:
+        raise TypeError(
+            f"{name}: A is traced (its values are differentiated) and data= gives its values "
+            f"too: pass one of them."
+        )
+    pattern = getval(A)
+    values = anp.ravel(stored_values(A))
+    if pattern.format == "csr":
+        indices, indptr = pattern.indices, pattern.indptr
+    else:
+        rows, cols = stored_coordinates(pattern)
+        order = _np.argsort(rows, kind="stable")
+        indices, values = cols[order], values[order]
+        indptr = _np.concatenate([[0], _np.cumsum(_np.bincount(rows, minlength=pattern.shape[0]))])
+    return values, _System(_np.array(indices, copy=True), _np.array(indptr, copy=True),
+                           pattern.shape, method, options, M=M)  # fmt: skip
+
+
 def _system(A, data, name: str, method: str, options: dict, M=None):
+    if isinstance(A, SparseMatrixBox):
+        return _traced_system(A, data, name, method, options, M)
     A = _as_csr(A, name)
     if data is None:
         data = A.data
     elif _np.shape(data) != A.data.shape:
         raise ValueError(
             f"{name}: data has shape {_np.shape(data)}, A stores {A.data.shape} values "
-            f"(data are A's values in CSR order, sorted indices: A.tocsr().data)"
+            f"(data are A's values in the order of A.tocsr().data)"
         )
-    return data, _System(A.indices, A.indptr, A.shape, method, options, M=M)
+    # the pattern copied: the caller may sort A's indices in place after the solve
+    return data, _System(A.indices.copy(), A.indptr.copy(), A.shape, method, options, M=M)
 
 
 # ----------------------------------------------------------------------------- direct
@@ -338,8 +373,8 @@ def expm_multiply(
     """``scipy.sparse.linalg.expm_multiply(A, B)``: exp(t A) B (at one time, or at a grid
     of times with ``start``/``stop``/``num``/``endpoint``), differentiable in ``B`` (a
     vector or matrix, traced or not). ``A``: sparse, dense or a linear operator, constant;
-    or, with ``data`` (sparse ``A``'s values in CSR order with sorted indices,
-    ``A.tocsr().data``, traced or not), the matrix with ``A``'s pattern and those values,
+    or, with ``data`` (sparse ``A``'s values in the order of ``A.tocsr().data``, traced or
+    not), the matrix with ``A``'s pattern and those values,
     differentiable in them. Derivatives in B: exp(t A^T) g (summed over the time points)
     and the product with the tangent. In the values: the JVP is exact (the top half of the
     exponential of the block matrix [[A, dA], [0, A]] applied to [0; B]); the VJP is the
@@ -349,11 +384,31 @@ def expm_multiply(
     options = {
         "start": start, "stop": stop, "num": num, "endpoint": endpoint, "traceA": traceA,
     }  # fmt: skip
-    options = {k: v for k, v in options.items() if v is not None}
-    if data is None:
+    options = {k: _plain_option(k, v) for k, v in options.items() if v is not None}
+    if data is None and not isinstance(A, SparseMatrixBox):
         return _expm_multiply(A, B, **options)
     data, system = _system(A, data, "expm_multiply", "expm_multiply", {})
     return _expm_multiply(data, B, system=system, **options)
+
+
+def _plain_option(name: str, value):
+    """A time or trace of ``expm_multiply`` as a plain number: the derivatives are in
+    ``B`` and ``A``'s values only (under chainrule.jit, a guarded decision of the program)."""
+    plain = derivative_free(value)
+    if plain is not value:
+        raise TypeError(
+            f"expm_multiply is differentiable in B and, with data=, in A's values, not in "
+            f"{name}=: pass {name} as a plain number (chainrule.stop_gradient({name}) if it "
+            f"is computed from a differentiated value). To differentiate exp(tA) B in t, "
+            f"scale A's values by t: expm_multiply(A, B, data=t * A.tocsr().data)."
+        )
+    return decided(plain, type(getval(plain)))
+
+
+def _scaled_trace(options: dict, t) -> dict:
+    """``traceA`` for a call with t A (or t A^T, whose trace is the same): SciPy estimates
+    the trace of a linear operator without it."""
+    return {} if "traceA" not in options else {"traceA": t * options["traceA"]}
 
 
 def _transposed_values(A, system: _System | None):
@@ -367,9 +422,10 @@ def _transposed_values(A, system: _System | None):
 def _expm_vjp(g, ans, A, B, *, system=None, **options):
     AT, other = _transposed_values(A, system)
     if not _is_grid(options):
-        return _expm_multiply(AT, g, system=other)
+        return _expm_multiply(AT, g, system=other, **_scaled_trace(options, 1))
     # one result per time point t_i (the leading axis): sum of exp(t_i A^T) g_i
-    return sum(_expm_multiply(t * AT, g[i], system=other) for i, t in enumerate(_times(options)))
+    return sum(_expm_multiply(t * AT, g[i], system=other, **_scaled_trace(options, t))
+               for i, t in enumerate(_times(options)))
 
 
 def _expm_values_vjp(g, ans, data, B, *, system, **options):
@@ -460,3 +516,4 @@ defjvp_direct(
     _constant_matrix(_expm_values_jvp),
     lambda t, ans, A, B, **options: _expm_multiply(A, t, **options),
 )
+defsparsity(_expm_multiply, _columns_of_b)
