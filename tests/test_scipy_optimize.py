@@ -928,6 +928,17 @@ def test_minimize_scalar_weakly_active_bound_is_refused():
         grad(argmin)(1.0)
 
 
+def test_bounds_a_method_ignores_are_ignored_by_the_derivative():
+    # BFGS cannot handle bounds: SciPy warns and solves without them, x* = a = 2 outside
+    # [0, 1], and the derivative is the unbounded one (was: refused as no solution)
+    argmin = lambda a: so.minimize(lambda x, a: np.sum((x - a) ** 2), onp.zeros(1), args=(a,),
+                                   method="BFGS", bounds=[(0.0, 1.0)]).x[0]
+    with pytest.warns(RuntimeWarning, match="cannot handle bounds"):
+        assert argmin(2.0) == pytest.approx(2.0)
+    with pytest.warns(RuntimeWarning, match="cannot handle bounds"):
+        assert grad(argmin)(2.0) == pytest.approx(1.0)
+
+
 # ----------------------------------------------------------------------------- not solutions
 def test_interior_point_result_inside_an_active_bound_is_held():
     # trust-constr stops at x = 0.9996, inside the upper bound 1 that holds x* (the
@@ -1061,6 +1072,7 @@ def test_fields_of_a_differentiated_result_are_traced_or_refused():
                 lambda: float(refused), lambda: refused[0], lambda: np.dot(refused, B4)):
         with pytest.raises(TypeError, match="hess_inv"):
             use()
+    assert not hasattr(refused, "_repr_html_")  # (protocols probed by getattr's default)
     assert isinstance(seen["nit"], int) and seen["success"] is True  # counts, flags: plain
     assert "refused" in repr(so.OptimizeResult(seen))  # a result still prints
     assert type(res.hess) is onp.ndarray  # (plain calls: SciPy's fields)

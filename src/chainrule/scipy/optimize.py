@@ -581,7 +581,7 @@ class RefusedField:
         return f"<{self._field}: refused while {self._solver}'s result is differentiated>"
 
     def __getattr__(self, name: str):
-        if name.startswith("__"):
+        if name.startswith("_"):  # (protocols probed with getattr's default: _repr_html_...)
             raise AttributeError(name)
         self._refuse()
 
@@ -776,6 +776,9 @@ _NEEDS_GRADIENT = {
     "trust-constr",
 }
 _NEEDS_HESSP = {"newton-cg", "trust-ncg", "trust-krylov"}
+# (the others ignore bounds, with SciPy's warning)
+_TAKES_BOUNDS = {"nelder-mead", "powell", "l-bfgs-b", "cobyla", "cobyqa", "slsqp", "tnc",
+                 "trust-constr"}
 _NEEDS_HESSIAN = {"dogleg", "trust-exact"}
 
 
@@ -924,6 +927,7 @@ def minimize(
         if not callable(method)
         else ""
     )
+    bounded = bounds is not None and (callable(method) or method_name in _TAKES_BOUNDS)
     box = None if limits is not None else _bound_arrays(bounds, x0.size)  # (constant ones)
     state: dict[str, Any] = {}
     f = _checked(name, fun)
@@ -940,13 +944,13 @@ def minimize(
 
     def residual(x, params):
         a, pairs = params
-        if bounds is None:
+        if not bounded:
             return gradient(x, a)
         return _held_at_bounds(x, gradient(x, a), state, *bound_values(pairs))
 
     def objective(x, params):
         a, pairs = params
-        if bounds is None:
+        if not bounded:
             return value(x, *a)
         return value(_pinned(x, state, *bound_values(pairs)), *a)
 
@@ -976,7 +980,7 @@ def minimize(
             **kw,
         )
         state.clear()
-        if now is not None:
+        if bounded:
             limits_now = _bound_arrays(now, x0.size)
             state["lazy"] = lambda: _bound_activity(
                 name, res.x, *limits_now, lambda z: gradient(z, a)
@@ -990,7 +994,7 @@ def minimize(
         solve,
         params,
         linear_solver=implicit_solver,
-        symmetric=bounds is None,
+        symmetric=not bounded,
         converged=_succeeded,
         fix=_TOL_FIX,
         objective=objective,
