@@ -621,6 +621,23 @@ def test_a_parameter_only_in_an_event_functions_closure_is_differentiated():
         assert d_y == pytest.approx(1.0, rel=1e-7)  # y(t*) = k
 
 
+def test_traced_event_states_are_scipys():
+    # y_events of a traced call are SciPy's numbers, bit for bit (they were solved again to
+    # t*: the stored inputs never matched, [t0, t*] counted as two leaves; 1e-10 apart here)
+    def events(k, module):
+        def crossing(t, y):
+            return y[0] - 0.6
+
+        sol = module.solve_ivp(lambda t, y: -k * y * (1.0 + 0.5 * np.sin(t)), (0.0, 2.0),
+                               onp.array([1.5, -0.5]), method="RK23", events=crossing,
+                               rtol=1e-8, atol=1e-10)
+        return sol.t_events[0], sol.y_events[0]
+
+    plain = events(0.9873988217633234, si)
+    traced = cr.jvp(lambda k: events(k, integrate)[1], (0.9873988217633234,), (1.0,))[0]
+    assert onp.array_equal(traced, plain[1])
+
+
 @pytest.mark.parametrize("jac", BOTH)
 def test_output_times_all_at_t0(jac):
     # y at t0 is y0: dy/dy0 = I, dy/dk = 0, dy/dt0 = -f (the start moves, t_eval stays),

@@ -1021,7 +1021,7 @@ def _traced_events(system, lifted_events, sol, failure) -> tuple[list, list]:
     for (event, event_params), times, states in zip(lifted_events, sol.t_events, sol.y_events):
         ts, ys = [], []
         for t_star, y_star in zip(times, states):
-            inputs = ([getval(t0), t_star], y0, params)
+            inputs = (_np.array([getval(t0), t_star]), y0, params)
             solved = _Forward(_np.reshape(y_star, (-1, 1)), sol.sol, failure, inputs)
             t = _event_time(system, event, event_params, t_star, solved)
             ts.append(t)
