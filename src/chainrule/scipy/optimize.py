@@ -800,8 +800,8 @@ def _bound_activity(name: str, x, lb, ub, gradient: Callable, near=None) -> dict
     """Which coordinates of the minimum ``x`` a bound holds, by strict complementarity.
 
     A coordinate within ``near`` of a bound (default ``NEAR_BOUND`` relative to 1 + |bound|:
-    interior-point methods stop inside) is put on it, and the gradient there read: its
-    outward part is the bound's multiplier. A multiplier clearly positive holds the
+    interior-point methods stop inside) is put on it, the others left where they are, and
+    the gradient there read: its outward part is the bound's multiplier. A multiplier clearly positive holds the
     coordinate (it moves with that bound only), one clearly negative leaves it free (an
     interior minimum near the bound), one zero to the precision of the solution (that of
     the free coordinates' gradients, and of x itself times the curvature) is a weakly
@@ -820,18 +820,28 @@ def _bound_activity(name: str, x, lb, ub, gradient: Callable, near=None) -> dict
     if not candidates.any():
         return {"held": None, "at_lb": None, "weak": None}
     bound = _np.where(candidates, _np.where(at_lb, lb, ub), 0.0)
-    on_bounds = _np.where(candidates, bound, x)
-    outward = _np.where(at_lb, 1.0, -1.0) * _np.asarray(gradient(on_bounds), dtype=float)
     free = _np.abs(_np.asarray(gradient(x), dtype=float))[~candidates]
     noise = 10.0 * free.max() if free.size else 0.0
-    push = forward.make_jvp(gradient, on_bounds)
-    curvature = _np.zeros(x.size)
+    # each candidate put on its bound alone (the others where the solver left them: one
+    # interior near its bound would otherwise shift the others' gradients), its gradient
+    # and curvature there by one forward-over-reverse pass
+    outward, coupling = _np.zeros(x.size), _np.zeros((x.size, x.size))
     for i in _np.flatnonzero(candidates):
-        curvature[i] = float(_np.asarray(push(_np.eye(x.size)[i])[1])[i])
+        on_bound = x.copy()
+        on_bound[i] = bound[i]
+        g, column = forward.make_jvp(gradient, on_bound)(_np.eye(x.size)[i])
+        outward[i] = (1.0 if at_lb[i] else -1.0) * float(_np.asarray(g)[i])
+        coupling[:, i] = _np.abs(_np.asarray(column, dtype=float))
+    curvature = _np.diag(coupling).copy()
+    # what a multiplier is known to: the free coordinates' gradients (how far the solver
+    # stopped from their solution), the other candidates' distances from their bounds
+    # times the coupling (an interior-point method stops inside them), and x's own
+    # precision, about sqrt(eps) (1 + |bound|), times the curvature
+    gaps = _np.where(candidates, _np.abs(x - bound), 0.0)
     margin = _np.maximum(
         _np.sqrt(_np.finfo(float).eps) * (1.0 + _np.abs(bound)) * _np.maximum(curvature, 0.0),
         noise,
-    )
+    ) + (coupling @ gaps - curvature * gaps)
     fixed = candidates & (lb == ub)
     held = candidates & (fixed | (outward >= -margin))
     weak = held & ~fixed & (_np.abs(outward) <= margin)
