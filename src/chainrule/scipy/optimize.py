@@ -801,13 +801,13 @@ def _bound_activity(name: str, x, lb, ub, gradient: Callable, near=None) -> dict
 
     A coordinate within ``near`` of a bound (default ``NEAR_BOUND`` relative to 1 + |bound|:
     interior-point methods stop inside) is put on it, the others left where they are, and
-    the gradient there read: its outward part is the bound's multiplier. A multiplier clearly positive holds the
-    coordinate (it moves with that bound only), one clearly negative leaves it free (an
-    interior minimum near the bound), one zero to the precision of the solution (that of
-    the free coordinates' gradients, and of x itself times the curvature) is a weakly
-    active bound, where x* has no derivative. Returns ``held`` (None if no bound holds x;
-    weak ones count as held), ``at_lb`` (held at the lower bound) and ``weak`` (why x* is
-    not differentiable, or None), for ``_found``."""
+    the gradient there read: its outward part is the bound's multiplier. A multiplier
+    clearly positive holds the coordinate (it moves with that bound only), one clearly
+    negative leaves it free (an interior minimum near the bound), one zero to the
+    precision of the solution is a weakly active bound, where x* has no derivative.
+    Returns ``held`` (None if no bound holds x; weak ones count as held), ``at_lb`` (held
+    at the lower bound) and ``weak`` (why x* is not differentiable, or None), for
+    ``_found``."""
     x = _np.asarray(x, dtype=float)
     with _np.errstate(invalid="ignore"):  # (inf - inf, where a bound is missing)
         gap_lb, gap_ub = x - lb, ub - x
