@@ -799,15 +799,20 @@ def _bound_arrays(bounds, n: int):
 def _bound_activity(name: str, x, lb, ub, gradient: Callable, near=None) -> dict:
     """Which coordinates of the minimum ``x`` a bound holds, by strict complementarity.
 
-    A coordinate within ``near`` of a bound (default ``NEAR_BOUND`` relative to 1 + |bound|:
-    interior-point methods stop inside) is put on it, the others left where they are, and
-    the gradient there read: its outward part is the bound's multiplier. A multiplier
-    clearly positive holds the coordinate (it moves with that bound only), one clearly
-    negative leaves it free (an interior minimum near the bound), one zero to the
-    precision of the solution is a weakly active bound, where x* has no derivative.
-    Returns ``held`` (None if no bound holds x; weak ones count as held), ``at_lb`` (held
-    at the lower bound) and ``weak`` (why x* is not differentiable, or None), for
-    ``_found``."""
+    Candidates are the coordinates within ``near`` of a bound (default ``NEAR_BOUND``
+    relative to 1 + |bound|: interior-point methods stop inside). For a guess of the ones
+    held, x is corrected to the exact solution of that active set (``_polished``: the
+    held ones on their bounds, Newton steps on the others), so that neither the solver's
+    tolerance nor an interior-point method's distance from its bounds blurs what follows;
+    there a held coordinate's multiplier is the gradient pushing it out, and a free one
+    lies inside its bound. A held one whose multiplier is clearly negative is freed, a free
+    one found beyond its bound is held, until the set holds. Then a multiplier zero to the
+    precision of the solution (x's, about sqrt(eps) (1 + |bound|) and the last Newton
+    step, times the curvature, and the free coordinates' remaining gradients), or a free
+    minimum on its bound to that precision, is a weakly active bound, where x* has no
+    derivative (its one-sided derivatives differ). Returns ``held`` (None if no bound
+    holds x; weak ones count as held), ``at_lb`` and ``weak`` (why x* is not
+    differentiable, or None), for ``_found``."""
     x = _np.asarray(x, dtype=float)
     with _np.errstate(invalid="ignore"):  # (inf - inf, where a bound is missing)
         gap_lb, gap_ub = x - lb, ub - x
@@ -820,45 +825,72 @@ def _bound_activity(name: str, x, lb, ub, gradient: Callable, near=None) -> dict
     if not candidates.any():
         return {"held": None, "at_lb": None, "weak": None}
     bound = _np.where(candidates, _np.where(at_lb, lb, ub), 0.0)
-    free = _np.abs(_np.asarray(gradient(x), dtype=float))[~candidates]
-    noise = 10.0 * free.max() if free.size else 0.0
-    # each candidate put on its bound alone (the others where the solver left them: one
-    # interior near its bound would otherwise shift the others' gradients), its gradient
-    # and curvature there by one forward-over-reverse pass
-    outward, coupling = _np.zeros(x.size), _np.zeros((x.size, x.size))
-    for i in _np.flatnonzero(candidates):
-        on_bound = x.copy()
-        on_bound[i] = bound[i]
-        g, column = forward.make_jvp(gradient, on_bound)(_np.eye(x.size)[i])
-        outward[i] = (1.0 if at_lb[i] else -1.0) * float(_np.asarray(g)[i])
-        coupling[:, i] = _np.abs(_np.asarray(column, dtype=float))
-    curvature = _np.diag(coupling).copy()
-    # what a multiplier is known to: the free coordinates' gradients (how far the solver
-    # stopped from their solution), the other candidates' distances from their bounds
-    # times the coupling (an interior-point method stops inside them), and x's own
-    # precision, about sqrt(eps) (1 + |bound|), times the curvature
-    gaps = _np.where(candidates, _np.abs(x - bound), 0.0)
-    margin = _np.maximum(
-        _np.sqrt(_np.finfo(float).eps) * (1.0 + _np.abs(bound)) * _np.maximum(curvature, 0.0),
-        noise,
-    ) + (coupling @ gaps - curvature * gaps)
+    side = _np.where(at_lb, 1.0, -1.0)  # outward gradients and inward distances, signed
     fixed = candidates & (lb == ub)
-    held = candidates & (fixed | (outward >= -margin))
-    weak = held & ~fixed & (_np.abs(outward) <= margin)
+    held = candidates & (fixed | (side * _np.asarray(gradient(x), dtype=float) >= 0))
+    for _ in range(2 * x.size + 1):
+        z, g, step, curvature = _polished(x, held, bound, gradient, candidates)
+        outward, inside = side * g, side * (z - bound)
+        x_precision = (_np.sqrt(_np.finfo(float).eps) * (1.0 + _np.abs(bound))
+                       + 10.0 * _np.max(_np.abs(step), initial=0.0))
+        g_precision = (x_precision * _np.maximum(curvature, 0.0)
+                       + 10.0 * _np.max(_np.abs(g[~held]), initial=0.0))
+        freed = held & ~fixed & (outward < -g_precision)
+        caught = candidates & ~held & (inside < -x_precision)
+        if not (freed.any() or caught.any()):
+            break
+        held = (held & ~freed) | caught
+    weak_held = held & ~fixed & (_np.abs(outward) <= g_precision)
+    weak_free = candidates & ~held & (_np.abs(inside) <= x_precision)
     why = None
-    if weak.any():
-        i = int(_np.flatnonzero(weak)[0])
-        side = "lower" if at_lb[i] else "upper"
+    if (weak_held | weak_free).any():
+        i = int(_np.flatnonzero(weak_held | weak_free)[0])
+        multiplier = outward[i] if weak_held[i] else 0.0
         why = (
-            f"{name}: x[{i}] = {x[i]:.17g} is at its {side} bound {bound[i]:.17g} with a "
-            f"multiplier (the gradient pushing it out) of {outward[i]:.3g}, zero to the "
-            f"precision of the solution ({margin[i]:.3g}): the bound is weakly active, and "
-            f"x* has no derivative there (moving the parameters one way keeps x[{i}] on the "
-            f"bound, the other way frees it: the one-sided derivatives differ). Take the "
-            f"derivative where the bound is clearly active or clearly inactive, or drop the "
-            f"bound if the minimum is interior."
+            f"{name}: x[{i}] = {x[i]:.17g} is at its {'lower' if at_lb[i] else 'upper'} "
+            f"bound {bound[i]:.17g} with a multiplier (the gradient pushing it out) of "
+            f"{multiplier:.3g}, zero to the precision of the solution "
+            f"({g_precision[i]:.3g}): the bound is weakly active, and x* has no derivative "
+            f"there (moving the parameters one way keeps x[{i}] on the bound, the other way "
+            f"frees it: the one-sided derivatives differ). Take the derivative where the "
+            f"bound is clearly active or clearly inactive, or drop the bound if the minimum "
+            f"is interior."
         )
+    held = held | weak_free
     return {"held": held if held.any() else None, "at_lb": at_lb, "weak": why}
+
+
+def _polished(x, held, bound, gradient: Callable, measured):
+    """x corrected to the solution with the ``held`` coordinates on their bounds: two
+    Newton steps on the others (Hessian-vector products, MINRES). Returns the point, the
+    gradient there, the last step and the Hessian's diagonal at the ``measured``
+    coordinates (their curvature)."""
+    z = _np.where(held, bound, x)
+    free = ~held
+    step = _np.zeros(x.size)
+    for _ in range(2):
+        g = _np.asarray(gradient(z), dtype=float)
+        if not free.any():
+            break
+        push = forward.make_jvp(gradient, z)
+
+        def product(v, push=push):
+            full = _np.zeros(x.size)
+            full[free] = v
+            return _np.asarray(push(full)[1], dtype=float)[free]
+
+        k = int(free.sum())
+        hessian_ff = _spla.LinearOperator((k, k), matvec=product, dtype=float)
+        solved, _ = _spla.minres(hessian_ff, -g[free], rtol=1e-14, maxiter=10 * k)
+        step = _np.zeros(x.size)
+        step[free] = solved
+        z = z + step
+    g = _np.asarray(gradient(z), dtype=float)
+    push = forward.make_jvp(gradient, z)
+    curvature = _np.zeros(x.size)
+    for i in _np.flatnonzero(measured):
+        curvature[i] = float(_np.asarray(push(_np.eye(x.size)[i])[1], dtype=float)[i])
+    return z, g, step, curvature
 
 
 def _held_at_bounds(x, g, state: dict, lb, ub):
