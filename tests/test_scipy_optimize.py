@@ -939,6 +939,34 @@ def test_bounds_a_method_ignores_are_ignored_by_the_derivative():
         assert grad(argmin)(2.0) == pytest.approx(1.0)
 
 
+def test_a_residual_on_the_huber_switch_is_refused():
+    # four points, three parameters: the fit settles with residual 2 exactly at f_scale,
+    # where rho'' jumps; its derivative depends on the side (central differences at 1e-3,
+    # 1e-5 and 1e-6 gave 2.1, -6.0 and 5861 for one entry), so it is refused
+    t = onp.linspace(0.0, 1.0, 4)
+    design = onp.stack([t**0, t, t**2], axis=1)
+    y0 = onp.array([-0.047150949612106724, 1.3743771009252639, -1.218518062616459,
+                    -0.5570610908105218])
+    dy = onp.array([-0.8247486163856689, -0.4970775069075421, -0.13469302266899433,
+                    -0.2439978249586191])
+
+    def fit(th):
+        return so.least_squares(
+            lambda w, th: np.dot(design, w) + 0.2 * np.tanh(w[0] * t) - (y0 + dy * th),
+            onp.zeros(3), args=(th,), method="dogbox", loss="huber", f_scale=0.7,
+            xtol=1e-15, ftol=1e-15, gtol=1e-15).x
+
+    theta = 0.07099273987876452
+    res = sopt.least_squares(
+        lambda w: design @ w + 0.2 * onp.tanh(w[0] * t) - (y0 + dy * theta), onp.zeros(3),
+        method="dogbox", loss="huber", f_scale=0.7, xtol=1e-15, ftol=1e-15, gtol=1e-15)
+    assert abs(abs(res.fun[2]) / 0.7 - 1.0) < 1e-6  # (on it, to the fit's precision)
+    for d in (jacobian, jacfwd):
+        with pytest.raises(so.NotDifferentiableError, match="Huber loss switches"):
+            d(fit)(theta)
+    assert issubclass(so.DegenerateBoundError, so.NotDifferentiableError)
+
+
 # ----------------------------------------------------------------------------- not solutions
 def test_interior_point_result_inside_an_active_bound_is_held():
     # trust-constr stops at x = 0.9996, inside the upper bound 1 that holds x* (the

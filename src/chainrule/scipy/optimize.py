@@ -75,6 +75,8 @@ FLAT_DIRECTION = 1e-10
 # How near a bound (relative to 1 + |bound|) a minimum may be held by it: interior-point
 # methods (trust-constr) stop inside an active bound, by 4e-4 with default options.
 NEAR_BOUND = 1e-3
+# How near the Huber loss's switch ((r / f_scale)^2 = 1) a residual is taken to sit on it
+HUBER_SWITCH = 1e-6
 
 
 class NotConvergedError(RuntimeError):
@@ -85,7 +87,12 @@ class SingularSystemError(ValueError):
     """dF/dx is singular at the solution: the solution is not isolated."""
 
 
-class DegenerateBoundError(ValueError):
+class NotDifferentiableError(ValueError):
+    """The solution has no derivative at these parameters: its one-sided derivatives
+    differ (a weakly active bound, a residual on the Huber loss's switch)."""
+
+
+class DegenerateBoundError(NotDifferentiableError):
     """x* sits at a bound whose multiplier is zero (the bound is weakly active): the
     solution is not differentiable there, its one-sided derivatives differ."""
 
@@ -98,9 +105,10 @@ class _Problem:
     ``solve(leaves)`` runs on plain values and returns x* (it keeps SciPy's result in
     ``found["result"]``). What the derivative rules check before differentiating:
     ``converged(result)``, whether SciPy reports success (None: a solution by
-    construction); ``fix``, advice where it did not; ``kink(x)``, why x* is not
-    differentiable (a weakly active bound), or None. ``objective(x, leaves)``, for
-    minimisers, is the value whose optimum the result's ``fun`` (or ``cost``) reports.
+    construction); ``fix``, advice where it did not; ``kink(x, leaves)``, the
+    ``NotDifferentiableError`` that x* raises (a weakly active bound), or None.
+    ``objective(x, leaves)``, for minimisers, is the value whose optimum the result's
+    ``fun`` (or ``cost``) reports.
     """
 
     def __init__(
@@ -123,7 +131,7 @@ class _Problem:
         self.found: dict = {}
         self.converged: Callable | None = None
         self.fix = ""
-        self.kink: Callable = lambda x: None
+        self.kink: Callable = lambda x, leaves: None
         self.objective: Callable | None = None
         self.checked = True  # (False for the matrix-free linear systems: exact by construction)
 
@@ -202,9 +210,9 @@ def _verify(problem: _Problem, x, leaves, a=None):
     limit = CONVERGED_STEP_TOL if converged else FAILED_STEP_TOL
     if not size <= limit:  # (nan included)
         raise NotConvergedError(_not_converged(problem, converged, residual, size, limit))
-    kink = problem.kink(x)
+    kink = problem.kink(x, leaves)
     if kink is not None:
-        raise DegenerateBoundError(kink)
+        raise kink
     return singular_values
 
 
@@ -893,6 +901,11 @@ def _polished(x, held, bound, gradient: Callable, measured):
     return z, g, step, curvature
 
 
+def _weak_bound(x, state: dict) -> DegenerateBoundError | None:
+    why = _found(x, state=state, key="weak")
+    return None if why is None else DegenerateBoundError(why)
+
+
 def _held_at_bounds(x, g, state: dict, lb, ub):
     """F of a bounded minimum: the gradient ``g``, and x - bound at the coordinates a
     bound holds (they move with that bound only)."""
@@ -1041,7 +1054,7 @@ def minimize(
         fix=_TOL_FIX,
         objective=objective,
     )
-    problem.kink = lambda x: _found(x, state=state, key="weak")
+    problem.kink = lambda x, leaves: _weak_bound(x, state)
     exact = {
         "jac": lambda x, params: gradient(x, params[0]),  # (the gradient at x*)
         "grad": lambda x, params: gradient(x, params[0]),  # (trust-constr's name for it)
@@ -1111,7 +1124,7 @@ def minimize_scalar(
     x, res, _, problem = _solve(
         name, residual, solve, params, converged=_succeeded, fix=_TOL_FIX, objective=objective
     )
-    problem.kink = lambda x: _found(x, state=state, key="weak")
+    problem.kink = lambda x, leaves: _weak_bound(x, state)
     return _result(res, x, problem, x[0], params, optimum="fun")
 
 
@@ -1520,7 +1533,25 @@ def least_squares(
         fix="Raise max_nfev or tighten ftol/xtol/gtol.",
         objective=objective,
     )
-    problem.kink = lambda x: _found(x, state=state, key="weak")
+    def kink(x, leaves):
+        a, kw = tree_unflatten(tree_flatten(params)[1], list(leaves))
+        if loss == "huber":
+            # (rho'' jumps where |r| = f_scale: a residual there, to the solution's
+            # precision, makes x* non-differentiable; under chainrule.jit, a guard)
+            z = (anp.ravel(fun(x, *a, **kw)) / f_scale) ** 2
+            at = anp.abs(z - 1.0) <= HUBER_SWITCH
+            if anp.any(at):
+                i = int(_np.flatnonzero(getval(at))[0])
+                return NotDifferentiableError(
+                    f"{name}: residual {i} sits where the Huber loss switches from "
+                    f"quadratic to linear (|r| = f_scale = {f_scale:g}, to 1e-6): the "
+                    f"cost's curvature jumps there, and x* has no derivative (its "
+                    f"one-sided derivatives differ). Take the derivative at other "
+                    f"parameters, change f_scale, or use a smooth loss (soft_l1)."
+                )
+        return _weak_bound(x, state)
+
+    problem.kink = kink
     exact = {
         "fun": lambda x, params: fun(x, *params[0], **params[1]),  # (the residuals at x*)
         "grad": lambda x, params: gradient(x, *params),
@@ -1550,6 +1581,7 @@ __all__ = [
     "NotConvergedError",
     "SingularSystemError",
     "DegenerateBoundError",
+    "NotDifferentiableError",
     "RefusedField",
     "DENSE_LIMIT",
 ]
