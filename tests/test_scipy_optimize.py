@@ -712,11 +712,17 @@ def test_tensor_front_end_parameters():
         args=(t,),
         options={"gtol": 1e-12},
     )
-    assert isinstance(res.x, Tensor)
+    assert isinstance(res.x, Tensor) and isinstance(res.fun, Tensor)
+    assert isinstance(res.jac, Tensor)
     (res.x**2).sum().backward()
     x = onp.asarray(res.x.detach().numpy())
     # 2 (x - t) + 0.4 x^3 = 0: dx/dt = 1 / (1 + 0.6 x^2); d(sum x^2)/dt = 2 x dx/dt
     assert onp.allclose(onp.asarray(t.grad.numpy()), 2 * x / (1 + 0.6 * x**2), rtol=1e-9)
+    # the optimal value, by the envelope theorem: d/dt of min_x |x - t|^2 + 3 sum(t) is 3
+    u = Tensor(onp.array([1.0, 2.0]))
+    so.minimize(lambda x, u: np.sum((x - u) ** 2) + 3.0 * np.sum(u), onp.zeros(2),
+                args=(u,)).fun.backward()
+    assert onp.allclose(onp.asarray(u.grad.numpy()), 3.0)
     s = Tensor(8.0)
     root = so.brentq(lambda x: x**3 - s, 0.0, 5.0)
     root.backward()

@@ -535,10 +535,11 @@ def _result(
         if not problem.derived or _plain_field(key, value):
             continue
         if key == optimum:
-            out[key] = _optimum(free, *tree_flatten(params)[0], problem=problem, key=key)
+            out[key] = _front(
+                _optimum(free, *tree_flatten(params)[0], problem=problem, key=key))
         elif key in exact and number:
             value_at = anp.reshape(exact[key](x, params), _np.shape(value))
-            out[key] = _valued(out[key], match_dtype(value_at, value))
+            out[key] = _front(_valued(out[key], match_dtype(value_at, value)))
         else:
             out[key] = RefusedField(problem.name, key)
     out.x = _front(solution)
