@@ -1157,6 +1157,11 @@ def test_jac_and_hess_made_from_an_objective_closing_over_a_traced_value():
     a = onp.array([1.0, 2.0])
     x = onp.asarray(argmin(a, "BFGS"))
     expected = onp.diag(1.0 / (1.0 + 0.6 * x**2))  # 2 (x - a) + 0.4 x^3 = 0
+    # inside chainrule.jit the closed-over value would stay the first call's: refused
+    with pytest.raises(so.ClosedOverTracedValueError, match="chainrule.jit is staging"):
+        from chainrule import jit
+
+        jit(lambda a: argmin(a, "BFGS"))(a)
     for method, kw in (("BFGS", {}), ("trust-exact", {"hess": hessian}),
                        ("Newton-CG", {"hessp": lambda f: lambda x, p: hessian(f)(x) @ p})):
         assert onp.allclose(jacobian(argmin)(a, method, **kw), expected, rtol=1e-8)
