@@ -538,12 +538,20 @@ def _result(
             out[key] = _front(
                 _optimum(free, *tree_flatten(params)[0], problem=problem, key=key))
         elif key in exact and number:
-            value_at = anp.reshape(exact[key](x, params), _np.shape(value))
-            out[key] = _front(_valued(out[key], match_dtype(value_at, value)))
+            out[key] = _exact_field(problem.name, key, out[key], value, exact[key](x, params))
         else:
             out[key] = RefusedField(problem.name, key)
     out.x = _front(solution)
     return _guarded_fields(out, free, problem.found)
+
+
+def _exact_field(solver: str, key: str, reported, value, exact_value):
+    """SciPy's ``reported`` value of a field with the derivative of ``exact_value``, or a
+    ``RefusedField`` where SciPy's is of another size (then not the same quantity)."""
+    if _np.size(getval(exact_value)) != _np.size(value):
+        return RefusedField(solver, key)
+    at = match_dtype(anp.reshape(exact_value, _np.shape(value)), value)
+    return _front(_valued(reported, at))
 
 
 # Numbers a run reports about itself (how far it got), not functions of the parameters
