@@ -296,20 +296,31 @@ def build_minimize(rng) -> Case:
     if method in ("BFGS", "L-BFGS-B", "TNC", "SLSQP", "trust-exact") and rng.random() < 0.3:
         parts.append("res.jac")
         reference.append("jac")
-    source = objective_source + textwrap.dedent(f"""
+    fit = (f"so.minimize(objective, {_lit(start)}, args=(th,), method={method!r},\n"
+           f"                           bounds={bounds_text}, "
+           f"options={MINIMIZE_TIGHT[method]!r})")
+    source = objective_source + _fit_solve_reference(fit, "objective", bounds_text, parts,
+                                                     reference)
+    return _case(f"minimize {method}", source, theta, 1e-5, refused)
+
+
+def _fit_solve_reference(fit: str, objective: str, bounds_text: str, parts: list,
+                         reference: list) -> str:
+    """A minimiser's ``fit(th)`` (the call), ``solve(th)`` (the output from its result
+    ``res``: ``parts``) and ``reference(th)`` (the same from ``tight_minimum``'s x, fun and
+    jac: ``reference``), as source."""
+    return textwrap.dedent(f"""
     def fit(th):
-        return so.minimize(objective, {_lit(start)}, args=(th,), method={method!r},
-                           bounds={bounds_text}, options={MINIMIZE_TIGHT[method]!r})
+        return {fit}
 
     def solve(th):
         res = fit(th)
         return np.concatenate([{', '.join(parts)}])
 
     def reference(th):
-        x, fun, jac = tight_minimum(objective, fit(th).x, th, {bounds_text})
+        x, fun, jac = tight_minimum({objective}, fit(th).x, th, {bounds_text})
         return onp.concatenate([{', '.join(reference)}])
     """)
-    return _case(f"minimize {method}", source, theta, 1e-5, refused)
 
 
 def _traced_bound(rng, value, theta) -> str:
@@ -440,20 +451,10 @@ def build_least_squares(rng) -> Case:
     if rng.random() < 0.3:
         parts.append("res.fun")
         reference.append("residuals(x, th)")
-    source += textwrap.dedent(f"""
-    def fit(th):
-        return so.least_squares(residuals, {_lit(start)}, args=(th,), method={method!r},
-                                loss={loss!r}, f_scale=0.7, xtol=1e-15, ftol=1e-15,
-                                gtol=1e-15{lsq_bounds})
-
-    def solve(th):
-        res = fit(th)
-        return np.concatenate([{', '.join(parts)}])
-
-    def reference(th):
-        x, fun, _ = tight_minimum(cost, fit(th).x, th, {bounds_text})
-        return onp.concatenate([{', '.join(reference)}])
-    """)
+    fit = (f"so.least_squares(residuals, {_lit(start)}, args=(th,), method={method!r},\n"
+           f"                                loss={loss!r}, f_scale=0.7, xtol=1e-15, "
+           f"ftol=1e-15,\n                                gtol=1e-15{lsq_bounds})")
+    source += _fit_solve_reference(fit, "cost", bounds_text, parts, reference)
     return _case(f"least_squares {method} {loss}", source, theta, 1e-5, refused)
 
 

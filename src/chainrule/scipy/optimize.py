@@ -910,6 +910,14 @@ def _polished(x, held, bound, gradient: Callable, measured):
     return z, g, step, curvature
 
 
+def _find_bounds_later(state: dict, name: str, x, limits, gradient: Callable) -> None:
+    """What a new solve found: nothing yet; where it had ``limits`` (lb, ub), which of
+    them hold ``x``, found when a derivative first asks (``_found``)."""
+    state.clear()
+    if limits is not None:
+        state["lazy"] = lambda: _bound_activity(name, x, *limits, gradient)
+
+
 def _weak_bound(x, state: dict) -> DegenerateBoundError | None:
     why = _found(x, state=state, key="weak")
     return None if why is None else DegenerateBoundError(why)
@@ -1043,12 +1051,8 @@ def minimize(
             options=options,
             **kw,
         )
-        state.clear()
-        if bounded:
-            limits_now = _bound_arrays(now, x0.size)
-            state["lazy"] = lambda: _bound_activity(
-                name, res.x, *limits_now, lambda z: gradient(z, a)
-            )
+        limits_now = _bound_arrays(now, x0.size) if bounded else None
+        _find_bounds_later(state, name, res.x, limits_now, lambda z: gradient(z, a))
         return res.x, res
 
     params = (args, limits)
@@ -1523,25 +1527,17 @@ def least_squares(
             kwargs=kw,
             **options,
         )
-        state.clear()
-        if bounded:
-            state["lazy"] = lambda: _bound_activity(
-                name, res.x, lb, ub, lambda z: gradient(z, a, kw)
-            )
+        limits_now = (lb, ub) if bounded else None
+        _find_bounds_later(state, name, res.x, limits_now, lambda z: gradient(z, a, kw))
         return res.x, res
 
     params = (_as_tuple(args), kwargs)
     x, res, _, problem = _solve(
-        name,
-        residual,
-        solve,
-        params,
-        linear_solver=implicit_solver,
-        symmetric=not bounded,
-        converged=lambda res: res.status > 0,
-        fix="Raise max_nfev or tighten ftol/xtol/gtol.",
+        name, residual, solve, params, linear_solver=implicit_solver, symmetric=not bounded,
+        converged=lambda res: res.status > 0, fix="Raise max_nfev or tighten ftol/xtol/gtol.",
         objective=objective,
     )
+
     def kink(x, leaves):
         a, kw = tree_unflatten(tree_flatten(params)[1], list(leaves))
         if loss == "huber":
