@@ -34,7 +34,7 @@ RUN_PER_EXAMPLE = {
     # containers, solvers and sparse operands: one Python object per example
     "container_add", "sequence_take", "sequence_untake", "_implicit", "ivp_values",
     "odeint_args", "quad_value", "_fixed_point", "_dense_sparse", "_sparse_dense", "_solve",
-    "_expm_multiply",
+    "_expm_multiply", "_optimum", "_valued",
 }
 
 
