@@ -50,6 +50,8 @@ TESTED_ELSEWHERE = {
     "*._fixed_point": "tests/test_misc.py (fixed_point against the closed form)",
     "*.odeint_args": "tests/test_scipy.py (odeint against finite differences)",
     "*._implicit": "tests/test_scipy_optimize.py (solutions against closed forms, both modes)",
+    "*._optimum": "tests/test_scipy_optimize.py (optimal values: envelope theorem, 2nd order)",
+    "*._valued": "tests/test_scipy_optimize.py (result fields against closed forms, both modes)",
     "*.ivp_values": "tests/test_scipy_integrate.py (solve_ivp: closed forms, finite differences)",
     "*.quad_value": "tests/test_scipy_integrate.py (quad: closed forms, both modes, 2nd order)",
     "chainrule.scipy.sparse.*": "tests/test_sparse_scipy.py (check_grads in both modes)",

@@ -228,6 +228,51 @@ def test_stiff_linear_system_with_the_implicit_methods(method):
             assert onp.allclose(got, want, rtol=1e-5, atol=1e-8)
 
 
+# The issue's stiff problem: y' = (S0 + theta S1) y, a transient of rate 1000 in y2 at the
+# start, and theta coupling y2 into y1; d(w . y(T))/dtheta by the Frechet derivative of expm.
+STIFF_S0 = onp.array([[-1.0, 0.0], [1.0, -1000.0]])
+STIFF_S1 = onp.array([[0.0, 1.0], [0.0, 0.0]])
+
+
+@pytest.mark.parametrize("method", ["RK45", "DOP853", "Radau", "BDF", "LSODA"])
+def test_adjoint_parameter_gradient_of_a_stiff_system_is_as_accurate_as_the_solve(method):
+    # the backward steps resolve y's transient too (controlling lambda's error alone, BDF
+    # and LSODA were off by 2e-3 and 3e-4 relative at rtol = atol = 1e-10)
+    y0, w, theta = onp.array([1.0, 1.0]), onp.array([1.0, 1.0]), 0.5
+
+    def loss(theta):
+        sol = solve_ivp(lambda t, y, th: np.dot(STIFF_S0 + th * STIFF_S1, y), (0.0, 1.0), y0,
+                        method=method, args=(theta,), t_eval=[1.0], rtol=1e-10, atol=1e-10)
+        return np.dot(w, sol.y[:, -1])
+
+    a = STIFF_S0 + theta * STIFF_S1
+    exact = w @ sla.expm_frechet(a, STIFF_S1, compute_expm=False) @ y0
+    assert cr.grad(loss)(theta) == pytest.approx(exact, rel=1e-7)
+
+
+def robertson(t, y, k):
+    return np.stack([-k[0] * y[0] + k[1] * y[1] * y[2],
+                     k[0] * y[0] - k[1] * y[1] * y[2] - k[2] * y[1] ** 2,
+                     k[2] * y[1] ** 2])
+
+
+@pytest.mark.parametrize("method", ["BDF", "LSODA"])
+def test_adjoint_of_robertsons_problem_agrees_with_forward_sensitivities(method):
+    # rates over nine orders of magnitude, output at three times: the adjoint (reverse) and
+    # the sensitivities (forward) agree to the solve's accuracy, and the backward solve
+    # finishes at the tolerances that suit y (with mu's error controlled at atol = 1e-14,
+    # BDF and LSODA stopped: "required step size is less than spacing between numbers")
+    k = onp.array([0.04, 1e4, 3e7])
+
+    def loss(k):
+        sol = solve_ivp(robertson, (0.0, 40.0), onp.array([1.0, 0.0, 0.0]), method=method,
+                        t_eval=[0.4, 4.0, 40.0], args=(k,), rtol=1e-10, atol=1e-14)
+        return np.sum(onp.array([1.0, 1e4, 1.0]) * sol.y[:, -1]) + np.sum(sol.y[1])
+
+    reverse, forward = cr.grad(loss)(k), cr.jacfwd(loss)(k)
+    assert onp.allclose(reverse, forward, rtol=1e-6, atol=0.0)
+
+
 # ----------------------------------------------------------------------------- closures and args
 def test_closed_over_values_and_defaults_get_the_same_gradient_as_args():
     def by_args(k, y0):
@@ -559,6 +604,59 @@ def test_a_terminal_event_ends_t_and_y_at_the_traced_event_time():
     assert onp.allclose(got, -t_eval[:2] * 2.0 * onp.exp(-k * t_eval[:2]), rtol=1e-8)
 
 
+def test_a_parameter_only_in_an_event_functions_closure_is_differentiated():
+    # y = exp(-t) reaches k at t* = -log k: dt*/dk = -1/k (raised "cannot be converted")
+    def t_star(k):
+        def reached(t, y):
+            return y[0] - k
+
+        reached.terminal = True
+        sol = solve_ivp(lambda t, y: -y, (0.0, 5.0), [1.0], events=reached, rtol=1e-11,
+                        atol=1e-13)
+        return sol.t_events[0][0], sol.y_events[0][0, 0], sol.t[-1]
+
+    for d in BOTH:
+        d_t, d_y, d_end = d(t_star)(0.5)
+        assert d_t == pytest.approx(-2.0, rel=1e-7) and d_end == pytest.approx(-2.0, rel=1e-7)
+        assert d_y == pytest.approx(1.0, rel=1e-7)  # y(t*) = k
+
+
+def test_traced_event_states_are_scipys():
+    # y_events of a traced call are SciPy's numbers, bit for bit (they were solved again to
+    # t*: the stored inputs never matched, [t0, t*] counted as two leaves; 1e-10 apart here)
+    def events(k, module):
+        def crossing(t, y):
+            return y[0] - 0.6
+
+        sol = module.solve_ivp(lambda t, y: -k * y * (1.0 + 0.5 * np.sin(t)), (0.0, 2.0),
+                               onp.array([1.5, -0.5]), method="RK23", events=crossing,
+                               rtol=1e-8, atol=1e-10)
+        return sol.t_events[0], sol.y_events[0]
+
+    plain = events(0.9873988217633234, si)
+    traced = cr.jvp(lambda k: events(k, integrate)[1], (0.9873988217633234,), (1.0,))[0]
+    assert onp.array_equal(traced, plain[1])
+
+
+@pytest.mark.parametrize("jac", BOTH)
+def test_output_times_all_at_t0(jac):
+    # y at t0 is y0: dy/dy0 = I, dy/dk = 0, dy/dt0 = -f (the start moves, t_eval stays),
+    # in both modes (forward mode raised IndexError)
+    def at_start(y0, k, t0):
+        sol = solve_ivp(lambda t, y, k: -k * y, (t0, 1.0), y0, t_eval=[0.0], args=(k,))
+        return sol.y[:, 0]
+
+    y0, k = onp.array([1.0, 2.0]), 3.0
+    d_y0, d_k, d_t0 = jac(at_start, argnums=(0, 1, 2))(y0, k, 0.0)
+    assert onp.allclose(d_y0, onp.eye(2)) and onp.allclose(d_k, 0.0)
+    assert onp.allclose(d_t0, k * y0)
+    # an empty interval: SciPy answers y = [] for t_eval = [t0]; the derivative of nothing
+    empty = lambda y0: np.sum(solve_ivp(lambda t, y: -y, (0.0, 0.0), y0, t_eval=[0.0]).y)
+    assert onp.allclose(jac(empty)(y0), 0.0)
+    span = lambda y0: solve_ivp(lambda t, y: -y, (0.0, 0.0), y0).y[:, -1]
+    assert onp.allclose(jac(span)(y0), onp.eye(2))
+
+
 def test_a_failed_forward_solve_refuses_derivatives():
     # y' = y^2 from y(0) = 1 blows up at t = 1: SciPy reports failure, no derivative exists
     def blow_up(k):
@@ -629,6 +727,21 @@ def test_quad_second_order_when_the_limit_and_the_integrand_share_theta():
         for inner in (cr.grad, cr.deriv):
             assert outer(inner(integral))(theta) == pytest.approx(second, rel=1e-7)
     check_grads(integral, modes=["fwd", "rev"], order=2)(theta)
+
+
+def test_quad_breakpoints_only_guide_the_integral():
+    # traced points= (as SciPy users pass the kink of their integrand) are read as values:
+    # the integral does not move with them. I(c) = (1 - cos 2c) / c
+    integral = lambda c: quad(lambda x: np.sin(c * x), 0.0, 2.0, points=[c])[0]
+    exact = 2 * onp.sin(2.0) - (1 - onp.cos(2.0))
+    for d in (cr.grad, cr.jacfwd):
+        assert d(integral)(1.0) == pytest.approx(exact, rel=1e-10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (independent of p)
+        assert cr.grad(lambda p: quad(np.sin, 0.0, 2.0, points=np.stack([p]))[0])(1.0) == 0.0
+    # a traced weight parameter changes the integral: refused, naming it
+    with pytest.raises(TypeError, match="wvar= is traced"):
+        cr.grad(lambda w: quad(lambda x: x, 0.0, 2.0, weight="cos", wvar=w)[0])(1.0)
 
 
 def test_quad_errors_name_the_problem():

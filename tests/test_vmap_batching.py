@@ -34,7 +34,8 @@ RUN_PER_EXAMPLE = {
     # containers, solvers and sparse operands: one Python object per example
     "container_add", "sequence_take", "sequence_untake", "_implicit", "ivp_values",
     "odeint_args", "quad_value", "_fixed_point", "_dense_sparse", "_sparse_dense", "_solve",
-    "_expm_multiply", "stored_values", "with_values", "to_dense", "substitute",
+    "_expm_multiply", "stored_values", "with_values", "to_dense", "substitute", "_optimum",
+    "_valued",
 }
 
 

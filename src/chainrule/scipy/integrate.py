@@ -448,6 +448,9 @@ def ivp_values(fun, times, y0, *params, method="RK45", options=None, solved=None
         values = solved.answer(times, y0, params)
         if values is not None:
             return values
+    plain_times = _np.asarray(getval(times), dtype=float)
+    if _np.all(plain_times[1:] == plain_times[0]):  # (no interval: SciPy answers nothing)
+        return _np.repeat(_np.reshape(y0, (-1, 1)), len(plain_times) - 1, axis=1) * 1.0
     sol = _solve_plain(fun, times, y0, params, method, options, dense=False)
     if not sol.success:
         raise RuntimeError(
@@ -495,9 +498,9 @@ def _refuse_failed(solved) -> None:
 
 
 def _adjoint_rhs(fun, traced, n, read, dynamics):
-    """The backward system for [lambda, mu] (with y(t) = ``read(t)``, ``dynamics`` its
-    right-hand side) or [y, lambda, mu]: dlambda/dt = -lambda df/dy,
-    dmu/dt = -lambda df/dparams."""
+    """The backward system for [lambda, mu, z] (with y(t) = ``read(t)``, ``dynamics`` its
+    right-hand side; see ``_adjoint_dynamics``) or [y, lambda, mu]:
+    dlambda/dt = -lambda df/dy, dmu/dt = -lambda df/dparams."""
     if read is not None:
 
         def checkpointed(t, state, *all_params):
@@ -519,16 +522,21 @@ def _adjoint_rhs(fun, traced, n, read, dynamics):
 
 
 def _adjoint_dynamics(fun, traced):
-    """``(t, y, lam, *params) -> [-lam df/dy, -lam df/dparams]`` (flat), the part of the
-    checkpointed backward system that ``Staged`` compiles once per solve."""
+    """``(t, y, lam, *params) -> [-lam df/dy, -lam df/dparams, f]`` (flat), the right-hand
+    side of the checkpointed backward system for [lambda, mu, z], which ``Staged``
+    compiles once per solve. z' = f(t, y(t)) integrates y again from its derivative along
+    the forward solve's interpolant: a quadrature whose value is not used, whose error
+    control makes the backward steps resolve y as the forward solve did (mu integrates
+    -lambda df/dparams, whose variation comes from lambda and from y; see
+    ``_checkpointed_options``). f is the VJP's forward value: it costs nothing."""
 
     def dynamics(t, y, lam, *all_params):
-        vjp, _ = reverse.make_vjp(
+        vjp, f = reverse.make_vjp(
             lambda yp: fun(t, yp[0], *_with_traced(all_params, traced, yp[1])),
             (y, _flat_params(all_params, traced)),
         )
         ybar, pbars = vjp(-lam)
-        return _concat([ybar, *pbars])
+        return _concat([ybar, *pbars, f])
 
     return dynamics
 
@@ -538,15 +546,17 @@ _IMPLICIT_METHODS = ("Radau", "BDF", "LSODA")
 
 def _adjoint_jac(n, read, dynamics):
     """The Jacobian of the checkpointed backward system, exact since it is linear in
-    [lambda, mu]: [[-df/dy^T, 0], [-df/dparams^T, 0]] (for the implicit methods, which
-    would otherwise take it by finite differences, one column per parameter)."""
+    [lambda, mu] and z' does not depend on the state: column i of [[-df/dy^T, 0, 0],
+    [-df/dparams^T, 0, 0], [0, 0, 0]] is the system at lambda = e_i without its z part
+    (for the implicit methods, which would otherwise take it by finite differences, one
+    column per parameter)."""
 
     def jac(t, state, *all_params):
         t = _np.float64(t)
         y = read(t)
-        rows = [dynamics(t, y, e, *all_params) for e in _np.eye(n)]
         out = _np.zeros((len(state), len(state)))
-        out[:, :n] = _np.stack(rows, axis=1)
+        for i, e in enumerate(_np.eye(n)):
+            out[: len(state) - n, i] = dynamics(t, y, e, *all_params)[: len(state) - n]
         return out
 
     return jac
@@ -606,12 +616,18 @@ def _polynomial(piece) -> Callable:
 
 
 def _checkpointed_options(options, n, n_params) -> dict:
-    """The backward solve's options: error control on lambda only (a seminorm). mu
-    (the parameter integrals) feeds back into nothing, so it is as accurate as the steps
-    that resolve lambda and y; controlling its error too would only take more steps."""
+    """The backward solve's options for [lambda, mu, z]: the forward solve's, with error
+    control on lambda and on z (the forward solve's y, integrated again from f(t, y(t));
+    ``_adjoint_dynamics``), not on mu. mu integrates -lambda df/dparams along the steps
+    chosen for lambda and y: both factors are resolved, so its quadrature is too.
+    (Controlling lambda alone let the steps stride over a fast transient of y, where a stiff
+    problem's mu changes most: BDF's gradient was wrong in the third digit at
+    rtol = atol = 1e-10. Controlling mu itself, with an absolute tolerance made for y,
+    stopped BDF and LSODA on Robertson's problem: "required step size is less than
+    spacing between numbers".)"""
     options = dict(options or {})
     atol = _np.broadcast_to(_np.asarray(options.get("atol", 1e-6), dtype=float), (n,))
-    options["atol"] = _np.concatenate([atol, _np.full(n_params, _np.inf)])
+    options["atol"] = _np.concatenate([atol, _np.full(n_params, _np.inf), atol])
     return options
 
 
@@ -665,7 +681,7 @@ def _nested_adjoint(g, ans, fun, times, params, traced, method, options):
     n = anp.shape(ans)[0]
     n_params = sum(int(_np.size(getval(params[i]))) for i in traced)
     rhs = _adjoint_rhs(fun, traced, n, None, None)
-    lam, mu = g[:, -1], _np.zeros(n_params)
+    lam, mu = _last_cotangent(g, n), _np.zeros(n_params)
     for i in range(len(getval(times)) - 1, 0, -1):
         # (under chainrule.jit, a guarded decision: the times may be inputs of the program)
         if derivative_free(times[i]) != derivative_free(times[i - 1]):
@@ -682,6 +698,11 @@ def _nested_adjoint(g, ans, fun, times, params, traced, method, options):
         if i > 1:
             lam = lam + g[:, i - 2]
     return lam, mu
+
+
+def _last_cotangent(g, n: int):
+    """lambda at the last output time: its cotangent (zero where no time is output)."""
+    return g[:, -1] if anp.shape(g)[1] else _np.zeros(n)
 
 
 @primitive
@@ -701,14 +722,14 @@ def checkpointed_adjoint(g, times, y0, *params, fun, traced, method, options, so
     options = _checkpointed_options(options, n, n_params)
     if method in _IMPLICIT_METHODS:
         options["jac"] = _adjoint_jac(n, read, dynamics)
-    lam, mu = g[:, -1], _np.zeros(n_params)
+    lam, mu = _last_cotangent(g, n), _np.zeros(n_params)
     for i in range(len(times) - 1, 0, -1):
         if times[i] != times[i - 1]:
             end = _backward_segment(
-                rhs, times[i], times[i - 1], _concat([lam, mu]), params, method, options,
-                interpolant,
+                rhs, times[i], times[i - 1], _concat([lam, mu, read(times[i])]), params,
+                method, options, interpolant,
             )
-            lam, mu = end[:n], end[n:]
+            lam, mu = end[:n], end[n : n + n_params]
         if i > 1:
             lam = lam + g[:, i - 2]
     return _concat([lam, mu])
@@ -859,7 +880,15 @@ def solve_ivp(
     pure, params = _lift(fun, plain_args, front)
     bind, args_at, pure = pure.bind, pure.args_at, _array_valued(pure)
     t_span, y0, t_eval = front.unwrap((t_span, y0, t_eval))
-    if not params and not holds_traced(t_span, y0, t_eval) and front.wrap is None:
+    event_list = _as_event_list(events)
+    lifted_events = [_lift(event, plain_args, front) for event in event_list]
+    events_traced = any(event_params for _, event_params in lifted_events)
+    if (
+        not params
+        and not events_traced
+        and not holds_traced(t_span, y0, t_eval)
+        and front.wrap is None
+    ):
         try:
             return _si.solve_ivp(
                 fun,
@@ -896,8 +925,6 @@ def solve_ivp(
     if callable(jac):  # (the Newton iterations' Jacobian: not differentiated)
         forward_options["jac"] = lambda t, y: getval(jac(t, y, *tree_map(getval, plain_args)))
     t_eval_value = None if t_eval is None else _np.asarray(tree_map(getval, t_eval), float)
-    event_list = _as_event_list(events)
-    lifted_events = [_lift(event, plain_args, front) for event in event_list]
     for event_pure, event_params in lifted_events:
         _check_lifted("solve_ivp", event_pure, (getval(t0), y0_value), event_params)
     sol = _si.solve_ivp(
@@ -940,7 +967,9 @@ def solve_ivp(
     else:  # (up to the terminal event, if one stopped the solve)
         out_times = anp.reshape(anp.array(t_eval) * 1.0, (-1,))[: len(sol.t)]
     times = anp.concatenate([start, out_times])
-    solved = _Forward(sol.y, sol.sol, failure, (times, y0, params), redo, result=sol)
+    # (SciPy answers y = [] where t_span is empty and t_eval is [t0])
+    values = _np.reshape(_np.asarray(sol.y, dtype=float), (_np.size(y0_value), len(sol.t)))
+    solved = _Forward(values, sol.sol, failure, (times, y0, params), redo, result=sol)
     y = ivp_values(
         pure, times, y0, *params, method=method, options=adjoint_options, solved=solved
     )
@@ -992,7 +1021,7 @@ def _traced_events(system, lifted_events, sol, failure) -> tuple[list, list]:
     for (event, event_params), times, states in zip(lifted_events, sol.t_events, sol.y_events):
         ts, ys = [], []
         for t_star, y_star in zip(times, states):
-            inputs = ([getval(t0), t_star], y0, params)
+            inputs = (_np.array([getval(t0), t_star]), y0, params)
             solved = _Forward(_np.reshape(y_star, (-1, 1)), sol.sol, failure, inputs)
             t = _event_time(system, event, event_params, t_star, solved)
             ts.append(t)
@@ -1151,6 +1180,27 @@ primitive_vjps[quad_value] = _quad_vjp
 defjvp_argnums(quad_value, _quad_jvp)
 
 
+def _quad_options(kwargs: dict) -> dict:
+    """``quad``'s options as SciPy takes them. The tolerances, ``limit`` and ``points``
+    (where the integrand is hard) only guide the quadrature, the integral does not move
+    with them: a traced one is read as its value (under chainrule.jit, a guarded one).
+    Any other (a weight's ``wvar``...) changes the integral and has no derivative rule:
+    a traced one is refused, naming it."""
+    out = {}
+    for key, value in kwargs.items():
+        if key in _QUAD_OPTIONS:
+            value = tree_map(lambda leaf: decided(leaf, getval), value)
+        elif holds_traced(value):
+            raise TypeError(
+                f"chainrule.scipy.integrate.quad: {key}= is traced, but the integral "
+                f"depends on it and chainrule has no derivative rule for it. Pass a plain "
+                f"value, or write its effect into func (e.g. weight='cos', wvar=w as "
+                f"lambda x: f(x) * np.cos(w * x)), where it is differentiated."
+            )
+        out[key] = value
+    return out
+
+
 def quad(func: Callable, a: Any, b: Any, args: Any = (), **kwargs: Any) -> Any:
     """``scipy.integrate.quad``, differentiable w.r.t. the limits (Leibniz rule) and the
     traced values ``func`` receives in ``args`` or closes over (the integral of the
@@ -1161,6 +1211,7 @@ def quad(func: Callable, a: Any, b: Any, args: Any = (), **kwargs: Any) -> Any:
     front = _FrontEnd()
     pure, params = _lift(func, args, front)
     a, b = front.unwrap((a, b))
+    kwargs = _quad_options(front.unwrap(kwargs))
     if not params and not holds_traced(a, b) and front.wrap is None:
         try:
             return _si.quad(func, a, b, args=args, **kwargs)

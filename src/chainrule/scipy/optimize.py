@@ -39,7 +39,7 @@ import scipy.optimize as _so
 import scipy.sparse.linalg as _spla
 
 from .._core import forward, reverse
-from .._core.pytree import tree_flatten, tree_unflatten
+from .._core.pytree import tree_flatten, tree_map, tree_unflatten
 from .._core.rules import defjvp_argnums, defvjp_argnums
 from .._core.tracer import (
     decided,
@@ -62,7 +62,21 @@ from ._closure import ClosedOverTracedValueError, lift_closure, refuse_traced
 DENSE_LIMIT = 200  # unknowns above which the implicit solve is matrix-free by default
 LINEAR_SOLVERS = ("auto", "dense", "cg", "gmres")
 ITERATIVE_RTOL = 1e-10  # relative residual of the matrix-free solve (cg, gmres)
-RESIDUAL_TOL = 1.5e-8  # max |F(x*)| accepted when SciPy reports no success (sqrt(eps))
+# How close to a solution of F(x, theta) = 0 a result must be to be differentiated: the
+# Newton step from x (what still separates it from the solution), relative to 1 + |x|.
+# A result SciPy reports converged is held to CONVERGED_STEP_TOL (its derivative is then
+# as accurate as the solve); one it reports failed, to FAILED_STEP_TOL, about sqrt(eps):
+# BFGS reports precision loss at solutions it cannot refine further.
+CONVERGED_STEP_TOL = 1e-3
+FAILED_STEP_TOL = 1.5e-8
+# Directions of dF/dx below this fraction of its largest singular value count as having
+# that curvature in the Newton step (a residual there is then a large step, zero none).
+FLAT_DIRECTION = 1e-10
+# How near a bound (relative to 1 + |bound|) a minimum may be held by it: interior-point
+# methods (trust-constr) stop inside an active bound, by 4e-4 with default options.
+NEAR_BOUND = 1e-3
+# How near the Huber loss's switch ((r / f_scale)^2 = 1) a residual is taken to sit on it
+HUBER_SWITCH = 1e-6
 
 
 class NotConvergedError(RuntimeError):
@@ -73,12 +87,28 @@ class SingularSystemError(ValueError):
     """dF/dx is singular at the solution: the solution is not isolated."""
 
 
+class NotDifferentiableError(ValueError):
+    """The solution has no derivative at these parameters: its one-sided derivatives
+    differ (a weakly active bound, a residual on the Huber loss's switch)."""
+
+
+class DegenerateBoundError(NotDifferentiableError):
+    """x* sits at a bound whose multiplier is zero (the bound is weakly active): the
+    solution is not differentiable there, its one-sided derivatives differ."""
+
+
 # ----------------------------------------------------------------------------- the core
 class _Problem:
     """F(x, leaves) = 0 with its plain-value solver; x is a flat float vector.
 
     ``residual(x, leaves)`` is written with chainrule operations (it is differentiated);
-    ``solve(leaves)`` runs on plain values and returns x* (it may keep SciPy's result).
+    ``solve(leaves)`` runs on plain values and returns x* (it keeps SciPy's result in
+    ``found["result"]``). What the derivative rules check before differentiating:
+    ``converged(result)``, whether SciPy reports success (None: a solution by
+    construction); ``fix``, advice where it did not; ``kink(x, leaves)``, the
+    ``NotDifferentiableError`` that x* raises (a weakly active bound), or None.
+    ``objective(x, leaves)``, for minimisers, is the value whose optimum the result's
+    ``fun`` (or ``cost``) reports.
     """
 
     def __init__(
@@ -98,6 +128,12 @@ class _Problem:
         self.solve = solve
         self.linear_solver = linear_solver
         self.symmetric = symmetric
+        self.found: dict = {}
+        self.converged: Callable | None = None
+        self.fix = ""
+        self.kink: Callable = lambda x, leaves: None
+        self.objective: Callable | None = None
+        self.checked = True  # (False for the matrix-free linear systems: exact by construction)
 
     def method(self, n: int) -> str:
         if self.linear_solver != "auto":
@@ -130,20 +166,119 @@ def _singular_error(name: str, detail: str) -> SingularSystemError:
 
 
 def _linear_solve(problem: _Problem, x, leaves, b, transpose: bool):
-    """(dF/dx)^{-1} b, or (dF/dx)^{-T} b, at (x, leaves), by chainrule operations."""
+    """(dF/dx)^{-1} b, or (dF/dx)^{-T} b, at (x, leaves), by chainrule operations, once x is
+    verified to be a solution (``_verify``)."""
     n = int(_np.size(getval(x)))
     method = problem.method(n)
     if method == "dense":
         a = jacobian(lambda z: problem.residual(z, leaves))(x)
         # (of a's value: under chainrule.jit the program's, the decision a guard)
-        s = _alinalg.svd(derivative_free(a).astype(float), compute_uv=False)
+        s = _verify(problem, x, leaves, derivative_free(a).astype(float))
         if s[-1] <= n * _np.finfo(float).eps * s[0]:
             raise _singular_error(
                 problem.name,
                 f"smallest singular value {getval(s[-1]):.3g}, largest {getval(s[0]):.3g}",
             )
         return _alinalg.solve(anp.transpose(a) if transpose else a, b)
+    _verify(problem, x, leaves)
     return _implicit(_LinearProblem(problem, transpose, method), x, b, *leaves)
+
+
+def _verify(problem: _Problem, x, leaves, a=None):
+    """Refuse to differentiate at ``x`` unless it solves F(x, leaves) = 0: the Newton step
+    from x, relative to 1 + |x|, must be within ``CONVERGED_STEP_TOL`` where SciPy reports
+    success and ``FAILED_STEP_TOL`` where it does not. (SciPy's success alone is not
+    enough: L-BFGS-B reports it far out on an objective unbounded below, an interior-point
+    method inside an active bound.) Then refuse a solution that is not differentiable
+    (``problem.kink``). ``a``: dF/dx at x, where the caller formed it; returns its
+    singular values then. Values and decisions are derivative-free: under chainrule.jit,
+    values of the program and guarded decisions."""
+    x, leaves = derivative_free(x), [derivative_free(leaf) for leaf in leaves]
+    if not problem.checked:
+        return None if a is None else _alinalg.svd(a, compute_uv=False)
+    residual = anp.ravel(problem.residual(x, leaves))
+    singular_values = None
+    n = int(_np.size(getval(x)))
+    if a is None and problem.method(n) == "dense":
+        a = derivative_free(jacobian(lambda z: problem.residual(z, leaves))(x)).astype(float)
+    if a is None:  # (matrix-free: the step by the same iterative solve as the derivative)
+        step = _implicit(_LinearProblem(problem, False, problem.method(n)), x, residual, *leaves)
+    else:
+        step, singular_values = _newton_step(a, residual)
+    size = anp.max(anp.abs(step) / (1.0 + anp.abs(x)))
+    converged = problem.converged is None or _converged(x, problem=problem)
+    limit = CONVERGED_STEP_TOL if converged else FAILED_STEP_TOL
+    if not size <= limit:  # (nan included)
+        raise NotConvergedError(_not_converged(problem, converged, residual, size, limit))
+    kink = problem.kink(x, leaves)
+    if kink is not None:
+        raise kink
+    return singular_values
+
+
+def _newton_step(a, residual):
+    """``a^+ residual`` by the SVD of ``a``, with singular values below ``FLAT_DIRECTION``
+    of the largest raised to that floor, and the singular values."""
+    u, s, vh = _alinalg.svd(a, full_matrices=False)
+    along = anp.dot(anp.transpose(u), residual)
+    floor = anp.maximum(s, s[0] * FLAT_DIRECTION)
+    # (0 / 0: no residual along a direction of no curvature is no step; anything else
+    # over 0 is an infinite step, a refusal)
+    safe = anp.where(floor > 0, floor, 1.0)
+    scaled = anp.where(floor > 0, along / safe, anp.where(along == 0, 0.0, _np.inf))
+    return anp.dot(anp.transpose(vh), scaled), s
+
+
+_PRECISION_LOSS = (
+    "precision loss",  # BFGS, CG, Newton-CG
+    "abnormal",  # L-BFGS-B
+    "linear search failed",  # TNC
+    "positive directional derivative",  # SLSQP
+    "bad approximation",  # the trust-region methods
+    "unable to progress",  # TNC
+)
+
+
+def _not_converged(problem: _Problem, converged: bool, residual, size, limit) -> str:
+    """The message of a ``NotConvergedError``, with advice for its cause."""
+    message = _scipy_message(problem.found.get("result"))
+    head = (
+        f"{problem.name}: x is not a solution (max |F(x)| = "
+        f"{float(getval(anp.max(anp.abs(residual)))):.3g}; a Newton step from x moves it by "
+        f"{float(getval(size)):.3g} relative to 1 + |x|, more than the {limit:g} accepted), "
+        f"so the implicit derivative would be wrong."
+    )
+    if converged:
+        return (
+            f"{head} SciPy reported success ({message}) at a point that is not a solution: "
+            f"the problem may have none there (an objective unbounded below, or decreasing "
+            f"towards an asymptote as x grows), SciPy may have stopped on a small change of "
+            f"the objective rather than of its gradient, or a jac/hess passed to SciPy may "
+            f"be wrong. Check the problem; then: {problem.fix}"
+        )
+    if any(cause in message.lower() for cause in _PRECISION_LOSS):
+        return (
+            f"{head} SciPy stopped because it could not make progress at the precision the "
+            f"function is computed to ({message}): tightening tol or raising maxiter will "
+            f"not help. If x is close enough, loosen the tolerance to what was reached "
+            f"(|F(x)| about {float(getval(anp.max(anp.abs(residual)))):.1g}: gtol, for "
+            f"minimize's gradient methods) so that SciPy reports success; otherwise scale "
+            f"the problem (variables of order 1, no large constant added to the "
+            f"objective), check a jac passed to SciPy, or use a method with exact second "
+            f"derivatives (trust-exact, trust-krylov, Newton-CG)."
+        )
+    return f"{head} SciPy did not converge ({message}). {problem.fix}"
+
+
+def _scipy_message(result) -> str:
+    """What SciPy said about a run: its ``message`` or ``flag``."""
+    if isinstance(result, tuple):  # (newton and the bracketing solvers: (x, RootResults))
+        result = result[1] if len(result) > 1 else None
+    for key in ("message", "flag"):
+        text = getattr(result, key, None) if not isinstance(result, dict) else result.get(key)
+        if isinstance(text, str):
+            return text
+    return "no message"
 
 
 class _LinearProblem(_Problem):
@@ -156,6 +291,7 @@ class _LinearProblem(_Problem):
         super().__init__(base.name, self._residual, self._solve, method, base.symmetric)
         self.base = base
         self.transpose = transpose
+        self.checked = False
 
     def _operator(self, x, leaves) -> Callable:
         f = lambda z: self.base.residual(z, leaves)
@@ -262,27 +398,47 @@ def _plain(x):
 @notrace_primitive
 def _found(x, *, state: dict, key: str):
     """``state[key]``, what the solve that answered ``x`` found besides x (the bounds
-    active there). A function of ``x``, so that chainrule.jit reads it after every solve
-    (and guards it) instead of keeping the first call's."""
+    holding it). A function of ``x``, so that chainrule.jit reads it after every solve
+    (and guards it) instead of keeping the first call's. ``state["lazy"]``, where a solve
+    left it, computes the rest on first use: only derivatives need it."""
+    if "lazy" in state:
+        state.update(state.pop("lazy")())
     return state.get(key)
 
 
-def _lift_closure(fun: Callable, args, *callables):
+def _lift_closure(name: str, fun: Callable, args, *callables):
     """``fun``'s closed-over traced values made explicit: ``(fun', args', callables')``
-    (see ``_closure.lift_closure``). The user's ``callables`` (jac, hess, fprime...), which
-    SciPy calls with ``args`` too, are given the original ``args`` back. Traced values
-    reached another way stay where they are and are refused by ``_no_traced`` when SciPy
-    calls ``fun``."""
+    (see ``_closure.lift_closure``). Traced values reached another way stay where they are
+    and are refused by ``_no_traced`` when SciPy calls ``fun``. The user's ``callables``
+    (jac, hess, hessp, fprime...), which SciPy calls with ``args`` too, are given the
+    original ``args`` back, and their answers are read as plain values (``_guide``)."""
     lifted, args = lift_closure(fun, _as_tuple(args))
-    if lifted is fun:
-        return fun, args, callables
+    drop = 0 if lifted is fun else 1
+    return lifted, args, tuple(_guide(name, c, drop) for c in callables)
 
-    def dropping_last(c):
-        if not callable(c):
-            return c
-        return lambda x, *a, **kw: c(x, *a[:-1], **kw)
 
-    return lifted, args, tuple(dropping_last(c) for c in callables)
+def _guide(name: str, user: Any, drop: int) -> Any:
+    """A user's jac, hess, hessp or fprime as SciPy's iterations call it (without the
+    ``drop`` lifted arguments). It only guides the search, the derivative of the solution
+    comes from ``fun``: so a traced value it answers (``jac=grad(f)`` where ``f`` closes over
+    a parameter, as SciPy users write it) is read as its value. One that chainrule.jit
+    stages is refused: its value would be the first call's in every later call."""
+    if not callable(user):
+        return user
+
+    def plain(out):
+        for leaf in tree_flatten(out)[0]:
+            if isbox(derivative_free(leaf)):
+                raise ClosedOverTracedValueError(
+                    f"{name}: a function passed to guide the solver (jac, hess, hessp, "
+                    f"fprime) reaches a value chainrule.jit is staging, which would keep "
+                    f"the first call's value in later calls. Pass the parameter through "
+                    f"args= (the function then receives it), or leave the argument out: "
+                    f"chainrule passes the exact derivative where the method needs one."
+                )
+        return tree_map(getval, out)
+
+    return lambda x, *a, **kw: plain(user(x, *a[: len(a) - drop], **kw))
 
 
 def _solve(
@@ -293,68 +449,236 @@ def _solve(
     *,
     linear_solver: str = "auto",
     symmetric: bool = False,
+    converged: Callable | None = None,
+    fix: str = "",
+    objective: Callable | None = None,
 ):
     """Run ``solve(plain params) -> (x*, result)`` as an implicit solution of
-    ``residual(x, params) = 0``; returns (traced x*, SciPy's result, differentiated?)."""
+    ``residual(x, params) = 0``; returns (traced x*, SciPy's result, differentiated?,
+    the problem). ``converged(result)``, ``fix`` and ``objective(x, params)``: see
+    ``_Problem``. A solve at the same values as the last one answers its x* again (a
+    derivative of a derivative asks for x* at the same parameters)."""
     leaves, treedef = tree_flatten(params)
-    kept = {}
+    kept: dict = {}
+    last: list = []  # [the plain leaves of the last solve, its x*]
 
     def solve_leaves(plain):
+        key = [_leaf_copy(leaf) for leaf in plain]
+        if last and _same_leaves(last[0], key):
+            return last[1].copy()
         x, kept["result"] = solve(tree_unflatten(treedef, list(plain)))
-        return _np.asarray(x, dtype=float).ravel()
+        x = _np.array(x, dtype=float).ravel()
+        last[:] = [key, x]
+        return x.copy()
 
-    problem = _Problem(
-        name,
-        lambda x, ls: residual(x, tree_unflatten(treedef, list(ls))),
-        solve_leaves,
-        linear_solver,
-        symmetric,
-    )
-    problem.found = kept  # (what each solve found, for _require_solution)
+    def unflat(f):
+        return lambda x, ls: f(x, tree_unflatten(treedef, list(ls)))
+
+    problem = _Problem(name, unflat(residual), solve_leaves, linear_solver, symmetric)
+    problem.found = kept
+    problem.converged, problem.fix = converged, fix
+    problem.objective = None if objective is None else unflat(objective)
     x = _implicit(problem, *leaves)
     # (a derivative is taken where a leaf holds a box other than chainrule.jit's staging
     # box, which only records: a jitted solve without one answers what eager does)
-    derived = any(derivative_free(leaf) is not leaf for leaf in leaves)
-    return x, kept["result"], derived, problem
+    problem.derived = any(derivative_free(leaf) is not leaf for leaf in leaves)
+    return x, kept["result"], problem.derived, problem
 
 
-def _require_solution(
-    problem: _Problem, x, plain_leaves: list, ok: Callable, message: str, fix: str
-) -> None:
-    """Refuse to differentiate a result SciPy does not report as converged (``ok`` of
-    what the solve found), unless the residual there is negligible (BFGS reports
-    precision loss at solutions it cannot refine further). Both are read from ``x`` and
-    its values: under chainrule.jit they are the guarded decisions of each call."""
-    if _converged(x, problem=problem, ok=ok):
-        return
-    size = anp.max(anp.abs(problem.residual(derivative_free(x), plain_leaves)))
-    if size <= RESIDUAL_TOL:
-        return
-    raise NotConvergedError(
-        f"{problem.name}: the solver did not converge ({message}; max |F(x)| = "
-        f"{getval(size):.3g}), so x is not a solution and the implicit derivative would be "
-        f"wrong. {fix}"
-    )
+def _leaf_copy(leaf):
+    if isinstance(leaf, (_np.ndarray, _np.generic, float, int, complex)):
+        return _np.array(leaf)
+    return leaf
+
+
+def _same_leaves(a: list, b: list) -> bool:
+    def same(u, v):
+        if type(u) is _np.ndarray and type(v) is _np.ndarray:
+            return u.dtype == v.dtype and u.shape == v.shape and u.tobytes() == v.tobytes()
+        return u is v
+
+    return len(a) == len(b) and all(same(u, v) for u, v in zip(a, b))
 
 
 @notrace_primitive
-def _converged(x, *, problem: _Problem, ok: Callable) -> bool:
-    """Whether the solve that answered ``x`` converged (see ``_found``)."""
-    return bool(ok(problem.found["result"]))
+def _converged(x, *, problem: _Problem) -> bool:
+    """Whether the solve that answered ``x`` converged by SciPy's account (a function of
+    ``x``, as ``_found``: under chainrule.jit each call's, guarded)."""
+    return bool(problem.converged(problem.found["result"]))
 
 
-def _result(res, x, problem: _Problem, solution) -> _so.OptimizeResult:
+def _result(
+    res, x, problem: _Problem, solution, params, optimum: str = "", exact: dict | None = None
+) -> _so.OptimizeResult:
     """SciPy's result with the traced ``solution`` as ``x``, its numbers and arrays (fun,
     jac ...) read from the solve that answered ``x`` (under chainrule.jit, each call's:
-    values of the program, or, for counts, flags and messages, guarded where read)."""
+    values of the program, or, for counts, flags and messages, guarded where read).
+
+    Where a derivative is taken, every field keeps SciPy's value and is differentiable or
+    refused: ``optimum`` (``fun``, ``cost``) by the envelope theorem (``_optimum``); each
+    field of ``exact`` (key -> f(x, params), the same quantity computed by chainrule) with
+    the derivative of f at the traced x (``_valued``); counts, flags, messages and
+    diagnostics of the run (``_plain_field``) as they are; anything else (an approximation
+    such as BFGS's ``hess_inv``, SciPy's internals) replaced by a ``RefusedField``, which
+    says why when it is used, rather than a value whose derivative would be silently 0."""
     out = copy.copy(res)
     free = derivative_free(x)
+    exact = exact or {}
     for key, value in res.items():
-        if key != "x" and (type(value) in _FLOATS or (
-                type(value) is _np.ndarray and value.dtype.kind in "biufc")):
+        if key == "x":
+            continue
+        number = type(value) in _FLOATS or (
+            type(value) is _np.ndarray and value.dtype.kind in "biufc"
+        )
+        if number:
             out[key] = _reported(free, found=problem.found, key=key)
+        if not problem.derived or _plain_field(key, value):
+            continue
+        if key == optimum:
+            out[key] = _front(
+                _optimum(free, *tree_flatten(params)[0], problem=problem, key=key))
+        elif key in exact and number:
+            out[key] = _exact_field(problem.name, key, out[key], value, exact[key](x, params))
+        else:
+            out[key] = RefusedField(problem.name, key)
     out.x = _front(solution)
     return _guarded_fields(out, free, problem.found)
+
+
+def _exact_field(solver: str, key: str, reported, value, exact_value):
+    """SciPy's ``reported`` value of a field with the derivative of ``exact_value``, or a
+    ``RefusedField`` where SciPy's is of another size (then not the same quantity)."""
+    if _np.size(getval(exact_value)) != _np.size(value):
+        return RefusedField(solver, key)
+    at = match_dtype(anp.reshape(exact_value, _np.shape(value)), value)
+    return _front(_valued(reported, at))
+
+
+# Numbers a run reports about itself (how far it got), not functions of the parameters
+_DIAGNOSTICS = frozenset(
+    {"optimality", "maxcv", "constr_violation", "execution_time", "tr_radius",
+     "constr_penalty", "barrier_parameter", "barrier_tolerance"}
+)
+
+
+def _plain_field(key: str, value) -> bool:
+    """Whether a result's field stays as SciPy gives it under a derivative: counts, flags,
+    messages (ints, bools, strings, integer arrays and lists of them) and diagnostics."""
+    if key in _DIAGNOSTICS or value is None or isinstance(value, (str, bool, int, _np.integer,
+                                                                  _np.bool_)):
+        return True
+    if isinstance(value, _np.ndarray):
+        return value.dtype.kind in "biu"
+    if isinstance(value, (list, tuple)):
+        return all(_plain_field(key, item) for item in value)
+    return False
+
+
+class RefusedField:
+    """A field of a solver's result that has no derivative chainrule can give (SciPy's
+    approximations and internals), in a result whose ``x`` is being differentiated. It
+    prints what it is; any use raises a ``TypeError`` saying why."""
+
+    __array_ufunc__ = None  # (NumPy defers arithmetic to the methods below)
+
+    def __init__(self, solver: str, field: str):
+        self._solver, self._field = solver, field
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError(
+            f"{self._solver}: the result's {self._field!r} is not available while a "
+            f"derivative of the result is taken: it is SciPy's internal or approximate "
+            f"quantity, with no derivative chainrule can give, and a plain value would be "
+            f"differentiated as a constant. Use res.x, res.fun and the fields that are "
+            f"traced, compute it from them with chainrule (e.g. hessian(f)(res.x) for the "
+            f"exact Hessian), or read it from a call on plain values."
+        )
+
+    def __repr__(self) -> str:
+        return f"<{self._field}: refused while {self._solver}'s result is differentiated>"
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):  # (protocols probed with getattr's default: _repr_html_...)
+            raise AttributeError(name)
+        self._refuse()
+
+    __array__ = __array_function__ = __float__ = __int__ = __index__ = __complex__ = _refuse
+    __bool__ = __len__ = __iter__ = __getitem__ = __neg__ = __pos__ = __abs__ = _refuse
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
+    __truediv__ = __rtruediv__ = __matmul__ = __rmatmul__ = __pow__ = __rpow__ = _refuse
+    __lt__ = __le__ = __gt__ = __ge__ = _refuse
+
+
+@primitive
+def _optimum(x, *leaves, problem: _Problem, key: str):
+    """SciPy's ``key`` (the optimal value: ``fun``, ``cost``) of the solve that answered
+    ``x``. Its derivative is the envelope theorem's: d f(x*(p), p)/dp is df/dp at x*
+    with x* held (a coordinate held by an active bound moves with the bound, through
+    ``problem.objective``): no linear solve, and a non-isolated x* (a flat valley) is
+    no obstacle. (``x`` is derivative-free: it orders the call after the solve.)"""
+    return _kept(problem.found, None)[key]
+
+
+def _solution_at(problem: _Problem, x, leaves):
+    """x* as the derivative of a derivative sees it: ``x`` where no leaf is traced, else
+    x* again as a function of the leaves (the solve answers it from its cache)."""
+    if any(derivative_free(leaf) is not leaf for leaf in leaves):
+        return _implicit(problem, *leaves)
+    return x
+
+
+def _optimum_vjp(argnums, ans, args, kwargs):
+    x, *leaves = args
+    problem = kwargs["problem"]
+    idx = [i - 1 for i in argnums]
+
+    def vjp(g):
+        at = _solution_at(problem, x, leaves)
+        _verify(problem, at, leaves)
+        pull_back, _ = reverse.make_vjp(
+            lambda ps: problem.objective(at, _replace(leaves, idx, ps)), [leaves[i] for i in idx]
+        )
+        return tuple(match_dtype(c, leaves[i]) for c, i in zip(pull_back(g), idx))
+
+    return vjp
+
+
+def _optimum_jvp(argnums, tangents, ans, args, kwargs):
+    x, *leaves = args
+    problem = kwargs["problem"]
+    idx = [i - 1 for i in argnums]
+    at = _solution_at(problem, x, leaves)
+    _verify(problem, at, leaves)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # f may not depend on every traced leaf
+        _, out = forward.make_jvp(
+            lambda ps: problem.objective(at, _replace(leaves, idx, ps)), [leaves[i] for i in idx]
+        )(list(tangents))
+    return match_dtype(out, ans)
+
+
+defvjp_argnums(_optimum, _optimum_vjp)
+defjvp_argnums(_optimum, _optimum_jvp)
+
+
+@primitive
+def _valued(reported, exact):
+    """``reported`` (SciPy's value of a result's field) with the derivative of ``exact``,
+    the same quantity computed by chainrule at the traced solution."""
+    return reported
+
+
+def _valued_vjp(argnums, ans, args, kwargs):
+    reported, _ = args
+    return lambda g: tuple(g if i == 1 else anp.zeros_like(reported) for i in argnums)
+
+
+def _valued_jvp(argnums, tangents, ans, args, kwargs):
+    return dict(zip(argnums, tangents)).get(1, anp.zeros_like(ans))
+
+
+defvjp_argnums(_valued, _valued_vjp)
+defjvp_argnums(_valued, _valued_jvp)
 
 
 def _guarded_fields(res, free, found: dict, at: Any = None):
@@ -442,12 +766,6 @@ def _reported(x, *, found: dict, key: Any, at: Any = None):
     return _kept(found, at)[key]
 
 
-def _plain_tree(tree) -> list:
-    """The values of ``tree``'s leaves without derivative tracing (what
-    ``_Problem.residual`` takes; under chainrule.jit, those of the program)."""
-    return [derivative_free(leaf) for leaf in tree_flatten(tree)[0]]
-
-
 def _require_plain(name: str, what: str, value) -> None:
     leaves, _ = tree_flatten(value)
     if any(isbox(leaf) for leaf in leaves):
@@ -475,6 +793,9 @@ _NEEDS_GRADIENT = {
     "trust-constr",
 }
 _NEEDS_HESSP = {"newton-cg", "trust-ncg", "trust-krylov"}
+# (the others ignore bounds, with SciPy's warning)
+_TAKES_BOUNDS = {"nelder-mead", "powell", "l-bfgs-b", "cobyla", "cobyqa", "slsqp", "tnc",
+                 "trust-constr"}
 _NEEDS_HESSIAN = {"dogleg", "trust-exact"}
 
 
@@ -492,14 +813,133 @@ def _bound_arrays(bounds, n: int):
     return lb, ub
 
 
-def _active_bounds(x, g, lb, ub):
-    """Coordinates held at a bound at the solution (they move with that bound only), and
-    which of them at the lower one: near it (interior-point methods stop just inside)
-    with the gradient pushing out."""
+def _bound_activity(name: str, x, lb, ub, gradient: Callable, near=None) -> dict:
+    """Which coordinates of the minimum ``x`` a bound holds, by strict complementarity.
+
+    Candidates are the coordinates within ``near`` of a bound (default ``NEAR_BOUND``
+    relative to 1 + |bound|: interior-point methods stop inside). For a guess of the ones
+    held, x is corrected to the exact solution of that active set (``_polished``: the
+    held ones on their bounds, Newton steps on the others), so that neither the solver's
+    tolerance nor an interior-point method's distance from its bounds blurs what follows;
+    there a held coordinate's multiplier is the gradient pushing it out, and a free one
+    lies inside its bound. A held one whose multiplier is clearly negative is freed, a free
+    one found beyond its bound is held, until the set holds. Then a multiplier zero to the
+    precision of the solution (x's, about sqrt(eps) (1 + |bound|) and the last Newton
+    step, times the curvature, and the free coordinates' remaining gradients), or a free
+    minimum on its bound to that precision, is a weakly active bound, where x* has no
+    derivative (its one-sided derivatives differ). Returns ``held`` (None if no bound
+    holds x; weak ones count as held), ``at_lb`` and ``weak`` (why x* is not
+    differentiable, or None), for ``_found``."""
+    x = _np.asarray(x, dtype=float)
     with _np.errstate(invalid="ignore"):  # (inf - inf, where a bound is missing)
-        at_lb = _np.isfinite(lb) & (x - lb <= 1e-6 * (1.0 + _np.abs(lb))) & (g >= 0)
-        at_ub = _np.isfinite(ub) & (ub - x <= 1e-6 * (1.0 + _np.abs(ub))) & (g <= 0)
-    return at_lb | at_ub, at_lb
+        gap_lb, gap_ub = x - lb, ub - x
+        near_lb = NEAR_BOUND * (1.0 + _np.abs(lb)) if near is None else near
+        near_ub = NEAR_BOUND * (1.0 + _np.abs(ub)) if near is None else near
+        by_lb = _np.isfinite(lb) & (gap_lb <= near_lb)
+        by_ub = _np.isfinite(ub) & (gap_ub <= near_ub)
+    at_lb = by_lb & ~(by_ub & (gap_ub < gap_lb))  # (in a narrow box, the nearer bound)
+    candidates = by_lb | by_ub
+    if not candidates.any():
+        return {"held": None, "at_lb": None, "weak": None}
+    bound = _np.where(candidates, _np.where(at_lb, lb, ub), 0.0)
+    side = _np.where(at_lb, 1.0, -1.0)  # outward gradients and inward distances, signed
+    fixed = candidates & (lb == ub)
+    held = candidates & (fixed | (side * _np.asarray(gradient(x), dtype=float) >= 0))
+    for _ in range(2 * x.size + 1):
+        z, g, step, curvature = _polished(x, held, bound, gradient, candidates)
+        outward, inside = side * g, side * (z - bound)
+        x_precision = (_np.sqrt(_np.finfo(float).eps) * (1.0 + _np.abs(bound))
+                       + 10.0 * _np.max(_np.abs(step), initial=0.0))
+        g_precision = (x_precision * _np.maximum(curvature, 0.0)
+                       + 10.0 * _np.max(_np.abs(g[~held]), initial=0.0))
+        freed = held & ~fixed & (outward < -g_precision)
+        caught = candidates & ~held & (inside < -x_precision)
+        if not (freed.any() or caught.any()):
+            break
+        held = (held & ~freed) | caught
+    weak_held = held & ~fixed & (_np.abs(outward) <= g_precision)
+    weak_free = candidates & ~held & (_np.abs(inside) <= x_precision)
+    why = None
+    if (weak_held | weak_free).any():
+        i = int(_np.flatnonzero(weak_held | weak_free)[0])
+        multiplier = outward[i] if weak_held[i] else 0.0
+        why = (
+            f"{name}: x[{i}] = {x[i]:.17g} is at its {'lower' if at_lb[i] else 'upper'} "
+            f"bound {bound[i]:.17g} with a multiplier (the gradient pushing it out) of "
+            f"{multiplier:.3g}, zero to the precision of the solution "
+            f"({g_precision[i]:.3g}): the bound is weakly active, and x* has no derivative "
+            f"there (moving the parameters one way keeps x[{i}] on the bound, the other way "
+            f"frees it: the one-sided derivatives differ). Take the derivative where the "
+            f"bound is clearly active or clearly inactive, or drop the bound if the minimum "
+            f"is interior."
+        )
+    held = held | weak_free
+    return {"held": held if held.any() else None, "at_lb": at_lb, "weak": why}
+
+
+def _polished(x, held, bound, gradient: Callable, measured):
+    """x corrected to the solution with the ``held`` coordinates on their bounds: two
+    Newton steps on the others (Hessian-vector products, MINRES). Returns the point, the
+    gradient there, the last step and the Hessian's diagonal at the ``measured``
+    coordinates (their curvature)."""
+    z = _np.where(held, bound, x)
+    free = ~held
+    step = _np.zeros(x.size)
+    for _ in range(2):
+        g = _np.asarray(gradient(z), dtype=float)
+        if not free.any():
+            break
+        push = forward.make_jvp(gradient, z)
+
+        def product(v, push=push):
+            full = _np.zeros(x.size)
+            full[free] = v
+            return _np.asarray(push(full)[1], dtype=float)[free]
+
+        k = int(free.sum())
+        hessian_ff = _spla.LinearOperator((k, k), matvec=product, dtype=float)
+        solved, _ = _spla.minres(hessian_ff, -g[free], rtol=1e-14, maxiter=10 * k)
+        step = _np.zeros(x.size)
+        step[free] = solved
+        z = z + step
+    g = _np.asarray(gradient(z), dtype=float)
+    push = forward.make_jvp(gradient, z)
+    curvature = _np.zeros(x.size)
+    for i in _np.flatnonzero(measured):
+        curvature[i] = float(_np.asarray(push(_np.eye(x.size)[i])[1], dtype=float)[i])
+    return z, g, step, curvature
+
+
+def _find_bounds_later(state: dict, name: str, x, limits, gradient: Callable) -> None:
+    """What a new solve found: nothing yet; where it had ``limits`` (lb, ub), which of
+    them hold ``x``, found when a derivative first asks (``_found``)."""
+    state.clear()
+    if limits is not None:
+        state["lazy"] = lambda: _bound_activity(name, x, *limits, gradient)
+
+
+def _weak_bound(x, state: dict) -> DegenerateBoundError | None:
+    why = _found(x, state=state, key="weak")
+    return None if why is None else DegenerateBoundError(why)
+
+
+def _held_at_bounds(x, g, state: dict, lb, ub):
+    """F of a bounded minimum: the gradient ``g``, and x - bound at the coordinates a
+    bound holds (they move with that bound only)."""
+    held = _found(x, state=state, key="held")
+    if held is None:
+        return g
+    at_lb = _found(x, state=state, key="at_lb")
+    return anp.where(held, x - anp.where(at_lb, lb, ub), g)
+
+
+def _pinned(x, state: dict, lb, ub):
+    """``x`` with the coordinates a bound holds at that bound (where the optimal value
+    follows the bound: the envelope theorem's x*)."""
+    held = _found(x, state=state, key="held")
+    if held is None:
+        return x
+    return anp.where(held, anp.where(_found(x, state=state, key="at_lb"), lb, ub), x)
 
 
 def _bound_pairs(bounds):
@@ -552,13 +992,14 @@ def minimize(
     limits = _bound_pairs(bounds)
     if limits is None:
         _require_plain(name, "bounds", bounds)
-    fun, args, (jac, hess, hessp) = _lift_closure(fun, args, jac, hess, hessp)
+    fun, args, (jac, hess, hessp) = _lift_closure(name, fun, args, jac, hess, hessp)
     x0 = _np.asarray(_plain(x0), dtype=float).ravel()
     method_name = (
         (method or ("L-BFGS-B" if bounds is not None else "BFGS")).lower()
         if not callable(method)
         else ""
     )
+    bounded = bounds is not None and (callable(method) or method_name in _TAKES_BOUNDS)
     box = None if limits is not None else _bound_arrays(bounds, x0.size)  # (constant ones)
     state: dict[str, Any] = {}
     f = _checked(name, fun)
@@ -567,25 +1008,28 @@ def minimize(
     def gradient(x, a):
         return grad(lambda z: value(z, *a))(x)
 
+    def bound_values(pairs):
+        if pairs is None:
+            return box
+        # (traced bounds: x* moves with the ones that hold it)
+        return anp.stack([lo * 1.0 for lo, _ in pairs]), anp.stack([hi * 1.0 for _, hi in pairs])
+
     def residual(x, params):
         a, pairs = params
-        g = gradient(x, a)
-        active = _found(x, state=state, key="active")
-        if active is None:
-            return g
-        if pairs is None:
-            lb, ub = box
-        else:  # (traced bounds: x* moves with the active ones)
-            lb = anp.stack([lo * 1.0 for lo, _ in pairs])
-            ub = anp.stack([hi * 1.0 for _, hi in pairs])
-        at_lb = _found(x, state=state, key="at_lb")
-        return anp.where(active, x - anp.where(at_lb, lb, ub), g)
+        if not bounded:
+            return gradient(x, a)
+        return _held_at_bounds(x, gradient(x, a), state, *bound_values(pairs))
+
+    def objective(x, params):
+        a, pairs = params
+        if not bounded:
+            return value(x, *a)
+        return value(_pinned(x, state, *bound_values(pairs)), *a)
 
     def solve(params):
         a, pairs = params
         # (the bounds of this solve: under chainrule.jit, those of each call)
         now = bounds if pairs is None else [(float(lo), float(hi)) for lo, hi in pairs]
-        state.clear()
         kw = {"jac": jac, "hess": hess, "hessp": hessp}
         if jac is None and method_name in _NEEDS_GRADIENT:
             kw["jac"] = lambda x, *a: _no_traced(name, grad(lambda z: value(z, *a))(x))
@@ -607,21 +1051,29 @@ def minimize(
             options=options,
             **kw,
         )
-        if now is not None:
-            g = _np.asarray(grad(lambda z: value(z, *a))(res.x), dtype=float)
-            active, at_lb = _active_bounds(res.x, g, *_bound_arrays(now, x0.size))
-            if active.any():
-                state["active"], state["at_lb"] = active, at_lb
+        limits_now = _bound_arrays(now, x0.size) if bounded else None
+        _find_bounds_later(state, name, res.x, limits_now, lambda z: gradient(z, a))
         return res.x, res
 
     params = (args, limits)
-    x, res, traced, problem = _solve(
-        name, residual, solve, params, linear_solver=implicit_solver, symmetric=bounds is None
+    x, res, _, problem = _solve(
+        name,
+        residual,
+        solve,
+        params,
+        linear_solver=implicit_solver,
+        symmetric=not bounded,
+        converged=_succeeded,
+        fix=_TOL_FIX,
+        objective=objective,
     )
-    problem.symmetric = state.get("active") is None
-    if traced:
-        _require_solution(problem, x, _plain_tree(params), _succeeded, res.message, _TOL_FIX)
-    return _result(res, x, problem, x)
+    problem.kink = lambda x, leaves: _weak_bound(x, state)
+    exact = {
+        "jac": lambda x, params: gradient(x, params[0]),  # (the gradient at x*)
+        "grad": lambda x, params: gradient(x, params[0]),  # (trust-constr's name for it)
+        "hess": lambda x, params: hessian(lambda z: value(z, *params[0]))(x),
+    }
+    return _result(res, x, problem, x, params, optimum="fun", exact=exact)
 
 
 # ----------------------------------------------------------------------------- minimize_scalar
@@ -656,40 +1108,54 @@ def minimize_scalar(
     def slope(x, a):
         return grad(lambda z: fun(z, *a))(x)
 
+    def held(x, limits):
+        """x* itself, or the bound that holds it (traced where the bounds are)."""
+        side = _found(x, state=state, key="side")
+        return x if side is None else anp.reshape(limits[side] * 1.0, (1,))
+
     def residual(x, params):
         a, limits = params
-        side = _found(x, state=state, key="active")
+        side = _found(x, state=state, key="side")
         if side is None:
             return anp.reshape(slope(x[0], a), (1,))
-        return x - limits[side]
+        return x - held(x, limits)
+
+    def objective(x, params):
+        a, limits = params
+        return fun(held(x, limits)[0], *a)
 
     def solve(params):
         a, limits = params
         # (SciPy's positional order: fun, bracket, bounds, args, method, tol, options)
         res = _so.minimize_scalar(checked, bracket, limits, a, method, tol, options)
+        state.clear()
         if limits is not None:
-            state["active"] = _active_side(res.x, limits, lambda z: float(slope(z, a)), options)
+            state["lazy"] = lambda: _bounded_side(name, res.x, limits, a, slope, options)
         return _np.atleast_1d(res.x), res
 
     params = (args, bounds)
-    x, res, traced, problem = _solve(name, residual, solve, params)
-    if traced:
-        _require_solution(problem, x, _plain_tree(params), _succeeded, res.message, _TOL_FIX)
-    return _result(res, x, problem, x[0])
+    x, res, _, problem = _solve(
+        name, residual, solve, params, converged=_succeeded, fix=_TOL_FIX, objective=objective
+    )
+    problem.kink = lambda x, leaves: _weak_bound(x, state)
+    return _result(res, x, problem, x[0], params, optimum="fun")
 
 
-def _active_side(x: float, limits, slope: Callable, options) -> int | None:
-    """0 or 1 where the bounded minimum is at that bound: x* near it (within what the
-    method's tolerance, ``xatol`` + sqrt(eps) |x|, lets it reach) and f' at the bound
-    itself pushing outwards (an interior minimum just inside would have f' at the bound
-    pointing back in)."""
+def _bounded_side(name: str, x: float, limits, a, slope: Callable, options) -> dict:
+    """``side``: 0 or 1 where a bound holds the minimum of ``method="bounded"``, None
+    where it is interior; ``weak``: see ``_bound_activity``, whose test this is, with
+    "near" what the method's tolerance (``xatol`` + sqrt(eps) |x|) lets it reach."""
+    lb, ub = (_np.array([float(getval(bound))]) for bound in limits)
     xatol = (options or {}).get("xatol", 1e-5)
-    for side, sign in ((0, 1.0), (1, -1.0)):
-        bound = float(getval(limits[side]))
-        near = 10 * (xatol + _np.sqrt(_np.finfo(float).eps) * (1.0 + abs(bound)))
-        if abs(x - bound) <= near and sign * slope(bound) > 0:
-            return side
-    return None
+    eps = _np.sqrt(_np.finfo(float).eps)
+    near = 10 * (xatol + eps * (1.0 + _np.maximum(_np.abs(lb), _np.abs(ub))))
+    found = _bound_activity(
+        name, _np.array([x]), lb, ub, lambda z: anp.reshape(slope(z[0], a), (1,)), near
+    )
+    side = None
+    if found["held"] is not None:
+        side = 0 if found["at_lb"][0] else 1
+    return {"side": side, "weak": found["weak"]}
 
 
 # ----------------------------------------------------------------------------- roots
@@ -722,7 +1188,7 @@ def root(
     0.083333
     """
     name = "root"
-    fun, args, (jac,) = _lift_closure(fun, args, jac)
+    fun, args, (jac,) = _lift_closure(name, fun, args, jac)
     x0 = _np.asarray(_plain(x0), dtype=float)
     shape = (x0.size,) if method in ("hybr", "lm") else x0.shape
     f = _checked(name, fun)
@@ -743,21 +1209,21 @@ def root(
         )
         return res.x, res
 
-    x, res, traced, problem = _solve(name, residual, solve, args, linear_solver=implicit_solver)
-    if traced:
-        _require_solution(
-            problem,
-            x,
-            _plain_tree(args),
-            _succeeded,
-            res.message,
-            "Tighten tol, raise the iteration limit in options, or start closer to the root.",
-        )
-    return _result(res, x, problem, _shaped(x, shape))
+    x, res, _, problem = _solve(
+        name,
+        residual,
+        solve,
+        args,
+        linear_solver=implicit_solver,
+        converged=_succeeded,
+        fix="Tighten tol, raise the iteration limit in options, or start closer to the root.",
+    )
+    exact = {"fun": lambda x, a: value(_shaped(x, shape), *a)}  # (the residual at x*)
+    return _result(res, x, problem, _shaped(x, shape), args, exact=exact)
 
 
-def _scalar_problem(name: str, f: Callable, solve_scalar: Callable, args):
-    """A scalar root as an implicit solution: (traced root, SciPy's output, traced?)."""
+def _scalar_problem(name: str, f: Callable, solve_scalar: Callable, args, fix: str):
+    """A scalar root as an implicit solution: (traced root, SciPy's output, problem)."""
     checked = _checked(name, f)
 
     def residual(x, a):
@@ -767,9 +1233,10 @@ def _scalar_problem(name: str, f: Callable, solve_scalar: Callable, args):
         out = solve_scalar(checked, a)
         return _np.atleast_1d(out[0]), out
 
-    args = _as_tuple(args)
-    x, out, traced, problem = _solve(name, residual, solve, args)
-    return x[0], out, traced, problem, _plain_tree(args)
+    x, out, _, problem = _solve(
+        name, residual, solve, _as_tuple(args), converged=_root_converged, fix=fix
+    )
+    return x[0], out, problem
 
 
 def _bracketing(scipy_solver: Callable) -> Callable:
@@ -787,7 +1254,7 @@ def _bracketing(scipy_solver: Callable) -> Callable:
         disp: bool = True,
     ):
         a, b = float(_plain(a)), float(_plain(b))  # the root does not move with them
-        f, args, _ = _lift_closure(f, args)
+        f, args, _ = _lift_closure(name, f, args)
 
         def solve_scalar(checked, plain_args):
             return scipy_solver(
@@ -802,16 +1269,9 @@ def _bracketing(scipy_solver: Callable) -> Callable:
                 disp=disp,
             )
 
-        x, (_, r), traced, problem, plain = _scalar_problem(name, f, solve_scalar, args)
-        if traced:
-            _require_solution(
-                problem,
-                anp.reshape(x, (1,)),
-                plain,
-                _root_converged,
-                r.flag,
-                "Raise maxiter or narrow the bracket.",
-            )
+        x, (_, r), problem = _scalar_problem(
+            name, f, solve_scalar, args, "Raise maxiter or narrow the bracket."
+        )
         free = derivative_free(x)
         x = _front(x)
         if full_output:
@@ -852,7 +1312,7 @@ def newton(
 
     An array ``x0`` solves the elementwise problems at once, as SciPy does."""
     name = "newton"
-    func, args, (fprime, fprime2) = _lift_closure(func, args, fprime, fprime2)
+    func, args, (fprime, fprime2) = _lift_closure(name, func, args, fprime, fprime2)
     x0 = _plain(x0)
     shape = _np.shape(x0)
     f = _checked(name, func)
@@ -878,17 +1338,15 @@ def newton(
             return out[0], out
         return _np.atleast_1d(out[0]), out
 
-    args = _as_tuple(args)
-    x, out, traced, problem = _solve(name, residual, solve, args)
-    if traced:
-        _require_solution(
-            problem,
-            x,
-            _plain_tree(args),
-            (lambda out: bool(_np.all(out[1]))) if shape else _root_converged,
-            "some elements did not converge" if shape else out[1].flag,
-            "Raise maxiter, or pass fprime for Newton's method.",
-        )
+    x, out, _, problem = _solve(
+        name,
+        residual,
+        solve,
+        _as_tuple(args),
+        converged=(lambda out: bool(_np.all(out[1]))) if shape else _root_converged,
+        fix=("Some elements did not converge: r" if shape else "R")
+        + "aise maxiter, or pass fprime for Newton's method.",
+    )
     free = derivative_free(x)
     x = _front(_shaped(x, shape) if shape else x[0])
     if full_output:
@@ -913,7 +1371,7 @@ def root_scalar(
     options: dict | None = None,
 ):
     """``scipy.optimize.root_scalar``: a ``RootResults`` whose ``root`` is traced."""
-    f, args, (fprime, fprime2) = _lift_closure(f, args, fprime, fprime2)
+    f, args, (fprime, fprime2) = _lift_closure("root_scalar", f, args, fprime, fprime2)
     bracket = None if bracket is None else [float(_plain(b)) for b in bracket]
     x0 = None if x0 is None else float(_plain(x0))
     x1 = None if x1 is None else float(_plain(x1))
@@ -935,16 +1393,9 @@ def root_scalar(
         )
         return r.root, r
 
-    x, (_, r), traced, problem, plain = _scalar_problem("root_scalar", f, solve_scalar, args)
-    if traced:
-        _require_solution(
-            problem,
-            anp.reshape(x, (1,)),
-            plain,
-            _root_converged,
-            r.flag,
-            "Raise maxiter, tighten xtol/rtol, or give a bracket.",
-        )
+    x, (_, r), problem = _scalar_problem(
+        "root_scalar", f, solve_scalar, args, "Raise maxiter, tighten xtol/rtol, or give a bracket."
+    )
     r = copy.copy(r)
     r.root = _front(x)
     return _guarded_fields(r, derivative_free(x), problem.found, at=1)
@@ -956,7 +1407,7 @@ def fixed_point(
     """``scipy.optimize.fixed_point``: x with func(x, *args) = x, differentiable in
     ``args`` (F = x - func(x)). SciPy raises if the iteration does not converge."""
     name = "fixed_point"
-    func, args, _ = _lift_closure(func, args)
+    func, args, _ = _lift_closure(name, func, args)
     x0 = _plain(x0)
     shape = _np.shape(x0)
     f = _checked(name, func)
@@ -1018,7 +1469,7 @@ def least_squares(
     bounds (``active_mask``) have zero derivative. ``jac=None`` passes chainrule's exact
     Jacobian (SciPy's default is '2-point' finite differences; pass it to get those)."""
     name = "least_squares"
-    fun, args, (jac,) = _lift_closure(fun, args, jac)
+    fun, args, (jac,) = _lift_closure(name, fun, args, jac)
     _require_plain(name, "bounds", bounds)
     kwargs = {} if kwargs is None else kwargs
     x0 = _np.atleast_1d(_np.asarray(_plain(x0), dtype=float))
@@ -1029,14 +1480,24 @@ def least_squares(
         r = fun(x, *a, **kw)
         return 0.5 * f_scale**2 * anp.sum(_rho(loss, (r / f_scale) ** 2))
 
+    if isinstance(bounds, _so.Bounds):
+        lb, ub = bounds.lb, bounds.ub
+    else:
+        lb, ub = bounds
+    lb = _np.broadcast_to(_np.asarray(lb, dtype=float), x0.shape)
+    ub = _np.broadcast_to(_np.asarray(ub, dtype=float), x0.shape)
+    bounded = bool(_np.isfinite(lb).any() or _np.isfinite(ub).any())
+
+    def gradient(x, a, kw):
+        return grad(lambda z: cost(z, a, kw))(x)
+
     def residual(x, params):
         a, kw = params
-        g = grad(lambda z: cost(z, a, kw))(x)
-        active = _found(x, state=state, key="active")
-        if active is None:
-            return g
-        # x - x* at the active coordinates: zero there, and x* does not move
-        return anp.where(active, x - derivative_free(x), g)
+        return _held_at_bounds(x, gradient(x, a, kw), state, lb, ub)
+
+    def objective(x, params):
+        a, kw = params
+        return cost(_pinned(x, state, lb, ub), a, kw)
 
     def solve(params):
         a, kw = params
@@ -1066,23 +1527,43 @@ def least_squares(
             kwargs=kw,
             **options,
         )
-        active = _np.asarray(res.active_mask) != 0
-        state["active"] = active if active.any() else None
+        limits_now = (lb, ub) if bounded else None
+        _find_bounds_later(state, name, res.x, limits_now, lambda z: gradient(z, a, kw))
         return res.x, res
 
     params = (_as_tuple(args), kwargs)
-    x, res, traced, problem = _solve(name, residual, solve, params, linear_solver=implicit_solver)
-    problem.symmetric = state.get("active") is None
-    if traced:
-        _require_solution(
-            problem,
-            x,
-            _plain_tree(params),
-            lambda res: res.status > 0,
-            res.message,
-            "Raise max_nfev or tighten ftol/xtol/gtol.",
-        )
-    return _result(res, x, problem, x)
+    x, res, _, problem = _solve(
+        name, residual, solve, params, linear_solver=implicit_solver, symmetric=not bounded,
+        converged=lambda res: res.status > 0, fix="Raise max_nfev or tighten ftol/xtol/gtol.",
+        objective=objective,
+    )
+
+    def kink(x, leaves):
+        a, kw = tree_unflatten(tree_flatten(params)[1], list(leaves))
+        if loss == "huber":
+            # (rho'' jumps where |r| = f_scale: a residual there, to the solution's
+            # precision, makes x* non-differentiable; under chainrule.jit, a guard)
+            z = (anp.ravel(fun(x, *a, **kw)) / f_scale) ** 2
+            at = anp.abs(z - 1.0) <= HUBER_SWITCH
+            if anp.any(at):
+                i = int(_np.flatnonzero(getval(at))[0])
+                return NotDifferentiableError(
+                    f"{name}: residual {i} sits where the Huber loss switches from "
+                    f"quadratic to linear (|r| = f_scale = {f_scale:g}, to 1e-6): the "
+                    f"cost's curvature jumps there, and x* has no derivative (its "
+                    f"one-sided derivatives differ). Take the derivative at other "
+                    f"parameters, change f_scale, or use a smooth loss (soft_l1)."
+                )
+        return _weak_bound(x, state)
+
+    problem.kink = kink
+    exact = {
+        "fun": lambda x, params: fun(x, *params[0], **params[1]),  # (the residuals at x*)
+        "grad": lambda x, params: gradient(x, *params),
+    }
+    if loss == "linear":  # (for another loss, SciPy's jac is J scaled by the loss)
+        exact["jac"] = lambda x, params: jacobian(lambda z: fun(z, *params[0], **params[1]))(x)
+    return _result(res, x, problem, x, params, optimum="cost", exact=exact)
 
 
 # SciPy's other names (result types, linear programming, ...), undifferentiated
@@ -1104,5 +1585,8 @@ __all__ = [
     "ClosedOverTracedValueError",
     "NotConvergedError",
     "SingularSystemError",
+    "DegenerateBoundError",
+    "NotDifferentiableError",
+    "RefusedField",
     "DENSE_LIMIT",
 ]
