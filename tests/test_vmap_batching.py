@@ -5,6 +5,7 @@ back to the per-example loop; composition with grad, jvp, jacobian, hessian, jit
 
 from __future__ import annotations
 
+import time
 import warnings
 
 import numpy as onp
@@ -144,23 +145,45 @@ def test_disagreeing_decisions_run_per_group_and_keep_the_order():
     calls = []
 
     def f(x):
-        calls.append(len(x) if hasattr(x, "__len__") else 0)
+        calls.append(onp.shape(x))
+        time.sleep(0.005)  # a call costs the same batched or not: groups are worth batching
         if np.sum(x) > 0:
             return np.sin(x)
         return 2.0 * np.cos(x)
 
-    xs = onp.array([[1.0, 2.0], [-3.0, 1.0], [0.5, -0.1], [-1.0, -1.0]])
+    xs = R.normal(size=(8, 2))
+    xs[:, 0] += onp.where(onp.arange(8) % 3 == 0, 5.0, -5.0)  # positive sums: 0, 3, 6
     with pytest.warns(VmapFallbackWarning, match="different branches"):
         got = cr.vmap(f)(xs)
     want = onp.stack([f(x) for x in xs])
-    onp.testing.assert_allclose(got, want, rtol=1e-15)
-    # one batched call, then one per group (positive sums, the others): 3 calls, not 4
+    onp.testing.assert_array_equal(got, want)
+    # one batched call, one example alone (what a call costs), then one per group
     calls.clear()
     cr.vmap(f)(xs)
-    assert len(calls) == 3
+    assert len(calls) == 4
     grads = cr.vmap(cr.grad(lambda x: np.sum(f(x))))(xs)
-    onp.testing.assert_allclose(grads, onp.stack([cr.grad(lambda x: np.sum(f(x)))(x)
-                                                  for x in xs]), rtol=1e-15)
+    onp.testing.assert_array_equal(grads, onp.stack([cr.grad(lambda x: np.sum(f(x)))(x)
+                                                     for x in xs]))
+
+
+def test_splitting_into_many_groups_ends_in_the_loop():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        for i in range(6):  # six decisions, 64 ways: a group each example, nearly
+            if x[i] > 0:
+                x = x * 1.5
+        return x
+
+    xs = R.normal(size=(64, 6))
+    want = onp.stack([f(x) for x in xs])
+    calls.clear()
+    with pytest.warns(VmapFallbackWarning, match="different branches"):
+        got = cr.vmap(f)(xs)
+    onp.testing.assert_array_equal(got, want)
+    # a batched call costs many examples' calls here: few are made, then the loop
+    assert len(calls) <= 64 + 10
 
 
 def test_agreeing_decisions_stay_batched():

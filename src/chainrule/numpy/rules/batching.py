@@ -26,7 +26,7 @@ from ..._core.rules import defbatch
 from .. import fft as afft
 from .. import linalg as alinalg
 from .. import numpy_wrapper as anp
-from ..batched import aligned, axis_parameter, elementwise, example_ndim
+from ..batched import aligned, axis_parameter, batch_index, elementwise, example_ndim, flat_examples
 from ..numpy_boxes import array_astype, array_getitem
 from .shape import untake
 
@@ -54,9 +54,51 @@ def _each(names: str) -> list:
     return [anp.namespace[name] for name in names.split() if name in anp.namespace]
 
 
-for _fun in _each("where clip real imag angle sinc nan_to_num i0 round around fix copy "
+for _fun in _each("clip real imag angle sinc nan_to_num i0 round around fix copy "
                   "real_if_close") + [array_astype]:
     defbatch(_fun, elementwise(_fun))
+
+
+# ----------------------------------------------------------------------------- nonzero
+def _nonzero_indices(x):
+    """nonzero of each example of the batch ``x`` as a batch (one row of indices per
+    example, per axis), or NotImplemented when examples have different counts (their
+    answers cannot be one array: the call runs per example)."""
+    if _np.ndim(x) < 2:
+        return NotImplemented  # (0-d examples: NumPy's refusal comes from the loop)
+    found = anp.nonzero(x)
+    counts = _np.bincount(found[0], minlength=_np.shape(x)[0])
+    if len(counts) and (counts != counts[0]).any():
+        return NotImplemented
+    count = int(counts[0]) if len(counts) else 0
+    return tuple(anp.reshape(axis, (_np.shape(x)[0], count)) for axis in found[1:])
+
+
+def _nonzero(values, batched, kwargs):
+    return _nonzero_indices(values[0]) if len(values) == 1 and not kwargs else NotImplemented
+
+
+def _where(values, batched, kwargs):
+    """where(c, x, y) elementwise; where(c), as nonzero(c), per example."""
+    if len(values) == 1:
+        return _nonzero(values, batched, kwargs)
+    return anp.where(*aligned(values, batched), **kwargs)
+
+
+def _flatnonzero(values, batched, kwargs):
+    found = _nonzero_indices(flat_examples(values[0])) if len(values) == 1 else NotImplemented
+    return found if found is NotImplemented else found[0]
+
+
+def _argwhere(values, batched, kwargs):
+    found = _nonzero(values, batched, kwargs)
+    return found if found is NotImplemented else anp.stack(found, axis=-1)
+
+
+defbatch(anp.where, _where)
+defbatch(anp.nonzero, _nonzero)
+defbatch(anp.namespace["flatnonzero"], _flatnonzero)
+defbatch(anp.namespace["argwhere"], _argwhere)
 
 
 def as_is(fun, min_ndim: int = 0):
@@ -93,7 +135,7 @@ def along_axis(fun, when_none: str = "all"):
             if when_none == "flat":
                 if kwargs.get("keepdims"):
                     return NotImplemented
-                values[0] = anp.reshape(values[0], (_np.shape(values[0])[0], -1))
+                values[0] = flat_examples(values[0])
                 axis = 1
             else:
                 axis = tuple(range(1, ndim + 1))
@@ -174,7 +216,7 @@ def _norm(fun):
             if kwargs.get("keepdims"):
                 return NotImplemented
             if kwargs.get("ord") is None or fun is not alinalg.norm:
-                x, kwargs["axis"] = anp.reshape(x, (_np.shape(x)[0], -1)), 1
+                x, kwargs["axis"] = flat_examples(x), 1
             elif ndim in (1, 2):
                 kwargs["axis"] = 1 if ndim == 1 else (1, 2)
             else:
@@ -303,13 +345,15 @@ def _reshape(values, batched, kwargs):
         return NotImplemented
     shape = values[1] if len(values) > 1 else kwargs.get("shape", kwargs.get("newshape"))
     shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
+    if -1 in shape:  # worked out for an example, as an empty batch cannot
+        shape = _np.broadcast_to(False, _np.shape(values[0])[1:]).reshape(shape).shape
     return anp.reshape(values[0], (_np.shape(values[0])[0],) + shape)
 
 
 def _ravel(values, batched, kwargs):
     if len(values) > 1 or kwargs.get("order", "C") != "C":
         return NotImplemented
-    return anp.reshape(values[0], (_np.shape(values[0])[0], -1))
+    return flat_examples(values[0])
 
 
 def _transpose(values, batched, kwargs):
@@ -333,26 +377,8 @@ def _broadcast_to(values, batched, kwargs):
     return anp.broadcast_to(value, (_np.shape(value)[0],) + shape)
 
 
-def _is_advanced(part) -> bool:
-    return isinstance(part, (list, _np.ndarray)) or (
-        hasattr(part, "shape") and not isinstance(part, (int, _np.integer)))
-
-
-def _batch_index(index):
-    """``index`` of an example as an index of the batch, or None where NumPy would put
-    the axes of separated advanced indices (ints count, next to arrays) first, before the
-    batch axis."""
-    index = index if isinstance(index, tuple) else (index,)
-    if any(_is_advanced(part) for part in index):
-        advanced = [i for i, part in enumerate(index)
-                    if _is_advanced(part) or isinstance(part, (int, _np.integer))]
-        if advanced[-1] - advanced[0] + 1 != len(advanced):
-            return None
-    return (slice(None),) + index
-
-
 def _getitem(values, batched, kwargs):
-    index = _batch_index(values[1])
+    index = batch_index(values[1])
     if not _only_first(batched) or index is None:
         return NotImplemented
     return array_getitem(values[0], index)
@@ -360,7 +386,7 @@ def _getitem(values, batched, kwargs):
 
 def _untake(values, batched, kwargs):
     g, index, shape, dtype = values
-    index = _batch_index(index)
+    index = batch_index(index)
     if not _only_first(batched) or index is None:
         return NotImplemented
     return untake(g, index, (_np.shape(g)[0],) + tuple(shape), dtype)
@@ -372,7 +398,7 @@ def _index_write(fun):
 
     def rule(values, batched, kwargs):
         (x, index, v), (batched_x, batched_index, batched_v) = values, batched
-        where = _batch_index(index)
+        where = batch_index(index)
         if batched_index or where is None:
             return NotImplemented
         size = _size(values, batched)
@@ -453,7 +479,7 @@ def _tensordot(values, batched, kwargs):
 
 
 def _vdot(values, batched, kwargs):
-    a, b = (anp.reshape(v, (_np.shape(v)[0], -1)) if f else anp.ravel(v)
+    a, b = (flat_examples(v) if f else anp.ravel(v)
             for v, f in zip(values, batched))
     return anp.sum(anp.conj(a) * b, axis=-1)
 
@@ -476,7 +502,7 @@ def _array_of(values, batched, kwargs):
     if batched[0] or batched[1]:
         return NotImplemented
     size = _size(values, batched)
-    flat = [anp.reshape(e, (size, -1)) if b else
+    flat = [flat_examples(e) if b else
             anp.broadcast_to(anp.reshape(e, (1, -1)), (size, _np.size(e)))
             for e, b in zip(elements, batched[2:])]
     out = anp.reshape(anp.concatenate_args(1, *flat), (size,) + tuple(shape))
@@ -492,7 +518,7 @@ def _diag(flat: bool):
             return NotImplemented
         v, k = values[0], values[1] if len(values) > 1 else kwargs.get("k", 0)
         if flat:
-            v = anp.reshape(v, (_np.shape(v)[0], -1))
+            v = flat_examples(v)
         if example_ndim(v, True) == 2:
             return anp.diagonal(v, k, 1, 2)
         if example_ndim(v, True) != 1:
@@ -663,8 +689,8 @@ def _outer(values, batched, kwargs):
     if len(values) != 2 or kwargs:
         return NotImplemented
     (a, b), (batched_a, batched_b) = values, batched
-    a = anp.reshape(a, (_np.shape(a)[0], -1, 1) if batched_a else (-1, 1))
-    b = anp.reshape(b, (_np.shape(b)[0], 1, -1) if batched_b else (1, -1))
+    a = anp.expand_dims(flat_examples(a), 2) if batched_a else anp.reshape(a, (-1, 1))
+    b = anp.expand_dims(flat_examples(b), 1) if batched_b else anp.reshape(b, (1, -1))
     return anp.multiply(a, b)
 
 
@@ -679,7 +705,9 @@ def _einsum(values, batched, kwargs):
         joined = "".join(ins).replace(".", "")
         out = ("..." if "..." in spec else "") + "".join(
             sorted(c for c in set(joined) if joined.count(c) == 1))
-    letter = next(c for c in string.ascii_letters if c not in spec)
+    letter = next((c for c in string.ascii_letters if c not in spec), None)
+    if letter is None:
+        return NotImplemented  # (every letter taken: each example's einsum is one)
     ins = [letter + s if b else s for s, b in zip(ins, batched[1:])]
     return anp.einsum(",".join(ins) + "->" + letter + out, *values[1:], **kwargs)
 
@@ -710,7 +738,7 @@ def _solve(values, batched, kwargs):
     if not batched_a and nd_a == 2 and nd_b <= 2:
         # one matrix for the whole batch: one factorization, the examples as its columns
         shape = _np.shape(b)
-        columns = anp.reshape(anp.moveaxis(b, 0, 1), (shape[1], -1))
+        columns = anp.reshape(anp.moveaxis(b, 0, 1), (shape[1], shape[0] * int(_np.prod(shape[2:]))))
         out = anp.reshape(alinalg.solve(a, columns), (shape[1], shape[0]) + shape[2:])
         return anp.moveaxis(out, 1, 0)
     vector = nd_b == 1
