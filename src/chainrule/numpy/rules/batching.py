@@ -26,7 +26,15 @@ from ..._core.rules import defbatch
 from .. import fft as afft
 from .. import linalg as alinalg
 from .. import numpy_wrapper as anp
-from ..batched import aligned, axis_parameter, batch_index, elementwise, example_ndim, flat_examples
+from ..batched import (
+    aligned,
+    axis_parameter,
+    batch_index,
+    elementwise,
+    example_ndim,
+    example_shape,
+    flat_examples,
+)
 from ..numpy_boxes import array_astype, array_getitem
 from .shape import untake
 
@@ -154,8 +162,35 @@ for _fun in _each("sum prod mean std var max min amax amin nansum nanprod nanmea
                   "nanvar nanmax nanmin ptp any all median nanmedian count_nonzero flip"):
     defbatch(_fun, along_axis(_fun, "all"))
 for _fun in _each("cumsum cumprod nancumsum nancumprod argmax argmin nanargmax nanargmin "
-                  "sort argsort partition take repeat cumulative_sum cumulative_prod"):
+                  "sort argsort partition repeat cumulative_sum cumulative_prod"):
     defbatch(_fun, along_axis(_fun, "flat"))
+
+
+def _take(values, batched, kwargs):
+    """take(a, indices, axis): each example's own indices into one array or its own."""
+    if not batched[1]:
+        return _take_along(values, batched, kwargs)
+    a, indices = values[:2]
+    axis = values[2] if len(values) > 2 else kwargs.get("axis")
+    if len(values) > 3 or set(kwargs) - {"axis"} or any(batched[2:]):
+        return NotImplemented  # (out=, mode=)
+    if axis is None:
+        a, axis = (flat_examples(a), 0) if batched[0] else (anp.ravel(a), 0)
+    axis = _shifted(axis, example_ndim(a, batched[0])) - 1
+    if not batched[0]:
+        return anp.moveaxis(anp.take(a, indices, axis=axis), axis, 0)
+    # a[b, ..., indices[b], ...]: the batch's rows next to the indices, moved back in place
+    rows = _np.arange(_np.shape(a)[0]).reshape((-1,) + (1,) * (_np.ndim(indices) - 1))
+    out = array_getitem(a, (rows,) + (slice(None),) * axis + (indices,))
+    if not axis:
+        return out
+    index_axes = _np.ndim(indices) - 1
+    return anp.moveaxis(out, tuple(range(1, 1 + index_axes)),
+                        tuple(range(1 + axis, 1 + axis + index_axes)))
+
+
+_take_along = along_axis(anp.take, "flat")
+defbatch(anp.take, _take)
 
 
 def _scalar_q(fun):
@@ -378,18 +413,35 @@ def _broadcast_to(values, batched, kwargs):
 
 
 def _getitem(values, batched, kwargs):
-    index = batch_index(values[1])
-    if not _only_first(batched) or index is None:
+    (x, index), (batched_x, batched_index) = values, batched
+    if batched_index:  # x[i], i an integer array of each example's own indices
+        if _np.result_type(index).kind not in "iu" or not example_ndim(x, batched_x):
+            return NotImplemented
+        if not batched_x:
+            return array_getitem(x, index)
+        rows = _np.arange(_np.shape(x)[0]).reshape((-1,) + (1,) * (_np.ndim(index) - 1))
+        return array_getitem(x, (rows, index))
+    index = batch_index(index)
+    if index is None:
         return NotImplemented
-    return array_getitem(values[0], index)
+    return array_getitem(x, index)
 
 
 def _untake(values, batched, kwargs):
-    g, index, shape, dtype = values
-    index = batch_index(index)
-    if not _only_first(batched) or index is None:
+    (g, index, shape, dtype), size = values, _size(values, batched)
+    if batched[2] or batched[3]:
         return NotImplemented
-    return untake(g, index, (_np.shape(g)[0],) + tuple(shape), dtype)
+    if batched[1]:  # each example's own integer indices (the VJP of x[i])
+        if _np.result_type(index).kind not in "iu":
+            return NotImplemented
+        if not batched[0]:
+            g = anp.broadcast_to(g, (size,) + _np.shape(g))
+        rows = _np.arange(size).reshape((-1,) + (1,) * (_np.ndim(index) - 1))
+        return untake(g, (rows, index), (size,) + tuple(shape), dtype)
+    index = batch_index(index)
+    if index is None:
+        return NotImplemented
+    return untake(g, index, (size,) + tuple(shape), dtype)
 
 
 def _index_write(fun):
@@ -712,11 +764,98 @@ def _einsum(values, batched, kwargs):
     return anp.einsum(",".join(ins) + "->" + letter + out, *values[1:], **kwargs)
 
 
+def _kron(values, batched, kwargs):
+    """kron as NumPy computes it: each operand's axes interleaved with the other's (the
+    shorter padded in front), the product, then each pair of axes merged."""
+    if len(values) != 2 or kwargs:
+        return NotImplemented
+    (a, b), (batched_a, batched_b) = values, batched
+    shape_a, shape_b = example_shape(a, batched_a), example_shape(b, batched_b)
+    rank = max(len(shape_a), len(shape_b))
+    shape_a = (1,) * (rank - len(shape_a)) + shape_a
+    shape_b = (1,) * (rank - len(shape_b)) + shape_b
+    lead_a = (_np.shape(a)[0],) if batched_a else (1,)
+    lead_b = (_np.shape(b)[0],) if batched_b else (1,)
+    a = anp.reshape(a, lead_a + tuple(n for size in shape_a for n in (size, 1)))
+    b = anp.reshape(b, lead_b + tuple(n for size in shape_b for n in (1, size)))
+    product = anp.multiply(a, b)
+    return anp.reshape(product, _np.shape(product)[:1] + tuple(
+        m * n for m, n in zip(shape_a, shape_b)))
+
+
+def _cov(values, batched, kwargs):
+    """cov(m[, y], rowvar, bias, ddof) as NumPy computes it, for a batch of data (weights
+    and dtype= are left to the loop)."""
+    m, args = values[0], list(values[1:])
+    names = ["y", "rowvar", "bias", "ddof", "fweights", "aweights"]
+    options = dict(zip(names, args), **kwargs)
+    if (any(batched[2:]) or set(options) - {"y", "rowvar", "bias", "ddof"}
+            or options.get("fweights") is not None or options.get("aweights") is not None):
+        return NotImplemented
+    y, rowvar = options.get("y"), options.get("rowvar", True)
+    ddof = options.get("ddof")
+    ddof = (0 if options.get("bias", False) else 1) if ddof is None else ddof
+    batched_y = len(batched) > 1 and batched[1]
+    if (ddof != int(ddof) or example_ndim(m, True) > 2
+            or y is not None and example_ndim(y, batched_y) > 2):
+        return NotImplemented  # (NumPy's errors, from the loop)
+    if y is not None and not batched_y:
+        y = anp.broadcast_to(y, (_np.shape(m)[0],) + _np.shape(y))
+    if _np.result_type(m).kind == "c" or y is not None and _np.result_type(y).kind == "c":
+        return NotImplemented  # (chainrule's cov refuses complex data: the loop says so)
+    rows = _cov_rows(m, rowvar)
+    if y is not None:
+        rows = anp.concatenate_args(1, rows, _cov_rows(y, rowvar))
+    rows = array_astype(rows, _np.result_type(rows, _np.float64))
+    count = _np.shape(rows)[2] - ddof
+    centred = rows - anp.mean(rows, axis=2, keepdims=True)
+    c = anp.matmul(centred, anp.conj(anp.swapaxes(centred, 1, 2)))
+    with _np.errstate(divide="ignore"):
+        c = c * _np.true_divide(1, max(count, 0))
+    k = _np.shape(c)[1]
+    return anp.reshape(c, (_np.shape(c)[0],) + ((k, k) if k != 1 else ()))
+
+
+def _cov_rows(a, rowvar):
+    """A batch of cov's data as rows of variables, as NumPy's ``array(a, ndmin=2)`` and
+    transpose do for one example."""
+    shape = _np.shape(a)
+    if len(shape) < 3:
+        return anp.reshape(a, (shape[0], 1, int(_np.prod(shape[1:]))))
+    return a if rowvar or shape[1] == 1 else anp.swapaxes(a, 1, 2)
+
+
+def _bincount(values, batched, kwargs):
+    """bincount of each example, one call for all when every example's count has the same
+    length (the examples' values offset to their own bins)."""
+    x = values[0]
+    weights = values[1] if len(values) > 1 else kwargs.get("weights")
+    minlength = values[2] if len(values) > 2 else kwargs.get("minlength", 0)
+    if (not batched[0] or any(batched[2:]) or _np.ndim(x) != 2
+            or _np.result_type(x).kind not in "iu"):
+        return NotImplemented  # (NumPy's errors, from the loop)
+    size, length = _np.shape(x)[0], minlength
+    if _np.size(x):
+        lengths = _np.maximum(_np.max(x, axis=1) + 1, minlength)
+        if (lengths != lengths[0]).any() or _np.min(x) < 0:
+            return NotImplemented  # (answers of different lengths, or NumPy's error)
+        length = int(lengths[0])
+    if weights is not None and not (len(batched) > 1 and batched[1]):
+        weights = anp.broadcast_to(weights, _np.shape(x))
+    positions = x + _np.arange(size)[:, None] * length
+    counts = anp.bincount(_np.ravel(positions), None if weights is None else
+                          anp.ravel(weights), size * length)
+    return anp.reshape(counts, (size, length))
+
+
 defbatch(anp.matmul, _matmul)
 defbatch(anp.dot, _dot)
 defbatch(anp.inner, _inner)
 defbatch(anp.outer, _outer)
 defbatch(anp.einsum, _einsum)
+defbatch(anp.kron, _kron)
+defbatch(anp.cov, _cov)
+defbatch(anp.bincount, _bincount)
 
 
 # ----------------------------------------------------------------------------- linalg
