@@ -192,8 +192,8 @@ def test_disagreeing_decisions_run_per_group_and_keep_the_order():
             return np.sin(x)
         return 2.0 * np.cos(x)
 
-    xs = R.normal(size=(8, 2))
-    xs[:, 0] += onp.where(onp.arange(8) % 3 == 0, 5.0, -5.0)  # positive sums: 0, 3, 6
+    xs = R.normal(size=(16, 2))
+    xs[:, 0] += onp.where(onp.arange(16) % 3 == 0, 5.0, -5.0)  # positive sums: 0, 3, 6...
     with pytest.warns(VmapFallbackWarning, match="different branches"):
         got = cr.vmap(f)(xs)
     want = onp.stack([f(x) for x in xs])

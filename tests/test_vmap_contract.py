@@ -467,3 +467,41 @@ def test_nested_vmaps_decide_on_both_batches():
     same(got, onp.array([[f(x, y) for y in ys] for x in xs]))
     got = cr.vmap(cr.vmap(f, in_axes=(0, None)), in_axes=(None, 0))(xs, ys)
     same(got, onp.array([[f(x, y) for x in xs] for y in ys]))
+
+
+# ----------------------------------------------------------------- writes outside the function
+_BUFFER = onp.zeros(3)
+
+
+def _accumulates_into_a_global(x):
+    _BUFFER[:] += x  # the loop's later examples see the earlier ones' writes
+    return _BUFFER * 1.0
+
+
+def test_writes_into_arrays_outside_the_function_happen_as_in_the_loop():
+    _BUFFER[:] = 0.0
+    got = cr.vmap(_accumulates_into_a_global)(XS)
+    after = _BUFFER.copy()
+    _BUFFER[:] = 0.0
+    same(got, loop(_accumulates_into_a_global, XS))
+    same(after, _BUFFER)
+    assert _BUFFER.flags.writeable
+
+    basis = onp.zeros(3)
+
+    def projection(x):  # a basis vector rebuilt in a closed-over buffer, as people do
+        basis[:] = 0.0
+        basis[1] = 1.0
+        return np.dot(x, basis) * x
+
+    same(cr.vmap(projection)(XS), loop(projection, XS))
+
+    def scales_its_argument(x, w):
+        w *= 2.0
+        return x * w
+
+    w = onp.ones(3)
+    got = cr.vmap(scales_its_argument, in_axes=(0, None))(XS, w)
+    w_after, w = w, onp.ones(3)
+    same(got, loop(scales_its_argument, XS, w, in_axes=(0, None)))
+    same(w_after, w)

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as _np
 
-from . import _generators
+from . import _outside
 from . import numpy as cnp
 from ._core import tracer
 from ._core.pytree import LEAF, tree_flatten, tree_unflatten
@@ -128,24 +128,29 @@ def vmap(
 
 class _Memory:
     """What a mapped function keeps from call to call: the one-time notes it has given,
-    where it finds random generators, and how many calls to run as the loop before it
-    tries the batch again (after calls where batching cost more than the loop)."""
+    what it reaches outside itself, and how many calls to run as the loop before it tries
+    the batch again (after calls where batching cost more than the loop)."""
 
     __slots__ = ("notes", "reach", "loop_calls", "backoff")
 
     def __init__(self):
         self.notes: set = set()
-        self.reach: _generators.Reach | None = None
+        self.reach: _outside.Reach | None = None
         self.loop_calls = self.backoff = 0
 
-    def generators(self, fun, unmapped: list) -> list:
+    def outside(self, fun, unmapped: list) -> tuple[list, list]:
+        """The random generators and the arrays ``fun`` reaches (its unmapped arguments
+        included)."""
         if self.reach is None or not self.reach.current():
-            self.reach = _generators.Reach([fun])
-        found = self.reach.generators
-        if any(type(leaf) not in _generators.INERT for leaf in unmapped):
-            found = found + [g for g in _generators.Reach(unmapped).generators
-                             if all(g is not other for other in found)]
-        return found
+            self.reach = _outside.Reach([fun])
+        generators, arrays = self.reach.generators, self.reach.arrays
+        if any(type(leaf) not in _outside.INERT or type(leaf) is _np.ndarray
+               for leaf in unmapped):
+            more = _outside.Reach(unmapped)
+            generators = generators + [g for g in more.generators
+                                       if all(g is not other for other in generators)]
+            arrays = arrays + more.arrays
+        return generators, arrays
 
     def learn(self, call: _Call) -> None:
         """After a call that left the batch: was that dearer than the loop?"""
@@ -212,7 +217,7 @@ def _mapped_arguments(args, kwargs, in_axes, axis_size):
 
 
 # Values that are leaves of a tree of arguments (arrays, scalars, traced values)
-_ARRAY_LEAVES = _generators.INERT | tracer._traced_types
+_ARRAY_LEAVES = _outside.INERT | tracer._traced_types
 
 
 @functools.lru_cache(maxsize=64)
@@ -229,8 +234,10 @@ class VmapFallbackWarning(UserWarning):
     """vmap runs a function per group of examples, or per example, instead of batched."""
 
 
-class _DrawsDiffer(Exception):
-    """The function drew random numbers where the loop's draws differ from the batch's."""
+class _Restart(Exception):
+    """Only the loop, run in order from the call's start, gives this call's answer: the
+    function drew random numbers (randomness "different") or writes into arrays outside
+    itself."""
 
 
 class _Stacked:
@@ -273,9 +280,11 @@ class _Call:
         self.flat = all(child is LEAF for child in treedef.children[0].children) and not (
             treedef.children[1].children)
         unmapped = [leaf for leaf, ax in zip(leaves, axes) if ax is None]
-        self.generators = _generators.GeneratorStates(memory.generators(fun, unmapped))
-        self.watch_draws = bool(self.generators.generators)
+        generators, self.outside_arrays = memory.outside(fun, unmapped)
+        self.generators = _outside.GeneratorStates(generators)
+        self.watch_draws = bool(generators)
         self.shared_draws = False  # randomness "same", once the function has drawn
+        self.read_only = _outside.ReadOnly([])
         self.started = time.perf_counter()
         self.batched_seconds, self.batched_runs = 0.0, 0
         self.example_seconds, self.examples_run = 0.0, 0
@@ -284,20 +293,28 @@ class _Call:
         memory = self.memory
         if memory.loop_calls:
             memory.loop_calls -= 1
-            self.watch_draws = self.randomness != "different"  # the loop draws as the loop
-            return self._assembled([self._one_by_one(_np.arange(self.size))])
+            return self._assembled([self._the_loop()])
+        # (no run but the loop writes outside the function: its writes show who needs it)
+        self.read_only = _outside.ReadOnly(self.outside_arrays)
         try:
             parts = self._parts()
-        except _DrawsDiffer:
-            # each example its own draws, in the loop's order, from where the loop starts
+        except _Restart:
+            self.read_only.release()
             self.generators.restore()
-            self.watch_draws = False
-            parts = [self._one_by_one(_np.arange(self.size))]
+            parts = [self._the_loop()]
+        finally:
+            self.read_only.release()
         if len(parts) > 1 or self.examples_run:
             memory.learn(self)
         else:
             memory.backoff = 0
         return self._assembled(parts)
+
+    def _the_loop(self) -> _Part:
+        """The loop itself, from the call's start: the function on each example in order,
+        its random draws and writes outside itself those of the loop."""
+        self.watch_draws = self.watch_draws and self.randomness != "different"
+        return self._one_by_one(_np.arange(self.size))
 
     # ------------------------------------------------------------------ runs
     def _parts(self) -> list:
@@ -361,8 +378,10 @@ class _Call:
                 return _Part(examples, tree, [
                     _Stacked(leaf._value) if type(leaf) is BatchedArray and leaf._trace is trace
                     else _Shared(leaf) for leaf in leaves])
-        except BaseException:
+        except BaseException as error:
             if trace.signal is None:
+                if _outside.written(error, self.read_only):
+                    raise _Restart from None
                 raise
         finally:
             live_trace_ids.discard(trace.id)
@@ -380,12 +399,17 @@ class _Call:
         columns = [itertools.repeat(leaf, len(examples)) if ax is None else
                    _examples_of(leaf, ax, examples) for leaf, ax in zip(self.leaves, self.axes)]
         start = time.perf_counter()
-        if self.randomness == "same" and self.watch_draws or self.shared_draws:
-            answers = [self._one(sliced, watch=True) for sliced in zip(*columns)]
-        elif self.flat:
-            answers = list(map(self.fun, *columns))
-        else:
-            answers = [self._one(sliced, watch=False) for sliced in zip(*columns)]
+        try:
+            if self.randomness == "same" and self.watch_draws or self.shared_draws:
+                answers = [self._one(sliced, watch=True) for sliced in zip(*columns)]
+            elif self.flat:
+                answers = list(map(self.fun, *columns))
+            else:
+                answers = [self._one(sliced, watch=False) for sliced in zip(*columns)]
+        except ValueError as error:
+            if _outside.written(error, self.read_only):
+                raise _Restart from None
+            raise
         self.example_seconds += time.perf_counter() - start  # (the calls only: the loop's)
         self.examples_run += len(examples)
         self._after_run()
@@ -402,15 +426,26 @@ class _Call:
 
     def _stand_in(self) -> _Part:
         """For an empty batch that cannot run batched: the answer's shapes and dtypes from
-        the function called on a stand-in example of zeros."""
+        the function called on a stand-in example of zeros (its draws undone, its writes
+        outside itself refused: the loop would make none)."""
         sliced = [leaf if ax is None else cnp.zeros(
             cnp.shape(leaf)[:ax] + cnp.shape(leaf)[ax + 1:], cnp.result_type(leaf))
             for leaf, ax in zip(self.leaves, self.axes)]
         call_args, call_kwargs = tree_unflatten(self.treedef, sliced)
-        with _np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            answer = self.fun(*call_args, **call_kwargs)
-        self.generators.restore()  # (nothing was drawn for the batch)
+        read_only = _outside.ReadOnly(self.outside_arrays)
+        try:
+            with _np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                answer = self.fun(*call_args, **call_kwargs)
+        except Exception as error:
+            raise ValueError(
+                "vmap: the batch is empty and the function cannot run on an empty batch "
+                "(it takes a Python decision on its values, or leaves chainrule), so vmap "
+                "ran it on a stand-in example of zeros to learn the shape of its answer, "
+                f"and that raised {type(error).__name__}: {error}") from error
+        finally:
+            read_only.release()
+            self.generators.restore()
         leaves, tree = tree_flatten(answer)
         return _Part(_np.arange(0), tree, [_Stacked(cnp.zeros((0,) + cnp.shape(leaf),
                                                               cnp.result_type(leaf)))
@@ -433,10 +468,10 @@ class _Call:
             return
         self.generators.restore()
         if self.randomness == "different":
-            raise _DrawsDiffer
+            raise _Restart
         raise ValueError(
             f"vmap(randomness='error'): the function drew random numbers from "
-            f"{_generators.describe(drawn[0])}. Give randomness='different' (each example "
+            f"{_outside.describe(drawn[0])}. Give randomness='different' (each example "
             f"its own draws, as a loop; then the function runs once per example) or "
             f"'same' (one draw shared by every example).")
 

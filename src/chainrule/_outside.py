@@ -1,7 +1,9 @@
-"""The random number generators a function can reach, and their states: how ``vmap`` tells
-that a mapped function drew random numbers (NumPy's draws are not calls chainrule sees).
+"""What a function reaches outside itself: random number generators and NumPy arrays.
+``vmap`` uses it to tell that a mapped function drew random numbers (NumPy's draws are not
+calls chainrule sees), and to keep the function's runs from writing into arrays outside
+it (they are made read-only while vmap runs it, see ``ReadOnly``).
 
-A function reaches a generator through its arguments, the variables it closes over, its
+A function reaches an object through its arguments, the variables it closes over, its
 default arguments, the module globals its code names (and, in a module or object it names,
 the attributes its code names: ``np.random.normal`` reaches NumPy's global RandomState),
 the object of a bound method, and the same things of every function reached that way,
@@ -25,7 +27,7 @@ import numpy as _np
 
 _GENERATORS = (_np.random.Generator, _np.random.RandomState, _np.random.BitGenerator,
                random.Random)
-# values that lead nowhere
+# values that lead nowhere (an array is kept, not searched)
 INERT = frozenset({type(None), bool, int, float, complex, str, bytes, _np.ndarray,
                     _np.float64, _np.float32, _np.int64, _np.bool_, _np.ufunc})
 _LIBRARIES = ("chainrule", "numpy", "scipy", "builtins")  # their globals are not searched
@@ -35,26 +37,32 @@ _CELL, _ITEMS, _DEFAULTS = object(), object(), object()  # what a read was
 
 
 class Reach:
-    """The generators reachable from ``roots`` (in the order found), and the reads that
-    found them."""
+    """The generators and the arrays reachable from ``roots`` (in the order found), and the
+    reads that found them. (Arrays in the closures of chainrule's, NumPy's and SciPy's own
+    functions are theirs, not the user's, and are left out.)"""
 
     def __init__(self, roots: list):
         self.lookups: list = []  # (a dict, a key, its value)
         self.reads: list = []  # (a cell, function or container, what was read, the value)
         found: dict[int, Any] = {}
+        arrays: dict[int, _np.ndarray] = {}
         seen: set[int] = set()
-        pending = [(root, frozenset(), 0) for root in reversed(roots)]
+        pending = [(root, frozenset(), 0, False) for root in reversed(roots)]
         while pending:
-            obj, names, depth = pending.pop()
+            obj, names, depth, library = pending.pop()
+            if type(obj) is _np.ndarray and not library:
+                arrays.setdefault(id(obj), obj)
             if type(obj) in INERT or id(obj) in seen or depth > _MAX_DEPTH:
                 continue
             seen.add(id(obj))
             if isinstance(obj, _GENERATORS):
                 found.setdefault(id(obj), obj)
                 continue
+            library = _in_library(obj)
             for child, child_names in self._children(obj, names):
-                pending.append((child, child_names, depth + 1))
+                pending.append((child, child_names, depth + 1, library))
         self.generators = list(found.values())
+        self.arrays = list(arrays.values())
 
     def current(self) -> bool:
         """Do the places read still hold what they held?"""
@@ -93,8 +101,7 @@ class Reach:
         children = [self._record(cell, _CELL) for cell in fun.__closure__ or ()]
         children += self._record(fun, _DEFAULTS)
         children.append(self._record(fun.__dict__, "__wrapped__"))
-        # (the module it was defined in: functools.wraps copies __module__ from the user's)
-        if not str(fun.__globals__.get("__name__")).startswith(_LIBRARIES):
+        if not _in_library(fun):
             children += [self._record(fun.__globals__, n) for n in names]
         return [(child, names) for child in children]
 
@@ -106,6 +113,13 @@ class Reach:
             dicts += [vars(cls) for cls in type(obj).__mro__ if cls is not object]
         return [self._record(d, n) for d in dicts
                 if isinstance(d, (dict, types.MappingProxyType)) for n in names if n in d]
+
+
+def _in_library(obj) -> bool:
+    """Is ``obj`` a function of chainrule, NumPy or SciPy (judged by the module it was
+    defined in: functools.wraps copies __module__ from the user's function)?"""
+    globals_ = getattr(obj, "__globals__", None)
+    return globals_ is not None and str(globals_.get("__name__")).startswith(_LIBRARIES)
 
 
 def _read(place, key):
@@ -190,3 +204,25 @@ def describe(generator) -> str:
     if isinstance(generator, random.Random) and generator is getattr(random, "_inst", None):
         return "Python's random module"
     return f"a {type(generator).__name__}"
+
+
+class ReadOnly:
+    """Arrays made read-only until ``release()``: writes into them raise NumPy's
+    "read-only" ValueError instead of changing them (see ``written``)."""
+
+    def __init__(self, arrays: list):
+        self.arrays = [a for a in arrays if a.flags.writeable]
+        for a in self.arrays:
+            a.flags.writeable = False
+
+    def release(self) -> None:
+        for a in self.arrays:
+            a.flags.writeable = True
+        self.arrays = []
+
+
+def written(error: BaseException, read_only: ReadOnly) -> bool:
+    """Did ``error`` come from a write into one of ``read_only``'s arrays (as far as
+    NumPy's message tells)?"""
+    return (bool(read_only.arrays) and isinstance(error, ValueError)
+            and "read-only" in str(error))
