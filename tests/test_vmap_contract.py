@@ -4,6 +4,7 @@ compares against that loop (on copies of the inputs, as a loop would mutate them
 
 from __future__ import annotations
 
+import functools
 import random
 import string
 import warnings
@@ -505,3 +506,67 @@ def test_writes_into_arrays_outside_the_function_happen_as_in_the_loop():
     w_after, w = w, onp.ones(3)
     same(got, loop(scales_its_argument, XS, w, in_axes=(0, None)))
     same(w_after, w)
+
+
+# ----------------------------------------------------------------- found by the harness
+def test_the_function_catching_an_error_some_examples_raise():
+    def cholesky_or_not(x):
+        try:
+            return np.sum(np.linalg.cholesky(np.diag(x[:2] + 0.5)))
+        except np.linalg.LinAlgError:
+            return -1.0
+
+    def int_or_not(x):
+        try:
+            k = int(float(np.sum(x)) / float(np.min(np.abs(x))))
+        except (OverflowError, ValueError, ZeroDivisionError):
+            k = -1
+        return x + k % 3
+
+    xs = onp.array([[1.0, 2.0, 0.0], [-3.0, 1.0, 1.0], [0.5, onp.nan, 1.0]])
+    for f in (cholesky_or_not, int_or_not):
+        same(cr.vmap(f)(xs), loop(f, xs))
+
+
+def test_diag_of_a_batch_keeps_zeros_off_the_diagonal():
+    xs = onp.array([[onp.inf, -0.0, 1.0], [onp.nan, 2.0, -1.0]])
+    for k in (0, 1, -2):
+        f = functools.partial(np.diag, k=k)
+        same(cr.vmap(f)(xs), loop(f, xs))
+
+
+def test_writes_through_views_under_nested_vmaps():
+    def f(x):
+        y = x * 1.0
+        view = y[1:]
+        y -= 1.0
+        return view * y[0]
+
+    xs = R.normal(size=(3, 4, 5))
+    got = cr.vmap(cr.vmap(f), in_axes=1)(xs)
+    same(got, onp.stack([loop(f, xs[:, j]) for j in range(4)]))
+
+
+def test_answers_keep_the_functions_dict_order():
+    def f(x):
+        if x[0] > 0:
+            return {"b": x * 2.0, "a": (x, {"z": 1.0, "y": x})}
+        return {"b": x * 3.0, "a": (x, {"z": 1.0, "y": -x})}
+
+    got = cr.vmap(f)(XS)
+    assert list(got) == ["b", "a"] and list(got["a"][1]) == ["z", "y"]
+    same(got, loop(f, XS))
+
+
+def test_answers_are_fresh_arrays_under_jit():
+    def f(x):
+        y = x * 2.0
+        return x, y, y
+
+    mapped = cr.jit(cr.vmap(f))
+    for xs in (XS, XS + 1.0):  # (the first call traces, the second runs what jit emitted)
+        arrays = mapped(xs)
+        same(arrays, loop(f, xs))
+        assert not any(onp.shares_memory(a, xs) for a in arrays)
+        assert not any(onp.shares_memory(a, b) for i, a in enumerate(arrays)
+                       for b in arrays[i + 1:])

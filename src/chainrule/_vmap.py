@@ -259,13 +259,13 @@ class _Shared:
 
 
 class _Part:
-    """The answers for some examples: their indices, the answers' tree, and its leaves
-    (each _Stacked or _Shared)."""
+    """The answers for some examples: their indices, the answers' tree, its leaves (each
+    _Stacked or _Shared), and one answer as the function gave it (its dicts' key order)."""
 
-    __slots__ = ("examples", "tree", "leaves")
+    __slots__ = ("examples", "tree", "leaves", "answer")
 
-    def __init__(self, examples, tree, leaves: list):
-        self.examples, self.tree, self.leaves = examples, tree, leaves
+    def __init__(self, examples, tree, leaves: list, answer):
+        self.examples, self.tree, self.leaves, self.answer = examples, tree, leaves, answer
 
 
 class _Call:
@@ -285,6 +285,7 @@ class _Call:
         self.watch_draws = bool(generators)
         self.shared_draws = False  # randomness "same", once the function has drawn
         self.read_only = _outside.ReadOnly([])
+        self.in_order = False  # running the loop itself (its errors are the answer)
         self.started = time.perf_counter()
         self.batched_seconds, self.batched_runs = 0.0, 0
         self.example_seconds, self.examples_run = 0.0, 0
@@ -314,13 +315,14 @@ class _Call:
         """The loop itself, from the call's start: the function on each example in order,
         its random draws and writes outside itself those of the loop."""
         self.watch_draws = self.watch_draws and self.randomness != "different"
+        self.in_order = True
         return self._one_by_one(_np.arange(self.size))
 
     # ------------------------------------------------------------------ runs
     def _parts(self) -> list:
         everything = _np.arange(self.size)
         if self.size == 1:
-            return [self._one_by_one(everything)]
+            return [self._the_loop()]
         parts, todo, done = [], [], 0
         outcome = self._batched(everything)
         while True:
@@ -377,10 +379,13 @@ class _Call:
                 leaves, tree = tree_flatten(answer)
                 return _Part(examples, tree, [
                     _Stacked(leaf._value) if type(leaf) is BatchedArray and leaf._trace is trace
-                    else _Shared(leaf) for leaf in leaves])
+                    else _Shared(leaf) for leaf in leaves], answer)
         except BaseException as error:
             if trace.signal is None:
-                if _outside.written(error, self.read_only):
+                if isinstance(error, Exception):  # (raised at which example? the loop's)
+                    self._note("raised", f"vmap: the function raised "
+                               f"{type(error).__name__} on the batch; it runs once per example, "
+                               f"in order, as the loop does.")
                     raise _Restart from None
                 raise
         finally:
@@ -406,8 +411,9 @@ class _Call:
                 answers = list(map(self.fun, *columns))
             else:
                 answers = [self._one(sliced, watch=False) for sliced in zip(*columns)]
-        except ValueError as error:
-            if _outside.written(error, self.read_only):
+        except Exception as error:
+            # out of order, or into arrays outside the function: the loop says what is raised
+            if not self.in_order or _outside.written(error, self.read_only):
                 raise _Restart from None
             raise
         self.example_seconds += time.perf_counter() - start  # (the calls only: the loop's)
@@ -449,7 +455,7 @@ class _Call:
         leaves, tree = tree_flatten(answer)
         return _Part(_np.arange(0), tree, [_Stacked(cnp.zeros((0,) + cnp.shape(leaf),
                                                               cnp.result_type(leaf)))
-                                           for leaf in leaves])
+                                           for leaf in leaves], answer)
 
     # ------------------------------------------------------------------ random draws
     def _before_run(self) -> None:
@@ -511,7 +517,23 @@ class _Call:
             if ax:
                 ax = _normalize_axis(ax, len(_shape(leaf)), "an out_axes entry")
             out.append(cnp.moveaxis(leaf, 0, ax) if ax else leaf)
-        return out[0] if tree is LEAF else tree_unflatten(tree, out)
+        if tree is LEAF:
+            return out[0]
+        first = next(part for part in parts if not len(part.examples) or 0 in part.examples)
+        return _in_order_of(tree_unflatten(tree, out), first.answer)
+
+
+def _in_order_of(tree, answer):
+    """``tree`` with its dicts' keys in the order of ``answer``'s (the function's own:
+    tree_unflatten sorts them)."""
+    if type(tree) is dict and type(answer) is dict and list(tree) != list(answer):
+        return {k: _in_order_of(tree[k], answer[k]) for k in answer}
+    if type(tree) is dict:
+        return {k: _in_order_of(v, answer[k]) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)) and type(answer) is type(tree):
+        items = [_in_order_of(t, a) for t, a in zip(tree, answer)]
+        return type(tree)(*items) if hasattr(tree, "_fields") else type(tree)(items)
+    return tree
 
 
 def _groups(examples, keys: list) -> list:
@@ -527,7 +549,8 @@ def _batch_of(leaf, axis: int, examples):
     (the function may write into its arguments; the caller's arrays stay as they are)."""
     if len(examples) == cnp.shape(leaf)[axis]:
         batch = cnp.moveaxis(leaf, axis, 0)
-        return batch.copy(order="K") if type(batch) is _np.ndarray else batch
+        # (a traced copy too: under jit, an answer that is the argument is a fresh array)
+        return batch.copy(order="K") if type(batch) is _np.ndarray else cnp.copy(batch)
     return cnp.moveaxis(cnp.take(leaf, examples, axis=axis), axis, 0)
 
 
@@ -550,9 +573,9 @@ def _stacked_part(examples, answers: list) -> _Part:
     first = answers[0]
     kinds = set(map(type, answers))
     if len(kinds) == 1 and type(first) in _SCALARS:
-        return _Part(examples, LEAF, [_Stacked(_np.array(answers))])  # (as stack would)
+        return _Part(examples, LEAF, [_Stacked(_np.array(answers))], first)  # (as stack)
     if kinds == {_np.ndarray} and len({a.shape for a in answers}) == 1:
-        return _Part(examples, LEAF, [_Stacked(_np.stack(answers))])
+        return _Part(examples, LEAF, [_Stacked(_np.stack(answers))], first)
     flat = [tree_flatten(answer) for answer in answers]
     tree = flat[0][1]
     for (_, other), i in zip(flat[1:], examples[1:]):
@@ -561,12 +584,17 @@ def _stacked_part(examples, answers: list) -> _Part:
                 f"vmap: the function answered with different structures for example "
                 f"{examples[0]} ({tree!r}) and example {i} ({other!r}), so the answers "
                 f"cannot be stacked (nor can the loop's).")
-    leaves = []
+    leaves, stacked = [], {}
     for j in range(len(flat[0][0])):
         column = [leaves_[j] for leaves_, _ in flat]
+        key = tuple(map(id, column))
+        if key in stacked:  # one answer twice (return y, y): a copy of its stack, once
+            leaves.append(_Stacked(cnp.copy(stacked[key])))
+            continue
         _same_shapes([cnp.shape(v) for v in column], examples)
-        leaves.append(_Stacked(cnp.stack(column)))
-    return _Part(examples, tree, leaves)
+        stacked[key] = cnp.stack(column)
+        leaves.append(_Stacked(stacked[key]))
+    return _Part(examples, tree, leaves, first)
 
 
 _SCALARS = frozenset({float, int, bool, complex, _np.float64, _np.float32, _np.int64,
@@ -601,9 +629,13 @@ def _repeated(value, count: int):
 
 
 def _fresh(leaf, memory: set):
-    """``leaf``, or a copy where it shares memory with an output already made: the loop's
-    stacked answers never do."""
+    """``leaf``, or a copy where it shares memory with an output already made, or is
+    read-only: the loop's stacked answers are fresh arrays. (A traced value, as under jit,
+    is copied where it is the same value as an earlier output.)"""
     if type(leaf) is not _np.ndarray:
+        if id(leaf) in memory:
+            return cnp.copy(leaf)
+        memory.add(id(leaf))
         return leaf
     base = leaf
     while isinstance(base.base, _np.ndarray):

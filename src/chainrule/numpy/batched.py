@@ -90,18 +90,33 @@ class BatchTrace:
 
 
 def _answers(examples, convert: Callable):
-    """``convert`` of each example, and one code per example: equal codes for answers
-    that are the same to the bit (0.0 and -0.0 differ, every nan matches itself)."""
+    """``convert`` of each example (or the error it raised), and one code per example: equal
+    codes for answers that are the same to the bit (0.0 and -0.0 differ, every nan matches
+    itself), or errors of one class and message."""
     if (convert is bool and type(examples) is _np.ndarray and examples.ndim == 1
             and examples.dtype.kind in "biufc"):  # if x > 0: one NumPy call for the batch
         truth = examples.astype(bool)
         return [bool(truth[0])], truth != truth[0]
-    answers = [convert(example) for example in examples]
+    answers = []
+    for example in examples:
+        try:
+            answers.append(convert(example))
+        except Exception as error:  # noqa: BLE001  (int(nan) for some examples only)
+            answers.append(error)
     codes: dict = {}
     return answers, _np.array([codes.setdefault(_exactly(a), len(codes)) for a in answers])
 
 
+def _agreed(answer):
+    """The answer every example gave (an error each raised alike is raised)."""
+    if isinstance(answer, Exception):
+        raise answer
+    return answer
+
+
 def _exactly(answer):
+    if isinstance(answer, Exception):
+        return type(answer), str(answer)
     if type(answer) is float:
         return struct.pack("<d", answer)
     if type(answer) is complex:
@@ -180,12 +195,12 @@ class BatchedArray(ArrayBox):
             answers, codes = _answers(examples, convert)
             if codes.any():
                 raise self._trace.split(codes.tolist())
-            return answers[0]
+            return _agreed(answers[0])
         batch_shape = _np.shape(plain)[:len(traces)]
         answers, codes = _answers(_np.reshape(plain, (-1,) + _np.shape(plain)[len(traces):]),
                                   convert)
         if not codes.any():
-            return answers[0]
+            return _agreed(answers[0])
         codes = codes.reshape(batch_shape)
         varying = [k for k in range(len(traces))
                    if (codes != codes.take([0], axis=k)).any()]
@@ -258,12 +273,33 @@ class BatchedArray(ArrayBox):
             self._write(Ellipsis, value, "x.fill(v)")
 
     def _write(self, index, value, what: str) -> None:
-        """``self[index] = value`` for every example: into the batch's memory when it is a
-        plain array (aliases and views see it, as in the loop); as a functional update
-        when it is an older trace's value (grad's rules for in-place writes)."""
+        """``self[index] = value`` for every example: into the batch's memory when it is
+        plain arrays (aliases and views see it, as in the loop); as a functional update when
+        it is an older trace's value (grad's rules for in-place writes)."""
         self._check_live()
         if tracer.isbox(index):
             index = tracer.decided(index, tracer.getval)  # an index has no derivative
+        if type(self._value) is _np.ndarray:
+            self._write_into_memory(index, value, what)
+            return
+        memory = _memory_of(self)
+        if memory is None and getattr(self, "_view_of", None) is not None:
+            raise self._trace.unsupported(f"{what} through a view of another array")
+        new = anp.index_update(self, index, value)  # (the batching rules align every batch)
+        if type(new) is not BatchedArray or new._trace is not self._trace:
+            raise self._trace.unsupported(f"{what} with another transform's value")
+        if memory is None:
+            self._value = new._value
+            return
+        new_memory = _memory_of(new)  # batched by outer vmaps too: their examples' memory
+        if type(new_memory) is not _np.ndarray or new_memory.shape != memory.shape:
+            raise self._trace.unsupported(f"{what} into a batch of several vmaps")
+        try:
+            memory[...] = new_memory
+        except Exception:  # noqa: BLE001  (NumPy's refusal: the loop raises it per example)
+            raise self._trace.unsupported(f"{what} refused by NumPy") from None
+
+    def _write_into_memory(self, index, value, what: str) -> None:
         if _holds_batched(index, self._trace_id):
             if not _is_example_mask(index, self):
                 raise self._trace.unsupported(f"{what} at an index that differs per example")
@@ -272,14 +308,6 @@ class BatchedArray(ArrayBox):
             where = batch_index(index)
         if where is None:
             raise self._trace.unsupported(f"{what} at separated advanced indices")
-        if type(self._value) is not _np.ndarray:
-            if getattr(self, "_view_of", None) is not None:
-                raise self._trace.unsupported(f"{what} through a view of another array")
-            new = anp.index_update(self, index, value)
-            if type(new) is not BatchedArray or new._trace is not self._trace:
-                raise self._trace.unsupported(f"{what} with another transform's value")
-            self._value = new._value
-            return
         if type(value) is BatchedArray and value._trace is self._trace:
             if type(value._value) is not _np.ndarray:
                 raise self._trace.unsupported(f"{what} with another transform's value")
@@ -360,6 +388,15 @@ def _written(out, answer, what: str):
     for o, a in zip(outs, answers):
         o._write(Ellipsis, a, what)
     return outs[0] if len(outs) == 1 else out
+
+
+def _memory_of(batch: BatchedArray):
+    """The plain array under a batch of one or more vmaps (their examples' memory), or
+    None where an older trace's box is under it."""
+    value = batch._value
+    while type(value) is BatchedArray:
+        value = value._value
+    return value if type(value) is _np.ndarray else None
 
 
 def _holds_batched(obj, trace_id: int) -> bool:
@@ -452,14 +489,21 @@ def batch_call(fun: Callable, args, kwargs, trace_id: int):
     if trace is None or _trace_within(kwargs, trace_id) is not None:
         # batched values inside lists or given by keyword: rules read plain ones only
         trace = trace or _trace_within((args, kwargs), trace_id)
-        ans = _loop(fun, args, kwargs, trace, "gets batched values inside a list or by keyword")
+        rule = None
+        why = "gets batched values inside a list or by keyword"
     else:
         rule = batching_rule(fun)
+        why = "has no batching rule" if rule is None else \
+            "has a batching rule that does not cover this call"
+    try:
         ans = NotImplemented if rule is None else rule(values, tuple(batched), kwargs)
         if ans is NotImplemented:
-            ans = _loop(fun, args, kwargs, trace,
-                        "has no batching rule" if rule is None else
-                        "has a batching rule that does not cover this call")
+            ans = _loop(fun, args, kwargs, trace, why)
+    except Exception as error:
+        # (some examples may fail where others do not, and the function may catch it, as
+        # in try: cholesky(a) except LinAlgError: ...: the loop knows which take which path)
+        raise trace.unsupported(f"{getattr(fun, '__name__', fun)} raising "
+                                f"{type(error).__name__} on the batch") from error
     return _as_batched(ans, trace)
 
 

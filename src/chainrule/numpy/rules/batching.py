@@ -576,7 +576,9 @@ def _diag(flat: bool):
         if example_ndim(v, True) != 1:
             return NotImplemented
         n = _np.shape(v)[1]
-        out = anp.expand_dims(v, -1) * _np.eye(n, dtype=_np.result_type(v))
+        # (not v times an identity: inf * 0 off the diagonal would be nan, 0 * -1 a -0.0)
+        out = anp.where(_np.eye(n, dtype=bool), anp.expand_dims(v, -1),
+                        _np.zeros((), _np.result_type(v)))
         if k:
             rows, cols = ((0, k), (k, 0)) if k > 0 else ((-k, 0), (0, -k))
             out = anp.pad(out, [(0, 0), rows, cols])
