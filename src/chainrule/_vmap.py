@@ -279,22 +279,30 @@ class _Call:
         # positional arrays only (the usual call): examples are passed without a tree
         self.flat = all(child is LEAF for child in treedef.children[0].children) and not (
             treedef.children[1].children)
-        unmapped = [leaf for leaf, ax in zip(leaves, axes) if ax is None]
-        generators, self.outside_arrays = memory.outside(fun, unmapped)
-        self.generators = _outside.GeneratorStates(generators)
-        self.watch_draws = bool(generators)
-        self.shared_draws = False  # randomness "same", once the function has drawn
+        self.generators = _outside.GeneratorStates([])
+        self.outside_arrays: list = []
+        self.watch_draws = self.shared_draws = False  # ("same": once the function has drawn)
         self.read_only = _outside.ReadOnly([])
         self.in_order = False  # running the loop itself (its errors are the answer)
         self.started = time.perf_counter()
         self.batched_seconds, self.batched_runs = 0.0, 0
         self.example_seconds, self.examples_run = 0.0, 0
 
+    def _look_outside(self) -> None:
+        """Find the generators and arrays the function reaches, and the generators' states."""
+        unmapped = [leaf for leaf, ax in zip(self.leaves, self.axes) if ax is None]
+        generators, self.outside_arrays = self.memory.outside(self.fun, unmapped)
+        self.generators = _outside.GeneratorStates(generators)
+        self.watch_draws = bool(generators)
+
     def answer(self) -> Any:
         memory = self.memory
         if memory.loop_calls:
             memory.loop_calls -= 1
+            if self.randomness != "different":  # (the loop draws as the loop otherwise)
+                self._look_outside()
             return self._assembled([self._the_loop()])
+        self._look_outside()
         # (no run but the loop writes outside the function: its writes show who needs it)
         self.read_only = _outside.ReadOnly(self.outside_arrays)
         try:

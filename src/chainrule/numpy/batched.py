@@ -41,7 +41,7 @@ from .._core.tracer import LeakedTracerError, front_ends, register_batched_type
 from .._core.vspace import VSpace
 from . import numpy_wrapper as anp
 from ._namespace import raw_to_wrapped
-from .numpy_boxes import ArrayBox
+from .numpy_boxes import ArrayBox, _as_view, array_getitem
 from .numpy_vspaces import ArrayVSpace
 
 
@@ -177,6 +177,12 @@ class BatchedArray(ArrayBox):
         vary along one vmap's examples only, that vmap splits; along several, the
         outermost of them runs its examples one by one (each then splits as it needs)."""
         self._check_live()
+        plain = self._value
+        if convert is bool and type(plain) is _np.ndarray and plain.ndim == 1 and plain.size:
+            truth = plain.astype(bool)  # (if x > 0, the usual decision: one NumPy call)
+            if truth.all() or not truth.any():
+                return bool(truth[0])
+            raise self._trace.split(truth.tolist())
         traces, plain = [], self
         while True:
             if type(plain) is BatchedArray:
@@ -240,6 +246,23 @@ class BatchedArray(ArrayBox):
 
     def __array__(self, dtype=None, copy=None):
         raise self._unsupported("a batched value converted to a NumPy array")
+
+    # (the comparisons straight to the batch: no round trip through NumPy's dispatch)
+    def __eq__(self, other): return self.__array_ufunc__(_np.equal, "__call__", self, other)  # noqa: E704,E501
+    def __ne__(self, other): return self.__array_ufunc__(_np.not_equal, "__call__", self, other)  # noqa: E704,E501
+    def __gt__(self, other): return self.__array_ufunc__(_np.greater, "__call__", self, other)  # noqa: E704,E501
+    def __ge__(self, other): return self.__array_ufunc__(_np.greater_equal, "__call__", self, other)  # noqa: E704,E501
+    def __lt__(self, other): return self.__array_ufunc__(_np.less, "__call__", self, other)  # noqa: E704,E501
+    def __le__(self, other): return self.__array_ufunc__(_np.less_equal, "__call__", self, other)  # noqa: E704,E501
+    __hash__ = ArrayBox.__hash__
+
+    def __getitem__(self, index):
+        if tracer.isbox(index):
+            index = tracer.decided(index, tracer.getval)  # an index has no derivative
+        result = array_getitem(self, index)
+        if type(self._value) is not _np.ndarray:  # (a plain batch's views share its memory)
+            _as_view(result, self)
+        return result
 
     def __getattr__(self, name: str):
         if not name.startswith("_") and hasattr(_np.ndarray, name):
@@ -486,7 +509,7 @@ def batch_call(fun: Callable, args, kwargs, trace_id: int):
     if kwargs.get("out") is not None or (out_at is not None and len(args) > out_at
                                          and args[out_at] is not None):
         return _with_output_arrays(fun, args, kwargs, trace_id)
-    if trace is None or _trace_within(kwargs, trace_id) is not None:
+    if trace is None or kwargs and _trace_within(kwargs, trace_id) is not None:
         # batched values inside lists or given by keyword: rules read plain ones only
         trace = trace or _trace_within((args, kwargs), trace_id)
         rule = None
@@ -519,11 +542,12 @@ def _with_output_arrays(fun, args, kwargs, trace_id: int):
     return _written(out, batch_call(fun, tuple(args), kwargs, trace_id), what)
 
 
-tracer.batch_hook = lambda f_wrapped, args, kwargs, trace_id: batch_call(
-    f_wrapped, args, kwargs, trace_id)
+tracer.batch_hook = batch_call
 
 
 def _as_batched(ans, trace: BatchTrace):
+    if type(ans) is _np.ndarray:
+        return BatchedArray(ans, trace)
     if isinstance(ans, tuple):
         items = [_as_batched(a, trace) for a in ans]
         return type(ans)(*items) if hasattr(ans, "_fields") else type(ans)(items)
@@ -628,9 +652,12 @@ def batching_rule(fun: Callable) -> Callable | None:
 
 
 def example_ndim(value, batched: bool) -> int:
+    ndim = value.ndim if type(value) is _np.ndarray else None  # (np.ndim dispatches: slow)
     if batched:
-        return _np.ndim(value) - 1
-    return 0 if isinstance(value, (type, str, _np.dtype)) else _np.ndim(value)
+        return (_np.ndim(value) if ndim is None else ndim) - 1
+    if ndim is not None:
+        return ndim
+    return 0 if isinstance(value, (type, str, _np.dtype, float, int)) else _np.ndim(value)
 
 
 def example_shape(value, batched: bool) -> tuple:
@@ -647,6 +674,8 @@ def flat_examples(value):
 def aligned(values, batched) -> list:
     """Batched operands of a broadcasting function with their example axes padded on the
     left to a common rank, so the batch axis lines up; plain ones broadcast as they are."""
+    if len(values) == 2 and type(values[1]) in (float, int) and batched[0]:
+        return values  # (x * 2.0, the usual call: nothing to pad)
     rank = max(example_ndim(v, b) for v, b in zip(values, batched))
     out = []
     for v, b in zip(values, batched):
