@@ -46,6 +46,8 @@ _SPLIT_BUDGET = 1.4
 # A mapped function whose call cost more than the loop (its examples split or ran one by
 # one) runs as the loop for its next 1, 2, 4, ... calls, at most this many, then tries again.
 _MAX_BACKOFF = 64
+# Examples run alone after a split, to know what an example costs (the middle one counts).
+_MEASURED = 3
 
 
 def _broadcast_prefix(spec: AxisSpec, tree: Any, what: str) -> list:
@@ -287,6 +289,7 @@ class _Call:
         self.started = time.perf_counter()
         self.batched_seconds, self.batched_runs = 0.0, 0
         self.example_seconds, self.examples_run = 0.0, 0
+        self.example_times: list = []  # of examples run alone
 
     def _look_outside(self) -> None:
         """Find the generators and arrays the function reaches, and the generators' states."""
@@ -328,42 +331,52 @@ class _Call:
 
     # ------------------------------------------------------------------ runs
     def _parts(self) -> list:
-        everything = _np.arange(self.size)
+        """The answers by batched runs: the whole batch, then (where the examples split)
+        each group that the budget affords, the largest first; the examples left run one by
+        one, in one pass."""
         if self.size == 1:
             return [self._the_loop()]
-        parts, todo, done = [], [], 0
-        outcome = self._batched(everything)
-        while True:
-            if isinstance(outcome, _Part):
-                parts.append(outcome)
-                done += len(outcome.examples)
-            elif isinstance(outcome, BatchSplit):
-                self._note("split", "vmap: the examples took different branches of a Python "
-                           "decision on their values; the function runs once per group of "
-                           "examples that agree, and the answers are put back in order.")
-                todo += _groups(outcome.examples, outcome.keys)
-            else:
-                self._note("loop", f"vmap: {outcome.what} cannot run on the whole batch, so "
-                           f"the function runs once per example.")
-                parts.append(self._one_by_one(outcome.examples))
-                done += len(outcome.examples)
-            if not todo:
-                return parts
+        parts, todo, loose = [], [], []
+        self._sort_out(self._batched(_np.arange(self.size)), parts, todo, loose)
+        while todo:
             todo.sort(key=len)
             group = todo.pop()  # the largest first: it gains most from running batched
-            if not self.examples_run:  # one example alone, to know what the loop costs
-                outcome = self._one_by_one(group[:1])
-                if len(group) > 1:
-                    todo.append(group[1:])
-            elif len(group) > 1 and self._affordable(self.size - done):
-                outcome = self._batched(group)
+            if not self.examples_run:  # a few examples alone, to know what the loop costs
+                parts.append(self._one_by_one(group[:_MEASURED], timed=True))
+                if len(group) > _MEASURED:
+                    todo.append(group[_MEASURED:])
+            elif len(group) > 1 and self._affordable(
+                    len(group) + len(loose) + sum(map(len, todo))):
+                self._sort_out(self._batched(group), parts, todo, loose)
             else:
-                outcome = self._one_by_one(group)
+                loose += list(group)
+        if loose:
+            parts.append(self._one_by_one(_np.sort(loose)))
+        return parts
+
+    def _sort_out(self, outcome, parts: list, todo: list, loose: list) -> None:
+        """A batched run's outcome: answers, groups to run, or examples to run one by one."""
+        if isinstance(outcome, _Part):
+            parts.append(outcome)
+        elif isinstance(outcome, BatchSplit):
+            self._note("split", "vmap: the examples took different branches of a Python "
+                       "decision on their values; the function runs once per group of "
+                       "examples that agree, and the answers are put back in order.")
+            todo += _groups(outcome.examples, outcome.keys)
+        else:
+            self._note("loop", f"vmap: {outcome.what} cannot run on the whole batch, so "
+                       f"the function runs once per example.")
+            loose += list(outcome.examples)
+            if not len(outcome.examples):
+                parts.append(self._stand_in())  # (an empty batch: its answer's shapes)
 
     def _affordable(self, left: int) -> bool:
         """Can one more batched run be afforded (its time, then the examples left one by
         one in the worst case) within the split budget?"""
         per_example = self.example_seconds / self.examples_run
+        if self.example_times:  # (the middle one: a first call may find cold caches)
+            per_example = min(per_example,
+                              sorted(self.example_times)[len(self.example_times) // 2])
         # (the mean batched run, not the longest: one run may meet a pause of the machine)
         batched_run = self.batched_seconds / self.batched_runs
         spent = time.perf_counter() - self.started
@@ -405,16 +418,17 @@ class _Call:
         trace.signal.__traceback__ = None  # (its frames hold the trace, which holds it)
         return trace.signal
 
-    def _one_by_one(self, examples) -> _Part:
-        """The function called once per example (the loop itself)."""
+    def _one_by_one(self, examples, timed: bool = False) -> _Part:
+        """The function called once per example (the loop itself); ``timed``: each call
+        timed alone, to know what an example costs."""
         if not len(examples):
             return self._stand_in()
         columns = [itertools.repeat(leaf, len(examples)) if ax is None else
                    _examples_of(leaf, ax, examples) for leaf, ax in zip(self.leaves, self.axes)]
         start = time.perf_counter()
         try:
-            if self.randomness == "same" and self.watch_draws or self.shared_draws:
-                answers = [self._one(sliced, watch=True) for sliced in zip(*columns)]
+            if timed or self.randomness == "same" and self.watch_draws or self.shared_draws:
+                answers = [self._one(sliced, watch=not timed) for sliced in zip(*columns)]
             elif self.flat:
                 answers = list(map(self.fun, *columns))
             else:
@@ -430,13 +444,16 @@ class _Call:
         return _stacked_part(examples, answers)
 
     def _one(self, sliced, watch: bool):
-        """The function on one example's argument leaves."""
+        """The function on one example's argument leaves (timed alone)."""
         self._before_run()
+        start = time.perf_counter()
         call_args, call_kwargs = tree_unflatten(self.treedef, sliced)
         answer = self.fun(*call_args, **call_kwargs)
+        self.example_times.append(time.perf_counter() - start)
         if watch:
             self._after_run()  # (randomness "same": from the first draw on, restore each)
         return answer
+
 
     def _stand_in(self) -> _Part:
         """For an empty batch that cannot run batched: the answer's shapes and dtypes from
