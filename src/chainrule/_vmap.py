@@ -146,8 +146,7 @@ class _Memory:
         if self.reach is None or not self.reach.current():
             self.reach = _outside.Reach([fun])
         generators, arrays = self.reach.generators, self.reach.arrays
-        if any(type(leaf) not in _outside.INERT or type(leaf) is _np.ndarray
-               for leaf in unmapped):
+        if unmapped:
             more = _outside.Reach(unmapped)
             generators = generators + [g for g in more.generators
                                        if all(g is not other for other in generators)]
@@ -315,7 +314,7 @@ class _Call:
             self.generators.restore()
             parts = [self._the_loop()]
         finally:
-            self.read_only.release()
+            self.read_only.release()  # (again, where _parts raised)
         if len(parts) > 1 or self.examples_run:
             memory.learn(self)
         else:
@@ -454,7 +453,6 @@ class _Call:
             self._after_run()  # (randomness "same": from the first draw on, restore each)
         return answer
 
-
     def _stand_in(self) -> _Part:
         """For an empty batch that cannot run batched: the answer's shapes and dtypes from
         the function called on a stand-in example of zeros (its draws undone, its writes
@@ -551,10 +549,8 @@ class _Call:
 def _in_order_of(tree, answer):
     """``tree`` with its dicts' keys in the order of ``answer``'s (the function's own:
     tree_unflatten sorts them)."""
-    if type(tree) is dict and type(answer) is dict and list(tree) != list(answer):
+    if type(tree) is dict and type(answer) is dict:
         return {k: _in_order_of(tree[k], answer[k]) for k in answer}
-    if type(tree) is dict:
-        return {k: _in_order_of(v, answer[k]) for k, v in tree.items()}
     if isinstance(tree, (list, tuple)) and type(answer) is type(tree):
         items = [_in_order_of(t, a) for t, a in zip(tree, answer)]
         return type(tree)(*items) if hasattr(tree, "_fields") else type(tree)(items)

@@ -177,7 +177,9 @@ _box_type_of = Box.type_mappings  # likewise
 # Batched values (chainrule.vmap's BatchedArray): a value of a whole batch on a batching
 # trace, with a trace id like a box's, but no node: a primitive called with one whose trace
 # is the newest among its arguments is answered by ``batch_hook(f_wrapped, args, kwargs,
-# trace_id)`` (the primitive's batching rule) instead of being recorded.
+# trace_id)`` (the primitive's batching rule) instead of being recorded: the call whole,
+# keywords and output arrays (``out=``, a batched one too) included. (The newest trace may
+# be one that a front-end object's value is on: a Tensor holding grad's box under vmap.)
 batched_types: set[type] = set()
 batch_hook: Callable | None = None
 
