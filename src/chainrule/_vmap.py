@@ -530,7 +530,7 @@ class _Call:
             order = _np.concatenate([part.examples for part in parts])
             if (order != _np.arange(self.size)).any():
                 inverse = _np.argsort(order)
-        out, memory = [], set()
+        out, memory = [], {}
         for j, ax in enumerate(axes):
             column = [part.leaves[j] for part in parts]
             if ax is None:
@@ -609,8 +609,9 @@ def _stacked_part(examples, answers: list) -> _Part:
     for j in range(len(flat[0][0])):
         column = [leaves_[j] for leaves_, _ in flat]
         key = tuple(map(id, column))
-        if key in stacked:  # one answer twice (return y, y): a copy of its stack, once
-            leaves.append(_Stacked(cnp.copy(stacked[key])))
+        if key in stacked:  # one answer twice (return y, y): a copy of the last stack
+            stacked[key] = cnp.copy(stacked[key])
+            leaves.append(_Stacked(stacked[key]))
             continue
         _same_shapes([cnp.shape(v) for v in column], examples)
         stacked[key] = cnp.stack(column)
@@ -649,21 +650,23 @@ def _repeated(value, count: int):
     return cnp.repeat(cnp.expand_dims(value, 0), count, axis=0)
 
 
-def _fresh(leaf, memory: set):
+def _fresh(leaf, memory: dict):
     """``leaf``, or a copy where it shares memory with an output already made, or is
     read-only: the loop's stacked answers are fresh arrays. (A traced value, as under jit,
-    is copied where it is the same value as an earlier output.)"""
+    is copied where it is the same value as an earlier output: a copy of the last copy,
+    which jit cannot take for the same call as the earlier copy.)"""
     if type(leaf) is not _np.ndarray:
         if id(leaf) in memory:
-            return cnp.copy(leaf)
-        memory.add(id(leaf))
+            memory[id(leaf)] = cnp.copy(memory[id(leaf)])
+            return memory[id(leaf)]
+        memory[id(leaf)] = leaf
         return leaf
     base = leaf
     while isinstance(base.base, _np.ndarray):
         base = base.base
     if id(base) in memory or not leaf.flags.writeable:
         return leaf.copy()
-    memory.add(id(base))
+    memory[id(base)] = base
     return leaf
 
 

@@ -177,12 +177,11 @@ class BatchedArray(ArrayBox):
         vary along one vmap's examples only, that vmap splits; along several, the
         outermost of them runs its examples one by one (each then splits as it needs)."""
         self._check_live()
-        plain = self._value
-        if convert is bool and type(plain) is _np.ndarray and plain.ndim == 1 and plain.size:
-            truth = plain.astype(bool)  # (if x > 0, the usual decision: one NumPy call)
-            if truth.all() or not truth.any():
-                return bool(truth[0])
-            raise self._trace.split(truth.tolist())
+        if type(self._value) is _np.ndarray and self._size:  # (batched by this vmap only)
+            answers, codes = _answers(self._value, convert)
+            if codes.any():
+                raise self._trace.split(codes.tolist())
+            return _agreed(answers[0])
         traces, plain = [], self
         while True:
             if type(plain) is BatchedArray:
