@@ -561,7 +561,7 @@ def test_answers_keep_the_functions_dict_order():
 def test_answers_are_fresh_arrays_under_jit():
     def f(x):
         y = x * 2.0
-        return x, y, y
+        return x, y, y, np.flip(y)
 
     mapped = cr.jit(cr.vmap(f))
     for xs in (XS, XS + 1.0):  # (the first call traces, the second runs what jit emitted)

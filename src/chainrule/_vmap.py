@@ -36,6 +36,7 @@ from ._core import tracer
 from ._core.pytree import LEAF, tree_flatten, tree_unflatten
 from ._core.tracer import live_trace_ids
 from .numpy.batched import BatchedArray, BatchSplit, BatchTrace
+from .numpy.numpy_boxes import underlying
 
 AxisSpec = Any  # an int, None, or a pytree of them (a prefix of the arguments' structure)
 
@@ -651,23 +652,27 @@ def _repeated(value, count: int):
 
 
 def _fresh(leaf, memory: dict):
-    """``leaf``, or a copy where it shares memory with an output already made, or is
-    read-only: the loop's stacked answers are fresh arrays. (A traced value, as under jit,
-    is copied where it is the same value as an earlier output: a copy of the last copy,
-    which jit cannot take for the same call as the earlier copy.)"""
-    if type(leaf) is not _np.ndarray:
-        if id(leaf) in memory:
-            memory[id(leaf)] = cnp.copy(memory[id(leaf)])
-            return memory[id(leaf)]
-        memory[id(leaf)] = leaf
+    """``leaf``, or a copy where it is an earlier output, shares memory with one, or is
+    read-only: the loop's stacked answers are fresh arrays. (Traced values, as under jit,
+    are judged by the arrays they hold; one value answered twice is copied from its last
+    copy, as jit takes two copies of one value for one call.)"""
+    if id(leaf) in memory:
+        memory[id(leaf)] = leaf = _copy(memory[id(leaf)])
         return leaf
-    base = leaf
-    while isinstance(base.base, _np.ndarray):
-        base = base.base
-    if id(base) in memory or not leaf.flags.writeable:
-        return leaf.copy()
-    memory[id(base)] = base
+    value = underlying(leaf)
+    if type(value) is _np.ndarray:
+        base = value
+        while isinstance(base.base, _np.ndarray):
+            base = base.base
+        if id(base) in memory or not value.flags.writeable:
+            leaf = _copy(leaf)
+        memory[id(base)] = base
+    memory[id(leaf)] = leaf
     return leaf
+
+
+def _copy(value):
+    return value.copy() if type(value) is _np.ndarray else cnp.copy(value)
 
 
 def _out_spec(out_axes: AxisSpec, answer: Any) -> AxisSpec:

@@ -348,14 +348,14 @@ for _name in (
 
 def _as_view(result, base):
     """Mark ``result`` as a view of ``base`` when NumPy made it one (shared memory)."""
-    memory = _memory(result)
+    memory = underlying(result)
     if (isinstance(result, ArrayBox) and type(memory) is _np.ndarray
-            and _np.may_share_memory(memory, _memory(base))):
+            and _np.may_share_memory(memory, underlying(base))):
         result._view_of = base
     return result
 
 
-def _memory(x):
+def underlying(x):
     """The value under every box, and under vmap's batch (an ArrayBox getval leaves)."""
     while isinstance(x, ArrayBox):
         x = x._value
