@@ -18,7 +18,7 @@ DESCRIPTIONS = {
     "mlp": "MLP {mlp[0]}-{mlp[1]}-{mlp[2]}-{mlp[3]}, batch {mlp[4]}, tanh, softmax CE, "
            "value_and_grad",
     "rnn": "vanilla tanh RNN, {rnn[0]} steps, batch {rnn[1]}, in {rnn[2]}, hidden {rnn[3]}, grad",
-    "hessian": "full Hessian of sum(tanh(A x)) + |x|^2/2, n={hess_n}",
+    "hessian": "full Hessian of sum(tanh(A x)) + ‖x‖²/2, n={hess_n}",
     "jacobian": "full Jacobian of tanh(B x), {jac[0]}x{jac[1]}",
     "tape_memory": "peak memory, grad of sum(X W^{tape[0]}), {tape[1]}x{tape[1]}",
     "checkpoint": "same, checkpoint over blocks of {block} steps",

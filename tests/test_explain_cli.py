@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import chainrule
@@ -85,6 +86,56 @@ def test_arrays_wrt_and_constants(capsys):
     assert code == 0 and "= [1, 0, -0.135]" in out  # d/dx x e^-x = (1 - x) e^-x
     code, out, _ = run(capsys, "a*b", "--at", "a=2", "b=7", "--wrt", "b")
     assert code == 0 and "Tangents with respect to b" in out and "y\u0307   = v\u03071" in out
+
+
+# (expression, its value at x = [1, 2, 3] or A = [[2, 1], [1, 3]], the gradient by hand)
+VECTOR_CALLS = {
+    "norm(x)": (np.sqrt(14), np.array([1, 2, 3]) / np.sqrt(14)),
+    "sum(x)": (6.0, np.ones(3)),
+    "mean(x)": (2.0, np.full(3, 1 / 3)),
+    "max(x)": (3.0, np.array([0.0, 0.0, 1.0])),
+    "min(x)": (1.0, np.array([1.0, 0.0, 0.0])),
+    "prod(x)": (6.0, np.array([6.0, 3.0, 2.0])),
+    "dot(x, x)": (14.0, np.array([2.0, 4.0, 6.0])),
+    "std(x)": (np.sqrt(2 / 3), (np.array([1, 2, 3]) - 2) / (3 * np.sqrt(2 / 3))),
+    "vector_norm(x)": (np.sqrt(14), np.array([1, 2, 3]) / np.sqrt(14)),
+    "det(A)": (5.0, np.array([[3.0, -1.0], [-1.0, 2.0]])),  # the cofactors
+    "sum(inv(A))": (0.6, -np.outer([0.4, 0.2], [0.4, 0.2])),  # -inv(A)ᵀ 1 1ᵀ inv(A)ᵀ
+    "norm(A)": (np.sqrt(15), np.array([[2.0, 1.0], [1.0, 3.0]]) / np.sqrt(15)),
+}
+
+
+@pytest.mark.parametrize("source", VECTOR_CALLS)
+def test_reductions_and_linear_algebra_on_arrays_given_with_at(capsys, source):
+    """--at x=[1,2,3] (issue 35): the value and gradient the report gives are right."""
+    from chainrule.explain._expr import Expression
+
+    value, gradient = VECTOR_CALLS[source]
+    name = "A" if "A" in source else "x"
+    point = [[2.0, 1.0], [1.0, 3.0]] if name == "A" else [1.0, 2.0, 3.0]
+    report = chainrule.explain(Expression(source).function([name]), np.array(point))
+    assert report.value == pytest.approx(value, rel=1e-12)
+    np.testing.assert_allclose(report.gradient[0], gradient, rtol=1e-12, atol=1e-15)
+    code, out, err = run(capsys, source, "--at", f"{name}={point}".replace(" ", ""))
+    assert code == 0 and err == "" and "Gradient" in out
+
+
+def test_an_unknown_function_names_what_the_expression_may_call(capsys):
+    code, _, err = run(capsys, "normm(x)", "--at", "x=[1,2,3]")
+    assert code == 2 and err.count("\n") == 1
+    for part in ("reductions (sum, mean, max", "linear algebra (norm, det, inv, solve",
+                 "python -m chainrule explain --functions` lists all", "similar:"):
+        assert part in err
+    code, out, err = run(capsys, "--functions")
+    assert code == 0 and err == ""
+    lines = dict(line.split(": ", 1) for line in out.splitlines())
+    assert set(lines) >= {"elementwise (70)", "products (9)", "shapes (55)"}
+    listed = " ".join(lines.values()).split()
+    from chainrule.explain._expr import FUNCTIONS
+
+    assert sorted(listed) == sorted(FUNCTIONS)
+    for name in ("norm", "sum", "mean", "max", "dot", "det", "inv", "solve", "floor"):
+        assert name in listed
 
 
 @pytest.mark.parametrize(

@@ -289,7 +289,7 @@ def _check_finding(name: str, report) -> str:
             "log(0)": "forward pass",
             "exp overflow": "forward pass",
             "wrong custom VJP": "disagrees with finite differences",
-            "unused input": "input b does not influence",
+            "unused input": "input b has a zero gradient here",
             "vanishing gradient": "vanishing or exploding",
         }[name]
         in f

@@ -56,6 +56,8 @@ TESTED_ELSEWHERE = {
     "chainrule._sparse_products.*": "tests/test_sparse_scipy.py (check_grads in both modes)",
     # the explain CLI's piecewise-constant functions (zero derivatives in both modes)
     "chainrule.explain._expr.*": "tests/test_explain_students.py (every one, both modes)",
+    # the identity that runs a Tensor's gradient hooks (Tensor.register_hook)
+    "*.hook_point": "tests/test_tensor_hooks.py (hooks against torch and by hand)",
 }
 
 

@@ -93,12 +93,37 @@ def test_attributes_indexing_and_methods():
     np.testing.assert_array_equal(x.grad.numpy(), [[2, 2, 2], [0, 1, 1]])
 
 
-def test_comparisons_return_plain_booleans():
+def test_comparisons_return_boolean_tensors():
+    """As in PyTorch: ``(pred == y).float().mean()``, masks indexing, .any(dim), & | ~."""
     x = Tensor(np.array([1.0, 2.0, 3.0]))
+    y = Tensor(np.array([1.0, 0.0, 3.0]))
     mask = x > 1.5
-    assert type(mask) is np.ndarray and mask.tolist() == [False, True, True]
-    assert (Tensor(2.0) == 2.0) is np.True_
-    assert type(np.argmax(x)) is np.int64
+    assert type(mask) is Tensor and mask.dtype == np.bool_ and not mask.requires_grad
+    assert mask.tolist() == [False, True, True]
+    accuracy = (x == y).float().mean()
+    assert type(accuracy) is Tensor and accuracy.dtype == np.float32
+    assert accuracy.item() == np.float32(2 / 3)
+    assert (x != y).sum().item() == 1 and (x != y).sum().dtype == np.int64
+    assert x[mask].tolist() == [2.0, 3.0] and x[mask].requires_grad
+    assert (~mask).tolist() == [True, False, False]
+    assert ((x > 1) & (x < 3)).tolist() == [False, True, False]
+    assert ((x < 2) | (x > 2)).tolist() == [True, False, True]
+    assert ((x < 2) ^ (x < 3)).tolist() == [False, True, False]
+    assert (True & mask).tolist() == [False, True, True]
+    two_d = Tensor(np.array([[1.0, -2.0], [0.0, 3.0]]))
+    assert (two_d > 0).any(dim=1).tolist() == [True, True]
+    assert (two_d > 0).all(dim=0).tolist() == [False, False]
+    assert (two_d > 0).any(1, keepdim=True).shape == (2, 1)
+    # a NumPy array on the left, and NumPy's own comparison functions, give them too
+    assert type(np.array([0.0, 2.0, 2.0]) < x) is Tensor
+    assert (np.array([0.0, 2.0, 2.0]) < x).tolist() == [True, False, True]
+    assert np.less(x, 2.0).tolist() == [True, False, False]
+    scalar = Tensor(2.0) == 2.0
+    assert type(scalar) is Tensor and bool(scalar) and scalar.item() is True
+    assert type(np.argmax(x)) is np.int64  # index facts stay plain NumPy
+    # a mask times a Tensor is differentiated as a constant factor
+    (x * mask).sum().backward()
+    assert x.grad.tolist() == [0.0, 1.0, 1.0]
 
 
 def test_repr_shows_value_grad_and_node():
@@ -297,6 +322,37 @@ def test_grad_of_tracked_tensor_is_itself_differentiable():
     g = cr.grad(lambda t: (t**3).sum())(x)  # 3x^2, recorded on the Tensor graph
     g.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [3.0, -6.0])
+
+
+@pytest.mark.parametrize("transform", [cr.jacobian, cr.jacfwd, cr.jacrev])
+def test_jacobian_of_a_tensor_that_requires_grad(transform):
+    """(issue 33, item 10) It raised "cannot become a plain NumPy array": the derivative,
+    a Tensor already, was wrapped in a second Tensor."""
+    v = np.array([0.5, 2.0, -1.0])
+    x = Tensor(v)
+    jac = transform(lambda t: cnp.sin(t) * t)(x)  # diag(cos(v) v + sin(v))
+    assert type(jac) is Tensor and type(jac.value) is np.ndarray
+    np.testing.assert_allclose(jac.numpy(), np.diag(np.cos(v) * v + np.sin(v)), rtol=1e-14)
+    assert "Tensor([[" in repr(jac)
+    # recorded on the Tensor graph: d/dx of the trace of the Jacobian
+    jac.trace().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.cos(v) - v * np.sin(v), rtol=1e-14)
+
+
+def test_hessian_of_a_tensor_that_requires_grad():
+    v = np.array([0.5, 2.0, -1.0])
+    x = Tensor(v)
+    hess = cr.hessian(lambda t: (t**3).sum() + t[0] * t[1])(x)
+    expected = np.diag(6 * v)
+    expected[0, 1] = expected[1, 0] = 1.0
+    assert type(hess) is Tensor and type(hess.value) is np.ndarray
+    np.testing.assert_allclose(hess.numpy(), expected, rtol=1e-14)
+    hess.sum().backward()  # the third derivative: d/dx sum(H) = 6
+    np.testing.assert_allclose(x.grad.numpy(), [6.0, 6.0, 6.0])
+    # twice, and on a Tensor that does not require grad: the same numbers
+    again = cr.hessian(lambda t: (t**3).sum() + t[0] * t[1])(Tensor(v, requires_grad=False))
+    np.testing.assert_allclose(again.numpy(), expected, rtol=1e-14)
+    assert not again.requires_grad
 
 
 def test_gradient_penalty_through_grad_matches_functional():

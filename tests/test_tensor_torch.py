@@ -200,6 +200,23 @@ METHOD_CASES = {
     "item_tolist": (lambda m, t: (t.sum().item(), t.tolist()), [A34]),
     "nonzero": (lambda m, t: t.nonzero(), [EDGES]),
     "argsort": (lambda m, t: t.argsort(dim=1, descending=True), [A34]),
+    # comparisons: boolean Tensors (issue 35)
+    "accuracy": (lambda m, a, b: (a.argmax(1) == b).float().mean(), [A34, LABELS]),
+    "eq_sum_item": (lambda m, a, b: a.eq(b).sum().item(), [EDGES, EDGES.clip(0.0)]),
+    "mask_index": (lambda m, t: t[t > 0], [EDGES]),
+    "mask_times": (lambda m, t: (t * (t >= 0.5)).sum(), [EDGES]),
+    "mask_logic": (lambda m, a, b: ((a > 0) & (b < 1)) | ~(a == b) ^ (a < -0.5), [A34, POS]),
+    "any_all_dim": (lambda m, t: ((t > 0).any(dim=1), (t > 0).all(0)), [A34]),
+    "any_keepdim": (lambda m, t: (t > 1).any(1, keepdim=True), [A34]),
+    "compare_methods": (lambda m, a, b: (a.lt(b), a.le(b), a.gt(b), a.ge(b), a.ne(b)), [A34, POS]),
+    "logical_methods": (
+        lambda m, a, b: (a.logical_and(b), a.logical_or(b), a.logical_xor(b), a.logical_not()),
+        [EDGES, EDGES.clip(0.0)],
+    ),
+    "nan_predicates": (
+        lambda m, t: ((t / t).isnan(), (1 / t).isinf(), (1 / t).isfinite()), [EDGES]
+    ),
+    "equal": (lambda m, a, b: (a.equal(a), a.equal(b)), [A34, POS]),
 }
 
 

@@ -39,7 +39,8 @@ from .builtins import dict, isinstance, list, tuple, type
 from .debug import debug_nans
 from .explain import explain
 from .jit import jit
-from .tensor import Tensor, as_tensor, enable_grad, no_grad
+from .serialization import load, save
+from .tensor import Tensor, as_tensor, enable_grad, manual_seed, no_grad
 
 __version__ = "0.1.0"
 
@@ -62,6 +63,7 @@ __all__ = [
     "register_pytree_node", "tree_flatten", "tree_unflatten", "tree_map",
     "tuple", "list", "dict", "isinstance", "type", "explain", "debug_nans", "jit",
     "Tensor", "as_tensor", "no_grad", "enable_grad", "optim", "nn", "LeakedTracerError",
+    "save", "load", "manual_seed",
     "vmap",
     "jacobian_sparsity", "hessian_sparsity", "sparse_jacobian", "sparse_hessian",
     "SparseJacobian", "SparseHessian",

@@ -6,8 +6,9 @@
   ``TOLERANCE`` flags the node (a wrong custom VJP shows up exactly there);
 - the first node whose value (forward) or cotangent (backward) is NaN or infinite while
   what it was made from is finite, with its operands;
-- inputs that do not influence the output: not reached by the backward pass, or reached
-  with a gradient that is exactly zero;
+- inputs that do not reach the output (no path leads from them to it), told apart
+  from inputs whose gradient is exactly zero at this point although the output is computed
+  from them (a stationary point such as the minimum of ``sum(w**2)`` at 0);
 - per node the size of its adjoint (vanishing or exploding chains) and the bytes of
   arguments and answer it keeps alive for the backward pass.
 """
@@ -52,7 +53,8 @@ class Diagnostics:
     nodes: dict[str, NodeCheck]
     nan_forward: Origin | None
     nan_backward: Origin | None
-    unused: dict[str, str]  # input name -> "not connected" / "zero gradient"
+    unused: list[str]  # the inputs from which no path leads to the output
+    zero_gradient: list[str]  # the other inputs whose gradient is exactly zero here
     # where things are: the operations' source lines, and where each input is read
     sources: dict = dataclasses.field(default_factory=dict, repr=False)
     readers: dict = dataclasses.field(default_factory=dict, repr=False)
@@ -97,11 +99,22 @@ class Diagnostics:
                 f"(smallest at {ends[0]}{self._at(ends[0])}, largest at {ends[1]}"
                 f"{self._at(ends[1])}; see |adjoint| per operation)"
             )
-        for name, why in self.unused.items():
-            read = self.readers.get(name, [])
-            where = f"; read at {', '.join(map(str, read))}" if read else ""
-            out.append(f"input {name} does not influence the output ({why}{where})")
+        for name in self.unused:
+            out.append(
+                f"input {name} does not reach the output: no path in the graph leads from it "
+                f"to the output (its gradient is zero{self._read_at(name)})"
+            )
+        for name in self.zero_gradient:
+            out.append(
+                f"input {name} has a zero gradient here, though the output is computed from it "
+                f"(a stationary point such as the minimum of w**2 at 0, a factor of zero, or a "
+                f"vanishing chain{self._read_at(name)})"
+            )
         return out
+
+    def _read_at(self, name: str) -> str:
+        read = self.readers.get(name, [])
+        return f"; read at {', '.join(map(str, read))}" if read else ""
 
 
 def _finite(x) -> bool:
@@ -212,21 +225,23 @@ def _diagnose(nodes, variables: dict, visits) -> Diagnostics:
                         f"cotangent {fmt.summary(c.value)} for {c.parent}",
                     )
                     break
-    unused = {}
+    unused, zero_gradient = [], []
     for node in nodes:
         if node.fun is None:
             var = variables[node]
-            if var.adjoint is None:
-                unused[var.name] = "not connected to the output"
+            if var.adjoint is None:  # the backward pass never reached it
+                unused.append(var.name)
             elif not np.any(np.asarray(var.adjoint)):
-                unused[var.name] = "its gradient is exactly zero"
+                zero_gradient.append(var.name)
     sources = {variables[n].name: n.source for n in nodes if n.source is not None}
     readers: dict = {}
     for node in nodes:  # the lines that read each unused input
         for parent in node.parents:
             name = variables[parent].name
-            if name in unused and node.source is not None:
+            if (name in unused or name in zero_gradient) and node.source is not None:
                 lines = readers.setdefault(name, [])
                 if node.source not in lines:
                     lines.append(node.source)
-    return Diagnostics(checks, nan_forward, nan_backward, unused, sources, readers)
+    return Diagnostics(
+        checks, nan_forward, nan_backward, unused, zero_gradient, sources, readers
+    )

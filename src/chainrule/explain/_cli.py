@@ -13,6 +13,7 @@ from ._expr import (
     Expression,
     ExpressionError,
     SizeLimitError,
+    function_list,
     parse_value,
 )
 from ._graph import GraphvizNotFound
@@ -51,8 +52,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         nargs="?",
         help=f'e.g. "{SEED}"; variables are any names but pi and e (the constants), '
         "operators + - * / ** @, functions are chainrule.numpy's (log, exp, sin, sqrt, "
-        "tanh, abs, ...; floor, ceil, round, sign and the other non-differentiable ones "
-        'have a zero derivative); one starting with "-" may be given as it is: "-x1**2"',
+        "tanh, abs, ...; sum, mean, max, dot, norm, det, ...; floor, ceil, round, sign and "
+        "the other non-differentiable ones have a zero derivative; --functions lists them); "
+        'one starting with "-" may be given as it is: "-x1**2"',
+    )
+    p.add_argument(
+        "--functions",
+        action="store_true",
+        help="list the functions an expression may call, by group, and exit",
     )
     p.add_argument(
         "--at",
@@ -86,7 +93,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "--check",
         action="store_true",
         help="add the Checks table: each operation's derivative against finite differences, "
-        "the first NaN/inf in either pass, inputs that do not influence the output",
+        "the first NaN/inf in either pass, inputs that do not reach the output or have a zero "
+        "gradient here",
     )
     p.add_argument(
         "--max-elements",
@@ -100,6 +108,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 OPTIONS = (
+    "--functions",
     "--at",
     "--wrt",
     "--format",
@@ -169,6 +178,9 @@ def _point(expr: Expression, at: list[str] | None, max_elements: int) -> dict:
 
 
 def run(args) -> int:
+    if args.functions:
+        sys.stdout.write(function_list())
+        return 0
     try:
         # numpy's warnings (overflow, divide by zero) would spread over several stderr lines
         with warnings.catch_warnings(record=True) as caught:

@@ -51,19 +51,36 @@ def _zero_derivative(name: str) -> Callable:
     return wrapped
 
 
+# chainrule.numpy.linalg's functions whose result is one real array (the others give
+# tuples, complex values or take integer or list arguments), by their plain names
+LINALG = "norm vector_norm matrix_norm det inv pinv solve cholesky eigvalsh matrix_transpose"
+
+# The functions an expression may call, by group (for --functions and the errors).
+_GROUP_NAMES = {"contraction": "products", "shape": "shapes"}
+GROUPS: dict[str, list[str]] = {
+    _GROUP_NAMES.get(group, group): [n for n in names.split() if callable(getattr(cnp, n, None))]
+    for group, names in DIFFERENTIABLE.items()
+}
+GROUPS["linear algebra"] = [name for name in LINALG.split() if name not in dir(cnp)]
 FUNCTIONS: dict[str, Callable] = {
-    name: getattr(cnp, name)
-    for group in DIFFERENTIABLE.values()
-    for name in group.split()
-    if callable(getattr(cnp, name, None))
+    name: getattr(cnp, name, None) or getattr(cnp.linalg, name)
+    for names in GROUPS.values()
+    for name in names
 }
 ZERO_DERIVATIVE = [
     name
     for name in NONDIFFERENTIABLE.split()
     if name not in _NOT_VALUES and callable(getattr(_np, name, None))
 ]
+GROUPS["zero derivative"] = ZERO_DERIVATIVE
 FUNCTIONS.update({name: _zero_derivative(name) for name in ZERO_DERIVATIVE})
 CONSTANTS = {"pi": math.pi, "e": math.e}
+
+
+def function_list() -> str:
+    """Every function an expression may call, a line per group (``--functions``)."""
+    return "".join(f"{group} ({len(names)}): {' '.join(names)}\n"
+                   for group, names in GROUPS.items())
 
 _BINARY = {
     ast.Add: cnp.add,
@@ -360,10 +377,14 @@ def _to_float(value, expr: Expression, node: ast.AST) -> float:
 
 def _unknown_function(name: str) -> str:
     close = sorted(n for n in FUNCTIONS if n[:2] == name[:2])[:6]
-    hint = f" (similar: {', '.join(close)})" if close else ""
+    hint = f"; similar: {', '.join(close)}" if close else ""
     return (
-        f"unknown function {name!r}: the expression may call chainrule.numpy's "
-        f"functions by name, such as log, exp, sin, sqrt, tanh, abs, floor, sign{hint}"
+        f"unknown function {name!r}: the expression may call chainrule.numpy's functions "
+        f"by plain name, elementwise (log, exp, sin, sqrt, tanh, abs, maximum, ...), "
+        f"reductions (sum, mean, max, min, prod, std, ...), products (dot, matmul, outer, "
+        f"...), linear algebra (norm, det, inv, solve, ...), shapes (reshape, transpose, "
+        f"...) and piecewise constant ones (floor, sign, ...): `python -m chainrule "
+        f"explain --functions` lists all {len(FUNCTIONS)}{hint}"
     )
 
 

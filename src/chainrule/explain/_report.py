@@ -335,8 +335,9 @@ def explain(
     loops into one block "× N", the graphs box each line's operations and fold loops too.
     ``check=True`` adds the "Checks" table (``report.diagnostics``): each node's VJP
     against finite differences (flagged above a relative error of 1e-4), the first NaN/inf
-    in either pass with its operands, inputs that do not influence the output, adjoint
-    sizes and the bytes each node keeps. ``report.code`` is the program ``chainrule.jit``
+    in either pass with its operands, inputs that do not reach the output (no path) and
+    inputs whose gradient is exactly zero here (a stationary point), adjoint sizes and the
+    bytes each node keeps. ``report.code`` is the program ``chainrule.jit``
     emits for the value and gradient, its lines marked with the user's lines.
 
     The report is built from the recording alone: local partials, tangents and adjoints

@@ -30,6 +30,7 @@ from .._core.rule_table import label_of, primitive_jvps, primitive_vjps
 from .._core.tracer import Node, isbox, trace_leaves
 from .._core.vspace import add_values, vspace
 from ..numpy.numpy_wrapper import NONDIFFERENTIABLE
+from ..tensor._graph import strip
 from . import _format as fmt
 from ._source import Source, forget_lines, user_site
 
@@ -380,6 +381,9 @@ def record(f: Callable, args: tuple, wrt=None, check: bool = False) -> Traces:
 def _record(f: Callable, args: tuple, wrt=None, check: bool = False) -> Traces:
     arg_names = _param_names(f, len(args))
     leaves, treedef = tree_flatten(tuple(int(a) * 1.0 if type(a) is int else a for a in args))
+    # A Tensor that requires grad holds its value boxed on the Tensor trace: explain
+    # differentiates by the value, as grad(f)(tensor) does
+    leaves = [strip(leaf) for leaf in leaves]
     names = [n for name, td in zip(arg_names, treedef.children) for n in _leaf_names(name, td)]
     traced = [i for i, leaf in enumerate(leaves) if _traceable(leaf)]
     if not traced:
@@ -475,7 +479,9 @@ def _step(node: ExplainNode, variables: dict, lazy: _Lazy) -> Variable:
 
 
 def _partial(node: ExplainNode, j: int, parent_value) -> tuple[Any, str]:
-    """d node / d parent j, as the JVP of the node with a unit tangent on that parent only.
+    """d node / d parent j: the JVP of the node as if parent j alone were traced, with a
+    unit tangent. (Zero tangents on the other parents would not do: a zero tangent times
+    an infinite partial is nan, and ``log(0) * x2`` would show d/d log(0) = nan, not x2.)
 
     Arrays have a Jacobian, written as its shape, except for the operations whose label
     notes a zero derivative: theirs is written 0 when the JVP along ones is zero."""
@@ -483,12 +489,9 @@ def _partial(node: ExplainNode, j: int, parent_value) -> tuple[Any, str]:
     jacobian = f"J {fmt.shape_text(node.ans)}<-{fmt.shape_text(parent_value)}"
     if not scalar and getattr(node.fun, "__name__", "") not in NOTES:
         return None, jacobian
-    tangents = tuple(
-        vspace(p.ans).ones() if k == j else vspace(p.ans).zeros()
-        for k, p in enumerate(node.parents)
-    )
+    unit = (vspace(parent_value).ones(),)
     try:
-        d = primitive_jvps[node.fun](tangents, node.argnums, node.ans, node.args, node.kwargs)
+        d = primitive_jvps[node.fun](unit, (node.argnums[j],), node.ans, node.args, node.kwargs)
     except (KeyError, NotImplementedError):
         return None, "?" if scalar else jacobian
     if not scalar:

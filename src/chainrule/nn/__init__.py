@@ -8,10 +8,12 @@
 layers ``Linear``, ``Sequential``, ``ReLU``, ``Tanh``, ``Sigmoid``, ``Dropout``,
 ``Identity``, ``Flatten`` and the losses ``MSELoss``, ``CrossEntropyLoss``,
 ``NLLLoss``, ``BCEWithLogitsLoss``. ``chainrule.nn.functional`` is
-``chainrule.tensor.functional``. See docs/tensor.md for what differs from PyTorch.
+``chainrule.tensor.functional``; ``chainrule.nn.init`` fills parameters (``xavier_uniform_``,
+``kaiming_normal_``, ...); ``chainrule.nn.utils`` clips gradients (``clip_grad_norm_``,
+``clip_grad_value_``). See docs/tensor.md for what differs from PyTorch.
 """
 
-from . import functional
+from . import functional, init, utils
 from ._layers import (
     BCEWithLogitsLoss,
     CrossEntropyLoss,
@@ -31,5 +33,5 @@ from ._module import Module, Parameter
 __all__ = [
     "Module", "Parameter", "Linear", "Sequential", "ReLU", "Tanh", "Sigmoid", "Dropout",
     "Identity", "Flatten", "MSELoss", "CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss",
-    "functional",
+    "functional", "init", "utils",
 ]  # fmt: skip

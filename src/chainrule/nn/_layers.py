@@ -13,12 +13,14 @@ import numpy as _np
 
 from ..tensor import Tensor
 from ..tensor import functional as F
+from . import init
 from ._module import Module, Parameter
 
 
 class Linear(Module):
     """y = x Wᵀ + b, W of shape (out_features, in_features). Weight and bias start
-    uniform on ±1/sqrt(in_features), as PyTorch's kaiming_uniform_(a=sqrt(5)) gives."""
+    uniform on ±1/sqrt(in_features), as PyTorch's: ``init.kaiming_uniform_(weight,
+    a=sqrt(5))`` and ``init.uniform_(bias, -bound, bound)``."""
 
     def __init__(
         self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None
@@ -36,10 +38,10 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        bound = 1.0 / math.sqrt(self.in_features) if self.in_features > 0 else 0.0
-        for param in (self.weight, self.bias):
-            if param is not None:
-                param.data = _np.random.uniform(-bound, bound, param.shape).astype(param.dtype)
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            bound = 1.0 / math.sqrt(self.in_features) if self.in_features > 0 else 0.0
+            init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.linear(input, self.weight, self.bias)

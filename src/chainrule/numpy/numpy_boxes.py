@@ -24,6 +24,7 @@ from .._core.tracer import (
     primitive,
     untraceable_answer_handlers,
 )
+from .._scipy_hint import scipy_hint, scipy_ufunc_rules
 from .._sparse_products import called_by_sparse_dispatch, product_with
 from . import numpy_wrapper as anp
 from .placement import index_like
@@ -142,6 +143,7 @@ class ArrayBox(Box):
             f"{what} of a traced value would drop its derivative. Keep the value as an "
             f"array inside the function being differentiated (use chainrule.numpy "
             f"functions), or strip tracing explicitly with chainrule.stop_gradient(x).{hint}"
+            f"{scipy_hint(sys._getframe(2))}"
         )
 
     # A staging trace (chainrule.jit) turns these conversions into guards, see
@@ -181,12 +183,15 @@ class ArrayBox(Box):
             "A traced value cannot be converted to a plain NumPy array (this happens with "
             "np.asarray(x) on a traced x, or when writing a traced value into a NumPy array, "
             f"as in a[i] = x with a a NumPy array). To keep the derivative, {_WRITE_INSTEAD}"
+            f"{scipy_hint(sys._getframe(1))}"
         )
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         wrapped = anp.raw_to_wrapped.get(ufunc)
         if method == "__call__" and wrapped is not None and not kwargs:
             return wrapped(*inputs)  # the common case (ndarray @ box, ndarray + box)
+        if wrapped is None and scipy_ufunc_rules(ufunc):
+            wrapped = anp.raw_to_wrapped.get(ufunc)
         name = _ufunc_name(ufunc)
         if kwargs.get("out") is not None:
             raise TypeError(
@@ -200,6 +205,7 @@ class ArrayBox(Box):
                 f"chainrule has no derivative rule for {name}"
                 f"{'' if method == '__call__' else '.' + method} on traced values. Use a "
                 f"chainrule.numpy function, or define a primitive with chainrule.extend."
+                f"{scipy_hint(function=ufunc)}"
             )
         return wrapped(*inputs, **kwargs)
 

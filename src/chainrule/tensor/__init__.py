@@ -12,12 +12,23 @@ and primitives as ``grad``, so every derivative rule is shared. ``no_grad()`` an
 from collections.abc import Callable as _Callable
 from typing import Any as _Any
 
+import numpy as _np
+
 from .._core.reverse import FreedGraphError
 from .._vmap import vmap as _vmap
 from . import _methods  # noqa: F401,E402  (PyTorch's methods, attached to Tensor)
 from ._methods import Size
 from ._mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._tensor import Tensor, as_tensor
+
+
+def manual_seed(seed: int) -> None:
+    """Seed the random numbers chainrule draws, as ``torch.manual_seed`` seeds PyTorch's:
+    NumPy's global generator, which ``nn.Linear``'s initial weights, ``nn.Dropout``'s
+    masks, ``nn.init`` and ``chainrule.numpy.random`` draw from (``numpy.random.seed``).
+    A run is then repeatable; its numbers are not PyTorch's (PyTorch has its own
+    generator)."""
+    _np.random.seed(seed)
 
 
 def vmap(func: _Callable, in_dims: _Any = 0, out_dims: _Any = 0,
@@ -34,6 +45,7 @@ def vmap(func: _Callable, in_dims: _Any = 0, out_dims: _Any = 0,
 
 __all__ = [
     "vmap",
+    "manual_seed",
     "Tensor",
     "as_tensor",
     "Size",

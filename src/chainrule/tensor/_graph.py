@@ -12,10 +12,12 @@ so that the gradients are themselves recorded. No derivative rule lives here.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 
 from .._core.reverse import FreedGraphError, VJPNode, backward_pass, make_vjp, toposort
 from .._core.rule_table import rule_table
-from .._core.tracer import isbox, live_trace_ids, new_box, new_trace_id
+from .._core.rules import defbatch, defjvp_direct, deflabel, defvjp_direct
+from .._core.tracer import isbox, live_trace_ids, new_box, new_trace_id, primitive
 from ..numpy import numpy_wrapper as anp
 from ..numpy.numpy_boxes import array_astype, array_getitem
 
@@ -32,10 +34,11 @@ class TensorNode(VJPNode):
     check (``check_overwrites``), set only on interior nodes: ``overwritten`` is
     (the in-place method that later replaced the node's value in its Tensor, the
     node that method made), ``keeps_output`` says PyTorch's version of the function
-    saves its output (relu, sigmoid, softmax are composites here).
+    saves its output (relu, sigmoid, softmax are composites here). ``hooks`` and
+    ``retains`` are set on the nodes of Tensors with gradient hooks (see ``add_hook``).
     """
 
-    __slots__ = ("leaf", "overwritten", "keeps_output")
+    __slots__ = ("leaf", "overwritten", "keeps_output", "hooks", "retains")
     keeps_everything = True  # create_graph replays the recorded calls
 
     @property
@@ -159,24 +162,116 @@ def check_overwrites(end: TensorNode) -> None:
                 )
 
 
+# ----------------------------------------------------------------------------- hooks
+# PyTorch's Tensor.register_hook and retain_grad: functions of the gradient with respect
+# to a Tensor's value, run when a backward pass has summed it. Kept on the Tensor's node,
+# so a hook registered after the Tensor was used still sees every use, as in PyTorch. The
+# engine's backward pass has no place for them, so a graph with a hooked interior node is
+# replayed (as create_graph replays it) with ``hook_point`` after each such node.
+
+# The interior nodes with hooks, while they live (a leaf's hooks run as its gradient is
+# accumulated: a graph with hooked leaves only takes the engine's pass).
+_hooked: weakref.WeakSet = weakref.WeakSet()
+
+# The nodes of create_graph's replay (on the Tensor trace) at and after a hooked node, while
+# they live. PyTorch runs an interior Tensor's hooks again when a later pass differentiates the
+# recorded gradient, on gradients that reach the Tensor through the values its backward
+# saved; the replay's gradients reach those values by other paths, so such a pass could
+# give other numbers: it is refused (see gradients).
+_replayed_hook_points: weakref.WeakSet = weakref.WeakSet()
+
+
+def add_hook(node: TensorNode, hook: Callable) -> Callable[[], None]:
+    """Run ``hook(gradient, record) -> gradient`` on the gradient with respect to ``node``'s
+    value whenever a backward pass computes it (``record``: the pass records, as
+    create_graph=True does); returns the function that removes the hook."""
+    hooks = getattr(node, "hooks", None)
+    if hooks is None:
+        hooks = node.hooks = []
+    hooks.append(hook)
+    if node.fun is not None:
+        _hooked.add(node)
+
+    def remove() -> None:
+        if hook in hooks:
+            hooks.remove(hook)
+
+    return remove
+
+
+def retain(node: TensorNode, tensor) -> None:
+    """Add each gradient with respect to ``node``'s value into ``tensor.grad`` (after the
+    hooks have run, as PyTorch's retain_grad): ``tensor`` is a non-leaf Tensor."""
+    node.retains = weakref.ref(tensor)
+    _hooked.add(node)
+
+
+def retaining(node: TensorNode):
+    """The Tensor whose gradient ``node`` retains, or None."""
+    ref = getattr(node, "retains", None)
+    return None if ref is None else ref()
+
+
+def run_hooks(node: TensorNode, g, record: bool):
+    for hook in list(getattr(node, "hooks", None) or ()):
+        g = hook(g, record)
+    tensor = retaining(node)
+    if tensor is not None:
+        tensor._accumulate(node, g, record)
+    return g
+
+
+@primitive
+def hook_point(x, node: TensorNode, record: bool):
+    """``x`` itself; its VJP runs ``node``'s hooks on the cotangent."""
+    return x
+
+
+defvjp_direct(hook_point, lambda g, ans, x, node, record: run_hooks(node, g, record), reads=())
+defjvp_direct(hook_point, lambda g, ans, x, node, record: g)
+defbatch(hook_point, lambda values, batched, kwargs: values[0])
+deflabel(hook_point, "{0}")
+
+
+def _hooked_interior(end: TensorNode) -> set:
+    return {node for node in toposort([end]) if node in _hooked}
+
+
+# ----------------------------------------------------------------------------- backward
 def gradients(end: TensorNode, g, retain_graph: bool, create_graph: bool) -> dict:
-    """{root node: gradient} for the leaves that ``end`` depends on."""
+    """{root node: gradient} for the leaves that ``end`` depends on (the leaves' own hooks
+    are the caller's to run)."""
     if _overwritten:
         check_overwrites(end)
-    if not create_graph:
-        return backward_pass([(end, g)], free=not retain_graph)
+    if _replayed_hook_points and any(n in _replayed_hook_points for n in toposort([end])):
+        raise RuntimeError(
+            "backward() through a gradient recorded with create_graph=True past a Tensor "
+            "with a hook (register_hook or retain_grad on a computed Tensor) is not "
+            "supported: PyTorch runs that Tensor's hooks again in this pass, on gradients "
+            "that chainrule does not form the same way, so the numbers could differ. Remove "
+            "the hooks (handle.remove()) before the first backward(create_graph=True); hooks "
+            "on leaf Tensors are fine."
+        )
     if end.fun is None:
         return {end: g}
-    return _recorded_gradients(end, g)
-
-
-def _recorded_gradients(end: TensorNode, g) -> dict:
-    # The nodes keep raw values, so a backward pass over them computes raw
-    # gradients. To record the gradients too, the graph is replayed as a
-    # function of its leaves (the leaves' Tensor boxes as inputs) and
-    # differentiated by make_vjp on a new trace: the rules then run on
-    # Tensor-traced values and their results are Tensor-traced.
+    hooked = _hooked_interior(end) if _hooked else set()
+    if not create_graph and not hooked:
+        return backward_pass([(end, g)], free=not retain_graph)
     order = list(toposort([end]))[::-1]  # parents before children
+    grads = _replayed_gradients(end, g, order, hooked, record=create_graph)
+    if not retain_graph:
+        for node in order:  # as backward_pass(free=True) leaves them
+            node.args = node.kwargs = node.ans = None
+            node.parents = ()
+    return grads
+
+
+def _replayed_gradients(end: TensorNode, g, order: list, hooked: set, record: bool) -> dict:
+    # The graph is replayed as a function of its leaves and differentiated by make_vjp on
+    # a new trace, with hook_point after the hooked nodes. To record the gradients too
+    # (``record``, create_graph), the leaves' Tensor boxes are its inputs: the rules then
+    # run on Tensor-traced values and their results are Tensor-traced; otherwise the raw
+    # values the graph used are, and the gradients are raw, as the engine's pass gives.
     raw_leaves: dict = {}
     for node in order:
         if node.fun is None:
@@ -195,9 +290,19 @@ def _recorded_gradients(end: TensorNode, g) -> dict:
                 args = list(node.args)
                 for argnum, parent in zip(node.argnums, node.parents):
                     args[argnum] = values[parent]
-                values[node] = node.fun(*args, **node.kwargs)
+                value = node.fun(*args, **node.kwargs)
+                if node in hooked:
+                    hooked_value, value = value, hook_point(value, node, record)
+                    if record:  # a later pass may reach the node by its value or past it
+                        for box in (tensor_box(hooked_value), tensor_box(value)):
+                            if box is not None:
+                                _replayed_hook_points.add(box._node)
+                values[node] = value
         return values[end]
 
-    inputs = [new_box(raw_leaves[root], TRACE_ID, root) for root in roots]
+    if record:
+        inputs = [new_box(raw_leaves[root], TRACE_ID, root) for root in roots]
+    else:
+        inputs = [raw_leaves[root] for root in roots]
     vjp, _ = make_vjp(replay, inputs, free=True)
     return dict(zip(roots, vjp(g)))

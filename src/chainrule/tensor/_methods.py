@@ -448,6 +448,28 @@ def argsort(self, dim: int = -1, descending: bool = False) -> Tensor:
     return _plain_tensor(order)
 
 
+# ----------------------------------------------------------------------------- comparisons
+def equal(self, other) -> bool:
+    """Whether ``other`` has this shape and these values (a Python bool), as torch.equal."""
+    a, b = _raw(self), _raw(_as_tensor(other))
+    return _np.shape(a) == _np.shape(b) and bool(_np.all(a == b))
+
+
+def _predicate(fun, name: str):
+    """A boolean Tensor of ``fun`` of the values (and of ``other``'s, for a binary ``fun``)."""
+    if fun.nin == 2:
+
+        def method(self, other) -> Tensor:
+            return _plain_tensor(fun(_raw(self), _raw(_as_tensor(other))))
+    else:
+
+        def method(self) -> Tensor:
+            return _plain_tensor(fun(_raw(self)))
+
+    method.__name__ = name
+    return method
+
+
 # ----------------------------------------------------------------------------- in place
 def _inplace_method(out_of_place, name: str):
     def method(self, *args, **kwargs) -> Tensor:
@@ -508,6 +530,10 @@ METHODS = {
     "contiguous": contiguous, "softmax": softmax, "log_softmax": log_softmax,
     "relu": relu, "sigmoid": sigmoid, "nonzero": nonzero, "argsort": argsort,
     "fill_": fill_, "zero_": zero_, "copy_": copy_,
+    "eq": Tensor.__eq__, "ne": Tensor.__ne__, "lt": Tensor.__lt__, "le": Tensor.__le__,
+    "gt": Tensor.__gt__, "ge": Tensor.__ge__, "equal": equal,
+    **{name: _predicate(getattr(_np, name), name) for name in
+       "logical_and logical_or logical_xor logical_not isnan isinf isfinite".split()},
 }
 for _name in "add sub mul div pow clamp clip relu sigmoid neg".split():
     METHODS[f"{_name}_"] = _inplace_method(METHODS[_name], f"{_name}_")

@@ -12,8 +12,10 @@ rest, and Tensor code can be differentiated by those transforms too.
 from __future__ import annotations
 
 import copy
+import sys
 import threading
 import weakref
+from collections.abc import Callable
 
 import numpy as _np
 
@@ -27,16 +29,35 @@ from .._core.tracer import (
     register_front_end,
 )
 from .._core.vspace import VSpace, vspace
+from .._scipy_hint import scipy_hint, scipy_ufunc_rules
 from ..numpy import numpy_wrapper as anp
-from ..numpy.numpy_boxes import array_astype, array_getitem
-from ._graph import TRACE_ID, gradients, leaf_box, mark_overwritten, strip, tensor_box
+from ..numpy.numpy_boxes import _ufunc_name, array_astype, array_getitem
+from ._graph import (
+    TRACE_ID,
+    add_hook,
+    gradients,
+    leaf_box,
+    mark_overwritten,
+    retain,
+    retaining,
+    run_hooks,
+    strip,
+    tensor_box,
+)
 from ._mode import _mode, no_grad
 
-# Functions whose answers are facts about values (comparisons, indices, shapes,
-# predicates): they stay plain NumPy, never Tensors.
+# Comparisons and logical operations: their answers are boolean Tensors (that never require
+# grad), as PyTorch's, also where NumPy makes the call (``array < tensor``, numpy.less).
+_LOGICAL_UFUNCS = frozenset(
+    getattr(_np, name)
+    for name in """greater greater_equal less less_equal equal not_equal logical_and logical_or
+    logical_not logical_xor bitwise_and bitwise_or bitwise_xor invert""".split()
+)
+# The other functions whose answers are facts about values (indices, shapes, predicates):
+# they stay plain NumPy, never Tensors.
 _PLAIN_RESULTS = frozenset(
     getattr(_np, name) for name in anp.NONDIFFERENTIABLE.split() if hasattr(_np, name)
-)
+) - _LOGICAL_UFUNCS
 
 # .grad += is a read-modify-write: two threads calling backward() on graphs that share
 # a leaf would lose one of the additions without it.
@@ -205,7 +226,36 @@ class Tensor:
         for root, grad in gradients(box._node, g, retain_graph, create_graph).items():
             leaf = root.leaf()
             if leaf is not None:
-                leaf._accumulate(root, grad, create_graph)
+                leaf._accumulate(root, run_hooks(root, grad, create_graph), create_graph)
+
+    # ------------------------------------------------------------------ hooks
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
+        """Call ``hook(grad)`` with the gradient with respect to this Tensor whenever
+        ``backward()`` computes it; a Tensor it returns replaces that gradient (for the
+        rest of the pass and in ``.grad``), None keeps it. As torch.Tensor.register_hook;
+        ``handle.remove()`` removes the hook."""
+        box = tensor_box(self._value)
+        if box is None:
+            raise RuntimeError(
+                "cannot register a hook on a Tensor that does not require grad (made with "
+                "requires_grad=False, under no_grad(), or detached), as in PyTorch."
+            )
+        return RemovableHandle(add_hook(box._node, _gradient_hook(hook)))
+
+    def retain_grad(self) -> None:
+        """Keep the gradient with respect to this computed Tensor in ``.grad`` after
+        ``backward()`` (leaves keep theirs anyway), as torch.Tensor.retain_grad."""
+        box = tensor_box(self._value)
+        if box is None:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if box._node.fun is not None and retaining(box._node) is not self:
+            retain(box._node, self)
+
+    @property
+    def retains_grad(self) -> bool:
+        """Whether ``retain_grad()`` was called on this computed Tensor."""
+        box = tensor_box(self._value)
+        return box is not None and box._node.fun is not None and retaining(box._node) is self
 
     def _accumulate(self, root, grad, create_graph: bool) -> None:
         box = tensor_box(self._value)
@@ -328,7 +378,7 @@ class Tensor:
                 "A Tensor that requires grad cannot become a plain NumPy array silently (this "
                 "happens with np.asarray(t) or np.array([t1, t2])): that would drop its "
                 "gradient. Combine Tensors with chainrule.numpy.stack or concatenate, or use "
-                "t.detach().numpy() for the value."
+                f"t.detach().numpy() for the value.{scipy_hint(sys._getframe(1))}"
             )
         return _np.asarray(self._value, dtype=dtype)
 
@@ -341,15 +391,17 @@ class Tensor:
             )
         args = _unwrap_tree(inputs)
         wrapped = anp.raw_to_wrapped.get(ufunc)
+        if wrapped is None and scipy_ufunc_rules(ufunc):
+            wrapped = anp.raw_to_wrapped.get(ufunc)
         if method == "__call__" and wrapped is not None:
             return _result(ufunc, wrapped(*args, **kwargs))
         if not _any_box(args):
             return _result(ufunc, getattr(ufunc, method)(*args, **kwargs))
         suffix = "" if method == "__call__" else f".{method}"
         raise TypeError(
-            f"chainrule has no derivative rule for numpy.{ufunc.__name__}{suffix}, so it cannot "
+            f"chainrule has no derivative rule for {_ufunc_name(ufunc)}{suffix}, so it cannot "
             f"be applied to Tensors that require grad. Use a chainrule.numpy function, or "
-            f"define a primitive with chainrule.extend."
+            f"define a primitive with chainrule.extend.{scipy_hint(function=ufunc)}"
         )
 
     def __array_function__(self, func, types, args, kwargs):
@@ -417,6 +469,53 @@ class Tensor:
     __hash__ = object.__hash__  # __eq__ is elementwise; identity hashing keeps dict keys working
 
 
+class RemovableHandle:
+    """What ``register_hook`` returns: ``remove()`` takes the hook away."""
+
+    def __init__(self, remove: Callable[[], None]) -> None:
+        self._remove = remove
+
+    def remove(self) -> None:
+        self._remove()
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+def _gradient_hook(hook: Callable):
+    """``hook`` (Tensors in and out) as a function of the raw gradient (see _graph.add_hook),
+    refusing a result that is not a Tensor of the gradient's shape and dtype, as PyTorch."""
+    name = getattr(hook, "__name__", repr(hook))
+
+    def on_gradient(g, record: bool):
+        if record:  # backward(create_graph=True): what the hook does is recorded
+            out = hook(_wrap(g))
+        else:
+            with no_grad():  # as in PyTorch, a hook's own operations are not recorded
+                out = hook(_wrap(g))
+        if out is None:
+            return g
+        if not isinstance(out, Tensor):
+            raise TypeError(f"expected Tensor, but hook '{name}' returned '{type(out).__name__}'")
+        new = out._value
+        if _np.shape(getval(new)) != _np.shape(getval(g)):
+            raise RuntimeError(
+                f"hook '{name}' has changed the size of value: the gradient has shape "
+                f"{_np.shape(getval(g))}, the hook returned shape {_np.shape(getval(new))}."
+            )
+        if _np.result_type(getval(new)) != _np.result_type(getval(g)):
+            raise RuntimeError(
+                f"hook '{name}' has changed the type of value: the gradient has dtype "
+                f"{_np.result_type(getval(g))}, the hook returned {_np.result_type(getval(new))}."
+            )
+        return new
+
+    return on_gradient
+
+
 def _not_differentiable(what: str) -> str:
     return (
         f"Only Tensors of floating point and complex dtype can require gradients (as in "
@@ -465,6 +564,10 @@ def _new_leaf(raw, requires_grad: bool, cls: type = None) -> Tensor:
     if requires_grad:
         tensor._value = leaf_box(raw, tensor)
     return tensor
+
+
+def _as_leaf(value) -> Tensor:
+    return value if isinstance(value, Tensor) else _wrap(value)
 
 
 def _wrap(value) -> Tensor:
@@ -607,9 +710,16 @@ def _binary(fun, reflected: bool = False):
     return op
 
 
-def _compare(fun):
-    def op(self, other):
-        return fun(_unwrap(self), _unwrap(other))  # plain booleans: comparisons have no gradient
+def _logical(fun, reflected: bool = False):
+    """A comparison or logical operator: a boolean Tensor, never on a graph (no gradient)."""
+    if reflected:
+
+        def op(self, other):
+            return _wrap_tree(fun(_unwrap(other), _unwrap(self)))
+    else:
+
+        def op(self, other):
+            return _wrap_tree(fun(_unwrap(self), _unwrap(other)))
 
     return op
 
@@ -684,7 +794,11 @@ for _name, _fun in [("add", anp.add), ("sub", anp.subtract), ("mul", anp.multipl
     setattr(Tensor, f"__i{_name}__", _inplace(_fun, f"__i{_name}__"))
 for _name, _fun in [("eq", anp.equal), ("ne", anp.not_equal), ("lt", anp.less),
                     ("le", anp.less_equal), ("gt", anp.greater), ("ge", anp.greater_equal)]:
-    setattr(Tensor, f"__{_name}__", _compare(_fun))
+    setattr(Tensor, f"__{_name}__", _logical(_fun))
+for _name, _fun in [("and", _np.bitwise_and), ("or", _np.bitwise_or), ("xor", _np.bitwise_xor)]:
+    setattr(Tensor, f"__{_name}__", _logical(_fun))
+    setattr(Tensor, f"__r{_name}__", _logical(_fun, reflected=True))
+Tensor.__invert__ = lambda self: _wrap_tree(_np.invert(getval(self._value)))
 for _name, _fun in [("neg", anp.negative), ("pos", anp.positive), ("abs", anp.absolute)]:
     setattr(Tensor, f"__{_name}__", _unary(_fun))
 # Methods whose NumPy and PyTorch meanings agree; the others are in _methods.py.
@@ -702,8 +816,10 @@ def register_tensor_type(cls: type) -> None:
     register_front_end(cls, FrontEnd(unwrap=_unwrap, value_of=lambda t: t._value,
                                      wrap=_wrap_tree))
     # A Tensor is a container of its value for the functional transforms (grad(f)(tensor)
-    # gives a Tensor), and has the vector space of its value.
-    register_pytree_node(cls, lambda t: ((t._value,), None), lambda _, kids: _wrap(kids[0]))
+    # gives a Tensor), and has the vector space of its value. A derivative with respect to
+    # a Tensor that requires grad may already be a Tensor (the rules computed with it, see
+    # FrontEnd): it is the answer as it is, never a Tensor around a Tensor.
+    register_pytree_node(cls, lambda t: ((t._value,), None), lambda _, kids: _as_leaf(kids[0]))
     VSpace.register(cls, lambda t: vspace(t._value))
 
 
