@@ -1,21 +1,37 @@
-"""vmap benchmark: per-example gradients, batch 256, two models.
+"""vmap benchmark: per-example gradients, data-dependent control flow, batching rules.
 
-    OPENBLAS_NUM_THREADS=1 python -m benchmarks.bench_vmap [--skip-large]
+    OPENBLAS_NUM_THREADS=1 python -m benchmarks.bench_vmap [--skip-large] [--only ...]
 
-- small: an MLP 32-64-1 (squared error), where a Python loop's overhead dominates;
-- large: an MLP 784-256-256-10 (squared error against one-hot labels), where the
-  per-example gradients themselves (~550 MB) and memory bandwidth rule.
+Sections (``--only gradients,control,rules,programs``):
 
-Rows: chainrule's vmap(grad), a Python loop of chainrule's grad, a hand-written vectorised
-NumPy per-example gradient (large model), torch.func.vmap(grad) and JAX's vmap(grad), eager
-and jitted (each when installed). Every result is checked against the loop's (the small
-model) or the hand-written one's (the large model) to 1e-12 before it is timed.
+- gradients: per-example gradients at batch 256 of an MLP 32-64-1 (squared error), where a
+  Python loop's overhead dominates, and of an MLP 784-256-256-10 (``--skip-large`` leaves
+  it out), where the per-example gradients themselves (~550 MB) and memory bandwidth rule.
+  Rows: chainrule's vmap(grad), a Python loop of chainrule's grad, a hand-written
+  vectorised NumPy per-example gradient (large model), torch.func.vmap(grad) (one torch
+  thread) and JAX's vmap(grad), eager and jitted (each when installed). Every result is
+  checked against the loop's (small model) or the hand-written one's (large model) to
+  1e-12 before it is timed.
+- control: Python decisions on the data. Each program's vmap against the loop
+  ``numpy.stack([f(x) for x in xs])``: the first call of a new mapped function (where the
+  examples disagree it splits, within the budget, then runs the rest one by one) and later
+  calls (a function whose calls cost more than the loop runs as the loop).
+- rules: primitives that ran once per example before their batching rules (kron, cov,
+  bincount, SciPy's solve_triangular).
+- programs: the vmap contract's generated programs with decisions (tests/contracts/vmap.py),
+  batch 128: the largest and the median ratio of vmap's time to the loop's, first calls
+  and later calls.
+
+Times are the least CPU time (``time.process_time``: the machine is shared; JAX's by the
+wall clock, its worker threads spin on after a call) of several runs, vmap and the loop
+taking turns; every answer is checked against the loop's first.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+import warnings
 
 import numpy as onp
 
@@ -25,13 +41,16 @@ import chainrule.numpy as np
 BATCH = 256
 
 
-def _best_of(fn, repeats: int = 3) -> float:
+def _best_of(fn, repeats: int = 5, clock=time.process_time) -> float:
+    """The least time of ``repeats`` calls after a warm one, by ``clock``: CPU time of this
+    process (the machine is shared), or the wall clock for JAX, whose worker threads spin
+    on after a call and would charge the next sample."""
     fn()  # warm (jit compilation, caches)
     best = float("inf")
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = clock()
         fn()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, clock() - start)
     return best
 
 
@@ -87,6 +106,7 @@ def _torch_rows(loss_src: str, params, xs, ys, want) -> list[tuple[str, float]]:
         from torch.func import grad, vmap
     except ImportError:
         return []
+    torch.set_num_threads(1)  # (as OPENBLAS_NUM_THREADS=1 for NumPy)
     tparams = tuple(torch.tensor(onp.asarray(p), dtype=torch.float64) for p in params)
     namespace = {"torch": torch}
     exec(loss_src.replace("np.", "torch."), namespace)  # the same loss, written for torch
@@ -112,8 +132,10 @@ def _jax_rows(loss_src: str, params, xs, ys, want) -> list[tuple[str, float]]:
     jitted = jax.jit(jgrad)
     _check(jitted(jparams, jx, jy), want)
     block = lambda out: [o.block_until_ready() for o in out]  # noqa: E731
-    return [("JAX vmap(grad)", _best_of(lambda: block(jgrad(jparams, jx, jy)))),
-            ("JAX jit(vmap(grad))", _best_of(lambda: block(jitted(jparams, jx, jy))))]
+    wall = time.perf_counter
+    return [("JAX vmap(grad)", _best_of(lambda: block(jgrad(jparams, jx, jy)), clock=wall)),
+            ("JAX jit(vmap(grad))", _best_of(lambda: block(jitted(jparams, jx, jy)),
+                                             clock=wall))]
 
 
 _SMALL_SRC = """
@@ -166,6 +188,146 @@ def run_large() -> list[tuple[str, float]]:
         _LARGE_SRC, params, xs, ys, want)
 
 
+# ----------------------------------------------------------------------------- control flow
+def twelve_decisions(x):
+    """12 decisions in a row on an example's entries (2^12 ways through)."""
+    for i in range(12):
+        if x[i] > 0:
+            x = x * 1.01
+        else:
+            x = x - 0.01
+    return x
+
+
+def decide(x, y):
+    return x * y if x > y else x - y
+
+
+def newton_sqrt(a):
+    """A while loop whose trip count differs per example."""
+    x = a
+    while np.abs(x * x - a) > 1e-12 * a:
+        x = 0.5 * (x + a / x)
+    return x
+
+
+def branchy_layer(x, w):
+    """One decision (two groups) in front of a layer of real work."""
+    h = np.tanh(x @ w)
+    if np.sum(x) > 0:
+        return np.tanh(h @ w.T) * h @ w
+    return np.sin(h @ w.T) @ w
+
+
+def _seconds(fn) -> float:
+    """The CPU time of one call (this process's: the 2-core machine is shared)."""
+    start = time.process_time()
+    fn()
+    return time.process_time() - start
+
+
+def _first_and_later(make, args, loop, repeats: int = 15) -> tuple[float, float, float]:
+    """The least time of the first call of a new mapped function, of a later call, and of
+    the loop, in seconds (the three taking turns)."""
+    want = loop()
+    mapped = make()
+    onp.testing.assert_allclose(mapped(*args), want, rtol=1e-12, atol=1e-14)
+    for _ in range(3):
+        mapped(*args)
+    first, later, looped = float("inf"), float("inf"), float("inf")
+    for _ in range(repeats):
+        fresh = make()
+        first = min(first, _seconds(lambda fresh=fresh: fresh(*args)))
+        later = min(later, _seconds(lambda: mapped(*args)))
+        looped = min(looped, _seconds(loop))
+    return first, later, looped
+
+
+def run_control(repeats: int = 15) -> list[tuple[str, float, float, float]]:
+    r = onp.random.default_rng(2)
+    xs = r.normal(size=(256, 12))
+    agree = onp.abs(xs)
+    a, b = r.normal(size=40), r.normal(size=40)
+    scales = onp.exp(r.uniform(-8, 8, size=256))
+    layer_x, layer_w = r.normal(size=(256, 64)), r.normal(size=(64, 64)) / 8
+    cases = [
+        ("12 decisions, batch 256, examples disagree", lambda: cr.vmap(twelve_decisions),
+         (xs,), lambda: onp.stack([twelve_decisions(x) for x in xs])),
+        ("12 decisions, batch 256, examples agree", lambda: cr.vmap(twelve_decisions),
+         (agree,), lambda: onp.stack([twelve_decisions(x) for x in agree])),
+        ("vmap(vmap(decision)), 40 x 40",
+         lambda: cr.vmap(cr.vmap(decide, in_axes=(None, 0)), in_axes=(0, None)), (a, b),
+         lambda: onp.array([[decide(x, y) for y in b] for x in a])),
+        ("Newton's sqrt, trip counts differ, batch 256", lambda: cr.vmap(newton_sqrt),
+         (scales,), lambda: onp.stack([newton_sqrt(s) for s in scales])),
+        ("one decision (two groups) before a 64x64 layer, batch 256",
+         lambda: cr.vmap(branchy_layer, in_axes=(0, None)), (layer_x, layer_w),
+         lambda: onp.stack([branchy_layer(x, layer_w) for x in layer_x])),
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the split notes)
+        return [(name, *_first_and_later(make, args, loop, repeats))
+                for name, make, args, loop in cases]
+
+
+# ----------------------------------------------------------------------------- rules
+def run_rules(repeats: int = 15) -> list[tuple[str, float, float, float]]:
+    import chainrule.scipy.linalg as sla
+
+    r = onp.random.default_rng(3)
+    x, y = r.normal(size=(256, 8)), r.normal(size=(256, 6, 5))
+    counts = r.integers(0, 16, size=(256, 40))
+    counts[:, 0] = 15
+    triangles = onp.tril(r.normal(size=(256, 8, 8))) + 4 * onp.eye(8)
+    cases = [
+        ("kron(x, x)", lambda x: np.kron(x, x), (x,)),
+        ("cov(y)", lambda y: np.cov(y), (y,)),
+        ("bincount(i)", lambda i: np.bincount(i), (counts,)),
+        ("solve_triangular(a, x)",
+         lambda a, b: sla.solve_triangular(a, b, lower=True), (triangles, x)),
+    ]
+    rows = []
+    for name, fn, args in cases:
+        def loop(fn=fn, args=args):
+            return onp.stack([fn(*example) for example in zip(*args)])
+        first, later, looped = _first_and_later(lambda fn=fn: cr.vmap(fn), args, loop,
+                                                repeats)
+        rows.append((name, first, later, looped))
+    return rows
+
+
+# ----------------------------------------------------------------------------- programs
+def run_programs(count: int = 200, batch: int = 128) -> list[tuple[str, float, float, float]]:
+    """The contract's generated programs that decide on their data, at batch ``batch``."""
+    from tests.contracts import _programs
+
+    hazards = {"branch", "loop", "convert", "nonsmooth", "index", "inplace"}
+    ratios_first, ratios_later = [], []
+    rng = onp.random.default_rng(4)
+    while len(ratios_first) < count:
+        p = _programs.generate(rng, hazards, output="vec", dtype="float64")
+        if not p.hazards & {"branch", "loop", "convert"}:
+            continue
+        pairs = p.inputs(rng, batch)
+        xs, s = onp.stack([x for x, _ in pairs]), 0.7
+
+        def loop(p=p, xs=xs, s=s):
+            return onp.stack([p.fn(x.copy(), s) for x in xs])
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                first, later, looped = _first_and_later(
+                    lambda p=p: cr.vmap(p.fn, in_axes=(0, None)), (xs, s), loop, repeats=3)
+            except (FloatingPointError, ValueError, ArithmeticError):
+                continue
+        ratios_first.append(first / looped)
+        ratios_later.append(later / looped)
+    return [(f"{count} programs: largest ratio", max(ratios_first), max(ratios_later), 1.0),
+            (f"{count} programs: median ratio", float(onp.median(ratios_first)),
+             float(onp.median(ratios_later)), 1.0)]
+
+
 def _print(title: str, rows, reference: str) -> None:
     base = dict(rows)[reference]
     print(title)
@@ -175,15 +337,44 @@ def _print(title: str, rows, reference: str) -> None:
     print()
 
 
+def _print_versus_loop(title: str, rows, ratios_only: bool = False) -> None:
+    print(title)
+    if ratios_only:
+        print(f"{'':<58}{'first call':>12}{'later calls':>13}")
+        for name, first, later, _ in rows:
+            print(f"{name:<58}{first:>11.2f}x{later:>12.2f}x")
+    else:
+        print(f"{'':<58}{'loop ms':>9}{'first call':>12}{'later calls':>13}")
+        for name, first, later, looped in rows:
+            print(f"{name:<58}{looped * 1e3:>9.2f}{first / looped:>11.2f}x"
+                  f"{later / looped:>12.2f}x")
+    print()
+
+
+SECTIONS = ("gradients", "control", "rules", "programs")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-large", action="store_true")
+    parser.add_argument("--only", default=",".join(SECTIONS),
+                        help=f"comma-separated sections of {', '.join(SECTIONS)}")
     args = parser.parse_args(argv)
-    _print(f"per-example gradients, MLP 32-64-1, batch {BATCH}", run_small(),
-           "chainrule vmap(grad)")
-    if not args.skip_large:
-        _print(f"per-example gradients, MLP 784-256-256-10, batch {BATCH}", run_large(),
-               "hand-written NumPy")
+    only = set(args.only.split(","))
+    if "gradients" in only:
+        _print(f"per-example gradients, MLP 32-64-1, batch {BATCH}", run_small(),
+               "chainrule vmap(grad)")
+        if not args.skip_large:
+            _print(f"per-example gradients, MLP 784-256-256-10, batch {BATCH}", run_large(),
+                   "hand-written NumPy")
+    if "control" in only:
+        _print_versus_loop("decisions on the data: vmap's time / the loop's", run_control())
+    if "rules" in only:
+        _print_versus_loop("new batching rules, batch 256: vmap's time / the loop's",
+                           run_rules())
+    if "programs" in only:
+        _print_versus_loop("generated programs with decisions, batch 128: vmap's time / "
+                           "the loop's", run_programs(), ratios_only=True)
 
 
 if __name__ == "__main__":

@@ -167,7 +167,7 @@ def test_markdown_and_text_output(tmp_path, capsys):
     md = capsys.readouterr().out
     assert "| function | VJP | JVP | batch | sparsity | tested orders | kind |" in md
     assert "| `numpy.sin` | yes | yes | yes | yes | fwd 1, rev 3 | primitive |" in md
-    assert "| `numpy.cov` | yes | yes | no |" in md  # runs once per example under vmap
+    assert "| `numpy.convolve` | yes | yes | no |" in md  # runs once per example under vmap
     assert "- with VJP: " in md and "Tier 1 gaps" in md and "- Tier 2: " in md
 
     report = coverage.collect(None)

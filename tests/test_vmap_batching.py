@@ -5,6 +5,7 @@ back to the per-example loop; composition with grad, jvp, jacobian, hessian, jit
 
 from __future__ import annotations
 
+import time
 import warnings
 
 import numpy as onp
@@ -13,6 +14,7 @@ import pytest
 import chainrule as cr
 import chainrule.numpy as np
 import chainrule.scipy  # noqa: F401  (registers SciPy's primitives)
+import chainrule.scipy.linalg
 from chainrule._core.rule_table import rule_table
 from chainrule._vmap import VmapFallbackWarning
 from chainrule.numpy import batched
@@ -24,13 +26,11 @@ R = onp.random.default_rng(3)
 # most; none is wrong, only slower). A primitive registered anywhere is checked.
 RUN_PER_EXAMPLE = {
     # answers whose shape depends on the values or on several operands' ranks
-    "append", "bincount", "compress", "delete", "extract", "insert", "ediff1d", "meshgrid",
-    "linspace", "full", "gradient", "hsplit", "vsplit", "dsplit", "kron", "cross", "convolve",
-    "correlate", "cov", "corrcoef",
-    # SciPy's linear algebra, one matrix per call
-    "lu_packed", "solve_banded",
-    "solve_general", "solve_sylvester", "solve_triangular", "lstsq_solution",
-    "convolve_canonical",
+    "append", "compress", "delete", "extract", "insert", "ediff1d", "meshgrid",
+    "linspace", "full", "gradient", "hsplit", "vsplit", "dsplit", "cross", "convolve",
+    "correlate", "corrcoef",
+    # SciPy's linear algebra: banded matrices and least squares, one per call
+    "solve_banded", "lstsq_solution", "convolve_canonical",
     # containers, solvers and sparse operands: one Python object per example
     "container_add", "sequence_take", "sequence_untake", "_implicit", "ivp_values",
     "odeint_args", "quad_value", "_fixed_point", "_dense_sparse", "_sparse_dense", "_solve",
@@ -71,7 +71,7 @@ def test_every_primitive_has_a_batching_rule_or_is_listed_as_looping():
     assert not missing, f"no batching rule and not listed in RUN_PER_EXAMPLE: {missing}"
     assert not listed_with_rule, f"listed as looping but has a rule: {listed_with_rule}"
     with_rule = sum(batching_rule(f) is not None for f in PRIMITIVES)
-    assert with_rule >= 226  # the count when the rules landed (of 265)
+    assert with_rule >= 233  # the count when kron, cov, bincount and SciPy's solves got rules
 
 
 def _no_fallback(call):
@@ -134,34 +134,98 @@ def test_rules_of_each_pattern_run_batched_in_both_modes(name, fun, shape):
 def test_a_primitive_without_a_rule_loops_with_one_warning_naming_it():
     xs = R.normal(size=(4, 3))
     batched._warned.clear()
-    with pytest.warns(BatchLoopWarning, match="kron has no batching rule") as record:
-        got = cr.vmap(lambda x: np.kron(x, x))(xs)
-        cr.vmap(lambda x: np.kron(x, x))(xs)
-    assert sum("kron" in str(w.message) for w in record) == 1
-    onp.testing.assert_allclose(got, onp.stack([onp.kron(x, x) for x in xs]), rtol=1e-14)
+    with pytest.warns(BatchLoopWarning, match="convolve has no batching rule") as record:
+        got = cr.vmap(lambda x: np.convolve(x, x))(xs)
+        cr.vmap(lambda x: np.convolve(x, x))(xs)
+    assert sum("convolve" in str(w.message) for w in record) == 1
+    onp.testing.assert_array_equal(got, onp.stack([onp.convolve(x, x) for x in xs]))
+
+
+_A = onp.tril(R.normal(size=(4, 3, 3))) + 3 * onp.eye(3)
+_INDICES = R.integers(0, 3, size=(4, 5))
+_COUNTS = onp.hstack([R.integers(0, 5, size=(4, 5)), onp.full((4, 1), 4)])
+
+
+@pytest.mark.parametrize("name, fun, args, exact", [
+    ("kron", lambda x, y: np.kron(x, y), (R.normal(size=(4, 3)), R.normal(size=(4, 2, 2))), True),
+    ("kron of one matrix", lambda x: np.kron(onp.eye(2), x), (R.normal(size=(4, 3)),), True),
+    ("cov", lambda x: np.cov(x), (R.normal(size=(4, 3, 5)),), False),
+    ("cov of two", lambda x, y: np.cov(x, y, rowvar=False, ddof=0),
+     (R.normal(size=(4, 5, 2)), R.normal(size=(4, 5))), False),
+    ("bincount", lambda i, w: np.bincount(i, w), (_COUNTS, R.normal(size=(4, 6))), True),
+    ("indices of each example", lambda x, i: x[i], (R.normal(size=(4, 3)), _INDICES), True),
+    ("take of each example's indices", lambda x, i: np.take(x, i, axis=0),
+     (R.normal(size=(4, 3, 2)), _INDICES), True),
+    ("take from one array", lambda i: np.take(onp.arange(6.0).reshape(2, 3), i, axis=1),
+     (_INDICES,), True),
+    ("solve_triangular", lambda a, b: chainrule.scipy.linalg.solve_triangular(a, b, lower=True),
+     (_A, R.normal(size=(4, 3))), False),
+    ("solve_triangular of one matrix", lambda b: chainrule.scipy.linalg.solve_triangular(
+        _A[0], b, trans=1, lower=True), (R.normal(size=(4, 3, 2)),), False),
+    ("solve", lambda a, b: chainrule.scipy.linalg.solve(a, b), (_A, R.normal(size=(4, 3))),
+     False),
+    ("solve_sylvester", lambda a, q: chainrule.scipy.linalg.solve_sylvester(a, a.T, q),
+     (_A, R.normal(size=(4, 3, 3))), False),
+])
+def test_kron_cov_bincount_indices_and_scipys_solves_run_batched(name, fun, args, exact):
+    got = _no_fallback(lambda: cr.vmap(fun)(*args))
+    want = onp.stack([fun(*example) for example in zip(*args)])
+    if exact:
+        onp.testing.assert_array_equal(got, want, strict=True)
+    else:
+        onp.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15, strict=True)
+    # (bincount and take differentiate in their indices' values: their VJPs index with them
+    # in NumPy, which runs once per example)
+    if name not in ("bincount", "take from one array", "take of each example's indices"):
+        grads = _no_fallback(lambda: cr.vmap(cr.grad(lambda *a: np.sum(np.sin(fun(*a)))))(*args))
+        want = onp.stack([cr.grad(lambda *a: np.sum(np.sin(fun(*a))))(*example)
+                          for example in zip(*args)])
+        onp.testing.assert_allclose(grads, want, rtol=1e-11, atol=1e-13)
 
 
 def test_disagreeing_decisions_run_per_group_and_keep_the_order():
     calls = []
 
     def f(x):
-        calls.append(len(x) if hasattr(x, "__len__") else 0)
+        calls.append(onp.shape(x))
+        time.sleep(0.005)  # a call costs the same batched or not: groups are worth batching
         if np.sum(x) > 0:
             return np.sin(x)
         return 2.0 * np.cos(x)
 
-    xs = onp.array([[1.0, 2.0], [-3.0, 1.0], [0.5, -0.1], [-1.0, -1.0]])
+    xs = R.normal(size=(16, 2))
+    xs[:, 0] += onp.where(onp.arange(16) % 3 == 0, 5.0, -5.0)  # positive sums: 0, 3, 6...
     with pytest.warns(VmapFallbackWarning, match="different branches"):
         got = cr.vmap(f)(xs)
     want = onp.stack([f(x) for x in xs])
-    onp.testing.assert_allclose(got, want, rtol=1e-15)
-    # one batched call, then one per group (positive sums, the others): 3 calls, not 4
+    onp.testing.assert_array_equal(got, want)
+    # one batched call, three examples alone (what a call costs), then one per group
     calls.clear()
     cr.vmap(f)(xs)
-    assert len(calls) == 3
+    assert len(calls) == 6
     grads = cr.vmap(cr.grad(lambda x: np.sum(f(x))))(xs)
-    onp.testing.assert_allclose(grads, onp.stack([cr.grad(lambda x: np.sum(f(x)))(x)
-                                                  for x in xs]), rtol=1e-15)
+    onp.testing.assert_array_equal(grads, onp.stack([cr.grad(lambda x: np.sum(f(x)))(x)
+                                                     for x in xs]))
+
+
+def test_splitting_into_many_groups_ends_in_the_loop():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        for i in range(6):  # six decisions, 64 ways: a group each example, nearly
+            if x[i] > 0:
+                x = x * 1.5
+        return x
+
+    xs = R.normal(size=(64, 6))
+    want = onp.stack([f(x) for x in xs])
+    calls.clear()
+    with pytest.warns(VmapFallbackWarning, match="different branches"):
+        got = cr.vmap(f)(xs)
+    onp.testing.assert_array_equal(got, want)
+    # a batched call costs many examples' calls here: few are made, then the loop
+    assert len(calls) <= 64 + 10
 
 
 def test_agreeing_decisions_stay_batched():

@@ -1,4 +1,8 @@
-"""``vmap``: a function mapped over an axis of its arguments (JAX's ``in_axes``/``out_axes``).
+"""``vmap``: a function mapped over an axis of its arguments (JAX's ``in_axes``/``out_axes``,
+torch.func's ``randomness``).
+
+The contract: ``vmap(f)(xs)`` returns ``stack([f(x) for x in xs])`` (tree by tree, along
+``out_axes``) — values, dtypes, pytree — or raises a clear error naming what it cannot do.
 
 The function is called once, on BatchedArrays (``chainrule.numpy.batched``): each stands
 for one example and holds the whole batch, and each primitive answers for the whole batch
@@ -6,26 +10,45 @@ by its batching rule (or, lacking one, once per example). vmap is a trace like g
 composes with every transform in any order (``vmap(grad(f))`` gives per-example gradients,
 ``grad`` of a summed ``vmap`` differentiates through it).
 
-Python decisions on the data (``if x.sum() > 0``, ``while``) are taken for the whole batch
-when the examples agree; where they disagree, the call is redone per group of agreeing
-examples and the answers are put back in order, so results always equal the Python loop's.
-Anything that cannot run batched (converting a batched value to a NumPy array) falls back
-to calling the function once per example, with one warning.
+Where the batched call cannot keep the contract, vmap reruns the whole function: per group
+of examples that agree when a Python decision on the data splits them (``if x.sum() > 0``),
+per example when something cannot run on the batch (a batched value written into a NumPy
+array, ``np.asarray(x)``) or when the function drew random numbers (randomness
+"different"). Splitting is bounded: once it would cost more than ``_SPLIT_BUDGET`` times
+the per-example loop (measured as it goes), the remaining examples run one by one.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
+import time
 import warnings
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+import numpy as _np
+
+from . import _outside
 from . import numpy as cnp
-from ._core.pytree import tree_flatten, tree_unflatten
-from ._core.tracer import live_trace_ids, new_trace_id
-from .numpy.batched import BatchedArray, BatchSplit, BatchUnsupported
+from ._core import tracer
+from ._core.pytree import LEAF, tree_flatten, tree_unflatten
+from ._core.tracer import live_trace_ids
+from .numpy.batched import BatchedArray, BatchSplit, BatchTrace
+from .numpy.numpy_boxes import underlying
 
 AxisSpec = Any  # an int, None, or a pytree of them (a prefix of the arguments' structure)
+
+RANDOMNESS = ("different", "same", "error")
+# Splitting a batch on Python decisions may take this many times the (estimated) time of
+# the per-example loop before the examples left run one by one.
+_SPLIT_BUDGET = 1.4
+# A mapped function whose call cost more than the loop (its examples split or ran one by
+# one) runs as the loop for its next 1, 2, 4, ... calls, at most this many, then tries again.
+_MAX_BACKOFF = 64
+# Examples run alone after a split, to know what an example costs (the middle one counts).
+_MEASURED = 3
 
 
 def _broadcast_prefix(spec: AxisSpec, tree: Any, what: str) -> list:
@@ -63,14 +86,12 @@ def _normalize_axis(axis: int, ndim: int, what: str) -> int:
     return axis % ndim
 
 
-def _take(leaf: Any, axis: int, i: int) -> Any:
-    return leaf[(slice(None),) * axis + (i,)]
-
-
 def vmap(
-    fun: Callable, in_axes: AxisSpec = 0, out_axes: AxisSpec = 0, axis_size: int | None = None
+    fun: Callable, in_axes: AxisSpec = 0, out_axes: AxisSpec = 0,
+    axis_size: int | None = None, randomness: str = "different",
 ) -> Callable:
-    """``fun`` mapped over an axis of its arguments, stacking its answers.
+    """``fun`` mapped over an axis of its arguments: ``vmap(fun)(xs)`` returns
+    ``stack([fun(x) for x in xs])`` (values, dtypes and pytree), or raises a clear error.
 
     ``in_axes``: for each positional argument, the axis mapped over (an int, negative ones
     counting from the end), or None for an argument passed whole to every call; an int or
@@ -78,143 +99,580 @@ def vmap(
     itself be a pytree matching that argument. ``out_axes``: where the mapped axis goes in
     each output (same forms; None for an output that does not depend on the example, which
     is checked). ``axis_size``: the batch size, needed only when no argument is mapped.
-    Keyword arguments are mapped over their leading axis.
+    Keyword arguments are mapped over their leading axis. ``randomness`` (torch.func's):
+    random numbers drawn by ``fun`` are the per-example loop's ("different"), one draw
+    shared by every example ("same"), or an error ("error"); see docs/vmap.md for the
+    generators vmap sees.
 
     ``fun`` runs once, each primitive by its batching rule for the whole batch (a primitive
     without one runs once per example, with a ``BatchLoopWarning``). A Python decision on
     the data (``if x.sum() > 0``) where the examples disagree reruns ``fun`` per group of
-    agreeing examples; code that converts a batched value to a NumPy array makes ``fun``
-    run once per example (both with a ``VmapFallbackWarning``). Results equal the loop's.
+    agreeing examples; what cannot run on the batch (a batched value written into a NumPy
+    array, ``np.asarray(x)``) makes ``fun`` run once per example (both with a
+    ``VmapFallbackWarning``).
 
     >>> import chainrule as cr, chainrule.numpy as np
     >>> per_example = cr.vmap(cr.grad(lambda w, x: np.sum(w * x) ** 2), in_axes=(None, 0))
     >>> per_example(np.ones(2), np.array([[1.0, 2.0], [3.0, 0.0]])).tolist()
     [[6.0, 12.0], [18.0, 0.0]]
     """
+    if randomness not in RANDOMNESS:
+        raise ValueError(f"vmap: randomness must be one of {', '.join(map(repr, RANDOMNESS))}"
+                         f"; got {randomness!r}.")
 
     @wraps(fun)
     def mapped(*args: Any, **kwargs: Any) -> Any:
-        spec = in_axes
-        if isinstance(spec, list):
-            spec = tuple(spec)  # JAX reads a list in_axes like a tuple
-        if isinstance(spec, tuple) and len(spec) != len(args):
-            raise ValueError(
-                f"vmap: in_axes has {len(spec)} entries but the function "
-                f"was called with {len(args)} positional argument(s)."
-            )
+        leaves, axes, treedef, size = _mapped_arguments(args, kwargs, in_axes, axis_size)
+        return _Call(fun, leaves, axes, treedef, size, out_axes, randomness, memory).answer()
+
+    memory = _Memory()
+    return mapped
+
+
+class _Memory:
+    """What a mapped function keeps from call to call: the one-time notes it has given,
+    what it reaches outside itself, and how many calls to run as the loop before it tries
+    the batch again (after calls where batching cost more than the loop)."""
+
+    __slots__ = ("notes", "reach", "loop_calls", "backoff")
+
+    def __init__(self):
+        self.notes: set = set()
+        self.reach: _outside.Reach | None = None
+        self.loop_calls = self.backoff = 0
+
+    def outside(self, fun, unmapped: list) -> tuple[list, list]:
+        """The random generators and the arrays ``fun`` reaches (its unmapped arguments
+        included)."""
+        if self.reach is None or not self.reach.current():
+            self.reach = _outside.Reach([fun])
+        generators, arrays = self.reach.generators, self.reach.arrays
+        if unmapped:
+            more = _outside.Reach(unmapped)
+            generators = generators + [g for g in more.generators
+                                       if all(g is not other for other in generators)]
+            arrays = arrays + more.arrays
+        return generators, arrays
+
+    def learn(self, call: _Call) -> None:
+        """After a call that left the batch: was that dearer than the loop?"""
+        if not call.examples_run:
+            return
+        loop = call.size * call.example_seconds / call.examples_run
+        if time.perf_counter() - call.started > loop:
+            self.backoff = min(2 * self.backoff or 1, _MAX_BACKOFF)
+            self.loop_calls = self.backoff
+        else:
+            self.backoff = 0
+
+
+def _mapped_arguments(args, kwargs, in_axes, axis_size):
+    """The arguments' leaves, each one's mapped axis (None: not mapped), their tree, and
+    the batch size."""
+    spec = in_axes
+    if isinstance(spec, list):
+        spec = tuple(spec)  # JAX reads a list in_axes like a tuple
+    if isinstance(spec, tuple) and len(spec) != len(args):
+        raise ValueError(
+            f"vmap: in_axes has {len(spec)} entries but the function "
+            f"was called with {len(args)} positional argument(s)."
+        )
+    if not kwargs and all(type(a) in _ARRAY_LEAVES for a in args) and (
+            spec is None or type(spec) is int or type(spec) is tuple and all(
+                ax is None or type(ax) is int for ax in spec)):
+        # (the usual call, positional arrays: no tree to flatten)
+        leaves, treedef = list(args), _flat_tree(len(args))
+        axes = list(spec) if type(spec) is tuple else [spec] * len(args)
+    else:
         # keyword arguments are mapped over their leading axis (as JAX does)
         leaves, treedef = tree_flatten((args, kwargs))
         axes = _broadcast_prefix(spec, args, "in_axes") + [0] * (
-            len(leaves) - len(tree_flatten(args)[0])
-        )
-        size = axis_size
-        normalized = []
-        for leaf, ax in zip(leaves, axes):
-            if ax is None:
-                normalized.append(None)
-                continue
-            ndim = cnp.ndim(leaf)
-            if ndim == 0:
-                raise ValueError(
-                    f"vmap: in_axes maps axis {ax} of a scalar argument; give "
-                    f"None for arguments that are not mapped."
-                )
-            ax = _normalize_axis(ax, ndim, "an in_axes entry")
-            n = cnp.shape(leaf)[ax]
-            if size is None:
-                size = n
-            elif n != size:
-                raise ValueError(
-                    f"vmap: mapped arguments disagree on the batch size: "
-                    f"{size} and {n} (axis {ax} of an argument of shape "
-                    f"{cnp.shape(leaf)})."
-                )
-            normalized.append(ax)
-        if size is None:
+            len(leaves) - len(tree_flatten(args)[0]))
+    size = axis_size
+    normalized = []
+    for leaf, ax in zip(leaves, axes):
+        if ax is None:
+            normalized.append(None)
+            continue
+        shape = _shape(leaf)
+        if not shape:
             raise ValueError(
-                "vmap: no argument is mapped (every in_axes entry is None); "
-                "give axis_size to say how many times to call the function."
+                f"vmap: in_axes maps axis {ax} of a scalar argument; give "
+                f"None for arguments that are not mapped."
             )
-        return _run(fun, leaves, normalized, treedef, size, out_axes, notes)
+        ax = _normalize_axis(ax, len(shape), "an in_axes entry")
+        n = shape[ax]
+        if size is None:
+            size = n
+        elif n != size:
+            raise ValueError(
+                f"vmap: mapped arguments disagree on the batch size: "
+                f"{size} and {n} (axis {ax} of an argument of shape {shape})."
+            )
+        normalized.append(ax)
+    if size is None:
+        raise ValueError(
+            "vmap: no argument is mapped (every in_axes entry is None); "
+            "give axis_size to say how many times to call the function."
+        )
+    return leaves, normalized, treedef, size
 
-    notes: set = set()  # the one-time notes this function has given
-    return mapped
+
+# Values that are leaves of a tree of arguments (arrays, scalars, traced values)
+_ARRAY_LEAVES = _outside.INERT | tracer._traced_types
+
+
+@functools.lru_cache(maxsize=64)
+def _flat_tree(count: int):
+    return tree_flatten((tuple(range(count)), {}))[1]
+
+
+def _shape(value) -> tuple:
+    shape = getattr(value, "shape", None)
+    return tuple(shape) if shape is not None else cnp.shape(value)
 
 
 class VmapFallbackWarning(UserWarning):
     """vmap runs a function per group of examples, or per example, instead of batched."""
 
 
-def _run(fun, leaves, axes, treedef, size: int, out_axes, notes: set) -> Any:
-    """``fun`` on the batch: batched, per group of agreeing examples, or per example."""
-    trace_id = new_trace_id()
-    live_trace_ids.add(trace_id)
-    try:
-        batched = [leaf if ax is None else BatchedArray(cnp.moveaxis(leaf, ax, 0), trace_id, size)
-                   for leaf, ax in zip(leaves, axes)]
-        call_args, call_kwargs = tree_unflatten(treedef, batched)
-        answer = fun(*call_args, **call_kwargs)
-        return _unbatched(answer, out_axes, size, trace_id)
-    except BatchSplit as split:
-        if split.trace_id != trace_id:
+class _Restart(Exception):
+    """Only the loop, run in order from the call's start, gives this call's answer: the
+    function drew random numbers (randomness "different") or writes into arrays outside
+    itself."""
+
+
+class _Stacked:
+    """An output leaf of some examples: the examples' values stacked along axis 0."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+class _Shared:
+    """An output leaf of some examples that is one value for all of them."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+class _Part:
+    """The answers for some examples: their indices, the answers' tree, its leaves (each
+    _Stacked or _Shared), and one answer as the function gave it (its dicts' key order)."""
+
+    __slots__ = ("examples", "tree", "leaves", "answer")
+
+    def __init__(self, examples, tree, leaves: list, answer):
+        self.examples, self.tree, self.leaves, self.answer = examples, tree, leaves, answer
+
+
+class _Call:
+    """One call of a mapped function: its batched runs, what they fall back to, and the
+    answer put together from them in the examples' order."""
+
+    def __init__(self, fun, leaves, axes, treedef, size: int, out_axes, randomness: str,
+                 memory: _Memory):
+        self.fun, self.leaves, self.axes, self.treedef = fun, leaves, axes, treedef
+        self.size, self.out_axes, self.randomness, self.memory = size, out_axes, randomness, memory
+        # positional arrays only (the usual call): examples are passed without a tree
+        self.flat = all(child is LEAF for child in treedef.children[0].children) and not (
+            treedef.children[1].children)
+        self.generators = _outside.GeneratorStates([])
+        self.outside_arrays: list = []
+        self.watch_draws = self.shared_draws = False  # ("same": once the function has drawn)
+        self.read_only = _outside.ReadOnly([])
+        self.in_order = False  # running the loop itself (its errors are the answer)
+        self.started = time.perf_counter()
+        self.batched_seconds, self.batched_runs = 0.0, 0
+        self.example_seconds, self.examples_run = 0.0, 0
+        self.example_times: list = []  # of examples run alone
+
+    def _look_outside(self) -> None:
+        """Find the generators and arrays the function reaches, and the generators' states."""
+        unmapped = [leaf for leaf, ax in zip(self.leaves, self.axes) if ax is None]
+        generators, self.outside_arrays = self.memory.outside(self.fun, unmapped)
+        self.generators = _outside.GeneratorStates(generators)
+        self.watch_draws = bool(generators)
+
+    def answer(self) -> Any:
+        memory = self.memory
+        if memory.loop_calls:
+            memory.loop_calls -= 1
+            if self.randomness != "different":  # (the loop draws as the loop otherwise)
+                self._look_outside()
+            return self._assembled([self._the_loop()])
+        self._look_outside()
+        # (no run but the loop writes outside the function: its writes show who needs it)
+        self.read_only = _outside.ReadOnly(self.outside_arrays)
+        try:
+            parts = self._parts()
+        except _Restart:
+            self.read_only.release()
+            self.generators.restore()
+            parts = [self._the_loop()]
+        finally:
+            self.read_only.release()  # (again, where _parts raised)
+        if len(parts) > 1 or self.examples_run:
+            memory.learn(self)
+        else:
+            memory.backoff = 0
+        return self._assembled(parts)
+
+    def _the_loop(self) -> _Part:
+        """The loop itself, from the call's start: the function on each example in order,
+        its random draws and writes outside itself those of the loop."""
+        self.watch_draws = self.watch_draws and self.randomness != "different"
+        self.in_order = True
+        return self._one_by_one(_np.arange(self.size))
+
+    # ------------------------------------------------------------------ runs
+    def _parts(self) -> list:
+        """The answers by batched runs: the whole batch, then (where the examples split)
+        each group that the budget affords, the largest first; the examples left run one by
+        one, in one pass."""
+        if self.size == 1:
+            return [self._the_loop()]
+        parts, todo, loose = [], [], []
+        self._sort_out(self._batched(_np.arange(self.size)), parts, todo, loose)
+        while todo:
+            todo.sort(key=len)
+            group = todo.pop()  # the largest first: it gains most from running batched
+            if not self.examples_run:  # a few examples alone, to know what the loop costs
+                parts.append(self._one_by_one(group[:_MEASURED], timed=True))
+                if len(group) > _MEASURED:
+                    todo.append(group[_MEASURED:])
+            elif len(group) > 1 and self._affordable(
+                    len(group) + len(loose) + sum(map(len, todo))):
+                self._sort_out(self._batched(group), parts, todo, loose)
+            else:
+                loose += list(group)
+        if loose:
+            parts.append(self._one_by_one(_np.sort(loose)))
+        return parts
+
+    def _sort_out(self, outcome, parts: list, todo: list, loose: list) -> None:
+        """A batched run's outcome: answers, groups to run, or examples to run one by one."""
+        if isinstance(outcome, _Part):
+            parts.append(outcome)
+        elif isinstance(outcome, BatchSplit):
+            self._note("split", "vmap: the examples took different branches of a Python "
+                       "decision on their values; the function runs once per group of "
+                       "examples that agree, and the answers are put back in order.")
+            todo += _groups(outcome.examples, outcome.keys)
+        else:
+            self._note("loop", f"vmap: {outcome.what} cannot run on the whole batch, so "
+                       f"the function runs once per example.")
+            loose += list(outcome.examples)
+            if not len(outcome.examples):
+                parts.append(self._stand_in())  # (an empty batch: its answer's shapes)
+
+    def _affordable(self, left: int) -> bool:
+        """Can one more batched run be afforded (its time, then the examples left one by
+        one in the worst case) within the split budget?"""
+        per_example = self.example_seconds / self.examples_run
+        if self.example_times:  # (the middle one: a first call may find cold caches)
+            per_example = min(per_example,
+                              sorted(self.example_times)[len(self.example_times) // 2])
+        # (the mean batched run, not the longest: one run may meet a pause of the machine)
+        batched_run = self.batched_seconds / self.batched_runs
+        spent = time.perf_counter() - self.started
+        return spent + batched_run + left * per_example <= _SPLIT_BUDGET * self.size * per_example
+
+    def _batched(self, examples):
+        """One call of the function on the batch of ``examples``: their answers (a _Part),
+        or the signal that stopped it (BatchSplit, BatchUnsupported), with
+        ``.examples`` set."""
+        trace = BatchTrace(len(examples))
+        live_trace_ids.add(trace.id)
+        start = time.perf_counter()
+        self._before_run()
+        try:
+            arguments = [leaf if ax is None else BatchedArray(_batch_of(leaf, ax, examples),
+                                                              trace)
+                         for leaf, ax in zip(self.leaves, self.axes)]
+            call_args, call_kwargs = tree_unflatten(self.treedef, arguments)
+            answer = self.fun(*call_args, **call_kwargs)
+            if trace.signal is None:
+                leaves, tree = tree_flatten(answer)
+                return _Part(examples, tree, [
+                    _Stacked(leaf._value) if type(leaf) is BatchedArray and leaf._trace is trace
+                    else _Shared(leaf) for leaf in leaves], answer)
+        except BaseException as error:
+            if trace.signal is None:
+                if isinstance(error, Exception):  # (raised at which example? the loop's)
+                    self._note("raised", f"vmap: the function raised "
+                               f"{type(error).__name__} on the batch; it runs once per example, "
+                               f"in order, as the loop does.")
+                    raise _Restart from None
+                raise
+        finally:
+            live_trace_ids.discard(trace.id)
+            self.batched_seconds += time.perf_counter() - start
+            self.batched_runs += 1
+            self._after_run()
+        trace.signal.examples = examples
+        trace.signal.__traceback__ = None  # (its frames hold the trace, which holds it)
+        return trace.signal
+
+    def _one_by_one(self, examples, timed: bool = False) -> _Part:
+        """The function called once per example (the loop itself); ``timed``: each call
+        timed alone, to know what an example costs."""
+        if not len(examples):
+            return self._stand_in()
+        columns = [itertools.repeat(leaf, len(examples)) if ax is None else
+                   _examples_of(leaf, ax, examples) for leaf, ax in zip(self.leaves, self.axes)]
+        start = time.perf_counter()
+        try:
+            if timed or self.randomness == "same" and self.watch_draws or self.shared_draws:
+                answers = [self._one(sliced, watch=not timed) for sliced in zip(*columns)]
+            elif self.flat:
+                answers = list(map(self.fun, *columns))
+            else:
+                answers = [self._one(sliced, watch=False) for sliced in zip(*columns)]
+        except Exception as error:
+            # out of order, or into arrays outside the function: the loop says what is raised
+            if not self.in_order or _outside.written(error, self.read_only):
+                raise _Restart from None
             raise
-        _note(notes, "split", "vmap: the examples took different branches of a Python "
-              "decision on their values; the function runs once per group of examples "
-              "that agree, and the answers are put back in order.")
-        return _per_group(fun, leaves, axes, treedef, split.keys, out_axes, notes)
-    except BatchUnsupported as unsupported:
-        if unsupported.trace_id != trace_id:
-            raise
-        _note(notes, "loop", f"vmap: {unsupported.what} cannot run on the whole batch, so "
-              f"the function runs once per example.")
-        return _per_example(fun, leaves, axes, treedef, size, out_axes)
-    finally:
-        live_trace_ids.discard(trace_id)
+        self.example_seconds += time.perf_counter() - start  # (the calls only: the loop's)
+        self.examples_run += len(examples)
+        self._after_run()
+        return _stacked_part(examples, answers)
+
+    def _one(self, sliced, watch: bool):
+        """The function on one example's argument leaves (timed alone)."""
+        self._before_run()
+        start = time.perf_counter()
+        call_args, call_kwargs = tree_unflatten(self.treedef, sliced)
+        answer = self.fun(*call_args, **call_kwargs)
+        self.example_times.append(time.perf_counter() - start)
+        if watch:
+            self._after_run()  # (randomness "same": from the first draw on, restore each)
+        return answer
+
+    def _stand_in(self) -> _Part:
+        """For an empty batch that cannot run batched: the answer's shapes and dtypes from
+        the function called on a stand-in example of zeros (its draws undone, its writes
+        outside itself refused: the loop would make none)."""
+        sliced = [leaf if ax is None else cnp.zeros(
+            cnp.shape(leaf)[:ax] + cnp.shape(leaf)[ax + 1:], cnp.result_type(leaf))
+            for leaf, ax in zip(self.leaves, self.axes)]
+        call_args, call_kwargs = tree_unflatten(self.treedef, sliced)
+        read_only = _outside.ReadOnly(self.outside_arrays)
+        try:
+            with _np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                answer = self.fun(*call_args, **call_kwargs)
+        except Exception as error:
+            raise ValueError(
+                "vmap: the batch is empty and the function cannot run on an empty batch "
+                "(it takes a Python decision on its values, or leaves chainrule), so vmap "
+                "ran it on a stand-in example of zeros to learn the shape of its answer, "
+                f"and that raised {type(error).__name__}: {error}") from error
+        finally:
+            read_only.release()
+            self.generators.restore()
+        leaves, tree = tree_flatten(answer)
+        return _Part(_np.arange(0), tree, [_Stacked(cnp.zeros((0,) + cnp.shape(leaf),
+                                                              cnp.result_type(leaf)))
+                                           for leaf in leaves], answer)
+
+    # ------------------------------------------------------------------ random draws
+    def _before_run(self) -> None:
+        if self.shared_draws:
+            self.generators.restore()  # randomness "same": every run draws the same
+
+    def _after_run(self) -> None:
+        if not self.watch_draws:
+            return
+        drawn = self.generators.drawn()
+        if not drawn:
+            return
+        self.watch_draws = False
+        if self.randomness == "same":
+            self.shared_draws = True
+            return
+        self.generators.restore()
+        if self.randomness == "different":
+            raise _Restart
+        raise ValueError(
+            f"vmap(randomness='error'): the function drew random numbers from "
+            f"{_outside.describe(drawn[0])}. Give randomness='different' (each example "
+            f"its own draws, as a loop; then the function runs once per example) or "
+            f"'same' (one draw shared by every example).")
+
+    def _note(self, kind: str, text: str) -> None:
+        if kind not in self.memory.notes:
+            self.memory.notes.add(kind)
+            warnings.warn(text, VmapFallbackWarning, stacklevel=5)
+
+    # ------------------------------------------------------------------ the answer
+    def _assembled(self, parts: list) -> Any:
+        """The parts' answers as one: each output leaf stacked along its out_axes entry in
+        the examples' order, or (out_axes None) the value every example agrees on."""
+        tree = parts[0].tree
+        for part in parts[1:]:
+            if part.tree != tree:
+                raise ValueError(
+                    f"vmap: the function answered with different structures for different "
+                    f"examples ({tree!r} and {part.tree!r}), so the answers cannot be "
+                    f"stacked (nor can the loop's).")
+        if tree is LEAF and (self.out_axes is None or type(self.out_axes) is int):
+            axes = [self.out_axes]
+        else:
+            skeleton = tree_unflatten(tree, [leaf.value for leaf in parts[0].leaves])
+            axes = _broadcast_prefix(_out_spec(self.out_axes, skeleton), skeleton, "out_axes")
+        inverse = None
+        if len(parts) > 1:
+            order = _np.concatenate([part.examples for part in parts])
+            if (order != _np.arange(self.size)).any():
+                inverse = _np.argsort(order)
+        out, memory = [], {}
+        for j, ax in enumerate(axes):
+            column = [part.leaves[j] for part in parts]
+            if ax is None:
+                out.append(_same_for_all(column, parts))
+                continue
+            leaf = _fresh(_joined(column, parts, inverse, self.size), memory)
+            if ax:
+                ax = _normalize_axis(ax, len(_shape(leaf)), "an out_axes entry")
+            out.append(cnp.moveaxis(leaf, 0, ax) if ax else leaf)
+        if tree is LEAF:
+            return out[0]
+        first = next(part for part in parts if not len(part.examples) or 0 in part.examples)
+        return _in_order_of(tree_unflatten(tree, out), first.answer)
 
 
-def _note(notes: set, kind: str, text: str) -> None:
-    if kind not in notes:
-        notes.add(kind)
-        warnings.warn(text, VmapFallbackWarning, stacklevel=4)
+def _in_order_of(tree, answer):
+    """``tree`` with its dicts' keys in the order of ``answer``'s (the function's own:
+    tree_unflatten sorts them)."""
+    if type(tree) is dict and type(answer) is dict:
+        return {k: _in_order_of(tree[k], answer[k]) for k in answer}
+    if isinstance(tree, (list, tuple)) and type(answer) is type(tree):
+        items = [_in_order_of(t, a) for t, a in zip(tree, answer)]
+        return type(tree)(*items) if hasattr(tree, "_fields") else type(tree)(items)
+    return tree
 
 
-def _per_group(fun, leaves, axes, treedef, keys: list, out_axes, notes: set) -> Any:
+def _groups(examples, keys: list) -> list:
+    """``examples`` in groups of equal keys, each group in order."""
     groups: dict = {}
-    for i, key in enumerate(keys):
+    for i, key in zip(examples, keys):
         groups.setdefault(key, []).append(i)
-    order = [i for members in groups.values() for i in members]
-    answers = []
-    for members in groups.values():
-        index = cnp.asarray(members)
-        sub = [leaf if ax is None else cnp.take(leaf, index, axis=ax)
-               for leaf, ax in zip(leaves, axes)]
-        answers.append(_run(fun, sub, axes, treedef, len(members), out_axes, notes))
-    # the groups' answers side by side, then each example back in its place
-    flat = [tree_flatten(a) for a in answers]
-    out_tree = flat[0][1]
-    if any(other != out_tree for _, other in flat[1:]):
-        raise ValueError("vmap: the function answered with different structures for "
-                         "different examples.")
-    out_spec = _out_spec(out_axes, answers[0])
-    inverse = cnp.asarray(sorted(range(len(order)), key=order.__getitem__))
-    stitched = []
-    for j, ax in enumerate(_broadcast_prefix(out_spec, answers[0], "out_axes")):
+    return [_np.asarray(members) for members in groups.values()]
+
+
+def _batch_of(leaf, axis: int, examples):
+    """The argument's values for ``examples``, the batch as axis 0, in memory of their own
+    (the function may write into its arguments; the caller's arrays stay as they are)."""
+    if len(examples) == cnp.shape(leaf)[axis]:
+        batch = cnp.moveaxis(leaf, axis, 0)
+        # (a traced copy too: under jit, an answer that is the argument is a fresh array)
+        return batch.copy(order="K") if type(batch) is _np.ndarray else cnp.copy(batch)
+    return cnp.moveaxis(cnp.take(leaf, examples, axis=axis), axis, 0)
+
+
+def _examples_of(leaf, axis: int, examples) -> list:
+    """The argument's value for each of ``examples``, in memory of their own (the
+    function may write into its arguments; the caller's arrays stay as they are)."""
+    if type(leaf) is _np.ndarray:
+        if len(examples) < leaf.shape[axis]:
+            own = _np.take(leaf, examples, axis=axis)
+        elif leaf.ndim > 1:
+            own = leaf.copy(order="K")
+        else:
+            return list(leaf)  # (NumPy scalars, which nothing can write into)
+        return list(_np.moveaxis(own, axis, 0) if axis else own)  # (rows, as xs[i] of xs)
+    return [leaf[(slice(None),) * axis + (i,)] for i in examples]
+
+
+def _stacked_part(examples, answers: list) -> _Part:
+    """Per-example answers as one part: each leaf stacked along a new axis 0."""
+    first = answers[0]
+    kinds = set(map(type, answers))
+    if len(kinds) == 1 and type(first) in _SCALARS:
+        return _Part(examples, LEAF, [_Stacked(_np.array(answers))], first)  # (as stack)
+    if kinds == {_np.ndarray} and len({a.shape for a in answers}) == 1:
+        return _Part(examples, LEAF, [_Stacked(_np.stack(answers))], first)
+    flat = [tree_flatten(answer) for answer in answers]
+    tree = flat[0][1]
+    for (_, other), i in zip(flat[1:], examples[1:]):
+        if other != tree:
+            raise ValueError(
+                f"vmap: the function answered with different structures for example "
+                f"{examples[0]} ({tree!r}) and example {i} ({other!r}), so the answers "
+                f"cannot be stacked (nor can the loop's).")
+    leaves, stacked = [], {}
+    for j in range(len(flat[0][0])):
         column = [leaves_[j] for leaves_, _ in flat]
-        if ax is None:
-            stitched.append(_same_for_all(column))
+        key = tuple(map(id, column))
+        if key in stacked:  # one answer twice (return y, y): a copy of the last stack
+            stacked[key] = cnp.copy(stacked[key])
+            leaves.append(_Stacked(stacked[key]))
             continue
-        ax = _normalize_axis(ax, cnp.ndim(column[0]), "an out_axes entry")
-        stitched.append(cnp.take(cnp.concatenate(column, axis=ax), inverse, axis=ax))
-    return tree_unflatten(out_tree, stitched)
+        _same_shapes([cnp.shape(v) for v in column], examples)
+        stacked[key] = cnp.stack(column)
+        leaves.append(_Stacked(stacked[key]))
+    return _Part(examples, tree, leaves, first)
 
 
-def _per_example(fun, leaves, axes, treedef, size: int, out_axes) -> Any:
-    answers = []
-    for i in range(size):
-        sliced = [leaf if ax is None else _take(leaf, ax, i) for leaf, ax in zip(leaves, axes)]
-        call_args, call_kwargs = tree_unflatten(treedef, sliced)
-        answers.append(fun(*call_args, **call_kwargs))
-    return _stack_answers(answers, out_axes, size)
+_SCALARS = frozenset({float, int, bool, complex, _np.float64, _np.float32, _np.int64,
+                      _np.bool_, _np.complex128})
+
+
+def _same_shapes(shapes: list, examples) -> None:
+    for shape, i in zip(shapes[1:], examples[1:]):
+        if shape != shapes[0]:
+            raise ValueError(
+                f"vmap: the function's answer has shape {shapes[0]} for example "
+                f"{examples[0]} but {shape} for example {i}, so the answers cannot be "
+                f"stacked (nor can the loop's, stack([f(x) for x in xs])). Pad them to one "
+                f"shape, or return them in a list from a loop of your own.")
+
+
+def _joined(column: list, parts: list, inverse, size: int):
+    """One output leaf of every example, stacked along axis 0 in the examples' order."""
+    if len(column) == 1:
+        leaf = column[0]
+        return leaf.value if isinstance(leaf, _Stacked) else _repeated(leaf.value, size)
+    pieces = [leaf.value if isinstance(leaf, _Stacked) else
+              _repeated(leaf.value, len(part.examples)) for leaf, part in zip(column, parts)]
+    _same_shapes([cnp.shape(p)[1:] for p in pieces], [p.examples[0] for p in parts])
+    joined = cnp.concatenate(pieces, axis=0)
+    return joined if inverse is None else cnp.take(joined, inverse, axis=0)
+
+
+def _repeated(value, count: int):
+    """``value`` (an answer the same for every example) stacked ``count`` times."""
+    return cnp.repeat(cnp.expand_dims(value, 0), count, axis=0)
+
+
+def _fresh(leaf, memory: dict):
+    """``leaf``, or a copy where it is an earlier output, shares memory with one, or is
+    read-only: the loop's stacked answers are fresh arrays. (Traced values, as under jit,
+    are judged by the arrays they hold; one value answered twice is copied from its last
+    copy, as jit takes two copies of one value for one call.)"""
+    if id(leaf) in memory:
+        memory[id(leaf)] = leaf = _copy(memory[id(leaf)])
+        return leaf
+    value = underlying(leaf)
+    if type(value) is _np.ndarray:
+        base = value
+        while isinstance(base.base, _np.ndarray):
+            base = base.base
+        if id(base) in memory or not value.flags.writeable:
+            leaf = _copy(leaf)
+        memory[id(base)] = base
+    memory[id(leaf)] = leaf
+    return leaf
+
+
+def _copy(value):
+    return value.copy() if type(value) is _np.ndarray else cnp.copy(value)
 
 
 def _out_spec(out_axes: AxisSpec, answer: Any) -> AxisSpec:
@@ -223,58 +681,35 @@ def _out_spec(out_axes: AxisSpec, answer: Any) -> AxisSpec:
     return out_axes
 
 
-def _same_for_all(column: list) -> Any:
+def _equal(a, b) -> bool:
     # (array_equal is a notrace primitive: under chainrule.jit each answer is a guarded
     # decision, so a later call whose examples differ retraces and raises here too)
-    if not all(cnp.array_equal(column[0], c) for c in column[1:]):
-        raise ValueError(
-            "vmap: out_axes is None for an output that differs between "
-            "examples; give it an axis to stack along."
-        )
-    return column[0]
+    nan_is_nan = all(cnp.issubdtype(cnp.result_type(v), _np.inexact) for v in (a, b))
+    return bool(cnp.array_equal(a, b, equal_nan=nan_is_nan))
 
 
-def _unbatched(answer: Any, out_axes: AxisSpec, size: int, trace_id: int) -> Any:
-    """The batched answer as arrays: the batch axis moved to ``out_axes``, answers that do
-    not depend on the example repeated along it."""
-    leaves, out_tree = tree_flatten(answer)
-    axes = _broadcast_prefix(_out_spec(out_axes, answer), answer, "out_axes")
-    out = []
-    for leaf, ax in zip(leaves, axes):
-        mine = type(leaf) is BatchedArray and leaf._trace_id == trace_id
-        if ax is None:
-            out.append(_same_for_all(list(leaf._value)) if mine else leaf)
-            continue
-        if not mine:
-            leaf = cnp.stack([leaf] * size)
+def _same_for_all(column: list, parts: list) -> Any:
+    """An output that out_axes says is the same for every example: example 0's, once
+    every example is checked to agree with it."""
+    first_part = min(range(len(parts)), key=lambda k: parts[k].examples.min(initial=0))
+    first = column[first_part]
+    if isinstance(first, _Stacked):
+        if not len(parts[first_part].examples):
+            raise ValueError("vmap: out_axes is None for an output of an empty batch that "
+                             "depends on the example; give it an axis to stack along.")
+        first = first.value[int(_np.argmin(parts[first_part].examples))]
+        first = first.copy() if type(first) is _np.ndarray else first
+    else:
+        first = first.value
+    for leaf in column:
+        if isinstance(leaf, _Shared):
+            agree = _equal(first, leaf.value)
+        elif type(leaf.value) is _np.ndarray:  # every example at once
+            agree = _equal(cnp.broadcast_to(first, cnp.shape(leaf.value)), leaf.value)
         else:
-            leaf = leaf._value
-        ax = _normalize_axis(ax, cnp.ndim(leaf), "an out_axes entry")
-        out.append(cnp.moveaxis(leaf, 0, ax) if ax else leaf)
-    return tree_unflatten(out_tree, out)
-
-
-def _stack_answers(answers: list, out_axes: AxisSpec, size: int) -> Any:
-    if size == 0:
-        raise ValueError(
-            "vmap: the batch size is 0, so the function was never called and "
-            "the shape of its answer is unknown."
-        )
-    flat = [tree_flatten(a) for a in answers]
-    treedef = flat[0][1]
-    for _, other in flat[1:]:
-        if other != treedef:
+            agree = all(_equal(first, leaf.value[k]) for k in range(len(leaf.value)))
+        if not agree:
             raise ValueError(
-                f"vmap: the function answered with different structures for "
-                f"different examples ({treedef!r} and {other!r})."
-            )
-    axes = _broadcast_prefix(_out_spec(out_axes, answers[0]), answers[0], "out_axes")
-    stacked = []
-    for j, ax in enumerate(axes):
-        column = [leaves[j] for leaves, _ in flat]
-        if ax is None:
-            stacked.append(_same_for_all(column))
-            continue
-        ax = _normalize_axis(ax, cnp.ndim(column[0]) + 1, "an out_axes entry")
-        stacked.append(cnp.stack(column, axis=ax))
-    return tree_unflatten(treedef, stacked)
+                "vmap: out_axes is None for an output that differs between "
+                "examples; give it an axis to stack along.")
+    return first

@@ -189,7 +189,9 @@ _box_type_of = Box.type_mappings  # likewise
 # Batched values (chainrule.vmap's BatchedArray): a value of a whole batch on a batching
 # trace, with a trace id like a box's, but no node: a primitive called with one whose trace
 # is the newest among its arguments is answered by ``batch_hook(f_wrapped, args, kwargs,
-# trace_id)`` (the primitive's batching rule) instead of being recorded.
+# trace_id)`` (the primitive's batching rule) instead of being recorded: the call whole,
+# keywords and output arrays (``out=``, a batched one too) included. (The newest trace may
+# be one that a front-end object's value is on: a Tensor holding grad's box under vmap.)
 batched_types: set[type] = set()
 batch_hook: Callable | None = None
 
@@ -435,29 +437,38 @@ def _plan_in_general(f_wrapped, f_raw, args, kwargs, met_front_ends: bool = Fals
     here. (``met_front_ends``: called back by ``_plan_with_front_ends`` with the front-end
     objects that remain as constants.)"""
     trace_id = 0  # trace ids start at 1
-    held = False
+    held = []
     for arg in args:
         if type(arg) in _traced_types:
             if arg._trace_id > trace_id:
                 trace_id = arg._trace_id
                 top = arg
         elif type(arg) in front_ends:
-            held = True
+            held.append(arg)
     if kwargs and any(type(v) in _traced_types for v in kwargs.values()):
+        newest = max((v for v in kwargs.values() if type(v) in _traced_types),
+                     key=lambda v: v._trace_id)
+        if type(newest) in batched_types and newest._trace_id >= trace_id:
+            # (vmap's batching rules take the call whole, out= an array of the batch too)
+            return batch_hook(f_wrapped, args, kwargs, newest._trace_id)
         return _call_with_traced_keywords(f_wrapped, f_raw, args, kwargs)
     if not trace_id:
         if held:
             return _through_front_end(f_wrapped, args, kwargs)
         return f_raw(*args, **kwargs)
-    _refuse_output_array(f_wrapped, f_raw, args, kwargs)
-    if type(top) in batched_types:
-        if trace_id not in live_trace_ids:
-            raise leaked_error(top)
-        return batch_hook(f_wrapped, args, kwargs, trace_id)
     if kwargs:
         args, kwargs = _keywords_in_place(f_raw, args, kwargs)
     if held and not met_front_ends:
-        return _plan_with_front_ends(f_wrapped, f_raw, args, kwargs, trace_id)
+        # (the newest trace may be one a front-end object's value is on)
+        newest = max([trace_id] + [_trace_of(front_ends[type(obj)].unwrap(obj))
+                                   for obj in held])
+        return _plan_with_front_ends(f_wrapped, f_raw, args, kwargs, newest)
+    if type(top) in batched_types:
+        # (vmap's batching rules take the call whole, output arrays included)
+        if trace_id not in live_trace_ids:
+            raise leaked_error(top)
+        return batch_hook(f_wrapped, args, kwargs, trace_id)
+    _refuse_output_array(f_wrapped, f_raw, args, kwargs)
 
     argvals = list(args)
     argnums = []
@@ -482,6 +493,10 @@ def _plan_in_general(f_wrapped, f_raw, args, kwargs, met_front_ends: bool = Fals
     if met_front_ends:
         call = _answers_unwrapped(call)
     return _Plan((call, argvals, kwargs, tuple(argnums), tuple(parents), top, None))
+
+
+def _trace_of(value) -> int:
+    return value._trace_id if type(value) in _traced_types else 0
 
 
 def _plan_with_front_ends(f_wrapped, f_raw, args, kwargs, trace_id: int):

@@ -107,7 +107,7 @@ class ArrayBox(Box):
         self._value, self._trace_id, self._node = new._value, new._trace_id, new._node
 
     def _inplace(self, op, other, symbol: str, caller):
-        if type(getval(self)) is not _np.ndarray:
+        if not _mutable(getval(self)):
             return op(self, other)  # scalars are immutable: s += 1 makes a new one
         if getattr(self, "_view_of", None) is not None and _stores_subscript_next(caller):
             return op(self, other)  # x[i] += v: Python stores the result back into x
@@ -313,6 +313,12 @@ class ArrayBox(Box):
     def item(self, *args):
         self._refuse("item()")
 
+    def __format__(self, spec: str) -> str:
+        if not spec:
+            return str(self)
+        # text has no derivative: f"{loss:.3f}" formats the value (a guard under jit)
+        return decided(self, lambda value: format(value, spec))
+
     def conj(self):
         return anp.conjugate(self)
 
@@ -352,10 +358,24 @@ for _name in (
 
 def _as_view(result, base):
     """Mark ``result`` as a view of ``base`` when NumPy made it one (shared memory)."""
-    if (type(result) is ArrayBox and type(result._value) is _np.ndarray
-            and _np.may_share_memory(result._value, getval(base))):
+    memory = underlying(result)
+    if (isinstance(result, ArrayBox) and type(memory) is _np.ndarray
+            and _np.may_share_memory(memory, underlying(base))):
         result._view_of = base
     return result
+
+
+def underlying(x):
+    """The value under every box, and under vmap's batch (an ArrayBox getval leaves)."""
+    while isinstance(x, ArrayBox):
+        x = x._value
+    return x
+
+
+def _mutable(value) -> bool:
+    """Does an in-place operator change ``value`` (a box's plain value), or make a new one
+    (a scalar)? Under vmap it is a batch, an array when its examples have axes."""
+    return type(value) is _np.ndarray or (isinstance(value, ArrayBox) and value.ndim > 0)
 
 
 def _index_repr(index) -> str:

@@ -31,14 +31,16 @@ def manual_seed(seed: int) -> None:
     _np.random.seed(seed)
 
 
-def vmap(func: _Callable, in_dims: _Any = 0, out_dims: _Any = 0) -> _Callable:
+def vmap(func: _Callable, in_dims: _Any = 0, out_dims: _Any = 0,
+         randomness: str = "different") -> _Callable:
     """``torch.func.vmap`` for functions of Tensors: ``func`` mapped over dimension
     ``in_dims`` of its arguments (an int, None, or a pytree of them), the answers stacked
     along ``out_dims``. It is ``chainrule.vmap`` under PyTorch's parameter names, so it
     composes with ``chainrule.grad`` (per-sample gradients:
-    ``vmap(chainrule.grad(loss), in_dims=(None, 0, 0))``) and with ``.backward()``; and
-    Python decisions on the data are allowed (see docs/vmap.md)."""
-    return _vmap(func, in_axes=in_dims, out_axes=out_dims)
+    ``vmap(chainrule.grad(loss), in_dims=(None, 0, 0))``) and with ``.backward()``; its
+    answers are the loop's; Python decisions on the data are allowed; and ``randomness``
+    is torch.func's, with chainrule's default, "different" (see docs/vmap.md)."""
+    return _vmap(func, in_axes=in_dims, out_axes=out_dims, randomness=randomness)
 
 
 __all__ = [

@@ -26,7 +26,15 @@ from ..._core.rules import defbatch
 from .. import fft as afft
 from .. import linalg as alinalg
 from .. import numpy_wrapper as anp
-from ..batched import aligned, axis_parameter, elementwise, example_ndim
+from ..batched import (
+    aligned,
+    axis_parameter,
+    batch_index,
+    elementwise,
+    example_ndim,
+    example_shape,
+    flat_examples,
+)
 from ..numpy_boxes import array_astype, array_getitem
 from .shape import untake
 
@@ -54,9 +62,51 @@ def _each(names: str) -> list:
     return [anp.namespace[name] for name in names.split() if name in anp.namespace]
 
 
-for _fun in _each("where clip real imag angle sinc nan_to_num i0 round around fix copy "
+for _fun in _each("clip real imag angle sinc nan_to_num i0 round around fix copy "
                   "real_if_close") + [array_astype]:
     defbatch(_fun, elementwise(_fun))
+
+
+# ----------------------------------------------------------------------------- nonzero
+def _nonzero_indices(x):
+    """nonzero of each example of the batch ``x`` as a batch (one row of indices per
+    example, per axis), or NotImplemented when examples have different counts (their
+    answers cannot be one array: the call runs per example)."""
+    if _np.ndim(x) < 2:
+        return NotImplemented  # (0-d examples: NumPy's refusal comes from the loop)
+    found = anp.nonzero(x)
+    counts = _np.bincount(found[0], minlength=_np.shape(x)[0])
+    if len(counts) and (counts != counts[0]).any():
+        return NotImplemented
+    count = int(counts[0]) if len(counts) else 0
+    return tuple(anp.reshape(axis, (_np.shape(x)[0], count)) for axis in found[1:])
+
+
+def _nonzero(values, batched, kwargs):
+    return _nonzero_indices(values[0]) if len(values) == 1 and not kwargs else NotImplemented
+
+
+def _where(values, batched, kwargs):
+    """where(c, x, y) elementwise; where(c), as nonzero(c), per example."""
+    if len(values) == 1:
+        return _nonzero(values, batched, kwargs)
+    return anp.where(*aligned(values, batched), **kwargs)
+
+
+def _flatnonzero(values, batched, kwargs):
+    found = _nonzero_indices(flat_examples(values[0])) if len(values) == 1 else NotImplemented
+    return found if found is NotImplemented else found[0]
+
+
+def _argwhere(values, batched, kwargs):
+    found = _nonzero(values, batched, kwargs)
+    return found if found is NotImplemented else anp.stack(found, axis=-1)
+
+
+defbatch(anp.where, _where)
+defbatch(anp.nonzero, _nonzero)
+defbatch(anp.namespace["flatnonzero"], _flatnonzero)
+defbatch(anp.namespace["argwhere"], _argwhere)
 
 
 def as_is(fun, min_ndim: int = 0):
@@ -93,7 +143,7 @@ def along_axis(fun, when_none: str = "all"):
             if when_none == "flat":
                 if kwargs.get("keepdims"):
                     return NotImplemented
-                values[0] = anp.reshape(values[0], (_np.shape(values[0])[0], -1))
+                values[0] = flat_examples(values[0])
                 axis = 1
             else:
                 axis = tuple(range(1, ndim + 1))
@@ -112,8 +162,35 @@ for _fun in _each("sum prod mean std var max min amax amin nansum nanprod nanmea
                   "nanvar nanmax nanmin ptp any all median nanmedian count_nonzero flip"):
     defbatch(_fun, along_axis(_fun, "all"))
 for _fun in _each("cumsum cumprod nancumsum nancumprod argmax argmin nanargmax nanargmin "
-                  "sort argsort partition take repeat cumulative_sum cumulative_prod"):
+                  "sort argsort partition repeat cumulative_sum cumulative_prod"):
     defbatch(_fun, along_axis(_fun, "flat"))
+
+
+def _take(values, batched, kwargs):
+    """take(a, indices, axis): each example's own indices into one array or its own."""
+    if not batched[1]:
+        return _take_along(values, batched, kwargs)
+    a, indices = values[:2]
+    axis = values[2] if len(values) > 2 else kwargs.get("axis")
+    if len(values) > 3 or set(kwargs) - {"axis"} or any(batched[2:]):
+        return NotImplemented  # (out=, mode=)
+    if axis is None:
+        a, axis = (flat_examples(a), 0) if batched[0] else (anp.ravel(a), 0)
+    axis = _shifted(axis, example_ndim(a, batched[0])) - 1
+    if not batched[0]:
+        return anp.moveaxis(anp.take(a, indices, axis=axis), axis, 0)
+    # a[b, ..., indices[b], ...]: the batch's rows next to the indices, moved back in place
+    rows = _np.arange(_np.shape(a)[0]).reshape((-1,) + (1,) * (_np.ndim(indices) - 1))
+    out = array_getitem(a, (rows,) + (slice(None),) * axis + (indices,))
+    if not axis:
+        return out
+    index_axes = _np.ndim(indices) - 1
+    return anp.moveaxis(out, tuple(range(1, 1 + index_axes)),
+                        tuple(range(1 + axis, 1 + axis + index_axes)))
+
+
+_take_along = along_axis(anp.take, "flat")
+defbatch(anp.take, _take)
 
 
 def _scalar_q(fun):
@@ -174,7 +251,7 @@ def _norm(fun):
             if kwargs.get("keepdims"):
                 return NotImplemented
             if kwargs.get("ord") is None or fun is not alinalg.norm:
-                x, kwargs["axis"] = anp.reshape(x, (_np.shape(x)[0], -1)), 1
+                x, kwargs["axis"] = flat_examples(x), 1
             elif ndim in (1, 2):
                 kwargs["axis"] = 1 if ndim == 1 else (1, 2)
             else:
@@ -303,13 +380,15 @@ def _reshape(values, batched, kwargs):
         return NotImplemented
     shape = values[1] if len(values) > 1 else kwargs.get("shape", kwargs.get("newshape"))
     shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
+    if -1 in shape:  # worked out for an example, as an empty batch cannot
+        shape = _np.broadcast_to(False, _np.shape(values[0])[1:]).reshape(shape).shape
     return anp.reshape(values[0], (_np.shape(values[0])[0],) + shape)
 
 
 def _ravel(values, batched, kwargs):
     if len(values) > 1 or kwargs.get("order", "C") != "C":
         return NotImplemented
-    return anp.reshape(values[0], (_np.shape(values[0])[0], -1))
+    return flat_examples(values[0])
 
 
 def _transpose(values, batched, kwargs):
@@ -333,37 +412,36 @@ def _broadcast_to(values, batched, kwargs):
     return anp.broadcast_to(value, (_np.shape(value)[0],) + shape)
 
 
-def _is_advanced(part) -> bool:
-    return isinstance(part, (list, _np.ndarray)) or (
-        hasattr(part, "shape") and not isinstance(part, (int, _np.integer)))
-
-
-def _batch_index(index):
-    """``index`` of an example as an index of the batch, or None where NumPy would put
-    the axes of separated advanced indices (ints count, next to arrays) first, before the
-    batch axis."""
-    index = index if isinstance(index, tuple) else (index,)
-    if any(_is_advanced(part) for part in index):
-        advanced = [i for i, part in enumerate(index)
-                    if _is_advanced(part) or isinstance(part, (int, _np.integer))]
-        if advanced[-1] - advanced[0] + 1 != len(advanced):
-            return None
-    return (slice(None),) + index
-
-
 def _getitem(values, batched, kwargs):
-    index = _batch_index(values[1])
-    if not _only_first(batched) or index is None:
+    (x, index), (batched_x, batched_index) = values, batched
+    if batched_index:  # x[i], i an integer array of each example's own indices
+        if _np.result_type(index).kind not in "iu" or not example_ndim(x, batched_x):
+            return NotImplemented
+        if not batched_x:
+            return array_getitem(x, index)
+        rows = _np.arange(_np.shape(x)[0]).reshape((-1,) + (1,) * (_np.ndim(index) - 1))
+        return array_getitem(x, (rows, index))
+    index = batch_index(index)
+    if index is None:
         return NotImplemented
-    return array_getitem(values[0], index)
+    return array_getitem(x, index)
 
 
 def _untake(values, batched, kwargs):
-    g, index, shape, dtype = values
-    index = _batch_index(index)
-    if not _only_first(batched) or index is None:
+    (g, index, shape, dtype), size = values, _size(values, batched)
+    if batched[2] or batched[3]:
         return NotImplemented
-    return untake(g, index, (_np.shape(g)[0],) + tuple(shape), dtype)
+    if batched[1]:  # each example's own integer indices (the VJP of x[i])
+        if _np.result_type(index).kind not in "iu":
+            return NotImplemented
+        if not batched[0]:
+            g = anp.broadcast_to(g, (size,) + _np.shape(g))
+        rows = _np.arange(size).reshape((-1,) + (1,) * (_np.ndim(index) - 1))
+        return untake(g, (rows, index), (size,) + tuple(shape), dtype)
+    index = batch_index(index)
+    if index is None:
+        return NotImplemented
+    return untake(g, index, (size,) + tuple(shape), dtype)
 
 
 def _index_write(fun):
@@ -372,7 +450,7 @@ def _index_write(fun):
 
     def rule(values, batched, kwargs):
         (x, index, v), (batched_x, batched_index, batched_v) = values, batched
-        where = _batch_index(index)
+        where = batch_index(index)
         if batched_index or where is None:
             return NotImplemented
         size = _size(values, batched)
@@ -453,7 +531,7 @@ def _tensordot(values, batched, kwargs):
 
 
 def _vdot(values, batched, kwargs):
-    a, b = (anp.reshape(v, (_np.shape(v)[0], -1)) if f else anp.ravel(v)
+    a, b = (flat_examples(v) if f else anp.ravel(v)
             for v, f in zip(values, batched))
     return anp.sum(anp.conj(a) * b, axis=-1)
 
@@ -476,7 +554,7 @@ def _array_of(values, batched, kwargs):
     if batched[0] or batched[1]:
         return NotImplemented
     size = _size(values, batched)
-    flat = [anp.reshape(e, (size, -1)) if b else
+    flat = [flat_examples(e) if b else
             anp.broadcast_to(anp.reshape(e, (1, -1)), (size, _np.size(e)))
             for e, b in zip(elements, batched[2:])]
     out = anp.reshape(anp.concatenate_args(1, *flat), (size,) + tuple(shape))
@@ -492,13 +570,15 @@ def _diag(flat: bool):
             return NotImplemented
         v, k = values[0], values[1] if len(values) > 1 else kwargs.get("k", 0)
         if flat:
-            v = anp.reshape(v, (_np.shape(v)[0], -1))
+            v = flat_examples(v)
         if example_ndim(v, True) == 2:
             return anp.diagonal(v, k, 1, 2)
         if example_ndim(v, True) != 1:
             return NotImplemented
         n = _np.shape(v)[1]
-        out = anp.expand_dims(v, -1) * _np.eye(n, dtype=_np.result_type(v))
+        # (not v times an identity: inf * 0 off the diagonal would be nan, 0 * -1 a -0.0)
+        out = anp.where(_np.eye(n, dtype=bool), anp.expand_dims(v, -1),
+                        _np.zeros((), _np.result_type(v)))
         if k:
             rows, cols = ((0, k), (k, 0)) if k > 0 else ((-k, 0), (0, -k))
             out = anp.pad(out, [(0, 0), rows, cols])
@@ -663,8 +743,8 @@ def _outer(values, batched, kwargs):
     if len(values) != 2 or kwargs:
         return NotImplemented
     (a, b), (batched_a, batched_b) = values, batched
-    a = anp.reshape(a, (_np.shape(a)[0], -1, 1) if batched_a else (-1, 1))
-    b = anp.reshape(b, (_np.shape(b)[0], 1, -1) if batched_b else (1, -1))
+    a = anp.expand_dims(flat_examples(a), 2) if batched_a else anp.reshape(a, (-1, 1))
+    b = anp.expand_dims(flat_examples(b), 1) if batched_b else anp.reshape(b, (1, -1))
     return anp.multiply(a, b)
 
 
@@ -679,9 +759,95 @@ def _einsum(values, batched, kwargs):
         joined = "".join(ins).replace(".", "")
         out = ("..." if "..." in spec else "") + "".join(
             sorted(c for c in set(joined) if joined.count(c) == 1))
-    letter = next(c for c in string.ascii_letters if c not in spec)
+    letter = next((c for c in string.ascii_letters if c not in spec), None)
+    if letter is None:
+        return NotImplemented  # (every letter taken: each example's einsum is one)
     ins = [letter + s if b else s for s, b in zip(ins, batched[1:])]
     return anp.einsum(",".join(ins) + "->" + letter + out, *values[1:], **kwargs)
+
+
+def _kron(values, batched, kwargs):
+    """kron as NumPy computes it: each operand's axes interleaved with the other's (the
+    shorter padded in front), the product, then each pair of axes merged."""
+    if len(values) != 2 or kwargs:
+        return NotImplemented
+    (a, b), (batched_a, batched_b) = values, batched
+    shape_a, shape_b = example_shape(a, batched_a), example_shape(b, batched_b)
+    rank = max(len(shape_a), len(shape_b))
+    shape_a = (1,) * (rank - len(shape_a)) + shape_a
+    shape_b = (1,) * (rank - len(shape_b)) + shape_b
+    lead_a = (_np.shape(a)[0],) if batched_a else (1,)
+    lead_b = (_np.shape(b)[0],) if batched_b else (1,)
+    a = anp.reshape(a, lead_a + tuple(n for size in shape_a for n in (size, 1)))
+    b = anp.reshape(b, lead_b + tuple(n for size in shape_b for n in (1, size)))
+    product = anp.multiply(a, b)
+    return anp.reshape(product, _np.shape(product)[:1] + tuple(
+        m * n for m, n in zip(shape_a, shape_b)))
+
+
+def _cov(values, batched, kwargs):
+    """cov(m[, y], rowvar, bias, ddof) as NumPy computes it, for a batch of data (weights
+    and dtype= are left to the loop)."""
+    m, args = values[0], list(values[1:])
+    names = ["y", "rowvar", "bias", "ddof", "fweights", "aweights"]
+    options = dict(zip(names, args), **kwargs)
+    if (any(batched[2:]) or set(options) - {"y", "rowvar", "bias", "ddof"}
+            or options.get("fweights") is not None or options.get("aweights") is not None):
+        return NotImplemented
+    y, rowvar = options.get("y"), options.get("rowvar", True)
+    ddof = options.get("ddof")
+    ddof = (0 if options.get("bias", False) else 1) if ddof is None else ddof
+    batched_y = len(batched) > 1 and batched[1]
+    if (ddof != int(ddof) or example_ndim(m, True) > 2
+            or y is not None and example_ndim(y, batched_y) > 2):
+        return NotImplemented  # (NumPy's errors, from the loop)
+    if y is not None and not batched_y:
+        y = anp.broadcast_to(y, (_np.shape(m)[0],) + _np.shape(y))
+    if _np.result_type(m).kind == "c" or y is not None and _np.result_type(y).kind == "c":
+        return NotImplemented  # (chainrule's cov refuses complex data: the loop says so)
+    rows = _cov_rows(m, rowvar)
+    if y is not None:
+        rows = anp.concatenate_args(1, rows, _cov_rows(y, rowvar))
+    rows = array_astype(rows, _np.result_type(rows, _np.float64))
+    count = _np.shape(rows)[2] - ddof
+    centred = rows - anp.mean(rows, axis=2, keepdims=True)
+    c = anp.matmul(centred, anp.conj(anp.swapaxes(centred, 1, 2)))
+    with _np.errstate(divide="ignore"):
+        c = c * _np.true_divide(1, max(count, 0))
+    k = _np.shape(c)[1]
+    return anp.reshape(c, (_np.shape(c)[0],) + ((k, k) if k != 1 else ()))
+
+
+def _cov_rows(a, rowvar):
+    """A batch of cov's data as rows of variables, as NumPy's ``array(a, ndmin=2)`` and
+    transpose do for one example."""
+    shape = _np.shape(a)
+    if len(shape) < 3:
+        return anp.reshape(a, (shape[0], 1, int(_np.prod(shape[1:]))))
+    return a if rowvar or shape[1] == 1 else anp.swapaxes(a, 1, 2)
+
+
+def _bincount(values, batched, kwargs):
+    """bincount of each example, one call for all when every example's count has the same
+    length (the examples' values offset to their own bins)."""
+    x = values[0]
+    weights = values[1] if len(values) > 1 else kwargs.get("weights")
+    minlength = values[2] if len(values) > 2 else kwargs.get("minlength", 0)
+    if (not batched[0] or any(batched[2:]) or _np.ndim(x) != 2
+            or _np.result_type(x).kind not in "iu"):
+        return NotImplemented  # (NumPy's errors, from the loop)
+    size, length = _np.shape(x)[0], minlength
+    if _np.size(x):
+        lengths = _np.maximum(_np.max(x, axis=1) + 1, minlength)
+        if (lengths != lengths[0]).any() or _np.min(x) < 0:
+            return NotImplemented  # (answers of different lengths, or NumPy's error)
+        length = int(lengths[0])
+    if weights is not None and not (len(batched) > 1 and batched[1]):
+        weights = anp.broadcast_to(weights, _np.shape(x))
+    positions = x + _np.arange(size)[:, None] * length
+    counts = anp.bincount(_np.ravel(positions), None if weights is None else
+                          anp.ravel(weights), size * length)
+    return anp.reshape(counts, (size, length))
 
 
 defbatch(anp.matmul, _matmul)
@@ -689,6 +855,9 @@ defbatch(anp.dot, _dot)
 defbatch(anp.inner, _inner)
 defbatch(anp.outer, _outer)
 defbatch(anp.einsum, _einsum)
+defbatch(anp.kron, _kron)
+defbatch(anp.cov, _cov)
+defbatch(anp.bincount, _bincount)
 
 
 # ----------------------------------------------------------------------------- linalg
@@ -710,7 +879,7 @@ def _solve(values, batched, kwargs):
     if not batched_a and nd_a == 2 and nd_b <= 2:
         # one matrix for the whole batch: one factorization, the examples as its columns
         shape = _np.shape(b)
-        columns = anp.reshape(anp.moveaxis(b, 0, 1), (shape[1], -1))
+        columns = anp.reshape(anp.moveaxis(b, 0, 1), (shape[1], shape[0] * int(_np.prod(shape[2:]))))
         out = anp.reshape(alinalg.solve(a, columns), (shape[1], shape[0]) + shape[2:])
         return anp.moveaxis(out, 1, 0)
     vector = nd_b == 1

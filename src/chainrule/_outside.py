@@ -1,0 +1,228 @@
+"""What a function reaches outside itself: random number generators and NumPy arrays.
+``vmap`` uses it to tell that a mapped function drew random numbers (NumPy's draws are not
+calls chainrule sees), and to keep the function's runs from writing into arrays outside
+it (they are made read-only while vmap runs it, see ``ReadOnly``).
+
+A function reaches an object through its arguments, the variables it closes over, its
+default arguments, the module globals its code names (and, in a module or object it names,
+the attributes its code names: ``np.random.normal`` reaches NumPy's global RandomState),
+the object of a bound method, and the same things of every function reached that way,
+``functools.partial`` and ``functools.wraps`` (chainrule's transforms) included; the items
+of lists, tuples and dicts met on the way (their first 64). Generators are NumPy's
+``Generator``, ``RandomState`` and bit generators, and Python's ``random.Random`` (the
+``random`` module's functions).
+
+A search records what it read (a global, a closure cell, an attribute), so a later call can
+reuse it after checking that those still hold the same objects (``Reach.current``).
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import types
+from typing import Any
+
+import numpy as _np
+
+_GENERATORS = (_np.random.Generator, _np.random.RandomState, _np.random.BitGenerator,
+               random.Random)
+# values that lead nowhere (an array is kept, not searched)
+INERT = frozenset({type(None), bool, int, float, complex, str, bytes, _np.ndarray,
+                    _np.float64, _np.float32, _np.int64, _np.bool_, _np.ufunc})
+_LIBRARIES = ("chainrule", "numpy", "scipy", "builtins")  # their globals are not searched
+_MAX_DEPTH = 12
+_MAX_ITEMS = 64  # of a container
+_CELL, _ITEMS, _DEFAULTS = object(), object(), object()  # what a read was
+
+
+class Reach:
+    """The generators and the arrays reachable from ``roots`` (in the order found), and the
+    reads that found them. (Arrays in the closures of chainrule's, NumPy's and SciPy's own
+    functions are theirs, not the user's, and are left out.)"""
+
+    def __init__(self, roots: list):
+        self.lookups: list = []  # (a dict, a key, its value)
+        self.reads: list = []  # (a cell, function or container, what was read, the value)
+        found: dict[int, Any] = {}
+        arrays: dict[int, _np.ndarray] = {}
+        seen: set[int] = set()
+        pending = [(root, frozenset(), 0, False) for root in reversed(roots)]
+        while pending:
+            obj, names, depth, library = pending.pop()
+            if type(obj) is _np.ndarray and not library:
+                arrays.setdefault(id(obj), obj)
+            if type(obj) in INERT or id(obj) in seen or depth > _MAX_DEPTH:
+                continue
+            seen.add(id(obj))
+            if isinstance(obj, _GENERATORS):
+                found.setdefault(id(obj), obj)
+                continue
+            library = _in_library(obj)
+            for child, child_names in self._children(obj, names):
+                pending.append((child, child_names, depth + 1, library))
+        self.generators = list(found.values())
+        self.arrays = list(arrays.values())
+
+    def current(self) -> bool:
+        """Do the places read still hold what they held?"""
+        return (all(place.get(key) is value for place, key, value in self.lookups)
+                and all(_read(place, key) is value or _same_items(_read(place, key), value)
+                        for place, key, value in self.reads))
+
+    def _record(self, place, key) -> Any:
+        value = _read(place, key)
+        if isinstance(key, str):
+            self.lookups.append((place, key, value))
+        else:
+            self.reads.append((place, key, value))
+        return value
+
+    def _children(self, obj, names: frozenset) -> list:
+        """What ``obj`` leads to, with the attribute names to follow in each module or
+        object (those the code reaching it uses)."""
+        if isinstance(obj, types.FunctionType):
+            return self._of_function(obj)
+        if isinstance(obj, functools.partial):
+            return [(v, names) for v in (obj.func, *obj.args, *obj.keywords.values())]
+        if isinstance(obj, (types.MethodType, types.BuiltinMethodType)):
+            func = getattr(obj, "__func__", None)
+            if isinstance(func, types.FunctionType):
+                names = _code_names(func.__code__)
+            return [(getattr(obj, "__self__", None), names), (func, names)]
+        if isinstance(obj, (list, tuple, dict)):
+            return [(v, names) for v in self._record(obj, _ITEMS)]
+        if isinstance(obj, (type, types.ModuleType)) or hasattr(obj, "__dict__"):
+            return [(v, names) for v in self._named_attributes(obj, names)]
+        return []
+
+    def _of_function(self, fun: types.FunctionType) -> list:
+        names = _code_names(fun.__code__)
+        children = [self._record(cell, _CELL) for cell in fun.__closure__ or ()]
+        children += self._record(fun, _DEFAULTS)
+        children.append(self._record(fun.__dict__, "__wrapped__"))
+        if not _in_library(fun):
+            children += [self._record(fun.__globals__, n) for n in names]
+        return [(child, names) for child in children]
+
+    def _named_attributes(self, obj, names: frozenset) -> list:
+        """The attributes of a module, class or object among ``names``, read from their
+        ``__dict__``s (a property is not run)."""
+        dicts = [getattr(obj, "__dict__", None)]
+        if not isinstance(obj, (type, types.ModuleType)):
+            dicts += [vars(cls) for cls in type(obj).__mro__ if cls is not object]
+        return [self._record(d, n) for d in dicts
+                if isinstance(d, (dict, types.MappingProxyType)) for n in names if n in d]
+
+
+def _in_library(obj) -> bool:
+    """Is ``obj`` a function of chainrule, NumPy or SciPy (judged by the module it was
+    defined in: functools.wraps copies __module__ from the user's function)?"""
+    globals_ = getattr(obj, "__globals__", None)
+    return globals_ is not None and str(globals_.get("__name__")).startswith(_LIBRARIES)
+
+
+def _read(place, key):
+    if key is _CELL:
+        try:
+            return place.cell_contents
+        except ValueError:  # an empty cell
+            return None
+    if key is _ITEMS:
+        items = place.values() if isinstance(place, dict) else place
+        return tuple(items)[:_MAX_ITEMS]
+    if key is _DEFAULTS:
+        return (place.__defaults__ or ()) + tuple((place.__kwdefaults__ or {}).values())
+    return place.get(key)
+
+
+def _same_items(a, b) -> bool:
+    return (type(a) is tuple and type(b) is tuple and len(a) == len(b)
+            and all(x is y for x, y in zip(a, b)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _code_names(code: types.CodeType) -> frozenset:
+    """The global and attribute names ``code`` uses, nested functions' included."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return frozenset(names)
+
+
+class GeneratorStates:
+    """The states of some generators when made; ``drawn()`` names those that have moved
+    on since, ``restore()`` puts them back."""
+
+    def __init__(self, generators: list):
+        self.generators = generators
+        self.states = [_state(g) for g in generators]
+
+    def drawn(self) -> list:
+        return [g for g, s in zip(self.generators, self.states) if not _same(_state(g), s)]
+
+    def restore(self) -> None:
+        for g, s in zip(self.generators, self.states):
+            _set_state(g, s)
+
+
+def _state(generator):
+    if isinstance(generator, _np.random.Generator):
+        return generator.bit_generator.state
+    if isinstance(generator, _np.random.RandomState):
+        return generator.get_state(legacy=False)
+    if isinstance(generator, _np.random.BitGenerator):
+        return generator.state
+    return generator.getstate()
+
+
+def _set_state(generator, state) -> None:
+    if isinstance(generator, _np.random.Generator):
+        generator.bit_generator.state = state
+    elif isinstance(generator, _np.random.RandomState):
+        generator.set_state(state)
+    elif isinstance(generator, _np.random.BitGenerator):
+        generator.state = state
+    else:
+        generator.setstate(state)
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, _np.ndarray):
+        return _np.array_equal(a, b)
+    return a == b or (a != a and b != b)  # (a cached gaussian may be nan)
+
+
+def describe(generator) -> str:
+    if generator is _np.random.mtrand._rand:
+        return "NumPy's global RandomState (numpy.random.*)"
+    if isinstance(generator, random.Random) and generator is getattr(random, "_inst", None):
+        return "Python's random module"
+    return f"a {type(generator).__name__}"
+
+
+class ReadOnly:
+    """Arrays made read-only until ``release()``: writes into them raise NumPy's
+    "read-only" ValueError instead of changing them (see ``written``)."""
+
+    def __init__(self, arrays: list):
+        self.arrays = [a for a in arrays if a.flags.writeable]
+        for a in self.arrays:
+            a.flags.writeable = False
+
+    def release(self) -> None:
+        for a in self.arrays:
+            a.flags.writeable = True
+        self.arrays = []
+
+
+def written(error: BaseException, read_only: ReadOnly) -> bool:
+    """Did ``error`` come from a write into one of ``read_only``'s arrays (as far as
+    NumPy's message tells)?"""
+    return (bool(read_only.arrays) and isinstance(error, ValueError)
+            and "read-only" in str(error))

@@ -1,0 +1,347 @@
+"""vmap: ``vmap(f)(xs)`` is ``stack([f(x) for x in xs])``, or a clear error.
+
+The reference is the loop itself, run from the same start as the mapped call (closure
+arrays reset, numpy.random seeded, the program's Generator rewound): each example's answer,
+stacked leaf by leaf (dicts in the function's key order); or the exception the loop raised
+first. A mapped call must give the same pytree, dtypes, shapes and values — bit for bit,
+except that programs with contractions (dot, norm, @) may round differently batched (a
+batch of products is one product), to 1e-12 (float64) or 1e-5 (float32) — or raise what
+the loop raised (a loop whose answers cannot be stacked, vmap's clear ValueError). It must
+also leave the arrays outside it (closures, the random state) as the loop leaves them, not
+write into its inputs, and answer with fresh arrays (none shares memory with an input or
+another output, as the loop's stacks do not).
+
+An empty batch has no loop to compare with: its answer must be JAX's, arrays of no
+examples shaped (and typed) as an example's answer — the dtype may be another branch's
+where the program decides on its data (vmap decides on a stand-in example of zeros).
+
+How a program is mapped varies from case to case: x along axis 0 or -1, s mapped or
+shared; batches of 0 to 8 examples; ``vmap(grad(f))`` of scalar programs; ``jit(vmap(f))``
+called on two batches; nested vmaps with different in_axes (the outer over s, the inner
+over x; the outer over an axis of x and the inner over the other). The hazards are every
+one of the shared generator's and this module's own: results written into NumPy buffers
+(``+=``, ``out=``, ``add.at``, ``copyto``, ``put``, setitem, ``fill``), writes through
+views and aliases, and draws from a Generator the program closes over.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as onp
+
+import chainrule
+
+from . import _programs as programs
+from ._compare import Outcome, aliasing, array_leaves, differences, snapshot, unchanged
+from ._programs import HAZARDS, Program, Template
+from ._runner import Refusal
+
+NAME = "vmap"
+CI_CASES = 800
+
+MODES = ("axis 0", "axis -1", "s mapped", "grad", "jit", "nested over s", "nested over axes")
+SIZES = (0, 1, 2, 3, 5, 8)
+_CONTRACTIONS = ("np.dot", "np.linalg.norm", "@")
+
+
+# ------------------------------------------------------------------------ own hazards
+def _buffer(g):
+    """A result of the data written into a NumPy buffer the program makes."""
+    a, b = g.vec(), g.vec()
+    buf, v = g.name("buf"), g.name()
+    kind = int(g.rng.integers(7))
+    lines = {
+        0: [f"{buf} = onp.zeros(n)", f"{buf} += {a}", f"{v} = {buf} * {b}"],
+        1: [f"{buf} = onp.ones(n)", f"onp.multiply({buf}, {a}, out={buf})", f"{v} = {buf} - {b}"],
+        2: [f"{buf} = onp.zeros(n)", f"np.sin({a}, out={buf})", f"{v} = {buf} + {b}"],
+        3: [f"{buf} = onp.zeros(n)", f"onp.add.at({buf}, [0, 0, n - 1], {a}[:3])",
+            f"{v} = {buf} * {b}"],
+        4: [f"{buf} = onp.zeros(n)", f"onp.copyto({buf}, {a})", f"{v} = {buf} * 2.0 + {b}"],
+        5: [f"{buf} = onp.zeros(n)", f"onp.put({buf}, [0, n - 1], {a}[:2])", f"{v} = {buf} + {b}"],
+        6: [f"{buf} = onp.zeros(n)", f"{buf}[{g.index()}] = {a}[{g.index()}]",
+            f"{buf}.fill({buf}[0]) if {buf}[0] > 0 else None", f"{v} = {buf} * {b}"],
+    }[kind]
+    g.emit(*lines)
+    g.vecs.append(v)
+
+
+def _view(g):
+    """Writes through views and aliases of an array the program owns."""
+    a, b = g.vec(), g.vec()
+    v, w = g.name(), g.name("w")
+    kind = int(g.rng.integers(4))
+    lines = {
+        0: [f"{v} = {a} * 1.0", f"{w} = {v}[1:]", f"{v} -= {b}", f"{v} = {w}[:1] * {v}"],
+        1: [f"{v} = {a} + 0.0", f"{w} = {v}[::2]", f"{w} *= 3.0"],
+        2: [f"{v} = np.outer({a}, {b})", f"{w} = {v}[0]", f"{w} += 1.0",
+            f"{v} = np.sum({v}, axis=0)"],
+        3: [f"{v} = {a} * 1.0", f"{w} = [{v}]", f"{v}[{v} < 0] = 0.0", f"{v} = {w}[0] + {b}"],
+    }[kind]
+    g.emit(*lines)
+    g.vecs.append(v)
+
+
+def _generator(g):
+    """A draw from a Generator the program closes over (its state lives between calls)."""
+    a = g.vec()
+    g.emit(f"{g.new_vec()} = {a} + " + g.pick(("rng.normal(size=n)", "rng.random()",
+                                              "(rng.random(n) > 0.5) * 0.5")))
+
+
+OWN = (Template("buffer", _buffer, 0.8), Template("view", _view, 0.8),
+       Template("generator", _generator, 0.5))
+ALL = HAZARDS | {t.hazard for t in OWN}
+# jit's own refusals are its contract's business: what it stages is compared here (and
+# writes into an array with views, which jit stages as grad does, leaving the views stale)
+JIT_HAZARDS = ALL - {"random", "generator", "raise", "try_except", "closure", "buffer",
+                     "convert", "tuple_answer", "view"}
+# hazards with which an empty batch's answer may take another branch's dtype (no example
+# decides; vmap decides on a stand-in example of zeros)
+DECIDING = {"branch", "loop", "convert", "signed_zero", "try_except", "raise"}
+
+
+# ------------------------------------------------------------------------ cases
+@dataclasses.dataclass
+class Case:
+    program: Program
+    mode: str
+    xs: onp.ndarray  # the batch of x (for "axis -1", examples along the last axis)
+    s: object  # one s for every example, or their batch ("s mapped", nested modes)
+    more: tuple = ()  # jit's second batch (xs, s)
+
+    def __str__(self) -> str:
+        return (f"{self.program}\n# mapped: {self.mode}, xs {self.xs.dtype} "
+                f"{self.xs.shape} = {self.xs.tolist()!r},\n# s = {self.s!r}"
+                + (f"\n# then {self.more!r}" if self.more else ""))
+
+
+def generate(rng: onp.random.Generator) -> Case:
+    mode = MODES[int(rng.integers(len(MODES)))]
+    hazards = JIT_HAZARDS if mode == "jit" else ALL
+    output = "scalar" if mode == "grad" else "any"
+    p = programs.generate(rng, hazards, output=output, extra=OWN,
+                          namespace={"rng": onp.random.default_rng(int(rng.integers(1 << 30)))})
+    size = int(rng.choice(SIZES))
+    if mode.startswith("nested"):
+        size = int(rng.integers(1, 4))
+    xs, s = _batch(p, rng, size, mode)
+    more = _batch(p, rng, size, mode) if mode == "jit" else ()
+    return Case(p, mode, xs, s, more)
+
+
+def _batch(p: Program, rng: onp.random.Generator, size: int, mode: str):
+    pairs = p.inputs(rng, max(size, 1))[:size] if size else []
+    xs = onp.stack([x for x, _ in pairs]) if pairs else onp.zeros((0, p.n), p.dtype)
+    s_one = pairs[0][1] if pairs else 0.5
+    if mode == "axis -1":
+        xs = onp.ascontiguousarray(xs.T)
+    if mode in ("s mapped", "nested over s"):
+        s = onp.array([s for _, s in pairs] if pairs else [], onp.result_type(s_one))
+        if mode == "nested over s":  # (outer over s, inner over the rows of xs)
+            s = onp.concatenate([s, s[::-1] * 0.5 + 0.25])[: size + 1]
+        return xs, s
+    if mode == "nested over axes":  # xs (size, size + 1, n): inner axis 0, outer axis 1
+        xs = onp.stack([xs * (1.0 + 0.5 * j) - 0.25 * j for j in range(size + 1)], axis=1)
+        return xs.astype(p.dtype), s_one
+    return xs, s_one
+
+
+# ------------------------------------------------------------------------ the two sides
+def _mapped(case: Case):
+    """The mapped function, and how to call it on (xs, s)."""
+    f = case.program.fn
+    if case.mode == "axis -1":
+        return chainrule.vmap(f, in_axes=(-1, None))
+    if case.mode == "s mapped":
+        return chainrule.vmap(f, in_axes=(0, 0))
+    if case.mode == "grad":
+        return chainrule.vmap(chainrule.grad(f), in_axes=(0, None))
+    if case.mode == "jit":
+        return chainrule.jit(chainrule.vmap(f, in_axes=(0, None)))
+    if case.mode == "nested over s":
+        return chainrule.vmap(chainrule.vmap(f, in_axes=(0, None)), in_axes=(None, 0))
+    if case.mode == "nested over axes":
+        return chainrule.vmap(chainrule.vmap(f, in_axes=(0, None)), in_axes=(1, None))
+    return chainrule.vmap(f, in_axes=(0, None))
+
+
+def _loop(case: Case, xs, s):
+    """The reference: the answers of the loop over the examples, or its exception."""
+    f = chainrule.grad(case.program.fn) if case.mode == "grad" else case.program.fn
+    if case.mode == "axis -1":
+        return [f(xs[:, i].copy(), s) for i in range(xs.shape[-1])]
+    if case.mode == "s mapped":
+        return [f(xs[i].copy(), s[i]) for i in range(len(xs))]
+    # (nested: the inner loop's answers are stacked as it ends, as vmap(f) stacks them)
+    if case.mode == "nested over s":
+        return [_stack_tree([f(x.copy(), s_j) for x in xs]) for s_j in s]
+    if case.mode == "nested over axes":
+        return [_stack_tree([f(xs[i, j].copy(), s) for i in range(xs.shape[0])])
+                for j in range(xs.shape[1])]
+    return [f(x.copy(), s) for x in xs]
+
+
+def _stack_tree(answers: list):
+    """Answers stacked leaf by leaf, dicts in the first answer's key order."""
+    first = answers[0]
+    if isinstance(first, dict):
+        if any(not isinstance(a, dict) or list(a) != list(first) for a in answers):
+            raise _Unstackable("dicts of different keys")
+        return {k: _stack_tree([a[k] for a in answers]) for k in first}
+    if isinstance(first, (list, tuple)):
+        if any(type(a) is not type(first) or len(a) != len(first) for a in answers):
+            raise _Unstackable("different structures")
+        return type(first)(_stack_tree([a[i] for a in answers]) for i in range(len(first)))
+    try:
+        return onp.stack(answers)
+    except ValueError as error:
+        raise _Unstackable(str(error)) from None
+
+
+class _Unstackable(Exception):
+    """The loop's answers cannot be stacked into one answer."""
+
+
+def _empty_answer(case: Case):
+    """For an empty batch: arrays of no examples, shaped as one example's answer (JAX's
+    answer; the loop has none). None where no example's answer is to be had."""
+    p = case.program
+    x = p.inputs(onp.random.default_rng(1), 1)[0][0]
+    s = case.s.dtype.type(0.5) if isinstance(case.s, onp.ndarray) else case.s
+    p.reset()
+    one = Outcome.of(lambda: (chainrule.grad(p.fn) if case.mode == "grad" else p.fn)(x, s))
+    if one.error is not None:
+        return None
+    return _stack_tree([one.value, one.value])  # (then emptied below)
+
+
+# ------------------------------------------------------------------------ the check
+def check(case: Case) -> list[str]:
+    if case.mode == "jit":
+        own = _jit_alone(case)
+        if own:  # jit's own contract (jit ≡ eager), checked by its module, not vmap's
+            return [Refusal(f"jit(f) is not f on an example: {own[0]}")]
+    mapped = _mapped(case)  # (jit: one function, called on both batches)
+    out = _check_call(case, mapped, case.xs, case.s)
+    if case.mode == "jit" and not out:
+        out = [f"second call: {d}" for d in _check_call(case, mapped, *case.more)]
+    return out
+
+
+def _jit_alone(case: Case) -> list[str]:
+    """How ``jit(f)`` differs from ``f`` on the examples of both batches."""
+    p, jitted = case.program, chainrule.jit(case.program.fn)
+    sample = [(x, s) for x, s in p.inputs(onp.random.default_rng(2), 1)]
+    for xs, s in ((case.xs, case.s), case.more, ([x for x, _ in sample], sample[0][1])):
+        for x in xs:
+            _start(p)
+            eager = Outcome.of(lambda x=x, s=s: p.fn(x.copy(), s))
+            for _ in range(2):  # (the first call traces; the second runs what jit emitted)
+                _start(p)
+                staged = Outcome.of(lambda x=x, s=s: jitted(x.copy(), s))
+                found = differences(eager, staged)
+                if staged.error is None and not _outputs_alias(eager.value):
+                    found += _outputs_alias(staged.value)
+                if found:
+                    return found
+    return []
+
+
+def _start(p: Program) -> None:
+    p.reset()
+    onp.random.seed(7)
+    p.namespace["rng"].bit_generator.state = onp.random.default_rng(11).bit_generator.state
+
+
+def _state(p: Program) -> list:
+    return ([p.namespace[name].copy() for name in p.closures]
+            + [onp.random.get_state()[1].copy(), onp.random.get_state()[2],
+               repr(p.namespace["rng"].bit_generator.state)])
+
+
+def _check_call(case: Case, mapped, xs, s) -> list[str]:
+    p = case.program
+    _start(p)
+    reference = Outcome.of(lambda: _loop(case, xs, s))
+    loop_state = _state(p)
+    inputs = [xs, s]
+    copies = snapshot(inputs)
+    _start(p)
+    actual = Outcome.of(lambda: mapped(xs, s))
+    out = unchanged(inputs, copies)
+    if not _size(case, xs):
+        return out + _check_empty(case, actual)
+    if reference.error is None:
+        try:
+            reference = Outcome(value=_stack_tree(reference.value))
+        except _Unstackable:
+            if isinstance(actual.error, ValueError) and "cannot be stacked" in str(actual.error):
+                return out + [Refusal(f"the loop's answers cannot be stacked: {actual.error}")]
+            return out + [f"the loop's answers cannot be stacked, but vmap gave {actual!r}"]
+    exact = not any(op in p.source for op in _CONTRACTIONS)
+    single = p.dtype == onp.float32
+    out += differences(reference, actual, exact=exact, rtol=1e-5 if single else 1e-12,
+                       atol=1e-6 if single else 1e-14, types=False)
+    if not exact and reference.error is None and actual.error is None:
+        out += _signed_zeros(reference.value, actual.value)
+    if actual.error is None:
+        out += aliasing(actual.value, inputs)
+        out += _outputs_alias(actual.value)
+        out += [f"after the call: {d}" for d in _states_differ(loop_state, _state(p))]
+    return out
+
+
+def _size(case: Case, xs) -> int:
+    return xs.shape[-1] if case.mode == "axis -1" else xs.shape[0]
+
+
+def _check_empty(case: Case, actual: Outcome) -> list[str]:
+    if actual.error is not None:
+        if isinstance(actual.error, ValueError) and "empty" in str(actual.error):
+            return [Refusal(f"empty batch: {actual.error}")]
+        return [f"an empty batch raised {type(actual.error).__name__}: {actual.error}"]
+    want = _empty_answer(case)
+    if want is None:
+        return []
+    want_leaves = [onp.asarray(w)[:0] for w in array_leaves(want)]
+    got_leaves = array_leaves(actual.value)
+    out = []
+    if len(want_leaves) != len(got_leaves):
+        out.append(f"an empty batch answered {len(got_leaves)} arrays, not {len(want_leaves)}")
+    dtypes_may_differ = bool(case.program.hazards & DECIDING)
+    for w, g in zip(want_leaves, got_leaves):
+        if w.shape != g.shape or w.dtype != g.dtype and not dtypes_may_differ:
+            out.append(f"an empty batch answered {g.dtype} {g.shape}, not {w.dtype} {w.shape}")
+    return out
+
+
+def _signed_zeros(expected, actual) -> list[str]:
+    """Where both answers are zero, the same zero (rounding cannot change a zero's sign)."""
+    out = []
+    for e, a in zip(array_leaves(expected), array_leaves(actual)):
+        if e.dtype.kind == "f" and e.shape == a.shape:
+            both = (e == 0) & (a == 0)
+            if (onp.signbit(e[both]) != onp.signbit(a[both])).any():
+                out.append("a zero's sign differs from the loop's")
+    return out
+
+
+def _outputs_alias(value) -> list[str]:
+    leaves = [x for x in array_leaves(value) if x.size]
+    for i, a in enumerate(leaves):
+        for b in leaves[i + 1:]:
+            if onp.shares_memory(a, b):
+                return [f"two output arrays share memory ({a.shape}, {b.shape}); the loop's "
+                        f"stacks never do"]
+    return []
+
+
+def _states_differ(loop_state: list, state: list) -> list[str]:
+    out = []
+    for i, (e, a) in enumerate(zip(loop_state, state)):
+        same = onp.array_equal(e, a, equal_nan=True) if isinstance(e, onp.ndarray) else e == a
+        if not same:
+            out.append(f"outside state {i} (a closure array, or the random state) is not the "
+                       f"loop's: {a!r} instead of {e!r}")
+    return out
