@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import functools
 import gc
+import inspect
+import struct
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -22,7 +24,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._core import tracer
-from .._core.pytree import LEAF, TreeDef, _sorted_keys, tree_flatten, tree_unflatten
+from .._core.pytree import (
+    LEAF,
+    DictKeys,
+    TreeDef,
+    _sorted_keys,
+    tree_flatten,
+    tree_unflatten,
+)
 from .._core.tracer import check_not_leaked, front_ends, isbox, trace_leaves
 from . import _staging
 from ._emit import MISS, Program, emit
@@ -73,7 +82,28 @@ def _leaf_key(leaf: Any) -> tuple:
             f"chainrule.jit cannot take an argument leaf of type {t.__name__}: it is neither "
             f"an array nor a hashable value that could be a static part of the signature."
         ) from None
-    return ("static", t, leaf)
+    return ("static", _static_key(leaf))
+
+
+_DOUBLE = struct.Struct("<d")
+
+
+def _static_key(value: Any) -> Any:
+    """What identifies a static value in the cache key: its type and value, a float by
+    its bits. (``==`` alone would make ``1`` and ``True``, ``0.0`` and ``-0.0`` one key,
+    and a nan never equal to itself.)"""
+    t = type(value)
+    if t is float:
+        return t, _DOUBLE.pack(value)
+    if t is complex:
+        return t, _DOUBLE.pack(value.real), _DOUBLE.pack(value.imag)
+    if t is tuple:
+        return t, tuple(map(_static_key, value))
+    if t is frozenset:
+        return t, frozenset(map(_static_key, value))
+    if isinstance(value, np.generic):
+        return t, value.tobytes()
+    return t, value
 
 
 def _is_traced(leaf: Any) -> bool:
@@ -90,9 +120,8 @@ def _walk(tree: Any, tokens: list, dyn: list) -> None:
         tokens += ((t, len(tree)),)
         children = tree
     elif t is dict:
-        keys = _sorted_keys(tree)
-        tokens += ((dict, keys),)
-        children = [tree[k] for k in keys]
+        tokens += ((dict, tuple(tree)),)  # (the order it was built in: f may read it)
+        children = [tree[k] for k in _sorted_keys(tree)]
     else:
         children = (tree,)
     for x in children:
@@ -118,6 +147,20 @@ def _walk(tree: Any, tokens: list, dyn: list) -> None:
                 tokens += (key,)
                 if key[0] != "static":
                     dyn += (leaf,)
+
+
+def _positional_parameters(fun: Callable) -> int:
+    """How many parameters ``fun`` takes by position; 0 where it takes ``*args`` or has no
+    signature Python can read."""
+    try:
+        params = inspect.signature(fun).parameters.values()
+    except (TypeError, ValueError):
+        return 0
+    kinds = [p.kind for p in params]
+    if inspect.Parameter.VAR_POSITIONAL in kinds:
+        return 0
+    return sum(k in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+               for k in kinds)
 
 
 def _unflattener(out_def: TreeDef) -> Callable:
@@ -146,7 +189,9 @@ def _rebuild_expr(treedef: TreeDef, counter) -> str | None:
     if kind is list:
         return f"[{', '.join(parts)}]"
     if kind is dict and all(type(k) in (str, int) for k in treedef.aux):
-        return "{" + ", ".join(f"{k!r}: {p}" for k, p in zip(treedef.aux, parts)) + "}"
+        by_key = dict(zip(treedef.aux, parts))
+        order = treedef.aux.order if type(treedef.aux) is DictKeys else treedef.aux
+        return "{" + ", ".join(f"{k!r}: {by_key[k]}" for k in order) + "}"
     return None
 
 
@@ -176,6 +221,8 @@ class JittedFunction:
         self.fun = fun
         self.static_argnums = frozenset(static_argnums)
         self.static_argnames = frozenset(static_argnames)
+        self._positions: dict[int, frozenset[int]] = {}  # see _static_positions
+        self._n_positional = _positional_parameters(fun)
         self.max_variants = max_variants
         self.maxsize = maxsize
         self._cache: OrderedDict = OrderedDict()
@@ -183,31 +230,50 @@ class JittedFunction:
         self._name = getattr(fun, "__name__", "fun").replace("<", "_").replace(">", "_")
         if not self._name.isidentifier():
             self._name = "fun"
-        functools.update_wrapper(self, fun)
+        # The name, docstring and __wrapped__ only: copying ``fun.__dict__`` (what
+        # update_wrapper does by default) would overwrite this object's own state with
+        # the attributes of a chainrule primitive (``fun``), of another jitted function
+        # (its cache) or of whatever a decorator copied onto ``fun``.
+        functools.update_wrapper(self, fun, updated=())
 
     # -------------------------------------------------------------- signature
+    def _static_positions(self, n_args: int) -> frozenset[int]:
+        """``static_argnums`` as positions among ``n_args`` positional arguments: a
+        negative one counts from the end of ``fun``'s positional parameters (as in JAX),
+        or of the arguments given where ``fun`` takes ``*args``; one past the arguments
+        given names no argument (a parameter left at its default)."""
+        positions = self._positions.get(n_args)
+        if positions is None:
+            n = self._n_positional or n_args
+            positions = self._positions[n_args] = frozenset(
+                i % n for i in self.static_argnums if -n <= i < n and i % n < n_args)
+        return positions
+
     def _signature(self, args, kwargs) -> tuple[tuple, list]:
         """The cache key and the traced leaves, in one pass over the arguments.
 
         The key spells the pytree structure with a token per container and a key per
         leaf; it is computed on every call, so tuples, lists, dicts and plain leaves
-        are walked here without building a TreeDef (the trace builds one, on a miss)."""
+        are walked here without building a TreeDef (the trace builds one, on a miss).
+        Keywords are walked in sorted order (``tree_flatten``'s), and their order as
+        given is a token too (the function may read ``**kwargs`` in that order)."""
         tokens: list = []
         dyn: list = []
-        statics = self.static_argnums
+        statics = self._static_positions(len(args)) if self.static_argnums else ()
         if not statics:
             _walk(args, tokens, dyn)
         else:
             for i, a in enumerate(args):
                 if i in statics:
-                    tokens.append(("static", i, a))
+                    tokens.append(("static", i, _static_key(a)))
                 else:
                     _walk(a, tokens, dyn)
         if kwargs:
+            tokens.append(tuple(kwargs))
             for k in _sorted_keys(kwargs):
                 v = kwargs[k]
                 if k in self.static_argnames:
-                    tokens.append(("static", k, v))
+                    tokens.append(("static", k, _static_key(v)))
                 else:
                     tokens.append(k)
                     _walk(v, tokens, dyn)
@@ -226,14 +292,14 @@ class JittedFunction:
         """The leaves, their TreeDef and the static arguments, for a trace."""
         statics = []
         dyn_args = list(args)
-        for i in sorted(self.static_argnums):
-            if i < len(args):
-                statics.append((i, args[i]))
-                dyn_args[i] = None
+        for i in sorted(self._static_positions(len(args))):
+            statics.append((i, args[i]))
+            dyn_args[i] = None
         dyn_kwargs = {}
         for k, v in kwargs.items():
             if k in self.static_argnames:
                 statics.append((k, v))
+                dyn_kwargs[k] = None  # (a place holder: the keywords keep their order)
             else:
                 dyn_kwargs[k] = v
         leaves, treedef = tree_flatten((tuple(dyn_args), dyn_kwargs))

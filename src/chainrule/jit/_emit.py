@@ -15,9 +15,12 @@ Rendering (``_render``): the lines, ``v12 = f3(v4, c0, axis=1)``, compiled once.
 
 from __future__ import annotations
 
+import builtins
 import itertools
+import keyword
 import math
 import operator
+import struct
 import warnings
 from typing import Any
 
@@ -131,14 +134,32 @@ _ANS = operator.attrgetter("ans")
 
 
 def _same(a: Any, b: Any) -> bool:
-    if type(a) is not type(b):
+    """Whether a guarded value is the one the trace decided on: of the same type and
+    equal bit for bit (``-0.0`` is not ``0.0``, a nan is itself), a tuple or list item
+    by item (``np.nonzero``, ``np.histogram``)."""
+    t = type(a)
+    if t is not type(b):
         return False
-    if isinstance(a, (np.ndarray, np.generic)):
-        return a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(a, b))
+    if t is tuple or t is list:
+        return len(a) == len(b) and all(map(_same, a, b))
+    if t is float:
+        return _DOUBLE.pack(a) == _DOUBLE.pack(b)
+    if t is complex:
+        return _DOUBLE.pack(a.real) == _DOUBLE.pack(b.real) and \
+            _DOUBLE.pack(a.imag) == _DOUBLE.pack(b.imag)
+    if t is np.ndarray or isinstance(a, np.generic):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if a.dtype.hasobject:
+            return bool(np.array_equal(a, b))
+        return a.tobytes() == b.tobytes()
     try:
         return bool(a == b)
     except Exception:
         return False
+
+
+_DOUBLE = struct.Struct("<d")
 
 
 _SCALAR_INPUTS = (float, np.float64)
@@ -271,8 +292,11 @@ def _escaped(text: str) -> str:
     return text.replace("{", "{{").replace("}", "}}")
 
 
-def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
-    """The instructions of the needed nodes, and whether they form a float program."""
+def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
+           escaping: set[StagingNode]):
+    """The instructions of the needed nodes, and whether they form a float program.
+    ``escaping``: the nodes whose arrays the caller gets (see ``_escaping``), which are
+    never shared with another node's instruction (a common subexpression, ``x * 1``)."""
     guards_by_node: dict[StagingNode, list[Guard]] = {}
     for g in guards:
         guards_by_node.setdefault(g.node, []).append(g)
@@ -339,8 +363,9 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
                 key = (raw, *[s if type(s) is Instr else s[1] for s in slots], *kwtexts)
             else:
                 key = (raw, *slots)
-            alias = cse.get(key)
-            if alias is None and raw is multiply and len(args) == 2 and len(argnums) == 1:
+            alias = None if node in escaping else cse.get(key)
+            if alias is None and raw is multiply and len(args) == 2 and len(argnums) == 1 \
+                    and node not in escaping:
                 # x * 1 is x, bit for bit, when type, shape, dtype and layout agree
                 (i,) = argnums
                 if _is_one(args[1 - i]) and _same_layout(node.ans, vals[i]):
@@ -460,7 +485,7 @@ def _guard_code(guard: Guard, target: Instr, const, fun_name) -> tuple[str, list
     plain = guard.convert is _identity or guard.convert is getval
     if guard.convert is bool or (plain and type(expected) in (bool, np.bool_)):
         return f"if {'not ' if expected else ''}{{0}}: return MISS", [target]
-    if guard.convert in (int, float, complex) and _simple_literal(expected):
+    if guard.convert in (int, float, complex) and _equal_is_same(expected):
         return (f"if {guard.convert.__name__}({{0}}) != {{1}}: return MISS",
                 [target, (expected, repr(expected), repr(expected))])
     value = (expected, const(expected), None)
@@ -468,6 +493,18 @@ def _guard_code(guard: Guard, target: Instr, const, fun_name) -> tuple[str, list
         return "if not _same({0}, {1}): return MISS", [target, value]
     # another conversion (an integer or boolean array of the value ...): checked converted
     return f"if not _same({fun_name(guard.convert)}({{0}}), {{1}}): return MISS", [target, value]
+
+
+def _equal_is_same(v: Any) -> bool:
+    """Whether ``x == v`` (a literal in the program) means ``x`` is ``v`` bit for bit: an
+    int, or a float whose parts are finite and nonzero (0.0 == -0.0, nan != nan)."""
+    if type(v) is int:
+        return True
+    if type(v) is float:
+        return v != 0 and math.isfinite(v)
+    if type(v) is complex:
+        return _equal_is_same(v.real) and _equal_is_same(v.imag)
+    return False
 
 
 class _Later:
@@ -508,19 +545,26 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
 
     out_nodes = [o for o in out_items if isinstance(o, StagingNode)]
     nodes = _needed(out_nodes, guards)
-    instrs, instr_of, floats = _lower(nodes, guards, const, fun_name)
+    instrs, instr_of, floats = _lower(nodes, guards, const, fun_name,
+                                      _escaping(nodes, out_nodes))
     units = roll(instrs)
     plan = Plan(units, const)
-    outs = [plan.text(instr_of[o])[0] if isinstance(o, StagingNode) else const(o)
+    outs = [plan.text(instr_of[o])[0] if isinstance(o, StagingNode) else _constant_output(o, const)
             for o in out_items]
     out_names = {plan.text(instr_of[o])[1] for o in out_nodes}
     params = ", ".join(f"x{i}" for i in range(n_inputs))
+    float_program = floats and plan.n_calls
+    if float_program:  # (its names are taken before the program's own is chosen)
+        glob["_exact"] = None
+        fun_name(np.float64)
+        fun_name(math.isfinite)
+    name = _free_name(name, glob)
     inputs = {instr_of[n].var for n in _inputs(nodes) if type(n.ans) is ArrayMeta}
     lines = plan.exact_lines(out_names, inputs)
     body = "\n".join("    " + line for line in lines)
     ret = f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"
     source = f"def {name}({params}):\n{body + chr(10) if body else ''}{ret}\n"
-    if floats and plan.n_calls:
+    if float_program:
         glob["_exact"] = _Later(source, dict(glob), name)
         source = _float_source(name, params, plan.fast_lines(), out_items, outs, fun_name)
     if large:
@@ -537,6 +581,52 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
     code = compile(source, f"<chainrule.jit {name}>", "exec")
     exec(code, glob)
     return Program(source, glob[name], len(lines), plan.n_calls)
+
+
+def _escaping(nodes: list[StagingNode], outputs: list[StagingNode]) -> set[StagingNode]:
+    """The nodes whose memory the caller gets: the outputs, and what an output (or a node
+    that escapes) may be a view of. Each is its own array, as in eager evaluation: two
+    outputs never share memory, nor an output with an input, unless they did eagerly."""
+    escaping = set(outputs)
+    for node in reversed(nodes):
+        if node in escaping and node.fun is not None and _may_view(node):
+            escaping.update(node.parents)
+    return escaping
+
+
+def _may_view(node: StagingNode) -> bool:
+    """Whether a call's answer may share memory with an operand (indexing, reshape,
+    transpose ...): an array answer of anything but an elementwise ufunc or a function
+    that makes new arrays."""
+    if type(node.ans) is not ArrayMeta:
+        return False
+    raw = node.fun.fun
+    ufunc = raw if isinstance(raw, np.ufunc) else getattr(raw, "ufunc", None)
+    if ufunc is not None and "out" not in node.kwargs:
+        return False
+    return raw not in _NEW_ARRAYS
+
+
+def _constant_output(value: Any, const) -> str:
+    """The text of an output that does not depend on the inputs: an array is copied on
+    every call (from a copy taken now, at the trace: the first call handed the caller
+    the array itself), so no call's output is another's; other values are returned as
+    they are."""
+    if isinstance(value, np.ndarray):
+        return f"{const(value.copy(order='K'))}.copy(order='K')"
+    return const(value)
+
+
+def _free_name(name: str, glob: dict) -> str:
+    """The function's name, made distinct from every name its program reads (``f0``,
+    ``c3``, ``MISS``, ``range`` ...: a user function may be named so), and from Python's
+    keywords."""
+    while name in glob or name in _BUILTINS or keyword.iskeyword(name):
+        name += "_"
+    return name
+
+
+_BUILTINS = frozenset(dir(builtins))
 
 
 def _float_source(name: str, params: str, lines: list[str], out_items: list,

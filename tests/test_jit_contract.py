@@ -1,0 +1,260 @@
+"""chainrule.jit keeps its contract (issue 32): a jitted call returns what the eager call
+returns, bit for bit, with the same pytree, fresh outputs, the same exceptions and
+warnings, or it retraces, runs eagerly or raises a clear error. One section per defect
+of the issue; each test calls the jitted function several times, on inputs that take
+other branches, and compares with eager evaluation."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as onp
+import pytest
+
+import chainrule as cr
+import chainrule.numpy as np
+
+X = onp.array([0.1, 0.2, 0.3])
+
+
+def same(a, b) -> None:
+    """``a`` and ``b`` are the same pytree of the same values, bit for bit."""
+    assert type(a) is type(b), (type(a), type(b))
+    if isinstance(a, (tuple, list)):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            same(x, y)
+    elif isinstance(a, dict):
+        assert list(a) == list(b)
+        for k in a:
+            same(a[k], b[k])
+    elif isinstance(a, (onp.ndarray, onp.generic)):
+        assert a.shape == b.shape and a.dtype == b.dtype, (a, b)
+        assert a.tobytes() == b.tobytes(), (a, b)
+    else:
+        assert a == b or (a != a and b != b), (a, b)
+
+
+def calls_equal(f, *arg_lists, jitted=None):
+    """``jit(f)`` (or ``jitted``) called on each argument tuple twice equals ``f``."""
+    jitted = cr.jit(f) if jitted is None else jitted
+    for args in list(arg_lists) * 2:
+        same(jitted(*args), f(*args))
+    return jitted
+
+
+# ------------------------------------------------------------------ 1. update_wrapper
+@pytest.mark.parametrize("transform, fun", [
+    (cr.grad, np.sum), (cr.grad, np.prod), (cr.grad, np.mean), (cr.grad, np.var),
+    (cr.grad, np.linalg.norm), (cr.jacobian, np.sin), (cr.hessian, np.prod),
+], ids=lambda v: getattr(v, "__name__", "?"))
+def test_jit_of_a_transformed_primitive_runs_the_transform(transform, fun):
+    calls_equal(transform(fun), (X,), (X * 3.0,))
+
+
+def test_jit_of_the_gradient_of_a_determinant():
+    a = onp.array([[2.0, 0.5], [0.3, 1.0]])
+    calls_equal(cr.grad(np.linalg.det), (a,), (a.T * 2.0,))
+
+
+def _inner(x):
+    return np.sum(np.sin(x) * x)
+
+
+@pytest.mark.parametrize("transform", [cr.grad, cr.hessian, cr.jacobian, cr.value_and_grad,
+                                       cr.jacrev, cr.vmap])
+def test_jit_of_a_transform_of_a_jitted_function(transform):
+    inner = cr.jit(_inner)
+    inner(X)  # (its cache must not become the outer one's)
+    calls_equal(transform(_inner), (X,), (X + 1.0,), jitted=cr.jit(transform(inner)))
+
+
+def test_jit_of_a_functools_wraps_decorator_around_a_jitted_function():
+    inner = cr.jit(_inner)
+
+    @functools.wraps(inner)
+    def doubled(x):
+        return inner(x) * 2.0
+
+    reference = lambda x: _inner(x) * 2.0  # noqa: E731
+    outer = cr.jit(doubled)
+    for x in (X, X + 1.0, X):
+        same(outer(x), reference(x))
+    assert outer.cache_info()[:2] == (2, 1)  # (hits, misses): its own cache
+    assert outer.__name__ == "_inner" and outer.__wrapped__ is doubled
+
+
+# ------------------------------------------------------------------ 3. fresh outputs
+def test_an_output_that_does_not_depend_on_the_inputs_is_fresh_on_every_call():
+    jitted = cr.jit(lambda x: (x * 2.0, onp.ones(3)))
+    first = jitted(X)[1]
+    first *= 0  # the caller's array is the caller's
+    second = jitted(X)[1]
+    second += 5
+    same(jitted(X)[1], onp.ones(3))
+
+
+def test_the_zero_gradient_of_an_unused_argument_is_fresh_on_every_call():
+    jitted = cr.jit(cr.grad(lambda a, b: np.sum(a * 2.0), argnum=(0, 1)))
+    outs = [jitted(X, X)[1] for _ in range(3)]
+    outs[1][:] = 7.0
+    assert outs[0] is not outs[2] and not onp.shares_memory(outs[0], outs[2])
+    same(jitted(X, X)[1], onp.zeros(3))
+
+
+@pytest.mark.parametrize("f", [
+    lambda w, x: x * 1, lambda w, x: x * 1.0, lambda w, x: x * onp.ones(3),
+    lambda w, x: (x * 1.0).reshape(3, 1), lambda w, x: (x * 1.0)[1:],
+], ids=["x*1", "x*1.0", "x*ones", "reshape of x*1.0", "slice of x*1.0"])
+def test_a_product_by_one_is_a_new_array_as_eagerly(f):
+    jitted = cr.jit(f)
+    for _ in range(3):
+        x = X.copy()
+        out = jitted(1.0, x)
+        assert out is not x and not onp.shares_memory(out, x)
+        same(out, f(1.0, x))
+
+
+def test_outputs_computed_alike_are_distinct_arrays_as_eagerly():
+    for f in (lambda x: (x * 2.0, x * 2.0), lambda x: ((x * 2.0)[1:], (x * 2.0)[1:])):
+        jitted = cr.jit(f)
+        for _ in range(3):
+            a, b = jitted(X)
+            assert not onp.shares_memory(a, b)
+
+
+def test_an_output_returned_twice_is_one_array_as_eagerly():
+    jitted = cr.jit(lambda x: (lambda y: (y, y))(x * 2.0))
+    for _ in range(3):
+        a, b = jitted(X)
+        assert a is b
+
+
+def test_an_input_returned_is_the_input_as_eagerly():
+    jitted = cr.jit(lambda x, y: (x, y * 2.0))
+    for _ in range(3):
+        x = X.copy()
+        assert jitted(x, x)[0] is x
+
+
+# ------------------------------------------------------------------ 4. static keys
+@pytest.mark.parametrize("first, second", [
+    (1, True), (0, False), (0.0, -0.0), (1, 1.0), ((0.0,), (-0.0,)),
+    (onp.float64(0.0), onp.float64(-0.0)),
+])
+def test_static_values_equal_by_eq_but_not_alike_are_two_signatures(first, second):
+    def f(x, s):
+        sign = math.copysign(2.0, s[0] if type(s) is tuple else s)
+        return x * sign * (3.0 if type(s) is bool else 1.0) + (5.0 if type(s) is float else 0.0)
+
+    for jitted in (cr.jit(f, static_argnums=1), cr.jit(lambda x, s: f(x, s),
+                                                        static_argnames="s")):
+        for s in (first, second, first, second):
+            kwargs = {"s": s}
+            got = jitted(X, s) if jitted.static_argnums else jitted(X, **kwargs)
+            same(got, f(X, s))
+
+
+def test_a_nan_static_value_is_found_in_the_cache():
+    jitted = cr.jit(lambda x, s: x * s, static_argnums=1)
+    for _ in range(3):
+        same(jitted(X, float("nan")), X * float("nan"))
+    assert jitted.cache_info().misses == 1
+
+
+# ------------------------------------------------------------------ 6. guards
+@pytest.mark.parametrize("name, f", [
+    ("arctan2 round", lambda x: np.arctan2(np.round(x), -1.0)),
+    ("arctan2 ceil", lambda x: np.arctan2(np.ceil(x), -1.0)),
+    ("arctan2 trunc", lambda x: np.arctan2(np.trunc(x), -1.0)),
+    ("arctan2 fix", lambda x: np.arctan2(np.fix(x), -1.0)),
+    ("arctan2 floor_divide", lambda x: np.arctan2(np.floor_divide(x, 2.0), -1.0)),
+    ("copysign float", lambda x: x * math.copysign(1.0, float(x[0]))),
+])
+def test_a_guard_tells_minus_zero_from_zero(name, f):
+    values = [onp.array([v, 1.5]) for v in (0.3, -0.3, 0.0, -0.0)]
+    calls_equal(f, *[(v,) for v in values], jitted=cr.jit(f, max_variants=50))
+
+
+def test_a_guard_on_nan_matches_nan():
+    f = lambda x: x * (2.0 if math.isnan(float(x[0])) else 3.0)  # noqa: E731
+    jitted = calls_equal(f, (onp.array([onp.nan, 1.0]),))
+    assert jitted.cache_info().misses == 1
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.sum(x[np.nonzero(x > 0)]),
+    lambda x: np.sum(x[np.where(x > 0)]),
+    lambda x: np.sum(x * np.histogram(x, bins=2)[0][0]),
+], ids=["nonzero", "where", "histogram"])
+def test_a_guard_on_a_tuple_answer_matches(f):
+    x = onp.array([1.0, -1.0, 2.0])
+    jitted = calls_equal(f, (x,), (x,), (x,))
+    assert jitted.cache_info().misses == 1 and jitted.cache_info().hits == 5
+
+
+# ------------------------------------------------------------------ 8. program names
+def _calls_two(x):
+    return np.cos(np.sin(x)) + np.exp(x)
+
+
+@pytest.mark.parametrize("name", ["f0", "f1", "f2", "c0", "MISS", "_same", "_exact", "range",
+                                  "for"])
+def test_a_function_named_like_a_name_of_its_program(name):
+    def f(x):
+        y = np.cos(np.sin(x)) * onp.array([1.0, 3.0]) + np.exp(x)
+        return np.sum(y[x > 1.0])  # (a guard on a mask's value)
+
+    f.__name__ = name
+    jitted = cr.jit(f)
+    for v in ([1.0, 2.0], [3.0, 4.0], [0.5, 2.0], [1.0, 2.0]):
+        same(jitted(onp.array(v)), f(onp.array(v)))
+    chain_grad = cr.grad(_chain)  # a float program: a loop, a guard, a fallback
+    chain_grad.__name__ = name
+    jitted = cr.jit(chain_grad)
+    for v in (0.3, 0.7, 0.0, 2.0, 0.0, 0.3):
+        same(jitted(v), chain_grad(v))
+
+
+def _chain(x):
+    y = x
+    for _ in range(60):
+        y = np.sin(y) * y + 0.5
+    if y:
+        y = y + x * np.log(x)  # (at x = 0: log(0) is -inf with NumPy, an error with math)
+    return y
+
+
+# ------------------------------------------------------------------ 10. negative static
+def test_negative_static_argnums_count_from_the_end():
+    f = lambda x, n, s: x * n if s == "twice" else x  # noqa: E731
+    jitted = cr.jit(f, static_argnums=(-1,))
+    for s in ("twice", "once", "twice"):
+        same(jitted(X, 2.0, s), f(X, 2.0, s))
+    assert jitted.cache_info().signatures == 2
+    with_default = cr.jit(lambda x, s=3: x * s, static_argnums=-1)
+    same(with_default(X, 2), X * 2)
+    same(with_default(X), X * 3)
+
+
+# ------------------------------------------------------------------ 11. dict order
+def test_dict_arguments_and_outputs_keep_their_order():
+    def f(d, **kw):
+        out = {k: d[k] * 2.0 for k in d}
+        out["keywords"] = list(kw)
+        out["a"] = np.sum(d["a"])
+        return out
+
+    jitted = cr.jit(f)
+    for d in ({"b": X, "a": X + 1.0}, {"a": X, "b": X}, {"b": X, "a": X + 1.0}):
+        for kw in ({"z": 1.0, "y": X}, {"y": X, "z": 1.0}):
+            got, want = jitted(d, **kw), f(d, **{k: onp.float64(v) if type(v) is float else v
+                                                    for k, v in kw.items()})
+            same(got, want)
+
+
+def test_static_keywords_keep_their_place_among_the_keywords():
+    jitted = cr.jit(lambda **kw: list(kw), static_argnames="s")
+    for kw in ({"b": X, "s": 1, "a": X}, {"s": 1, "a": X, "b": X}):
+        assert jitted(**kw) == list(kw)
