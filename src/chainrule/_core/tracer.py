@@ -85,6 +85,13 @@ class Node:
     # Read only on those rare conversion paths, so other modes pay nothing.
     on_decision: Callable | None = None
 
+    # Hook for a recorded call that raised (the raw function, or a call inside it):
+    # ``on_failure(box)`` is told for each of the call's arguments that is a box of this
+    # node type, and the exception goes on. chainrule.jit sets it: a function that catches
+    # such an exception took a path its recording cannot replay. Read only when a
+    # primitive call raises.
+    on_failure: Callable | None = None
+
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         raise NotImplementedError
 
@@ -359,8 +366,16 @@ def primitive(f_raw: Callable, out_position: int | None = None) -> Callable:
             # function refused them; the hook (chainrule.numpy) retries with traced arrays.
             # Only this failure path pays: a try costs nothing in CPython 3.11+.
             if sequence_hook is None:
+                _tell_failure(args)
                 raise
-            return sequence_hook(f_wrapped, args, kwargs)
+            try:
+                return sequence_hook(f_wrapped, args, kwargs)
+            except Exception:
+                _tell_failure(args)
+                raise
+        except Exception:
+            _tell_failure(args)
+            raise
 
     f_wrapped.fun = f_raw
     f_wrapped.out_position = out_position
@@ -369,6 +384,13 @@ def primitive(f_raw: Callable, out_position: int | None = None) -> Callable:
 
 
 _FIRST, _SECOND, _BOTH = (0,), (1,), (0, 1)
+
+
+def _tell_failure(args: tuple) -> None:
+    """Tell the node types that watch failures (``Node.on_failure``) of a call that raised."""
+    for arg in args:
+        if type(arg) in _box_types and arg._node.on_failure is not None:
+            arg._node.on_failure(arg)
 
 
 def _recursive(f_wrapped: Callable, top: Box) -> Callable:

@@ -1,21 +1,24 @@
 """``chainrule.jit``: trace a function once, then run it as straight-line NumPy.
 
-The first call for a signature (pytree structure, type/shape/dtype of each array leaf,
-values of static arguments and of non-array leaves) runs ``fun`` on a *staging trace*
-(see ``_staging``), which records every primitive call, including the forward and
-backward passes of ``grad``, ``jvp``, ``hessian`` ... nested inside ``fun``. The record is
-emitted as a Python function of plain calls (see ``_emit``), compiled and cached; later
-calls run only that function. Python decisions on traced values become guards: a call
-whose guards fail retraces and adds a variant, and past ``max_variants`` variants the
-function runs eagerly (with one warning).
+The first call for a signature (pytree structure, type/shape/dtype/strides of each array
+leaf, values of static arguments and of non-array leaves: ``_signature``) runs ``fun`` on a
+*staging trace* (see ``_staging``), which records every primitive call, including the
+forward and backward passes of ``grad``, ``jvp``, ``hessian`` ... nested inside ``fun``.
+The record is emitted as a Python function of plain calls (see ``_emit``), compiled and
+cached; later calls run only that function. Python decisions on traced values become
+guards: a call whose guards fail retraces and adds a variant, and past ``max_variants``
+variants the function runs eagerly (with one warning). A call whose program raises is
+evaluated eagerly; a trace that gave warnings the program does not give, or drew random
+numbers, is handled as ``_effects`` says.
+
+The contract (docs/jit.md): a jitted call returns what ``fun`` returns eagerly, on its
+arguments with Python floats and complex numbers as NumPy float64 and complex128.
 """
 
 from __future__ import annotations
 
 import functools
 import gc
-import inspect
-import struct
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -24,22 +27,19 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._core import tracer
-from .._core.pytree import (
-    LEAF,
-    DictKeys,
-    TreeDef,
-    _sorted_keys,
-    tree_flatten,
-    tree_unflatten,
-)
+from .._core.pytree import LEAF, DictKeys, TreeDef, _sorted_keys, tree_flatten, tree_unflatten
 from .._core.tracer import check_not_leaked, front_ends, isbox, trace_leaves
-from . import _staging
-from ._emit import MISS, Program, emit
+from . import _effects, _staging
+from ._emit import MISS, RAISED, Program, emit
+from ._signature import is_traced, positional_parameters, static_key, walk
 from ._staging import Session, StagingError, StagingNode
 
-__all__ = ["jit", "StagingError", "CacheInfo"]
+__all__ = ["jit", "JitWarning", "StagingError", "CacheInfo"]
 
-_STAGED_SCALARS = (float, complex, np.float64, np.float32, np.float16, np.complex64, np.complex128)
+
+class JitWarning(UserWarning):
+    """jit's own notices (a function runs eagerly for a signature, a large constant is
+    baked in): about speed, never about the values, which stay eager evaluation's."""
 
 
 class CacheInfo(NamedTuple):
@@ -61,106 +61,6 @@ class Lowered:
 
     def __repr__(self) -> str:
         return self.source
-
-
-def _leaf_key(leaf: Any) -> tuple:
-    t = type(leaf)
-    if t is np.ndarray:
-        if leaf.dtype.kind in "fc":
-            return (t, leaf.shape, leaf.dtype)
-        # integer and boolean arrays (indices, masks) are part of the signature by value:
-        # code reads them as plain values, without recording a decision
-        return ("static", t, (leaf.shape, leaf.dtype.str, leaf.tobytes()))
-    if t in _STAGED_SCALARS:
-        return (t,)
-    if hasattr(leaf, "shape") and hasattr(leaf, "dtype") and not isinstance(leaf, np.generic):
-        return (t, tuple(leaf.shape), leaf.dtype)  # Dask, CuPy: their type is in the key
-    try:
-        hash(leaf)
-    except TypeError:
-        raise StagingError(
-            f"chainrule.jit cannot take an argument leaf of type {t.__name__}: it is neither "
-            f"an array nor a hashable value that could be a static part of the signature."
-        ) from None
-    return ("static", _static_key(leaf))
-
-
-_DOUBLE = struct.Struct("<d")
-
-
-def _static_key(value: Any) -> Any:
-    """What identifies a static value in the cache key: its type and value, a float by
-    its bits. (``==`` alone would make ``1`` and ``True``, ``0.0`` and ``-0.0`` one key,
-    and a nan never equal to itself.)"""
-    t = type(value)
-    if t is float:
-        return t, _DOUBLE.pack(value)
-    if t is complex:
-        return t, _DOUBLE.pack(value.real), _DOUBLE.pack(value.imag)
-    if t is tuple:
-        return t, tuple(map(_static_key, value))
-    if t is frozenset:
-        return t, frozenset(map(_static_key, value))
-    if isinstance(value, np.generic):
-        return t, value.tobytes()
-    return t, value
-
-
-def _is_traced(leaf: Any) -> bool:
-    """Whether a leaf is an input of the program (else its value is in the signature)."""
-    return _leaf_key(leaf)[0] != "static"
-
-
-def _walk(tree: Any, tokens: list, dyn: list) -> None:
-    """Append ``tree``'s key tokens to ``tokens`` and its traced leaves to ``dyn``, in
-    ``tree_flatten``'s leaf order. (It runs on every call: ``+=`` of a 1-tuple rather
-    than ``append``, leaves of a container handled in its loop.)"""
-    t = type(tree)
-    if t is tuple or t is list:
-        tokens += ((t, len(tree)),)
-        children = tree
-    elif t is dict:
-        tokens += ((dict, tuple(tree)),)  # (the order it was built in: f may read it)
-        children = [tree[k] for k in _sorted_keys(tree)]
-    else:
-        children = (tree,)
-    for x in children:
-        t = type(x)
-        if t is np.ndarray and x.dtype.kind in "fc":
-            tokens += ((t, x.shape, x.dtype),)
-            dyn += (x,)
-        elif t in _STAGED_SCALARS:
-            tokens += (t,)
-            dyn += (x,)
-        elif t is int or t is bool or t is str:
-            tokens += (("static", t, x),)
-        elif x is None:
-            tokens += (None,)
-        elif t is tuple or t is list or t is dict:
-            _walk(x, tokens, dyn)
-        else:
-            leaves, treedef = tree_flatten(x)
-            if treedef is not LEAF:
-                tokens += (treedef,)
-            for leaf in leaves:
-                key = _leaf_key(leaf)
-                tokens += (key,)
-                if key[0] != "static":
-                    dyn += (leaf,)
-
-
-def _positional_parameters(fun: Callable) -> int:
-    """How many parameters ``fun`` takes by position; 0 where it takes ``*args`` or has no
-    signature Python can read."""
-    try:
-        params = inspect.signature(fun).parameters.values()
-    except (TypeError, ValueError):
-        return 0
-    kinds = [p.kind for p in params]
-    if inspect.Parameter.VAR_POSITIONAL in kinds:
-        return 0
-    return sum(k in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-               for k in kinds)
 
 
 def _unflattener(out_def: TreeDef) -> Callable:
@@ -200,11 +100,15 @@ def _identity(x: Any) -> Any:
 
 
 class _Entry:
-    __slots__ = ("variants", "eager")
+    __slots__ = ("variants", "eager", "failed")
 
     def __init__(self):
         self.variants: list[Program] = []
         self.eager = False
+        self.failed = 0  # traces whose record could not be kept (see _keep)
+
+
+_AS_NUMPY = {float: np.float64, complex: np.complex128}
 
 
 class JittedFunction:
@@ -222,7 +126,7 @@ class JittedFunction:
         self.static_argnums = frozenset(static_argnums)
         self.static_argnames = frozenset(static_argnames)
         self._positions: dict[int, frozenset[int]] = {}  # see _static_positions
-        self._n_positional = _positional_parameters(fun)
+        self._n_positional = positional_parameters(fun)
         self.max_variants = max_variants
         self.maxsize = maxsize
         self._cache: OrderedDict = OrderedDict()
@@ -250,43 +154,31 @@ class JittedFunction:
         return positions
 
     def _signature(self, args, kwargs) -> tuple[tuple, list]:
-        """The cache key and the traced leaves, in one pass over the arguments.
-
-        The key spells the pytree structure with a token per container and a key per
-        leaf; it is computed on every call, so tuples, lists, dicts and plain leaves
-        are walked here without building a TreeDef (the trace builds one, on a miss).
-        Keywords are walked in sorted order (``tree_flatten``'s), and their order as
-        given is a token too (the function may read ``**kwargs`` in that order)."""
+        """The cache key and the traced leaves, in one pass over the arguments (see
+        ``_signature.walk``). Keywords are walked in sorted order (``tree_flatten``'s),
+        and their order as given is a token too (the function may read ``**kwargs`` in
+        that order)."""
         tokens: list = []
         dyn: list = []
         statics = self._static_positions(len(args)) if self.static_argnums else ()
         if not statics:
-            _walk(args, tokens, dyn)
+            walk(args, tokens, dyn)
         else:
             for i, a in enumerate(args):
                 if i in statics:
-                    tokens.append(("static", i, _static_key(a)))
+                    tokens.append(("static", i, _static_token(a)))
                 else:
-                    _walk(a, tokens, dyn)
+                    walk(a, tokens, dyn)
         if kwargs:
             tokens.append(tuple(kwargs))
             for k in _sorted_keys(kwargs):
                 v = kwargs[k]
                 if k in self.static_argnames:
-                    tokens.append(("static", k, _static_key(v)))
+                    tokens.append(("static", k, _static_token(v)))
                 else:
                     tokens.append(k)
-                    _walk(v, tokens, dyn)
+                    walk(v, tokens, dyn)
         return tuple(tokens), dyn
-
-    def _lookup(self, key: tuple) -> _Entry | None:
-        try:
-            return self._cache.get(key)
-        except TypeError:
-            raise StagingError(
-                "chainrule.jit: static arguments must be hashable (they are part of the cache "
-                "key); pass arrays as ordinary (traced) arguments."
-            ) from None
 
     def _split(self, args, kwargs):
         """The leaves, their TreeDef and the static arguments, for a trace."""
@@ -323,26 +215,34 @@ class JittedFunction:
         else:  # (the common call, without a call of _signature)
             tokens: list = []
             dyn = []
-            _walk(args, tokens, dyn)
+            walk(args, tokens, dyn)
             key = tuple(tokens)
-        try:
-            entry = self._cache.get(key)
-        except TypeError:
-            entry = self._lookup(key)  # raises the error that names the fix
+        entry = self._cache.get(key)
         if entry is not None:
             if entry.eager:
-                self._eager += 1
-                return self.fun(*args, **kwargs)
+                return self._eager_call(args, kwargs)
             for program in entry.variants:
-                out = program.run(*dyn)
-                if out is not MISS:
-                    self._hits += 1
-                    return program.unflatten(out)
+                out = program.call(*dyn)
+                if out is MISS:
+                    continue
+                if out is RAISED:
+                    return self._eager_call(args, kwargs)
+                self._hits += 1
+                return program.unflatten(out)
         leaves, treedef, statics = self._split(args, kwargs)
-        if any(isbox(leaf) or type(leaf) in front_ends for leaf in leaves):
-            self._eager += 1  # inside another trace (grad(jit(f))): trace through
+        if any(isbox(leaf) or type(leaf) in front_ends or type(leaf) in tracer.batched_types
+               for leaf in leaves):
+            self._eager += 1  # inside another trace (grad(jit(f)), vmap): trace through
             return self.fun(*args, **kwargs)
         return self._trace(key, leaves, treedef, statics, entry, dyn)[0]
+
+    def _eager_call(self, args, kwargs):
+        """``fun`` evaluated eagerly, on the arguments as a trace sees them (Python floats
+        and complex numbers as NumPy scalars)."""
+        self._eager += 1
+        leaves, treedef, statics = self._split(args, kwargs)
+        leaves = [_AS_NUMPY[type(x)](x) if type(x) in _AS_NUMPY else x for x in leaves]
+        return self._call_with(leaves, treedef, statics)
 
     def _trace(self, key, leaves, treedef, statics, entry, walked):
         # A trace makes many objects that live until the program is emitted, and the
@@ -361,19 +261,15 @@ class JittedFunction:
             entry = self._cache[key] = _Entry()
             while len(self._cache) > self.maxsize:
                 self._cache.popitem(last=False)
-        elif len(entry.variants) >= self.max_variants:
-            entry.eager = True
-            self._eager += 1
-            warnings.warn(
-                f"chainrule.jit: {self._name} was traced {len(entry.variants)} times for one "
-                f"signature because its guards (Python decisions on traced values: if, "
-                f"while, int(), indexing) kept failing; it now runs eagerly for this "
-                f"signature. Raise max_variants, or make the deciding argument static.",
-                stacklevel=3,
-            )
-            return self._call_with(leaves, treedef, statics), None
+        elif len(entry.variants) + entry.failed >= self.max_variants:
+            return self._give_up(entry, leaves, treedef, statics, (
+                f"was traced {len(entry.variants) + entry.failed} times for one signature "
+                f"because its guards (Python decisions on traced values: if, while, int(), "
+                f"indexing) kept failing, or its calls raised exceptions it caught, or gave "
+                f"warnings; it now runs eagerly for this signature. Raise max_variants, or "
+                f"make the deciding argument static."))
         self._misses += 1
-        dyn_pos = [i for i, leaf in enumerate(leaves) if _is_traced(leaf)]
+        dyn_pos = [i for i, leaf in enumerate(leaves) if is_traced(leaf)]
         dyn = [leaves[i] for i in dyn_pos]
         if len(dyn) != len(walked) or any(a is not b for a, b in zip(dyn, walked)):
             # the program's inputs are the cached call's walk: the two orders must agree
@@ -396,12 +292,26 @@ class JittedFunction:
         # installed once and left: it answers NotImplemented in threads not staging, so
         # two threads staging at once cannot uninstall it under each other
         tracer.notrace_hook = _staging.notrace_hook
+        randomness = _effects.RandomState(self.fun, [v for _, v in statics])
+        caught: list = []
         try:
-            (out_leaves, out_def), trace_id, _ = trace_leaves(
-                StagingNode, [(leaf, i) for i, leaf in enumerate(dyn)], staged, dyn, list
-            )
+            try:
+                with _effects.recording() as caught:
+                    (out_leaves, out_def), trace_id, _ = trace_leaves(
+                        StagingNode, [(leaf, i) for i, leaf in enumerate(dyn)], staged, dyn,
+                        list)
+            finally:
+                _staging._state.session = previous
+                _effects.show(caught)
+            return self._keep(session, key, entry, dyn, out_leaves, out_def, trace_id,
+                              randomness, caught)
         finally:
-            _staging._state.session = previous
+            session.close()
+
+    def _keep(self, session: Session, key, entry: _Entry, dyn: list, out_leaves: list,
+              out_def: TreeDef, trace_id: int, randomness, caught: list):
+        """The trace's result, and its program, emitted and kept as a variant of ``entry``
+        where the record can answer later calls (else None)."""
         items, plain = [], []
         foreign = False
         for leaf in out_leaves:
@@ -422,16 +332,56 @@ class JittedFunction:
             self._cache.pop(key, None)
             self._eager += 1
             return result, None
-        program = emit(len(dyn), items, session.guards, self._name)
+        if randomness.changed():
+            self._give_up(entry, None, None, None, (
+                "draws random numbers (numpy.random, random, or a generator it reaches), "
+                "which a compiled program would draw once for all calls; it runs eagerly "
+                "for this signature. Draw them outside and pass them as arguments to "
+                "compile it."))
+            return result, None
+        if session.raised:
+            entry.failed += 1  # (the next call traces again, or runs a variant)
+            return result, None
+        program = emit(len(dyn), session.nodes, items, session.guards, self._name)
         program.unflatten = _unflattener(out_def)
+        if caught:
+            program = self._with_warnings(program, dyn, caught)
+            if program is None:
+                entry.failed += 1
+                return result, None
         entry.variants.append(program)
         return result, program
+
+    def _with_warnings(self, program: Program, dyn: list, caught: list) -> Program | None:
+        """The program of a trace that gave warnings: it gives NumPy's warnings itself
+        where it makes the calls that gave them; the others (a transform's notice, a
+        warning of the function's own or of a constant's computation) it gives again on
+        each call. Found by running it once on the trace's inputs; None where it raised
+        there (the call's values made NumPy warn: the next call traces again)."""
+        with warnings.catch_warnings(record=True) as given:
+            warnings.simplefilter("always")
+            out = program.call(*dyn)
+        if out is RAISED or out is MISS:
+            return None
+        missing = _effects.not_given_by(caught, given)
+        if missing:
+            program.call = _effects.Replaying(program.call, missing)
+        return program
+
+    def _give_up(self, entry: _Entry, leaves, treedef, statics, why: str):
+        """Run ``fun`` eagerly for this signature from now on (with one JitWarning)."""
+        entry.eager = True
+        warnings.warn(f"chainrule.jit: {self._name} {why}", JitWarning, stacklevel=4)
+        if leaves is None:
+            return None
+        self._eager += 1
+        return self._call_with(leaves, treedef, statics), None
 
     def lower(self, *args, **kwargs) -> Lowered:
         """The emitted program for these arguments (traced now if not cached)."""
         key, dyn = self._signature(args, kwargs)
         leaves, treedef, statics = self._split(args, kwargs)
-        entry = self._lookup(key)
+        entry = self._cache.get(key)
         if entry is not None:
             for program in entry.variants:
                 if program.run(*dyn) is not MISS:
@@ -440,7 +390,8 @@ class JittedFunction:
         if program is None:
             raise StagingError(
                 f"chainrule.jit: {self._name} cannot be staged for these arguments (it "
-                f"closes over values traced outside it, or has too many variants)."
+                f"closes over values traced outside it, draws random numbers, catches an "
+                f"exception of a traced call, or has too many variants)."
             )
         return Lowered(program)
 
@@ -449,10 +400,11 @@ class JittedFunction:
         runs them itself after a lighter check of its own (a solver calling one function
         at every step on arrays of one signature). ``program.run(*leaves)`` takes the
         array leaves in ``tree_flatten`` order and answers the output leaves, or ``MISS``
-        where a guard fails: calling the jitted function then traces a new variant, which
-        is appended to this same list. None where the signature has no program (not traced
-        yet, closing over values of an outer trace, or run eagerly past ``max_variants``)."""
-        entry = self._lookup(self._signature(args, kwargs)[0])
+        where it cannot answer (a guard fails, or a call raised): calling the jitted
+        function then answers (it traces a new variant, which is appended to this same
+        list, or evaluates the call eagerly). None where the signature has no program (not
+        traced yet, closing over values of an outer trace, or run eagerly)."""
+        entry = self._cache.get(self._signature(args, kwargs)[0])
         if entry is None or entry.eager or not entry.variants:
             return None
         return entry.variants
@@ -473,6 +425,16 @@ class JittedFunction:
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)
+
+
+def _static_token(value: Any) -> Any:
+    try:
+        return static_key(value)
+    except TypeError:
+        raise StagingError(
+            "chainrule.jit: static arguments must be hashable (they are part of the cache "
+            "key); pass arrays as ordinary (traced) arguments."
+        ) from None
 
 
 def jit(

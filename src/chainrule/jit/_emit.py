@@ -30,12 +30,14 @@ from .. import numpy as anp
 from .._core.tracer import getval
 from . import _roll
 from ._direct import direct_call
+from ._errstate import underflow_heard
 from ._fold import Folded, fold, node_runs
 from ._render import Plan
 from ._roll import roll
-from ._staging import ArrayMeta, Guard, StagingNode, _identity
+from ._staging import ArrayMeta, Guard, StagingNode, _identity, _NotraceCall
 
 MISS = object()  # what an emitted program answers when a guard fails
+RAISED = object()  # what it answers when a call in it raised: the call is evaluated eagerly
 
 LARGE_CONSTANT = 1 << 20  # bytes: a baked-in array this large is warned about
 
@@ -45,13 +47,21 @@ annotate = None
 
 
 class Program:
-    """One compiled variant: ``run(*leaves)`` answers the output leaves or ``MISS``."""
+    """One compiled variant: ``call(*leaves)`` answers the output leaves, ``MISS`` where a
+    guard fails, or ``RAISED`` where a call raised (an overflow, a failed factorisation,
+    a guard's ``int()`` of a nan: eager evaluation then answers, with its warnings or its
+    exception, which the function may catch). ``run(*leaves)`` answers ``MISS`` for both
+    (see ``JittedFunction.variants_for``)."""
 
-    def __init__(self, source: str, run, n_lines: int, n_calls: int):
+    def __init__(self, source: str, call, n_lines: int, n_calls: int):
         self.source = source
-        self.run = run
+        self.call = call
         self.n_lines = n_lines
         self.n_calls = n_calls  # primitive calls one run makes (a rolled loop's, each time)
+
+    def run(self, *leaves):
+        out = self.call(*leaves)
+        return MISS if out is RAISED else out
 
 
 def _simple_literal(v: Any) -> bool:
@@ -113,20 +123,62 @@ def _scalar_operator(raw, node: StagingNode, vals: list) -> bool:
 _F64 = np.float64
 
 
-def _needed(outputs: list, guards: list[Guard]) -> list[StagingNode]:
-    seen: set[StagingNode] = set()  # (nodes hash by identity)
-    found: list[StagingNode] = []
-    stack = [n for n in outputs if isinstance(n, StagingNode)] + [g.node for g in guards]
-    pop, extend, add, append = stack.pop, stack.extend, seen.add, found.append
-    while stack:  # (a walk of the whole record: bound methods save a lookup per node)
-        node = pop()
-        if node in seen:
-            continue
-        add(node)
-        append(node)
-        extend(node.parents)
-    found.sort(key=_SEQ)
+def _needed(nodes: list[StagingNode], outputs: list, guards: list[Guard]) -> list[StagingNode]:
+    """The nodes the program runs, in the order they were made (``nodes``: the record):
+    what the outputs and the guards need, and every call that might raise or warn (a
+    product may overflow, a Cholesky factorisation fail), with what it needs, for eager
+    evaluation makes them too. Only calls that can do neither (``_SILENT``: views,
+    reshapes, indexing with fixed indices, negation) are left out where nothing reads them."""
+    needed = set(outputs)
+    needed.update(g.node for g in guards)
+    found = []
+    silent = _silent_functions()
+    for node in reversed(nodes):
+        if node in needed or not _silent(node, silent):
+            found.append(node)
+            needed.update(node.parents)
+    found.reverse()
     return found
+
+
+def _silent(node: StagingNode, silent: frozenset) -> bool:
+    fun = node.fun
+    if fun is None or type(fun) is _NotraceCall:
+        return True  # (an input; a comparison, whose answer is guarded where it is used)
+    raw = fun.fun
+    if raw in _REDUCTIONS:  # a sum (max ...) of one number adds nothing to it
+        return node.argnums == (0,) and _one_number(node.parents[0].ans)
+    # indexing is silent with constant indices only (a traced index may be out of range)
+    return raw in silent and (raw is not _GETITEM or node.argnums == (0,))
+
+
+def _one_number(ans: Any) -> bool:
+    return type(ans) in _SCALAR_INPUTS or (type(ans) is ArrayMeta and ans.shape == ())
+
+
+_REDUCTIONS = frozenset([np.sum, np.prod, np.max, np.min, np.amax, np.amin])
+
+
+def _silent_functions() -> frozenset:
+    """The raw functions that can neither raise nor warn on arguments of the signature's
+    types and shapes (see ``_needed``), found once."""
+    global _SILENT, _GETITEM
+    if _SILENT is None:
+        from ..numpy.numpy_boxes import array_getitem
+
+        _GETITEM = array_getitem.fun
+        _SILENT = frozenset(
+            getattr(anp, name).fun for name in (
+                "transpose", "reshape", "ravel", "squeeze", "expand_dims", "moveaxis",
+                "swapaxes", "broadcast_to", "negative", "positive", "real", "imag",
+                "conjugate", "copy", "atleast_1d", "atleast_2d", "atleast_3d",
+            ) if hasattr(anp, name)
+        ) | {array_getitem.fun}
+    return _SILENT
+
+
+_SILENT: frozenset | None = None
+_GETITEM = None  # array_getitem's raw function (set with _SILENT)
 
 
 _SEQ = operator.attrgetter("seq")
@@ -520,9 +572,11 @@ class _Later:
         return self.fn(*args)
 
 
-def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Program:
-    """``out_items``: per output leaf, a StagingNode (a staged value) or a constant."""
-    glob: dict[str, Any] = {"MISS": MISS, "_same": _same}
+def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list[Guard],
+         name: str) -> Program:
+    """``record``: the nodes of the trace, in the order they were made; ``out_items``: per
+    output leaf, a StagingNode (a staged value) or a constant."""
+    glob: dict[str, Any] = {"MISS": MISS, "RAISED": RAISED, "_same": _same}
     consts: dict[int, str] = {}
     large = []
 
@@ -544,7 +598,7 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
         return funs[id(f)]
 
     out_nodes = [o for o in out_items if isinstance(o, StagingNode)]
-    nodes = _needed(out_nodes, guards)
+    nodes = _needed(record, out_nodes, guards)
     instrs, instr_of, floats = _lower(nodes, guards, const, fun_name,
                                       _escaping(nodes, out_nodes))
     units = roll(instrs)
@@ -556,14 +610,13 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
     float_program = floats and plan.n_calls
     if float_program:  # (its names are taken before the program's own is chosen)
         glob["_exact"] = None
-        fun_name(np.float64)
-        fun_name(math.isfinite)
+        for f in (np.float64, math.isfinite, underflow_heard):
+            fun_name(f)
+        plan.watched = _watched(nodes, out_nodes, guards, instr_of)
     name = _free_name(name, glob)
     inputs = {instr_of[n].var for n in _inputs(nodes) if type(n.ans) is ArrayMeta}
     lines = plan.exact_lines(out_names, inputs)
-    body = "\n".join("    " + line for line in lines)
-    ret = f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"
-    source = f"def {name}({params}):\n{body + chr(10) if body else ''}{ret}\n"
+    source = _exact_source(name, params, lines, outs)
     if float_program:
         glob["_exact"] = _Later(source, dict(glob), name)
         source = _float_source(name, params, plan.fast_lines(), out_items, outs, fun_name)
@@ -580,7 +633,7 @@ def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Prog
     instr_of.release()
     code = compile(source, f"<chainrule.jit {name}>", "exec")
     exec(code, glob)
-    return Program(source, glob[name], len(lines), plan.n_calls)
+    return Program(source, glob[name], source.count("\n"), plan.n_calls)
 
 
 def _escaping(nodes: list[StagingNode], outputs: list[StagingNode]) -> set[StagingNode]:
@@ -629,28 +682,87 @@ def _free_name(name: str, glob: dict) -> str:
 _BUILTINS = frozenset(dir(builtins))
 
 
+def _exact_source(name: str, params: str, lines: list[str], outs: list[str]) -> str:
+    """The program of NumPy calls: where one raises (a failed factorisation, a warning
+    the caller's filters make an error ...), or a guard's conversion does, it answers
+    ``RAISED`` and the call is evaluated eagerly."""
+    ret = f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"
+    if not lines:
+        return f"def {name}({params}):\n    {ret}\n"
+    body = ["try:", *("    " + line for line in lines), "    " + ret,
+            "except Exception:  # eager evaluation raises it, or the function catches it",
+            "    return RAISED"]
+    text = "\n".join("    " + line for line in body)
+    return f"def {name}({params}):\n{text}\n"
+
+
 def _float_source(name: str, params: str, lines: list[str], out_items: list,
                   outs: list[str], fun_name) -> str:
     """The float program: the same operations on Python floats (IEEE-exact as NumPy's
-    float64 scalars; the same math functions as chainrule's scalar path). Where Python
-    raises instead of answering inf or nan (x / 0, math's domain and overflow errors), or
-    an output is not finite, the exact program (NumPy scalars) answers instead, with
-    NumPy's values and warnings."""
+    float64 scalars; the same math functions as chainrule's scalar path). Wherever NumPy
+    would warn, the exact program (NumPy scalars) answers instead, with NumPy's values
+    and warnings: where an input is not finite, where the caller's error state hears of
+    underflows (Python's floats never report one), where Python raises instead of
+    answering inf or nan (x / 0, math's domain and overflow errors), and where an
+    overflow made an inf or nan that reached an output or a value the program checks
+    (``_watched``)."""
     f64 = fun_name(np.float64)
     finite = fun_name(math.isfinite)
     staged = [o for o, item in zip(outs, out_items) if isinstance(item, StagingNode)]
     ret = [f"{f64}({o})" if isinstance(item, StagingNode) else o
            for o, item in zip(outs, out_items)]
-    body = ["try:"] + ["    " + line for line in lines]
+    entry = [f"{finite}({x.strip()})" for x in params.split(",")] if params else []
+    body = []
+    checks = " and ".join(entry)
+    heard = f"{fun_name(underflow_heard)}()"
+    body.append(f"if {f'not ({checks}) or ' if checks else ''}{heard}:"
+                f"  # NumPy warns on inf and nan, and on underflows if told to")
+    body.append(f"    return _exact({params})")
+    body.append("_watch = 0.0")
+    body += ["try:"] + ["    " + line for line in lines]
     body.append("except (ArithmeticError, ValueError):  # NumPy answers inf or nan, and warns")
     body.append(f"    return _exact({params})")
-    if staged:
-        checks = " and ".join(f"{finite}({o})" for o in staged)
-        body.append(f"if not ({checks}):  # NumPy's nan and inf, with its warnings")
-        body.append(f"    return _exact({params})")
+    body.append("except Exception:  # eager evaluation raises it, or the function catches it")
+    body.append("    return RAISED")
+    checks = " and ".join(["_watch == _watch", *(f"{finite}({o})" for o in staged)])
+    body.append(f"if not ({checks}):  # NumPy's nan and inf, with its warnings")
+    body.append(f"    return _exact({params})")
     body.append(f"return ({', '.join(ret)}{',' if len(ret) == 1 else ''})")
     text = "\n".join("    " + line for line in body)
     return f"def {name}({params}):\n{text}\n"
+
+
+def _watched(nodes: list[StagingNode], outputs: list[StagingNode], guards: list[Guard],
+             instr_of) -> set[int]:
+    """The values a float program checks are finite, besides its outputs: where an
+    overflow made an inf (Python's floats do not warn, NumPy's do), the inf or the nan
+    it makes goes on through + - * and math's functions (or makes them raise) to an
+    output or to one of these: a value nothing reads, a divisor (x / inf is 0), the
+    operand of exp (exp(-inf) is 0), a value a guard reads. Answers ids of the
+    instructions (a loop's body instruction for all its iterations)."""
+    read: set[StagingNode] = set(outputs)
+    read.update(g.node for g in guards)
+    watched = {g.node for g in guards}
+    for node in nodes:
+        read.update(node.parents)
+        if node.fun is None or not node.parents:
+            continue
+        raw = node.fun.fun
+        if raw in _DIVISIONS and node.argnums[-1] == 1:
+            watched.add(node.parents[-1])
+        elif raw is _EXP:
+            watched.add(node.parents[0])
+    watched.update(n for n in nodes if n not in read)
+    ids = set()
+    for node in watched:
+        ins = instr_of[node]
+        if ins.kind == "call":
+            ids.add(id(ins if ins.loop is None else ins.loop.body[ins.offset]))
+    return ids
+
+
+_DIVISIONS = frozenset([anp.divide.fun, anp.true_divide.fun])
+_EXP = anp.exp.fun
 
 
 # functions whose ndarray answers are new arrays, never views of their operands

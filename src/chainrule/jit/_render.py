@@ -29,6 +29,9 @@ class Plan:
     def __init__(self, units: list, const):
         self.units = units
         self.const = const
+        # id(instruction) of the values a float program checks are finite (see
+        # ``_emit._watched``): after each, ``_watch += v * 0.0`` (a nan where v is not)
+        self.watched: set[int] = set()
         self.counts = {"v": 0, "s": 0, "t": 0, "p": 0}
         self.n_calls = 0  # primitive calls one run of the program makes
         self.texts: dict[int, list] = {}  # id(instruction) -> (exact, float, read) per slot
@@ -185,6 +188,9 @@ class Plan:
             return f"{code}  # {comment}"
         return f"{ins.var} = {code}  # {comment}"
 
+    def _watch_line(self, ins: Instr) -> str:
+        return f"_watch += {ins.var} * 0.0  # NumPy warns where {ins.var} is not finite"
+
     def fast_lines(self) -> list[str]:
         lines: list[str] = []
         for unit in self.units:
@@ -194,6 +200,8 @@ class Plan:
                 line = self._line(unit, self.texts[id(unit)], True)
                 if line is not None:
                     lines.append(line)
+                    if id(unit) in self.watched:
+                        lines.append(self._watch_line(unit))
         return lines
 
     def _loop_lines(self, loop: Loop, fast: bool, outputs: set | None = None,
@@ -250,6 +258,9 @@ class Plan:
                 viewed.update(names)
             body.append(line)
             reads.append(names)
+            if fast and id(ins) in self.watched:
+                body.append(self._watch_line(ins))
+                reads.append(())
             if ins.offset in loop.stored:
                 shift = " + 1" if ins.offset in loop.inits else ""
                 body.append(f"{loop.stored[ins.offset]}[i{shift}] = {ins.var}")

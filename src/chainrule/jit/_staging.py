@@ -25,7 +25,13 @@ from .._core.tracer import Node, isbox
 
 _creation = itertools.count()
 _BOX_TYPES = tracer.Box.types  # (the registry's own set: later registrations count)
-_state = threading.local()
+
+
+class _State(threading.local):
+    session = None  # this thread's staging trace (see Session), or None
+
+
+_state = _State()
 
 
 class StagingError(TypeError):
@@ -45,26 +51,48 @@ class Guard:
 
 
 class Session:
-    """What one staging trace records besides its nodes: guards, and whether the function
-    closed over values of another (outer) trace, which makes the record unusable."""
+    """What one staging trace records: its nodes in the order they were made, the guards,
+    and why the record cannot be reused, if it cannot: the function closed over values of
+    another (outer) trace, or a staged call or decision raised an exception (the function
+    went on, so it caught it: the path it took depends on an exception the program would
+    not raise the same way)."""
 
     def __init__(self, trace_id: int):
         self.trace_id = trace_id
+        self.nodes: list[StagingNode] = []
         self.guards: list[Guard] = []
-        self.impure = ""  # why the record cannot be reused, if it cannot
+        self.impure = ""  # the record answers no later call (a value of an outer trace)
+        self.raised = ""  # a staged call raised: this record is not kept
+
+    def close(self) -> None:
+        """Free the record (its nodes and this session refer to each other)."""
+        self.nodes = self.guards = None
 
 
 def current() -> Session | None:
-    return getattr(_state, "session", None)
+    return _state.session
 
 
 def _on_decision(box, convert):
-    value = convert(tracer.getval(box._value))
+    try:
+        value = convert(tracer.getval(box._value))
+    except Exception as error:
+        _on_failure(box, error)
+        raise
     session = current()
     if session is None or box._trace_id != session.trace_id:
         return value
     session.guards.append(Guard(box._node, convert, value))
     return value
+
+
+def _on_failure(box, error: BaseException | None = None) -> None:
+    """A call or a decision on a staged value raised (``Node.on_failure``)."""
+    session = current()
+    if session is not None and box._trace_id == session.trace_id and not session.raised:
+        what = "a call on a traced value" if error is None else \
+            f"a decision on a traced value ({type(error).__name__})"
+        session.raised = f"{what} raised an exception that the function caught"
 
 
 class ArrayMeta:
@@ -90,12 +118,22 @@ class StagingNode(Node):
     type, which folding compares (``_fold``)."""
 
     __slots__ = ("fun", "args", "kwargs", "argnums", "parents", "ans", "seq", "index", "mask",
-                 "key")
+                 "key", "record")
     on_decision = staticmethod(_on_decision)
+    on_failure = staticmethod(_on_failure)
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         # (runs once per recorded call, so it does only what the record needs; ``index``
         # is set for inputs only)
+        # the record of this node's trace: its parents' (a call for an outer staging trace
+        # may come while an inner one is the thread's session), or the session's for an
+        # input; the session breaks the cycle this makes (``Session.close``)
+        if parents:
+            self.record = record = parents[0].record
+        else:
+            session = _state.session
+            self.record = record = [] if session is None else session.nodes
+        record.append(self)
         self.fun = fun
         self.kwargs = kwargs
         self.argnums = argnums
@@ -222,11 +260,15 @@ def notrace_hook(f_raw, args, kwargs):
     if all(s is None for s in staged):
         return NotImplemented
     argvals = [tracer.getval(a) for a in args]
-    ans = f_raw(*argvals, **kwargs)
+    argnums = tuple(i for i, s in enumerate(staged) if s is not None)
+    try:
+        ans = f_raw(*argvals, **kwargs)
+    except Exception:
+        _on_failure(staged[argnums[0]])
+        raise
     call = _notrace_calls.get(f_raw)
     if call is None:
         call = _notrace_calls[f_raw] = _NotraceCall(f_raw)
-    argnums = tuple(i for i, s in enumerate(staged) if s is not None)
     parents = tuple(staged[i]._node for i in argnums)
     # other arguments are constants: plain values (boxes of newer traces hold no staged value)
     node = StagingNode(ans, call, list(argvals), dict(kwargs), argnums, parents)
