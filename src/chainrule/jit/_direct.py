@@ -3,7 +3,7 @@ in, for the argument types the signature fixes, so it answers the same bits (and
 views) without NumPy's Python layers.
 
 - a chainrule ufunc wrapper (its scalar fast path, ``numpy_wrapper._with_scalar_path``)
-  called on anything but float scalars is the ufunc itself;
+  called on an array is the ufunc itself;
 - ``numpy.sum``/``prod``/``max``/``min`` of an ndarray is ``ufunc.reduce`` with the same
   arguments (NumPy's ``_wrapreduction``);
 - ``numpy.transpose``/``reshape`` of an ndarray is the ndarray method (``_wrapfunc``), and
@@ -23,8 +23,6 @@ from numpy.lib.array_utils import normalize_axis_tuple
 
 from ..numpy.numpy_boxes import array_getitem
 from ._staging import ArrayMeta
-
-_FLOAT_SCALARS = (float, np.float64)
 
 # function -> (the ufunc's reduce, one bound method for every program; the function's
 # parameters after ``a``)
@@ -58,8 +56,8 @@ def direct_call(
     """``vals``: the arguments' values at trace time; ``texts``/``kwtexts``: their code."""
     ufunc = getattr(raw, "ufunc", None)
     if ufunc is not None:
-        if all(type(v) in _FLOAT_SCALARS for v in vals):
-            return None  # the scalar path: kept (float mode writes it out)
+        if not any(type(v) is ArrayMeta or type(v) is np.ndarray for v in vals):
+            return None  # scalars: the scalar path decides (float mode writes it out)
         args = texts + [f"{k}={v}" for k, v in kwtexts.items()]
         return f"{bind(ufunc)}({', '.join(args)})"
     if not vals or (type(vals[0]) is not ArrayMeta and type(vals[0]) is not np.ndarray):

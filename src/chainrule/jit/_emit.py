@@ -108,18 +108,29 @@ _OPERATORS = {
 
 
 def _scalar_operator(raw, node: StagingNode, vals: list) -> bool:
-    if len(vals) != 2 or raw not in _OPERATORS or node.kwargs or type(node.ans) is not _F64:
+    """Whether the call is NumPy's scalar arithmetic, written as the operator: where
+    chainrule's raw function calls the operator itself (see
+    ``numpy_wrapper._with_scalar_path``)."""
+    if len(vals) != 2 or raw not in _OPERATORS or node.kwargs:
+        return False
+    t0, t1 = type(vals[0]), type(vals[1])
+    if (t0 in _COMPLEX_SCALARS and t1 in _SCALAR_OPERANDS) or \
+            (t1 in _COMPLEX_SCALARS and t0 in _SCALAR_OPERANDS):
+        return True
+    if type(node.ans) is not _F64:
         return False
     # operands are float64 scalars or Python floats, and traced ones float64 scalars (a
     # Python float would divide by 0 with an error)
     traced = node.argnums
-    for i in (0, 1):
-        t = type(vals[i])
+    for i, t in enumerate((t0, t1)):
         if t is not _F64 and (t is not float or i in traced):
             return False
     return True
 
 
+_COMPLEX_SCALARS = frozenset([np.complex128, np.complex64])
+_SCALAR_OPERANDS = frozenset([float, complex, int, np.float64, np.float32, np.complex128,
+                              np.complex64])
 _F64 = np.float64
 
 

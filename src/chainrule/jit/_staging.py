@@ -15,7 +15,9 @@ the caller retraces.
 from __future__ import annotations
 
 import itertools
+import operator
 import threading
+import weakref
 from typing import Any
 
 import numpy as np
@@ -59,7 +61,7 @@ class Session:
 
     def __init__(self, trace_id: int):
         self.trace_id = trace_id
-        self.nodes: list[StagingNode] = []
+        self.nodes = Record()
         self.guards: list[Guard] = []
         self.impure = ""  # the record answers no later call (a value of an outer trace)
         self.raised = ""  # a staged call raised: this record is not kept
@@ -93,6 +95,53 @@ def _on_failure(box, error: BaseException | None = None) -> None:
         what = "a call on a traced value" if error is None else \
             f"a decision on a traced value ({type(error).__name__})"
         session.raised = f"{what} raised an exception that the function caught"
+
+
+class Record(list):
+    """The nodes of one staging trace, in the order they were made, and the values of the
+    constants they read (``constant``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.copies: dict[int, tuple] = {}  # id(array) -> (a weak reference to it, its copy)
+
+    def constant(self, value: Any) -> Any:
+        """A constant argument as the call read it: an array (a list, a tuple holding
+        arrays) is copied when the trace first reads it and read from the copy, which the
+        program keeps; a later read of the same array gets the same copy where the array
+        still holds the same bits, else a new copy. The function may change the array
+        between two calls that read it (``e[:] = 0; e[i] = 1`` in a loop), or after the
+        trace: each call reads the contents it had then, as eagerly."""
+        t = type(value)
+        if t is np.ndarray:
+            key = id(value)
+            known = self.copies.get(key)
+            if known is not None and known[0]() is value and _same_bits(value, known[1]):
+                return known[1]
+            copy = value.copy(order="K")
+            self.copies[key] = (weakref.ref(value), copy)
+            return copy
+        if t is tuple:
+            items = tuple(map(self.constant, value))
+            return value if all(map(operator.is_, items, value)) else items
+        if t is list:
+            return list(map(self.constant, value))
+        return value
+
+
+_MUTABLE = frozenset([np.ndarray, tuple, list])
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.hasobject:
+        return False  # (objects may change inside: never the same)
+    as_int = _UINT.get(a.dtype.itemsize)
+    if as_int is None:
+        return a.tobytes() == b.tobytes()
+    return bool(np.array_equal(a.view(as_int), b.view(as_int)))
 
 
 class ArrayMeta:
@@ -132,7 +181,7 @@ class StagingNode(Node):
             self.record = record = parents[0].record
         else:
             session = _state.session
-            self.record = record = [] if session is None else session.nodes
+            self.record = record = Record() if session is None else session.nodes
         record.append(self)
         self.fun = fun
         self.kwargs = kwargs
@@ -147,8 +196,14 @@ class StagingNode(Node):
         else:
             for i in argnums:
                 args[i] = None  # (the tracer's own list of the call's values)
+            for i, a in enumerate(args):
+                if type(a) in _MUTABLE:
+                    args[i] = record.constant(a)
             self.args = args
             form = (argnums, n)
+        if kwargs and any(type(v) in _MUTABLE for v in kwargs.values()):
+            for k, v in kwargs.items():
+                kwargs[k] = record.constant(v)
         kind = type(ans)
         try:
             self.key = _key_numbers[fun][form][kind]  # (three lookups: no tuple to hash)
