@@ -14,6 +14,7 @@ import pytest
 
 import chainrule as cr
 import chainrule.numpy as np
+from chainrule.jit import JitWarning, StagingError
 
 X = onp.array([0.1, 0.2, 0.3])
 
@@ -258,3 +259,284 @@ def test_static_keywords_keep_their_place_among_the_keywords():
     jitted = cr.jit(lambda **kw: list(kw), static_argnames="s")
     for kw in ({"b": X, "s": 1, "a": X}, {"s": 1, "a": X, "b": X}):
         assert jitted(**kw) == list(kw)
+
+
+# ------------------------------------------------------------------ 2. constants
+def test_a_constant_changed_after_a_use_is_read_as_each_use_read_it():
+    def f(x):
+        a = onp.array([2.0, 2.0, 2.0])
+        y = x * a
+        a[0] = 5.0
+        return y + x * a
+
+    calls_equal(f, (onp.array([1.0, 2.0, 3.0]),), (X,))
+
+
+def test_a_basis_vector_filled_in_a_loop():
+    def f(x):
+        e = onp.zeros(3)
+        out = []
+        for i in range(3):
+            e[:] = 0.0
+            e[i] = 1.0
+            out.append(np.sum(x * e))
+        return out
+
+    calls_equal(f, (X,), (X * 2.0,))
+
+
+def test_a_closed_over_array_is_read_when_traced():
+    weights = onp.array([1.0, 2.0, 3.0])
+    jitted = cr.jit(lambda x: np.sum(x * weights))
+    first = jitted(X)
+    weights[:] = 0.0  # (documented: the program keeps the values of the trace)
+    same(jitted(X), first)
+
+
+# ------------------------------------------------------------------ 5. objects
+class _Model:
+    def __init__(self):
+        self.scale = 2.0
+
+    @cr.jit
+    def __call__(self, x):
+        return x * self.scale
+
+
+@pytest.mark.parametrize("arg, match", [
+    (_Model(), "type _Model.*register_pytree_node.*static_argnums.*self is argument 0"),
+    (onp.random.default_rng(0), "Generator.*pass them as arguments"),
+    ({1, 2}, "type set"),
+])
+def test_an_object_argument_is_refused_with_the_fix(arg, match):
+    with pytest.raises(StagingError, match=match):
+        cr.jit(lambda x, o: x)(X, arg)
+
+
+def test_a_jitted_method_of_a_plain_object_names_the_fix():
+    with pytest.raises(TypeError, match="self is argument 0"):
+        _Model()(X)
+
+
+def test_a_dataclass_argument_is_an_input():
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Scaled:
+        scale: float
+
+        @cr.jit
+        def apply(self, x):
+            return x * self.scale
+
+    model = Scaled(2.0)
+    same(model.apply(X), X * onp.float64(2.0))
+    model.scale = 3.0
+    same(model.apply(X), X * onp.float64(3.0))
+
+
+def test_a_static_generator_draws_on_every_call():
+    def f(x, rng):
+        return x + rng.normal(size=3)
+
+    jitted = cr.jit(f, static_argnums=1)
+    with pytest.warns(JitWarning, match="draws random numbers"):
+        got = [jitted(X, rng := onp.random.default_rng(5)) for _ in range(1)] + \
+            [jitted(X, rng) for _ in range(2)]
+    rng = onp.random.default_rng(5)
+    for g in got:
+        same(g, f(X, rng))
+
+
+# ------------------------------------------------------------------ random draws
+@pytest.mark.parametrize("draw", [
+    lambda x: x + onp.random.normal(size=3),
+    lambda x: x * onp.random.rand(),
+    lambda x: x + np.random.standard_normal(3),
+])
+def test_numpy_random_draws_are_drawn_on_every_call(draw):
+    onp.random.seed(3)
+    eager = [draw(X) for _ in range(4)]
+    onp.random.seed(3)
+    jitted = cr.jit(draw)
+    with pytest.warns(JitWarning, match="draws random numbers"):
+        got = [jitted(X) for _ in range(4)]
+    for g, e in zip(got, eager):
+        same(g, e)
+
+
+def test_one_cached_gaussian_drawn_is_seen():
+    onp.random.seed(1)
+    onp.random.normal()  # (NumPy's legacy normal keeps the second of a pair for the next)
+    jitted = cr.jit(lambda x: x + onp.random.normal())
+    with pytest.warns(JitWarning, match="draws random numbers"):
+        first, second = jitted(1.0), jitted(1.0)
+    assert first != second
+
+
+def test_a_closed_over_generator_draws_on_every_call():
+    rng = onp.random.default_rng(7)
+    f = lambda x: x + rng.normal(size=3)  # noqa: E731
+    jitted = cr.jit(f)
+    with pytest.warns(JitWarning, match="draws random numbers"):
+        got = [jitted(X) for _ in range(3)]
+    rng = onp.random.default_rng(7)
+    for g in got:
+        same(g, f(X))
+
+
+# ------------------------------------------------------------------ 7. bits
+COMPLEX = [onp.complex128(complex(a, b)) for a, b in
+           onp.random.default_rng(0).standard_normal((60, 2))]
+
+
+@pytest.mark.parametrize("f", [
+    lambda z: z * z * z, lambda z: abs(z), lambda z: np.abs(z) * z, lambda z: z * (1 + 2j),
+    lambda z: np.sin(z) * np.exp(z), cr.grad(lambda z: np.abs(z) ** 2),
+], ids=["z*z*z", "abs", "np.abs*z", "z*c", "sin*exp", "grad"])
+def test_complex_scalars_give_eager_bits(f):
+    jitted = cr.jit(f)
+    for z in COMPLEX:
+        same(jitted(z), f(z))
+
+
+@pytest.mark.parametrize("f", [
+    cr.grad(lambda x: x ** 3.5), cr.grad(np.cbrt), cr.hessian(lambda x: x ** 3.5),
+    lambda x: x ** 2, lambda x: x ** -1, cr.grad(lambda x: np.sum(x ** 2)),
+], ids=["grad x**3.5", "grad cbrt", "hessian", "x**2", "x**-1", "grad sum x**2"])
+@pytest.mark.parametrize("kind", [onp.float64, onp.float32, float])
+def test_scalar_powers_give_eager_bits(f, kind):
+    xs = onp.random.default_rng(1).uniform(0.1, 30, 300)
+    jitted = cr.jit(f)
+    for v in xs:
+        x = kind(v)
+        same(jitted(x), f(onp.float64(x) if kind is float else x))
+
+
+def test_the_value_under_a_transform_is_the_untraced_value():
+    fs = [lambda x: np.sin(x) * np.exp(x) + np.log(x), lambda x: x ** 0.5 + x ** 2,
+          lambda x: np.tanh(x) ** 2.5 + np.arctan(x)]
+    for f in fs:
+        for v in onp.random.default_rng(2).uniform(0.1, 30, 200):
+            for x in (v, onp.float64(v), onp.float32(v)):
+                value = cr.value_and_grad(f)(x)[0]
+                plain = f(x)
+                assert onp.asarray(value).tobytes() == onp.asarray(plain).tobytes()
+
+
+@pytest.mark.parametrize("layout", ["slice", "reversed", "transposed slice", "column"])
+def test_non_contiguous_inputs_give_eager_bits(layout):
+    big = onp.random.default_rng(0).standard_normal((400, 300))
+    x = {"slice": big[::2, ::3], "reversed": big[::-1], "transposed slice": big[::3, ::2].T,
+         "column": big[:, 5]}[layout]
+    for f in (lambda x: np.sum(x * 1.0), lambda x: np.mean(x * 1.0),
+              lambda x: (x * 1.0) @ onp.ones(x.shape[-1])):
+        jitted = cr.jit(f)
+        jitted(onp.ascontiguousarray(x))
+        same(jitted(x), f(x))
+
+
+# ------------------------------------------------------------------ 9. exceptions
+A_GOOD = onp.array([[2.0, 0.5], [0.5, 1.0]])
+A_BAD = onp.array([[1.0, 2.0], [2.0, 1.0]])
+SINGULAR = onp.array([[1.0, 1.0], [1.0, 1.0]])
+
+
+def outcome(fun, *args):
+    """The bits of ``fun(*args)``, or its exception's class and message."""
+    try:
+        return onp.asarray(fun(*args)).tobytes()
+    except Exception as error:  # noqa: BLE001 (the outcome compared)
+        return type(error), str(error)
+
+
+def test_a_call_kept_only_to_validate_still_raises():
+    def f(x, a):
+        np.linalg.cholesky(a)
+        return np.sum(x)
+
+    jitted = cr.jit(f)
+    for a in (A_GOOD, A_BAD, A_GOOD, A_BAD):
+        assert outcome(jitted, X, a) == outcome(f, X, a)
+
+
+def test_a_guard_that_raises_hands_the_call_to_the_functions_except():
+    def f(x):
+        try:
+            n = int(np.sum(x))
+        except (ValueError, OverflowError):
+            n = -1
+        return x * n
+
+    calls_equal(f, (X * 10.0,), (onp.array([onp.nan, 1.0, 2.0]),), (onp.array([onp.inf, 1, 2]),))
+
+
+def test_an_exception_the_function_catches():
+    def f(a, b):
+        try:
+            return np.linalg.solve(a, b)
+        except np.linalg.LinAlgError:
+            return b * 0.0
+
+    b = onp.array([1.0, 2.0])
+    calls_equal(f, (SINGULAR, b), (A_GOOD, b), (SINGULAR, b))
+
+
+def test_a_warning_made_an_error_by_the_callers_filters():
+    import warnings
+
+    f = lambda x: np.log(x)  # noqa: E731
+    jitted = cr.jit(f)
+    jitted(X)
+    for x in (X, onp.array([0.0, 1.0, 2.0])):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert outcome(jitted, x) == outcome(f, x)
+
+
+def test_the_callers_error_state():
+    f = lambda x: np.sum(1.0 / x)  # noqa: E731
+    jitted = cr.jit(f)
+    jitted(X)
+    for state in ("raise", "ignore", "warn"):
+        with onp.errstate(all=state):
+            for x in (X, onp.array([0.0, 1.0, 2.0])):
+                assert outcome(jitted, x) == outcome(f, x)
+
+
+# ------------------------------------------------------------------ warnings
+def warnings_of(fun, *args):
+    """The warnings ``fun(*args)`` gives (jit's own notices left out), class and message."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fun(*args)
+    return [(w.category, str(w.message)) for w in caught
+            if not str(w.message).startswith("chainrule.jit")]
+
+
+@pytest.mark.parametrize("f", [
+    cr.grad(lambda x: 3.0),  # the transform's notice, on every call
+    lambda x: x * onp.log(onp.float64(0.0)),  # a constant's warning
+    lambda x: np.log(x - 0.1),  # the program's own, where the value warns
+    lambda x: np.sum(np.log(x)) + np.mean(onp.zeros(0)),
+], ids=["grad of a constant", "constant", "value", "mean of empty"])
+def test_each_call_gives_the_warnings_eager_gives(f):
+    jitted = cr.jit(f)
+    for x in (X, X + 1.0, X, onp.array([0.1, 0.1, 1.0])):
+        want = warnings_of(f, x)
+        got = warnings_of(jitted, x)
+        assert list(dict.fromkeys(got)) == list(dict.fromkeys(want))  # (distinct, in order)
+
+
+def test_the_functions_own_warning_is_given_on_each_call():
+    import warnings
+
+    def f(x):
+        warnings.warn("careful", UserWarning, stacklevel=2)
+        return x * 2.0
+
+    jitted = cr.jit(f)
+    for _ in range(3):
+        assert warnings_of(jitted, X) == [(UserWarning, "careful")]
