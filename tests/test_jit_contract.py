@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 
 import numpy as onp
 import pytest
 
 import chainrule as cr
 import chainrule.numpy as np
-from chainrule.jit import JitWarning, StagingError
+from chainrule.jit import JitCheckError, JitWarning, StagingError
 
 X = onp.array([0.1, 0.2, 0.3])
 
@@ -540,3 +541,68 @@ def test_the_functions_own_warning_is_given_on_each_call():
     jitted = cr.jit(f)
     for _ in range(3):
         assert warnings_of(jitted, X) == [(UserWarning, "careful")]
+
+
+# ------------------------------------------------------------------ the sanitizer
+def test_check_passes_equal_calls_through():
+    jitted = cr.jit(cr.grad(lambda x: np.sum(np.sin(x) * x)), check=True)
+    for x in (X, X + 1.0, X):
+        same(jitted(x), cr.grad(lambda x: np.sum(np.sin(x) * x))(x))
+
+
+def test_check_names_the_line_primitive_and_source_of_a_wrong_value(monkeypatch):
+    emit = sys.modules["chainrule.jit._emit"]
+    broken = dict(emit._OPERATORS)
+    broken[np.multiply.fun] = "+"  # a fault in the emitter: float64 products written as sums
+    monkeypatch.setattr(emit, "_OPERATORS", broken)
+
+    def f(x):
+        y = np.sin(x)
+        return y * x  # the line named
+
+    jitted = cr.jit(f, check=True)
+    with pytest.raises(JitCheckError) as caught:
+        for v in (0.5, 0.7):
+            jitted(onp.float64(v))
+    message = str(caught.value)
+    assert "v1 = v0 + x0" in message and "by multiply" in message
+    assert "test_jit_contract.py" in message and "return y * x  # the line named" in message
+
+
+def test_check_names_a_closed_over_array_changed_since_the_trace():
+    weights = onp.array([1.0, 2.0, 3.0])
+
+    def f(x):
+        return np.sum(np.sin(x) * weights)
+
+    jitted = cr.jit(f, check=True)
+    jitted(X)
+    weights[1] = 7.0
+    with pytest.raises(JitCheckError, match=r"constant the program read.*was array\(\[1\., 2\., "
+                                            r"3\.\]\), is now array\(\[1\., 7\., 3\.\]\)"):
+        jitted(X)
+
+
+def test_check_names_a_function_that_relies_on_numpys_views():
+    def f(x):
+        v = x * 1.0
+        w = v[0:2]
+        v[0] = 5.0  # NumPy's view w sees it; a traced array's does not
+        return w * 2.0
+
+    with pytest.raises(JitCheckError, match="traced values gives another answer"):
+        cr.jit(f, check=True)(X)
+
+
+def test_a_function_that_writes_into_its_argument_writes_into_the_callers_array():
+    def f(x):
+        x[0] = 7.0
+        x += 1.0
+        return x
+
+    for call in (cr.jit(f), cr.jit(f, check=True)):
+        for _ in range(2):
+            a, b = X.copy(), X.copy()
+            got, want = call(a), f(b)
+            same(a, b)
+            assert (got is a) == (want is b)

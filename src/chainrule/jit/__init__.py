@@ -29,17 +29,14 @@ import numpy as np
 from .._core import tracer
 from .._core.pytree import LEAF, DictKeys, TreeDef, _sorted_keys, tree_flatten, tree_unflatten
 from .._core.tracer import check_not_leaked, front_ends, isbox, trace_leaves
-from . import _effects, _staging
-from ._emit import MISS, RAISED, Program, emit
+from . import _check, _effects, _staging
+from ._check import JitCheckError
+from ._emit import MISS, RAISED, Program, emit, emit_straight
+from ._notices import JitWarning, user_stacklevel
 from ._signature import is_traced, positional_parameters, static_key, walk
 from ._staging import Session, StagingError, StagingNode
 
-__all__ = ["jit", "JitWarning", "StagingError", "CacheInfo"]
-
-
-class JitWarning(UserWarning):
-    """jit's own notices (a function runs eagerly for a signature, a large constant is
-    baked in): about speed, never about the values, which stay eager evaluation's."""
+__all__ = ["jit", "JitWarning", "JitCheckError", "StagingError", "CacheInfo"]
 
 
 class CacheInfo(NamedTuple):
@@ -97,6 +94,42 @@ def _rebuild_expr(treedef: TreeDef, counter) -> str | None:
 
 def _identity(x: Any) -> Any:
     return x
+
+
+class _Trace:
+    """What ``JittedFunction._record`` answers: the session of the staging trace (its
+    nodes and guards), the traced leaves (``dyn``) and their boxes and root nodes, the
+    output's leaves and TreeDef, the trace's id and the warnings it gave."""
+
+    session: Session
+    dyn: list
+    boxes: list = []
+    roots: list
+    out_leaves: list
+    out_def: TreeDef
+    trace_id: int
+    caught: list
+
+    def outputs(self) -> tuple[list, list]:
+        """Per output leaf: what the program answers it from (a node of this trace, or a
+        constant), and its value now."""
+        items, plain = [], []
+        for leaf in self.out_leaves:
+            if isbox(leaf) and leaf._trace_id == self.trace_id:
+                items.append(leaf._node)
+                plain.append(leaf._value)
+            else:
+                if isbox(leaf):
+                    check_not_leaked(leaf)  # (a box of an outer trace: not replayable)
+                items.append(leaf)
+                plain.append(leaf)
+        return items, plain
+
+    def written(self) -> list[int]:
+        """The traced leaves the function wrote into in place: their boxes were rebound
+        to later values (see ``ArrayBox._rebind``)."""
+        return [i for i, (box, root) in enumerate(zip(self.boxes, self.roots))
+                if box._node is not root and isinstance(self.dyn[i], np.ndarray)]
 
 
 class _Entry:
@@ -269,8 +302,18 @@ class JittedFunction:
                 f"warnings; it now runs eagerly for this signature. Raise max_variants, or "
                 f"make the deciding argument static."))
         self._misses += 1
+        randomness = _effects.RandomState(self.fun, [v for _, v in statics])
+        trace = self._record(leaves, treedef, statics, walked, StagingNode)
+        try:
+            return self._keep(trace, key, entry, randomness)
+        finally:
+            trace.session.close()
+
+    def _record(self, leaves, treedef, statics, walked, node_type) -> _Trace:
+        """Run ``fun`` on a staging trace (its nodes of ``node_type``): the record."""
+        trace = _Trace()
         dyn_pos = [i for i, leaf in enumerate(leaves) if is_traced(leaf)]
-        dyn = [leaves[i] for i in dyn_pos]
+        trace.dyn = dyn = [leaves[i] for i in dyn_pos]
         if len(dyn) != len(walked) or any(a is not b for a, b in zip(dyn, walked)):
             # the program's inputs are the cached call's walk: the two orders must agree
             raise AssertionError(
@@ -281,71 +324,74 @@ class JittedFunction:
         def staged(boxes):
             if boxes:
                 session.trace_id = boxes[0]._trace_id
+            trace.boxes = boxes
             full = list(leaves)
             for i, b in zip(dyn_pos, boxes):
                 full[i] = b
             return tree_flatten(self._call_with(full, treedef, statics))
 
-        session = Session(0)
+        trace.session = session = Session(0)
         previous = _staging.current()
         _staging._state.session = session
         # installed once and left: it answers NotImplemented in threads not staging, so
         # two threads staging at once cannot uninstall it under each other
         tracer.notrace_hook = _staging.notrace_hook
-        randomness = _effects.RandomState(self.fun, [v for _, v in statics])
         caught: list = []
         try:
-            try:
-                with _effects.recording() as caught:
-                    (out_leaves, out_def), trace_id, _ = trace_leaves(
-                        StagingNode, [(leaf, i) for i, leaf in enumerate(dyn)], staged, dyn,
-                        list)
-            finally:
-                _staging._state.session = previous
-                _effects.show(caught)
-            return self._keep(session, key, entry, dyn, out_leaves, out_def, trace_id,
-                              randomness, caught)
-        finally:
+            with _effects.recording() as caught:
+                (trace.out_leaves, trace.out_def), trace.trace_id, trace.roots = trace_leaves(
+                    node_type, [(leaf, i) for i, leaf in enumerate(dyn)], staged, dyn, list)
+        except BaseException:
             session.close()
+            raise
+        finally:
+            _staging._state.session = previous
+            _effects.show(caught)
+        trace.caught = caught
+        return trace
 
-    def _keep(self, session: Session, key, entry: _Entry, dyn: list, out_leaves: list,
-              out_def: TreeDef, trace_id: int, randomness, caught: list):
+    def _keep(self, trace: _Trace, key, entry: _Entry, randomness):
         """The trace's result, and its program, emitted and kept as a variant of ``entry``
         where the record can answer later calls (else None)."""
-        items, plain = [], []
-        foreign = False
-        for leaf in out_leaves:
-            if isbox(leaf) and leaf._trace_id == trace_id:
-                items.append(leaf._node)
-                plain.append(leaf._value)
-            else:
-                if isbox(leaf):
-                    check_not_leaked(leaf)
-                    foreign = True
-                items.append(leaf)
-                plain.append(leaf)
-        result = tree_unflatten(out_def, plain)
-        why = session.impure or ("it returns a value traced outside it" if foreign else "")
-        if why:
+        items, plain = trace.outputs()
+        written = trace.written()
+        if written:
+            # The function wrote into an array argument (x[i] = v, x += v): eagerly the
+            # caller's array changes, and a returned x is that array; the trace wrote
+            # into its own copy, so the caller's array is given the contents it ends with.
+            for i in written:
+                np.copyto(trace.dyn[i], trace.boxes[i]._value)
+                for k, leaf in enumerate(trace.out_leaves):
+                    if leaf is trace.boxes[i]:
+                        plain[k] = trace.dyn[i]
+        result = tree_unflatten(trace.out_def, plain)
+        session = trace.session
+        if session.impure or any(isbox(leaf) for leaf in items):
             # A closed-over box of an outer trace: the result is right (the outer trace
             # recorded its part) but the record cannot be replayed without it.
             self._cache.pop(key, None)
             self._eager += 1
             return result, None
-        if randomness.changed():
-            self._give_up(entry, None, None, None, (
-                "draws random numbers (numpy.random, random, or a generator it reaches), "
-                "which a compiled program would draw once for all calls; it runs eagerly "
-                "for this signature. Draw them outside and pass them as arguments to "
-                "compile it."))
+        why = ""
+        if written:
+            why = (f"writes into its argument{'s' if len(written) > 1 else ''} (x[i] = v, "
+                   f"x += v), which a compiled program does not; it runs eagerly for this "
+                   f"signature. Write into a copy (x = x.copy()) to compile it.")
+        elif randomness.changed():
+            why = ("draws random numbers (numpy.random, random, or a generator it reaches), "
+                   "which a compiled program would draw once for all calls; it runs eagerly "
+                   "for this signature. Draw them outside and pass them as arguments to "
+                   "compile it.")
+        if why:
+            self._give_up(entry, None, None, None, why)
             return result, None
         if session.raised:
             entry.failed += 1  # (the next call traces again, or runs a variant)
             return result, None
-        program = emit(len(dyn), session.nodes, items, session.guards, self._name)
-        program.unflatten = _unflattener(out_def)
-        if caught:
-            program = self._with_warnings(program, dyn, caught)
+        program = emit(len(trace.dyn), session.nodes, items, session.guards, self._name)
+        program.unflatten = _unflattener(trace.out_def)
+        if trace.caught:
+            program = self._with_warnings(program, trace.dyn, trace.caught)
             if program is None:
                 entry.failed += 1
                 return result, None
@@ -371,7 +417,8 @@ class JittedFunction:
     def _give_up(self, entry: _Entry, leaves, treedef, statics, why: str):
         """Run ``fun`` eagerly for this signature from now on (with one JitWarning)."""
         entry.eager = True
-        warnings.warn(f"chainrule.jit: {self._name} {why}", JitWarning, stacklevel=4)
+        warnings.warn(f"chainrule.jit: {self._name} {why}", JitWarning,
+                      stacklevel=user_stacklevel())
         if leaves is None:
             return None
         self._eager += 1
@@ -427,6 +474,81 @@ class JittedFunction:
         return self if obj is None else functools.partial(self, obj)
 
 
+class CheckedJittedFunction(JittedFunction):
+    """``jit(fun, check=True)``: each call is run jitted and eagerly, and a difference
+    raises ``JitCheckError`` naming the program's line, the primitive and the line of
+    ``fun`` that made the first value that differs (see ``_check``). Python side effects
+    of ``fun`` happen twice per call (three times where a difference is named)."""
+
+    def __call__(self, *args, **kwargs):
+        states = _check.RandomStates()
+        copies = [_check.same_layout_copy(x) if isinstance(x, np.ndarray) else x
+                  for x in tree_flatten((args, kwargs))[0]]
+        got = _check.Outcome(lambda: JittedFunction.__call__(self, *args, **kwargs))
+        states.restore()
+        copied_args, copied_kwargs = tree_unflatten(tree_flatten((args, kwargs))[1], copies)
+        want = _check.Outcome(lambda: self._reference(copied_args, copied_kwargs))
+        originals = tree_flatten((args, kwargs))[0]
+        problems = _check.differences(want, got, originals, copies)
+        if problems:
+            raise _check.JitCheckError(self._report(problems, args, kwargs))
+        return got.give()
+
+    def _reference(self, args, kwargs):
+        """``fun`` evaluated eagerly, on the arguments as a trace sees them."""
+        leaves, treedef, statics = self._split(args, kwargs)
+        leaves = [_AS_NUMPY[type(x)](x) if type(x) in _AS_NUMPY else x for x in leaves]
+        return self._call_with(leaves, treedef, statics)
+
+    def _record(self, leaves, treedef, statics, walked, node_type) -> _Trace:
+        # (checked: every record keeps its values and lines, and a program its record)
+        return super()._record(leaves, treedef, statics, walked, _check.CheckedNode)
+
+    def _keep(self, trace: _Trace, key, entry: _Entry, randomness):
+        record = trace.session.nodes
+        result, program = super()._keep(trace, key, entry, randomness)
+        if program is not None:
+            program.record = record
+        return result, program
+
+    def _report(self, problems: list[str], args, kwargs) -> str:
+        head = (f"chainrule.jit(check=True): {self._name} differs from eager evaluation on "
+                f"this call:\n  " + "\n  ".join(problems))
+        try:
+            where = self._where(args, kwargs)
+        except Exception as error:  # noqa: BLE001 (the report must not hide the difference)
+            where = f"(tracing it again to find the line raised {type(error).__name__}: {error})"
+        return f"{head}\n{where}"
+
+    def _where(self, args, kwargs) -> str:
+        """Where the difference comes from: the trace itself, a constant or a path of the
+        function that changed since its program was traced, or the first value of the
+        program that is not eager evaluation's."""
+        key, dyn = self._signature(args, kwargs)
+        leaves, treedef, statics = self._split(args, kwargs)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            trace = self._record(leaves, treedef, statics, dyn, _check.CheckedNode)
+            try:
+                items, plain = trace.outputs()
+                traced = _check.Outcome(lambda: tree_unflatten(trace.out_def, plain))
+                reference = _check.Outcome(lambda: self._reference(args, kwargs))
+                if _check.differences(reference, traced, []):
+                    return _check.TRACE_DIFFERS
+                entry = self._cache.get(key)
+                for program in entry.variants if entry is not None else ():
+                    if program.run(*dyn) is not MISS:
+                        changed = _check.changed_since(program.record, trace.session.nodes)
+                        if changed:
+                            return changed
+                program, source, placed = emit_straight(
+                    len(trace.dyn), trace.session.nodes, items, trace.session.guards,
+                    self._name)
+                return _check.first_wrong_value(program, source, placed, trace.dyn)
+            finally:
+                trace.session.close()
+
+
 def _static_token(value: Any) -> Any:
     try:
         return static_key(value)
@@ -444,6 +566,7 @@ def jit(
     static_argnames: str | Iterable[str] = (),
     max_variants: int = 8,
     maxsize: int = 64,
+    check: bool = False,
 ) -> Any:
     """Trace ``fun`` once per signature and run it afterwards as straight-line NumPy.
 
@@ -473,5 +596,7 @@ def jit(
             static_argnames=static_argnames,
             max_variants=max_variants,
             maxsize=maxsize,
+            check=check,
         )
-    return JittedFunction(fun, static_argnums, static_argnames, max_variants, maxsize)
+    kind = CheckedJittedFunction if check else JittedFunction
+    return kind(fun, static_argnums, static_argnames, max_variants, maxsize)

@@ -22,6 +22,7 @@ import math
 import operator
 import struct
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,7 @@ from . import _roll
 from ._direct import direct_call
 from ._errstate import underflow_heard
 from ._fold import Folded, fold, node_runs
+from ._notices import JitWarning, user_stacklevel
 from ._render import Plan
 from ._roll import roll
 from ._staging import ArrayMeta, Guard, StagingNode, _identity, _NotraceCall
@@ -356,10 +358,11 @@ def _escaped(text: str) -> str:
 
 
 def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
-           escaping: set[StagingNode]):
+           escaping: set[StagingNode], fold_loops: bool = True):
     """The instructions of the needed nodes, and whether they form a float program.
     ``escaping``: the nodes whose arrays the caller gets (see ``_escaping``), which are
-    never shared with another node's instruction (a common subexpression, ``x * 1``)."""
+    never shared with another node's instruction (a common subexpression, ``x * 1``).
+    ``fold_loops``: False lowers every node (see ``_fold``)."""
     guards_by_node: dict[StagingNode, list[Guard]] = {}
     for g in guards:
         guards_by_node.setdefault(g.node, []).append(g)
@@ -378,7 +381,7 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
         return a, text, repr(float(a)) if floats and _float_constant(a) else None
 
     runs = []
-    if len(nodes) >= _roll.MIN_INSTRUCTIONS:
+    if fold_loops and len(nodes) >= _roll.MIN_INSTRUCTIONS:
         runs = node_runs(nodes, instr_of.seqs, [g.node for g in guards])
     walk = _walk(nodes, runs, instrs, lambda run, first, second: fold(
         run, nodes, instrs, first, second, instr_of, constant))
@@ -583,31 +586,38 @@ class _Later:
         return self.fn(*args)
 
 
+class _Namespace:
+    """The globals of a program: the functions it calls (``f0``, ``f1`` ...) and the
+    constants it reads (``c0``, ``c1`` ...), each bound once."""
+
+    def __init__(self):
+        self.glob: dict[str, Any] = {"MISS": MISS, "RAISED": RAISED, "_same": _same}
+        self.consts: dict[int, str] = {}
+        self.funs: dict[int, str] = {}
+        self.large: list = []
+
+    def const(self, v: Any) -> str:
+        key = id(v)
+        if key not in self.consts:
+            self.consts[key] = f"c{len(self.consts)}"
+            self.glob[self.consts[key]] = v
+            if isinstance(v, np.ndarray) and v.nbytes > LARGE_CONSTANT:
+                self.large.append(v)
+        return self.consts[key]
+
+    def fun_name(self, f) -> str:
+        if id(f) not in self.funs:
+            self.funs[id(f)] = f"f{len(self.funs)}"
+            self.glob[self.funs[id(f)]] = f
+        return self.funs[id(f)]
+
+
 def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list[Guard],
          name: str) -> Program:
     """``record``: the nodes of the trace, in the order they were made; ``out_items``: per
     output leaf, a StagingNode (a staged value) or a constant."""
-    glob: dict[str, Any] = {"MISS": MISS, "RAISED": RAISED, "_same": _same}
-    consts: dict[int, str] = {}
-    large = []
-
-    def const(v: Any) -> str:
-        key = id(v)
-        if key not in consts:
-            consts[key] = f"c{len(consts)}"
-            glob[consts[key]] = v
-            if isinstance(v, np.ndarray) and v.nbytes > LARGE_CONSTANT:
-                large.append(v)
-        return consts[key]
-
-    funs: dict[int, str] = {}
-
-    def fun_name(f) -> str:
-        if id(f) not in funs:
-            funs[id(f)] = f"f{len(funs)}"
-            glob[funs[id(f)]] = f
-        return funs[id(f)]
-
+    space = _Namespace()
+    glob, const, fun_name = space.glob, space.const, space.fun_name
     out_nodes = [o for o in out_items if isinstance(o, StagingNode)]
     nodes = _needed(record, out_nodes, guards)
     instrs, instr_of, floats = _lower(nodes, guards, const, fun_name,
@@ -631,13 +641,13 @@ def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list
     if float_program:
         glob["_exact"] = _Later(source, dict(glob), name)
         source = _float_source(name, params, plan.fast_lines(), out_items, outs, fun_name)
-    if large:
-        sizes = ", ".join(f"{a.shape} {a.dtype}" for a in large)
+    if space.large:
+        sizes = ", ".join(f"{a.shape} {a.dtype}" for a in space.large)
         warnings.warn(
             f"chainrule.jit: {name} bakes in arrays that are not inputs ({sizes}, over 1 MB "
             f"each): values from globals, closures or numpy.random are constants of the "
             f"trace. Pass them as arguments to avoid copying them into the program.",
-            stacklevel=4,
+            JitWarning, stacklevel=user_stacklevel(),
         )
     for ins in instrs:
         ins.loop = None  # (a loop and its instructions refer to each other: freed now)
@@ -645,6 +655,30 @@ def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list
     code = compile(source, f"<chainrule.jit {name}>", "exec")
     exec(code, glob)
     return Program(source, glob[name], source.count("\n"), plan.n_calls)
+
+
+def emit_straight(n_inputs: int, record: list[StagingNode], out_items: list,
+                  guards: list[Guard], name: str) -> tuple[Callable, str, dict]:
+    """The program of ``emit`` as straight code, one line per instruction (no loops, no
+    float program, no ``del``, no ``out=``), which answers its local variables: for
+    ``jit(check=True)``, which compares each value with eager evaluation's. Answers the
+    function, its source and ``node -> (variable, line number)`` for the calls."""
+    space = _Namespace()
+    out_nodes = [o for o in out_items if isinstance(o, StagingNode)]
+    nodes = _needed(record, out_nodes, guards)
+    instrs, instr_of, _ = _lower(nodes, guards, space.const, space.fun_name,
+                                 _escaping(nodes, out_nodes), fold_loops=False)
+    plan = Plan(instrs, space.const)
+    name = _free_name(name, space.glob)
+    lines = [plan.line(ins) for ins in instrs]
+    params = ", ".join(f"x{i}" for i in range(n_inputs))
+    body = "\n".join("    " + line for line in lines)
+    source = f"def {name}({params}):\n{body + chr(10) if body else ''}    return locals()\n"
+    exec(compile(source, f"<chainrule.jit {name}, checked>", "exec"), space.glob)
+    where = {id(ins): k + 2 for k, ins in enumerate(instrs)}  # (line 1 is the def)
+    placed = {node: (instr_of[node].var, where[id(instr_of[node])]) for node in nodes
+              if node.fun is not None and id(instr_of[node]) in where}
+    return space.glob[name], source, placed
 
 
 def _escaping(nodes: list[StagingNode], outputs: list[StagingNode]) -> set[StagingNode]:

@@ -175,6 +175,10 @@ class Plan:
         return f"{name}[i]", f"{name}[i]", name
 
     # ---------------------------------------------------------------- lines
+    def line(self, ins: Instr) -> str:
+        """A straight instruction's line, as it is (no ``del``, no ``out=``)."""
+        return self._line(ins, self.texts[id(ins)], False)
+
     def _line(self, ins: Instr, texts: list, fast: bool) -> str | None:
         if fast:
             if ins.kind == "convert":

@@ -326,7 +326,7 @@ def notrace_hook(f_raw, args, kwargs):
         call = _notrace_calls[f_raw] = _NotraceCall(f_raw)
     parents = tuple(staged[i]._node for i in argnums)
     # other arguments are constants: plain values (boxes of newer traces hold no staged value)
-    node = StagingNode(ans, call, list(argvals), dict(kwargs), argnums, parents)
+    node = type(parents[0])(ans, call, list(argvals), dict(kwargs), argnums, parents)
     if f_raw in _MASK_FUNCTIONS and type(ans) is np.ndarray and ans.ndim and ans.dtype == bool:
         # A mask (x > 0 and kin) is a value of the program: it goes on as a staged box, and
         # is guarded by value only where it reaches a function outside _takes_masks (one

@@ -1,0 +1,44 @@
+"""Where a jitted call meets its user: jit's own warnings, and the user's line.
+
+``JitWarning`` is the class of jit's notices about speed (a function runs eagerly for a
+signature, a large constant is baked in): they are never about values, which stay eager
+evaluation's, so a user may filter them without losing anything the eager call says.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+from types import FrameType
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # chainrule/
+
+
+class JitWarning(UserWarning):
+    """A notice of chainrule.jit about how it runs a function (never about its values)."""
+
+
+def _outside(frame: FrameType) -> bool:
+    return not frame.f_code.co_filename.startswith(_PACKAGE)
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` of ``warnings.warn`` called here that names the user's line: the
+    first frame outside chainrule."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and not _outside(frame):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def user_line(frame: FrameType | None = None) -> str:
+    """``file:line  source`` of the first frame outside chainrule above ``frame``."""
+    frame = sys._getframe(1) if frame is None else frame
+    while frame is not None and not _outside(frame):
+        frame = frame.f_back
+    if frame is None:
+        return "(inside chainrule)"
+    filename, lineno = frame.f_code.co_filename, frame.f_lineno
+    text = linecache.getline(filename, lineno).strip()
+    return f"{os.path.basename(filename)}:{lineno}" + (f"  {text}" if text else "")
