@@ -606,3 +606,53 @@ def test_a_function_that_writes_into_its_argument_writes_into_the_callers_array(
             got, want = call(a), f(b)
             same(a, b)
             assert (got is a) == (want is b)
+
+
+# ------------------------------------------------------------------ 12. long programs
+@pytest.fixture
+def as_tables(monkeypatch):
+    """Every program runs as a table (``_interpret``), as a long one without loops does."""
+    monkeypatch.setattr(sys.modules["chainrule.jit._emit"], "LONG_PROGRAM", -1)
+
+
+def test_a_program_run_as_a_table_keeps_the_contract(as_tables):
+    def f(x, a):
+        y = np.sin(x) * a[0] + np.sum(x ** 2)
+        if np.sum(y) > 0:  # a guard
+            y = y * onp.array([1.0, -0.0, 2.0])
+        return {"b": y, "a": (y, x * 1.0, onp.ones(2))}
+
+    a = onp.array([2.0, 3.0])
+    jitted = calls_equal(f, (X, a), (-X, a), (X * 5.0, a * 0.5))
+    out1, out2 = jitted(X, a), jitted(X, a)
+    assert out1["a"][2] is not out2["a"][2] and not onp.shares_memory(out1["a"][1], X)
+    calls_equal(cr.grad(lambda x: np.sum(np.tanh(x) ** 2.5) * np.prod(x)), (X,), (X + 1.0,))
+    calls_equal(lambda x: x * math.copysign(1.0, float(x[0])), (onp.array([0.0, 1.0]),),
+                (onp.array([-0.0, 1.0]),))
+
+
+def test_a_table_raises_where_eager_does(as_tables):
+    def f(x, a):
+        np.linalg.cholesky(a)
+        return np.sum(x)
+
+    jitted = cr.jit(f)
+    for a in (A_GOOD, A_BAD, A_GOOD):
+        assert outcome(jitted, X, a) == outcome(f, X, a)
+
+
+def test_a_long_program_without_loops_is_a_table_and_equals_eager():
+    rng = onp.random.default_rng(0)
+    picks = rng.integers(0, 4, 3000).tolist()
+    steps = [np.sin, np.tanh, lambda v: v * 1.01, lambda v: v - np.sum(v) * 0.001]
+
+    def f(x):
+        for k in picks:
+            x = x + 0.01 * steps[k](x)
+        return np.sum(x)
+
+    g = cr.grad(f)
+    jitted = cr.jit(g)
+    assert "run as a table" in jitted.lower(X).source
+    for x in (X, X * 2.0, X):
+        same(jitted(x), g(x))

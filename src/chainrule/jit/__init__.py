@@ -31,8 +31,9 @@ from .._core.pytree import LEAF, DictKeys, TreeDef, _sorted_keys, tree_flatten, 
 from .._core.tracer import check_not_leaked, front_ends, isbox, trace_leaves
 from . import _check, _effects, _staging
 from ._check import JitCheckError
-from ._emit import MISS, RAISED, Program, emit, emit_straight
+from ._emit import emit, emit_straight
 from ._notices import JitWarning, user_stacklevel
+from ._program import MISS, RAISED, Program
 from ._signature import is_traced, positional_parameters, static_key, walk
 from ._staging import Session, StagingError, StagingNode
 

@@ -20,7 +20,6 @@ import itertools
 import keyword
 import math
 import operator
-import struct
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -33,37 +32,21 @@ from . import _roll
 from ._direct import direct_call
 from ._errstate import underflow_heard
 from ._fold import Folded, fold, node_runs
+from ._interpret import interpret
 from ._notices import JitWarning, user_stacklevel
+from ._program import MISS, RAISED, Program, needed, same
 from ._render import Plan
 from ._roll import roll
-from ._staging import ArrayMeta, Guard, StagingNode, _identity, _NotraceCall
-
-MISS = object()  # what an emitted program answers when a guard fails
-RAISED = object()  # what it answers when a call in it raised: the call is evaluated eagerly
+from ._staging import ArrayMeta, Guard, StagingNode, _identity
 
 LARGE_CONSTANT = 1 << 20  # bytes: a baked-in array this large is warned about
+# calls: a program longer than this once its loops are folded runs as a table (see
+# ``_interpret``): compiling it would cost more than tracing it
+LONG_PROGRAM = 4096
 
 # chainrule.explain's hook (report.code): a function StagingNode -> text appended to the
 # comment of the node's line (the user's source line). None, the default, adds nothing.
 annotate = None
-
-
-class Program:
-    """One compiled variant: ``call(*leaves)`` answers the output leaves, ``MISS`` where a
-    guard fails, or ``RAISED`` where a call raised (an overflow, a failed factorisation,
-    a guard's ``int()`` of a nan: eager evaluation then answers, with its warnings or its
-    exception, which the function may catch). ``run(*leaves)`` answers ``MISS`` for both
-    (see ``JittedFunction.variants_for``)."""
-
-    def __init__(self, source: str, call, n_lines: int, n_calls: int):
-        self.source = source
-        self.call = call
-        self.n_lines = n_lines
-        self.n_calls = n_calls  # primitive calls one run makes (a rolled loop's, each time)
-
-    def run(self, *leaves):
-        out = self.call(*leaves)
-        return MISS if out is RAISED else out
 
 
 def _simple_literal(v: Any) -> bool:
@@ -136,95 +119,8 @@ _SCALAR_OPERANDS = frozenset([float, complex, int, np.float64, np.float32, np.co
 _F64 = np.float64
 
 
-def _needed(nodes: list[StagingNode], outputs: list, guards: list[Guard]) -> list[StagingNode]:
-    """The nodes the program runs, in the order they were made (``nodes``: the record):
-    what the outputs and the guards need, and every call that might raise or warn (a
-    product may overflow, a Cholesky factorisation fail), with what it needs, for eager
-    evaluation makes them too. Only calls that can do neither (``_SILENT``: views,
-    reshapes, indexing with fixed indices, negation) are left out where nothing reads them."""
-    needed = set(outputs)
-    needed.update(g.node for g in guards)
-    found = []
-    silent = _silent_functions()
-    for node in reversed(nodes):
-        if node in needed or not _silent(node, silent):
-            found.append(node)
-            needed.update(node.parents)
-    found.reverse()
-    return found
-
-
-def _silent(node: StagingNode, silent: frozenset) -> bool:
-    fun = node.fun
-    if fun is None or type(fun) is _NotraceCall:
-        return True  # (an input; a comparison, whose answer is guarded where it is used)
-    raw = fun.fun
-    if raw in _REDUCTIONS:  # a sum (max ...) of one number adds nothing to it
-        return node.argnums == (0,) and _one_number(node.parents[0].ans)
-    # indexing is silent with constant indices only (a traced index may be out of range)
-    return raw in silent and (raw is not _GETITEM or node.argnums == (0,))
-
-
-def _one_number(ans: Any) -> bool:
-    return type(ans) in _SCALAR_INPUTS or (type(ans) is ArrayMeta and ans.shape == ())
-
-
-_REDUCTIONS = frozenset([np.sum, np.prod, np.max, np.min, np.amax, np.amin])
-
-
-def _silent_functions() -> frozenset:
-    """The raw functions that can neither raise nor warn on arguments of the signature's
-    types and shapes (see ``_needed``), found once."""
-    global _SILENT, _GETITEM
-    if _SILENT is None:
-        from ..numpy.numpy_boxes import array_getitem
-
-        _GETITEM = array_getitem.fun
-        _SILENT = frozenset(
-            getattr(anp, name).fun for name in (
-                "transpose", "reshape", "ravel", "squeeze", "expand_dims", "moveaxis",
-                "swapaxes", "broadcast_to", "negative", "positive", "real", "imag",
-                "conjugate", "copy", "atleast_1d", "atleast_2d", "atleast_3d",
-            ) if hasattr(anp, name)
-        ) | {array_getitem.fun}
-    return _SILENT
-
-
-_SILENT: frozenset | None = None
-_GETITEM = None  # array_getitem's raw function (set with _SILENT)
-
-
 _SEQ = operator.attrgetter("seq")
 _ANS = operator.attrgetter("ans")
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Whether a guarded value is the one the trace decided on: of the same type and
-    equal bit for bit (``-0.0`` is not ``0.0``, a nan is itself), a tuple or list item
-    by item (``np.nonzero``, ``np.histogram``)."""
-    t = type(a)
-    if t is not type(b):
-        return False
-    if t is tuple or t is list:
-        return len(a) == len(b) and all(map(_same, a, b))
-    if t is float:
-        return _DOUBLE.pack(a) == _DOUBLE.pack(b)
-    if t is complex:
-        return _DOUBLE.pack(a.real) == _DOUBLE.pack(b.real) and \
-            _DOUBLE.pack(a.imag) == _DOUBLE.pack(b.imag)
-    if t is np.ndarray or isinstance(a, np.generic):
-        if a.shape != b.shape or a.dtype != b.dtype:
-            return False
-        if a.dtype.hasobject:
-            return bool(np.array_equal(a, b))
-        return a.tobytes() == b.tobytes()
-    try:
-        return bool(a == b)
-    except Exception:
-        return False
-
-
-_DOUBLE = struct.Struct("<d")
 
 
 _SCALAR_INPUTS = (float, np.float64)
@@ -358,11 +254,11 @@ def _escaped(text: str) -> str:
 
 
 def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
-           escaping: set[StagingNode], fold_loops: bool = True):
+           escaping: set[StagingNode], runs: list):
     """The instructions of the needed nodes, and whether they form a float program.
     ``escaping``: the nodes whose arrays the caller gets (see ``_escaping``), which are
     never shared with another node's instruction (a common subexpression, ``x * 1``).
-    ``fold_loops``: False lowers every node (see ``_fold``)."""
+    ``runs``: the runs of nodes to fold (``_fold.node_runs``)."""
     guards_by_node: dict[StagingNode, list[Guard]] = {}
     for g in guards:
         guards_by_node.setdefault(g.node, []).append(g)
@@ -380,9 +276,6 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
         text = repr(a) if _simple_literal(a) and type(a) is not str else const(a)
         return a, text, repr(float(a)) if floats and _float_constant(a) else None
 
-    runs = []
-    if fold_loops and len(nodes) >= _roll.MIN_INSTRUCTIONS:
-        runs = node_runs(nodes, instr_of.seqs, [g.node for g in guards])
     walk = _walk(nodes, runs, instrs, lambda run, first, second: fold(
         run, nodes, instrs, first, second, instr_of, constant))
     for node in walk:
@@ -591,7 +484,7 @@ class _Namespace:
     constants it reads (``c0``, ``c1`` ...), each bound once."""
 
     def __init__(self):
-        self.glob: dict[str, Any] = {"MISS": MISS, "RAISED": RAISED, "_same": _same}
+        self.glob: dict[str, Any] = {"MISS": MISS, "RAISED": RAISED, "_same": same}
         self.consts: dict[int, str] = {}
         self.funs: dict[int, str] = {}
         self.large: list = []
@@ -619,9 +512,16 @@ def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list
     space = _Namespace()
     glob, const, fun_name = space.glob, space.const, space.fun_name
     out_nodes = [o for o in out_items if isinstance(o, StagingNode)]
-    nodes = _needed(record, out_nodes, guards)
+    nodes = needed(record, out_nodes, guards)
+    runs = []
+    if len(nodes) >= _roll.MIN_INSTRUCTIONS:
+        runs = node_runs(nodes, [n.seq for n in nodes], [g.node for g in guards])
+    if len(nodes) - sum(r.period * (r.repeats - 3) for r in runs) > LONG_PROGRAM:
+        _warn_large(name, [a for node in nodes if node.args is not node.argnums
+                           for a in node.args if isinstance(a, np.ndarray)] + list(out_items))
+        return interpret(n_inputs, nodes, out_items, guards, name)
     instrs, instr_of, floats = _lower(nodes, guards, const, fun_name,
-                                      _escaping(nodes, out_nodes))
+                                      _escaping(nodes, out_nodes), runs)
     units = roll(instrs)
     plan = Plan(units, const)
     outs = [plan.text(instr_of[o])[0] if isinstance(o, StagingNode) else _constant_output(o, const)
@@ -641,20 +541,27 @@ def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list
     if float_program:
         glob["_exact"] = _Later(source, dict(glob), name)
         source = _float_source(name, params, plan.fast_lines(), out_items, outs, fun_name)
-    if space.large:
-        sizes = ", ".join(f"{a.shape} {a.dtype}" for a in space.large)
-        warnings.warn(
-            f"chainrule.jit: {name} bakes in arrays that are not inputs ({sizes}, over 1 MB "
-            f"each): values from globals, closures or numpy.random are constants of the "
-            f"trace. Pass them as arguments to avoid copying them into the program.",
-            JitWarning, stacklevel=user_stacklevel(),
-        )
+    _warn_large(name, space.large)
     for ins in instrs:
         ins.loop = None  # (a loop and its instructions refer to each other: freed now)
     instr_of.release()
     code = compile(source, f"<chainrule.jit {name}>", "exec")
     exec(code, glob)
     return Program(source, glob[name], source.count("\n"), plan.n_calls)
+
+
+def _warn_large(name: str, constants: list) -> None:
+    """Warn of the constant arrays over ``LARGE_CONSTANT`` bytes a program keeps."""
+    large = list({id(a): a for a in constants
+                  if isinstance(a, np.ndarray) and a.nbytes > LARGE_CONSTANT}.values())
+    if large:
+        sizes = ", ".join(f"{a.shape} {a.dtype}" for a in large)
+        warnings.warn(
+            f"chainrule.jit: {name} bakes in arrays that are not inputs ({sizes}, over 1 MB "
+            f"each): values from globals, closures or numpy.random are constants of the "
+            f"trace. Pass them as arguments to avoid copying them into the program.",
+            JitWarning, stacklevel=user_stacklevel(),
+        )
 
 
 def emit_straight(n_inputs: int, record: list[StagingNode], out_items: list,
@@ -665,9 +572,9 @@ def emit_straight(n_inputs: int, record: list[StagingNode], out_items: list,
     function, its source and ``node -> (variable, line number)`` for the calls."""
     space = _Namespace()
     out_nodes = [o for o in out_items if isinstance(o, StagingNode)]
-    nodes = _needed(record, out_nodes, guards)
+    nodes = needed(record, out_nodes, guards)
     instrs, instr_of, _ = _lower(nodes, guards, space.const, space.fun_name,
-                                 _escaping(nodes, out_nodes), fold_loops=False)
+                                 _escaping(nodes, out_nodes), [])
     plan = Plan(instrs, space.const)
     name = _free_name(name, space.glob)
     lines = [plan.line(ins) for ins in instrs]

@@ -130,6 +130,7 @@ class Record(list):
 
 
 _MUTABLE = frozenset([np.ndarray, tuple, list])
+_NO_KEYWORDS: dict = {}
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
@@ -151,8 +152,25 @@ class ArrayMeta:
 
     __slots__ = ("shape", "dtype", "strides", "ndim")
 
-    def __init__(self, a: np.ndarray):
-        self.shape, self.dtype, self.strides, self.ndim = a.shape, a.dtype, a.strides, a.ndim
+    def __init__(self, shape: tuple, dtype: np.dtype, strides: tuple):
+        self.shape, self.dtype, self.strides, self.ndim = shape, dtype, strides, len(shape)
+
+
+# (shape, dtype, strides) -> its ArrayMeta: one object for all the answers of one layout
+# (a record holds one per call; its size, a few hundred bytes per call, is most of a
+# record's memory). Emptied when it grows: metas are never compared by identity.
+_metas: dict[tuple, ArrayMeta] = {}
+_MAX_METAS = 4096
+
+
+def array_meta(a: np.ndarray) -> ArrayMeta:
+    layout = (a.shape, a.dtype, a.strides)
+    meta = _metas.get(layout)
+    if meta is None:
+        if len(_metas) >= _MAX_METAS:
+            _metas.clear()
+        meta = _metas[layout] = ArrayMeta(*layout)
+    return meta
 
 
 _masks_made = False  # whether a staged mask was ever made (until then no parent is one)
@@ -167,7 +185,7 @@ class StagingNode(Node):
     type, which folding compares (``_fold``)."""
 
     __slots__ = ("fun", "args", "kwargs", "argnums", "parents", "ans", "seq", "index", "mask",
-                 "key", "record")
+                 "key", "record", "place")
     on_decision = staticmethod(_on_decision)
     on_failure = staticmethod(_on_failure)
 
@@ -184,7 +202,7 @@ class StagingNode(Node):
             self.record = record = Record() if session is None else session.nodes
         record.append(self)
         self.fun = fun
-        self.kwargs = kwargs
+        self.kwargs = kwargs or _NO_KEYWORDS  # (one empty dict for all: none is changed)
         self.argnums = argnums
         self.parents = parents
         self.seq = next(_creation)
@@ -210,7 +228,7 @@ class StagingNode(Node):
         except KeyError:
             self.key = _new_key(fun, form, kind)
         if kind is _NDARRAY:
-            self.ans = ArrayMeta(ans)
+            self.ans = array_meta(ans)
         elif kind in _BOX_TYPES:
             # A box of an older trace (one the function closed over) took part: the call
             # was recorded on that trace too, and answered with one of its boxes.
