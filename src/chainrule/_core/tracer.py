@@ -232,6 +232,13 @@ def derivative_free(x: Any) -> Any:
     return x
 
 
+def as_index(x: Any) -> Any:
+    """The plain value of ``x`` used as an index (``a[x]``): a decision like ``int(x)``,
+    which a node type told of it (``Node.on_decision``) may answer with ``x`` itself,
+    to index with a value it keeps traced (chainrule.jit, for integer arrays)."""
+    return getval(x)
+
+
 def decided(x: Any, convert: Callable) -> Any:
     """``convert(plain value of x)`` for a Python decision (``if x:``, ``int(x)``, an
     index): the first level of boxing whose node type has ``on_decision`` is told (see

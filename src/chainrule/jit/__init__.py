@@ -326,6 +326,9 @@ class JittedFunction:
             if boxes:
                 session.trace_id = boxes[0]._trace_id
             trace.boxes = boxes
+            for box in boxes:
+                if type(box._value) is np.ndarray and box._value.dtype.kind in "iub":
+                    _staging.staged_as_mask(box)
             full = list(leaves)
             for i, b in zip(dyn_pos, boxes):
                 full[i] = b

@@ -1,13 +1,13 @@
 """The signature of a call: what a jitted function's cache is keyed by, and its inputs.
 
-A leaf of the arguments is either an *input* of the program (a float or complex array or
-scalar: its type, shape, dtype and strides are in the key, its value is not) or *static*
-(its type and value are in the key): Python ints, bools and strings, NumPy integer and
-boolean scalars and arrays, None, functions, types, dtypes and enum members, and whatever
-``static_argnums``/``static_argnames`` name. Any other object is refused with an error
-that names the fix (a pytree, a dataclass, or ``static_argnums``): its attributes may
-change between calls without changing its identity, and the program would answer for the
-old ones.
+A leaf of the arguments is either an *input* of the program (an array of numbers or
+booleans, a float or complex scalar: its type, shape, dtype and strides are in the key,
+its value is not) or *static* (its type and value are in the key): Python ints, bools and
+strings, NumPy integer and boolean scalars, None, functions, types, dtypes and enum
+members, and whatever ``static_argnums``/``static_argnames`` name. Any other object is
+refused with an error that names the fix (a pytree, a dataclass, or ``static_argnums``):
+its attributes may change between calls without changing its identity, and the program
+would answer for the old ones.
 
 ``walk`` computes the key and the inputs in one pass on every call; ``tree_flatten``
 (which the trace uses) takes the leaves in the same order.
@@ -27,6 +27,11 @@ import numpy as np
 from .._core.pytree import LEAF, _sorted_keys, tree_flatten
 from ._staging import StagingError
 
+# array kinds that are inputs of the program: floats and complex numbers, and integers
+# and booleans (indices and masks), which are staged as masks are (see
+# ``_staging.staged_as_mask``): read by the calls that use them on each call, guarded by
+# value where the function decides on them (a shape, a Python branch, a boolean index)
+_STAGED_KINDS = frozenset("fciub")
 STAGED_SCALARS = (float, complex, np.float64, np.float32, np.float16, np.complex64,
                   np.complex128)
 # leaves that are static without being declared so: values, or objects that stand for
@@ -40,10 +45,8 @@ _RANDOM = (np.random.Generator, np.random.RandomState, np.random.BitGenerator)
 def leaf_key(leaf: Any) -> tuple:
     t = type(leaf)
     if t is np.ndarray:
-        if leaf.dtype.kind in "fc":
+        if leaf.dtype.kind in _STAGED_KINDS:
             return (t, leaf.shape, leaf.dtype, leaf.strides)
-        # integer and boolean arrays (indices, masks) are part of the signature by value:
-        # code reads them as plain values, without recording a decision
         return ("static", t, (leaf.shape, leaf.dtype.str, leaf.tobytes()))
     if t in STAGED_SCALARS:
         return (t,)
@@ -123,7 +126,7 @@ def walk(tree: Any, tokens: list, dyn: list) -> None:
         children = (tree,)
     for x in children:
         t = type(x)
-        if t is np.ndarray and x.dtype.kind in "fc":
+        if t is np.ndarray and x.dtype.kind in _STAGED_KINDS:
             tokens += ((t, x.shape, x.dtype, x.strides),)
             dyn += (x,)
         elif t in STAGED_SCALARS:

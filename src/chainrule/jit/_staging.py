@@ -76,16 +76,33 @@ def current() -> Session | None:
 
 
 def _on_decision(box, convert):
+    session = current()
+    ours = session is not None and box._trace_id == session.trace_id
+    if ours and convert is tracer.as_index and _integer_array(box._value):
+        return box  # an integer array indexes as a value of the program (see _signature)
     try:
         value = convert(tracer.getval(box._value))
-    except Exception as error:
+    except TypeError:
+        raise  # (of the value's type, which the signature fixes: NumPy probes with int())
+    except Exception as error:  # (of its value: int() of a nan)
         _on_failure(box, error)
         raise
-    session = current()
-    if session is None or box._trace_id != session.trace_id:
+    if not ours:
         return value
-    session.guards.append(Guard(box._node, convert, value))
+    if convert is tracer.as_index:
+        convert = tracer.getval  # (the same check)
+    session.guards.append(Guard(box._node, convert, _kept(value)))
     return value
+
+
+def _integer_array(value: Any) -> bool:
+    return type(value) is np.ndarray and value.dtype.kind in "iu"
+
+
+def _kept(value: Any) -> Any:
+    """A value a guard compares later calls with: an array is copied (the caller may
+    change its own, an argument, in place)."""
+    return value.copy() if type(value) is np.ndarray else value
 
 
 def _on_failure(box, error: BaseException | None = None) -> None:
@@ -240,7 +257,7 @@ class StagingNode(Node):
             self.ans = ans
         if _masks_made:
             for p in parents:
-                if p.mask and not _takes_masks(fun):
+                if p.mask and not _takes_masks(fun, p):
                     _guard_mask(p)  # (a notrace consumer's own answer is guarded instead)
 
     def initialize_root(self, value, index: int) -> None:
@@ -371,12 +388,24 @@ _MASK_FUNCTIONS = frozenset(
 )
 
 
-def _takes_masks(fun) -> bool:
-    """Whether a recorded function may take a staged mask as a value: an elementwise
-    function (a ufunc, a chainrule ufunc wrapper, a mask function), ``where``, ``astype``
-    or ``sum``, whose answer's shape does not depend on the mask's values. Python
-    decisions on a mask (``if m.any():``, an index) are guarded where they happen,
-    by ``on_decision``."""
+def staged_as_mask(box) -> None:
+    """An integer or boolean array given as an argument: a value of the program that no
+    derivative reaches, staged as masks are (its uses outside ``_takes_masks`` are
+    guarded by value)."""
+    global _masks_made
+    _masks_made = True
+    box._node.mask = True
+    box._node.ans = box._value
+
+
+def _takes_masks(fun, parent: StagingNode) -> bool:
+    """Whether a recorded function may take a staged mask (or integer array, see
+    ``_signature``) ``parent`` as a value: an elementwise function (a ufunc, a chainrule
+    ufunc wrapper, a mask function), ``where``, ``astype`` or ``sum``, whose answer's shape
+    does not depend on the mask's values; an integer array also as the index of
+    indexing and its kin (``x[i]``, ``np.take``, their derivatives), whose answers have
+    its shape. Python decisions on a mask (``if m.any():``, a boolean index) are guarded
+    where they happen, by ``on_decision``."""
     if fun is None:
         return False
     if type(fun) is _NotraceCall:
@@ -385,15 +414,28 @@ def _takes_masks(fun) -> bool:
     return (
         isinstance(raw, np.ufunc)
         or getattr(raw, "ufunc", None) is not None
-        or raw in _shape_preserving()
+        or raw in _shape_preserving()[0]
+        or (raw in _shape_preserving()[1] and _integer_array(parent.ans))
     )
 
 
 def _shape_preserving() -> tuple:
-    from ..numpy import where  # (late: chainrule.numpy imports the tracer first)
-    from ..numpy.numpy_boxes import array_astype
+    """(functions taking masks, functions taking integer arrays as indices), found once."""
+    global _SHAPE_PRESERVING
+    if _SHAPE_PRESERVING is None:
+        from .. import numpy as anp  # (late: chainrule.numpy imports the tracer first)
+        from ..numpy.numpy_boxes import array_astype, array_getitem
+        from ..numpy.rules.shape import untake
 
-    return (where.fun, array_astype.fun, np.sum)
+        _SHAPE_PRESERVING = (
+            frozenset([anp.where.fun, array_astype.fun, np.sum]),
+            frozenset([array_getitem.fun, untake.fun, anp.take.fun, anp.index_update.fun,
+                       anp.take_along_axis.fun]),
+        )
+    return _SHAPE_PRESERVING
+
+
+_SHAPE_PRESERVING: tuple | None = None
 
 
 def _guard_mask(node: StagingNode) -> None:
@@ -401,7 +443,7 @@ def _guard_mask(node: StagingNode) -> None:
     value: boolean indexing, whose answer's shape depends on it, or a rule's Python)."""
     session = current()
     if session is not None and not any(g.node is node for g in session.guards):
-        session.guards.append(Guard(node, _identity, node.ans))
+        session.guards.append(Guard(node, _identity, _kept(node.ans)))
 
 
 def _masks_made_plain(kwargs: dict, session: Session) -> dict:
