@@ -11,8 +11,11 @@
   ``i`` an int64 array of 10 million entries, against the same NumPy expression: the
   difference is jit's overhead. Target: <= 1 ms.
 - **Preallocate and fill.** ``out = np.zeros(n); out[k] = ...`` in a loop, called on new
-  values each time: how many calls the jitted function traces or runs eagerly, and its
-  cached call against eager evaluation.
+  values each time: how many calls the jitted function traces (it used to trace each one,
+  guarded on the values written, up to ``max_variants``), runs eagerly or answers from a
+  program, and its call against eager evaluation. (A program for this pattern needs
+  arrays that take traced writes, issue 38; until then the function is traced once and
+  runs eagerly.)
 
 One process, single-threaded BLAS; every jitted result is checked against eager
 evaluation (bit for bit) before it is timed.
@@ -192,8 +195,8 @@ def main(argv: list[str]) -> None:
           f"{'yes' if mem_ratio <= 2 else '**no**'} |")
     print(f"| 80 MB index argument: overhead <= 1 ms | {_fmt(overhead)} | "
           f"{'yes' if overhead <= 1e-3 else '**no**'} |")
-    print(f"| preallocate and fill: one trace, then cached | {fill['misses']} traces, "
-          f"{fill['hits']} cached | {'yes' if fill['misses'] == 1 else '**no**'} |")
+    print(f"| preallocate and fill: traced once, not once per call | {fill['misses']} "
+          f"traces in {fill['calls']} calls | {'yes' if fill['misses'] == 1 else '**no**'} |")
 
 
 if __name__ == "__main__":

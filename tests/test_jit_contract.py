@@ -656,3 +656,53 @@ def test_a_long_program_without_loops_is_a_table_and_equals_eager():
     assert "run as a table" in jitted.lower(X).source
     for x in (X, X * 2.0, X):
         same(jitted(x), g(x))
+
+
+RNG = onp.random.default_rng(11)
+XS = RNG.standard_normal(10)
+INDICES = [RNG.integers(0, 10, 6) for _ in range(3)]
+
+
+@pytest.mark.parametrize("f", [
+    lambda x, i: np.sum(x[i]),
+    cr.grad(lambda x, i: np.sum(x[i] ** 2)),
+    cr.hessian(lambda x, i: np.sum(x[i] ** 3)),
+    lambda x, i: np.take(x, i) * 2.0,
+    lambda x, i: x[(i + 1) % 10] * x[:6],
+    lambda x, i: (lambda y: (y.__setitem__(i, 0.0), y)[1])(x * 1.0),
+    lambda x, i: x.reshape(2, 5)[i % 2, 0],
+    lambda x, i: np.zeros(int(i.max()) + 1) + np.sum(x),
+    lambda x, i: x[:3] * onp.bincount(i, minlength=10)[:3],
+    lambda x, i: (x * 2.0, i),
+], ids=["x[i]", "grad", "hessian", "take", "i arithmetic", "x[i] = 0", "tuple index",
+        "i.max()", "numpy's bincount", "i returned"])
+def test_an_integer_array_argument_is_read_on_each_call(f):
+    calls_equal(f, *[(XS, i) for i in INDICES])
+
+
+def test_an_index_argument_is_an_input_not_a_key():
+    jitted = cr.jit(lambda x, i: np.sum(x[i]))
+    for i in INDICES * 2:
+        same(jitted(XS, i), np.sum(XS[i]))
+    assert jitted.cache_info()[:2] == (5, 1)  # (hits, misses): its values are not hashed
+
+
+def test_a_boolean_array_argument_is_read_on_each_call():
+    masks = [RNG.standard_normal(10) > 0 for _ in range(3)]
+    calls_equal(lambda x, m: np.sum(np.where(m, x, 0.0)), *[(XS, m) for m in masks])
+    calls_equal(lambda x, m: np.sum(x[m]), *[(XS, m) for m in masks])
+
+
+def test_preallocate_and_fill_is_traced_once():
+    def f(x):
+        out = np.zeros(5)
+        for k in range(5):
+            out[k] = np.sin(x[k]) * x[(k + 1) % 5]
+        return out
+
+    jitted = cr.jit(f)
+    with pytest.warns(JitWarning, match=r"writes traced values into a NumPy array"):
+        for _ in range(6):
+            x = RNG.standard_normal(5)
+            same(jitted(x), f(x))
+    assert jitted.cache_info().misses == 1

@@ -254,13 +254,13 @@ class JittedFunction:
         entry = self._cache.get(key)
         if entry is not None:
             if entry.eager:
-                return self._eager_call(args, kwargs)
+                return self._eager_call(args, kwargs, dyn)
             for program in entry.variants:
                 out = program.call(*dyn)
                 if out is MISS:
                     continue
                 if out is RAISED:
-                    return self._eager_call(args, kwargs)
+                    return self._eager_call(args, kwargs, dyn)
                 self._hits += 1
                 return program.unflatten(out)
         leaves, treedef, statics = self._split(args, kwargs)
@@ -270,10 +270,12 @@ class JittedFunction:
             return self.fun(*args, **kwargs)
         return self._trace(key, leaves, treedef, statics, entry, dyn)[0]
 
-    def _eager_call(self, args, kwargs):
+    def _eager_call(self, args, kwargs, dyn: list):
         """``fun`` evaluated eagerly, on the arguments as a trace sees them (Python floats
-        and complex numbers as NumPy scalars)."""
+        and complex numbers as NumPy scalars; ``dyn``: the traced leaves)."""
         self._eager += 1
+        if not any(type(x) in _AS_NUMPY for x in dyn):
+            return self.fun(*args, **kwargs)
         leaves, treedef, statics = self._split(args, kwargs)
         leaves = [_AS_NUMPY[type(x)](x) if type(x) in _AS_NUMPY else x for x in leaves]
         return self._call_with(leaves, treedef, statics)
@@ -381,6 +383,12 @@ class JittedFunction:
             why = (f"writes into its argument{'s' if len(written) > 1 else ''} (x[i] = v, "
                    f"x += v), which a compiled program does not; it runs eagerly for this "
                    f"signature. Write into a copy (x = x.copy()) to compile it.")
+        elif session.fills:
+            why = ("writes traced values into a NumPy array it made (a[i] = x), which a "
+                   "compiled program cannot follow; it runs eagerly for this signature. "
+                   "Build the array from traced values (np.stack, np.concatenate, "
+                   "np.where) or write a = chainrule.numpy.index_update(a, i, x) to "
+                   "compile it.")
         elif randomness.changed():
             why = ("draws random numbers (numpy.random, random, or a generator it reaches), "
                    "which a compiled program would draw once for all calls; it runs eagerly "

@@ -24,6 +24,7 @@ import numpy as np
 
 from .._core import tracer
 from .._core.tracer import Node, isbox
+from ._notices import storing_an_item
 
 _creation = itertools.count()
 _BOX_TYPES = tracer.Box.types  # (the registry's own set: later registrations count)
@@ -65,6 +66,10 @@ class Session:
         self.guards: list[Guard] = []
         self.impure = ""  # the record answers no later call (a value of an outer trace)
         self.raised = ""  # a staged call raised: this record is not kept
+        # a traced value was written into a plain NumPy array (a[i] = x): the program would
+        # depend on its value through the array, which no call records (a guard holds it:
+        # later calls would trace again and again)
+        self.fills = False
 
     def close(self) -> None:
         """Free the record (its nodes and this session refer to each other)."""
@@ -89,6 +94,8 @@ def _on_decision(box, convert):
         raise
     if not ours:
         return value
+    if convert is float and storing_an_item():
+        session.fills = True  # (a[i] = x, with a a NumPy array: see Session)
     if convert is tracer.as_index:
         convert = tracer.getval  # (the same check)
     session.guards.append(Guard(box._node, convert, _kept(value)))
