@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import sys
 
 import numpy as onp
@@ -653,7 +654,7 @@ def test_a_long_program_without_loops_is_a_table_and_equals_eager():
 
     g = cr.grad(f)
     jitted = cr.jit(g)
-    assert "run as a table" in jitted.lower(X).source
+    assert "it runs as a table" in jitted.lower(X).source
     for x in (X, X * 2.0, X):
         same(jitted(x), g(x))
 
@@ -706,3 +707,20 @@ def test_preallocate_and_fill_is_traced_once():
             x = RNG.standard_normal(5)
             same(jitted(x), f(x))
     assert jitted.cache_info().misses == 1
+
+
+# ------------------------------------------------------------------ 13. readable source
+def test_lower_shows_numpys_names_and_the_users_lines():
+    weights = onp.array([1.0, 2.0, 3.0])
+
+    def f(x):
+        y = np.cos(x) * weights  # the forward line
+        return np.sum(y ** 2)
+
+    lowered = cr.jit(cr.grad(f)).lower(X)
+    source = lowered.source
+    assert "v0 = np.cos(x0)  # cos @ test_jit_contract.py:" in source
+    assert "y = np.cos(x) * weights  # the forward line" in source
+    assert "np.add.reduce(" in source and "@ the derivative of test_jit_contract.py" in source
+    assert "# c0 = float64 array (3,): [1. 2. 3.]" in source
+    assert not re.search(r"\bf\d+\(", source) and re.search(r"\bf\d+\(", lowered.compiled)

@@ -34,8 +34,9 @@ from ._check import JitCheckError
 from ._emit import emit, emit_straight
 from ._notices import JitWarning, user_stacklevel
 from ._program import MISS, RAISED, Program
+from ._readable import readable
 from ._signature import is_traced, positional_parameters, static_key, walk
-from ._staging import Session, StagingError, StagingNode
+from ._staging import Session, SourcedNode, StagingError, StagingNode
 
 __all__ = ["jit", "JitWarning", "JitCheckError", "StagingError", "CacheInfo"]
 
@@ -50,10 +51,12 @@ class CacheInfo(NamedTuple):
 
 
 class Lowered:
-    """What ``jit(f).lower(*args)`` answers: the emitted program for those arguments."""
+    """What ``jit(f).lower(*args)`` answers: the program for those arguments. ``source``
+    is it as a reader wants it (``_readable``), ``compiled`` as it runs."""
 
-    def __init__(self, program: Program):
-        self.source = program.source
+    def __init__(self, program: Program, source: str):
+        self.source = source
+        self.compiled = program.source
         self.n_lines = program.n_lines
         self.n_calls = program.n_calls  # primitive calls one run makes (loops counted out)
 
@@ -437,22 +440,29 @@ class JittedFunction:
         return self._call_with(leaves, treedef, statics), None
 
     def lower(self, *args, **kwargs) -> Lowered:
-        """The emitted program for these arguments (traced now if not cached)."""
-        key, dyn = self._signature(args, kwargs)
+        """The program for these arguments, as a reader wants it: NumPy's names, and
+        each call's primitive and the user's line that made it (``fun`` is traced anew,
+        with nodes that note their lines; the cache is left as it was)."""
+        _, dyn = self._signature(args, kwargs)
         leaves, treedef, statics = self._split(args, kwargs)
-        entry = self._cache.get(key)
-        if entry is not None:
-            for program in entry.variants:
-                if program.run(*dyn) is not MISS:
-                    return Lowered(program)
-        _, program = self._trace(key, leaves, treedef, statics, entry, dyn)
-        if program is None:
-            raise StagingError(
-                f"chainrule.jit: {self._name} cannot be staged for these arguments (it "
-                f"closes over values traced outside it, draws random numbers, catches an "
-                f"exception of a traced call, or has too many variants)."
-            )
-        return Lowered(program)
+        trace = self._record(leaves, treedef, statics, dyn, SourcedNode)
+        try:
+            items, _ = trace.outputs()
+            if trace.session.impure or any(isbox(leaf) for leaf in items):
+                raise StagingError(
+                    f"chainrule.jit: {self._name} cannot be staged for these arguments: it "
+                    f"closes over values traced outside it.")
+            session = trace.session
+            program = emit(len(trace.dyn), session.nodes, items, session.guards, self._name)
+            if not program.namespace:  # (a table: it is read as straight code)
+                _, source, _, namespace = emit_straight(
+                    len(trace.dyn), session.nodes, items, session.guards, self._name)
+                note = (f"(it runs as a table of its {program.n_calls} calls: too long to "
+                        f"compile, see chainrule.jit._interpret; here as straight code)")
+                return Lowered(program, readable(source, namespace, note))
+            return Lowered(program, readable(program.source, program.namespace))
+        finally:
+            trace.session.close()
 
     def variants_for(self, *args, **kwargs) -> list[Program] | None:
         """The programs compiled for the signature of these arguments, for a caller that
@@ -553,7 +563,7 @@ class CheckedJittedFunction(JittedFunction):
                         changed = _check.changed_since(program.record, trace.session.nodes)
                         if changed:
                             return changed
-                program, source, placed = emit_straight(
+                program, source, placed, _ = emit_straight(
                     len(trace.dyn), trace.session.nodes, items, trace.session.guards,
                     self._name)
                 return _check.first_wrong_value(program, source, placed, trace.dyn)

@@ -15,16 +15,14 @@ from __future__ import annotations
 
 import random
 import struct
-import sys
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from .._core.tracer import isbox
-from ._notices import JitWarning, user_line
-from ._staging import StagingNode
+from ._notices import JitWarning
+from ._staging import SourcedNode
 
 
 class JitCheckError(AssertionError):
@@ -221,35 +219,16 @@ class RandomStates:
         random.setstate(self.python)
 
 
-class CheckedNode(StagingNode):
+class CheckedNode(SourcedNode):
     """A staging node that keeps its value and the line that made it (``jit(check=True)``
     traces with these only to name a difference: they cost a copy and a look up the
     stack per call)."""
 
-    __slots__ = ("value", "source")
+    __slots__ = ("value",)
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         super().__init__(ans, fun, args, kwargs, argnums, parents)
         self.value = ans.copy() if isinstance(ans, np.ndarray) else ans
-        self.source = _source_of_call()
-
-
-def _source_of_call() -> str:
-    """The user's line that made the call being recorded; for a call of a backward pass,
-    the line of the forward call whose derivative it computes."""
-    frame = sys._getframe(2)
-    while frame is not None:
-        code = frame.f_code
-        if code.co_name == "backward_pass" and code.co_filename.endswith("reverse.py"):
-            forward = frame.f_locals.get("node")
-            ans = getattr(forward, "ans", None)
-            while isbox(ans):
-                if isinstance(ans._node, CheckedNode):
-                    return f"the derivative of {ans._node.source}"
-                ans = ans._value
-            break
-        frame = frame.f_back
-    return user_line(sys._getframe(2))
 
 
 def first_wrong_value(program: Callable, source: str, placed: dict, inputs: list) -> str:

@@ -361,7 +361,7 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
                     )
                 ins = instr_of[node] = cse[key] = Instr(
                     "call", node, code, fast if floats else None, slots,
-                    label if annotate is None else f"{label}{annotate(node)}",
+                    _comment(label, node),
                     (code_key, reuse) if reuse else code_key, type(ans) is ArrayMeta,
                     elementwise, reuse, view)
                 instrs.append(ins)
@@ -377,6 +377,15 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
     for pos, ins in enumerate(instrs):
         ins.pos = pos
     return instrs, instr_of, floats
+
+
+def _comment(label: str, node: StagingNode) -> str:
+    """A call's comment: its primitive, and the user's line where the record knows it
+    (``SourcedNode``; explain's ``annotate`` hook writes its own)."""
+    if annotate is not None:
+        return f"{label}{annotate(node)}"
+    source = getattr(node, "source", None)
+    return label if source is None else f"{label} @ {source}"
 
 
 def _template(raw, fun, node: StagingNode, vals: list, slots: list, kwmap: dict,
@@ -547,7 +556,7 @@ def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list
     instr_of.release()
     code = compile(source, f"<chainrule.jit {name}>", "exec")
     exec(code, glob)
-    return Program(source, glob[name], source.count("\n"), plan.n_calls)
+    return Program(source, glob[name], source.count("\n"), plan.n_calls, glob)
 
 
 def _warn_large(name: str, constants: list) -> None:
@@ -565,11 +574,12 @@ def _warn_large(name: str, constants: list) -> None:
 
 
 def emit_straight(n_inputs: int, record: list[StagingNode], out_items: list,
-                  guards: list[Guard], name: str) -> tuple[Callable, str, dict]:
+                  guards: list[Guard], name: str) -> tuple[Callable, str, dict, dict]:
     """The program of ``emit`` as straight code, one line per instruction (no loops, no
     float program, no ``del``, no ``out=``), which answers its local variables: for
-    ``jit(check=True)``, which compares each value with eager evaluation's. Answers the
-    function, its source and ``node -> (variable, line number)`` for the calls."""
+    ``jit(check=True)``, which compares each value with eager evaluation's, and for
+    reading a program that runs as a table. Answers the function, its source,
+    ``node -> (variable, line number)`` for the calls, and its namespace."""
     space = _Namespace()
     out_nodes = [o for o in out_items if isinstance(o, StagingNode)]
     nodes = needed(record, out_nodes, guards)
@@ -585,7 +595,7 @@ def emit_straight(n_inputs: int, record: list[StagingNode], out_items: list,
     where = {id(ins): k + 2 for k, ins in enumerate(instrs)}  # (line 1 is the def)
     placed = {node: (instr_of[node].var, where[id(instr_of[node])]) for node in nodes
               if node.fun is not None and id(instr_of[node]) in where}
-    return space.glob[name], source, placed
+    return space.glob[name], source, placed, space.glob
 
 
 def _escaping(nodes: list[StagingNode], outputs: list[StagingNode]) -> set[StagingNode]:

@@ -33,10 +33,17 @@ def user_stacklevel() -> int:
     return level
 
 
+_JIT_INIT = os.path.join(_PACKAGE, "jit", "__init__.py")
+
+
 def user_line(frame: FrameType | None = None) -> str:
-    """``file:line  source`` of the first frame outside chainrule above ``frame``."""
+    """``file:line  source`` of the first frame outside chainrule above ``frame``; where
+    the jitted function's own call (jit's ``_call_with``) comes first, the call was made
+    by chainrule itself (a transform's sweep)."""
     frame = sys._getframe(1) if frame is None else frame
     while frame is not None and not _outside(frame):
+        if frame.f_code.co_name == "_call_with" and frame.f_code.co_filename == _JIT_INIT:
+            return "(made by a transform)"
         frame = frame.f_back
     if frame is None:
         return "(inside chainrule)"
@@ -55,3 +62,22 @@ def storing_an_item() -> bool:
     while frame is not None and not _outside(frame):
         frame = frame.f_back
     return frame is not None and frame.f_code.co_code[frame.f_lasti] == _STORE_SUBSCR
+
+
+def call_site() -> str:
+    """The user's line that made the call being recorded now; in a backward pass, that of
+    the forward call whose derivative it computes (the node of that call's answer, where
+    it keeps its ``source``)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "backward_pass" and code.co_filename.endswith("reverse.py"):
+            ans = getattr(frame.f_locals.get("node"), "ans", None)
+            while hasattr(ans, "_node"):  # (a box, of any trace)
+                source = getattr(ans._node, "source", None)
+                if source is not None:
+                    return f"the derivative of {source}"
+                ans = ans._value
+            break
+        frame = frame.f_back
+    return user_line(sys._getframe(2))

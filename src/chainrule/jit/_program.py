@@ -25,11 +25,13 @@ class Program:
     exception, which the function may catch). ``run(*leaves)`` answers ``MISS`` for both
     (see ``JittedFunction.variants_for``)."""
 
-    def __init__(self, source: str, call, n_lines: int, n_calls: int):
+    def __init__(self, source: str, call, n_lines: int, n_calls: int,
+                 namespace: dict | None = None):
         self.source = source
         self.call = call
         self.n_lines = n_lines
         self.n_calls = n_calls  # primitive calls one run makes (a rolled loop's, each time)
+        self.namespace = {} if namespace is None else namespace  # its globals (f0, c0 ...)
 
     def run(self, *leaves):
         out = self.call(*leaves)

@@ -184,7 +184,7 @@ class Plan:
             if ins.kind == "convert":
                 return None
             code = ins.fast.format(*[t[1] for t in texts])
-            comment = ins.comment.split(" @ ")[0] if ins.kind == "call" else ins.comment
+            comment = ins.comment
         else:
             code = ins.code.format(*[t[0] for t in texts])
             comment = ins.comment

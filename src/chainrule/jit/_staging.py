@@ -24,7 +24,7 @@ import numpy as np
 
 from .._core import tracer
 from .._core.tracer import Node, isbox
-from ._notices import storing_an_item
+from ._notices import call_site, storing_an_item
 
 _creation = itertools.count()
 _BOX_TYPES = tracer.Box.types  # (the registry's own set: later registrations count)
@@ -274,6 +274,17 @@ class StagingNode(Node):
     def __repr__(self) -> str:
         name = "input" if self.fun is None else getattr(self.fun, "__name__", "?")
         return f"<StagingNode {name} #{self.seq}>"
+
+
+class SourcedNode(StagingNode):
+    """A staging node that knows the user's line that made it (``lower()`` writes it in
+    the comment of the call's line; it costs a look up the stack per call)."""
+
+    __slots__ = ("source",)
+
+    def __init__(self, ans, fun, args, kwargs, argnums, parents):
+        super().__init__(ans, fun, args, kwargs, argnums, parents)
+        self.source = call_site()
 
 
 _NDARRAY = np.ndarray
