@@ -6,6 +6,8 @@ of a number) with no warning; now it gives the right derivative or a clear error
 3. A user's JVP rule is checked for its tangent's shape and dtype, as VJP rules are.
 4. A traced value used after its trace ended raises LeakedTracerError.
 5. defvjp replacing the VJP of a primitive whose JVP stays the old one warns.
+6. A constant array the function writes into after using it (basis vectors rebuilt in one
+   buffer) reaches the backward pass with the contents it had when it was used.
 """
 
 from __future__ import annotations
@@ -424,3 +426,39 @@ def test_defvjp_on_a_chainrule_primitive_warns():
 def test_chainrule_tables_do_not_warn_at_import():
     subprocess.run([sys.executable, "-W", "error", "-c", "import chainrule.numpy, chainrule.scipy"],
                    check=True)
+
+
+# ---------------------------------------------------------------- 6. constants written later
+def test_a_basis_vector_rebuilt_in_one_buffer_differentiates_right():
+    e = onp.zeros(3)
+
+    def f(x):
+        total = 0.0
+        for i in range(3):
+            e[:] = 0.0
+            e[i] = 1.0
+            total = total + np.dot(x, e) ** 2 * (i + 1)
+        return total
+
+    x = onp.array([1.0, 2.0, 3.0])
+    expected = 2 * x * onp.array([1.0, 2.0, 3.0])  # d/dx_i of sum (i+1) x_i^2
+    assert onp.array_equal(grad(f)(x), expected)  # was [6, 12, 18]: every VJP saw e = [0, 0, 1]
+    assert onp.array_equal(hessian(f)(x), onp.diag([2.0, 4.0, 6.0]))
+    assert onp.array_equal(e, [0.0, 0.0, 1.0])  # the user's buffer is still theirs
+
+
+def test_a_constant_written_after_its_use_keeps_its_old_value_for_the_gradient():
+    c = onp.array([1.0, 2.0, 3.0])
+
+    def f(x):
+        y = x * c
+        c[0] = 5.0
+        return np.sum(y + x * c)
+
+    x = onp.ones(3)
+    c[:] = [1.0, 2.0, 3.0]
+    reverse = grad(f)(x)
+    c[:] = [1.0, 2.0, 3.0]
+    forward = [jvp(f, (x,), (onp.eye(3)[i],))[1] for i in range(3)]
+    assert onp.array_equal(reverse, [6.0, 4.0, 6.0])  # was [10, 4, 6]
+    assert onp.array_equal(reverse, forward)

@@ -53,6 +53,12 @@ _creation_number = operator.attrgetter("seq")
 
 # value types that may be kept as shape and dtype only (registered by chainrule.numpy)
 droppable_types: set = set()
+
+# Mutable value types a node must not keep by reference: the caller's constant array that
+# the function writes into after using it (``e[:] = 0; e[i] = 1`` building basis vectors in
+# a loop) would otherwise reach every VJP with its last contents. ``snapshot_types[t](v)``
+# answers what the node keeps (chainrule.numpy: a copy of a writeable array).
+snapshot_types: dict = {}
 _box_types = Box.types  # (the registry's own set: later registrations count)
 
 
@@ -115,6 +121,10 @@ class VJPNode(Node):
                     args[i] = ShapeOnly((arg.shape, arg.dtype))
             if not entry.reads_ans:
                 ans = None
+        if len(args) != len(argnums):  # constants among the arguments
+            for i, arg in enumerate(args):
+                if type(arg) in snapshot_types and i not in argnums:
+                    args[i] = snapshot_types[type(arg)](arg)
         self.args = args
         self.ans = ans
 

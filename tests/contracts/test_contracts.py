@@ -1,0 +1,40 @@
+"""The fixed-seed CI slice of every contract (``python -m tests.contracts`` runs more).
+
+Each contract module sets ``CI_CASES``, its share of the slice (the whole slice stays
+under a minute); a failure prints the generated program, its arguments and the
+differences, which reproduce with ``python -m tests.contracts --only NAME --start I
+--programs 1``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from . import contracts
+from ._runner import run
+
+CONTRACTS = contracts()
+
+
+@pytest.mark.parametrize("name", sorted(CONTRACTS))
+def test_contract_holds_on_the_ci_slice(name):
+    module = CONTRACTS[name]
+    report = run(module, getattr(module, "CI_CASES", 100), seed=0, max_failures=3)
+    assert not report.failures, report.summary() + "\n\n" + "\n\n".join(
+        str(f) for f in report.failures)
+    assert report.cases == getattr(module, "CI_CASES", 100)
+
+
+def test_the_harness_catches_a_planted_error(monkeypatch):
+    """The modes contract fails when cos's VJP is off by 0.1%."""
+    import chainrule.numpy as np
+    from chainrule._core.rule_table import primitive_vjps
+
+    rule = primitive_vjps[np.cos]
+    monkeypatch.setitem(primitive_vjps, np.cos, lambda *a, **k: _scaled(rule(*a, **k)))
+    report = run(CONTRACTS["modes"], 200, seed=0, max_failures=1)
+    assert report.failures, "a VJP off by 0.1% went unnoticed for 200 programs"
+
+
+def _scaled(vjp):
+    return lambda g: vjp(g) * 1.001
