@@ -24,6 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from ._program import MISS as _MISS
+from ._program import RAISED as _RAISED
+
 # catch_warnings swaps module-level state: traces in two threads take turns (re-entrant:
 # a function may call another jitted function, traced inside its own trace)
 _recording_lock = threading.RLock()
@@ -60,23 +63,17 @@ def _key(message: warnings.WarningMessage) -> tuple:
 
 
 def not_given_by(caught: list, given: list) -> list:
-    """The warnings of ``caught`` that ``given`` (the program's) does not have, counted
-    as a multiset of class and message."""
-    counts: dict = {}
-    for m in given:
-        counts[_key(m)] = counts.get(_key(m), 0) + 1
-    missing = []
-    for m in caught:
-        if counts.get(_key(m), 0):
-            counts[_key(m)] -= 1
-        else:
-            missing.append(m)
-    return missing
+    """The warnings of ``caught`` whose class and message ``given`` (the program's) does not
+    have (a program may give once what the trace gave twice: one call for two alike)."""
+    have = {_key(m) for m in given}
+    return [m for m in caught if _key(m) not in have]
 
 
 class Replaying:
-    """A program's ``call`` that first gives the warnings the eager call gives and the
-    program does not (see the module's docstring), through the caller's filters."""
+    """A program's ``call`` that also gives, where it answers, the warnings the eager call
+    gives and the program does not (see the module's docstring), through the caller's
+    filters. (Where it does not answer, a guard failed or a call raised: the call that
+    answers, a new trace or eager evaluation, gives its own.)"""
 
     def __init__(self, call: Callable, messages: list):
         self.call = call
@@ -84,10 +81,12 @@ class Replaying:
         self.registry: dict = {}  # ("default" shows a warning once per place, as eagerly)
 
     def __call__(self, *leaves):
-        for message, category, filename, lineno in self.messages:
-            warnings.warn_explicit(message, category, filename, lineno,
-                                   registry=self.registry)
-        return self.call(*leaves)
+        out = self.call(*leaves)
+        if out is not _MISS and out is not _RAISED:
+            for message, category, filename, lineno in self.messages:
+                warnings.warn_explicit(message, category, filename, lineno,
+                                       registry=self.registry)
+        return out
 
 
 _GENERATORS = (np.random.Generator, np.random.RandomState, np.random.BitGenerator,

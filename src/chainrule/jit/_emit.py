@@ -533,8 +533,9 @@ def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list
                                       _escaping(nodes, out_nodes), runs)
     units = roll(instrs)
     plan = Plan(units, const)
-    outs = [plan.text(instr_of[o])[0] if isinstance(o, StagingNode) else _constant_output(o, const)
-            for o in out_items]
+    copies: dict[int, str] = {}
+    outs = [plan.text(instr_of[o])[0] if isinstance(o, StagingNode) else
+            _constant_output(o, const, copies) for o in out_items]
     out_names = {plan.text(instr_of[o])[1] for o in out_nodes}
     params = ", ".join(f"x{i}" for i in range(n_inputs))
     float_program = floats and plan.n_calls
@@ -622,14 +623,19 @@ def _may_view(node: StagingNode) -> bool:
     return raw not in _NEW_ARRAYS
 
 
-def _constant_output(value: Any, const) -> str:
+def _constant_output(value: Any, const, copies: dict[int, str]) -> str:
     """The text of an output that does not depend on the inputs: an array is copied on
     every call (from a copy taken now, at the trace: the first call handed the caller
-    the array itself), so no call's output is another's; other values are returned as
-    they are."""
-    if isinstance(value, np.ndarray):
-        return f"{const(value.copy(order='K'))}.copy(order='K')"
-    return const(value)
+    the array itself), so no call's output is another's, once for all the places it
+    has among the outputs (``copies``: id(array) -> the name of its copy); other values
+    are returned as they are."""
+    if not isinstance(value, np.ndarray):
+        return const(value)
+    name = copies.get(id(value))
+    if name is not None:
+        return name
+    name = copies[id(value)] = f"o{len(copies)}"
+    return f"({name} := {const(value.copy(order='K'))}.copy(order='K'))"
 
 
 def _free_name(name: str, glob: dict) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ._direct import array_power
 from ._program import MISS, RAISED, Program, guard_holds
 from ._staging import ArrayMeta, Guard, StagingNode
 
@@ -52,9 +53,12 @@ def interpret(n_inputs: int, nodes: list[StagingNode], out_items: list, guards: 
             frees[at] += (k,)
     rows = [node for node in nodes if node.fun is not None]
     calls = [_direct(node) for node in rows]
+    # (an array constant is copied now, and on each call once for all its places, as
+    # _emit does)
+    snapshots: dict[int, np.ndarray] = {}
     outs = [(_STAGED, o.place) if isinstance(o, StagingNode) else
-            (_COPIED, o.copy(order="K")) if isinstance(o, np.ndarray) else (_CONSTANT, o)
-            for o in out_items]  # (an array is copied now and on each call, as _emit does)
+            (_COPIED, snapshots.setdefault(id(o), o.copy(order="K")))
+            if isinstance(o, np.ndarray) else (_CONSTANT, o) for o in out_items]
     run = _Table(len(nodes), inputs, rows, calls, frees, guards_at, outs)
     return Program(f"# {name}: {len(rows)} calls, run as a table (see chainrule.jit._interpret)\n",
                    run, 1, len(rows))
@@ -66,12 +70,14 @@ def _direct(node: StagingNode) -> Any:
     chainrule ufunc wrapper on an array is the ufunc, ``numpy.sum``/``prod``/``max``/
     ``min`` of one array is the ufunc's reduce over all axes."""
     raw = node.fun.fun
-    operands = [p.ans for p in node.parents]
-    if not any(type(a) is ArrayMeta for a in operands):
+    if not any(type(p.ans) is ArrayMeta for p in node.parents):
         return raw
+    operands = list(node.args)
+    for i, p in zip(node.argnums, node.parents):
+        operands[i] = p.ans
     ufunc = getattr(raw, "ufunc", None)
     if ufunc is not None:
-        return ufunc
+        return raw if array_power(raw, operands) else ufunc
     reducer = _REDUCERS.get(raw)
     if reducer is not None and len(node.args) == 1 and not node.kwargs:
         return reducer
@@ -128,7 +134,9 @@ class _Table:
                     return MISS
                 for p in frees[k]:
                     vals[p] = None
-            return tuple(vals[v] if kind is _STAGED else v.copy(order="K") if kind is _COPIED
-                         else v for kind, v in self.outs)
+            copies: dict[int, np.ndarray] = {}
+            return tuple(vals[v] if kind is _STAGED else v if kind is _CONSTANT else
+                         copies[id(v)] if id(v) in copies else
+                         copies.setdefault(id(v), v.copy(order="K")) for kind, v in self.outs)
         except Exception:  # eager evaluation raises it, or the function catches it
             return RAISED

@@ -264,7 +264,7 @@ class StagingNode(Node):
             self.ans = ans
         if _masks_made:
             for p in parents:
-                if p.mask and not _takes_masks(fun, p):
+                if p.mask and not _takes_masks(fun, p, n):
                     _guard_mask(p)  # (a notrace consumer's own answer is guarded instead)
 
     def initialize_root(self, value, index: int) -> None:
@@ -416,29 +416,31 @@ def staged_as_mask(box) -> None:
     box._node.ans = box._value
 
 
-def _takes_masks(fun, parent: StagingNode) -> bool:
-    """Whether a recorded function may take a staged mask (or integer array, see
-    ``_signature``) ``parent`` as a value: an elementwise function (a ufunc, a chainrule
-    ufunc wrapper, a mask function), ``where``, ``astype`` or ``sum``, whose answer's shape
-    does not depend on the mask's values; an integer array also as the index of
-    indexing and its kin (``x[i]``, ``np.take``, their derivatives), whose answers have
-    its shape. Python decisions on a mask (``if m.any():``, a boolean index) are guarded
-    where they happen, by ``on_decision``."""
+def _takes_masks(fun, parent: StagingNode, n_args: int) -> bool:
+    """Whether a recorded function of ``n_args`` arguments may take a staged mask (or
+    integer array, see ``_signature``) ``parent`` as a value: an elementwise function (a
+    ufunc, a chainrule ufunc wrapper, a mask function), ``where`` of three arguments,
+    ``astype`` or ``sum``, whose answer's shape does not depend on the mask's values; an
+    integer array also as the index of indexing and its kin (``x[i]``, ``np.take``,
+    their derivatives), whose answers have its shape. Python decisions on a mask (``if
+    m.any():``, a boolean index) are guarded where they happen, by ``on_decision``."""
     if fun is None:
         return False
     if type(fun) is _NotraceCall:
         return True  # its own answer is guarded (or is a mask)
     raw = fun.fun
+    masks, indices, where = _shape_preserving()
     return (
         isinstance(raw, np.ufunc)
         or getattr(raw, "ufunc", None) is not None
-        or raw in _shape_preserving()[0]
-        or (raw in _shape_preserving()[1] and _integer_array(parent.ans))
+        or (raw in masks and (raw is not where or n_args == 3))
+        or (raw in indices and _integer_array(parent.ans))
     )
 
 
 def _shape_preserving() -> tuple:
-    """(functions taking masks, functions taking integer arrays as indices), found once."""
+    """(functions taking masks, functions taking integer arrays as indices, where's raw
+    function), found once."""
     global _SHAPE_PRESERVING
     if _SHAPE_PRESERVING is None:
         from .. import numpy as anp  # (late: chainrule.numpy imports the tracer first)
@@ -449,6 +451,7 @@ def _shape_preserving() -> tuple:
             frozenset([anp.where.fun, array_astype.fun, np.sum]),
             frozenset([array_getitem.fun, untake.fun, anp.take.fun, anp.index_update.fun,
                        anp.take_along_axis.fun]),
+            anp.where.fun,
         )
     return _SHAPE_PRESERVING
 

@@ -114,10 +114,15 @@ _OPERATOR_ONLY = {
 # third of them), x ** 2 and x ** -1 (the ufunc's square and reciprocal). ``x * y``,
 # ``x ** 2`` or ``abs(x)`` on traced scalars are these primitives, so on NumPy scalars
 # (and numbers with them) they compute what the operators compute untraced, as the
-# float path does on float scalars. Elsewhere the ufunc answers.
+# float path does on float scalars; so does ``power`` of an array by a number (the
+# array's ** takes a fast path of its own). Elsewhere the ufunc answers.
 _NUMPY_SCALARS = frozenset([_np.float64, _np.float32, _np.float16, _np.complex128,
                             _np.complex64])
 _SCALAR_OPERANDS = _NUMPY_SCALARS | {float, complex, int}
+# an array's ** by a number is NumPy's fast path (square, sqrt, reciprocal: their warnings,
+# "overflow encountered in square"), not the power ufunc
+_ndarray = _np.ndarray
+_POWER_EXPONENTS = frozenset([int, float])
 
 
 def _with_scalar_path(ufunc, scalar, floats: bool = True):
@@ -156,8 +161,9 @@ def _with_scalar_path(ufunc, scalar, floats: bool = True):
                     (y_type is _f64 and x_type is float):  # (identity tests: cheaper than sets)
                 return scalar(x, y)  # NumPy's scalar arithmetic: its values and warnings
             elif (x_type in _NUMPY_SCALARS and y_type in _SCALAR_OPERANDS) or \
-                    (y_type in _NUMPY_SCALARS and x_type in _SCALAR_OPERANDS):
-                return scalar(x, y)
+                    (y_type in _NUMPY_SCALARS and x_type in _SCALAR_OPERANDS) or \
+                    (x_type is _ndarray and y_type in _POWER_EXPONENTS and not floats):
+                return scalar(x, y)  # (an array ** a number: NumPy's square, sqrt ...)
             return ufunc(x, y)
     raw.__name__ = raw.__qualname__ = ufunc.__name__
     raw.__doc__ = ufunc.__doc__
