@@ -622,3 +622,11 @@ def jit(
         )
     kind = CheckedJittedFunction if check else JittedFunction
     return kind(fun, static_argnums, static_argnames, max_variants, maxsize)
+
+
+# ``chainrule.jit`` is this function (the package's name is taken by it on ``chainrule``):
+# the names a user needs with it are its attributes too (``chainrule.jit.JitCheckError``)
+jit.MISS = MISS
+jit.JitWarning = JitWarning
+jit.JitCheckError = JitCheckError
+jit.StagingError = StagingError

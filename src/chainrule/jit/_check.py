@@ -246,8 +246,8 @@ def first_wrong_value(program: Callable, source: str, placed: dict, inputs: list
             name = getattr(node.fun, "__name__", "?")
             return (f"the first value that differs is made on line {line} of the program "
                     f"(as straight code):\n    {lines[line - 1].strip()}\n"
-                    f"  by {name}, called from {node.source}: eager "
-                    f"{_brief(node.value)}, jitted {_brief(got)}")
+                    f"  by {name}, called from {node.source}:\n"
+                    f"  eager {_brief(node.value)}, jitted {_brief(got)}")
     return ("every value of the program, run as straight code, is eager evaluation's: "
             "the difference is in how the compiled program is put together (its loops, "
             "its outputs, or what it shares with its inputs)")
@@ -271,18 +271,19 @@ def changed_since(old: list, new: list) -> str:
     globals, changed since) or the path it takes. Empty where they agree."""
     for a, b in zip(old, new):
         if a.fun is not b.fun or a.argnums != b.argnums or len(a.args) != len(b.args):
-            return (f"the function takes another path than when its program was traced, from "
-                    f"{getattr(b, 'source', '?')}: a value it decides on that is not an "
-                    f"argument (a global, a closure, an object's attribute) has changed")
+            return (f"the function takes another path than when its program was traced,\n"
+                    f"  from {getattr(b, 'source', '?')}:\n"
+                    f"a value it decides on that is not an argument (a global, a closure, an "
+                    f"object's attribute) has changed.")
         if len(a.args) != len(a.argnums):
             for j, (u, v) in enumerate(zip(a.args, b.args)):
                 if j not in a.argnums and not _same_constant(u, v):
-                    return (f"a constant the program read when it was traced has changed "
-                            f"since: argument {j} of {getattr(a.fun, '__name__', '?')}, called "
-                            f"from {getattr(b, 'source', '?')} (was {_brief(u)}, is now "
-                            f"{_brief(v)}). Values the function reads from its closure or "
-                            f"globals are constants of the program: pass the array as an "
-                            f"argument.")
+                    return (f"a constant the program read when it was traced has changed:\n"
+                            f"  argument {j} of {getattr(a.fun, '__name__', '?')}, called from "
+                            f"{getattr(b, 'source', '?')},\n"
+                            f"  was {_brief(u)}, is now {_brief(v)}.\n"
+                            f"Values the function reads from its closure or globals are "
+                            f"constants of the program: pass the array as an argument.")
     return ""
 
 
