@@ -724,3 +724,29 @@ def test_lower_shows_numpys_names_and_the_users_lines():
     assert "np.add.reduce(" in source and "@ the derivative of test_jit_contract.py" in source
     assert "# c0 = float64 array (3,): [1. 2. 3.]" in source
     assert not re.search(r"\bf\d+\(", source) and re.search(r"\bf\d+\(", lowered.compiled)
+
+
+# ------------------------------------------------------------------ float programs
+@pytest.mark.parametrize("f", [
+    lambda x: 1.0 / (x * 1e308),  # the inf of an overflow divides into 0.0
+    lambda x: np.exp(-(x * 1e308)),  # exp(-inf) is 0.0
+    lambda x: (x * 1e308, x * 2.0)[1],  # an overflow nothing reads
+    lambda x: x * 2.0 if x * 1e308 else x,  # an overflow a guard reads
+], ids=["divisor", "exp", "unread", "guard"])
+def test_a_float_program_gives_the_warning_of_an_overflow_that_vanishes(f):
+    jitted = cr.jit(f)
+    for v in (0.5, 10.0, 0.5, 10.0):
+        same(jitted(v), f(onp.float64(v)))
+        assert warnings_of(jitted, v) == warnings_of(f, onp.float64(v))
+
+
+def test_a_float_program_hears_underflows_where_numpy_is_told_to():
+    f = lambda x: np.sin(x) * 1e-300  # noqa: E731
+    jitted = cr.jit(cr.grad(f))
+    jitted(0.5)
+    for state in ("ignore", "warn", "raise"):
+        with onp.errstate(under=state):
+            for v in (0.5, 1e-20):
+                assert outcome(jitted, v) == outcome(cr.grad(f), onp.float64(v))
+                assert warnings_of(outcome, jitted, v) == \
+                    warnings_of(outcome, cr.grad(f), onp.float64(v))
