@@ -750,3 +750,8 @@ def test_a_float_program_hears_underflows_where_numpy_is_told_to():
                 assert outcome(jitted, v) == outcome(cr.grad(f), onp.float64(v))
                 assert warnings_of(outcome, jitted, v) == \
                     warnings_of(outcome, cr.grad(f), onp.float64(v))
+
+
+def test_an_answer_whose_dtype_its_values_decide_is_guarded():
+    g = cr.grad(lambda z: np.real(np.real_if_close(z) * (1 - 2j)))
+    calls_equal(g, (onp.complex128(0.5 + 0j),), (onp.complex128(0.5 - 0.9j),))

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import numpy as anp
 from .._core import tracer
 from .._core.tracer import Node, isbox
 from ._notices import call_site, storing_an_item
@@ -262,6 +263,8 @@ class StagingNode(Node):
                 session.impure = "it uses a value traced outside it (a closed-over box)"
         else:
             self.ans = ans
+        if fun in _LAYOUT_BY_VALUE:
+            _guard_layout(self, ans)
         if _masks_made:
             for p in parents:
                 if p.mask and not _takes_masks(fun, p, n):
@@ -304,6 +307,24 @@ def _new_key(fun, form, kind) -> int:
     # (setdefault: two threads meeting a new key agree on its number)
     return _key_numbers.setdefault(fun, {}).setdefault(form, {}).setdefault(
         kind, next(_numbers))
+
+
+def _layout(value: Any) -> tuple:
+    """A value's type, dtype and shape."""
+    return type(value), getattr(value, "dtype", None), np.shape(value)
+
+
+def _guard_layout(node: StagingNode, ans: Any) -> None:
+    """Guard the type, dtype and shape of a call's answer where its arguments' values
+    decide them (``real_if_close``: real where the imaginary parts are small): the code
+    after it was traced for that layout."""
+    session = current()
+    if session is not None:
+        session.guards.append(Guard(node, _layout, _layout(ans)))
+
+
+# primitives whose answer's layout (type, dtype, shape) depends on their arguments' values
+_LAYOUT_BY_VALUE = frozenset([anp.real_if_close])
 
 
 def _staged_box(x, trace_id: int):
