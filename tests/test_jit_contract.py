@@ -755,3 +755,16 @@ def test_a_float_program_hears_underflows_where_numpy_is_told_to():
 def test_an_answer_whose_dtype_its_values_decide_is_guarded():
     g = cr.grad(lambda z: np.real(np.real_if_close(z) * (1 - 2j)))
     calls_equal(g, (onp.complex128(0.5 + 0j),), (onp.complex128(0.5 - 0.9j),))
+
+
+def test_an_array_written_into_keeps_the_layout_numpy_gave_the_answer():
+    # the product keeps the transposed layout; the sum of it and a C-ordered array is
+    # C-ordered eagerly, and the reduction after it adds in that order: writing the sum
+    # into the product's memory (out=) would add in another order
+    def f(x):
+        u = np.transpose(x, (0, 2, 1)) * 0.5
+        return np.sum(u + onp.zeros((3, 2, 7)))
+
+    rng = onp.random.default_rng(0)
+    calls_equal(f, *[(rng.standard_normal((3, 7, 2)) * 10.0 ** rng.uniform(-8, 8, (3, 7, 2)),)
+                     for _ in range(20)])

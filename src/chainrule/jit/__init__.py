@@ -46,7 +46,8 @@ class CacheInfo(NamedTuple):
     misses: int  # calls that traced
     signatures: int  # signatures cached now
     variants: int  # compiled variants over all signatures
-    eager: int  # calls run eagerly (traced values as inputs, or too many variants)
+    eager: int  # calls run eagerly (traced values as inputs, a program that raised, a
+    #            signature run eagerly: random draws, writes, too many variants ...)
     maxsize: int
 
 
@@ -107,7 +108,7 @@ class _Trace:
 
     session: Session
     dyn: list
-    boxes: list = []
+    boxes: list | tuple = ()  # (none where the function takes no traced leaf)
     roots: list
     out_leaves: list
     out_def: TreeDef

@@ -354,10 +354,12 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
                 if fast is None:
                     floats = False
                 reuse = ()
-                if elementwise:  # operands of its shape and dtype it may write into
+                if elementwise:  # operands of its layout it may write into (the layout
+                    # NumPy gave its answer: a reduction over it adds in that order)
                     reuse = tuple(
                         j for j, s in enumerate(slots) if type(s) is Instr and s.fresh
                         and s.node.ans.shape == ans.shape and s.node.ans.dtype == ans.dtype
+                        and s.node.ans.strides == ans.strides
                     )
                 ins = instr_of[node] = cse[key] = Instr(
                     "call", node, code, fast if floats else None, slots,
