@@ -256,7 +256,7 @@ def test_an_accumulator_is_updated_in_place_only_when_its_start_is_free(roll_eve
     x = onp.linspace(-1.0, 2.0, 7)
     source = cr.jit(summed).lower(x).source
     loop = source[source.index("for i in range("):]
-    assert re.search(r"(v\d+) = f\d+\(\1, v\d+, out=\1\)  # add", loop)  # acc += ...
+    assert re.search(r"(v\d+) = np\.add\(\1, v\d+, out=\1\)  # add", loop)  # acc += ...
     for f in (summed, kept, returned):
         jf = cr.jit(f)
         for scale in (1.0, -0.5, 3.0):

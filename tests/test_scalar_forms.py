@@ -31,8 +31,10 @@ UNARY = {
 # NumPy itself differs here between a scalar and an array, so only the Python float and the
 # numpy.float64 are compared: x ** 1.5's derivative is 1.5 * x ** 0.5, and NumPy's array
 # power with exponent 0.5 is sqrt (sqrt(-0.0) = -0.0, sqrt(-inf) = nan) where its scalar
-# power is C's pow (+0.0, inf).
-NUMPY_SCALAR_ARRAY_DIFFER = {("x ** 1.5", -0.0), ("x ** 1.5", -onp.inf)}
+# power is C's pow (+0.0, inf). chainrule's power on NumPy scalars is the scalar's (so that
+# x ** 0.5 traced is x ** 0.5 untraced, issue 32), and so is x ** 0.5's derivative at -inf.
+NUMPY_SCALAR_ARRAY_DIFFER = {("x ** 1.5", -0.0), ("x ** 1.5", -onp.inf),
+                             ("x ** 0.5", -onp.inf), ("power(x, 0.5)", -onp.inf)}
 
 
 def _outcome(compute):

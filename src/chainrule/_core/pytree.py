@@ -4,7 +4,8 @@ tuple, list, dict, namedtuple, dataclass instances and user-registered types are
 containers; ``None`` is an empty container; everything else is a leaf. A dict's
 children are taken in sorted key order (as autograd's flatten and JAX do), so two dicts
 with the same keys line up leaf by leaf whatever order their keys were inserted in; keys
-that cannot be sorted (mixed types such as 1 and "a") keep insertion order.
+that cannot be sorted (mixed types such as 1 and "a") keep insertion order. Rebuilding a
+dict restores the order it was built in (``DictKeys``).
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ def _children(tree: Any) -> tuple[Any, Any, tuple] | None:
         return cls, None, tuple(tree)
     if cls is dict:
         keys = _sorted_keys(tree)
+        if len(keys) > 1 and keys != tuple(tree):
+            keys = DictKeys(keys, tuple(tree))
         return dict, keys, tuple(tree[key] for key in keys)
     if tree is None:
         return type(None), None, ()
@@ -80,6 +83,18 @@ def _children(tree: Any) -> tuple[Any, Any, tuple] | None:
         names = tuple(f.name for f in dataclasses.fields(tree) if f.init)
         return cls, names, tuple(getattr(tree, name) for name in names)
     return None
+
+
+class DictKeys(tuple):
+    """A dict's keys in the order of its children (sorted: what two dicts of one structure
+    share, so equality and hashing are the tuple's), and ``order``: the order the dict was
+    built in, which ``tree_unflatten`` gives back (a function sees its dict arguments, and
+    a caller its dict results, in their own order)."""
+
+    def __new__(cls, keys: tuple, order: tuple = ()):  # (order: pickle sets it after)
+        self = super().__new__(cls, keys)
+        self.order = order
+        return self
 
 
 def _sorted_keys(tree: dict) -> tuple:
@@ -133,6 +148,9 @@ def _rebuild(kind: type, aux: Any, children: list) -> Any:
     if kind is list:
         return children
     if kind is dict:
+        if type(aux) is DictKeys:
+            by_key = dict(zip(aux, children))
+            return {key: by_key[key] for key in aux.order}
         return dict(zip(aux, children))
     if kind is type(None):
         return None

@@ -4,7 +4,7 @@ in the same order once per iteration. ``explain`` folds such runs into one block
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import count
 
 import numpy as np
@@ -47,7 +47,12 @@ def run_at(keys: Sequence, i: int, nxt: list[int], candidates: int = 1) -> tuple
             # which covers no more than the best one
             j = nxt[j]
             continue
-        head = min(period, 8)  # (most candidates differ early: no copy of a long pattern)
+        # (most candidates differ early: their second keys first, then no copy of a long
+        # pattern)
+        if period > 1 and j + 1 < n and keys[i + 1] != keys[j + 1]:
+            j = nxt[j]
+            continue
+        head = min(period, 8)
         if keys[i:i + head] != keys[j:j + head]:
             j = nxt[j]
             continue
@@ -61,3 +66,34 @@ def run_at(keys: Sequence, i: int, nxt: list[int], candidates: int = 1) -> tuple
             best_period, best_repeats = period, repeats
         j = nxt[j]
     return best_period, best_repeats
+
+
+def run_starts(keys: Sequence, nxt: Sequence, candidates: int, stretch: Callable) -> list[int]:
+    """The positions where ``run_at`` may find a run long enough for the caller, found for
+    all positions at once: those where, for one of the first ``candidates`` positions
+    holding the same key (a candidate period), the next ``stretch(period)`` keys equal
+    those a period later (``stretch``: of an int64 array). The pairs of positions that
+    still agree are narrowed key by key, so a record with few repeats costs little, and
+    ``run_at`` is asked at these positions only."""
+    codes = np.asarray(keys, np.int64)
+    n = len(codes)
+    following = np.asarray(nxt, np.int64)
+    possible = np.zeros(n, bool)
+    ahead = following.copy()  # each position's current candidate (-1: none left)
+    for _ in range(candidates):
+        i = np.flatnonzero(ahead >= 0)
+        if not len(i):
+            break
+        j = ahead[i]
+        need = stretch(j - i)
+        t = 1
+        while len(i) and t < need.max():
+            inside = j + t < n
+            same = np.zeros(len(i), bool)
+            same[inside] = codes[i[inside] + t] == codes[j[inside] + t]
+            keep = (t >= need) | same
+            i, j, need = i[keep], j[keep], need[keep]
+            t += 1
+        possible[i] = True
+        ahead = np.where(ahead >= 0, following[np.maximum(ahead, 0)], -1)
+    return np.flatnonzero(possible).tolist()

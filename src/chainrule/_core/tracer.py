@@ -92,8 +92,9 @@ class Node:
     on_notrace: Callable | None = None
 
     # Hook for exceptions: a node type that follows Python's path through the function
-    # (sparsity detection) sets it to ``on_error(box)``, told when a primitive call on its
-    # values raises (the function may catch the exception and go another way). Read only
+    # (sparsity detection, chainrule.jit) sets it to ``on_error(box)``, told for each box of
+    # its type among a raising primitive call's arguments, nested ones too (the function may
+    # catch the exception and go another way, a path its record cannot replay). Read only
     # when a traced call raises.
     on_error: Callable | None = None
 
@@ -237,6 +238,13 @@ def derivative_free(x: Any) -> Any:
     while type(x) in _box_types and x._node.on_decision is None:
         x = x._value
     return x
+
+
+def as_index(x: Any) -> Any:
+    """The plain value of ``x`` used as an index (``a[x]``): a decision like ``int(x)``,
+    which a node type told of it (``Node.on_decision``) may answer with ``x`` itself,
+    to index with a value it keeps traced (chainrule.jit, for integer arrays)."""
+    return getval(x)
 
 
 def decided(x: Any, convert: Callable) -> Any:

@@ -1,13 +1,18 @@
 """``chainrule.jit``: trace a function once, then run it as straight-line NumPy.
 
-The first call for a signature (pytree structure, type/shape/dtype of each array leaf,
-values of static arguments and of non-array leaves) runs ``fun`` on a *staging trace*
-(see ``_staging``), which records every primitive call, including the forward and
-backward passes of ``grad``, ``jvp``, ``hessian`` ... nested inside ``fun``. The record is
-emitted as a Python function of plain calls (see ``_emit``), compiled and cached; later
-calls run only that function. Python decisions on traced values become guards: a call
-whose guards fail retraces and adds a variant, and past ``max_variants`` variants the
-function runs eagerly (with one warning).
+The first call for a signature (pytree structure, type/shape/dtype/strides of each array
+leaf, values of static arguments and of non-array leaves: ``_signature``) runs ``fun`` on a
+*staging trace* (see ``_staging``), which records every primitive call, including the
+forward and backward passes of ``grad``, ``jvp``, ``hessian`` ... nested inside ``fun``.
+The record is emitted as a Python function of plain calls (see ``_emit``), compiled and
+cached; later calls run only that function. Python decisions on traced values become
+guards: a call whose guards fail retraces and adds a variant, and past ``max_variants``
+variants the function runs eagerly (with one warning). A call whose program raises is
+evaluated eagerly; a trace that gave warnings the program does not give, or drew random
+numbers, is handled as ``_effects`` says.
+
+The contract (docs/jit.md): a jitted call returns what ``fun`` returns eagerly, on its
+arguments with Python floats and complex numbers as NumPy float64 and complex128.
 """
 
 from __future__ import annotations
@@ -22,15 +27,18 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._core import tracer
-from .._core.pytree import LEAF, TreeDef, _sorted_keys, tree_flatten, tree_unflatten
+from .._core.pytree import LEAF, DictKeys, TreeDef, _sorted_keys, tree_flatten, tree_unflatten
 from .._core.tracer import check_not_leaked, front_ends, isbox, trace_leaves
-from . import _staging
-from ._emit import MISS, Program, emit
-from ._staging import Session, StagingError, StagingNode
+from . import _check, _effects, _staging
+from ._check import JitCheckError
+from ._emit import emit, emit_straight
+from ._notices import JitWarning, user_stacklevel
+from ._program import MISS, RAISED, Program
+from ._readable import readable
+from ._signature import is_traced, positional_parameters, static_key, walk
+from ._staging import Session, SourcedNode, StagingError, StagingNode
 
-__all__ = ["jit", "StagingError", "CacheInfo"]
-
-_STAGED_SCALARS = (float, complex, np.float64, np.float32, np.float16, np.complex64, np.complex128)
+__all__ = ["jit", "JitWarning", "JitCheckError", "StagingError", "CacheInfo"]
 
 
 class CacheInfo(NamedTuple):
@@ -38,86 +46,23 @@ class CacheInfo(NamedTuple):
     misses: int  # calls that traced
     signatures: int  # signatures cached now
     variants: int  # compiled variants over all signatures
-    eager: int  # calls run eagerly (traced values as inputs, or too many variants)
+    eager: int  # calls run eagerly (traced values as inputs, a program that raised, a
+    #            signature run eagerly: random draws, writes, too many variants ...)
     maxsize: int
 
 
 class Lowered:
-    """What ``jit(f).lower(*args)`` answers: the emitted program for those arguments."""
+    """What ``jit(f).lower(*args)`` answers: the program for those arguments. ``source``
+    is it as a reader wants it (``_readable``), ``compiled`` as it runs."""
 
-    def __init__(self, program: Program):
-        self.source = program.source
+    def __init__(self, program: Program, source: str):
+        self.source = source
+        self.compiled = program.source
         self.n_lines = program.n_lines
         self.n_calls = program.n_calls  # primitive calls one run makes (loops counted out)
 
     def __repr__(self) -> str:
         return self.source
-
-
-def _leaf_key(leaf: Any) -> tuple:
-    t = type(leaf)
-    if t is np.ndarray:
-        if leaf.dtype.kind in "fc":
-            return (t, leaf.shape, leaf.dtype)
-        # integer and boolean arrays (indices, masks) are part of the signature by value:
-        # code reads them as plain values, without recording a decision
-        return ("static", t, (leaf.shape, leaf.dtype.str, leaf.tobytes()))
-    if t in _STAGED_SCALARS:
-        return (t,)
-    if hasattr(leaf, "shape") and hasattr(leaf, "dtype") and not isinstance(leaf, np.generic):
-        return (t, tuple(leaf.shape), leaf.dtype)  # Dask, CuPy: their type is in the key
-    try:
-        hash(leaf)
-    except TypeError:
-        raise StagingError(
-            f"chainrule.jit cannot take an argument leaf of type {t.__name__}: it is neither "
-            f"an array nor a hashable value that could be a static part of the signature."
-        ) from None
-    return ("static", t, leaf)
-
-
-def _is_traced(leaf: Any) -> bool:
-    """Whether a leaf is an input of the program (else its value is in the signature)."""
-    return _leaf_key(leaf)[0] != "static"
-
-
-def _walk(tree: Any, tokens: list, dyn: list) -> None:
-    """Append ``tree``'s key tokens to ``tokens`` and its traced leaves to ``dyn``, in
-    ``tree_flatten``'s leaf order. (It runs on every call: ``+=`` of a 1-tuple rather
-    than ``append``, leaves of a container handled in its loop.)"""
-    t = type(tree)
-    if t is tuple or t is list:
-        tokens += ((t, len(tree)),)
-        children = tree
-    elif t is dict:
-        keys = _sorted_keys(tree)
-        tokens += ((dict, keys),)
-        children = [tree[k] for k in keys]
-    else:
-        children = (tree,)
-    for x in children:
-        t = type(x)
-        if t is np.ndarray and x.dtype.kind in "fc":
-            tokens += ((t, x.shape, x.dtype),)
-            dyn += (x,)
-        elif t in _STAGED_SCALARS:
-            tokens += (t,)
-            dyn += (x,)
-        elif t is int or t is bool or t is str:
-            tokens += (("static", t, x),)
-        elif x is None:
-            tokens += (None,)
-        elif t is tuple or t is list or t is dict:
-            _walk(x, tokens, dyn)
-        else:
-            leaves, treedef = tree_flatten(x)
-            if treedef is not LEAF:
-                tokens += (treedef,)
-            for leaf in leaves:
-                key = _leaf_key(leaf)
-                tokens += (key,)
-                if key[0] != "static":
-                    dyn += (leaf,)
 
 
 def _unflattener(out_def: TreeDef) -> Callable:
@@ -146,7 +91,9 @@ def _rebuild_expr(treedef: TreeDef, counter) -> str | None:
     if kind is list:
         return f"[{', '.join(parts)}]"
     if kind is dict and all(type(k) in (str, int) for k in treedef.aux):
-        return "{" + ", ".join(f"{k!r}: {p}" for k, p in zip(treedef.aux, parts)) + "}"
+        by_key = dict(zip(treedef.aux, parts))
+        order = treedef.aux.order if type(treedef.aux) is DictKeys else treedef.aux
+        return "{" + ", ".join(f"{k!r}: {by_key[k]}" for k in order) + "}"
     return None
 
 
@@ -154,12 +101,52 @@ def _identity(x: Any) -> Any:
     return x
 
 
+class _Trace:
+    """What ``JittedFunction._record`` answers: the session of the staging trace (its
+    nodes and guards), the traced leaves (``dyn``) and their boxes and root nodes, the
+    output's leaves and TreeDef, the trace's id and the warnings it gave."""
+
+    session: Session
+    dyn: list
+    boxes: list | tuple = ()  # (none where the function takes no traced leaf)
+    roots: list
+    out_leaves: list
+    out_def: TreeDef
+    trace_id: int
+    caught: list
+
+    def outputs(self) -> tuple[list, list]:
+        """Per output leaf: what the program answers it from (a node of this trace, or a
+        constant), and its value now."""
+        items, plain = [], []
+        for leaf in self.out_leaves:
+            if isbox(leaf) and leaf._trace_id == self.trace_id:
+                items.append(leaf._node)
+                plain.append(leaf._value)
+            else:
+                if isbox(leaf):
+                    check_not_leaked(leaf)  # (a box of an outer trace: not replayable)
+                items.append(leaf)
+                plain.append(leaf)
+        return items, plain
+
+    def written(self) -> list[int]:
+        """The traced leaves the function wrote into in place: their boxes were rebound
+        to later values (see ``ArrayBox._rebind``)."""
+        return [i for i, (box, root) in enumerate(zip(self.boxes, self.roots))
+                if box._node is not root and isinstance(self.dyn[i], np.ndarray)]
+
+
 class _Entry:
-    __slots__ = ("variants", "eager")
+    __slots__ = ("variants", "eager", "failed")
 
     def __init__(self):
         self.variants: list[Program] = []
         self.eager = False
+        self.failed = 0  # traces whose record could not be kept (see _keep)
+
+
+_AS_NUMPY = {float: np.float64, complex: np.complex128}
 
 
 class JittedFunction:
@@ -176,6 +163,8 @@ class JittedFunction:
         self.fun = fun
         self.static_argnums = frozenset(static_argnums)
         self.static_argnames = frozenset(static_argnames)
+        self._positions: dict[int, frozenset[int]] = {}  # see _static_positions
+        self._n_positional = positional_parameters(fun)
         self.max_variants = max_variants
         self.maxsize = maxsize
         self._cache: OrderedDict = OrderedDict()
@@ -183,57 +172,64 @@ class JittedFunction:
         self._name = getattr(fun, "__name__", "fun").replace("<", "_").replace(">", "_")
         if not self._name.isidentifier():
             self._name = "fun"
-        functools.update_wrapper(self, fun)
+        # The name, docstring and __wrapped__ only: copying ``fun.__dict__`` (what
+        # update_wrapper does by default) would overwrite this object's own state with
+        # the attributes of a chainrule primitive (``fun``), of another jitted function
+        # (its cache) or of whatever a decorator copied onto ``fun``.
+        functools.update_wrapper(self, fun, updated=())
 
     # -------------------------------------------------------------- signature
-    def _signature(self, args, kwargs) -> tuple[tuple, list]:
-        """The cache key and the traced leaves, in one pass over the arguments.
+    def _static_positions(self, n_args: int) -> frozenset[int]:
+        """``static_argnums`` as positions among ``n_args`` positional arguments: a
+        negative one counts from the end of ``fun``'s positional parameters (as in JAX),
+        or of the arguments given where ``fun`` takes ``*args``; one past the arguments
+        given names no argument (a parameter left at its default)."""
+        positions = self._positions.get(n_args)
+        if positions is None:
+            n = self._n_positional or n_args
+            positions = self._positions[n_args] = frozenset(
+                i % n for i in self.static_argnums if -n <= i < n and i % n < n_args)
+        return positions
 
-        The key spells the pytree structure with a token per container and a key per
-        leaf; it is computed on every call, so tuples, lists, dicts and plain leaves
-        are walked here without building a TreeDef (the trace builds one, on a miss)."""
+    def _signature(self, args, kwargs) -> tuple[tuple, list]:
+        """The cache key and the traced leaves, in one pass over the arguments (see
+        ``_signature.walk``). Keywords are walked in sorted order (``tree_flatten``'s),
+        and their order as given is a token too (the function may read ``**kwargs`` in
+        that order)."""
         tokens: list = []
         dyn: list = []
-        statics = self.static_argnums
+        statics = self._static_positions(len(args)) if self.static_argnums else ()
         if not statics:
-            _walk(args, tokens, dyn)
+            walk(args, tokens, dyn)
         else:
             for i, a in enumerate(args):
                 if i in statics:
-                    tokens.append(("static", i, a))
+                    tokens.append(("static", i, _static_token(a)))
                 else:
-                    _walk(a, tokens, dyn)
+                    walk(a, tokens, dyn)
         if kwargs:
+            tokens.append(tuple(kwargs))
             for k in _sorted_keys(kwargs):
                 v = kwargs[k]
                 if k in self.static_argnames:
-                    tokens.append(("static", k, v))
+                    tokens.append(("static", k, _static_token(v)))
                 else:
                     tokens.append(k)
-                    _walk(v, tokens, dyn)
+                    walk(v, tokens, dyn)
         return tuple(tokens), dyn
-
-    def _lookup(self, key: tuple) -> _Entry | None:
-        try:
-            return self._cache.get(key)
-        except TypeError:
-            raise StagingError(
-                "chainrule.jit: static arguments must be hashable (they are part of the cache "
-                "key); pass arrays as ordinary (traced) arguments."
-            ) from None
 
     def _split(self, args, kwargs):
         """The leaves, their TreeDef and the static arguments, for a trace."""
         statics = []
         dyn_args = list(args)
-        for i in sorted(self.static_argnums):
-            if i < len(args):
-                statics.append((i, args[i]))
-                dyn_args[i] = None
+        for i in sorted(self._static_positions(len(args))):
+            statics.append((i, args[i]))
+            dyn_args[i] = None
         dyn_kwargs = {}
         for k, v in kwargs.items():
             if k in self.static_argnames:
                 statics.append((k, v))
+                dyn_kwargs[k] = None  # (a place holder: the keywords keep their order)
             else:
                 dyn_kwargs[k] = v
         leaves, treedef = tree_flatten((tuple(dyn_args), dyn_kwargs))
@@ -257,26 +253,36 @@ class JittedFunction:
         else:  # (the common call, without a call of _signature)
             tokens: list = []
             dyn = []
-            _walk(args, tokens, dyn)
+            walk(args, tokens, dyn)
             key = tuple(tokens)
-        try:
-            entry = self._cache.get(key)
-        except TypeError:
-            entry = self._lookup(key)  # raises the error that names the fix
+        entry = self._cache.get(key)
         if entry is not None:
             if entry.eager:
-                self._eager += 1
-                return self.fun(*args, **kwargs)
+                return self._eager_call(args, kwargs, dyn)
             for program in entry.variants:
-                out = program.run(*dyn)
-                if out is not MISS:
-                    self._hits += 1
-                    return program.unflatten(out)
+                out = program.call(*dyn)
+                if out is MISS:
+                    continue
+                if out is RAISED:
+                    return self._eager_call(args, kwargs, dyn)
+                self._hits += 1
+                return program.unflatten(out)
         leaves, treedef, statics = self._split(args, kwargs)
-        if any(isbox(leaf) or type(leaf) in front_ends for leaf in leaves):
-            self._eager += 1  # inside another trace (grad(jit(f))): trace through
+        if any(isbox(leaf) or type(leaf) in front_ends or type(leaf) in tracer.batched_types
+               for leaf in leaves):
+            self._eager += 1  # inside another trace (grad(jit(f)), vmap): trace through
             return self.fun(*args, **kwargs)
         return self._trace(key, leaves, treedef, statics, entry, dyn)[0]
+
+    def _eager_call(self, args, kwargs, dyn: list):
+        """``fun`` evaluated eagerly, on the arguments as a trace sees them (Python floats
+        and complex numbers as NumPy scalars; ``dyn``: the traced leaves)."""
+        self._eager += 1
+        if not any(type(x) in _AS_NUMPY for x in dyn):
+            return self.fun(*args, **kwargs)
+        leaves, treedef, statics = self._split(args, kwargs)
+        leaves = [_AS_NUMPY[type(x)](x) if type(x) in _AS_NUMPY else x for x in leaves]
+        return self._call_with(leaves, treedef, statics)
 
     def _trace(self, key, leaves, treedef, statics, entry, walked):
         # A trace makes many objects that live until the program is emitted, and the
@@ -295,20 +301,26 @@ class JittedFunction:
             entry = self._cache[key] = _Entry()
             while len(self._cache) > self.maxsize:
                 self._cache.popitem(last=False)
-        elif len(entry.variants) >= self.max_variants:
-            entry.eager = True
-            self._eager += 1
-            warnings.warn(
-                f"chainrule.jit: {self._name} was traced {len(entry.variants)} times for one "
-                f"signature because its guards (Python decisions on traced values: if, "
-                f"while, int(), indexing) kept failing; it now runs eagerly for this "
-                f"signature. Raise max_variants, or make the deciding argument static.",
-                stacklevel=3,
-            )
-            return self._call_with(leaves, treedef, statics), None
+        elif len(entry.variants) + entry.failed >= self.max_variants:
+            return self._give_up(entry, leaves, treedef, statics, (
+                f"was traced {len(entry.variants) + entry.failed} times for one signature "
+                f"because its guards (Python decisions on traced values: if, while, int(), "
+                f"indexing) kept failing, or its calls raised exceptions it caught, or gave "
+                f"warnings; it now runs eagerly for this signature. Raise max_variants, or "
+                f"make the deciding argument static."))
         self._misses += 1
-        dyn_pos = [i for i, leaf in enumerate(leaves) if _is_traced(leaf)]
-        dyn = [leaves[i] for i in dyn_pos]
+        randomness = _effects.RandomState(self.fun, [v for _, v in statics])
+        trace = self._record(leaves, treedef, statics, walked, StagingNode)
+        try:
+            return self._keep(trace, key, entry, randomness)
+        finally:
+            trace.session.close()
+
+    def _record(self, leaves, treedef, statics, walked, node_type) -> _Trace:
+        """Run ``fun`` on a staging trace (its nodes of ``node_type``): the record."""
+        trace = _Trace()
+        dyn_pos = [i for i, leaf in enumerate(leaves) if is_traced(leaf)]
+        trace.dyn = dyn = [leaves[i] for i in dyn_pos]
         if len(dyn) != len(walked) or any(a is not b for a, b in zip(dyn, walked)):
             # the program's inputs are the cached call's walk: the two orders must agree
             raise AssertionError(
@@ -319,74 +331,150 @@ class JittedFunction:
         def staged(boxes):
             if boxes:
                 session.trace_id = boxes[0]._trace_id
+            trace.boxes = boxes
+            for box in boxes:
+                if type(box._value) is np.ndarray and box._value.dtype.kind in "iub":
+                    _staging.staged_as_mask(box)
             full = list(leaves)
             for i, b in zip(dyn_pos, boxes):
                 full[i] = b
             return tree_flatten(self._call_with(full, treedef, statics))
 
-        session = Session(0)
+        trace.session = session = Session(0)
         previous = _staging.current()
         _staging._state.session = session
         # installed once and left: it answers NotImplemented in threads not staging, so
         # two threads staging at once cannot uninstall it under each other
         tracer.notrace_hook = _staging.notrace_hook
+        caught: list = []
         try:
-            (out_leaves, out_def), trace_id, _ = trace_leaves(
-                StagingNode, [(leaf, i) for i, leaf in enumerate(dyn)], staged, dyn, list
-            )
+            with _effects.recording() as caught:
+                (trace.out_leaves, trace.out_def), trace.trace_id, trace.roots = trace_leaves(
+                    node_type, [(leaf, i) for i, leaf in enumerate(dyn)], staged, dyn, list)
+        except BaseException:
+            session.close()
+            raise
         finally:
             _staging._state.session = previous
-        items, plain = [], []
-        foreign = False
-        for leaf in out_leaves:
-            if isbox(leaf) and leaf._trace_id == trace_id:
-                items.append(leaf._node)
-                plain.append(leaf._value)
-            else:
-                if isbox(leaf):
-                    check_not_leaked(leaf)
-                    foreign = True
-                items.append(leaf)
-                plain.append(leaf)
-        result = tree_unflatten(out_def, plain)
-        why = session.impure or ("it returns a value traced outside it" if foreign else "")
-        if why:
+            _effects.show(caught)
+        trace.caught = caught
+        return trace
+
+    def _keep(self, trace: _Trace, key, entry: _Entry, randomness):
+        """The trace's result, and its program, emitted and kept as a variant of ``entry``
+        where the record can answer later calls (else None)."""
+        items, plain = trace.outputs()
+        written = trace.written()
+        if written:
+            # The function wrote into an array argument (x[i] = v, x += v): eagerly the
+            # caller's array changes, and a returned x is that array; the trace wrote
+            # into its own copy, so the caller's array is given the contents it ends with.
+            for i in written:
+                np.copyto(trace.dyn[i], trace.boxes[i]._value)
+                for k, leaf in enumerate(trace.out_leaves):
+                    if leaf is trace.boxes[i]:
+                        plain[k] = trace.dyn[i]
+        result = tree_unflatten(trace.out_def, plain)
+        session = trace.session
+        if session.impure or any(isbox(leaf) for leaf in items):
             # A closed-over box of an outer trace: the result is right (the outer trace
             # recorded its part) but the record cannot be replayed without it.
             self._cache.pop(key, None)
             self._eager += 1
             return result, None
-        program = emit(len(dyn), items, session.guards, self._name)
-        program.unflatten = _unflattener(out_def)
+        why = ""
+        if written:
+            why = (f"writes into its argument{'s' if len(written) > 1 else ''} (x[i] = v, "
+                   f"x += v), which a compiled program does not; it runs eagerly for this "
+                   f"signature. Write into a copy (x = x.copy()) to compile it.")
+        elif session.fills:
+            why = ("writes traced values into a NumPy array it made (a[i] = x), which a "
+                   "compiled program cannot follow; it runs eagerly for this signature. "
+                   "Build the array from traced values (np.stack, np.concatenate, "
+                   "np.where) or write a = chainrule.numpy.index_update(a, i, x) to "
+                   "compile it.")
+        elif randomness.changed():
+            why = ("draws random numbers (numpy.random, random, or a generator it reaches), "
+                   "which a compiled program would draw once for all calls; it runs eagerly "
+                   "for this signature. Draw them outside and pass them as arguments to "
+                   "compile it.")
+        if why:
+            self._give_up(entry, None, None, None, why)
+            return result, None
+        if session.raised:
+            entry.failed += 1  # (the next call traces again, or runs a variant)
+            return result, None
+        program = emit(len(trace.dyn), session.nodes, items, session.guards, self._name)
+        program.unflatten = _unflattener(trace.out_def)
+        if trace.caught:
+            program = self._with_warnings(program, trace.dyn, trace.caught)
+            if program is None:
+                entry.failed += 1
+                return result, None
         entry.variants.append(program)
         return result, program
 
+    def _with_warnings(self, program: Program, dyn: list, caught: list) -> Program | None:
+        """The program of a trace that gave warnings: it gives NumPy's warnings itself
+        where it makes the calls that gave them; the others (a transform's notice, a
+        warning of the function's own or of a constant's computation) it gives again on
+        each call. Found by running it once on the trace's inputs; None where it raised
+        there (the call's values made NumPy warn: the next call traces again)."""
+        with warnings.catch_warnings(record=True) as given:
+            warnings.simplefilter("always")
+            out = program.call(*dyn)
+        if out is RAISED or out is MISS:
+            return None
+        missing = _effects.not_given_by(caught, given)
+        if missing:
+            program.call = _effects.Replaying(program.call, missing)
+        return program
+
+    def _give_up(self, entry: _Entry, leaves, treedef, statics, why: str):
+        """Run ``fun`` eagerly for this signature from now on (with one JitWarning)."""
+        entry.eager = True
+        warnings.warn(f"chainrule.jit: {self._name} {why}", JitWarning,
+                      stacklevel=user_stacklevel())
+        if leaves is None:
+            return None
+        self._eager += 1
+        return self._call_with(leaves, treedef, statics), None
+
     def lower(self, *args, **kwargs) -> Lowered:
-        """The emitted program for these arguments (traced now if not cached)."""
-        key, dyn = self._signature(args, kwargs)
+        """The program for these arguments, as a reader wants it: NumPy's names, and
+        each call's primitive and the user's line that made it (``fun`` is traced anew,
+        with nodes that note their lines; the cache is left as it was)."""
+        _, dyn = self._signature(args, kwargs)
         leaves, treedef, statics = self._split(args, kwargs)
-        entry = self._lookup(key)
-        if entry is not None:
-            for program in entry.variants:
-                if program.run(*dyn) is not MISS:
-                    return Lowered(program)
-        _, program = self._trace(key, leaves, treedef, statics, entry, dyn)
-        if program is None:
-            raise StagingError(
-                f"chainrule.jit: {self._name} cannot be staged for these arguments (it "
-                f"closes over values traced outside it, or has too many variants)."
-            )
-        return Lowered(program)
+        trace = self._record(leaves, treedef, statics, dyn, SourcedNode)
+        try:
+            items, _ = trace.outputs()
+            if trace.session.impure or any(isbox(leaf) for leaf in items):
+                raise StagingError(
+                    f"chainrule.jit: {self._name} cannot be staged for these arguments: it "
+                    f"closes over values traced outside it.")
+            session = trace.session
+            program = emit(len(trace.dyn), session.nodes, items, session.guards, self._name)
+            if not program.namespace:  # (a table: it is read as straight code)
+                _, source, _, namespace = emit_straight(
+                    len(trace.dyn), session.nodes, items, session.guards, self._name)
+                note = (f"(it runs as a table of its {program.n_calls} calls: too long to "
+                        f"compile, see chainrule.jit._interpret; here as straight code)")
+                return Lowered(program, readable(source, namespace, note))
+            return Lowered(program, readable(program.source, program.namespace))
+        finally:
+            trace.session.close()
 
     def variants_for(self, *args, **kwargs) -> list[Program] | None:
         """The programs compiled for the signature of these arguments, for a caller that
         runs them itself after a lighter check of its own (a solver calling one function
         at every step on arrays of one signature). ``program.run(*leaves)`` takes the
         array leaves in ``tree_flatten`` order and answers the output leaves, or ``MISS``
-        where a guard fails: calling the jitted function then traces a new variant, which
-        is appended to this same list. None where the signature has no program (not traced
-        yet, closing over values of an outer trace, or run eagerly past ``max_variants``)."""
-        entry = self._lookup(self._signature(args, kwargs)[0])
+        where it cannot answer (a guard fails, or a call raised): calling the jitted
+        function then answers (it traces a new variant, which is appended to this same
+        list, or evaluates the call eagerly). None where the signature has no program (not
+        traced yet, closing over values of an outer trace, or run eagerly)."""
+        entry = self._cache.get(self._signature(args, kwargs)[0])
         if entry is None or entry.eager or not entry.variants:
             return None
         return entry.variants
@@ -409,6 +497,91 @@ class JittedFunction:
         return self if obj is None else functools.partial(self, obj)
 
 
+class CheckedJittedFunction(JittedFunction):
+    """``jit(fun, check=True)``: each call is run jitted and eagerly, and a difference
+    raises ``JitCheckError`` naming the program's line, the primitive and the line of
+    ``fun`` that made the first value that differs (see ``_check``). Python side effects
+    of ``fun`` happen twice per call (three times where a difference is named)."""
+
+    def __call__(self, *args, **kwargs):
+        states = _check.RandomStates()
+        copies = [_check.same_layout_copy(x) if isinstance(x, np.ndarray) else x
+                  for x in tree_flatten((args, kwargs))[0]]
+        got = _check.Outcome(lambda: JittedFunction.__call__(self, *args, **kwargs))
+        states.restore()
+        copied_args, copied_kwargs = tree_unflatten(tree_flatten((args, kwargs))[1], copies)
+        want = _check.Outcome(lambda: self._reference(copied_args, copied_kwargs))
+        originals = tree_flatten((args, kwargs))[0]
+        problems = _check.differences(want, got, originals, copies)
+        if problems:
+            raise _check.JitCheckError(self._report(problems, args, kwargs))
+        return got.give()
+
+    def _reference(self, args, kwargs):
+        """``fun`` evaluated eagerly, on the arguments as a trace sees them."""
+        leaves, treedef, statics = self._split(args, kwargs)
+        leaves = [_AS_NUMPY[type(x)](x) if type(x) in _AS_NUMPY else x for x in leaves]
+        return self._call_with(leaves, treedef, statics)
+
+    def _record(self, leaves, treedef, statics, walked, node_type) -> _Trace:
+        # (checked: every record keeps its values and lines, and a program its record)
+        return super()._record(leaves, treedef, statics, walked, _check.CheckedNode)
+
+    def _keep(self, trace: _Trace, key, entry: _Entry, randomness):
+        record = trace.session.nodes
+        result, program = super()._keep(trace, key, entry, randomness)
+        if program is not None:
+            program.record = record
+        return result, program
+
+    def _report(self, problems: list[str], args, kwargs) -> str:
+        head = (f"chainrule.jit(check=True): {self._name} differs from eager evaluation on "
+                f"this call:\n  " + "\n  ".join(problems))
+        try:
+            where = self._where(args, kwargs)
+        except Exception as error:  # noqa: BLE001 (the report must not hide the difference)
+            where = f"(tracing it again to find the line raised {type(error).__name__}: {error})"
+        return f"{head}\n{where}"
+
+    def _where(self, args, kwargs) -> str:
+        """Where the difference comes from: the trace itself, a constant or a path of the
+        function that changed since its program was traced, or the first value of the
+        program that is not eager evaluation's."""
+        key, dyn = self._signature(args, kwargs)
+        leaves, treedef, statics = self._split(args, kwargs)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            trace = self._record(leaves, treedef, statics, dyn, _check.CheckedNode)
+            try:
+                items, plain = trace.outputs()
+                traced = _check.Outcome(lambda: tree_unflatten(trace.out_def, plain))
+                reference = _check.Outcome(lambda: self._reference(args, kwargs))
+                if _check.differences(reference, traced, []):
+                    return _check.TRACE_DIFFERS
+                entry = self._cache.get(key)
+                for program in entry.variants if entry is not None else ():
+                    if program.run(*dyn) is not MISS:
+                        changed = _check.changed_since(program.record, trace.session.nodes)
+                        if changed:
+                            return changed
+                program, source, placed, _ = emit_straight(
+                    len(trace.dyn), trace.session.nodes, items, trace.session.guards,
+                    self._name)
+                return _check.first_wrong_value(program, source, placed, trace.dyn)
+            finally:
+                trace.session.close()
+
+
+def _static_token(value: Any) -> Any:
+    try:
+        return static_key(value)
+    except TypeError:
+        raise StagingError(
+            "chainrule.jit: static arguments must be hashable (they are part of the cache "
+            "key); pass arrays as ordinary (traced) arguments."
+        ) from None
+
+
 def jit(
     fun: Callable | None = None,
     *,
@@ -416,6 +589,7 @@ def jit(
     static_argnames: str | Iterable[str] = (),
     max_variants: int = 8,
     maxsize: int = 64,
+    check: bool = False,
 ) -> Any:
     """Trace ``fun`` once per signature and run it afterwards as straight-line NumPy.
 
@@ -445,5 +619,15 @@ def jit(
             static_argnames=static_argnames,
             max_variants=max_variants,
             maxsize=maxsize,
+            check=check,
         )
-    return JittedFunction(fun, static_argnums, static_argnames, max_variants, maxsize)
+    kind = CheckedJittedFunction if check else JittedFunction
+    return kind(fun, static_argnums, static_argnames, max_variants, maxsize)
+
+
+# ``chainrule.jit`` is this function (the package's name is taken by it on ``chainrule``):
+# the names a user needs with it are its attributes too (``chainrule.jit.JitCheckError``)
+jit.MISS = MISS
+jit.JitWarning = JitWarning
+jit.JitCheckError = JitCheckError
+jit.StagingError = StagingError

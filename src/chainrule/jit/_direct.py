@@ -3,7 +3,7 @@ in, for the argument types the signature fixes, so it answers the same bits (and
 views) without NumPy's Python layers.
 
 - a chainrule ufunc wrapper (its scalar fast path, ``numpy_wrapper._with_scalar_path``)
-  called on anything but float scalars is the ufunc itself;
+  called on an array is the ufunc itself;
 - ``numpy.sum``/``prod``/``max``/``min`` of an ndarray is ``ufunc.reduce`` with the same
   arguments (NumPy's ``_wrapreduction``);
 - ``numpy.transpose``/``reshape`` of an ndarray is the ndarray method (``_wrapfunc``), and
@@ -21,13 +21,14 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
+from .. import numpy as anp
 from ..numpy.numpy_boxes import array_getitem
 from ._staging import ArrayMeta
 
-_FLOAT_SCALARS = (float, np.float64)
-
 # function -> (the ufunc's reduce, one bound method for every program; the function's
 # parameters after ``a``)
+_POWER = anp.power.fun
+
 _REDUCTIONS = {
     np.sum: (np.add.reduce, ("axis", "dtype", "out", "keepdims", "initial", "where")),
     np.prod: (np.multiply.reduce, ("axis", "dtype", "out", "keepdims", "initial", "where")),
@@ -48,6 +49,14 @@ def _bound(params: tuple, texts: list[str], kwtexts: dict[str, str]) -> dict | N
     return bound
 
 
+def array_power(raw: Any, vals: list) -> bool:
+    """Whether a call of chainrule's ``power`` raises an array to a number: the raw
+    function then calls the array's ``**`` (NumPy's fast path: square, sqrt ...), not the
+    ufunc (see ``numpy_wrapper._with_scalar_path``)."""
+    return raw is _POWER and len(vals) == 2 and type(vals[0]) is ArrayMeta and \
+        type(vals[1]) in (int, float)
+
+
 def direct_call(
     raw: Any,
     vals: list,
@@ -58,8 +67,10 @@ def direct_call(
     """``vals``: the arguments' values at trace time; ``texts``/``kwtexts``: their code."""
     ufunc = getattr(raw, "ufunc", None)
     if ufunc is not None:
-        if all(type(v) in _FLOAT_SCALARS for v in vals):
-            return None  # the scalar path: kept (float mode writes it out)
+        if not any(type(v) is ArrayMeta or type(v) is np.ndarray for v in vals):
+            return None  # scalars: the scalar path decides (float mode writes it out)
+        if array_power(raw, vals):
+            return f"{texts[0]} ** {texts[1]}"
         args = texts + [f"{k}={v}" for k, v in kwtexts.items()]
         return f"{bind(ufunc)}({', '.join(args)})"
     if not vals or (type(vals[0]) is not ArrayMeta and type(vals[0]) is not np.ndarray):

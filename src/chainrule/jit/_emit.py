@@ -15,10 +15,13 @@ Rendering (``_render``): the lines, ``v12 = f3(v4, c0, axis=1)``, compiled once.
 
 from __future__ import annotations
 
+import builtins
 import itertools
+import keyword
 import math
 import operator
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -27,28 +30,23 @@ from .. import numpy as anp
 from .._core.tracer import getval
 from . import _roll
 from ._direct import direct_call
+from ._errstate import underflow_heard
 from ._fold import Folded, fold, node_runs
+from ._interpret import interpret
+from ._notices import JitWarning, user_stacklevel
+from ._program import MISS, RAISED, Program, needed, same
 from ._render import Plan
 from ._roll import roll
 from ._staging import ArrayMeta, Guard, StagingNode, _identity
 
-MISS = object()  # what an emitted program answers when a guard fails
-
 LARGE_CONSTANT = 1 << 20  # bytes: a baked-in array this large is warned about
+# calls: a program longer than this once its loops are folded runs as a table (see
+# ``_interpret``): compiling it would cost more than tracing it
+LONG_PROGRAM = 4096
 
 # chainrule.explain's hook (report.code): a function StagingNode -> text appended to the
 # comment of the node's line (the user's source line). None, the default, adds nothing.
 annotate = None
-
-
-class Program:
-    """One compiled variant: ``run(*leaves)`` answers the output leaves or ``MISS``."""
-
-    def __init__(self, source: str, run, n_lines: int, n_calls: int):
-        self.source = source
-        self.run = run
-        self.n_lines = n_lines
-        self.n_calls = n_calls  # primitive calls one run makes (a rolled loop's, each time)
 
 
 def _simple_literal(v: Any) -> bool:
@@ -95,50 +93,34 @@ _OPERATORS = {
 
 
 def _scalar_operator(raw, node: StagingNode, vals: list) -> bool:
-    if len(vals) != 2 or raw not in _OPERATORS or node.kwargs or type(node.ans) is not _F64:
+    """Whether the call is NumPy's scalar arithmetic, written as the operator: where
+    chainrule's raw function calls the operator itself (see
+    ``numpy_wrapper._with_scalar_path``)."""
+    if len(vals) != 2 or raw not in _OPERATORS or node.kwargs:
+        return False
+    t0, t1 = type(vals[0]), type(vals[1])
+    if (t0 in _COMPLEX_SCALARS and t1 in _SCALAR_OPERANDS) or \
+            (t1 in _COMPLEX_SCALARS and t0 in _SCALAR_OPERANDS):
+        return True
+    if type(node.ans) is not _F64:
         return False
     # operands are float64 scalars or Python floats, and traced ones float64 scalars (a
     # Python float would divide by 0 with an error)
     traced = node.argnums
-    for i in (0, 1):
-        t = type(vals[i])
+    for i, t in enumerate((t0, t1)):
         if t is not _F64 and (t is not float or i in traced):
             return False
     return True
 
 
+_COMPLEX_SCALARS = frozenset([np.complex128, np.complex64])
+_SCALAR_OPERANDS = frozenset([float, complex, int, np.float64, np.float32, np.complex128,
+                              np.complex64])
 _F64 = np.float64
-
-
-def _needed(outputs: list, guards: list[Guard]) -> list[StagingNode]:
-    seen: set[StagingNode] = set()  # (nodes hash by identity)
-    found: list[StagingNode] = []
-    stack = [n for n in outputs if isinstance(n, StagingNode)] + [g.node for g in guards]
-    pop, extend, add, append = stack.pop, stack.extend, seen.add, found.append
-    while stack:  # (a walk of the whole record: bound methods save a lookup per node)
-        node = pop()
-        if node in seen:
-            continue
-        add(node)
-        append(node)
-        extend(node.parents)
-    found.sort(key=_SEQ)
-    return found
 
 
 _SEQ = operator.attrgetter("seq")
 _ANS = operator.attrgetter("ans")
-
-
-def _same(a: Any, b: Any) -> bool:
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, (np.ndarray, np.generic)):
-        return a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(a, b))
-    try:
-        return bool(a == b)
-    except Exception:
-        return False
 
 
 _SCALAR_INPUTS = (float, np.float64)
@@ -271,8 +253,12 @@ def _escaped(text: str) -> str:
     return text.replace("{", "{{").replace("}", "}}")
 
 
-def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
-    """The instructions of the needed nodes, and whether they form a float program."""
+def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
+           escaping: set[StagingNode], runs: list):
+    """The instructions of the needed nodes, and whether they form a float program.
+    ``escaping``: the nodes whose arrays the caller gets (see ``_escaping``), which are
+    never shared with another node's instruction (a common subexpression, ``x * 1``).
+    ``runs``: the runs of nodes to fold (``_fold.node_runs``)."""
     guards_by_node: dict[StagingNode, list[Guard]] = {}
     for g in guards:
         guards_by_node.setdefault(g.node, []).append(g)
@@ -290,9 +276,6 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
         text = repr(a) if _simple_literal(a) and type(a) is not str else const(a)
         return a, text, repr(float(a)) if floats and _float_constant(a) else None
 
-    runs = []
-    if len(nodes) >= _roll.MIN_INSTRUCTIONS:
-        runs = node_runs(nodes, instr_of.seqs, [g.node for g in guards])
     walk = _walk(nodes, runs, instrs, lambda run, first, second: fold(
         run, nodes, instrs, first, second, instr_of, constant))
     for node in walk:
@@ -339,8 +322,9 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
                 key = (raw, *[s if type(s) is Instr else s[1] for s in slots], *kwtexts)
             else:
                 key = (raw, *slots)
-            alias = cse.get(key)
-            if alias is None and raw is multiply and len(args) == 2 and len(argnums) == 1:
+            alias = None if node in escaping else cse.get(key)
+            if alias is None and raw is multiply and len(args) == 2 and len(argnums) == 1 \
+                    and node not in escaping:
                 # x * 1 is x, bit for bit, when type, shape, dtype and layout agree
                 (i,) = argnums
                 if _is_one(args[1 - i]) and _same_layout(node.ans, vals[i]):
@@ -370,14 +354,16 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
                 if fast is None:
                     floats = False
                 reuse = ()
-                if elementwise:  # operands of its shape and dtype it may write into
+                if elementwise:  # operands of its layout it may write into (the layout
+                    # NumPy gave its answer: a reduction over it adds in that order)
                     reuse = tuple(
                         j for j, s in enumerate(slots) if type(s) is Instr and s.fresh
                         and s.node.ans.shape == ans.shape and s.node.ans.dtype == ans.dtype
+                        and s.node.ans.strides == ans.strides
                     )
                 ins = instr_of[node] = cse[key] = Instr(
                     "call", node, code, fast if floats else None, slots,
-                    label if annotate is None else f"{label}{annotate(node)}",
+                    _comment(label, node),
                     (code_key, reuse) if reuse else code_key, type(ans) is ArrayMeta,
                     elementwise, reuse, view)
                 instrs.append(ins)
@@ -393,6 +379,15 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name):
     for pos, ins in enumerate(instrs):
         ins.pos = pos
     return instrs, instr_of, floats
+
+
+def _comment(label: str, node: StagingNode) -> str:
+    """A call's comment: its primitive, and the user's line where the record knows it
+    (``SourcedNode``; explain's ``annotate`` hook writes its own)."""
+    if annotate is not None:
+        return f"{label}{annotate(node)}"
+    source = getattr(node, "source", None)
+    return label if source is None else f"{label} @ {source}"
 
 
 def _template(raw, fun, node: StagingNode, vals: list, slots: list, kwmap: dict,
@@ -460,7 +455,7 @@ def _guard_code(guard: Guard, target: Instr, const, fun_name) -> tuple[str, list
     plain = guard.convert is _identity or guard.convert is getval
     if guard.convert is bool or (plain and type(expected) in (bool, np.bool_)):
         return f"if {'not ' if expected else ''}{{0}}: return MISS", [target]
-    if guard.convert in (int, float, complex) and _simple_literal(expected):
+    if guard.convert in (int, float, complex) and _equal_is_same(expected):
         return (f"if {guard.convert.__name__}({{0}}) != {{1}}: return MISS",
                 [target, (expected, repr(expected), repr(expected))])
     value = (expected, const(expected), None)
@@ -468,6 +463,18 @@ def _guard_code(guard: Guard, target: Instr, const, fun_name) -> tuple[str, list
         return "if not _same({0}, {1}): return MISS", [target, value]
     # another conversion (an integer or boolean array of the value ...): checked converted
     return f"if not _same({fun_name(guard.convert)}({{0}}), {{1}}): return MISS", [target, value]
+
+
+def _equal_is_same(v: Any) -> bool:
+    """Whether ``x == v`` (a literal in the program) means ``x`` is ``v`` bit for bit: an
+    int, or a float whose parts are finite and nonzero (0.0 == -0.0, nan != nan)."""
+    if type(v) is int:
+        return True
+    if type(v) is float:
+        return v != 0 and math.isfinite(v)
+    if type(v) is complex:
+        return _equal_is_same(v.real) and _equal_is_same(v.imag)
+    return False
 
 
 class _Later:
@@ -483,84 +490,249 @@ class _Later:
         return self.fn(*args)
 
 
-def emit(n_inputs: int, out_items: list, guards: list[Guard], name: str) -> Program:
-    """``out_items``: per output leaf, a StagingNode (a staged value) or a constant."""
-    glob: dict[str, Any] = {"MISS": MISS, "_same": _same}
-    consts: dict[int, str] = {}
-    large = []
+class _Namespace:
+    """The globals of a program: the functions it calls (``f0``, ``f1`` ...) and the
+    constants it reads (``c0``, ``c1`` ...), each bound once."""
 
-    def const(v: Any) -> str:
+    def __init__(self):
+        self.glob: dict[str, Any] = {"MISS": MISS, "RAISED": RAISED, "_same": same}
+        self.consts: dict[int, str] = {}
+        self.funs: dict[int, str] = {}
+        self.large: list = []
+
+    def const(self, v: Any) -> str:
         key = id(v)
-        if key not in consts:
-            consts[key] = f"c{len(consts)}"
-            glob[consts[key]] = v
+        if key not in self.consts:
+            self.consts[key] = f"c{len(self.consts)}"
+            self.glob[self.consts[key]] = v
             if isinstance(v, np.ndarray) and v.nbytes > LARGE_CONSTANT:
-                large.append(v)
-        return consts[key]
+                self.large.append(v)
+        return self.consts[key]
 
-    funs: dict[int, str] = {}
+    def fun_name(self, f) -> str:
+        if id(f) not in self.funs:
+            self.funs[id(f)] = f"f{len(self.funs)}"
+            self.glob[self.funs[id(f)]] = f
+        return self.funs[id(f)]
 
-    def fun_name(f) -> str:
-        if id(f) not in funs:
-            funs[id(f)] = f"f{len(funs)}"
-            glob[funs[id(f)]] = f
-        return funs[id(f)]
 
+def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list[Guard],
+         name: str) -> Program:
+    """``record``: the nodes of the trace, in the order they were made; ``out_items``: per
+    output leaf, a StagingNode (a staged value) or a constant."""
+    space = _Namespace()
+    glob, const, fun_name = space.glob, space.const, space.fun_name
     out_nodes = [o for o in out_items if isinstance(o, StagingNode)]
-    nodes = _needed(out_nodes, guards)
-    instrs, instr_of, floats = _lower(nodes, guards, const, fun_name)
+    nodes = needed(record, out_nodes, guards)
+    runs = []
+    if len(nodes) >= _roll.MIN_INSTRUCTIONS:
+        runs = node_runs(nodes, [n.seq for n in nodes], [g.node for g in guards])
+    if len(nodes) - sum(r.period * (r.repeats - 3) for r in runs) > LONG_PROGRAM:
+        _warn_large(name, [a for node in nodes if node.args is not node.argnums
+                           for a in node.args if isinstance(a, np.ndarray)] + list(out_items))
+        return interpret(n_inputs, nodes, out_items, guards, name)
+    instrs, instr_of, floats = _lower(nodes, guards, const, fun_name,
+                                      _escaping(nodes, out_nodes), runs)
     units = roll(instrs)
     plan = Plan(units, const)
-    outs = [plan.text(instr_of[o])[0] if isinstance(o, StagingNode) else const(o)
-            for o in out_items]
+    copies: dict[int, str] = {}
+    outs = [plan.text(instr_of[o])[0] if isinstance(o, StagingNode) else
+            _constant_output(o, const, copies) for o in out_items]
     out_names = {plan.text(instr_of[o])[1] for o in out_nodes}
     params = ", ".join(f"x{i}" for i in range(n_inputs))
+    float_program = floats and plan.n_calls
+    if float_program:  # (its names are taken before the program's own is chosen)
+        glob["_exact"] = None
+        for f in (np.float64, math.isfinite, underflow_heard):
+            fun_name(f)
+        plan.watched = _watched(nodes, out_nodes, guards, instr_of)
+    name = _free_name(name, glob)
     inputs = {instr_of[n].var for n in _inputs(nodes) if type(n.ans) is ArrayMeta}
     lines = plan.exact_lines(out_names, inputs)
-    body = "\n".join("    " + line for line in lines)
-    ret = f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"
-    source = f"def {name}({params}):\n{body + chr(10) if body else ''}{ret}\n"
-    if floats and plan.n_calls:
+    source = _exact_source(name, params, lines, outs)
+    if float_program:
         glob["_exact"] = _Later(source, dict(glob), name)
         source = _float_source(name, params, plan.fast_lines(), out_items, outs, fun_name)
+    _warn_large(name, space.large)
+    for ins in instrs:
+        ins.loop = None  # (a loop and its instructions refer to each other: freed now)
+    instr_of.release()
+    code = compile(source, f"<chainrule.jit {name}>", "exec")
+    exec(code, glob)
+    return Program(source, glob[name], source.count("\n"), plan.n_calls, glob)
+
+
+def _warn_large(name: str, constants: list) -> None:
+    """Warn of the constant arrays over ``LARGE_CONSTANT`` bytes a program keeps."""
+    large = list({id(a): a for a in constants
+                  if isinstance(a, np.ndarray) and a.nbytes > LARGE_CONSTANT}.values())
     if large:
         sizes = ", ".join(f"{a.shape} {a.dtype}" for a in large)
         warnings.warn(
             f"chainrule.jit: {name} bakes in arrays that are not inputs ({sizes}, over 1 MB "
             f"each): values from globals, closures or numpy.random are constants of the "
             f"trace. Pass them as arguments to avoid copying them into the program.",
-            stacklevel=4,
+            JitWarning, stacklevel=user_stacklevel(),
         )
-    for ins in instrs:
-        ins.loop = None  # (a loop and its instructions refer to each other: freed now)
-    instr_of.release()
-    code = compile(source, f"<chainrule.jit {name}>", "exec")
-    exec(code, glob)
-    return Program(source, glob[name], len(lines), plan.n_calls)
+
+
+def emit_straight(n_inputs: int, record: list[StagingNode], out_items: list,
+                  guards: list[Guard], name: str) -> tuple[Callable, str, dict, dict]:
+    """The program of ``emit`` as straight code, one line per instruction (no loops, no
+    float program, no ``del``, no ``out=``), which answers its local variables: for
+    ``jit(check=True)``, which compares each value with eager evaluation's, and for
+    reading a program that runs as a table. Answers the function, its source,
+    ``node -> (variable, line number)`` for the calls, and its namespace."""
+    space = _Namespace()
+    out_nodes = [o for o in out_items if isinstance(o, StagingNode)]
+    nodes = needed(record, out_nodes, guards)
+    instrs, instr_of, _ = _lower(nodes, guards, space.const, space.fun_name,
+                                 _escaping(nodes, out_nodes), [])
+    plan = Plan(instrs, space.const)
+    name = _free_name(name, space.glob)
+    lines = [plan.line(ins) for ins in instrs]
+    params = ", ".join(f"x{i}" for i in range(n_inputs))
+    body = "\n".join("    " + line for line in lines)
+    source = f"def {name}({params}):\n{body + chr(10) if body else ''}    return locals()\n"
+    exec(compile(source, f"<chainrule.jit {name}, checked>", "exec"), space.glob)
+    where = {id(ins): k + 2 for k, ins in enumerate(instrs)}  # (line 1 is the def)
+    placed = {node: (instr_of[node].var, where[id(instr_of[node])]) for node in nodes
+              if node.fun is not None and id(instr_of[node]) in where}
+    return space.glob[name], source, placed, space.glob
+
+
+def _escaping(nodes: list[StagingNode], outputs: list[StagingNode]) -> set[StagingNode]:
+    """The nodes whose memory the caller gets: the outputs, and what an output (or a node
+    that escapes) may be a view of. Each is its own array, as in eager evaluation: two
+    outputs never share memory, nor an output with an input, unless they did eagerly."""
+    escaping = set(outputs)
+    for node in reversed(nodes):
+        if node in escaping and node.fun is not None and _may_view(node):
+            escaping.update(node.parents)
+    return escaping
+
+
+def _may_view(node: StagingNode) -> bool:
+    """Whether a call's answer may share memory with an operand (indexing, reshape,
+    transpose ...): an array answer of anything but an elementwise ufunc or a function
+    that makes new arrays."""
+    if type(node.ans) is not ArrayMeta:
+        return False
+    raw = node.fun.fun
+    ufunc = raw if isinstance(raw, np.ufunc) else getattr(raw, "ufunc", None)
+    if ufunc is not None and "out" not in node.kwargs:
+        return False
+    return raw not in _NEW_ARRAYS
+
+
+def _constant_output(value: Any, const, copies: dict[int, str]) -> str:
+    """The text of an output that does not depend on the inputs: an array is copied on
+    every call (from a copy taken now, at the trace: the first call handed the caller
+    the array itself), so no call's output is another's, once for all the places it
+    has among the outputs (``copies``: id(array) -> the name of its copy); other values
+    are returned as they are."""
+    if not isinstance(value, np.ndarray):
+        return const(value)
+    name = copies.get(id(value))
+    if name is not None:
+        return name
+    name = copies[id(value)] = f"o{len(copies)}"
+    return f"({name} := {const(value.copy(order='K'))}.copy(order='K'))"
+
+
+def _free_name(name: str, glob: dict) -> str:
+    """The function's name, made distinct from every name its program reads (``f0``,
+    ``c3``, ``MISS``, ``range`` ...: a user function may be named so), and from Python's
+    keywords."""
+    while name in glob or name in _BUILTINS or keyword.iskeyword(name):
+        name += "_"
+    return name
+
+
+_BUILTINS = frozenset(dir(builtins))
+
+
+def _exact_source(name: str, params: str, lines: list[str], outs: list[str]) -> str:
+    """The program of NumPy calls: where one raises (a failed factorisation, a warning
+    the caller's filters make an error ...), or a guard's conversion does, it answers
+    ``RAISED`` and the call is evaluated eagerly."""
+    ret = f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"
+    if not lines:
+        return f"def {name}({params}):\n    {ret}\n"
+    body = ["try:", *("    " + line for line in lines), "    " + ret,
+            "except Exception:  # eager evaluation raises it, or the function catches it",
+            "    return RAISED"]
+    text = "\n".join("    " + line for line in body)
+    return f"def {name}({params}):\n{text}\n"
 
 
 def _float_source(name: str, params: str, lines: list[str], out_items: list,
                   outs: list[str], fun_name) -> str:
     """The float program: the same operations on Python floats (IEEE-exact as NumPy's
-    float64 scalars; the same math functions as chainrule's scalar path). Where Python
-    raises instead of answering inf or nan (x / 0, math's domain and overflow errors), or
-    an output is not finite, the exact program (NumPy scalars) answers instead, with
-    NumPy's values and warnings."""
+    float64 scalars; the same math functions as chainrule's scalar path). Wherever NumPy
+    would warn, the exact program (NumPy scalars) answers instead, with NumPy's values
+    and warnings: where an input is not finite, where the caller's error state hears of
+    underflows (Python's floats never report one), where Python raises instead of
+    answering inf or nan (x / 0, math's domain and overflow errors), and where an
+    overflow made an inf or nan that reached an output or a value the program checks
+    (``_watched``)."""
     f64 = fun_name(np.float64)
     finite = fun_name(math.isfinite)
     staged = [o for o, item in zip(outs, out_items) if isinstance(item, StagingNode)]
     ret = [f"{f64}({o})" if isinstance(item, StagingNode) else o
            for o, item in zip(outs, out_items)]
-    body = ["try:"] + ["    " + line for line in lines]
+    entry = [f"{finite}({x.strip()})" for x in params.split(",")] if params else []
+    body = []
+    checks = " and ".join(entry)
+    heard = f"{fun_name(underflow_heard)}()"
+    body.append(f"if {f'not ({checks}) or ' if checks else ''}{heard}:"
+                f"  # NumPy warns on inf and nan, and on underflows if told to")
+    body.append(f"    return _exact({params})")
+    body.append("_watch = 0.0")
+    body += ["try:"] + ["    " + line for line in lines]
     body.append("except (ArithmeticError, ValueError):  # NumPy answers inf or nan, and warns")
     body.append(f"    return _exact({params})")
-    if staged:
-        checks = " and ".join(f"{finite}({o})" for o in staged)
-        body.append(f"if not ({checks}):  # NumPy's nan and inf, with its warnings")
-        body.append(f"    return _exact({params})")
+    body.append("except Exception:  # eager evaluation raises it, or the function catches it")
+    body.append("    return RAISED")
+    checks = " and ".join(["_watch == _watch", *(f"{finite}({o})" for o in staged)])
+    body.append(f"if not ({checks}):  # NumPy's nan and inf, with its warnings")
+    body.append(f"    return _exact({params})")
     body.append(f"return ({', '.join(ret)}{',' if len(ret) == 1 else ''})")
     text = "\n".join("    " + line for line in body)
     return f"def {name}({params}):\n{text}\n"
+
+
+def _watched(nodes: list[StagingNode], outputs: list[StagingNode], guards: list[Guard],
+             instr_of) -> set[int]:
+    """The values a float program checks are finite, besides its outputs: where an
+    overflow made an inf (Python's floats do not warn, NumPy's do), the inf or the nan
+    it makes goes on through + - * and math's functions (or makes them raise) to an
+    output or to one of these: a value nothing reads, a divisor (x / inf is 0), the
+    operand of exp (exp(-inf) is 0), a value a guard reads. Answers ids of the
+    instructions (a loop's body instruction for all its iterations)."""
+    read: set[StagingNode] = set(outputs)
+    read.update(g.node for g in guards)
+    watched = {g.node for g in guards}
+    for node in nodes:
+        read.update(node.parents)
+        if node.fun is None or not node.parents:
+            continue
+        raw = node.fun.fun
+        if raw in _DIVISIONS and node.argnums[-1] == 1:
+            watched.add(node.parents[-1])
+        elif raw is _EXP:
+            watched.add(node.parents[0])
+    watched.update(n for n in nodes if n not in read)
+    ids = set()
+    for node in watched:
+        ins = instr_of[node]
+        if ins.kind == "call":
+            ids.add(id(ins if ins.loop is None else ins.loop.body[ins.offset]))
+    return ids
+
+
+_DIVISIONS = frozenset([anp.divide.fun, anp.true_divide.fun])
+_EXP = anp.exp.fun
 
 
 # functions whose ndarray answers are new arrays, never views of their operands

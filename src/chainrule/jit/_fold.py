@@ -40,7 +40,7 @@ from itertools import chain, repeat
 import numpy as np
 
 from .. import numpy as anp
-from .._core.repeats import next_same, run_at
+from .._core.repeats import next_same, run_at, run_starts
 from . import _roll
 from ._roll import Loop, Stride
 from ._staging import ArrayMeta
@@ -88,11 +88,15 @@ def node_runs(nodes: list, seqs: list[int], guarded: list) -> list[Run]:
     seqs = np.array(seqs, np.int64)
     stops = np.sort(np.searchsorted(seqs, [g.seq for g in guarded])).tolist()
     runs: list[Run] = []
-    i, n = 0, len(nodes)
-    while i < n:
+    i = 0
+    # (a run to fold has min_repeats iterations, and the later ones MIN_INSTRUCTIONS keys)
+    stretch = lambda period: np.maximum((min_repeats - 1) * period, _roll.MIN_INSTRUCTIONS)  # noqa: E731
+    for start in run_starts(codes, nxt, _roll.CANDIDATES, stretch):
+        if start < i:
+            continue  # (inside a run found)
+        i = start
         period, repeats = run_at(ints, i, nxt, _roll.CANDIDATES)
         if repeats < min_repeats or period * (repeats - 1) < _roll.MIN_INSTRUCTIONS:
-            i += 1
             continue
         run = _checked(nodes, i, period, repeats, seqs, codes, stops)
         if run is None or run.repeats < min_repeats or \

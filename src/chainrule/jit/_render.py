@@ -29,6 +29,9 @@ class Plan:
     def __init__(self, units: list, const):
         self.units = units
         self.const = const
+        # id(instruction) of the values a float program checks are finite (see
+        # ``_emit._watched``): after each, ``_watch += v * 0.0`` (a nan where v is not)
+        self.watched: set[int] = set()
         self.counts = {"v": 0, "s": 0, "t": 0, "p": 0}
         self.n_calls = 0  # primitive calls one run of the program makes
         self.texts: dict[int, list] = {}  # id(instruction) -> (exact, float, read) per slot
@@ -172,18 +175,25 @@ class Plan:
         return f"{name}[i]", f"{name}[i]", name
 
     # ---------------------------------------------------------------- lines
+    def line(self, ins: Instr) -> str:
+        """A straight instruction's line, as it is (no ``del``, no ``out=``)."""
+        return self._line(ins, self.texts[id(ins)], False)
+
     def _line(self, ins: Instr, texts: list, fast: bool) -> str | None:
         if fast:
             if ins.kind == "convert":
                 return None
             code = ins.fast.format(*[t[1] for t in texts])
-            comment = ins.comment.split(" @ ")[0] if ins.kind == "call" else ins.comment
+            comment = ins.comment
         else:
             code = ins.code.format(*[t[0] for t in texts])
             comment = ins.comment
         if ins.kind == "guard":
             return f"{code}  # {comment}"
         return f"{ins.var} = {code}  # {comment}"
+
+    def _watch_line(self, ins: Instr) -> str:
+        return f"_watch += {ins.var} * 0.0  # NumPy warns where {ins.var} is not finite"
 
     def fast_lines(self) -> list[str]:
         lines: list[str] = []
@@ -194,6 +204,8 @@ class Plan:
                 line = self._line(unit, self.texts[id(unit)], True)
                 if line is not None:
                     lines.append(line)
+                    if id(unit) in self.watched:
+                        lines.append(self._watch_line(unit))
         return lines
 
     def _loop_lines(self, loop: Loop, fast: bool, outputs: set | None = None,
@@ -250,6 +262,9 @@ class Plan:
                 viewed.update(names)
             body.append(line)
             reads.append(names)
+            if fast and id(ins) in self.watched:
+                body.append(self._watch_line(ins))
+                reads.append(())
             if ins.offset in loop.stored:
                 shift = " + 1" if ins.offset in loop.inits else ""
                 body.append(f"{loop.stored[ins.offset]}[i{shift}] = {ins.var}")

@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._core.repeats import next_same, run_at
+from .._core.repeats import next_same, run_at, run_starts
 
 MIN_REPEATS = 4  # iterations: fewer stay straight-line code
 MIN_INSTRUCTIONS = 48  # instructions in the whole run: a shorter one compiles fast anyway
@@ -64,7 +64,15 @@ def roll(instrs: list) -> list:
     units: list = []
     i = 0
     n = len(instrs)
-    while i < n:
+    # (a run to roll has min_repeats iterations, and min_instructions in all)
+    stretch = lambda period: np.maximum((min_repeats - 1) * period, min_instructions - period)  # noqa: E731,E501
+    for start in run_starts(keys, nxt, CANDIDATES, stretch) + [n]:
+        if start < i:
+            continue  # (inside a loop made)
+        units += instrs[i:start]  # (no run starts among these: straight code)
+        i = start
+        if i == n:
+            break
         period, repeats = run_at(keys, i, nxt, CANDIDATES)
         loop = None
         if repeats >= min_repeats and period * repeats >= min_instructions:
@@ -80,6 +88,7 @@ def roll(instrs: list) -> list:
                 ins.loop, ins.offset, ins.iteration = loop, k, r
         units.append(loop)
         i += period * loop.repeats
+    units += instrs[i:]
     return units
 
 

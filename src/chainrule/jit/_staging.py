@@ -15,17 +15,27 @@ the caller retraces.
 from __future__ import annotations
 
 import itertools
+import operator
 import threading
+import weakref
 from typing import Any
 
 import numpy as np
 
+from .. import numpy as anp
 from .._core import tracer
 from .._core.tracer import Node, isbox
+from ._notices import call_site, storing_an_item
 
 _creation = itertools.count()
 _BOX_TYPES = tracer.Box.types  # (the registry's own set: later registrations count)
-_state = threading.local()
+
+
+class _State(threading.local):
+    session = None  # this thread's staging trace (see Session), or None
+
+
+_state = _State()
 
 
 class StagingError(TypeError):
@@ -45,26 +55,119 @@ class Guard:
 
 
 class Session:
-    """What one staging trace records besides its nodes: guards, and whether the function
-    closed over values of another (outer) trace, which makes the record unusable."""
+    """What one staging trace records: its nodes in the order they were made, the guards,
+    and why the record cannot be reused, if it cannot: the function closed over values of
+    another (outer) trace, or a staged call or decision raised an exception (the function
+    went on, so it caught it: the path it took depends on an exception the program would
+    not raise the same way)."""
 
     def __init__(self, trace_id: int):
         self.trace_id = trace_id
+        self.nodes = Record()
         self.guards: list[Guard] = []
-        self.impure = ""  # why the record cannot be reused, if it cannot
+        self.impure = ""  # the record answers no later call (a value of an outer trace)
+        self.raised = ""  # a staged call raised: this record is not kept
+        # a traced value was written into a plain NumPy array (a[i] = x): the program would
+        # depend on its value through the array, which no call records (a guard holds it:
+        # later calls would trace again and again)
+        self.fills = False
+
+    def close(self) -> None:
+        """Free the record (its nodes and this session refer to each other)."""
+        self.nodes = self.guards = None
 
 
 def current() -> Session | None:
-    return getattr(_state, "session", None)
+    return _state.session
 
 
 def _on_decision(box, convert):
-    value = convert(tracer.getval(box._value))
     session = current()
-    if session is None or box._trace_id != session.trace_id:
+    ours = session is not None and box._trace_id == session.trace_id
+    if ours and convert is tracer.as_index and _integer_array(box._value):
+        return box  # an integer array indexes as a value of the program (see _signature)
+    try:
+        value = convert(tracer.getval(box._value))
+    except TypeError:
+        raise  # (of the value's type, which the signature fixes: NumPy probes with int())
+    except Exception as error:  # (of its value: int() of a nan)
+        _on_error(box, error)
+        raise
+    if not ours:
         return value
-    session.guards.append(Guard(box._node, convert, value))
+    if convert is float and storing_an_item():
+        session.fills = True  # (a[i] = x, with a a NumPy array: see Session)
+    if convert is tracer.as_index:
+        convert = tracer.getval  # (the same check)
+    session.guards.append(Guard(box._node, convert, _kept(value)))
     return value
+
+
+def _integer_array(value: Any) -> bool:
+    return type(value) is np.ndarray and value.dtype.kind in "iu"
+
+
+def _kept(value: Any) -> Any:
+    """A value a guard compares later calls with: an array is copied (the caller may
+    change its own, an argument, in place)."""
+    return value.copy() if type(value) is np.ndarray else value
+
+
+def _on_error(box, error: BaseException | None = None) -> None:
+    """A call or a decision on a staged value raised (``Node.on_error``)."""
+    session = current()
+    if session is not None and box._trace_id == session.trace_id and not session.raised:
+        what = "a call on a traced value" if error is None else \
+            f"a decision on a traced value ({type(error).__name__})"
+        session.raised = f"{what} raised an exception that the function caught"
+
+
+class Record(list):
+    """The nodes of one staging trace, in the order they were made, and the values of the
+    constants they read (``constant``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.copies: dict[int, tuple] = {}  # id(array) -> (a weak reference to it, its copy)
+
+    def constant(self, value: Any) -> Any:
+        """A constant argument as the call read it: an array (a list, a tuple holding
+        arrays) is copied when the trace first reads it and read from the copy, which the
+        program keeps; a later read of the same array gets the same copy where the array
+        still holds the same bits, else a new copy. The function may change the array
+        between two calls that read it (``e[:] = 0; e[i] = 1`` in a loop), or after the
+        trace: each call reads the contents it had then, as eagerly."""
+        t = type(value)
+        if t is np.ndarray:
+            key = id(value)
+            known = self.copies.get(key)
+            if known is not None and known[0]() is value and _same_bits(value, known[1]):
+                return known[1]
+            copy = value.copy(order="K")
+            self.copies[key] = (weakref.ref(value), copy)
+            return copy
+        if t is tuple:
+            items = tuple(map(self.constant, value))
+            return value if all(map(operator.is_, items, value)) else items
+        if t is list:
+            return list(map(self.constant, value))
+        return value
+
+
+_MUTABLE = frozenset([np.ndarray, tuple, list])
+_NO_KEYWORDS: dict = {}
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.hasobject:
+        return False  # (objects may change inside: never the same)
+    as_int = _UINT.get(a.dtype.itemsize)
+    if as_int is None:
+        return a.tobytes() == b.tobytes()
+    return bool(np.array_equal(a.view(as_int), b.view(as_int)))
 
 
 class ArrayMeta:
@@ -74,8 +177,25 @@ class ArrayMeta:
 
     __slots__ = ("shape", "dtype", "strides", "ndim")
 
-    def __init__(self, a: np.ndarray):
-        self.shape, self.dtype, self.strides, self.ndim = a.shape, a.dtype, a.strides, a.ndim
+    def __init__(self, shape: tuple, dtype: np.dtype, strides: tuple):
+        self.shape, self.dtype, self.strides, self.ndim = shape, dtype, strides, len(shape)
+
+
+# (shape, dtype, strides) -> its ArrayMeta: one object for all the answers of one layout
+# (a record holds one per call; its size, a few hundred bytes per call, is most of a
+# record's memory). Emptied when it grows: metas are never compared by identity.
+_metas: dict[tuple, ArrayMeta] = {}
+_MAX_METAS = 4096
+
+
+def array_meta(a: np.ndarray) -> ArrayMeta:
+    layout = (a.shape, a.dtype, a.strides)
+    meta = _metas.get(layout)
+    if meta is None:
+        if len(_metas) >= _MAX_METAS:
+            _metas.clear()
+        meta = _metas[layout] = ArrayMeta(*layout)
+    return meta
 
 
 _masks_made = False  # whether a staged mask was ever made (until then no parent is one)
@@ -90,14 +210,24 @@ class StagingNode(Node):
     type, which folding compares (``_fold``)."""
 
     __slots__ = ("fun", "args", "kwargs", "argnums", "parents", "ans", "seq", "index", "mask",
-                 "key")
+                 "key", "record", "place")
     on_decision = staticmethod(_on_decision)
+    on_error = staticmethod(_on_error)
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         # (runs once per recorded call, so it does only what the record needs; ``index``
         # is set for inputs only)
+        # the record of this node's trace: its parents' (a call for an outer staging trace
+        # may come while an inner one is the thread's session), or the session's for an
+        # input; the session breaks the cycle this makes (``Session.close``)
+        if parents:
+            self.record = record = parents[0].record
+        else:
+            session = _state.session
+            self.record = record = Record() if session is None else session.nodes
+        record.append(self)
         self.fun = fun
-        self.kwargs = kwargs
+        self.kwargs = kwargs or _NO_KEYWORDS  # (one empty dict for all: none is changed)
         self.argnums = argnums
         self.parents = parents
         self.seq = next(_creation)
@@ -109,15 +239,21 @@ class StagingNode(Node):
         else:
             for i in argnums:
                 args[i] = None  # (the tracer's own list of the call's values)
+            for i, a in enumerate(args):
+                if type(a) in _MUTABLE:
+                    args[i] = record.constant(a)
             self.args = args
             form = (argnums, n)
+        if kwargs and any(type(v) in _MUTABLE for v in kwargs.values()):
+            for k, v in kwargs.items():
+                kwargs[k] = record.constant(v)
         kind = type(ans)
         try:
             self.key = _key_numbers[fun][form][kind]  # (three lookups: no tuple to hash)
         except KeyError:
             self.key = _new_key(fun, form, kind)
         if kind is _NDARRAY:
-            self.ans = ArrayMeta(ans)
+            self.ans = array_meta(ans)
         elif kind in _BOX_TYPES:
             # A box of an older trace (one the function closed over) took part: the call
             # was recorded on that trace too, and answered with one of its boxes.
@@ -127,9 +263,11 @@ class StagingNode(Node):
                 session.impure = "it uses a value traced outside it (a closed-over box)"
         else:
             self.ans = ans
+        if fun in _LAYOUT_BY_VALUE:
+            _guard_layout(self, ans)
         if _masks_made:
             for p in parents:
-                if p.mask and not _takes_masks(fun):
+                if p.mask and not _takes_masks(fun, p, n):
                     _guard_mask(p)  # (a notrace consumer's own answer is guarded instead)
 
     def initialize_root(self, value, index: int) -> None:
@@ -139,6 +277,17 @@ class StagingNode(Node):
     def __repr__(self) -> str:
         name = "input" if self.fun is None else getattr(self.fun, "__name__", "?")
         return f"<StagingNode {name} #{self.seq}>"
+
+
+class SourcedNode(StagingNode):
+    """A staging node that knows the user's line that made it (``lower()`` writes it in
+    the comment of the call's line; it costs a look up the stack per call)."""
+
+    __slots__ = ("source",)
+
+    def __init__(self, ans, fun, args, kwargs, argnums, parents):
+        super().__init__(ans, fun, args, kwargs, argnums, parents)
+        self.source = call_site()
 
 
 _NDARRAY = np.ndarray
@@ -158,6 +307,24 @@ def _new_key(fun, form, kind) -> int:
     # (setdefault: two threads meeting a new key agree on its number)
     return _key_numbers.setdefault(fun, {}).setdefault(form, {}).setdefault(
         kind, next(_numbers))
+
+
+def _layout(value: Any) -> tuple:
+    """A value's type, dtype and shape."""
+    return type(value), getattr(value, "dtype", None), np.shape(value)
+
+
+def _guard_layout(node: StagingNode, ans: Any) -> None:
+    """Guard the type, dtype and shape of a call's answer where its arguments' values
+    decide them (``real_if_close``: real where the imaginary parts are small): the code
+    after it was traced for that layout."""
+    session = current()
+    if session is not None:
+        session.guards.append(Guard(node, _layout, _layout(ans)))
+
+
+# primitives whose answer's layout (type, dtype, shape) depends on their arguments' values
+_LAYOUT_BY_VALUE = frozenset([anp.real_if_close])
 
 
 def _staged_box(x, trace_id: int):
@@ -222,14 +389,18 @@ def notrace_hook(f_raw, args, kwargs):
     if all(s is None for s in staged):
         return NotImplemented
     argvals = [tracer.getval(a) for a in args]
-    ans = f_raw(*argvals, **kwargs)
+    argnums = tuple(i for i, s in enumerate(staged) if s is not None)
+    try:
+        ans = f_raw(*argvals, **kwargs)
+    except Exception:
+        _on_error(staged[argnums[0]])
+        raise
     call = _notrace_calls.get(f_raw)
     if call is None:
         call = _notrace_calls[f_raw] = _NotraceCall(f_raw)
-    argnums = tuple(i for i, s in enumerate(staged) if s is not None)
     parents = tuple(staged[i]._node for i in argnums)
     # other arguments are constants: plain values (boxes of newer traces hold no staged value)
-    node = StagingNode(ans, call, list(argvals), dict(kwargs), argnums, parents)
+    node = type(parents[0])(ans, call, list(argvals), dict(kwargs), argnums, parents)
     if f_raw in _MASK_FUNCTIONS and type(ans) is np.ndarray and ans.ndim and ans.dtype == bool:
         # A mask (x > 0 and kin) is a value of the program: it goes on as a staged box, and
         # is guarded by value only where it reaches a function outside _takes_masks (one
@@ -256,29 +427,57 @@ _MASK_FUNCTIONS = frozenset(
 )
 
 
-def _takes_masks(fun) -> bool:
-    """Whether a recorded function may take a staged mask as a value: an elementwise
-    function (a ufunc, a chainrule ufunc wrapper, a mask function), ``where``, ``astype``
-    or ``sum``, whose answer's shape does not depend on the mask's values. Python
-    decisions on a mask (``if m.any():``, an index) are guarded where they happen,
-    by ``on_decision``."""
+def staged_as_mask(box) -> None:
+    """An integer or boolean array given as an argument: a value of the program that no
+    derivative reaches, staged as masks are (its uses outside ``_takes_masks`` are
+    guarded by value)."""
+    global _masks_made
+    _masks_made = True
+    box._node.mask = True
+    box._node.ans = box._value
+
+
+def _takes_masks(fun, parent: StagingNode, n_args: int) -> bool:
+    """Whether a recorded function of ``n_args`` arguments may take a staged mask (or
+    integer array, see ``_signature``) ``parent`` as a value: an elementwise function (a
+    ufunc, a chainrule ufunc wrapper, a mask function), ``where`` of three arguments,
+    ``astype`` or ``sum``, whose answer's shape does not depend on the mask's values; an
+    integer array also as the index of indexing and its kin (``x[i]``, ``np.take``,
+    their derivatives), whose answers have its shape. Python decisions on a mask (``if
+    m.any():``, a boolean index) are guarded where they happen, by ``on_decision``."""
     if fun is None:
         return False
     if type(fun) is _NotraceCall:
         return True  # its own answer is guarded (or is a mask)
     raw = fun.fun
+    masks, indices, where = _shape_preserving()
     return (
         isinstance(raw, np.ufunc)
         or getattr(raw, "ufunc", None) is not None
-        or raw in _shape_preserving()
+        or (raw in masks and (raw is not where or n_args == 3))
+        or (raw in indices and _integer_array(parent.ans))
     )
 
 
 def _shape_preserving() -> tuple:
-    from ..numpy import where  # (late: chainrule.numpy imports the tracer first)
-    from ..numpy.numpy_boxes import array_astype
+    """(functions taking masks, functions taking integer arrays as indices, where's raw
+    function), found once."""
+    global _SHAPE_PRESERVING
+    if _SHAPE_PRESERVING is None:
+        from .. import numpy as anp  # (late: chainrule.numpy imports the tracer first)
+        from ..numpy.numpy_boxes import array_astype, array_getitem
+        from ..numpy.rules.shape import untake
 
-    return (where.fun, array_astype.fun, np.sum)
+        _SHAPE_PRESERVING = (
+            frozenset([anp.where.fun, array_astype.fun, np.sum]),
+            frozenset([array_getitem.fun, untake.fun, anp.take.fun, anp.index_update.fun,
+                       anp.take_along_axis.fun]),
+            anp.where.fun,
+        )
+    return _SHAPE_PRESERVING
+
+
+_SHAPE_PRESERVING: tuple | None = None
 
 
 def _guard_mask(node: StagingNode) -> None:
@@ -286,7 +485,7 @@ def _guard_mask(node: StagingNode) -> None:
     value: boolean indexing, whose answer's shape depends on it, or a rule's Python)."""
     session = current()
     if session is not None and not any(g.node is node for g in session.guards):
-        session.guards.append(Guard(node, _identity, node.ans))
+        session.guards.append(Guard(node, _identity, _kept(node.ans)))
 
 
 def _masks_made_plain(kwargs: dict, session: Session) -> dict:

@@ -17,6 +17,7 @@ import numpy as _np
 
 from .._core.tracer import (
     Box,
+    as_index,
     check_not_leaked,
     decided,
     getval,
@@ -80,16 +81,12 @@ class ArrayBox(Box):
         return (self[i] for i in range(len(self)))
 
     def __getitem__(self, index):
-        if isbox(index):
-            index = decided(index, getval)  # an index has no derivative
-        return _as_view(array_getitem(self, index), self)
+        return _as_view(array_getitem(self, _plain_index(index)), self)
 
     def __setitem__(self, index, value):
         if getattr(self, "_view_of", None) is not None:
             self._check_not_view(f"x[{_index_repr(index)}] = ...")
-        if isbox(index):
-            index = decided(index, getval)
-        self._rebind(anp.index_update(self, index, value))
+        self._rebind(anp.index_update(self, _plain_index(index), value))
 
     # ------------------------------------------------------------------ in-place writes
     def _check_not_view(self, what: str) -> None:
@@ -174,8 +171,10 @@ class ArrayBox(Box):
 
     def __array__(self, dtype=None, copy=None):
         check_not_leaked(self)
-        if dtype is not None and _carries_no_derivative(dtype):
-            # numpy.int64(x): indices, as autograd (under chainrule.jit, a guarded decision)
+        if (dtype is not None and _carries_no_derivative(dtype)) or \
+                _carries_no_derivative(self.dtype):
+            # numpy.int64(x): indices, as autograd; an integer or boolean value (only
+            # chainrule.jit traces those) as itself (under chainrule.jit, a guarded decision)
             return decided(self, _Plain("asarray", _np.asarray, dtype))
         if dtype is None and _carries_no_derivative(self.dtype):
             # a mask that a staging or detection trace follows, indexing a NumPy array
@@ -436,6 +435,17 @@ class _Plain:
 
     def __call__(self, value):
         return self.fun(value, self.dtype, *self.args, **self.kwargs)
+
+
+def _plain_index(index):
+    """An index as indexing takes it: a traced one is a decision (it has no derivative;
+    ``as_index``: under chainrule.jit an integer array stays a value of the program), and
+    so is each traced part of a tuple index (a guarded value under chainrule.jit)."""
+    if isbox(index):
+        return decided(index, as_index)
+    if type(index) is tuple and any(isbox(part) for part in index):
+        return tuple(decided(part, getval) if isbox(part) else part for part in index)
+    return index
 
 
 def _carries_no_derivative(dtype) -> bool:

@@ -87,6 +87,7 @@ _isfinite = _math.isfinite
 # NumPy's would warn: outside the domain, on overflow, sin and cos of inf.
 _SCALAR_UNARY = {
     "negative": _operator.neg,
+    "absolute": _builtins.abs,
     "sin":      _math.sin,
     "cos":      _math.cos,
     "exp":      _math.exp,
@@ -99,29 +100,55 @@ _SCALAR_BINARY = {
     "multiply": _operator.mul,
     "divide":   _operator.truediv,
 }
+# Operators whose ufunc has no float path above; on NumPy scalars they are the operator
+# too (see _NUMPY_SCALARS).
+_OPERATOR_ONLY = {
+    "floor_divide": _operator.floordiv,
+    "remainder":    _operator.mod,
+    "power":        _operator.pow,
+}
 # fmt: on
 
+# NumPy's scalars have their own arithmetic behind their operators, which differs from
+# the ufuncs' in the last bit on some inputs: complex products and absolute values (a
+# third of them), x ** 2 and x ** -1 (the ufunc's square and reciprocal). ``x * y``,
+# ``x ** 2`` or ``abs(x)`` on traced scalars are these primitives, so on NumPy scalars
+# (and numbers with them) they compute what the operators compute untraced, as the
+# float path does on float scalars; so does ``power`` of an array by a number (the
+# array's ** takes a fast path of its own). Elsewhere the ufunc answers.
+_NUMPY_SCALARS = frozenset([_np.float64, _np.float32, _np.float16, _np.complex128,
+                            _np.complex64])
+_SCALAR_OPERANDS = _NUMPY_SCALARS | {float, complex, int}
+# an array's ** by a number is NumPy's fast path (square, sqrt, reciprocal: their warnings,
+# "overflow encountered in square"), not the power ufunc
+_ndarray = _np.ndarray
+_POWER_EXPONENTS = frozenset([int, float])
 
-def _with_scalar_path(ufunc, scalar):
-    """``ufunc``, with ``scalar`` taking the calls whose operands are all float scalars.
+
+def _with_scalar_path(ufunc, scalar, floats: bool = True):
+    """``ufunc``, with ``scalar`` taking the calls whose operands are all float scalars
+    (``floats``: False for the operators of _OPERATOR_ONLY) or NumPy scalars.
 
     One Python frame per call: the float function is a C function, not a lambda."""
     if ufunc.nin == 1:
         def raw(x, *args, **kwargs):
             if args or kwargs:
                 return ufunc(x, *args, **kwargs)
-            if type(x) in _FLOAT_SCALARS:
+            x_type = type(x)
+            if x_type in _FLOAT_SCALARS:
                 try:
                     return _f64(scalar(x))
                 except (ValueError, OverflowError):
                     pass  # NumPy's value, with its warning
+            elif x_type in _NUMPY_SCALARS and (scalar is _builtins.abs or scalar is _operator.neg):
+                return scalar(x)
             return ufunc(x)  # (a plain call: forwarding empty *args, **kwargs costs ~0.5 us)
     else:
         def raw(x, y, *args, **kwargs):
             if args or kwargs:
                 return ufunc(x, y, *args, **kwargs)
             x_type, y_type = type(x), type(y)
-            if x_type is float and y_type is float:
+            if x_type is float and y_type is float and floats:
                 # Python's arithmetic neither warns nor divides by zero: a non-finite
                 # result goes to NumPy (inf and nan operands, overflow, 0/0).
                 try:
@@ -133,11 +160,16 @@ def _with_scalar_path(ufunc, scalar):
             elif (x_type is _f64 and y_type in _FLOAT_SCALARS) or \
                     (y_type is _f64 and x_type is float):  # (identity tests: cheaper than sets)
                 return scalar(x, y)  # NumPy's scalar arithmetic: its values and warnings
+            elif (x_type in _NUMPY_SCALARS and y_type in _SCALAR_OPERANDS) or \
+                    (y_type in _NUMPY_SCALARS and x_type in _SCALAR_OPERANDS) or \
+                    (x_type is _ndarray and y_type in _POWER_EXPONENTS and not floats):
+                return scalar(x, y)  # (an array ** a number: NumPy's square, sqrt ...)
             return ufunc(x, y)
     raw.__name__ = raw.__qualname__ = ufunc.__name__
     raw.__doc__ = ufunc.__doc__
     raw.ufunc = ufunc  # for dispatch to foreign operands (numpy_boxes)
-    raw.scalar = scalar  # for chainrule.jit's programs of floats
+    if floats:
+        raw.scalar = scalar  # for chainrule.jit's programs of floats
     return raw
 
 
@@ -196,15 +228,18 @@ _BY_KEYWORD = {_np.where: _where}
 
 _SCALAR_PATHS = {getattr(_np, name): impl
                  for name, impl in {**_SCALAR_UNARY, **_SCALAR_BINARY}.items()}
+_OPERATOR_PATHS = {getattr(_np, name): impl for name, impl in _OPERATOR_ONLY.items()}
 
 
 def _differentiable(raw):
     """The primitive that stands for NumPy's differentiable function ``raw``."""
     impl = _SCALAR_PATHS.get(raw)
+    operator = _OPERATOR_PATHS.get(raw)
     return primitive(
         _in_own_library(raw) if raw in _KEEP_LIBRARY else
         _BY_KEYWORD[raw] if raw in _BY_KEYWORD else
-        raw if impl is None else _with_scalar_path(raw, impl),
+        _with_scalar_path(raw, impl) if impl is not None else
+        _with_scalar_path(raw, operator, floats=False) if operator is not None else raw,
         out_position=_out_position(raw))
 
 

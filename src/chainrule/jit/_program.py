@@ -1,0 +1,138 @@
+"""What a jitted function runs for a signature: a ``Program``, and what every program,
+compiled (``_emit``) or run as a table (``_interpret``), shares: which recorded calls it
+makes (``needed``: dead-code elimination that keeps every call eager evaluation could hear
+of), what a guard checks (``guard_holds``, ``same``), and what it answers when it cannot
+(``MISS``, ``RAISED``)."""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import numpy as np
+
+from .. import numpy as anp
+from .._core.tracer import getval
+from ._staging import ArrayMeta, Guard, StagingNode, _identity, _NotraceCall
+
+MISS = object()  # what an emitted program answers when a guard fails
+RAISED = object()  # what it answers when a call in it raised: the call is evaluated eagerly
+
+class Program:
+    """One compiled variant: ``call(*leaves)`` answers the output leaves, ``MISS`` where a
+    guard fails, or ``RAISED`` where a call raised (an overflow, a failed factorisation,
+    a guard's ``int()`` of a nan: eager evaluation then answers, with its warnings or its
+    exception, which the function may catch). ``run(*leaves)`` answers ``MISS`` for both
+    (see ``JittedFunction.variants_for``)."""
+
+    def __init__(self, source: str, call, n_lines: int, n_calls: int,
+                 namespace: dict | None = None):
+        self.source = source
+        self.call = call
+        self.n_lines = n_lines
+        self.n_calls = n_calls  # primitive calls one run makes (a rolled loop's, each time)
+        self.namespace = {} if namespace is None else namespace  # its globals (f0, c0 ...)
+
+    def run(self, *leaves):
+        out = self.call(*leaves)
+        return MISS if out is RAISED else out
+
+
+def needed(nodes: list[StagingNode], outputs: list, guards: list[Guard]) -> list[StagingNode]:
+    """The nodes the program runs, in the order they were made (``nodes``: the record):
+    what the outputs and the guards need, and every call that might raise or warn (a
+    product may overflow, a Cholesky factorisation fail), with what it needs, for eager
+    evaluation makes them too. Only calls that can do neither (``_SILENT``: views,
+    reshapes, indexing with fixed indices, negation) are left out where nothing reads them."""
+    needed = set(outputs)
+    needed.update(g.node for g in guards)
+    found = []
+    silent = _silent_functions()
+    for node in reversed(nodes):
+        if node in needed or not _silent(node, silent):
+            found.append(node)
+            needed.update(node.parents)
+    found.reverse()
+    return found
+
+
+def _silent(node: StagingNode, silent: frozenset) -> bool:
+    fun = node.fun
+    if fun is None or type(fun) is _NotraceCall:
+        return True  # (an input; a comparison, whose answer is guarded where it is used)
+    raw = fun.fun
+    if raw in _REDUCTIONS:  # a sum (max ...) of one number adds nothing to it
+        return node.argnums == (0,) and _one_number(node.parents[0].ans)
+    # indexing is silent with constant indices only (a traced index may be out of range)
+    return raw in silent and (raw is not _GETITEM or node.argnums == (0,))
+
+
+def _one_number(ans: Any) -> bool:
+    return type(ans) in _FLOAT_SCALARS or (type(ans) is ArrayMeta and ans.shape == ())
+
+
+_REDUCTIONS = frozenset([np.sum, np.prod, np.max, np.min, np.amax, np.amin])
+
+
+def _silent_functions() -> frozenset:
+    """The raw functions that can neither raise nor warn on arguments of the signature's
+    types and shapes (see ``_needed``), found once."""
+    global _SILENT, _GETITEM
+    if _SILENT is None:
+        from ..numpy.numpy_boxes import array_getitem
+
+        _GETITEM = array_getitem.fun
+        _SILENT = frozenset(
+            getattr(anp, name).fun for name in (
+                "transpose", "reshape", "ravel", "squeeze", "expand_dims", "moveaxis",
+                "swapaxes", "broadcast_to", "negative", "positive", "real", "imag",
+                "conjugate", "copy", "atleast_1d", "atleast_2d", "atleast_3d",
+            ) if hasattr(anp, name)
+        ) | {array_getitem.fun}
+    return _SILENT
+
+
+_SILENT: frozenset | None = None
+_GETITEM = None  # array_getitem's raw function (set with _SILENT)
+
+
+def same(a: Any, b: Any) -> bool:
+    """Whether a guarded value is the one the trace decided on: of the same type and
+    equal bit for bit (``-0.0`` is not ``0.0``, a nan is itself), a tuple or list item
+    by item (``np.nonzero``, ``np.histogram``)."""
+    t = type(a)
+    if t is not type(b):
+        return False
+    if t is tuple or t is list:
+        return len(a) == len(b) and all(map(same, a, b))
+    if t is float:
+        return _DOUBLE.pack(a) == _DOUBLE.pack(b)
+    if t is complex:
+        return _DOUBLE.pack(a.real) == _DOUBLE.pack(b.real) and \
+            _DOUBLE.pack(a.imag) == _DOUBLE.pack(b.imag)
+    if t is np.ndarray or isinstance(a, np.generic):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if a.dtype.hasobject:
+            return bool(np.array_equal(a, b))
+        return a.tobytes() == b.tobytes()
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+_DOUBLE = struct.Struct("<d")
+
+
+def guard_holds(guard: Guard, value: Any) -> bool:
+    """What the check ``_guard_code`` writes answers: whether the value a guard reads on
+    this call is the one its trace decided on."""
+    expected = guard.expected
+    plain = guard.convert is _identity or guard.convert is getval
+    if guard.convert is bool or (plain and type(expected) in (bool, np.bool_)):
+        return bool(value) == bool(expected)
+    return same(value if plain else guard.convert(value), expected)
+
+
+_FLOAT_SCALARS = (float, np.float64)

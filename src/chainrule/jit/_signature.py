@@ -1,0 +1,163 @@
+"""The signature of a call: what a jitted function's cache is keyed by, and its inputs.
+
+A leaf of the arguments is either an *input* of the program (an array of numbers or
+booleans, a float or complex scalar: its type, shape, dtype and strides are in the key,
+its value is not) or *static* (its type and value are in the key): Python ints, bools and
+strings, NumPy integer and boolean scalars, None, functions, types, dtypes and enum
+members, and whatever ``static_argnums``/``static_argnames`` name. Any other object is
+refused with an error that names the fix (a pytree, a dataclass, or ``static_argnums``):
+its attributes may change between calls without changing its identity, and the program
+would answer for the old ones.
+
+``walk`` computes the key and the inputs in one pass on every call; ``tree_flatten``
+(which the trace uses) takes the leaves in the same order.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import struct
+import types
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .._core.pytree import LEAF, _sorted_keys, tree_flatten
+from ._staging import StagingError
+
+# array kinds that are inputs of the program: floats and complex numbers, and integers
+# and booleans (indices and masks), which are staged as masks are (see
+# ``_staging.staged_as_mask``): read by the calls that use them on each call, guarded by
+# value where the function decides on them (a shape, a Python branch, a boolean index)
+_STAGED_KINDS = frozenset("fciub")
+STAGED_SCALARS = (float, complex, np.float64, np.float32, np.float16, np.complex64,
+                  np.complex128)
+# leaves that are static without being declared so: values, or objects that stand for
+# code or types rather than for data that changes
+_PLAIN_STATIC = (bool, int, str, bytes, type(None), type(Ellipsis), slice, np.dtype, type,
+                 enum.Enum, types.FunctionType, types.BuiltinFunctionType, np.ufunc,
+                 np.integer, np.bool_, np.str_, np.bytes_)
+_RANDOM = (np.random.Generator, np.random.RandomState, np.random.BitGenerator)
+
+
+def leaf_key(leaf: Any) -> tuple:
+    t = type(leaf)
+    if t is np.ndarray:
+        if leaf.dtype.kind in _STAGED_KINDS:
+            return (t, leaf.shape, leaf.dtype, leaf.strides)
+        return ("static", t, (leaf.shape, leaf.dtype.str, leaf.tobytes()))
+    if t in STAGED_SCALARS:
+        return (t,)
+    if hasattr(leaf, "shape") and hasattr(leaf, "dtype") and not isinstance(leaf, np.generic):
+        return (t, tuple(leaf.shape), leaf.dtype)  # Dask, CuPy: their type is in the key
+    if not isinstance(leaf, _PLAIN_STATIC):
+        raise StagingError(_refusal(leaf))
+    try:
+        return ("static", static_key(leaf))
+    except TypeError:
+        raise StagingError(
+            f"chainrule.jit cannot take an argument leaf of type {t.__name__}: it is neither "
+            f"an array nor a hashable value that could be a static part of the signature."
+        ) from None
+
+
+def _refusal(leaf: Any) -> str:
+    name = type(leaf).__name__
+    if isinstance(leaf, _RANDOM):
+        return (
+            f"chainrule.jit cannot take a {name} as an argument: the program would draw "
+            f"the same numbers on every call. Draw them outside the function and pass "
+            f"them as arguments, or mark the argument static (static_argnums, "
+            f"static_argnames): jit then runs the function eagerly, as it does for any "
+            f"function that draws random numbers."
+        )
+    return (
+        f"chainrule.jit cannot take an argument of type {name}: it is neither an array, "
+        f"a number nor a container of them, and its attributes could change between "
+        f"calls without jit seeing it. Make its class a dataclass or register it with "
+        f"chainrule.register_pytree_node, so that its arrays become inputs of the "
+        f"program; or, if it never changes, mark it static (static_argnums, "
+        f"static_argnames; for a method decorated with @jit, self is argument 0): it is "
+        f"then part of the signature by type, == and hash."
+    )
+
+
+_DOUBLE = struct.Struct("<d")
+
+
+def static_key(value: Any) -> Any:
+    """What identifies a static value in the cache key: its type and value, a float by
+    its bits. (``==`` alone would make ``1`` and ``True``, ``0.0`` and ``-0.0`` one key,
+    and a nan never equal to itself.) Raises TypeError for an unhashable value."""
+    t = type(value)
+    if t is float:
+        return t, _DOUBLE.pack(value)
+    if t is complex:
+        return t, _DOUBLE.pack(value.real), _DOUBLE.pack(value.imag)
+    if t is tuple:
+        return t, tuple(map(static_key, value))
+    if t is frozenset:
+        return t, frozenset(map(static_key, value))
+    if isinstance(value, np.generic):
+        return t, value.tobytes()
+    hash(value)
+    return t, value
+
+
+def is_traced(leaf: Any) -> bool:
+    """Whether a leaf is an input of the program (else its value is in the signature)."""
+    return leaf_key(leaf)[0] != "static"
+
+
+def walk(tree: Any, tokens: list, dyn: list) -> None:
+    """Append ``tree``'s key tokens to ``tokens`` and its traced leaves to ``dyn``, in
+    ``tree_flatten``'s leaf order. (It runs on every call: ``+=`` of a 1-tuple rather
+    than ``append``, leaves of a container handled in its loop.)"""
+    t = type(tree)
+    if t is tuple or t is list:
+        tokens += ((t, len(tree)),)
+        children = tree
+    elif t is dict:
+        tokens += ((dict, tuple(tree)),)  # (the order it was built in: f may read it)
+        children = [tree[k] for k in _sorted_keys(tree)]
+    else:
+        children = (tree,)
+    for x in children:
+        t = type(x)
+        if t is np.ndarray and x.dtype.kind in _STAGED_KINDS:
+            tokens += ((t, x.shape, x.dtype, x.strides),)
+            dyn += (x,)
+        elif t in STAGED_SCALARS:
+            tokens += (t,)
+            dyn += (x,)
+        elif t is int or t is bool or t is str:
+            tokens += (("static", t, x),)
+        elif x is None:
+            tokens += (None,)
+        elif t is tuple or t is list or t is dict:
+            walk(x, tokens, dyn)
+        else:
+            leaves, treedef = tree_flatten(x)
+            if treedef is not LEAF:
+                tokens += (treedef,)
+            for leaf in leaves:
+                key = leaf_key(leaf)
+                tokens += (key,)
+                if key[0] != "static":
+                    dyn += (leaf,)
+
+
+def positional_parameters(fun: Callable) -> int:
+    """How many parameters ``fun`` takes by position; 0 where it takes ``*args`` or has no
+    signature Python can read."""
+    try:
+        params = inspect.signature(fun).parameters.values()
+    except (TypeError, ValueError):
+        return 0
+    kinds = [p.kind for p in params]
+    if inspect.Parameter.VAR_POSITIONAL in kinds:
+        return 0
+    return sum(k in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+               for k in kinds)

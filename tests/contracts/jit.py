@@ -1,0 +1,343 @@
+"""jit: a jitted call returns what the eager call returns (docs/jit.md, "The contract").
+
+For every call, ``jit(T)(*args)`` equals ``T(*args)`` evaluated eagerly, on the arguments
+with Python floats as NumPy float64: the same pytree (dict order included), types, dtypes,
+shapes and bits of every leaf (signed zeros; a nan matches a nan), the same exception
+(class and message), the same warnings (which ones, not how often nor in which order;
+jit's own ``JitWarning`` notices left out), the same draws from ``numpy.random``, outputs that share
+memory with the inputs, with each other and with earlier outputs exactly where the eager
+ones do, and inputs left as eagerly. The one exception the contract states, arrays
+closed over by ``f`` (read when traced), is kept out: closures are reset before each call
+and an eager output that is a closure array itself is not compared for sharing.
+
+Two kinds of case:
+
+- **program**: a generated program ``f(x, s)`` with every hazard of ``_programs``, under a
+  transform (``f`` itself, ``grad``, ``value_and_grad``, ``jvp``, ``hessian``), a wrapping
+  (``functools.wraps``, a jit inside the jit, a jit of a jit, a dict argument, ``s``
+  static of mixed types, keywords) and an argument layout (contiguous, strided,
+  reversed), called at least four times on inputs that take other branches (the first
+  again last: a cached call).
+- **spec**: a case of the rule tables (``chainrule._specs``) with some of its float
+  entries set to edge values (0, -0.0, ±inf, nan, ±1e308, subnormals): the function
+  jitted, its gradient and its JVP, each called on the edge values and on the case's own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import pkgutil
+import warnings
+from typing import Any
+
+import numpy as onp
+
+import chainrule
+from chainrule import _specs as specs
+from chainrule._core.pytree import tree_flatten, tree_unflatten
+from chainrule.jit import JitWarning
+
+from . import _programs as programs
+from ._compare import Outcome, array_leaves, differences
+
+NAME = "jit"
+CI_CASES = 300
+
+TRANSFORMS = ("plain", "plain", "plain", "grad", "value_and_grad", "jvp", "hessian")
+WRAPPINGS = ("none", "none", "wraps", "nested_jit", "jit_of_jit", "dict_arg", "static_s",
+             "keywords")
+LAYOUTS = ("contiguous", "contiguous", "strided", "reversed")
+STATIC_VALUES = (0.0, -0.0, 1, True, 0, False, 2.5, float("nan"), onp.float64(-0.0))
+EDGE_VALUES = (0.0, -0.0, onp.nan, onp.inf, -onp.inf, 1e308, -1e308, 5e-324, -5e-324,
+               1e-308)
+
+
+@dataclasses.dataclass
+class Case:
+    kind: str  # "program" or "spec"
+    transform: str
+    wrapping: str
+    layout: str
+    calls: list  # argument tuples, in call order
+    program: programs.Program | None = None
+    spec: Any = None
+
+    def __str__(self) -> str:
+        what = str(self.program) if self.program is not None else (
+            f"spec case {self.spec.id} ({self.spec.fun!r}, kwargs {self.spec.kwargs})")
+        return (f"{what}\n# jit of {self.transform}, wrapped {self.wrapping}, "
+                f"{self.layout} arguments, called at\n" +
+                "\n".join(f"#   {_show(args)}" for args in self.calls))
+
+
+def _show(args) -> str:
+    return repr(args).replace("\n", " ")
+
+
+# ------------------------------------------------------------------------ generate
+def generate(rng: onp.random.Generator) -> Case:
+    if rng.random() < 0.25:
+        return _spec_case(rng)
+    transform = str(rng.choice(TRANSFORMS))
+    output = "any" if transform == "plain" else "scalar"
+    n = 3 if transform == "hessian" else None
+    program = programs.generate(rng, programs.HAZARDS, output=output, n=n)
+    calls = program.inputs(rng, 3)
+    calls.append(calls[0])  # (the first arguments again: a cached call)
+    wrapping = str(rng.choice(WRAPPINGS))
+    if wrapping == "static_s":
+        calls = [(x, STATIC_VALUES[int(rng.integers(len(STATIC_VALUES)))]) for x, _ in calls]
+        calls.append(calls[-2])
+    layout = str(rng.choice(LAYOUTS))
+    calls = [(_laid_out(x, layout), s) for x, s in calls]
+    return Case("program", transform, wrapping, layout, calls, program=program)
+
+
+def _laid_out(x: onp.ndarray, layout: str) -> onp.ndarray:
+    if layout == "strided":
+        return onp.repeat(x, 2)[::2]
+    if layout == "reversed":
+        return x[::-1].copy()[::-1]
+    return x
+
+
+def _spec_cases() -> list:
+    """Every spec case with an argument to differentiate, and whether its function may
+    meet inf and nan (LAPACK's routines may loop for ever on them: linear algebra gets
+    the finite edge values only)."""
+    found = []
+    for info in sorted(pkgutil.iter_modules(specs.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{specs.__name__}.{info.name}")
+        finite = "linalg" in info.name
+        found += [(c, finite) for c in getattr(module, "CASES", []) if c.argnums]
+    return found
+
+
+SPEC_CASES = _spec_cases()
+FINITE_EDGE_VALUES = tuple(v for v in EDGE_VALUES if onp.isfinite(v))
+
+
+def _spec_case(rng: onp.random.Generator) -> Case:
+    spec, finite = SPEC_CASES[int(rng.integers(len(SPEC_CASES)))]
+    values = FINITE_EDGE_VALUES if finite else EDGE_VALUES
+    edged = list(spec.args)
+    for i in spec.argnums:
+        a = onp.array(edged[i], copy=True)
+        if a.dtype.kind not in "fc":
+            continue
+        flat = a.reshape(-1)
+        for j in rng.choice(flat.size, size=min(flat.size, 2), replace=False):
+            flat[j] = values[int(rng.integers(len(values)))]
+        edged[i] = a.reshape(onp.shape(edged[i]))[()] if onp.ndim(edged[i]) == 0 and \
+            isinstance(edged[i], onp.generic) else a
+    transform = str(rng.choice(("plain", "grad", "jvp")))
+    calls = [tuple(edged), tuple(spec.args), tuple(edged)]
+    return Case("spec", transform, "none", "contiguous", calls, spec=spec)
+
+
+# ------------------------------------------------------------------------ the function
+def _target(case: Case):
+    """The function whose jitted calls are compared with its eager ones, and how an
+    argument tuple is passed to it (``call(fun, args)``)."""
+    if case.kind == "spec":
+        return _spec_target(case)
+    f = case.program.fn
+    transform = case.transform
+    if transform == "plain":
+        target = f
+    elif transform == "grad":
+        target = chainrule.grad(f)
+    elif transform == "value_and_grad":
+        target = chainrule.value_and_grad(f)
+    elif transform == "hessian":
+        target = chainrule.hessian(f)
+    else:
+        u = onp.linspace(-1.0, 1.0, case.program.n).astype(case.program.dtype)
+
+        def target(x, s):
+            return chainrule.jvp(lambda z: f(z, s), (x,), (u,))
+    return target
+
+
+def _spec_target(case: Case):
+    spec = case.spec
+    fun, kwargs, argnum = spec.fun, spec.kwargs, spec.argnums[0]
+    if case.transform == "plain":
+        return lambda *a: fun(*a, **kwargs)
+
+    def scalar(*a):
+        leaves = tree_flatten(fun(*a, **kwargs))[0]
+        return sum(chainrule.numpy.sum(chainrule.numpy.real(v) * 0.5 + chainrule.numpy.imag(v))
+                   for v in leaves)
+
+    if case.transform == "grad":
+        return chainrule.grad(scalar, argnum)
+
+    def jvp_of(*a):
+        t = onp.ones_like(a[argnum]) * 0.75
+        return chainrule.jvp(lambda z: fun(*a[:argnum], z, *a[argnum + 1:], **kwargs),
+                             (a[argnum],), (t,))
+    return jvp_of
+
+
+def _jitted(case: Case, target):
+    """``(jitted, eager)``: the jitted function as the case wraps it, and what its calls
+    must equal, both taking a case's argument tuple."""
+    wrapping = case.wrapping
+    if wrapping == "wraps":
+        @functools.wraps(target)
+        def wrapped(*args):
+            return target(*args)
+        j = chainrule.jit(wrapped)
+        return (lambda args: j(*args)), (lambda args: target(*args))
+    if wrapping == "nested_jit":
+        inner = chainrule.jit(target)
+        j = chainrule.jit(lambda *args: inner(*args))
+        return (lambda args: j(*args)), (lambda args: target(*args))
+    if wrapping == "jit_of_jit":
+        j = chainrule.jit(chainrule.jit(target))
+        return (lambda args: j(*args)), (lambda args: target(*args))
+    if wrapping == "dict_arg":
+        def on_dict(d):
+            return target(d["x"], d["s"])
+        j = chainrule.jit(on_dict)
+        order = bool(len(case.calls) % 2)
+        as_dict = (lambda a: {"s": a[1], "x": a[0]}) if order else \
+            (lambda a: {"x": a[0], "s": a[1]})
+        return (lambda args: j(as_dict(args))), (lambda args: on_dict(as_dict(args)))
+    if wrapping == "static_s":
+        j = chainrule.jit(target, static_argnums=1)
+        return (lambda args: j(*args)), (lambda args: target(*args))
+    if wrapping == "keywords":
+        j = chainrule.jit(lambda x, s: target(x, s))
+        return (lambda args: j(args[0], s=args[1])), (lambda args: target(*args))
+    j = chainrule.jit(target)
+    return (lambda args: j(*args)), (lambda args: target(*args))
+
+
+def _as_traced(args: tuple, static: bool) -> tuple:
+    """The arguments as jit's trace sees them: Python floats and complex numbers as NumPy
+    scalars (a static argument is passed as it is)."""
+    leaves, treedef = tree_flatten(args[:1] if static else args)
+    leaves = [onp.float64(v) if type(v) is float else onp.complex128(v) if type(v) is complex
+              else v for v in leaves]
+    converted = tree_unflatten(treedef, leaves)
+    return converted + args[1:] if static else converted
+
+
+# ------------------------------------------------------------------------ check
+def check(case: Case) -> list[str]:
+    target = _target(case)
+    jitted, eager = _jitted(case, target)
+    static = case.wrapping == "static_s"
+    closures = set() if case.program is None else \
+        {id(case.program.namespace[k]) for k in case.program.closures}
+    out: list[str] = []
+    earlier_want: list = []
+    earlier_got: list = []
+    for k, args in enumerate(case.calls):
+        want, want_inputs = _run(case, k, lambda a: eager(_as_traced(a, static)), args)
+        # (what eager's outputs share is found now, and their values copied: a closure
+        # array returned is reset before the next run)
+        want_sharing = _sharing(want, want_inputs, earlier_want, closures)
+        want = _copied(want)
+        got, got_inputs = _run(case, k, jitted, args)
+        got_sharing = _sharing(got, got_inputs, earlier_got, closures)
+        found = differences(_distinct(want), _distinct(got), check_warnings=True,
+                            ignore_warning=lambda c, m: issubclass(c, JitWarning))
+        if not found:
+            found = _sharing_differences(want_sharing, got_sharing, closures)
+        out += [f"call {k}: {d}" for d in found]
+        if out:
+            break
+        earlier_want.append(want_sharing["arrays"])
+        earlier_got.append(got_sharing["arrays"])
+    return out
+
+
+def _run(case: Case, k: int, call, args: tuple) -> tuple[Outcome, tuple]:
+    """One call from the same state: closures reset, NumPy's global generator seeded, the
+    arguments fresh copies (in their layout); answers the outcome and the arguments."""
+    if case.program is not None:
+        case.program.reset()
+    args = tuple(_fresh(a) for a in args)
+    onp.random.seed(1000 + k)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", JitWarning)
+        return Outcome.of(lambda: call(args)), args
+
+
+def _fresh(a: Any) -> Any:
+    if isinstance(a, onp.ndarray):
+        if a.flags.c_contiguous or a.ndim == 0:
+            return a.copy()
+        return _laid_out(onp.ascontiguousarray(a), "strided" if a.strides[0] > 0 else
+                         "reversed") if a.ndim == 1 else onp.asfortranarray(a)
+    return a
+
+
+def _distinct(outcome: Outcome) -> Outcome:
+    """The outcome with each warning once, in one order (the contract compares which
+    warnings a call gives: a program may make one call where eager evaluation made two
+    alike, and gives the warnings of its trace that it does not make itself, such as a
+    transform's notice, after its own)."""
+    key = lambda w: (w[0].__module__, w[0].__qualname__, w[1])  # noqa: E731
+    return dataclasses.replace(outcome, warnings=sorted(set(outcome.warnings), key=key))
+
+
+def _copied(outcome: Outcome) -> Outcome:
+    if outcome.error is not None:
+        return outcome
+    arrays = {id(a): a.copy() for a in array_leaves(outcome.value)}
+    return dataclasses.replace(outcome, value=_replace(outcome.value, arrays))
+
+
+def _replace(tree, arrays: dict):
+    if isinstance(tree, onp.ndarray):
+        return arrays[id(tree)]
+    if isinstance(tree, dict):
+        return {k: _replace(v, arrays) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)) and not hasattr(tree, "_fields"):
+        return type(tree)(_replace(v, arrays) for v in tree)
+    return tree
+
+
+_RELATION = {(True, True): "the same array", (False, True): "share memory",
+             (False, False): "apart", (True, False): "the same array"}
+
+
+def _sharing(outcome: Outcome, inputs: tuple, earlier: list, closures: set) -> dict:
+    """Which output arrays are the same object as, or share memory with, an input, an
+    earlier output or another output: ``{"output array i and an input (j)": (same,
+    shared)}``, and the output arrays under ``"arrays"``."""
+    out = array_leaves(outcome.value) if outcome.error is None else []
+    found: dict = {"arrays": out}
+    ins = array_leaves(list(inputs))
+    old = [x for arrays in earlier for x in arrays]
+    for i, x in enumerate(out):
+        for what, others in (("an input", ins), ("an earlier output", old),
+                             ("another output", out[:i])):
+            for j, u in enumerate(others):
+                if x.size and u.size:
+                    found[f"output array {i} and {what} ({j})"] = (
+                        x is u, bool(onp.shares_memory(x, u)))
+    return found
+
+
+def _sharing_differences(want: dict, got: dict, closures: set) -> list[str]:
+    """The pairs ``_sharing`` found related otherwise jitted than eagerly (those of an
+    eager output that is a closure array left out: the contract's stated exception)."""
+    arrays = want["arrays"]
+    found = []
+    for key in sorted(set(want) | set(got)):
+        if key == "arrays":
+            continue
+        i = int(key.split()[2])
+        if i < len(arrays) and id(arrays[i]) in closures:
+            continue
+        a, b = want.get(key, (False, False)), got.get(key, (False, False))
+        if a != b:
+            found.append(f"{key}: eagerly {_RELATION[a]}, jitted {_RELATION[b]}")
+    return found

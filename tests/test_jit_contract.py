@@ -1,0 +1,770 @@
+"""chainrule.jit keeps its contract (issue 32): a jitted call returns what the eager call
+returns, bit for bit, with the same pytree, fresh outputs, the same exceptions and
+warnings, or it retraces, runs eagerly or raises a clear error. One section per defect
+of the issue; each test calls the jitted function several times, on inputs that take
+other branches, and compares with eager evaluation."""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import sys
+
+import numpy as onp
+import pytest
+
+import chainrule as cr
+import chainrule.numpy as np
+from chainrule.jit import JitCheckError, JitWarning, StagingError
+
+X = onp.array([0.1, 0.2, 0.3])
+
+
+def same(a, b) -> None:
+    """``a`` and ``b`` are the same pytree of the same values, bit for bit."""
+    assert type(a) is type(b), (type(a), type(b))
+    if isinstance(a, (tuple, list)):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            same(x, y)
+    elif isinstance(a, dict):
+        assert list(a) == list(b)
+        for k in a:
+            same(a[k], b[k])
+    elif isinstance(a, (onp.ndarray, onp.generic)):
+        assert a.shape == b.shape and a.dtype == b.dtype, (a, b)
+        assert a.tobytes() == b.tobytes(), (a, b)
+    else:
+        assert a == b or (a != a and b != b), (a, b)
+
+
+def calls_equal(f, *arg_lists, jitted=None):
+    """``jit(f)`` (or ``jitted``) called on each argument tuple twice equals ``f``."""
+    jitted = cr.jit(f) if jitted is None else jitted
+    for args in list(arg_lists) * 2:
+        same(jitted(*args), f(*args))
+    return jitted
+
+
+# ------------------------------------------------------------------ 1. update_wrapper
+@pytest.mark.parametrize("transform, fun", [
+    (cr.grad, np.sum), (cr.grad, np.prod), (cr.grad, np.mean), (cr.grad, np.var),
+    (cr.grad, np.linalg.norm), (cr.jacobian, np.sin), (cr.hessian, np.prod),
+], ids=lambda v: getattr(v, "__name__", "?"))
+def test_jit_of_a_transformed_primitive_runs_the_transform(transform, fun):
+    calls_equal(transform(fun), (X,), (X * 3.0,))
+
+
+def test_jit_of_the_gradient_of_a_determinant():
+    a = onp.array([[2.0, 0.5], [0.3, 1.0]])
+    calls_equal(cr.grad(np.linalg.det), (a,), (a.T * 2.0,))
+
+
+def _inner(x):
+    return np.sum(np.sin(x) * x)
+
+
+@pytest.mark.parametrize("transform", [cr.grad, cr.hessian, cr.jacobian, cr.value_and_grad,
+                                       cr.jacrev, cr.vmap])
+def test_jit_of_a_transform_of_a_jitted_function(transform):
+    inner = cr.jit(_inner)
+    inner(X)  # (its cache must not become the outer one's)
+    calls_equal(transform(_inner), (X,), (X + 1.0,), jitted=cr.jit(transform(inner)))
+
+
+def test_jit_of_a_functools_wraps_decorator_around_a_jitted_function():
+    inner = cr.jit(_inner)
+
+    @functools.wraps(inner)
+    def doubled(x):
+        return inner(x) * 2.0
+
+    reference = lambda x: _inner(x) * 2.0  # noqa: E731
+    outer = cr.jit(doubled)
+    for x in (X, X + 1.0, X):
+        same(outer(x), reference(x))
+    assert outer.cache_info()[:2] == (2, 1)  # (hits, misses): its own cache
+    assert outer.__name__ == "_inner" and outer.__wrapped__ is doubled
+
+
+# ------------------------------------------------------------------ 3. fresh outputs
+def test_an_output_that_does_not_depend_on_the_inputs_is_fresh_on_every_call():
+    jitted = cr.jit(lambda x: (x * 2.0, onp.ones(3)))
+    first = jitted(X)[1]
+    first *= 0  # the caller's array is the caller's
+    second = jitted(X)[1]
+    second += 5
+    same(jitted(X)[1], onp.ones(3))
+
+
+def test_the_zero_gradient_of_an_unused_argument_is_fresh_on_every_call():
+    jitted = cr.jit(cr.grad(lambda a, b: np.sum(a * 2.0), argnum=(0, 1)))
+    outs = [jitted(X, X)[1] for _ in range(3)]
+    outs[1][:] = 7.0
+    assert outs[0] is not outs[2] and not onp.shares_memory(outs[0], outs[2])
+    same(jitted(X, X)[1], onp.zeros(3))
+
+
+@pytest.mark.parametrize("f", [
+    lambda w, x: x * 1, lambda w, x: x * 1.0, lambda w, x: x * onp.ones(3),
+    lambda w, x: (x * 1.0).reshape(3, 1), lambda w, x: (x * 1.0)[1:],
+], ids=["x*1", "x*1.0", "x*ones", "reshape of x*1.0", "slice of x*1.0"])
+def test_a_product_by_one_is_a_new_array_as_eagerly(f):
+    jitted = cr.jit(f)
+    for _ in range(3):
+        x = X.copy()
+        out = jitted(1.0, x)
+        assert out is not x and not onp.shares_memory(out, x)
+        same(out, f(1.0, x))
+
+
+def test_outputs_computed_alike_are_distinct_arrays_as_eagerly():
+    for f in (lambda x: (x * 2.0, x * 2.0), lambda x: ((x * 2.0)[1:], (x * 2.0)[1:])):
+        jitted = cr.jit(f)
+        for _ in range(3):
+            a, b = jitted(X)
+            assert not onp.shares_memory(a, b)
+
+
+def test_an_output_returned_twice_is_one_array_as_eagerly():
+    jitted = cr.jit(lambda x: (lambda y: (y, y))(x * 2.0))
+    for _ in range(3):
+        a, b = jitted(X)
+        assert a is b
+
+
+def test_an_input_returned_is_the_input_as_eagerly():
+    jitted = cr.jit(lambda x, y: (x, y * 2.0))
+    for _ in range(3):
+        x = X.copy()
+        assert jitted(x, x)[0] is x
+
+
+# ------------------------------------------------------------------ 4. static keys
+@pytest.mark.parametrize("first, second", [
+    (1, True), (0, False), (0.0, -0.0), (1, 1.0), ((0.0,), (-0.0,)),
+    (onp.float64(0.0), onp.float64(-0.0)),
+])
+def test_static_values_equal_by_eq_but_not_alike_are_two_signatures(first, second):
+    def f(x, s):
+        sign = math.copysign(2.0, s[0] if type(s) is tuple else s)
+        return x * sign * (3.0 if type(s) is bool else 1.0) + (5.0 if type(s) is float else 0.0)
+
+    for jitted in (cr.jit(f, static_argnums=1), cr.jit(lambda x, s: f(x, s),
+                                                        static_argnames="s")):
+        for s in (first, second, first, second):
+            kwargs = {"s": s}
+            got = jitted(X, s) if jitted.static_argnums else jitted(X, **kwargs)
+            same(got, f(X, s))
+
+
+def test_a_nan_static_value_is_found_in_the_cache():
+    jitted = cr.jit(lambda x, s: x * s, static_argnums=1)
+    for _ in range(3):
+        same(jitted(X, float("nan")), X * float("nan"))
+    assert jitted.cache_info().misses == 1
+
+
+# ------------------------------------------------------------------ 6. guards
+@pytest.mark.parametrize("name, f", [
+    ("arctan2 round", lambda x: np.arctan2(np.round(x), -1.0)),
+    ("arctan2 ceil", lambda x: np.arctan2(np.ceil(x), -1.0)),
+    ("arctan2 trunc", lambda x: np.arctan2(np.trunc(x), -1.0)),
+    ("arctan2 fix", lambda x: np.arctan2(np.fix(x), -1.0)),
+    ("arctan2 floor_divide", lambda x: np.arctan2(np.floor_divide(x, 2.0), -1.0)),
+    ("copysign float", lambda x: x * math.copysign(1.0, float(x[0]))),
+])
+def test_a_guard_tells_minus_zero_from_zero(name, f):
+    values = [onp.array([v, 1.5]) for v in (0.3, -0.3, 0.0, -0.0)]
+    calls_equal(f, *[(v,) for v in values], jitted=cr.jit(f, max_variants=50))
+
+
+def test_a_guard_on_nan_matches_nan():
+    f = lambda x: x * (2.0 if math.isnan(float(x[0])) else 3.0)  # noqa: E731
+    jitted = calls_equal(f, (onp.array([onp.nan, 1.0]),))
+    assert jitted.cache_info().misses == 1
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.sum(x[np.nonzero(x > 0)]),
+    lambda x: np.sum(x[np.where(x > 0)]),
+    lambda x: np.sum(x * np.histogram(x, bins=2)[0][0]),
+], ids=["nonzero", "where", "histogram"])
+def test_a_guard_on_a_tuple_answer_matches(f):
+    x = onp.array([1.0, -1.0, 2.0])
+    jitted = calls_equal(f, (x,), (x,), (x,))
+    assert jitted.cache_info().misses == 1 and jitted.cache_info().hits == 5
+
+
+# ------------------------------------------------------------------ 8. program names
+def _calls_two(x):
+    return np.cos(np.sin(x)) + np.exp(x)
+
+
+@pytest.mark.parametrize("name", ["f0", "f1", "f2", "c0", "MISS", "_same", "_exact", "range",
+                                  "for"])
+def test_a_function_named_like_a_name_of_its_program(name):
+    def f(x):
+        y = np.cos(np.sin(x)) * onp.array([1.0, 3.0]) + np.exp(x)
+        return np.sum(y[x > 1.0])  # (a guard on a mask's value)
+
+    f.__name__ = name
+    jitted = cr.jit(f)
+    for v in ([1.0, 2.0], [3.0, 4.0], [0.5, 2.0], [1.0, 2.0]):
+        same(jitted(onp.array(v)), f(onp.array(v)))
+    chain_grad = cr.grad(_chain)  # a float program: a loop, a guard, a fallback
+    chain_grad.__name__ = name
+    jitted = cr.jit(chain_grad)
+    for v in (0.3, 0.7, 0.0, 2.0, 0.0, 0.3):
+        same(jitted(v), chain_grad(v))
+
+
+def _chain(x):
+    y = x
+    for _ in range(60):
+        y = np.sin(y) * y + 0.5
+    if y:
+        y = y + x * np.log(x)  # (at x = 0: log(0) is -inf with NumPy, an error with math)
+    return y
+
+
+# ------------------------------------------------------------------ 10. negative static
+def test_negative_static_argnums_count_from_the_end():
+    f = lambda x, n, s: x * n if s == "twice" else x  # noqa: E731
+    jitted = cr.jit(f, static_argnums=(-1,))
+    for s in ("twice", "once", "twice"):
+        same(jitted(X, 2.0, s), f(X, 2.0, s))
+    assert jitted.cache_info().signatures == 2
+    with_default = cr.jit(lambda x, s=3: x * s, static_argnums=-1)
+    same(with_default(X, 2), X * 2)
+    same(with_default(X), X * 3)
+
+
+# ------------------------------------------------------------------ 11. dict order
+def test_dict_arguments_and_outputs_keep_their_order():
+    def f(d, **kw):
+        out = {k: d[k] * 2.0 for k in d}
+        out["keywords"] = list(kw)
+        out["a"] = np.sum(d["a"])
+        return out
+
+    jitted = cr.jit(f)
+    for d in ({"b": X, "a": X + 1.0}, {"a": X, "b": X}, {"b": X, "a": X + 1.0}):
+        for kw in ({"z": 1.0, "y": X}, {"y": X, "z": 1.0}):
+            got, want = jitted(d, **kw), f(d, **{k: onp.float64(v) if type(v) is float else v
+                                                    for k, v in kw.items()})
+            same(got, want)
+
+
+def test_static_keywords_keep_their_place_among_the_keywords():
+    jitted = cr.jit(lambda **kw: list(kw), static_argnames="s")
+    for kw in ({"b": X, "s": 1, "a": X}, {"s": 1, "a": X, "b": X}):
+        assert jitted(**kw) == list(kw)
+
+
+# ------------------------------------------------------------------ 2. constants
+def test_a_constant_changed_after_a_use_is_read_as_each_use_read_it():
+    def f(x):
+        a = onp.array([2.0, 2.0, 2.0])
+        y = x * a
+        a[0] = 5.0
+        return y + x * a
+
+    calls_equal(f, (onp.array([1.0, 2.0, 3.0]),), (X,))
+
+
+def test_a_basis_vector_filled_in_a_loop():
+    def f(x):
+        e = onp.zeros(3)
+        out = []
+        for i in range(3):
+            e[:] = 0.0
+            e[i] = 1.0
+            out.append(np.sum(x * e))
+        return out
+
+    calls_equal(f, (X,), (X * 2.0,))
+
+
+def test_a_closed_over_array_is_read_when_traced():
+    weights = onp.array([1.0, 2.0, 3.0])
+    jitted = cr.jit(lambda x: np.sum(x * weights))
+    first = jitted(X)
+    weights[:] = 0.0  # (documented: the program keeps the values of the trace)
+    same(jitted(X), first)
+
+
+# ------------------------------------------------------------------ 5. objects
+class _Model:
+    def __init__(self):
+        self.scale = 2.0
+
+    @cr.jit
+    def __call__(self, x):
+        return x * self.scale
+
+
+@pytest.mark.parametrize("arg, match", [
+    (_Model(), "type _Model.*register_pytree_node.*static_argnums.*self is argument 0"),
+    (onp.random.default_rng(0), "Generator.*pass them as arguments"),
+    ({1, 2}, "type set"),
+])
+def test_an_object_argument_is_refused_with_the_fix(arg, match):
+    with pytest.raises(StagingError, match=match):
+        cr.jit(lambda x, o: x)(X, arg)
+
+
+def test_a_jitted_method_of_a_plain_object_names_the_fix():
+    with pytest.raises(TypeError, match="self is argument 0"):
+        _Model()(X)
+
+
+def test_a_dataclass_argument_is_an_input():
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Scaled:
+        scale: float
+
+        @cr.jit
+        def apply(self, x):
+            return x * self.scale
+
+    model = Scaled(2.0)
+    same(model.apply(X), X * onp.float64(2.0))
+    model.scale = 3.0
+    same(model.apply(X), X * onp.float64(3.0))
+
+
+def test_a_static_generator_draws_on_every_call():
+    def f(x, rng):
+        return x + rng.normal(size=3)
+
+    jitted = cr.jit(f, static_argnums=1)
+    with pytest.warns(JitWarning, match="draws random numbers"):
+        got = [jitted(X, rng := onp.random.default_rng(5)) for _ in range(1)] + \
+            [jitted(X, rng) for _ in range(2)]
+    rng = onp.random.default_rng(5)
+    for g in got:
+        same(g, f(X, rng))
+
+
+# ------------------------------------------------------------------ random draws
+@pytest.mark.parametrize("draw", [
+    lambda x: x + onp.random.normal(size=3),
+    lambda x: x * onp.random.rand(),
+    lambda x: x + np.random.standard_normal(3),
+])
+def test_numpy_random_draws_are_drawn_on_every_call(draw):
+    onp.random.seed(3)
+    eager = [draw(X) for _ in range(4)]
+    onp.random.seed(3)
+    jitted = cr.jit(draw)
+    with pytest.warns(JitWarning, match="draws random numbers"):
+        got = [jitted(X) for _ in range(4)]
+    for g, e in zip(got, eager):
+        same(g, e)
+
+
+def test_one_cached_gaussian_drawn_is_seen():
+    onp.random.seed(1)
+    onp.random.normal()  # (NumPy's legacy normal keeps the second of a pair for the next)
+    jitted = cr.jit(lambda x: x + onp.random.normal())
+    with pytest.warns(JitWarning, match="draws random numbers"):
+        first, second = jitted(1.0), jitted(1.0)
+    assert first != second
+
+
+def test_a_closed_over_generator_draws_on_every_call():
+    rng = onp.random.default_rng(7)
+    f = lambda x: x + rng.normal(size=3)  # noqa: E731
+    jitted = cr.jit(f)
+    with pytest.warns(JitWarning, match="draws random numbers"):
+        got = [jitted(X) for _ in range(3)]
+    rng = onp.random.default_rng(7)
+    for g in got:
+        same(g, f(X))
+
+
+# ------------------------------------------------------------------ 7. bits
+COMPLEX = [onp.complex128(complex(a, b)) for a, b in
+           onp.random.default_rng(0).standard_normal((60, 2))]
+
+
+@pytest.mark.parametrize("f", [
+    lambda z: z * z * z, lambda z: abs(z), lambda z: np.abs(z) * z, lambda z: z * (1 + 2j),
+    lambda z: np.sin(z) * np.exp(z), cr.grad(lambda z: np.abs(z) ** 2),
+], ids=["z*z*z", "abs", "np.abs*z", "z*c", "sin*exp", "grad"])
+def test_complex_scalars_give_eager_bits(f):
+    jitted = cr.jit(f)
+    for z in COMPLEX:
+        same(jitted(z), f(z))
+
+
+@pytest.mark.parametrize("f", [
+    cr.grad(lambda x: x ** 3.5), cr.grad(np.cbrt), cr.hessian(lambda x: x ** 3.5),
+    lambda x: x ** 2, lambda x: x ** -1, cr.grad(lambda x: np.sum(x ** 2)),
+], ids=["grad x**3.5", "grad cbrt", "hessian", "x**2", "x**-1", "grad sum x**2"])
+@pytest.mark.parametrize("kind", [onp.float64, onp.float32, float])
+def test_scalar_powers_give_eager_bits(f, kind):
+    xs = onp.random.default_rng(1).uniform(0.1, 30, 300)
+    jitted = cr.jit(f)
+    for v in xs:
+        x = kind(v)
+        same(jitted(x), f(onp.float64(x) if kind is float else x))
+
+
+def test_the_value_under_a_transform_is_the_untraced_value():
+    fs = [lambda x: np.sin(x) * np.exp(x) + np.log(x), lambda x: x ** 0.5 + x ** 2,
+          lambda x: np.tanh(x) ** 2.5 + np.arctan(x)]
+    for f in fs:
+        for v in onp.random.default_rng(2).uniform(0.1, 30, 200):
+            for x in (v, onp.float64(v), onp.float32(v)):
+                value = cr.value_and_grad(f)(x)[0]
+                plain = f(x)
+                assert onp.asarray(value).tobytes() == onp.asarray(plain).tobytes()
+
+
+@pytest.mark.parametrize("layout", ["slice", "reversed", "transposed slice", "column"])
+def test_non_contiguous_inputs_give_eager_bits(layout):
+    big = onp.random.default_rng(0).standard_normal((400, 300))
+    x = {"slice": big[::2, ::3], "reversed": big[::-1], "transposed slice": big[::3, ::2].T,
+         "column": big[:, 5]}[layout]
+    for f in (lambda x: np.sum(x * 1.0), lambda x: np.mean(x * 1.0),
+              lambda x: (x * 1.0) @ onp.ones(x.shape[-1])):
+        jitted = cr.jit(f)
+        jitted(onp.ascontiguousarray(x))
+        same(jitted(x), f(x))
+
+
+# ------------------------------------------------------------------ 9. exceptions
+A_GOOD = onp.array([[2.0, 0.5], [0.5, 1.0]])
+A_BAD = onp.array([[1.0, 2.0], [2.0, 1.0]])
+SINGULAR = onp.array([[1.0, 1.0], [1.0, 1.0]])
+
+
+def outcome(fun, *args):
+    """The bits of ``fun(*args)``, or its exception's class and message."""
+    try:
+        return onp.asarray(fun(*args)).tobytes()
+    except Exception as error:  # noqa: BLE001 (the outcome compared)
+        return type(error), str(error)
+
+
+def test_a_call_kept_only_to_validate_still_raises():
+    def f(x, a):
+        np.linalg.cholesky(a)
+        return np.sum(x)
+
+    jitted = cr.jit(f)
+    for a in (A_GOOD, A_BAD, A_GOOD, A_BAD):
+        assert outcome(jitted, X, a) == outcome(f, X, a)
+
+
+def test_a_guard_that_raises_hands_the_call_to_the_functions_except():
+    def f(x):
+        try:
+            n = int(np.sum(x))
+        except (ValueError, OverflowError):
+            n = -1
+        return x * n
+
+    calls_equal(f, (X * 10.0,), (onp.array([onp.nan, 1.0, 2.0]),), (onp.array([onp.inf, 1, 2]),))
+
+
+def test_an_exception_the_function_catches():
+    def f(a, b):
+        try:
+            return np.linalg.solve(a, b)
+        except np.linalg.LinAlgError:
+            return b * 0.0
+
+    b = onp.array([1.0, 2.0])
+    calls_equal(f, (SINGULAR, b), (A_GOOD, b), (SINGULAR, b))
+
+
+def test_a_warning_made_an_error_by_the_callers_filters():
+    import warnings
+
+    f = lambda x: np.log(x)  # noqa: E731
+    jitted = cr.jit(f)
+    jitted(X)
+    for x in (X, onp.array([0.0, 1.0, 2.0])):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert outcome(jitted, x) == outcome(f, x)
+
+
+def test_the_callers_error_state():
+    f = lambda x: np.sum(1.0 / x)  # noqa: E731
+    jitted = cr.jit(f)
+    jitted(X)
+    for state in ("raise", "ignore", "warn"):
+        with onp.errstate(all=state):
+            for x in (X, onp.array([0.0, 1.0, 2.0])):
+                assert outcome(jitted, x) == outcome(f, x)
+
+
+# ------------------------------------------------------------------ warnings
+def warnings_of(fun, *args):
+    """The warnings ``fun(*args)`` gives (jit's own notices left out), class and message."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fun(*args)
+    return [(w.category, str(w.message)) for w in caught
+            if not str(w.message).startswith("chainrule.jit")]
+
+
+@pytest.mark.parametrize("f", [
+    cr.grad(lambda x: 3.0),  # the transform's notice, on every call
+    lambda x: x * onp.log(onp.float64(0.0)),  # a constant's warning
+    lambda x: np.log(x - 0.1),  # the program's own, where the value warns
+    lambda x: np.sum(np.log(x)) + np.mean(onp.zeros(0)),
+], ids=["grad of a constant", "constant", "value", "mean of empty"])
+def test_each_call_gives_the_warnings_eager_gives(f):
+    jitted = cr.jit(f)
+    for x in (X, X + 1.0, X, onp.array([0.1, 0.1, 1.0])):
+        want = warnings_of(f, x)
+        got = warnings_of(jitted, x)
+        assert list(dict.fromkeys(got)) == list(dict.fromkeys(want))  # (distinct, in order)
+
+
+def test_the_functions_own_warning_is_given_on_each_call():
+    import warnings
+
+    def f(x):
+        warnings.warn("careful", UserWarning, stacklevel=2)
+        return x * 2.0
+
+    jitted = cr.jit(f)
+    for _ in range(3):
+        assert warnings_of(jitted, X) == [(UserWarning, "careful")]
+
+
+# ------------------------------------------------------------------ the sanitizer
+def test_check_passes_equal_calls_through():
+    jitted = cr.jit(cr.grad(lambda x: np.sum(np.sin(x) * x)), check=True)
+    for x in (X, X + 1.0, X):
+        same(jitted(x), cr.grad(lambda x: np.sum(np.sin(x) * x))(x))
+
+
+def test_check_names_the_line_primitive_and_source_of_a_wrong_value(monkeypatch):
+    emit = sys.modules["chainrule.jit._emit"]
+    broken = dict(emit._OPERATORS)
+    broken[np.multiply.fun] = "+"  # a fault in the emitter: float64 products written as sums
+    monkeypatch.setattr(emit, "_OPERATORS", broken)
+
+    def f(x):
+        y = np.sin(x)
+        return y * x  # the line named
+
+    jitted = cr.jit(f, check=True)
+    with pytest.raises(JitCheckError) as caught:
+        for v in (0.5, 0.7):
+            jitted(onp.float64(v))
+    message = str(caught.value)
+    assert "v1 = v0 + x0" in message and "by multiply" in message
+    assert "test_jit_contract.py" in message and "return y * x  # the line named" in message
+
+
+def test_check_names_a_closed_over_array_changed_since_the_trace():
+    weights = onp.array([1.0, 2.0, 3.0])
+
+    def f(x):
+        return np.sum(np.sin(x) * weights)
+
+    jitted = cr.jit(f, check=True)
+    jitted(X)
+    weights[1] = 7.0
+    with pytest.raises(JitCheckError, match=r"(?s)constant the program read.*was array\(\[1\., "
+                                            r"2\., 3\.\]\), is now array\(\[1\., 7\., 3\.\]\)"):
+        jitted(X)
+
+
+def test_check_names_a_function_that_relies_on_numpys_views():
+    def f(x):
+        v = x * 1.0
+        w = v[0:2]
+        v[0] = 5.0  # NumPy's view w sees it; a traced array's does not
+        return w * 2.0
+
+    with pytest.raises(JitCheckError, match="traced values gives another answer"):
+        cr.jit(f, check=True)(X)
+
+
+def test_a_function_that_writes_into_its_argument_writes_into_the_callers_array():
+    def f(x):
+        x[0] = 7.0
+        x += 1.0
+        return x
+
+    for call in (cr.jit(f), cr.jit(f, check=True)):
+        for _ in range(2):
+            a, b = X.copy(), X.copy()
+            got, want = call(a), f(b)
+            same(a, b)
+            assert (got is a) == (want is b)
+
+
+# ------------------------------------------------------------------ 12. long programs
+@pytest.fixture
+def as_tables(monkeypatch):
+    """Every program runs as a table (``_interpret``), as a long one without loops does."""
+    monkeypatch.setattr(sys.modules["chainrule.jit._emit"], "LONG_PROGRAM", -1)
+
+
+def test_a_program_run_as_a_table_keeps_the_contract(as_tables):
+    def f(x, a):
+        y = np.sin(x) * a[0] + np.sum(x ** 2)
+        if np.sum(y) > 0:  # a guard
+            y = y * onp.array([1.0, -0.0, 2.0])
+        return {"b": y, "a": (y, x * 1.0, onp.ones(2))}
+
+    a = onp.array([2.0, 3.0])
+    jitted = calls_equal(f, (X, a), (-X, a), (X * 5.0, a * 0.5))
+    out1, out2 = jitted(X, a), jitted(X, a)
+    assert out1["a"][2] is not out2["a"][2] and not onp.shares_memory(out1["a"][1], X)
+    calls_equal(cr.grad(lambda x: np.sum(np.tanh(x) ** 2.5) * np.prod(x)), (X,), (X + 1.0,))
+    calls_equal(lambda x: x * math.copysign(1.0, float(x[0])), (onp.array([0.0, 1.0]),),
+                (onp.array([-0.0, 1.0]),))
+
+
+def test_a_table_raises_where_eager_does(as_tables):
+    def f(x, a):
+        np.linalg.cholesky(a)
+        return np.sum(x)
+
+    jitted = cr.jit(f)
+    for a in (A_GOOD, A_BAD, A_GOOD):
+        assert outcome(jitted, X, a) == outcome(f, X, a)
+
+
+def test_a_long_program_without_loops_is_a_table_and_equals_eager():
+    rng = onp.random.default_rng(0)
+    picks = rng.integers(0, 4, 3000).tolist()
+    steps = [np.sin, np.tanh, lambda v: v * 1.01, lambda v: v - np.sum(v) * 0.001]
+
+    def f(x):
+        for k in picks:
+            x = x + 0.01 * steps[k](x)
+        return np.sum(x)
+
+    g = cr.grad(f)
+    jitted = cr.jit(g)
+    assert "it runs as a table" in jitted.lower(X).source
+    for x in (X, X * 2.0, X):
+        same(jitted(x), g(x))
+
+
+RNG = onp.random.default_rng(11)
+XS = RNG.standard_normal(10)
+INDICES = [RNG.integers(0, 10, 6) for _ in range(3)]
+
+
+@pytest.mark.parametrize("f", [
+    lambda x, i: np.sum(x[i]),
+    cr.grad(lambda x, i: np.sum(x[i] ** 2)),
+    cr.hessian(lambda x, i: np.sum(x[i] ** 3)),
+    lambda x, i: np.take(x, i) * 2.0,
+    lambda x, i: x[(i + 1) % 10] * x[:6],
+    lambda x, i: (lambda y: (y.__setitem__(i, 0.0), y)[1])(x * 1.0),
+    lambda x, i: x.reshape(2, 5)[i % 2, 0],
+    lambda x, i: np.zeros(int(i.max()) + 1) + np.sum(x),
+    lambda x, i: x[:3] * onp.bincount(i, minlength=10)[:3],
+    lambda x, i: (x * 2.0, i),
+], ids=["x[i]", "grad", "hessian", "take", "i arithmetic", "x[i] = 0", "tuple index",
+        "i.max()", "numpy's bincount", "i returned"])
+def test_an_integer_array_argument_is_read_on_each_call(f):
+    calls_equal(f, *[(XS, i) for i in INDICES])
+
+
+def test_an_index_argument_is_an_input_not_a_key():
+    jitted = cr.jit(lambda x, i: np.sum(x[i]))
+    for i in INDICES * 2:
+        same(jitted(XS, i), np.sum(XS[i]))
+    assert jitted.cache_info()[:2] == (5, 1)  # (hits, misses): its values are not hashed
+
+
+def test_a_boolean_array_argument_is_read_on_each_call():
+    masks = [RNG.standard_normal(10) > 0 for _ in range(3)]
+    calls_equal(lambda x, m: np.sum(np.where(m, x, 0.0)), *[(XS, m) for m in masks])
+    calls_equal(lambda x, m: np.sum(x[m]), *[(XS, m) for m in masks])
+
+
+def test_preallocate_and_fill_is_traced_once():
+    def f(x):
+        out = np.zeros(5)
+        for k in range(5):
+            out[k] = np.sin(x[k]) * x[(k + 1) % 5]
+        return out
+
+    jitted = cr.jit(f)
+    with pytest.warns(JitWarning, match=r"writes traced values into a NumPy array"):
+        for _ in range(6):
+            x = RNG.standard_normal(5)
+            same(jitted(x), f(x))
+    assert jitted.cache_info().misses == 1
+
+
+# ------------------------------------------------------------------ 13. readable source
+def test_lower_shows_numpys_names_and_the_users_lines():
+    weights = onp.array([1.0, 2.0, 3.0])
+
+    def f(x):
+        y = np.cos(x) * weights  # the forward line
+        return np.sum(y ** 2)
+
+    lowered = cr.jit(cr.grad(f)).lower(X)
+    source = lowered.source
+    assert "v0 = np.cos(x0)  # cos @ test_jit_contract.py:" in source
+    assert "y = np.cos(x) * weights  # the forward line" in source
+    assert "np.add.reduce(" in source and "@ the derivative of test_jit_contract.py" in source
+    assert "# c0 = float64 array (3,): [1. 2. 3.]" in source
+    assert not re.search(r"\bf\d+\(", source) and re.search(r"\bf\d+\(", lowered.compiled)
+
+
+# ------------------------------------------------------------------ float programs
+@pytest.mark.parametrize("f", [
+    lambda x: 1.0 / (x * 1e308),  # the inf of an overflow divides into 0.0
+    lambda x: np.exp(-(x * 1e308)),  # exp(-inf) is 0.0
+    lambda x: (x * 1e308, x * 2.0)[1],  # an overflow nothing reads
+    lambda x: x * 2.0 if x * 1e308 else x,  # an overflow a guard reads
+], ids=["divisor", "exp", "unread", "guard"])
+def test_a_float_program_gives_the_warning_of_an_overflow_that_vanishes(f):
+    jitted = cr.jit(f)
+    for v in (0.5, 10.0, 0.5, 10.0):
+        same(jitted(v), f(onp.float64(v)))
+        assert warnings_of(jitted, v) == warnings_of(f, onp.float64(v))
+
+
+def test_a_float_program_hears_underflows_where_numpy_is_told_to():
+    f = lambda x: np.sin(x) * 1e-300  # noqa: E731
+    jitted = cr.jit(cr.grad(f))
+    jitted(0.5)
+    for state in ("ignore", "warn", "raise"):
+        with onp.errstate(under=state):
+            for v in (0.5, 1e-20):
+                assert outcome(jitted, v) == outcome(cr.grad(f), onp.float64(v))
+                assert warnings_of(outcome, jitted, v) == \
+                    warnings_of(outcome, cr.grad(f), onp.float64(v))
+
+
+def test_an_answer_whose_dtype_its_values_decide_is_guarded():
+    g = cr.grad(lambda z: np.real(np.real_if_close(z) * (1 - 2j)))
+    calls_equal(g, (onp.complex128(0.5 + 0j),), (onp.complex128(0.5 - 0.9j),))
+
+
+def test_an_array_written_into_keeps_the_layout_numpy_gave_the_answer():
+    # the product keeps the transposed layout; the sum of it and a C-ordered array is
+    # C-ordered eagerly, and the reduction after it adds in that order: writing the sum
+    # into the product's memory (out=) would add in another order
+    def f(x):
+        u = np.transpose(x, (0, 2, 1)) * 0.5
+        return np.sum(u + onp.zeros((3, 2, 7)))
+
+    rng = onp.random.default_rng(0)
+    calls_equal(f, *[(rng.standard_normal((3, 7, 2)) * 10.0 ** rng.uniform(-8, 8, (3, 7, 2)),)
+                     for _ in range(20)])
