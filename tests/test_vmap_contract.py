@@ -196,6 +196,11 @@ def test_a_batched_value_kept_past_its_vmap_fails_with_an_exception_not_a_signal
         onp.asarray(kept[0])
     with pytest.raises(LeakedTracerError):
         bool(kept[0][0] > 0)
+    # a comparison of it refuses too, as arithmetic does (it made a value of the ended
+    # batch before the operators went straight to the batch)
+    for compare in (lambda v: v > 0, lambda v: 0.0 <= v, lambda v: v == XS[0]):
+        with pytest.raises(LeakedTracerError):
+            compare(kept[0])
 
 
 # ----------------------------------------------------------------- 3. where with one argument

@@ -124,6 +124,40 @@ def _exactly(answer):
     return answer
 
 
+# Operand types that hold no traced value: an operator of a batched value and one of these
+# has nothing to record on another trace first.
+_PLAIN_OPERANDS = frozenset({float, int, bool, complex, _np.ndarray, _np.float64, _np.float32,
+                             _np.int64, _np.int32, _np.bool_, _np.complex128})
+
+
+def _operator(fun: Callable, ufunc: _np.ufunc | None = None, reflected: bool = False):
+    """A binary operator of BatchedArray: ``fun``'s batching rule at once where the other
+    operand is plain or of the same batch; otherwise the primitive (or, for a comparison,
+    NumPy's ufunc protocol: ``ufunc``), which finds the newest trace."""
+
+    def operator_(self, other):
+        if type(other) in _PLAIN_OPERANDS or (type(other) is BatchedArray
+                                              and other._trace is self._trace):
+            if self._trace_id not in tracer.live_trace_ids:
+                raise tracer.leaked_error(self)
+            return batch_call(fun, (other, self) if reflected else (self, other), {},
+                              self._trace_id)
+        if ufunc is not None:
+            return self.__array_ufunc__(ufunc, "__call__", self, other)
+        return fun(other, self) if reflected else fun(self, other)
+    return operator_
+
+
+def _is_plain_index(index) -> bool:
+    """Is ``index`` made of ints and slices only (no array, no traced value)?"""
+    if type(index) is tuple:
+        return all(type(part) in _PLAIN_INDEX_PARTS for part in index)
+    return type(index) in _PLAIN_INDEX_PARTS
+
+
+_PLAIN_INDEX_PARTS = frozenset({int, slice, type(None), type(Ellipsis), _np.int64})
+
+
 class BatchedArray(ArrayBox):
     """One example's view of a batch under vmap (see the module docstring)."""
 
@@ -178,6 +212,11 @@ class BatchedArray(ArrayBox):
         outermost of them runs its examples one by one (each then splits as it needs)."""
         self._check_live()
         if type(self._value) is _np.ndarray and self._size:  # (batched by this vmap only)
+            if convert is bool and self._value.dtype == _np.bool_ and self._value.ndim == 1:
+                if self._value.all():  # (if x > 0 where the examples agree: no codes made)
+                    return True
+                if not self._value.any():
+                    return False
             answers, codes = _answers(self._value, convert)
             if codes.any():
                 raise self._trace.split(codes.tolist())
@@ -246,19 +285,30 @@ class BatchedArray(ArrayBox):
     def __array__(self, dtype=None, copy=None):
         raise self._unsupported("a batched value converted to a NumPy array")
 
-    # (the comparisons straight to the batch: no round trip through NumPy's dispatch)
-    def __eq__(self, other): return self.__array_ufunc__(_np.equal, "__call__", self, other)  # noqa: E704,E501
-    def __ne__(self, other): return self.__array_ufunc__(_np.not_equal, "__call__", self, other)  # noqa: E704,E501
-    def __gt__(self, other): return self.__array_ufunc__(_np.greater, "__call__", self, other)  # noqa: E704,E501
-    def __ge__(self, other): return self.__array_ufunc__(_np.greater_equal, "__call__", self, other)  # noqa: E704,E501
-    def __lt__(self, other): return self.__array_ufunc__(_np.less, "__call__", self, other)  # noqa: E704,E501
-    def __le__(self, other): return self.__array_ufunc__(_np.less_equal, "__call__", self, other)  # noqa: E704,E501
+    # Arithmetic and comparisons: straight to the batching dispatch where the other operand
+    # is plain or of this batch (no newer trace's box, which would record first), without
+    # the primitive's search for the newest trace and NumPy's dispatch.
+    __add__, __radd__ = _operator(anp.add), _operator(anp.add, reflected=True)
+    __sub__, __rsub__ = _operator(anp.subtract), _operator(anp.subtract, reflected=True)
+    __mul__, __rmul__ = _operator(anp.multiply), _operator(anp.multiply, reflected=True)
+    __truediv__ = _operator(anp.true_divide)
+    __rtruediv__ = _operator(anp.true_divide, reflected=True)
+    __pow__, __rpow__ = _operator(anp.power), _operator(anp.power, reflected=True)
+    __eq__, __ne__ = _operator(anp.equal, _np.equal), _operator(anp.not_equal, _np.not_equal)
+    __gt__, __ge__ = _operator(anp.greater, _np.greater), _operator(anp.greater_equal,
+                                                                    _np.greater_equal)
+    __lt__, __le__ = _operator(anp.less, _np.less), _operator(anp.less_equal, _np.less_equal)
     __hash__ = ArrayBox.__hash__
 
     def __getitem__(self, index):
         if tracer.isbox(index):
             index = tracer.decided(index, tracer.getval)  # an index has no derivative
-        result = array_getitem(self, index)
+        if _is_plain_index(index):  # (no other trace's value in it: straight to the batch)
+            if self._trace_id not in tracer.live_trace_ids:
+                raise tracer.leaked_error(self)
+            result = batch_call(array_getitem, (self, index), {}, self._trace_id)
+        else:
+            result = array_getitem(self, index)
         if type(self._value) is not _np.ndarray:  # (a plain batch's views share its memory)
             _as_view(result, self)
         return result
@@ -645,9 +695,13 @@ def batching_rule(fun: Callable) -> Callable | None:
     entry = rule_table.get(fun)
     if entry is not None and entry.batch is not None:
         return entry.batch
-    if isinstance(_raw_function(fun), _np.ufunc):
-        return _elementwise_rule(fun)
-    return None
+    rule = _elementwise_rules.get(fun)
+    if rule is None and isinstance(_raw_function(fun), _np.ufunc):
+        rule = _elementwise_rules[fun] = _elementwise_rule(fun)
+    return rule
+
+
+_elementwise_rules: dict = {}  # (made once per function)
 
 
 def example_ndim(value, batched: bool) -> int:
