@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import time
 import warnings
 from collections.abc import Callable
@@ -43,10 +44,13 @@ AxisSpec = Any  # an int, None, or a pytree of them (a prefix of the arguments' 
 RANDOMNESS = ("different", "same", "error")
 # Splitting a batch on Python decisions may take this many times the (estimated) time of
 # the per-example loop before the examples left run one by one.
-_SPLIT_BUDGET = 1.4
+_SPLIT_BUDGET = 1.25
 # A mapped function whose call cost more than the loop (its examples split or ran one by
-# one) runs as the loop for its next 1, 2, 4, ... calls, at most this many, then tries again.
-_MAX_BACKOFF = 64
+# one) runs as the loop for its next calls, then tries again: as many calls as spread that
+# call's excess over the loop to _EXCESS of the loop per call, and at least twice as many
+# as the last time it backed off, at most _MAX_BACKOFF.
+_EXCESS = 0.05
+_MAX_BACKOFF = 256
 # Examples run alone after a split, to know what an example costs (the middle one counts).
 _MEASURED = 3
 
@@ -122,8 +126,10 @@ def vmap(
 
     @wraps(fun)
     def mapped(*args: Any, **kwargs: Any) -> Any:
-        leaves, axes, treedef, size = _mapped_arguments(args, kwargs, in_axes, axis_size)
-        return _Call(fun, leaves, axes, treedef, size, out_axes, randomness, memory).answer()
+        leaves, axes, treedef, size, flat = _mapped_arguments(args, kwargs, in_axes,
+                                                              axis_size)
+        return _Call(fun, leaves, axes, treedef, size, flat, out_axes, randomness,
+                     memory).answer()
 
     memory = _Memory()
     return mapped
@@ -159,16 +165,18 @@ class _Memory:
         if not call.examples_run:
             return
         loop = call.size * call.example_seconds / call.examples_run
-        if time.perf_counter() - call.started > loop:
-            self.backoff = min(2 * self.backoff or 1, _MAX_BACKOFF)
+        spent = time.perf_counter() - call.started
+        if spent > loop:
+            excess = math.ceil((spent / loop - 1) / _EXCESS) if loop else _MAX_BACKOFF
+            self.backoff = min(max(2 * self.backoff, excess), _MAX_BACKOFF)
             self.loop_calls = self.backoff
         else:
             self.backoff = 0
 
 
 def _mapped_arguments(args, kwargs, in_axes, axis_size):
-    """The arguments' leaves, each one's mapped axis (None: not mapped), their tree, and
-    the batch size."""
+    """The arguments' leaves, each one's mapped axis (None: not mapped), their tree, the
+    batch size, and whether the leaves are the positional arguments themselves."""
     spec = in_axes
     if isinstance(spec, list):
         spec = tuple(spec)  # JAX reads a list in_axes like a tuple
@@ -177,10 +185,10 @@ def _mapped_arguments(args, kwargs, in_axes, axis_size):
             f"vmap: in_axes has {len(spec)} entries but the function "
             f"was called with {len(args)} positional argument(s)."
         )
-    if not kwargs and all(type(a) in _ARRAY_LEAVES for a in args) and (
-            spec is None or type(spec) is int or type(spec) is tuple and all(
-                ax is None or type(ax) is int for ax in spec)):
-        # (the usual call, positional arrays: no tree to flatten)
+    flat = not kwargs and _ARRAY_LEAVES.issuperset(map(type, args)) and (
+        spec is None or type(spec) is int or type(spec) is tuple and _AXES.issuperset(
+            map(type, spec)))
+    if flat:  # (the usual call, positional arrays: no tree to flatten)
         leaves, treedef = list(args), _flat_tree(len(args))
         axes = list(spec) if type(spec) is tuple else [spec] * len(args)
     else:
@@ -215,11 +223,12 @@ def _mapped_arguments(args, kwargs, in_axes, axis_size):
             "vmap: no argument is mapped (every in_axes entry is None); "
             "give axis_size to say how many times to call the function."
         )
-    return leaves, normalized, treedef, size
+    return leaves, normalized, treedef, size, flat
 
 
 # Values that are leaves of a tree of arguments (arrays, scalars, traced values)
 _ARRAY_LEAVES = _outside.INERT | tracer._traced_types
+_AXES = frozenset({int, type(None)})
 
 
 @functools.lru_cache(maxsize=64)
@@ -274,21 +283,21 @@ class _Call:
     """One call of a mapped function: its batched runs, what they fall back to, and the
     answer put together from them in the examples' order."""
 
-    def __init__(self, fun, leaves, axes, treedef, size: int, out_axes, randomness: str,
-                 memory: _Memory):
+    # (what a call that runs as the loop keeps as it is: class defaults, made once)
+    generators = _outside.GeneratorStates([])
+    outside_arrays: list = []  # (replaced, never changed)
+    watch_draws = shared_draws = False  # ("same": once the function has drawn)
+    read_only = _outside.ReadOnly([])
+    in_order = False  # running the loop itself (its errors are the answer)
+    batched_seconds, batched_runs = 0.0, 0
+    example_seconds, examples_run = 0.0, 0
+
+    def __init__(self, fun, leaves, axes, treedef, size: int, flat: bool, out_axes,
+                 randomness: str, memory: _Memory):
         self.fun, self.leaves, self.axes, self.treedef = fun, leaves, axes, treedef
         self.size, self.out_axes, self.randomness, self.memory = size, out_axes, randomness, memory
-        # positional arrays only (the usual call): examples are passed without a tree
-        self.flat = all(child is LEAF for child in treedef.children[0].children) and not (
-            treedef.children[1].children)
-        self.generators = _outside.GeneratorStates([])
-        self.outside_arrays: list = []
-        self.watch_draws = self.shared_draws = False  # ("same": once the function has drawn)
-        self.read_only = _outside.ReadOnly([])
-        self.in_order = False  # running the loop itself (its errors are the answer)
+        self.flat = flat  # positional arrays only (the usual call): examples need no tree
         self.started = time.perf_counter()
-        self.batched_seconds, self.batched_runs = 0.0, 0
-        self.example_seconds, self.examples_run = 0.0, 0
         self.example_times: list = []  # of examples run alone
 
     def _look_outside(self) -> None:

@@ -213,10 +213,9 @@ class BatchedArray(ArrayBox):
         self._check_live()
         if type(self._value) is _np.ndarray and self._size:  # (batched by this vmap only)
             if convert is bool and self._value.dtype == _np.bool_ and self._value.ndim == 1:
-                if self._value.all():  # (if x > 0 where the examples agree: no codes made)
-                    return True
-                if not self._value.any():
-                    return False
+                true = _np.count_nonzero(self._value)  # (if x > 0: one C call when they agree)
+                if true == len(self._value) or not true:
+                    return bool(true)
             answers, codes = _answers(self._value, convert)
             if codes.any():
                 raise self._trace.split(codes.tolist())
@@ -738,8 +737,13 @@ def aligned(values, batched) -> list:
 
 
 def _elementwise_rule(fun: Callable) -> Callable:
+    raw = getattr(fun, "fun", fun)  # (what the primitive calls with plain operands)
+
     def elementwise(values, batched, kwargs):
-        return fun(*aligned(values, batched), **kwargs)
+        values = aligned(values, batched)
+        if not kwargs and _PLAIN_OPERANDS.issuperset(map(type, values)):
+            return raw(*values)  # (nothing to record: no box among them)
+        return fun(*values, **kwargs)
     return elementwise
 
 
