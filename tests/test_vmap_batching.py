@@ -208,6 +208,30 @@ def test_disagreeing_decisions_run_per_group_and_keep_the_order():
                                                      for x in xs]))
 
 
+def test_int_and_float_decisions_group_the_examples_by_value_to_the_bit():
+    # (an int or float of a batch is decided from the values at once: equal values, and
+    # for floats equal bits, 0.0 and -0.0 apart, each nan by its own bits, agree)
+    xs = onp.array([[1.0, -0.0, 3.0], [0.0, 2.0, 1.0], [onp.nan, 0.0, 2.0],
+                    [-onp.nan, -0.0, 1.0], [1.0, 5.0, 3.0]])
+    extremes = onp.array([[onp.iinfo(onp.int64).min, 3], [onp.iinfo(onp.int64).max, 3],
+                          [0, 4], [onp.iinfo(onp.int64).min, 4]])
+    cases = [
+        (lambda x: x * (2.0 if float(x[0]) > 0 else 3.0) + float(x[0]), xs),
+        (lambda x: x * 0 + onp.copysign(1.0, float(x[1])), xs),
+        (lambda x: np.roll(x, int(np.argmax(x))) * [1.0, 2.0, 3.0][int(np.argmin(x))], xs),
+        (lambda i: i * 0 + int(i[0]) % 7 + int(i[1]), extremes),
+        (lambda i: i + onp.uint64(int(i[0]) % 3),
+         onp.array([[0, 1], [2 ** 64 - 1, 1], [5, 1]], dtype=onp.uint64)),
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for f, batch in cases:
+            want = onp.stack([f(x) for x in batch])
+            got = cr.vmap(f)(batch)
+            assert got.dtype == want.dtype
+            assert got.tobytes() == want.tobytes()
+
+
 def test_splitting_into_many_groups_ends_in_the_loop():
     calls = []
 

@@ -202,13 +202,14 @@ def _mapped_arguments(args, kwargs, in_axes, axis_size):
         if ax is None:
             normalized.append(None)
             continue
-        shape = _shape(leaf)
+        shape = leaf.shape if type(leaf) is _np.ndarray else _shape(leaf)
         if not shape:
             raise ValueError(
                 f"vmap: in_axes maps axis {ax} of a scalar argument; give "
                 f"None for arguments that are not mapped."
             )
-        ax = _normalize_axis(ax, len(shape), "an in_axes entry")
+        if not 0 <= ax < len(shape):
+            ax = _normalize_axis(ax, len(shape), "an in_axes entry")
         n = shape[ax]
         if size is None:
             size = n
@@ -456,8 +457,11 @@ class _Call:
         """The function on one example's argument leaves (timed alone)."""
         self._before_run()
         start = time.perf_counter()
-        call_args, call_kwargs = tree_unflatten(self.treedef, sliced)
-        answer = self.fun(*call_args, **call_kwargs)
+        if self.flat:
+            answer = self.fun(*sliced)
+        else:
+            call_args, call_kwargs = tree_unflatten(self.treedef, sliced)
+            answer = self.fun(*call_args, **call_kwargs)
         self.example_times.append(time.perf_counter() - start)
         if watch:
             self._after_run()  # (randomness "same": from the first draw on, restore each)
@@ -569,10 +573,8 @@ def _in_order_of(tree, answer):
 
 def _groups(examples, keys: list) -> list:
     """``examples`` in groups of equal keys, each group in order."""
-    groups: dict = {}
-    for i, key in zip(examples, keys):
-        groups.setdefault(key, []).append(i)
-    return [_np.asarray(members) for members in groups.values()]
+    keys = _np.asarray(keys)
+    return [examples[keys == key] for key in dict.fromkeys(keys.tolist())]
 
 
 def _batch_of(leaf, axis: int, examples):
