@@ -450,7 +450,8 @@ class _Call:
             raise
         self.example_seconds += time.perf_counter() - start  # (the calls only: the loop's)
         self.examples_run += len(examples)
-        self._after_run()
+        if self.watch_draws:
+            self._after_run()
         return _stacked_part(examples, answers)
 
     def _one(self, sliced, watch: bool):
@@ -670,7 +671,7 @@ def _fresh(leaf, memory: dict):
     if id(leaf) in memory:
         memory[id(leaf)] = leaf = _copy(memory[id(leaf)])
         return leaf
-    value = underlying(leaf)
+    value = leaf if type(leaf) is _np.ndarray else underlying(leaf)
     if type(value) is _np.ndarray:
         base = value
         while isinstance(base.base, _np.ndarray):
