@@ -44,12 +44,12 @@ AxisSpec = Any  # an int, None, or a pytree of them (a prefix of the arguments' 
 RANDOMNESS = ("different", "same", "error")
 # Splitting a batch on Python decisions may take this many times the (estimated) time of
 # the per-example loop before the examples left run one by one.
-_SPLIT_BUDGET = 1.25
+_SPLIT_BUDGET = 1.3
 # A mapped function whose call cost more than the loop (its examples split or ran one by
 # one) runs as the loop for its next calls, then tries again: as many calls as spread that
 # call's excess over the loop to _EXCESS of the loop per call, and at least twice as many
 # as the last time it backed off, at most _MAX_BACKOFF.
-_EXCESS = 0.05
+_EXCESS = 0.2
 _MAX_BACKOFF = 256
 # Examples run alone after a split, to know what an example costs (the middle one counts).
 _MEASURED = 3
