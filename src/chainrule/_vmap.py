@@ -346,7 +346,7 @@ class _Call:
         one, in one pass."""
         if self.size == 1:
             return [self._the_loop()]
-        parts, todo, loose = [], [], []
+        parts, todo, loose = [], [], []  # (loose: arrays of examples)
         self._sort_out(self._batched(_np.arange(self.size)), parts, todo, loose)
         while todo:
             todo.sort(key=len)
@@ -356,12 +356,14 @@ class _Call:
                 if len(group) > _MEASURED:
                     todo.append(group[_MEASURED:])
             elif len(group) > 1 and self._affordable(
-                    len(group) + len(loose) + sum(map(len, todo))):
+                    len(group) + sum(map(len, loose)) + sum(map(len, todo))):
                 self._sort_out(self._batched(group), parts, todo, loose)
             else:
-                loose += list(group)
+                # (no run since: every group left is as unaffordable, or of one example)
+                loose += [group] + todo
+                todo = []
         if loose:
-            parts.append(self._one_by_one(_np.sort(loose)))
+            parts.append(self._one_by_one(_np.sort(_np.concatenate(loose))))
         return parts
 
     def _sort_out(self, outcome, parts: list, todo: list, loose: list) -> None:
@@ -376,8 +378,9 @@ class _Call:
         else:
             self._note("loop", f"vmap: {outcome.what} cannot run on the whole batch, so "
                        f"the function runs once per example.")
-            loose += list(outcome.examples)
-            if not len(outcome.examples):
+            if len(outcome.examples):
+                loose.append(outcome.examples)
+            else:
                 parts.append(self._stand_in())  # (an empty batch: its answer's shapes)
 
     def _affordable(self, left: int) -> bool:
@@ -404,8 +407,11 @@ class _Call:
             arguments = [leaf if ax is None else BatchedArray(_batch_of(leaf, ax, examples),
                                                               trace)
                          for leaf, ax in zip(self.leaves, self.axes)]
-            call_args, call_kwargs = tree_unflatten(self.treedef, arguments)
-            answer = self.fun(*call_args, **call_kwargs)
+            if self.flat:
+                answer = self.fun(*arguments)
+            else:
+                call_args, call_kwargs = tree_unflatten(self.treedef, arguments)
+                answer = self.fun(*call_args, **call_kwargs)
             if trace.signal is None:
                 leaves, tree = tree_flatten(answer)
                 return _Part(examples, tree, [
@@ -582,6 +588,8 @@ def _batch_of(leaf, axis: int, examples):
     """The argument's values for ``examples``, the batch as axis 0, in memory of their own
     (the function may write into its arguments; the caller's arrays stay as they are)."""
     if len(examples) == cnp.shape(leaf)[axis]:
+        if not axis and type(leaf) is _np.ndarray:
+            return leaf.copy(order="K")
         batch = cnp.moveaxis(leaf, axis, 0)
         # (a traced copy too: under jit, an answer that is the argument is a fresh array)
         return batch.copy(order="K") if type(batch) is _np.ndarray else cnp.copy(batch)
@@ -654,6 +662,9 @@ def _joined(column: list, parts: list, inverse, size: int):
     pieces = [leaf.value if isinstance(leaf, _Stacked) else
               _repeated(leaf.value, len(part.examples)) for leaf, part in zip(column, parts)]
     _same_shapes([cnp.shape(p)[1:] for p in pieces], [p.examples[0] for p in parts])
+    if all(type(p) is _np.ndarray for p in pieces):  # (NumPy's own: nothing to trace)
+        joined = _np.concatenate(pieces, axis=0)
+        return joined if inverse is None else _np.take(joined, inverse, axis=0)
     joined = cnp.concatenate(pieces, axis=0)
     return joined if inverse is None else cnp.take(joined, inverse, axis=0)
 
