@@ -44,7 +44,7 @@ AxisSpec = Any  # an int, None, or a pytree of them (a prefix of the arguments' 
 RANDOMNESS = ("different", "same", "error")
 # Splitting a batch on Python decisions may take this many times the (estimated) time of
 # the per-example loop before the examples left run one by one.
-_SPLIT_BUDGET = 1.3
+_SPLIT_BUDGET = 1.35
 # A mapped function whose call cost more than the loop (its examples split or ran one by
 # one) runs as the loop for its next calls, then tries again: as many calls as spread that
 # call's excess over the loop to _EXCESS of the loop per call, and at least twice as many
