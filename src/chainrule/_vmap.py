@@ -535,6 +535,9 @@ class _Call:
         """The parts' answers as one: each output leaf stacked along its out_axes entry in
         the examples' order, or (out_axes None) the value every example agrees on."""
         tree = parts[0].tree
+        if (len(parts) == 1 and tree is LEAF and type(self.out_axes) is int
+                and self.out_axes == 0 and isinstance(parts[0].leaves[0], _Stacked)):
+            return _fresh(parts[0].leaves[0].value, {})  # (the usual answer: one stack)
         for part in parts[1:]:
             if part.tree != tree:
                 raise ValueError(
