@@ -87,7 +87,8 @@ def run_starts(keys: Sequence, nxt: Sequence, candidates: int, stretch: Callable
             break
         j = ahead[i]
         need = stretch(j - i)
-        i, j, need = _by_common_periods(codes, i, j, need, possible)
+        fits = j + need <= n  # (a pair whose stretch runs past the record's end fails)
+        i, j, need = _by_common_periods(codes, i[fits], j[fits], need[fits], possible)
         t, width = 1, 1
         while len(i):
             done = t >= need  # (agreed over the whole stretch: a start; no need to go on)
