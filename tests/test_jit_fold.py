@@ -245,3 +245,39 @@ def test_fold_keys_are_equal_exactly_for_calls_of_one_form(monkeypatch):
     after = [node(np.sin, [0.5], (0,), f64(0.47)), node(np.sin, [0.5], (0,), f64(0.47))]
     assert after[0].key == after[1].key
     assert after[0].key not in keys + [fresh.key]
+
+
+def _starts_by_definition(keys, candidates, stretch):
+    """run_starts' answer position by position: p is a start where, for one of the next
+    ``candidates`` positions q holding keys[p], keys[p + t] == keys[q + t] for every t
+    below stretch(q - p), q + t inside the record."""
+    n, starts = len(keys), []
+    for p in range(n):
+        qs = [q for q in range(p + 1, n) if keys[q] == keys[p]][:candidates]
+        for q in qs:
+            need = int(stretch(onp.array([q - p]))[0])
+            if all(q + t < n and keys[p + t] == keys[q + t] for t in range(1, need)):
+                starts.append(p)
+                break
+    return starts
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_run_starts_are_those_of_the_definition(seed):
+    # loops (periods many pairs share, settled in one pass), loops with noise, and noise
+    from chainrule._core.repeats import next_same, run_starts
+    rng = onp.random.default_rng(seed)
+    for _ in range(150):
+        k = int(rng.integers(1, 6))
+        body = rng.integers(0, k, int(rng.integers(1, 12)))
+        keys = onp.concatenate([rng.integers(0, k, int(rng.integers(0, 10))),
+                                onp.tile(body, int(rng.integers(1, 40))),
+                                rng.integers(0, k, int(rng.integers(0, 20)))])
+        if rng.random() < 0.3:
+            keys = rng.integers(0, k, len(keys))
+        keys = keys.tolist()
+        candidates = int(rng.integers(1, 17))
+        factor, least = int(rng.integers(0, 4)), int(rng.integers(1, 60))
+        stretch = lambda period, f=factor, m=least: onp.maximum(f * period, m)  # noqa: E731
+        assert run_starts(keys, next_same(keys), candidates, stretch) == \
+            _starts_by_definition(keys, candidates, stretch)

@@ -73,8 +73,9 @@ def run_starts(keys: Sequence, nxt: Sequence, candidates: int, stretch: Callable
     all positions at once: those where, for one of the first ``candidates`` positions
     holding the same key (a candidate period), the next ``stretch(period)`` keys equal
     those a period later (``stretch``: of an int64 array). The pairs of positions that
-    still agree are narrowed key by key, so a record with few repeats costs little, and
-    ``run_at`` is asked at these positions only."""
+    still agree are narrowed key by key, so a record with few repeats costs little (a
+    period many pairs share, as a long loop's, is settled for all of them in one pass
+    instead), and ``run_at`` is asked at these positions only."""
     codes = np.asarray(keys, np.int64)
     n = len(codes)
     following = np.asarray(nxt, np.int64)
@@ -86,14 +87,56 @@ def run_starts(keys: Sequence, nxt: Sequence, candidates: int, stretch: Callable
             break
         j = ahead[i]
         need = stretch(j - i)
-        t = 1
-        while len(i) and t < need.max():
-            inside = j + t < n
-            same = np.zeros(len(i), bool)
-            same[inside] = codes[i[inside] + t] == codes[j[inside] + t]
-            keep = (t >= need) | same
-            i, j, need = i[keep], j[keep], need[keep]
-            t += 1
-        possible[i] = True
-        ahead = np.where(ahead >= 0, following[np.maximum(ahead, 0)], -1)
+        fits = j + need <= n  # (a pair whose stretch runs past the record's end fails)
+        i, j, need = _by_common_periods(codes, i[fits], j[fits], need[fits], possible)
+        t, width = 1, 1
+        while len(i):
+            done = t >= need  # (agreed over the whole stretch: a start; no need to go on)
+            if done.any():
+                possible[i[done]] = True
+                i, j, need = i[~done], j[~done], need[~done]
+                if not len(i):
+                    break
+            # offsets t .. t + width - 1 at once, each pair up to its own stretch (the
+            # width doubles: most pairs differ at once, a long loop's agree for thousands)
+            offsets = t + np.arange(min(width, int((need - t).max())))
+            later = j[:, None] + offsets
+            same = codes[np.minimum(i[:, None] + offsets, n - 1)] == codes[np.minimum(later, n - 1)]
+            same &= later < n  # (i < j: where j's offset is inside, so is i's)
+            same |= offsets >= need[:, None]
+            agree = same.all(axis=1)
+            i, j, need = i[agree], j[agree], need[agree]
+            t += len(offsets)
+            width = min(2 * width, 256)
+        # (a position found possible needs no further candidate: on a long loop the first
+        # candidate finds nearly all of them)
+        ahead = np.where((ahead >= 0) & ~possible, following[np.maximum(ahead, 0)], -1)
     return np.flatnonzero(possible).tolist()
+
+
+_COMMON = 32  # pairs sharing a period: settle them in one pass over the record
+
+
+def _by_common_periods(codes, i, j, need, possible) -> tuple:
+    """Settle the pairs ``(i, j)`` whose period ``j - i`` many pairs share (a loop's):
+    for such a period d, how far the keys agree with those d later is one pass over the
+    record (the distance from each position to the next disagreement). Marks ``possible``
+    and answers the other pairs, to narrow."""
+    periods = j - i
+    values, counts = np.unique(periods, return_counts=True)
+    common = values[counts >= _COMMON]
+    if not len(common):
+        return i, j, need
+    for d in common.tolist():
+        at = np.flatnonzero(periods == d)
+        same = codes[:-d] == codes[d:]
+        m = len(same)
+        stop = np.where(same, m, np.arange(m))  # (the next disagreement at or after p)
+        agree = np.minimum.accumulate(stop[::-1])[::-1] - np.arange(m)
+        first, wanted = i[at] + 1, need[at] - 1  # (keys i+1 .. i+need-1 against d later)
+        inside = first < m
+        ok = wanted <= 0
+        ok[inside] |= agree[first[inside]] >= wanted[inside]
+        possible[i[at][ok]] = True
+    rest = ~np.isin(periods, common)
+    return i[rest], j[rest], need[rest]
