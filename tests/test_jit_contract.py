@@ -768,3 +768,14 @@ def test_an_array_written_into_keeps_the_layout_numpy_gave_the_answer():
     rng = onp.random.default_rng(0)
     calls_equal(f, *[(rng.standard_normal((3, 7, 2)) * 10.0 ** rng.uniform(-8, 8, (3, 7, 2)),)
                      for _ in range(20)])
+
+
+# ------------------------------------------------------------------ found by attacking
+@pytest.mark.parametrize("f", [
+    lambda x: str(x[0]), lambda x: repr(x), lambda x: f"{x[1]}", lambda x: format(x[0]),
+    lambda x: x * 2.0 if str(x[0]) == "0.1" else -x,
+], ids=["str", "repr", "f-string", "format", "branch-on-text"])
+def test_text_of_a_traced_value_is_its_values_text_on_every_call(f):
+    # it was the box's text ("ArrayBox(..., trace=7)"), made at trace time and returned
+    # unchanged by every later call
+    calls_equal(f, (X,), (X * 3.0,), (-X,))
