@@ -10,6 +10,7 @@ import functools
 import math
 import re
 import sys
+import warnings
 
 import numpy as onp
 import pytest
@@ -779,3 +780,31 @@ def test_text_of_a_traced_value_is_its_values_text_on_every_call(f):
     # it was the box's text ("ArrayBox(..., trace=7)"), made at trace time and returned
     # unchanged by every later call
     calls_equal(f, (X,), (X * 3.0,), (-X,))
+
+
+def _exp_raising(x):
+    with onp.errstate(over="raise"):
+        return np.exp(x)
+
+
+@pytest.mark.parametrize("first, later", [
+    (onp.array([1.0, 2.0]), onp.array([1000.0, 1.0])), (1.0, 1000.0),
+], ids=["array", "float"])
+def test_an_error_state_set_inside_the_function_raises_as_eagerly(first, later):
+    # the program ran under the caller's error state: inf and a RuntimeWarning instead of
+    # the FloatingPointError the function asked NumPy for
+    jitted = cr.jit(_exp_raising)
+    with pytest.warns(JitWarning, match="error state"):
+        same(jitted(first), _exp_raising(first))
+    with pytest.raises(FloatingPointError, match="overflow"):
+        jitted(later)
+    same(jitted(first), _exp_raising(first))
+
+
+def test_an_error_state_that_only_quiets_numpy_still_compiles():
+    def quiet_log(x):
+        with onp.errstate(divide="ignore", invalid="ignore"):
+            return np.log(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitWarning)  # (no "runs eagerly" notice)
+        calls_equal(quiet_log, (X,), (-X,), (X * 0.0,))
