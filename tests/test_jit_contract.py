@@ -10,6 +10,7 @@ import functools
 import math
 import re
 import sys
+import warnings
 
 import numpy as onp
 import pytest
@@ -768,3 +769,42 @@ def test_an_array_written_into_keeps_the_layout_numpy_gave_the_answer():
     rng = onp.random.default_rng(0)
     calls_equal(f, *[(rng.standard_normal((3, 7, 2)) * 10.0 ** rng.uniform(-8, 8, (3, 7, 2)),)
                      for _ in range(20)])
+
+
+# ------------------------------------------------------------------ found by attacking
+@pytest.mark.parametrize("f", [
+    lambda x: str(x[0]), lambda x: repr(x), lambda x: f"{x[1]}", lambda x: format(x[0]),
+    lambda x: x * 2.0 if str(x[0]) == "0.1" else -x,
+], ids=["str", "repr", "f-string", "format", "branch-on-text"])
+def test_text_of_a_traced_value_is_its_values_text_on_every_call(f):
+    # it was the box's text ("ArrayBox(..., trace=7)"), made at trace time and returned
+    # unchanged by every later call
+    calls_equal(f, (X,), (X * 3.0,), (-X,))
+
+
+def _exp_raising(x):
+    with onp.errstate(over="raise"):
+        return np.exp(x)
+
+
+@pytest.mark.parametrize("first, later", [
+    (onp.array([1.0, 2.0]), onp.array([1000.0, 1.0])), (1.0, 1000.0),
+], ids=["array", "float"])
+def test_an_error_state_set_inside_the_function_raises_as_eagerly(first, later):
+    # the program ran under the caller's error state: inf and a RuntimeWarning instead of
+    # the FloatingPointError the function asked NumPy for
+    jitted = cr.jit(_exp_raising)
+    with pytest.warns(JitWarning, match="error state"):
+        same(jitted(first), _exp_raising(first))
+    with pytest.raises(FloatingPointError, match="overflow"):
+        jitted(later)
+    same(jitted(first), _exp_raising(first))
+
+
+def test_an_error_state_that_only_quiets_numpy_still_compiles():
+    def quiet_log(x):
+        with onp.errstate(divide="ignore", invalid="ignore"):
+            return np.log(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitWarning)  # (no "runs eagerly" notice)
+        calls_equal(quiet_log, (X,), (-X,), (X * 0.0,))

@@ -212,3 +212,20 @@ def test_an_exception_caught_by_the_function_is_a_decision():
     for x in ([1.0, 1.0, 2.0], [-1.0, 1.0, 2.0], [0.0, 3.0, -1.0]):
         x = onp.array(x)
         onp.testing.assert_allclose(jac(x).toarray(), _dense(fun, x), rtol=1e-15)
+
+
+def _noisy(u):
+    w = onp.random.rand(u.size)  # a new draw on every evaluation
+    return u * w + np.roll(u, 1) * w
+
+
+@pytest.mark.parametrize("make", [
+    lambda: chainrule.jacobian(_noisy, sparse=True),
+    lambda: chainrule.SparseJacobian(_noisy, onp.arange(1.0, 7.0)),
+    lambda: chainrule.hessian(lambda u: np.sum(_noisy(u) ** 2), sparse=True),
+], ids=["jacobian", "SparseJacobian", "hessian"])
+def test_a_function_that_draws_random_numbers_is_refused(make):
+    # each colour's sweep drew new numbers: the entries came from different functions
+    # (diagonal from one draw, subdiagonal from another; dense: one draw for all)
+    with pytest.raises(ValueError, match="draws random numbers .NumPy's global RandomState"):
+        make()(onp.arange(1.0, 7.0))

@@ -575,3 +575,14 @@ def test_answers_are_fresh_arrays_under_jit():
         assert not any(onp.shares_memory(a, xs) for a in arrays)
         assert not any(onp.shares_memory(a, b) for i, a in enumerate(arrays)
                        for b in arrays[i + 1:])
+
+
+# ----------------------------------------------------------------- found by attacking
+@pytest.mark.parametrize("f", [
+    lambda x: len(f"{x[0]}") * x, lambda x: x * 2.0 if str(x[0]) == str(XS[0, 0]) else -x,
+    lambda x: onp.array([len(str(x))], dtype=float),
+], ids=["f-string", "str-branch", "str-of-array"])
+def test_the_text_of_a_batched_value_is_each_examples_text(f):
+    # it was the batch's text ("BatchedArray(shape=(3,) per example, ...)"), one answer
+    # for every example
+    same(cr.vmap(f)(XS), loop(f, XS))

@@ -76,6 +76,28 @@ def _show(args) -> str:
     return repr(args).replace("\n", " ")
 
 
+# ------------------------------------------------------------------------ jit's own hazards
+def _text(g) -> None:
+    # Python text made from a traced value: eagerly the value's text (under grad the
+    # box's, so plain programs only)
+    t = g.name("t")
+    g.emit(f"{t} = {g.pick(['str', 'repr', 'format'])}({g.scalar_expr()})",
+           f"{g.new_vec()} = {g.vec()} * (2.0 if {t}.startswith('-') else float(len({t}) % 3))")
+
+
+def _errstate(g) -> None:
+    # an error state the function sets around a call: eager evaluation raises
+    mode = "raise"  # (a state that quiets or warns more inside f: open, see the report)
+    t = g.name("t")
+    g.emit(f"with onp.errstate(all={mode!r}):",
+           f"    {g.new_vec()} = np.exp({g.vec()} * 400.0) + np.log({g.vec()})",
+           f"{t} = 0.0")
+
+
+OWN = (programs.Template("text", _text, 0.5), programs.Template("errstate", _errstate, 0.5))
+OWN_UNDER_TRANSFORMS = OWN[1:]
+
+
 # ------------------------------------------------------------------------ generate
 def generate(rng: onp.random.Generator) -> Case:
     if rng.random() < 0.25:
@@ -83,7 +105,9 @@ def generate(rng: onp.random.Generator) -> Case:
     transform = str(rng.choice(TRANSFORMS))
     output = "any" if transform == "plain" else "scalar"
     n = 3 if transform == "hessian" else None
-    program = programs.generate(rng, programs.HAZARDS, output=output, n=n)
+    own = OWN if transform == "plain" else OWN_UNDER_TRANSFORMS
+    program = programs.generate(rng, programs.HAZARDS | {t.hazard for t in own},
+                                output=output, n=n, extra=own)
     calls = program.inputs(rng, 3)
     calls.append(calls[0])  # (the first arguments again: a cached call)
     wrapping = str(rng.choice(WRAPPINGS))

@@ -393,6 +393,11 @@ class JittedFunction:
                    "Build the array from traced values (np.stack, np.concatenate, "
                    "np.where) or write a = chainrule.numpy.index_update(a, i, x) to "
                    "compile it.")
+        elif session.errstate_acts:
+            why = ("sets NumPy's error state to raise or call out inside (np.errstate, "
+                   "np.seterr), which a compiled program, run under the caller's error "
+                   "state, would not; it runs eagerly for this signature. Set the error "
+                   "state around the call to compile it.")
         elif randomness.changed():
             why = ("draws random numbers (numpy.random, random, or a generator it reaches), "
                    "which a compiled program would draw once for all calls; it runs eagerly "

@@ -1,4 +1,4 @@
-"""Whether the caller's NumPy error state acts on underflow.
+"""Whether the caller's NumPy error state acts on underflow; whether a function changed it.
 
 A float program computes on Python floats, which never report an underflow; the default
 error state ignores underflows, but ``np.seterr(all="warn")`` or ``np.errstate(all="raise")``
@@ -10,6 +10,8 @@ state in a context variable: reading it and comparing with the state seen last c
 from __future__ import annotations
 
 import numpy as np
+
+from .._transforms import _WARN_AT_USER_LINE
 
 try:
     from numpy._core._ufunc_config import _extobj_contextvar
@@ -30,3 +32,20 @@ def underflow_heard() -> bool:
     heard = np.geterr()["under"] != "ignore"
     _last = (current, heard)
     return heard
+
+
+def context() -> object:
+    """The current error state, as an object that is the same until the state changes."""
+    if _extobj_contextvar is None:  # pragma: no cover
+        return tuple(sorted(np.geterr().items()))
+    return _extobj_contextvar.get()
+
+
+def acts() -> bool:
+    """Whether the current error state raises or calls out on some error (``raise``,
+    ``call``, ``print``, ``log``), which a program run under the caller's state would not.
+    (A transform's own ``log`` mode, which warns at the user's line, only warns.)"""
+    modes = set(np.geterr().values()) - {"ignore", "warn"}
+    if modes <= {"log"} and np.geterrcall() is _WARN_AT_USER_LINE:
+        return False
+    return bool(modes)

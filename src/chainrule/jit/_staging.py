@@ -25,6 +25,7 @@ import numpy as np
 from .. import numpy as anp
 from .._core import tracer
 from .._core.tracer import Node, isbox
+from . import _errstate
 from ._notices import call_site, storing_an_item
 
 _creation = itertools.count()
@@ -71,6 +72,10 @@ class Session:
         # depend on its value through the array, which no call records (a guard holds it:
         # later calls would trace again and again)
         self.fills = False
+        # the function set NumPy's error state to raise or call out around a staged call
+        # (np.errstate(over="raise") inside it): the program runs under the caller's state
+        self.errstate = _errstate.context()
+        self.errstate_acts = False
 
     def close(self) -> None:
         """Free the record (its nodes and this session refer to each other)."""
@@ -226,6 +231,10 @@ class StagingNode(Node):
             session = _state.session
             self.record = record = Record() if session is None else session.nodes
         record.append(self)
+        session = _state.session
+        if session is not None and _errstate.context() is not session.errstate:
+            session.errstate = _errstate.context()  # (checked once per change)
+            session.errstate_acts = session.errstate_acts or _errstate.acts()
         self.fun = fun
         self.kwargs = kwargs or _NO_KEYWORDS  # (one empty dict for all: none is changed)
         self.argnums = argnums

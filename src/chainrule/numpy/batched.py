@@ -282,10 +282,14 @@ class BatchedArray(ArrayBox):
     def tolist(self):
         return [self[i] for i in range(len(self))] if self.ndim else self
 
+    # The loop makes each example's text (print(x), f"{x}", "%s" % x, str(x) == "0.1"): the
+    # whole function runs per example. (repr stays the box's: error messages use it.)
+    def __str__(self) -> str:
+        raise self._unsupported("the text of a batched value (str(x), print(x), f'{x}')")
+
     def __format__(self, spec: str) -> str:
         if not spec:
             return str(self)
-        # (the loop formats each example, and the text usually goes out of the function)
         raise self._unsupported(f"formatting a batched value (f'{{x:{spec}}}')")
 
     def __array__(self, dtype=None, copy=None):
