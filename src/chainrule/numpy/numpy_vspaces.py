@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as _np
 
 from .._core import reverse
+from .._core.tracer import getval
 from .._core.vspace import VSpace
 
 # Names for the dtype kinds that have no gradient, so the error says what the value is.
@@ -92,8 +93,8 @@ class ArrayVSpace(VSpace):
                 g = anp.real(g)
             if g.dtype != self.dtype:
                 g = g.astype(self.dtype)
-        if self.scalar_type is not None and type(g) is _np.ndarray:
-            g = g[()]
+        if self.scalar_type is not None and type(getval(g)) is _np.ndarray:
+            g = g[()]  # (a traced one too: under chainrule.jit a scalar, as untraced)
         return g
 
     def __repr__(self) -> str:
