@@ -319,21 +319,24 @@ def _new_key(fun, form, kind) -> int:
 
 
 def _layout(value: Any) -> tuple:
-    """A value's type, dtype and shape."""
+    """A value's type, dtype and shape (of each member of a tuple answer)."""
+    if type(value) is tuple:
+        return tuple(_layout(v) for v in value)
     return type(value), getattr(value, "dtype", None), np.shape(value)
 
 
 def _guard_layout(node: StagingNode, ans: Any) -> None:
     """Guard the type, dtype and shape of a call's answer where its arguments' values
-    decide them (``real_if_close``: real where the imaginary parts are small): the code
-    after it was traced for that layout."""
+    decide them (``real_if_close``: real where the imaginary parts are small; ``eig``,
+    ``eigvals``: real where every eigenvalue is): the code after it was traced for that
+    layout."""
     session = current()
     if session is not None:
         session.guards.append(Guard(node, _layout, _layout(ans)))
 
 
 # primitives whose answer's layout (type, dtype, shape) depends on their arguments' values
-_LAYOUT_BY_VALUE = frozenset([anp.real_if_close])
+_LAYOUT_BY_VALUE = frozenset([anp.real_if_close, anp.linalg.eigvals, anp.linalg.eig_tuple])
 
 
 def _staged_box(x, trace_id: int):
