@@ -16,10 +16,9 @@ from ._transforms import (
     jacobian_rows,
     jacobian_tree,
     result_and_aux,
-    user_line_warnings,
-    warnings_at_user_line,
     with_aux,
 )
+from ._user_warnings import user_line_warnings, warnings_at_user_line
 
 
 def _select(args: tuple, argnums) -> tuple:

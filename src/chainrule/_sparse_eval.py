@@ -37,6 +37,7 @@ from ._sparse_symmetric import (
     star_recovery,
     symmetric_pattern,
 )
+from ._user_warnings import user_line_warnings
 
 # colourings kept per evaluator for the structures of a guarded record (oldest dropped)
 _MAX_STRUCTURES = 16
@@ -46,8 +47,9 @@ def _sweep(fun: Callable, forward: bool) -> Callable:
     """``sweep(x, seeds)``: the compressed matrix, one row per seed (J @ seed forward,
     flat over the output leaves; seed @ J reverse, flat over x)."""
     from . import numpy as cnp  # the layers above this one: imported on first use
+    from ._core import forward as forward_mode
+    from ._core import reverse
     from ._core.pytree import tree_flatten, tree_unflatten
-    from ._jaxlike import jvp, vjp
 
     def flat(tree):
         leaves = tree_flatten(tree)[0]
@@ -56,21 +58,25 @@ def _sweep(fun: Callable, forward: bool) -> Callable:
     if forward:
 
         def sweep(x, seeds):
-            return cnp.stack([flat(jvp(fun, (x,), (seed,))[1]) for seed in seeds])
+            with user_line_warnings():
+                push = forward_mode.make_jvp(fun, x)
+                return cnp.stack([flat(push(seed)[1]) for seed in seeds])
 
     else:
 
         def sweep(x, seeds):
-            out, pull = vjp(fun, x)
-            leaves, treedef = tree_flatten(out)
-            shapes = [_np.shape(leaf) for leaf in leaves]
-            ends = _np.cumsum([0] + [int(_np.prod(s, dtype=int)) for s in shapes])
+            with user_line_warnings():
+                pull, out = reverse.make_vjp(fun, x)
+                leaves, treedef = tree_flatten(out)
+                shapes = [_np.shape(leaf) for leaf in leaves]
+                ends = _np.cumsum([0] + [int(_np.prod(s, dtype=int)) for s in shapes])
 
-            def cotangent(seed):  # a seed flat over the output leaves, as the output
-                parts = [seed[a:b].reshape(s) for a, b, s in zip(ends[:-1], ends[1:], shapes)]
-                return tree_unflatten(treedef, parts)
+                def cotangent(seed):  # a seed flat over the output leaves, as the output
+                    parts = [seed[a:b].reshape(s)
+                             for a, b, s in zip(ends[:-1], ends[1:], shapes)]
+                    return tree_unflatten(treedef, parts)
 
-            return cnp.stack([cnp.ravel(pull(cotangent(s))[0]) for s in seeds])
+                return cnp.stack([cnp.ravel(pull(cotangent(s))) for s in seeds])
 
     return sweep
 

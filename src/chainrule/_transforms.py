@@ -7,9 +7,6 @@ type: autograd's ``argnum``, and JAX's ``argnums`` and ``has_aux``.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
 import warnings
 from collections.abc import Callable, Sequence
 from functools import wraps
@@ -24,6 +21,7 @@ from ._core.rules import defjvp_argnums, defvjp_argnums
 from ._core.tracer import derivative_free, getval, isbox, new_trace_id, primitive
 from ._core.vspace import ContainerVSpace, VSpace, vspace
 from ._sparse_products import SparseVSpace
+from ._user_warnings import warnings_at_user_line
 from .numpy.batched import over_batch
 from .wrap_util import unary_to_nary
 
@@ -119,49 +117,6 @@ def transformed(
     if has_aux:
         return with_aux(lambda f: nary(f, nums), fun, joined)
     return warnings_at_user_line(nary(fun, nums))
-
-
-# ----------------------------------------------------------------------------- warnings
-# NumPy attributes a floating-point warning (divide by zero in log, invalid value in sqrt)
-# to the Python line that called it, which inside a transform is chainrule's own code (a
-# primitive wrapper, a derivative rule). While a transform runs, NumPy's "warn" mode is
-# switched to "log" (per thread and context), and the warning is issued again at the first
-# line outside chainrule and NumPy: the user's function, or the line calling the transform.
-_INTERNAL_DIRS = (os.path.dirname(__file__) + os.sep, os.path.dirname(_np.__file__) + os.sep)
-
-
-class _WarnAtUserLine:
-    def write(self, message: str) -> None:  # NumPy's log mode: "Warning: ... in log\n"
-        frame, stacklevel = sys._getframe(1), 2
-        while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL_DIRS):
-            frame, stacklevel = frame.f_back, stacklevel + 1
-        text = message.strip()
-        warnings.warn(text.removeprefix("Warning: "), RuntimeWarning, stacklevel=stacklevel)
-
-
-_WARN_AT_USER_LINE = _WarnAtUserLine()
-
-
-def user_line_warnings() -> contextlib.AbstractContextManager:
-    """The context a transform runs in: a no-op inside another transform (modes already
-    "log"), where the user routes errors to their own callback ("call", "log") or where
-    nothing warns."""
-    modes = _np.geterr()  # (one call: geterrcall() would cost as much again)
-    if "log" in modes.values() or "call" in modes.values():
-        return contextlib.nullcontext()
-    log = {kind: "log" for kind, mode in modes.items() if mode == "warn"}
-    return _np.errstate(call=_WARN_AT_USER_LINE, **log) if log else contextlib.nullcontext()
-
-
-def warnings_at_user_line(fn: Callable) -> Callable:
-    """``fn`` run in ``user_line_warnings()``."""
-
-    @wraps(fn)
-    def at_user_line(*args, **kwargs):
-        with user_line_warnings():
-            return fn(*args, **kwargs)
-
-    return at_user_line
 
 
 # ----------------------------------------------------------------------------- transforms

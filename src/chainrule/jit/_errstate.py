@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._transforms import _WARN_AT_USER_LINE
+from .._user_warnings import WARN_AT_USER_LINE
 
 try:
     from numpy._core._ufunc_config import _extobj_contextvar
@@ -46,6 +46,6 @@ def acts() -> bool:
     ``call``, ``print``, ``log``), which a program run under the caller's state would not.
     (A transform's own ``log`` mode, which warns at the user's line, only warns.)"""
     modes = set(np.geterr().values()) - {"ignore", "warn"}
-    if modes <= {"log"} and np.geterrcall() is _WARN_AT_USER_LINE:
+    if modes <= {"log"} and np.geterrcall() is WARN_AT_USER_LINE:
         return False
     return bool(modes)

@@ -13,12 +13,8 @@ program's (no memory to manage).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from ._instr import Instr
 from ._roll import Loop, Stride
-
-if TYPE_CHECKING:
-    from ._emit import Instr
 
 
 class Plan:

@@ -1,0 +1,55 @@
+"""Floating-point warnings at the user's line.
+
+NumPy attributes a floating-point warning (divide by zero in log, invalid value in sqrt)
+to the Python line that called it, which inside a transform is chainrule's own code (a
+primitive wrapper, a derivative rule). While a transform runs, NumPy's "warn" mode is
+switched to "log" (per thread and context), and the warning is issued again at the first
+line outside chainrule and NumPy: the user's function, or the line calling the transform.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import warnings
+from collections.abc import Callable
+from functools import wraps
+
+import numpy as _np
+
+_INTERNAL_DIRS = (os.path.dirname(__file__) + os.sep, os.path.dirname(_np.__file__) + os.sep)
+
+
+class _WarnAtUserLine:
+    def write(self, message: str) -> None:  # NumPy's log mode: "Warning: ... in log\n"
+        frame, stacklevel = sys._getframe(1), 2
+        while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL_DIRS):
+            frame, stacklevel = frame.f_back, stacklevel + 1
+        text = message.strip()
+        warnings.warn(text.removeprefix("Warning: "), RuntimeWarning, stacklevel=stacklevel)
+
+
+WARN_AT_USER_LINE = _WarnAtUserLine()
+
+
+def user_line_warnings() -> contextlib.AbstractContextManager:
+    """The context a transform runs in: a no-op inside another transform (modes already
+    "log"), where the user routes errors to their own callback ("call", "log") or where
+    nothing warns."""
+    modes = _np.geterr()  # (one call: geterrcall() would cost as much again)
+    if "log" in modes.values() or "call" in modes.values():
+        return contextlib.nullcontext()
+    log = {kind: "log" for kind, mode in modes.items() if mode == "warn"}
+    return _np.errstate(call=WARN_AT_USER_LINE, **log) if log else contextlib.nullcontext()
+
+
+def warnings_at_user_line(fn: Callable) -> Callable:
+    """``fn`` run in ``user_line_warnings()``."""
+
+    @wraps(fn)
+    def at_user_line(*args, **kwargs):
+        with user_line_warnings():
+            return fn(*args, **kwargs)
+
+    return at_user_line
