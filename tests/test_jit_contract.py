@@ -847,3 +847,63 @@ def _leaves(tree) -> list:
     if isinstance(tree, (tuple, list)):
         return [leaf for item in tree for leaf in _leaves(item)]
     return [tree]
+
+
+# ------------------------------------------------------------------ the long run's findings
+def _adds_into_its_own_array(x):
+    a = onp.zeros(3)
+    a += x  # (NumPy's add with out=a, a traced x: eagerly plain values)
+    b = onp.ones(3)
+    onp.multiply(b, x * 2.0, out=b)
+    return np.sin(x) + a * b
+
+
+def test_a_ufunc_writing_a_traced_value_into_a_numpy_array_it_made_runs_as_eagerly():
+    jitted = cr.jit(_adds_into_its_own_array)
+    with pytest.warns(JitWarning, match=r"a \+= x"):
+        calls_equal(_adds_into_its_own_array, (X,), (-X * 3.0,), jitted=jitted)
+
+
+def test_a_ufunc_writing_into_a_closed_over_array_writes_it_as_eagerly():
+    acc = onp.zeros(3)
+
+    def f(x):
+        acc[...] = 1.0
+        onp.add(acc, x * 2.0, out=acc)
+        return x * acc
+
+    jitted = cr.jit(f)
+    for x in (X, -X * 3.0, X):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", JitWarning)
+            got = jitted(x)
+        seen = acc.copy()
+        same(got, f(x))
+        same(seen, acc)
+
+
+def test_a_gradient_that_writes_into_a_numpy_array_raises_as_eagerly_under_jit():
+    def loss(x):
+        return np.sum(_adds_into_its_own_array(x))
+
+    with pytest.raises(TypeError, match="with out= would write a traced value") as eager:
+        cr.grad(loss)(X)
+    with pytest.raises(TypeError, match="with out= would write a traced value") as jitted:
+        cr.jit(cr.grad(loss))(X)
+    assert str(jitted.value) == str(eager.value)
+
+
+def test_a_value_without_derivative_written_into_raises_as_eagerly_under_jit():
+    # np.fix(x) + s carries no derivative: eagerly a plain array, which refuses v += x
+    # under grad; under jit it is a staged value (s is an input), which must refuse it too
+    def loss(x, s):
+        v = np.fix(x * 10.0) + s
+        v += x
+        return np.sum(v)
+
+    for args in ((X, 0.5), (X * -4.0, 2.0)):
+        with pytest.raises(TypeError, match="numpy.add with out= would write") as eager:
+            cr.value_and_grad(loss)(*args)
+        with pytest.raises(TypeError, match="numpy.add with out= would write") as jitted:
+            cr.jit(cr.value_and_grad(loss))(*args)
+        assert str(jitted.value) == str(eager.value)

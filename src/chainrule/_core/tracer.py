@@ -98,6 +98,13 @@ class Node:
     # when a traced call raises.
     on_error: Callable | None = None
 
+    # Hook for a traced value written into a plain NumPy array through a ufunc's ``out=``
+    # (``a += x``, ``np.add(a, x, out=a)``, with ``a`` a NumPy array): a node type that can
+    # follow the write (chainrule.jit, which then runs the function eagerly) sets it to
+    # ``on_plain_write(box) -> plain value``; every other trace refuses the write (it drops
+    # the derivative). Read only on that path.
+    on_plain_write: Callable | None = None
+
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         raise NotImplementedError
 

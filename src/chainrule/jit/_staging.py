@@ -108,6 +108,16 @@ def _on_decision(box, convert):
     return value
 
 
+def _on_plain_write(box) -> Any:
+    """A staged value written into a plain NumPy array by a ufunc's ``out=`` (``a += x``,
+    ``Node.on_plain_write``): its plain value, a decision, as ``a[i] = x``'s ``float()``."""
+    value = _on_decision(box, tracer.getval)
+    session = current()
+    if session is not None and box._trace_id == session.trace_id:
+        session.fills = True  # (see Session)
+    return value
+
+
 def _integer_array(value: Any) -> bool:
     return type(value) is np.ndarray and value.dtype.kind in "iu"
 
@@ -218,6 +228,7 @@ class StagingNode(Node):
                  "key", "record", "place")
     on_decision = staticmethod(_on_decision)
     on_error = staticmethod(_on_error)
+    on_plain_write = staticmethod(_on_plain_write)
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         # (runs once per recorded call, so it does only what the record needs; ``index``
