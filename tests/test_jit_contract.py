@@ -907,3 +907,14 @@ def test_a_value_without_derivative_written_into_raises_as_eagerly_under_jit():
         with pytest.raises(TypeError, match="numpy.add with out= would write") as jitted:
             cr.jit(cr.value_and_grad(loss))(*args)
         assert str(jitted.value) == str(eager.value)
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: format(np.mean(x)), lambda x: f"{np.sum(x)}", lambda x: format(x[0], ""),
+], ids=["format-mean", "f-string-sum", "format-item"])
+def test_text_of_a_float32_scalar_is_numpys_own(f):
+    # format(np.float32(v)) is the text of float(v) ("0.1811724156141281"); the staged
+    # value's was str()'s ("0.18117242"), so a program branching on its length went the
+    # other way (long run)
+    x32 = onp.array([-3.4004486, 1.723225, 2.2207408], dtype=onp.float32)
+    calls_equal(f, (x32,), (x32 * 3.0,), (-x32,))

@@ -134,13 +134,13 @@ class Box:
         return decided(self, bool)
 
     def __repr__(self) -> str:
-        if _staged(self):
+        if staged(self):
             return decided(self, repr)
         ended = "" if self._trace_id in live_trace_ids else " (ended)"
         return f"{type(self).__name__}({self._value!r}, trace={self._trace_id}{ended})"
 
     def __str__(self) -> str:
-        return decided(self, str) if _staged(self) else repr(self)
+        return decided(self, str) if staged(self) else repr(self)
 
     # A copy of a traced value is the same value on the graph: ``copy_of`` is an identity
     # primitive (its rules pass the derivative through), so copy.copy / copy.deepcopy keep
@@ -259,7 +259,7 @@ def as_index(x: Any) -> Any:
     return getval(x)
 
 
-def _staged(x: Any) -> bool:
+def staged(x: Any) -> bool:
     """Whether a live level of boxing of ``x`` has ``on_decision`` (a staging trace): its
     text (``str(x)``, ``repr(x)``, ``f"{x}"``) is then a Python value made from the traced
     value, which a compiled program must guard as it guards ``if x:`` (eagerly it is the

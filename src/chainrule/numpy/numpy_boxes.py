@@ -23,6 +23,7 @@ from .._core.tracer import (
     getval,
     isbox,
     primitive,
+    staged,
     untraceable_answer_handlers,
 )
 from .._scipy_hint import scipy_hint, scipy_ufunc_rules
@@ -314,8 +315,8 @@ class ArrayBox(Box):
         self._refuse("item()")
 
     def __format__(self, spec: str) -> str:
-        if not spec:
-            return str(self)
+        if not spec and not staged(self):
+            return str(self)  # (the box's text)
         # text has no derivative: f"{loss:.3f}" formats the value (a guard under jit)
         return decided(self, lambda value: format(value, spec))
 
