@@ -918,3 +918,17 @@ def test_text_of_a_float32_scalar_is_numpys_own(f):
     # other way (long run)
     x32 = onp.array([-3.4004486, 1.723225, 2.2207408], dtype=onp.float32)
     calls_equal(f, (x32,), (x32 * 3.0,), (-x32,))
+
+
+def test_an_item_without_derivative_written_into_raises_as_eagerly_under_jit():
+    def loss(x, s):
+        v = np.round(x * 10.0) + s  # (no derivative: eagerly a plain array)
+        v[0] = np.sum(x * x)
+        return np.sum(v)
+
+    for args in ((X, 0.5), (X * -4.0, 2.0)):
+        with pytest.raises(ValueError, match="setting an array element") as eager:
+            cr.value_and_grad(loss)(*args)
+        with pytest.raises(ValueError, match="setting an array element") as jitted:
+            cr.jit(cr.value_and_grad(loss))(*args)
+        assert str(jitted.value) == str(eager.value)

@@ -87,6 +87,9 @@ class ArrayBox(Box):
     def __setitem__(self, index, value):
         if getattr(self, "_view_of", None) is not None:
             self._check_not_view(f"x[{_index_repr(index)}] = ...")
+        if _derivative_free_under_staging(self, value):
+            # (eagerly a plain array: NumPy's own error, raised by writing into a copy)
+            getval(self).copy()[_plain_index(index)] = value
         self._rebind(anp.index_update(self, _plain_index(index), value))
 
     # ------------------------------------------------------------------ in-place writes
@@ -513,7 +516,7 @@ def _writes_followed(inputs: tuple, out: object) -> bool:
 
 
 def _derivative_free_under_staging(target, other) -> bool:
-    """Whether ``target op= other`` writes a value of a derivative trace into a value that
+    """Whether ``target op= other`` (or ``target[i] = other``) writes a value of a derivative trace into a value that
     only a staging trace boxes (chainrule.jit's, for a value such as ``np.fix(x)`` that
     carries no derivative): eagerly ``target`` is then a plain NumPy array, which refuses
     the write (``_plain_write_refused``), so the staged call refuses it too."""
