@@ -516,10 +516,10 @@ def _writes_followed(inputs: tuple, out: object) -> bool:
 
 
 def _derivative_free_under_staging(target, other) -> bool:
-    """Whether ``target op= other`` (or ``target[i] = other``) writes a value of a derivative trace into a value that
-    only a staging trace boxes (chainrule.jit's, for a value such as ``np.fix(x)`` that
-    carries no derivative): eagerly ``target`` is then a plain NumPy array, which refuses
-    the write (``_plain_write_refused``), so the staged call refuses it too."""
+    """Whether ``target op= other`` (or ``target[i] = other``) writes a value of a
+    derivative trace into a value that only a staging trace boxes (chainrule.jit's, for a
+    value such as ``np.fix(x) + s`` that carries no derivative): eagerly ``target`` is then
+    a plain NumPy array, which refuses the write, so the staged call refuses it too."""
     return (target._node.on_plain_write is not None and isbox(other)
             and other._node.on_plain_write is None and other._trace_id > target._trace_id)
 
