@@ -932,3 +932,27 @@ def test_an_item_without_derivative_written_into_raises_as_eagerly_under_jit():
         with pytest.raises(ValueError, match="setting an array element") as jitted:
             cr.jit(cr.value_and_grad(loss))(*args)
         assert str(jitted.value) == str(eager.value)
+
+
+def _constant_outputs_that_share_memory(x):
+    v = np.round(x * 0.1) + 1.0  # (guarded: v and its views are constants of the program)
+    return {"c": v[::-1], "a": x * 2.0, "b": v, "d": v.reshape(1, -1).T, "e": v}
+
+
+@pytest.mark.parametrize("tables", [False, True], ids=["emitted", "table"])
+def test_constant_outputs_share_memory_as_eagerly(tables, monkeypatch):
+    # the program copied each constant output apart: v[::-1] and v shared memory eagerly
+    # and not from the second call of a program on (long run)
+    if tables:
+        monkeypatch.setattr(sys.modules["chainrule.jit._emit"], "LONG_PROGRAM", -1)
+    jitted = calls_equal(_constant_outputs_that_share_memory, (X,), (X * 2.0,))
+    assert jitted.cache_info().hits >= 2
+    earlier = jitted(X)
+    for out in (jitted(X), _constant_outputs_that_share_memory(X)):
+        assert out["b"] is out["e"]
+        for k in "cd":
+            assert onp.shares_memory(out[k], out["b"]) and out[k].flags.writeable
+        assert not any(onp.shares_memory(out[k], X) for k in "abcd")
+    assert not any(onp.shares_memory(earlier[k], out[k]) for k in "abcd")
+    out["b"][0] = 7.0  # (the views see the write, as NumPy's do)
+    assert out["c"][-1] == 7.0 and out["d"][0, 0] == 7.0
