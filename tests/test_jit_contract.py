@@ -956,3 +956,23 @@ def test_constant_outputs_share_memory_as_eagerly(tables, monkeypatch):
     assert not any(onp.shares_memory(earlier[k], out[k]) for k in "abcd")
     out["b"][0] = 7.0  # (the views see the write, as NumPy's do)
     assert out["c"][-1] == 7.0 and out["d"][0, 0] == 7.0
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: x.tolist(), lambda x: np.sum(x).tolist(), lambda x: x.reshape(3, 1).tolist(),
+    lambda x: x[1].item(), lambda x: x.item(2),
+    lambda x: x * 2.0 if type(x.tolist()[0]) is float else x,
+], ids=["tolist", "tolist-scalar", "tolist-2d", "item", "item-index", "branch-on-type"])
+def test_python_numbers_of_a_staged_value_are_pythons(f):
+    # tolist() answered np.float64 items (float under eager evaluation), item() raised
+    calls_equal(f, (X,), (X * 3.0,), (-X,))
+
+
+def test_python_numbers_of_a_gradients_value_keep_their_derivative_under_jit():
+    def loss(x):
+        a, b, c = x.tolist()
+        return a * b + c
+
+    calls_equal(cr.grad(loss), (X,), (X * 3.0,))
+    with pytest.raises(TypeError, match=r"item\(\)"):
+        cr.jit(cr.grad(lambda x: x[0].item() * 2.0))(X)

@@ -98,12 +98,13 @@ class Node:
     # when a traced call raises.
     on_error: Callable | None = None
 
-    # Hook for a traced value written into a plain NumPy array through a ufunc's ``out=``
-    # (``a += x``, ``np.add(a, x, out=a)``, with ``a`` a NumPy array): a node type that can
-    # follow the write (chainrule.jit, which then runs the function eagerly) sets it to
-    # ``on_plain_write(box) -> plain value``; every other trace refuses the write (it drops
-    # the derivative). Read only on that path.
-    on_plain_write: Callable | None = None
+    # Hook for the places where eager evaluation hands Python or NumPy the plain value that
+    # a trace keeps boxed (``x.tolist()``, ``x.item()``, a ufunc's ``out=`` writing ``x``
+    # into a NumPy array, ``into_plain_array``): a node type that stages programs
+    # (chainrule.jit) sets it to ``on_plain_value(box, convert) -> convert(value)``, a
+    # guarded decision, so staged calls answer as eager ones; every other trace keeps the
+    # value boxed or refuses it (it would drop the derivative). Read only on those paths.
+    on_plain_value: Callable | None = None
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         raise NotImplementedError
@@ -250,6 +251,12 @@ def derivative_free(x: Any) -> Any:
     while type(x) in _box_types and x._node.on_decision is None:
         x = x._value
     return x
+
+
+def into_plain_array(value: Any) -> Any:
+    """The ``convert`` of ``Node.on_plain_value`` for a traced value that a ufunc's
+    ``out=`` writes into a plain NumPy array (``a += x``): the value itself."""
+    return value
 
 
 def as_index(x: Any) -> Any:

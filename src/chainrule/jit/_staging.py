@@ -108,12 +108,13 @@ def _on_decision(box, convert):
     return value
 
 
-def _on_plain_write(box) -> Any:
-    """A staged value written into a plain NumPy array by a ufunc's ``out=`` (``a += x``,
-    ``Node.on_plain_write``): its plain value, a decision, as ``a[i] = x``'s ``float()``."""
-    value = _on_decision(box, tracer.getval)
+def _on_plain_value(box, convert):
+    """Eager evaluation has the plain value of a staged one here (``Node.on_plain_value``):
+    a decision; written into a NumPy array (``a += x``), as ``a[i] = x``'s ``float()``."""
+    value = _on_decision(box, convert)
     session = current()
-    if session is not None and box._trace_id == session.trace_id:
+    if convert is tracer.into_plain_array and session is not None and \
+            box._trace_id == session.trace_id:
         session.fills = True  # (see Session)
     return value
 
@@ -228,7 +229,7 @@ class StagingNode(Node):
                  "key", "record", "place")
     on_decision = staticmethod(_on_decision)
     on_error = staticmethod(_on_error)
-    on_plain_write = staticmethod(_on_plain_write)
+    on_plain_value = staticmethod(_on_plain_value)
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         # (runs once per recorded call, so it does only what the record needs; ``index``

@@ -21,6 +21,7 @@ from .._core.tracer import (
     check_not_leaked,
     decided,
     getval,
+    into_plain_array,
     isbox,
     primitive,
     staged,
@@ -205,7 +206,8 @@ class ArrayBox(Box):
         if kwargs.get("out") is not None:
             if _writes_followed(inputs, kwargs["out"]):
                 # (a staging trace follows the write: the function then runs eagerly)
-                plain = [x._node.on_plain_write(x) if isbox(x) else x for x in inputs]
+                plain = [x._node.on_plain_value(x, into_plain_array) if isbox(x) else x
+                         for x in inputs]
                 return getattr(ufunc, method)(*plain, **kwargs)
             raise _plain_write_refused(name)
         if method != "__call__" or wrapped is None:
@@ -315,6 +317,8 @@ class ArrayBox(Box):
         self._rebind(anp.index_update(self, Ellipsis, value))
 
     def item(self, *args):
+        if self._node.on_plain_value is not None:  # (a Python number, as eagerly)
+            return self._node.on_plain_value(self, lambda value: value.item(*args))
         self._refuse("item()")
 
     def __format__(self, spec: str) -> str:
@@ -335,6 +339,8 @@ class ArrayBox(Box):
         return anp.ravel(self, order=order)
 
     def tolist(self):
+        if self._node.on_plain_value is not None:  # (Python numbers, as eagerly)
+            return self._node.on_plain_value(self, _tolist)
         return [self[i] for i in range(len(self))] if self.ndim else self
 
 
@@ -509,10 +515,10 @@ __all__ = ["ArrayBox", "getval"]
 
 def _writes_followed(inputs: tuple, out: object) -> bool:
     """Whether a ufunc's ``out=`` writing traced ``inputs`` into plain NumPy arrays is
-    followed by the trace of every traced input (``Node.on_plain_write``)."""
+    followed by the trace of every traced input (``Node.on_plain_value``)."""
     outs = out if isinstance(out, tuple) else (out,)
     return all(type(o) is _np.ndarray for o in outs) and all(
-        x._node.on_plain_write is not None for x in inputs if isbox(x))
+        x._node.on_plain_value is not None for x in inputs if isbox(x))
 
 
 def _derivative_free_under_staging(target, other) -> bool:
@@ -520,8 +526,8 @@ def _derivative_free_under_staging(target, other) -> bool:
     derivative trace into a value that only a staging trace boxes (chainrule.jit's, for a
     value such as ``np.fix(x) + s`` that carries no derivative): eagerly ``target`` is then
     a plain NumPy array, which refuses the write, so the staged call refuses it too."""
-    return (target._node.on_plain_write is not None and isbox(other)
-            and other._node.on_plain_write is None and other._trace_id > target._trace_id)
+    return (target._node.on_plain_value is not None and isbox(other)
+            and other._node.on_plain_value is None and other._trace_id > target._trace_id)
 
 
 def _plain_write_refused(name: str) -> TypeError:
@@ -531,3 +537,7 @@ def _plain_write_refused(name: str) -> TypeError:
         f"which drops its derivative. Make the result a new array (a = a + x) or "
         f"build it from traced values with chainrule.numpy functions."
     )
+
+
+def _tolist(value: object) -> object:
+    return value.tolist()
