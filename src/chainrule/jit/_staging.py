@@ -284,7 +284,7 @@ class StagingNode(Node):
                 session.impure = "it uses a value traced outside it (a closed-over box)"
         else:
             self.ans = ans
-        if fun in _LAYOUT_BY_VALUE:
+        if _named(fun) in _LAYOUT_BY_VALUE:
             _guard_layout(self, ans)
         if _masks_made:
             for p in parents:
@@ -340,15 +340,23 @@ def _layout(value: Any) -> tuple:
 def _guard_layout(node: StagingNode, ans: Any) -> None:
     """Guard the type, dtype and shape of a call's answer where its arguments' values
     decide them (``real_if_close``: real where the imaginary parts are small; ``eig``,
-    ``eigvals``: real where every eigenvalue is): the code after it was traced for that
-    layout."""
+    ``eigvals``: real where every eigenvalue is; ``sqrtm``): the code after it was traced
+    for that layout."""
     session = current()
     if session is not None:
         session.guards.append(Guard(node, _layout, _layout(ans)))
 
 
-# primitives whose answer's layout (type, dtype, shape) depends on their arguments' values
-_LAYOUT_BY_VALUE = frozenset([anp.real_if_close, anp.linalg.eigvals, anp.linalg.eig_tuple])
+def _named(fun) -> tuple:
+    return getattr(fun, "__module__", None), getattr(fun, "__qualname__", None)
+
+
+# primitives whose answer's layout (type, dtype, shape) depends on their arguments' values,
+# by name (scipy's module is not imported for this: sqrtm is complex where the matrix has
+# no real square root)
+_LAYOUT_BY_VALUE = frozenset(
+    [_named(f) for f in (anp.real_if_close, anp.linalg.eigvals, anp.linalg.eig_tuple)]
+    + [("chainrule.scipy.linalg", "sqrtm")])
 
 
 def _staged_box(x, trace_id: int):
