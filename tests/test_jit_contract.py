@@ -993,3 +993,44 @@ def test_sqrtm_answers_real_at_the_trace_and_complex_later_are_guarded(transform
     real_root = onp.array([[4.0, 0.5, 0.1], [0.2, 2.0, 0.3], [0.0, 0.4, 3.0]])
     for first, later in ((no_real_root, real_root), (real_root, no_real_root)):
         calls_equal(transform(_sqrtm_scalar), (first,), (later,))
+
+
+def _warnings_of(call, *args) -> tuple:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = call(*args)
+    return out, sorted({(w.category.__name__, str(w.message)) for w in caught
+                        if not issubclass(w.category, JitWarning)})
+
+
+def _quiet_then_loud(x):
+    with onp.errstate(divide="ignore", invalid="ignore"):
+        y = np.log(x)
+    return y + np.sqrt(x)
+
+
+def _loud_inside(x):
+    with onp.errstate(all="warn"):
+        return np.log(x)
+
+
+@pytest.mark.parametrize("f", [_quiet_then_loud, _loud_inside, np.linalg.cond],
+                         ids=["quiet-inside", "warn-inside", "cond"])
+@pytest.mark.parametrize("caller", ["default", "ignore"])
+def test_an_error_state_set_inside_the_function_warns_as_eagerly(f, caller):
+    # the program ran its calls under the caller's error state: it warned where the
+    # function had quieted NumPy (cond of a singular matrix, at 1e308) and kept quiet
+    # where it asked for warnings (long run)
+    if f is np.linalg.cond:
+        huge = onp.array([[-1e308, -0.08, -0.76], [0.05, 2.8, -0.86], [-0.8, -1e308, 3.4]])
+        calls = [huge, onp.array([[2.5, -0.08, -0.76], [0.05, 2.8, -0.86], [-0.8, 0.97, 3.4]]),
+                 onp.array([[1.0, 2.0], [2.0, 4.0]])]
+    else:
+        calls = [X, -X, X * 0.0, X]
+    jitted = cr.jit(f)
+    for x in calls * 2:
+        with onp.errstate(all=caller) if caller == "ignore" else onp.errstate():
+            got, got_warnings = _warnings_of(jitted, x)
+            want, want_warnings = _warnings_of(f, x)
+        same(got, want)
+        assert got_warnings == want_warnings, x

@@ -411,6 +411,8 @@ class JittedFunction:
             return result, None
         program = emit(len(trace.dyn), session.nodes, items, session.guards, self._name)
         program.unflatten = _unflattener(trace.out_def)
+        if session.errstate_changed:
+            program.call = _effects.Quiet(program.call)
         if trace.caught:
             program = self._with_warnings(program, trace.dyn, trace.caught)
             if program is None:

@@ -49,3 +49,4 @@ def acts() -> bool:
     if modes <= {"log"} and np.geterrcall() is WARN_AT_USER_LINE:
         return False
     return bool(modes)
+
