@@ -286,7 +286,7 @@ class StagingNode(Node):
                 session.impure = "it uses a value traced outside it (a closed-over box)"
         else:
             self.ans = ans
-        if _named(fun) in _LAYOUT_BY_VALUE:
+        if getattr(fun, "__name__", None) in _LAYOUT_NAMES and _named(fun) in _LAYOUT_BY_VALUE:
             _guard_layout(self, ans)
         if _masks_made:
             for p in parents:
@@ -359,6 +359,7 @@ def _named(fun) -> tuple:
 _LAYOUT_BY_VALUE = frozenset(
     [_named(f) for f in (anp.real_if_close, anp.linalg.eigvals, anp.linalg.eig_tuple)]
     + [("chainrule.scipy.linalg", "sqrtm")])
+_LAYOUT_NAMES = frozenset(name for _, name in _LAYOUT_BY_VALUE)  # (a cheaper first look)
 
 
 def _staged_box(x, trace_id: int):
