@@ -76,7 +76,9 @@ class Session:
         # (np.errstate(over="raise") inside it): the program runs under the caller's state
         self.errstate = _errstate.context()
         self.errstate_acts = False
-        self.errstate_changed = False  # (its calls warn as a state other than the caller's)
+        # whether some calls were made under a state that acts otherwise than the caller's
+        self.errstate_changed = False
+        self.errstate_modes = _errstate.modes()
 
     def close(self) -> None:
         """Free the record (its nodes and this session refer to each other)."""
@@ -248,7 +250,8 @@ class StagingNode(Node):
         if session is not None and _errstate.context() is not session.errstate:
             session.errstate = _errstate.context()  # (checked once per change)
             session.errstate_acts = session.errstate_acts or _errstate.acts()
-            session.errstate_changed = True
+            session.errstate_changed = session.errstate_changed or \
+                _errstate.modes() != session.errstate_modes
         self.fun = fun
         self.kwargs = kwargs or _NO_KEYWORDS  # (one empty dict for all: none is changed)
         self.argnums = argnums
