@@ -414,3 +414,11 @@ def test_runs_stopped_at_their_deadline_answer_as_the_loop_without_a_note(monkey
             got = mapped(xs)
             assert got.dtype == want.dtype
             onp.testing.assert_array_equal(got, want)
+
+
+def test_split_groups_keep_the_examples_order():
+    from chainrule._vmap import _groups
+    examples = onp.arange(10, 17)
+    got = _groups(examples, [3, 1, 3, 0, 1, 7, 3])
+    assert [g.tolist() for g in got] == [[10, 12, 16], [11, 14], [13], [15]]
+    assert [g.tolist() for g in _groups(examples[:3], [False, True, False])] == [[10, 12], [11]]

@@ -620,9 +620,17 @@ def _in_order_of(tree, answer):
 
 
 def _groups(examples, keys: list) -> list:
-    """``examples`` in groups of equal keys, each group in order."""
+    """``examples`` in groups of equal keys (numbers), each group in order, the groups in
+    the order of their first examples. (One stable sort: a decision such as
+    ``float(x.sum())`` gives every example a group of its own.)"""
     keys = _np.asarray(keys)
-    return [examples[keys == key] for key in dict.fromkeys(keys.tolist())]
+    order = _np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    starts = _np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
+    bounds = [0, *starts.tolist(), len(keys)]
+    firsts = order[bounds[:-1]]  # (each group's first example: the sort is stable)
+    members = examples[order]
+    return [members[bounds[k]:bounds[k + 1]] for k in _np.argsort(firsts).tolist()]
 
 
 def _batch_of(leaf, axis: int, examples):
