@@ -21,9 +21,8 @@ called on two batches, every other mapped function called twice on its batch; ne
 with different in_axes (the outer over s, the inner over x; the outer over an axis of x and
 the inner over the other; ``grad`` under both, its decisions differing along either).
 The hazards are every one of the shared generator's and this module's own: results written
-into NumPy buffers
-(``+=``, ``out=``, ``add.at``, ``copyto``, ``put``, setitem, ``fill``), writes through
-views and aliases, and draws from a Generator the program closes over.
+into NumPy buffers (``+=``, ``out=``, ``add.at``, ``copyto``, ``put``, setitem, ``fill``),
+writes through views and aliases, and draws from a Generator the program closes over.
 """
 
 from __future__ import annotations
