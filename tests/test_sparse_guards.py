@@ -239,3 +239,18 @@ def test_an_entry_outside_the_pattern_is_exactly_zero_where_dense_meets_zero_tim
         sparse = chainrule.jacobian(np.sqrt, sparse=True)(x)
     assert sparse.nnz == 2
     onp.testing.assert_array_equal(sparse.toarray(), [[onp.inf, 0.0], [0.0, 0.5]])
+
+
+def test_a_value_written_into_a_plain_numpy_array_is_refused_as_grad_refuses_it():
+    # NumPy's a[1] = x[0] calls float(): detection took it as a decision and returned the
+    # identity, dropping d a[1] / d x[0] (found by the jit helper); jacobian raises
+    def fill(x):
+        a = onp.zeros(3)
+        a[1] = x[0]
+        return a + x
+
+    x = onp.array([1.0, 2.0, 3.0])
+    for transform in (chainrule.jacobian, lambda f: lambda x: chainrule.jacobian_sparsity(f, x)):
+        with pytest.raises(ValueError, match="setting an array element") as caught:
+            transform(fill)(x)
+        assert "index_update" in str(caught.value.__cause__)

@@ -51,6 +51,7 @@ from ._core.tracer import copy_of, decided, getval, isbox, new_box
 from ._core.vspace import vspace
 from ._sparse import UNCHANGED, _size, _sp, identity_pattern, map_pattern
 from ._sparse_products import is_sparse_type
+from ._user_warnings import storing_an_item
 
 
 class Detection:
@@ -73,6 +74,10 @@ def _name(fun) -> str:
 
 def _on_decision(box, convert):
     """A Python decision on a value computed from x (``Node.on_decision``)."""
+    if convert is float and storing_an_item():
+        # NumPy writing the value into a plain array (a[i] = x): grad and jacobian refuse
+        # it (the value would lose its derivative); a pattern without it would be wrong
+        box.refuse_conversion(float)
     box._node.detection.guard(f"a Python decision ({_name(convert)}) on a value computed from x")
     return decided(box._value, convert)  # an older trace (chainrule.jit) decides too
 

@@ -5,11 +5,13 @@ to the Python line that called it, which inside a transform is chainrule's own c
 primitive wrapper, a derivative rule). While a transform runs, NumPy's "warn" mode is
 switched to "log" (per thread and context), and the warning is issued again at the first
 line outside chainrule and NumPy: the user's function, or the line calling the transform.
+That line also tells whether NumPy is storing a traced value into a plain array.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dis
 import os
 import sys
 import warnings
@@ -53,3 +55,17 @@ def warnings_at_user_line(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
 
     return at_user_line
+
+
+_STORE_SUBSCR = dis.opmap["STORE_SUBSCR"]
+
+
+def storing_an_item() -> bool:
+    """Whether the user's line (the first frame outside chainrule and NumPy) is storing an
+    item (``a[i] = v``) right now: a conversion asked for then is NumPy writing a traced
+    value into a plain array (jit runs such a call eagerly; sparsity detection refuses it
+    as grad does)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL_DIRS):
+        frame = frame.f_back
+    return frame is not None and frame.f_code.co_code[frame.f_lasti] == _STORE_SUBSCR

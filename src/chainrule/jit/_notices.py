@@ -7,7 +7,6 @@ evaluation's, so a user may filter them without losing anything the eager call s
 
 from __future__ import annotations
 
-import dis
 import linecache
 import os
 import sys
@@ -50,18 +49,6 @@ def user_line(frame: FrameType | None = None) -> str:
     filename, lineno = frame.f_code.co_filename, frame.f_lineno
     text = linecache.getline(filename, lineno).strip()
     return f"{os.path.basename(filename)}:{lineno}" + (f"  {text}" if text else "")
-
-
-_STORE_SUBSCR = dis.opmap["STORE_SUBSCR"]
-
-
-def storing_an_item() -> bool:
-    """Whether the user's line is storing an item (``a[i] = v``) right now: a decision
-    asked for then is NumPy writing a traced value into a plain array."""
-    frame = sys._getframe(1)
-    while frame is not None and not _outside(frame):
-        frame = frame.f_back
-    return frame is not None and frame.f_code.co_code[frame.f_lasti] == _STORE_SUBSCR
 
 
 def call_site() -> str:

@@ -25,8 +25,9 @@ import numpy as np
 from .. import numpy as anp
 from .._core import tracer
 from .._core.tracer import Node, isbox
+from .._user_warnings import storing_an_item
 from . import _errstate
-from ._notices import call_site, storing_an_item
+from ._notices import call_site
 
 _creation = itertools.count()
 _BOX_TYPES = tracer.Box.types  # (the registry's own set: later registrations count)

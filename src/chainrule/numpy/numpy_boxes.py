@@ -155,21 +155,27 @@ class ArrayBox(Box):
     def __float__(self):
         if self._node.on_decision is not None:
             return self._node.on_decision(self, float)
-        # NumPy calls float() for a[i] = x with a a NumPy array, and reports the failure as
-        # "setting an array element with a sequence" caused by this error: say what to do
-        self._refuse("float()", " If this came from writing a traced value into a plain "
-                     "NumPy array (a[i] = x, which NumPy reports as 'setting an array element "
-                     f"with a sequence'), {_WRITE_INSTEAD}")
+        self.refuse_conversion(float)
 
     def __int__(self):
         if self._node.on_decision is not None:
             return self._node.on_decision(self, int)
-        self._refuse("int()")
+        self.refuse_conversion(int)
 
     def __complex__(self):
         if self._node.on_decision is not None:
             return self._node.on_decision(self, complex)
-        self._refuse("complex()")
+        self.refuse_conversion(complex)
+
+    def refuse_conversion(self, convert) -> None:
+        """The error for ``float(x)``, ``int(x)``, ``complex(x)`` of a value with a
+        derivative (also raised by sparsity detection, whose dense Jacobian raises it)."""
+        # NumPy calls float() for a[i] = x with a a NumPy array, and reports the failure as
+        # "setting an array element with a sequence" caused by this error: say what to do
+        hint = (" If this came from writing a traced value into a plain NumPy array (a[i] = "
+                "x, which NumPy reports as 'setting an array element with a sequence'), "
+                f"{_WRITE_INSTEAD}") if convert is float else ""
+        self._refuse(f"{convert.__name__}()", hint)
 
     def __index__(self):
         if self._node.on_decision is not None:
