@@ -13,7 +13,6 @@ business: ``np.seterr`` covers it).
 from __future__ import annotations
 
 import threading
-import weakref
 
 import numpy as np
 
@@ -22,13 +21,12 @@ from ._core import reverse as _reverse
 from ._core.extension import Observer, add_observer, remove_observer
 from ._core.tracer import batched_types, getval
 from .explain import _format as fmt
-from .explain._source import Source, user_source
+from .explain._source import Source, node_sources, user_source
 
 __all__ = ["debug_nans"]
 
 _lock = threading.Lock()
 _depth = 0  # how many debug_nans are on (nested context managers)
-_sources: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # node -> Source
 
 
 def _plain(x):
@@ -94,7 +92,7 @@ class _NanChecker(Observer):
                     fun, args, f"a NaN/inf tangent ({fmt.summary(_plain(node.g))})", source
                 )
         elif source is not None:
-            _sources[node] = source
+            node_sources[node] = source
 
     def cotangents_made(self, node, g, grads) -> None:
         for argnum, c in grads:
@@ -102,7 +100,7 @@ class _NanChecker(Observer):
                 raise FloatingPointError(
                     f"debug_nans: the VJP of {_name(node.fun)} produced a NaN/inf "
                     f"cotangent for argument {argnum} in the backward pass"
-                    f"{_where(_sources.get(node))}. Incoming cotangent: "
+                    f"{_where(node_sources.get(node))}. Incoming cotangent: "
                     f"{fmt.summary(_plain(g))}; operands: {_operands(node.args)}; "
                     f"cotangent made: {fmt.summary(_plain(c))}."
                 )
