@@ -236,7 +236,8 @@ def backward_pass(seeds: list, free: bool = False, order: list | None = None) ->
     for node, g in seeds:
         _accumulate(outgrads, owned, node, g)
     root_grads = {}
-    told = list(observers)  # (extension.Observer: debug_nans, report.code)
+    # (extension.Observer: debug_nans, report.code; a copy, as one may be turned off mid-pass)
+    told = observers.copy() if observers else ()
     for node in children_first([node for node, _ in seeds]) if order is None else order:
         g = outgrads.pop(node, None)
         if g is None:
