@@ -45,7 +45,9 @@ __all__ = ["Observer", "add_observer", "observers", "observing", "remove_observe
 
 class Observer:
     """Sees the engine at work; every method is told, none may change what is computed
-    (raising is allowed: debug_nans stops the program at the first NaN)."""
+    (raising is allowed: debug_nans stops the program at the first NaN; raise an error of
+    your own class, not ``TypeError``, which the recording call reads as a refused list
+    argument and retries)."""
 
     def node_made(self, node: Any, ans: Any, fun: Any, args: tuple) -> None:
         """A traced primitive call was recorded: ``node`` (any node type, forward, reverse
