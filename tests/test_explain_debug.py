@@ -211,8 +211,13 @@ def test_debug_nans_is_off_by_default_and_costs_nothing_when_off():
     finally:
         for m, name in lookups:
             setattr(m, name, real[name])
+    from chainrule._core.extension import observers
+
+    assert observers == []
     with debug_nans():
-        assert core_reverse.VJPNode.__init__ is not original
+        assert core_reverse.VJPNode.__init__ is original  # observed, not swapped
+        assert len(observers) == 1
+    assert observers == []
     assert core_reverse.VJPNode.__init__ is original
     assert core_reverse._entry_of == core_reverse.rule_table.get
     assert core_reverse.children_first.__module__ == "chainrule._core.reverse"

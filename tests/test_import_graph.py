@@ -10,14 +10,15 @@ is read with ``ast`` from every ``import`` and ``from ... import`` in ``src/chai
   except those that enclose the importing module (they started running before it did).
 * Imports under ``if TYPE_CHECKING:`` never run, and are left out.
 
-Only module-level imports count: they run while the module is being initialised, so a
-circle among them means some module sees another one half-built, and which one depends
-on what the user happened to import first. Imports inside functions run when the function
-is called, after every module has been loaded, so they cannot see a half-built module,
-and they are allowed. They are read separately (``LAZY``), and one that closes a cycle
-with the module-level imports (a lazy import hiding a circle, as the placement helpers'
-once did) must be listed in ``LAZY_CYCLES`` with its reason, so that it is a visible
-decision.
+Imports inside functions count as edges too: a function-level import run while a module
+is half-built (a rule registered at import that calls a helper) sees what a module-level
+one would, and a circle hidden by a lazy import is a circle of the design all the same.
+So the graph of all imports (``ALL``) has no circle.
+
+And no layer imports a layer above it (``LAYERS``, bottom first): the engine, its support
+modules, the primitives, the transforms, the front end (Tensor), the differentiated
+solvers, the tools, the faces. Imports within a layer are free (the circle test covers
+them).
 """
 
 from __future__ import annotations
@@ -195,26 +196,89 @@ def test_find_cycle_reports_a_cycle():
     assert find_path({"a": {"b"}, "b": set()}, "b", "a") is None
 
 
-def test_module_level_imports_have_no_cycle():
-    cycle = find_cycle(EAGER)
-    assert cycle is None, "import cycle among module-level imports: " + " -> ".join(cycle)
+ALL = {module: EAGER[module] | LAZY[module] for module in MODULES}
 
 
-# Function-level imports that close a cycle with module-level ones, each with why it is
-# lazy (see the module docstring): none today.
-LAZY_CYCLES: dict[tuple[str, str], str] = {}
+def test_imports_have_no_cycle_function_level_ones_included():
+    cycle = find_cycle(ALL)
+    assert cycle is None, "import cycle (function-level imports included): " + " -> ".join(
+        cycle
+    )
 
 
-def test_lazy_imports_close_no_unlisted_cycle():
-    closing = {}
-    for module, targets in LAZY.items():
-        for target in targets:
-            back = find_path(EAGER, target, module)
-            if back is not None:
-                closing[(module, target)] = " -> ".join([module, *back])
-    unlisted = {edge: cycle for edge, cycle in closing.items() if edge not in LAZY_CYCLES}
-    assert not unlisted, f"function-level imports that close an import cycle: {unlisted}"
-    assert set(LAZY_CYCLES) <= set(closing), "LAZY_CYCLES lists imports that are gone"
+# The layers, bottom first: (name, module prefixes). A module belongs to the layer of the
+# longest prefix that names it or a package enclosing it; moving a module moves a path here.
+LAYERS: list[tuple[str, list[str]]] = [
+    ("engine", ["chainrule._core"]),
+    # what the rule tables and transforms share below the primitives: sparsity patterns
+    # (rules declare them), the user-line warnings, the compatibility alias of the engine
+    ("engine support", [
+        "chainrule._sparse", "chainrule._sparse_products", "chainrule._sparse_symmetric",
+        "chainrule._sparse_detect", "chainrule._outside", "chainrule._scipy_hint",
+        "chainrule._user_warnings", "chainrule.wrap_util", "chainrule.builtins",
+        "chainrule.tracer",
+    ]),
+    ("primitives", [
+        "chainrule.numpy", "chainrule.scipy.linalg",
+        "chainrule.scipy.special", "chainrule.scipy.signal", "chainrule.scipy.stats",
+        "chainrule.scipy.misc", "chainrule.scipy.sparse", "chainrule.scipy.rules",
+        "chainrule.scipy._closure",
+    ]),
+    ("transforms", [
+        "chainrule._transforms", "chainrule._jaxlike", "chainrule._vmap",
+        "chainrule._sparse_eval", "chainrule.jit", "chainrule.extend", "chainrule.test_util",
+    ]),
+    ("front end", ["chainrule.tensor"]),  # a Tensor is a value every solver accepts
+    ("differentiated solvers", [
+        # (chainrule.scipy's __init__ imports every module under it, the solvers too)
+        "chainrule.scipy", "chainrule.scipy.optimize", "chainrule.scipy.integrate",
+        "chainrule.scipy._staged",
+    ]),
+    ("tools", [
+        "chainrule.explain", "chainrule.debug", "chainrule.nn", "chainrule.optim",
+        "chainrule.serialization", "chainrule.coverage", "chainrule._specs",
+        "chainrule.misc",
+    ]),
+    # the package (its __init__ imports everything) and the modules kept for autograd's names
+    ("faces", ["chainrule", "chainrule.__main__", "chainrule.core", "chainrule.util"]),
+]
+
+
+def layer_of(module: str) -> int:
+    """The index in ``LAYERS`` of the layer ``module`` belongs to (longest prefix)."""
+    best, best_length = -1, -1
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_length:
+                best, best_length = index, len(prefix)
+    return best
+
+
+def upward_imports(edges: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{module} ({LAYERS[layer_of(module)][0]}) imports {target} "
+        f"({LAYERS[layer_of(target)][0]})"
+        for module, targets in edges.items()
+        for target in targets
+        if layer_of(target) > layer_of(module)
+    )
+
+
+def test_every_module_has_a_layer():
+    assert [m for m in MODULES if layer_of(m) < 0] == []
+    assert layer_of("chainrule._core.tracer") == 0
+    assert layer_of("chainrule.scipy.optimize") > layer_of("chainrule.scipy.stats.norm") == 2
+    assert layer_of("chainrule") == len(LAYERS) - 1
+
+
+def test_the_layer_check_finds_an_upward_import():
+    found = upward_imports({"chainrule._core.tracer": {"chainrule.jit"},
+                            "chainrule.jit": {"chainrule._core.tracer"}})
+    assert found == ["chainrule._core.tracer (engine) imports chainrule.jit (transforms)"]
+
+
+def test_no_layer_imports_a_layer_above_it():
+    assert upward_imports(ALL) == []
 
 
 # Rules are registered by the package __init__s, not by the wrapper modules: importing one

@@ -14,8 +14,10 @@
    pushed forward, batched) many times.
 5. ``containers``: the boxes of tuples, lists and dicts returned by primitives.
 
+6. ``extension``: how the layers above plug in (read it before adding a capability).
+
 Nothing here imports from the layers above (``chainrule.numpy``, transforms, explain,
-Tensor); they register into the core through its registries: ``rule_table``, the box and
-vector-space types (``Box.register``, ``VSpace.register``), ``front_ends`` and the
-hooks at the top of ``tracer``.
+Tensor); they plug into the core at the places ``extension`` lists: node types' methods,
+observers, registrations of value types, call handlers, ``rule_table``. Nothing above
+swaps a function or a constructor of the engine.
 """

@@ -19,6 +19,7 @@ import operator
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 
+from .extension import observers
 from .forward import flattened_output
 from .pytree import flatten_matching, tree_flatten, tree_unflatten
 from .rule_table import dropping, rule_table
@@ -235,6 +236,8 @@ def backward_pass(seeds: list, free: bool = False, order: list | None = None) ->
     for node, g in seeds:
         _accumulate(outgrads, owned, node, g)
     root_grads = {}
+    # (extension.Observer: debug_nans, report.code; a copy, as one may be turned off mid-pass)
+    told = observers.copy() if observers else ()
     for node in children_first([node for node, _ in seeds]) if order is None else order:
         g = outgrads.pop(node, None)
         if g is None:
@@ -243,6 +246,9 @@ def backward_pass(seeds: list, free: bool = False, order: list | None = None) ->
         if fun is None:
             root_grads[node] = g
             continue
+        if told:
+            for observer in told:
+                observer.node_visited(node)
         # The saved values are read once, args last: releasing clears args first, so when
         # args is still there the others read before it were too (a graph freed by another
         # thread mid-pass fails clearly instead of giving wrong numbers).
@@ -264,6 +270,11 @@ def backward_pass(seeds: list, free: bool = False, order: list | None = None) ->
         else:
             parent_grads = ((parents[0], rules[0](g, ans, *args, **kwargs)),
                             (parents[1], rules[1](g, ans, *args, **kwargs)))
+        if told:
+            parent_grads = list(parent_grads)
+            made = [(argnum, grad) for argnum, (_, grad) in zip(argnums, parent_grads)]
+            for observer in told:
+                observer.cotangents_made(node, g, made)
         for parent, parent_grad in parent_grads:
             if parent_grad is not None:
                 if parent in outgrads:
@@ -273,6 +284,8 @@ def backward_pass(seeds: list, free: bool = False, order: list | None = None) ->
         if free:  # the saved values are released as soon as they have been used
             node.args = node.kwargs = node.ans = None
             node.parents = ()
+    for observer in told:
+        observer.node_visited(None)
     return root_grads
 
 

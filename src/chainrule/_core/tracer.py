@@ -35,6 +35,8 @@ from collections.abc import Callable
 from functools import cache, wraps
 from typing import Any, NamedTuple
 
+from .extension import observers
+
 _trace_ids = itertools.count(1)
 
 
@@ -401,6 +403,9 @@ def primitive(f_raw: Callable, out_position: int | None = None) -> Callable:
                 ans = call(*argvals)
                 wrap = None
             node = type(top._node)(ans, f_wrapped, argvals, kwargs, argnums, parents)
+            if observers:  # (extension.Observer: debug_nans, report.code)
+                for observer in observers:
+                    observer.node_made(node, ans, f_wrapped, args)
             box_type = _box_type_of.get(type(ans))
             if box_type is None:
                 result = _box_answer(ans, top._trace_id, node, f_raw, args, kwargs)

@@ -1,14 +1,9 @@
 """``report.code``: the straight-line program ``chainrule.jit`` emits for the value and
 gradient of the explained call, each line marked with the user's source line it comes from.
 
-While the program is traced, three constructors and one generator of the engine are
-swapped (and put back after, under a lock), as ``chainrule.debug_nans`` does:
-
-- ``VJPNode.__init__`` notes each forward node's user line;
-- ``reverse.children_first`` marks the node the backward pass is pulling back;
-- ``StagingNode.__init__`` notes, for each staged call, the user line of the forward pass
-  or, in the backward pass, the line of the node being pulled back;
-
+While the program is traced, an observer of the engine (``_core.extension.Observer``)
+notes each forward node's user line and, for each staged call, the user line of the
+forward pass or, in the backward pass, the line of the node being pulled back,
 and jit's emitter appends that line to the call's comment (its ``annotate`` hook):
 ``v7 = f3(v5, x0)  # multiply @ model.py:12 (adjoint)``.
 """
@@ -22,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .._core import reverse as _reverse
+from .._core.extension import Observer, observing
 from .._core.pytree import tree_flatten
 from ._source import user_source
 
@@ -40,8 +36,8 @@ def _has_float(x) -> bool:
 def adjoint_program(f: Callable, args: tuple) -> str:
     """The source jit emits for ``value_and_grad(f)`` at ``args`` (every float argument),
     its lines marked with the user's lines."""
-    from .. import jit, value_and_grad
-    from ..jit import _emit, _staging
+    from .._transforms import value_and_grad
+    from ..jit import _emit, _staging, jit
 
     argnum = tuple(i for i, a in enumerate(args) if _has_float(a))
     if not argnum:
@@ -50,25 +46,20 @@ def adjoint_program(f: Callable, args: tuple) -> str:
 
     forward: dict = {}  # VJPNode -> Source
     staged: dict = {}  # StagingNode -> (Source, in the backward pass)
-    current: list = [None]
-    vjp_init = _reverse.VJPNode.__init__
-    stage_init = _staging.StagingNode.__init__
-    children_first = _reverse.children_first
 
-    def noting_vjp_init(self, *a, **k):
-        vjp_init(self, *a, **k)
-        forward[self] = user_source(1)
+    class NotingLines(Observer):
+        current = None  # the VJPNode the backward pass is pulling back
 
-    def noting_stage_init(self, *a, **k):
-        stage_init(self, *a, **k)
-        node = current[0]
-        staged[self] = (forward.get(node), True) if node is not None else (user_source(1), False)
+        def node_made(self, node, ans, fun, args) -> None:
+            if isinstance(node, _reverse.VJPNode):
+                forward[node] = user_source(1)
+            elif isinstance(node, _staging.StagingNode):
+                at = self.current
+                staged[node] = (forward.get(at), True) if at is not None else (
+                    user_source(1), False)
 
-    def marking_children_first(end_nodes):
-        for node in children_first(end_nodes):
-            current[0] = node
-            yield node
-        current[0] = None
+        def node_visited(self, node) -> None:
+            self.current = node
 
     def annotate(node) -> str:
         source, backward = staged.get(node, (None, False))
@@ -78,15 +69,9 @@ def adjoint_program(f: Callable, args: tuple) -> str:
             " (adjoint)" if backward else ""
         )
 
-    with _lock:
-        _reverse.VJPNode.__init__ = noting_vjp_init
-        _staging.StagingNode.__init__ = noting_stage_init
-        _reverse.children_first = marking_children_first
-        _emit.annotate = annotate
+    with _lock, observing(NotingLines()):
+        _emit.annotate = annotate  # (jit's emitter hook, set only under this lock)
         try:
             return program.lower(*args).source
         finally:
-            _reverse.VJPNode.__init__ = vjp_init
-            _staging.StagingNode.__init__ = stage_init
-            _reverse.children_first = children_first
             _emit.annotate = None

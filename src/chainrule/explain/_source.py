@@ -9,6 +9,7 @@ from __future__ import annotations
 import linecache
 import os
 import sys
+import weakref
 from typing import NamedTuple
 
 import numpy
@@ -17,6 +18,11 @@ _CHAINRULE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.se
 _NUMPY = os.path.dirname(os.path.abspath(numpy.__file__)) + os.sep
 # Frames in these directories are library code, never the user's line.
 _LIBRARY = (_CHAINRULE, _NUMPY)
+
+
+# node -> Source: the user's line of each reverse-mode node recorded while debug_nans is
+# on (it notes them; explain(tensor) shows them for a Tensor graph recorded then).
+node_sources: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class Source(NamedTuple):

@@ -17,6 +17,7 @@ from typing import Any
 
 from .._core.reverse import toposort
 from .._core.tracer import isbox
+from ._source import node_sources
 from ._trace import ExplainNode, Traces, record
 
 
@@ -46,7 +47,6 @@ def _names(roots: list, frame) -> list[str]:
 
 def record_tensor(tensor, frame, wrt=None, check: bool = False) -> Traces:
     """The Traces of the graph that made ``tensor`` (``frame``: the caller, for names)."""
-    from .. import debug
     from ..tensor._graph import tensor_box
 
     box = tensor_box(tensor._value)
@@ -73,7 +73,7 @@ def record_tensor(tensor, frame, wrt=None, check: bool = False) -> Traces:
         values[end] = box._value
     roots = list(values)
     names = _names(roots, frame)
-    sources = debug._sources  # node -> Source, for graphs recorded under debug_nans
+    sources = node_sources  # (the lines noted for graphs recorded under debug_nans)
 
     def replay(*leaves: Any):
         made = dict(zip(roots, leaves))
