@@ -8,6 +8,7 @@ from typing import Any
 
 from ._core import forward, reverse
 from ._core.pytree import tree_flatten
+from ._core.replay import subvals
 from ._core.rules import check_cotangent_shape, check_rule_value, defjvp_argnums, defvjp_argnums
 from ._core.tracer import primitive
 from ._core.vspace import vspace
@@ -23,13 +24,6 @@ from ._user_warnings import user_line_warnings, warnings_at_user_line
 
 def _select(args: tuple, argnums) -> tuple:
     return tuple(args[i] for i in argnums)
-
-
-def _with(args: tuple, argnums, values) -> tuple:
-    args = list(args)
-    for i, value in zip(argnums, values):
-        args[i] = value
-    return tuple(args)
 
 
 def jvp(fun: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = False) -> tuple:
@@ -99,7 +93,7 @@ def _jacobian(fun: Callable, argnums: int | Sequence[int], has_aux: bool, mode: 
     @wraps(fun)
     def jacfun(*args, **kwargs):
         xs = args[argnums] if single else _select(args, nums)
-        f = lambda xs: fun(*_with(args, nums, (xs,) if single else xs), **kwargs)
+        f = lambda xs: fun(*subvals(args, zip(nums, (xs,) if single else xs)), **kwargs)
         leaves, treedef = tree_flatten(xs)
         spaces = [vspace(leaf) for leaf in leaves]
         if mode == "rev":

@@ -44,6 +44,7 @@ from . import _outside
 from ._core import tracer
 from ._core.containers import container_add, sequence_take, sequence_untake
 from ._core.pytree import _sorted_keys, tree_flatten
+from ._core.replay import subvals
 from ._core.reverse import KeptVJPNode, Recording, make_vjp
 from ._core.rule_table import rule_table
 from ._core.rules import defsparsity
@@ -396,10 +397,7 @@ def derived_pattern(impl: Callable) -> Callable:
         positions = sorted(set(traced) | {argnum})
 
         def with_inputs(xs):
-            full = list(args)
-            for i, x in zip(positions, xs):
-                full[i] = x
-            return impl(*full, **kwargs)
+            return impl(*subvals(args, zip(positions, xs)), **kwargs)
 
         recording, detection = record(with_inputs, tuple(args[i] for i in positions))
         if detection.guarded and not local:

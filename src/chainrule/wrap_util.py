@@ -5,12 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import wraps
 
-
-def subvals(args: tuple, replacements) -> tuple:
-    args = list(args)
-    for i, value in replacements:
-        args[i] = value
-    return tuple(args)
+from ._core.replay import subvals
 
 
 def _check_argnum(argnum, transform_name: str, nargs: int) -> None:
