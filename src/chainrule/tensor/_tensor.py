@@ -31,7 +31,7 @@ from .._core.tracer import (
 from .._core.vspace import VSpace, vspace
 from .._scipy_hint import scipy_hint, scipy_ufunc_rules
 from ..numpy import numpy_wrapper as anp
-from ..numpy.numpy_boxes import _ufunc_name, array_astype, array_getitem
+from ..numpy.numpy_boxes import _ufunc_name, array_astype, array_getitem, fitted_in_place
 from ._graph import (
     TRACE_ID,
     add_hook,
@@ -739,20 +739,8 @@ def inplace_update(tensor: Tensor, compute, method: str) -> Tensor:
         )
     result = compute()
     result = result._value if isinstance(result, Tensor) else result
-    new, old = _np.shape(getval(result)), tensor.shape
-    if new != old:
-        raise RuntimeError(
-            f"{method}: the result has shape {new}, which cannot be stored in "
-            f"a Tensor of shape {old} (in-place results keep the shape)."
-        )
-    dtype = _np.result_type(getval(result))
-    if dtype != tensor.dtype:
-        if not _np.can_cast(dtype, tensor.dtype, "same_kind"):
-            raise RuntimeError(
-                f"{method}: result type {dtype} can't be cast to the desired "
-                f"output type {tensor.dtype}."
-            )
-        result = array_astype(result, tensor.dtype)
+    result = fitted_in_place(result, tensor.shape, tensor.dtype, f"{method}()",
+                             errors=(RuntimeError, RuntimeError))  # PyTorch's class
     if leaf:
         tensor._assign(result)
     else:
