@@ -20,6 +20,7 @@ from ._core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from ._core.rules import defjvp_argnums, defvjp_argnums
 from ._core.tracer import derivative_free, getval, isbox, new_trace_id, primitive
 from ._core.vspace import ContainerVSpace, VSpace, vspace
+from ._sparse_eval import sparse_transform
 from ._sparse_products import SparseVSpace
 from ._user_warnings import warnings_at_user_line
 from .numpy.batched import over_batch
@@ -370,11 +371,16 @@ def jacobian(
     array([[2., 0.],
            [1., 0.]])
     """
-    if sparse:  # a scipy.sparse CSR matrix from coloured sweeps (docs/sparse.md)
-        from ._sparse_eval import sparse_transform
+    return _dense_or_sparse(_jacobian, fun, argnum, argnums, has_aux, sparse, hessian=False)
 
-        return sparse_transform(fun, False, argnums if argnum is None else argnum, has_aux)
-    return transformed(_jacobian, fun, argnum, argnums, has_aux)
+
+def _dense_or_sparse(dense: Callable, fun: Callable, argnum, argnums, has_aux: bool,
+                     sparse: bool, hessian: bool) -> Callable:
+    """jacobian's and hessian's transform: ``dense`` lifted to ``argnum``, or with
+    ``sparse=True`` a scipy.sparse CSR matrix from coloured sweeps (docs/sparse.md)."""
+    if sparse:
+        return sparse_transform(fun, hessian, argnums if argnum is None else argnum, has_aux)
+    return transformed(dense, fun, argnum, argnums, has_aux)
 
 
 # The ways to fill a Jacobian, shared by jacobian, jacrev and jacfwd. Blocks are
@@ -649,11 +655,7 @@ def hessian(
     [[ 6.  0.]
      [ 0. 12.]]
     """
-    if sparse:  # a scipy.sparse CSR matrix from coloured sweeps (docs/sparse.md)
-        from ._sparse_eval import sparse_transform
-
-        return sparse_transform(fun, True, argnums if argnum is None else argnum, has_aux)
-    return transformed(_hessian, fun, argnum, argnums, has_aux)
+    return _dense_or_sparse(_hessian, fun, argnum, argnums, has_aux, sparse, hessian=True)
 
 
 @_lifted("deriv")
