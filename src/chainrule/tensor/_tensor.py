@@ -765,14 +765,6 @@ def _unary(fun):
     return op
 
 
-def _method(fun):
-    def method(self, *args, **kwargs):
-        return _wrap_tree(fun(_unwrap(self), *args, **kwargs))
-
-    method.__name__ = fun.__name__
-    return method
-
-
 # fmt: off
 for _name, _fun in [("add", anp.add), ("sub", anp.subtract), ("mul", anp.multiply),
                     ("truediv", anp.true_divide), ("pow", anp.power), ("matmul", anp.matmul),
@@ -789,11 +781,8 @@ for _name, _fun in [("and", _np.bitwise_and), ("or", _np.bitwise_or), ("xor", _n
 Tensor.__invert__ = lambda self: _wrap_tree(_np.invert(getval(self._value)))
 for _name, _fun in [("neg", anp.negative), ("pos", anp.positive), ("abs", anp.absolute)]:
     setattr(Tensor, f"__{_name}__", _unary(_fun))
-# Methods whose NumPy and PyTorch meanings agree; the others are in _methods.py.
-for _name in ("ravel swapaxes diagonal trace conj exp log sin cos tan tanh sqrt "
-              "abs").split():
-    setattr(Tensor, _name, _method(getattr(anp, _name)))
 # fmt: on
+# The named methods (sum, reshape, exp, add_, ...) are in _methods.py.
 
 
 def register_tensor_type(cls: type) -> None:
