@@ -46,21 +46,21 @@ _MAX_STRUCTURES = 16
 def _sweep(fun: Callable, forward: bool) -> Callable:
     """``sweep(x, seeds)``: the compressed matrix, one row per seed (J @ seed forward,
     flat over the output leaves; seed @ J reverse, flat over x)."""
-    from . import numpy as cnp  # the layers above this one: imported on first use
+    from . import numpy as anp  # the layers above this one: imported on first use
     from ._core import forward as forward_mode
     from ._core import reverse
     from ._core.pytree import tree_flatten, tree_unflatten
 
     def flat(tree):
         leaves = tree_flatten(tree)[0]
-        return cnp.concatenate([cnp.ravel(leaf) for leaf in leaves])
+        return anp.concatenate([anp.ravel(leaf) for leaf in leaves])
 
     if forward:
 
         def sweep(x, seeds):
             with user_line_warnings():
                 push = forward_mode.make_jvp(fun, x)
-                return cnp.stack([flat(push(seed)[1]) for seed in seeds])
+                return anp.stack([flat(push(seed)[1]) for seed in seeds])
 
     else:
 
@@ -76,7 +76,7 @@ def _sweep(fun: Callable, forward: bool) -> Callable:
                              for a, b, s in zip(ends[:-1], ends[1:], shapes)]
                     return tree_unflatten(treedef, parts)
 
-                return cnp.stack([cnp.ravel(pull(cotangent(s))) for s in seeds])
+                return anp.stack([anp.ravel(pull(cotangent(s))) for s in seeds])
 
     return sweep
 

@@ -7,7 +7,7 @@ import os
 import re
 import unicodedata
 
-import numpy as np
+import numpy as _np
 
 from . import _format as fmt
 
@@ -133,7 +133,7 @@ def quiet():
     show NaN and inf themselves)."""
     from ._trace import _no_cycle_collection
 
-    with _no_cycle_collection(), np.errstate(all="ignore"):
+    with _no_cycle_collection(), _np.errstate(all="ignore"):
         yield
 
 
