@@ -1,4 +1,4 @@
-"""The JAX-style transforms: jvp, vjp, jacfwd, jacrev, custom_vjp, custom_jvp."""
+"""The functional API with JAX's signatures: jvp, vjp, jacfwd, jacrev, custom_vjp, custom_jvp."""
 
 from __future__ import annotations
 
