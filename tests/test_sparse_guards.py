@@ -229,3 +229,13 @@ def test_a_function_that_draws_random_numbers_is_refused(make):
     # (diagonal from one draw, subdiagonal from another; dense: one draw for all)
     with pytest.raises(ValueError, match="draws random numbers .NumPy's global RandomState"):
         make()(onp.arange(1.0, 7.0))
+
+
+def test_an_entry_outside_the_pattern_is_exactly_zero_where_dense_meets_zero_times_inf():
+    # d sqrt(u_i)/du_j = 0 for i != j; the dense sweep computes 0 * (1 / (2 sqrt(0))) = nan
+    # off the diagonal (said in docs/sparse.md); the sparse Jacobian keeps no entry there
+    x = onp.array([0.0, 1.0])
+    with pytest.warns(RuntimeWarning, match="divide by zero"):  # NumPy's, as eagerly
+        sparse = chainrule.jacobian(np.sqrt, sparse=True)(x)
+    assert sparse.nnz == 2
+    onp.testing.assert_array_equal(sparse.toarray(), [[onp.inf, 0.0], [0.0, 0.5]])

@@ -188,6 +188,11 @@ def _output_space(name: str, ans) -> VSpace:
 
 def _value_and_gradient(name: str, fun, x):
     """One reverse pass seeded with 1 for a real scalar output: (value, gradient)."""
+    with reverse.no_cycle_collection():  # the graph lives from recording to the sweep
+        return _value_and_gradient_of(name, fun, x)
+
+
+def _value_and_gradient_of(name: str, fun, x):
     vjp, ans = reverse.make_vjp(fun, x, free=True)
     space = _output_space(name, ans)
     if type(space) is ContainerVSpace:  # not a scalar, even with one entry (as in JAX)

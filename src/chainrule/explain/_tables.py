@@ -9,6 +9,7 @@ import unicodedata
 
 import numpy as _np
 
+from .._core.reverse import no_cycle_collection
 from . import _format as fmt
 
 _SIMPLE = re.compile(r"[^\W\d_]\d*\Z")  # one letter (any alphabet), then digits
@@ -129,11 +130,9 @@ class Table:
 @contextlib.contextmanager
 def quiet():
     """Rendering computes the derivatives of the rows it shows: no cycle collection while
-    it makes them (see ``_trace._no_cycle_collection``), no NumPy warnings (the tables
+    it makes them (the engine's ``no_cycle_collection``), no NumPy warnings (the tables
     show NaN and inf themselves)."""
-    from ._trace import _no_cycle_collection
-
-    with _no_cycle_collection(), _np.errstate(all="ignore"):
+    with no_cycle_collection(), _np.errstate(all="ignore"):
         yield
 
 

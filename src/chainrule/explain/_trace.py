@@ -11,9 +11,7 @@ the order ``toposort`` gives the backward pass. No derivative is written here.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import gc
 import inspect
 import itertools
 import math
@@ -25,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from .._core.pytree import TreeDef, tree_flatten, tree_unflatten
-from .._core.reverse import toposort
+from .._core.reverse import no_cycle_collection, toposort
 from .._core.rule_table import label_of, primitive_jvps, primitive_vjps
 from .._core.tracer import Node, isbox, trace_leaves
 from .._core.vspace import add_values, vspace
@@ -358,23 +356,9 @@ class Traces:
     check: bool = False  # explain(check=True): diagnose when first asked
 
 
-@contextlib.contextmanager
-def _no_cycle_collection():
-    """The recording makes one node, one box and one row per operation and frees none of
-    them; Python's cycle collector would rescan that growing heap again and again (most of
-    the time of a 100,000-node recording). Collection waits until the report is built."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def record(f: Callable, args: tuple, wrt=None, check: bool = False) -> Traces:
     forget_lines()
-    with _no_cycle_collection():
+    with no_cycle_collection():  # collection waits until the report is built
         return _record(f, args, wrt, check)
 
 

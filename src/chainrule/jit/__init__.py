@@ -18,7 +18,6 @@ arguments with Python floats and complex numbers as NumPy float64 and complex128
 from __future__ import annotations
 
 import functools
-import gc
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -28,6 +27,7 @@ import numpy as np
 
 from .._core import tracer
 from .._core.pytree import LEAF, DictKeys, TreeDef, _sorted_keys, tree_flatten, tree_unflatten
+from .._core.reverse import no_cycle_collection
 from .._core.tracer import check_not_leaked, front_ends, isbox, trace_leaves
 from . import _check, _effects, _staging
 from ._check import JitCheckError
@@ -288,13 +288,8 @@ class JittedFunction:
         # A trace makes many objects that live until the program is emitted, and the
         # cyclic collector would scan them again and again (a third of an RNN's trace);
         # reference counting frees them when the record is dropped.
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with no_cycle_collection():
             return self._trace_and_emit(key, leaves, treedef, statics, entry, walked)
-        finally:
-            if enabled:
-                gc.enable()
 
     def _trace_and_emit(self, key, leaves, treedef, statics, entry, walked):
         if entry is None:
