@@ -19,7 +19,7 @@ from ._transforms import (
     result_and_aux,
     with_aux,
 )
-from ._user_warnings import user_line_warnings, warnings_at_user_line
+from ._user_code.lines import user_line_warnings, warnings_at_user_line
 
 
 def _select(args: tuple, argnums) -> tuple:

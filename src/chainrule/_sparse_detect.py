@@ -40,7 +40,6 @@ from typing import Any
 
 import numpy as _np
 
-from . import _outside
 from ._core import tracer
 from ._core.containers import container_add, sequence_take, sequence_untake
 from ._core.pytree import _sorted_keys, tree_flatten
@@ -52,6 +51,7 @@ from ._core.tracer import copy_of, decided, getval, isbox, new_box
 from ._core.vspace import vspace
 from ._sparse import UNCHANGED, _size, _sp, identity_pattern, map_pattern
 from ._sparse_products import is_sparse_type
+from ._user_code import reach
 
 
 class Detection:
@@ -225,13 +225,13 @@ tracer.traced_keyword_handlers.append(_keywords_made_plain)
 
 def record(fun: Callable, x: Any) -> tuple[Recording, Detection]:
     """``fun(x)`` recorded for sparsity detection."""
-    generators = _outside.GeneratorStates(_outside.Reach([fun]).generators)
+    generators = reach.GeneratorStates(reach.Reach([fun]).generators)
     detection = Detection()
     recording = Recording(fun, x, node_type=DetectionNode, root_args=(detection,))
     drawn = generators.drawn()
     if drawn:
         raise ValueError(
-            f"{_name(fun)} draws random numbers ({_outside.describe(drawn[0])}): a sparse "
+            f"{_name(fun)} draws random numbers ({reach.describe(drawn[0])}): a sparse "
             f"derivative evaluates it several times (to find the pattern, then once per "
             f"colour), each time with new draws, so its entries would come from different "
             f"functions. Draw the numbers outside and pass them in (an argument fixed with "

@@ -37,7 +37,7 @@ from ._sparse_symmetric import (
     star_recovery,
     symmetric_pattern,
 )
-from ._user_warnings import user_line_warnings
+from ._user_code.lines import user_line_warnings
 
 # colourings kept per evaluator for the structures of a guarded record (oldest dropped)
 _MAX_STRUCTURES = 16

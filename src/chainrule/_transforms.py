@@ -22,7 +22,7 @@ from ._core.tracer import derivative_free, getval, isbox, new_trace_id, primitiv
 from ._core.vspace import ContainerVSpace, VSpace, vspace
 from ._sparse_eval import sparse_transform
 from ._sparse_products import SparseVSpace
-from ._user_warnings import warnings_at_user_line
+from ._user_code.lines import warnings_at_user_line
 from .numpy.batched import over_batch
 from .wrap_util import unary_to_nary
 
