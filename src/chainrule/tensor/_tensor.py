@@ -29,8 +29,8 @@ from .._core.tracer import (
     register_front_end,
 )
 from .._core.vspace import VSpace, vspace
-from .._scipy_hint import scipy_hint, scipy_ufunc_rules
 from ..numpy import numpy_wrapper as anp
+from ..numpy._scipy_hint import scipy_hint, scipy_ufunc_rules
 from ..numpy.numpy_boxes import _ufunc_name, array_astype, array_getitem, fitted_in_place
 from ._graph import (
     TRACE_ID,
