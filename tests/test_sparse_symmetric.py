@@ -11,8 +11,8 @@ from scipy.sparse.csgraph import connected_components
 
 import chainrule
 import chainrule.numpy as np
-from chainrule._sparse import colour_columns
 from chainrule._sparse_symmetric import acyclic_colouring, star_colouring
+from chainrule._sparsity.patterns import colour_columns
 
 rng = onp.random.default_rng(5)
 

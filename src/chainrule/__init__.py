@@ -10,8 +10,8 @@ from . import numpy, optim  # noqa: F401  (numpy registers array boxes, spaces a
 from ._core.pytree import register_pytree_node, tree_flatten, tree_map, tree_unflatten
 from ._core.tracer import LeakedTracerError, primitive
 from ._functional import custom_jvp, custom_vjp, jacfwd, jacrev, jvp, vjp
-from ._sparse_detect import hessian_sparsity, jacobian_sparsity
 from ._sparse_eval import SparseHessian, SparseJacobian, sparse_hessian, sparse_jacobian
+from ._sparsity.detection import hessian_sparsity, jacobian_sparsity
 from ._transforms import (
     checkpoint,
     deriv,

@@ -27,9 +27,6 @@ from typing import Any
 import numpy as _np
 
 from ._core.tracer import getval, isbox
-from ._sparse import _seeds, _sp, colour_columns, count_colours, direct_recovery
-from ._sparse_detect import gradient, record, recorded_pattern, structure_key
-from ._sparse_products import with_values
 from ._sparse_symmetric import (
     acyclic_colouring,
     acyclic_recovery,
@@ -37,6 +34,9 @@ from ._sparse_symmetric import (
     star_recovery,
     symmetric_pattern,
 )
+from ._sparsity.detection import gradient, record, recorded_pattern, structure_key
+from ._sparsity.patterns import _seeds, _sp, colour_columns, count_colours, direct_recovery
+from ._sparsity.products import with_values
 from ._user_code.lines import user_line_warnings
 
 # colourings kept per evaluator for the structures of a guarded record (oldest dropped)

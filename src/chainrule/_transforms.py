@@ -21,7 +21,7 @@ from ._core.rules import defjvp_argnums, defvjp_argnums
 from ._core.tracer import derivative_free, getval, isbox, new_trace_id, primitive
 from ._core.vspace import ContainerVSpace, VSpace, vspace
 from ._sparse_eval import sparse_transform
-from ._sparse_products import SparseVSpace
+from ._sparsity.products import SparseVSpace
 from ._user_code.lines import warnings_at_user_line
 from .numpy.batched import over_batch
 from .wrap_util import unary_to_nary

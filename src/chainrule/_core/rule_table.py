@@ -31,7 +31,7 @@ class PrimitiveRules:
     - ``sparsity(argnum, ans, args, kwargs)``: the structural pattern of d ans / d
       args[argnum] as a boolean ``scipy.sparse`` matrix (ans.size x arg.size), or None
       (unknown: every output may depend on every input). ``args`` are plain values; a
-      traced argument's value is not part of the structure (see ``chainrule._sparse``).
+      traced argument's value is not part of the structure (see ``chainrule._sparsity.patterns``).
     - ``batch(values, batched, kwargs)``: the answer for a whole batch (``chainrule.vmap``):
       ``values`` are the arguments, those marked in ``batched`` holding the batch as their
       leading axis; every output of the answer holds it as its leading axis. None: the

@@ -25,7 +25,7 @@ from .._core.tracer import (
     primitive,
     untraceable_answer_handlers,
 )
-from .._sparse_products import called_by_sparse_dispatch, product_with
+from .._sparsity.products import called_by_sparse_dispatch, product_with
 from . import numpy_wrapper as anp
 from ._scipy_hint import scipy_hint, scipy_ufunc_rules
 from .placement import index_like

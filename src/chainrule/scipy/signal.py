@@ -20,8 +20,8 @@ import scipy.signal as _ss
 
 from .._core.rules import def_linear, defsparsity, defvjp_direct
 from .._core.tracer import primitive
-from .._sparse import _sp
-from .._sparse import convolution_band as _convolution_band
+from .._sparsity.patterns import _sp
+from .._sparsity.patterns import convolution_band as _convolution_band
 from ..numpy import _namespace
 from ..numpy import numpy_wrapper as anp
 

@@ -21,8 +21,8 @@ from ..._core.rules import (
     defvjp_whole,
 )
 from ..._core.tracer import Box, derivative_free, getval, isbox
-from ..._sparse import elementwise_pattern
-from ..._sparse_detect import derived_pattern
+from ..._sparsity.detection import derived_pattern
+from ..._sparsity.patterns import elementwise_pattern
 from .. import numpy_wrapper as anp
 from ..duck_arrays import check_known_shape
 from ..numpy_boxes import array_astype

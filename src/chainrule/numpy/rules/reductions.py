@@ -16,7 +16,7 @@ import numpy as _np
 
 from ..._core.rules import defjvp_batched, defjvp_direct, defsparsity, defvjp_direct
 from ..._core.tracer import derivative_free, getval
-from ..._sparse import (
+from ..._sparsity.patterns import (
     _lines,
     _sp,
     contraction_pattern,
@@ -714,7 +714,7 @@ if hasattr(anp, "cumulative_sum"):  # NumPy >= 2.1
 # fmt: on
 
 
-# sparsity (chainrule._sparse): each output depends on the elements reduced into it
+# sparsity (chainrule._sparsity.patterns): each output depends on the elements reduced into it
 for _fun in (anp.sum, anp.mean, anp.prod, anp.nansum, anp.nanmean, anp.max, anp.min, anp.amax,
              anp.amin, anp.nanmax, anp.nanmin):
     defsparsity(_fun, reduction_pattern)

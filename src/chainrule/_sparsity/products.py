@@ -23,10 +23,10 @@ from collections.abc import Callable
 
 import numpy as _np
 
-from ._core.rules import defjvp_batched, defjvp_direct, defsparsity, defvjp_direct
-from ._core.tracer import Box, box_fallbacks, getval, primitive
-from ._core.vspace import VSpace, container_box_adders, vspace_fallbacks
-from ._sparse import _sp, map_pattern, shapes_only
+from .._core.rules import defjvp_batched, defjvp_direct, defsparsity, defvjp_direct
+from .._core.tracer import Box, box_fallbacks, getval, primitive
+from .._core.vspace import VSpace, container_box_adders, vspace_fallbacks
+from .patterns import _sp, map_pattern, shapes_only
 
 _FORMATS = ("csr", "csc", "coo", "bsr")
 

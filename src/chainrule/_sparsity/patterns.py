@@ -6,7 +6,8 @@ argument size, CSR). Rules are called with the node's arguments; a global patter
 hold at every x, so a rule reads the value of no traced argument: it declares the
 positions whose shapes alone it reads (``shape_only``), or takes ``traced`` and
 ``local`` (``wants_traced``) and reads a traced value only when ``local`` is true.
-Detection and propagation are in ``_sparse_detect``, evaluation in ``_sparse_eval``.
+Detection and propagation are in ``detection``; colouring and evaluation, transforms, in
+``chainrule._transforms`` (``colouring``, ``sparse``).
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ Guards. A record without decisions and without such nodes is the same at every x
 path through ``fun``, with the same shapes and constants), so its pattern holds
 everywhere. Otherwise its ``Detection`` is *guarded*: an evaluator records ``fun`` again
 at each new x and compares ``structure_key`` (all a pattern is computed from) before it
-reuses a pattern (``_sparse_eval``).
+reuses a pattern (``chainrule._transforms.sparse``).
 """
 
 from __future__ import annotations
@@ -40,18 +40,18 @@ from typing import Any
 
 import numpy as _np
 
-from ._core import tracer
-from ._core.containers import container_add, sequence_take, sequence_untake
-from ._core.pytree import _sorted_keys, tree_flatten
-from ._core.replay import subvals
-from ._core.reverse import KeptVJPNode, Recording, make_vjp
-from ._core.rule_table import rule_table
-from ._core.rules import defsparsity
-from ._core.tracer import copy_of, decided, getval, isbox, new_box
-from ._core.vspace import vspace
-from ._sparse import UNCHANGED, _size, _sp, identity_pattern, map_pattern
-from ._sparse_products import is_sparse_type
-from ._user_code import reach
+from .._core import tracer
+from .._core.containers import container_add, sequence_take, sequence_untake
+from .._core.pytree import _sorted_keys, tree_flatten
+from .._core.replay import subvals
+from .._core.reverse import KeptVJPNode, Recording, make_vjp
+from .._core.rule_table import rule_table
+from .._core.rules import defsparsity
+from .._core.tracer import copy_of, decided, getval, isbox, new_box
+from .._core.vspace import vspace
+from .._user_code import reach
+from .patterns import UNCHANGED, _size, _sp, identity_pattern, map_pattern
+from .products import is_sparse_type
 
 
 class Detection:
