@@ -12,7 +12,7 @@ from ._core.tracer import LeakedTracerError, primitive
 from ._functional import custom_jvp, custom_vjp, jacfwd, jacrev, jvp, vjp
 from ._sparse_eval import SparseHessian, SparseJacobian, sparse_hessian, sparse_jacobian
 from ._sparsity.detection import hessian_sparsity, jacobian_sparsity
-from ._transforms import (
+from ._transforms.derivatives import (
     checkpoint,
     deriv,
     elementwise_grad,

@@ -14,17 +14,17 @@ from typing import Any
 
 import numpy as _np
 
-from . import numpy as anp
-from ._core import forward, reverse
-from ._core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
-from ._core.rules import defjvp_argnums, defvjp_argnums
-from ._core.tracer import derivative_free, getval, isbox, new_trace_id, primitive
-from ._core.vspace import ContainerVSpace, VSpace, vspace
-from ._sparse_eval import sparse_transform
-from ._sparsity.products import SparseVSpace
-from ._user_code.lines import warnings_at_user_line
-from .numpy.batched import over_batch
-from .wrap_util import unary_to_nary
+from .. import numpy as anp
+from .._core import forward, reverse
+from .._core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
+from .._core.rules import defjvp_argnums, defvjp_argnums
+from .._core.tracer import derivative_free, getval, isbox, new_trace_id, primitive
+from .._core.vspace import ContainerVSpace, VSpace, vspace
+from .._sparse_eval import sparse_transform
+from .._sparsity.products import SparseVSpace
+from .._user_code.lines import warnings_at_user_line
+from ..numpy.batched import over_batch
+from ..wrap_util import unary_to_nary
 
 # fmt: off
 __all__ = [
