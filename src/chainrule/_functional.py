@@ -12,7 +12,7 @@ from ._core.replay import subvals
 from ._core.rules import check_cotangent_shape, check_rule_value, defjvp_argnums, defvjp_argnums
 from ._core.tracer import primitive
 from ._core.vspace import vspace
-from ._transforms.derivatives import jacobian_columns, jacobian_rows, jacobian_tree
+from ._transforms.jacobians import jacobian_columns, jacobian_rows, jacobian_tree
 from ._transforms.options import result_and_aux, with_aux
 from ._user_code.lines import user_line_warnings, warnings_at_user_line
 

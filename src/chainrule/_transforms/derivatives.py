@@ -11,19 +11,16 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as _np
-
 from .. import numpy as anp
 from .._core import forward, reverse
-from .._core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
+from .._core.pytree import tree_map
 from .._core.rules import defjvp_argnums, defvjp_argnums
 from .._core.tracer import derivative_free, primitive
 from .._core.vspace import ContainerVSpace, VSpace, vspace
 from .._sparse_eval import sparse_transform
-from .._sparsity.products import SparseVSpace
 from .._user_code.lines import warnings_at_user_line
-from ..numpy.batched import over_batch
-from .options import _lifted, resolve_argnums, transformed
+from .jacobians import jacobian_columns_of_recording, jacobian_rows, jacobian_tree
+from .options import lifted, resolve_argnums, transformed
 
 # fmt: off
 __all__ = [
@@ -36,7 +33,7 @@ __all__ = [
 
 
 # ----------------------------------------------------------------------------- transforms
-@_lifted("make_vjp")
+@lifted("make_vjp")
 def _make_vjp(fun, x):
     vjp, ans = reverse.make_vjp(fun, x)
     return warnings_at_user_line(vjp), ans
@@ -59,7 +56,7 @@ def make_vjp(
     return transformed(_make_vjp, fun, argnum, argnums)
 
 
-@_lifted("make_jvp")
+@lifted("make_jvp")
 def _make_jvp(fun, x):
     return warnings_at_user_line(forward.make_jvp(fun, x))
 
@@ -126,7 +123,7 @@ def _value_and_gradient_of(name: str, fun, x):
     )
 
 
-@_lifted("grad")
+@lifted("grad")
 def _grad(fun, x):
     return _value_and_gradient("grad", fun, x)[1]
 
@@ -162,7 +159,7 @@ def grad(
     return transformed(_grad, fun, argnum, argnums, has_aux)
 
 
-@_lifted("elementwise_grad")
+@lifted("elementwise_grad")
 def _elementwise_grad(fun, x):
     vjp, ans = reverse.make_vjp(fun, x, free=True)
     space = _output_space("elementwise_grad", ans)
@@ -189,7 +186,7 @@ def elementwise_grad(
     return transformed(_elementwise_grad, fun, argnum, argnums, has_aux)
 
 
-@_lifted("value_and_grad")
+@lifted("value_and_grad")
 def _value_and_grad(fun, x):
     return _value_and_gradient("value_and_grad", fun, x)
 
@@ -217,7 +214,7 @@ def value_and_grad(
     return transformed(_value_and_grad, fun, argnum, argnums, has_aux, _value_aux_and_grad)
 
 
-@_lifted("grad_and_aux")
+@lifted("grad_and_aux")
 def _grad_and_aux(fun, x):
     vjp, (ans, aux) = reverse.make_vjp(lambda x: _pair(fun(x)), x, free=True)
     return vjp((vspace(ans).ones(), tree_map(_zeros_like_leaf, aux))), aux
@@ -251,7 +248,7 @@ def _zeros_like_leaf(leaf):
         return leaf
 
 
-@_lifted("jacobian")
+@lifted("jacobian")
 def _jacobian(fun, x):
     recording = reverse.Recording(fun, x, keep_everything=True)
     ans = recording.ans
@@ -303,124 +300,7 @@ def _dense_or_sparse(dense: Callable, fun: Callable, argnum, argnums, has_aux: b
     return transformed(dense, fun, argnum, argnums, has_aux)
 
 
-# The ways to fill a Jacobian, shared by jacobian, jacrev and jacfwd. Blocks are
-# built with wrapped functions, so nested transforms (hessian = jacobian of grad) see them.
-
-
-def jacobian_tree(ans, treedef, blocks: list) -> Any:
-    """The Jacobian from ``blocks[i][k]`` (output leaf i, input leaf k): ``x``'s structure
-    of blocks, inside the output's structure where the output is a container (as JAX's)."""
-    leaves, out_def = tree_flatten(ans)
-    per_output = [tree_unflatten(treedef, row) for row in blocks]
-    return per_output[0] if out_def.kind is None else tree_unflatten(out_def, per_output)
-
-
-def _leaf_spaces(space: VSpace) -> list:
-    return space.spaces if type(space) is ContainerVSpace else [space]
-
-
-def _dense_blocks(spaces: list) -> None:
-    """Refuse an input whose Jacobian block is no array: a scipy.sparse matrix's."""
-    if any(isinstance(space, SparseVSpace) for space in spaces):
-        raise TypeError(
-            "a Jacobian with respect to a scipy.sparse matrix (its stored values) is not "
-            "built: use grad, vjp or jvp, whose derivatives in A are matrices of A's "
-            "pattern, or differentiate with respect to A.data (data= of "
-            "chainrule.scipy.sparse.linalg's solves)."
-        )
-
-
-def jacobian_rows(vjp, ans_vspace, spaces: list) -> list:
-    """Blocks ``[i][k]`` (output leaf i, input leaf k), from one reverse pass for the whole
-    basis of the output (vmap's batching rules), or one per element of the output."""
-    _dense_blocks(spaces)
-    if hasattr(ans_vspace, "stacked_basis") and not ans_vspace.iscomplex:
-        rows = over_batch(vjp, ans_vspace.stacked_basis(), ans_vspace.size)
-        if rows is not None:
-            return [[anp.reshape(leaf, ans_vspace.shape + space.shape)
-                     for leaf, space in zip(tree_leaves(rows), spaces)]]
-    rows = [tree_leaves(vjp(basis)) for basis in ans_vspace.standard_basis()]
-    blocks, start = [], 0
-    for out in _leaf_spaces(ans_vspace):
-        own_rows, start = rows[start : start + out.size], start + out.size
-        blocks.append(
-            [
-                _stacked([row[k] for row in own_rows], out.shape + space.shape)
-                for k, space in enumerate(spaces)
-            ]
-        )
-    return blocks
-
-
-def jacobian_columns(jvp, treedef, spaces: list) -> tuple[Any, list]:
-    """``(output, blocks[i][k])`` (output leaf i, input leaf k), from one forward pass per
-    element of each input leaf."""
-    _dense_blocks(spaces)
-    zeros = [space.zeros() for space in spaces]
-    pairs = [
-        [
-            jvp(tree_unflatten(treedef, zeros[:k] + [basis] + zeros[k + 1 :]))
-            for basis in space.standard_basis()
-        ]
-        for k, space in enumerate(spaces)
-    ]
-    first = next((column_pairs[0] for column_pairs in pairs if column_pairs), None)
-    ans = jvp(tree_unflatten(treedef, zeros))[0] if first is None else first[0]
-    out_spaces = _leaf_spaces(vspace(ans))
-    columns = []  # [k][i]
-    for space, column_pairs in zip(spaces, pairs):
-        tangents = [tree_leaves(tangent) for _, tangent in column_pairs]
-        columns.append(
-            [
-                _output_major(
-                    _stacked([t[i] for t in tangents], space.shape + out.shape), space, out
-                )
-                for i, out in enumerate(out_spaces)
-            ]
-        )
-    return ans, [[column[i] for column in columns] for i in range(len(out_spaces))]
-
-
-def jacobian_columns_of_recording(recording, spaces: list) -> list:
-    """Each input leaf's block from one sweep of ``recording``'s graph that pushes the
-    leaf's whole standard basis forward at once (``fun`` is not run again). Primitives
-    with batched JVP rules (elementwise, matmul) do one call for all columns."""
-    _dense_blocks(spaces)
-    ans_vspace = vspace(recording.ans)
-    blocks = []
-    for k, space in enumerate(spaces):
-        n = space.size
-        batch = [
-            (space.stacked_basis() if hasattr(space, "stacked_basis") else
-             _stacked(list(space.standard_basis()), (n,) + space.shape))
-            if j == k
-            else anp.broadcast_to(other.zeros(), (n,) + other.shape)
-            for j, other in enumerate(spaces)
-        ]
-        (tangents,) = recording.push_forward_batched(batch, n, anp.stack)
-        block = (
-            anp.broadcast_to(ans_vspace.zeros(), (n,) + ans_vspace.shape)
-            if tangents is None
-            else tangents
-        )
-        block = anp.reshape(block, space.shape + ans_vspace.shape)
-        blocks.append(_output_major(block, space, ans_vspace))
-    return blocks
-
-
-def _output_major(block, space, ans_vspace):
-    """A block of columns (input axes first) with the output's axes moved to the front."""
-    in_axes = list(range(len(space.shape)))
-    out_ndim = len(ans_vspace.shape)
-    return anp.moveaxis(block, in_axes, [out_ndim + i for i in in_axes])
-
-
-def _stacked(parts: list, shape: tuple):
-    """``parts`` stacked and reshaped, with wrapped functions so nested transforms see it."""
-    return anp.reshape(anp.stack(parts), shape) if parts else _np.zeros(shape)
-
-
-@_lifted("holomorphic_grad")
+@lifted("holomorphic_grad")
 def _holomorphic_grad(fun, x):
     if not vspace(x).iscomplex:
         warnings.warn("Input to holomorphic_grad is not complex", stacklevel=2)
@@ -503,7 +383,7 @@ def tensor_jacobian_product(
 vector_jacobian_product = tensor_jacobian_product
 
 
-@_lifted("make_hvp")
+@lifted("make_hvp")
 def _make_hvp(fun, x):
     fun_grad = _grad(fun)
     return (lambda v: _make_jvp(fun_grad)(x)(v)[1]), fun_grad(x)
@@ -554,7 +434,7 @@ def make_ggnvp(
     return ggnvp_maker
 
 
-@_lifted("hessian")
+@lifted("hessian")
 def _hessian(fun, x):
     return _jacobian(_grad(fun))(x)
 
@@ -578,7 +458,7 @@ def hessian(
     return _dense_or_sparse(_hessian, fun, argnum, argnums, has_aux, sparse, hessian=True)
 
 
-@_lifted("deriv")
+@lifted("deriv")
 def _deriv(fun, x):
     return forward.make_jvp(fun, x)(vspace(x).ones())[1]
 

@@ -78,7 +78,7 @@ def result_and_aux(result, aux):
 
 
 
-def _lifted(name: str) -> Callable:
+def lifted(name: str) -> Callable:
     """The unary transform ``op(fun_of_x, x)`` lifted to ``argnum`` by unary_to_nary, under
     the public ``name``, which names the functions it returns (``grad_of_f_wrt_argnum_0``)."""
 
