@@ -6,15 +6,15 @@ from collections.abc import Callable, Sequence
 from functools import wraps
 from typing import Any
 
-from ._core import forward, reverse
-from ._core.pytree import tree_flatten
-from ._core.replay import subvals
-from ._core.rules import check_cotangent_shape, check_rule_value, defjvp_argnums, defvjp_argnums
-from ._core.tracer import primitive
-from ._core.vspace import vspace
-from ._transforms.jacobians import jacobian_columns, jacobian_rows, jacobian_tree
-from ._transforms.options import result_and_aux, with_aux
-from ._user_code.lines import user_line_warnings, warnings_at_user_line
+from .._core import forward, reverse
+from .._core.pytree import tree_flatten
+from .._core.replay import subvals
+from .._core.rules import check_cotangent_shape, check_rule_value, defjvp_argnums, defvjp_argnums
+from .._core.tracer import primitive
+from .._core.vspace import vspace
+from .._user_code.lines import user_line_warnings, warnings_at_user_line
+from .jacobians import jacobian_columns, jacobian_rows, jacobian_tree
+from .options import result_and_aux, with_aux
 
 
 def _select(args: tuple, argnums) -> tuple:
