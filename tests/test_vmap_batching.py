@@ -16,7 +16,7 @@ import chainrule.numpy as np
 import chainrule.scipy  # noqa: F401  (registers SciPy's primitives)
 import chainrule.scipy.linalg
 from chainrule._core.rule_table import rule_table
-from chainrule._vmap import VmapFallbackWarning
+from chainrule._transforms.vmap import VmapFallbackWarning
 from chainrule.numpy import batched
 from chainrule.numpy.batched import BatchLoopWarning, batching_rule
 

@@ -34,7 +34,7 @@ from ._transforms.derivatives import (
     vector_jacobian_product,
 )
 from ._transforms.functional import custom_jvp, custom_vjp, jacfwd, jacrev, jvp, vjp
-from ._vmap import vmap
+from ._transforms.vmap import vmap
 from .builtins import dict, isinstance, list, tuple, type
 from .debug import debug_nans
 from .explain import explain

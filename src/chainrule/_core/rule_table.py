@@ -35,7 +35,7 @@ class PrimitiveRules:
     - ``batch(values, batched, kwargs)``: the answer for a whole batch (``chainrule.vmap``):
       ``values`` are the arguments, those marked in ``batched`` holding the batch as their
       leading axis; every output of the answer holds it as its leading axis. None: the
-      primitive runs once per example (see ``chainrule._vmap``).
+      primitive runs once per example (see ``chainrule._transforms.vmap``).
     - ``label``: how ``explain`` writes a call; a format string over the arguments' texts
       (``"{0} + {1}"``) or a function ``label(texts, args) -> str``. None: ``name(args)``.
     """

@@ -31,13 +31,13 @@ from typing import Any
 
 import numpy as _np
 
-from . import numpy as cnp
-from ._core import tracer
-from ._core.pytree import LEAF, tree_flatten, tree_unflatten
-from ._core.tracer import live_trace_ids
-from ._user_code import reach
-from .numpy.batched import BatchedArray, BatchSplit, BatchTrace
-from .numpy.numpy_boxes import underlying
+from .. import numpy as cnp
+from .._core import tracer
+from .._core.pytree import LEAF, tree_flatten, tree_unflatten
+from .._core.tracer import live_trace_ids
+from .._user_code import reach
+from ..numpy.batched import BatchedArray, BatchSplit, BatchTrace
+from ..numpy.numpy_boxes import underlying
 
 AxisSpec = Any  # an int, None, or a pytree of them (a prefix of the arguments' structure)
 
