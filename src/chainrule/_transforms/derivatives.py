@@ -17,10 +17,10 @@ from .._core.pytree import tree_map
 from .._core.rules import defjvp_argnums, defvjp_argnums
 from .._core.tracer import derivative_free, primitive
 from .._core.vspace import ContainerVSpace, VSpace, vspace
-from .._sparse_eval import sparse_transform
 from .._user_code.lines import warnings_at_user_line
 from .jacobians import jacobian_columns_of_recording, jacobian_rows, jacobian_tree
 from .options import lifted, resolve_argnums, transformed
+from .sparse import sparse_transform
 
 # fmt: off
 __all__ = [

@@ -26,18 +26,22 @@ from typing import Any
 
 import numpy as _np
 
-from ._core.tracer import getval, isbox
-from ._sparse_symmetric import (
+from .. import numpy as anp
+from .._core import forward as forward_mode
+from .._core import reverse
+from .._core.pytree import tree_flatten, tree_unflatten
+from .._core.tracer import getval, isbox
+from .._sparse_symmetric import (
     acyclic_colouring,
     acyclic_recovery,
     star_colouring,
     star_recovery,
     symmetric_pattern,
 )
-from ._sparsity.detection import gradient, record, recorded_pattern, structure_key
-from ._sparsity.patterns import _seeds, _sp, colour_columns, count_colours, direct_recovery
-from ._sparsity.products import with_values
-from ._user_code.lines import user_line_warnings
+from .._sparsity.detection import gradient, record, recorded_pattern, structure_key
+from .._sparsity.patterns import _seeds, _sp, colour_columns, count_colours, direct_recovery
+from .._sparsity.products import with_values
+from .._user_code.lines import user_line_warnings
 
 # colourings kept per evaluator for the structures of a guarded record (oldest dropped)
 _MAX_STRUCTURES = 16
@@ -46,11 +50,6 @@ _MAX_STRUCTURES = 16
 def _sweep(fun: Callable, forward: bool) -> Callable:
     """``sweep(x, seeds)``: the compressed matrix, one row per seed (J @ seed forward,
     flat over the output leaves; seed @ J reverse, flat over x)."""
-    from . import numpy as anp  # the layers above this one: imported on first use
-    from ._core import forward as forward_mode
-    from ._core import reverse
-    from ._core.pytree import tree_flatten, tree_unflatten
-
     def flat(tree):
         leaves = tree_flatten(tree)[0]
         return anp.concatenate([anp.ravel(leaf) for leaf in leaves])
@@ -240,7 +239,7 @@ class SparseJacobian:
         if sweep is None:
             sweep = _sweep(self.fun, forward)
             if self.staged:
-                from .jit import jit
+                from ..jit import jit
 
                 sweep = jit(sweep)
             self._sweeps[colouring.mode] = sweep
