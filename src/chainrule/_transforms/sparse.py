@@ -31,17 +31,21 @@ from .._core import forward as forward_mode
 from .._core import reverse
 from .._core.pytree import tree_flatten, tree_unflatten
 from .._core.tracer import getval, isbox
-from .._sparse_symmetric import (
+from .._sparsity.detection import gradient, record, recorded_pattern, structure_key
+from .._sparsity.patterns import _sp
+from .._sparsity.products import with_values
+from .._user_code.lines import user_line_warnings
+from .colouring import (
     acyclic_colouring,
     acyclic_recovery,
+    colour_columns,
+    colour_seeds,
+    count_colours,
+    direct_recovery,
     star_colouring,
     star_recovery,
     symmetric_pattern,
 )
-from .._sparsity.detection import gradient, record, recorded_pattern, structure_key
-from .._sparsity.patterns import _seeds, _sp, colour_columns, count_colours, direct_recovery
-from .._sparsity.products import with_values
-from .._user_code.lines import user_line_warnings
 
 # colourings kept per evaluator for the structures of a guarded record (oldest dropped)
 _MAX_STRUCTURES = 16
@@ -101,7 +105,7 @@ class _Colouring:
     def seeds_for(self, shape: tuple):
         seeds = self.seeds.get(shape)
         if seeds is None:
-            seeds = self.seeds[shape] = _seeds(self.colours, shape, float)
+            seeds = self.seeds[shape] = colour_seeds(self.colours, shape, float)
             seeds.flags.writeable = False  # shared by every call
         return seeds
 

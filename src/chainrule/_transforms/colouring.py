@@ -1,7 +1,11 @@
-"""Colourings of symmetric (Hessian) patterns that use the symmetry, and the recovery of
-the Hessian from the compressed sweeps ``B[c] = H @ seed_c``.
+"""Colourings of a pattern's columns, and the recovery of the derivative's entries from
+the compressed sweeps (one sweep per colour).
 
-The pattern is read as a graph: vertex i for row/column i, an edge i - j for each
+A Jacobian's columns take a distance-1 colouring (``colour_columns``: two columns that
+share a row differ), and each entry is read directly from its column's sweep
+(``direct_recovery``). A symmetric (Hessian) pattern can do with fewer colours by using
+the symmetry, and its entries are recovered from ``B[c] = H @ seed_c``. The pattern is
+read as a graph: vertex i for row/column i, an edge i - j for each
 off-diagonal nonzero. Both colourings are distance-1 (neighbours differ), so a diagonal
 entry is read directly, ``H[i, i] = B[colour(i), i]``.
 
@@ -22,10 +26,96 @@ Both are greedy in the natural order, which keeps banded patterns at the counts 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as _np
 
-from ._core.rules import defjvp_direct, defvjp_direct
-from ._core.tracer import primitive
+from .._core.rules import defjvp_direct, defvjp_direct
+from .._core.tracer import primitive
+from .._sparsity.patterns import _sp
+
+
+def colour_columns(pattern) -> _np.ndarray:
+    """A greedy distance-1 colouring of the columns of ``pattern``: two columns sharing a
+    row get different colours, so one sweep per colour recovers every column (columns
+    taken in order of decreasing count, which keeps the colour count low)."""
+    sp = _sp()
+    csc = sp.csc_matrix(pattern, dtype=bool)
+    banded = _band_colouring(csc)
+    if banded is not None:
+        return banded
+    graph = (csc.T @ csc).tocsr()  # columns that meet in some row
+    n = graph.shape[0]
+    colours = _np.full(n, -1, dtype=_np.intp)
+    # plain Python lists: this loop runs once per column, numpy scalars would dominate it
+    indptr, indices = graph.indptr.tolist(), graph.indices.tolist()
+    order = _np.argsort(-_np.diff(csc.indptr), kind="stable").tolist()
+    colour = [-1] * n
+    mark = [-1] * (n + 1)  # mark[c] == j: colour c is taken next to column j
+    for j in order:
+        for k in indices[indptr[j] : indptr[j + 1]]:
+            c = colour[k]
+            if c >= 0:
+                mark[c] = j
+        c = 0
+        while mark[c] == j:
+            c += 1
+        colour[j] = c
+    colours = _np.asarray(colour, dtype=_np.intp)
+    return colours
+
+
+
+def _band_colouring(pattern):
+    """``j mod w`` for the columns of a pattern whose nonzeros lie within a band of w
+    diagonals, when some row fills the band (no colouring has fewer colours than a row
+    has nonzeros, so this one is optimal, and found without the greedy loop); else None.
+    Two columns closer than w may share a row; two further apart never do."""
+    coo = pattern.tocoo()
+    if coo.nnz == 0:
+        return None
+    offset = coo.col.astype(_np.intp) - coo.row
+    width = int(offset.max() - offset.min()) + 1
+    if int(_np.diff(pattern.tocsr().indptr).max()) != width:
+        return None
+    return _np.arange(pattern.shape[1], dtype=_np.intp) % width
+
+
+
+def colour_seeds(colours: _np.ndarray, shape: tuple, dtype) -> _np.ndarray:
+    """One seed per colour: the sum of the basis vectors of that colour's columns."""
+    count = int(colours.max()) + 1 if colours.size else 0
+    seeds = _np.zeros((count, colours.size), dtype=dtype)
+    seeds[colours, _np.arange(colours.size)] = 1
+    return seeds.reshape((count,) + tuple(shape))
+
+
+
+def direct_recovery(pattern, colours: _np.ndarray, by_rows: bool) -> Callable:
+    """A function giving ``pattern``'s nonzeros (in the order of its CSR form with sorted
+    indices) read from the compressed sweeps: ``compressed[c]`` is J @ seed_c (forward;
+    flat over rows) or seed_c @ J (reverse; flat over columns). Where each nonzero is read
+    is found once, here; a call is one gather (traced where ``compressed`` is)."""
+    sp = _sp()
+    csr = sp.csr_matrix(pattern)
+    csr.sort_indices()
+    rows = _np.repeat(_np.arange(csr.shape[0]), _np.diff(csr.indptr))
+    cols = csr.indices
+    if by_rows:
+        flat = colours[rows] * csr.shape[1] + cols
+    else:
+        flat = colours[cols] * csr.shape[0] + rows
+
+    def recover(compressed: _np.ndarray):
+        return _np.ravel(compressed)[flat]
+
+    return recover
+
+
+
+def count_colours(colours: _np.ndarray) -> int:
+    return int(colours.max()) + 1 if colours.size else 0
+
 
 
 def symmetric_pattern(pattern):
