@@ -1,5 +1,5 @@
 """Sparse Jacobians and Hessians evaluated: the pattern and its colouring are found once
-(``_sparse_detect``, ``_sparse``, ``_sparse_symmetric``), then each evaluation at an x is
+(``chainrule._sparsity``, ``colouring``), then each evaluation at an x is
 one sweep per colour (a JVP of ``fun`` along the colour's seed, or a VJP pulling it back)
 and a gather of the nonzeros.
 
@@ -293,7 +293,7 @@ class SparseHessian(SparseJacobian):
     """The sparse Hessian of scalar ``fun``: the sparse Jacobian of its gradient, found
     forward over reverse (one forward sweep per colour through the gradient).
 
-    ``colouring`` uses the symmetry (``_sparse_symmetric``): ``"star"`` (each entry read
+    ``colouring`` uses the symmetry (see the ``colouring`` module): ``"star"`` (each entry read
     directly from one sweep), ``"acyclic"`` (fewer colours on banded patterns, entries
     recovered by substitution), ``"distance-1"`` (columns, as a Jacobian), or
     ``"auto"`` (the default): the star colouring, unless the acyclic one needs fewer
