@@ -16,95 +16,6 @@ from .._core.tracer import getval, isbox, new_trace_id
 from .._user_code.lines import warnings_at_user_line
 
 
-# ----------------------------------------------------------------------------- options
-def resolve_argnums(
-    name: str, argnum: int | Sequence[int] | None, argnums: int | Sequence[int] | None
-) -> int | Sequence[int]:
-    """autograd's ``argnum`` or JAX's ``argnums`` (default 0); both at once is an error."""
-    if argnum is not None and argnums is not None:
-        raise TypeError(
-            f"{name}() got both argnum={argnum!r} and argnums={argnums!r}: pass only one "
-            f"(argnums is JAX's spelling of autograd's argnum; both take an int or a tuple "
-            f"of ints)."
-        )
-    if argnums is not None:
-        return argnums
-    return 0 if argnum is None else argnum
-
-
-
-def _untraced_since(value: Any, first_trace_id: int) -> Any:
-    """``value`` without the boxes of traces started after ``first_trace_id``."""
-    while isbox(value) and value._trace_id > first_trace_id:
-        value = value._value
-    return value
-
-
-
-def with_aux(
-    transform: Callable[[Callable], Callable], fun: Callable, joined: Callable[[Any, Any], Any]
-) -> Callable:
-    """JAX's ``has_aux``: ``fun`` returns ``(out, aux)``; ``transform(f)`` sees ``out`` only,
-    and the transformed function returns ``joined(result, aux)``. ``aux`` is a plain value
-    to this transform; a transform enclosing it still traces it."""
-
-    @warnings_at_user_line
-    @wraps(transform(fun))  # the name and docs of the transform without aux
-    def transformed_with_aux(*args, **kwargs):
-        auxes = []
-
-        @wraps(fun)
-        def out_only(*fun_args, **fun_kwargs):
-            pair = fun(*fun_args, **fun_kwargs)
-            if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
-                plain = getval(pair)
-                raise TypeError(
-                    f"has_aux=True: {getattr(fun, '__name__', 'fun')} must return a pair "
-                    f"(output, aux), but it returned {type(plain).__name__} {plain!r:.80}."
-                )
-            auxes.append(pair[1])
-            return pair[0]
-
-        first = new_trace_id()  # every trace this call starts has a larger id
-        result = transform(out_only)(*args, **kwargs)
-        return joined(result, tree_map(lambda leaf: _untraced_since(leaf, first), auxes[0]))
-
-    return transformed_with_aux
-
-
-
-def result_and_aux(result, aux):
-    return result, aux
-
-
-
-def lifted(name: str) -> Callable:
-    """The unary transform ``op(fun_of_x, x)`` lifted to ``argnum`` by unary_to_nary, under
-    the public ``name``, which names the functions it returns (``grad_of_f_wrt_argnum_0``)."""
-
-    def lift(unary: Callable) -> Callable:
-        unary.__name__ = unary.__qualname__ = name
-        return unary_to_nary(unary)
-
-    return lift
-
-
-
-def transformed(
-    nary: Callable,
-    fun: Callable,
-    argnum: int | Sequence[int] | None,
-    argnums: int | Sequence[int] | None,
-    has_aux: bool = False,
-    joined: Callable[[Any, Any], Any] = result_and_aux,
-) -> Callable:
-    """``nary(fun, argnum)`` with the public options resolved."""
-    nums = resolve_argnums(nary.__name__, argnum, argnums)
-    if has_aux:
-        return with_aux(lambda f: nary(f, nums), fun, joined)
-    return warnings_at_user_line(nary(fun, nums))
-
-
 def _check_argnum(argnum, transform_name: str, nargs: int) -> None:
     nums = argnum if isinstance(argnum, (tuple, list)) else (argnum,)
     for num in nums:
@@ -114,7 +25,6 @@ def _check_argnum(argnum, transform_name: str, nargs: int) -> None:
         if not -nargs <= num < nargs:
             raise ValueError(f"{transform_name}: argnum {num} is out of range for a call "
                              f"with {nargs} positional argument(s).")
-
 
 
 def unary_to_nary(unary_operator: Callable) -> Callable:
@@ -152,3 +62,86 @@ def unary_to_nary(unary_operator: Callable) -> Callable:
         return nary_f
 
     return nary_operator
+
+
+def lifted(name: str) -> Callable:
+    """The unary transform ``op(fun_of_x, x)`` lifted to ``argnum`` by unary_to_nary, under
+    the public ``name``, which names the functions it returns (``grad_of_f_wrt_argnum_0``)."""
+
+    def lift(unary: Callable) -> Callable:
+        unary.__name__ = unary.__qualname__ = name
+        return unary_to_nary(unary)
+
+    return lift
+
+
+def resolve_argnums(
+    name: str, argnum: int | Sequence[int] | None, argnums: int | Sequence[int] | None
+) -> int | Sequence[int]:
+    """autograd's ``argnum`` or JAX's ``argnums`` (default 0); both at once is an error."""
+    if argnum is not None and argnums is not None:
+        raise TypeError(
+            f"{name}() got both argnum={argnum!r} and argnums={argnums!r}: pass only one "
+            f"(argnums is JAX's spelling of autograd's argnum; both take an int or a tuple "
+            f"of ints)."
+        )
+    if argnums is not None:
+        return argnums
+    return 0 if argnum is None else argnum
+
+
+def result_and_aux(result, aux):
+    return result, aux
+
+
+def transformed(
+    nary: Callable,
+    fun: Callable,
+    argnum: int | Sequence[int] | None,
+    argnums: int | Sequence[int] | None,
+    has_aux: bool = False,
+    joined: Callable[[Any, Any], Any] = result_and_aux,
+) -> Callable:
+    """``nary(fun, argnum)`` with the public options resolved."""
+    nums = resolve_argnums(nary.__name__, argnum, argnums)
+    if has_aux:
+        return with_aux(lambda f: nary(f, nums), fun, joined)
+    return warnings_at_user_line(nary(fun, nums))
+
+
+def with_aux(
+    transform: Callable[[Callable], Callable], fun: Callable, joined: Callable[[Any, Any], Any]
+) -> Callable:
+    """JAX's ``has_aux``: ``fun`` returns ``(out, aux)``; ``transform(f)`` sees ``out`` only,
+    and the transformed function returns ``joined(result, aux)``. ``aux`` is a plain value
+    to this transform; a transform enclosing it still traces it."""
+
+    @warnings_at_user_line
+    @wraps(transform(fun))  # the name and docs of the transform without aux
+    def transformed_with_aux(*args, **kwargs):
+        auxes = []
+
+        @wraps(fun)
+        def out_only(*fun_args, **fun_kwargs):
+            pair = fun(*fun_args, **fun_kwargs)
+            if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+                plain = getval(pair)
+                raise TypeError(
+                    f"has_aux=True: {getattr(fun, '__name__', 'fun')} must return a pair "
+                    f"(output, aux), but it returned {type(plain).__name__} {plain!r:.80}."
+                )
+            auxes.append(pair[1])
+            return pair[0]
+
+        first = new_trace_id()  # every trace this call starts has a larger id
+        result = transform(out_only)(*args, **kwargs)
+        return joined(result, tree_map(lambda leaf: _untraced_since(leaf, first), auxes[0]))
+
+    return transformed_with_aux
+
+
+def _untraced_since(value: Any, first_trace_id: int) -> Any:
+    """``value`` without the boxes of traces started after ``first_trace_id``."""
+    while isbox(value) and value._trace_id > first_trace_id:
+        value = value._value
+    return value
