@@ -50,7 +50,7 @@ from .._core.rules import defsparsity
 from .._core.tracer import copy_of, decided, getval, isbox, new_box
 from .._core.vspace import vspace
 from .._user_code import reach
-from .patterns import UNCHANGED, _size, _sp, identity_pattern, map_pattern
+from .patterns import UNCHANGED, _size, identity_pattern, map_pattern, scipy_sparse
 from .products import is_sparse_type
 
 
@@ -299,7 +299,7 @@ def structure_key(recording: Recording) -> tuple:
 
 
 def _empty(n_out: int, n_in: int):
-    return _sp().csr_matrix((n_out, n_in), dtype=bool)
+    return scipy_sparse().csr_matrix((n_out, n_in), dtype=bool)
 
 
 def _dense_pattern(n_out: int, parents_pattern):
@@ -368,7 +368,7 @@ def _node_pattern(node, patterns: dict, n_in: int, local: bool):
 def recorded_pattern(recording: Recording, local: bool):
     """The pattern of the Jacobian of a detection record's function: rows its flattened
     outputs, columns its flattened inputs."""
-    sp = _sp()
+    sp = scipy_sparse()
     # one column per element (a complex one too, whose space counts two real dimensions)
     sizes = [int(_np.prod(space.shape, dtype=_np.int64)) for space in recording.spaces]
     n_in = sum(sizes)

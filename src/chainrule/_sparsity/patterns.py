@@ -18,8 +18,9 @@ from typing import Any
 import numpy as _np
 
 
-def _sp():
-    import scipy.sparse as sp  # imported on first use: scipy is not needed to import chainrule
+def scipy_sparse():
+    """``scipy.sparse``, imported on first use: chainrule imports without SciPy."""
+    import scipy.sparse as sp
 
     return sp
 
@@ -34,7 +35,7 @@ def _size(value) -> int:
 
 def map_pattern(rows, cols, shape):
     """A boolean CSR matrix with ones at (rows, cols)."""
-    sp = _sp()
+    sp = scipy_sparse()
     rows, cols = _np.ravel(rows), _np.ravel(cols)
     data = _np.ones(rows.size, dtype=bool)
     return sp.csr_matrix((data, (rows, cols)), shape=shape)
@@ -289,7 +290,7 @@ def batched_pattern(in_shape: tuple, out, core: int):
             return None
         letters = own[:batch] + _axis_letters(len(shape), range(batch, len(shape)))[batch:]
         blocks.append(contraction_pattern([own], letters, [in_shape], shape, 0, [None]))
-    return _sp().vstack(blocks, format="csr") if blocks else None
+    return scipy_sparse().vstack(blocks, format="csr") if blocks else None
 
 
 def columns_pattern(b_shape: tuple, out_shape: tuple):

@@ -32,14 +32,14 @@ import numpy as _np
 
 from .._core.rules import defjvp_direct, defvjp_direct
 from .._core.tracer import primitive
-from .._sparsity.patterns import _sp
+from .._sparsity.patterns import scipy_sparse
 
 
 def colour_columns(pattern) -> _np.ndarray:
     """A greedy distance-1 colouring of the columns of ``pattern``: two columns sharing a
     row get different colours, so one sweep per colour recovers every column (columns
     taken in order of decreasing count, which keeps the colour count low)."""
-    sp = _sp()
+    sp = scipy_sparse()
     csc = sp.csc_matrix(pattern, dtype=bool)
     banded = _band_colouring(csc)
     if banded is not None:
@@ -96,7 +96,7 @@ def direct_recovery(pattern, colours: _np.ndarray, by_rows: bool) -> Callable:
     indices) read from the compressed sweeps: ``compressed[c]`` is J @ seed_c (forward;
     flat over rows) or seed_c @ J (reverse; flat over columns). Where each nonzero is read
     is found once, here; a call is one gather (traced where ``compressed`` is)."""
-    sp = _sp()
+    sp = scipy_sparse()
     csr = sp.csr_matrix(pattern)
     csr.sort_indices()
     rows = _np.repeat(_np.arange(csr.shape[0]), _np.diff(csr.indptr))
@@ -120,7 +120,7 @@ def count_colours(colours: _np.ndarray) -> int:
 
 def symmetric_pattern(pattern):
     """``pattern`` or its transpose, as boolean CSR with sorted indices."""
-    import scipy.sparse as sp  # on first use: chainrule imports without SciPy
+    sp = scipy_sparse()
 
     matrix = sp.csr_matrix(pattern, dtype=bool)
     matrix = (matrix + matrix.T).tocsr()
@@ -130,7 +130,7 @@ def symmetric_pattern(pattern):
 
 def _adjacency(pattern) -> tuple[list, list]:
     """Neighbour lists (CSR ``indptr``/``indices`` as Python lists) without the diagonal."""
-    import scipy.sparse as sp  # on first use: chainrule imports without SciPy
+    sp = scipy_sparse()
 
     coo = sp.coo_matrix(pattern)
     off = coo.row != coo.col
@@ -145,7 +145,7 @@ def _adjacency(pattern) -> tuple[list, list]:
 def _full_band(pattern) -> int | None:
     """The half-bandwidth b of a pattern that holds every entry with |i - j| <= b (and
     none beyond), else None."""
-    import scipy.sparse as sp  # on first use: chainrule imports without SciPy
+    sp = scipy_sparse()
 
     coo = sp.coo_matrix(pattern)
     n = pattern.shape[0]
@@ -249,7 +249,7 @@ def star_recovery(pattern, colours: _np.ndarray):
     """The Hessian's values on symmetric ``pattern`` (in the order of its CSR form, sorted)
     from ``compressed[c] = H @ seed_c`` (flat), read directly (star colouring): a function
     of ``compressed``, the index arrays found once."""
-    import scipy.sparse as sp  # on first use: chainrule imports without SciPy
+    sp = scipy_sparse()
 
     csr = sp.csr_matrix(pattern)
     csr.sort_indices()
@@ -277,9 +277,10 @@ def acyclic_recovery(pattern, colours: _np.ndarray):
     from ``compressed[c] = H @ seed_c`` (flat), by substitution on the two-coloured trees
     (acyclic colouring): a function of ``compressed`` that solves with the trees'
     incidence matrix, one equation per tree left out, factorised once here."""
-    import scipy.sparse as sp  # on first use: chainrule imports without SciPy
-    from scipy.sparse.csgraph import connected_components
+    from scipy.sparse.csgraph import connected_components  # (SciPy: on first use)
     from scipy.sparse.linalg import splu
+
+    sp = scipy_sparse()
 
     n = pattern.shape[0]
     csr = sp.csr_matrix(pattern)

@@ -32,7 +32,7 @@ from .._core import reverse
 from .._core.pytree import tree_flatten, tree_unflatten
 from .._core.tracer import getval, isbox
 from .._sparsity.detection import gradient, record, recorded_pattern, structure_key
-from .._sparsity.patterns import _sp
+from .._sparsity.patterns import scipy_sparse
 from .._sparsity.products import with_values
 from .._user_code.lines import user_line_warnings
 from .colouring import (
@@ -97,7 +97,7 @@ class _Colouring:
         self.colours, self.recover = colours, recover
         # an empty pattern takes no sweep (its Jacobian is zero)
         self.n_colours = count_colours(colours) if pattern.nnz else 0
-        template = _sp().csr_matrix(pattern, dtype=float)
+        template = scipy_sparse().csr_matrix(pattern, dtype=float)
         template.sort_indices()
         self.template = template
         self.seeds: dict = {}
@@ -177,7 +177,7 @@ class SparseJacobian:
         self._structures: OrderedDict = OrderedDict()  # structure key -> _Colouring
         self._sweeps: dict = {}  # mode -> the sweep function (staged or not)
         if pattern is not None:
-            self._current = self._colouring(_sp().csr_matrix(pattern, dtype=bool))
+            self._current = self._colouring(scipy_sparse().csr_matrix(pattern, dtype=bool))
             return
         x = _point(x)  # (found at the value of a traced x)
         recording, detection = record(detected, x)
@@ -276,7 +276,7 @@ class SparseJacobian:
         colouring = self._colouring_at(point)
         if colouring.n_colours == 0:
             self.fun(point)  # (no sweep to run: fun is still called, and raises where it does)
-            return _sp().csr_matrix(colouring.pattern.shape)
+            return scipy_sparse().csr_matrix(colouring.pattern.shape)
         compressed = self._compressed(x if isbox(x) else point, colouring)
         n_out = colouring.pattern.shape[0]
         expected = (colouring.n_colours, n_out if colouring.mode == "forward" else point.size)
