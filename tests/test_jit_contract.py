@@ -847,3 +847,188 @@ def _leaves(tree) -> list:
     if isinstance(tree, (tuple, list)):
         return [leaf for item in tree for leaf in _leaves(item)]
     return [tree]
+
+
+# ------------------------------------------------------------------ the long run's findings
+def _adds_into_its_own_array(x):
+    a = onp.zeros(3)
+    a += x  # (NumPy's add with out=a, a traced x: eagerly plain values)
+    b = onp.ones(3)
+    onp.multiply(b, x * 2.0, out=b)
+    return np.sin(x) + a * b
+
+
+def test_a_ufunc_writing_a_traced_value_into_a_numpy_array_it_made_runs_as_eagerly():
+    jitted = cr.jit(_adds_into_its_own_array)
+    with pytest.warns(JitWarning, match=r"a \+= x"):
+        calls_equal(_adds_into_its_own_array, (X,), (-X * 3.0,), jitted=jitted)
+
+
+def test_a_ufunc_writing_into_a_closed_over_array_writes_it_as_eagerly():
+    acc = onp.zeros(3)
+
+    def f(x):
+        acc[...] = 1.0
+        onp.add(acc, x * 2.0, out=acc)
+        return x * acc
+
+    jitted = cr.jit(f)
+    for x in (X, -X * 3.0, X):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", JitWarning)
+            got = jitted(x)
+        seen = acc.copy()
+        same(got, f(x))
+        same(seen, acc)
+
+
+def test_a_gradient_that_writes_into_a_numpy_array_raises_as_eagerly_under_jit():
+    def loss(x):
+        return np.sum(_adds_into_its_own_array(x))
+
+    with pytest.raises(TypeError, match="with out= would write a traced value") as eager:
+        cr.grad(loss)(X)
+    with pytest.raises(TypeError, match="with out= would write a traced value") as jitted:
+        cr.jit(cr.grad(loss))(X)
+    assert str(jitted.value) == str(eager.value)
+
+
+def _adds_a_gradients_value(x, s):
+    v = np.fix(x * 10.0) + s  # (no derivative: eagerly a plain array)
+    v += x
+    return np.sum(v)
+
+
+def _stores_a_gradients_value(x, s):
+    v = np.round(x * 10.0) + s
+    v[0] = np.sum(x * x)
+    return np.sum(v)
+
+
+@pytest.mark.parametrize("loss, error, message", [
+    (_adds_a_gradients_value, TypeError, "numpy.add with out= would write"),
+    (_stores_a_gradients_value, ValueError, "setting an array element"),
+], ids=["v += g", "v[i] = g"])
+def test_a_value_without_derivative_written_into_raises_as_eagerly_under_jit(
+        loss, error, message):
+    # np.fix(x) + s carries no derivative: eagerly a plain array, which refuses a
+    # gradient's value; under jit it is a staged value (s is an input): it must refuse too
+    for args in ((X, 0.5), (X * -4.0, 2.0)):
+        with pytest.raises(error, match=message) as eager:
+            cr.value_and_grad(loss)(*args)
+        with pytest.raises(error, match=message) as jitted:
+            cr.jit(cr.value_and_grad(loss))(*args)
+        assert str(jitted.value) == str(eager.value)
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: format(np.mean(x)), lambda x: f"{np.sum(x)}", lambda x: format(x[0], ""),
+], ids=["format-mean", "f-string-sum", "format-item"])
+def test_text_of_a_float32_scalar_is_numpys_own(f):
+    # format(np.float32(v)) is the text of float(v) ("0.1811724156141281"); the staged
+    # value's was str()'s ("0.18117242"), so a program branching on its length went the
+    # other way (long run)
+    x32 = onp.array([-3.4004486, 1.723225, 2.2207408], dtype=onp.float32)
+    calls_equal(f, (x32,), (x32 * 3.0,), (-x32,))
+
+
+def _constant_outputs_that_share_memory(x):
+    v = np.round(x * 0.1) + 1.0  # (guarded: v and its views are constants of the program)
+    return {"c": v[::-1], "a": x * 2.0, "b": v, "d": v.reshape(1, -1).T, "e": v}
+
+
+@pytest.mark.parametrize("tables", [False, True], ids=["emitted", "table"])
+def test_constant_outputs_share_memory_as_eagerly(tables, monkeypatch):
+    # the program copied each constant output apart: v[::-1] and v shared memory eagerly
+    # and not from the second call of a program on (long run)
+    if tables:
+        monkeypatch.setattr(sys.modules["chainrule.jit._emit"], "LONG_PROGRAM", -1)
+    jitted = calls_equal(_constant_outputs_that_share_memory, (X,), (X * 2.0,))
+    assert jitted.cache_info().hits >= 2
+    earlier = jitted(X)
+    for out in (jitted(X), _constant_outputs_that_share_memory(X)):
+        assert out["b"] is out["e"]
+        for k in "cd":
+            assert onp.shares_memory(out[k], out["b"]) and out[k].flags.writeable
+        assert not any(onp.shares_memory(out[k], X) for k in "abcd")
+    assert not any(onp.shares_memory(earlier[k], out[k]) for k in "abcd")
+    out["b"][0] = 7.0  # (the views see the write, as NumPy's do)
+    assert out["c"][-1] == 7.0 and out["d"][0, 0] == 7.0
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: x.tolist(), lambda x: np.sum(x).tolist(), lambda x: x.reshape(3, 1).tolist(),
+    lambda x: x[1].item(), lambda x: x.item(2),
+    lambda x: x * 2.0 if type(x.tolist()[0]) is float else x,
+], ids=["tolist", "tolist-scalar", "tolist-2d", "item", "item-index", "branch-on-type"])
+def test_python_numbers_of_a_staged_value_are_pythons(f):
+    # tolist() answered np.float64 items (float under eager evaluation), item() raised
+    calls_equal(f, (X,), (X * 3.0,), (-X,))
+
+
+def test_python_numbers_of_a_gradients_value_keep_their_derivative_under_jit():
+    def loss(x):
+        a, b, c = x.tolist()
+        return a * b + c
+
+    calls_equal(cr.grad(loss), (X,), (X * 3.0,))
+    with pytest.raises(TypeError, match=r"item\(\)"):
+        cr.jit(cr.grad(lambda x: x[0].item() * 2.0))(X)
+
+
+def _sqrtm_scalar(a):
+    r = cr.scipy.linalg.sqrtm(a)
+    return np.sum(np.real(r) * 0.5 + np.imag(r))
+
+
+@pytest.mark.parametrize("transform", [cr.grad, lambda f: f], ids=["grad", "plain"])
+def test_sqrtm_answers_real_at_the_trace_and_complex_later_are_guarded(transform):
+    # sqrtm is complex where the matrix has no real square root: a program traced at one
+    # answered the other with its cotangent's dtype, the last bits off (long run)
+    pytest.importorskip("scipy")
+    import chainrule.scipy.linalg  # noqa: F401 (cr.scipy.linalg)
+    no_real_root = onp.array([[-1.0, 0.5, 0.1], [0.2, 2.0, 0.3], [0.0, 0.4, 3.0]])
+    real_root = onp.array([[4.0, 0.5, 0.1], [0.2, 2.0, 0.3], [0.0, 0.4, 3.0]])
+    for first, later in ((no_real_root, real_root), (real_root, no_real_root)):
+        calls_equal(transform(_sqrtm_scalar), (first,), (later,))
+
+
+def _warnings_of(call, *args) -> tuple:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = call(*args)
+    return out, sorted({(w.category.__name__, str(w.message)) for w in caught
+                        if not issubclass(w.category, JitWarning)})
+
+
+def _quiet_then_loud(x):
+    with onp.errstate(divide="ignore", invalid="ignore"):
+        y = np.log(x)
+    return y + np.sqrt(x)
+
+
+def _loud_inside(x):
+    with onp.errstate(all="warn"):
+        return np.log(x)
+
+
+@pytest.mark.parametrize("f", [_quiet_then_loud, _loud_inside, np.linalg.cond],
+                         ids=["quiet-inside", "warn-inside", "cond"])
+@pytest.mark.parametrize("caller", ["default", "ignore"])
+def test_an_error_state_set_inside_the_function_warns_as_eagerly(f, caller):
+    # the program ran its calls under the caller's error state: it warned where the
+    # function had quieted NumPy (cond of a singular matrix, at 1e308) and kept quiet
+    # where it asked for warnings (long run)
+    if f is np.linalg.cond:
+        huge = onp.array([[-1e308, -0.08, -0.76], [0.05, 2.8, -0.86], [-0.8, -1e308, 3.4]])
+        calls = [huge, onp.array([[2.5, -0.08, -0.76], [0.05, 2.8, -0.86], [-0.8, 0.97, 3.4]]),
+                 onp.array([[1.0, 2.0], [2.0, 4.0]])]
+    else:
+        calls = [X, -X, X * 0.0, X]
+    jitted = cr.jit(f)
+    for x in calls * 2:
+        with onp.errstate(all=caller) if caller == "ignore" else onp.errstate():
+            got, got_warnings = _warnings_of(jitted, x)
+            want, want_warnings = _warnings_of(f, x)
+        same(got, want)
+        assert got_warnings == want_warnings, x

@@ -378,3 +378,47 @@ def test_a_mapped_function_catching_exceptions_still_splits():
     with pytest.warns(VmapFallbackWarning):
         got = cr.vmap(f)(xs)
     onp.testing.assert_allclose(got, onp.stack([x * x.sum() for x in xs]), rtol=1e-14)
+
+
+def test_a_batched_run_past_its_deadline_stops_at_the_next_primitive():
+    trace = batched.BatchTrace(3, deadline=time.perf_counter() - 1.0)
+    batched.tracer.live_trace_ids.add(trace.id)
+    try:
+        value = batched.BatchedArray(onp.arange(3.0), trace)
+        with pytest.raises(batched.BatchUnsupported) as raised:
+            value * 2.0
+    finally:
+        batched.tracer.live_trace_ids.discard(trace.id)
+    assert raised.value.what == batched.OUT_OF_TIME
+
+
+@pytest.mark.parametrize("calls", [1, 3])
+def test_runs_stopped_at_their_deadline_answer_as_the_loop_without_a_note(monkeypatch, calls):
+    # every batched run stops at its first primitive: the loop's answers, bit for bit,
+    # split or not, and no "cannot run on the whole batch" note (it is not a construct)
+    from chainrule._transforms import vmap as vmap_module
+    monkeypatch.setattr(vmap_module._Call, "_deadline", lambda self, left: time.perf_counter() - 1)
+
+    def f(x):
+        y = np.sin(x) * 2.0
+        if y[0] > 0:
+            return y - x[1]
+        return np.cos(y)
+
+    xs = R.normal(size=(9, 3))
+    want = onp.stack([f(x) for x in xs])
+    mapped = cr.vmap(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", VmapFallbackWarning)
+        for _ in range(calls):
+            got = mapped(xs)
+            assert got.dtype == want.dtype
+            onp.testing.assert_array_equal(got, want)
+
+
+def test_split_groups_keep_the_examples_order():
+    from chainrule._transforms.vmap import _groups
+    examples = onp.arange(10, 17)
+    got = _groups(examples, [3, 1, 3, 0, 1, 7, 3])
+    assert [g.tolist() for g in got] == [[10, 12, 16], [11, 14], [13], [15]]
+    assert [g.tolist() for g in _groups(examples[:3], [False, True, False])] == [[10, 12], [11]]

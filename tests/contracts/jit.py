@@ -85,17 +85,27 @@ def _text(g) -> None:
            f"{g.new_vec()} = {g.vec()} * (2.0 if {t}.startswith('-') else float(len({t}) % 3))")
 
 
+def _python_numbers(g) -> None:
+    # Python numbers made from a traced value (tolist, item): eagerly Python floats
+    t = g.name("t")
+    g.emit(f"{t} = {g.vec()}.{g.pick(['tolist()', 'item(0)', 'item(-1)'])}",
+           f"{t} = {t}[-1] if type({t}) is list else {t}",
+           f"{g.new_vec()} = {g.vec()} * (2.0 if type({t}) is float else -1.0) + {t}")
+
+
 def _errstate(g) -> None:
-    # an error state the function sets around a call: eager evaluation raises
-    mode = "raise"  # (a state that quiets or warns more inside f: open, see the report)
+    # an error state the function sets around a call: eager evaluation raises, keeps
+    # quiet or warns as it says
+    mode = g.pick(["raise", "ignore", "warn"])
     t = g.name("t")
     g.emit(f"with onp.errstate(all={mode!r}):",
            f"    {g.new_vec()} = np.exp({g.vec()} * 400.0) + np.log({g.vec()})",
            f"{t} = 0.0")
 
 
-OWN = (programs.Template("text", _text, 0.5), programs.Template("errstate", _errstate, 0.5))
-OWN_UNDER_TRANSFORMS = OWN[1:]
+OWN = (programs.Template("text", _text, 0.5), programs.Template("errstate", _errstate, 0.5),
+       programs.Template("python_numbers", _python_numbers, 0.3))
+OWN_UNDER_TRANSFORMS = OWN[1:2]
 
 
 # ------------------------------------------------------------------------ generate

@@ -98,6 +98,14 @@ class Node:
     # when a traced call raises.
     on_error: Callable | None = None
 
+    # Hook for the places where eager evaluation hands Python or NumPy the plain value that
+    # a trace keeps boxed (``x.tolist()``, ``x.item()``, a ufunc's ``out=`` writing ``x``
+    # into a NumPy array, ``into_plain_array``): a node type that stages programs
+    # (chainrule.jit) sets it to ``on_plain_value(box, convert) -> convert(value)``, a
+    # guarded decision, so staged calls answer as eager ones; every other trace keeps the
+    # value boxed or refuses it (it would drop the derivative). Read only on those paths.
+    on_plain_value: Callable | None = None
+
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         raise NotImplementedError
 
@@ -127,13 +135,13 @@ class Box:
         return decided(self, bool)
 
     def __repr__(self) -> str:
-        if _staged(self):
+        if staged(self):
             return decided(self, repr)
         ended = "" if self._trace_id in live_trace_ids else " (ended)"
         return f"{type(self).__name__}({self._value!r}, trace={self._trace_id}{ended})"
 
     def __str__(self) -> str:
-        return decided(self, str) if _staged(self) else repr(self)
+        return decided(self, str) if staged(self) else repr(self)
 
     # A copy of a traced value is the same value on the graph: ``copy_of`` is an identity
     # primitive (its rules pass the derivative through), so copy.copy / copy.deepcopy keep
@@ -245,6 +253,12 @@ def derivative_free(x: Any) -> Any:
     return x
 
 
+def into_plain_array(value: Any) -> Any:
+    """The ``convert`` of ``Node.on_plain_value`` for a traced value that a ufunc's
+    ``out=`` writes into a plain NumPy array (``a += x``): the value itself."""
+    return value
+
+
 def as_index(x: Any) -> Any:
     """The plain value of ``x`` used as an index (``a[x]``): a decision like ``int(x)``,
     which a node type told of it (``Node.on_decision``) may answer with ``x`` itself,
@@ -252,7 +266,7 @@ def as_index(x: Any) -> Any:
     return getval(x)
 
 
-def _staged(x: Any) -> bool:
+def staged(x: Any) -> bool:
     """Whether a live level of boxing of ``x`` has ``on_decision`` (a staging trace): its
     text (``str(x)``, ``repr(x)``, ``f"{x}"``) is then a Python value made from the traced
     value, which a compiled program must guard as it guards ``if x:`` (eagerly it is the

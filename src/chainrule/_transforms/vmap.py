@@ -36,7 +36,7 @@ from .._core import tracer
 from .._core.pytree import LEAF, tree_flatten, tree_unflatten
 from .._core.tracer import live_trace_ids
 from .._user_code import reach
-from ..numpy.batched import BatchedArray, BatchSplit, BatchTrace
+from ..numpy.batched import OUT_OF_TIME, BatchedArray, BatchSplit, BatchTrace
 from ..numpy.numpy_boxes import underlying
 
 AxisSpec = Any  # an int, None, or a pytree of them (a prefix of the arguments' structure)
@@ -53,6 +53,9 @@ _EXCESS = 0.2
 _MAX_BACKOFF = 256
 # Examples run alone after a split, to know what an example costs (the middle one counts).
 _MEASURED = 3
+# What an example costs is kept for this many kinds of call (shapes and dtypes of the
+# arguments) of one mapped function.
+_ESTIMATES = 16
 
 
 def _broadcast_prefix(spec: AxisSpec, tree: Any, what: str) -> list:
@@ -137,15 +140,17 @@ def vmap(
 
 class _Memory:
     """What a mapped function keeps from call to call: the one-time notes it has given,
-    what it reaches outside itself, and how many calls to run as the loop before it tries
-    the batch again (after calls where batching cost more than the loop)."""
+    what it reaches outside itself, how many calls to run as the loop before it tries
+    the batch again (after calls where batching cost more than the loop), and what one
+    example cost, by the kind of call (``_Call.kind``)."""
 
-    __slots__ = ("notes", "reach", "loop_calls", "backoff")
+    __slots__ = ("notes", "reach", "loop_calls", "backoff", "estimates")
 
     def __init__(self):
         self.notes: set = set()
         self.reach: reach.Reach | None = None
         self.loop_calls = self.backoff = 0
+        self.estimates: dict = {}
 
     def outside(self, fun, unmapped: list) -> tuple[list, list]:
         """The random generators and the arrays ``fun`` reaches (its unmapped arguments
@@ -164,7 +169,7 @@ class _Memory:
         """After a call that left the batch: was that dearer than the loop?"""
         if not call.examples_run:
             return
-        loop = call.size * call.example_seconds / call.examples_run
+        loop = call.size * call.per_example()
         spent = time.perf_counter() - call.started
         if spent > loop:
             excess = math.ceil((spent / loop - 1) / _EXCESS) if loop else _MAX_BACKOFF
@@ -292,6 +297,7 @@ class _Call:
     in_order = False  # running the loop itself (its errors are the answer)
     batched_seconds, batched_runs = 0.0, 0
     example_seconds, examples_run = 0.0, 0
+    estimate: float | None = None  # what one example costs, from an earlier call
 
     def __init__(self, fun, leaves, axes, treedef, size: int, flat: bool, out_axes,
                  randomness: str, memory: _Memory):
@@ -326,11 +332,32 @@ class _Call:
             parts = [self._the_loop()]
         finally:
             self.read_only.release()  # (again, where _parts raised)
+        if self.examples_run:
+            if len(memory.estimates) >= _ESTIMATES:
+                memory.estimates.clear()
+            memory.estimates[self.kind] = self.per_example()
         if len(parts) > 1 or self.examples_run:
             memory.learn(self)
         else:
             memory.backoff = 0
         return self._assembled(parts)
+
+    @functools.cached_property
+    def kind(self) -> tuple:
+        """The arguments' shapes and dtypes (and the batch size): calls of one kind cost
+        alike per example."""
+        return (self.size, *((ax, getattr(leaf, "shape", None), getattr(leaf, "dtype", None))
+                             if hasattr(leaf, "shape") else (ax, type(leaf))
+                             for leaf, ax in zip(self.leaves, self.axes)))
+
+    def per_example(self) -> float:
+        """What one example run alone cost (the middle one of those timed alone, where
+        less than the mean: a first call may find cold caches)."""
+        per_example = self.example_seconds / self.examples_run
+        if self.example_times:
+            per_example = min(per_example,
+                              sorted(self.example_times)[len(self.example_times) // 2])
+        return per_example
 
     def _the_loop(self) -> _Part:
         """The loop itself, from the call's start: the function on each example in order,
@@ -347,17 +374,22 @@ class _Call:
         if self.size == 1:
             return [self._the_loop()]
         parts, todo, loose = [], [], []  # (loose: arrays of examples)
-        self._sort_out(self._batched(_np.arange(self.size)), parts, todo, loose)
+        # (what an example cost in an earlier call of this kind bounds the first run: a
+        # decision late in the function is met only after most of the batch's work)
+        self.estimate = self.memory.estimates.get(self.kind)
+        self._sort_out(self._batched(_np.arange(self.size), self.size), parts, todo, loose)
         while todo:
             todo.sort(key=len)
             group = todo.pop()  # the largest first: it gains most from running batched
-            if not self.examples_run:  # a few examples alone, to know what the loop costs
-                parts.append(self._one_by_one(group[:_MEASURED], timed=True))
-                if len(group) > _MEASURED:
-                    todo.append(group[_MEASURED:])
-            elif len(group) > 1 and self._affordable(
-                    len(group) + sum(map(len, loose)) + sum(map(len, todo))):
-                self._sort_out(self._batched(group), parts, todo, loose)
+            if self.examples_run < _MEASURED:  # examples alone, to know what the loop costs
+                measured = _MEASURED - self.examples_run
+                parts.append(self._one_by_one(group[:measured], timed=True))
+                if len(group) > measured:
+                    todo.append(group[measured:])
+                continue
+            left = len(group) + sum(map(len, loose)) + sum(map(len, todo))
+            if len(group) > 1 and self._affordable(left):
+                self._sort_out(self._batched(group, left), parts, todo, loose)
             else:
                 # (no run since: every group left is as unaffordable, or of one example)
                 loose += [group] + todo
@@ -376,8 +408,9 @@ class _Call:
                        "examples that agree, and the answers are put back in order.")
             todo += _groups(outcome.examples, outcome.keys)
         else:
-            self._note("loop", f"vmap: {outcome.what} cannot run on the whole batch, so "
-                       f"the function runs once per example.")
+            if outcome.what != OUT_OF_TIME:  # (not a construct: batching cost too much)
+                self._note("loop", f"vmap: {outcome.what} cannot run on the whole batch, "
+                           f"so the function runs once per example.")
             if len(outcome.examples):
                 loose.append(outcome.examples)
             else:
@@ -386,20 +419,27 @@ class _Call:
     def _affordable(self, left: int) -> bool:
         """Can one more batched run be afforded (its time, then the examples left one by
         one in the worst case) within the split budget?"""
-        per_example = self.example_seconds / self.examples_run
-        if self.example_times:  # (the middle one: a first call may find cold caches)
-            per_example = min(per_example,
-                              sorted(self.example_times)[len(self.example_times) // 2])
+        per_example = self.per_example()
         # (the mean batched run, not the longest: one run may meet a pause of the machine)
         batched_run = self.batched_seconds / self.batched_runs
         spent = time.perf_counter() - self.started
         return spent + batched_run + left * per_example <= _SPLIT_BUDGET * self.size * per_example
 
-    def _batched(self, examples):
-        """One call of the function on the batch of ``examples``: their answers (a _Part),
-        or the signal that stopped it (BatchSplit, BatchUnsupported), with
-        ``.examples`` set."""
-        trace = BatchTrace(len(examples))
+    def _deadline(self, left: int) -> float | None:
+        """When the call's first batched run must stop for the call to stay within the split
+        budget with ``left`` examples still to run one by one (None: no deadline; the runs
+        after a split are bounded by ``_affordable``, and what an example costs may be
+        unknown)."""
+        per_example = self.estimate
+        if self.batched_runs or per_example is None:
+            return None
+        return self.started + (_SPLIT_BUDGET * self.size - left) * per_example
+
+    def _batched(self, examples, left: int):
+        """One call of the function on the batch of ``examples`` (``left``: the examples
+        without an answer, these included): their answers (a _Part), or the signal that
+        stopped it (BatchSplit, BatchUnsupported), with ``.examples`` set."""
+        trace = BatchTrace(len(examples), deadline=self._deadline(left))
         live_trace_ids.add(trace.id)
         start = time.perf_counter()
         self._before_run()
@@ -582,9 +622,17 @@ def _in_order_of(tree, answer):
 
 
 def _groups(examples, keys: list) -> list:
-    """``examples`` in groups of equal keys, each group in order."""
+    """``examples`` in groups of equal keys (numbers), each group in order, the groups in
+    the order of their first examples. (One stable sort: a decision such as
+    ``float(x.sum())`` gives every example a group of its own.)"""
     keys = _np.asarray(keys)
-    return [examples[keys == key] for key in dict.fromkeys(keys.tolist())]
+    order = _np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    starts = _np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
+    bounds = [0, *starts.tolist(), len(keys)]
+    firsts = order[bounds[:-1]]  # (each group's first example: the sort is stable)
+    members = examples[order]
+    return [members[bounds[k]:bounds[k + 1]] for k in _np.argsort(firsts).tolist()]
 
 
 def _batch_of(leaf, axis: int, examples):

@@ -383,8 +383,8 @@ class JittedFunction:
                    f"x += v), which a compiled program does not; it runs eagerly for this "
                    f"signature. Write into a copy (x = x.copy()) to compile it.")
         elif session.fills:
-            why = ("writes traced values into a NumPy array it made (a[i] = x), which a "
-                   "compiled program cannot follow; it runs eagerly for this signature. "
+            why = ("writes traced values into a NumPy array it made (a[i] = x, a += x), "
+                   "which a compiled program cannot follow; it runs eagerly for this signature. "
                    "Build the array from traced values (np.stack, np.concatenate, "
                    "np.where) or write a = chainrule.numpy.index_update(a, i, x) to "
                    "compile it.")
@@ -406,6 +406,8 @@ class JittedFunction:
             return result, None
         program = emit(len(trace.dyn), session.nodes, items, session.guards, self._name)
         program.unflatten = _unflattener(trace.out_def)
+        if session.errstate_changed:
+            program.call = _effects.Quiet(program.call)
         if trace.caught:
             program = self._with_warnings(program, trace.dyn, trace.caught)
             if program is None:

@@ -89,6 +89,23 @@ class Replaying:
         return out
 
 
+class Quiet:
+    """The ``call`` of a program whose function set NumPy's error state inside (``with
+    np.errstate(divide="ignore")``, or a library function that does, as ``cond``): the
+    program runs under one that tells it of every floating-point error, and a call that
+    met one is handed to eager evaluation (``RAISED``), which warns, raises or keeps quiet
+    where the function's own state says (no state changes a value, only who is told)."""
+
+    def __init__(self, call: Callable):
+        self.call = call
+
+    def __call__(self, *leaves):
+        told: list = []
+        with np.errstate(all="call", call=lambda kind, flag: told.append(kind)):
+            out = self.call(*leaves)
+        return _RAISED if told else out
+
+
 _GENERATORS = (np.random.Generator, np.random.RandomState, np.random.BitGenerator,
                random.Random)
 

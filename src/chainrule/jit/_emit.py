@@ -35,7 +35,7 @@ from ._fold import Folded, fold, node_runs
 from ._instr import Instr
 from ._interpret import interpret
 from ._notices import JitWarning, user_stacklevel
-from ._program import MISS, RAISED, Program, needed, same
+from ._program import MISS, RAISED, Program, copied_together, needed, same
 from ._render import Plan
 from ._roll import roll
 from ._staging import ArrayMeta, Guard, StagingNode, _identity
@@ -454,7 +454,8 @@ class _Namespace:
     constants it reads (``c0``, ``c1`` ...), each bound once."""
 
     def __init__(self):
-        self.glob: dict[str, Any] = {"MISS": MISS, "RAISED": RAISED, "_same": same}
+        self.glob: dict[str, Any] = {"MISS": MISS, "RAISED": RAISED, "_same": same,
+                                     "_copied_together": copied_together}
         self.consts: dict[int, str] = {}
         self.funs: dict[int, str] = {}
         self.large: list = []
@@ -494,9 +495,7 @@ def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list
                                       _escaping(nodes, out_nodes), runs)
     units = roll(instrs)
     plan = Plan(units, const)
-    copies: dict[int, str] = {}
-    outs = [plan.text(instr_of[o])[0] if isinstance(o, StagingNode) else
-            _constant_output(o, const, copies) for o in out_items]
+    outs = _output_texts(out_items, lambda node: plan.text(instr_of[node])[0], const)
     out_names = {plan.text(instr_of[o])[1] for o in out_nodes}
     params = ", ".join(f"x{i}" for i in range(n_inputs))
     float_program = floats and plan.n_calls
@@ -584,19 +583,29 @@ def _may_view(node: StagingNode) -> bool:
     return raw not in _NEW_ARRAYS
 
 
-def _constant_output(value: Any, const, copies: dict[int, str]) -> str:
-    """The text of an output that does not depend on the inputs: an array is copied on
-    every call (from a copy taken now, at the trace: the first call handed the caller
-    the array itself), so no call's output is another's, once for all the places it
-    has among the outputs (``copies``: id(array) -> the name of its copy); other values
-    are returned as they are."""
-    if not isinstance(value, _np.ndarray):
-        return const(value)
-    name = copies.get(id(value))
-    if name is not None:
-        return name
-    name = copies[id(value)] = f"o{len(copies)}"
-    return f"({name} := {const(value.copy(order='K'))}.copy(order='K'))"
+def _output_texts(out_items: list, staged_text, const) -> list[str]:
+    """The texts of the program's outputs: ``staged_text(node)`` for a staged value; an
+    array that does not depend on the inputs is copied at the trace and again on every
+    call, once for all its places, with the memory such arrays share kept
+    (``copied_together``: the first call handed the caller the arrays themselves); other
+    values are returned as they are."""
+    arrays = list({id(o): o for o in out_items if isinstance(o, _np.ndarray)}.values())
+    place = {id(a): k for k, a in enumerate(arrays)}
+    group = arrays and \
+        f"({_OUTPUT_COPIES} := _copied_together({const(copied_together(tuple(arrays)))}))"
+    texts = []
+    for o in out_items:
+        if isinstance(o, StagingNode):
+            texts.append(staged_text(o))
+        elif isinstance(o, _np.ndarray):
+            texts.append(f"{group}[{place[id(o)]}]")
+            group = _OUTPUT_COPIES
+        else:
+            texts.append(const(o))
+    return texts
+
+
+_OUTPUT_COPIES = "o0"
 
 
 def _free_name(name: str, glob: dict) -> str:

@@ -41,6 +41,14 @@ def context() -> object:
     return _extobj_contextvar.get()
 
 
+def modes() -> tuple:
+    """What the current error state does on each error, a transform's own ``log`` mode
+    (which warns at the user's line) read as ``warn``."""
+    own = np.geterrcall() is WARN_AT_USER_LINE
+    return tuple(sorted((k, "warn" if own and v == "log" else v)
+                        for k, v in np.geterr().items()))
+
+
 def acts() -> bool:
     """Whether the current error state raises or calls out on some error (``raise``,
     ``call``, ``print``, ``log``), which a program run under the caller's state would not.
@@ -49,3 +57,4 @@ def acts() -> bool:
     if modes <= {"log"} and np.geterrcall() is WARN_AT_USER_LINE:
         return False
     return bool(modes)
+

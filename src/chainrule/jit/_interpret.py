@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ._direct import array_power
-from ._program import MISS, RAISED, Program, guard_holds
+from ._program import MISS, RAISED, Program, copied_together, guard_holds
 from ._staging import ArrayMeta, Guard, StagingNode
 
 _AS_NUMPY = {float: np.float64, complex: np.complex128}
@@ -53,13 +53,15 @@ def interpret(n_inputs: int, nodes: list[StagingNode], out_items: list, guards: 
             frees[at] += (k,)
     rows = [node for node in nodes if node.fun is not None]
     calls = [_direct(node) for node in rows]
-    # (an array constant is copied now, and on each call once for all its places, as
-    # _emit does)
-    snapshots: dict[int, np.ndarray] = {}
+    # (the array constants are copied now, and on each call once for all their places,
+    # sharing memory as they do, as _emit does: copied_together)
+    arrays = list({id(o): o for o in out_items if isinstance(o, np.ndarray)}.values())
+    place = {id(a): k for k, a in enumerate(arrays)}
     outs = [(_STAGED, o.place) if isinstance(o, StagingNode) else
-            (_COPIED, snapshots.setdefault(id(o), o.copy(order="K")))
-            if isinstance(o, np.ndarray) else (_CONSTANT, o) for o in out_items]
-    run = _Table(len(nodes), inputs, rows, calls, frees, guards_at, outs)
+            (_COPIED, place[id(o)]) if isinstance(o, np.ndarray) else (_CONSTANT, o)
+            for o in out_items]
+    run = _Table(len(nodes), inputs, rows, calls, frees, guards_at, outs,
+                 copied_together(tuple(arrays)))
     return Program(f"# {name}: {len(rows)} calls, run as a table (see chainrule.jit._interpret)\n",
                    run, 1, len(rows))
 
@@ -94,12 +96,13 @@ class _Table:
     """The program's ``call``: runs the calls of ``rows`` (``calls[k]``: the function row
     k calls) on the inputs."""
 
-    __slots__ = ("size", "inputs", "rows", "calls", "frees", "guards", "outs")
+    __slots__ = ("size", "inputs", "rows", "calls", "frees", "guards", "outs", "constants")
 
     def __init__(self, size: int, inputs: list, rows: list, calls: list, frees: list,
-                 guards: dict, outs: list):
+                 guards: dict, outs: list, constants: tuple):
         self.size, self.inputs, self.rows, self.calls = size, inputs, rows, calls
         self.frees, self.guards, self.outs = frees, guards, outs
+        self.constants = constants  # (the array constants among the outputs)
 
     def __call__(self, *leaves) -> Any:
         vals: list = [None] * self.size
@@ -134,9 +137,8 @@ class _Table:
                     return MISS
                 for p in frees[k]:
                     vals[p] = None
-            copies: dict[int, np.ndarray] = {}
+            copies = copied_together(self.constants) if self.constants else ()
             return tuple(vals[v] if kind is _STAGED else v if kind is _CONSTANT else
-                         copies[id(v)] if id(v) in copies else
-                         copies.setdefault(id(v), v.copy(order="K")) for kind, v in self.outs)
+                         copies[v] for kind, v in self.outs)
         except Exception:  # eager evaluation raises it, or the function catches it
             return RAISED

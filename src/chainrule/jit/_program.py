@@ -125,6 +125,30 @@ def same(a: Any, b: Any) -> bool:
 _DOUBLE = struct.Struct("<d")
 
 
+def copied_together(arrays: tuple) -> tuple:
+    """Copies of ``arrays`` (the array constants among a program's outputs) that share
+    memory as they do: each base array copied once, each view of it rebuilt on that copy
+    with its own offset and strides (``v`` and ``v[::-1]`` stay a base and its view, as
+    eager evaluation returns them). A program copies them at its trace and again on every
+    call, so no call's output is another's."""
+    copies: dict[int, np.ndarray] = {}
+    out = []
+    for a in arrays:
+        base = a
+        while isinstance(base.base, np.ndarray):
+            base = base.base
+        if not (base.flags.c_contiguous or base.flags.f_contiguous) or not a.size:
+            base = a  # (a base NumPy cannot rebuild views on: a copy of its own)
+        copy = copies.get(id(base))
+        if copy is None:
+            copy = copies[id(base)] = base.copy(order="K")
+        if base is not a:
+            offset = a.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+            copy = np.ndarray(a.shape, a.dtype, buffer=copy, offset=offset, strides=a.strides)
+        out.append(copy)
+    return tuple(out)
+
+
 def guard_holds(guard: Guard, value: Any) -> bool:
     """What the check ``_guard_code`` writes answers: whether the value a guard reads on
     this call is the one its trace decided on."""

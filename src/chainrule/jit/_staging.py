@@ -76,6 +76,9 @@ class Session:
         # (np.errstate(over="raise") inside it): the program runs under the caller's state
         self.errstate = _errstate.context()
         self.errstate_acts = False
+        # whether some calls were made under a state that acts otherwise than the caller's
+        self.errstate_changed = False
+        self.errstate_modes = _errstate.modes()
 
     def close(self) -> None:
         """Free the record (its nodes and this session refer to each other)."""
@@ -105,6 +108,17 @@ def _on_decision(box, convert):
     if convert is tracer.as_index:
         convert = tracer.getval  # (the same check)
     session.guards.append(Guard(box._node, convert, _kept(value)))
+    return value
+
+
+def _on_plain_value(box, convert):
+    """Eager evaluation has the plain value of a staged one here (``Node.on_plain_value``):
+    a decision; written into a NumPy array (``a += x``), as ``a[i] = x``'s ``float()``."""
+    value = _on_decision(box, convert)
+    session = current()
+    if convert is tracer.into_plain_array and session is not None and \
+            box._trace_id == session.trace_id:
+        session.fills = True  # (see Session)
     return value
 
 
@@ -218,6 +232,7 @@ class StagingNode(Node):
                  "key", "record", "place")
     on_decision = staticmethod(_on_decision)
     on_error = staticmethod(_on_error)
+    on_plain_value = staticmethod(_on_plain_value)
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         # (runs once per recorded call, so it does only what the record needs; ``index``
@@ -235,6 +250,8 @@ class StagingNode(Node):
         if session is not None and _errstate.context() is not session.errstate:
             session.errstate = _errstate.context()  # (checked once per change)
             session.errstate_acts = session.errstate_acts or _errstate.acts()
+            session.errstate_changed = session.errstate_changed or \
+                _errstate.modes() != session.errstate_modes
         self.fun = fun
         self.kwargs = kwargs or _NO_KEYWORDS  # (one empty dict for all: none is changed)
         self.argnums = argnums
@@ -272,7 +289,7 @@ class StagingNode(Node):
                 session.impure = "it uses a value traced outside it (a closed-over box)"
         else:
             self.ans = ans
-        if fun in _LAYOUT_BY_VALUE:
+        if getattr(fun, "__name__", None) in _LAYOUT_NAMES and _named(fun) in _LAYOUT_BY_VALUE:
             _guard_layout(self, ans)
         if _masks_made:
             for p in parents:
@@ -328,15 +345,24 @@ def _layout(value: Any) -> tuple:
 def _guard_layout(node: StagingNode, ans: Any) -> None:
     """Guard the type, dtype and shape of a call's answer where its arguments' values
     decide them (``real_if_close``: real where the imaginary parts are small; ``eig``,
-    ``eigvals``: real where every eigenvalue is): the code after it was traced for that
-    layout."""
+    ``eigvals``: real where every eigenvalue is; ``sqrtm``): the code after it was traced
+    for that layout."""
     session = current()
     if session is not None:
         session.guards.append(Guard(node, _layout, _layout(ans)))
 
 
-# primitives whose answer's layout (type, dtype, shape) depends on their arguments' values
-_LAYOUT_BY_VALUE = frozenset([anp.real_if_close, anp.linalg.eigvals, anp.linalg.eig_tuple])
+def _named(fun) -> tuple:
+    return getattr(fun, "__module__", None), getattr(fun, "__qualname__", None)
+
+
+# primitives whose answer's layout (type, dtype, shape) depends on their arguments' values,
+# by name (scipy's module is not imported for this: sqrtm is complex where the matrix has
+# no real square root)
+_LAYOUT_BY_VALUE = frozenset(
+    [_named(f) for f in (anp.real_if_close, anp.linalg.eigvals, anp.linalg.eig_tuple)]
+    + [("chainrule.scipy.linalg", "sqrtm")])
+_LAYOUT_NAMES = frozenset(name for _, name in _LAYOUT_BY_VALUE)  # (a cheaper first look)
 
 
 def _staged_box(x, trace_id: int):

@@ -28,6 +28,7 @@ from __future__ import annotations
 import inspect
 import operator
 import struct
+import time
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -68,14 +69,21 @@ class BatchLoopWarning(UserWarning):
     """A primitive without a batching rule runs once per example under vmap."""
 
 
+# BatchUnsupported's ``what`` when a batched run passed its deadline (not a construct)
+OUT_OF_TIME = "a batched run that took longer than the examples left would one by one"
+
+
 class BatchTrace:
     """What the batched values of one vmap call share: the trace id, the batch size, the
-    first signal raised on them, and ``quiet`` for chainrule's own batching (no warnings)."""
+    first signal raised on them, ``quiet`` for chainrule's own batching (no warnings), and
+    ``deadline`` (a ``time.perf_counter`` reading, or None): a primitive that starts after
+    it stops the run (BatchUnsupported OUT_OF_TIME), so that vmap can bound its cost."""
 
-    __slots__ = ("id", "size", "signal", "quiet")
+    __slots__ = ("id", "size", "signal", "quiet", "deadline")
 
-    def __init__(self, size: int, quiet: bool = False):
+    def __init__(self, size: int, quiet: bool = False, deadline: float | None = None):
         self.id, self.size, self.signal, self.quiet = tracer.new_trace_id(), size, None, quiet
+        self.deadline = deadline
 
     def signalled(self, signal: BaseException) -> BaseException:
         if self.signal is None:
@@ -569,6 +577,8 @@ def batch_call(fun: Callable, args, kwargs, trace_id: int):
         else:
             values.append(arg)
             batched.append(False)
+    if trace is not None and trace.deadline is not None and time.perf_counter() > trace.deadline:
+        raise trace.unsupported(OUT_OF_TIME)
     out_at = getattr(fun, "out_position", None)
     if kwargs.get("out") is not None or (out_at is not None and len(args) > out_at
                                          and args[out_at] is not None):

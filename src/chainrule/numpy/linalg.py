@@ -247,10 +247,12 @@ def cond(x, p=None):
     """``numpy.linalg.cond``: through the singular values, or norm(x) * norm(inv(x))."""
     if not isbox(x):
         return _npla.cond(x, p)
-    if p in (None, 2, -2):
-        s = svd_values(x)
-        return s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
-    return norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
+    # (NumPy's own computes quietly: an overflow or a singular matrix warns nothing)
+    with _np.errstate(all="ignore"):
+        if p in (None, 2, -2):
+            s = svd_values(x)
+            return s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
+        return norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
 
 
 def vecdot(x1, x2, /, *, axis=-1):

@@ -21,8 +21,10 @@ from .._core.tracer import (
     check_not_leaked,
     decided,
     getval,
+    into_plain_array,
     isbox,
     primitive,
+    staged,
     untraceable_answer_handlers,
 )
 from .._sparsity.products import called_by_sparse_dispatch, product_with
@@ -86,6 +88,9 @@ class ArrayBox(Box):
     def __setitem__(self, index, value):
         if getattr(self, "_view_of", None) is not None:
             self._check_not_view(f"x[{_index_repr(index)}] = ...")
+        if _derivative_free_under_staging(self, value):
+            # (eagerly a plain array: NumPy's own error, raised by writing into a copy)
+            getval(self).copy()[_plain_index(index)] = value
         self._rebind(anp.index_update(self, _plain_index(index), value))
 
     # ------------------------------------------------------------------ in-place writes
@@ -109,6 +114,8 @@ class ArrayBox(Box):
         if getattr(self, "_view_of", None) is not None and _stores_subscript_next(caller):
             return op(self, other)  # x[i] += v: Python stores the result back into x
         self._check_not_view(f"x {symbol} ...")
+        if _derivative_free_under_staging(self, other):
+            raise _plain_write_refused(f"numpy.{op.__name__}")
         new = fitted_in_place(op(self, other), self.shape, self.dtype, f"x {symbol} y")
         self._rebind(new)
         return self
@@ -184,12 +191,12 @@ class ArrayBox(Box):
             wrapped = anp.raw_to_wrapped.get(ufunc)
         name = _ufunc_name(ufunc)
         if kwargs.get("out") is not None:
-            raise TypeError(
-                f"{name} with out= would write a traced value into a plain "
-                f"NumPy array (as in a += x or a[i] = x with a a NumPy array and x traced), "
-                f"which drops its derivative. Make the result a new array (a = a + x) or "
-                f"build it from traced values with chainrule.numpy functions."
-            )
+            if _writes_followed(inputs, kwargs["out"]):
+                # (a staging trace follows the write: the function then runs eagerly)
+                plain = [x._node.on_plain_value(x, into_plain_array) if isbox(x) else x
+                         for x in inputs]
+                return getattr(ufunc, method)(*plain, **kwargs)
+            raise _plain_write_refused(name)
         if method != "__call__" or wrapped is None:
             raise TypeError(
                 f"chainrule has no derivative rule for {name}"
@@ -297,11 +304,13 @@ class ArrayBox(Box):
         self._rebind(anp.index_update(self, Ellipsis, value))
 
     def item(self, *args):
+        if self._node.on_plain_value is not None:  # (a Python number, as eagerly)
+            return self._node.on_plain_value(self, lambda value: value.item(*args))
         self._refuse("item()")
 
     def __format__(self, spec: str) -> str:
-        if not spec:
-            return str(self)
+        if not spec and not staged(self):
+            return str(self)  # (the box's text)
         # text has no derivative: f"{loss:.3f}" formats the value (a guard under jit)
         return decided(self, lambda value: format(value, spec))
 
@@ -317,6 +326,8 @@ class ArrayBox(Box):
         return anp.ravel(self, order=order)
 
     def tolist(self):
+        if self._node.on_plain_value is not None:  # (Python numbers, as eagerly)
+            return self._node.on_plain_value(self, _tolist)
         return [self[i] for i in range(len(self))] if self.ndim else self
 
 
@@ -513,3 +524,32 @@ untraceable_answer_handlers.append(_ufunc_by_foreign_operand)
 
 __all__ = ["ArrayBox", "getval"]
 
+
+def _writes_followed(inputs: tuple, out: object) -> bool:
+    """Whether a ufunc's ``out=`` writing traced ``inputs`` into plain NumPy arrays is
+    followed by the trace of every traced input (``Node.on_plain_value``)."""
+    outs = out if isinstance(out, tuple) else (out,)
+    return all(type(o) is _np.ndarray for o in outs) and all(
+        x._node.on_plain_value is not None for x in inputs if isbox(x))
+
+
+def _derivative_free_under_staging(target, other) -> bool:
+    """Whether ``target op= other`` (or ``target[i] = other``) writes a value of a
+    derivative trace into a value that only a staging trace boxes (chainrule.jit's, for a
+    value such as ``np.fix(x) + s`` that carries no derivative): eagerly ``target`` is then
+    a plain NumPy array, which refuses the write, so the staged call refuses it too."""
+    return (target._node.on_plain_value is not None and isbox(other)
+            and other._node.on_plain_value is None and other._trace_id > target._trace_id)
+
+
+def _plain_write_refused(name: str) -> TypeError:
+    return TypeError(
+        f"{name} with out= would write a traced value into a plain "
+        f"NumPy array (as in a += x or a[i] = x with a a NumPy array and x traced), "
+        f"which drops its derivative. Make the result a new array (a = a + x) or "
+        f"build it from traced values with chainrule.numpy functions."
+    )
+
+
+def _tolist(value: object) -> object:
+    return value.tolist()
