@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as _np
 
 from ..._core import forward, reverse
+from ..._core.replay import subvals
 from ..._core.reverse import ShapeOnly
 from ..._core.rules import (
     defjvp_argnums,
@@ -269,10 +270,7 @@ def composite(fun, impl) -> None:
     """
     def call(args, argnums, kwargs):
         def f(xs):
-            full = list(args)
-            for i, x in zip(argnums, xs):
-                full[i] = x
-            return impl(*full, **kwargs)
+            return impl(*subvals(args, zip(argnums, xs)), **kwargs)
 
         return f
 
