@@ -19,8 +19,8 @@ MARKER = "<!-- api-reference -->"
 
 # sections of chainrule's own namespace, by the module that defines the object
 TOP_SECTIONS = [
-    ("chainrule._transforms", "Transforms (autograd's API)"),
-    ("chainrule._jaxlike", "Transforms (JAX's API)"),
+    ("chainrule._transforms.derivatives", "Transforms (autograd's API)"),
+    ("chainrule._transforms.functional", "Transforms (JAX's API)"),
     ("chainrule._core.pytree", "Containers (pytrees)"),
     ("chainrule._core.tracer", "Primitives and tracing"),
     ("chainrule.builtins", "Containers inside traced code"),

@@ -9,8 +9,9 @@ import pytest
 
 import chainrule
 
-MODULES = ["chainrule._transforms", "chainrule._jaxlike", "chainrule.extend",
-           "chainrule.test_util", "chainrule.tensor._tensor", "chainrule.tensor._mode",
+MODULES = ["chainrule._transforms.derivatives", "chainrule._transforms.functional",
+           "chainrule.extend", "chainrule.test_util", "chainrule.tensor._tensor",
+           "chainrule.tensor._mode",
            "chainrule.explain._report", "chainrule.misc.optimizers", "chainrule.misc.flatten",
            "chainrule.misc.fixed_points", "chainrule._core.pytree"]
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE

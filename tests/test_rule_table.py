@@ -55,8 +55,8 @@ TESTED_ELSEWHERE = {
     "*.ivp_values": "tests/test_scipy_integrate.py (solve_ivp: closed forms, finite differences)",
     "*.quad_value": "tests/test_scipy_integrate.py (quad: closed forms, both modes, 2nd order)",
     "chainrule.scipy.sparse.*": "tests/test_sparse_scipy.py (check_grads in both modes)",
-    "chainrule._sparse_products.*": "tests/test_sparse_scipy.py (check_grads in both modes)",
-    "chainrule._sparse_symmetric.*": "tests/test_sparse_symmetric.py (check_grads, both modes)",
+    "chainrule._sparsity.products.*": "tests/test_sparse_scipy.py (check_grads in both modes)",
+    "chainrule._transforms.colouring.*": "tests/test_sparse_symmetric.py (check_grads, both modes)",
     # the explain CLI's piecewise-constant functions (zero derivatives in both modes)
     "chainrule.explain._expr.*": "tests/test_explain_students.py (every one, both modes)",
     # the identity that runs a Tensor's gradient hooks (Tensor.register_hook)

@@ -7,7 +7,7 @@ import pathlib
 import pytest
 
 import chainrule
-from chainrule import _jaxlike, _transforms
+from chainrule._transforms import derivatives, functional
 
 # Classes whose constructor is Python's own (chainrule's tuple/list/dict are the builtin
 # containers under autograd's names; an exception class takes a message).
@@ -18,7 +18,7 @@ PUBLIC_CALLABLES = sorted(
     for name in chainrule.__all__
     if callable(getattr(chainrule, name)) and name not in PYTHONS_OWN
 )
-TRANSFORMS = sorted(set(_transforms.__all__) | set(_jaxlike.__all__))
+TRANSFORMS = sorted(set(derivatives.__all__) | set(functional.__all__))
 
 
 def test_the_exempt_names_are_pythons_own_classes():

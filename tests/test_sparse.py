@@ -9,7 +9,7 @@ import scipy.sparse as sp
 
 import chainrule
 import chainrule.numpy as np
-from chainrule._sparse import colour_columns
+from chainrule._transforms.colouring import colour_columns
 
 rng = onp.random.default_rng(0)
 

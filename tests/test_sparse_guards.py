@@ -157,7 +157,7 @@ def test_the_sparse_contract_catches_a_pattern_reused_where_it_does_not_hold(mon
     from tests.contracts import contracts
     from tests.contracts._runner import run
 
-    from chainrule._sparse_detect import Detection
+    from chainrule._sparsity.detection import Detection
 
     monkeypatch.setattr(Detection, "guard", lambda self, reason: None)
     report = run(contracts()["sparse"], 300, seed=0, max_failures=1)

@@ -11,8 +11,7 @@ from scipy.sparse.csgraph import connected_components
 
 import chainrule
 import chainrule.numpy as np
-from chainrule._sparse import colour_columns
-from chainrule._sparse_symmetric import acyclic_colouring, star_colouring
+from chainrule._transforms.colouring import acyclic_colouring, colour_columns, star_colouring
 
 rng = onp.random.default_rng(5)
 
@@ -222,7 +221,7 @@ def test_the_acyclic_substitution_is_differentiable():
     # a sweep traced by an outer trace (jit, a derivative) is recovered through this solve
     from scipy.sparse.linalg import splu
 
-    from chainrule._sparse_symmetric import substitute
+    from chainrule._transforms.colouring import substitute
     from chainrule.test_util import check_grads
 
     M = sp.csc_matrix(onp.array([[2.0, 1.0, 0.0], [0.0, 3.0, 1.0], [1.0, 0.0, 4.0]]))

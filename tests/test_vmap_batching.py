@@ -16,7 +16,7 @@ import chainrule.numpy as np
 import chainrule.scipy  # noqa: F401  (registers SciPy's primitives)
 import chainrule.scipy.linalg
 from chainrule._core.rule_table import rule_table
-from chainrule._vmap import VmapFallbackWarning
+from chainrule._transforms.vmap import VmapFallbackWarning
 from chainrule.numpy import batched
 from chainrule.numpy.batched import BatchLoopWarning, batching_rule
 
@@ -396,8 +396,8 @@ def test_a_batched_run_past_its_deadline_stops_at_the_next_primitive():
 def test_runs_stopped_at_their_deadline_answer_as_the_loop_without_a_note(monkeypatch, calls):
     # every batched run stops at its first primitive: the loop's answers, bit for bit,
     # split or not, and no "cannot run on the whole batch" note (it is not a construct)
-    from chainrule import _vmap
-    monkeypatch.setattr(_vmap._Call, "_deadline", lambda self, left: time.perf_counter() - 1)
+    from chainrule._transforms import vmap as vmap_module
+    monkeypatch.setattr(vmap_module._Call, "_deadline", lambda self, left: time.perf_counter() - 1)
 
     def f(x):
         y = np.sin(x) * 2.0
@@ -417,7 +417,7 @@ def test_runs_stopped_at_their_deadline_answer_as_the_loop_without_a_note(monkey
 
 
 def test_split_groups_keep_the_examples_order():
-    from chainrule._vmap import _groups
+    from chainrule._transforms.vmap import _groups
     examples = onp.arange(10, 17)
     got = _groups(examples, [3, 1, 3, 0, 1, 7, 3])
     assert [g.tolist() for g in got] == [[10, 12, 16], [11, 14], [13], [15]]

@@ -9,10 +9,8 @@ forward mode, composable to any order. Write functions with
 from . import numpy, optim  # noqa: F401  (numpy registers array boxes, spaces and rules)
 from ._core.pytree import register_pytree_node, tree_flatten, tree_map, tree_unflatten
 from ._core.tracer import LeakedTracerError, primitive
-from ._jaxlike import custom_jvp, custom_vjp, jacfwd, jacrev, jvp, vjp
-from ._sparse_detect import hessian_sparsity, jacobian_sparsity
-from ._sparse_eval import SparseHessian, SparseJacobian, sparse_hessian, sparse_jacobian
-from ._transforms import (
+from ._sparsity.detection import hessian_sparsity, jacobian_sparsity
+from ._transforms.derivatives import (
     checkpoint,
     deriv,
     elementwise_grad,
@@ -34,7 +32,9 @@ from ._transforms import (
     value_and_grad,
     vector_jacobian_product,
 )
-from ._vmap import vmap
+from ._transforms.functional import custom_jvp, custom_vjp, jacfwd, jacrev, jvp, vjp
+from ._transforms.sparse import SparseHessian, SparseJacobian, sparse_hessian, sparse_jacobian
+from ._transforms.vmap import vmap
 from .builtins import dict, isinstance, list, tuple, type
 from .debug import debug_nans
 from .explain import explain

@@ -34,7 +34,7 @@ from ._core.rules import (
 )
 from ._core.tracer import Box, notrace_primitive, primitive
 from ._core.vspace import VSpace, vspace
-from ._jaxlike import custom_jvp, custom_vjp
+from ._transforms.functional import custom_jvp, custom_vjp
 
 # ----------------------------------------------------------------------------- deprecated
 # autograd's pre-1.2 API, kept because old code still calls it: the methods defvjp,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from itertools import count
 
-import numpy as np
+import numpy as _np
 
 
 def numbered(keys: Sequence) -> list[int]:
@@ -19,10 +19,10 @@ def numbered(keys: Sequence) -> list[int]:
 def next_same(keys: Sequence, numbers: bool = False) -> list[int]:
     """For each position, the next position holding an equal key, or -1 (``numbers``:
     the keys are ``numbered`` already, a list or an int64 array)."""
-    codes = np.asarray(keys if numbers else numbered(keys), np.int64)
-    order = np.argsort(codes, kind="stable")  # equal keys together, in order of position
+    codes = _np.asarray(keys if numbers else numbered(keys), _np.int64)
+    order = _np.argsort(codes, kind="stable")  # equal keys together, in order of position
     same = codes[order[1:]] == codes[order[:-1]]
-    nxt = np.full(len(keys), -1, np.int64)
+    nxt = _np.full(len(keys), -1, _np.int64)
     nxt[order[:-1][same]] = order[1:][same]
     return nxt.tolist()
 
@@ -76,13 +76,13 @@ def run_starts(keys: Sequence, nxt: Sequence, candidates: int, stretch: Callable
     still agree are narrowed key by key, so a record with few repeats costs little (a
     period many pairs share, as a long loop's, is settled for all of them in one pass
     instead), and ``run_at`` is asked at these positions only."""
-    codes = np.asarray(keys, np.int64)
+    codes = _np.asarray(keys, _np.int64)
     n = len(codes)
-    following = np.asarray(nxt, np.int64)
-    possible = np.zeros(n, bool)
+    following = _np.asarray(nxt, _np.int64)
+    possible = _np.zeros(n, bool)
     ahead = following.copy()  # each position's current candidate (-1: none left)
     for _ in range(candidates):
-        i = np.flatnonzero(ahead >= 0)
+        i = _np.flatnonzero(ahead >= 0)
         if not len(i):
             break
         j = ahead[i]
@@ -99,9 +99,10 @@ def run_starts(keys: Sequence, nxt: Sequence, candidates: int, stretch: Callable
                     break
             # offsets t .. t + width - 1 at once, each pair up to its own stretch (the
             # width doubles: most pairs differ at once, a long loop's agree for thousands)
-            offsets = t + np.arange(min(width, int((need - t).max())))
+            offsets = t + _np.arange(min(width, int((need - t).max())))
             later = j[:, None] + offsets
-            same = codes[np.minimum(i[:, None] + offsets, n - 1)] == codes[np.minimum(later, n - 1)]
+            same = (codes[_np.minimum(i[:, None] + offsets, n - 1)]
+                    == codes[_np.minimum(later, n - 1)])
             same &= later < n  # (i < j: where j's offset is inside, so is i's)
             same |= offsets >= need[:, None]
             agree = same.all(axis=1)
@@ -110,8 +111,8 @@ def run_starts(keys: Sequence, nxt: Sequence, candidates: int, stretch: Callable
             width = min(2 * width, 256)
         # (a position found possible needs no further candidate: on a long loop the first
         # candidate finds nearly all of them)
-        ahead = np.where((ahead >= 0) & ~possible, following[np.maximum(ahead, 0)], -1)
-    return np.flatnonzero(possible).tolist()
+        ahead = _np.where((ahead >= 0) & ~possible, following[_np.maximum(ahead, 0)], -1)
+    return _np.flatnonzero(possible).tolist()
 
 
 _COMMON = 32  # pairs sharing a period: settle them in one pass over the record
@@ -123,20 +124,20 @@ def _by_common_periods(codes, i, j, need, possible) -> tuple:
     record (the distance from each position to the next disagreement). Marks ``possible``
     and answers the other pairs, to narrow."""
     periods = j - i
-    values, counts = np.unique(periods, return_counts=True)
+    values, counts = _np.unique(periods, return_counts=True)
     common = values[counts >= _COMMON]
     if not len(common):
         return i, j, need
     for d in common.tolist():
-        at = np.flatnonzero(periods == d)
+        at = _np.flatnonzero(periods == d)
         same = codes[:-d] == codes[d:]
         m = len(same)
-        stop = np.where(same, m, np.arange(m))  # (the next disagreement at or after p)
-        agree = np.minimum.accumulate(stop[::-1])[::-1] - np.arange(m)
+        stop = _np.where(same, m, _np.arange(m))  # (the next disagreement at or after p)
+        agree = _np.minimum.accumulate(stop[::-1])[::-1] - _np.arange(m)
         first, wanted = i[at] + 1, need[at] - 1  # (keys i+1 .. i+need-1 against d later)
         inside = first < m
         ok = wanted <= 0
         ok[inside] |= agree[first[inside]] >= wanted[inside]
         possible[i[at][ok]] = True
-    rest = ~np.isin(periods, common)
+    rest = ~_np.isin(periods, common)
     return i[rest], j[rest], need[rest]

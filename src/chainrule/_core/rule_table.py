@@ -31,11 +31,11 @@ class PrimitiveRules:
     - ``sparsity(argnum, ans, args, kwargs)``: the structural pattern of d ans / d
       args[argnum] as a boolean ``scipy.sparse`` matrix (ans.size x arg.size), or None
       (unknown: every output may depend on every input). ``args`` are plain values; a
-      traced argument's value is not part of the structure (see ``chainrule._sparse``).
+      traced argument's value is not part of the structure (see ``chainrule._sparsity.patterns``).
     - ``batch(values, batched, kwargs)``: the answer for a whole batch (``chainrule.vmap``):
       ``values`` are the arguments, those marked in ``batched`` holding the batch as their
       leading axis; every output of the answer holds it as its leading axis. None: the
-      primitive runs once per example (see ``chainrule._vmap``).
+      primitive runs once per example (see ``chainrule._transforms.vmap``).
     - ``label``: how ``explain`` writes a call; a format string over the arguments' texts
       (``"{0} + {1}"``) or a function ``label(texts, args) -> str``. None: ``name(args)``.
     """

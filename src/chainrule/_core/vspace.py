@@ -162,10 +162,10 @@ class ContainerVSpace(VSpace):
         return self._build([s.cast(v) for s, v in self._pairs(g)])
 
     def flatten(self, x):
-        import numpy as np
+        import numpy as _np
 
         parts = [s.flatten(v) for s, v in self._pairs(x)]
-        return np.concatenate(parts) if parts else np.zeros(0)
+        return _np.concatenate(parts) if parts else _np.zeros(0)
 
     def unflatten(self, flat):
         leaves, start = [], 0

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import numpy as np
+import numpy as _np
 
 from .._core.rule_table import primitive_vjps
 from . import _format as fmt
@@ -119,20 +119,20 @@ class Diagnostics:
 
 def _finite(x) -> bool:
     try:
-        arr = np.asarray(x)
+        arr = _np.asarray(x)
     except Exception:
         return True
-    return arr.dtype.kind not in "fc" or bool(np.isfinite(arr).all())
+    return arr.dtype.kind not in "fc" or bool(_np.isfinite(arr).all())
 
 
 def _is_float_array(x) -> bool:
-    return isinstance(x, (float, np.ndarray, np.floating)) and np.result_type(x).kind == "f"
+    return isinstance(x, (float, _np.ndarray, _np.floating)) and _np.result_type(x).kind == "f"
 
 
 def _nbytes(x) -> int:
     return (
         int(x.nbytes)
-        if isinstance(x, (np.ndarray, np.generic))
+        if isinstance(x, (_np.ndarray, _np.generic))
         else 8
         if isinstance(x, (float, int, complex))
         else 0
@@ -143,10 +143,10 @@ def _fd_error(node, rng) -> float | None:
     """The worst relative error of the node's VJP against central differences."""
     if not _is_float_array(node.ans) or not primitive_vjps.get(node.fun):
         return None
-    w = rng.standard_normal(np.shape(node.ans))
+    w = rng.standard_normal(_np.shape(node.ans))
     try:
         cotangents = primitive_vjps[node.fun](
-            w if np.ndim(node.ans) else float(w), node.argnums, node.ans, node.args, node.kwargs
+            w if _np.ndim(node.ans) else float(w), node.argnums, node.ans, node.args, node.kwargs
         )
     except Exception:
         return None
@@ -155,22 +155,22 @@ def _fd_error(node, rng) -> float | None:
         a = node.args[argnum]
         if not _is_float_array(a) or c is None:
             continue
-        u = rng.standard_normal(np.shape(a))
-        h = _STEP * max(1.0, float(np.max(np.abs(a))) if np.size(a) else 1.0)
+        u = rng.standard_normal(_np.shape(a))
+        h = _STEP * max(1.0, float(_np.max(_np.abs(a))) if _np.size(a) else 1.0)
 
         def at(t, argnum=argnum, a=a, u=u):
             args = list(node.args)
             args[argnum] = a + t * u
-            return np.asarray(node.fun(*args, **node.kwargs), dtype=float)
+            return _np.asarray(node.fun(*args, **node.kwargs), dtype=float)
 
         try:
-            fd = float(np.sum(w * (at(h) - at(-h)))) / (2 * h)
+            fd = float(_np.sum(w * (at(h) - at(-h)))) / (2 * h)
         except Exception:
             continue
-        exact = float(np.sum(np.asarray(c) * u))
+        exact = float(_np.sum(_np.asarray(c) * u))
         scale = max(abs(fd), abs(exact), 1e-8)
         err = abs(fd - exact) / scale
-        if np.isfinite(err):
+        if _np.isfinite(err):
             worst = err if worst is None else max(worst, err)
     return worst
 
@@ -180,19 +180,19 @@ def _operands(node, variables) -> str:
     return ", ".join(
         f"{named.get(i, f'arg{i}')} = {fmt.summary(a)}"
         for i, a in enumerate(node.args)
-        if isinstance(a, (int, float, complex, np.ndarray, np.number))
+        if isinstance(a, (int, float, complex, _np.ndarray, _np.number))
     )
 
 
 def diagnose(lazy) -> Diagnostics:
     """Check every node of a recording (``_trace._Lazy``): its VJP, NaN/inf, its adjoint."""
     nodes, variables, visits = lazy.nodes, lazy.variables, lazy.backward()
-    with np.errstate(all="ignore"):  # NaN and inf are what this looks for: it reports them
+    with _np.errstate(all="ignore"):  # NaN and inf are what this looks for: it reports them
         return _diagnose(nodes, variables, visits)
 
 
 def _diagnose(nodes, variables: dict, visits) -> Diagnostics:
-    rng = np.random.default_rng(0)
+    rng = _np.random.default_rng(0)
     checks: dict[str, NodeCheck] = {}
     nan_forward = None
     for node in sorted(nodes, key=lambda n: n.seq):
@@ -212,7 +212,7 @@ def _diagnose(nodes, variables: dict, visits) -> Diagnostics:
     by_name = {variables[n].name: n for n in nodes}
     nan_backward = None
     for visit in visits:
-        checks[visit.name].adjoint_norm = float(np.linalg.norm(np.ravel(visit.adjoint)))
+        checks[visit.name].adjoint_norm = float(_np.linalg.norm(_np.ravel(visit.adjoint)))
         if nan_backward is None and _finite(visit.adjoint):
             for c in visit.contributions:
                 if not _finite(c.value):
@@ -231,7 +231,7 @@ def _diagnose(nodes, variables: dict, visits) -> Diagnostics:
             var = variables[node]
             if var.adjoint is None:  # the backward pass never reached it
                 unused.append(var.name)
-            elif not np.any(np.asarray(var.adjoint)):
+            elif not _np.any(_np.asarray(var.adjoint)):
                 zero_gradient.append(var.name)
     sources = {variables[n].name: n.source for n in nodes if n.source is not None}
     readers: dict = {}

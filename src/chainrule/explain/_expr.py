@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import numpy as _np
 
-from .. import numpy as cnp
+from .. import numpy as anp
 from .._core.rules import defjvp_argnum, defvjp_argnum
 from .._core.tracer import getval, primitive
 from .._core.vspace import vspace
@@ -58,12 +58,12 @@ LINALG = "norm vector_norm matrix_norm det inv pinv solve cholesky eigvalsh matr
 # The functions an expression may call, by group (for --functions and the errors).
 _GROUP_NAMES = {"contraction": "products", "shape": "shapes"}
 GROUPS: dict[str, list[str]] = {
-    _GROUP_NAMES.get(group, group): [n for n in names.split() if callable(getattr(cnp, n, None))]
+    _GROUP_NAMES.get(group, group): [n for n in names.split() if callable(getattr(anp, n, None))]
     for group, names in DIFFERENTIABLE.items()
 }
-GROUPS["linear algebra"] = [name for name in LINALG.split() if name not in dir(cnp)]
+GROUPS["linear algebra"] = [name for name in LINALG.split() if name not in dir(anp)]
 FUNCTIONS: dict[str, Callable] = {
-    name: getattr(cnp, name, None) or getattr(cnp.linalg, name)
+    name: getattr(anp, name, None) or getattr(anp.linalg, name)
     for names in GROUPS.values()
     for name in names
 }
@@ -83,12 +83,12 @@ def function_list() -> str:
                    for group, names in GROUPS.items())
 
 _BINARY = {
-    ast.Add: cnp.add,
-    ast.Sub: cnp.subtract,
-    ast.Mult: cnp.multiply,
-    ast.Div: cnp.true_divide,
-    ast.Pow: cnp.power,
-    ast.MatMult: cnp.matmul,
+    ast.Add: anp.add,
+    ast.Sub: anp.subtract,
+    ast.Mult: anp.multiply,
+    ast.Div: anp.true_divide,
+    ast.Pow: anp.power,
+    ast.MatMult: anp.matmul,
 }
 _SYMBOLS = {
     ast.Add: "'+'",
@@ -98,7 +98,7 @@ _SYMBOLS = {
     ast.Pow: "'**'",
     ast.MatMult: "'@'",
 }
-_UNARY = {ast.USub: cnp.negative, ast.UAdd: lambda x: x}
+_UNARY = {ast.USub: anp.negative, ast.UAdd: lambda x: x}
 _FORBIDDEN = {
     ast.Attribute: "attribute access ('.')",
     ast.Subscript: "indexing ('[...]')",

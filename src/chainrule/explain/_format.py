@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import numpy as np
+import numpy as _np
 
 SMALL_ARRAY = 6  # arrays with at most this many elements are written out in full
 
 
 def number(x, digits: int = 3) -> str:
     """A scalar as the textbooks print it: 3 decimals, trailing zeros dropped (10, 5.5, 0.693)."""
-    if type(x) is not float and np.iscomplexobj(x):
+    if type(x) is not float and _np.iscomplexobj(x):
         x = complex(x)
         if x.imag == 0:
             return number(x.real, digits)
@@ -30,27 +30,27 @@ def paren(text: str) -> str:
 
 
 def is_scalar(x) -> bool:
-    return np.ndim(x) == 0
+    return _np.ndim(x) == 0
 
 
 def shape_text(x) -> str:
     """``f64[3,4]``: dtype kind and size, then the shape."""
-    dtype = np.result_type(x)
-    return f"{dtype.kind}{dtype.itemsize * 8}[{','.join(map(str, np.shape(x)))}]"
+    dtype = _np.result_type(x)
+    return f"{dtype.kind}{dtype.itemsize * 8}[{','.join(map(str, _np.shape(x)))}]"
 
 
 def value(x, digits: int = 3) -> str:
     """A scalar in full; a small array element by element; a large one as a summary."""
     if is_scalar(x):
         return number(x, digits)
-    arr = np.asarray(x)
+    arr = _np.asarray(x)
     if arr.size <= SMALL_ARRAY and arr.ndim == 1:
         return "[" + ", ".join(number(v, digits) for v in arr) + "]"
     if arr.size == 0:
         return f"{shape_text(arr)} (empty)"
-    if np.iscomplexobj(arr):
-        return f"{shape_text(arr)} |x| max={number(np.abs(arr).max(), digits)}"
-    if not np.isfinite(arr).all():  # min/max/mean of what is finite, and count the rest
+    if _np.iscomplexobj(arr):
+        return f"{shape_text(arr)} |x| max={number(_np.abs(arr).max(), digits)}"
+    if not _np.isfinite(arr).all():  # min/max/mean of what is finite, and count the rest
         return summary(arr, digits)
     return (
         f"{shape_text(arr)} min={number(arr.min(), digits)} "
@@ -60,14 +60,14 @@ def value(x, digits: int = 3) -> str:
 
 def brief(x, digits: int = 3) -> str:
     """A value for a title: a scalar or small array in full, else just its shape."""
-    return value(x, digits) if np.size(x) <= SMALL_ARRAY and np.ndim(x) <= 1 else shape_text(x)
+    return value(x, digits) if _np.size(x) <= SMALL_ARRAY and _np.ndim(x) <= 1 else shape_text(x)
 
 
 def constant(x, digits: int = 3) -> str:
     """An untraced argument of a primitive, as it appears inside an operation."""
     if isinstance(x, (bool, int, str)) or x is None:
         return repr(x)
-    if isinstance(x, (float, complex, np.number)) or isinstance(x, np.ndarray):
+    if isinstance(x, (float, complex, _np.number)) or isinstance(x, _np.ndarray):
         return value(x, digits)
     if isinstance(x, (tuple, list)):
         inner = ", ".join(constant(v, digits) for v in x)
@@ -90,19 +90,19 @@ def summary(x, digits: int = 3) -> str:
     min/max/mean of the finite entries and how many are NaN or infinite."""
     if is_scalar(x):
         return number(x, digits)
-    arr = np.asarray(x)
+    arr = _np.asarray(x)
     if arr.size == 0 or arr.dtype.kind not in "fc":
         return f"{shape_text(arr)}"
-    finite = np.isfinite(arr)
+    finite = _np.isfinite(arr)
     parts = [shape_text(arr)]
     if finite.any():
-        ok = np.abs(arr[finite]) if arr.dtype.kind == "c" else arr[finite]
+        ok = _np.abs(arr[finite]) if arr.dtype.kind == "c" else arr[finite]
         parts += [
             f"min={number(ok.min(), digits)}",
             f"max={number(ok.max(), digits)}",
             f"mean={number(ok.mean(), digits)}",
         ]
-    nans, infs = int(np.isnan(arr).sum()), int(np.isinf(arr).sum())
+    nans, infs = int(_np.isnan(arr).sum()), int(_np.isinf(arr).sum())
     if nans:
         parts.append(f"{nans} NaN")
     if infs:

@@ -6,7 +6,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
+import numpy as _np
 
 from . import _fold, _graph, _tables
 from . import _format as fmt
@@ -165,7 +165,7 @@ class Report:
     def grad_of(self, var: Variable) -> Any:
         if var.adjoint is not None:
             return var.adjoint
-        return np.zeros_like(var.value)
+        return _np.zeros_like(var.value)
 
     def show(self, x) -> str:
         return fmt.value(x, self.digits)

@@ -7,7 +7,7 @@ import os
 import re
 import unicodedata
 
-import numpy as np
+import numpy as _np
 
 from .._core.reverse import no_cycle_collection
 from . import _format as fmt
@@ -132,7 +132,7 @@ def quiet():
     """Rendering computes the derivatives of the rows it shows: no cycle collection while
     it makes them (the engine's ``no_cycle_collection``), no NumPy warnings (the tables
     show NaN and inf themselves)."""
-    with no_cycle_collection(), np.errstate(all="ignore"):
+    with no_cycle_collection(), _np.errstate(all="ignore"):
         yield
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from .._core.reverse import toposort
+from .._core.replay import calls_in_order, replay, values_used
 from .._core.tracer import isbox
 from ._source import node_sources
 from ._trace import ExplainNode, Traces, record
@@ -45,6 +45,13 @@ def _names(roots: list, frame) -> list[str]:
     return names
 
 
+def _freed(node) -> ValueError:
+    return ValueError(
+        f"explain(tensor): the graph through {node.name} was freed by backward(). "
+        "Call explain before backward(), or use backward(retain_graph=True)."
+    )
+
+
 def record_tensor(tensor, frame, wrt=None, check: bool = False) -> Traces:
     """The Traces of the graph that made ``tensor`` (``frame``: the caller, for names)."""
     from ..tensor._graph import tensor_box
@@ -56,42 +63,25 @@ def record_tensor(tensor, frame, wrt=None, check: bool = False) -> Traces:
             "(this one has no graph: made with requires_grad=False or under no_grad())."
         )
     end = box._node
-    order = list(toposort([end]))[::-1]  # parents before children
-    values: dict = {}
-    for node in order:
-        if node.fun is None:
-            continue
-        if node.args is None:
-            raise ValueError(
-                f"explain(tensor): the graph through {node.name} was freed by backward(). "
-                "Call explain before backward(), or use backward(retain_graph=True)."
-            )
-        for argnum, parent in zip(node.argnums, node.parents):
-            if parent.fun is None:
-                values.setdefault(parent, node.args[argnum])  # the value the graph used
+    order = calls_in_order([end])
+    values = values_used(order, _freed)
     if end.fun is None:
         values[end] = box._value
     roots = list(values)
     names = _names(roots, frame)
     sources = node_sources  # (the lines noted for graphs recorded under debug_nans)
 
-    def replay(*leaves: Any):
-        made = dict(zip(roots, leaves))
-        for node in order:
-            if node.fun is None:
-                continue
-            args = list(node.args)
-            for argnum, parent in zip(node.argnums, node.parents):
-                args[argnum] = made[parent]
-            out = node.fun(*args, **node.kwargs)
-            if isbox(out) and isinstance(out._node, ExplainNode):
-                # the line of the forward pass (not this replay's), where it was noted; the
-                # function stands for the place on the line (see _fold)
-                out._node.source = sources.get(node)
-                out._node.site = id(node.fun)
-            made[node] = out
-        return made[end]
+    def noted(node, out):
+        if isbox(out) and isinstance(out._node, ExplainNode):
+            # the line of the forward pass (not this replay's), where it was noted; the
+            # function stands for the place on the line (see _fold)
+            out._node.source = sources.get(node)
+            out._node.site = id(node.fun)
+        return out
+
+    def tensor_program(*leaves: Any):
+        return replay(order, dict(zip(roots, leaves)), noted)[end]
 
     params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names]
-    replay.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    return record(replay, tuple(values[root] for root in roots), wrt, check)
+    tensor_program.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    return record(tensor_program, tuple(values[root] for root in roots), wrt, check)

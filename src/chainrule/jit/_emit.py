@@ -24,7 +24,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
+import numpy as _np
 
 from .. import numpy as anp
 from .._core.tracer import getval
@@ -61,10 +61,10 @@ def _simple_literal(v: Any) -> bool:
 
 
 def _is_one(c: Any) -> bool:
-    if not isinstance(c, (np.ndarray, np.generic, int, float, complex)):
+    if not isinstance(c, (_np.ndarray, _np.generic, int, float, complex)):
         return False  # (a Dask constant would be computed to find out)
     try:
-        return bool(np.all(np.asarray(c) == 1)) and np.isrealobj(c)
+        return bool(_np.all(_np.asarray(c) == 1)) and _np.isrealobj(c)
     except Exception:
         return False
 
@@ -77,7 +77,7 @@ def _same_layout(a: Any, b: Any) -> bool:
     return getattr(a, "dtype", None) == getattr(b, "dtype", None)
 
 
-_AS_NUMPY = {float: np.float64, complex: np.complex128}
+_AS_NUMPY = {float: _np.float64, complex: _np.complex128}
 
 # IEEE addition, subtraction, multiplication and division are correctly rounded, so NumPy's
 # scalar operators give the ufunc's bits, its result type and its warnings, faster
@@ -114,17 +114,17 @@ def _scalar_operator(raw, node: StagingNode, vals: list) -> bool:
     return True
 
 
-_COMPLEX_SCALARS = frozenset([np.complex128, np.complex64])
-_SCALAR_OPERANDS = frozenset([float, complex, int, np.float64, np.float32, np.complex128,
-                              np.complex64])
-_F64 = np.float64
+_COMPLEX_SCALARS = frozenset([_np.complex128, _np.complex64])
+_SCALAR_OPERANDS = frozenset([float, complex, int, _np.float64, _np.float32, _np.complex128,
+                              _np.complex64])
+_F64 = _np.float64
 
 
 _SEQ = operator.attrgetter("seq")
 _ANS = operator.attrgetter("ans")
 
 
-_SCALAR_INPUTS = (float, np.float64)
+_SCALAR_INPUTS = (float, _np.float64)
 _EXACT_INT = 1 << 53  # Python ints up to this are floats exactly, as NumPy casts them
 
 
@@ -300,7 +300,7 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
                 if consts or kwtexts:
                     sig += (*kwtexts, *[c[2] is None for c in consts])
                 if raw is _MOVEAXIS:
-                    sig += (np.ndim(vals[0]), repr(vals[1:]))
+                    sig += (_np.ndim(vals[0]), repr(vals[1:]))
                 elif raw is _MATMUL and len(args) == 2 and len(argnums) == 1:
                     sig += (_identity_side(args, argnums[0], ans, identities),)
                 made = memo.get(sig)
@@ -373,9 +373,9 @@ def _template(raw, fun, node: StagingNode, vals: list, slots: list, kwmap: dict,
     return code, fast, label, elementwise, view, key
 
 
-_MOVEAXIS = np.moveaxis
-_MATMUL = np.matmul
-_ALL = np.logical_and.reduce  # (one C call; ndarray.all goes through Python)
+_MOVEAXIS = _np.moveaxis
+_MATMUL = _np.matmul
+_ALL = _np.logical_and.reduce  # (one C call; ndarray.all goes through Python)
 
 
 def _identity_side(args: list, traced: int, ans, identities: dict) -> bool:
@@ -383,14 +383,14 @@ def _identity_side(args: list, traced: int, ans, identities: dict) -> bool:
     identity matrix of the answer's dtype (the basis of a Jacobian or Hessian sweep).
     ``identities`` keeps the answer per constant (a loop multiplies by the same one)."""
     eye = args[1 - traced]
-    if not (type(eye) is np.ndarray and eye.ndim == 2 and eye.shape[0] == eye.shape[1]
+    if not (type(eye) is _np.ndarray and eye.ndim == 2 and eye.shape[0] == eye.shape[1]
             and type(ans) is ArrayMeta and ans.ndim == 2 and eye.dtype == ans.dtype
             and eye.dtype.kind == "f"):
         return False
     found = identities.get(id(eye))
     if found is None:  # (n nonzeros, all ones on the diagonal: no n x n identity made)
         found = identities[id(eye)] = bool(
-            np.count_nonzero(eye) == len(eye) and (np.diagonal(eye) == 1).all())
+            _np.count_nonzero(eye) == len(eye) and (_np.diagonal(eye) == 1).all())
     return found
 
 
@@ -402,8 +402,8 @@ def _by_identity(made: tuple, traced: int, fun_name) -> tuple:
     ufuncs and one reduction find out (no Python per call), cheaper than the product."""
     code, fast, label, elementwise, view, key = made
     m = f"{{{traced}}}"
-    plain = f"{fun_name(_ALL)}({fun_name(np.isfinite)}({m}) & ({m} != 0), None)"
-    code = f"{fun_name(np.positive)}({m}, order='C') if {plain} else {code}"
+    plain = f"{fun_name(_ALL)}({fun_name(_np.isfinite)}({m}) & ({m} != 0), None)"
+    code = f"{fun_name(_np.positive)}({m}, order='C') if {plain} else {code}"
     return code, fast, f"{label} (by the identity: a copy where exact)", elementwise, view, \
         (code, *key[1:])
 
@@ -412,7 +412,7 @@ def _guard_code(guard: Guard, target: Instr, const, fun_name) -> tuple[str, list
     """The check of a guard, ``{0}`` its value: ``if ...: return MISS``, and its slots."""
     expected = guard.expected
     plain = guard.convert is _identity or guard.convert is getval
-    if guard.convert is bool or (plain and type(expected) in (bool, np.bool_)):
+    if guard.convert is bool or (plain and type(expected) in (bool, _np.bool_)):
         return f"if {'not ' if expected else ''}{{0}}: return MISS", [target]
     if guard.convert in (int, float, complex) and _equal_is_same(expected):
         return (f"if {guard.convert.__name__}({{0}}) != {{1}}: return MISS",
@@ -465,7 +465,7 @@ class _Namespace:
         if key not in self.consts:
             self.consts[key] = f"c{len(self.consts)}"
             self.glob[self.consts[key]] = v
-            if isinstance(v, np.ndarray) and v.nbytes > LARGE_CONSTANT:
+            if isinstance(v, _np.ndarray) and v.nbytes > LARGE_CONSTANT:
                 self.large.append(v)
         return self.consts[key]
 
@@ -489,7 +489,7 @@ def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list
         runs = node_runs(nodes, [n.seq for n in nodes], [g.node for g in guards])
     if len(nodes) - sum(r.period * (r.repeats - 3) for r in runs) > LONG_PROGRAM:
         _warn_large(name, [a for node in nodes if node.args is not node.argnums
-                           for a in node.args if isinstance(a, np.ndarray)] + list(out_items))
+                           for a in node.args if isinstance(a, _np.ndarray)] + list(out_items))
         return interpret(n_inputs, nodes, out_items, guards, name)
     instrs, instr_of, floats = _lower(nodes, guards, const, fun_name,
                                       _escaping(nodes, out_nodes), runs)
@@ -501,7 +501,7 @@ def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list
     float_program = floats and plan.n_calls
     if float_program:  # (its names are taken before the program's own is chosen)
         glob["_exact"] = None
-        for f in (np.float64, math.isfinite, underflow_heard):
+        for f in (_np.float64, math.isfinite, underflow_heard):
             fun_name(f)
         plan.watched = _watched(nodes, out_nodes, guards, instr_of)
     name = _free_name(name, glob)
@@ -523,7 +523,7 @@ def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list
 def _warn_large(name: str, constants: list) -> None:
     """Warn of the constant arrays over ``LARGE_CONSTANT`` bytes a program keeps."""
     large = list({id(a): a for a in constants
-                  if isinstance(a, np.ndarray) and a.nbytes > LARGE_CONSTANT}.values())
+                  if isinstance(a, _np.ndarray) and a.nbytes > LARGE_CONSTANT}.values())
     if large:
         sizes = ", ".join(f"{a.shape} {a.dtype}" for a in large)
         warnings.warn(
@@ -577,7 +577,7 @@ def _may_view(node: StagingNode) -> bool:
     if type(node.ans) is not ArrayMeta:
         return False
     raw = node.fun.fun
-    ufunc = raw if isinstance(raw, np.ufunc) else getattr(raw, "ufunc", None)
+    ufunc = raw if isinstance(raw, _np.ufunc) else getattr(raw, "ufunc", None)
     if ufunc is not None and "out" not in node.kwargs:
         return False
     return raw not in _NEW_ARRAYS
@@ -589,7 +589,7 @@ def _output_texts(out_items: list, staged_text, const) -> list[str]:
     call, once for all its places, with the memory such arrays share kept
     (``copied_together``: the first call handed the caller the arrays themselves); other
     values are returned as they are."""
-    arrays = list({id(o): o for o in out_items if isinstance(o, np.ndarray)}.values())
+    arrays = list({id(o): o for o in out_items if isinstance(o, _np.ndarray)}.values())
     place = {id(a): k for k, a in enumerate(arrays)}
     group = arrays and \
         f"({_OUTPUT_COPIES} := _copied_together({const(copied_together(tuple(arrays)))}))"
@@ -597,7 +597,7 @@ def _output_texts(out_items: list, staged_text, const) -> list[str]:
     for o in out_items:
         if isinstance(o, StagingNode):
             texts.append(staged_text(o))
-        elif isinstance(o, np.ndarray):
+        elif isinstance(o, _np.ndarray):
             texts.append(f"{group}[{place[id(o)]}]")
             group = _OUTPUT_COPIES
         else:
@@ -644,7 +644,7 @@ def _float_source(name: str, params: str, lines: list[str], out_items: list,
     answering inf or nan (x / 0, math's domain and overflow errors), and where an
     overflow made an inf or nan that reached an output or a value the program checks
     (``_watched``)."""
-    f64 = fun_name(np.float64)
+    f64 = fun_name(_np.float64)
     finite = fun_name(math.isfinite)
     staged = [o for o, item in zip(outs, out_items) if isinstance(item, StagingNode)]
     ret = [f"{f64}({o})" if isinstance(item, StagingNode) else o
@@ -704,19 +704,19 @@ _EXP = anp.exp.fun
 
 
 # functions whose ndarray answers are new arrays, never views of their operands
-_NEW_ARRAYS = frozenset([np.matmul, np.dot, np.sum, np.prod, np.max, np.min])
+_NEW_ARRAYS = frozenset([_np.matmul, _np.dot, _np.sum, _np.prod, _np.max, _np.min])
 
 
 def _elementwise_array(raw, node: StagingNode, vals: list) -> bool:
     """Whether the call is an elementwise ufunc (no ``out=`` yet) answering a new ndarray."""
-    ufunc = raw if isinstance(raw, np.ufunc) else getattr(raw, "ufunc", None)
+    ufunc = raw if isinstance(raw, _np.ufunc) else getattr(raw, "ufunc", None)
     return (
         ufunc is not None
         and ufunc.signature is None
         and ufunc.nout == 1
         and type(node.ans) is ArrayMeta
         and "out" not in node.kwargs
-        and all(type(a) is ArrayMeta or type(a) is np.ndarray or np.isscalar(a) for a in vals)
+        and all(type(a) is ArrayMeta or type(a) is _np.ndarray or _np.isscalar(a) for a in vals)
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._user_warnings import WARN_AT_USER_LINE
+from .._user_code.lines import WARN_AT_USER_LINE
 
 try:
     from numpy._core._ufunc_config import _extobj_contextvar

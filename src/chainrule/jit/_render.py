@@ -1,7 +1,7 @@
 """Rendering: the lines of a program from its units (straight instructions and rolled
 loops, see ``_roll``).
 
-``_Plan`` first names every value and finds each operand's text: a straight value is its
+``Plan`` first names every value and finds each operand's text: a straight value is its
 variable; a value a loop made is the loop's variable after the loop (its last iteration)
 or an item of a list the loop keeps; in a loop, an operand reads a variable of the same
 iteration, the previous iteration's (copied first where the iteration remakes it before

@@ -25,7 +25,7 @@ import numpy as np
 from .. import numpy as anp
 from .._core import tracer
 from .._core.tracer import Node, isbox
-from .._user_warnings import storing_an_item
+from .._user_code.lines import storing_an_item
 from . import _errstate
 from ._notices import call_site
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from functools import partial, wraps
 
 from .._core.pytree import tree_flatten, tree_unflatten
-from .._core.reverse import toposort
+from .._core.replay import calls_in_order, replay
 from .._core.tracer import Node, isbox, trace_leaves
 
 
@@ -41,12 +41,7 @@ def const_graph_unary(fun: Callable) -> Callable:
         if treedef != graph["treedef"]:
             raise ValueError(f"const_graph: called with structure {treedef!r}, but the graph "
                              f"was recorded for {graph['treedef']!r}.")
-        values = dict(zip(graph["roots"], leaves))
-        for node in graph["order"]:
-            args = list(node.args)
-            for argnum, parent in zip(node.argnums, node.parents):
-                args[argnum] = values[parent]
-            values[node] = node.fun(*args, **node.kwargs)
+        values = replay(graph["order"], dict(zip(graph["roots"], leaves)))
         out = [values[node] if node is not None else const for node, const in graph["outputs"]]
         return tree_unflatten(graph["out_def"], out)
 
@@ -68,8 +63,8 @@ def _record(graph: dict, fun: Callable, leaves: list, treedef):
     ends = [node for node, _ in outputs if node is not None]
     if not ends:
         raise ValueError("const_graph: the output does not depend on the input.")
-    order = [node for node in toposort(ends) if node.fun is not None][::-1]
-    graph.update(treedef=treedef, roots=roots, order=order, outputs=outputs, out_def=out_def)
+    graph.update(treedef=treedef, roots=roots, order=calls_in_order(ends), outputs=outputs,
+                 out_def=out_def)
     return tree_unflatten(out_def, values)
 
 

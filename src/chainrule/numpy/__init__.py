@@ -7,7 +7,7 @@ VJP and a JVP rule (see ``chainrule.numpy.rules``); the rest are NumPy's own.
 # The wrappers first, then the boxes, vector spaces and rule tables that importing
 # registers: a rule table imports the wrappers it gives rules to, never the reverse.
 from . import batched, duck_arrays, fft, linalg, numpy_boxes, numpy_vspaces, random
-from . import numpy_wrapper as _wrapper
+from . import numpy_wrapper as _anp
 from .numpy_boxes import ArrayBox
 from .rules import batching as _batching_rules
 from .rules import contraction as _contraction_rules
@@ -17,6 +17,6 @@ from .rules import linalg as _linalg_rules
 from .rules import reductions as _reductions_rules
 from .rules import shape as _shape_rules
 
-_wrapper.install(globals())
+_anp.install(globals())
 
-__version__ = _wrapper._np.__version__
+__version__ = _anp._np.__version__

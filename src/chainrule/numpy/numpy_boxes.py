@@ -27,9 +27,9 @@ from .._core.tracer import (
     staged,
     untraceable_answer_handlers,
 )
-from .._scipy_hint import scipy_hint, scipy_ufunc_rules
-from .._sparse_products import called_by_sparse_dispatch, product_with
+from .._sparsity.products import called_by_sparse_dispatch, product_with
 from . import numpy_wrapper as anp
+from ._scipy_hint import scipy_hint, scipy_ufunc_rules
 from .placement import index_like
 
 
@@ -116,20 +116,7 @@ class ArrayBox(Box):
         self._check_not_view(f"x {symbol} ...")
         if _derivative_free_under_staging(self, other):
             raise _plain_write_refused(f"numpy.{op.__name__}")
-        new = op(self, other)
-        if _np.shape(new) != self.shape:
-            raise ValueError(
-                f"non-broadcastable output operand with shape {self.shape} doesn't match the "
-                f"broadcast shape {_np.shape(new)} (in x {symbol} y on a traced array)"
-            )
-        dtype = _np.result_type(getval(new))
-        if dtype != self.dtype:
-            if not _np.can_cast(dtype, self.dtype, "same_kind"):
-                raise TypeError(
-                    f"Cannot cast the result of x {symbol} y from dtype {dtype} to {self.dtype} "
-                    f"with casting rule 'same_kind' (as NumPy): write x = x {symbol[0]} y."
-                )
-            new = array_astype(new, self.dtype)
+        new = fitted_in_place(op(self, other), self.shape, self.dtype, f"x {symbol} y")
         self._rebind(new)
         return self
 
@@ -469,6 +456,31 @@ def _carries_no_derivative(dtype) -> bool:
     """Integer and boolean results (x.astype(int), numpy.int64(x)) are plain arrays, as in
     autograd: their derivative is zero wherever it exists, and they serve as indices."""
     return _np.issubdtype(dtype, _np.integer) or _np.issubdtype(dtype, _np.bool_)
+
+
+def fitted_in_place(result, shape: tuple, dtype, operation: str,
+                    errors: tuple[type, type] = (ValueError, TypeError)):
+    """``result`` of an in-place ``operation`` cast to the ``dtype`` of the array it is
+    stored in, or the error NumPy (``errors``: for shape, for dtype) raises there: the
+    result keeps the array's shape, and casts to its dtype only within a kind ('same_kind').
+    """
+    shape_error, cast_error = errors
+    if _np.shape(getval(result)) != shape:
+        raise shape_error(
+            f"{operation}: non-broadcastable output operand: the result has shape "
+            f"{_np.shape(getval(result))}, which cannot be stored in place of shape "
+            f"{tuple(shape)}; use the out-of-place form (x = x + y)."
+        )
+    result_dtype = _np.result_type(getval(result))
+    if result_dtype == dtype:
+        return result
+    if not _np.can_cast(result_dtype, dtype, "same_kind"):
+        raise cast_error(
+            f"{operation}: the result's dtype {result_dtype} can't be cast to the output's "
+            f"dtype {dtype} with casting rule 'same_kind'; use the out-of-place form "
+            f"(x = x + y)."
+        )
+    return array_astype(result, dtype)
 
 
 @primitive

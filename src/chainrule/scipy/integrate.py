@@ -43,6 +43,7 @@ import scipy.integrate as _si
 
 from .._core import forward, reverse
 from .._core.pytree import tree_flatten, tree_map, tree_unflatten
+from .._core.replay import subvals
 from .._core.rule_table import primitive_vjps
 from .._core.rules import defjvp_argnums
 from .._core.tracer import decided, derivative_free, front_ends, getval, isbox, primitive
@@ -109,10 +110,7 @@ def _with_params(func, args, traced):
     ``params``."""
 
     def f(y, s, params):
-        full = list(args)
-        for i, p in zip(traced, params):
-            full[i] = p
-        return func(y, s, *full)
+        return func(y, s, *subvals(args, zip(traced, params)))
 
     return f
 

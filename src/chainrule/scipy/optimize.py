@@ -50,7 +50,7 @@ from .._core.tracer import (
     notrace_primitive,
     primitive,
 )
-from .._transforms import grad, hessian, jacobian, make_hvp
+from .._transforms.derivatives import grad, hessian, jacobian, make_hvp
 from ..numpy import _namespace
 from ..numpy import linalg as _alinalg
 from ..numpy import numpy_wrapper as anp

@@ -20,8 +20,8 @@ import scipy.signal as _ss
 
 from .._core.rules import def_linear, defsparsity, defvjp_direct
 from .._core.tracer import primitive
-from .._sparse import _sp
-from .._sparse import convolution_band as _convolution_band
+from .._sparsity.patterns import convolution_band as _convolution_band
+from .._sparsity.patterns import scipy_sparse
 from ..numpy import _namespace
 from ..numpy import numpy_wrapper as anp
 
@@ -92,7 +92,7 @@ def _convolution_pattern(argnum, ans, A, B, n_keep_a, n_keep_b, n_dot):
     """Output (keep_a, keep_b, o) reads A (keep_a, dot, m) for every dot index where, on
     each convolved axis, 0 <= o - m < B's length there (and B alike): a Kronecker product
     of one factor per group of axes."""
-    sp = _sp()
+    sp = scipy_sparse()
     own, other = (A, B) if argnum == 0 else (B, A)
     n_keep_own = n_keep_a if argnum == 0 else n_keep_b
     shape, other_shape = _np.shape(own), _np.shape(other)

@@ -15,7 +15,7 @@ from typing import Any as _Any
 import numpy as _np
 
 from .._core.reverse import FreedGraphError
-from .._vmap import vmap as _vmap
+from .._transforms.vmap import vmap as _vmap
 from . import _methods  # noqa: F401,E402  (PyTorch's methods, attached to Tensor)
 from ._methods import Size
 from ._mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled

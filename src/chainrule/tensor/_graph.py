@@ -14,6 +14,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable
 
+from .._core.replay import calls_in_order, replay, values_used
 from .._core.reverse import FreedGraphError, VJPNode, backward_pass, make_vjp, toposort
 from .._core.rule_table import rule_table
 from .._core.rules import defbatch, defjvp_direct, deflabel, defvjp_direct
@@ -257,7 +258,7 @@ def gradients(end: TensorNode, g, retain_graph: bool, create_graph: bool) -> dic
     hooked = _hooked_interior(end) if _hooked else set()
     if not create_graph and not hooked:
         return backward_pass([(end, g)], free=not retain_graph)
-    order = list(toposort([end]))[::-1]  # parents before children
+    order = calls_in_order([end])
     grads = _replayed_gradients(end, g, order, hooked, record=create_graph)
     if not retain_graph:
         for node in order:  # as backward_pass(free=True) leaves them
@@ -272,37 +273,25 @@ def _replayed_gradients(end: TensorNode, g, order: list, hooked: set, record: bo
     # (``record``, create_graph), the leaves' Tensor boxes are its inputs: the rules then
     # run on Tensor-traced values and their results are Tensor-traced; otherwise the raw
     # values the graph used are, and the gradients are raw, as the engine's pass gives.
-    raw_leaves: dict = {}
-    for node in order:
-        if node.fun is None:
-            continue
-        if node.args is None:
-            raise _freed(node)
-        for argnum, parent in zip(node.argnums, node.parents):
-            if parent.fun is None:
-                raw_leaves.setdefault(parent, node.args[argnum])  # the value the graph used
+    raw_leaves = values_used(order, _freed)
     roots = list(raw_leaves)
 
-    def replay(leaves):
-        values = dict(zip(roots, leaves))
-        for node in order:
-            if node.fun is not None:
-                args = list(node.args)
-                for argnum, parent in zip(node.argnums, node.parents):
-                    args[argnum] = values[parent]
-                value = node.fun(*args, **node.kwargs)
-                if node in hooked:
-                    hooked_value, value = value, hook_point(value, node, record)
-                    if record:  # a later pass may reach the node by its value or past it
-                        for box in (tensor_box(hooked_value), tensor_box(value)):
-                            if box is not None:
-                                _replayed_hook_points.add(box._node)
-                values[node] = value
-        return values[end]
+    def hooked_after(node, value):
+        if node not in hooked:
+            return value
+        hooked_value, value = value, hook_point(value, node, record)
+        if record:  # a later pass may reach the node by its value or past it
+            for box in (tensor_box(hooked_value), tensor_box(value)):
+                if box is not None:
+                    _replayed_hook_points.add(box._node)
+        return value
+
+    def tensor_program(leaves):
+        return replay(order, dict(zip(roots, leaves)), hooked_after)[end]
 
     if record:
         inputs = [new_box(raw_leaves[root], TRACE_ID, root) for root in roots]
     else:
         inputs = [raw_leaves[root] for root in roots]
-    vjp, _ = make_vjp(replay, inputs, free=True)
+    vjp, _ = make_vjp(tensor_program, inputs, free=True)
     return dict(zip(roots, vjp(g)))

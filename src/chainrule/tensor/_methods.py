@@ -336,6 +336,17 @@ def repeat(self, *sizes) -> Tensor:
 
 
 # ----------------------------------------------------------------------------- arithmetic
+def _numpy_method(fun):
+    """The method ``t.name(...)`` as ``chainrule.numpy.name(t, ...)``: for the names whose
+    NumPy and PyTorch meanings agree."""
+
+    def method(self, *args, **kwargs):
+        return _wrap_tree(fun(_unwrap(self), *args, **kwargs))
+
+    method.__name__ = fun.__name__
+    return method
+
+
 def _binary_method(fun, name: str):
     def method(self, other) -> Tensor:
         return _wrap(fun(*_operands(self, other)))
@@ -534,11 +545,13 @@ METHODS = {
     "gt": Tensor.__gt__, "ge": Tensor.__ge__, "equal": equal,
     **{name: _predicate(getattr(_np, name), name) for name in
        "logical_and logical_or logical_xor logical_not isnan isinf isfinite".split()},
+    **{name: _numpy_method(getattr(anp, name)) for name in
+       "ravel swapaxes diagonal trace conj exp log sin cos tan tanh sqrt abs".split()},
 }
 for _name in "add sub mul div pow clamp clip relu sigmoid neg".split():
     METHODS[f"{_name}_"] = _inplace_method(METHODS[_name], f"{_name}_")
 for _name in "tanh exp".split():
-    METHODS[f"{_name}_"] = _inplace_method(getattr(Tensor, _name), f"{_name}_")
+    METHODS[f"{_name}_"] = _inplace_method(METHODS[_name], f"{_name}_")
 # fmt: on
 
 
@@ -552,8 +565,6 @@ def _as_view(method):
     return view_method
 
 
-for _name in "ravel swapaxes diagonal".split():
-    METHODS[_name] = getattr(Tensor, _name)
 for _name in (
     "reshape view view_as reshape_as unsqueeze squeeze permute t flatten expand "
     "expand_as ravel swapaxes diagonal"

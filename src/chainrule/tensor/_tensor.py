@@ -29,9 +29,9 @@ from .._core.tracer import (
     register_front_end,
 )
 from .._core.vspace import VSpace, vspace
-from .._scipy_hint import scipy_hint, scipy_ufunc_rules
 from ..numpy import numpy_wrapper as anp
-from ..numpy.numpy_boxes import _ufunc_name, array_astype, array_getitem
+from ..numpy._scipy_hint import scipy_hint, scipy_ufunc_rules
+from ..numpy.numpy_boxes import _ufunc_name, array_astype, array_getitem, fitted_in_place
 from ._graph import (
     TRACE_ID,
     add_hook,
@@ -739,20 +739,8 @@ def inplace_update(tensor: Tensor, compute, method: str) -> Tensor:
         )
     result = compute()
     result = result._value if isinstance(result, Tensor) else result
-    new, old = _np.shape(getval(result)), tensor.shape
-    if new != old:
-        raise RuntimeError(
-            f"{method}: the result has shape {new}, which cannot be stored in "
-            f"a Tensor of shape {old} (in-place results keep the shape)."
-        )
-    dtype = _np.result_type(getval(result))
-    if dtype != tensor.dtype:
-        if not _np.can_cast(dtype, tensor.dtype, "same_kind"):
-            raise RuntimeError(
-                f"{method}: result type {dtype} can't be cast to the desired "
-                f"output type {tensor.dtype}."
-            )
-        result = array_astype(result, tensor.dtype)
+    result = fitted_in_place(result, tensor.shape, tensor.dtype, f"{method}()",
+                             errors=(RuntimeError, RuntimeError))  # PyTorch's class
     if leaf:
         tensor._assign(result)
     else:
@@ -777,14 +765,6 @@ def _unary(fun):
     return op
 
 
-def _method(fun):
-    def method(self, *args, **kwargs):
-        return _wrap_tree(fun(_unwrap(self), *args, **kwargs))
-
-    method.__name__ = fun.__name__
-    return method
-
-
 # fmt: off
 for _name, _fun in [("add", anp.add), ("sub", anp.subtract), ("mul", anp.multiply),
                     ("truediv", anp.true_divide), ("pow", anp.power), ("matmul", anp.matmul),
@@ -801,11 +781,8 @@ for _name, _fun in [("and", _np.bitwise_and), ("or", _np.bitwise_or), ("xor", _n
 Tensor.__invert__ = lambda self: _wrap_tree(_np.invert(getval(self._value)))
 for _name, _fun in [("neg", anp.negative), ("pos", anp.positive), ("abs", anp.absolute)]:
     setattr(Tensor, f"__{_name}__", _unary(_fun))
-# Methods whose NumPy and PyTorch meanings agree; the others are in _methods.py.
-for _name in ("ravel swapaxes diagonal trace conj exp log sin cos tan tanh sqrt "
-              "abs").split():
-    setattr(Tensor, _name, _method(getattr(anp, _name)))
 # fmt: on
+# The named methods (sum, reshape, exp, add_, ...) are in _methods.py.
 
 
 def register_tensor_type(cls: type) -> None:

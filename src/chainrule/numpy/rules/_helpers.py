@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as _np
 
 from ..._core import forward, reverse
+from ..._core.replay import subvals
 from ..._core.reverse import ShapeOnly
 from ..._core.rules import (
     defjvp_argnums,
@@ -21,8 +22,8 @@ from ..._core.rules import (
     defvjp_whole,
 )
 from ..._core.tracer import Box, derivative_free, getval, isbox
-from ..._sparse import elementwise_pattern
-from ..._sparse_detect import derived_pattern
+from ..._sparsity.detection import derived_pattern
+from ..._sparsity.patterns import elementwise_pattern
 from .. import numpy_wrapper as anp
 from ..duck_arrays import check_known_shape
 from ..numpy_boxes import array_astype
@@ -269,10 +270,7 @@ def composite(fun, impl) -> None:
     """
     def call(args, argnums, kwargs):
         def f(xs):
-            full = list(args)
-            for i, x in zip(argnums, xs):
-                full[i] = x
-            return impl(*full, **kwargs)
+            return impl(*subvals(args, zip(argnums, xs)), **kwargs)
 
         return f
 

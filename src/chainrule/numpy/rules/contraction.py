@@ -21,7 +21,7 @@ from ..._core.rules import (
     defvjp_whole,
 )
 from ..._core.tracer import getval
-from ..._sparse import contraction_pattern
+from ..._sparsity.patterns import contraction_pattern
 from .. import numpy_wrapper as anp
 from ..placement import constant_like
 from ._helpers import match_dtype, shape_of, unbroadcast
@@ -330,7 +330,7 @@ def_linear(anp.cross)
 
 
 # ----------------------------------------------------------------------------- sparsity
-# Each product as einsum letters (chainrule._sparse.contraction_pattern): an output element
+# Each product as einsum letters (chainrule._sparsity.patterns.contraction_pattern): an output element
 # depends on the elements of an operand that share its letters where the other operands
 # may be nonzero (a traced one: anywhere, unless the pattern is local).
 

@@ -17,7 +17,7 @@ import numpy as _np
 from ..._core.rule_table import rule_table
 from ..._core.rules import defjvp_batched, defjvp_direct, deflabel, defsparsity, defvjp_direct
 from ..._core.tracer import derivative_free
-from ..._sparse import elementwise_pattern, no_dependency, shapes_only
+from ..._sparsity.patterns import elementwise_pattern, no_dependency, shapes_only
 from .. import numpy_wrapper as anp
 from ._helpers import (
     batch_aligned,
@@ -227,7 +227,7 @@ defjvp_direct(anp.where, None,
 # fmt: on
 
 
-# sparsity (chainrule._sparse): the broadcasting functions registered one by one above
+# sparsity (chainrule._sparsity.patterns): the broadcasting functions registered one by one above
 for _name in ("add", "subtract", "multiply", "divide", "true_divide", "power", "float_power",
               "negative", "positive", "absolute", "fabs", "conj", "conjugate", "where",
               "arctan2", "hypot", "logaddexp", "logaddexp2", "fmod", "mod", "maximum",

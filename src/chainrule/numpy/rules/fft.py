@@ -14,7 +14,7 @@ import inspect
 import numpy as _np
 
 from ..._core.rules import defjvp_batched, defjvp_direct, defsparsity, defvjp_direct
-from ..._sparse import along_axes_pattern, copy_rule
+from ..._sparsity.patterns import along_axes_pattern, copy_rule
 from .. import fft as afft
 from .. import numpy_wrapper as anp
 from ..placement import constant_like
@@ -183,7 +183,7 @@ _linear(afft.ifftshift, lambda g, ans, x, axes=None: afft.fftshift(g, axes=axes)
 
 
 # ----------------------------------------------------------------------------- sparsity
-# (chainrule._sparse) A transform reads whole lines along its axes; the shifts copy.
+# (chainrule._sparsity.patterns) A transform reads whole lines along its axes; the shifts copy.
 def _along_axes(fun):
     signature = inspect.signature(fun.fun)
 

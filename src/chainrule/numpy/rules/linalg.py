@@ -16,7 +16,7 @@ import numpy as _np
 
 from ..._core.rules import defjvp_batched, defjvp_direct, defsparsity, defvjp_direct
 from ..._core.tracer import derivative_free, getval, isbox
-from ..._sparse import batched_pattern, columns_pattern, copy_rule, reduced_pattern
+from ..._sparsity.patterns import batched_pattern, columns_pattern, copy_rule, reduced_pattern
 from .. import linalg as la
 from .. import numpy_wrapper as anp
 from ..placement import constant_like, index_like, on_host
@@ -697,7 +697,7 @@ if hasattr(la, "vector_norm"):
 
 
 # ----------------------------------------------------------------------------- sparsity
-# (chainrule._sparse) Stacks of matrices: each matrix's results read that matrix only (the
+# (chainrule._sparsity.patterns) Stacks of matrices: each matrix's results read that matrix only (the
 # whole of it); a solve's columns read the right-hand side's column.
 def _stacked(argnum, ans, args, kwargs):
     return batched_pattern(shape_of(getval(args[argnum])), ans, 2)

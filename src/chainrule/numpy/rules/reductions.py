@@ -16,15 +16,15 @@ import numpy as _np
 
 from ..._core.rules import defjvp_batched, defjvp_direct, defsparsity, defvjp_direct
 from ..._core.tracer import derivative_free, getval
-from ..._sparse import (
+from ..._sparsity.patterns import (
     _lines,
-    _sp,
     contraction_pattern,
     cumulative_pattern,
     first_position,
     map_pattern,
     reduced_pattern,
     reduction_pattern,
+    scipy_sparse,
     shapes_only,
 )
 from .. import numpy_wrapper as anp
@@ -714,7 +714,7 @@ if hasattr(anp, "cumulative_sum"):  # NumPy >= 2.1
 # fmt: on
 
 
-# sparsity (chainrule._sparse): each output depends on the elements reduced into it
+# sparsity (chainrule._sparsity.patterns): each output depends on the elements reduced into it
 for _fun in (anp.sum, anp.mean, anp.prod, anp.nansum, anp.nanmean, anp.max, anp.min, anp.amax,
              anp.amin, anp.nanmax, anp.nanmin):
     defsparsity(_fun, reduction_pattern)
@@ -744,7 +744,7 @@ def _quantile_pattern(argnum, ans, args, kwargs):
     kept = shape_of(ans)[lead:]
     per_q = reduced_pattern(shape_of(a), kept, range(_np.ndim(a)) if axis is None else (
         (axis,) if _np.ndim(axis) == 0 else tuple(axis)))
-    return None if per_q is None else _sp().vstack([per_q] * int(_np.size(q)), format="csr")
+    return None if per_q is None else scipy_sparse().vstack([per_q] * int(_np.size(q)), format="csr")
 
 
 def _trace_pattern(argnum, ans, args, kwargs):

@@ -39,7 +39,7 @@ from ..._core.rules import (
     not_differentiable,
 )
 from ..._core.tracer import decided, derivative_free, getval, isbox, primitive
-from ..._sparse import (
+from ..._sparsity.patterns import (
     convolution_band,
     copy_rule,
     elementwise_pattern,
@@ -693,7 +693,7 @@ composite(anp.meshgrid,  _meshgrid_impl)
 
 
 # ----------------------------------------------------------------------------- sparsity
-# (chainrule._sparse; the functions defined by ``selection``, ``gathered_in_batches`` and
+# (chainrule._sparsity.patterns; the functions defined by ``selection``, ``gathered_in_batches`` and
 # ``composite`` above carry theirs: copies read off positions, composites found from impl)
 def _convolution_pattern(correlate: bool):
     """``convolve``/``correlate`` of 1-D ``a`` and ``v``: output n reads a band of each."""

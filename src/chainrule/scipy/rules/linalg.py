@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as _np
 
 from ..._core.rules import defjvp_direct, defsparsity, defvjp_direct
-from ..._sparse import batched_pattern, columns_pattern, dense_rule
+from ..._sparsity.patterns import batched_pattern, columns_pattern, dense_rule
 from ...numpy import numpy_wrapper as anp
 from ...numpy.rules._helpers import shape_of
 from .. import linalg as la
@@ -239,7 +239,7 @@ defjvp_direct(la.lu_packed,        lambda t, ans, a: _lu_jvp(t, ans, a))
 
 
 # ----------------------------------------------------------------------------- sparsity
-# (chainrule._sparse) A solve's column k reads column k of the right-hand side; functions
+# (chainrule._sparsity.patterns) A solve's column k reads column k of the right-hand side; functions
 # of a matrix read all of it (of each matrix of a stack).
 def _columns_of(position: int):
     def rule(argnum, ans, args, kwargs):

@@ -12,7 +12,7 @@ import numpy as _np
 
 from ..._core.rules import defjvp_batched, defjvp_direct, defsparsity, defvjp_direct
 from ..._core.tracer import getval
-from ..._sparse import along_axes_pattern, reduced_pattern, shapes_only
+from ..._sparsity.patterns import along_axes_pattern, reduced_pattern, shapes_only
 from ...numpy import numpy_wrapper as anp
 from ...numpy.rules._helpers import (
     NoClosedForm,
@@ -147,7 +147,7 @@ defjvp_batched(sp.log_softmax, lambda t, ans, x, axis=None: t - _sum_kept(anp.ex
 
 
 # ----------------------------------------------------------------------------- sparsity
-# (chainrule._sparse) Softmaxes read whole lines along their axes; logsumexp reduces them.
+# (chainrule._sparsity.patterns) Softmaxes read whole lines along their axes; logsumexp reduces them.
 def _axes(args, kwargs, position: int, ndim: int):
     axis = args[position] if len(args) > position else kwargs.get("axis")
     return range(ndim) if axis is None else (axis,) if _np.ndim(axis) == 0 else tuple(axis)

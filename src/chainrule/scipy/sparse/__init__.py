@@ -14,7 +14,7 @@ of ``A``'s pattern holding ``data``.
 
 from __future__ import annotations
 
-from ..._sparse_products import matmul, stored_values, with_values
+from ..._sparsity.products import matmul, stored_values, with_values
 from . import linalg
 
 __all__ = ["matmul", "stored_values", "with_values", "linalg"]

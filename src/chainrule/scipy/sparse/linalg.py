@@ -25,8 +25,8 @@ import scipy.sparse.linalg as _spla
 
 from ..._core.rules import defjvp_direct, defsparsity, defvjp_direct
 from ..._core.tracer import decided, derivative_free, getval, notrace_primitive, primitive
-from ..._sparse import columns_pattern
-from ..._sparse_products import SparseMatrixBox, matmul, stored_coordinates, stored_values
+from ..._sparsity.patterns import columns_pattern
+from ..._sparsity.products import SparseMatrixBox, matmul, stored_coordinates, stored_values
 from ...numpy import numpy_wrapper as anp
 
 __all__ = ["spsolve", "spsolve_values", "splu", "cg", "gmres", "bicgstab", "expm_multiply"]

@@ -7,7 +7,7 @@ factored with a Cholesky decomposition that reads its lower triangle.
 import numpy as _np
 
 from ..._core.tracer import decided, derivative_free, getval
-from ...numpy import linalg as nla
+from ...numpy import linalg as alinalg
 from ...numpy import numpy_wrapper as anp
 from .. import linalg as sla
 from ._family import as_array
@@ -48,7 +48,7 @@ def _singular_factor(cov_matrix):
 def _is_singular(cov_matrix) -> bool:
     # chainrule's functions on the value: under chainrule.jit the program computes the
     # answer and guards it (a cov given to the jitted function may be singular or not)
-    s = nla.eigvalsh(derivative_free(cov_matrix))
+    s = alinalg.eigvalsh(derivative_free(cov_matrix))
     return bool(anp.min(s) <= 1e6 * _np.finfo(s.dtype).eps * anp.max(anp.abs(s)))
 
 
@@ -77,7 +77,7 @@ def logpdf(x, mean=None, cov=1, allow_singular=False):
         maha = anp.reshape(anp.sum(anp.dot(dev, u) ** 2, axis=1), batch)
         out = -0.5 * (rank * _np.log(2 * _np.pi) + log_pdet + maha)
         # (x's value: under chainrule.jit the program's, so the support follows x)
-        distance = nla.norm(derivative_free(dev) @ null, axis=-1)
+        distance = alinalg.norm(derivative_free(dev) @ null, axis=-1)
         off_support = anp.reshape(distance, batch) >= tol
         return anp.where(off_support, -_np.inf, out) if anp.any(off_support) else out
     chol = sla.cholesky(cov_matrix, lower=True)

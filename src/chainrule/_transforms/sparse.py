@@ -1,5 +1,5 @@
 """Sparse Jacobians and Hessians evaluated: the pattern and its colouring are found once
-(``_sparse_detect``, ``_sparse``, ``_sparse_symmetric``), then each evaluation at an x is
+(``chainrule._sparsity``, ``colouring``), then each evaluation at an x is
 one sweep per colour (a JVP of ``fun`` along the colour's seed, or a VJP pulling it back)
 and a gather of the nonzeros.
 
@@ -26,18 +26,26 @@ from typing import Any
 
 import numpy as _np
 
-from ._core.tracer import getval, isbox
-from ._sparse import _seeds, _sp, colour_columns, count_colours, direct_recovery
-from ._sparse_detect import gradient, record, recorded_pattern, structure_key
-from ._sparse_products import with_values
-from ._sparse_symmetric import (
+from .. import numpy as anp
+from .._core import forward as forward_mode
+from .._core import reverse
+from .._core.pytree import tree_flatten, tree_unflatten
+from .._core.tracer import getval, isbox
+from .._sparsity.detection import gradient, record, recorded_pattern, structure_key
+from .._sparsity.patterns import scipy_sparse
+from .._sparsity.products import with_values
+from .._user_code.lines import user_line_warnings
+from .colouring import (
     acyclic_colouring,
     acyclic_recovery,
+    colour_columns,
+    colour_seeds,
+    count_colours,
+    direct_recovery,
     star_colouring,
     star_recovery,
     symmetric_pattern,
 )
-from ._user_warnings import user_line_warnings
 
 # colourings kept per evaluator for the structures of a guarded record (oldest dropped)
 _MAX_STRUCTURES = 16
@@ -46,21 +54,16 @@ _MAX_STRUCTURES = 16
 def _sweep(fun: Callable, forward: bool) -> Callable:
     """``sweep(x, seeds)``: the compressed matrix, one row per seed (J @ seed forward,
     flat over the output leaves; seed @ J reverse, flat over x)."""
-    from . import numpy as cnp  # the layers above this one: imported on first use
-    from ._core import forward as forward_mode
-    from ._core import reverse
-    from ._core.pytree import tree_flatten, tree_unflatten
-
     def flat(tree):
         leaves = tree_flatten(tree)[0]
-        return cnp.concatenate([cnp.ravel(leaf) for leaf in leaves])
+        return anp.concatenate([anp.ravel(leaf) for leaf in leaves])
 
     if forward:
 
         def sweep(x, seeds):
             with user_line_warnings():
                 push = forward_mode.make_jvp(fun, x)
-                return cnp.stack([flat(push(seed)[1]) for seed in seeds])
+                return anp.stack([flat(push(seed)[1]) for seed in seeds])
 
     else:
 
@@ -76,7 +79,7 @@ def _sweep(fun: Callable, forward: bool) -> Callable:
                              for a, b, s in zip(ends[:-1], ends[1:], shapes)]
                     return tree_unflatten(treedef, parts)
 
-                return cnp.stack([cnp.ravel(pull(cotangent(s))) for s in seeds])
+                return anp.stack([anp.ravel(pull(cotangent(s))) for s in seeds])
 
     return sweep
 
@@ -94,7 +97,7 @@ class _Colouring:
         self.colours, self.recover = colours, recover
         # an empty pattern takes no sweep (its Jacobian is zero)
         self.n_colours = count_colours(colours) if pattern.nnz else 0
-        template = _sp().csr_matrix(pattern, dtype=float)
+        template = scipy_sparse().csr_matrix(pattern, dtype=float)
         template.sort_indices()
         self.template = template
         self.seeds: dict = {}
@@ -102,7 +105,7 @@ class _Colouring:
     def seeds_for(self, shape: tuple):
         seeds = self.seeds.get(shape)
         if seeds is None:
-            seeds = self.seeds[shape] = _seeds(self.colours, shape, float)
+            seeds = self.seeds[shape] = colour_seeds(self.colours, shape, float)
             seeds.flags.writeable = False  # shared by every call
         return seeds
 
@@ -174,7 +177,7 @@ class SparseJacobian:
         self._structures: OrderedDict = OrderedDict()  # structure key -> _Colouring
         self._sweeps: dict = {}  # mode -> the sweep function (staged or not)
         if pattern is not None:
-            self._current = self._colouring(_sp().csr_matrix(pattern, dtype=bool))
+            self._current = self._colouring(scipy_sparse().csr_matrix(pattern, dtype=bool))
             return
         x = _point(x)  # (found at the value of a traced x)
         recording, detection = record(detected, x)
@@ -240,7 +243,7 @@ class SparseJacobian:
         if sweep is None:
             sweep = _sweep(self.fun, forward)
             if self.staged:
-                from .jit import jit
+                from ..jit import jit
 
                 sweep = jit(sweep)
             self._sweeps[colouring.mode] = sweep
@@ -273,7 +276,7 @@ class SparseJacobian:
         colouring = self._colouring_at(point)
         if colouring.n_colours == 0:
             self.fun(point)  # (no sweep to run: fun is still called, and raises where it does)
-            return _sp().csr_matrix(colouring.pattern.shape)
+            return scipy_sparse().csr_matrix(colouring.pattern.shape)
         compressed = self._compressed(x if isbox(x) else point, colouring)
         n_out = colouring.pattern.shape[0]
         expected = (colouring.n_colours, n_out if colouring.mode == "forward" else point.size)
@@ -290,7 +293,7 @@ class SparseHessian(SparseJacobian):
     """The sparse Hessian of scalar ``fun``: the sparse Jacobian of its gradient, found
     forward over reverse (one forward sweep per colour through the gradient).
 
-    ``colouring`` uses the symmetry (``_sparse_symmetric``): ``"star"`` (each entry read
+    ``colouring`` uses the symmetry (see the ``colouring`` module): ``"star"`` (each entry read
     directly from one sweep), ``"acyclic"`` (fewer colours on banded patterns, entries
     recovered by substitution), ``"distance-1"`` (columns, as a Jacobian), or
     ``"auto"`` (the default): the star colouring, unless the acyclic one needs fewer

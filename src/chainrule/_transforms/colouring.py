@@ -1,7 +1,11 @@
-"""Colourings of symmetric (Hessian) patterns that use the symmetry, and the recovery of
-the Hessian from the compressed sweeps ``B[c] = H @ seed_c``.
+"""Colourings of a pattern's columns, and the recovery of the derivative's entries from
+the compressed sweeps (one sweep per colour).
 
-The pattern is read as a graph: vertex i for row/column i, an edge i - j for each
+A Jacobian's columns take a distance-1 colouring (``colour_columns``: two columns that
+share a row differ), and each entry is read directly from its column's sweep
+(``direct_recovery``). A symmetric (Hessian) pattern can do with fewer colours by using
+the symmetry, and its entries are recovered from ``B[c] = H @ seed_c``. The pattern is
+read as a graph: vertex i for row/column i, an edge i - j for each
 off-diagonal nonzero. Both colourings are distance-1 (neighbours differ), so a diagonal
 entry is read directly, ``H[i, i] = B[colour(i), i]``.
 
@@ -22,15 +26,101 @@ Both are greedy in the natural order, which keeps banded patterns at the counts 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as _np
 
-from ._core.rules import defjvp_direct, defvjp_direct
-from ._core.tracer import primitive
+from .._core.rules import defjvp_direct, defvjp_direct
+from .._core.tracer import primitive
+from .._sparsity.patterns import scipy_sparse
+
+
+def colour_columns(pattern) -> _np.ndarray:
+    """A greedy distance-1 colouring of the columns of ``pattern``: two columns sharing a
+    row get different colours, so one sweep per colour recovers every column (columns
+    taken in order of decreasing count, which keeps the colour count low)."""
+    sp = scipy_sparse()
+    csc = sp.csc_matrix(pattern, dtype=bool)
+    banded = _band_colouring(csc)
+    if banded is not None:
+        return banded
+    graph = (csc.T @ csc).tocsr()  # columns that meet in some row
+    n = graph.shape[0]
+    colours = _np.full(n, -1, dtype=_np.intp)
+    # plain Python lists: this loop runs once per column, numpy scalars would dominate it
+    indptr, indices = graph.indptr.tolist(), graph.indices.tolist()
+    order = _np.argsort(-_np.diff(csc.indptr), kind="stable").tolist()
+    colour = [-1] * n
+    mark = [-1] * (n + 1)  # mark[c] == j: colour c is taken next to column j
+    for j in order:
+        for k in indices[indptr[j] : indptr[j + 1]]:
+            c = colour[k]
+            if c >= 0:
+                mark[c] = j
+        c = 0
+        while mark[c] == j:
+            c += 1
+        colour[j] = c
+    colours = _np.asarray(colour, dtype=_np.intp)
+    return colours
+
+
+
+def _band_colouring(pattern):
+    """``j mod w`` for the columns of a pattern whose nonzeros lie within a band of w
+    diagonals, when some row fills the band (no colouring has fewer colours than a row
+    has nonzeros, so this one is optimal, and found without the greedy loop); else None.
+    Two columns closer than w may share a row; two further apart never do."""
+    coo = pattern.tocoo()
+    if coo.nnz == 0:
+        return None
+    offset = coo.col.astype(_np.intp) - coo.row
+    width = int(offset.max() - offset.min()) + 1
+    if int(_np.diff(pattern.tocsr().indptr).max()) != width:
+        return None
+    return _np.arange(pattern.shape[1], dtype=_np.intp) % width
+
+
+
+def colour_seeds(colours: _np.ndarray, shape: tuple, dtype) -> _np.ndarray:
+    """One seed per colour: the sum of the basis vectors of that colour's columns."""
+    count = int(colours.max()) + 1 if colours.size else 0
+    seeds = _np.zeros((count, colours.size), dtype=dtype)
+    seeds[colours, _np.arange(colours.size)] = 1
+    return seeds.reshape((count,) + tuple(shape))
+
+
+
+def direct_recovery(pattern, colours: _np.ndarray, by_rows: bool) -> Callable:
+    """A function giving ``pattern``'s nonzeros (in the order of its CSR form with sorted
+    indices) read from the compressed sweeps: ``compressed[c]`` is J @ seed_c (forward;
+    flat over rows) or seed_c @ J (reverse; flat over columns). Where each nonzero is read
+    is found once, here; a call is one gather (traced where ``compressed`` is)."""
+    sp = scipy_sparse()
+    csr = sp.csr_matrix(pattern)
+    csr.sort_indices()
+    rows = _np.repeat(_np.arange(csr.shape[0]), _np.diff(csr.indptr))
+    cols = csr.indices
+    if by_rows:
+        flat = colours[rows] * csr.shape[1] + cols
+    else:
+        flat = colours[cols] * csr.shape[0] + rows
+
+    def recover(compressed: _np.ndarray):
+        return _np.ravel(compressed)[flat]
+
+    return recover
+
+
+
+def count_colours(colours: _np.ndarray) -> int:
+    return int(colours.max()) + 1 if colours.size else 0
+
 
 
 def symmetric_pattern(pattern):
     """``pattern`` or its transpose, as boolean CSR with sorted indices."""
-    import scipy.sparse as sp  # on first use: chainrule imports without SciPy
+    sp = scipy_sparse()
 
     matrix = sp.csr_matrix(pattern, dtype=bool)
     matrix = (matrix + matrix.T).tocsr()
@@ -40,7 +130,7 @@ def symmetric_pattern(pattern):
 
 def _adjacency(pattern) -> tuple[list, list]:
     """Neighbour lists (CSR ``indptr``/``indices`` as Python lists) without the diagonal."""
-    import scipy.sparse as sp  # on first use: chainrule imports without SciPy
+    sp = scipy_sparse()
 
     coo = sp.coo_matrix(pattern)
     off = coo.row != coo.col
@@ -55,7 +145,7 @@ def _adjacency(pattern) -> tuple[list, list]:
 def _full_band(pattern) -> int | None:
     """The half-bandwidth b of a pattern that holds every entry with |i - j| <= b (and
     none beyond), else None."""
-    import scipy.sparse as sp  # on first use: chainrule imports without SciPy
+    sp = scipy_sparse()
 
     coo = sp.coo_matrix(pattern)
     n = pattern.shape[0]
@@ -159,7 +249,7 @@ def star_recovery(pattern, colours: _np.ndarray):
     """The Hessian's values on symmetric ``pattern`` (in the order of its CSR form, sorted)
     from ``compressed[c] = H @ seed_c`` (flat), read directly (star colouring): a function
     of ``compressed``, the index arrays found once."""
-    import scipy.sparse as sp  # on first use: chainrule imports without SciPy
+    sp = scipy_sparse()
 
     csr = sp.csr_matrix(pattern)
     csr.sort_indices()
@@ -187,9 +277,10 @@ def acyclic_recovery(pattern, colours: _np.ndarray):
     from ``compressed[c] = H @ seed_c`` (flat), by substitution on the two-coloured trees
     (acyclic colouring): a function of ``compressed`` that solves with the trees'
     incidence matrix, one equation per tree left out, factorised once here."""
-    import scipy.sparse as sp  # on first use: chainrule imports without SciPy
-    from scipy.sparse.csgraph import connected_components
+    from scipy.sparse.csgraph import connected_components  # (SciPy: on first use)
     from scipy.sparse.linalg import splu
+
+    sp = scipy_sparse()
 
     n = pattern.shape[0]
     csr = sp.csr_matrix(pattern)

@@ -20,7 +20,9 @@ from functools import wraps
 
 import numpy as _np
 
-_INTERNAL_DIRS = (os.path.dirname(__file__) + os.sep, os.path.dirname(_np.__file__) + os.sep)
+# chainrule/ (this file is in chainrule/_user_code/) and numpy/
+_INTERNAL_DIRS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
+                  os.path.dirname(_np.__file__) + os.sep)
 
 
 class _WarnAtUserLine:

@@ -1,12 +1,13 @@
-"""Sparse derivatives, the pieces below the rule tables: the local patterns that primitives
-declare (``defsparsity``), and the colourings of a pattern's columns.
+"""The local patterns that primitives declare (``defsparsity``), and the factories that
+make them (elementwise, reductions, copies, contractions, ...).
 
 A local pattern is the boolean matrix of d answer / d args[argnum] (answer size x
 argument size, CSR). Rules are called with the node's arguments; a global pattern must
 hold at every x, so a rule reads the value of no traced argument: it declares the
 positions whose shapes alone it reads (``shape_only``), or takes ``traced`` and
 ``local`` (``wants_traced``) and reads a traced value only when ``local`` is true.
-Detection and propagation are in ``_sparse_detect``, evaluation in ``_sparse_eval``.
+Detection and propagation are in ``detection``; colouring and evaluation, which are
+transforms, in ``chainrule._transforms`` (``colouring``, ``sparse``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from typing import Any
 import numpy as _np
 
 
-def _sp():
-    import scipy.sparse as sp  # imported on first use: scipy is not needed to import chainrule
+def scipy_sparse():
+    """``scipy.sparse``, imported on first use: chainrule imports without SciPy."""
+    import scipy.sparse as sp
 
     return sp
 
@@ -33,7 +35,7 @@ def _size(value) -> int:
 
 def map_pattern(rows, cols, shape):
     """A boolean CSR matrix with ones at (rows, cols)."""
-    sp = _sp()
+    sp = scipy_sparse()
     rows, cols = _np.ravel(rows), _np.ravel(cols)
     data = _np.ones(rows.size, dtype=bool)
     return sp.csr_matrix((data, (rows, cols)), shape=shape)
@@ -288,7 +290,7 @@ def batched_pattern(in_shape: tuple, out, core: int):
             return None
         letters = own[:batch] + _axis_letters(len(shape), range(batch, len(shape)))[batch:]
         blocks.append(contraction_pattern([own], letters, [in_shape], shape, 0, [None]))
-    return _sp().vstack(blocks, format="csr") if blocks else None
+    return scipy_sparse().vstack(blocks, format="csr") if blocks else None
 
 
 def columns_pattern(b_shape: tuple, out_shape: tuple):
@@ -371,84 +373,6 @@ def contraction_pattern(terms: list, out: str, shapes: list, out_shape: tuple, w
     return map_pattern(rows, cols, (int(_np.prod(out_shape)), int(_np.prod(shapes[which]))))
 
 
-
-
 # ----------------------------------------------------------------------------- colouring
 
 
-def colour_columns(pattern) -> _np.ndarray:
-    """A greedy distance-1 colouring of the columns of ``pattern``: two columns sharing a
-    row get different colours, so one sweep per colour recovers every column (columns
-    taken in order of decreasing count, which keeps the colour count low)."""
-    sp = _sp()
-    csc = sp.csc_matrix(pattern, dtype=bool)
-    banded = _band_colouring(csc)
-    if banded is not None:
-        return banded
-    graph = (csc.T @ csc).tocsr()  # columns that meet in some row
-    n = graph.shape[0]
-    colours = _np.full(n, -1, dtype=_np.intp)
-    # plain Python lists: this loop runs once per column, numpy scalars would dominate it
-    indptr, indices = graph.indptr.tolist(), graph.indices.tolist()
-    order = _np.argsort(-_np.diff(csc.indptr), kind="stable").tolist()
-    colour = [-1] * n
-    mark = [-1] * (n + 1)  # mark[c] == j: colour c is taken next to column j
-    for j in order:
-        for k in indices[indptr[j] : indptr[j + 1]]:
-            c = colour[k]
-            if c >= 0:
-                mark[c] = j
-        c = 0
-        while mark[c] == j:
-            c += 1
-        colour[j] = c
-    colours = _np.asarray(colour, dtype=_np.intp)
-    return colours
-
-
-def _band_colouring(pattern):
-    """``j mod w`` for the columns of a pattern whose nonzeros lie within a band of w
-    diagonals, when some row fills the band (no colouring has fewer colours than a row
-    has nonzeros, so this one is optimal, and found without the greedy loop); else None.
-    Two columns closer than w may share a row; two further apart never do."""
-    coo = pattern.tocoo()
-    if coo.nnz == 0:
-        return None
-    offset = coo.col.astype(_np.intp) - coo.row
-    width = int(offset.max() - offset.min()) + 1
-    if int(_np.diff(pattern.tocsr().indptr).max()) != width:
-        return None
-    return _np.arange(pattern.shape[1], dtype=_np.intp) % width
-
-
-def _seeds(colours: _np.ndarray, shape: tuple, dtype) -> _np.ndarray:
-    """One seed per colour: the sum of the basis vectors of that colour's columns."""
-    count = int(colours.max()) + 1 if colours.size else 0
-    seeds = _np.zeros((count, colours.size), dtype=dtype)
-    seeds[colours, _np.arange(colours.size)] = 1
-    return seeds.reshape((count,) + tuple(shape))
-
-
-def direct_recovery(pattern, colours: _np.ndarray, by_rows: bool) -> Callable:
-    """A function giving ``pattern``'s nonzeros (in the order of its CSR form with sorted
-    indices) read from the compressed sweeps: ``compressed[c]`` is J @ seed_c (forward;
-    flat over rows) or seed_c @ J (reverse; flat over columns). Where each nonzero is read
-    is found once, here; a call is one gather (traced where ``compressed`` is)."""
-    sp = _sp()
-    csr = sp.csr_matrix(pattern)
-    csr.sort_indices()
-    rows = _np.repeat(_np.arange(csr.shape[0]), _np.diff(csr.indptr))
-    cols = csr.indices
-    if by_rows:
-        flat = colours[rows] * csr.shape[1] + cols
-    else:
-        flat = colours[cols] * csr.shape[0] + rows
-
-    def recover(compressed: _np.ndarray):
-        return _np.ravel(compressed)[flat]
-
-    return recover
-
-
-def count_colours(colours: _np.ndarray) -> int:
-    return int(colours.max()) + 1 if colours.size else 0

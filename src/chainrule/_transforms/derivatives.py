@@ -9,21 +9,18 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
-from functools import wraps
 from typing import Any
 
-import numpy as _np
-
-from . import numpy as anp
-from ._core import forward, reverse
-from ._core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
-from ._core.rules import defjvp_argnums, defvjp_argnums
-from ._core.tracer import derivative_free, getval, isbox, new_trace_id, primitive
-from ._core.vspace import ContainerVSpace, VSpace, vspace
-from ._sparse_products import SparseVSpace
-from ._user_warnings import warnings_at_user_line
-from .numpy.batched import over_batch
-from .wrap_util import unary_to_nary
+from .. import numpy as anp
+from .._core import forward, reverse
+from .._core.pytree import tree_map
+from .._core.rules import defjvp_argnums, defvjp_argnums
+from .._core.tracer import derivative_free, primitive
+from .._core.vspace import ContainerVSpace, VSpace, vspace
+from .._user_code.lines import warnings_at_user_line
+from .jacobians import jacobian_columns_of_recording, jacobian_rows, jacobian_tree
+from .options import lifted, resolve_argnums, transformed
+from .sparse import sparse_transform
 
 # fmt: off
 __all__ = [
@@ -35,92 +32,8 @@ __all__ = [
 # fmt: on
 
 
-# ----------------------------------------------------------------------------- options
-def resolve_argnums(
-    name: str, argnum: int | Sequence[int] | None, argnums: int | Sequence[int] | None
-) -> int | Sequence[int]:
-    """autograd's ``argnum`` or JAX's ``argnums`` (default 0); both at once is an error."""
-    if argnum is not None and argnums is not None:
-        raise TypeError(
-            f"{name}() got both argnum={argnum!r} and argnums={argnums!r}: pass only one "
-            f"(argnums is JAX's spelling of autograd's argnum; both take an int or a tuple "
-            f"of ints)."
-        )
-    if argnums is not None:
-        return argnums
-    return 0 if argnum is None else argnum
-
-
-def _untraced_since(value: Any, first_trace_id: int) -> Any:
-    """``value`` without the boxes of traces started after ``first_trace_id``."""
-    while isbox(value) and value._trace_id > first_trace_id:
-        value = value._value
-    return value
-
-
-def with_aux(
-    transform: Callable[[Callable], Callable], fun: Callable, joined: Callable[[Any, Any], Any]
-) -> Callable:
-    """JAX's ``has_aux``: ``fun`` returns ``(out, aux)``; ``transform(f)`` sees ``out`` only,
-    and the transformed function returns ``joined(result, aux)``. ``aux`` is a plain value
-    to this transform; a transform enclosing it still traces it."""
-
-    @warnings_at_user_line
-    @wraps(transform(fun))  # the name and docs of the transform without aux
-    def transformed_with_aux(*args, **kwargs):
-        auxes = []
-
-        @wraps(fun)
-        def out_only(*fun_args, **fun_kwargs):
-            pair = fun(*fun_args, **fun_kwargs)
-            if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
-                plain = getval(pair)
-                raise TypeError(
-                    f"has_aux=True: {getattr(fun, '__name__', 'fun')} must return a pair "
-                    f"(output, aux), but it returned {type(plain).__name__} {plain!r:.80}."
-                )
-            auxes.append(pair[1])
-            return pair[0]
-
-        first = new_trace_id()  # every trace this call starts has a larger id
-        result = transform(out_only)(*args, **kwargs)
-        return joined(result, tree_map(lambda leaf: _untraced_since(leaf, first), auxes[0]))
-
-    return transformed_with_aux
-
-
-def result_and_aux(result, aux):
-    return result, aux
-
-
-def _lifted(name: str) -> Callable:
-    """The unary transform ``op(fun_of_x, x)`` lifted to ``argnum`` by unary_to_nary, under
-    the public ``name``, which names the functions it returns (``grad_of_f_wrt_argnum_0``)."""
-
-    def lift(unary: Callable) -> Callable:
-        unary.__name__ = unary.__qualname__ = name
-        return unary_to_nary(unary)
-
-    return lift
-
-
-def transformed(
-    nary: Callable,
-    fun: Callable,
-    argnum: int | Sequence[int] | None,
-    argnums: int | Sequence[int] | None,
-    has_aux: bool = False,
-    joined: Callable[[Any, Any], Any] = result_and_aux,
-) -> Callable:
-    """``nary(fun, argnum)`` with the public options resolved."""
-    nums = resolve_argnums(nary.__name__, argnum, argnums)
-    if has_aux:
-        return with_aux(lambda f: nary(f, nums), fun, joined)
-    return warnings_at_user_line(nary(fun, nums))
-
-
 # ----------------------------------------------------------------------------- transforms
-@_lifted("make_vjp")
+@lifted("make_vjp")
 def _make_vjp(fun, x):
     vjp, ans = reverse.make_vjp(fun, x)
     return warnings_at_user_line(vjp), ans
@@ -143,7 +56,7 @@ def make_vjp(
     return transformed(_make_vjp, fun, argnum, argnums)
 
 
-@_lifted("make_jvp")
+@lifted("make_jvp")
 def _make_jvp(fun, x):
     return warnings_at_user_line(forward.make_jvp(fun, x))
 
@@ -210,7 +123,7 @@ def _value_and_gradient_of(name: str, fun, x):
     )
 
 
-@_lifted("grad")
+@lifted("grad")
 def _grad(fun, x):
     return _value_and_gradient("grad", fun, x)[1]
 
@@ -246,7 +159,7 @@ def grad(
     return transformed(_grad, fun, argnum, argnums, has_aux)
 
 
-@_lifted("elementwise_grad")
+@lifted("elementwise_grad")
 def _elementwise_grad(fun, x):
     vjp, ans = reverse.make_vjp(fun, x, free=True)
     space = _output_space("elementwise_grad", ans)
@@ -273,7 +186,7 @@ def elementwise_grad(
     return transformed(_elementwise_grad, fun, argnum, argnums, has_aux)
 
 
-@_lifted("value_and_grad")
+@lifted("value_and_grad")
 def _value_and_grad(fun, x):
     return _value_and_gradient("value_and_grad", fun, x)
 
@@ -301,7 +214,7 @@ def value_and_grad(
     return transformed(_value_and_grad, fun, argnum, argnums, has_aux, _value_aux_and_grad)
 
 
-@_lifted("grad_and_aux")
+@lifted("grad_and_aux")
 def _grad_and_aux(fun, x):
     vjp, (ans, aux) = reverse.make_vjp(lambda x: _pair(fun(x)), x, free=True)
     return vjp((vspace(ans).ones(), tree_map(_zeros_like_leaf, aux))), aux
@@ -335,7 +248,7 @@ def _zeros_like_leaf(leaf):
         return leaf
 
 
-@_lifted("jacobian")
+@lifted("jacobian")
 def _jacobian(fun, x):
     recording = reverse.Recording(fun, x, keep_everything=True)
     ans = recording.ans
@@ -375,131 +288,19 @@ def jacobian(
     array([[2., 0.],
            [1., 0.]])
     """
-    if sparse:  # a scipy.sparse CSR matrix from coloured sweeps (docs/sparse.md)
-        from ._sparse_eval import sparse_transform
-
-        return sparse_transform(fun, False, argnums if argnum is None else argnum, has_aux)
-    return transformed(_jacobian, fun, argnum, argnums, has_aux)
+    return _dense_or_sparse(_jacobian, fun, argnum, argnums, has_aux, sparse, hessian=False)
 
 
-# The ways to fill a Jacobian, shared by jacobian, jacrev and jacfwd. Blocks are
-# built with wrapped functions, so nested transforms (hessian = jacobian of grad) see them.
+def _dense_or_sparse(dense: Callable, fun: Callable, argnum, argnums, has_aux: bool,
+                     sparse: bool, hessian: bool) -> Callable:
+    """jacobian's and hessian's transform: ``dense`` lifted to ``argnum``, or with
+    ``sparse=True`` a scipy.sparse CSR matrix from coloured sweeps (docs/sparse.md)."""
+    if sparse:
+        return sparse_transform(fun, hessian, argnums if argnum is None else argnum, has_aux)
+    return transformed(dense, fun, argnum, argnums, has_aux)
 
 
-def jacobian_tree(ans, treedef, blocks: list) -> Any:
-    """The Jacobian from ``blocks[i][k]`` (output leaf i, input leaf k): ``x``'s structure
-    of blocks, inside the output's structure where the output is a container (as JAX's)."""
-    leaves, out_def = tree_flatten(ans)
-    per_output = [tree_unflatten(treedef, row) for row in blocks]
-    return per_output[0] if out_def.kind is None else tree_unflatten(out_def, per_output)
-
-
-def _leaf_spaces(space: VSpace) -> list:
-    return space.spaces if type(space) is ContainerVSpace else [space]
-
-
-def _dense_blocks(spaces: list) -> None:
-    """Refuse an input whose Jacobian block is no array: a scipy.sparse matrix's."""
-    if any(isinstance(space, SparseVSpace) for space in spaces):
-        raise TypeError(
-            "a Jacobian with respect to a scipy.sparse matrix (its stored values) is not "
-            "built: use grad, vjp or jvp, whose derivatives in A are matrices of A's "
-            "pattern, or differentiate with respect to A.data (data= of "
-            "chainrule.scipy.sparse.linalg's solves)."
-        )
-
-
-def jacobian_rows(vjp, ans_vspace, spaces: list) -> list:
-    """Blocks ``[i][k]`` (output leaf i, input leaf k), from one reverse pass for the whole
-    basis of the output (vmap's batching rules), or one per element of the output."""
-    _dense_blocks(spaces)
-    if hasattr(ans_vspace, "stacked_basis") and not ans_vspace.iscomplex:
-        rows = over_batch(vjp, ans_vspace.stacked_basis(), ans_vspace.size)
-        if rows is not None:
-            return [[anp.reshape(leaf, ans_vspace.shape + space.shape)
-                     for leaf, space in zip(tree_leaves(rows), spaces)]]
-    rows = [tree_leaves(vjp(basis)) for basis in ans_vspace.standard_basis()]
-    blocks, start = [], 0
-    for out in _leaf_spaces(ans_vspace):
-        own_rows, start = rows[start : start + out.size], start + out.size
-        blocks.append(
-            [
-                _stacked([row[k] for row in own_rows], out.shape + space.shape)
-                for k, space in enumerate(spaces)
-            ]
-        )
-    return blocks
-
-
-def jacobian_columns(jvp, treedef, spaces: list) -> tuple[Any, list]:
-    """``(output, blocks[i][k])`` (output leaf i, input leaf k), from one forward pass per
-    element of each input leaf."""
-    _dense_blocks(spaces)
-    zeros = [space.zeros() for space in spaces]
-    pairs = [
-        [
-            jvp(tree_unflatten(treedef, zeros[:k] + [basis] + zeros[k + 1 :]))
-            for basis in space.standard_basis()
-        ]
-        for k, space in enumerate(spaces)
-    ]
-    first = next((column_pairs[0] for column_pairs in pairs if column_pairs), None)
-    ans = jvp(tree_unflatten(treedef, zeros))[0] if first is None else first[0]
-    out_spaces = _leaf_spaces(vspace(ans))
-    columns = []  # [k][i]
-    for space, column_pairs in zip(spaces, pairs):
-        tangents = [tree_leaves(tangent) for _, tangent in column_pairs]
-        columns.append(
-            [
-                _output_major(
-                    _stacked([t[i] for t in tangents], space.shape + out.shape), space, out
-                )
-                for i, out in enumerate(out_spaces)
-            ]
-        )
-    return ans, [[column[i] for column in columns] for i in range(len(out_spaces))]
-
-
-def jacobian_columns_of_recording(recording, spaces: list) -> list:
-    """Each input leaf's block from one sweep of ``recording``'s graph that pushes the
-    leaf's whole standard basis forward at once (``fun`` is not run again). Primitives
-    with batched JVP rules (elementwise, matmul) do one call for all columns."""
-    _dense_blocks(spaces)
-    ans_vspace = vspace(recording.ans)
-    blocks = []
-    for k, space in enumerate(spaces):
-        n = space.size
-        batch = [
-            (space.stacked_basis() if hasattr(space, "stacked_basis") else
-             _stacked(list(space.standard_basis()), (n,) + space.shape))
-            if j == k
-            else anp.broadcast_to(other.zeros(), (n,) + other.shape)
-            for j, other in enumerate(spaces)
-        ]
-        (tangents,) = recording.push_forward_batched(batch, n, anp.stack)
-        block = (
-            anp.broadcast_to(ans_vspace.zeros(), (n,) + ans_vspace.shape)
-            if tangents is None
-            else tangents
-        )
-        block = anp.reshape(block, space.shape + ans_vspace.shape)
-        blocks.append(_output_major(block, space, ans_vspace))
-    return blocks
-
-
-def _output_major(block, space, ans_vspace):
-    """A block of columns (input axes first) with the output's axes moved to the front."""
-    in_axes = list(range(len(space.shape)))
-    out_ndim = len(ans_vspace.shape)
-    return anp.moveaxis(block, in_axes, [out_ndim + i for i in in_axes])
-
-
-def _stacked(parts: list, shape: tuple):
-    """``parts`` stacked and reshaped, with wrapped functions so nested transforms see it."""
-    return anp.reshape(anp.stack(parts), shape) if parts else _np.zeros(shape)
-
-
-@_lifted("holomorphic_grad")
+@lifted("holomorphic_grad")
 def _holomorphic_grad(fun, x):
     if not vspace(x).iscomplex:
         warnings.warn("Input to holomorphic_grad is not complex", stacklevel=2)
@@ -582,7 +383,7 @@ def tensor_jacobian_product(
 vector_jacobian_product = tensor_jacobian_product
 
 
-@_lifted("make_hvp")
+@lifted("make_hvp")
 def _make_hvp(fun, x):
     fun_grad = _grad(fun)
     return (lambda v: _make_jvp(fun_grad)(x)(v)[1]), fun_grad(x)
@@ -633,7 +434,7 @@ def make_ggnvp(
     return ggnvp_maker
 
 
-@_lifted("hessian")
+@lifted("hessian")
 def _hessian(fun, x):
     return _jacobian(_grad(fun))(x)
 
@@ -654,14 +455,10 @@ def hessian(
     [[ 6.  0.]
      [ 0. 12.]]
     """
-    if sparse:  # a scipy.sparse CSR matrix from coloured sweeps (docs/sparse.md)
-        from ._sparse_eval import sparse_transform
-
-        return sparse_transform(fun, True, argnums if argnum is None else argnum, has_aux)
-    return transformed(_hessian, fun, argnum, argnums, has_aux)
+    return _dense_or_sparse(_hessian, fun, argnum, argnums, has_aux, sparse, hessian=True)
 
 
-@_lifted("deriv")
+@lifted("deriv")
 def _deriv(fun, x):
     return forward.make_jvp(fun, x)(vspace(x).ones())[1]
 

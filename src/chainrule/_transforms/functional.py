@@ -1,4 +1,4 @@
-"""The JAX-style transforms: jvp, vjp, jacfwd, jacrev, custom_vjp, custom_jvp."""
+"""The functional API with JAX's signatures: jvp, vjp, jacfwd, jacrev, custom_vjp, custom_jvp."""
 
 from __future__ import annotations
 
@@ -6,30 +6,19 @@ from collections.abc import Callable, Sequence
 from functools import wraps
 from typing import Any
 
-from ._core import forward, reverse
-from ._core.pytree import tree_flatten
-from ._core.rules import check_cotangent_shape, check_rule_value, defjvp_argnums, defvjp_argnums
-from ._core.tracer import primitive
-from ._core.vspace import vspace
-from ._transforms import (
-    jacobian_columns,
-    jacobian_rows,
-    jacobian_tree,
-    result_and_aux,
-    with_aux,
-)
-from ._user_warnings import user_line_warnings, warnings_at_user_line
+from .._core import forward, reverse
+from .._core.pytree import tree_flatten
+from .._core.replay import subvals
+from .._core.rules import check_cotangent_shape, check_rule_value, defjvp_argnums, defvjp_argnums
+from .._core.tracer import primitive
+from .._core.vspace import vspace
+from .._user_code.lines import user_line_warnings, warnings_at_user_line
+from .jacobians import jacobian_columns, jacobian_rows, jacobian_tree
+from .options import result_and_aux, with_aux
 
 
 def _select(args: tuple, argnums) -> tuple:
     return tuple(args[i] for i in argnums)
-
-
-def _with(args: tuple, argnums, values) -> tuple:
-    args = list(args)
-    for i, value in zip(argnums, values):
-        args[i] = value
-    return tuple(args)
 
 
 def jvp(fun: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = False) -> tuple:
@@ -99,7 +88,7 @@ def _jacobian(fun: Callable, argnums: int | Sequence[int], has_aux: bool, mode: 
     @wraps(fun)
     def jacfun(*args, **kwargs):
         xs = args[argnums] if single else _select(args, nums)
-        f = lambda xs: fun(*_with(args, nums, (xs,) if single else xs), **kwargs)
+        f = lambda xs: fun(*subvals(args, zip(nums, (xs,) if single else xs)), **kwargs)
         leaves, treedef = tree_flatten(xs)
         spaces = [vspace(leaf) for leaf in leaves]
         if mode == "rev":

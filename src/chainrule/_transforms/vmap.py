@@ -31,13 +31,13 @@ from typing import Any
 
 import numpy as _np
 
-from . import _outside
-from . import numpy as cnp
-from ._core import tracer
-from ._core.pytree import LEAF, tree_flatten, tree_unflatten
-from ._core.tracer import live_trace_ids
-from .numpy.batched import OUT_OF_TIME, BatchedArray, BatchSplit, BatchTrace
-from .numpy.numpy_boxes import underlying
+from .. import numpy as cnp
+from .._core import tracer
+from .._core.pytree import LEAF, tree_flatten, tree_unflatten
+from .._core.tracer import live_trace_ids
+from .._user_code import reach
+from ..numpy.batched import OUT_OF_TIME, BatchedArray, BatchSplit, BatchTrace
+from ..numpy.numpy_boxes import underlying
 
 AxisSpec = Any  # an int, None, or a pytree of them (a prefix of the arguments' structure)
 
@@ -148,7 +148,7 @@ class _Memory:
 
     def __init__(self):
         self.notes: set = set()
-        self.reach: _outside.Reach | None = None
+        self.reach: reach.Reach | None = None
         self.loop_calls = self.backoff = 0
         self.estimates: dict = {}
 
@@ -156,10 +156,10 @@ class _Memory:
         """The random generators and the arrays ``fun`` reaches (its unmapped arguments
         included)."""
         if self.reach is None or not self.reach.current():
-            self.reach = _outside.Reach([fun])
+            self.reach = reach.Reach([fun])
         generators, arrays = self.reach.generators, self.reach.arrays
         if unmapped:
-            more = _outside.Reach(unmapped)
+            more = reach.Reach(unmapped)
             generators = generators + [g for g in more.generators
                                        if all(g is not other for other in generators)]
             arrays = arrays + more.arrays
@@ -233,7 +233,7 @@ def _mapped_arguments(args, kwargs, in_axes, axis_size):
 
 
 # Values that are leaves of a tree of arguments (arrays, scalars, traced values)
-_ARRAY_LEAVES = _outside.INERT | tracer._traced_types
+_ARRAY_LEAVES = reach.INERT | tracer._traced_types
 _AXES = frozenset({int, type(None)})
 
 
@@ -290,10 +290,10 @@ class _Call:
     answer put together from them in the examples' order."""
 
     # (what a call that runs as the loop keeps as it is: class defaults, made once)
-    generators = _outside.GeneratorStates([])
+    generators = reach.GeneratorStates([])
     outside_arrays: list = []  # (replaced, never changed)
     watch_draws = shared_draws = False  # ("same": once the function has drawn)
-    read_only = _outside.ReadOnly([])
+    read_only = reach.ReadOnly([])
     in_order = False  # running the loop itself (its errors are the answer)
     batched_seconds, batched_runs = 0.0, 0
     example_seconds, examples_run = 0.0, 0
@@ -311,7 +311,7 @@ class _Call:
         """Find the generators and arrays the function reaches, and the generators' states."""
         unmapped = [leaf for leaf, ax in zip(self.leaves, self.axes) if ax is None]
         generators, self.outside_arrays = self.memory.outside(self.fun, unmapped)
-        self.generators = _outside.GeneratorStates(generators)
+        self.generators = reach.GeneratorStates(generators)
         self.watch_draws = bool(generators)
 
     def answer(self) -> Any:
@@ -323,7 +323,7 @@ class _Call:
             return self._assembled([self._the_loop()])
         self._look_outside()
         # (no run but the loop writes outside the function: its writes show who needs it)
-        self.read_only = _outside.ReadOnly(self.outside_arrays)
+        self.read_only = reach.ReadOnly(self.outside_arrays)
         try:
             parts = self._parts()
         except _Restart:
@@ -491,7 +491,7 @@ class _Call:
                 answers = [self._one(sliced, watch=False) for sliced in zip(*columns)]
         except Exception as error:
             # out of order, or into arrays outside the function: the loop says what is raised
-            if not self.in_order or _outside.written(error, self.read_only):
+            if not self.in_order or reach.written(error, self.read_only):
                 raise _Restart from None
             raise
         self.example_seconds += time.perf_counter() - start  # (the calls only: the loop's)
@@ -522,7 +522,7 @@ class _Call:
             cnp.shape(leaf)[:ax] + cnp.shape(leaf)[ax + 1:], cnp.result_type(leaf))
             for leaf, ax in zip(self.leaves, self.axes)]
         call_args, call_kwargs = tree_unflatten(self.treedef, sliced)
-        read_only = _outside.ReadOnly(self.outside_arrays)
+        read_only = reach.ReadOnly(self.outside_arrays)
         try:
             with _np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -561,7 +561,7 @@ class _Call:
             raise _Restart
         raise ValueError(
             f"vmap(randomness='error'): the function drew random numbers from "
-            f"{_outside.describe(drawn[0])}. Give randomness='different' (each example "
+            f"{reach.describe(drawn[0])}. Give randomness='different' (each example "
             f"its own draws, as a loop; then the function runs once per example) or "
             f"'same' (one draw shared by every example).")
 

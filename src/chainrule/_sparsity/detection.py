@@ -29,7 +29,7 @@ Guards. A record without decisions and without such nodes is the same at every x
 path through ``fun``, with the same shapes and constants), so its pattern holds
 everywhere. Otherwise its ``Detection`` is *guarded*: an evaluator records ``fun`` again
 at each new x and compares ``structure_key`` (all a pattern is computed from) before it
-reuses a pattern (``_sparse_eval``).
+reuses a pattern (``chainrule._transforms.sparse``).
 """
 
 from __future__ import annotations
@@ -40,18 +40,19 @@ from typing import Any
 
 import numpy as _np
 
-from . import _outside
-from ._core import tracer
-from ._core.containers import container_add, sequence_take, sequence_untake
-from ._core.pytree import _sorted_keys, tree_flatten
-from ._core.reverse import KeptVJPNode, Recording, make_vjp
-from ._core.rule_table import rule_table
-from ._core.rules import defsparsity
-from ._core.tracer import copy_of, decided, getval, isbox, new_box
-from ._core.vspace import vspace
-from ._sparse import UNCHANGED, _size, _sp, identity_pattern, map_pattern
-from ._sparse_products import is_sparse_type
-from ._user_warnings import storing_an_item
+from .._core import tracer
+from .._core.containers import container_add, sequence_take, sequence_untake
+from .._core.pytree import _sorted_keys, tree_flatten
+from .._core.replay import subvals
+from .._core.reverse import KeptVJPNode, Recording, make_vjp
+from .._core.rule_table import rule_table
+from .._core.rules import defsparsity
+from .._core.tracer import copy_of, decided, getval, isbox, new_box
+from .._core.vspace import vspace
+from .._user_code import reach
+from .._user_code.lines import storing_an_item
+from .patterns import UNCHANGED, _size, identity_pattern, map_pattern, scipy_sparse
+from .products import is_sparse_type
 
 
 class Detection:
@@ -229,13 +230,13 @@ tracer.traced_keyword_handlers.append(_keywords_made_plain)
 
 def record(fun: Callable, x: Any) -> tuple[Recording, Detection]:
     """``fun(x)`` recorded for sparsity detection."""
-    generators = _outside.GeneratorStates(_outside.Reach([fun]).generators)
+    generators = reach.GeneratorStates(reach.Reach([fun]).generators)
     detection = Detection()
     recording = Recording(fun, x, node_type=DetectionNode, root_args=(detection,))
     drawn = generators.drawn()
     if drawn:
         raise ValueError(
-            f"{_name(fun)} draws random numbers ({_outside.describe(drawn[0])}): a sparse "
+            f"{_name(fun)} draws random numbers ({reach.describe(drawn[0])}): a sparse "
             f"derivative evaluates it several times (to find the pattern, then once per "
             f"colour), each time with new draws, so its entries would come from different "
             f"functions. Draw the numbers outside and pass them in (an argument fixed with "
@@ -303,7 +304,7 @@ def structure_key(recording: Recording) -> tuple:
 
 
 def _empty(n_out: int, n_in: int):
-    return _sp().csr_matrix((n_out, n_in), dtype=bool)
+    return scipy_sparse().csr_matrix((n_out, n_in), dtype=bool)
 
 
 def _dense_pattern(n_out: int, parents_pattern):
@@ -372,7 +373,7 @@ def _node_pattern(node, patterns: dict, n_in: int, local: bool):
 def recorded_pattern(recording: Recording, local: bool):
     """The pattern of the Jacobian of a detection record's function: rows its flattened
     outputs, columns its flattened inputs."""
-    sp = _sp()
+    sp = scipy_sparse()
     # one column per element (a complex one too, whose space counts two real dimensions)
     sizes = [int(_np.prod(space.shape, dtype=_np.int64)) for space in recording.spaces]
     n_in = sum(sizes)
@@ -401,10 +402,7 @@ def derived_pattern(impl: Callable) -> Callable:
         positions = sorted(set(traced) | {argnum})
 
         def with_inputs(xs):
-            full = list(args)
-            for i, x in zip(positions, xs):
-                full[i] = x
-            return impl(*full, **kwargs)
+            return impl(*subvals(args, zip(positions, xs)), **kwargs)
 
         recording, detection = record(with_inputs, tuple(args[i] for i in positions))
         if detection.guarded and not local:

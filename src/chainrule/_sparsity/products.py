@@ -23,10 +23,10 @@ from collections.abc import Callable
 
 import numpy as _np
 
-from ._core.rules import defjvp_batched, defjvp_direct, defsparsity, defvjp_direct
-from ._core.tracer import Box, box_fallbacks, getval, primitive
-from ._core.vspace import VSpace, container_box_adders, vspace_fallbacks
-from ._sparse import _sp, map_pattern, shapes_only
+from .._core.rules import defjvp_batched, defjvp_direct, defsparsity, defvjp_direct
+from .._core.tracer import Box, box_fallbacks, getval, primitive
+from .._core.vspace import VSpace, container_box_adders, vspace_fallbacks
+from .patterns import map_pattern, scipy_sparse, shapes_only
 
 _FORMATS = ("csr", "csc", "coo", "bsr")
 
@@ -364,14 +364,14 @@ defjvp_batched(
 
 
 def _kron_identity(matrix, k: int, left: bool):
-    sp = _sp()
+    sp = scipy_sparse()
     eye = sp.identity(k, dtype=bool, format="csr")
     pair = (eye, matrix) if left else (matrix, eye)
     return sp.kron(*pair, format="csr").astype(bool)
 
 
 def _pattern_of(A):
-    coo = _sp().coo_matrix(A)
+    coo = scipy_sparse().coo_matrix(A)
     return map_pattern(coo.row, coo.col, coo.shape)
 
 
