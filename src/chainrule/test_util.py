@@ -17,7 +17,7 @@ import numpy as _np
 from ._core import forward, reverse
 from ._core.pytree import tree_leaves, tree_map
 from ._core.vspace import vspace
-from .wrap_util import unary_to_nary
+from ._transforms.options import unary_to_nary
 
 EPS = 1e-6
 RTOL = 1e-5
