@@ -36,7 +36,7 @@ def _has_float(x) -> bool:
 def adjoint_program(f: Callable, args: tuple) -> str:
     """The source jit emits for ``value_and_grad(f)`` at ``args`` (every float argument),
     its lines marked with the user's lines."""
-    from .._transforms import value_and_grad
+    from .._transforms.derivatives import value_and_grad
     from ..jit import _emit, _staging, jit
 
     argnum = tuple(i for i, a in enumerate(args) if _has_float(a))
