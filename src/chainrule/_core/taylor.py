@@ -143,7 +143,7 @@ def nested_jvp_series(fun: Callable, args, kwargs, argnums, series_in, order: in
         for argnum, coefficients in zip(argnums, series_in):
             value, power = args[argnum], t
             for c in coefficients:
-                value = add_values(value, c * power)
+                value = add_values(value, vspace(c).scalar_mul(c, power))
                 power = power * t
             call_args[argnum] = value
         return fun(*call_args, **kwargs)
