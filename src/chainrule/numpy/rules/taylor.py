@@ -22,8 +22,9 @@ import numbers
 
 import numpy as _np
 
+from ..._core.containers import sequence_take, sequence_untake
 from ..._core.rules import deftaylor, deftaylor_linear
-from ..._core.taylor import make_multilinear_taylor, nested_jvp_series
+from ..._core.taylor import make_linear_taylor, make_multilinear_taylor, nested_jvp_series
 from ..._core.tracer import getval
 from .. import fft as afft
 from .. import numpy_wrapper as anp
@@ -40,7 +41,7 @@ def _cauchy(a: list, b: list, j: int):
     return total
 
 
-def _weighted(x: list, g: list, j: int):
+def weighted(x: list, g: list, j: int):
     """sum_{i=1..j} i x_i g_{j-i}: j times coefficient j of y, where y' = g x'."""
     total = x[1] * g[j - 1]
     for i in range(2, j + 1):
@@ -48,23 +49,23 @@ def _weighted(x: list, g: list, j: int):
     return total
 
 
-def _integrate(x: list, g: list, y0, order: int) -> list:
+def integrate(x: list, g: list, y0, order: int) -> list:
     """The series of y with y' = g(t) x'(t) and y(0) = y0 (g known to order - 1)."""
     y = [y0]
     for j in range(1, order + 1):
-        y.append(_weighted(x, g, j) / j)
+        y.append(weighted(x, g, j) / j)
     return y
 
 
-def _exp(x: list, y0, order: int) -> list:
+def exp_series(x: list, y0, order: int) -> list:
     """exp(x(t)), given y0 = exp(x_0): y' = y x'."""
     y = [y0]
     for j in range(1, order + 1):
-        y.append(_weighted(x, y, j) / j)
+        y.append(weighted(x, y, j) / j)
     return y
 
 
-def _reciprocal(b: list, q0, order: int) -> list:
+def reciprocal_series(b: list, q0, order: int) -> list:
     """1 / b(t), given q0 = 1 / b_0: from b q = 1."""
     q = [q0]
     for j in range(1, order + 1):
@@ -80,7 +81,7 @@ def _quotient(a: list, b: list, q0, order: int) -> list:
     return q
 
 
-def _power(x: list, y0, p, order: int) -> list:
+def power_series(x: list, y0, p, order: int) -> list:
     """x(t) ** p for a constant p where x_0 != 0, given y0 = x_0 ** p: from x y' = p x' y,
     y_j = sum_{i=1..j} ((p + 1) i - j) x_i y_{j-i} / (j x_0)."""
     y = [y0]
@@ -92,7 +93,7 @@ def _power(x: list, y0, p, order: int) -> list:
     return y
 
 
-def _integer_power(x: list, n: int, order: int) -> list:
+def _integerpower_series(x: list, n: int, order: int) -> list:
     """x(t) ** n for an integer n >= 0 by squaring (Cauchy products, exact at x_0 = 0)."""
     result = [1.0] + [0.0] * order
     base = x
@@ -110,28 +111,28 @@ def _sin_cos(x: list, s0, c0, order: int, sign: float) -> tuple[list, list]:
     s' = c x', c' = sign s x'."""
     s, c = [s0], [c0]
     for j in range(1, order + 1):
-        s.append(_weighted(x, c, j) / j)
-        c.append(sign * _weighted(x, s, j) / j)
+        s.append(weighted(x, c, j) / j)
+        c.append(sign * weighted(x, s, j) / j)
     return s, c
 
 
-def _square(x: list, order: int) -> list:
+def square_series(x: list, order: int) -> list:
     return [_cauchy(x, x, j) for j in range(order + 1)]
 
 
-def _shifted(x: list, constant) -> list:
+def shifted(x: list, constant) -> list:
     """constant + x(t)."""
     return [constant + x[0], *x[1:]]
 
 
-def _scaled(x: list, factor) -> list:
+def scaled(x: list, factor) -> list:
     return [factor * c for c in x]
 
 
 # ----------------------------------------------------------------------------- registration
 
 
-def _unary(fun, series_of) -> None:
+def unary(fun, series_of) -> None:
     """``fun``'s Taylor rule from ``series_of(x, ans, order) -> [y_0, ..., y_k]``."""
 
     def rule(series_in, argnums, ans, args, kwargs, order):
@@ -143,9 +144,9 @@ def _unary(fun, series_of) -> None:
     deftaylor(fun, rule)
 
 
-def _through_derivative(fun, derivative_series) -> None:
+def through_derivative(fun, derivative_series) -> None:
     """``fun`` with f'(x) = g(x): ``derivative_series(x, order)`` gives g's series."""
-    _unary(fun, lambda x, ans, order: _integrate(x, derivative_series(x, order - 1), ans, order))
+    unary(fun, lambda x, ans, order: integrate(x, derivative_series(x, order - 1), ans, order))
 
 
 def _padded(x: list, order: int) -> list:
@@ -153,21 +154,21 @@ def _padded(x: list, order: int) -> list:
 
 
 # exp and log
-_unary(anp.exp, lambda x, ans, k: _exp(x, ans, k))
-_unary(anp.exp2, lambda x, ans, k: _exp(_scaled(x, math.log(2.0)), ans, k))
-_unary(anp.expm1, lambda x, ans, k: _shifted(_exp(x, ans + 1.0, k), -1.0))
-_through_derivative(anp.log, lambda x, k: _reciprocal(x, 1.0 / x[0], k))
-_through_derivative(anp.log2, lambda x, k: _scaled(_reciprocal(x, 1.0 / x[0], k), 1 / math.log(2.0)))
-_through_derivative(anp.log10,
-                    lambda x, k: _scaled(_reciprocal(x, 1.0 / x[0], k), 1 / math.log(10.0)))
-_through_derivative(anp.log1p, lambda x, k: _reciprocal(_shifted(x, 1.0), 1.0 / (1.0 + x[0]), k))
+unary(anp.exp, lambda x, ans, k: exp_series(x, ans, k))
+unary(anp.exp2, lambda x, ans, k: exp_series(scaled(x, math.log(2.0)), ans, k))
+unary(anp.expm1, lambda x, ans, k: shifted(exp_series(x, ans + 1.0, k), -1.0))
+through_derivative(anp.log, lambda x, k: reciprocal_series(x, 1.0 / x[0], k))
+through_derivative(anp.log2, lambda x, k: scaled(reciprocal_series(x, 1.0 / x[0], k), 1 / math.log(2.0)))
+through_derivative(anp.log10,
+                    lambda x, k: scaled(reciprocal_series(x, 1.0 / x[0], k), 1 / math.log(10.0)))
+through_derivative(anp.log1p, lambda x, k: reciprocal_series(shifted(x, 1.0), 1.0 / (1.0 + x[0]), k))
 
 # trigonometric and hyperbolic
-_unary(anp.sin, lambda x, ans, k: _sin_cos(x, ans, anp.cos(x[0]), k, -1.0)[0])
-_unary(anp.cos, lambda x, ans, k: _sin_cos(x, anp.sin(x[0]), ans, k, -1.0)[1])
-_unary(anp.sinh, lambda x, ans, k: _sin_cos(x, ans, anp.cosh(x[0]), k, 1.0)[0])
-_unary(anp.cosh, lambda x, ans, k: _sin_cos(x, anp.sinh(x[0]), ans, k, 1.0)[1])
-_unary(anp.tan, lambda x, ans, k: _quotient(*_sin_cos(x, anp.sin(x[0]), anp.cos(x[0]), k, -1.0),
+unary(anp.sin, lambda x, ans, k: _sin_cos(x, ans, anp.cos(x[0]), k, -1.0)[0])
+unary(anp.cos, lambda x, ans, k: _sin_cos(x, anp.sin(x[0]), ans, k, -1.0)[1])
+unary(anp.sinh, lambda x, ans, k: _sin_cos(x, ans, anp.cosh(x[0]), k, 1.0)[0])
+unary(anp.cosh, lambda x, ans, k: _sin_cos(x, anp.sinh(x[0]), ans, k, 1.0)[1])
+unary(anp.tan, lambda x, ans, k: _quotient(*_sin_cos(x, anp.sin(x[0]), anp.cos(x[0]), k, -1.0),
                                             ans, k))
 
 
@@ -175,27 +176,27 @@ def _tanh(x: list, ans, order: int) -> list:
     """tanh: y' = (1 - y^2) x', the factor's coefficients following y's."""
     y, z = [ans], [1.0 - ans * ans]
     for j in range(1, order + 1):
-        y.append(_weighted(x, z, j) / j)
+        y.append(weighted(x, z, j) / j)
         z.append(-_cauchy(y, y, j))
     return y
 
 
-_unary(anp.tanh, _tanh)
-_through_derivative(anp.arctan, lambda x, k: _reciprocal(_shifted(_square(x, k), 1.0),
+unary(anp.tanh, _tanh)
+through_derivative(anp.arctan, lambda x, k: reciprocal_series(shifted(square_series(x, k), 1.0),
                                                          1.0 / (1.0 + x[0] * x[0]), k))
-_through_derivative(anp.arctanh, lambda x, k: _reciprocal(_shifted(_scaled(_square(x, k), -1.0), 1.0),
+through_derivative(anp.arctanh, lambda x, k: reciprocal_series(shifted(scaled(square_series(x, k), -1.0), 1.0),
                                                           1.0 / (1.0 - x[0] * x[0]), k))
 
 
 def _inverse_sqrt(u: list, order: int) -> list:
     """u(t) ** -1/2."""
-    return _power(u, u[0] ** -0.5, -0.5, order)
+    return power_series(u, u[0] ** -0.5, -0.5, order)
 
 
-_through_derivative(anp.arcsin, lambda x, k: _inverse_sqrt(_shifted(_scaled(_square(x, k), -1.0), 1.0), k))
-_through_derivative(anp.arccos, lambda x, k: _scaled(
-    _inverse_sqrt(_shifted(_scaled(_square(x, k), -1.0), 1.0), k), -1.0))
-_through_derivative(anp.arcsinh, lambda x, k: _inverse_sqrt(_shifted(_square(x, k), 1.0), k))
+through_derivative(anp.arcsin, lambda x, k: _inverse_sqrt(shifted(scaled(square_series(x, k), -1.0), 1.0), k))
+through_derivative(anp.arccos, lambda x, k: scaled(
+    _inverse_sqrt(shifted(scaled(square_series(x, k), -1.0), 1.0), k), -1.0))
+through_derivative(anp.arcsinh, lambda x, k: _inverse_sqrt(shifted(square_series(x, k), 1.0), k))
 
 
 # powers
@@ -210,10 +211,10 @@ def _sqrt(x: list, ans, order: int) -> list:
     return y
 
 
-_unary(anp.sqrt, _sqrt)
-_unary(anp.square, lambda x, ans, k: _square(x, k))
-_unary(anp.reciprocal, lambda x, ans, k: _reciprocal(x, ans, k))
-_unary(anp.cbrt, lambda x, ans, k: _power(x, ans, 1.0 / 3.0, k))
+unary(anp.sqrt, _sqrt)
+unary(anp.square, lambda x, ans, k: square_series(x, k))
+unary(anp.reciprocal, lambda x, ans, k: reciprocal_series(x, ans, k))
+unary(anp.cbrt, lambda x, ans, k: power_series(x, ans, 1.0 / 3.0, k))
 
 
 def _is_scalar(p) -> bool:
@@ -229,12 +230,12 @@ def _power_rule(series_in, argnums, ans, args, kwargs, order):
         x = [args[0], *series_in[0]]
         if float(getval(p)) == int(getval(p)) and abs(int(getval(p))) <= 64:
             n = int(getval(p))
-            y = _integer_power(x, abs(n), order)
+            y = _integerpower_series(x, abs(n), order)
             if n < 0:
-                y = _reciprocal(y, ans, order)
+                y = reciprocal_series(y, ans, order)
             return tuple(_broadcast_like(c, ans) for c in y[1:])
         if _np.all(getval(args[0]) != 0):
-            return tuple(_power(x, ans, p, order)[1:])
+            return tuple(power_series(x, ans, p, order)[1:])
     return nested_jvp_series(anp.power, args, kwargs, argnums, series_in, order)
 
 
@@ -269,6 +270,36 @@ deftaylor(anp.divide, _divide_rule)
 deftaylor(anp.multiply, make_multilinear_taylor(anp.multiply))
 
 # ----------------------------------------------------------------------------- linear
+# Linear, or piecewise linear where the piece is chosen by the value alone (abs, maximum,
+# sort, clip, where ...): the JVP at the value maps every coefficient.
+_PIECEWISE_LINEAR = (
+    "fabs", "amax", "amin", "max", "min", "maximum", "minimum", "fmax", "fmin",
+    "clip", "sort", "median", "partition", "percentile", "quantile", "ptp", "nanmax", "nanmin",
+    "nansum", "nanmean", "nancumsum", "nanmedian", "nanpercentile", "nanquantile", "append",
+    "atleast_1d", "atleast_2d", "atleast_3d", "compress", "delete", "diag", "diagflat",
+    "diagonal", "diff", "ediff1d", "extract", "flip", "fliplr", "flipud", "insert", "pad",
+    "repeat", "roll", "rollaxis", "rot90", "take", "take_along_axis", "tile", "tril", "triu",
+    "where", "deg2rad", "rad2deg", "degrees", "radians", "real_if_close", "full", "full_like",
+    "linspace", "nan_to_num", "copysign", "fmod", "remainder",
+)
+for _name in _PIECEWISE_LINEAR:
+    deftaylor_linear(getattr(anp, _name))
+
+
+def _absolute_rule(series_in, argnums, ans, args, kwargs, order):
+    """|x|: piecewise linear for real x; the modulus of a complex x is not (nested JVP)."""
+    if _np.iscomplexobj(getval(args[0])):
+        return nested_jvp_series(anp.absolute, args, kwargs, argnums, series_in, order)
+    return _absolute_linear(series_in, argnums, ans, args, kwargs, order)
+
+
+_absolute_linear = make_linear_taylor(anp.absolute)
+_absolute_rule.kind = "linear"
+deftaylor(anp.absolute, _absolute_rule)
+deftaylor_linear(sequence_take)
+deftaylor_linear(sequence_untake)
+for _name in ("convolve", "correlate", "trapezoid"):
+    deftaylor(getattr(anp, _name), make_multilinear_taylor(getattr(anp, _name)))
 for _fun in (anp.add, anp.subtract, anp.negative, anp.positive, anp.sum, anp.mean,
              anp.concatenate_args, anp.stack_args,
              afft.fft, afft.ifft, afft.fft2, afft.ifft2, afft.fftn, afft.ifftn, afft.rfft,
