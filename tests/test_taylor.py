@@ -405,3 +405,26 @@ def test_jet_equals_jax_jet(name, make):
                                          ([jnp.asarray(s) for s in series],))
     onp.testing.assert_allclose(value, want_value, rtol=1e-12)
     onp.testing.assert_allclose(terms, want_terms, rtol=1e-10, atol=1e-12)
+
+
+def test_the_nested_jvp_fallback_keeps_a_negative_zero():
+    """The fallback evaluates the primitive's JVP at x_0 itself: at x_0 = -0.0 a curve
+    written x_0 + c t would be at +0.0 (found by the taylor contract: arctan2 of a rounded
+    -0.0 gave pi for -pi)."""
+    @chainrule.primitive
+    def signed_abs(x):
+        return x * onp.copysign(1.0, x)
+    chainrule.extend.defjvp(signed_abs, lambda g, ans, x: g * np.copysign(1.0, x))
+    _, want = chainrule.jvp(signed_abs, (-0.0,), (1.0,))
+    _, (got, second) = chainrule.jet(signed_abs, (-0.0,), ([1.0, 1.0],))
+    assert got == want == -1.0 and second == -1.0
+
+
+def test_float32_stays_float32_through_every_kind_of_rule():
+    x = onp.array([0.5, -0.25], dtype=onp.float32)
+    for fun in (np.exp, np.reshape_like if hasattr(np, "reshape_like") else np.negative,
+                lambda z: np.arctan2(z, 2.0), np.abs, lambda z: z * z):
+        _, terms = chainrule.jet(fun, (x,), ([x, x, x],))
+        assert all(t.dtype == onp.float32 for t in terms), fun
+    _, terms = chainrule.jet(np.abs, (onp.zeros(2, onp.float32),), ([x, x],))
+    assert all(t.dtype == onp.float32 for t in terms)

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from math import factorial
 
 from .forward import JVPNode, flattened_output
-from .pytree import tree_unflatten
+from .pytree import tree_map, tree_unflatten
 from .rule_table import rule_table
 from .tracer import Node, check_not_leaked, isbox, trace_leaves
 from .vspace import add_values, vspace
@@ -141,16 +141,25 @@ def nested_jvp_series(fun: Callable, args, kwargs, argnums, series_in, order: in
     def along(t):
         call_args = list(args)
         for argnum, coefficients in zip(argnums, series_in):
-            value, power = args[argnum], t
+            step, power = None, t
             for c in coefficients:
-                value = add_values(value, vspace(c).scalar_mul(c, power))
+                term = vspace(c).scalar_mul(c, power)
+                step = term if step is None else add_values(step, term)
                 power = power * t
-            call_args[argnum] = value
+            # (t's powers are float64 NumPy scalars, which promote float32: cast back)
+            moved = add_values(args[argnum], _negative_zero_at_origin(step))
+            call_args[argnum] = vspace(args[argnum]).cast(moved)
         return fun(*call_args, **kwargs)
 
     derivatives = _derivatives_at_zero(along, order)
     return tuple(vspace(d).scalar_mul(d, 1.0 / factorial(j)) if j > 1 else d
                  for j, d in enumerate(derivatives[1:], start=1))
+
+
+def _negative_zero_at_origin(step):
+    """``step`` (0 at t = 0) made -0.0 there: x + (-0.0) is x for every x, where x + 0.0
+    turns x = -0.0 into 0.0 (and the primitive would be evaluated at the other zero)."""
+    return tree_map(lambda v: -((-v) + 0.0), step)
 
 
 def _derivatives_at_zero(g: Callable, order: int) -> tuple:

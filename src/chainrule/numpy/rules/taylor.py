@@ -287,8 +287,11 @@ for _name in _PIECEWISE_LINEAR:
 
 
 def _absolute_rule(series_in, argnums, ans, args, kwargs, order):
-    """|x|: piecewise linear for real x; the modulus of a complex x is not (nested JVP)."""
-    if _np.iscomplexobj(getval(args[0])):
+    """|x|: piecewise linear for real x away from 0. The modulus of a complex x is not, and
+    at x = 0 the JVP's own derivative (x / |x|, read as x / 1 there) has a second order
+    that nested forward mode, grad of grad and hessian all see; both take the nested JVP."""
+    value = getval(args[0])
+    if _np.iscomplexobj(value) or not _np.all(value):
         return nested_jvp_series(anp.absolute, args, kwargs, argnums, series_in, order)
     return _absolute_linear(series_in, argnums, ans, args, kwargs, order)
 
