@@ -64,20 +64,28 @@ def taylor_trace(fun: Callable, leaves: list, series: list, rebuild: Callable):
     and per leaf its tuple of coefficients (zeros where the output does not depend on the
     inputs)."""
     order = len(series[0]) if series else 0
+    return _traced_outputs(TaylorNode, [(s,) for s in series], fun, leaves, rebuild,
+                           lambda node: node.series,
+                           lambda leaf: (vspace(leaf).zeros(),) * order)
+
+
+def _traced_outputs(node_type, root_args, fun, leaves, rebuild, read, zero):
+    """Trace ``fun`` (see ``trace_leaves``) and split its output's leaves into values and
+    what ``read(node)`` takes from each leaf's node (``zero(leaf)`` for a leaf off the
+    trace). Returns ``(values, out_treedef, derived)``."""
     (out_leaves, out_def), trace_id, _ = trace_leaves(
-        TaylorNode, [(s,) for s in series], flattened_output(fun), leaves, rebuild
+        node_type, root_args, flattened_output(fun), leaves, rebuild
     )
-    values, out_series = [], []
+    values, derived = [], []
     for leaf in out_leaves:
         if isbox(leaf) and leaf._trace_id == trace_id:
             values.append(leaf._value)
-            out_series.append(leaf._node.series)
+            derived.append(read(leaf._node))
         else:
             check_not_leaked(leaf)
             values.append(leaf)
-            zero = vspace(leaf).zeros()
-            out_series.append((zero,) * order)
-    return values, out_def, out_series
+            derived.append(zero(leaf))
+    return values, out_def, derived
 
 
 # ----------------------------------------------------------------------------- rules
@@ -174,17 +182,9 @@ def _with_derivative(f: Callable) -> Callable:
     """``t -> f(t) + (d/dt of f(t)'s last item,)`` (one JVP trace in t)."""
 
     def extended(t):
-        (out_leaves, out_def), trace_id, _ = trace_leaves(
-            JVPNode, [(1.0,)], flattened_output(f), [t], lambda boxes: boxes[0]
-        )
-        values, tangents = [], []
-        for leaf in out_leaves:
-            if isbox(leaf) and leaf._trace_id == trace_id:
-                values.append(leaf._value)
-                tangents.append(leaf._node.g)
-            else:
-                values.append(leaf)
-                tangents.append(vspace(leaf).zeros())
+        values, out_def, tangents = _traced_outputs(
+            JVPNode, [(1.0,)], f, [t], lambda boxes: boxes[0], lambda node: node.g,
+            lambda leaf: vspace(leaf).zeros())
         values = tree_unflatten(out_def, values)
         tangents = tree_unflatten(out_def, tangents)
         return (*values, tangents[-1])
