@@ -428,3 +428,15 @@ def test_float32_stays_float32_through_every_kind_of_rule():
         assert all(t.dtype == onp.float32 for t in terms), fun
     _, terms = chainrule.jet(np.abs, (onp.zeros(2, onp.float32),), ([x, x],))
     assert all(t.dtype == onp.float32 for t in terms)
+
+
+@pytest.mark.parametrize("p", [onp.inf, onp.nan, 0.5, 0, -1, 100, onp.float32(2.0)])
+def test_power_with_any_constant_exponent_equals_nested_jvp(p):
+    """Whole exponents (up to 64) square, others use the recurrence or nest the JVP; an
+    infinite or nan exponent once crashed the rule (int(inf))."""
+    x = onp.array([0.7, 1.3])
+    curve = [onp.array([1.0, -0.5]), onp.array([0.3, 0.2])]
+    _, got = chainrule.jet(lambda z: z ** p, (x,), ([curve[0], 2 * curve[1]],))
+    want = _nested_jvp_derivatives(lambda t: _moved((x,), (0,), [curve], t)[0] ** p, 2)
+    for j in (1, 2):
+        onp.testing.assert_allclose(got[j - 1], want[j], rtol=1e-12, equal_nan=True)

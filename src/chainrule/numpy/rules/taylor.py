@@ -228,7 +228,8 @@ def _power_rule(series_in, argnums, ans, args, kwargs, order):
     if not kwargs and argnums == (0,) and len(args) == 2 and _is_scalar(args[1]):
         p = args[1]
         x = [args[0], *series_in[0]]
-        if float(getval(p)) == int(getval(p)) and abs(int(getval(p))) <= 64:
+        whole = math.isfinite(float(getval(p))) and float(getval(p)).is_integer()
+        if whole and abs(int(getval(p))) <= 64:
             n = int(getval(p))
             y = _integerpower_series(x, abs(n), order)
             if n < 0:
