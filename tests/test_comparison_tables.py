@@ -136,6 +136,19 @@ def _vmap():
     onp.testing.assert_allclose(per_example(w, xs), [[2.0, 0.0], [0.0, 4.0]])
 
 
+def _taylor():
+    """jet's 10th derivative of exp(sin x) equals nested jvp's; laplacian equals trace(H)."""
+    f = lambda x: np.exp(np.sin(x))  # noqa: E731
+    h = f
+    for _ in range(5):
+        h = (lambda inner: lambda t: chainrule.jvp(inner, (t,), (1.0,))[1])(h)
+    onp.testing.assert_allclose(chainrule.taylor_derivatives(f, 5)(0.3)[5], h(0.3), rtol=1e-12)
+    g = lambda x: np.sum(np.tanh(x) * x[::-1])  # noqa: E731
+    x = onp.array([0.2, -0.5, 0.9])
+    onp.testing.assert_allclose(chainrule.laplacian(g)(x), onp.trace(chainrule.hessian(g)(x)),
+                                rtol=1e-12)
+
+
 def _sparse():
     pytest.importorskip("scipy", reason="sparse Jacobians are scipy.sparse matrices")
     f = lambda x: np.sin(x) * x[0]
@@ -219,6 +232,11 @@ CLAIMS: dict[str, tuple[str, Callable[[], None]]] = {
                                              _control_flow_under_jit_and_vmap),
     "compilation (`jit`)": ("`jit`: the traced program emitted as NumPy code", _jit_emits_numpy),
     "batching (`vmap`)": ("`vmap`", _vmap),
+    "Taylor mode (derivatives of order k in one pass)": (
+        "`jet` for every primitive with a JVP (closed-form series for the elementwise "
+        "functions, linear maps and products; the others nest their JVP), "
+        "`taylor_derivatives`, `laplacian` (exact and stochastic), `hessian_diagonal`; see "
+        "[Taylor mode](taylor.md)", _taylor),
     "sparse Jacobians and Hessians (coloured)": (
         "`jacobian(f, sparse=True)`, `hessian(f, sparse=True)`", _sparse),
     "solvers differentiated implicitly": (

@@ -165,16 +165,19 @@ def test_specs_directory_can_be_chosen(tmp_path):
 def test_markdown_and_text_output(tmp_path, capsys):
     assert coverage.main(["--markdown", "--specs", str(_write_specs(tmp_path))]) == 0
     md = capsys.readouterr().out
-    assert "| function | VJP | JVP | batch | sparsity | tested orders | kind |" in md
-    assert "| `numpy.sin` | yes | yes | yes | yes | fwd 1, rev 3 | primitive |" in md
+    assert ("| function | VJP | JVP | batch | sparsity | taylor | tested orders | kind |"
+            in md)
+    assert "| `numpy.sin` | yes | yes | yes | yes | recurrence | fwd 1, rev 3 | primitive |" in md
+    assert "| `numpy.reshape` | yes | yes | yes | yes | linear |" in md
+    assert "| `numpy.matmul` | yes | yes | yes | yes | multilinear |" in md
     assert "| `numpy.convolve` | yes | yes | no |" in md  # runs once per example under vmap
     assert "- with VJP: " in md and "Tier 1 gaps" in md and "- Tier 2: " in md
 
     report = coverage.collect(None)
     text = report.text()
     header, rule = text.splitlines()[2:4]
-    assert header.split() == ["function", "VJP", "JVP", "batch", "sparsity", "tested", "orders",
-                              "kind"]
+    assert header.split() == ["function", "VJP", "JVP", "batch", "sparsity", "taylor", "tested",
+                              "orders", "kind"]
     assert set(rule.replace(" ", "")) == {"-"}
     assert "tested orders: spec tables not found" in text
 

@@ -34,6 +34,7 @@ from ._transforms.derivatives import (
 )
 from ._transforms.functional import custom_jvp, custom_vjp, jacfwd, jacrev, jvp, vjp
 from ._transforms.sparse import SparseHessian, SparseJacobian, sparse_hessian, sparse_jacobian
+from ._transforms.taylor import hessian_diagonal, jet, laplacian, taylor_derivatives
 from ._transforms.vmap import vmap
 from .builtins import dict, isinstance, list, tuple, type
 from .debug import debug_nans
@@ -59,6 +60,7 @@ __all__ = [
     "hessian_tensor_product", "hessian_vector_product", "make_hvp", "make_vjp", "make_jvp",
     "make_ggnvp", "tensor_jacobian_product", "vector_jacobian_product", "deriv",
     "holomorphic_grad", "grad_named", "multigrad_dict", "checkpoint", "primitive",
+    "jet", "taylor_derivatives", "laplacian", "hessian_diagonal",
     "jvp", "vjp", "jacfwd", "jacrev", "stop_gradient", "custom_vjp", "custom_jvp",
     "register_pytree_node", "tree_flatten", "tree_unflatten", "tree_map",
     "tuple", "list", "dict", "isinstance", "type", "explain", "debug_nans", "jit",

@@ -192,11 +192,12 @@ class Row:
     jvp: bool | None = field(init=False)
     batch: bool | None = field(init=False)  # ... a batching rule (no: vmap runs it per example)
     sparsity: str = field(init=False)  # "yes", or "dense: why" (sparsity detection)
+    taylor: str = field(init=False)  # Taylor mode's rule: "recurrence", "linear" ... (jet)
 
     def __post_init__(self):
         if self.kind == "composite":  # its primitives are only known when it runs
             self.vjp = self.jvp = self.batch = None
-            self.sparsity = "?"
+            self.sparsity = self.taylor = "?"
             return
         from .numpy.batched import batching_rule
 
@@ -205,6 +206,7 @@ class Row:
         self.batch = bool(self.primitives) and all(batching_rule(p) is not None
                                                    for p in self.primitives)
         self.sparsity = _sparsity(self.primitives)
+        self.taylor = _taylor(self.primitives)
 
     @property
     def qualname(self) -> str:
@@ -216,6 +218,28 @@ class Row:
         if len(set(self.orders.values())) == 1 and len(self.orders) == 2:
             return str(next(iter(self.orders.values())))
         return ", ".join(f"{mode} {self.orders[mode]}" for mode in sorted(self.orders))
+
+
+GENERIC_TAYLOR = "generic (nested JVP)"
+
+
+def _taylor(primitives: list) -> str:
+    """How Taylor mode (``jet``) pushes a series through the primitives: the kind of their
+    closed-form rules ("recurrence", "linear", "multilinear"; several: "closed form"), or
+    "generic (nested JVP)" where one has none (exact, O(2^order)), or "no" without a JVP."""
+    if not primitives:
+        return "-"
+    kinds = set()
+    for p in primitives:
+        entry = rule_table.get(p)
+        rule = getattr(entry, "taylor", None)
+        if rule is not None:
+            kinds.add(getattr(rule, "kind", "closed form"))
+        elif getattr(entry, "jvp", None) is not None:
+            return GENERIC_TAYLOR
+        else:
+            return "no"
+    return kinds.pop() if len(kinds) == 1 else "closed form"
 
 
 def _sparsity(primitives: list) -> str:
@@ -373,6 +397,8 @@ class Report:
                 r.batch is True for r in rows),
             "with a sparsity rule (the others: dense, see the sparsity column)": sum(
                 r.sparsity == "yes" for r in rows),
+            "with a closed-form Taylor rule (jet; the others nest the JVP)": sum(
+                r.taylor not in (GENERIC_TAYLOR, "no", "?", "-") for r in rows),
             "composite (?: rules of the primitives called at run time)": sum(
                 r.kind == "composite" for r in rows),
             "tested": sum(bool(r.orders) for r in rows),
@@ -382,9 +408,10 @@ class Report:
         }
 
     def text(self, markdown: bool = False) -> str:
-        header = ["function", "VJP", "JVP", "batch", "sparsity", "tested orders", "kind"]
-        body = [[r.qualname, _yes(r.vjp), _yes(r.jvp), _yes(r.batch), r.sparsity, r.tested(),
-                 r.kind] for r in self.rows]
+        header = ["function", "VJP", "JVP", "batch", "sparsity", "taylor", "tested orders",
+                  "kind"]
+        body = [[r.qualname, _yes(r.vjp), _yes(r.jvp), _yes(r.batch), r.sparsity, r.taylor,
+                 r.tested(), r.kind] for r in self.rows]
         out = ["chainrule coverage: differentiable functions", ""]
         out += _table(header, body, markdown)
         out += ["", "Totals:"] + [f"- {k}: {v}" for k, v in self.totals().items()]

@@ -26,6 +26,8 @@ from ._core.rules import (
     defjvp_argnums,
     defjvp_direct,
     deflabel,
+    deftaylor,
+    deftaylor_linear,
     defvjp,
     defvjp_argnum,
     defvjp_argnums,
@@ -95,4 +97,5 @@ __all__ = [
     "VSpace", "Box", "SparseObject", "custom_vjp", "custom_jvp", "register_pytree_node",
     "primitive_vjps", "primitive_jvps", "defjvp_direct", "RuleReplacedWarning",
     "defvjp_whole", "deflabel", "UndeclaredReadError", "defbatch",
+    "deftaylor", "deftaylor_linear",
 ]

@@ -11,7 +11,8 @@
 4. ``forward``: JVP nodes compute tangents as they are made (no graph kept);
    ``reverse``: VJP nodes keep what their rules read, and one iterative backward pass
    pulls cotangents back from the outputs; a ``Recording`` is a graph pulled back (or
-   pushed forward, batched) many times.
+   pushed forward, batched) many times; ``taylor``: Taylor nodes carry a truncated power
+   series per value (``jet``), with a primitive's Taylor rule or its JVP nested.
 5. ``containers``: the boxes of tuples, lists and dicts returned by primitives.
 
 6. ``extension``: how the layers above plug in (read it before adding a capability).

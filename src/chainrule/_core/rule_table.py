@@ -36,12 +36,17 @@ class PrimitiveRules:
       ``values`` are the arguments, those marked in ``batched`` holding the batch as their
       leading axis; every output of the answer holds it as its leading axis. None: the
       primitive runs once per example (see ``chainrule._transforms.vmap``).
+    - ``taylor(series_in, argnums, ans, args, kwargs, order)``: the answer's normalized
+      Taylor coefficients (a tuple of ``order`` values) from each traced argument's
+      (``series_in``, one tuple per argument); see ``taylor``. None: Taylor mode nests the
+      JVP (exact, slower). A rule may carry ``kind`` (``"recurrence"``, ``"linear"`` ...),
+      which the coverage table shows.
     - ``label``: how ``explain`` writes a call; a format string over the arguments' texts
       (``"{0} + {1}"``) or a function ``label(texts, args) -> str``. None: ``name(args)``.
     """
 
     __slots__ = ("fun", "vjp", "vjp_by_argnums", "jvp", "batched_jvp", "unread_args",
-                 "reads_ans", "label", "jvp_replaced", "sparsity", "batch")
+                 "reads_ans", "label", "jvp_replaced", "sparsity", "batch", "taylor")
 
     def __init__(self, fun: Callable):
         self.fun = fun
@@ -54,6 +59,7 @@ class PrimitiveRules:
         self.label: str | Callable | None = None
         self.sparsity: Callable | None = None
         self.batch: Callable | None = None
+        self.taylor: Callable | None = None
         # the JVP was replaced after one existed and the VJP has not been since (rules.py
         # warns when such a VJP is replaced alone: the two modes would disagree)
         self.jvp_replaced = False

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from itertools import count
 
 from .rule_table import dropping, rules_of
+from .taylor import make_linear_taylor, make_multilinear_taylor
 from .tracer import copy_of
 from .vspace import add_values, vspace
 
@@ -334,6 +335,8 @@ def def_linear(fun: Callable) -> None:
         return fun(*args, **kwargs)
 
     defjvp_argnum(fun, jvp)
+    # linear in each argument: a product of the traced ones, whose series is a Cauchy product
+    deftaylor(fun, make_multilinear_taylor(fun))
 
 
 def defsparsity(fun: Callable, rule: Callable) -> None:
@@ -352,7 +355,22 @@ def defbatch(fun: Callable, rule: Callable) -> None:
     rules_of(fun).batch = rule
 
 
+def deftaylor(fun: Callable, rule: Callable) -> None:
+    """``fun``'s Taylor rule ``rule(series_in, argnums, ans, args, kwargs, order) ->
+    series_out`` (see ``chainrule._core.taylor``): ``series_in`` holds, per traced argument,
+    its ``order`` normalized Taylor coefficients x_j = x^(j)(0) / j!; the rule answers the
+    output's. Without one, Taylor mode nests ``fun``'s JVP (exact, O(2^order))."""
+    rules_of(fun).taylor = rule
+
+
+def deftaylor_linear(fun: Callable) -> None:
+    """Declare ``fun`` linear (or affine) in its traced arguments together for Taylor mode:
+    each output coefficient is the JVP of the same input coefficients."""
+    deftaylor(fun, make_linear_taylor(fun))
+
+
 # copy.copy / copy.deepcopy of a traced value (tracer.Box): the identity, in both modes.
 defvjp_direct(copy_of, lambda g, ans, x: g, reads=())
 defjvp_direct(copy_of, lambda g, ans, x: g)
 defbatch(copy_of, lambda values, batched, kwargs: copy_of(values[0]))
+deftaylor_linear(copy_of)

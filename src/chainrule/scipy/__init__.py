@@ -18,5 +18,6 @@ from . import integrate, linalg, misc, optimize, signal, sparse, special, stats 
 from .rules import batching as _batching_rules  # noqa: E402,F401
 from .rules import linalg as _linalg_rules  # noqa: E402,F401
 from .rules import special as _special_rules  # noqa: E402,F401
+from .rules import taylor as _taylor_rules  # noqa: E402,F401
 
 __all__ = ["integrate", "linalg", "misc", "optimize", "signal", "sparse", "special", "stats"]

@@ -18,6 +18,7 @@ from ..._core.rules import (
     defjvp_batched,
     defjvp_direct,
     defsparsity,
+    deftaylor_linear,
     defvjp_direct,
     defvjp_whole,
 )
@@ -258,6 +259,7 @@ def linear(fun, vjp_rule) -> None:
     """A function linear in its first argument: the JVP applies ``fun`` to the tangent."""
     defvjp_direct(fun, vjp_rule)
     defjvp_direct(fun, lambda g, ans, x, *args, **kwargs: fun(g, *args, **kwargs))
+    deftaylor_linear(fun)
 
 
 def composite(fun, impl) -> None:

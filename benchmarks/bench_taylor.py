@@ -1,0 +1,207 @@
+"""Taylor mode benchmark (issue 39): high derivatives and Laplacians.
+
+    OPENBLAS_NUM_THREADS=1 python -m benchmarks.bench_taylor [--skip-large]
+
+- derivative: the 10th derivative of a scalar composition of 20 elementary functions at
+  one point: chainrule's ``taylor_derivatives`` (one jet of order 10), chainrule's ``jvp``
+  nested 10 times, and JAX's ``jax.experimental.jet`` eager and jitted (when installed).
+- laplacian: the Laplacian of a tanh MLP d-64-64-1 at d = 100 and d = 1000
+  (``--skip-large`` leaves 1000 out): chainrule's ``laplacian`` (one vectorized pass of
+  second-order Taylor series along the d basis directions), ``trace(hessian(f))``,
+  nested forward-over-reverse (d Hessian-vector products ``jvp(grad(f))``, summed
+  e_i^T H e_i), and JAX's jet-based Laplacian (``vmap`` of ``jet`` over the basis, jitted).
+
+Every answer is checked against the first row's (1e-8 relative) before it is timed.
+Times are the least CPU time of a few runs (JAX's: the wall clock, its threads spin on
+after a call); memory is the peak of Python and NumPy allocations during one call
+(``tracemalloc``; JAX's own buffers are not seen, so "-").
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import tracemalloc
+
+import numpy as onp
+
+import chainrule as cr
+import chainrule.numpy as np
+
+
+def _best_of(fn, repeats: int = 3, clock=time.process_time, warm: bool = True) -> float:
+    if warm:
+        fn()
+    best = float("inf")
+    for _ in range(repeats):
+        start = clock()
+        fn()
+        best = min(best, clock() - start)
+    return best
+
+
+def _peak_bytes(fn) -> int:
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def _jax():
+    try:
+        import jax
+        import jax.numpy as jnp
+        from jax.experimental import jet
+    except ImportError:
+        return None
+    jax.config.update("jax_enable_x64", True)
+    return jax, jnp, jet
+
+
+def composition(m):
+    """20 elementary functions in a row, each defined on the previous one's range (only
+    functions jax.experimental.jet has rules for: it has none for arctan, arcsin, tan)."""
+    def f(x):
+        x = m.sin(x)
+        x = m.exp(x)
+        x = m.log1p(x)
+        x = m.tanh(x)
+        x = m.sqrt(1.0 + x * x)
+        x = m.arcsinh(x)
+        x = m.cos(x)
+        x = m.sinh(x)
+        x = m.cosh(x)
+        x = m.log(x)
+        x = x ** 3
+        x = m.expm1(x)
+        x = 1.0 / (1.0 + x)
+        x = m.arctanh(0.5 * x)
+        x = m.exp(-x * x)
+        x = m.tanh(2.0 * x)
+        x = m.sin(x) * m.cos(x)
+        x = m.arcsinh(x)
+        x = m.sqrt(x + 2.0)
+        return m.log(x)
+    return f
+
+
+def _row(name, seconds, peak, base):
+    ratio = f"{seconds / base:.2f}x" if base else "-"
+    memory = "-" if peak is None else f"{peak / 1e6:.2f} MB"
+    return f"| {name} | {seconds * 1e3:.2f} ms | {ratio} | {memory} |"
+
+
+def derivative_section(order: int = 10) -> list[str]:
+    x0 = 0.7
+    f = composition(np)
+    rows = []
+    ours = lambda: cr.taylor_derivatives(f, order)(x0)[order]  # noqa: E731
+    want = float(ours())
+
+    def nested():
+        h = f
+        for _ in range(order):
+            h = (lambda inner: lambda t: cr.jvp(inner, (t,), (1.0,))[1])(h)
+        return h(x0)
+
+    start = time.process_time()
+    got = float(nested())  # (one call: ~20 s, nothing to warm)
+    nested_seconds = time.process_time() - start
+    assert abs(got - want) <= 1e-8 * abs(want), (got, want)
+    base = _best_of(ours)
+    rows.append(_row(f"chainrule taylor_derivatives (jet, order {order})", base,
+                     _peak_bytes(ours), base))
+    rows.append(_row(f"chainrule jvp nested {order} times", nested_seconds,
+                     _peak_bytes(nested), base))
+    jax_parts = _jax()
+    if jax_parts is not None:
+        jax, jnp, jet = jax_parts
+        g = composition(jnp)
+        series = ([1.0] + [0.0] * (order - 1),)
+
+        def jax_eager():
+            return jet.jet(g, (x0,), series)[1][order - 1]
+
+        jitted = jax.jit(lambda x: jet.jet(g, (x,), series)[1][order - 1])
+        for name, fn in (("JAX jet, eager", jax_eager),
+                         ("JAX jet, jit", lambda: jitted(x0).block_until_ready())):
+            got = float(fn())
+            assert abs(got - want) <= 1e-8 * abs(want), (name, got, want)
+            rows.append(_row(name, _best_of(fn, clock=time.perf_counter), None, base))
+    header = [f"10th derivative of a composition of 20 elementary functions "
+              f"(value {want:.6g})", "", "| method | time | vs jet | peak memory |",
+              "|---|---|---|---|"]
+    return header + rows
+
+
+def mlp(m, d: int, width: int = 64, seed: int = 0):
+    rng = onp.random.default_rng(seed)
+    w1 = rng.standard_normal((width, d)) / onp.sqrt(d)
+    w2 = rng.standard_normal((width, width)) / onp.sqrt(width)
+    w3 = rng.standard_normal(width) / onp.sqrt(width)
+    b1, b2 = rng.standard_normal(width) * 0.1, rng.standard_normal(width) * 0.1
+
+    def f(x):
+        h = m.tanh(m.dot(w1, x) + b1)
+        h = m.tanh(m.dot(w2, h) + b2)
+        return m.dot(w3, h)
+    return f
+
+
+def laplacian_section(d: int) -> list[str]:
+    f = mlp(np, d)
+    x = onp.random.default_rng(1).standard_normal(d)
+    ours = lambda: cr.laplacian(f)(x)  # noqa: E731
+    want = float(ours())
+
+    def trace_hessian():
+        return onp.trace(cr.hessian(f)(x))
+
+    hvp = cr.grad(f)
+
+    def forward_over_reverse():
+        basis = onp.eye(d)
+        return sum(float(onp.dot(e, cr.jvp(hvp, (x,), (e,))[1])) for e in basis)
+
+    rows = []
+    base = _best_of(ours)
+    rows.append(_row("chainrule laplacian (Taylor, one vectorized pass)", base,
+                     _peak_bytes(ours), base))
+    for name, fn in (("chainrule trace(hessian(f))", trace_hessian),
+                     ("chainrule forward-over-reverse, d HVPs", forward_over_reverse)):
+        got = float(fn())
+        assert abs(got - want) <= 1e-8 * abs(want), (name, got, want)
+        rows.append(_row(name, _best_of(fn, 1), _peak_bytes(fn), base))
+    jax_parts = _jax()
+    if jax_parts is not None:
+        jax, jnp, jet = jax_parts
+        g = mlp(jnp, d)
+
+        def second(v, x):
+            return jet.jet(g, (x,), ((v, jnp.zeros_like(v)),))[1][1]
+
+        jax_laplacian = jax.jit(lambda x: jnp.sum(jax.vmap(second, (0, None))(jnp.eye(d), x)))
+        got = float(jax_laplacian(x))
+        assert abs(got - want) <= 1e-8 * abs(want), ("jax", got, want)
+        rows.append(_row("JAX jet-based Laplacian (vmap of jet, jit)",
+                         _best_of(lambda: jax_laplacian(x).block_until_ready(),
+                                  clock=time.perf_counter), None, base))
+    header = [f"Laplacian of a tanh MLP {d}-64-64-1 (value {want:.6g})", "",
+              "| method | time | vs laplacian | peak memory |", "|---|---|---|---|"]
+    return header + rows
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--skip-large", action="store_true", help="leave d = 1000 out")
+    args = parser.parse_args(argv)
+    sections = [derivative_section(), laplacian_section(100)]
+    if not args.skip_large:
+        sections.append(laplacian_section(1000))
+    print("\n\n".join("\n".join(s) for s in sections))
+
+
+if __name__ == "__main__":
+    main()

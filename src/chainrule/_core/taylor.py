@@ -1,0 +1,192 @@
+"""Taylor mode: Taylor nodes carry a truncated power series alongside each value.
+
+A traced value x stands for the curve x(t) = x_0 + x_1 t + ... + x_k t^k (x_0 is the
+value itself; x_1..x_k, *normalized* coefficients x^(j)(0) / j!, are the node's
+``series``). Like a JVP node, a TaylorNode computes its series from its parents' the
+moment it is made, so no graph is kept: with k = 1 it is forward mode.
+
+Each primitive's entry may hold a ``taylor`` rule
+``rule(series_in, argnums, ans, args, kwargs, order) -> series_out``: ``series_in`` holds
+one tuple of ``order`` coefficients per traced argument (in ``argnums`` order), and the
+answer is the tuple of the output's ``order`` coefficients (each shaped like ``ans``).
+A primitive without one gets ``nested_jvp_series``: its own JVP nested ``order`` times
+along t -> f(x(t)), exact but O(2^order) calls of its JVP rule (the coverage table says
+which primitives use it). ``make_linear_taylor`` and ``make_bilinear_taylor`` give the rules
+of linear and bilinear primitives, built from their JVP and the primitive itself; the closed-form
+recurrences of the elementwise functions live in ``chainrule.numpy.rules.taylor``.
+
+Rules compute with primitives, so a Taylor trace nests in (and under) every other mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from math import factorial
+
+from .forward import JVPNode, flattened_output
+from .pytree import tree_map, tree_unflatten
+from .rule_table import rule_table
+from .tracer import Node, check_not_leaked, isbox, trace_leaves
+from .vspace import add_values, vspace
+
+_entry_of = rule_table.get
+
+
+class TaylorNode(Node):
+    __slots__ = ("series",)
+
+    def __init__(self, ans, fun, args, kwargs, argnums, parents):
+        series_in = tuple(p.series for p in parents)
+        order = len(series_in[0])
+        entry = _entry_of(fun)
+        rule = None if entry is None else entry.taylor
+        if rule is None:
+            if entry is None or entry.jvp is None:
+                name = getattr(fun, "__qualname__", getattr(fun, "__name__", repr(fun)))
+                raise NotImplementedError(
+                    f"chainrule has no JVP rule for {name}, so Taylor mode (jet, "
+                    f"taylor_derivatives, laplacian) cannot differentiate it. Define one with "
+                    f"chainrule.extend.defjvp({name}, ...) (Taylor mode then nests it), or a "
+                    f"Taylor rule with chainrule.extend.deftaylor({name}, ...)."
+                )
+            self.series = nested_jvp_series(fun, args, kwargs, argnums, series_in, order)
+        else:
+            self.series = tuple(rule(series_in, argnums, ans, args, kwargs, order))
+
+    def initialize_root(self, series) -> None:
+        self.series = tuple(series)
+
+
+def taylor_trace(fun: Callable, leaves: list, series: list, rebuild: Callable):
+    """Call ``fun(rebuild(boxes))`` on a Taylor trace where ``leaves[i]`` carries the
+    normalized coefficients ``series[i]`` (one tuple of ``order`` values per leaf).
+    Returns ``(out_leaves, out_treedef, out_series)``: the output's leaves, its structure,
+    and per leaf its tuple of coefficients (zeros where the output does not depend on the
+    inputs)."""
+    order = len(series[0]) if series else 0
+    return _traced_outputs(TaylorNode, [(s,) for s in series], fun, leaves, rebuild,
+                           lambda node: node.series,
+                           lambda leaf: (vspace(leaf).zeros(),) * order)
+
+
+def _traced_outputs(node_type, root_args, fun, leaves, rebuild, read, zero):
+    """Trace ``fun`` (see ``trace_leaves``) and split its output's leaves into values and
+    what ``read(node)`` takes from each leaf's node (``zero(leaf)`` for a leaf off the
+    trace). Returns ``(values, out_treedef, derived)``."""
+    (out_leaves, out_def), trace_id, _ = trace_leaves(
+        node_type, root_args, flattened_output(fun), leaves, rebuild
+    )
+    values, derived = [], []
+    for leaf in out_leaves:
+        if isbox(leaf) and leaf._trace_id == trace_id:
+            values.append(leaf._value)
+            derived.append(read(leaf._node))
+        else:
+            check_not_leaked(leaf)
+            values.append(leaf)
+            derived.append(zero(leaf))
+    return values, out_def, derived
+
+
+# ----------------------------------------------------------------------------- rules
+
+
+def make_linear_taylor(fun: Callable) -> Callable:
+    """The Taylor rule of ``fun`` when it is linear (or affine) in its traced arguments
+    jointly: each coefficient of the answer is ``fun``'s JVP of the same coefficients."""
+
+    def rule(series_in, argnums, ans, args, kwargs, order):
+        jvp = _entry_of(fun).jvp
+        return tuple(jvp(tuple(s[j] for s in series_in), argnums, ans, args, kwargs)
+                     for j in range(order))
+
+    rule.kind = "linear"
+    return rule
+
+
+def make_multilinear_taylor(fun: Callable) -> Callable:
+    """The Taylor rule of ``fun`` linear in each argument separately (a product: multiply,
+    dot, matmul, einsum ...): the answer's series is the Cauchy product
+    y_j = sum over i_1 + ... + i_m = j of fun(a_{i_1}, ..., b_{i_m}) over the traced
+    arguments (coefficient 0 being the value); with one traced argument it is linear."""
+    linear = make_linear_taylor(fun)
+
+    def rule(series_in, argnums, ans, args, kwargs, order):
+        out = linear(series_in, argnums, ans, args, kwargs, order)  # all of j on one argument
+        if len(argnums) == 1:
+            return out
+        out = list(out)
+        for j in range(2, order + 1):
+            for parts in _compositions(j, len(argnums)):
+                if max(parts) == j:
+                    continue  # counted by the JVP above
+                call_args = list(args)
+                for argnum, series, i in zip(argnums, series_in, parts):
+                    if i:
+                        call_args[argnum] = series[i - 1]
+                out[j - 1] = add_values(out[j - 1], fun(*call_args, **kwargs))
+        return tuple(out)
+
+    rule.kind = "multilinear"
+    return rule
+
+
+def _compositions(total: int, parts: int):
+    """Every tuple of ``parts`` non-negative ints summing to ``total``."""
+    if parts == 1:
+        yield (total,)
+        return
+    for first in range(total + 1):
+        for rest in _compositions(total - first, parts - 1):
+            yield (first, *rest)
+
+
+def nested_jvp_series(fun: Callable, args, kwargs, argnums, series_in, order: int) -> tuple:
+    """The normalized series of ``fun(*args)`` when ``args[argnums[i]]`` moves along the
+    curve with coefficients ``series_in[i]``, by nesting forward mode ``order`` times in a
+    scalar t (exact; O(2^order) calls of fun's JVP rules). Returns ``order`` values."""
+
+    def along(t):
+        call_args = list(args)
+        for argnum, coefficients in zip(argnums, series_in):
+            step, power = None, t
+            for c in coefficients:
+                term = vspace(c).scalar_mul(c, power)
+                step = term if step is None else add_values(step, term)
+                power = power * t
+            # (t's powers are float64 NumPy scalars, which promote float32: cast back)
+            moved = add_values(args[argnum], _negative_zero_at_origin(step))
+            call_args[argnum] = vspace(args[argnum]).cast(moved)
+        return fun(*call_args, **kwargs)
+
+    derivatives = _derivatives_at_zero(along, order)
+    return tuple(vspace(d).scalar_mul(d, 1.0 / factorial(j)) if j > 1 else d
+                 for j, d in enumerate(derivatives[1:], start=1))
+
+
+def _negative_zero_at_origin(step):
+    """``step`` (0 at t = 0) made -0.0 there: x + (-0.0) is x for every x, where x + 0.0
+    turns x = -0.0 into 0.0 (and the primitive would be evaluated at the other zero)."""
+    return tree_map(lambda v: -((-v) + 0.0), step)
+
+
+def _derivatives_at_zero(g: Callable, order: int) -> tuple:
+    """``(g(0), g'(0), ..., g^(order)(0))`` for ``g`` of one float, by nested forward mode."""
+    f = lambda t: (g(t),)  # noqa: E731
+    for _ in range(order):
+        f = _with_derivative(f)
+    return f(0.0)
+
+
+def _with_derivative(f: Callable) -> Callable:
+    """``t -> f(t) + (d/dt of f(t)'s last item,)`` (one JVP trace in t)."""
+
+    def extended(t):
+        values, out_def, tangents = _traced_outputs(
+            JVPNode, [(1.0,)], f, [t], lambda boxes: boxes[0], lambda node: node.g,
+            lambda leaf: vspace(leaf).zeros())
+        values = tree_unflatten(out_def, values)
+        tangents = tree_unflatten(out_def, tangents)
+        return (*values, tangents[-1])
+
+    return extended

@@ -1,0 +1,184 @@
+"""Taylor mode transforms: ``jet`` (JAX's signature and meaning), and what is built on it:
+``taylor_derivatives``, ``hessian_diagonal`` and ``laplacian`` (exact, or the stochastic
+estimator). The trace itself is ``chainrule._core.taylor``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import wraps
+from math import factorial
+from typing import Any
+
+import numpy as _np
+
+from .. import numpy as anp
+from .._core.pytree import flatten_matching, tree_flatten, tree_unflatten
+from .._core.taylor import taylor_trace
+from .._core.vspace import vspace
+from .vmap import vmap
+
+
+def _scale(value, factor: float):
+    return value if factor == 1 else vspace(value).scalar_mul(value, factor)
+
+
+def jet(fun: Callable, primals: Sequence, series: Sequence,
+        factorial_scaled: bool = True) -> tuple[Any, Any]:
+    """Taylor mode: push truncated Taylor series through ``fun``, as
+    ``jax.experimental.jet.jet``.
+
+    ``primals`` holds one value per positional argument of ``fun`` and ``series`` one
+    list per argument of its k terms (every argument the same k): argument i moves along
+    x_i(t) = primals[i] + sum_j series[i][j-1] t^j / j! (``factorial_scaled=True``, the
+    default: term j is the j-th derivative) or + series[i][j-1] t^j (False: plain Taylor
+    coefficients). Returns ``(fun(*primals), series_out)``, ``series_out`` shaped like the
+    output with each leaf replaced by the list of its k terms (derivatives of t ->
+    fun(x(t)) at 0, or their Taylor coefficients), in one pass: O(k^2) per primitive with a
+    closed-form rule, O(2^k) for the others (nested forward mode). Arguments may be pytrees
+    (then each term is a pytree like its primal).
+
+    >>> import chainrule.numpy as np
+    >>> y, (d1, d2) = jet(np.sin, (0.5 ** 3,), ((3 * 0.5 ** 2, 6 * 0.5),))
+    >>> print(round(float(d1), 6), round(float(d2), 6))  # sin(z^3)'s derivatives at 0.5
+    0.744148 2.906464
+    """
+    if not isinstance(primals, tuple | list) or not isinstance(series, tuple | list):
+        raise TypeError("jet takes primals and series as tuples (or lists): one primal, and "
+                        "one list of terms, per positional argument of fun.")
+    if len(primals) != len(series):
+        raise ValueError(f"jet got {len(primals)} primals but {len(series)} series: pass one "
+                         f"list of terms per primal.")
+    orders = {len(terms) for terms in series}
+    if len(orders) > 1:
+        raise ValueError("jet terms have inconsistent lengths for different arguments: every "
+                         "argument's series needs the same number of terms (the order).")
+    order = orders.pop() if orders else 0
+    leaves, leaf_series, defs = [], [], []
+    for primal, terms in zip(primals, series):
+        primal_leaves, treedef = tree_flatten(primal)
+        for leaf in primal_leaves:
+            vspace(leaf)  # integers are refused with a clear message
+        per_term = [flatten_matching(term, treedef, "series term", "primal") for term in terms]
+        for n in range(len(primal_leaves)):
+            leaf_series.append(tuple(_scale(per_term[j][n], 1 / factorial(j + 1)
+                                            if factorial_scaled else 1)
+                                     for j in range(order)))
+        leaves.extend(primal_leaves)
+        defs.append((treedef, len(primal_leaves)))
+
+    def rebuild(boxes):
+        args, start = [], 0
+        for treedef, count in defs:
+            args.append(tree_unflatten(treedef, boxes[start:start + count]))
+            start += count
+        return tuple(args)
+
+    values, out_def, out_series = taylor_trace(lambda args: fun(*args), leaves, leaf_series,
+                                               rebuild)
+    terms = [[_scale(c, factorial(j + 1) if factorial_scaled else 1) for j, c in enumerate(s)]
+             for s in out_series]
+    return tree_unflatten(out_def, values), tree_unflatten(out_def, terms)
+
+
+def taylor_derivatives(fun: Callable, order: int) -> Callable:
+    """``taylor_derivatives(f, k)(x)``: f(x), f'(x), ..., f^(k)(x) stacked on a new leading
+    axis, in one Taylor pass. ``x`` is a float or an array, moved along the direction of
+    all ones (for a function applied elementwise: every element's derivatives at once).
+
+    >>> import chainrule.numpy as np
+    >>> print(taylor_derivatives(np.exp, 4)(0.0))
+    [1. 1. 1. 1. 1.]
+    """
+    if not isinstance(order, int) or order < 0:
+        raise ValueError(f"taylor_derivatives needs a whole order >= 0, not {order!r}.")
+
+    @wraps(fun)
+    def derivatives(x):
+        ones = anp.ones_like(x) if order else None
+        zeros = anp.zeros_like(x)
+        value, terms = jet(fun, (x,), ([ones] + [zeros] * (order - 1),) if order else ((),))
+        return anp.stack([value, *terms])
+
+    return derivatives
+
+
+def _second_terms(fun: Callable, x, directions):
+    """For each row v of ``directions``: v^T H v, H the Hessian of scalar ``fun`` at x (twice
+    the second Taylor coefficient along v), in one vectorized Taylor pass."""
+    shape = anp.shape(x)
+
+    def along(v):
+        v = anp.reshape(v, shape)
+        _, (_, second) = jet(fun, (x,), ([v, anp.zeros_like(v)],))
+        if anp.ndim(second) != 0:
+            raise ValueError(f"laplacian and hessian_diagonal take a function with a scalar "
+                             f"output; this one answers shape {anp.shape(second)}.")
+        return second
+
+    return vmap(along)(directions)
+
+
+def _as_float_array(x):
+    x = anp.asarray(x)
+    if not anp.issubdtype(anp.result_type(x), anp.inexact):
+        raise TypeError(f"laplacian and hessian_diagonal differentiate float inputs; got dtype "
+                        f"{anp.result_type(x)}. Pass x.astype(float).")
+    return x
+
+
+def hessian_diagonal(fun: Callable) -> Callable:
+    """``hessian_diagonal(f)(x)``: the diagonal of the Hessian of scalar ``f`` at ``x``,
+    shaped like ``x`` (one Taylor pass of second order along each basis direction,
+    vectorized; no Hessian is formed).
+
+    >>> import chainrule.numpy as np
+    >>> print(hessian_diagonal(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0])))
+    [ 6. 12.]
+    """
+
+    @wraps(fun)
+    def diagonal(x):
+        x = _as_float_array(x)
+        n = anp.size(x)
+        basis = anp.eye(n, dtype=anp.result_type(x))
+        return anp.reshape(_second_terms(fun, x, basis), anp.shape(x))
+
+    return diagonal
+
+
+def laplacian(fun: Callable, samples: int | None = None, key: Any = None,
+              distribution: str = "rademacher") -> Callable:
+    """``laplacian(f)(x)``: the trace of the Hessian of scalar ``f`` at ``x`` (the sum of
+    its second derivatives along each coordinate), from one vectorized Taylor pass of
+    second order with the x.size basis directions.
+
+    With ``samples=s``, the stochastic Taylor derivative estimator (STDE): the mean of
+    v^T H v over s random directions with E[v v^T] = I (``distribution`` "rademacher", the
+    default, or "gaussian"), drawn from ``numpy.random.default_rng(key)``; unbiased, cost
+    s passes instead of x.size.
+
+    >>> import chainrule.numpy as np
+    >>> print(laplacian(lambda x: np.sum(x ** 2) / 2)(np.zeros(3)))
+    3.0
+    """
+    if samples is not None and (not isinstance(samples, int) or samples < 1):
+        raise ValueError(f"laplacian's samples must be a whole number >= 1, not {samples!r}.")
+    if distribution not in ("rademacher", "gaussian"):
+        raise ValueError(f"laplacian's distribution is 'rademacher' or 'gaussian', not "
+                         f"{distribution!r}.")
+
+    @wraps(fun)
+    def trace(x):
+        x = _as_float_array(x)
+        n = anp.size(x)
+        dtype = anp.result_type(x)
+        if samples is None:
+            return anp.sum(_second_terms(fun, x, anp.eye(n, dtype=dtype)))
+        rng = _np.random.default_rng(key)
+        if distribution == "rademacher":
+            directions = rng.choice([-1.0, 1.0], size=(samples, n)).astype(dtype)
+        else:
+            directions = rng.standard_normal((samples, n)).astype(dtype)
+        return anp.mean(_second_terms(fun, x, directions))
+
+    return trace

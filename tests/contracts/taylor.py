@@ -1,0 +1,136 @@
+"""taylor: jet is nested forward mode, on generated programs.
+
+For a program ``f(x, s)`` and a random curve x(t) = x + c_1 t + ... + c_k t^k (k from 1
+to 4), ``chainrule.jet`` gives the derivatives of t -> f(x(t), s) at 0 that ``jvp`` nested
+k times gives (to 1e-9 relative for float64, 1e-3 for float32, nan where it is nan), for
+every output leaf (at arguments with extreme entries, inf, nan, +-1e308 or subnormal, only
+where both are finite: there overflow and underflow make 0 * inf, and the order of the
+arithmetic decides between nan and a number; nested forward mode differentiates |x| at
+5e-324 to nan through the quotient rule of x / |x|, jet to 0); its primal is the untraced
+value to the bit; where nested forward mode raises, jet raises the same exception class; no
+call writes into its arguments.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from math import factorial
+
+import numpy as onp
+
+import chainrule
+from chainrule._core.pytree import tree_flatten
+
+from . import _programs as programs
+from ._compare import Outcome, differences, snapshot, unchanged
+from ._programs import Program
+
+NAME = "taylor"
+CI_CASES = 40
+
+# random draws differ between jet's one call and nested forward mode's many; float()/int()
+# of a traced value is refused in both, so "convert" adds nothing
+HAZARDS = {"nonsmooth", "signed_zero", "branch", "loop", "closure", "tuple_answer", "inplace",
+           "nested", "index", "mask", "stop_gradient", "tree_out", "alias_out", "edge_values",
+           "raise", "try_except"}
+
+
+@dataclasses.dataclass
+class Case:
+    program: Program
+    args: list
+    order: int
+    curves: list  # per argument tuple, the k coefficients c_1..c_k
+
+    def __str__(self) -> str:
+        return (f"{self.program}\n# called at {self.args!r}\n# order {self.order}, curve "
+                f"coefficients {self.curves!r}")
+
+
+def generate(rng: onp.random.Generator) -> Case:
+    program = programs.generate(rng, HAZARDS)
+    args = program.inputs(rng, 2)
+    order = int(rng.integers(1, 5))
+    curves = [[rng.standard_normal(program.n).astype(program.dtype) for _ in range(order)]
+              for _ in args]
+    return Case(program, args, order, curves)
+
+
+def check(case: Case) -> list[str]:
+    out: list[str] = []
+    for (x, s), curve in zip(case.args, case.curves):
+        out += _check_at(case.program, x, s, case.order, curve)
+    return out
+
+
+def _check_at(p: Program, x, s, order: int, curve: list) -> list[str]:
+    copies = snapshot([x, *curve])
+    p.reset()
+    plain = Outcome.of(lambda: p.fn(x, s))
+    p.reset()
+    terms = [c * factorial(j + 1) for j, c in enumerate(curve)]
+    jet = Outcome.of(lambda: chainrule.jet(lambda z: p.fn(z, s), (x,), (terms,)))
+    reference = Outcome.of(lambda: _nested_jvp(p, x, s, curve, order))
+    out = unchanged([x, *curve], copies)
+    if jet.error is not None or reference.error is not None:
+        if type(jet.error) is not type(reference.error):
+            out.append(f"jet raised {jet.error!r} where nested jvp raised {reference.error!r}")
+        return out
+    value, series = jet.value
+    if plain.error is None:
+        out += [f"jet's value: {d}" for d in
+                differences(plain, Outcome(value=value), types=False)]
+    flat = tree_flatten(series)[0]
+    small = onp.dtype(p.dtype) == onp.float32
+    magnitude = onp.abs(x)
+    overflowing = (not onp.all(onp.isfinite(x)) or onp.any(magnitude > 1e300)
+                   or onp.any((magnitude > 0) & (magnitude < 1e-300)))
+    for j, want in enumerate(reference.value[1:], start=1):
+        want_leaves = tree_flatten(want)[0]
+        got_leaves = flat[j - 1::order]
+        if len(got_leaves) != len(want_leaves):
+            out.append(f"derivative {j}: {len(got_leaves)} leaves, nested jvp {len(want_leaves)}")
+            continue
+        for n, (got, w) in enumerate(zip(got_leaves, want_leaves)):
+            problem = _far(onp.asarray(got), onp.asarray(w), 1e-3 if small else 1e-9,
+                           overflowing)
+            if problem:
+                out.append(f"derivative {j}, output leaf {n}: {problem}")
+    return out
+
+
+def _nested_jvp(p: Program, x, s, curve: list, order: int) -> list:
+    """[f(x(0)), d/dt f(x(t)), ..., d^order/dt^order] at t = 0 by nesting chainrule.jvp."""
+    def along(t):
+        step, power = 0.0, t
+        for c in curve:
+            step = step + c * power
+            power = power * t
+        z = x + -((-step) + 0.0)  # the step is -0.0 at t = 0: x + -0.0 is x, -0.0 included
+        z = z.astype(x.dtype)  # (t's powers are float64 NumPy scalars; float32 stays float32)
+        p.reset()
+        return p.fn(z, s)
+
+    # the value too from a traced call (a plain one would not refuse float() of x)
+    derivatives, h = [chainrule.jvp(along, (0.0,), (1.0,))[0]], along
+    for _ in range(order):
+        h = (lambda inner: lambda t: chainrule.jvp(inner, (t,), (1.0,))[1])(h)
+        derivatives.append(h(0.0))
+    return derivatives
+
+
+def _far(got, want, rtol: float, overflowing: bool) -> str:
+    if got.shape != want.shape:
+        return f"shape {got.shape}, nested jvp {want.shape}"
+    if overflowing:
+        both = onp.isfinite(got) & onp.isfinite(want)
+        got, want = got[both], want[both]
+    if not onp.array_equal(onp.isnan(got), onp.isnan(want)):
+        return f"nan at other places: {got!r} vs nested jvp {want!r}"
+    finite = onp.isfinite(want) & onp.isfinite(got)
+    if not onp.array_equal(got[~finite & ~onp.isnan(want)], want[~finite & ~onp.isnan(want)]):
+        return f"infinities differ: {got!r} vs nested jvp {want!r}"
+    scale = max(1.0, float(onp.max(onp.abs(want[finite]), initial=0.0)))
+    if not onp.allclose(got[finite], want[finite], rtol=rtol, atol=rtol * scale):
+        return f"{got!r} vs nested jvp {want!r}"
+    return ""
