@@ -45,6 +45,9 @@ def new_trace_id() -> int:
 # The ids of the traces whose function is still running (and of the Tensor trace, which
 # never ends). Set add/discard of an int are atomic, so threads may trace at once.
 live_trace_ids: set[int] = set()
+# Of those, the traces that never end (the Tensor trace): code runs "under a trace" (a
+# transform) when more traces are live than these (chainrule.numpy's buffers ask).
+perpetual_trace_ids: set[int] = set()
 
 
 class LeakedTracerError(RuntimeError):

@@ -1,0 +1,370 @@
+"""Buffers: arrays made by chainrule.numpy's constructors while a trace is live, which take
+traced writes (allocate, then fill: ``y = np.zeros(n); y[0] = x[0] ** 2``).
+
+Outside any trace the constructors give plain ``numpy.ndarray`` objects (one check of the
+set of live traces). Under a trace they give a ``Buffer``: an object that behaves as the
+NumPy array it holds until a traced value is written into it, through any index, ``+=``,
+``out=``, ``np.add.at``, ``np.copyto``, ``np.put``, ``np.putmask``, ``fill`` or a view. From
+that write on, the memory the buffer (and all its views) stands for is one traced value,
+updated functionally (``index_update`` / ``index_add``, the primitives ArrayBox writes use),
+so derivatives follow in every mode and to any order.
+
+A view (what NumPy's indexing or ``reshape``/``.T``/... would return as a view) is a
+``Buffer`` sharing its base's memory record, with ``positions``: the C-order flat positions
+in the base of its elements. A write through a view is a write at those positions of the
+base; a read of a view of a traced base picks them. Reads that NumPy answers with a copy
+(a scalar, a fancy index) are copies here too, so ``y = a[0]; a[0] = x`` leaves ``y``.
+
+To the engine a buffer is a front end (``register_front_end``): a primitive called with one
+computes with the value it stands for; a function returning one returns that value (the
+buffer is a pytree node whose one child is its value).
+"""
+
+from __future__ import annotations
+
+import functools
+import operator as _operator
+
+import numpy as _np
+
+from .._core import tracer as _tracer
+from .._core.pytree import register_pytree_node
+from .._core.tracer import FrontEnd, live_trace_ids, perpetual_trace_ids, register_front_end
+from . import numpy_wrapper as anp
+
+__all__ = ["Buffer"]
+
+
+class _Memory:
+    """What a base array and its views share: the NumPy memory (written while only constants
+    are written) and, after the first traced write, the traced value of the base."""
+
+    __slots__ = ("plain", "traced", "positions")
+
+    def __init__(self, plain: _np.ndarray):
+        self.plain = plain
+        self.traced = None
+        self.positions = None  # arange(size).reshape(shape), made on first use
+
+    def all_positions(self) -> _np.ndarray:
+        if self.positions is None:
+            self.positions = _np.arange(self.plain.size).reshape(self.plain.shape)
+        return self.positions
+
+    def current(self):
+        return self.plain if self.traced is None else self.traced
+
+
+def _is_traced(value) -> bool:
+    if type(value) is Buffer:
+        return value._memory.traced is not None
+    return anp._contains_box(value) or type(value) in _tracer.batched_types
+
+
+def _value_of(obj):
+    """``obj`` with buffers (also inside lists and tuples) replaced by what they stand for."""
+    if type(obj) is Buffer:
+        return obj._value()
+    if type(obj) in (list, tuple):
+        return type(obj)(_value_of(item) for item in obj)
+    return obj
+
+
+class Buffer:
+    """An array made by a chainrule.numpy constructor under a trace (see the module doc)."""
+
+    __slots__ = ("_memory", "_plain", "_positions", "__weakref__")
+    __array_priority__ = 200.0  # above ArrayBox's: box + buffer asks the buffer first
+
+    def __init__(self, memory: _Memory, plain: _np.ndarray, positions):
+        self._memory = memory
+        self._plain = plain  # the NumPy view of the memory this buffer is
+        self._positions = positions  # None: the base itself
+
+    @classmethod
+    def holding(cls, array: _np.ndarray) -> Buffer:
+        return cls(_Memory(array), array, None)
+
+    # ------------------------------------------------------------------ what it stands for
+    def _value(self):
+        traced = self._memory.traced
+        if traced is None:
+            return self._plain
+        if self._positions is None:
+            return traced
+        return anp.ravel(traced)[self._positions]
+
+    def _all_positions(self) -> _np.ndarray:
+        return self._memory.all_positions() if self._positions is None else self._positions
+
+    @property
+    def shape(self):
+        return self._plain.shape
+
+    @property
+    def ndim(self):
+        return self._plain.ndim
+
+    @property
+    def size(self):
+        return self._plain.size
+
+    @property
+    def dtype(self):
+        return self._plain.dtype
+
+    def __len__(self):
+        return len(self._plain)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __repr__(self):
+        return f"Buffer({self._value()!r})"
+
+    def __getattr__(self, name):
+        # every other attribute and method: the value's (an ndarray's or an ArrayBox's)
+        return getattr(self._value(), name)
+
+    def __array__(self, dtype=None, copy=None):
+        if self._memory.traced is not None:
+            raise TypeError(
+                "This array was made by a chainrule.numpy constructor and holds a traced "
+                "value since a traced value was written into it: converting it to a plain "
+                "NumPy array (np.asarray, np.array, or writing it into a NumPy array) would "
+                "drop its derivative. Compute with it through chainrule.numpy (or NumPy "
+                "functions called on it), or return it."
+            )
+        plain = self._plain if dtype is None else self._plain.astype(dtype)
+        return plain.copy() if copy else plain
+
+    # ------------------------------------------------------------------ views and reads
+    def _derived(self, make):
+        """``make(array)``: a view of this buffer where NumPy gives a view, else the value."""
+        plain = make(self._plain)
+        if type(plain) is _np.ndarray and plain.size and _np.shares_memory(plain, self._plain):
+            return Buffer(self._memory, plain, make(self._all_positions()))
+        return make(self._value())
+
+    def __getitem__(self, index):
+        return self._derived(lambda a: a[_value_of(index)])
+
+    @property
+    def T(self):
+        return self._derived(lambda a: a.T)
+
+    def transpose(self, *axes):
+        return self._derived(lambda a: a.transpose(*axes))
+
+    def reshape(self, *shape, **kwargs):
+        return self._derived(lambda a: a.reshape(*shape, **kwargs))
+
+    def ravel(self, order="C"):
+        return self._derived(lambda a: a.ravel(order))
+
+    def swapaxes(self, axis1, axis2):
+        return self._derived(lambda a: a.swapaxes(axis1, axis2))
+
+    def squeeze(self, axis=None):
+        return self._derived(lambda a: a.squeeze(axis))
+
+    def copy(self, order="C"):
+        return copy(self, order=order)
+
+    # ------------------------------------------------------------------ writes
+    def _update(self, index, value, functional_update) -> None:
+        """Write ``value`` at ``index`` of this buffer as a traced update of its base."""
+        if not _np.issubdtype(self.dtype, _np.inexact):
+            raise TypeError(
+                f"Writing a traced value into an array of dtype {self.dtype}: NumPy would "
+                f"cast it (rounding), and the cast has no derivative. Make the array a float "
+                f"one (np.zeros(n), or dtype=float) to differentiate through the write."
+            )
+        memory = self._memory
+        positions = self._all_positions()[_value_of(index)]
+        flat = functional_update(anp.ravel(memory.current()), positions, _value_of(value))
+        memory.traced = anp.reshape(flat, memory.plain.shape)
+
+    def __setitem__(self, index, value):
+        if self._memory.traced is None and not _is_traced(value):
+            self._plain[_value_of(index)] = _value_of(value)
+        else:
+            self._update(index, value, anp.index_update)
+
+    def fill(self, value):
+        self[...] = value
+
+    def _inplace(self, ufunc, other):
+        if self._memory.traced is None and not _is_traced(other):
+            ufunc(self._plain, _value_of(other), out=self._plain)
+        else:
+            self[...] = _cast_like(ufunc(self._value(), _value_of(other)), self)
+        return self
+
+    def __iadd__(self, other): return self._inplace(_np.add, other)  # noqa: E704
+    def __isub__(self, other): return self._inplace(_np.subtract, other)  # noqa: E704
+    def __imul__(self, other): return self._inplace(_np.multiply, other)  # noqa: E704
+    def __itruediv__(self, other): return self._inplace(_np.true_divide, other)  # noqa: E704
+    def __ipow__(self, other): return self._inplace(_np.power, other)  # noqa: E704
+    def __imatmul__(self, other): return self._inplace(_np.matmul, other)  # noqa: E704
+
+    def _ufunc_at(self, ufunc, index, value=None):
+        """``ufunc.at(self, index, value)``: unbuffered in place; ``add`` and ``subtract``
+        accumulate repeated indices when traced too."""
+        if self._memory.traced is None and not _is_traced(value):
+            args = () if value is None else (_value_of(value),)
+            return ufunc.at(self._plain, _value_of(index), *args)
+        if ufunc is _np.add:
+            return self._update(index, value, anp.index_add)
+        if ufunc is _np.subtract:
+            return self._update(index, anp.negative(_value_of(value)), anp.index_add)
+        raise TypeError(
+            f"numpy.{ufunc.__name__}.at with traced values: chainrule differentiates add.at "
+            f"and subtract.at (repeated indices accumulate). Write the update as "
+            f"a[idx] = {ufunc.__name__}(a[idx], v) where idx has no repeated positions."
+        )
+
+    # ------------------------------------------------------------------ NumPy's protocols
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == "at" and type(inputs[0]) is Buffer:
+            return inputs[0]._ufunc_at(ufunc, *inputs[1:])
+        out = kwargs.pop("out", None)
+        outs = out if type(out) is tuple else () if out is None else (out,)
+        values = _value_of(inputs)
+        call = getattr(ufunc, method)
+        if not any(type(o) is Buffer for o in outs):
+            if outs:
+                kwargs["out"] = _value_of(outs)
+            return call(*values, **_value_of(kwargs))
+        if not any(_is_traced(v) for v in (*inputs, *outs, *kwargs.values())):
+            call(*values, out=tuple(o._plain if type(o) is Buffer else o for o in outs),
+                 **kwargs)
+            return out
+        where = kwargs.pop("where", True)
+        results = call(*values, **_value_of(kwargs))
+        for target, result in zip(outs, results if len(outs) > 1 else (results,)):
+            if where is not True:
+                result = anp.where(_value_of(where), result, _value_of(target))
+            target[...] = _cast_like(result, target)
+        return out
+
+    def __array_function__(self, func, types, args, kwargs):
+        own = _FUNCTIONS.get(func)
+        if own is not None:
+            return own(*args, **kwargs)
+        return func(*_value_of(args), **{k: _value_of(v) for k, v in kwargs.items()})
+
+
+def _cast_like(result, target: Buffer):
+    """``result`` as an in-place ufunc writes it into ``target`` (casting 'same_kind')."""
+    dtype = _np.result_type(_tracer.getval(result))
+    if not _np.can_cast(dtype, target.dtype, "same_kind"):
+        raise TypeError(f"Cannot cast ufunc output from dtype {dtype} to {target.dtype} "
+                        f"with casting rule 'same_kind' (as NumPy)")
+    return result
+
+
+def _binary(op):
+    return (lambda self, other: op(self._value(), _value_of(other)),
+            lambda self, other: op(_value_of(other), self._value()))
+
+
+for _name, _op in [("add", _operator.add), ("sub", _operator.sub), ("mul", _operator.mul),
+                   ("truediv", _operator.truediv), ("floordiv", _operator.floordiv),
+                   ("mod", _operator.mod), ("pow", _operator.pow), ("matmul", _operator.matmul),
+                   ("and", _operator.and_), ("or", _operator.or_), ("xor", _operator.xor)]:
+    _forward, _reflected = _binary(_op)
+    setattr(Buffer, f"__{_name}__", _forward)
+    setattr(Buffer, f"__r{_name}__", _reflected)
+for _name, _op in [("eq", _operator.eq), ("ne", _operator.ne), ("lt", _operator.lt),
+                   ("le", _operator.le), ("gt", _operator.gt), ("ge", _operator.ge)]:
+    setattr(Buffer, f"__{_name}__", _binary(_op)[0])
+for _name, _op in [("neg", _operator.neg), ("pos", _operator.pos), ("abs", abs),
+                   ("invert", _operator.invert), ("float", float), ("int", int),
+                   ("complex", complex), ("bool", bool), ("index", _operator.index)]:
+    setattr(Buffer, f"__{_name}__", lambda self, _op=_op: _op(self._value()))
+Buffer.__hash__ = None  # as ndarray's: mutable
+
+
+# ----------------------------------------------------------------------------- writes by function
+def copyto(dst, src, casting="same_kind", where=True):
+    """``numpy.copyto``; into a buffer, a traced ``src`` is a traced write."""
+    if type(dst) is not Buffer or not (_is_traced(dst) or _is_traced(src) or _is_traced(where)):
+        return _np.copyto(_value_of(dst), _value_of(src), casting=casting, where=_value_of(where))
+    new = _value_of(src) if where is True else anp.where(_value_of(where), _value_of(src),
+                                                           dst._value())
+    dst[...] = anp.broadcast_to(new, dst.shape) if _np.shape(_tracer.getval(new)) != dst.shape \
+        else new
+
+
+def put(a, ind, v, mode="raise"):
+    """``numpy.put``: ``a.flat[ind] = v``."""
+    if type(a) is not Buffer or not (_is_traced(a) or _is_traced(v)):
+        return _np.put(_value_of(a), ind, _value_of(v), mode=mode)
+    a.reshape(-1)[ind] = v if type(a.reshape(-1)) is Buffer else _refuse_copy("numpy.put")
+
+
+def putmask(a, mask, values):
+    """``numpy.putmask``: where ``mask``, ``a`` takes ``values`` (same shape as ``a``, or
+    broadcast)."""
+    if type(a) is not Buffer or not (_is_traced(a) or _is_traced(values)):
+        return _np.putmask(_value_of(a), _value_of(mask), _value_of(values))
+    a[...] = anp.where(_value_of(mask), _value_of(values), a._value())
+
+
+def _ufunc_at(ufunc, a, indices, b=None):
+    """``np.add.at`` / ``np.subtract.at`` of chainrule.numpy (whose add is a primitive)."""
+    if type(a) is Buffer:
+        return a._ufunc_at(ufunc, indices, b)
+    return ufunc.at(a, indices, *(() if b is None else (b,)))
+
+
+def _refuse_copy(name: str):
+    raise TypeError(f"{name} on a buffer view that NumPy cannot flatten without a copy: "
+                    f"write through the base array instead.")
+
+
+# ----------------------------------------------------------------------------- constructors
+def _buffered(make):
+    """``make``, whose plain array answers are buffers while a trace is live."""
+
+    @functools.wraps(make)
+    def constructor(*args, **kwargs):
+        ans = make(*_value_of(args), **{k: _value_of(v) for k, v in kwargs.items()})
+        if len(live_trace_ids) > len(perpetual_trace_ids) and type(ans) is _np.ndarray:
+            return Buffer.holding(ans)
+        return ans
+
+    return constructor
+
+
+_CONSTRUCTORS = "zeros ones empty full eye identity arange linspace zeros_like ones_like " \
+                "empty_like full_like array asarray copy".split()
+
+
+def _wrapped_constructors(namespace: dict) -> dict:
+    return {name: _buffered(namespace[name]) for name in _CONSTRUCTORS}
+
+
+def install(namespace: dict) -> None:
+    """Put the constructors and write functions over chainrule.numpy's ``namespace``, and
+    send NumPy's own (``np.zeros_like(x)`` of a traced ``x``) to them."""
+    own = {**_wrapped_constructors(namespace), "copyto": copyto, "put": put, "putmask": putmask}
+    for name, function in own.items():
+        raw = getattr(_np, name)
+        namespace[name] = function
+        anp.raw_to_wrapped[raw] = function
+        _FUNCTIONS[raw] = function
+    for name, ufunc in (("add", _np.add), ("subtract", _np.subtract)):
+        namespace[name].at = functools.partial(_ufunc_at, ufunc)
+    global copy  # noqa: PLW0603 - Buffer.copy calls the namespace's
+    copy = own["copy"]
+
+
+_FUNCTIONS: dict = {}  # NumPy's function -> ours, for buffers met by __array_function__
+copy = None  # set by install
+
+register_front_end(Buffer, FrontEnd(unwrap=Buffer._value, value_of=Buffer._value,
+                                    wrap=lambda answer: answer))
+register_pytree_node(Buffer, lambda buffer: ((buffer._value(),), None),
+                     lambda aux, children: children[0])
