@@ -29,7 +29,7 @@ import numpy as _np
 
 from .._core import tracer as _tracer
 from .._core.pytree import register_pytree_node
-from .._core.tracer import FrontEnd, live_trace_ids, perpetual_trace_ids, register_front_end
+from .._core.tracer import FrontEnd, isbox, live_trace_ids, perpetual_trace_ids, register_front_end
 from . import numpy_wrapper as anp
 
 __all__ = ["Buffer"]
@@ -229,30 +229,34 @@ class Buffer:
         if method == "at" and type(inputs[0]) is Buffer:
             return inputs[0]._ufunc_at(ufunc, *inputs[1:])
         out = kwargs.pop("out", None)
-        outs = out if type(out) is tuple else () if out is None else (out,)
-        values = _value_of(inputs)
-        call = getattr(ufunc, method)
-        if not any(type(o) is Buffer for o in outs):
-            if outs:
-                kwargs["out"] = _value_of(outs)
-            return call(*values, **_value_of(kwargs))
-        if not any(_is_traced(v) for v in (*inputs, *outs, *kwargs.values())):
-            call(*values, out=tuple(o._plain if type(o) is Buffer else o for o in outs),
-                 **kwargs)
-            return out
-        where = kwargs.pop("where", True)
-        results = call(*values, **_value_of(kwargs))
-        for target, result in zip(outs, results if len(outs) > 1 else (results,)):
-            if where is not True:
-                result = anp.where(_value_of(where), result, _value_of(target))
-            target[...] = _cast_like(result, target)
-        return out
+        if type(out) is tuple and len(out) == 1:
+            out = out[0]
+        if type(out) is Buffer and method == "__call__":
+            return _as_output(out, ufunc, inputs, kwargs)
+        if out is not None:
+            kwargs["out"] = _value_of(out)
+        return getattr(ufunc, method)(*_value_of(inputs), **_value_of(kwargs))
 
     def __array_function__(self, func, types, args, kwargs):
         own = _FUNCTIONS.get(func)
         if own is not None:
             return own(*args, **kwargs)
         return func(*_value_of(args), **{k: _value_of(v) for k, v in kwargs.items()})
+
+
+def _as_output(buffer: Buffer, function, args, kwargs):
+    """``function(*args, out=buffer, **kwargs)``: NumPy's own call where nothing is traced,
+    else the answer computed, then written (where ``where=``) into the buffer."""
+    where = kwargs.pop("where", True)
+    if not any(_is_traced(v) for v in (buffer, where, *args, *kwargs.values())):
+        raw = getattr(function, "fun", function)
+        raw(*_value_of(args), out=buffer._plain, where=_value_of(where), **_value_of(kwargs))
+        return buffer
+    result = function(*_value_of(args), **_value_of(kwargs))
+    if where is not True:
+        result = anp.where(_value_of(where), result, buffer._value())
+    buffer[...] = _cast_like(result, buffer)
+    return buffer
 
 
 def _cast_like(result, target: Buffer):
@@ -287,41 +291,49 @@ Buffer.__hash__ = None  # as ndarray's: mutable
 
 
 # ----------------------------------------------------------------------------- writes by function
+# Into a buffer or a traced array (ArrayBox, whose writes rebind it), with a traced value
+# among the arguments, these are traced writes; otherwise NumPy's own functions.
+def _writes_traced(target, *values) -> bool:
+    if type(target) is not Buffer and not isbox(target):
+        return False
+    return any(_is_traced(v) for v in (target, *values))
+
+
 def copyto(dst, src, casting="same_kind", where=True):
-    """``numpy.copyto``; into a buffer, a traced ``src`` is a traced write."""
-    if type(dst) is not Buffer or not (_is_traced(dst) or _is_traced(src) or _is_traced(where)):
+    """``numpy.copyto``."""
+    if not _writes_traced(dst, src, where):
         return _np.copyto(_value_of(dst), _value_of(src), casting=casting, where=_value_of(where))
     new = _value_of(src) if where is True else anp.where(_value_of(where), _value_of(src),
-                                                           dst._value())
-    dst[...] = anp.broadcast_to(new, dst.shape) if _np.shape(_tracer.getval(new)) != dst.shape \
-        else new
+                                                           _value_of(dst))
+    dst[...] = new
 
 
 def put(a, ind, v, mode="raise"):
-    """``numpy.put``: ``a.flat[ind] = v``."""
-    if type(a) is not Buffer or not (_is_traced(a) or _is_traced(v)):
+    """``numpy.put``: ``a.flat[ind] = v`` (the positions checked as NumPy's mode='raise')."""
+    if not _writes_traced(a, v):
         return _np.put(_value_of(a), ind, _value_of(v), mode=mode)
-    a.reshape(-1)[ind] = v if type(a.reshape(-1)) is Buffer else _refuse_copy("numpy.put")
+    if mode != "raise":
+        raise NotImplementedError("numpy.put of traced values supports mode='raise' only")
+    flat = _np.arange(_np.size(_tracer.getval(_value_of(a))))[_np.asarray(ind)]
+    a[_np.unravel_index(flat, _np.shape(_tracer.getval(_value_of(a))))] = v
 
 
 def putmask(a, mask, values):
-    """``numpy.putmask``: where ``mask``, ``a`` takes ``values`` (same shape as ``a``, or
-    broadcast)."""
-    if type(a) is not Buffer or not (_is_traced(a) or _is_traced(values)):
+    """``numpy.putmask``: where ``mask``, ``a`` takes ``values`` (of ``a``'s shape, or one
+    that broadcasts to it)."""
+    if not _writes_traced(a, values):
         return _np.putmask(_value_of(a), _value_of(mask), _value_of(values))
-    a[...] = anp.where(_value_of(mask), _value_of(values), a._value())
+    a[...] = anp.where(_value_of(mask), _value_of(values), _value_of(a))
 
 
 def _ufunc_at(ufunc, a, indices, b=None):
     """``np.add.at`` / ``np.subtract.at`` of chainrule.numpy (whose add is a primitive)."""
     if type(a) is Buffer:
         return a._ufunc_at(ufunc, indices, b)
+    if isbox(a) and ufunc in (_np.add, _np.subtract):
+        a[...] = anp.index_add(a, indices, b if ufunc is _np.add else anp.negative(b))
+        return None
     return ufunc.at(a, indices, *(() if b is None else (b,)))
-
-
-def _refuse_copy(name: str):
-    raise TypeError(f"{name} on a buffer view that NumPy cannot flatten without a copy: "
-                    f"write through the base array instead.")
 
 
 # ----------------------------------------------------------------------------- constructors
@@ -365,6 +377,6 @@ _FUNCTIONS: dict = {}  # NumPy's function -> ours, for buffers met by __array_fu
 copy = None  # set by install
 
 register_front_end(Buffer, FrontEnd(unwrap=Buffer._value, value_of=Buffer._value,
-                                    wrap=lambda answer: answer))
+                                    wrap=lambda answer: answer, as_output=_as_output))
 register_pytree_node(Buffer, lambda buffer: ((buffer._value(),), None),
                      lambda aux, children: children[0])
