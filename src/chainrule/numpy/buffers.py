@@ -128,6 +128,7 @@ class Buffer:
 
     def __array__(self, dtype=None, copy=None):
         if self._memory.traced is not None:
+            _tracer.check_not_leaked(self._memory.traced)  # kept past its trace: say that
             raise TypeError(
                 "This array was made by a chainrule.numpy constructor and holds a traced "
                 "value since a traced value was written into it: converting it to a plain "
@@ -170,6 +171,11 @@ class Buffer:
 
     def copy(self, order="C"):
         return copy(self, order=order)
+
+    @property
+    def at(self):
+        """JAX's functional updates, out of place: ``a.at[i].set(v)`` (see ``numpy.at``)."""
+        return anp.at(self._value())
 
     # ------------------------------------------------------------------ writes
     def _update(self, index, value, functional_update) -> None:
