@@ -228,3 +228,21 @@ def test_copyto_putmask_put_fill_on_traced_arrays_too():
 
     want = onp.array([[0, 1.0, 0], [0, 0.5, 0], [0, 0, 7.0]])
     assert onp.array_equal(jacobian(f)(X), want)
+
+
+def test_arithmetic_on_buffers_gives_buffers_but_views_made_by_functions_stay_plain():
+    def f(x):
+        r = np.zeros(2) + 1.0  # new memory, made from a buffer: takes traced writes
+        r[0] = x
+        return r
+
+    assert onp.array_equal(jacobian(f)(2.0), [1.0, 0.0])
+
+    def g(x):
+        a = np.zeros((2, 2))
+        t = np.transpose(a)  # a view made by a function: a write could not reach a
+        t[0, 1] = x
+        return a
+
+    with pytest.raises(ValueError):
+        jacobian(g)(2.0)

@@ -2,7 +2,6 @@
 unmodified in both modes to second order, under jit and vmap, against finite differences."""
 
 import pytest
-
 from tests.corpus import CASES, check
 
 

@@ -7,7 +7,8 @@ order, under jit (one trace, then cached) and vmap (equal to the loop).
 from __future__ import annotations
 
 import functools
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy
 

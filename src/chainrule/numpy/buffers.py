@@ -241,7 +241,8 @@ class Buffer:
             return _as_output(out, ufunc, inputs, kwargs)
         if out is not None:
             kwargs["out"] = _value_of(out)
-        return getattr(ufunc, method)(*_value_of(inputs), **_value_of(kwargs))
+            return getattr(ufunc, method)(*_value_of(inputs), **_value_of(kwargs))
+        return _fresh(getattr(ufunc, method)(*_value_of(inputs), **_value_of(kwargs)))
 
     def __array_function__(self, func, types, args, kwargs):
         own = _FUNCTIONS.get(func)
@@ -274,9 +275,20 @@ def _cast_like(result, target: Buffer):
     return result
 
 
+def _fresh(answer):
+    """An untraced answer computed from a buffer under a trace, in new memory: a buffer too,
+    so ``r = np.zeros(n) + 1.0; r[0] = x`` takes the write as ``np.ones(n)`` would. (An
+    answer that is a view stays a plain array: a traced write into it is refused clearly,
+    since it could not reach the buffer it views.)"""
+    if (type(answer) is _np.ndarray and answer.base is None
+            and len(live_trace_ids) > len(perpetual_trace_ids)):
+        return Buffer.holding(answer)
+    return answer
+
+
 def _binary(op):
-    return (lambda self, other: op(self._value(), _value_of(other)),
-            lambda self, other: op(_value_of(other), self._value()))
+    return (lambda self, other: _fresh(op(self._value(), _value_of(other))),
+            lambda self, other: _fresh(op(_value_of(other), self._value())))
 
 
 for _name, _op in [("add", _operator.add), ("sub", _operator.sub), ("mul", _operator.mul),
@@ -290,8 +302,10 @@ for _name, _op in [("eq", _operator.eq), ("ne", _operator.ne), ("lt", _operator.
                    ("le", _operator.le), ("gt", _operator.gt), ("ge", _operator.ge)]:
     setattr(Buffer, f"__{_name}__", _binary(_op)[0])
 for _name, _op in [("neg", _operator.neg), ("pos", _operator.pos), ("abs", abs),
-                   ("invert", _operator.invert), ("float", float), ("int", int),
-                   ("complex", complex), ("bool", bool), ("index", _operator.index)]:
+                   ("invert", _operator.invert)]:
+    setattr(Buffer, f"__{_name}__", lambda self, _op=_op: _fresh(_op(self._value())))
+for _name, _op in [("float", float), ("int", int), ("complex", complex), ("bool", bool),
+                   ("index", _operator.index)]:
     setattr(Buffer, f"__{_name}__", lambda self, _op=_op: _op(self._value()))
 Buffer.__hash__ = None  # as ndarray's: mutable
 
@@ -383,6 +397,6 @@ _FUNCTIONS: dict = {}  # NumPy's function -> ours, for buffers met by __array_fu
 copy = None  # set by install
 
 register_front_end(Buffer, FrontEnd(unwrap=Buffer._value, value_of=Buffer._value,
-                                    wrap=lambda answer: answer, as_output=_as_output))
+                                    wrap=_fresh, as_output=_as_output))
 register_pytree_node(Buffer, lambda buffer: ((buffer._value(),), None),
                      lambda aux, children: children[0])
