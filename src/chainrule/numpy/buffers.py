@@ -357,25 +357,68 @@ def _ufunc_at(ufunc, a, indices, b=None):
 
 
 # ----------------------------------------------------------------------------- constructors
-def _buffered(make):
-    """``make``, whose plain array answers are buffers while a trace is live."""
+# Outside every trace a constructor is NumPy's own after one comparison of two small sets
+# (``live_trace_ids == perpetual_trace_ids``): the untraced cost the benchmark
+# (benchmarks/bench_fill.py) measures. The commonest ones have NumPy's signature spelled
+# out, since packing ``*args, **kwargs`` would cost more than the allocation.
+def _held(ans):
+    return Buffer.holding(ans) if type(ans) is _np.ndarray else ans
 
-    @functools.wraps(make)
-    def constructor(*args, **kwargs):
-        ans = make(*_value_of(args), **{k: _value_of(v) for k, v in kwargs.items()})
-        if len(live_trace_ids) > len(perpetual_trace_ids) and type(ans) is _np.ndarray:
-            return Buffer.holding(ans)
-        return ans
+
+def _allocating(raw):
+    """``zeros``, ``ones``, ``empty``: NumPy's ``raw``, answering buffers under a trace."""
+
+    @functools.wraps(raw)
+    def constructor(shape, dtype=float, order="C", *, device=None, like=None):
+        if device is None and like is None:
+            ans = raw(shape, dtype, order)
+        else:
+            ans = raw(shape, dtype, order, device=device, like=like)
+        return ans if live_trace_ids == perpetual_trace_ids else _held(ans)
 
     return constructor
 
 
-_CONSTRUCTORS = "zeros ones empty full eye identity arange linspace zeros_like ones_like " \
-                "empty_like full_like array asarray copy".split()
+def _alike(make, raw):
+    """The ``*_like`` family (no fill value): NumPy's ``raw`` on a plain prototype outside a
+    trace, chainrule.numpy's ``make`` otherwise, answering buffers under a trace."""
+
+    @functools.wraps(raw)
+    def constructor(prototype, dtype=None, order="K", subok=True, shape=None, **kwargs):
+        if live_trace_ids == perpetual_trace_ids and type(prototype) is _np.ndarray:
+            return raw(prototype, dtype, order, subok, shape, **kwargs)
+        ans = make(_value_of(prototype), dtype, order, subok, shape, **kwargs)
+        return ans if live_trace_ids == perpetual_trace_ids else _held(ans)
+
+    return constructor
+
+
+def _buffered(make, raw):
+    """Any other constructor: ``make`` (chainrule.numpy's), answering buffers under a trace;
+    NumPy's ``raw`` outside a trace on plain arguments."""
+
+    @functools.wraps(make)
+    def constructor(*args, **kwargs):
+        if live_trace_ids == perpetual_trace_ids:
+            if not args or type(args[0]) in _PLAIN:
+                return raw(*args, **kwargs)
+            return make(*args, **kwargs)
+        return _held(make(*_value_of(args), **{k: _value_of(v) for k, v in kwargs.items()}))
+
+    return constructor
+
+
+_PLAIN = frozenset([_np.ndarray, int, float, tuple])  # a plain array, a size or a shape
+_ALLOCATING = ("zeros", "ones", "empty")
+_ALIKE = ("zeros_like", "ones_like", "empty_like")
+_OTHERS = ("full", "eye", "identity", "arange", "linspace", "full_like", "array", "asarray",
+           "copy")
 
 
 def _wrapped_constructors(namespace: dict) -> dict:
-    return {name: _buffered(namespace[name]) for name in _CONSTRUCTORS}
+    return {**{name: _allocating(getattr(_np, name)) for name in _ALLOCATING},
+            **{name: _alike(namespace[name], getattr(_np, name)) for name in _ALIKE},
+            **{name: _buffered(namespace[name], getattr(_np, name)) for name in _OTHERS}}
 
 
 def install(namespace: dict) -> None:
