@@ -424,12 +424,16 @@ def _wrapped_constructors(namespace: dict) -> dict:
 def install(namespace: dict) -> None:
     """Put the constructors and write functions over chainrule.numpy's ``namespace``, and
     send NumPy's own (``np.zeros_like(x)`` of a traced ``x``) to them."""
-    own = {**_wrapped_constructors(namespace), "copyto": copyto, "put": put, "putmask": putmask}
-    for name, function in own.items():
-        raw = getattr(_np, name)
+    constructors = _wrapped_constructors(namespace)
+    writes = {"copyto": copyto, "put": put, "putmask": putmask}
+    for name, function in {**constructors, **writes}.items():
         namespace[name] = function
-        anp.raw_to_wrapped[raw] = function
-        _FUNCTIONS[raw] = function
+        _FUNCTIONS[getattr(_np, name)] = function
+    # (NumPy's write functions called on other arrays, batched ones included, keep their
+    # own handling: only a buffer among the arguments sends them here)
+    for name, function in constructors.items():
+        anp.raw_to_wrapped[getattr(_np, name)] = function
+    own = {**constructors, **writes}
     for name, ufunc in (("add", _np.add), ("subtract", _np.subtract)):
         namespace[name].at = functools.partial(_ufunc_at, ufunc)
     global copy  # noqa: PLW0603 - Buffer.copy calls the namespace's
