@@ -47,6 +47,9 @@ def new_trace_id() -> int:
 # The ids of the traces whose function is still running (and of the Tensor trace, which
 # never ends). Set add/discard of an int are atomic, so threads may trace at once.
 live_trace_ids: set[int] = set()
+# Of those, the traces that never end (the Tensor trace): code runs "under a trace" (a
+# transform) when more traces are live than these (chainrule.numpy's buffers ask).
+perpetual_trace_ids: set[int] = set()
 
 
 class LeakedTracerError(RuntimeError):
@@ -196,6 +199,11 @@ class FrontEnd(NamedTuple):
     unwrap: Callable
     value_of: Callable
     wrap: Callable
+    # as_output(obj, f_wrapped, args, kwargs): a primitive's call given ``obj`` as its
+    # output array (``out=``, or NumPy's output position; ``args``/``kwargs`` without it)
+    # made by the front end, which writes the answer into the object and returns what the
+    # call returns (chainrule.numpy's buffers). None: an output array refused, as ever.
+    as_output: Callable | None = None
 
 
 # front-end type -> its FrontEnd (registered by chainrule.tensor, via register_front_end)
@@ -480,6 +488,10 @@ def _plan_in_general(f_wrapped, f_raw, args, kwargs, met_front_ends: bool = Fals
     Returns the ``_Plan`` of what to record, or the answer of a call that records nothing
     here. (``met_front_ends``: called back by ``_plan_with_front_ends`` with the front-end
     objects that remain as constants.)"""
+    if kwargs or (f_wrapped.out_position is not None and len(args) > f_wrapped.out_position):
+        answer = _front_end_output(f_wrapped, args, kwargs)
+        if answer is not _NO_OUTPUT_OBJECT:
+            return answer
     trace_id = 0  # trace ids start at 1
     held = []
     for arg in args:
@@ -537,6 +549,28 @@ def _plan_in_general(f_wrapped, f_raw, args, kwargs, met_front_ends: bool = Fals
     if met_front_ends:
         call = _answers_unwrapped(call)
     return _Plan((call, argvals, kwargs, tuple(argnums), tuple(parents), top, None))
+
+
+_NO_OUTPUT_OBJECT = object()
+
+
+def _front_end_output(f_wrapped, args, kwargs):
+    """A call whose output array is a front-end object that takes writes (``as_output``):
+    that front end makes it; ``_NO_OUTPUT_OBJECT`` where the output array is not one."""
+    out_at = f_wrapped.out_position
+    out = kwargs.get("out")
+    positional = out is None and out_at is not None and len(args) > out_at
+    if positional:
+        out = args[out_at]
+    if type(out) is tuple and len(out) == 1:
+        out = out[0]
+    front_end = front_ends.get(type(out))
+    if front_end is None or front_end.as_output is None:
+        return _NO_OUTPUT_OBJECT
+    if positional:
+        args = args[:out_at] + args[out_at + 1:]
+    kwargs = {key: value for key, value in kwargs.items() if key != "out"}
+    return front_end.as_output(out, f_wrapped, args, kwargs)
 
 
 def _trace_of(value) -> int:

@@ -6,7 +6,7 @@ VJP and a JVP rule (see ``chainrule.numpy.rules``); the rest are NumPy's own.
 
 # The wrappers first, then the boxes, vector spaces and rule tables that importing
 # registers: a rule table imports the wrappers it gives rules to, never the reverse.
-from . import batched, duck_arrays, fft, linalg, numpy_boxes, numpy_vspaces, random
+from . import batched, buffers, duck_arrays, fft, linalg, numpy_boxes, numpy_vspaces, random
 from . import numpy_wrapper as _anp
 from .numpy_boxes import ArrayBox
 from .rules import batching as _batching_rules
@@ -19,5 +19,6 @@ from .rules import shape as _shape_rules
 from .rules import taylor as _taylor_rules
 
 _anp.install(globals())
+buffers.install(globals())  # constructors whose arrays take traced writes under a trace
 
 __version__ = _anp._np.__version__

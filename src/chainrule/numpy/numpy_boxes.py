@@ -305,6 +305,11 @@ class ArrayBox(Box):
     def copy(self, order="C"):
         return anp.copy(self, order=order)
 
+    @property
+    def at(self):
+        """JAX's functional updates, out of place: ``x.at[i].set(v)`` (see ``numpy.at``)."""
+        return anp.at(self)
+
     def fill(self, value):
         self._check_not_view("x.fill(...)")
         self._rebind(anp.index_update(self, Ellipsis, value))
@@ -422,6 +427,8 @@ def array_getitem(x, index):
 
 
 _WRITE_INSTEAD = (
+    "make the array with chainrule.numpy (np.zeros(n), np.empty_like(x), np.zeros_like(x) "
+    "of a traced x, ...: under a transform its arrays take traced writes), or "
     "build the array from traced values instead (chainrule.numpy.array([...]), stack, "
     "concatenate or where), or write a = chainrule.numpy.index_update(a, i, x): a is then "
     "a traced copy, and further writes a[j] = y into it are differentiable."

@@ -514,6 +514,11 @@ def index_add(x, index, v):
 
 
 class _AtIndexed:
+    """``at(x)[index]``: JAX's out-of-place indexed updates. Repeated positions: ``set``
+    keeps the last write (NumPy's rule; JAX leaves it unspecified), ``add`` accumulates
+    (numpy.add.at); ``multiply``, ``divide``, ``power``, ``min`` and ``max`` combine each
+    position once and refuse an index that repeats one."""
+
     __slots__ = ("x", "index")
 
     def __init__(self, x, index):
@@ -528,9 +533,37 @@ class _AtIndexed:
     def add(self, v):
         return index_add(self.x, self.index, v)
 
+    def _combined(self, combine, v, name: str):
+        positions = _np.arange(_np.size(getval(self.x))).reshape(_np.shape(getval(self.x)))
+        chosen = _np.ravel(positions[self.index])
+        if len(_np.unique(chosen)) != len(chosen):
+            raise NotImplementedError(
+                f"x.at[index].{name}(v) with an index that repeats a position: chainrule "
+                f"combines each position once. Combine the repeated values first (e.g. "
+                f"prod or min of them), or use .add, which accumulates repeats."
+            )
+        return index_update(self.x, self.index, combine(self.x[self.index], v))
+
+    def multiply(self, v):
+        return self._combined(namespace["multiply"], v, "multiply")
+
+    def divide(self, v):
+        return self._combined(namespace["true_divide"], v, "divide")
+
+    def power(self, v):
+        return self._combined(namespace["power"], v, "power")
+
+    def min(self, v):
+        return self._combined(namespace["minimum"], v, "min")
+
+    def max(self, v):
+        return self._combined(namespace["maximum"], v, "max")
+
 
 class at:  # noqa: N801  (named like JAX's x.at[...] property, used as np.at(x)[...])
-    """``np.at(x)[idx].set(v)`` / ``.add(v)`` / ``.get()``: functional indexed updates."""
+    """``np.at(x)[idx].set(v)`` / ``.add`` / ``.multiply`` / ``.divide`` / ``.power`` /
+    ``.min`` / ``.max`` / ``.get()``: functional indexed updates, as JAX's ``x.at``, on
+    traced and plain arrays (``x.at[...]`` on traced ones too)."""
 
     __slots__ = ("x",)
 

@@ -18,12 +18,20 @@ from .._core.replay import calls_in_order, replay, values_used
 from .._core.reverse import FreedGraphError, VJPNode, backward_pass, make_vjp, toposort
 from .._core.rule_table import rule_table
 from .._core.rules import defbatch, defjvp_direct, deflabel, defvjp_direct
-from .._core.tracer import isbox, live_trace_ids, new_box, new_trace_id, primitive
+from .._core.tracer import (
+    isbox,
+    live_trace_ids,
+    new_box,
+    new_trace_id,
+    perpetual_trace_ids,
+    primitive,
+)
 from ..numpy import numpy_wrapper as anp
 from ..numpy.numpy_boxes import array_astype, array_getitem
 
 TRACE_ID = new_trace_id()
 live_trace_ids.add(TRACE_ID)  # the Tensor trace never ends
+perpetual_trace_ids.add(TRACE_ID)
 
 
 class TensorNode(VJPNode):

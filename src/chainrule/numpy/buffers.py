@@ -1,0 +1,449 @@
+"""Buffers: arrays made by chainrule.numpy's constructors while a trace is live, which take
+traced writes (allocate, then fill: ``y = np.zeros(n); y[0] = x[0] ** 2``).
+
+Outside any trace the constructors give plain ``numpy.ndarray`` objects (one check of the
+set of live traces). Under a trace they give a ``Buffer``: an object that behaves as the
+NumPy array it holds until a traced value is written into it, through any index, ``+=``,
+``out=``, ``np.add.at``, ``np.copyto``, ``np.put``, ``np.putmask``, ``fill`` or a view. From
+that write on, the memory the buffer (and all its views) stands for is one traced value,
+updated functionally (``index_update`` / ``index_add``, the primitives ArrayBox writes use),
+so derivatives follow in every mode and to any order.
+
+A view (what NumPy's indexing or ``reshape``/``.T``/... would return as a view) is a
+``Buffer`` sharing its base's memory record, with ``positions``: the C-order flat positions
+in the base of its elements. A write through a view is a write at those positions of the
+base; a read of a view of a traced base picks them. Reads that NumPy answers with a copy
+(a scalar, a fancy index) are copies here too, so ``y = a[0]; a[0] = x`` leaves ``y``.
+
+To the engine a buffer is a front end (``register_front_end``): a primitive called with one
+computes with the value it stands for; a function returning one returns that value (the
+buffer is a pytree node whose one child is its value).
+"""
+
+from __future__ import annotations
+
+import functools
+import operator as _operator
+
+import numpy as _np
+
+from .._core import tracer as _tracer
+from .._core.pytree import register_pytree_node
+from .._core.tracer import FrontEnd, isbox, live_trace_ids, perpetual_trace_ids, register_front_end
+from . import numpy_wrapper as anp
+
+__all__ = ["Buffer"]
+
+
+class _Memory:
+    """What a base array and its views share: the NumPy memory (written while only constants
+    are written) and, after the first traced write, the traced value of the base."""
+
+    __slots__ = ("plain", "traced", "positions")
+
+    def __init__(self, plain: _np.ndarray):
+        self.plain = plain
+        self.traced = None
+        self.positions = None  # arange(size).reshape(shape), made on first use
+
+    def all_positions(self) -> _np.ndarray:
+        if self.positions is None:
+            self.positions = _np.arange(self.plain.size).reshape(self.plain.shape)
+        return self.positions
+
+    def current(self):
+        return self.plain if self.traced is None else self.traced
+
+
+def _is_traced(value) -> bool:
+    if type(value) is Buffer:
+        return value._memory.traced is not None
+    return anp._contains_box(value) or type(value) in _tracer.batched_types
+
+
+def _value_of(obj):
+    """``obj`` with buffers (also inside lists and tuples) replaced by what they stand for."""
+    if type(obj) is Buffer:
+        return obj._value()
+    if type(obj) in (list, tuple):
+        return type(obj)(_value_of(item) for item in obj)
+    return obj
+
+
+class Buffer:
+    """An array made by a chainrule.numpy constructor under a trace (see the module doc)."""
+
+    __slots__ = ("_memory", "_plain", "_positions", "__weakref__")
+    __array_priority__ = 200.0  # above ArrayBox's: box + buffer asks the buffer first
+
+    def __init__(self, memory: _Memory, plain: _np.ndarray, positions):
+        self._memory = memory
+        self._plain = plain  # the NumPy view of the memory this buffer is
+        self._positions = positions  # None: the base itself
+
+    @classmethod
+    def holding(cls, array: _np.ndarray) -> Buffer:
+        return cls(_Memory(array), array, None)
+
+    # ------------------------------------------------------------------ what it stands for
+    def _value(self):
+        traced = self._memory.traced
+        if traced is None:
+            return self._plain
+        if self._positions is None:
+            return traced
+        return anp.ravel(traced)[self._positions]
+
+    def _all_positions(self) -> _np.ndarray:
+        return self._memory.all_positions() if self._positions is None else self._positions
+
+    @property
+    def shape(self):
+        return self._plain.shape
+
+    @property
+    def ndim(self):
+        return self._plain.ndim
+
+    @property
+    def size(self):
+        return self._plain.size
+
+    @property
+    def dtype(self):
+        return self._plain.dtype
+
+    def __len__(self):
+        return len(self._plain)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __repr__(self):
+        return f"Buffer({self._value()!r})"
+
+    def __getattr__(self, name):
+        # every other attribute and method: the value's (an ndarray's or an ArrayBox's)
+        return getattr(self._value(), name)
+
+    def __array__(self, dtype=None, copy=None):
+        if self._memory.traced is not None:
+            _tracer.check_not_leaked(self._memory.traced)  # kept past its trace: say that
+            raise TypeError(
+                "This array was made by a chainrule.numpy constructor and holds a traced "
+                "value since a traced value was written into it: converting it to a plain "
+                "NumPy array (np.asarray, np.array, or writing it into a NumPy array) would "
+                "drop its derivative. Compute with it through chainrule.numpy (or NumPy "
+                "functions called on it), or return it."
+            )
+        plain = self._plain if dtype is None else self._plain.astype(dtype)
+        return plain.copy() if copy else plain
+
+    # ------------------------------------------------------------------ views and reads
+    def _derived(self, make):
+        """``make(array)``: a view of this buffer where NumPy gives a view, else the value."""
+        plain = make(self._plain)
+        if type(plain) is _np.ndarray and plain.size and _np.shares_memory(plain, self._plain):
+            return Buffer(self._memory, plain, make(self._all_positions()))
+        return make(self._value())
+
+    def __getitem__(self, index):
+        return self._derived(lambda a: a[_value_of(index)])
+
+    @property
+    def T(self):
+        return self._derived(lambda a: a.T)
+
+    def transpose(self, *axes):
+        return self._derived(lambda a: a.transpose(*axes))
+
+    def reshape(self, *shape, **kwargs):
+        return self._derived(lambda a: a.reshape(*shape, **kwargs))
+
+    def ravel(self, order="C"):
+        return self._derived(lambda a: a.ravel(order))
+
+    def swapaxes(self, axis1, axis2):
+        return self._derived(lambda a: a.swapaxes(axis1, axis2))
+
+    def squeeze(self, axis=None):
+        return self._derived(lambda a: a.squeeze(axis))
+
+    def copy(self, order="C"):
+        return copy(self, order=order)
+
+    @property
+    def at(self):
+        """JAX's functional updates, out of place: ``a.at[i].set(v)`` (see ``numpy.at``)."""
+        return anp.at(self._value())
+
+    # ------------------------------------------------------------------ writes
+    def _update(self, index, value, functional_update) -> None:
+        """Write ``value`` at ``index`` of this buffer as a traced update of its base."""
+        if not _np.issubdtype(self.dtype, _np.inexact):
+            raise TypeError(
+                f"Writing a traced value into an array of dtype {self.dtype}: NumPy would "
+                f"cast it (rounding), and the cast has no derivative. Make the array a float "
+                f"one (np.zeros(n), or dtype=float) to differentiate through the write."
+            )
+        memory = self._memory
+        positions = self._all_positions()[_value_of(index)]
+        flat = functional_update(anp.ravel(memory.current()), positions, _value_of(value))
+        memory.traced = anp.reshape(flat, memory.plain.shape)
+
+    def __setitem__(self, index, value):
+        if self._memory.traced is None and not _is_traced(value):
+            self._plain[_value_of(index)] = _value_of(value)
+        else:
+            self._update(index, value, anp.index_update)
+
+    def fill(self, value):
+        self[...] = value
+
+    def _inplace(self, ufunc, other):
+        if self._memory.traced is None and not _is_traced(other):
+            ufunc(self._plain, _value_of(other), out=self._plain)
+        else:
+            self[...] = _cast_like(ufunc(self._value(), _value_of(other)), self)
+        return self
+
+    def __iadd__(self, other): return self._inplace(_np.add, other)  # noqa: E704
+    def __isub__(self, other): return self._inplace(_np.subtract, other)  # noqa: E704
+    def __imul__(self, other): return self._inplace(_np.multiply, other)  # noqa: E704
+    def __itruediv__(self, other): return self._inplace(_np.true_divide, other)  # noqa: E704
+    def __ipow__(self, other): return self._inplace(_np.power, other)  # noqa: E704
+    def __imatmul__(self, other): return self._inplace(_np.matmul, other)  # noqa: E704
+
+    def _ufunc_at(self, ufunc, index, value=None):
+        """``ufunc.at(self, index, value)``: unbuffered in place; ``add`` and ``subtract``
+        accumulate repeated indices when traced too."""
+        if self._memory.traced is None and not _is_traced(value):
+            args = () if value is None else (_value_of(value),)
+            return ufunc.at(self._plain, _value_of(index), *args)
+        if ufunc is _np.add:
+            return self._update(index, value, anp.index_add)
+        if ufunc is _np.subtract:
+            return self._update(index, anp.negative(_value_of(value)), anp.index_add)
+        raise TypeError(
+            f"numpy.{ufunc.__name__}.at with traced values: chainrule differentiates add.at "
+            f"and subtract.at (repeated indices accumulate). Write the update as "
+            f"a[idx] = {ufunc.__name__}(a[idx], v) where idx has no repeated positions."
+        )
+
+    # ------------------------------------------------------------------ NumPy's protocols
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == "at" and type(inputs[0]) is Buffer:
+            return inputs[0]._ufunc_at(ufunc, *inputs[1:])
+        out = kwargs.pop("out", None)
+        if type(out) is tuple and len(out) == 1:
+            out = out[0]
+        if type(out) is Buffer and method == "__call__":
+            return _as_output(out, ufunc, inputs, kwargs)
+        if out is not None:
+            kwargs["out"] = _value_of(out)
+            return getattr(ufunc, method)(*_value_of(inputs), **_value_of(kwargs))
+        return _fresh(getattr(ufunc, method)(*_value_of(inputs), **_value_of(kwargs)))
+
+    def __array_function__(self, func, types, args, kwargs):
+        own = _FUNCTIONS.get(func)
+        if own is not None:
+            return own(*args, **kwargs)
+        return func(*_value_of(args), **{k: _value_of(v) for k, v in kwargs.items()})
+
+
+def _as_output(buffer: Buffer, function, args, kwargs):
+    """``function(*args, out=buffer, **kwargs)``: NumPy's own call where nothing is traced,
+    else the answer computed, then written (where ``where=``) into the buffer."""
+    where = kwargs.pop("where", True)
+    if not any(_is_traced(v) for v in (buffer, where, *args, *kwargs.values())):
+        raw = getattr(function, "fun", function)
+        raw(*_value_of(args), out=buffer._plain, where=_value_of(where), **_value_of(kwargs))
+        return buffer
+    result = function(*_value_of(args), **_value_of(kwargs))
+    if where is not True:
+        result = anp.where(_value_of(where), result, buffer._value())
+    buffer[...] = _cast_like(result, buffer)
+    return buffer
+
+
+def _cast_like(result, target: Buffer):
+    """``result`` as an in-place ufunc writes it into ``target`` (casting 'same_kind')."""
+    dtype = _np.result_type(_tracer.getval(result))
+    if not _np.can_cast(dtype, target.dtype, "same_kind"):
+        raise TypeError(f"Cannot cast ufunc output from dtype {dtype} to {target.dtype} "
+                        f"with casting rule 'same_kind' (as NumPy)")
+    return result
+
+
+def _fresh(answer):
+    """An untraced answer computed from a buffer under a trace, in new memory: a buffer too,
+    so ``r = np.zeros(n) + 1.0; r[0] = x`` takes the write as ``np.ones(n)`` would. (An
+    answer that is a view stays a plain array: a traced write into it is refused clearly,
+    since it could not reach the buffer it views.)"""
+    if (type(answer) is _np.ndarray and answer.base is None
+            and len(live_trace_ids) > len(perpetual_trace_ids)):
+        return Buffer.holding(answer)
+    return answer
+
+
+def _binary(op):
+    return (lambda self, other: _fresh(op(self._value(), _value_of(other))),
+            lambda self, other: _fresh(op(_value_of(other), self._value())))
+
+
+for _name, _op in [("add", _operator.add), ("sub", _operator.sub), ("mul", _operator.mul),
+                   ("truediv", _operator.truediv), ("floordiv", _operator.floordiv),
+                   ("mod", _operator.mod), ("pow", _operator.pow), ("matmul", _operator.matmul),
+                   ("and", _operator.and_), ("or", _operator.or_), ("xor", _operator.xor)]:
+    _forward, _reflected = _binary(_op)
+    setattr(Buffer, f"__{_name}__", _forward)
+    setattr(Buffer, f"__r{_name}__", _reflected)
+for _name, _op in [("eq", _operator.eq), ("ne", _operator.ne), ("lt", _operator.lt),
+                   ("le", _operator.le), ("gt", _operator.gt), ("ge", _operator.ge)]:
+    setattr(Buffer, f"__{_name}__", _binary(_op)[0])
+for _name, _op in [("neg", _operator.neg), ("pos", _operator.pos), ("abs", abs),
+                   ("invert", _operator.invert)]:
+    setattr(Buffer, f"__{_name}__", lambda self, _op=_op: _fresh(_op(self._value())))
+for _name, _op in [("float", float), ("int", int), ("complex", complex), ("bool", bool),
+                   ("index", _operator.index)]:
+    setattr(Buffer, f"__{_name}__", lambda self, _op=_op: _op(self._value()))
+Buffer.__hash__ = None  # as ndarray's: mutable
+
+
+# ----------------------------------------------------------------------------- writes by function
+# Into a buffer or a traced array (ArrayBox, whose writes rebind it), with a traced value
+# among the arguments, these are traced writes; otherwise NumPy's own functions.
+def _writes_traced(target, *values) -> bool:
+    if type(target) is not Buffer and not isbox(target):
+        return False
+    return any(_is_traced(v) for v in (target, *values))
+
+
+def copyto(dst, src, casting="same_kind", where=True):
+    """``numpy.copyto``."""
+    if not _writes_traced(dst, src, where):
+        return _np.copyto(_value_of(dst), _value_of(src), casting=casting, where=_value_of(where))
+    new = _value_of(src) if where is True else anp.where(_value_of(where), _value_of(src),
+                                                           _value_of(dst))
+    dst[...] = new
+
+
+def put(a, ind, v, mode="raise"):
+    """``numpy.put``: ``a.flat[ind] = v`` (the positions checked as NumPy's mode='raise')."""
+    if not _writes_traced(a, v):
+        return _np.put(_value_of(a), ind, _value_of(v), mode=mode)
+    if mode != "raise":
+        raise NotImplementedError("numpy.put of traced values supports mode='raise' only")
+    flat = _np.arange(_np.size(_tracer.getval(_value_of(a))))[_np.asarray(ind)]
+    a[_np.unravel_index(flat, _np.shape(_tracer.getval(_value_of(a))))] = v
+
+
+def putmask(a, mask, values):
+    """``numpy.putmask``: where ``mask``, ``a`` takes ``values`` (of ``a``'s shape, or one
+    that broadcasts to it)."""
+    if not _writes_traced(a, values):
+        return _np.putmask(_value_of(a), _value_of(mask), _value_of(values))
+    a[...] = anp.where(_value_of(mask), _value_of(values), _value_of(a))
+
+
+def _ufunc_at(ufunc, a, indices, b=None):
+    """``np.add.at`` / ``np.subtract.at`` of chainrule.numpy (whose add is a primitive)."""
+    if type(a) is Buffer:
+        return a._ufunc_at(ufunc, indices, b)
+    if isbox(a) and ufunc in (_np.add, _np.subtract):
+        a[...] = anp.index_add(a, indices, b if ufunc is _np.add else anp.negative(b))
+        return None
+    return ufunc.at(a, indices, *(() if b is None else (b,)))
+
+
+# ----------------------------------------------------------------------------- constructors
+# Outside every trace a constructor is NumPy's own after one comparison of two small sets
+# (``live_trace_ids == perpetual_trace_ids``): the untraced cost the benchmark
+# (benchmarks/bench_fill.py) measures. The commonest ones have NumPy's signature spelled
+# out, since packing ``*args, **kwargs`` would cost more than the allocation.
+def _held(ans):
+    return Buffer.holding(ans) if type(ans) is _np.ndarray else ans
+
+
+def _allocating(raw):
+    """``zeros``, ``ones``, ``empty``: NumPy's ``raw``, answering buffers under a trace."""
+
+    @functools.wraps(raw)
+    def constructor(shape, dtype=float, order="C", *, device=None, like=None):
+        if device is None and like is None:
+            ans = raw(shape, dtype, order)
+        else:
+            ans = raw(shape, dtype, order, device=device, like=like)
+        return ans if live_trace_ids == perpetual_trace_ids else _held(ans)
+
+    return constructor
+
+
+def _alike(make, raw):
+    """The ``*_like`` family (no fill value): NumPy's ``raw`` on a plain prototype outside a
+    trace, chainrule.numpy's ``make`` otherwise, answering buffers under a trace."""
+
+    @functools.wraps(raw)
+    def constructor(prototype, dtype=None, order="K", subok=True, shape=None, **kwargs):
+        if live_trace_ids == perpetual_trace_ids and type(prototype) is _np.ndarray:
+            return raw(prototype, dtype, order, subok, shape, **kwargs)
+        ans = make(_value_of(prototype), dtype, order, subok, shape, **kwargs)
+        return ans if live_trace_ids == perpetual_trace_ids else _held(ans)
+
+    return constructor
+
+
+def _buffered(make, raw):
+    """Any other constructor: ``make`` (chainrule.numpy's), answering buffers under a trace;
+    NumPy's ``raw`` outside a trace on plain arguments."""
+
+    @functools.wraps(make)
+    def constructor(*args, **kwargs):
+        if live_trace_ids == perpetual_trace_ids:
+            if not args or type(args[0]) in _PLAIN:
+                return raw(*args, **kwargs)
+            return make(*args, **kwargs)
+        return _held(make(*_value_of(args), **{k: _value_of(v) for k, v in kwargs.items()}))
+
+    return constructor
+
+
+_PLAIN = frozenset([_np.ndarray, int, float, tuple])  # a plain array, a size or a shape
+_ALLOCATING = ("zeros", "ones", "empty")
+_ALIKE = ("zeros_like", "ones_like", "empty_like")
+_OTHERS = ("full", "eye", "identity", "arange", "linspace", "full_like", "array", "asarray",
+           "copy")
+
+
+def _wrapped_constructors(namespace: dict) -> dict:
+    return {**{name: _allocating(getattr(_np, name)) for name in _ALLOCATING},
+            **{name: _alike(namespace[name], getattr(_np, name)) for name in _ALIKE},
+            **{name: _buffered(namespace[name], getattr(_np, name)) for name in _OTHERS}}
+
+
+def install(namespace: dict) -> None:
+    """Put the constructors and write functions over chainrule.numpy's ``namespace``, and
+    send NumPy's own (``np.zeros_like(x)`` of a traced ``x``) to them."""
+    constructors = _wrapped_constructors(namespace)
+    writes = {"copyto": copyto, "put": put, "putmask": putmask}
+    for name, function in {**constructors, **writes}.items():
+        namespace[name] = function
+        _FUNCTIONS[getattr(_np, name)] = function
+    # (NumPy's write functions called on other arrays, batched ones included, keep their
+    # own handling: only a buffer among the arguments sends them here)
+    for name, function in constructors.items():
+        anp.raw_to_wrapped[getattr(_np, name)] = function
+    own = {**constructors, **writes}
+    for name, ufunc in (("add", _np.add), ("subtract", _np.subtract)):
+        namespace[name].at = functools.partial(_ufunc_at, ufunc)
+    global copy  # noqa: PLW0603 - Buffer.copy calls the namespace's
+    copy = own["copy"]
+
+
+_FUNCTIONS: dict = {}  # NumPy's function -> ours, for buffers met by __array_function__
+copy = None  # set by install
+
+register_front_end(Buffer, FrontEnd(unwrap=Buffer._value, value_of=Buffer._value,
+                                    wrap=_fresh, as_output=_as_output))
+register_pytree_node(Buffer, lambda buffer: ((buffer._value(),), None),
+                     lambda aux, children: children[0])

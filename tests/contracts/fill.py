@@ -1,0 +1,106 @@
+"""fill: programs written allocate-then-fill (issue 38) keep every transform's contract.
+
+A program fills arrays made by chainrule.numpy's constructors (``np.zeros(n)``,
+``np.empty_like(x)``, ``np.zeros_like(x)``) with traced values: by index, slice, through a
+view, ``+=``, ``out=``, ``np.add.at``, ``np.copyto``. References: ``jit(f) ≡ f`` bit for bit
+(one trace, then cached), ``vmap(f)`` ≡ the per-example loop, and for a scalar ``f``,
+``grad`` and ``jvp`` give the same directional derivative.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as onp
+
+import chainrule
+
+from . import _programs as programs
+from ._compare import Outcome, differences
+from ._programs import Program, Template
+from ._runner import Refusal
+
+NAME = "fill"
+CI_CASES = 150
+
+# the statements of _programs that jit stages as eager runs them (no raise, random, ...)
+HAZARDS = frozenset({"nonsmooth", "index", "mask", "inplace", "loop"})
+
+
+def _fill(g) -> None:
+    a, b = g.vec(), g.vec()
+    buf = g.name("buf")
+    g.emit(f"{buf} = " + g.pick(["np.zeros(n)", f"np.empty_like({a})", f"np.zeros_like({a})",
+                                 "np.ones(n) * 0.0 + np.zeros(n)"]))
+    if "np.empty" in g.lines[-1]:
+        g.emit(f"{buf}[:] = 0.0")
+    i, j = g.index(), g.index()
+    for _ in range(int(g.rng.integers(1, 4))):
+        g.emit(g.pick([
+            f"{buf}[{i}] = {g.scalar_expr()}",
+            f"{buf}[1:] = {a}[:-1] * {g.scal()}",
+            f"{buf}[::2] = np.sin({b}[::2])",
+            f"{buf} += {a} * {b}",
+            f"{buf}[{j}] += {g.scalar_expr()}",
+            f"{buf}[::-1][0] = {g.scalar_expr()}",
+            f"np.multiply({a}, {b}, out={buf})",
+            f"np.add.at({buf}, [{i}, {i}, {j}], {a}[0])",
+            f"np.copyto({buf}, {a} * {a}, where={b} > 0)",
+            f"{buf}[{a} > 0] = {b}[{a} > 0]",
+        ]))
+    g.vecs.append(buf)
+
+
+OWN = (Template("fill", _fill, 3.0),)
+
+
+@dataclasses.dataclass
+class Case:
+    program: Program
+    calls: list
+
+    def __str__(self) -> str:
+        return f"{self.program}\n# called at {self.calls!r}"
+
+
+def generate(rng: onp.random.Generator) -> Case:
+    program = programs.generate(rng, HAZARDS | {"fill"}, output="scalar", dtype="float64",
+                                extra=OWN)
+    calls = program.inputs(rng, 3, edges=False)
+    return Case(program, calls)
+
+
+def check(case: Case) -> list[str]:
+    p = case.program
+    out: list[str] = []
+    jitted = chainrule.jit(p.fn)
+    for x, s in case.calls:
+        p.reset()
+        eager = Outcome.of(lambda: p.fn(x, s))  # noqa: B023 - called at once
+        if eager.error is not None:
+            return [Refusal(f"the program raises eagerly: {eager.error!r}")]
+        p.reset()
+        staged = Outcome.of(lambda: jitted(x, s))  # noqa: B023
+        out += [f"jit: {d}" for d in differences(eager, staged)]
+        p.reset()
+        rev = Outcome.of(lambda: chainrule.grad(p.fn)(x, s))  # noqa: B023
+        direction = onp.linspace(-1.0, 1.0, x.size)
+        p.reset()
+        fwd = Outcome.of(lambda: chainrule.jvp(p.fn, (x, s), (direction, 0.0))[1])  # noqa: B023
+        if rev.error or fwd.error:
+            out.append(f"modes: grad {rev.error!r}, jvp {fwd.error!r}")
+        elif not onp.allclose(onp.dot(rev.value, direction), fwd.value, rtol=1e-10, atol=1e-10,
+                              equal_nan=True):
+            out.append(f"modes: grad·v {onp.dot(rev.value, direction)!r} != jvp {fwd.value!r}")
+    info = jitted.cache_info()
+    if info.eager:
+        out.append(f"jit: ran eagerly: {info}")
+    xs = onp.stack([x for x, _ in case.calls])
+    s = case.calls[0][1]
+    p.reset()
+    loop = Outcome.of(lambda: onp.stack([p.fn(x, s) for x in xs]))
+    p.reset()
+    batched = Outcome.of(lambda: chainrule.vmap(p.fn, in_axes=(0, None))(xs, s))
+    out += [f"vmap: {d}" for d in differences(loop, batched, exact=False, rtol=1e-12,
+                                               atol=1e-300)]
+    return out
