@@ -29,8 +29,8 @@ def jet(fun: Callable, primals: Sequence, series: Sequence,
 
     ``primals`` holds one value per positional argument of ``fun`` and ``series`` one
     list per argument of its k terms (every argument the same k): argument i moves along
-    x_i(t) = primals[i] + sum_j series[i][j-1] t^j / j! (``factorial_scaled=True``, the
-    default: term j is the j-th derivative) or + series[i][j-1] t^j (False: plain Taylor
+    ``x_i(t) = primals[i] + sum_j series[i][j-1] t^j / j!`` (``factorial_scaled=True``, the
+    default: term j is the j-th derivative) or ``+ series[i][j-1] t^j`` (False: plain Taylor
     coefficients). Returns ``(fun(*primals), series_out)``, ``series_out`` shaped like the
     output with each leaf replaced by the list of its k terms (derivatives of t ->
     fun(x(t)) at 0, or their Taylor coefficients), in one pass: O(k^2) per primitive with a
