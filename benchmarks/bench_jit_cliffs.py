@@ -31,10 +31,10 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import gc  # noqa: E402
 import time  # noqa: E402
-import tracemalloc  # noqa: E402
 
 import numpy as onp  # noqa: E402
 
+from ._timing import peak_bytes as _peak_bytes  # noqa: E402
 from .bench_jit import _same_bits, cpu_time, interleaved_times  # noqa: E402
 
 SIZES = {
@@ -70,16 +70,6 @@ def random_program(n_ops: int, seed: int = 0):
         return np.sum(x)
 
     return f
-
-
-def _peak_bytes(fn) -> int:
-    gc.collect()
-    tracemalloc.start()
-    try:
-        fn()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
 
 
 def long_trace(n_ops: int, repeats: int) -> dict:

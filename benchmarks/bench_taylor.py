@@ -21,32 +21,14 @@ from __future__ import annotations
 
 import argparse
 import time
-import tracemalloc
 
 import numpy as onp
 
 import chainrule as cr
 import chainrule.numpy as np
 
-
-def _best_of(fn, repeats: int = 3, clock=time.process_time, warm: bool = True) -> float:
-    if warm:
-        fn()
-    best = float("inf")
-    for _ in range(repeats):
-        start = clock()
-        fn()
-        best = min(best, clock() - start)
-    return best
-
-
-def _peak_bytes(fn) -> int:
-    tracemalloc.start()
-    try:
-        fn()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+from ._timing import best_of as _best_of
+from ._timing import peak_bytes as _peak_bytes
 
 
 def _jax():
@@ -110,7 +92,7 @@ def derivative_section(order: int = 10) -> list[str]:
     got = float(nested())  # (one call: ~20 s, nothing to warm)
     nested_seconds = time.process_time() - start
     assert abs(got - want) <= 1e-8 * abs(want), (got, want)
-    base = _best_of(ours)
+    base = _best_of(ours, 3)
     rows.append(_row(f"chainrule taylor_derivatives (jet, order {order})", base,
                      _peak_bytes(ours), base))
     rows.append(_row(f"chainrule jvp nested {order} times", nested_seconds,
@@ -129,7 +111,7 @@ def derivative_section(order: int = 10) -> list[str]:
                          ("JAX jet, jit", lambda: jitted(x0).block_until_ready())):
             got = float(fn())
             assert abs(got - want) <= 1e-8 * abs(want), (name, got, want)
-            rows.append(_row(name, _best_of(fn, clock=time.perf_counter), None, base))
+            rows.append(_row(name, _best_of(fn, 3, clock=time.perf_counter), None, base))
     header = [f"10th derivative of a composition of 20 elementary functions "
               f"(value {want:.6g})", "", "| method | time | vs jet | peak memory |",
               "|---|---|---|---|"]
@@ -166,7 +148,7 @@ def laplacian_section(d: int) -> list[str]:
         return sum(float(onp.dot(e, cr.jvp(hvp, (x,), (e,))[1])) for e in basis)
 
     rows = []
-    base = _best_of(ours)
+    base = _best_of(ours, 3)
     rows.append(_row("chainrule laplacian (Taylor, one vectorized pass)", base,
                      _peak_bytes(ours), base))
     for name, fn in (("chainrule trace(hessian(f))", trace_hessian),
@@ -187,7 +169,7 @@ def laplacian_section(d: int) -> list[str]:
         assert abs(got - want) <= 1e-8 * abs(want), ("jax", got, want)
         rows.append(_row("JAX jet-based Laplacian (vmap of jet, jit)",
                          _best_of(lambda: jax_laplacian(x).block_until_ready(),
-                                  clock=time.perf_counter), None, base))
+                                  3, clock=time.perf_counter), None, base))
     header = [f"Laplacian of a tanh MLP {d}-64-64-1 (value {want:.6g})", "",
               "| method | time | vs laplacian | peak memory |", "|---|---|---|---|"]
     return header + rows

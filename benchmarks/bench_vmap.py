@@ -38,20 +38,9 @@ import numpy as onp
 import chainrule as cr
 import chainrule.numpy as np
 
+from ._timing import best_of as _best_of
+
 BATCH = 256
-
-
-def _best_of(fn, repeats: int = 5, clock=time.process_time) -> float:
-    """The least time of ``repeats`` calls after a warm one, by ``clock``: CPU time of this
-    process (the machine is shared), or the wall clock for JAX, whose worker threads spin
-    on after a call and would charge the next sample."""
-    fn()  # warm (jit compilation, caches)
-    best = float("inf")
-    for _ in range(repeats):
-        start = clock()
-        fn()
-        best = min(best, clock() - start)
-    return best
 
 
 def _check(got, want) -> None:
