@@ -4,8 +4,6 @@ JVP."""
 
 from __future__ import annotations
 
-import math
-
 from ...numpy import numpy_wrapper as anp
 from ...numpy.rules.taylor import (
     exp_series,
@@ -18,9 +16,7 @@ from ...numpy.rules.taylor import (
     weighted,
 )
 from .. import special as sp
-
-_SQRT_PI = math.sqrt(math.pi)
-_SQRT_2PI = math.sqrt(2 * math.pi)
+from .special import _SQRT_2PI, _SQRT_PI
 
 
 def _gaussian(x: list, order: int, width: float, factor: float) -> list:
