@@ -238,6 +238,37 @@ def test_minimize_bounds_other_methods(method):
     assert onp.allclose(jac, [[1.0, 0.0], [0.0, 0.0]], atol=1e-9)
 
 
+def test_minimize_optimum_derivative_at_the_corrected_point_where_powell_stops_short():
+    # (the solvers contract's case 1759) Powell stops ~7.6e-5 short in x1 of the minimum with
+    # x0 held at its upper bound u: the envelope theorem's d fun/d theta, taken at Powell's
+    # x, was 3.4e-4 off. Closed form: x1 = c1 - a10/a11 (u - c0) is free (its bound, which
+    # moves with theta, is near but inactive), fun = 0.5 s (u - c0)^2 with the Schur
+    # complement s = a00 - a01^2/a11, so d fun/d theta = -s (u - c0) v0.
+    a = onp.array([[1.4140853106307016, 0.9000617589472416],
+                   [0.9000617589472416, 4.7833780142338576]])
+    c_at_0 = onp.array([-1.3251743845909625, 0.49025290214285827])
+    v = onp.array([0.6693843426922086, 0.8184220375698278])
+    upper = -2.096781179476679
+
+    def objective(x, theta):
+        c = c_at_0 + v * theta[0]
+        return 0.5 * np.dot(x - c, np.dot(a, x - c))
+
+    def optimum(theta):
+        moving = -0.45170708322548436 + 0.8862440435289425 * (theta[0] + 1.1504891242977486)
+        return so.minimize(
+            objective, onp.array([-2.8525749399088656, 0.14205832541680108]), args=(theta,),
+            method="Powell", bounds=[(None, upper), (moving, None)],
+            options={"xtol": 1e-13, "ftol": 1e-15, "maxiter": 20000},
+        ).fun
+
+    theta = onp.array([-1.1504891242977486])
+    schur = a[0, 0] - a[0, 1] ** 2 / a[1, 1]
+    expected = -schur * (upper - (c_at_0[0] + v[0] * theta[0])) * v[0]
+    assert onp.allclose(grad(optimum)(theta), expected, rtol=1e-6, atol=1e-9)
+    assert onp.allclose(jacfwd(optimum)(theta), expected, rtol=1e-6, atol=1e-9)
+
+
 # ----------------------------------------------------------------------------- matrix-free
 def test_matrix_free_agrees_with_dense_both_modes_and_second_order():
     def argmin(b, solver):

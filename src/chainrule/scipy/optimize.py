@@ -828,8 +828,9 @@ def _bound_activity(name: str, x, lb, ub, gradient: Callable, near=None) -> dict
     step, times the curvature, and the free coordinates' remaining gradients), or a free
     minimum on its bound to that precision, is a weakly active bound, where x* has no
     derivative (its one-sided derivatives differ). Returns ``held`` (None if no bound
-    holds x; weak ones count as held), ``at_lb`` and ``weak`` (why x* is not
-    differentiable, or None), for ``_found``."""
+    holds x; weak ones count as held), ``at_lb``, ``weak`` (why x* is not
+    differentiable, or None) and ``polished`` (the corrected x, or None where no bound is
+    near), for ``_found``."""
     x = _np.asarray(x, dtype=float)
     with _np.errstate(invalid="ignore"):  # (inf - inf, where a bound is missing)
         gap_lb, gap_ub = x - lb, ub - x
@@ -840,7 +841,7 @@ def _bound_activity(name: str, x, lb, ub, gradient: Callable, near=None) -> dict
     at_lb = by_lb & ~(by_ub & (gap_ub < gap_lb))  # (in a narrow box, the nearer bound)
     candidates = by_lb | by_ub
     if not candidates.any():
-        return {"held": None, "at_lb": None, "weak": None}
+        return {"held": None, "at_lb": None, "weak": None, "polished": None}
     bound = _np.where(candidates, _np.where(at_lb, lb, ub), 0.0)
     side = _np.where(at_lb, 1.0, -1.0)  # outward gradients and inward distances, signed
     fixed = candidates & (lb == ub)
@@ -874,7 +875,7 @@ def _bound_activity(name: str, x, lb, ub, gradient: Callable, near=None) -> dict
             f"is interior."
         )
     held = held | weak_free
-    return {"held": held if held.any() else None, "at_lb": at_lb, "weak": why}
+    return {"held": held if held.any() else None, "at_lb": at_lb, "weak": why, "polished": z}
 
 
 def _polished(x, held, bound, gradient: Callable, measured):
@@ -935,11 +936,18 @@ def _held_at_bounds(x, g, state: dict, lb, ub):
 
 def _pinned(x, state: dict, lb, ub):
     """``x`` with the coordinates a bound holds at that bound (where the optimal value
-    follows the bound: the envelope theorem's x*)."""
+    follows the bound: the envelope theorem's x*) and the others moved to the corrected
+    solution of that active set (``_polished``): the envelope theorem holds at x*, and a
+    method that stops short (Powell, Nelder-Mead) leaves x far enough from it to blur the
+    derivative. The move is a constant shift, so derivatives still flow through ``x``."""
+    polished = _found(x, state=state, key="polished")
+    if polished is None:
+        return x
+    moved = x + (polished - _np.asarray(getval(derivative_free(x))))
     held = _found(x, state=state, key="held")
     if held is None:
-        return x
-    return anp.where(held, anp.where(_found(x, state=state, key="at_lb"), lb, ub), x)
+        return moved
+    return anp.where(held, anp.where(_found(x, state=state, key="at_lb"), lb, ub), moved)
 
 
 def _bound_pairs(bounds):
