@@ -37,24 +37,101 @@ class TaylorNode(Node):
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         series_in = tuple(p.series for p in parents)
-        order = len(series_in[0])
-        entry = _entry_of(fun)
-        rule = None if entry is None else entry.taylor
-        if rule is None:
-            if entry is None or entry.jvp is None:
-                name = getattr(fun, "__qualname__", getattr(fun, "__name__", repr(fun)))
-                raise NotImplementedError(
-                    f"chainrule has no JVP rule for {name}, so Taylor mode (jet, "
-                    f"taylor_derivatives, laplacian) cannot differentiate it. Define one with "
-                    f"chainrule.extend.defjvp({name}, ...) (Taylor mode then nests it), or a "
-                    f"Taylor rule with chainrule.extend.deftaylor({name}, ...)."
-                )
-            self.series = nested_jvp_series(fun, args, kwargs, argnums, series_in, order)
-        else:
-            self.series = tuple(rule(series_in, argnums, ans, args, kwargs, order))
+        rule = _taylor_rule(fun)
+        self.series = tuple(rule(series_in, argnums, ans, args, kwargs, len(series_in[0])))
 
     def initialize_root(self, series) -> None:
         self.series = tuple(series)
+
+
+class CollapsedTaylorNode(Node):
+    """Collapsed Taylor mode of second order (Dangel et al., NeurIPS 2025), for sums over
+    d directions v_i of second derivatives along them (the Laplacian: the v_i a basis).
+
+    A traced value carries its ``first`` coefficients along every direction at once (one
+    value batched over the directions, ``directions`` says how) and ONE ``second``
+    coefficient: the sum over the directions of the normalized second coefficients (None
+    while it is zero). The value itself is computed once. As the second coefficient of an
+    output is linear in the inputs' second coefficients plus a quadratic form Q of their
+    first ones, y_2 = L(x_2) + Q(x_1), its sum over the directions is L(sum x_2) +
+    sum Q(x_1): the linear part runs once on the sum, and only Q runs per direction (not
+    at all for a linear primitive). Both parts come from the primitive's Taylor rule: at
+    order 2 with the second coefficients zero it answers (L(x_1), Q(x_1)), at order 1 on
+    the summed coefficient L(sum x_2).
+    """
+
+    __slots__ = ("first", "second", "directions")
+
+    def __init__(self, ans, fun, args, kwargs, argnums, parents):
+        self.directions = parents[0].directions
+        rule = _taylor_rule(fun)
+        if len(argnums) <= getattr(rule, "linear_up_to", 0):
+            (self.first,) = rule(tuple((p.first,) for p in parents), argnums, ans, args,
+                                 kwargs, 1)
+            quadratic = None
+        elif getattr(rule, "kind", None) == "recurrence" and len(argnums) == 1:
+            self._elementwise(rule, ans, args, kwargs, argnums, parents[0])
+            return
+        else:
+            no_second = tuple((p.first, vspace(args[n]).zeros())
+                              for p, n in zip(parents, argnums))
+            self.first, quadratic = rule(no_second, argnums, ans, args, kwargs, 2)
+            quadratic = self.directions.total(quadratic)
+        if all(p.second is None for p in parents):
+            self.second = quadratic
+            return
+        summed = tuple((vspace(args[n]).zeros() if p.second is None else p.second,)
+                       for p, n in zip(parents, argnums))
+        (linear,) = rule(summed, argnums, ans, args, kwargs, 1)
+        self.second = linear if quadratic is None else add_values(quadratic, linear)
+
+    def _elementwise(self, rule, ans, args, kwargs, argnums, parent) -> None:
+        """A recurrence rule's primitive is elementwise in its one traced argument (with
+        broadcasting): along every direction y_1 = f'(x_0) x_1 and y_2 = f'(x_0) x_2 +
+        f''(x_0) x_1^2 / 2, so the rule runs once, unbatched, along the unit curve x_0 + t
+        (giving f' and f''/2), and the directions only meet two products and a sum."""
+        (n,) = argnums
+        space = vspace(args[n])
+        unit = ((space.ones(), space.zeros()),)
+        slope, half_curvature = rule(unit, argnums, ans, args, kwargs, 2)
+        first = parent.first
+        self.first = slope * first
+        self.second = half_curvature * self.directions.total(first * first)
+        if parent.second is not None:
+            self.second = self.second + slope * parent.second
+
+    def initialize_root(self, first, directions) -> None:
+        self.first, self.second, self.directions = first, None, directions
+
+
+def collapsed_trace(fun: Callable, leaf, first, directions):
+    """Call ``fun(box)`` on a collapsed Taylor trace (see ``CollapsedTaylorNode``) where
+    ``leaf`` moves along the directions whose first coefficients ``first`` holds, batched as
+    ``directions`` knows (``directions.total(value)`` sums a value over them).
+    Returns ``(out_leaves, out_treedef, [(first, second) per output leaf])``, ``second``
+    the summed second coefficient (None where it is zero, and both None for an output
+    leaf off the trace)."""
+    return _traced_outputs(CollapsedTaylorNode, [(first, directions)], fun, [leaf],
+                           lambda boxes: boxes[0], lambda node: (node.first, node.second),
+                           lambda leaf: (None, None))
+
+
+def _taylor_rule(fun: Callable) -> Callable:
+    """``fun``'s Taylor rule: its entry's, or the nested JVP of its JVP rule."""
+    entry = _entry_of(fun)
+    rule = None if entry is None else entry.taylor
+    if rule is not None:
+        return rule
+    if entry is None or entry.jvp is None:
+        name = getattr(fun, "__qualname__", getattr(fun, "__name__", repr(fun)))
+        raise NotImplementedError(
+            f"chainrule has no JVP rule for {name}, so Taylor mode (jet, "
+            f"taylor_derivatives, laplacian) cannot differentiate it. Define one with "
+            f"chainrule.extend.defjvp({name}, ...) (Taylor mode then nests it), or a "
+            f"Taylor rule with chainrule.extend.deftaylor({name}, ...)."
+        )
+    return lambda series_in, argnums, ans, args, kwargs, order: nested_jvp_series(
+        fun, args, kwargs, argnums, series_in, order)
 
 
 def taylor_trace(fun: Callable, leaves: list, series: list, rebuild: Callable):
@@ -101,6 +178,10 @@ def make_linear_taylor(fun: Callable) -> Callable:
                      for j in range(order))
 
     rule.kind = "linear"
+    # collapsed Taylor mode sends the summed second coefficient of a rule linear in this
+    # many traced arguments through order 1 alone (abs's rule, marked "linear" but not
+    # linear at 0, does not say so)
+    rule.linear_up_to = float("inf")
     return rule
 
 
@@ -128,6 +209,7 @@ def make_multilinear_taylor(fun: Callable) -> Callable:
         return tuple(out)
 
     rule.kind = "multilinear"
+    rule.linear_up_to = 1  # (traced arguments)
     return rule
 
 

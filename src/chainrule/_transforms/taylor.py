@@ -12,9 +12,11 @@ from typing import Any
 import numpy as _np
 
 from .. import numpy as anp
-from .._core.pytree import flatten_matching, tree_flatten, tree_unflatten
-from .._core.taylor import taylor_trace
+from .._core.pytree import flatten_matching, tree_flatten, tree_map, tree_unflatten
+from .._core.taylor import collapsed_trace, taylor_trace
+from .._core.tracer import live_trace_ids
 from .._core.vspace import vspace
+from ..numpy.batched import BatchedArray, BatchTrace
 from .vmap import vmap
 
 
@@ -110,12 +112,63 @@ def _second_terms(fun: Callable, x, directions):
     def along(v):
         v = anp.reshape(v, shape)
         _, (_, second) = jet(fun, (x,), ([v, anp.zeros_like(v)],))
-        if anp.ndim(second) != 0:
-            raise ValueError(f"laplacian and hessian_diagonal take a function with a scalar "
-                             f"output; this one answers shape {anp.shape(second)}.")
+        _check_scalar(second)
         return second
 
     return vmap(along)(directions)
+
+
+def _check_scalar(output) -> None:
+    if anp.ndim(output) != 0:
+        raise ValueError(f"laplacian and hessian_diagonal take a function with a scalar "
+                         f"output; this one answers shape {anp.shape(output)}.")
+
+
+class _Directions:
+    """The directions of a collapsed Taylor pass: the examples of one batch."""
+
+    __slots__ = ("trace",)
+
+    def __init__(self, trace: BatchTrace):
+        self.trace = trace
+
+    def total(self, value):
+        """``value`` (one per direction) summed over the directions."""
+        return tree_map(self._total, value)
+
+    def _total(self, leaf):
+        if isinstance(leaf, BatchedArray) and leaf._trace is self.trace:
+            return anp.sum(leaf._value, axis=0)
+        return leaf * self.trace.size  # the same along every direction
+
+
+def _summed_second_terms(fun: Callable, x, directions):
+    """The sum over the rows v of ``directions`` of v^T H v (see ``_second_terms``), in one
+    collapsed Taylor pass: the value once, the first coefficients batched over the
+    directions, one summed second coefficient."""
+    count = len(directions)
+    trace = BatchTrace(count, quiet=True)
+    live_trace_ids.add(trace.id)
+    try:
+        first = BatchedArray(_np.reshape(directions, (count, *anp.shape(x))), trace)
+        values, _, derived = collapsed_trace(fun, x, first, _Directions(trace))
+    except BaseException:
+        if trace.signal is None:
+            raise
+    finally:
+        live_trace_ids.discard(trace.id)
+    if trace.signal is not None:
+        # a Python decision on a direction's coefficients, or something that cannot run on
+        # the batch: each direction's series apart (vmap of jet) sorts that out
+        return anp.sum(_second_terms(fun, x, directions))
+    if len(values) != 1:
+        raise ValueError(f"laplacian takes a function with a scalar output; this one answers "
+                         f"{len(values)} values.")
+    _check_scalar(values[0])
+    second = derived[0][1]
+    if second is None:  # (the output does not depend on x, or only linearly)
+        return vspace(values[0]).zeros()
+    return 2.0 * second
 
 
 def _as_float_array(x):
@@ -173,12 +226,12 @@ def laplacian(fun: Callable, samples: int | None = None, key: Any = None,
         n = anp.size(x)
         dtype = anp.result_type(x)
         if samples is None:
-            return anp.sum(_second_terms(fun, x, anp.eye(n, dtype=dtype)))
+            return _summed_second_terms(fun, x, _np.eye(n, dtype=dtype))
         rng = _np.random.default_rng(key)
         if distribution == "rademacher":
             directions = rng.choice([-1.0, 1.0], size=(samples, n)).astype(dtype)
         else:
             directions = rng.standard_normal((samples, n)).astype(dtype)
-        return anp.mean(_second_terms(fun, x, directions))
+        return _summed_second_terms(fun, x, directions) / samples
 
     return trace

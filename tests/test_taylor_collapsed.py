@@ -1,0 +1,196 @@
+"""The collapsed Laplacian (``laplacian``: one pass carrying the value once, the first
+coefficients along every direction, and one second coefficient summed over the directions)
+against independent references: the per-direction second derivatives of ``jet`` summed
+(itself checked against nested ``jvp`` in test_taylor.py), and ``trace(hessian(f))``."""
+
+from __future__ import annotations
+
+import numpy as onp
+import pytest
+
+import chainrule
+import chainrule.extend
+import chainrule.numpy as np
+from chainrule._core.pytree import tree_flatten
+from test_taylor import SPEC_CASES, _mlp  # (tests/ is on sys.path)
+
+
+def _per_direction_sum(f, x, directions):
+    """sum over the rows v of ``directions`` of v^T H v, one jet of order 2 per direction
+    (a Python loop: no batching, no collapsing)."""
+    x = onp.asarray(x)
+    total = 0.0
+    for v in directions:
+        v = v.reshape(x.shape)
+        _, (_, second) = chainrule.jet(f, (x,), ([v, onp.zeros_like(v)],))
+        total = total + second
+    return total
+
+
+def _real_case(case) -> bool:
+    return all(onp.asarray(case.args[i]).dtype.kind == "f" for i in case.argnums)
+
+
+REAL_CASES = [c for c in SPEC_CASES if _real_case(c)]
+
+
+def _as_scalar_function(case):
+    """g(z): the case's primitive with its differentiated arguments read from the flat
+    vector z, its outputs contracted with fixed random weights to one real number."""
+    shapes = [onp.shape(case.args[i]) for i in case.argnums]
+    sizes = [int(onp.prod(s)) for s in shapes]
+    dtype = onp.result_type(*[onp.asarray(case.args[i]) for i in case.argnums])
+    z0 = onp.concatenate([onp.ravel(onp.asarray(case.args[i], dtype=dtype))
+                          for i in case.argnums]) if sizes else onp.zeros(0, dtype)
+    out = case.fun(*case.args, **case.kwargs)
+    rng = onp.random.default_rng(3)
+    weights = [rng.uniform(-1, 1, onp.shape(leaf)) for leaf in tree_flatten(out)[0]]
+
+    def g(z):
+        args, start = list(case.args), 0
+        for i, shape, size in zip(case.argnums, shapes, sizes):
+            args[i] = np.reshape(z[start:start + size], shape).astype(
+                onp.asarray(case.args[i]).dtype)
+            start += size
+        leaves = tree_flatten(case.fun(*args, **case.kwargs))[0]
+        return sum(np.sum(np.real(leaf) * w) for leaf, w in zip(leaves, weights))
+
+    return g, z0
+
+
+@pytest.mark.parametrize("case", REAL_CASES, ids=[c.id for c in REAL_CASES])
+def test_collapsed_laplacian_equals_the_per_direction_sum_at_every_spec_case(case):
+    """The meta-test: for every primitive with a JVP, at its real spec cases, the
+    collapsed Laplacian of a scalar contraction of the primitive equals the sum of the
+    second derivatives along each basis direction (one jet each), whichever path of the
+    collapsed pass the primitive's Taylor rule takes (linear, elementwise recurrence,
+    multilinear, generic nested JVP)."""
+    g, z0 = _as_scalar_function(case)
+    got = chainrule.laplacian(g)(z0)
+    want = _per_direction_sum(g, z0, onp.eye(z0.size, dtype=z0.dtype))
+    small = z0.dtype == onp.float32
+    rtol = 2e-3 if small else 1e-9
+    scale = max(1.0, float(onp.abs(want)) if onp.isfinite(want) else 1.0)
+    onp.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * scale)
+    assert onp.asarray(got).dtype == onp.asarray(want).dtype
+
+
+HESSIAN_CASES = [c for c in REAL_CASES if "rev" in c.modes and c.order >= 2][::7]
+
+
+@pytest.mark.parametrize("case", HESSIAN_CASES, ids=[c.id for c in HESSIAN_CASES])
+def test_collapsed_laplacian_equals_the_trace_of_the_hessian(case):
+    """A slice of the spec cases (every 7th with second-order reverse mode) against the
+    trace of the Hessian, which reverse mode builds without any Taylor rule."""
+    g, z0 = _as_scalar_function(case)
+    got = chainrule.laplacian(g)(z0)
+    want = onp.trace(onp.reshape(chainrule.hessian(g)(z0), (z0.size, z0.size)))
+    rtol = 2e-3 if z0.dtype == onp.float32 else 1e-9
+    onp.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * max(1.0, abs(float(want))))
+
+
+def test_the_mlp_laplacian_equals_the_trace_of_the_hessian_at_larger_d():
+    f = _mlp(40, width=16, seed=4)
+    x = onp.random.default_rng(5).standard_normal(40)
+    want = onp.trace(chainrule.hessian(f)(x))
+    onp.testing.assert_allclose(chainrule.laplacian(f)(x), want, rtol=1e-12)
+
+
+def test_collapsed_laplacian_under_jit_vmap_and_grad():
+    f = _mlp(5, seed=6)
+    lap = chainrule.laplacian(f)
+    x = onp.random.default_rng(7).standard_normal(5)
+    eager = lap(x)
+    jitted = chainrule.jit(lap)
+    assert jitted(x) == eager
+    assert jitted(x) == eager  # the second call replays
+    other = x[::-1].copy()
+    assert jitted(other) == lap(other)
+    xs = onp.random.default_rng(8).standard_normal((4, 5))
+    onp.testing.assert_allclose(chainrule.vmap(lap)(xs), [lap(row) for row in xs], rtol=1e-14)
+    # d/dx of the Laplacian, against the third derivatives of reverse mode
+    third = chainrule.jacobian(chainrule.hessian(f))(x)
+    onp.testing.assert_allclose(chainrule.grad(lap)(x), onp.einsum("iij->j", third),
+                                rtol=1e-10)
+
+
+def test_the_stochastic_laplacian_is_the_mean_along_its_directions():
+    """samples=s takes the same directions numpy.random.default_rng(key) draws; collapsed,
+    it is the mean of the per-direction second derivatives along them."""
+    f = _mlp(6, seed=9)
+    x = onp.random.default_rng(10).standard_normal(6)
+    for distribution in ("rademacher", "gaussian"):
+        rng = onp.random.default_rng(11)
+        if distribution == "rademacher":
+            directions = rng.choice([-1.0, 1.0], size=(5, 6))
+        else:
+            directions = rng.standard_normal((5, 6))
+        got = chainrule.laplacian(f, samples=5, key=11, distribution=distribution)(x)
+        want = _per_direction_sum(f, x, directions) / 5
+        onp.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_collapsed_laplacian_edges():
+    # a Python float, a size-1 array and a 0-d array
+    f = lambda x: np.sum(np.exp(2.0 * x))  # noqa: E731
+    assert chainrule.laplacian(f)(0.5) == pytest.approx(4 * onp.exp(1.0), rel=1e-14)
+    assert chainrule.laplacian(f)(onp.array([0.5])) == pytest.approx(4 * onp.exp(1.0),
+                                                                     rel=1e-14)
+    # a linear or constant function: 0 (of the input's dtype), an empty input: 0
+    x32 = onp.array([1.0, -2.0], dtype=onp.float32)
+    linear = chainrule.laplacian(lambda x: np.sum(3.0 * x) + 1.0)(x32)
+    assert linear == 0 and onp.asarray(linear).dtype == onp.float32
+    assert chainrule.laplacian(lambda x: 2.5)(onp.ones(3)) == 0
+    assert chainrule.laplacian(lambda x: np.sum(x ** 2))(onp.zeros(0)) == 0
+    # float32 stays float32 through every kind of rule
+    g = lambda x: np.sum(np.tanh(x) * x[::-1] + x ** 3 / np.sqrt(1.0 + x * x))  # noqa: E731
+    got32 = chainrule.laplacian(g)(x32)
+    assert onp.asarray(got32).dtype == onp.float32
+    want = onp.trace(chainrule.hessian(g)(x32.astype(onp.float64)))
+    onp.testing.assert_allclose(got32, want, rtol=1e-5)
+    # nan and -0.0 where the per-direction jets have them
+    for x in (onp.array([onp.nan, 1.0]), onp.array([-0.0, 0.0]), onp.array([onp.inf, 1.0])):
+        h = lambda x: np.sum(np.sin(x) * x)  # noqa: E731
+        want = _per_direction_sum(h, x, onp.eye(2))
+        onp.testing.assert_array_equal(chainrule.laplacian(h)(x), want)
+    # a Python decision on the value (the value is not batched: no fallback needed)
+    branchy = lambda x: np.sum(np.cos(x)) if x[0] > 0 else np.sum(x ** 4)  # noqa: E731
+    for x in (onp.array([1.0, 2.0]), onp.array([-1.0, 2.0])):
+        onp.testing.assert_allclose(chainrule.laplacian(branchy)(x),
+                                    onp.trace(chainrule.hessian(branchy)(x)), rtol=1e-12)
+    # the input is not modified, and a second call gives the same answer
+    x = onp.array([0.3, -0.7])
+    before = x.copy()
+    first = chainrule.laplacian(g)(x)
+    assert chainrule.laplacian(g)(x) == first
+    assert onp.array_equal(x, before)
+
+
+def test_a_rule_deciding_on_a_direction_falls_back_to_each_direction_apart():
+    """A user's Taylor rule that makes a Python decision on its input's first coefficient
+    cannot run with the directions batched (they disagree); laplacian then pushes each
+    direction's series apart, and the answer is still the Hessian's trace."""
+
+    @chainrule.primitive
+    def cube(x):
+        return x ** 3
+
+    chainrule.extend.defjvp(cube, lambda g, ans, x: 3 * x ** 2 * g)
+    chainrule.extend.defvjp(cube, lambda ans, x: lambda g: 3 * x ** 2 * g)
+
+    def rule(series_in, argnums, ans, args, kwargs, order):
+        (x,) = args
+        coefficients = [x, *series_in[0]]
+        if float(coefficients[1][0]) > 0:  # a decision on the direction (basis: they differ)
+            pass
+        out = []
+        for j in range(1, order + 1):  # the Cauchy product of x * x * x
+            out.append(sum(coefficients[a] * coefficients[b] * coefficients[j - a - b]
+                           for a in range(j + 1) for b in range(j + 1 - a)))
+        return tuple(out)
+
+    chainrule.extend.deftaylor(cube, rule)
+    f = lambda x: np.sum(np.sin(cube(x)))  # noqa: E731
+    x = onp.array([0.4, -0.9, 1.1])
+    onp.testing.assert_allclose(chainrule.laplacian(f)(x),
+                                onp.trace(chainrule.hessian(f)(x)), rtol=1e-12)
