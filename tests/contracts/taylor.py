@@ -9,6 +9,13 @@ arithmetic decides between nan and a number; nested forward mode differentiates 
 5e-324 to nan through the quotient rule of x / |x|, jet to 0); its primal is the untraced
 value to the bit; where nested forward mode raises, jet raises the same exception class; no
 call writes into its arguments.
+
+The collapsed Laplacian (``laplacian``: the value once, the first coefficients batched over
+the basis directions, one summed second coefficient) of the program's float outputs
+contracted to one number equals the sum of the per-direction second derivatives (a jet of
+order 2 along each basis direction, a Python loop), to the same tolerances (at arguments
+with extreme entries the two sum terms up to 1e308 in other orders, so their values are not
+compared there); where the loop raises, it raises the same exception class.
 """
 
 from __future__ import annotations
@@ -60,6 +67,55 @@ def check(case: Case) -> list[str]:
     out: list[str] = []
     for (x, s), curve in zip(case.args, case.curves):
         out += _check_at(case.program, x, s, case.order, curve)
+        out += _check_collapsed(case.program, x, s)
+    return out
+
+
+def _contracted(p: Program, s):
+    """z -> the program's float output leaves at (z, s), contracted with fixed weights."""
+    import chainrule.numpy as anp
+
+    def g(z):
+        p.reset()
+        total = 0.0
+        for leaf in tree_flatten(p.fn(z, s))[0]:
+            if not isinstance(leaf, float | complex) and (
+                    not hasattr(leaf, "dtype") or onp.dtype(leaf.dtype).kind not in "fc"):
+                continue
+            weights = onp.cos(onp.arange(anp.size(leaf))).reshape(anp.shape(leaf))
+            total = total + anp.sum(anp.real(leaf) * weights)
+        return total
+
+    return g
+
+
+def _check_collapsed(p: Program, x, s) -> list[str]:
+    g = _contracted(p, s)
+    copies = snapshot([x])
+    collapsed = Outcome.of(lambda: chainrule.laplacian(g)(x))
+    basis = onp.eye(onp.size(x), dtype=x.dtype)
+
+    def per_direction():
+        total = 0.0
+        for e in basis:
+            _, (_, second) = chainrule.jet(g, (x,), ([e.reshape(x.shape), 0 * e],))
+            total = total + second
+        return total
+
+    reference = Outcome.of(per_direction)
+    out = [f"laplacian: {d}" for d in unchanged([x], copies)]
+    if collapsed.error is not None or reference.error is not None:
+        if type(collapsed.error) is not type(reference.error):
+            out.append(f"laplacian raised {collapsed.error!r} where the per-direction jets "
+                       f"raised {reference.error!r}")
+        return out
+    if _extreme(x):
+        return out
+    small = onp.dtype(p.dtype) == onp.float32
+    problem = _far(onp.asarray(collapsed.value), onp.asarray(reference.value),
+                   1e-3 if small else 1e-9, False)
+    if problem:
+        out.append(f"laplacian: {problem} (the per-direction jets' sum)")
     return out
 
 
@@ -82,9 +138,7 @@ def _check_at(p: Program, x, s, order: int, curve: list) -> list[str]:
                 differences(plain, Outcome(value=value), types=False)]
     flat = tree_flatten(series)[0]
     small = onp.dtype(p.dtype) == onp.float32
-    magnitude = onp.abs(x)
-    overflowing = (not onp.all(onp.isfinite(x)) or onp.any(magnitude > 1e300)
-                   or onp.any((magnitude > 0) & (magnitude < 1e-300)))
+    overflowing = _extreme(x)
     for j, want in enumerate(reference.value[1:], start=1):
         want_leaves = tree_flatten(want)[0]
         got_leaves = flat[j - 1::order]
@@ -117,6 +171,12 @@ def _nested_jvp(p: Program, x, s, curve: list, order: int) -> list:
         h = (lambda inner: lambda t: chainrule.jvp(inner, (t,), (1.0,))[1])(h)
         derivatives.append(h(0.0))
     return derivatives
+
+
+def _extreme(x) -> bool:
+    magnitude = onp.abs(x)
+    return bool(not onp.all(onp.isfinite(x)) or onp.any(magnitude > 1e300)
+                or onp.any((magnitude > 0) & (magnitude < 1e-300)))
 
 
 def _far(got, want, rtol: float, overflowing: bool) -> str:
