@@ -37,7 +37,7 @@ class TaylorNode(Node):
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         series_in = tuple(p.series for p in parents)
-        rule = _taylor_rule(fun)
+        rule = taylor_rule(fun)
         self.series = tuple(rule(series_in, argnums, ans, args, kwargs, len(series_in[0])))
 
     def initialize_root(self, series) -> None:
@@ -64,7 +64,7 @@ class CollapsedTaylorNode(Node):
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         self.directions = parents[0].directions
-        rule = _taylor_rule(fun)
+        rule = taylor_rule(fun)
         if len(argnums) <= getattr(rule, "linear_up_to", 0):
             (self.first,) = rule(tuple((p.first,) for p in parents), argnums, ans, args,
                                  kwargs, 1)
@@ -116,7 +116,7 @@ def collapsed_trace(fun: Callable, leaf, first, directions):
                            lambda leaf: (None, None))
 
 
-def _taylor_rule(fun: Callable) -> Callable:
+def taylor_rule(fun: Callable) -> Callable:
     """``fun``'s Taylor rule: its entry's, or the nested JVP of its JVP rule."""
     entry = _entry_of(fun)
     rule = None if entry is None else entry.taylor

@@ -87,6 +87,11 @@ class Report:
         return self._diagnostics
 
     @property
+    def taylor(self) -> int:
+        """The order of the Taylor coefficients the evaluation trace shows (0: none)."""
+        return self._lazy.taylor_order
+
+    @property
     def code(self) -> str | None:
         """The straight-line program ``chainrule.jit`` emits for the value and gradient of
         the explained call, each line's comment naming the user's line it comes from
@@ -314,6 +319,7 @@ def explain(
     max_nodes: int = 120,
     ascii: bool | None = None,
     check: bool = False,
+    taylor: int = 0,
 ) -> Report:
     """Trace ``f(*args)`` and explain its derivative the way textbooks do.
 
@@ -340,6 +346,11 @@ def explain(
     bytes each node keeps. ``report.code`` is the program ``chainrule.jit``
     emits for the value and gradient, its lines marked with the user's lines.
 
+    ``taylor=k`` adds to the evaluation trace each value's Taylor coefficients up to
+    order k (``Variable.taylor``) as input ``wrt`` moves along x(t) = x + t, the others
+    fixed: v(t) = v + v_1 t + ... + v_k t^k, v_j the j-th derivative along t over j!, each
+    from its primitive's Taylor rule as ``chainrule.jet`` computes them.
+
     The report is built from the recording alone: local partials, tangents and adjoints
     are computed when a table, graph or check first reads them, and the per-operation
     tables show one page of ``max_rows`` rows (``report.text(page=2)``), so a report of
@@ -353,6 +364,9 @@ def explain(
     >>> report = explain(lambda x1, x2: np.log(x1) + x1 * x2 - np.sin(x2), 2.0, 5.0)
     >>> print(report)  # doctest: +SKIP
     """
+    if not isinstance(taylor, int) or isinstance(taylor, bool) or taylor < 0:
+        raise ValueError(f"explain's taylor is the order of the Taylor series to show, a "
+                         f"whole number >= 0 (0: none); got {taylor!r}.")
     if _is_tensor(f):
         if args:
             raise TypeError(
@@ -371,6 +385,7 @@ def explain(
         max_nodes=max_nodes,
         ascii=ascii,
     )
+    traces.lazy.taylor_order = taylor
     if not _is_tensor(f):
         from ._code import adjoint_program
 

@@ -144,15 +144,16 @@ def _partials_text(var) -> str:
 
 
 def evaluation(report, number: int = 1) -> Table:
+    order = report.taylor
     rows = [
-        v.row(5, "inputs")
+        v.row(5 + order, "inputs")
         if isinstance(v, Gap)
-        else [v.name, "", "", "= " + report.show(v.value), ""]
+        else [v.name, "", "", "= " + report.show(v.value), "", *_coefficients(report, v)]
         for v in clip(report.inputs, report.max_rows)
     ]
     for v in page(report.steps, report.max_rows, number):
         if isinstance(v, Gap):
-            rows.append(v.row(5, "operations"))
+            rows.append(v.row(5 + order, "operations"))
             continue
         rows.append(
             [
@@ -161,14 +162,36 @@ def evaluation(report, number: int = 1) -> Table:
                 "= " + v.expr_values,
                 "= " + report.show(v.value),
                 _partials_text(v),
+                *_coefficients(report, v),
             ]
         )
+    last = pages(report.steps, report.max_rows)
     for out_name, var_name, value in report.outputs:
         source = var_name if var_name is not None else "(constant)"
-        rows.append([out_name, "= " + source, "", "= " + report.show(value), ""])
-    return Table(
-        "Evaluation trace", ["", "operation", "with values", "value", "local partials"], rows
-    )
+        # (an output's series needs every step before it: on the last page only)
+        coefficients = (_coefficients(report, report.var(var_name))
+                        if var_name is not None and number >= last else [""] * order)
+        rows.append([out_name, "= " + source, "", "= " + report.show(value), "",
+                     *coefficients])
+    headers = ["", "operation", "with values", "value", "local partials"]
+    note = ""
+    if order:
+        headers += [f"t^{j}" for j in range(1, order + 1)]
+        note = (f"Taylor coefficients as {report.forward_wrt} moves along "
+                f"{report.forward_wrt}(t) = {report.forward_wrt} + t (the other inputs fixed): "
+                f"v(t) = v + v_1 t + v_2 t^2 + ..., column t^j giving v_j (the j-th "
+                f"derivative along t, over j!).")
+    return Table("Evaluation trace", headers, rows, note)
+
+
+def _coefficients(report, var) -> list[str]:
+    """The cells of ``var``'s Taylor coefficients (none without explain(taylor=k))."""
+    if not report.taylor:
+        return []
+    series = var.taylor
+    if series is None:
+        return ["(no rule)"] * report.taylor
+    return [report.show(c) for c in series]
 
 
 def forward(report, number: int = 1) -> Table:

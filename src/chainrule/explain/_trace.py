@@ -25,6 +25,7 @@ import numpy as np
 from .._core.pytree import TreeDef, tree_flatten, tree_unflatten
 from .._core.reverse import no_cycle_collection, toposort
 from .._core.rule_table import label_of, primitive_jvps, primitive_vjps
+from .._core.taylor import taylor_rule
 from .._core.tracer import Node, isbox, trace_leaves
 from .._core.vspace import add_values, vspace
 from ..numpy.numpy_wrapper import NONDIFFERENTIABLE
@@ -152,6 +153,13 @@ class Variable:
     def tangent(self) -> Any:
         """Forward trace: d self / d (chosen input); None where it is not computed."""
         return None if self._lazy is None else self._lazy.tangent(self._node)
+
+    @property
+    def taylor(self) -> tuple | None:
+        """explain(taylor=k): self's normalized Taylor coefficients v_1..v_k (v_j = j-th
+        derivative / j!) as the chosen input moves along x(t) = x + t; None without
+        taylor=k or where a primitive on the way has no rule."""
+        return None if self._lazy is None else self._lazy.series(self._node)
 
     @property
     def adjoint(self) -> Any:
@@ -515,6 +523,9 @@ class _Lazy:
         self.wrt = ""
         self._tangents: dict = {}
         self._next = 0  # the first node of ``nodes`` whose tangent is not computed yet
+        self.taylor_order = 0  # explain(taylor=k): the order of the Taylor series shown
+        self._series: dict = {}
+        self._next_series = 0  # the same for the Taylor series
         self._visits: list[Visit] | None = None
         self._adjoints: dict = {}
         self.backward_notes: list[str] = []
@@ -572,6 +583,35 @@ class _Lazy:
                     parent_tangents, n.argnums, n.ans, n.args, n.kwargs
                 )
         return tangents.get(node)
+
+    # ---------------------------------------------------------------- Taylor series
+    def series(self, node) -> tuple | None:
+        """The Taylor coefficients 1..taylor_order of ``node`` along x(t) = x + t on the
+        chosen input (the others fixed), by each primitive's Taylor rule (as ``jet``)."""
+        if not self.taylor_order:
+            return None
+        if node not in self._series:
+            with np.errstate(all="ignore"):  # the tables show NaN and inf
+                self._run_series(node)
+        return self._series.get(node)
+
+    def _run_series(self, node) -> None:
+        series, nodes, order = self._series, self.nodes, self.taylor_order
+        while node not in series and self._next_series < len(nodes):
+            n = nodes[self._next_series]
+            self._next_series += 1
+            if n.fun is None:
+                space = vspace(n.ans)
+                first = space.ones() if n.name == self.wrt else space.zeros()
+                series[n] = (first,) + (space.zeros(),) * (order - 1)
+                continue
+            series_in = tuple(series[p] for p in n.parents)
+            try:
+                rule = None if any(s is None for s in series_in) else taylor_rule(n.fun)
+            except NotImplementedError:  # no JVP either: the notes name the primitive
+                rule = None
+            series[n] = None if rule is None else tuple(
+                rule(series_in, n.argnums, n.ans, n.args, n.kwargs, order))
 
     def forward_notes(self) -> list[str]:
         missing = {n.fun for n in self.nodes if n.fun is not None}
