@@ -202,13 +202,14 @@ def hessian_diagonal(fun: Callable) -> Callable:
 def laplacian(fun: Callable, samples: int | None = None, key: Any = None,
               distribution: str = "rademacher") -> Callable:
     """``laplacian(f)(x)``: the trace of the Hessian of scalar ``f`` at ``x`` (the sum of
-    its second derivatives along each coordinate), from one vectorized Taylor pass of
-    second order with the x.size basis directions.
+    its second derivatives along each coordinate), in collapsed Taylor mode: one pass of
+    second order that carries the value once, the first coefficients along the x.size
+    basis directions as one batch, and one second coefficient summed over them.
 
     With ``samples=s``, the stochastic Taylor derivative estimator (STDE): the mean of
     v^T H v over s random directions with E[v v^T] = I (``distribution`` "rademacher", the
-    default, or "gaussian"), drawn from ``numpy.random.default_rng(key)``; unbiased, cost
-    s passes instead of x.size.
+    default, or "gaussian"), drawn from ``numpy.random.default_rng(key)`` and pushed the
+    same way; unbiased, cost s directions instead of x.size.
 
     >>> import chainrule.numpy as np
     >>> print(laplacian(lambda x: np.sum(x ** 2) / 2)(np.zeros(3)))
