@@ -96,3 +96,16 @@ def test_a_primitive_without_a_rule_shows_no_series():
 def test_taylor_must_be_a_whole_order(order):
     with pytest.raises(ValueError, match="taylor"):
         explain(_f, 2.0, 5.0, taylor=order)
+
+
+def test_the_command_line_takes_taylor(capsys):
+    from chainrule.__main__ import main
+
+    assert main(["explain", "exp(2*x)", "--at", "x=0", "--taylor", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "t^3" in out
+    y = [line for line in out.splitlines() if line.strip().startswith("y ")][0]
+    # exp(2t) = 1 + 2t + 2t^2 + (4/3)t^3 + ...
+    assert y.split()[-3:] == ["2", "2", "1.333"]
+    assert main(["explain", "exp(2*x)", "--at", "x=0", "--taylor", "-1"]) == 2
+    assert "taylor" in capsys.readouterr().err

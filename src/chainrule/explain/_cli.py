@@ -97,6 +97,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "gradient here",
     )
     p.add_argument(
+        "--taylor",
+        type=int,
+        default=0,
+        metavar="K",
+        help="add each value's Taylor coefficients up to order K to the evaluation trace, "
+        "as the --wrt input moves along x + t (default 0: none)",
+    )
+    p.add_argument(
         "--max-elements",
         type=int,
         default=MAX_ELEMENTS,
@@ -118,6 +126,7 @@ OPTIONS = (
     "--max-elements",
     "--ascii",
     "--check",
+    "--taylor",
     "-h",
     "--help",
 )
@@ -245,6 +254,7 @@ def _report(args) -> tuple[str, Report]:
         digits=args.digits,
         ascii=args.ascii,
         check=args.check,
+        taylor=args.taylor,
     )
     report.title = f"{report.output} = {source.strip()} at " + ", ".join(
         f"{n} = {report.show(v)}" for n, v in point.items()
