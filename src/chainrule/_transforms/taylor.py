@@ -16,7 +16,7 @@ from .._core.pytree import flatten_matching, tree_flatten, tree_map, tree_unflat
 from .._core.taylor import collapsed_trace, taylor_trace
 from .._core.tracer import live_trace_ids
 from .._core.vspace import vspace
-from ..numpy.batched import BatchedArray, BatchTrace
+from ..numpy.batched import BatchedArray, BatchSplit, BatchTrace, BatchUnsupported
 from .vmap import vmap
 
 
@@ -152,7 +152,7 @@ def _summed_second_terms(fun: Callable, x, directions):
     try:
         first = BatchedArray(_np.reshape(directions, (count, *anp.shape(x))), trace)
         values, _, derived = collapsed_trace(fun, x, first, _Directions(trace))
-    except BaseException:
+    except (Exception, BatchSplit, BatchUnsupported):  # (not KeyboardInterrupt)
         if trace.signal is None:
             raise
     finally:
