@@ -95,8 +95,8 @@ class CollapsedTaylorNode(Node):
         unit = ((space.ones(), space.zeros()),)
         slope, half_curvature = rule(unit, argnums, ans, args, kwargs, 2)
         first = parent.first
-        self.first = slope * first
-        self.second = half_curvature * self.directions.total(first * first)
+        self.first = self.directions.times(slope, first)
+        self.second = half_curvature * self.directions.total_of_squares(first)
         if parent.second is not None:
             self.second = self.second + slope * parent.second
 

@@ -132,6 +132,26 @@ class _Directions:
     def __init__(self, trace: BatchTrace):
         self.trace = trace
 
+    def _ours(self, value) -> bool:
+        return isinstance(value, BatchedArray) and value._trace is self.trace
+
+    def times(self, factor, first):
+        """``factor * first`` along every direction (``factor`` the same for all)."""
+        if not self._ours(first) or isinstance(factor, BatchedArray):
+            return factor * first
+        batch = first._value
+        # (the batch axis leads: line up the example's axes with factor's, right-aligned)
+        extra = anp.ndim(factor) - (anp.ndim(batch) - 1)
+        if extra > 0:
+            batch = anp.reshape(batch, (self.trace.size,) + (1,) * extra + anp.shape(batch)[1:])
+        return BatchedArray(anp.multiply(factor, batch), self.trace)
+
+    def total_of_squares(self, first):
+        """The sum over the directions of ``first * first``."""
+        if not self._ours(first):
+            return first * first * self.trace.size
+        return anp.sum(first._value * first._value, axis=0)
+
     def total(self, value):
         """``value`` (one per direction) summed over the directions."""
         return tree_map(self._total, value)
