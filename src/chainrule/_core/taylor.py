@@ -107,7 +107,9 @@ class CollapsedTaylorNode(Node):
 def collapsed_trace(fun: Callable, leaf, first, directions):
     """Call ``fun(box)`` on a collapsed Taylor trace (see ``CollapsedTaylorNode``) where
     ``leaf`` moves along the directions whose first coefficients ``first`` holds, batched as
-    ``directions`` knows (``directions.total(value)`` sums a value over them).
+    ``directions`` knows: ``total(value)`` sums a value over them, ``times(factor, first)``
+    scales each direction's coefficients by a factor common to all, and
+    ``total_of_squares(first)`` sums their squares.
     Returns ``(out_leaves, out_treedef, [(first, second) per output leaf])``, ``second``
     the summed second coefficient (None where it is zero, and both None for an output
     leaf off the trace)."""
