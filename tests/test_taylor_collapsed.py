@@ -12,6 +12,7 @@ import chainrule
 import chainrule.extend
 import chainrule.numpy as np
 from chainrule._core.pytree import tree_flatten
+from chainrule._transforms.vmap import VmapFallbackWarning
 from test_taylor import SPEC_CASES, _mlp  # (tests/ is on sys.path)
 
 
@@ -108,6 +109,14 @@ def test_collapsed_laplacian_under_jit_vmap_and_grad():
     assert jitted(other) == lap(other)
     xs = onp.random.default_rng(8).standard_normal((4, 5))
     onp.testing.assert_allclose(chainrule.vmap(lap)(xs), [lap(row) for row in xs], rtol=1e-14)
+    # an outer vmap whose examples take other branches: its signal passes through the
+    # collapsed pass (which has none of its own) and vmap splits the batch
+    branchy = lambda x: np.sum(np.cos(x)) if x[0] > 0 else np.sum(x ** 4)  # noqa: E731
+    xs = onp.array([[1.0, 2.0], [-1.0, 2.0], [0.5, -0.3]])
+    with pytest.warns(VmapFallbackWarning):
+        split = chainrule.vmap(chainrule.laplacian(branchy))(xs)
+    onp.testing.assert_allclose(split, [-onp.cos(1.0) - onp.cos(2.0), 60.0,
+                                        -onp.cos(0.5) - onp.cos(0.3)], rtol=1e-14)
     # d/dx of the Laplacian, against the third derivatives of reverse mode
     third = chainrule.jacobian(chainrule.hessian(f))(x)
     onp.testing.assert_allclose(chainrule.grad(lap)(x), onp.einsum("iij->j", third),
