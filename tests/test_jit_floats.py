@@ -121,3 +121,36 @@ def test_float32_and_arrays_are_not_float_programs():
     assert "_exact(" not in g.lower(onp.float32(0.5)).source
     assert "_exact(" not in g.lower(onp.ones(3)).source
     assert "_exact(" in g.lower(onp.float64(0.5)).source
+
+
+def test_an_input_the_float_program_does_not_read_may_be_an_array():
+    # The float program checked every input finite with math.isfinite, also an array it
+    # never reads: "only 0-dimensional arrays can be converted" (vmap contract case 4806,
+    # jit(vmap(f)) of an empty batch: its answer is a constant, s alone is traced).
+    f = cr.jit(lambda x, s: np.sin(s) + 1.0)
+    for x in (onp.zeros(3), onp.array([1.0, onp.nan]), onp.zeros((0, 4))):
+        for s in (0.5, 0.5, -0.0, math.inf):
+            with warnings.catch_warnings(record=True) as jitted:
+                warnings.simplefilter("always")
+                got = f(x, s)
+            with warnings.catch_warnings(record=True) as eager:
+                warnings.simplefilter("always")
+                want = np.sin(s) + 1.0
+            _same(got, want)
+            assert [w.category for w in jitted] == [w.category for w in eager]
+
+
+def test_jit_of_vmap_on_an_empty_batch_answers_an_empty_stack():
+    def g(x, s):
+        if x[0] > 0:
+            return np.sum(np.sin(x)) + s
+        return np.sum(x) + s
+
+    mapped = cr.jit(cr.vmap(g, in_axes=(0, None)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (vmap's notice of the decision)
+        for xs in (onp.zeros((0, 3)), onp.zeros((0, 3)), onp.ones((2, 3))):
+            got = mapped(xs, 0.5)
+            want = onp.array([g(x, 0.5) for x in xs], dtype=onp.float64)
+            assert got.shape == want.shape and got.dtype == want.dtype
+            onp.testing.assert_array_equal(got, want)

@@ -510,7 +510,9 @@ def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list
     source = _exact_source(name, params, lines, outs)
     if float_program:
         glob["_exact"] = _Later(source, dict(glob), name)
-        source = _float_source(name, params, plan.fast_lines(), out_items, outs, fun_name)
+        read = [instr_of[n].var for n in _inputs(nodes)]
+        source = _float_source(name, params, read, plan.fast_lines(), out_items, outs,
+                               fun_name)
     _warn_large(name, space.large)
     for ins in instrs:
         ins.loop = None  # (a loop and its instructions refer to each other: freed now)
@@ -634,8 +636,8 @@ def _exact_source(name: str, params: str, lines: list[str], outs: list[str]) -> 
     return f"def {name}({params}):\n{text}\n"
 
 
-def _float_source(name: str, params: str, lines: list[str], out_items: list,
-                  outs: list[str], fun_name) -> str:
+def _float_source(name: str, params: str, read: list[str], lines: list[str],
+                  out_items: list, outs: list[str], fun_name) -> str:
     """The float program: the same operations on Python floats (IEEE-exact as NumPy's
     float64 scalars; the same math functions as chainrule's scalar path). Wherever NumPy
     would warn, the exact program (NumPy scalars) answers instead, with NumPy's values
@@ -643,13 +645,14 @@ def _float_source(name: str, params: str, lines: list[str], out_items: list,
     underflows (Python's floats never report one), where Python raises instead of
     answering inf or nan (x / 0, math's domain and overflow errors), and where an
     overflow made an inf or nan that reached an output or a value the program checks
-    (``_watched``)."""
+    (``_watched``). ``read``: the inputs it reads (the float scalars; an input it does not
+    read may be anything, such as an empty array whose answer is a constant)."""
     f64 = fun_name(_np.float64)
     finite = fun_name(math.isfinite)
     staged = [o for o, item in zip(outs, out_items) if isinstance(item, StagingNode)]
     ret = [f"{f64}({o})" if isinstance(item, StagingNode) else o
            for o, item in zip(outs, out_items)]
-    entry = [f"{finite}({x.strip()})" for x in params.split(",")] if params else []
+    entry = [f"{finite}({x})" for x in read]
     body = []
     checks = " and ".join(entry)
     heard = f"{fun_name(underflow_heard)}()"

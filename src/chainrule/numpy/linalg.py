@@ -8,8 +8,9 @@ Every NumPy name is here. The names in DIFFERENTIABLE are primitives (rules in
   function repacks it into NumPy's named tuple (``res.eigenvalues``, ``res.U`` ...),
   so both ``w, v = eigh(a)`` and attribute access work on traced values.
   ``fun.primitive`` is the primitive behind such a wrapper.
-* lstsq, multi_dot, tensorsolve and tensorinv are compositions of primitives (their
-  derivatives, of every order, follow from those).
+* multi_dot, tensorsolve and tensorinv are compositions of primitives (their
+  derivatives, of every order, follow from those). lstsq is one primitive, so its
+  residuals and singular values are LAPACK's; its rank is a plain integer.
 
 Degenerate cases, documented once here:
 * Singular matrices: det, slogdet, inv, solve, matrix_power (n < 0) need an
@@ -172,27 +173,34 @@ eigh.primitive, eig.primitive, slogdet.primitive = eigh_tuple, eig_tuple, slogde
 svd.primitive, qr.primitive = svd_tuple, qr_tuple
 
 
-# ----------------------------------------------------------------------------- compositions
 @primitive
-def lstsq_solution(a, b, rcond=None):
-    """The ``x`` of ``lstsq(a, b, rcond)``: the minimum-norm least-squares solution."""
-    return _npla.lstsq(a, b, rcond=rcond)[0]
+def lstsq_tuple(a, b, rcond=None):
+    """``numpy.linalg.lstsq(a, b, rcond)`` itself, as a plain tuple (x, residuals, rank, s):
+    every value is LAPACK's (gelsd), also at overflow and nan; x, residuals and s have
+    derivatives. The rank is answered as a float (an integer leaf would make the tuple's
+    tangent space fail; its cotangent is ignored): ``lstsq`` gives the integer back."""
+    x, resids, rank, s = _npla.lstsq(a, b, rcond=rcond)
+    return x, resids, rank * 1.0, s
+
+
+def _lstsq_rank(rank):
+    # NumPy's C int (its gufunc's "i"); under vmap a batch of them, as the loop stacks them
+    return rank.astype(_np.intc)
 
 
 def lstsq(a, b, rcond=None):
     """``numpy.linalg.lstsq``: ``(x, residuals, rank, s)``; x, residuals and s differentiable."""
-    if not (isbox(a) or isbox(b)):
-        return _npla.lstsq(a, b, rcond=rcond)
-    # the rank (and whether there are residuals) is a plain answer: under chainrule.jit a
-    # guarded decision on a's values
-    _, resids, rank, _ = _npla.lstsq(decided(a, getval), getval(b), rcond=rcond)
-    x = lstsq_solution(a, b, rcond)
-    if _np.size(resids):
-        r = _anp.absolute(b - _anp.dot(a, x)) ** 2
-        resids = _anp.reshape(_anp.sum(r, axis=0), _np.shape(resids))
-    return x, resids, rank, svd_values(a)
+    # (always the primitive: it is also what a vmap batches)
+    x, resids, rank, s = lstsq_tuple(a, b, rcond)
+    # the rank (which also decides whether there are residuals) is a plain answer: under
+    # chainrule.jit a guarded decision on a's values
+    return x, resids, decided(rank, _lstsq_rank), s
 
 
+lstsq.primitive = lstsq_tuple
+
+
+# ----------------------------------------------------------------------------- compositions
 def multi_dot(arrays, *, out=None):
     """``numpy.linalg.multi_dot``; traced chains are multiplied left to right."""
     arrays = list(arrays)

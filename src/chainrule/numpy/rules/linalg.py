@@ -14,7 +14,14 @@ from __future__ import annotations
 
 import numpy as _np
 
-from ..._core.rules import defjvp_batched, defjvp_direct, defsparsity, defvjp_direct
+from ..._core.rules import (
+    defbatch,
+    defjvp_batched,
+    defjvp_direct,
+    deflabel,
+    defsparsity,
+    defvjp_direct,
+)
 from ..._core.tracer import derivative_free, getval, isbox
 from ..._sparsity.patterns import batched_pattern, columns_pattern, copy_rule, reduced_pattern
 from .. import linalg as la
@@ -573,20 +580,95 @@ def _pinv_vjp(g, ans, a, *args, **kwargs):
     return match_dtype(_hermitian_from_vjp(out, "L") if _pinv_hermitian(args, kwargs) else out, a)
 
 
-def _lstsq_jvp_a(g, ans, a, b, rcond=None):
-    return _from_matrix(b, _pinv_jvp_core(g, a, la.pinv(a)) @ _as_matrix(b, b))
-
-
-def _lstsq_vjp_a(g, ans, a, b, rcond=None):
-    g_x = _as_matrix(b, g) @ _T(_as_matrix(b, b))
-    return match_dtype(_pinv_vjp_core(g_x, a, la.pinv(a)), a)
-
-
 # fmt: off
 defvjp_direct(la.pinv,           _pinv_vjp)
 defjvp_direct(la.pinv,                  _pinv_jvp)
-defvjp_direct(la.lstsq_solution, _lstsq_vjp_a, lambda g, ans, a, b, rcond=None: match_dtype(_T(la.pinv(a)) @ g, b))
-defjvp_direct(la.lstsq_solution,        _lstsq_jvp_a, lambda g, ans, a, b, rcond=None: la.pinv(a) @ g)
+# fmt: on
+
+
+# ----------------------------------------------------------------------------- lstsq
+# lstsq_tuple answers NumPy's (x, residuals, rank, s). At constant rank, x = A^+ b (pinv's
+# derivative, A^+ cut where LAPACK cuts: s <= rcond * s_max); s is svd_values'; the rank
+# is an integer (no derivative). residuals = sum |b - A x|^2 over rows (per column of b)
+# is there only at full column rank, where A^H (b - A x) = 0: its derivative needs no dx,
+#   d residuals = 2 Re sum conj(r) (db - dA x),  r = b - A x  (x the answer).
+# Every rule is a sum over the outputs whose cotangents (tangents) are not zero.
+def _lstsq_pinv(a, rcond):
+    if rcond is None or rcond < 0:  # (LAPACK: a negative rcond means machine precision)
+        rcond = _np.finfo(_np.float64).eps * (max(a.shape[-2:]) if rcond is None else 1)
+    return la.pinv(a, rcond=rcond)
+
+
+def _lstsq_residual(ans, a, b):
+    """(r, x) as matrices: the residual b - A x of the answer x, and x."""
+    x = _as_matrix(b, ans[0])
+    return _as_matrix(b, b) - a @ x, x
+
+
+def _lstsq_jvp_a(g, ans, a, b, rcond=None):
+    x, resids, rank, s = ans
+    dx = _from_matrix(b, _pinv_jvp_core(g, a, _lstsq_pinv(a, rcond)) @ _as_matrix(b, b))
+    d_res = _np.zeros_like(getval(resids))
+    if _np.size(d_res):
+        r, x_mat = _lstsq_residual(ans, a, b)
+        d_res = match_dtype(-2 * anp.sum(_re(_conj(r) * (g @ x_mat)), axis=-2), resids)
+    return dx, d_res, _np.zeros_like(getval(rank)), _svd_values_jvp(g, s, a)
+
+
+def _lstsq_jvp_b(g, ans, a, b, rcond=None):
+    x, resids, rank, s = ans
+    dx = _lstsq_pinv(a, rcond) @ g
+    d_res = _np.zeros_like(getval(resids))
+    if _np.size(d_res):
+        r, _ = _lstsq_residual(ans, a, b)
+        d_res = match_dtype(2 * anp.sum(_re(_conj(r) * _as_matrix(b, g)), axis=-2), resids)
+    return dx, d_res, _np.zeros_like(getval(rank)), _np.zeros_like(getval(s))
+
+
+def _lstsq_vjp_a(g, ans, a, b, rcond=None):
+    g_x, g_res, _, g_s = g
+    out = _np.zeros_like(getval(a))
+    if not _is_zero(g_x):
+        g_mat = _as_matrix(b, g_x) @ _T(_as_matrix(b, b))
+        out = out + _pinv_vjp_core(g_mat, a, _lstsq_pinv(a, rcond))
+    if _np.size(getval(g_res)) and not _is_zero(g_res):
+        r, x_mat = _lstsq_residual(ans, a, b)
+        out = out - 2 * (_conj(r) * anp.expand_dims(g_res, -2)) @ _T(x_mat)
+    if not _is_zero(g_s):
+        out = out + _svd_values_vjp(g_s, ans[3], a)
+    return match_dtype(out, a)
+
+
+def _lstsq_vjp_b(g, ans, a, b, rcond=None):
+    g_x, g_res, _, _ = g
+    out = _np.zeros_like(getval(b))
+    if not _is_zero(g_x):
+        out = out + _T(_lstsq_pinv(a, rcond)) @ g_x
+    if _np.size(getval(g_res)) and not _is_zero(g_res):
+        r, _ = _lstsq_residual(ans, a, b)
+        out = out + _from_matrix(b, 2 * _conj(r) * anp.expand_dims(g_res, -2))
+    return match_dtype(out, b)
+
+
+def _lstsq_batch(values, batched, kwargs):
+    """One LAPACK call per example (NumPy's lstsq takes one matrix), the answers stacked,
+    the ranks too. Residuals of different lengths (ranks differ) cannot be stacked: the
+    loop then says so, as it does on an empty batch."""
+    a, b = values[:2]
+    size = anp.shape(a if batched[0] else b)[0]
+    answers = [la.lstsq_tuple(a[i] if batched[0] else a, b[i] if batched[1] else b,
+                              *values[2:], **kwargs) for i in range(size)]
+    if size == 0 or len({anp.shape(ans[1]) for ans in answers}) > 1:
+        return NotImplemented
+    return tuple(anp.stack([ans[k] for ans in answers]) for k in range(4))
+
+
+# fmt: off
+defvjp_direct(la.lstsq_tuple,    _lstsq_vjp_a, _lstsq_vjp_b)
+defjvp_direct(la.lstsq_tuple,           _lstsq_jvp_a, _lstsq_jvp_b)
+defsparsity(la.lstsq_tuple,      lambda argnum, ans, args, kwargs: None)
+defbatch(la.lstsq_tuple,         _lstsq_batch)
+deflabel(la.lstsq_tuple,         "linalg.lstsq({0}, {1})")
 # fmt: on
 
 
@@ -724,8 +806,6 @@ for _fun in (la.inv, la.det, la.slogdet_tuple, la.cholesky, la.eigvalsh, la.eigv
              la.matrix_power, la.pinv):
     defsparsity(_fun, _stacked)
 defsparsity(la.solve,          _solve_pattern)
-defsparsity(la.lstsq_solution, lambda argnum, ans, args, kwargs: None if argnum == 0 else
-            columns_pattern(shape_of(getval(args[1])), shape_of(ans)))
 defsparsity(la.matrix_transpose, copy_rule(la.matrix_transpose.fun, only=(0,)))
 defsparsity(la.norm,           _norm_pattern(lambda ndim, kw: _norm_plan(ndim, kw.get("ord"), kw.get("axis"))))
 if hasattr(la, "vector_norm"):
