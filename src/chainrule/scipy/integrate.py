@@ -53,8 +53,8 @@ from ..numpy import numpy_wrapper as anp
 from ..numpy.rules._helpers import match_dtype
 from ._closure import holds_traced, lift_closure, refuse_traced
 from ._staged import Staged
-from .optimize import _field, _guarded_fields
-from .optimize import _solve as _implicit_solve
+from .optimize._driver import _solve as _implicit_solve
+from .optimize._results import _field, _guarded_fields
 
 _namespace.install(globals(), _si)  # SciPy's names; those defined below win
 
