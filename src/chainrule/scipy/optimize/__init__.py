@@ -34,14 +34,20 @@ import scipy.sparse.linalg as _spla  # noqa: F401 (the matrix-free solves' modul
 
 from ...numpy import _namespace
 from .._closure import ClosedOverTracedValueError
-from ._implicit_system import (
+from ._bounds import NEAR_BOUND  # noqa: F401 (the tuning constants, as before the split)
+from ._implicit_system import (  # noqa: F401
+    CONVERGED_STEP_TOL,
     DENSE_LIMIT,
+    FAILED_STEP_TOL,
+    FLAT_DIRECTION,
+    ITERATIVE_RTOL,
+    LINEAR_SOLVERS,
     DegenerateBoundError,
     NotConvergedError,
     NotDifferentiableError,
     SingularSystemError,
 )
-from ._least_squares import least_squares
+from ._least_squares import HUBER_SWITCH, least_squares  # noqa: F401
 from ._minimize import minimize, minimize_scalar
 from ._results import RefusedField
 from ._roots import bisect, brenth, brentq, fixed_point, newton, ridder, root, root_scalar, toms748
