@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import numpy as _np
 
-from ..._core import forward
 from ..._core.rules import defjvp_argnums
 from ..._core.tracer import getval, primitive
 from ...numpy import numpy_wrapper as anp
 from ...numpy.rules._helpers import match_dtype
 from .._closure import holds_traced
 from ._forward import _solve_plain
-from ._sensitivity import _compiled, _concat, _flat_params, _with_traced
+from ._sensitivity import _concat, sensitivity_system
 
 
 @primitive
@@ -56,21 +55,10 @@ def _ivp_jvp(argnums, tangents, ans, args, kwargs):
     traced = [i - 3 for i in argnums if i >= 3]
     n = int(_np.size(getval(y0)))
     dparams = [tangents[i + 3] for i in traced]
-
-    def sensitivity(t, state, *params_and_dparams):
-        y, sens = state[:n], state[n:]
-        all_params, dps = params_and_dparams[: len(params)], params_and_dparams[len(params) :]
-        fy, dfy = forward.make_jvp(
-            lambda yp: fun(t, yp[0], *_with_traced(all_params, traced, yp[1])),
-            (y, _flat_params(all_params, traced)),
-        )((sens, list(dps)))
-        return _concat([fy, dfy * _np.ones(n)])
-
-    augmented = _compiled(sensitivity, time_first=True)
-    s0 = anp.ravel(tangents[2]) * 1.0 if 2 in tangents else _np.zeros(n)
     dt = tangents.get(1)
-    if dt is not None:
-        s0 = s0 - anp.ravel(fun(times[0], y0, *params)) * dt[0]
+    augmented, s0 = sensitivity_system(
+        fun, times[0], y0, params, traced, tangents.get(2), dt, time_first=True
+    )
     if traced or holds_traced(s0) or _np.any(getval(s0) != 0):
         sens = ivp_values(
             augmented,

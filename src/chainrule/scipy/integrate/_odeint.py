@@ -10,7 +10,7 @@ from typing import Any
 import numpy as _np
 import scipy.integrate as _si
 
-from ..._core import forward, reverse
+from ..._core import reverse
 from ..._core.replay import subvals
 from ..._core.rule_table import primitive_vjps
 from ..._core.rules import defjvp_argnums
@@ -18,7 +18,7 @@ from ..._core.tracer import getval, primitive
 from ...numpy import numpy_wrapper as anp
 from ...numpy.rules._helpers import match_dtype
 from ._lifting import _array_valued, _check_lifted, _FrontEnd, _lift
-from ._sensitivity import _compiled, _concat, _split
+from ._sensitivity import _compiled, _concat, _split, sensitivity_system
 
 _SOLVER_KWARGS = (
     "rtol",
@@ -90,6 +90,11 @@ def _kwargs_with_tfirst(kwargs):
     return kw
 
 
+# The derivative passes below are written with chainrule operations, odeint_args itself
+# included (its augmented systems are differentiated by chainrule inside SciPy's calls),
+# so derivatives of every order, in both modes, come from the same two rules.
+
+
 # ----------------------------------------------------------------------------- reverse mode
 def _odeint_vjp(g, argnums, ans, args, kwargs):
     """Cotangents of y0, t, args by the adjoint ODE, solved backwards segment by segment."""
@@ -152,22 +157,11 @@ def _odeint_jvp(argnums, tangents, ans, args, kwargs):
     ys = anp.reshape(ans, (len(getval(t)), -1))
     d = anp.shape(ys)[1]
     dparams = [tangents[i + 3] for i in traced]
-
-    def sensitivity(state, s, *params_and_dparams):
-        y, sens = state[:d], state[d:]
-        all_params, dps = params_and_dparams[: len(params)], params_and_dparams[len(params) :]
-        f = _with_params(func, all_params, traced)
-        fy, dfy = forward.make_jvp(
-            lambda yp: f(yp[0], s, yp[1]), (y, [all_params[i] for i in traced])
-        )((sens, list(dps)))
-        return _concat([fy, dfy * _np.ones(d)])
-
-    augmented = _compiled(sensitivity, time_first=False)
-
-    s0 = anp.ravel(tangents[1]) * 1.0 if 1 in tangents else _np.zeros(d)
     dt = tangents.get(2)
-    if dt is not None:
-        s0 = s0 - anp.ravel(func(ys[0], t[0], *params)) * dt[0]
+    augmented, s0 = sensitivity_system(
+        lambda s, y, *p: func(y, s, *p), t[0], ys[0], params, traced, tangents.get(1), dt,
+        time_first=False,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # func may not depend on some argument
         sens = odeint_args(augmented, _concat([ys[0], s0]), t, *params, *dparams, **kw)[:, d:]

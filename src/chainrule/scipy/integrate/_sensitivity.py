@@ -1,5 +1,6 @@
 """What odeint's and solve_ivp's derivative rules share: the augmented systems' flat
-state (concatenated and split), the compiled right-hand sides, the traced parameters."""
+state (concatenated and split), the compiled right-hand sides, the traced parameters, and
+the forward-sensitivity system both forward-mode rules solve."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Callable
 
 import numpy as _np
 
+from ..._core import forward
 from ..._core.tracer import getval, isbox
 from ...numpy import numpy_wrapper as anp
 from .._staged import Staged
@@ -36,11 +38,6 @@ def _compiled(rhs: Callable, time_first: bool) -> Callable:
     return lambda state, t, *rest: staged(state, t if isbox(t) else _np.float64(t), *rest)
 
 
-# The derivative passes below are written with chainrule operations, odeint_args itself
-# included (its augmented systems are differentiated by chainrule inside SciPy's calls),
-# so derivatives of every order, in both modes, come from the same two rules.
-
-
 def _flat_params(params, traced) -> list:
     return [params[i] for i in traced]
 
@@ -52,3 +49,30 @@ def _with_traced(params, traced, values) -> list:
     return full
 
 
+
+
+def sensitivity_system(rhs, t0, y0, params, traced, dy0, dt0, *, time_first: bool):
+    """The forward sensitivity s of dy/dt = rhs(t, y, *params) solved with y:
+    ds/dt = df/dy s + df/dparams dparams. Returns the compiled right-hand side of [y, s],
+    called with the time and the state in the solver's order (``time_first``), then
+    ``params``, then the tangents of ``params[traced]``; and s(t0) = dy0 - f(t0, y0) dt0
+    (the start moves with t0; ``dy0``, ``dt0``: None where not traced)."""
+    n, n_params = int(_np.size(getval(y0))), len(params)
+
+    def sensitivity(t, state, *params_and_dparams):
+        y, sens = state[:n], state[n:]
+        all_params, dps = params_and_dparams[:n_params], params_and_dparams[n_params:]
+        fy, dfy = forward.make_jvp(
+            lambda yp: rhs(t, yp[0], *_with_traced(all_params, traced, yp[1])),
+            (y, _flat_params(all_params, traced)),
+        )((sens, list(dps)))
+        return _concat([fy, dfy * _np.ones(n)])
+
+    if time_first:
+        augmented = _compiled(sensitivity, time_first=True)
+    else:
+        augmented = _compiled(lambda state, t, *rest: sensitivity(t, state, *rest), False)
+    s0 = anp.ravel(dy0) * 1.0 if dy0 is not None else _np.zeros(n)
+    if dt0 is not None:
+        s0 = s0 - anp.ravel(rhs(t0, y0, *params)) * dt0[0]
+    return augmented, s0
