@@ -10,7 +10,7 @@ import numpy as _np
 
 from ..._core.tracer import getval
 from ...numpy import numpy_wrapper as anp
-from ..optimize._driver import _solve as _implicit_solve
+from ..optimize._driver import implicit_solution
 from ._forward import _Forward
 from ._ivp_values import ivp_values
 
@@ -88,12 +88,12 @@ def _event_time(system, event: Callable, event_params: list, t_star: float, solv
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the event may not depend on every parameter
-        t, _, _, _ = _implicit_solve(
+        t = implicit_solution(
             "chainrule.scipy.integrate.solve_ivp (an event time)",
             residual,
             solve,
             (t0, y0, list(params), list(event_params)),
-        )
+        ).x
     return t[0]
 
 

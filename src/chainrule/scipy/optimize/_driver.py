@@ -18,6 +18,7 @@ from ..._core.tracer import (
 )
 from .._closure import ClosedOverTracedValueError, lift_closure, refuse_traced
 from ._implicit_system import _implicit, _Problem
+from ._results import _guarded_fields, _reported, _result
 
 
 # ----------------------------------------------------------------------------- plumbing
@@ -95,7 +96,7 @@ def _guide(name: str, user: Any, drop: int) -> Any:
     return lambda x, *a, **kw: plain(user(x, *a[: len(a) - drop], **kw))
 
 
-def _solve(
+def implicit_solution(
     name: str,
     residual: Callable,
     solve: Callable,
@@ -106,12 +107,19 @@ def _solve(
     converged: Callable | None = None,
     fix: str = "",
     objective: Callable | None = None,
-):
-    """Run ``solve(plain params) -> (x*, result)`` as an implicit solution of
-    ``residual(x, params) = 0``; returns (traced x*, SciPy's result, differentiated?,
-    the problem). ``converged(result)``, ``fix`` and ``objective(x, params)``: see
-    ``_Problem``. A solve at the same values as the last one answers its x* again (a
-    derivative of a derivative asks for x* at the same parameters)."""
+    kink: Callable | None = None,
+) -> Solution:
+    """The driver every solver calls: ``solve(plain params) -> (x*, SciPy's result)`` run
+    as the implicit solution of ``residual(x, params) = 0``, x* traced in ``params``.
+
+    What a solver supplies is what differs: ``residual`` (its optimality condition,
+    written with chainrule operations), ``solve`` (its plain SciPy call), and, for the
+    checks before a derivative, ``converged(result)`` (whether SciPy reports success;
+    None: a solution by construction), ``fix`` (advice where it did not), ``kink(x,
+    params)`` (the ``NotDifferentiableError`` x* raises, or None) and, for minimisers,
+    ``objective(x, params)`` (the value SciPy's ``fun`` or ``cost`` reports). A solve at
+    the same values as the last one answers its x* again (a derivative of a derivative
+    asks for x* at the same parameters)."""
     leaves, treedef = tree_flatten(params)
     kept: dict = {}
     last: list = []  # [the plain leaves of the last solve, its x*]
@@ -132,11 +140,41 @@ def _solve(
     problem.found = kept
     problem.converged, problem.fix = converged, fix
     problem.objective = None if objective is None else unflat(objective)
+    if kink is not None:
+        problem.kink = unflat(kink)
     x = _implicit(problem, *leaves)
     # (a derivative is taken where a leaf holds a box other than chainrule.jit's staging
     # box, which only records: a jitted solve without one answers what eager does)
     problem.derived = any(derivative_free(leaf) is not leaf for leaf in leaves)
-    return x, kept["result"], problem.derived, problem
+    return Solution(x, kept["result"], problem, params)
+
+
+class Solution:
+    """The driver's answer: ``x`` (x*, a flat traced vector), ``result`` (what SciPy's
+    call answered) and ``problem``; SciPy's result is handed back through it."""
+
+    def __init__(self, x, result, problem: _Problem, params):
+        self.x, self.result, self.problem, self.params = x, result, problem, params
+
+    def optimize_result(self, solution=None, *, optimum: str = "", exact: dict | None = None):
+        """SciPy's ``OptimizeResult`` with ``solution`` (x* by default, or x* shaped as
+        the solver answers it) as ``x``, its fields differentiable or refused
+        (``_results._result``: ``optimum``, the optimal value's key; ``exact``, fields
+        chainrule computes)."""
+        at = self.x if solution is None else solution
+        return _result(self.result, self.x, self.problem, at, self.params, optimum, exact)
+
+    def guarded(self, res, at: Any = None, of: Any = None):
+        """``res`` (SciPy's result at index ``at`` of what the solve answered) with its
+        plain fields read per call under chainrule.jit (``_results._guarded_fields``),
+        after ``of`` (x* by default)."""
+        free = derivative_free(self.x if of is None else of)
+        return _guarded_fields(res, free, self.problem.found, at=at)
+
+    def reported(self, key: Any):
+        """Item ``key`` of what the solve answered, as a value of the program under
+        chainrule.jit (``_results._reported``)."""
+        return _reported(derivative_free(self.x), found=self.problem.found, key=key)
 
 
 def _leaf_copy(leaf):

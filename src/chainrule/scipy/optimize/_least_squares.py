@@ -8,16 +8,22 @@ from typing import Any
 import numpy as _np
 import scipy.optimize as _so
 
-from ..._core.pytree import tree_flatten, tree_unflatten
 from ..._core.tracer import (
     getval,
 )
 from ..._transforms.derivatives import grad, jacobian
 from ...numpy import numpy_wrapper as anp
 from ._bounds import _find_bounds_later, _held_at_bounds, _pinned, _weak_bound
-from ._driver import _as_tuple, _checked, _lift_closure, _no_traced, _plain, _require_plain, _solve
+from ._driver import (
+    _as_tuple,
+    _checked,
+    _lift_closure,
+    _no_traced,
+    _plain,
+    _require_plain,
+    implicit_solution,
+)
 from ._implicit_system import NotDifferentiableError
-from ._results import _result
 
 # How near the Huber loss's switch ((r / f_scale)^2 = 1) a residual is taken to sit on it
 HUBER_SWITCH = 1e-6
@@ -131,14 +137,9 @@ def least_squares(
         return res.x, res
 
     params = (_as_tuple(args), kwargs)
-    x, res, _, problem = _solve(
-        name, residual, solve, params, linear_solver=implicit_solver, symmetric=not bounded,
-        converged=lambda res: res.status > 0, fix="Raise max_nfev or tighten ftol/xtol/gtol.",
-        objective=objective,
-    )
 
-    def kink(x, leaves):
-        a, kw = tree_unflatten(tree_flatten(params)[1], list(leaves))
+    def kink(x, params):
+        a, kw = params
         if loss == "huber":
             # (rho'' jumps where |r| = f_scale: a residual there, to the solution's
             # precision, makes x* non-differentiable; under chainrule.jit, a guard)
@@ -155,14 +156,18 @@ def least_squares(
                 )
         return _weak_bound(x, state)
 
-    problem.kink = kink
+    solution = implicit_solution(
+        name, residual, solve, params, linear_solver=implicit_solver, symmetric=not bounded,
+        converged=lambda res: res.status > 0, fix="Raise max_nfev or tighten ftol/xtol/gtol.",
+        objective=objective, kink=kink,
+    )
     exact = {
         "fun": lambda x, params: fun(x, *params[0], **params[1]),  # (the residuals at x*)
         "grad": lambda x, params: gradient(x, *params),
     }
     if loss == "linear":  # (for another loss, SciPy's jac is J scaled by the loss)
         exact["jac"] = lambda x, params: jacobian(lambda z: fun(z, *params[0], **params[1]))(x)
-    return _result(res, x, problem, x, params, optimum="cost", exact=exact)
+    return solution.optimize_result(optimum="cost", exact=exact)
 
 
 # SciPy's other names (result types, linear programming, ...), undifferentiated

@@ -33,10 +33,9 @@ from ._driver import (
     _no_traced,
     _plain,
     _require_plain,
-    _solve,
     _succeeded,
+    implicit_solution,
 )
-from ._results import _result
 
 # ----------------------------------------------------------------------------- minimize
 _NEEDS_GRADIENT = {
@@ -166,7 +165,7 @@ def minimize(
         return res.x, res
 
     params = (args, limits)
-    x, res, _, problem = _solve(
+    solution = implicit_solution(
         name,
         residual,
         solve,
@@ -176,14 +175,14 @@ def minimize(
         converged=_succeeded,
         fix=_TOL_FIX,
         objective=objective,
+        kink=lambda x, params: _weak_bound(x, state),
     )
-    problem.kink = lambda x, leaves: _weak_bound(x, state)
     exact = {
         "jac": lambda x, params: gradient(x, params[0]),  # (the gradient at x*)
         "grad": lambda x, params: gradient(x, params[0]),  # (trust-constr's name for it)
         "hess": lambda x, params: hessian(lambda z: value(z, *params[0]))(x),
     }
-    return _result(res, x, problem, x, params, optimum="fun", exact=exact)
+    return solution.optimize_result(optimum="fun", exact=exact)
 
 
 # ----------------------------------------------------------------------------- minimize_scalar
@@ -244,11 +243,11 @@ def minimize_scalar(
         return _np.atleast_1d(res.x), res
 
     params = (args, bounds)
-    x, res, _, problem = _solve(
-        name, residual, solve, params, converged=_succeeded, fix=_TOL_FIX, objective=objective
+    solution = implicit_solution(
+        name, residual, solve, params, converged=_succeeded, fix=_TOL_FIX, objective=objective,
+        kink=lambda x, params: _weak_bound(x, state),
     )
-    problem.kink = lambda x, leaves: _weak_bound(x, state)
-    return _result(res, x, problem, x[0], params, optimum="fun")
+    return solution.optimize_result(solution.x[0], optimum="fun")
 
 
 def _bounded_side(name: str, x: float, limits, a, slope: Callable, options) -> dict:

@@ -9,9 +9,6 @@ from collections.abc import Callable
 import numpy as _np
 import scipy.optimize as _so
 
-from ..._core.tracer import (
-    derivative_free,
-)
 from ..._transforms.derivatives import jacobian
 from ...numpy import numpy_wrapper as anp
 from ._driver import (
@@ -21,10 +18,10 @@ from ._driver import (
     _no_traced,
     _plain,
     _root_converged,
-    _solve,
     _succeeded,
+    implicit_solution,
 )
-from ._results import _front, _guarded_fields, _reported, _result
+from ._results import _front
 
 
 # ----------------------------------------------------------------------------- roots
@@ -78,7 +75,7 @@ def root(
         )
         return res.x, res
 
-    x, res, _, problem = _solve(
+    solution = implicit_solution(
         name,
         residual,
         solve,
@@ -88,11 +85,11 @@ def root(
         fix="Tighten tol, raise the iteration limit in options, or start closer to the root.",
     )
     exact = {"fun": lambda x, a: value(_shaped(x, shape), *a)}  # (the residual at x*)
-    return _result(res, x, problem, _shaped(x, shape), args, exact=exact)
+    return solution.optimize_result(_shaped(solution.x, shape), exact=exact)
 
 
 def _scalar_problem(name: str, f: Callable, solve_scalar: Callable, args, fix: str):
-    """A scalar root as an implicit solution: (traced root, SciPy's output, problem)."""
+    """A scalar root as an implicit solution (``solution.x[0]`` the traced root)."""
     checked = _checked(name, f)
 
     def residual(x, a):
@@ -102,10 +99,9 @@ def _scalar_problem(name: str, f: Callable, solve_scalar: Callable, args, fix: s
         out = solve_scalar(checked, a)
         return _np.atleast_1d(out[0]), out
 
-    x, out, _, problem = _solve(
+    return implicit_solution(
         name, residual, solve, _as_tuple(args), converged=_root_converged, fix=fix
     )
-    return x[0], out, problem
 
 
 def _bracketing(scipy_solver: Callable) -> Callable:
@@ -138,15 +134,14 @@ def _bracketing(scipy_solver: Callable) -> Callable:
                 disp=disp,
             )
 
-        x, (_, r), problem = _scalar_problem(
+        solution = _scalar_problem(
             name, f, solve_scalar, args, "Raise maxiter or narrow the bracket."
         )
-        free = derivative_free(x)
-        x = _front(x)
+        x = _front(solution.x[0])
         if full_output:
-            r = copy.copy(r)
+            r = copy.copy(solution.result[1])
             r.root = x
-            return x, _guarded_fields(r, free, problem.found, at=1)
+            return x, solution.guarded(r, at=1, of=solution.x[0])
         return x
 
     solver.__name__ = solver.__qualname__ = name
@@ -207,7 +202,7 @@ def newton(
             return out[0], out
         return _np.atleast_1d(out[0]), out
 
-    x, out, _, problem = _solve(
+    solution = implicit_solution(
         name,
         residual,
         solve,
@@ -216,12 +211,11 @@ def newton(
         fix=("Some elements did not converge: r" if shape else "R")
         + "aise maxiter, or pass fprime for Newton's method.",
     )
-    free = derivative_free(x)
-    x = _front(_shaped(x, shape) if shape else x[0])
+    x = _front(_shaped(solution.x, shape) if shape else solution.x[0])
     if full_output:
         if shape:  # (converged, zero_der): arrays of each call, values of the program
-            return (x, *[_reported(free, found=problem.found, key=i) for i in (1, 2)])
-        return x, _guarded_fields(out[1], free, problem.found, at=1)
+            return (x, *[solution.reported(i) for i in (1, 2)])
+        return x, solution.guarded(solution.result[1], at=1)
     return x
 
 
@@ -262,12 +256,12 @@ def root_scalar(
         )
         return r.root, r
 
-    x, (_, r), problem = _scalar_problem(
+    solution = _scalar_problem(
         "root_scalar", f, solve_scalar, args, "Raise maxiter, tighten xtol/rtol, or give a bracket."
     )
-    r = copy.copy(r)
-    r.root = _front(x)
-    return _guarded_fields(r, derivative_free(x), problem.found, at=1)
+    r = copy.copy(solution.result[1])
+    r.root = _front(solution.x[0])
+    return solution.guarded(r, at=1, of=solution.x[0])
 
 
 def fixed_point(
@@ -288,7 +282,7 @@ def fixed_point(
         x = _so.fixed_point(f, x0, args=a, xtol=xtol, maxiter=maxiter, method=method)
         return x, None
 
-    x, _, _, _ = _solve(name, residual, solve, _as_tuple(args))
+    x = implicit_solution(name, residual, solve, _as_tuple(args)).x
     return _front(_shaped(x, shape) if shape else x[0])
 
 
