@@ -279,6 +279,39 @@ def test_no_layer_imports_a_layer_above_it():
     assert upward_imports(ALL) == []
 
 
+# Inside the differentiated solvers, floors of the same kind, bottom first: optimize's
+# implicit-differentiation engine, the result objects it answers, the driver every solver
+# calls, bounds, the solver families, optimize's face; then integrate, whose event times
+# are implicit solutions by optimize's driver: what its rules share, ivp_values, the
+# solvers with the adjoint and events, solve_ivp, its face.
+SOLVER_FLOORS: list[list[str]] = [
+    ["chainrule.scipy.optimize._implicit_system"],
+    ["chainrule.scipy.optimize._results"],
+    ["chainrule.scipy.optimize._driver"],
+    ["chainrule.scipy.optimize._bounds"],
+    ["chainrule.scipy.optimize._minimize", "chainrule.scipy.optimize._roots",
+     "chainrule.scipy.optimize._least_squares"],
+    ["chainrule.scipy.optimize"],
+    ["chainrule.scipy.integrate._forward", "chainrule.scipy.integrate._lifting",
+     "chainrule.scipy.integrate._sensitivity"],
+    ["chainrule.scipy.integrate._ivp_values"],
+    ["chainrule.scipy.integrate._adjoint", "chainrule.scipy.integrate._events",
+     "chainrule.scipy.integrate._odeint", "chainrule.scipy.integrate._quad"],
+    ["chainrule.scipy.integrate._solve_ivp"],
+    ["chainrule.scipy.integrate"],
+]
+
+
+def test_the_solvers_floors_hold():
+    floor = {module: i for i, modules in enumerate(SOLVER_FLOORS) for module in modules}
+    solvers = [m for m in MODULES if m.startswith(("chainrule.scipy.optimize",
+                                                   "chainrule.scipy.integrate"))]
+    assert sorted(solvers) == sorted(floor), "a solver module without a floor, or gone"
+    upward = [f"{module} imports {target}" for module in solvers for target in ALL[module]
+              if target in floor and floor[target] > floor[module]]
+    assert upward == []
+
+
 # Rules are registered by the package __init__s, not by the wrapper modules: importing one
 # public module alone, first, in a fresh interpreter, must still give derivatives in both
 # modes. Each case: the import, a function f of x, x, and f's gradient derived by hand.

@@ -42,9 +42,9 @@ def _scaled(vjp):
 
 def test_the_solvers_contract_catches_a_planted_error(monkeypatch):
     """The solvers contract fails when implicit derivatives are off by 0.1%."""
-    from chainrule.scipy import optimize
+    from chainrule.scipy.optimize import _implicit_system
 
-    solve = optimize._linear_solve
-    monkeypatch.setattr(optimize, "_linear_solve", lambda *a, **k: solve(*a, **k) * 1.001)
+    solve = _implicit_system._linear_solve
+    monkeypatch.setattr(_implicit_system, "_linear_solve", lambda *a, **k: solve(*a, **k) * 1.001)
     report = run(CONTRACTS["solvers"], 20, seed=0, max_failures=1)
     assert report.failures, "an implicit derivative off by 0.1% went unnoticed for 20 cases"
