@@ -15,7 +15,7 @@ which records them on their own trace. A value closed over from an outer trace
 is therefore a constant to the inner trace, and perturbation confusion (the
 inner derivative leaking into the outer one) cannot happen. The state traces share,
 the counter and the set of live trace ids, changes only by atomic operations (``next()``,
-set add and discard), so threads can trace freely.
+set add and discard under a lock), so threads can trace freely.
 
 Leaks. A box kept past the end of its trace (appended to a global list inside
 ``grad``) belongs to a graph nobody will differentiate again; using it later would
@@ -31,6 +31,7 @@ from __future__ import annotations
 import copy
 import inspect
 import itertools
+import threading
 from collections.abc import Callable
 from functools import cache, wraps
 from typing import Any, NamedTuple
@@ -44,12 +45,38 @@ def new_trace_id() -> int:
     return next(_trace_ids)
 
 
-# The ids of the traces whose function is still running (and of the Tensor trace, which
-# never ends). Set add/discard of an int are atomic, so threads may trace at once.
-live_trace_ids: set[int] = set()
-# Of those, the traces that never end (the Tensor trace): code runs "under a trace" (a
-# transform) when more traces are live than these (chainrule.numpy's buffers ask).
-perpetual_trace_ids: set[int] = set()
+class LiveTraceIds(set):
+    """The ids of the traces whose function is still running, and of those that never end
+    (``perpetual``: the Tensor trace). ``transforming`` says whether code runs under a
+    transform (a trace that will end is live): chainrule.numpy's constructors ask on every
+    call, so it is kept up to date here, under a lock so threads may trace at once."""
+
+    __slots__ = ("perpetual", "transforming")
+
+    def __init__(self):
+        super().__init__()
+        self.perpetual: set[int] = set()
+        self.transforming = False
+
+    def add(self, trace_id: int) -> None:
+        with _trace_ids_lock:
+            set.add(self, trace_id)
+            self.transforming = len(self) > len(self.perpetual)
+
+    def discard(self, trace_id: int) -> None:
+        with _trace_ids_lock:
+            set.discard(self, trace_id)
+            self.transforming = len(self) > len(self.perpetual)
+
+    def add_perpetual(self, trace_id: int) -> None:
+        with _trace_ids_lock:
+            self.perpetual.add(trace_id)
+            set.add(self, trace_id)
+            self.transforming = len(self) > len(self.perpetual)
+
+
+_trace_ids_lock = threading.Lock()
+live_trace_ids = LiveTraceIds()
 
 
 class LeakedTracerError(RuntimeError):

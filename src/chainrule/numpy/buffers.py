@@ -29,7 +29,7 @@ import numpy as _np
 
 from .._core import tracer as _tracer
 from .._core.pytree import register_pytree_node
-from .._core.tracer import FrontEnd, isbox, live_trace_ids, perpetual_trace_ids, register_front_end
+from .._core.tracer import FrontEnd, isbox, live_trace_ids, register_front_end
 from . import numpy_wrapper as anp
 
 __all__ = ["Buffer"]
@@ -281,7 +281,7 @@ def _fresh(answer):
     answer that is a view stays a plain array: a traced write into it is refused clearly,
     since it could not reach the buffer it views.)"""
     if (type(answer) is _np.ndarray and answer.base is None
-            and len(live_trace_ids) > len(perpetual_trace_ids)):
+            and live_trace_ids.transforming):
         return Buffer.holding(answer)
     return answer
 
@@ -357,10 +357,11 @@ def _ufunc_at(ufunc, a, indices, b=None):
 
 
 # ----------------------------------------------------------------------------- constructors
-# Outside every trace a constructor is NumPy's own after one comparison of two small sets
-# (``live_trace_ids == perpetual_trace_ids``): the untraced cost the benchmark
-# (benchmarks/bench_fill.py) measures. The commonest ones have NumPy's signature spelled
-# out, since packing ``*args, **kwargs`` would cost more than the allocation.
+# Outside every transform a constructor is NumPy's own after one flag
+# (``live_trace_ids.transforming``): the untraced cost the benchmark
+# (benchmarks/bench_fill.py) measures. The commonest ones take NumPy's positional
+# parameters with NumPy's defaults and pass the rest on, since keyword-only parameters and
+# passing defaults NumPy would fill in itself cost more than the allocation of a small array.
 def _held(ans):
     return Buffer.holding(ans) if type(ans) is _np.ndarray else ans
 
@@ -369,12 +370,11 @@ def _allocating(raw):
     """``zeros``, ``ones``, ``empty``: NumPy's ``raw``, answering buffers under a trace."""
 
     @functools.wraps(raw)
-    def constructor(shape, dtype=float, order="C", *, device=None, like=None):
-        if device is None and like is None:
-            ans = raw(shape, dtype, order)
-        else:
-            ans = raw(shape, dtype, order, device=device, like=like)
-        return ans if live_trace_ids == perpetual_trace_ids else _held(ans)
+    def constructor(shape, dtype=None, order="C", **options):
+        if not (live_trace_ids.transforming or options):
+            return raw(shape) if dtype is None and order == "C" else raw(shape, dtype, order)
+        ans = raw(shape, dtype, order, **options)
+        return _held(ans) if live_trace_ids.transforming else ans
 
     return constructor
 
@@ -385,10 +385,10 @@ def _alike(make, raw):
 
     @functools.wraps(raw)
     def constructor(prototype, dtype=None, order="K", subok=True, shape=None, **kwargs):
-        if live_trace_ids == perpetual_trace_ids and type(prototype) is _np.ndarray:
+        if not live_trace_ids.transforming and type(prototype) is _np.ndarray:
             return raw(prototype, dtype, order, subok, shape, **kwargs)
         ans = make(_value_of(prototype), dtype, order, subok, shape, **kwargs)
-        return ans if live_trace_ids == perpetual_trace_ids else _held(ans)
+        return _held(ans) if live_trace_ids.transforming else ans
 
     return constructor
 
@@ -399,7 +399,7 @@ def _buffered(make, raw):
 
     @functools.wraps(make)
     def constructor(*args, **kwargs):
-        if live_trace_ids == perpetual_trace_ids:
+        if not live_trace_ids.transforming:
             if not args or type(args[0]) in _PLAIN:
                 return raw(*args, **kwargs)
             return make(*args, **kwargs)

@@ -23,15 +23,13 @@ from .._core.tracer import (
     live_trace_ids,
     new_box,
     new_trace_id,
-    perpetual_trace_ids,
     primitive,
 )
 from ..numpy import numpy_wrapper as anp
 from ..numpy.numpy_boxes import array_astype, array_getitem
 
 TRACE_ID = new_trace_id()
-live_trace_ids.add(TRACE_ID)  # the Tensor trace never ends
-perpetual_trace_ids.add(TRACE_ID)
+live_trace_ids.add_perpetual(TRACE_ID)  # the Tensor trace never ends
 
 
 class TensorNode(VJPNode):
