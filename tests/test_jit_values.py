@@ -5,6 +5,8 @@ with eager evaluation, bit for bit, over inputs that change those decisions."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as onp
 import pytest
 
@@ -362,3 +364,52 @@ def test_jitted_solvers_report_each_calls_error_estimate_and_optimum():
         for x in inputs:
             for a, b in zip(jitted(x), f(x)):
                 _bits(a, b)
+
+
+# ----------------------------------------------------------------------------- divmod
+# divmod of a traced value raised TypeError (Python's divmod: "unsupported operand";
+# numpy.divmod: "no derivative rule"): it is a primitive of two answers, NumPy's own.
+_DIVIDENDS = onp.array([3.5, -3.5, 0.0, -0.0, 7.0, -7.0, onp.inf, -onp.inf, onp.nan, 1e308,
+                        5e-324])
+_DIVMODS = {
+    "divmod": lambda x, y: divmod(x, y),
+    "rdivmod": lambda x, y: divmod(y, x),
+    "np.divmod": lambda x, y: np.divmod(x, y),
+    "numpy's divmod": lambda x, y: onp.divmod(x, y),
+    "of a NumPy scalar": lambda x, y: divmod(x[1], y),  # (NumPy's scalar arithmetic)
+}
+
+
+def _with_warnings(f, *args):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        answer = f(*args)
+    return answer, [(w.category, str(w.message)) for w in caught]
+
+
+@pytest.mark.parametrize("name", sorted(_DIVMODS))
+def test_jitted_divmod_is_numpys_at_edge_values(name):
+    f = _DIVMODS[name]
+    jitted = cr.jit(f)
+    for y in (3.0, -3.0, 0.0, -0.0, onp.inf, onp.nan, 0.5, 3.0):
+        for _ in range(2):
+            (q, r), heard = _with_warnings(jitted, _DIVIDENDS, y)
+            (q0, r0), heard0 = _with_warnings(f, _DIVIDENDS, y)
+            _bits(q, q0)
+            _bits(r, r0)
+            assert type(q) is type(q0) and heard == heard0
+
+
+def test_divmod_derivatives_are_floor_divides_and_remainders():
+    x, y = onp.array([3.5, -2.2, 7.1]), onp.array([3.0, 1.5, -2.0])
+    both = lambda x, y: np.sum(divmod(x, y)[0] + divmod(x, y)[1] ** 2)
+    alone = lambda x, y: np.sum(np.floor_divide(x, y) + np.remainder(x, y) ** 2)
+    for got, want in zip(cr.grad(both, (0, 1))(x, y), cr.grad(alone, (0, 1))(x, y)):
+        onp.testing.assert_array_equal(got, want)
+    _, (dq, dr) = cr.jvp(lambda y: np.divmod(x, y), (y,), (onp.ones(3),))
+    onp.testing.assert_array_equal(dq, 0.0)
+    onp.testing.assert_array_equal(dr, -onp.floor(x / y))
+    onp.testing.assert_array_equal(cr.jit(cr.grad(both))(x, y), cr.grad(alone)(x, y))
+    q, r = cr.vmap(lambda x: divmod(x, 2.0))(x)
+    onp.testing.assert_array_equal(q, onp.floor_divide(x, 2.0))
+    onp.testing.assert_array_equal(r, onp.remainder(x, 2.0))

@@ -40,6 +40,10 @@ CASES = [
       for case in same2(name, low=0.5, high=2.0, pairs=[((2, 3), (3,))], dtypes=(onp.float32,))],
     *same2("mod", low=0.1, high=0.9, low2=1.0, high2=2.0),
     *same2("remainder", low=2.1, high=2.9, low2=1.0, high2=1.5, pairs=[((2, 3), (3,))]),
+    # divmod's two answers: the quotient (no derivative) and the remainder (as remainder's)
+    *binary("divmod", lambda x, y: np.divmod(x, y)[0] + 2 * np.divmod(x, y)[1],
+            lambda x, y: onp.divmod(x, y)[0] + 2 * onp.divmod(x, y)[1], 2.1, 2.9,
+            low2=1.0, high2=1.5, pairs=[((2, 3), (3,))], dtypes=[onp.float64]),
     *same2("fmod", low=-2.9, high=-2.1, low2=1.0, high2=1.5),
     *same("negative"),
     *same("positive", shapes=FEW),

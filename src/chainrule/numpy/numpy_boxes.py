@@ -257,6 +257,8 @@ class ArrayBox(Box):
     def __rmod__(self, other): return anp.mod(other, self)  # noqa: E704
     __floordiv__ = anp.floor_divide
     def __rfloordiv__(self, other): return anp.floor_divide(other, self)  # noqa: E704
+    __divmod__ = anp.divmod
+    def __rdivmod__(self, other): return anp.divmod(other, self)  # noqa: E704
 
     # Comparisons give plain booleans: they have no derivative.
     __eq__ = anp.equal

@@ -33,7 +33,7 @@ DIFFERENTIABLE = {
         arctanh asin acos atan asinh acosh atanh sinc deg2rad rad2deg degrees radians
         real imag conj conjugate angle real_if_close
         add subtract multiply divide true_divide power pow float_power arctan2 atan2 hypot
-        logaddexp logaddexp2 maximum minimum fmax fmin mod remainder fmod copysign
+        logaddexp logaddexp2 maximum minimum fmax fmin mod remainder fmod copysign divmod
         where clip nan_to_num full_like
     """,
     "reductions": """
@@ -106,6 +106,7 @@ _OPERATOR_ONLY = {
     "floor_divide": _operator.floordiv,
     "remainder":    _operator.mod,
     "power":        _operator.pow,
+    "divmod":       _builtins.divmod,
 }
 # fmt: on
 

@@ -16,7 +16,7 @@ import numpy as _np
 
 from ..._core.rule_table import rule_table
 from ..._core.rules import defjvp_batched, defjvp_direct, deflabel, defsparsity, defvjp_direct
-from ..._core.tracer import derivative_free
+from ..._core.tracer import derivative_free, getval
 from ..._sparsity.patterns import elementwise_pattern, no_dependency, shapes_only
 from .. import numpy_wrapper as anp
 from ._helpers import (
@@ -123,6 +123,16 @@ def _finite_only(g, x):
 
 
 # fmt: off
+def _divmod_partial(argnum, x, y):
+    """The remainder's partial derivative (as np.remainder's); the quotient's is zero."""
+    return 1.0 if argnum == 0 else -anp.floor(x / y)
+
+
+def _divmod_tangent(t, ans):
+    """divmod's tangent (quotient, remainder) from the remainder's."""
+    return _np.zeros_like(getval(ans[0])), broadcast_tangent(t, ans[1])
+
+
 # ----------------------------------------------------------------------------- arithmetic
 defvjp_direct(anp.add,      lambda g, ans, x, y, *a, **k: unbroadcast(g, x),
                             lambda g, ans, x, y, *a, **k: unbroadcast(g, y),
@@ -149,6 +159,10 @@ elementwise(anp.positive,   lambda ans, x: 1.0)
 elementwise(anp.reciprocal, lambda ans, x: -ans ** 2)
 elementwise_n(anp.mod,       lambda ans, x, y: 1.0,             lambda ans, x, y: -anp.floor(x / y))  # remainder
 elementwise_n(anp.fmod,      lambda ans, x, y: 1.0,             lambda ans, x, y: -anp.trunc(x / y))
+defvjp_direct(anp.divmod,    lambda g, ans, x, y: unbroadcast(g[1] * _divmod_partial(0, x, y), x),
+                            lambda g, ans, x, y: unbroadcast(g[1] * _divmod_partial(1, x, y), y))
+defjvp_direct(anp.divmod,    lambda g, ans, x, y: _divmod_tangent(g * _divmod_partial(0, x, y), ans),
+                            lambda g, ans, x, y: _divmod_tangent(g * _divmod_partial(1, x, y), ans))
 
 # ----------------------------------------------------------------------------- powers, exp, log
 elementwise_n(anp.power,     lambda ans, x, y: y * x ** _lowered(y),                                # pow
