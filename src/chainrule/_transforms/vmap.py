@@ -15,7 +15,9 @@ of examples that agree when a Python decision on the data splits them (``if x.su
 per example when something cannot run on the batch (a batched value written into a NumPy
 array, ``np.asarray(x)``) or when the function drew random numbers (randomness
 "different"). Splitting is bounded: once it would cost more than ``_SPLIT_BUDGET`` times
-the per-example loop (measured as it goes), the remaining examples run one by one.
+the per-example loop (measured as it goes), the remaining examples run one by one. The
+first batched run of a call has a deadline too, from what an example cost in an earlier
+call, or (a first call) from example 0 run alone before the others.
 """
 
 from __future__ import annotations
@@ -297,7 +299,7 @@ class _Call:
     in_order = False  # running the loop itself (its errors are the answer)
     batched_seconds, batched_runs = 0.0, 0
     example_seconds, examples_run = 0.0, 0
-    estimate: float | None = None  # what one example costs, from an earlier call
+    estimate: float | None = None  # what one example costs (an earlier call's, or example 0's)
 
     def __init__(self, fun, leaves, axes, treedef, size: int, flat: bool, out_axes,
                  randomness: str, memory: _Memory):
