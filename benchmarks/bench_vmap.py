@@ -208,6 +208,15 @@ def branchy_layer(x, w):
     return np.sin(h @ w.T) @ w
 
 
+def rolls_then_decision(x):
+    """A decision late in the function, after primitives run per example inside the batch
+    (roll without an axis has no batching rule), that gives each example a group of its own:
+    the batched run costs about the loop before vmap learns that it splits."""
+    for _ in range(6):
+        x = np.roll(x, 1) * 0.9
+    return x * float(np.max(x))
+
+
 def _seconds(fn) -> float:
     """The CPU time of one call (this process's: the 2-core machine is shared)."""
     start = time.process_time()
@@ -239,6 +248,7 @@ def run_control(repeats: int = 15) -> list[tuple[str, float, float, float]]:
     a, b = r.normal(size=40), r.normal(size=40)
     scales = onp.exp(r.uniform(-8, 8, size=256))
     layer_x, layer_w = r.normal(size=(256, 64)), r.normal(size=(64, 64)) / 8
+    rolled = r.normal(size=(128, 16))
     cases = [
         ("12 decisions, batch 256, examples disagree", lambda: cr.vmap(twelve_decisions),
          (xs,), lambda: onp.stack([twelve_decisions(x) for x in xs])),
@@ -252,6 +262,9 @@ def run_control(repeats: int = 15) -> list[tuple[str, float, float, float]]:
         ("one decision (two groups) before a 64x64 layer, batch 256",
          lambda: cr.vmap(branchy_layer, in_axes=(0, None)), (layer_x, layer_w),
          lambda: onp.stack([branchy_layer(x, layer_w) for x in layer_x])),
+        ("a decision after 6 rolls run per example, batch 128",
+         lambda: cr.vmap(rolls_then_decision), (rolled,),
+         lambda: onp.stack([rolls_then_decision(x) for x in rolled])),
     ]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (the split notes)

@@ -22,6 +22,15 @@ from chainrule.numpy.batched import BatchLoopWarning, batching_rule
 
 R = onp.random.default_rng(3)
 
+
+@pytest.fixture
+def without_deadlines(monkeypatch):
+    """What a batched run does, whatever the machine's speed: a first call's batched run
+    has a deadline (from example 0's time alone), which on a busy machine may stop a small
+    batch of a cheap function before its first primitive (the loop answers then)."""
+    from chainrule._transforms import vmap as vmap_module
+    monkeypatch.setattr(vmap_module._Call, "_deadline", lambda self, left: None)
+
 # Primitives that run once per example under vmap, and why (a rule would be possible for
 # most; none is wrong, only slower). A primitive registered anywhere is checked.
 RUN_PER_EXAMPLE = {
@@ -131,7 +140,7 @@ def test_rules_of_each_pattern_run_batched_in_both_modes(name, fun, shape):
         onp.testing.assert_allclose(jac_fwd[i], want, rtol=1e-10, atol=1e-12)
 
 
-def test_a_primitive_without_a_rule_loops_with_one_warning_naming_it():
+def test_a_primitive_without_a_rule_loops_with_one_warning_naming_it(without_deadlines):
     xs = R.normal(size=(4, 3))
     batched._warned.clear()
     with pytest.warns(BatchLoopWarning, match="convolve has no batching rule") as record:
@@ -183,7 +192,7 @@ def test_kron_cov_bincount_indices_and_scipys_solves_run_batched(name, fun, args
         onp.testing.assert_allclose(grads, want, rtol=1e-11, atol=1e-13)
 
 
-def test_disagreeing_decisions_run_per_group_and_keep_the_order():
+def test_disagreeing_decisions_run_per_group_and_keep_the_order(without_deadlines):
     calls = []
 
     def f(x):
@@ -232,7 +241,7 @@ def test_int_and_float_decisions_group_the_examples_by_value_to_the_bit():
             assert got.tobytes() == want.tobytes()
 
 
-def test_splitting_into_many_groups_ends_in_the_loop():
+def test_splitting_into_many_groups_ends_in_the_loop(without_deadlines):
     calls = []
 
     def f(x):
@@ -366,7 +375,7 @@ def test_debug_nans_sees_inside_a_batch():
             cr.vmap(cr.grad(lambda x: np.sum(np.sqrt(x - x))))(xs)
 
 
-def test_a_mapped_function_catching_exceptions_still_splits():
+def test_a_mapped_function_catching_exceptions_still_splits(without_deadlines):
     def f(x):
         try:
             scale = float(np.sum(x))  # differs per example: vmap must split, not fail
@@ -390,6 +399,74 @@ def test_a_batched_run_past_its_deadline_stops_at_the_next_primitive():
     finally:
         batched.tracer.live_trace_ids.discard(trace.id)
     assert raised.value.what == batched.OUT_OF_TIME
+
+
+def test_a_primitive_run_per_example_stops_at_the_deadline_between_examples():
+    # (a primitive without a batching rule may cost most of the loop: the deadline is
+    # checked before each example's run, not only before the primitive)
+    trace = batched.BatchTrace(3, quiet=True, deadline=time.perf_counter() + 3600.0)
+    seen = []
+
+    def convolve_then_pass_the_deadline(x, y):
+        seen.append(x.shape)
+        trace.deadline = time.perf_counter() - 1.0
+        return onp.convolve(x, y)
+
+    batched.tracer.live_trace_ids.add(trace.id)
+    try:
+        value = batched.BatchedArray(onp.arange(6.0).reshape(3, 2), trace)
+        with pytest.raises(batched.BatchUnsupported) as raised:
+            batched._loop(convolve_then_pass_the_deadline, (value, onp.ones(2)), {}, trace,
+                          "has no batching rule")
+    finally:
+        batched.tracer.live_trace_ids.discard(trace.id)
+    assert raised.value.what == batched.OUT_OF_TIME
+    assert seen == [(2,)]  # example 0 ran, example 1 did not
+
+
+def test_a_first_call_runs_example_0_alone_then_the_others_batched_with_a_deadline(
+        monkeypatch):
+    # (example 0's run, one of the loop's own, tells what an example costs: the batched
+    # run of the others has a deadline on the first call too, not only on later ones)
+    from chainrule._transforms import vmap as vmap_module
+    deadlines = []
+    deadline_of = vmap_module._Call._deadline
+    monkeypatch.setattr(vmap_module._Call, "_deadline", lambda self, left: deadlines.append(
+        deadline_of(self, left)))  # (recorded, then None: the run is not stopped)
+    seen = []
+
+    def f(x):
+        seen.append((type(x), onp.shape(x)))
+        return np.sin(x) * 2.0
+
+    xs = R.normal(size=(5, 3))
+    mapped = cr.vmap(f)
+    got = mapped(xs)
+    assert seen == [(onp.ndarray, (3,)), (batched.BatchedArray, (3,))]
+    assert len(deadlines) == 1 and deadlines[0] is not None
+    onp.testing.assert_array_equal(got, onp.stack([f(x) for x in xs]))
+
+
+def test_nested_vmaps_answering_one_value_twice_keep_their_structure_when_split(
+        without_deadlines):
+    # (contract case 236) the inner vmap runs example 0 alone inside the outer's batched
+    # run, then the others batched; the answer given twice is stacked with NumPy's copy
+    # (chainrule's, under the outer trace, made a Buffer: a pytree node the batched part
+    # lacks, and the parts could not be put together)
+    def f(x, s):
+        v = x * round(float(np.mean(x)), 1) + (x + x)
+        return {"b": v, "c": s, "a": v}
+
+    xs = onp.array([[-0.78, 1.29, -3.8], [-0.94, -0.0, 2.5]])
+    ss = onp.array([1.09, 0.41, 0.46])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VmapFallbackWarning)
+        got = cr.vmap(cr.vmap(f, in_axes=(0, None)), in_axes=(None, 0))(xs, ss)
+    want = [[f(x, s) for x in xs] for s in ss]
+    assert list(got) == ["b", "c", "a"]
+    for key in got:
+        onp.testing.assert_array_equal(
+            got[key], onp.array([[w[key] for w in row] for row in want]))
 
 
 @pytest.mark.parametrize("calls", [1, 3])

@@ -15,7 +15,9 @@ of examples that agree when a Python decision on the data splits them (``if x.su
 per example when something cannot run on the batch (a batched value written into a NumPy
 array, ``np.asarray(x)``) or when the function drew random numbers (randomness
 "different"). Splitting is bounded: once it would cost more than ``_SPLIT_BUDGET`` times
-the per-example loop (measured as it goes), the remaining examples run one by one.
+the per-example loop (measured as it goes), the remaining examples run one by one. The
+first batched run of a call has a deadline too, from what an example cost in an earlier
+call, or (a first call) from example 0 run alone before the others.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import Any
 
 import numpy as _np
 
-from .. import numpy as cnp
+from .. import numpy as anp
 from .._core import tracer
 from .._core.pytree import LEAF, tree_flatten, tree_unflatten
 from .._core.tracer import live_trace_ids
@@ -244,7 +246,7 @@ def _flat_tree(count: int):
 
 def _shape(value) -> tuple:
     shape = getattr(value, "shape", None)
-    return tuple(shape) if shape is not None else cnp.shape(value)
+    return tuple(shape) if shape is not None else anp.shape(value)
 
 
 class VmapFallbackWarning(UserWarning):
@@ -297,7 +299,7 @@ class _Call:
     in_order = False  # running the loop itself (its errors are the answer)
     batched_seconds, batched_runs = 0.0, 0
     example_seconds, examples_run = 0.0, 0
-    estimate: float | None = None  # what one example costs, from an earlier call
+    estimate: float | None = None  # what one example costs (an earlier call's, or example 0's)
 
     def __init__(self, fun, leaves, axes, treedef, size: int, flat: bool, out_axes,
                  randomness: str, memory: _Memory):
@@ -377,7 +379,14 @@ class _Call:
         # (what an example cost in an earlier call of this kind bounds the first run: a
         # decision late in the function is met only after most of the batch's work)
         self.estimate = self.memory.estimates.get(self.kind)
-        self._sort_out(self._batched(_np.arange(self.size), self.size), parts, todo, loose)
+        batch = _np.arange(self.size)
+        if self.estimate is None and self.size > 1:
+            # (a first call: example 0 alone, the loop's own run of it, tells what an
+            # example costs, so the batched run of the others has a deadline too)
+            parts.append(self._one_by_one(batch[:1], timed=True))
+            self.estimate = self.per_example()
+            batch = batch[1:]
+        self._sort_out(self._batched(batch, len(batch)), parts, todo, loose)
         while todo:
             todo.sort(key=len)
             group = todo.pop()  # the largest first: it gains most from running batched
@@ -518,8 +527,8 @@ class _Call:
         """For an empty batch that cannot run batched: the answer's shapes and dtypes from
         the function called on a stand-in example of zeros (its draws undone, its writes
         outside itself refused: the loop would make none)."""
-        sliced = [leaf if ax is None else cnp.zeros(
-            cnp.shape(leaf)[:ax] + cnp.shape(leaf)[ax + 1:], cnp.result_type(leaf))
+        sliced = [leaf if ax is None else anp.zeros(
+            anp.shape(leaf)[:ax] + anp.shape(leaf)[ax + 1:], anp.result_type(leaf))
             for leaf, ax in zip(self.leaves, self.axes)]
         call_args, call_kwargs = tree_unflatten(self.treedef, sliced)
         read_only = reach.ReadOnly(self.outside_arrays)
@@ -537,8 +546,8 @@ class _Call:
             read_only.release()
             self.generators.restore()
         leaves, tree = tree_flatten(answer)
-        return _Part(_np.arange(0), tree, [_Stacked(cnp.zeros((0,) + cnp.shape(leaf),
-                                                              cnp.result_type(leaf)))
+        return _Part(_np.arange(0), tree, [_Stacked(_np.zeros((0,) + anp.shape(leaf),
+                                                              anp.result_type(leaf)))
                                            for leaf in leaves], answer)
 
     # ------------------------------------------------------------------ random draws
@@ -603,7 +612,7 @@ class _Call:
             leaf = _fresh(_joined(column, parts, inverse, self.size), memory)
             if ax:
                 ax = _normalize_axis(ax, len(_shape(leaf)), "an out_axes entry")
-            out.append(cnp.moveaxis(leaf, 0, ax) if ax else leaf)
+            out.append(anp.moveaxis(leaf, 0, ax) if ax else leaf)
         if tree is LEAF:
             return out[0]
         first = next(part for part in parts if not len(part.examples) or 0 in part.examples)
@@ -638,13 +647,13 @@ def _groups(examples, keys: list) -> list:
 def _batch_of(leaf, axis: int, examples):
     """The argument's values for ``examples``, the batch as axis 0, in memory of their own
     (the function may write into its arguments; the caller's arrays stay as they are)."""
-    if len(examples) == cnp.shape(leaf)[axis]:
+    if len(examples) == anp.shape(leaf)[axis]:
         if not axis and type(leaf) is _np.ndarray:
             return leaf.copy(order="K")
-        batch = cnp.moveaxis(leaf, axis, 0)
+        batch = anp.moveaxis(leaf, axis, 0)
         # (a traced copy too: under jit, an answer that is the argument is a fresh array)
-        return batch.copy(order="K") if type(batch) is _np.ndarray else cnp.copy(batch)
-    return cnp.moveaxis(cnp.take(leaf, examples, axis=axis), axis, 0)
+        return batch.copy(order="K") if type(batch) is _np.ndarray else anp.copy(batch)
+    return anp.moveaxis(anp.take(leaf, examples, axis=axis), axis, 0)
 
 
 def _examples_of(leaf, axis: int, examples) -> list:
@@ -682,11 +691,12 @@ def _stacked_part(examples, answers: list) -> _Part:
         column = [leaves_[j] for leaves_, _ in flat]
         key = tuple(map(id, column))
         if key in stacked:  # one answer twice (return y, y): a copy of the last stack
-            stacked[key] = cnp.copy(stacked[key])
+            stacked[key] = _copy(stacked[key])  # (NumPy's copy: under an outer vmap
+            # chainrule's would be a Buffer, a pytree node the other parts lack)
             leaves.append(_Stacked(stacked[key]))
             continue
-        _same_shapes([cnp.shape(v) for v in column], examples)
-        stacked[key] = cnp.stack(column)
+        _same_shapes([anp.shape(v) for v in column], examples)
+        stacked[key] = anp.stack(column)
         leaves.append(_Stacked(stacked[key]))
     return _Part(examples, tree, leaves, first)
 
@@ -712,17 +722,17 @@ def _joined(column: list, parts: list, inverse, size: int):
         return leaf.value if isinstance(leaf, _Stacked) else _repeated(leaf.value, size)
     pieces = [leaf.value if isinstance(leaf, _Stacked) else
               _repeated(leaf.value, len(part.examples)) for leaf, part in zip(column, parts)]
-    _same_shapes([cnp.shape(p)[1:] for p in pieces], [p.examples[0] for p in parts])
+    _same_shapes([anp.shape(p)[1:] for p in pieces], [p.examples[0] for p in parts])
     if all(type(p) is _np.ndarray for p in pieces):  # (NumPy's own: nothing to trace)
         joined = _np.concatenate(pieces, axis=0)
         return joined if inverse is None else _np.take(joined, inverse, axis=0)
-    joined = cnp.concatenate(pieces, axis=0)
-    return joined if inverse is None else cnp.take(joined, inverse, axis=0)
+    joined = anp.concatenate(pieces, axis=0)
+    return joined if inverse is None else anp.take(joined, inverse, axis=0)
 
 
 def _repeated(value, count: int):
     """``value`` (an answer the same for every example) stacked ``count`` times."""
-    return cnp.repeat(cnp.expand_dims(value, 0), count, axis=0)
+    return anp.repeat(anp.expand_dims(value, 0), count, axis=0)
 
 
 def _fresh(leaf, memory: dict):
@@ -746,7 +756,7 @@ def _fresh(leaf, memory: dict):
 
 
 def _copy(value):
-    return value.copy() if type(value) is _np.ndarray else cnp.copy(value)
+    return value.copy() if type(value) is _np.ndarray else anp.copy(value)
 
 
 def _out_spec(out_axes: AxisSpec, answer: Any) -> AxisSpec:
@@ -758,8 +768,8 @@ def _out_spec(out_axes: AxisSpec, answer: Any) -> AxisSpec:
 def _equal(a, b) -> bool:
     # (array_equal is a notrace primitive: under chainrule.jit each answer is a guarded
     # decision, so a later call whose examples differ retraces and raises here too)
-    nan_is_nan = all(cnp.issubdtype(cnp.result_type(v), _np.inexact) for v in (a, b))
-    return bool(cnp.array_equal(a, b, equal_nan=nan_is_nan))
+    nan_is_nan = all(anp.issubdtype(anp.result_type(v), _np.inexact) for v in (a, b))
+    return bool(anp.array_equal(a, b, equal_nan=nan_is_nan))
 
 
 def _same_for_all(column: list, parts: list) -> Any:
@@ -779,7 +789,7 @@ def _same_for_all(column: list, parts: list) -> Any:
         if isinstance(leaf, _Shared):
             agree = _equal(first, leaf.value)
         elif type(leaf.value) is _np.ndarray:  # every example at once
-            agree = _equal(cnp.broadcast_to(first, cnp.shape(leaf.value)), leaf.value)
+            agree = _equal(anp.broadcast_to(first, anp.shape(leaf.value)), leaf.value)
         else:
             agree = all(_equal(first, leaf.value[k]) for k in range(len(leaf.value)))
         if not agree:

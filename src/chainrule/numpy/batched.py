@@ -76,8 +76,9 @@ OUT_OF_TIME = "a batched run that took longer than the examples left would one b
 class BatchTrace:
     """What the batched values of one vmap call share: the trace id, the batch size, the
     first signal raised on them, ``quiet`` for chainrule's own batching (no warnings), and
-    ``deadline`` (a ``time.perf_counter`` reading, or None): a primitive that starts after
-    it stops the run (BatchUnsupported OUT_OF_TIME), so that vmap can bound its cost."""
+    ``deadline`` (a ``time.perf_counter`` reading, or None): a primitive (or, where it
+    has no batching rule, its run for one example) that starts after it stops the run
+    (BatchUnsupported OUT_OF_TIME), so that vmap can bound its cost."""
 
     __slots__ = ("id", "size", "signal", "quiet", "deadline")
 
@@ -95,6 +96,11 @@ class BatchTrace:
 
     def unsupported(self, what: str) -> BatchUnsupported:
         return self.signalled(BatchUnsupported(self.id, what))
+
+    def check_time(self) -> None:
+        """Stop the run (BatchUnsupported OUT_OF_TIME) where it is past its deadline."""
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise self.unsupported(OUT_OF_TIME)
 
 
 def _answers(examples, convert: Callable):
@@ -577,8 +583,8 @@ def batch_call(fun: Callable, args, kwargs, trace_id: int):
         else:
             values.append(arg)
             batched.append(False)
-    if trace is not None and trace.deadline is not None and time.perf_counter() > trace.deadline:
-        raise trace.unsupported(OUT_OF_TIME)
+    if trace is not None:
+        trace.check_time()
     out_at = getattr(fun, "out_position", None)
     if kwargs.get("out") is not None or (out_at is not None and len(args) > out_at
                                          and args[out_at] is not None):
@@ -650,6 +656,7 @@ def _loop(fun, args, kwargs, trace: BatchTrace, why: str):
         return _empty_answer(fun, args, kwargs, trace)
     answers = []
     for i in range(trace.size):
+        trace.check_time()  # (a primitive run per example may cost most of the loop)
         example_args, example_kwargs = _example((args, kwargs), i, trace.id)
         answers.append(fun(*example_args, **example_kwargs))
     return stack_answers(answers, trace)
