@@ -246,3 +246,63 @@ def test_arithmetic_on_buffers_gives_buffers_but_views_made_by_functions_stay_pl
 
     with pytest.raises(ValueError):
         jacobian(g)(2.0)
+
+
+# ----------------------------------------------------------------- found by the attacker (attack4)
+def test_augmented_assignment_through_a_fancy_or_boolean_index_takes_a_traced_value():
+    # Python runs a[idx] += v as t = a[idx]; t += v; a[idx] = t (NumPy: the last write of a
+    # repeated position wins, so a[0] = 1 + x1 here)
+    def f(x):
+        a = np.ones(4)
+        a[[0, 0, 1]] += x
+        a[a > 1.05] *= 2.0         # boolean index of a traced buffer
+        b = np.ones((2, 3))
+        b[:, [0, 2]] *= x[:2]      # a fancy read whose NumPy copy has a base
+        return a, b
+
+    x = onp.array([3.0, 0.25, 0.1])
+    a, b = f(x)
+    assert onp.allclose(a, [2.5, 2.2, 1.0, 1.0])
+    assert onp.allclose(b, [[3.0, 1.0, 0.25], [3.0, 1.0, 0.25]])
+    ja = jacobian(lambda x: f(x)[0])(x)
+    assert onp.array_equal(ja, [[0, 2, 0], [0, 0, 2], [0, 0, 0], [0, 0, 0]])
+    jb = jacobian(lambda x: f(x)[1])(x)
+    assert onp.array_equal(jb[:, 0], [[1, 0, 0], [1, 0, 0]])
+    assert onp.array_equal(jb[:, 2], [[0, 1, 0], [0, 1, 0]])
+
+
+def test_asarray_of_a_buffer_is_the_buffer_and_sees_later_writes():
+    def f(x):
+        a = np.zeros(3)
+        a[0] = x
+        same = np.asarray(a)               # NumPy: `a` itself
+        tail = np.asarray(a[1:], dtype=float)
+        other = np.asarray(a, dtype=onp.float32)   # a new array: keeps the value of now
+        a[:] = 7.0 * x
+        return same.sum() + tail.sum() + other.sum()   # 21x + 14x + x
+
+    assert grad(f)(2.0) == 36.0
+    assert jacfwd(f)(2.0) == 36.0
+
+
+def test_diagonal_of_a_buffer_is_a_read_only_view_that_sees_later_writes():
+    def f(x):
+        a = np.zeros((3, 3))
+        d = a.diagonal(1)
+        a[0, 1] = x ** 2
+        a[1, 2] = 3.0 * x
+        return d.sum()
+
+    assert grad(f)(2.0) == 7.0
+    with pytest.raises(ValueError, match="read-only"):
+        grad(lambda x: np.zeros((2, 2)).diagonal().__setitem__(0, x))(1.0)
+
+
+def test_the_put_method_of_a_buffer_takes_a_traced_value():
+    def f(x):
+        a = np.zeros(4)
+        a.put([3, 1], x)
+        return a
+
+    assert onp.array_equal(jacobian(f)(onp.array([2.0, 5.0])),
+                           [[0, 0], [0, 1], [0, 0], [1, 0]])
