@@ -306,3 +306,16 @@ def test_the_put_method_of_a_buffer_takes_a_traced_value():
 
     assert onp.array_equal(jacobian(f)(onp.array([2.0, 5.0])),
                            [[0, 0], [0, 1], [0, 0], [1, 0]])
+
+
+def test_copyto_of_a_traced_value_keeps_numpys_casting_rule():
+    def f(x):
+        a = np.zeros(2)
+        np.copyto(a, x * (1 + 1j) * onp.ones(2))  # NumPy: complex -> float is not same_kind
+        return a.sum()
+
+    with pytest.raises(TypeError, match="same_kind"):
+        grad(f)(1.0)
+    # an allowed cast still writes (float64 into float32, same_kind)
+    g = lambda x: np.copyto(b := np.zeros(2, dtype=onp.float32), x * onp.ones(2)) or b.sum()  # noqa: E731
+    assert grad(g)(1.0) == 2.0

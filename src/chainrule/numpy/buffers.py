@@ -337,6 +337,10 @@ def copyto(dst, src, casting="same_kind", where=True):
     """``numpy.copyto``."""
     if not _writes_traced(dst, src, where):
         return _np.copyto(_value_of(dst), _value_of(src), casting=casting, where=_value_of(where))
+    src_dtype = _np.result_type(_tracer.getval(_value_of(src)))
+    if not _np.can_cast(src_dtype, _np.result_type(_tracer.getval(_value_of(dst))), casting):
+        raise TypeError(f"Cannot cast array data from {src_dtype!r} to {dst.dtype!r} "
+                        f"according to the rule {casting!r} (as numpy.copyto)")
     new = _value_of(src) if where is True else anp.where(_value_of(where), _value_of(src),
                                                            _value_of(dst))
     dst[...] = new
