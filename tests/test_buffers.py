@@ -319,3 +319,23 @@ def test_copyto_of_a_traced_value_keeps_numpys_casting_rule():
     # an allowed cast still writes (float64 into float32, same_kind)
     g = lambda x: np.copyto(b := np.zeros(2, dtype=onp.float32), x * onp.ones(2)) or b.sum()  # noqa: E731
     assert grad(g)(1.0) == 2.0
+
+
+def test_a_copy_of_a_traced_array_is_a_buffer_whose_views_see_later_writes():
+    # np.array(x) / np.copy(x) of a traced x gave the traced value itself, whose views
+    # taken before a write kept the old values: v = [x1, x2], silently
+    def f(x):
+        a = np.array(x)
+        v = a[1:]                 # a view, as NumPy's
+        a[1] = 5.0 * x[0]
+        b = np.copy(x)
+        w = b.reshape(3)
+        b[2] = x[0] * x[1]
+        return v + w[1:]          # [5 x0 + x1, x2 + x0 x1]
+
+    x = onp.array([1.0, 2.0, 3.0])
+    want = onp.array([[5.0, 1.0, 0.0], [2.0, 1.0, 1.0]])
+    assert onp.array_equal(f(x), [7.0, 5.0])
+    assert onp.array_equal(jacobian(f)(x), want)
+    assert onp.array_equal(jacfwd(f)(x), want)
+    assert onp.array_equal(jit(f)(x + 1.0), f(x + 1.0))

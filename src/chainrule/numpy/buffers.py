@@ -380,7 +380,16 @@ def _ufunc_at(ufunc, a, indices, b=None):
 # (benchmarks/bench_fill.py) measures. The commonest ones have NumPy's signature spelled
 # out, since packing ``*args, **kwargs`` would cost more than the allocation.
 def _held(ans):
-    return Buffer.holding(ans) if type(ans) is _np.ndarray else ans
+    if type(ans) is _np.ndarray:
+        return Buffer.holding(ans)
+    if isbox(ans) and type(_tracer.getval(ans)) is _np.ndarray:
+        # np.array(x) / np.copy(x) of a traced x: a buffer already holding it, so that a
+        # view taken from it sees later writes into it, as NumPy's would
+        plain = _tracer.getval(ans).copy()
+        held = Buffer.holding(plain)
+        held._memory.traced = ans
+        return held
+    return ans
 
 
 def _allocating(raw):
