@@ -339,3 +339,15 @@ def test_a_copy_of_a_traced_array_is_a_buffer_whose_views_see_later_writes():
     assert onp.array_equal(jacobian(f)(x), want)
     assert onp.array_equal(jacfwd(f)(x), want)
     assert onp.array_equal(jit(f)(x + 1.0), f(x + 1.0))
+
+
+def test_asarray_of_a_traced_value_stays_that_value_under_jit_of_laplacian():
+    # (np.asarray(x) of a traced x, made a buffer, got boxed by the inner trace: an error)
+    from chainrule import laplacian
+    from chainrule.scipy.special import logsumexp
+
+    x = onp.array([0.3, -0.7, 1.1])
+    assert onp.isclose(jit(laplacian(logsumexp))(x), laplacian(logsumexp)(x))
+    f = lambda x: np.sum(np.tanh(x @ x.T))  # noqa: E731
+    m = x.reshape(1, 3)
+    assert onp.isclose(jit(laplacian(f))(m), onp.trace(hessian(f)(m).reshape(3, 3)))

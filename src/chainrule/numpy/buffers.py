@@ -380,16 +380,17 @@ def _ufunc_at(ufunc, a, indices, b=None):
 # (benchmarks/bench_fill.py) measures. The commonest ones have NumPy's signature spelled
 # out, since packing ``*args, **kwargs`` would cost more than the allocation.
 def _held(ans):
-    if type(ans) is _np.ndarray:
-        return Buffer.holding(ans)
+    return Buffer.holding(ans) if type(ans) is _np.ndarray else ans
+
+
+def _held_copy(ans):
+    """``np.array(x)`` / ``np.copy(x)``: of a traced x (new memory), a buffer holding it, so
+    that a view taken from the copy sees later writes into it, as NumPy's would."""
     if isbox(ans) and type(_tracer.getval(ans)) is _np.ndarray:
-        # np.array(x) / np.copy(x) of a traced x: a buffer already holding it, so that a
-        # view taken from it sees later writes into it, as NumPy's would
-        plain = _tracer.getval(ans).copy()
-        held = Buffer.holding(plain)
+        held = Buffer.holding(_tracer.getval(ans).copy())
         held._memory.traced = ans
         return held
-    return ans
+    return _held(ans)
 
 
 def _allocating(raw):
@@ -420,7 +421,7 @@ def _alike(make, raw):
     return constructor
 
 
-def _buffered(make, raw):
+def _buffered(make, raw, copying: bool = False):
     """Any other constructor: ``make`` (chainrule.numpy's), answering buffers under a trace;
     NumPy's ``raw`` outside a trace on plain arguments."""
 
@@ -432,7 +433,8 @@ def _buffered(make, raw):
             return make(*args, **kwargs)
         if args and type(args[0]) is Buffer and _answers_its_argument(raw, args, kwargs):
             return args[0]  # np.asarray(a): a itself, which sees a's later writes
-        return _held(make(*_value_of(args), **{k: _value_of(v) for k, v in kwargs.items()}))
+        ans = make(*_value_of(args), **{k: _value_of(v) for k, v in kwargs.items()})
+        return _held_copy(ans) if copying else _held(ans)
 
     return constructor
 
@@ -457,7 +459,8 @@ _OTHERS = ("full", "eye", "identity", "arange", "linspace", "full_like", "array"
 def _wrapped_constructors(namespace: dict) -> dict:
     return {**{name: _allocating(getattr(_np, name)) for name in _ALLOCATING},
             **{name: _alike(namespace[name], getattr(_np, name)) for name in _ALIKE},
-            **{name: _buffered(namespace[name], getattr(_np, name)) for name in _OTHERS}}
+            **{name: _buffered(namespace[name], getattr(_np, name), name in ("array", "copy"))
+               for name in _OTHERS}}
 
 
 def install(namespace: dict) -> None:
