@@ -246,3 +246,108 @@ def test_arithmetic_on_buffers_gives_buffers_but_views_made_by_functions_stay_pl
 
     with pytest.raises(ValueError):
         jacobian(g)(2.0)
+
+
+# ----------------------------------------------------------------- found by the attacker (attack4)
+def test_augmented_assignment_through_a_fancy_or_boolean_index_takes_a_traced_value():
+    # Python runs a[idx] += v as t = a[idx]; t += v; a[idx] = t (NumPy: the last write of a
+    # repeated position wins, so a[0] = 1 + x1 here)
+    def f(x):
+        a = np.ones(4)
+        a[[0, 0, 1]] += x
+        a[a > 1.05] *= 2.0         # boolean index of a traced buffer
+        b = np.ones((2, 3))
+        b[:, [0, 2]] *= x[:2]      # a fancy read whose NumPy copy has a base
+        return a, b
+
+    x = onp.array([3.0, 0.25, 0.1])
+    a, b = f(x)
+    assert onp.allclose(a, [2.5, 2.2, 1.0, 1.0])
+    assert onp.allclose(b, [[3.0, 1.0, 0.25], [3.0, 1.0, 0.25]])
+    ja = jacobian(lambda x: f(x)[0])(x)
+    assert onp.array_equal(ja, [[0, 2, 0], [0, 0, 2], [0, 0, 0], [0, 0, 0]])
+    jb = jacobian(lambda x: f(x)[1])(x)
+    assert onp.array_equal(jb[:, 0], [[1, 0, 0], [1, 0, 0]])
+    assert onp.array_equal(jb[:, 2], [[0, 1, 0], [0, 1, 0]])
+
+
+def test_asarray_of_a_buffer_is_the_buffer_and_sees_later_writes():
+    def f(x):
+        a = np.zeros(3)
+        a[0] = x
+        same = np.asarray(a)               # NumPy: `a` itself
+        tail = np.asarray(a[1:], dtype=float)
+        other = np.asarray(a, dtype=onp.float32)   # a new array: keeps the value of now
+        a[:] = 7.0 * x
+        return same.sum() + tail.sum() + other.sum()   # 21x + 14x + x
+
+    assert grad(f)(2.0) == 36.0
+    assert jacfwd(f)(2.0) == 36.0
+
+
+def test_diagonal_of_a_buffer_is_a_read_only_view_that_sees_later_writes():
+    def f(x):
+        a = np.zeros((3, 3))
+        d = a.diagonal(1)
+        a[0, 1] = x ** 2
+        a[1, 2] = 3.0 * x
+        return d.sum()
+
+    assert grad(f)(2.0) == 7.0
+    with pytest.raises(ValueError, match="read-only"):
+        grad(lambda x: np.zeros((2, 2)).diagonal().__setitem__(0, x))(1.0)
+
+
+def test_the_put_method_of_a_buffer_takes_a_traced_value():
+    def f(x):
+        a = np.zeros(4)
+        a.put([3, 1], x)
+        return a
+
+    assert onp.array_equal(jacobian(f)(onp.array([2.0, 5.0])),
+                           [[0, 0], [0, 1], [0, 0], [1, 0]])
+
+
+def test_copyto_of_a_traced_value_keeps_numpys_casting_rule():
+    def f(x):
+        a = np.zeros(2)
+        np.copyto(a, x * (1 + 1j) * onp.ones(2))  # NumPy: complex -> float is not same_kind
+        return a.sum()
+
+    with pytest.raises(TypeError, match="same_kind"):
+        grad(f)(1.0)
+    # an allowed cast still writes (float64 into float32, same_kind)
+    g = lambda x: np.copyto(b := np.zeros(2, dtype=onp.float32), x * onp.ones(2)) or b.sum()  # noqa: E731
+    assert grad(g)(1.0) == 2.0
+
+
+def test_a_copy_of_a_traced_array_is_a_buffer_whose_views_see_later_writes():
+    # np.array(x) / np.copy(x) of a traced x gave the traced value itself, whose views
+    # taken before a write kept the old values: v = [x1, x2], silently
+    def f(x):
+        a = np.array(x)
+        v = a[1:]                 # a view, as NumPy's
+        a[1] = 5.0 * x[0]
+        b = np.copy(x)
+        w = b.reshape(3)
+        b[2] = x[0] * x[1]
+        return v + w[1:]          # [5 x0 + x1, x2 + x0 x1]
+
+    x = onp.array([1.0, 2.0, 3.0])
+    want = onp.array([[5.0, 1.0, 0.0], [2.0, 1.0, 1.0]])
+    assert onp.array_equal(f(x), [7.0, 5.0])
+    assert onp.array_equal(jacobian(f)(x), want)
+    assert onp.array_equal(jacfwd(f)(x), want)
+    assert onp.array_equal(jit(f)(x + 1.0), f(x + 1.0))
+
+
+def test_asarray_of_a_traced_value_stays_that_value_under_jit_of_laplacian():
+    # (np.asarray(x) of a traced x, made a buffer, got boxed by the inner trace: an error)
+    from chainrule import laplacian
+    from chainrule.scipy.special import logsumexp
+
+    x = onp.array([0.3, -0.7, 1.1])
+    assert onp.isclose(jit(laplacian(logsumexp))(x), laplacian(logsumexp)(x))
+    f = lambda x: np.sum(np.tanh(x @ x.T))  # noqa: E731
+    m = x.reshape(1, 3)
+    assert onp.isclose(jit(laplacian(f))(m), onp.trace(hessian(f)(m).reshape(3, 3)))

@@ -145,7 +145,12 @@ class Buffer:
         plain = make(self._plain)
         if type(plain) is _np.ndarray and plain.size and _np.shares_memory(plain, self._plain):
             return Buffer(self._memory, plain, make(self._all_positions()))
-        return make(self._value())
+        copied = make(self._value())
+        if type(copied) is _np.ndarray:
+            # a copy (a fancy or boolean index): a buffer of its own, as np.zeros(n) + 1.0
+            # is, so ``a[idx] += x`` (read, add in place, write back) can take a traced x
+            return Buffer.holding(copied)
+        return copied
 
     def __getitem__(self, index):
         return self._derived(lambda a: a[_value_of(index)])
@@ -169,6 +174,10 @@ class Buffer:
     def squeeze(self, axis=None):
         return self._derived(lambda a: a.squeeze(axis))
 
+    def diagonal(self, offset=0, axis1=0, axis2=1):
+        # NumPy's is a read-only view: it sees later writes into the buffer
+        return self._derived(lambda a: a.diagonal(offset, axis1, axis2))
+
     def copy(self, order="C"):
         return copy(self, order=order)
 
@@ -186,6 +195,8 @@ class Buffer:
                 f"cast it (rounding), and the cast has no derivative. Make the array a float "
                 f"one (np.zeros(n), or dtype=float) to differentiate through the write."
             )
+        if not self._plain.flags.writeable:  # a view NumPy makes read-only (diagonal)
+            raise ValueError("assignment destination is read-only")
         memory = self._memory
         positions = self._all_positions()[_value_of(index)]
         flat = functional_update(anp.ravel(memory.current()), positions, _value_of(value))
@@ -199,6 +210,9 @@ class Buffer:
 
     def fill(self, value):
         self[...] = value
+
+    def put(self, indices, values, mode="raise"):
+        return put(self, indices, values, mode)
 
     def _inplace(self, ufunc, other):
         if self._memory.traced is None and not _is_traced(other):
@@ -323,6 +337,10 @@ def copyto(dst, src, casting="same_kind", where=True):
     """``numpy.copyto``."""
     if not _writes_traced(dst, src, where):
         return _np.copyto(_value_of(dst), _value_of(src), casting=casting, where=_value_of(where))
+    src_dtype = _np.result_type(_tracer.getval(_value_of(src)))
+    if not _np.can_cast(src_dtype, _np.result_type(_tracer.getval(_value_of(dst))), casting):
+        raise TypeError(f"Cannot cast array data from {src_dtype!r} to {dst.dtype!r} "
+                        f"according to the rule {casting!r} (as numpy.copyto)")
     new = _value_of(src) if where is True else anp.where(_value_of(where), _value_of(src),
                                                            _value_of(dst))
     dst[...] = new
@@ -366,6 +384,16 @@ def _held(ans):
     return Buffer.holding(ans) if type(ans) is _np.ndarray else ans
 
 
+def _held_copy(ans):
+    """``np.array(x)`` / ``np.copy(x)``: of a traced x (new memory), a buffer holding it, so
+    that a view taken from the copy sees later writes into it, as NumPy's would."""
+    if isbox(ans) and type(_tracer.getval(ans)) is _np.ndarray:
+        held = Buffer.holding(_tracer.getval(ans).copy())
+        held._memory.traced = ans
+        return held
+    return _held(ans)
+
+
 def _allocating(raw):
     """``zeros``, ``ones``, ``empty``: NumPy's ``raw``, answering buffers under a trace."""
 
@@ -393,7 +421,7 @@ def _alike(make, raw):
     return constructor
 
 
-def _buffered(make, raw):
+def _buffered(make, raw, copying: bool = False):
     """Any other constructor: ``make`` (chainrule.numpy's), answering buffers under a trace;
     NumPy's ``raw`` outside a trace on plain arguments."""
 
@@ -403,9 +431,22 @@ def _buffered(make, raw):
             if not args or type(args[0]) in _PLAIN:
                 return raw(*args, **kwargs)
             return make(*args, **kwargs)
-        return _held(make(*_value_of(args), **{k: _value_of(v) for k, v in kwargs.items()}))
+        if args and type(args[0]) is Buffer and _answers_its_argument(raw, args, kwargs):
+            return args[0]  # np.asarray(a): a itself, which sees a's later writes
+        ans = make(*_value_of(args), **{k: _value_of(v) for k, v in kwargs.items()})
+        return _held_copy(ans) if copying else _held(ans)
 
     return constructor
+
+
+def _answers_its_argument(raw, args, kwargs) -> bool:
+    """Whether NumPy's ``raw`` (``asarray``, ``array(copy=False)``, ...) answers the array
+    the buffer ``args[0]`` holds itself rather than new memory."""
+    plain = args[0]._plain
+    try:
+        return raw(plain, *_value_of(args[1:]), **kwargs) is plain
+    except (TypeError, ValueError):
+        return False
 
 
 _PLAIN = frozenset([_np.ndarray, int, float, tuple])  # a plain array, a size or a shape
@@ -418,7 +459,8 @@ _OTHERS = ("full", "eye", "identity", "arange", "linspace", "full_like", "array"
 def _wrapped_constructors(namespace: dict) -> dict:
     return {**{name: _allocating(getattr(_np, name)) for name in _ALLOCATING},
             **{name: _alike(namespace[name], getattr(_np, name)) for name in _ALIKE},
-            **{name: _buffered(namespace[name], getattr(_np, name)) for name in _OTHERS}}
+            **{name: _buffered(namespace[name], getattr(_np, name), name in ("array", "copy"))
+               for name in _OTHERS}}
 
 
 def install(namespace: dict) -> None:
