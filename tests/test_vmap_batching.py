@@ -499,3 +499,38 @@ def test_split_groups_keep_the_examples_order():
     got = _groups(examples, [3, 1, 3, 0, 1, 7, 3])
     assert [g.tolist() for g in got] == [[10, 12, 16], [11, 14], [13], [15]]
     assert [g.tolist() for g in _groups(examples[:3], [False, True, False])] == [[10, 12], [11]]
+
+
+@pytest.mark.parametrize("deadline", ["none", "passed"])
+def test_answers_in_buffers_stack_with_answers_of_examples_run_alone(monkeypatch, deadline):
+    """Example 0 runs outside the batch's trace (an ndarray from chainrule.numpy's empty),
+    the others under it (a buffer holding the batch) or, past the deadline, one by one:
+    one structure, the loop's answer (the fill-style corpus's Oregonator failed so on a
+    busy machine)."""
+    from chainrule._transforms import vmap as vmap_module
+    monkeypatch.setattr(vmap_module._Call, "_deadline", lambda self, left: (
+        None if deadline == "none" or self.batched_runs else time.perf_counter() - 1.0))
+
+    def rhs(y, s=77.27, w=0.161, q=8.375e-6):
+        dydt = np.empty(3)
+        dydt[0] = s * (y[1] - y[0] * y[1] + y[0] - q * y[0] ** 2)
+        dydt[1] = (-y[1] - y[0] * y[1] + y[2]) / s
+        dydt[2] = w * (y[0] - y[2])
+        return dydt
+
+    def pair(y):
+        return {"d": rhs(y), "pair": (rhs(y), y[0])}
+
+    x = onp.array([1.0, 2.0, 3.0])
+    batch = onp.stack([x, x * 1.1, x - 0.05])
+    for f in (rhs, pair):
+        loop = [f(row) for row in batch]
+        for _ in range(2):  # the first call (example 0 alone) and a later one
+            got = cr.vmap(f)(batch)
+            if f is rhs:
+                assert onp.array_equal(got, onp.stack(loop))
+            else:
+                assert onp.array_equal(got["d"], onp.stack([a["d"] for a in loop]))
+                assert onp.array_equal(got["pair"][0],
+                                       onp.stack([a["pair"][0] for a in loop]))
+                assert onp.array_equal(got["pair"][1], onp.array([a["pair"][1] for a in loop]))

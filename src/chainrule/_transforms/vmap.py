@@ -60,6 +60,16 @@ _MEASURED = 3
 _ESTIMATES = 16
 
 
+def _flat_answer(answer) -> tuple[list, Any]:
+    """``tree_flatten(answer)`` with the pytree nodes that stand for one array (a
+    chainrule.numpy buffer, which a run under the batch's trace answers where a run of one
+    example outside it answers an ndarray) read as that array, so parts compare alike."""
+    leaves, tree = tree_flatten(answer)
+    if tree is LEAF:
+        return leaves, tree
+    return tree_flatten(tree_unflatten(tree, leaves))
+
+
 def _broadcast_prefix(spec: AxisSpec, tree: Any, what: str) -> list:
     """One axis (int or None) per leaf of ``tree``: ``spec`` is an int/None for the whole
     tree, or a pytree whose leaves stand for whole subtrees of ``tree`` (JAX's prefix rule)."""
@@ -462,7 +472,7 @@ class _Call:
                 call_args, call_kwargs = tree_unflatten(self.treedef, arguments)
                 answer = self.fun(*call_args, **call_kwargs)
             if trace.signal is None:
-                leaves, tree = tree_flatten(answer)
+                leaves, tree = _flat_answer(answer)
                 return _Part(examples, tree, [
                     _Stacked(leaf._value) if type(leaf) is BatchedArray and leaf._trace is trace
                     else _Shared(leaf) for leaf in leaves], answer)
@@ -545,7 +555,7 @@ class _Call:
         finally:
             read_only.release()
             self.generators.restore()
-        leaves, tree = tree_flatten(answer)
+        leaves, tree = _flat_answer(answer)
         return _Part(_np.arange(0), tree, [_Stacked(_np.zeros((0,) + anp.shape(leaf),
                                                               anp.result_type(leaf)))
                                            for leaf in leaves], answer)
@@ -678,7 +688,7 @@ def _stacked_part(examples, answers: list) -> _Part:
         return _Part(examples, LEAF, [_Stacked(_np.array(answers))], first)  # (as stack)
     if kinds == {_np.ndarray} and len({a.shape for a in answers}) == 1:
         return _Part(examples, LEAF, [_Stacked(_np.stack(answers))], first)
-    flat = [tree_flatten(answer) for answer in answers]
+    flat = [_flat_answer(answer) for answer in answers]
     tree = flat[0][1]
     for (_, other), i in zip(flat[1:], examples[1:]):
         if other != tree:
