@@ -281,3 +281,79 @@ def test_run_starts_are_those_of_the_definition(seed):
         stretch = lambda period, f=factor, m=least: onp.maximum(f * period, m)  # noqa: E731
         assert run_starts(keys, next_same(keys), candidates, stretch) == \
             _starts_by_definition(keys, candidates, stretch)
+
+
+def split_loop(params, x):
+    total = 0.0
+    for _ in range(40):
+        a, b, c, d = np.split(params, 4)  # a list answer; its pieces' cotangents are too
+        x = np.tanh(x * a + b) * c + d
+        total = total + np.sum(x)
+    return total
+
+
+def test_loops_over_split_pieces_fold_forward_and_backward():
+    g = cr.grad(split_loop, argnum=(0, 1))
+    p, x = onp.linspace(-1.0, 1.0, 12), onp.array([0.5, -0.25, 2.0])
+    with watched() as seen:
+        lowered = cr.jit(g).lower(p, x)
+    # the backward pass's iterations answer lists (the untaken pieces, added up) and
+    # read shapes, vector spaces and small arrays made again from the constant seed
+    assert seen["folds"].count(True) == 2
+    assert lowered.source.count("for i in range(") == 2
+    p2 = p.copy()
+    p2[[0, 5]] = -0.0, onp.nan
+    _check(g, (p, x), (-p, x * 0.0), (p2, -x), (p * 1e200, x))
+
+
+def test_equal_constants_per_iteration_fold_and_a_different_one_ends_the_run():
+    # other arrays of one value in each iteration are one constant; one whose bits differ
+    # (-0.0 against 0.0) is not, and the answer keeps its sign
+    scales = [onp.array([2.0, 0.0, 3.0]) for _ in range(40)]
+    scales[25] = onp.array([2.0, -0.0, 3.0])
+
+    def f(x):
+        for t in range(40):
+            x = np.sin(x) * scales[t] + 1.0
+        return x * scales[25]  # (-0.0 where x is positive)
+
+    with watched() as seen:
+        cr.jit(f).lower(onp.ones(3))
+    assert True in seen["folds"]
+    _check(f, (onp.ones(3),), (-onp.ones(3),), (onp.array([0.5, -0.0, onp.inf]),))
+    _check(cr.grad(lambda x: np.sum(f(x))), (onp.ones(3),), (onp.array([0.5, -0.0, 2.0]),))
+
+
+def sequence_loop(seq, w):
+    total = 0.0
+    for t in range(seq.shape[0] - 1):
+        h = np.tanh(seq[t] * w)  # seq[t] is the previous step's seq[t + 1]: one call
+        total = total + np.sum(seq[t + 1] * h)
+    return total
+
+
+def test_a_call_that_repeats_the_previous_iterations_folds_as_a_carry():
+    g = cr.grad(sequence_loop, argnum=(0, 1))
+    seq, w = onp.linspace(-2.0, 2.0, 40 * 3).reshape(40, 3), onp.array([0.5, -1.0, 2.0])
+    with watched() as seen:
+        cr.jit(sequence_loop).lower(seq, w)
+        cr.jit(g).lower(seq, w)
+    assert seen["folds"][:2] == [True, True]  # the function, the gradient's forward pass
+    _check(sequence_loop, (seq, w), (-seq, w * 0.0))
+    _check(g, (seq, w), (seq * -0.0, -w))
+
+
+def test_a_call_that_repeats_the_previous_iteration_only_at_first_is_not_folded_so():
+    def f(seq, w):
+        total = 0.0
+        for t in range(30):  # seq[t] is the previous step's second row only for t <= 2
+            h = np.tanh(seq[t] * w)
+            total = total + np.sum(seq[t + 1 if t < 2 else t + 5] * h)
+        return total
+
+    seq, w = onp.linspace(-2.0, 2.0, 40 * 3).reshape(40, 3), onp.array([0.5, -1.0, 2.0])
+    with watched() as seen:
+        cr.jit(f).lower(seq, w)
+    assert True not in seen["folds"]
+    _check(f, (seq, w), (-seq, w))
+    _check(cr.grad(f, argnum=(0, 1)), (seq, w))

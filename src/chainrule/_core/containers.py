@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .pytree import register_pytree_node
 from .rules import defjvp_direct, defvjp_direct
-from .tracer import Box, getval, primitive
+from .tracer import Box, batched_types, front_ends, getval, isbox, primitive
 from .vspace import add_values, container_box_adders, vspace
 
 
@@ -79,13 +79,78 @@ def sequence_take(container, index):
 @primitive
 def sequence_untake(g, index, container_space):
     """Zeros shaped like the container, with ``g`` at ``index``."""
-    zeros = container_space.zeros()
+    return _with_slots(container_space.zeros(), {index: g})
+
+
+def _with_slots(zeros, pieces: dict):
+    """The container ``zeros`` with ``pieces`` ({index: value}) put in."""
     if isinstance(zeros, dict):
-        zeros[index] = g
+        zeros.update(pieces)
         return zeros
     items = list(zeros)
-    items[index] = g
+    for index, piece in pieces.items():
+        items[index] = piece
     return type(zeros)(items)
+
+
+class TakenPieces:
+    """The cotangent of a traced container while only elements taken out of it
+    (``sequence_take``) have given it cotangents: per slot, the sum of its pieces.
+
+    The backward pass adds a take's piece into its slot (``add``) and builds the
+    container's cotangent once, when the container's own node is reached (``dense``),
+    instead of a container of zeros per take summed list by list (lstm unpacks 8 pieces of
+    ``np.split`` per time step). ``dense`` gives what those sums gave, bit for bit: a slot
+    that missed some of the container's ``count`` cotangents had zeros added to its pieces
+    (which turns -0.0 into 0.0 and promotes to the slot's dtype), one that none reached is
+    zeros, and the cotangent of a single take is its piece itself.
+    """
+
+    __slots__ = ("container", "sums", "hits", "count")
+
+    def __init__(self, container, slot, piece):
+        self.container = container  # the container's value: its slots' zeros, when built
+        self.sums = {slot: piece}
+        self.hits = {slot: 1}
+        self.count = 1
+
+    def add(self, other: TakenPieces) -> None:
+        """Add ``other``'s pieces slot by slot (in place: the backward pass owns ``self``;
+        the pieces themselves are never written into)."""
+        sums, hits = self.sums, self.hits
+        for slot, piece in other.sums.items():
+            if slot in sums:
+                sums[slot] = add_values(sums[slot], piece)
+                hits[slot] += other.hits[slot]
+            else:
+                sums[slot] = piece
+                hits[slot] = other.hits[slot]
+        self.count += other.count
+
+    def dense(self):
+        """The container's cotangent, as the sums of per-take containers gave it."""
+        zeros = vspace(self.container).zeros()
+        count, hits = self.count, self.hits
+        return _with_slots(zeros, {
+            slot: piece if hits[slot] == count else add_values(piece, zeros[slot])
+            for slot, piece in self.sums.items()})
+
+
+def _take_vjp(g, ans, container, index):
+    # A plain piece of a plain list, tuple or dict, at a slot named one way only, takes
+    # the sparse path; a traced one (grad of grad, jit, vmap) is recorded as an untake.
+    kind = type(container)
+    if kind is dict or ((kind is list or kind is tuple) and type(index) is int):
+        piece_type = type(g)
+        if piece_type not in _plain_container_types and not isbox(g) and \
+                piece_type not in batched_types and piece_type not in front_ends:
+            if kind is not dict and index < 0:
+                index += len(container)
+            return TakenPieces(container, index, g)
+    return sequence_untake(g, index, vspace(container))
+
+
+_plain_container_types = (list, tuple, dict)
 
 
 @primitive
@@ -94,7 +159,7 @@ def container_add(x, y):
     return add_values(x, y)
 
 
-defvjp_direct(sequence_take, lambda g, ans, c, index: sequence_untake(g, index, vspace(c)))
+defvjp_direct(sequence_take, _take_vjp)
 defjvp_direct(sequence_take, lambda g, ans, c, index: sequence_take(g, index))
 defvjp_direct(sequence_untake, lambda g, ans, gi, index, space: sequence_take(g, index))
 defjvp_direct(sequence_untake, lambda g, ans, gi, index, space: sequence_untake(g, index, space))

@@ -19,6 +19,7 @@ import operator
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 
+from .containers import TakenPieces
 from .extension import observers
 from .forward import flattened_output
 from .pytree import flatten_matching, tree_flatten, tree_unflatten
@@ -242,6 +243,8 @@ def backward_pass(seeds: list, free: bool = False, order: list | None = None) ->
         g = outgrads.pop(node, None)
         if g is None:
             continue
+        if type(g) is TakenPieces:  # all of the container's takes have been pulled back
+            g = g.dense()
         fun = node.fun
         if fun is None:
             root_grads[node] = g
@@ -270,8 +273,9 @@ def backward_pass(seeds: list, free: bool = False, order: list | None = None) ->
         else:
             parent_grads = ((parents[0], rules[0](g, ans, *args, **kwargs)),
                             (parents[1], rules[1](g, ans, *args, **kwargs)))
-        if told:
-            parent_grads = list(parent_grads)
+        if told:  # (observers see cotangents as the values they stand for)
+            parent_grads = [(parent, grad.dense() if type(grad) is TakenPieces else grad)
+                            for parent, grad in parent_grads]
             made = [(argnum, grad) for argnum, (_, grad) in zip(argnums, parent_grads)]
             for observer in told:
                 observer.cotangents_made(node, g, made)
@@ -296,6 +300,13 @@ def _accumulate(outgrads: dict, owned: set, node, g) -> None:
     if acc is None:
         outgrads[node] = g
         return
+    if type(acc) is TakenPieces:
+        if type(g) is TakenPieces:  # (acc was made by this pass: it is added into)
+            acc.add(g)
+            return
+        acc = outgrads[node] = acc.dense()
+    elif type(g) is TakenPieces:
+        g = g.dense()
     if type(acc) in scalar_types and type(g) in scalar_types:
         outgrads[node] = acc + g  # numbers: nothing to own or add into
         return

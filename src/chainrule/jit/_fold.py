@@ -41,6 +41,7 @@ import numpy as np
 
 from .. import numpy as anp
 from .._core.repeats import next_same, run_at, run_starts
+from .._core.vspace import VSpace
 from . import _roll
 from ._roll import Loop, Stride
 from ._staging import ArrayMeta
@@ -59,19 +60,22 @@ class Run:
     read in one form each: ``forms[k][p]`` for parent p of offset k, one of
     ``("local", k')``, ``("carry", k')``, ``("inv", node)``, ``("seq", column)``
     (``positions[:, column]``: the parent of each iteration); ``constants[k, j]``: the
-    values of a constant argument that differs between iterations; ``plain[k]``: whether
-    offset k reads no ``seq`` operand and no such constant (then whether it shares an
-    instruction is the same in every iteration)."""
+    values of a constant argument that differs between iterations; ``equal``: the (k, j) of
+    constants that are other objects of one value in each iteration (iteration 1's stands
+    for all); ``plain[k]``: whether offset k reads no ``seq`` operand and no such constant
+    (then whether it shares an instruction is the same in every iteration)."""
 
-    __slots__ = ("start", "period", "repeats", "forms", "positions", "constants", "plain")
+    __slots__ = ("start", "period", "repeats", "forms", "positions", "constants", "equal",
+                 "plain")
 
     def __init__(self, start: int, period: int, repeats: int, forms: list, positions,
-                 constants: dict):
+                 constants: dict, equal: set = frozenset()):
         self.start, self.period, self.repeats = start, period, repeats
         self.forms, self.positions, self.constants = forms, positions, constants
+        self.equal = equal
         self.plain = [
             all(f[0] != "seq" for f in forms[k])
-            and not any(key[0] == k for key in constants)
+            and not any(key[0] == k for key in chain(constants, equal))
             for k in range(period)
         ]
 
@@ -140,10 +144,12 @@ def _checked(nodes: list, start: int, period: int, repeats: int, seqs, codes,
         return None
     metas = []  # lists of nodes whose answers' layouts must agree (per offset, per column)
     for k in range(period):
-        t = type(segment[k].ans)
-        if segment[k].fun is None or (t not in _PLAIN and t is not ArrayMeta):
+        ans = segment[k].ans
+        t = type(ans)
+        if segment[k].fun is None or (t not in _PLAIN and t is not ArrayMeta
+                                      and not _pieces(ans)):
             return None  # (an input; a mask, whose values guards read)
-        if t is ArrayMeta:
+        if t not in _PLAIN:
             metas.append(segment[k::period])
     column = 0
     for k in range(period):
@@ -152,7 +158,7 @@ def _checked(nodes: list, start: int, period: int, repeats: int, seqs, codes,
                 metas.append([nodes[p] for p in parents[:, column].tolist()])
             column += 1
     for column_nodes in metas:
-        layouts = [(a.shape, a.dtype, a.strides) for a in map(_ANS, column_nodes[:done])]
+        layouts = [_layout(a) for a in map(_ANS, column_nodes[:done])]
         first = layouts[0]
         for r, layout in enumerate(layouts):
             if layout != first:
@@ -161,15 +167,18 @@ def _checked(nodes: list, start: int, period: int, repeats: int, seqs, codes,
     if done < 3:
         return None
     constants: dict[tuple, list] = {}
+    equal: set[tuple] = set()
     for k in range(period):
         first = segment[k]
         if len(first.args) != len(first.argnums):
             for j in range(len(first.args)):
                 if j not in first.argnums:
                     column = [segment[r * period + k].args[j] for r in range(done)]
-                    done, varying = _constant_column(first, column, done)
-                    if varying:
+                    done, kind = _constant_column(first, column, done)
+                    if kind == "varying":
                         constants[k, j] = column
+                    elif kind == "equal":
+                        equal.add((k, j))
         if first.kwargs:
             kwargs = first.kwargs
             for r in range(1, done):
@@ -195,28 +204,77 @@ def _checked(nodes: list, start: int, period: int, repeats: int, seqs, codes,
             column += 1
         forms.append(node_forms)
     constants = {key: values[:done] for key, values in constants.items()}
-    return Run(start, period, done, forms, parents[:done], constants)
+    return Run(start, period, done, forms, parents[:done], constants, equal)
 
 
-def _constant_column(node, column: list, done: int) -> tuple[int, bool]:
-    """How far a constant argument's values allow the run (``done``), and whether they
-    differ (plain numbers of one type, one per iteration). Equal plain numbers are the
-    same constant (their texts are)."""
+def _pieces(ans) -> bool:
+    """Whether ``ans`` is a list or tuple of arrays (``np.split``'s pieces, their
+    cotangents in a backward pass): an iteration may answer one, of one layout per item."""
+    return type(ans) in (list, tuple) and all(type(a) in _ARRAYS for a in ans)
+
+
+_ARRAYS = (ArrayMeta, np.ndarray)
+
+
+def _layout(ans) -> tuple:
+    if type(ans) in _ARRAYS:
+        return ans.shape, ans.dtype, ans.strides
+    return type(ans), tuple(_layout(a) for a in ans)  # (``_pieces``)
+
+
+def _constant_column(node, column: list, done: int) -> tuple[int, str | None]:
+    """How far a constant argument's values allow the run (``done``), and how they read:
+    None (one object, or equal plain numbers, whose texts are one), ``"equal"`` (other
+    objects of one value), ``"varying"`` (plain numbers of one type, one per iteration)."""
     first = column[0]
     if all(map(_IS, column, repeat(first))):
-        return done, False
+        return done, None
+    equal = _equality(first)
+    if equal is not None:
+        done = min(done, _equal_prefix(column, first, equal))
+        return done, "equal"
     kind = type(first)
     if kind not in (int, float, bool) or not _plain_number(first):
-        return _identical_prefix(column, first), False
+        return _identical_prefix(column, first), None
     for r, v in enumerate(column):
         if type(v) is not kind or not _plain_number(v):
-            return r, False
+            return r, None
     text = repr(first)
     if all(repr(v) == text for v in column):  # (0.0 and -0.0 are two constants)
-        return done, False
+        return done, None
     if node.fun.fun in _CODE_BY_VALUE:
-        return _identical_prefix(column, first), False
-    return done, True
+        return _identical_prefix(column, first), None
+    return done, "varying"
+
+
+def _equality(first):
+    """How constants made again in each iteration, equal to ``first``, are told to be one
+    value (the record keeps each call's constants as they were read, so equal ones give
+    the same program), or None. jit(grad(f))'s backward pass computes from its constant
+    seed a vector space, a shape, a small array per iteration."""
+    if isinstance(first, VSpace):
+        return operator.eq
+    if type(first) is tuple and _literal(first):
+        return _same_literal
+    if type(first) is np.ndarray and first.nbytes <= _SMALL_ARRAY:
+        return _same_array
+    return None
+
+
+def _equal_prefix(column: list, first, equal) -> int:
+    for r, v in enumerate(column):
+        if type(v) is not type(first) or not equal(v, first):
+            return r
+    return len(column)
+
+
+_SMALL_ARRAY = 1 << 12  # bytes: compared by value, once per iteration
+
+
+def _same_array(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal bit for bit, in the same layout (-0.0 and 0.0, two nans' payloads differ)."""
+    return (a.dtype == b.dtype and a.shape == b.shape and a.strides == b.strides
+            and a.flags.writeable == b.flags.writeable and a.tobytes() == b.tobytes())
 
 
 def _identical_prefix(column: list, first) -> int:
@@ -243,6 +301,10 @@ def _literal(v) -> bool:
     if type(v) is float:
         return _plain_number(v)
     return type(v) is tuple and all(map(_literal, v))
+
+
+def _same_literal(v, w) -> bool:
+    return _literal(v) and repr(v) == repr(w)
 
 
 def _same_keywords(a: dict, b: dict) -> bool:
@@ -388,7 +450,9 @@ def fold(run: Run, nodes: list, instrs: list, first: int, second: int, instr_of:
             target = ("carry", at_one[id(q2)], q1)
         else:
             return False
-        if q1.node is not n1 and not run.plain[k]:
+        if q1.node is not n1 and not run.plain[k] and not (
+                target[0] == "carry" and _repeats_previous(
+                    run, nodes, k, instr_of.place(one[target[1]].node) - base, q1.node)):
             return False  # shared by a coincidence of the first iterations, maybe
         targets.append(target)
     offsets = [instr_of.place(q.node) - base for q in one]
@@ -404,7 +468,7 @@ def fold(run: Run, nodes: list, instrs: list, first: int, second: int, instr_of:
                 values = run.constants.get((k, j))
                 if values is None:
                     form = ("const", slot)
-                    ok = type(later) is tuple and later[1] == slot[1]
+                    ok = type(later) is tuple and (later[1] == slot[1] or (k, j) in run.equal)
                 else:
                     items = [constant(v) for v in values[1:]]
                     form = ("cseq", items)
@@ -440,6 +504,28 @@ def fold(run: Run, nodes: list, instrs: list, first: int, second: int, instr_of:
     instrs.append(loop)
     instr_of.folds.append(_Fold(loop, run, targets, two, nodes, offsets))
     instr_of.starts.append(start)
+    return True
+
+
+def _repeats_previous(run: Run, nodes: list, k: int, k2: int, shared) -> bool:
+    """Whether offset ``k``'s node makes, in every iteration, the call of offset ``k2``'s
+    in the iteration before (the same function, parents, constants and keywords), so that
+    it shares that instruction in every iteration, not by a coincidence of the first ones
+    (lstm's ``sequence[t]`` is the previous step's ``sequence[t + 1]``)."""
+    start, period = run.start, run.period
+    if shared is not nodes[start + k2]:
+        return False
+    for r in range(1, run.repeats):
+        a, b = nodes[start + r * period + k], nodes[start + (r - 1) * period + k2]
+        if a.fun is not b.fun or a.argnums != b.argnums or len(a.args) != len(b.args) \
+                or len(a.parents) != len(b.parents) \
+                or not all(map(_IS, a.parents, b.parents)) \
+                or not _same_keywords(a.kwargs or {}, b.kwargs or {}):
+            return False
+        for j, (v, w) in enumerate(zip(a.args, b.args)):
+            if j not in a.argnums and v is not w and not (
+                    type(v) is type(w) and _literal(v) and repr(v) == repr(w)):
+                return False
     return True
 
 
