@@ -62,8 +62,7 @@ def _each(names: str) -> list:
     return [anp.namespace[name] for name in names.split() if name in anp.namespace]
 
 
-for _fun in _each("clip real imag angle sinc nan_to_num i0 round around fix copy "
-                  "real_if_close") + [array_astype]:
+for _fun in _each("copy") + [array_astype]:
     defbatch(_fun, elementwise(_fun))
 
 
