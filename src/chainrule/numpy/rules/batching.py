@@ -28,32 +28,15 @@ from .. import linalg as alinalg
 from .. import numpy_wrapper as anp
 from ..batched import (
     aligned,
-    axis_parameter,
     batch_index,
     elementwise,
     example_ndim,
     example_shape,
     flat_examples,
 )
+from ..batching_patterns import along_axis, as_is, batch_size, only_first, shifted_axis
 from ..numpy_boxes import array_astype, array_getitem
 from .shape import untake
-
-
-def _size(values, batched) -> int:
-    return next(_np.shape(v)[0] for v, b in zip(values, batched) if b)
-
-
-def _only_first(batched) -> bool:
-    return batched[0] and not any(batched[1:])
-
-
-def _shifted(axis, ndim: int):
-    """An example's axis (or tuple of axes) as an axis of the batch."""
-    if isinstance(axis, (tuple, list)):
-        return tuple(_shifted(a, ndim) for a in axis)
-    if not -ndim <= axis < ndim:
-        raise _np.exceptions.AxisError(axis, ndim)
-    return axis % ndim + 1
 
 
 # ----------------------------------------------------------------------------- elementwise
@@ -66,97 +49,7 @@ for _fun in _each("copy") + [array_astype]:
     defbatch(_fun, elementwise(_fun))
 
 
-# ----------------------------------------------------------------------------- nonzero
-def _nonzero_indices(x):
-    """nonzero of each example of the batch ``x`` as a batch (one row of indices per
-    example, per axis), or NotImplemented when examples have different counts (their
-    answers cannot be one array: the call runs per example)."""
-    if _np.ndim(x) < 2:
-        return NotImplemented  # (0-d examples: NumPy's refusal comes from the loop)
-    found = anp.nonzero(x)
-    counts = _np.bincount(found[0], minlength=_np.shape(x)[0])
-    if len(counts) and (counts != counts[0]).any():
-        return NotImplemented
-    count = int(counts[0]) if len(counts) else 0
-    return tuple(anp.reshape(axis, (_np.shape(x)[0], count)) for axis in found[1:])
-
-
-def _nonzero(values, batched, kwargs):
-    return _nonzero_indices(values[0]) if len(values) == 1 and not kwargs else NotImplemented
-
-
-def _where(values, batched, kwargs):
-    """where(c, x, y) elementwise; where(c), as nonzero(c), per example."""
-    if len(values) == 1:
-        return _nonzero(values, batched, kwargs)
-    return anp.where(*aligned(values, batched), **kwargs)
-
-
-def _flatnonzero(values, batched, kwargs):
-    found = _nonzero_indices(flat_examples(values[0])) if len(values) == 1 else NotImplemented
-    return found if found is NotImplemented else found[0]
-
-
-def _argwhere(values, batched, kwargs):
-    found = _nonzero(values, batched, kwargs)
-    return found if found is NotImplemented else anp.stack(found, axis=-1)
-
-
-defbatch(anp.where, _where)
-defbatch(anp.nonzero, _nonzero)
-defbatch(anp.namespace["flatnonzero"], _flatnonzero)
-defbatch(anp.namespace["argwhere"], _argwhere)
-
-
-def as_is(fun, min_ndim: int = 0):
-    """The batching rule of a function that needs no change for a batch in its first
-    argument (the others the same for every example), given examples of at least
-    ``min_ndim`` axes: NumPy maps the linalg functions (inv, det, cholesky, eigh...), tril and
-    triu over leading axes by themselves, and interp and asarray work elementwise."""
-
-    def rule(values, batched, kwargs):
-        if not _only_first(batched) or example_ndim(values[0], True) < min_ndim:
-            return NotImplemented
-        return fun(*values, **kwargs)
-
-    return rule
-
-
 # ----------------------------------------------------------------------------- along an axis
-def along_axis(fun, when_none: str = "all"):
-    """The batching rule of ``fun`` computed along an axis of its first argument.
-    ``when_none``: what ``axis=None`` means: ``"all"`` of an example's axes, ``"flat"``
-    its flattened values, or ``"loop"`` (not covered)."""
-    position, default = axis_parameter(fun) or (None, None)
-
-    def rule(values, batched, kwargs):
-        if not _only_first(batched) or "prepend" in kwargs or "append" in kwargs:
-            return NotImplemented  # (diff's: arrays shaped like an example)
-        values, kwargs = list(values), dict(kwargs)
-        ndim = example_ndim(values[0], True)
-        given = position is not None and len(values) > position
-        axis = values[position] if given else kwargs.get("axis", default)
-        if axis is None:
-            if when_none == "loop":
-                return NotImplemented
-            if when_none == "flat":
-                if kwargs.get("keepdims"):
-                    return NotImplemented
-                values[0] = flat_examples(values[0])
-                axis = 1
-            else:
-                axis = tuple(range(1, ndim + 1))
-        else:
-            axis = _shifted(axis, ndim)
-        if given:
-            values[position] = axis
-        else:
-            kwargs["axis"] = axis
-        return fun(*values, **kwargs)
-
-    return rule
-
-
 for _fun in _each("sum prod mean std var max min amax amin nansum nanprod nanmean nanstd "
                   "nanvar nanmax nanmin ptp any all median nanmedian count_nonzero flip"):
     defbatch(_fun, along_axis(_fun, "all"))
@@ -175,7 +68,7 @@ def _take(values, batched, kwargs):
         return NotImplemented  # (out=, mode=)
     if axis is None:
         a, axis = (flat_examples(a), 0) if batched[0] else (anp.ravel(a), 0)
-    axis = _shifted(axis, example_ndim(a, batched[0])) - 1
+    axis = shifted_axis(axis, example_ndim(a, batched[0])) - 1
     if not batched[0]:
         return anp.moveaxis(anp.take(a, indices, axis=axis), axis, 0)
     # a[b, ..., indices[b], ...]: the batch's rows next to the indices, moved back in place
@@ -242,7 +135,7 @@ def _norm(fun):
     the 2-norm; a vector or matrix norm by the example's rank for other orders)."""
 
     def rule(values, batched, kwargs):
-        if not _only_first(batched) or len(values) > 1:
+        if not only_first(batched) or len(values) > 1:
             return NotImplemented
         kwargs = dict(kwargs)
         x, ndim = values[0], example_ndim(values[0], True)
@@ -256,7 +149,7 @@ def _norm(fun):
             else:
                 return NotImplemented
         else:
-            kwargs["axis"] = _shifted(kwargs["axis"], ndim)
+            kwargs["axis"] = shifted_axis(kwargs["axis"], ndim)
         return fun(x, **kwargs)
 
     return rule
@@ -271,7 +164,7 @@ def over_axes(fun, default):
     kin): ``axes=None`` is every axis of an example, or the last ``len(s)`` ones."""
 
     def rule(values, batched, kwargs):
-        if not _only_first(batched):
+        if not only_first(batched):
             return NotImplemented
         values, kwargs = list(values), dict(kwargs)
         ndim = example_ndim(values[0], True)
@@ -280,7 +173,7 @@ def over_axes(fun, default):
         s = values[1] if len(values) > 1 else kwargs.get("s")
         if axes is None:
             axes = range(ndim) if s is None else range(ndim - len(s), ndim)
-        axes = _shifted(tuple(axes), ndim)
+        axes = shifted_axis(tuple(axes), ndim)
         if given:
             values[2] = axes
         else:
@@ -300,11 +193,11 @@ def _shift_axes_parameter(fun):
     """fftshift/ifftshift: ``axes`` (default None: all of an example's)."""
 
     def rule(values, batched, kwargs):
-        if not _only_first(batched):
+        if not only_first(batched):
             return NotImplemented
         ndim = example_ndim(values[0], True)
         axes = values[1] if len(values) > 1 else kwargs.get("axes")
-        axes = tuple(range(1, ndim + 1)) if axes is None else _shifted(axes, ndim)
+        axes = tuple(range(1, ndim + 1)) if axes is None else shifted_axis(axes, ndim)
         return fun(values[0], axes)
 
     return rule
@@ -319,15 +212,15 @@ def named_axes(fun, *params: tuple[int, str, object]):
     are each an axis of an example (swapaxes, moveaxis, diagonal, trace)."""
 
     def rule(values, batched, kwargs):
-        if not _only_first(batched):
+        if not only_first(batched):
             return NotImplemented
         values, kwargs = list(values), dict(kwargs)
         ndim = example_ndim(values[0], True)
         for position, name, default in params:
             if len(values) > position:
-                values[position] = _shifted(values[position], ndim)
+                values[position] = shifted_axis(values[position], ndim)
             else:
-                kwargs[name] = _shifted(kwargs.get(name, default), ndim)
+                kwargs[name] = shifted_axis(kwargs.get(name, default), ndim)
         return fun(*values, **kwargs)
 
     return rule
@@ -335,7 +228,7 @@ def named_axes(fun, *params: tuple[int, str, object]):
 
 def _flip_axis(axis: int):
     def rule(values, batched, kwargs):
-        if not _only_first(batched) or example_ndim(values[0], True) <= axis:
+        if not only_first(batched) or example_ndim(values[0], True) <= axis:
             return NotImplemented
         return anp.flip(values[0], axis + 1)
     return rule
@@ -355,27 +248,27 @@ defbatch(anp.trace, named_axes(anp.trace, (2, "axis1", 0), (3, "axis2", 1)))
 
 # ----------------------------------------------------------------------------- index maps
 def _expand_dims(values, batched, kwargs):
-    if not _only_first(batched):
+    if not only_first(batched):
         return NotImplemented
     axis = values[1] if len(values) > 1 else kwargs["axis"]
     axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
     ndim = example_ndim(values[0], True) + len(axes)
-    return anp.expand_dims(values[0], _shifted(axes, ndim))
+    return anp.expand_dims(values[0], shifted_axis(axes, ndim))
 
 
 def _squeeze(values, batched, kwargs):
-    if not _only_first(batched):
+    if not only_first(batched):
         return NotImplemented
     axis = values[1] if len(values) > 1 else kwargs.get("axis")
     shape = _np.shape(values[0])[1:]
     if axis is None:
         axis = tuple(i for i, n in enumerate(shape) if n == 1)
-    return anp.squeeze(values[0], _shifted(axis, len(shape)))
+    return anp.squeeze(values[0], shifted_axis(axis, len(shape)))
 
 
 def _reshape(values, batched, kwargs):
     order = values[2] if len(values) > 2 else kwargs.get("order", "C")
-    if not _only_first(batched) or order != "C":
+    if not only_first(batched) or order != "C":
         return NotImplemented
     shape = values[1] if len(values) > 1 else kwargs.get("shape", kwargs.get("newshape"))
     shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
@@ -391,16 +284,16 @@ def _ravel(values, batched, kwargs):
 
 
 def _transpose(values, batched, kwargs):
-    if not _only_first(batched):
+    if not only_first(batched):
         return NotImplemented
     ndim = example_ndim(values[0], True)
     axes = values[1] if len(values) > 1 else kwargs.get("axes")
     axes = tuple(reversed(range(ndim))) if axes is None else tuple(axes)
-    return anp.transpose(values[0], (0,) + _shifted(axes, ndim))
+    return anp.transpose(values[0], (0,) + shifted_axis(axes, ndim))
 
 
 def _broadcast_to(values, batched, kwargs):
-    if not _only_first(batched):
+    if not only_first(batched):
         return NotImplemented
     shape = values[1] if len(values) > 1 else kwargs["shape"]
     shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
@@ -427,7 +320,7 @@ def _getitem(values, batched, kwargs):
 
 
 def _untake(values, batched, kwargs):
-    (g, index, shape, dtype), size = values, _size(values, batched)
+    (g, index, shape, dtype), size = values, batch_size(values, batched)
     if batched[2] or batched[3]:
         return NotImplemented
     if batched[1]:  # each example's own integer indices (the VJP of x[i])
@@ -452,7 +345,7 @@ def _index_write(fun):
         where = batch_index(index)
         if batched_index or where is None:
             return NotImplemented
-        size = _size(values, batched)
+        size = batch_size(values, batched)
         example_shape = _np.shape(x)[1:] if batched_x else _np.shape(x)
         if not batched_x:
             x = anp.broadcast_to(x, (size,) + example_shape)
@@ -485,16 +378,16 @@ def _take_along_axis(values, batched, kwargs):
     axis = values[2] if len(values) > 2 else kwargs.get("axis", -1)
     if axis is None:
         return NotImplemented
-    size = _size(values, batched)
+    size = batch_size(values, batched)
     if not batched[0]:
         arr = anp.broadcast_to(arr, (size,) + _np.shape(arr))
     if not batched[1]:
         indices = _np.broadcast_to(indices, (size,) + _np.shape(indices))
-    return anp.take_along_axis(arr, indices, _shifted(axis, example_ndim(arr, True)))
+    return anp.take_along_axis(arr, indices, shifted_axis(axis, example_ndim(arr, True)))
 
 
 def _tile(values, batched, kwargs):
-    if not _only_first(batched):
+    if not only_first(batched):
         return NotImplemented
     a, reps = values[0], values[1] if len(values) > 1 else kwargs["reps"]
     reps = (reps,) if isinstance(reps, (int, _np.integer)) else tuple(reps)
@@ -506,7 +399,7 @@ def _tile(values, batched, kwargs):
 
 
 def _pad(values, batched, kwargs):
-    if not _only_first(batched):
+    if not only_first(batched):
         return NotImplemented
     a, width = values[0], values[1] if len(values) > 1 else kwargs["pad_width"]
     width = _np.broadcast_to(_np.asarray(width), (example_ndim(a, True), 2))
@@ -524,8 +417,8 @@ def _tensordot(values, batched, kwargs):
     axes_a, axes_b = ([axes[0]] if isinstance(axes[0], int) else list(axes[0]),
                       [axes[1]] if isinstance(axes[1], int) else list(axes[1]))
     if batched_a:
-        return anp.tensordot(a, b, (list(_shifted(axes_a, nd_a)), axes_b))
-    out = anp.tensordot(a, b, (axes_a, list(_shifted(axes_b, nd_b))))
+        return anp.tensordot(a, b, (list(shifted_axis(axes_a, nd_a)), axes_b))
+    out = anp.tensordot(a, b, (axes_a, list(shifted_axis(axes_b, nd_b))))
     return anp.moveaxis(out, nd_a - len(axes_a), 0)
 
 
@@ -539,7 +432,7 @@ def _split(fun):
     rule = along_axis(fun, "loop")
 
     def split(values, batched, kwargs):
-        if not _only_first(batched):
+        if not only_first(batched):
             return NotImplemented
         return list(rule(values, batched, kwargs))
 
@@ -552,7 +445,7 @@ def _array_of(values, batched, kwargs):
     shape, dtype, elements = values[0], values[1], values[2:]
     if batched[0] or batched[1]:
         return NotImplemented
-    size = _size(values, batched)
+    size = batch_size(values, batched)
     flat = [flat_examples(e) if b else
             anp.broadcast_to(anp.reshape(e, (1, -1)), (size, _np.size(e)))
             for e, b in zip(elements, batched[2:])]
@@ -565,7 +458,7 @@ def _diag(flat: bool):
     matrix, a 2-D one's diagonal k taken."""
 
     def rule(values, batched, kwargs):
-        if not _only_first(batched):
+        if not only_first(batched):
             return NotImplemented
         v, k = values[0], values[1] if len(values) > 1 else kwargs.get("k", 0)
         if flat:
@@ -598,39 +491,20 @@ def _atleast_3d(values, batched, kwargs):
 
 
 def _rollaxis(values, batched, kwargs):
-    if not _only_first(batched):
+    if not only_first(batched):
         return NotImplemented
     v, ndim = values[0], example_ndim(values[0], True)
     axis = values[1] if len(values) > 1 else kwargs["axis"]
     start = values[2] if len(values) > 2 else kwargs.get("start", 0)
     if not -ndim <= start <= ndim:
         return NotImplemented  # NumPy's error, from the loop
-    return anp.rollaxis(v, _shifted(axis, ndim), (start + ndim if start < 0 else start) + 1)
-
-
-def _full_like(values, batched, kwargs):
-    """full_like(a, fill_value): a's example shape and dtype, filled with each example's
-    fill_value (or the same one), as ``full_like`` casts it."""
-    if len(values) > 2 or set(kwargs) - {"dtype"}:
-        return NotImplemented
-    (a, fill), (batched_a, batched_fill) = values, batched
-    shape = _np.shape(a)[1:] if batched_a else _np.shape(a)
-    dtype = kwargs.get("dtype") or _np.result_type(a)
-    size = _size(values, batched)
-    if batched_fill:
-        missing = len(shape) - example_ndim(fill, True)
-        if missing < 0:
-            return NotImplemented
-        fill = anp.expand_dims(fill, tuple(range(1, 1 + missing))) if missing else fill
-    out = anp.broadcast_to(fill, (size,) + shape)
-    return array_astype(out, dtype)
+    return anp.rollaxis(v, shifted_axis(axis, ndim), (start + ndim if start < 0 else start) + 1)
 
 
 for _fun, _n in zip(_each("atleast_1d atleast_2d"), (1, 2)):
     defbatch(_fun, _atleast(_n))
 defbatch(anp.namespace["atleast_3d"], _atleast_3d)
 defbatch(anp.namespace["rollaxis"], _rollaxis)
-defbatch(anp.namespace["full_like"], _full_like)
 for _fun in _each("asarray asanyarray ascontiguousarray"):
     defbatch(_fun, as_is(_fun))
 for _fun in _each("split array_split"):
@@ -663,11 +537,11 @@ def _joined(fun, new_axis: bool):
         axis = values[0]
         if batched[0] or axis is None:
             return NotImplemented
-        size = _size(values, batched)
+        size = batch_size(values, batched)
         pieces = [v if b else anp.broadcast_to(v, (size,) + _np.shape(v))
                   for v, b in zip(values[1:], batched[1:])]
         ndim = example_ndim(pieces[0], True) + new_axis
-        return fun(_shifted(axis, ndim), *pieces, **kwargs)
+        return fun(shifted_axis(axis, ndim), *pieces, **kwargs)
 
     return rule
 

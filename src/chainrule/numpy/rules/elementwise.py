@@ -31,7 +31,10 @@ from ..._core.taylor import make_linear_taylor, make_multilinear_taylor, nested_
 from ..._core.tracer import derivative_free, getval
 from ..._sparsity.patterns import elementwise_pattern, no_dependency, shapes_only
 from .. import numpy_wrapper as anp
+from ..batched import aligned, example_ndim, flat_examples
 from ..batched import elementwise as elementwise_batch
+from ..batching_patterns import batch_size
+from ..numpy_boxes import array_astype
 from ..taylor_patterns import (
     broadcast_like,
     cauchy,
@@ -233,6 +236,60 @@ _absolute_linear = make_linear_taylor(anp.absolute)
 _absolute_taylor.kind = "linear"
 
 
+# batching rules written out (``chainrule.numpy.batching_patterns`` has the patterns)
+def _nonzero_indices(x):
+    """nonzero of each example of the batch ``x`` as a batch (one row of indices per
+    example, per axis), or NotImplemented when examples have different counts (their
+    answers cannot be one array: the call runs per example)."""
+    if _np.ndim(x) < 2:
+        return NotImplemented  # (0-d examples: NumPy's refusal comes from the loop)
+    found = anp.nonzero(x)
+    counts = _np.bincount(found[0], minlength=_np.shape(x)[0])
+    if len(counts) and (counts != counts[0]).any():
+        return NotImplemented
+    count = int(counts[0]) if len(counts) else 0
+    return tuple(anp.reshape(axis, (_np.shape(x)[0], count)) for axis in found[1:])
+
+
+def _nonzero(values, batched, kwargs):
+    return _nonzero_indices(values[0]) if len(values) == 1 and not kwargs else NotImplemented
+
+
+def _where_batch(values, batched, kwargs):
+    """where(c, x, y) elementwise; where(c), as nonzero(c), per example."""
+    if len(values) == 1:
+        return _nonzero(values, batched, kwargs)
+    return anp.where(*aligned(values, batched), **kwargs)
+
+
+def _flatnonzero(values, batched, kwargs):
+    found = _nonzero_indices(flat_examples(values[0])) if len(values) == 1 else NotImplemented
+    return found if found is NotImplemented else found[0]
+
+
+def _argwhere(values, batched, kwargs):
+    found = _nonzero(values, batched, kwargs)
+    return found if found is NotImplemented else anp.stack(found, axis=-1)
+
+
+def _full_like_batch(values, batched, kwargs):
+    """full_like(a, fill_value): a's example shape and dtype, filled with each example's
+    fill_value (or the same one), as ``full_like`` casts it."""
+    if len(values) > 2 or set(kwargs) - {"dtype"}:
+        return NotImplemented
+    (a, fill), (batched_a, batched_fill) = values, batched
+    shape = _np.shape(a)[1:] if batched_a else _np.shape(a)
+    dtype = kwargs.get("dtype") or _np.result_type(a)
+    size = batch_size(values, batched)
+    if batched_fill:
+        missing = len(shape) - example_ndim(fill, True)
+        if missing < 0:
+            return NotImplemented
+        fill = anp.expand_dims(fill, tuple(range(1, 1 + missing))) if missing else fill
+    out = anp.broadcast_to(fill, (size,) + shape)
+    return array_astype(out, dtype)
+
+
 def _batched_elementwise(fun) -> None:
     """``fun`` under vmap broadcasts like a ufunc (ufuncs need no rule: vmap finds them)."""
     defbatch(fun, elementwise_batch(fun))
@@ -406,6 +463,7 @@ defjvp_direct(anp.full_like,       None, lambda g, ans, a, fill, *args, **kw: an
 defsparsity(anp.full_like, shapes_only(
     lambda argnum, ans, args, kwargs: (elementwise_pattern if argnum else no_dependency)(
         argnum, ans, args, kwargs)))
+defbatch(anp.full_like,     _full_like_batch)
 deftaylor_linear(anp.full_like)
 defvjp_direct(anp.where, None,
               lambda g, ans, c, x, y: unbroadcast(anp.where(c, g, anp.zeros_like(g)), x),
@@ -414,6 +472,7 @@ defjvp_direct(anp.where, None,
        lambda g, ans, c, x, y: anp.where(c, broadcast_tangent(g, ans), anp.zeros_like(ans)),
        lambda g, ans, c, x, y: anp.where(c, anp.zeros_like(ans), broadcast_tangent(g, ans)))
 defsparsity(anp.where,      elementwise_pattern)
+defbatch(anp.where,         _where_batch)  # where(c) is nonzero(c)
 deftaylor_linear(anp.where)
 
 # ----------------------------------------------------------------------------- no derivative
@@ -421,4 +480,7 @@ deftaylor_linear(anp.where)
 for _name in ("i0", "round", "around", "fix"):
     if _name in anp.namespace:  # (those this NumPy has)
         _batched_elementwise(anp.namespace[_name])
+defbatch(anp.nonzero,       _nonzero)
+defbatch(anp.namespace["flatnonzero"], _flatnonzero)
+defbatch(anp.namespace["argwhere"], _argwhere)
 # fmt: on
