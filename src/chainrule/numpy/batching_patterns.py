@@ -12,7 +12,8 @@ argument where the pattern expects a constant, say); that call runs once per exa
   for functions that broadcast like one);
 - ``along_axis`` (reductions, scans, sorts, flips, the FFTs): the axis moves past the batch;
   ``axis=None`` means all of an example's axes, or its flattened values for scans and sorts;
-- ``as_is``: NumPy already maps the function over leading axes (linalg, tril, triu).
+- ``as_is``: NumPy already maps the function over leading axes (linalg, tril, triu);
+- ``named_axes``: parameters that name axes of an example (swapaxes, diagonal, trace).
 """
 
 from __future__ import annotations
@@ -82,6 +83,25 @@ def along_axis(fun, when_none: str = "all"):
             values[position] = axis
         else:
             kwargs["axis"] = axis
+        return fun(*values, **kwargs)
+
+    return rule
+
+
+def named_axes(fun, *params: tuple[int, str, object]):
+    """The batching rule of ``fun`` whose axis parameters ``(position, name, default)``
+    are each an axis of an example (swapaxes, moveaxis, diagonal, trace)."""
+
+    def rule(values, batched, kwargs):
+        if not only_first(batched):
+            return NotImplemented
+        values, kwargs = list(values), dict(kwargs)
+        ndim = example_ndim(values[0], True)
+        for position, name, default in params:
+            if len(values) > position:
+                values[position] = shifted_axis(values[position], ndim)
+            else:
+                kwargs[name] = shifted_axis(kwargs.get(name, default), ndim)
         return fun(*values, **kwargs)
 
     return rule

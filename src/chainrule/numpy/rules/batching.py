@@ -34,7 +34,14 @@ from ..batched import (
     example_shape,
     flat_examples,
 )
-from ..batching_patterns import along_axis, as_is, batch_size, only_first, shifted_axis
+from ..batching_patterns import (
+    along_axis,
+    as_is,
+    batch_size,
+    named_axes,
+    only_first,
+    shifted_axis,
+)
 from ..numpy_boxes import array_astype, array_getitem
 from .shape import untake
 
@@ -50,11 +57,9 @@ for _fun in _each("copy") + [array_astype]:
 
 
 # ----------------------------------------------------------------------------- along an axis
-for _fun in _each("sum prod mean std var max min amax amin nansum nanprod nanmean nanstd "
-                  "nanvar nanmax nanmin ptp any all median nanmedian count_nonzero flip"):
+for _fun in _each("flip"):
     defbatch(_fun, along_axis(_fun, "all"))
-for _fun in _each("cumsum cumprod nancumsum nancumprod argmax argmin nanargmax nanargmin "
-                  "sort argsort partition repeat cumulative_sum cumulative_prod"):
+for _fun in _each("sort argsort partition repeat"):
     defbatch(_fun, along_axis(_fun, "flat"))
 
 
@@ -85,36 +90,11 @@ _take_along = along_axis(anp.take, "flat")
 defbatch(anp.take, _take)
 
 
-def _scalar_q(fun):
-    """percentile/quantile and kin: an array of q would put its axes before the batch."""
-    rule = along_axis(fun, "all")
-
-    def scalar_q(values, batched, kwargs):
-        q = values[1] if len(values) > 1 else kwargs.get("q")
-        if _np.ndim(q) or kwargs.get("weights") is not None:
-            return NotImplemented
-        return rule(values, batched, kwargs)
-
-    return scalar_q
-
-
-for _fun in _each("percentile nanpercentile quantile nanquantile"):
-    defbatch(_fun, _scalar_q(_fun))
 for _fun in _each("diff roll trapezoid") + [afft.fft, afft.ifft, afft.rfft, afft.irfft,
                                             afft.hfft, afft.ihfft]:
     defbatch(_fun, along_axis(_fun, "loop"))
 
 
-def _unweighted(rule):
-    def unweighted(values, batched, kwargs):
-        if len(values) > 2 or kwargs.get("weights") is not None:
-            return NotImplemented
-        return rule(values, batched, kwargs)
-    return unweighted
-
-
-for _fun in _each("average"):
-    defbatch(_fun, _unweighted(along_axis(_fun, "all")))
 for _fun in _each("interp"):
     defbatch(_fun, as_is(_fun))
 
@@ -207,25 +187,6 @@ for _fun in (afft.fftshift, afft.ifftshift):
     defbatch(_fun, _shift_axes_parameter(_fun))
 
 
-def named_axes(fun, *params: tuple[int, str, object]):
-    """The batching rule of ``fun`` whose axis parameters ``(position, name, default)``
-    are each an axis of an example (swapaxes, moveaxis, diagonal, trace)."""
-
-    def rule(values, batched, kwargs):
-        if not only_first(batched):
-            return NotImplemented
-        values, kwargs = list(values), dict(kwargs)
-        ndim = example_ndim(values[0], True)
-        for position, name, default in params:
-            if len(values) > position:
-                values[position] = shifted_axis(values[position], ndim)
-            else:
-                kwargs[name] = shifted_axis(kwargs.get(name, default), ndim)
-        return fun(*values, **kwargs)
-
-    return rule
-
-
 def _flip_axis(axis: int):
     def rule(values, batched, kwargs):
         if not only_first(batched) or example_ndim(values[0], True) <= axis:
@@ -243,7 +204,6 @@ defbatch(anp.swapaxes, named_axes(anp.swapaxes, (1, "axis1", None), (2, "axis2",
 defbatch(anp.moveaxis, named_axes(anp.moveaxis, (1, "source", None),
                                   (2, "destination", None)))
 defbatch(anp.diagonal, named_axes(anp.diagonal, (2, "axis1", 0), (3, "axis2", 1)))
-defbatch(anp.trace, named_axes(anp.trace, (2, "axis1", 0), (3, "axis2", 1)))
 
 
 # ----------------------------------------------------------------------------- index maps
@@ -658,79 +618,12 @@ def _kron(values, batched, kwargs):
         m * n for m, n in zip(shape_a, shape_b)))
 
 
-def _cov(values, batched, kwargs):
-    """cov(m[, y], rowvar, bias, ddof) as NumPy computes it, for a batch of data (weights
-    and dtype= are left to the loop)."""
-    m, args = values[0], list(values[1:])
-    names = ["y", "rowvar", "bias", "ddof", "fweights", "aweights"]
-    options = dict(zip(names, args), **kwargs)
-    if (any(batched[2:]) or set(options) - {"y", "rowvar", "bias", "ddof"}
-            or options.get("fweights") is not None or options.get("aweights") is not None):
-        return NotImplemented
-    y, rowvar = options.get("y"), options.get("rowvar", True)
-    ddof = options.get("ddof")
-    ddof = (0 if options.get("bias", False) else 1) if ddof is None else ddof
-    batched_y = len(batched) > 1 and batched[1]
-    if (ddof != int(ddof) or example_ndim(m, True) > 2
-            or y is not None and example_ndim(y, batched_y) > 2):
-        return NotImplemented  # (NumPy's errors, from the loop)
-    if y is not None and not batched_y:
-        y = anp.broadcast_to(y, (_np.shape(m)[0],) + _np.shape(y))
-    if _np.result_type(m).kind == "c" or y is not None and _np.result_type(y).kind == "c":
-        return NotImplemented  # (chainrule's cov refuses complex data: the loop says so)
-    rows = _cov_rows(m, rowvar)
-    if y is not None:
-        rows = anp.concatenate_args(1, rows, _cov_rows(y, rowvar))
-    rows = array_astype(rows, _np.result_type(rows, _np.float64))
-    count = _np.shape(rows)[2] - ddof
-    centred = rows - anp.mean(rows, axis=2, keepdims=True)
-    c = anp.matmul(centred, anp.conj(anp.swapaxes(centred, 1, 2)))
-    with _np.errstate(divide="ignore"):
-        c = c * _np.true_divide(1, max(count, 0))
-    k = _np.shape(c)[1]
-    return anp.reshape(c, (_np.shape(c)[0],) + ((k, k) if k != 1 else ()))
-
-
-def _cov_rows(a, rowvar):
-    """A batch of cov's data as rows of variables, as NumPy's ``array(a, ndmin=2)`` and
-    transpose do for one example."""
-    shape = _np.shape(a)
-    if len(shape) < 3:
-        return anp.reshape(a, (shape[0], 1, int(_np.prod(shape[1:]))))
-    return a if rowvar or shape[1] == 1 else anp.swapaxes(a, 1, 2)
-
-
-def _bincount(values, batched, kwargs):
-    """bincount of each example, one call for all when every example's count has the same
-    length (the examples' values offset to their own bins)."""
-    x = values[0]
-    weights = values[1] if len(values) > 1 else kwargs.get("weights")
-    minlength = values[2] if len(values) > 2 else kwargs.get("minlength", 0)
-    if (not batched[0] or any(batched[2:]) or _np.ndim(x) != 2
-            or _np.result_type(x).kind not in "iu"):
-        return NotImplemented  # (NumPy's errors, from the loop)
-    size, length = _np.shape(x)[0], minlength
-    if _np.size(x):
-        lengths = _np.maximum(_np.max(x, axis=1) + 1, minlength)
-        if (lengths != lengths[0]).any() or _np.min(x) < 0:
-            return NotImplemented  # (answers of different lengths, or NumPy's error)
-        length = int(lengths[0])
-    if weights is not None and not (len(batched) > 1 and batched[1]):
-        weights = anp.broadcast_to(weights, _np.shape(x))
-    positions = x + _np.arange(size)[:, None] * length
-    counts = anp.bincount(_np.ravel(positions), None if weights is None else
-                          anp.ravel(weights), size * length)
-    return anp.reshape(counts, (size, length))
-
-
 defbatch(anp.matmul, _matmul)
 defbatch(anp.dot, _dot)
 defbatch(anp.inner, _inner)
 defbatch(anp.outer, _outer)
 defbatch(anp.einsum, _einsum)
 defbatch(anp.kron, _kron)
-defbatch(anp.cov, _cov)
-defbatch(anp.bincount, _bincount)
 
 
 # ----------------------------------------------------------------------------- linalg
