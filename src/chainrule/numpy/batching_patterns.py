@@ -10,8 +10,9 @@ argument where the pattern expects a constant, say); that call runs once per exa
 
 - elementwise (every ufunc, found by ``batched.batching_rule``; ``batched.elementwise``
   for functions that broadcast like one);
-- ``along_axis`` (reductions, scans, sorts, flips, the FFTs): the axis moves past the batch;
-  ``axis=None`` means all of an example's axes, or its flattened values for scans and sorts;
+- ``along_axis`` (reductions, scans, sorts, flips, the FFTs; ``over_axes`` for fft2,
+  fftn): the axis moves past the batch; ``axis=None`` means all of an example's axes, or
+  its flattened values for scans and sorts;
 - ``as_is``: NumPy already maps the function over leading axes (linalg, tril, triu);
 - ``named_axes``: parameters that name axes of an example (swapaxes, diagonal, trace).
 """
@@ -102,6 +103,30 @@ def named_axes(fun, *params: tuple[int, str, object]):
                 values[position] = shifted_axis(values[position], ndim)
             else:
                 kwargs[name] = shifted_axis(kwargs.get(name, default), ndim)
+        return fun(*values, **kwargs)
+
+    return rule
+
+
+def over_axes(fun, default):
+    """The batching rule of ``fun(a, s=None, axes=default, ...)`` (fft2, fftn and their
+    kin): ``axes=None`` is every axis of an example, or the last ``len(s)`` ones."""
+
+    def rule(values, batched, kwargs):
+        if not only_first(batched):
+            return NotImplemented
+        values, kwargs = list(values), dict(kwargs)
+        ndim = example_ndim(values[0], True)
+        given = len(values) > 2
+        axes = values[2] if given else kwargs.get("axes", default)
+        s = values[1] if len(values) > 1 else kwargs.get("s")
+        if axes is None:
+            axes = range(ndim) if s is None else range(ndim - len(s), ndim)
+        axes = shifted_axis(tuple(axes), ndim)
+        if given:
+            values[2] = axes
+        else:
+            kwargs["axes"] = axes
         return fun(*values, **kwargs)
 
     return rule

@@ -21,7 +21,6 @@ from __future__ import annotations
 import numpy as _np
 
 from ..._core.rules import defbatch
-from .. import fft as afft
 from .. import linalg as alinalg
 from .. import numpy_wrapper as anp
 from ..batched import (
@@ -86,8 +85,7 @@ _take_along = along_axis(anp.take, "flat")
 defbatch(anp.take, _take)
 
 
-for _fun in _each("diff roll trapezoid") + [afft.fft, afft.ifft, afft.rfft, afft.irfft,
-                                            afft.hfft, afft.ihfft]:
+for _fun in _each("diff roll trapezoid"):
     defbatch(_fun, along_axis(_fun, "loop"))
 
 
@@ -135,52 +133,8 @@ for _fun in (alinalg.norm, alinalg.vector_norm):
     defbatch(_fun, _norm(_fun))
 
 
-def over_axes(fun, default):
-    """The batching rule of ``fun(a, s=None, axes=default, ...)`` (fft2, fftn and their
-    kin): ``axes=None`` is every axis of an example, or the last ``len(s)`` ones."""
-
-    def rule(values, batched, kwargs):
-        if not only_first(batched):
-            return NotImplemented
-        values, kwargs = list(values), dict(kwargs)
-        ndim = example_ndim(values[0], True)
-        given = len(values) > 2
-        axes = values[2] if given else kwargs.get("axes", default)
-        s = values[1] if len(values) > 1 else kwargs.get("s")
-        if axes is None:
-            axes = range(ndim) if s is None else range(ndim - len(s), ndim)
-        axes = shifted_axis(tuple(axes), ndim)
-        if given:
-            values[2] = axes
-        else:
-            kwargs["axes"] = axes
-        return fun(*values, **kwargs)
-
-    return rule
 
 
-for _fun in (afft.fft2, afft.ifft2, afft.rfft2, afft.irfft2):
-    defbatch(_fun, over_axes(_fun, (-2, -1)))
-for _fun in (afft.fftn, afft.ifftn, afft.rfftn, afft.irfftn):
-    defbatch(_fun, over_axes(_fun, None))
-
-
-def _shift_axes_parameter(fun):
-    """fftshift/ifftshift: ``axes`` (default None: all of an example's)."""
-
-    def rule(values, batched, kwargs):
-        if not only_first(batched):
-            return NotImplemented
-        ndim = example_ndim(values[0], True)
-        axes = values[1] if len(values) > 1 else kwargs.get("axes")
-        axes = tuple(range(1, ndim + 1)) if axes is None else shifted_axis(axes, ndim)
-        return fun(values[0], axes)
-
-    return rule
-
-
-for _fun in (afft.fftshift, afft.ifftshift):
-    defbatch(_fun, _shift_axes_parameter(_fun))
 
 
 def _flip_axis(axis: int):

@@ -14,7 +14,6 @@ from __future__ import annotations
 from ..._core.containers import sequence_take, sequence_untake
 from ..._core.rules import deftaylor, deftaylor_linear
 from ..._core.taylor import make_multilinear_taylor
-from .. import fft as afft
 from .. import numpy_wrapper as anp
 
 # ----------------------------------------------------------------------------- linear
@@ -35,8 +34,5 @@ deftaylor_linear(sequence_take)
 deftaylor_linear(sequence_untake)
 for _name in ("convolve", "correlate", "trapezoid"):
     deftaylor(getattr(anp, _name), make_multilinear_taylor(getattr(anp, _name)))
-for _fun in (anp.concatenate_args, anp.stack_args,
-             afft.fft, afft.ifft, afft.fft2, afft.ifft2, afft.fftn, afft.ifftn, afft.rfft,
-             afft.irfft, afft.hfft, afft.ihfft, afft.rfft2, afft.irfft2, afft.rfftn,
-             afft.irfftn, afft.fftshift, afft.ifftshift):
+for _fun in (anp.concatenate_args, anp.stack_args):
     deftaylor_linear(_fun)
