@@ -11,6 +11,7 @@ live views of one column of the table, for code that reads, sets or pops them.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator, MutableMapping
 
 
@@ -77,6 +78,23 @@ rule_table: dict[Callable, PrimitiveRules] = {}
 dropping: dict[Callable, PrimitiveRules] = {}
 
 
+# primitive -> column -> the files that set that column, in order (see ``note_registration``).
+# A record for tests and readers (tests/test_rule_columns.py), never read by the engine.
+registered_in: dict[Callable, dict[str, list[str]]] = {}
+
+
+def note_registration(fun: Callable, column: str) -> None:
+    """Record which file set ``fun``'s ``column``: the module whose top-level code made the
+    call (a rule file, or the user's module), found by walking up to the first frame that
+    runs a module body; at import time, a few frames."""
+    frame = sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_name != "<module>":
+        frame = frame.f_back
+    files = registered_in.setdefault(fun, {}).setdefault(column, [])
+    if not files or files[-1] != frame.f_code.co_filename:
+        files.append(frame.f_code.co_filename)
+
+
 def rules_of(fun: Callable) -> PrimitiveRules:
     """``fun``'s entry, made empty if it has none yet."""
     entry = rule_table.get(fun)
@@ -111,6 +129,7 @@ class RuleColumn(MutableMapping):
     def __setitem__(self, fun: Callable, rule: Callable) -> None:
         entry = rules_of(fun)
         setattr(entry, self.column, rule)
+        note_registration(fun, self.column)
         if self.column == "vjp":  # a VJP set here reads everything
             entry.vjp_by_argnums = {}
             entry.unread_args, entry.reads_ans = None, True

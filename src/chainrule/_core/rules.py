@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Callable
 from itertools import count
 
-from .rule_table import dropping, rules_of
+from .rule_table import dropping, note_registration, rules_of
 from .taylor import make_linear_taylor, make_multilinear_taylor
 from .tracer import copy_of
 from .vspace import add_values, vspace
@@ -118,6 +118,7 @@ def _set_vjp(fun: Callable, vjp: Callable, by_argnums: dict | None = None) -> No
         ), stacklevel=_caller_level())
     entry.jvp_replaced = False
     entry.vjp = vjp
+    note_registration(fun, "vjp")
     entry.vjp_by_argnums = {} if by_argnums is None else by_argnums
     # a new VJP reads everything until it says otherwise (defvjp_direct's ``reads``)
     entry.unread_args, entry.reads_ans = None, True
@@ -128,6 +129,7 @@ def _set_jvp(fun: Callable, jvp: Callable) -> None:
     entry = rules_of(fun)
     entry.jvp_replaced = entry.jvp is not None
     entry.jvp = jvp
+    note_registration(fun, "jvp")
 
 
 def _caller_level() -> int:
@@ -227,6 +229,7 @@ def deflabel(fun: Callable, label) -> None:
     arguments (``"{0} + {1}"``), or ``label(texts, args) -> str``. Without one a call is
     written ``name(a, b)``."""
     rules_of(fun).label = label
+    note_registration(fun, "label")
 
 
 # ----------------------------------------------------------------------------- forward mode
@@ -304,6 +307,7 @@ def defjvp_batched(fun: Callable, *rules, argnums=None) -> None:
         return total
 
     rules_of(fun).batched_jvp = jvp
+    note_registration(fun, "batched_jvp")
 
 
 def defjvp_argnum(fun: Callable, jvpmaker: Callable) -> None:
@@ -345,6 +349,7 @@ def defsparsity(fun: Callable, rule: Callable) -> None:
     boolean ``scipy.sparse`` matrix of shape (ans.size, args[argnum].size), or None for
     unknown (dense). ``args`` are plain values; ``argnum`` is traced."""
     rules_of(fun).sparsity = rule
+    note_registration(fun, "sparsity")
 
 
 def defbatch(fun: Callable, rule: Callable) -> None:
@@ -353,6 +358,7 @@ def defbatch(fun: Callable, rule: Callable) -> None:
     arguments, those whose ``batched`` flag is set holding the batch as their leading axis;
     every output holds it as its leading axis. Without one, ``fun`` runs once per example."""
     rules_of(fun).batch = rule
+    note_registration(fun, "batch")
 
 
 def deftaylor(fun: Callable, rule: Callable) -> None:
@@ -361,6 +367,7 @@ def deftaylor(fun: Callable, rule: Callable) -> None:
     its ``order`` normalized Taylor coefficients x_j = x^(j)(0) / j!; the rule answers the
     output's. Without one, Taylor mode nests ``fun``'s JVP (exact, O(2^order))."""
     rules_of(fun).taylor = rule
+    note_registration(fun, "taylor")
 
 
 def deftaylor_linear(fun: Callable) -> None:

@@ -13,7 +13,7 @@ A primitive without one gets ``nested_jvp_series``: its own JVP nested ``order``
 along t -> f(x(t)), exact but O(2^order) calls of its JVP rule (the coverage table says
 which primitives use it). ``make_linear_taylor`` and ``make_bilinear_taylor`` give the rules
 of linear and bilinear primitives, built from their JVP and the primitive itself; the closed-form
-recurrences of the elementwise functions live in ``chainrule.numpy.rules.taylor``.
+recurrences of the elementwise functions live in ``chainrule.numpy.taylor_patterns``.
 
 Rules compute with primitives, so a Taylor trace nests in (and under) every other mode.
 """

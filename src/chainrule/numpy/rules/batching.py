@@ -18,42 +18,27 @@ argument where the pattern expects a constant, say); that call runs once per exa
 
 from __future__ import annotations
 
-import string
-
 import numpy as _np
 
 from ..._core.rules import defbatch
-from .. import fft as afft
 from .. import linalg as alinalg
 from .. import numpy_wrapper as anp
 from ..batched import (
-    aligned,
-    axis_parameter,
     batch_index,
     elementwise,
     example_ndim,
-    example_shape,
     flat_examples,
+)
+from ..batching_patterns import (
+    along_axis,
+    as_is,
+    batch_size,
+    named_axes,
+    only_first,
+    shifted_axis,
 )
 from ..numpy_boxes import array_astype, array_getitem
 from .shape import untake
-
-
-def _size(values, batched) -> int:
-    return next(_np.shape(v)[0] for v, b in zip(values, batched) if b)
-
-
-def _only_first(batched) -> bool:
-    return batched[0] and not any(batched[1:])
-
-
-def _shifted(axis, ndim: int):
-    """An example's axis (or tuple of axes) as an axis of the batch."""
-    if isinstance(axis, (tuple, list)):
-        return tuple(_shifted(a, ndim) for a in axis)
-    if not -ndim <= axis < ndim:
-        raise _np.exceptions.AxisError(axis, ndim)
-    return axis % ndim + 1
 
 
 # ----------------------------------------------------------------------------- elementwise
@@ -62,107 +47,14 @@ def _each(names: str) -> list:
     return [anp.namespace[name] for name in names.split() if name in anp.namespace]
 
 
-for _fun in _each("clip real imag angle sinc nan_to_num i0 round around fix copy "
-                  "real_if_close") + [array_astype]:
+for _fun in _each("copy") + [array_astype]:
     defbatch(_fun, elementwise(_fun))
 
 
-# ----------------------------------------------------------------------------- nonzero
-def _nonzero_indices(x):
-    """nonzero of each example of the batch ``x`` as a batch (one row of indices per
-    example, per axis), or NotImplemented when examples have different counts (their
-    answers cannot be one array: the call runs per example)."""
-    if _np.ndim(x) < 2:
-        return NotImplemented  # (0-d examples: NumPy's refusal comes from the loop)
-    found = anp.nonzero(x)
-    counts = _np.bincount(found[0], minlength=_np.shape(x)[0])
-    if len(counts) and (counts != counts[0]).any():
-        return NotImplemented
-    count = int(counts[0]) if len(counts) else 0
-    return tuple(anp.reshape(axis, (_np.shape(x)[0], count)) for axis in found[1:])
-
-
-def _nonzero(values, batched, kwargs):
-    return _nonzero_indices(values[0]) if len(values) == 1 and not kwargs else NotImplemented
-
-
-def _where(values, batched, kwargs):
-    """where(c, x, y) elementwise; where(c), as nonzero(c), per example."""
-    if len(values) == 1:
-        return _nonzero(values, batched, kwargs)
-    return anp.where(*aligned(values, batched), **kwargs)
-
-
-def _flatnonzero(values, batched, kwargs):
-    found = _nonzero_indices(flat_examples(values[0])) if len(values) == 1 else NotImplemented
-    return found if found is NotImplemented else found[0]
-
-
-def _argwhere(values, batched, kwargs):
-    found = _nonzero(values, batched, kwargs)
-    return found if found is NotImplemented else anp.stack(found, axis=-1)
-
-
-defbatch(anp.where, _where)
-defbatch(anp.nonzero, _nonzero)
-defbatch(anp.namespace["flatnonzero"], _flatnonzero)
-defbatch(anp.namespace["argwhere"], _argwhere)
-
-
-def as_is(fun, min_ndim: int = 0):
-    """The batching rule of a function that needs no change for a batch in its first
-    argument (the others the same for every example), given examples of at least
-    ``min_ndim`` axes: NumPy maps the linalg functions (inv, det, cholesky, eigh...), tril and
-    triu over leading axes by themselves, and interp and asarray work elementwise."""
-
-    def rule(values, batched, kwargs):
-        if not _only_first(batched) or example_ndim(values[0], True) < min_ndim:
-            return NotImplemented
-        return fun(*values, **kwargs)
-
-    return rule
-
-
 # ----------------------------------------------------------------------------- along an axis
-def along_axis(fun, when_none: str = "all"):
-    """The batching rule of ``fun`` computed along an axis of its first argument.
-    ``when_none``: what ``axis=None`` means: ``"all"`` of an example's axes, ``"flat"``
-    its flattened values, or ``"loop"`` (not covered)."""
-    position, default = axis_parameter(fun) or (None, None)
-
-    def rule(values, batched, kwargs):
-        if not _only_first(batched) or "prepend" in kwargs or "append" in kwargs:
-            return NotImplemented  # (diff's: arrays shaped like an example)
-        values, kwargs = list(values), dict(kwargs)
-        ndim = example_ndim(values[0], True)
-        given = position is not None and len(values) > position
-        axis = values[position] if given else kwargs.get("axis", default)
-        if axis is None:
-            if when_none == "loop":
-                return NotImplemented
-            if when_none == "flat":
-                if kwargs.get("keepdims"):
-                    return NotImplemented
-                values[0] = flat_examples(values[0])
-                axis = 1
-            else:
-                axis = tuple(range(1, ndim + 1))
-        else:
-            axis = _shifted(axis, ndim)
-        if given:
-            values[position] = axis
-        else:
-            kwargs["axis"] = axis
-        return fun(*values, **kwargs)
-
-    return rule
-
-
-for _fun in _each("sum prod mean std var max min amax amin nansum nanprod nanmean nanstd "
-                  "nanvar nanmax nanmin ptp any all median nanmedian count_nonzero flip"):
+for _fun in _each("flip"):
     defbatch(_fun, along_axis(_fun, "all"))
-for _fun in _each("cumsum cumprod nancumsum nancumprod argmax argmin nanargmax nanargmin "
-                  "sort argsort partition repeat cumulative_sum cumulative_prod"):
+for _fun in _each("sort argsort partition repeat"):
     defbatch(_fun, along_axis(_fun, "flat"))
 
 
@@ -176,7 +68,7 @@ def _take(values, batched, kwargs):
         return NotImplemented  # (out=, mode=)
     if axis is None:
         a, axis = (flat_examples(a), 0) if batched[0] else (anp.ravel(a), 0)
-    axis = _shifted(axis, example_ndim(a, batched[0])) - 1
+    axis = shifted_axis(axis, example_ndim(a, batched[0])) - 1
     if not batched[0]:
         return anp.moveaxis(anp.take(a, indices, axis=axis), axis, 0)
     # a[b, ..., indices[b], ...]: the batch's rows next to the indices, moved back in place
@@ -193,36 +85,10 @@ _take_along = along_axis(anp.take, "flat")
 defbatch(anp.take, _take)
 
 
-def _scalar_q(fun):
-    """percentile/quantile and kin: an array of q would put its axes before the batch."""
-    rule = along_axis(fun, "all")
-
-    def scalar_q(values, batched, kwargs):
-        q = values[1] if len(values) > 1 else kwargs.get("q")
-        if _np.ndim(q) or kwargs.get("weights") is not None:
-            return NotImplemented
-        return rule(values, batched, kwargs)
-
-    return scalar_q
-
-
-for _fun in _each("percentile nanpercentile quantile nanquantile"):
-    defbatch(_fun, _scalar_q(_fun))
-for _fun in _each("diff roll trapezoid") + [afft.fft, afft.ifft, afft.rfft, afft.irfft,
-                                            afft.hfft, afft.ihfft]:
+for _fun in _each("diff roll trapezoid"):
     defbatch(_fun, along_axis(_fun, "loop"))
 
 
-def _unweighted(rule):
-    def unweighted(values, batched, kwargs):
-        if len(values) > 2 or kwargs.get("weights") is not None:
-            return NotImplemented
-        return rule(values, batched, kwargs)
-    return unweighted
-
-
-for _fun in _each("average"):
-    defbatch(_fun, _unweighted(along_axis(_fun, "all")))
 for _fun in _each("interp"):
     defbatch(_fun, as_is(_fun))
 
@@ -243,7 +109,7 @@ def _norm(fun):
     the 2-norm; a vector or matrix norm by the example's rank for other orders)."""
 
     def rule(values, batched, kwargs):
-        if not _only_first(batched) or len(values) > 1:
+        if not only_first(batched) or len(values) > 1:
             return NotImplemented
         kwargs = dict(kwargs)
         x, ndim = values[0], example_ndim(values[0], True)
@@ -257,7 +123,7 @@ def _norm(fun):
             else:
                 return NotImplemented
         else:
-            kwargs["axis"] = _shifted(kwargs["axis"], ndim)
+            kwargs["axis"] = shifted_axis(kwargs["axis"], ndim)
         return fun(x, **kwargs)
 
     return rule
@@ -267,76 +133,13 @@ for _fun in (alinalg.norm, alinalg.vector_norm):
     defbatch(_fun, _norm(_fun))
 
 
-def over_axes(fun, default):
-    """The batching rule of ``fun(a, s=None, axes=default, ...)`` (fft2, fftn and their
-    kin): ``axes=None`` is every axis of an example, or the last ``len(s)`` ones."""
-
-    def rule(values, batched, kwargs):
-        if not _only_first(batched):
-            return NotImplemented
-        values, kwargs = list(values), dict(kwargs)
-        ndim = example_ndim(values[0], True)
-        given = len(values) > 2
-        axes = values[2] if given else kwargs.get("axes", default)
-        s = values[1] if len(values) > 1 else kwargs.get("s")
-        if axes is None:
-            axes = range(ndim) if s is None else range(ndim - len(s), ndim)
-        axes = _shifted(tuple(axes), ndim)
-        if given:
-            values[2] = axes
-        else:
-            kwargs["axes"] = axes
-        return fun(*values, **kwargs)
-
-    return rule
 
 
-for _fun in (afft.fft2, afft.ifft2, afft.rfft2, afft.irfft2):
-    defbatch(_fun, over_axes(_fun, (-2, -1)))
-for _fun in (afft.fftn, afft.ifftn, afft.rfftn, afft.irfftn):
-    defbatch(_fun, over_axes(_fun, None))
-
-
-def _shift_axes_parameter(fun):
-    """fftshift/ifftshift: ``axes`` (default None: all of an example's)."""
-
-    def rule(values, batched, kwargs):
-        if not _only_first(batched):
-            return NotImplemented
-        ndim = example_ndim(values[0], True)
-        axes = values[1] if len(values) > 1 else kwargs.get("axes")
-        axes = tuple(range(1, ndim + 1)) if axes is None else _shifted(axes, ndim)
-        return fun(values[0], axes)
-
-    return rule
-
-
-for _fun in (afft.fftshift, afft.ifftshift):
-    defbatch(_fun, _shift_axes_parameter(_fun))
-
-
-def named_axes(fun, *params: tuple[int, str, object]):
-    """The batching rule of ``fun`` whose axis parameters ``(position, name, default)``
-    are each an axis of an example (swapaxes, moveaxis, diagonal, trace)."""
-
-    def rule(values, batched, kwargs):
-        if not _only_first(batched):
-            return NotImplemented
-        values, kwargs = list(values), dict(kwargs)
-        ndim = example_ndim(values[0], True)
-        for position, name, default in params:
-            if len(values) > position:
-                values[position] = _shifted(values[position], ndim)
-            else:
-                kwargs[name] = _shifted(kwargs.get(name, default), ndim)
-        return fun(*values, **kwargs)
-
-    return rule
 
 
 def _flip_axis(axis: int):
     def rule(values, batched, kwargs):
-        if not _only_first(batched) or example_ndim(values[0], True) <= axis:
+        if not only_first(batched) or example_ndim(values[0], True) <= axis:
             return NotImplemented
         return anp.flip(values[0], axis + 1)
     return rule
@@ -351,32 +154,31 @@ defbatch(anp.swapaxes, named_axes(anp.swapaxes, (1, "axis1", None), (2, "axis2",
 defbatch(anp.moveaxis, named_axes(anp.moveaxis, (1, "source", None),
                                   (2, "destination", None)))
 defbatch(anp.diagonal, named_axes(anp.diagonal, (2, "axis1", 0), (3, "axis2", 1)))
-defbatch(anp.trace, named_axes(anp.trace, (2, "axis1", 0), (3, "axis2", 1)))
 
 
 # ----------------------------------------------------------------------------- index maps
 def _expand_dims(values, batched, kwargs):
-    if not _only_first(batched):
+    if not only_first(batched):
         return NotImplemented
     axis = values[1] if len(values) > 1 else kwargs["axis"]
     axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
     ndim = example_ndim(values[0], True) + len(axes)
-    return anp.expand_dims(values[0], _shifted(axes, ndim))
+    return anp.expand_dims(values[0], shifted_axis(axes, ndim))
 
 
 def _squeeze(values, batched, kwargs):
-    if not _only_first(batched):
+    if not only_first(batched):
         return NotImplemented
     axis = values[1] if len(values) > 1 else kwargs.get("axis")
     shape = _np.shape(values[0])[1:]
     if axis is None:
         axis = tuple(i for i, n in enumerate(shape) if n == 1)
-    return anp.squeeze(values[0], _shifted(axis, len(shape)))
+    return anp.squeeze(values[0], shifted_axis(axis, len(shape)))
 
 
 def _reshape(values, batched, kwargs):
     order = values[2] if len(values) > 2 else kwargs.get("order", "C")
-    if not _only_first(batched) or order != "C":
+    if not only_first(batched) or order != "C":
         return NotImplemented
     shape = values[1] if len(values) > 1 else kwargs.get("shape", kwargs.get("newshape"))
     shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
@@ -392,16 +194,16 @@ def _ravel(values, batched, kwargs):
 
 
 def _transpose(values, batched, kwargs):
-    if not _only_first(batched):
+    if not only_first(batched):
         return NotImplemented
     ndim = example_ndim(values[0], True)
     axes = values[1] if len(values) > 1 else kwargs.get("axes")
     axes = tuple(reversed(range(ndim))) if axes is None else tuple(axes)
-    return anp.transpose(values[0], (0,) + _shifted(axes, ndim))
+    return anp.transpose(values[0], (0,) + shifted_axis(axes, ndim))
 
 
 def _broadcast_to(values, batched, kwargs):
-    if not _only_first(batched):
+    if not only_first(batched):
         return NotImplemented
     shape = values[1] if len(values) > 1 else kwargs["shape"]
     shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
@@ -428,7 +230,7 @@ def _getitem(values, batched, kwargs):
 
 
 def _untake(values, batched, kwargs):
-    (g, index, shape, dtype), size = values, _size(values, batched)
+    (g, index, shape, dtype), size = values, batch_size(values, batched)
     if batched[2] or batched[3]:
         return NotImplemented
     if batched[1]:  # each example's own integer indices (the VJP of x[i])
@@ -453,7 +255,7 @@ def _index_write(fun):
         where = batch_index(index)
         if batched_index or where is None:
             return NotImplemented
-        size = _size(values, batched)
+        size = batch_size(values, batched)
         example_shape = _np.shape(x)[1:] if batched_x else _np.shape(x)
         if not batched_x:
             x = anp.broadcast_to(x, (size,) + example_shape)
@@ -486,16 +288,16 @@ def _take_along_axis(values, batched, kwargs):
     axis = values[2] if len(values) > 2 else kwargs.get("axis", -1)
     if axis is None:
         return NotImplemented
-    size = _size(values, batched)
+    size = batch_size(values, batched)
     if not batched[0]:
         arr = anp.broadcast_to(arr, (size,) + _np.shape(arr))
     if not batched[1]:
         indices = _np.broadcast_to(indices, (size,) + _np.shape(indices))
-    return anp.take_along_axis(arr, indices, _shifted(axis, example_ndim(arr, True)))
+    return anp.take_along_axis(arr, indices, shifted_axis(axis, example_ndim(arr, True)))
 
 
 def _tile(values, batched, kwargs):
-    if not _only_first(batched):
+    if not only_first(batched):
         return NotImplemented
     a, reps = values[0], values[1] if len(values) > 1 else kwargs["reps"]
     reps = (reps,) if isinstance(reps, (int, _np.integer)) else tuple(reps)
@@ -507,40 +309,18 @@ def _tile(values, batched, kwargs):
 
 
 def _pad(values, batched, kwargs):
-    if not _only_first(batched):
+    if not only_first(batched):
         return NotImplemented
     a, width = values[0], values[1] if len(values) > 1 else kwargs["pad_width"]
     width = _np.broadcast_to(_np.asarray(width), (example_ndim(a, True), 2))
     return anp.pad(a, [(0, 0)] + [tuple(w) for w in width.tolist()], *values[2:], **kwargs)
 
 
-def _tensordot(values, batched, kwargs):
-    (a, b), (batched_a, batched_b) = values[:2], batched[:2]
-    axes = values[2] if len(values) > 2 else kwargs.get("axes", 2)
-    if batched_a == batched_b:
-        return NotImplemented
-    nd_a, nd_b = example_ndim(a, batched_a), example_ndim(b, batched_b)
-    if isinstance(axes, (int, _np.integer)):
-        axes = (list(range(nd_a - axes, nd_a)), list(range(axes)))
-    axes_a, axes_b = ([axes[0]] if isinstance(axes[0], int) else list(axes[0]),
-                      [axes[1]] if isinstance(axes[1], int) else list(axes[1]))
-    if batched_a:
-        return anp.tensordot(a, b, (list(_shifted(axes_a, nd_a)), axes_b))
-    out = anp.tensordot(a, b, (axes_a, list(_shifted(axes_b, nd_b))))
-    return anp.moveaxis(out, nd_a - len(axes_a), 0)
-
-
-def _vdot(values, batched, kwargs):
-    a, b = (flat_examples(v) if f else anp.ravel(v)
-            for v, f in zip(values, batched))
-    return anp.sum(anp.conj(a) * b, axis=-1)
-
-
 def _split(fun):
     rule = along_axis(fun, "loop")
 
     def split(values, batched, kwargs):
-        if not _only_first(batched):
+        if not only_first(batched):
             return NotImplemented
         return list(rule(values, batched, kwargs))
 
@@ -553,7 +333,7 @@ def _array_of(values, batched, kwargs):
     shape, dtype, elements = values[0], values[1], values[2:]
     if batched[0] or batched[1]:
         return NotImplemented
-    size = _size(values, batched)
+    size = batch_size(values, batched)
     flat = [flat_examples(e) if b else
             anp.broadcast_to(anp.reshape(e, (1, -1)), (size, _np.size(e)))
             for e, b in zip(elements, batched[2:])]
@@ -566,7 +346,7 @@ def _diag(flat: bool):
     matrix, a 2-D one's diagonal k taken."""
 
     def rule(values, batched, kwargs):
-        if not _only_first(batched):
+        if not only_first(batched):
             return NotImplemented
         v, k = values[0], values[1] if len(values) > 1 else kwargs.get("k", 0)
         if flat:
@@ -599,39 +379,20 @@ def _atleast_3d(values, batched, kwargs):
 
 
 def _rollaxis(values, batched, kwargs):
-    if not _only_first(batched):
+    if not only_first(batched):
         return NotImplemented
     v, ndim = values[0], example_ndim(values[0], True)
     axis = values[1] if len(values) > 1 else kwargs["axis"]
     start = values[2] if len(values) > 2 else kwargs.get("start", 0)
     if not -ndim <= start <= ndim:
         return NotImplemented  # NumPy's error, from the loop
-    return anp.rollaxis(v, _shifted(axis, ndim), (start + ndim if start < 0 else start) + 1)
-
-
-def _full_like(values, batched, kwargs):
-    """full_like(a, fill_value): a's example shape and dtype, filled with each example's
-    fill_value (or the same one), as ``full_like`` casts it."""
-    if len(values) > 2 or set(kwargs) - {"dtype"}:
-        return NotImplemented
-    (a, fill), (batched_a, batched_fill) = values, batched
-    shape = _np.shape(a)[1:] if batched_a else _np.shape(a)
-    dtype = kwargs.get("dtype") or _np.result_type(a)
-    size = _size(values, batched)
-    if batched_fill:
-        missing = len(shape) - example_ndim(fill, True)
-        if missing < 0:
-            return NotImplemented
-        fill = anp.expand_dims(fill, tuple(range(1, 1 + missing))) if missing else fill
-    out = anp.broadcast_to(fill, (size,) + shape)
-    return array_astype(out, dtype)
+    return anp.rollaxis(v, shifted_axis(axis, ndim), (start + ndim if start < 0 else start) + 1)
 
 
 for _fun, _n in zip(_each("atleast_1d atleast_2d"), (1, 2)):
     defbatch(_fun, _atleast(_n))
 defbatch(anp.namespace["atleast_3d"], _atleast_3d)
 defbatch(anp.namespace["rollaxis"], _rollaxis)
-defbatch(anp.namespace["full_like"], _full_like)
 for _fun in _each("asarray asanyarray ascontiguousarray"):
     defbatch(_fun, as_is(_fun))
 for _fun in _each("split array_split"):
@@ -639,8 +400,6 @@ for _fun in _each("split array_split"):
 defbatch(anp.take_along_axis, _take_along_axis)
 defbatch(anp.tile, _tile)
 defbatch(anp.pad, _pad)
-defbatch(anp.tensordot, _tensordot)
-defbatch(anp.vdot, _vdot)
 defbatch(anp.array_from_args, _array_of)
 defbatch(untake, _untake)
 defbatch(anp.index_update, _index_write(anp.index_update))
@@ -664,11 +423,11 @@ def _joined(fun, new_axis: bool):
         axis = values[0]
         if batched[0] or axis is None:
             return NotImplemented
-        size = _size(values, batched)
+        size = batch_size(values, batched)
         pieces = [v if b else anp.broadcast_to(v, (size,) + _np.shape(v))
                   for v, b in zip(values[1:], batched[1:])]
         ndim = example_ndim(pieces[0], True) + new_axis
-        return fun(_shifted(axis, ndim), *pieces, **kwargs)
+        return fun(shifted_axis(axis, ndim), *pieces, **kwargs)
 
     return rule
 
@@ -679,185 +438,6 @@ defbatch(anp.stack_args, _joined(anp.stack_args, True))
 
 for _fun in (anp.tril, anp.triu):
     defbatch(_fun, as_is(_fun, 2))
-
-
-# ----------------------------------------------------------------------------- contractions
-def _matmul(values, batched, kwargs):
-    """matmul on operands of any rank: 1-D operands made matrices (and the added axis
-    squeezed after), then the batched operand's example axes padded to the other's rank."""
-    if len(values) != 2 or kwargs:
-        return NotImplemented
-    (a, b), (batched_a, batched_b) = values, batched
-    nd_a, nd_b = example_ndim(a, batched_a), example_ndim(b, batched_b)
-    if nd_a == 0 or nd_b == 0:
-        return NotImplemented  # NumPy refuses scalars; let the loop raise its error
-    # A batch times one matrix is one product of a tall matrix (one BLAS call; a stack of
-    # small products would be one call per example)
-    if batched_a and not batched_b and nd_b == 2:
-        if nd_a == 1:
-            return anp.matmul(a, b)
-        shape = _np.shape(a)
-        out = anp.matmul(anp.reshape(a, (-1, shape[-1])), b)
-        return anp.reshape(out, shape[:-1] + (_np.shape(b)[-1],))
-    if batched_b and not batched_a and nd_a <= 2 and nd_b == 1:
-        return anp.matmul(b, a) if nd_a == 1 else anp.matmul(b, anp.transpose(a))
-    if nd_a == 1:
-        a = anp.expand_dims(a, -2)
-    if nd_b == 1:
-        b = anp.expand_dims(b, -1)
-    rank = max(nd_a, nd_b, 2)
-    if batched_a and max(nd_a, 2) < rank:
-        a = anp.expand_dims(a, tuple(range(1, 1 + rank - max(nd_a, 2))))
-    if batched_b and max(nd_b, 2) < rank:
-        b = anp.expand_dims(b, tuple(range(1, 1 + rank - max(nd_b, 2))))
-    out = anp.matmul(a, b)
-    if nd_b == 1:
-        out = anp.squeeze(out, -1)
-    if nd_a == 1:
-        out = anp.squeeze(out, -1 if nd_b == 1 else -2)
-    return out
-
-
-def _dot(values, batched, kwargs):
-    nds = [example_ndim(v, b) for v, b in zip(values, batched)]
-    if len(values) != 2 or kwargs or max(nds) > 2:
-        return NotImplemented
-    if min(nds) == 0:
-        return anp.multiply(*aligned(values, batched))
-    return _matmul(values, batched, kwargs)
-
-
-def _inner(values, batched, kwargs):
-    """inner contracts the last axes: the answer's axes are a's others, then b's."""
-    (a, b), (batched_a, batched_b) = values, batched
-    nd_a, nd_b = example_ndim(a, batched_a), example_ndim(b, batched_b)
-    if max(nd_a, nd_b) <= 1:
-        return _dot(values, batched, kwargs)
-    if (batched_a and batched_b) or min(nd_a, nd_b) == 0:
-        return NotImplemented
-    out = anp.inner(a, b)
-    return out if batched_a else anp.moveaxis(out, nd_a - 1, 0)
-
-
-def _outer(values, batched, kwargs):
-    if len(values) != 2 or kwargs:
-        return NotImplemented
-    (a, b), (batched_a, batched_b) = values, batched
-    a = anp.expand_dims(flat_examples(a), 2) if batched_a else anp.reshape(a, (-1, 1))
-    b = anp.expand_dims(flat_examples(b), 1) if batched_b else anp.reshape(b, (1, -1))
-    return anp.multiply(a, b)
-
-
-def _einsum(values, batched, kwargs):
-    """A new letter for the batch, first in each batched operand and in the answer."""
-    if not isinstance(values[0], str) or batched[0]:
-        return NotImplemented
-    spec = values[0].replace(" ", "")
-    ins, arrow, out = spec.partition("->")
-    ins = ins.split(",")
-    if not arrow:  # NumPy's implicit answer: broadcast axes, then letters used once
-        joined = "".join(ins).replace(".", "")
-        out = ("..." if "..." in spec else "") + "".join(
-            sorted(c for c in set(joined) if joined.count(c) == 1))
-    letter = next((c for c in string.ascii_letters if c not in spec), None)
-    if letter is None:
-        return NotImplemented  # (every letter taken: each example's einsum is one)
-    ins = [letter + s if b else s for s, b in zip(ins, batched[1:])]
-    return anp.einsum(",".join(ins) + "->" + letter + out, *values[1:], **kwargs)
-
-
-def _kron(values, batched, kwargs):
-    """kron as NumPy computes it: each operand's axes interleaved with the other's (the
-    shorter padded in front), the product, then each pair of axes merged."""
-    if len(values) != 2 or kwargs:
-        return NotImplemented
-    (a, b), (batched_a, batched_b) = values, batched
-    shape_a, shape_b = example_shape(a, batched_a), example_shape(b, batched_b)
-    rank = max(len(shape_a), len(shape_b))
-    shape_a = (1,) * (rank - len(shape_a)) + shape_a
-    shape_b = (1,) * (rank - len(shape_b)) + shape_b
-    lead_a = (_np.shape(a)[0],) if batched_a else (1,)
-    lead_b = (_np.shape(b)[0],) if batched_b else (1,)
-    a = anp.reshape(a, lead_a + tuple(n for size in shape_a for n in (size, 1)))
-    b = anp.reshape(b, lead_b + tuple(n for size in shape_b for n in (1, size)))
-    product = anp.multiply(a, b)
-    return anp.reshape(product, _np.shape(product)[:1] + tuple(
-        m * n for m, n in zip(shape_a, shape_b)))
-
-
-def _cov(values, batched, kwargs):
-    """cov(m[, y], rowvar, bias, ddof) as NumPy computes it, for a batch of data (weights
-    and dtype= are left to the loop)."""
-    m, args = values[0], list(values[1:])
-    names = ["y", "rowvar", "bias", "ddof", "fweights", "aweights"]
-    options = dict(zip(names, args), **kwargs)
-    if (any(batched[2:]) or set(options) - {"y", "rowvar", "bias", "ddof"}
-            or options.get("fweights") is not None or options.get("aweights") is not None):
-        return NotImplemented
-    y, rowvar = options.get("y"), options.get("rowvar", True)
-    ddof = options.get("ddof")
-    ddof = (0 if options.get("bias", False) else 1) if ddof is None else ddof
-    batched_y = len(batched) > 1 and batched[1]
-    if (ddof != int(ddof) or example_ndim(m, True) > 2
-            or y is not None and example_ndim(y, batched_y) > 2):
-        return NotImplemented  # (NumPy's errors, from the loop)
-    if y is not None and not batched_y:
-        y = anp.broadcast_to(y, (_np.shape(m)[0],) + _np.shape(y))
-    if _np.result_type(m).kind == "c" or y is not None and _np.result_type(y).kind == "c":
-        return NotImplemented  # (chainrule's cov refuses complex data: the loop says so)
-    rows = _cov_rows(m, rowvar)
-    if y is not None:
-        rows = anp.concatenate_args(1, rows, _cov_rows(y, rowvar))
-    rows = array_astype(rows, _np.result_type(rows, _np.float64))
-    count = _np.shape(rows)[2] - ddof
-    centred = rows - anp.mean(rows, axis=2, keepdims=True)
-    c = anp.matmul(centred, anp.conj(anp.swapaxes(centred, 1, 2)))
-    with _np.errstate(divide="ignore"):
-        c = c * _np.true_divide(1, max(count, 0))
-    k = _np.shape(c)[1]
-    return anp.reshape(c, (_np.shape(c)[0],) + ((k, k) if k != 1 else ()))
-
-
-def _cov_rows(a, rowvar):
-    """A batch of cov's data as rows of variables, as NumPy's ``array(a, ndmin=2)`` and
-    transpose do for one example."""
-    shape = _np.shape(a)
-    if len(shape) < 3:
-        return anp.reshape(a, (shape[0], 1, int(_np.prod(shape[1:]))))
-    return a if rowvar or shape[1] == 1 else anp.swapaxes(a, 1, 2)
-
-
-def _bincount(values, batched, kwargs):
-    """bincount of each example, one call for all when every example's count has the same
-    length (the examples' values offset to their own bins)."""
-    x = values[0]
-    weights = values[1] if len(values) > 1 else kwargs.get("weights")
-    minlength = values[2] if len(values) > 2 else kwargs.get("minlength", 0)
-    if (not batched[0] or any(batched[2:]) or _np.ndim(x) != 2
-            or _np.result_type(x).kind not in "iu"):
-        return NotImplemented  # (NumPy's errors, from the loop)
-    size, length = _np.shape(x)[0], minlength
-    if _np.size(x):
-        lengths = _np.maximum(_np.max(x, axis=1) + 1, minlength)
-        if (lengths != lengths[0]).any() or _np.min(x) < 0:
-            return NotImplemented  # (answers of different lengths, or NumPy's error)
-        length = int(lengths[0])
-    if weights is not None and not (len(batched) > 1 and batched[1]):
-        weights = anp.broadcast_to(weights, _np.shape(x))
-    positions = x + _np.arange(size)[:, None] * length
-    counts = anp.bincount(_np.ravel(positions), None if weights is None else
-                          anp.ravel(weights), size * length)
-    return anp.reshape(counts, (size, length))
-
-
-defbatch(anp.matmul, _matmul)
-defbatch(anp.dot, _dot)
-defbatch(anp.inner, _inner)
-defbatch(anp.outer, _outer)
-defbatch(anp.einsum, _einsum)
-defbatch(anp.kron, _kron)
-defbatch(anp.cov, _cov)
-defbatch(anp.bincount, _bincount)
 
 
 # ----------------------------------------------------------------------------- linalg

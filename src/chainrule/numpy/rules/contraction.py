@@ -14,6 +14,7 @@ import numpy as _np
 
 from ..._core.rules import (
     def_linear,
+    defbatch,
     defjvp_batched,
     deflabel,
     defsparsity,
@@ -23,6 +24,8 @@ from ..._core.rules import (
 from ..._core.tracer import getval
 from ..._sparsity.patterns import contraction_pattern
 from .. import numpy_wrapper as anp
+from ..batched import aligned, example_ndim, example_shape, flat_examples
+from ..batching_patterns import shifted_axis
 from ..placement import constant_like
 from ._helpers import match_dtype, shape_of, unbroadcast
 
@@ -445,14 +448,150 @@ def _cross_pattern(argnum, ans, args, kwargs, traced=(), local=False):
 
 _cross_pattern.wants_traced = True
 
+# ----------------------------------------------------------------------------- batching rules
+# (``chainrule.vmap``; the patterns they share are ``chainrule.numpy.batching_patterns``')
+def _matmul_batch(values, batched, kwargs):
+    """matmul on operands of any rank: 1-D operands made matrices (and the added axis
+    squeezed after), then the batched operand's example axes padded to the other's rank."""
+    if len(values) != 2 or kwargs:
+        return NotImplemented
+    (a, b), (batched_a, batched_b) = values, batched
+    nd_a, nd_b = example_ndim(a, batched_a), example_ndim(b, batched_b)
+    if nd_a == 0 or nd_b == 0:
+        return NotImplemented  # NumPy refuses scalars; let the loop raise its error
+    # A batch times one matrix is one product of a tall matrix (one BLAS call; a stack of
+    # small products would be one call per example)
+    if batched_a and not batched_b and nd_b == 2:
+        if nd_a == 1:
+            return anp.matmul(a, b)
+        shape = _np.shape(a)
+        out = anp.matmul(anp.reshape(a, (-1, shape[-1])), b)
+        return anp.reshape(out, shape[:-1] + (_np.shape(b)[-1],))
+    if batched_b and not batched_a and nd_a <= 2 and nd_b == 1:
+        return anp.matmul(b, a) if nd_a == 1 else anp.matmul(b, anp.transpose(a))
+    if nd_a == 1:
+        a = anp.expand_dims(a, -2)
+    if nd_b == 1:
+        b = anp.expand_dims(b, -1)
+    rank = max(nd_a, nd_b, 2)
+    if batched_a and max(nd_a, 2) < rank:
+        a = anp.expand_dims(a, tuple(range(1, 1 + rank - max(nd_a, 2))))
+    if batched_b and max(nd_b, 2) < rank:
+        b = anp.expand_dims(b, tuple(range(1, 1 + rank - max(nd_b, 2))))
+    out = anp.matmul(a, b)
+    if nd_b == 1:
+        out = anp.squeeze(out, -1)
+    if nd_a == 1:
+        out = anp.squeeze(out, -1 if nd_b == 1 else -2)
+    return out
+
+
+def _dot_batch(values, batched, kwargs):
+    nds = [example_ndim(v, b) for v, b in zip(values, batched)]
+    if len(values) != 2 or kwargs or max(nds) > 2:
+        return NotImplemented
+    if min(nds) == 0:
+        return anp.multiply(*aligned(values, batched))
+    return _matmul_batch(values, batched, kwargs)
+
+
+def _inner_batch(values, batched, kwargs):
+    """inner contracts the last axes: the answer's axes are a's others, then b's."""
+    (a, b), (batched_a, batched_b) = values, batched
+    nd_a, nd_b = example_ndim(a, batched_a), example_ndim(b, batched_b)
+    if max(nd_a, nd_b) <= 1:
+        return _dot_batch(values, batched, kwargs)
+    if (batched_a and batched_b) or min(nd_a, nd_b) == 0:
+        return NotImplemented
+    out = anp.inner(a, b)
+    return out if batched_a else anp.moveaxis(out, nd_a - 1, 0)
+
+
+def _outer_batch(values, batched, kwargs):
+    if len(values) != 2 or kwargs:
+        return NotImplemented
+    (a, b), (batched_a, batched_b) = values, batched
+    a = anp.expand_dims(flat_examples(a), 2) if batched_a else anp.reshape(a, (-1, 1))
+    b = anp.expand_dims(flat_examples(b), 1) if batched_b else anp.reshape(b, (1, -1))
+    return anp.multiply(a, b)
+
+
+def _einsum_batch(values, batched, kwargs):
+    """A new letter for the batch, first in each batched operand and in the answer."""
+    if not isinstance(values[0], str) or batched[0]:
+        return NotImplemented
+    spec = values[0].replace(" ", "")
+    ins, arrow, out = spec.partition("->")
+    ins = ins.split(",")
+    if not arrow:  # NumPy's implicit answer: broadcast axes, then letters used once
+        joined = "".join(ins).replace(".", "")
+        out = ("..." if "..." in spec else "") + "".join(
+            sorted(c for c in set(joined) if joined.count(c) == 1))
+    letter = next((c for c in string.ascii_letters if c not in spec), None)
+    if letter is None:
+        return NotImplemented  # (every letter taken: each example's einsum is one)
+    ins = [letter + s if b else s for s, b in zip(ins, batched[1:])]
+    return anp.einsum(",".join(ins) + "->" + letter + out, *values[1:], **kwargs)
+
+
+def _kron_batch(values, batched, kwargs):
+    """kron as NumPy computes it: each operand's axes interleaved with the other's (the
+    shorter padded in front), the product, then each pair of axes merged."""
+    if len(values) != 2 or kwargs:
+        return NotImplemented
+    (a, b), (batched_a, batched_b) = values, batched
+    shape_a, shape_b = example_shape(a, batched_a), example_shape(b, batched_b)
+    rank = max(len(shape_a), len(shape_b))
+    shape_a = (1,) * (rank - len(shape_a)) + shape_a
+    shape_b = (1,) * (rank - len(shape_b)) + shape_b
+    lead_a = (_np.shape(a)[0],) if batched_a else (1,)
+    lead_b = (_np.shape(b)[0],) if batched_b else (1,)
+    a = anp.reshape(a, lead_a + tuple(n for size in shape_a for n in (size, 1)))
+    b = anp.reshape(b, lead_b + tuple(n for size in shape_b for n in (1, size)))
+    product = anp.multiply(a, b)
+    return anp.reshape(product, _np.shape(product)[:1] + tuple(
+        m * n for m, n in zip(shape_a, shape_b)))
+
+
+def _tensordot_batch(values, batched, kwargs):
+    (a, b), (batched_a, batched_b) = values[:2], batched[:2]
+    axes = values[2] if len(values) > 2 else kwargs.get("axes", 2)
+    if batched_a == batched_b:
+        return NotImplemented
+    nd_a, nd_b = example_ndim(a, batched_a), example_ndim(b, batched_b)
+    if isinstance(axes, (int, _np.integer)):
+        axes = (list(range(nd_a - axes, nd_a)), list(range(axes)))
+    axes_a, axes_b = ([axes[0]] if isinstance(axes[0], int) else list(axes[0]),
+                      [axes[1]] if isinstance(axes[1], int) else list(axes[1]))
+    if batched_a:
+        return anp.tensordot(a, b, (list(shifted_axis(axes_a, nd_a)), axes_b))
+    out = anp.tensordot(a, b, (axes_a, list(shifted_axis(axes_b, nd_b))))
+    return anp.moveaxis(out, nd_a - len(axes_a), 0)
+
+
+def _vdot_batch(values, batched, kwargs):
+    a, b = (flat_examples(v) if f else anp.ravel(v)
+            for v, f in zip(values, batched))
+    return anp.sum(anp.conj(a) * b, axis=-1)
+
+
+# The sparsity and batching columns of the entries above
 defsparsity(anp.dot, _contraction(_dot_terms))
+defbatch(anp.dot, _dot_batch)
 defsparsity(anp.matmul, _contraction(_matmul_terms))
+defbatch(anp.matmul, _matmul_batch)
 defsparsity(anp.tensordot, _contraction(_tensordot_terms))
+defbatch(anp.tensordot, _tensordot_batch)
 defsparsity(anp.inner, _contraction(_inner_terms))
+defbatch(anp.inner, _inner_batch)
 defsparsity(anp.outer, _contraction(lambda args, kwargs, ans: (["i", "j"], "ij"),
                                     lambda args, ans: (_flat_shapes(args, ans), shape_of(ans))))
+defbatch(anp.outer, _outer_batch)
 defsparsity(anp.vdot, _contraction(lambda args, kwargs, ans: (["k", "k"], ""),
                                    lambda args, ans: (_flat_shapes(args, ans), ())))
+defbatch(anp.vdot, _vdot_batch)
 defsparsity(anp.einsum, _contraction(_einsum_terms))
+defbatch(anp.einsum, _einsum_batch)
 defsparsity(anp.kron, _contraction(_kron_terms, lambda args, ans: _kron_shapes(args)))
+defbatch(anp.kron, _kron_batch)
 defsparsity(anp.cross, _cross_pattern)

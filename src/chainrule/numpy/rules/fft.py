@@ -13,10 +13,19 @@ import inspect
 
 import numpy as _np
 
-from ..._core.rules import defjvp_batched, defjvp_direct, defsparsity, defvjp_direct
+from ..._core.rules import (
+    defbatch,
+    defjvp_batched,
+    defjvp_direct,
+    defsparsity,
+    deftaylor_linear,
+    defvjp_direct,
+)
 from ..._sparsity.patterns import along_axes_pattern, copy_rule
 from .. import fft as afft
 from .. import numpy_wrapper as anp
+from ..batched import example_ndim
+from ..batching_patterns import along_axis, only_first, over_axes, shifted_axis
 from ..placement import constant_like
 from ._helpers import batch_shifted_axis, dtype_of, match_dtype
 
@@ -134,10 +143,15 @@ def _irfftn_vjp_for(default_axes):
     return vjp
 
 
-def _linear(fun, vjp):
+def _linear(fun, vjp, sparsity, batch):
+    """A transform's entry: linear in its array (JVP: the transform of the tangent; Taylor:
+    the transform of each coefficient), with its VJP, sparsity and batching rules."""
     defvjp_direct(fun, vjp)
     defjvp_direct(fun, lambda g, ans, x, *args, **kwargs: fun(g, *args, **kwargs))
     defjvp_batched(fun, _batched(fun))
+    defsparsity(fun, sparsity)
+    defbatch(fun, batch)
+    deftaylor_linear(fun)
 
 
 def _batched(fun):
@@ -159,27 +173,6 @@ def _batched(fun):
         return fun(t, **params)
 
     return rule
-
-
-# fmt: off
-# ----------------------------------------------------------------------------- the table
-_linear(afft.fft,       _complex_vjp(afft.fft))
-_linear(afft.ifft,      _complex_vjp(afft.ifft))
-_linear(afft.fft2,      _complex_nd_vjp(afft.fftn, (-2, -1)))
-_linear(afft.ifft2,     _complex_nd_vjp(afft.ifftn, (-2, -1)))
-_linear(afft.fftn,      _complex_nd_vjp(afft.fftn))
-_linear(afft.ifftn,     _complex_nd_vjp(afft.ifftn))
-_linear(afft.rfft,      _rfft_vjp)
-_linear(afft.irfft,     _irfft_vjp)
-_linear(afft.hfft,      _hfft_vjp)
-_linear(afft.ihfft,     _ihfft_vjp)
-_linear(afft.rfft2,     _rfftn_vjp_for((-2, -1)))
-_linear(afft.irfft2,    _irfftn_vjp_for((-2, -1)))
-_linear(afft.rfftn,     _rfftn_vjp_for(None))
-_linear(afft.irfftn,    _irfftn_vjp_for(None))
-_linear(afft.fftshift,  lambda g, ans, x, axes=None: afft.ifftshift(g, axes=axes))
-_linear(afft.ifftshift, lambda g, ans, x, axes=None: afft.fftshift(g, axes=axes))
-# fmt: on
 
 
 # ----------------------------------------------------------------------------- sparsity
@@ -204,8 +197,58 @@ def _along_axes(fun):
     return rule
 
 
-for _fun in (afft.fft, afft.ifft, afft.fft2, afft.ifft2, afft.fftn, afft.ifftn, afft.rfft,
-             afft.irfft, afft.hfft, afft.ihfft, afft.rfft2, afft.irfft2, afft.rfftn, afft.irfftn):
-    defsparsity(_fun, _along_axes(_fun))
-for _fun in (afft.fftshift, afft.ifftshift):
-    defsparsity(_fun, copy_rule(_fun.fun, only=(0,)))
+def _shifts_copy(fun):
+    return copy_rule(fun.fun, only=(0,))
+
+
+# ----------------------------------------------------------------------------- batching
+# (``chainrule.vmap``; the patterns are ``chainrule.numpy.batching_patterns``')
+def _shift_axes_batch(fun):
+    """fftshift/ifftshift: ``axes`` (default None: all of an example's)."""
+
+    def rule(values, batched, kwargs):
+        if not only_first(batched):
+            return NotImplemented
+        ndim = example_ndim(values[0], True)
+        axes = values[1] if len(values) > 1 else kwargs.get("axes")
+        axes = tuple(range(1, ndim + 1)) if axes is None else shifted_axis(axes, ndim)
+        return fun(values[0], axes)
+
+    return rule
+
+
+# fmt: off
+# ----------------------------------------------------------------------------- the table
+_linear(afft.fft,       _complex_vjp(afft.fft),
+        _along_axes(afft.fft), along_axis(afft.fft, "loop"))
+_linear(afft.ifft,      _complex_vjp(afft.ifft),
+        _along_axes(afft.ifft), along_axis(afft.ifft, "loop"))
+_linear(afft.fft2,      _complex_nd_vjp(afft.fftn, (-2, -1)),
+        _along_axes(afft.fft2), over_axes(afft.fft2, (-2, -1)))
+_linear(afft.ifft2,     _complex_nd_vjp(afft.ifftn, (-2, -1)),
+        _along_axes(afft.ifft2), over_axes(afft.ifft2, (-2, -1)))
+_linear(afft.fftn,      _complex_nd_vjp(afft.fftn),
+        _along_axes(afft.fftn), over_axes(afft.fftn, None))
+_linear(afft.ifftn,     _complex_nd_vjp(afft.ifftn),
+        _along_axes(afft.ifftn), over_axes(afft.ifftn, None))
+_linear(afft.rfft,      _rfft_vjp,
+        _along_axes(afft.rfft), along_axis(afft.rfft, "loop"))
+_linear(afft.irfft,     _irfft_vjp,
+        _along_axes(afft.irfft), along_axis(afft.irfft, "loop"))
+_linear(afft.hfft,      _hfft_vjp,
+        _along_axes(afft.hfft), along_axis(afft.hfft, "loop"))
+_linear(afft.ihfft,     _ihfft_vjp,
+        _along_axes(afft.ihfft), along_axis(afft.ihfft, "loop"))
+_linear(afft.rfft2,     _rfftn_vjp_for((-2, -1)),
+        _along_axes(afft.rfft2), over_axes(afft.rfft2, (-2, -1)))
+_linear(afft.irfft2,    _irfftn_vjp_for((-2, -1)),
+        _along_axes(afft.irfft2), over_axes(afft.irfft2, (-2, -1)))
+_linear(afft.rfftn,     _rfftn_vjp_for(None),
+        _along_axes(afft.rfftn), over_axes(afft.rfftn, None))
+_linear(afft.irfftn,    _irfftn_vjp_for(None),
+        _along_axes(afft.irfftn), over_axes(afft.irfftn, None))
+_linear(afft.fftshift,  lambda g, ans, x, axes=None: afft.ifftshift(g, axes=axes),
+        _shifts_copy(afft.fftshift), _shift_axes_batch(afft.fftshift))
+_linear(afft.ifftshift, lambda g, ans, x, axes=None: afft.fftshift(g, axes=axes),
+        _shifts_copy(afft.ifftshift), _shift_axes_batch(afft.ifftshift))
+# fmt: on

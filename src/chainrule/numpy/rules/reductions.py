@@ -14,7 +14,14 @@ from __future__ import annotations
 
 import numpy as _np
 
-from ..._core.rules import defjvp_batched, defjvp_direct, defsparsity, defvjp_direct
+from ..._core.rules import (
+    defbatch,
+    defjvp_batched,
+    defjvp_direct,
+    defsparsity,
+    deftaylor_linear,
+    defvjp_direct,
+)
 from ..._core.tracer import derivative_free, getval
 from ..._sparsity.patterns import (
     _lines,
@@ -28,6 +35,9 @@ from ..._sparsity.patterns import (
     shapes_only,
 )
 from .. import numpy_wrapper as anp
+from ..batched import example_ndim
+from ..batching_patterns import along_axis, named_axes
+from ..numpy_boxes import array_astype
 from ..placement import constant_like, index_like, on_host
 from ._helpers import (
     batch_shifted_axis,
@@ -651,80 +661,6 @@ def _batched_cumsum(t, ans, x, axis=None, dtype=None, out=None):
                        ans)
 
 
-# fmt: off
-# ----------------------------------------------------------------------------- sums and means
-defvjp_direct(anp.sum,     _sum_vjp, reads=())  # only the input's shape
-defjvp_direct(anp.sum,            _sum_jvp)
-defjvp_batched(anp.sum,    _batched_reduction(anp.sum))
-defvjp_direct(anp.mean,    _mean_vjp)
-defjvp_direct(anp.mean,           _mean_jvp)
-defjvp_batched(anp.mean,   _batched_reduction(anp.mean))
-defvjp_direct(anp.nansum,  _nansum_vjp)
-defjvp_direct(anp.nansum,         _nansum_jvp)
-_selection(anp.nanmean,    _nanmean_weights)
-defvjp_direct(anp.average, _average_vjp(0), None, _average_vjp(2), argnums=(0, 1, 2))
-defjvp_direct(anp.average,        _average_jvp(0), None, _average_jvp(2), argnums=(0, 1, 2))
-linear(anp.trace,          _trace_vjp)
-
-defvjp_direct(anp.bincount, None, lambda g, ans, x, w, minlength=0: match_dtype(g[x], w))
-defjvp_direct(anp.bincount,       None, lambda t, ans, x, w, minlength=0: anp.bincount(x, t, minlength))
-
-# ----------------------------------------------------------------------------- products
-defvjp_direct(anp.prod,    _prod_vjp)
-defjvp_direct(anp.prod,           _prod_jvp)
-defvjp_direct(anp.nanprod, _nanprod_vjp)
-defjvp_direct(anp.nanprod,        _nanprod_jvp)
-
-# ----------------------------------------------------------------------------- spread
-for _fun, _name, _nan, _root in [(anp.var, "var", False, False), (anp.std, "std", False, True),
-                                 (anp.nanvar, "nanvar", True, False),
-                                 (anp.nanstd, "nanstd", True, True)]:
-    _vjp, _jvp = _variance(_name, _nan, _root)
-    defvjp_direct(_fun, _vjp)
-    defjvp_direct(_fun, _jvp)
-defvjp_direct(anp.cov,      _cov_vjp(0), _cov_vjp(1))
-defjvp_direct(anp.cov,             _cov_jvp(0), _cov_jvp(1))
-defvjp_direct(anp.corrcoef, _corrcoef_vjp(0), _corrcoef_vjp(1))
-defjvp_direct(anp.corrcoef,        _corrcoef_jvp(0), _corrcoef_jvp(1))
-
-# ----------------------------------------------------------------------------- selections
-for _fun in (anp.max, anp.min, anp.amax, anp.amin, anp.nanmax, anp.nanmin):
-    _selection(_fun, _extreme_weights)
-_selection(anp.ptp,           _ptp_weights)
-_selection(anp.median,        _median_rule(ignore_nan=False))
-_selection(anp.nanmedian,     _median_rule(ignore_nan=True))
-_selection(anp.quantile,      _quantile_rule(1.0, ignore_nan=False))
-_selection(anp.nanquantile,   _quantile_rule(1.0, ignore_nan=True))
-_selection(anp.percentile,    _quantile_rule(100.0, ignore_nan=False))
-_selection(anp.nanpercentile, _quantile_rule(100.0, ignore_nan=True))
-
-# ----------------------------------------------------------------------------- scans
-linear(anp.cumsum,         _cumsum_vjp)
-defjvp_batched(anp.cumsum, _batched_cumsum)
-defvjp_direct(anp.nancumsum, _nancumsum_vjp)
-defjvp_direct(anp.nancumsum,      _nancumsum_jvp)
-defvjp_direct(anp.cumprod, _cumprod_vjp)
-defjvp_direct(anp.cumprod,        _cumprod_jvp)
-defvjp_direct(anp.nancumprod, _nancumprod_vjp)
-defjvp_direct(anp.nancumprod,     _nancumprod_jvp)
-if hasattr(anp, "cumulative_sum"):  # NumPy >= 2.1
-    linear(anp.cumulative_sum, _cumulative_sum_vjp)
-    defvjp_direct(anp.cumulative_prod, _cumulative_prod_vjp)
-    defjvp_direct(anp.cumulative_prod, _cumulative_prod_jvp)
-# fmt: on
-
-
-# sparsity (chainrule._sparsity.patterns): each output depends on the elements reduced into it
-for _fun in (anp.sum, anp.mean, anp.prod, anp.nansum, anp.nanmean, anp.max, anp.min, anp.amax,
-             anp.amin, anp.nanmax, anp.nanmin):
-    defsparsity(_fun, reduction_pattern)
-for _fun in (anp.cumsum, anp.cumprod, anp.nancumsum, anp.nancumprod):
-    defsparsity(_fun, cumulative_pattern)
-for _fun in (anp.nanprod, anp.var, anp.std, anp.nanvar, anp.nanstd, anp.ptp, anp.median,
-             anp.nanmedian):
-    defsparsity(_fun, reduction_pattern)
-
-
 def _average_pattern(argnum, ans, args, kwargs):
     """``average(a, axis, weights)``: a reduction of ``a`` and of weights shaped like it
     (1-D weights along the axis: every output reads all of them)."""
@@ -796,15 +732,214 @@ def _covariance_pattern(argnum, ans, args, kwargs):
             + contraction_pattern([own_j], "ij", [shape_of(m)], n, 0, [None])).tocsr()
 
 
+def _scalar_q_batch(fun):
+    """percentile/quantile and kin: an array of q would put its axes before the batch."""
+    rule = along_axis(fun, "all")
+
+    def scalar_q(values, batched, kwargs):
+        q = values[1] if len(values) > 1 else kwargs.get("q")
+        if _np.ndim(q) or kwargs.get("weights") is not None:
+            return NotImplemented
+        return rule(values, batched, kwargs)
+
+    return scalar_q
+
+
+
+
+def _unweighted_batch(rule):
+    def unweighted(values, batched, kwargs):
+        if len(values) > 2 or kwargs.get("weights") is not None:
+            return NotImplemented
+        return rule(values, batched, kwargs)
+    return unweighted
+
+
+
+
+def _cov_batch(values, batched, kwargs):
+    """cov(m[, y], rowvar, bias, ddof) as NumPy computes it, for a batch of data (weights
+    and dtype= are left to the loop)."""
+    m, args = values[0], list(values[1:])
+    names = ["y", "rowvar", "bias", "ddof", "fweights", "aweights"]
+    options = dict(zip(names, args), **kwargs)
+    if (any(batched[2:]) or set(options) - {"y", "rowvar", "bias", "ddof"}
+            or options.get("fweights") is not None or options.get("aweights") is not None):
+        return NotImplemented
+    y, rowvar = options.get("y"), options.get("rowvar", True)
+    ddof = options.get("ddof")
+    ddof = (0 if options.get("bias", False) else 1) if ddof is None else ddof
+    batched_y = len(batched) > 1 and batched[1]
+    if (ddof != int(ddof) or example_ndim(m, True) > 2
+            or y is not None and example_ndim(y, batched_y) > 2):
+        return NotImplemented  # (NumPy's errors, from the loop)
+    if y is not None and not batched_y:
+        y = anp.broadcast_to(y, (_np.shape(m)[0],) + _np.shape(y))
+    if _np.result_type(m).kind == "c" or y is not None and _np.result_type(y).kind == "c":
+        return NotImplemented  # (chainrule's cov refuses complex data: the loop says so)
+    rows = _cov_rows(m, rowvar)
+    if y is not None:
+        rows = anp.concatenate_args(1, rows, _cov_rows(y, rowvar))
+    rows = array_astype(rows, _np.result_type(rows, _np.float64))
+    count = _np.shape(rows)[2] - ddof
+    centred = rows - anp.mean(rows, axis=2, keepdims=True)
+    c = anp.matmul(centred, anp.conj(anp.swapaxes(centred, 1, 2)))
+    with _np.errstate(divide="ignore"):
+        c = c * _np.true_divide(1, max(count, 0))
+    k = _np.shape(c)[1]
+    return anp.reshape(c, (_np.shape(c)[0],) + ((k, k) if k != 1 else ()))
+
+
+def _cov_rows(a, rowvar):
+    """A batch of cov's data as rows of variables, as NumPy's ``array(a, ndmin=2)`` and
+    transpose do for one example."""
+    shape = _np.shape(a)
+    if len(shape) < 3:
+        return anp.reshape(a, (shape[0], 1, int(_np.prod(shape[1:]))))
+    return a if rowvar or shape[1] == 1 else anp.swapaxes(a, 1, 2)
+
+
+def _bincount_batch(values, batched, kwargs):
+    """bincount of each example, one call for all when every example's count has the same
+    length (the examples' values offset to their own bins)."""
+    x = values[0]
+    weights = values[1] if len(values) > 1 else kwargs.get("weights")
+    minlength = values[2] if len(values) > 2 else kwargs.get("minlength", 0)
+    if (not batched[0] or any(batched[2:]) or _np.ndim(x) != 2
+            or _np.result_type(x).kind not in "iu"):
+        return NotImplemented  # (NumPy's errors, from the loop)
+    size, length = _np.shape(x)[0], minlength
+    if _np.size(x):
+        lengths = _np.maximum(_np.max(x, axis=1) + 1, minlength)
+        if (lengths != lengths[0]).any() or _np.min(x) < 0:
+            return NotImplemented  # (answers of different lengths, or NumPy's error)
+        length = int(lengths[0])
+    if weights is not None and not (len(batched) > 1 and batched[1]):
+        weights = anp.broadcast_to(weights, _np.shape(x))
+    positions = x + _np.arange(size)[:, None] * length
+    counts = anp.bincount(_np.ravel(positions), None if weights is None else
+                          anp.ravel(weights), size * length)
+    return anp.reshape(counts, (size, length))
+
+
 # fmt: off
-defsparsity(anp.average,  shapes_only(_average_pattern, lambda n: (0, 2)))
-for _fun in (anp.quantile, anp.percentile, anp.nanquantile, anp.nanpercentile):
+# One block per primitive: its VJP and JVP (or the helper that registers both), batched
+# JVP, sparsity pattern, batching rule (``chainrule.numpy.batching_patterns``) and Taylor
+# rule (linear: a sum; piecewise linear: a selection, whose weights the value alone fixes).
+# ----------------------------------------------------------------------------- sums and means
+defvjp_direct(anp.sum,     _sum_vjp, reads=())  # only the input's shape
+defjvp_direct(anp.sum,            _sum_jvp)
+defjvp_batched(anp.sum,    _batched_reduction(anp.sum))
+defsparsity(anp.sum,       reduction_pattern)  # each output on the elements reduced into it
+defbatch(anp.sum,          along_axis(anp.sum, "all"))
+deftaylor_linear(anp.sum)
+defvjp_direct(anp.mean,    _mean_vjp)
+defjvp_direct(anp.mean,           _mean_jvp)
+defjvp_batched(anp.mean,   _batched_reduction(anp.mean))
+defsparsity(anp.mean,      reduction_pattern)
+defbatch(anp.mean,         along_axis(anp.mean, "all"))
+deftaylor_linear(anp.mean)
+defvjp_direct(anp.nansum,  _nansum_vjp)
+defjvp_direct(anp.nansum,         _nansum_jvp)
+defsparsity(anp.nansum,    reduction_pattern)
+defbatch(anp.nansum,       along_axis(anp.nansum, "all"))
+deftaylor_linear(anp.nansum)
+_selection(anp.nanmean,    _nanmean_weights)
+defsparsity(anp.nanmean,   reduction_pattern)
+defbatch(anp.nanmean,      along_axis(anp.nanmean, "all"))
+deftaylor_linear(anp.nanmean)
+defvjp_direct(anp.average, _average_vjp(0), None, _average_vjp(2), argnums=(0, 1, 2))
+defjvp_direct(anp.average,        _average_jvp(0), None, _average_jvp(2), argnums=(0, 1, 2))
+defsparsity(anp.average,   shapes_only(_average_pattern, lambda n: (0, 2)))
+defbatch(anp.average,      _unweighted_batch(along_axis(anp.average, "all")))
+linear(anp.trace,          _trace_vjp)
+defsparsity(anp.trace,     _trace_pattern)
+defbatch(anp.trace,        named_axes(anp.trace, (2, "axis1", 0), (3, "axis2", 1)))
+
+defvjp_direct(anp.bincount, None, lambda g, ans, x, w, minlength=0: match_dtype(g[x], w))
+defjvp_direct(anp.bincount,       None, lambda t, ans, x, w, minlength=0: anp.bincount(x, t, minlength))
+defsparsity(anp.bincount,  shapes_only(_bincount_pattern, lambda n: (1,)))
+defbatch(anp.bincount,     _bincount_batch)
+
+# ----------------------------------------------------------------------------- products
+defvjp_direct(anp.prod,    _prod_vjp)
+defjvp_direct(anp.prod,           _prod_jvp)
+defsparsity(anp.prod,      reduction_pattern)
+defbatch(anp.prod,         along_axis(anp.prod, "all"))
+defvjp_direct(anp.nanprod, _nanprod_vjp)
+defjvp_direct(anp.nanprod,        _nanprod_jvp)
+defsparsity(anp.nanprod,   reduction_pattern)
+defbatch(anp.nanprod,      along_axis(anp.nanprod, "all"))
+
+# ----------------------------------------------------------------------------- spread
+for _fun, _name, _nan, _root in [(anp.var, "var", False, False), (anp.std, "std", False, True),
+                                 (anp.nanvar, "nanvar", True, False),
+                                 (anp.nanstd, "nanstd", True, True)]:
+    _vjp, _jvp = _variance(_name, _nan, _root)
+    defvjp_direct(_fun, _vjp)
+    defjvp_direct(_fun, _jvp)
+    defsparsity(_fun, reduction_pattern)
+    defbatch(_fun, along_axis(_fun, "all"))
+defvjp_direct(anp.cov,      _cov_vjp(0), _cov_vjp(1))
+defjvp_direct(anp.cov,             _cov_jvp(0), _cov_jvp(1))
+defsparsity(anp.cov,        _covariance_pattern)
+defbatch(anp.cov,           _cov_batch)
+defvjp_direct(anp.corrcoef, _corrcoef_vjp(0), _corrcoef_vjp(1))
+defjvp_direct(anp.corrcoef,        _corrcoef_jvp(0), _corrcoef_jvp(1))
+defsparsity(anp.corrcoef,   _covariance_pattern)
+
+# ----------------------------------------------------------------------------- selections
+for _fun in (anp.max, anp.min, anp.amax, anp.amin, anp.nanmax, anp.nanmin):
+    _selection(_fun, _extreme_weights)
+    defsparsity(_fun, reduction_pattern)
+    defbatch(_fun, along_axis(_fun, "all"))
+    deftaylor_linear(_fun)
+for _fun, _weights in ((anp.ptp, _ptp_weights), (anp.median, _median_rule(ignore_nan=False)),
+                       (anp.nanmedian, _median_rule(ignore_nan=True))):
+    _selection(_fun, _weights)
+    defsparsity(_fun, reduction_pattern)
+    defbatch(_fun, along_axis(_fun, "all"))
+    deftaylor_linear(_fun)
+for _fun, _scale, _nan in ((anp.quantile, 1.0, False), (anp.nanquantile, 1.0, True),
+                           (anp.percentile, 100.0, False), (anp.nanpercentile, 100.0, True)):
+    _selection(_fun, _quantile_rule(_scale, ignore_nan=_nan))
     defsparsity(_fun, shapes_only(_quantile_pattern, first_position))
-defsparsity(anp.trace,    _trace_pattern)
-defsparsity(anp.bincount, shapes_only(_bincount_pattern, lambda n: (1,)))
-defsparsity(anp.cov,      _covariance_pattern)
-defsparsity(anp.corrcoef, _covariance_pattern)
-if hasattr(anp, "cumulative_sum"):
+    defbatch(_fun, _scalar_q_batch(_fun))
+    deftaylor_linear(_fun)
+
+# ----------------------------------------------------------------------------- scans
+linear(anp.cumsum,         _cumsum_vjp)
+defjvp_batched(anp.cumsum, _batched_cumsum)
+defsparsity(anp.cumsum,    cumulative_pattern)
+defbatch(anp.cumsum,       along_axis(anp.cumsum, "flat"))
+defvjp_direct(anp.nancumsum, _nancumsum_vjp)
+defjvp_direct(anp.nancumsum,      _nancumsum_jvp)
+defsparsity(anp.nancumsum, cumulative_pattern)
+defbatch(anp.nancumsum,    along_axis(anp.nancumsum, "flat"))
+deftaylor_linear(anp.nancumsum)
+defvjp_direct(anp.cumprod, _cumprod_vjp)
+defjvp_direct(anp.cumprod,        _cumprod_jvp)
+defsparsity(anp.cumprod,   cumulative_pattern)
+defbatch(anp.cumprod,      along_axis(anp.cumprod, "flat"))
+defvjp_direct(anp.nancumprod, _nancumprod_vjp)
+defjvp_direct(anp.nancumprod,     _nancumprod_jvp)
+defsparsity(anp.nancumprod, cumulative_pattern)
+defbatch(anp.nancumprod,   along_axis(anp.nancumprod, "flat"))
+if hasattr(anp, "cumulative_sum"):  # NumPy >= 2.1
+    linear(anp.cumulative_sum, _cumulative_sum_vjp)
     defsparsity(anp.cumulative_sum,  shapes_only(_cumulative_new_pattern, first_position))
+    defbatch(anp.cumulative_sum, along_axis(anp.cumulative_sum, "flat"))
+    defvjp_direct(anp.cumulative_prod, _cumulative_prod_vjp)
+    defjvp_direct(anp.cumulative_prod, _cumulative_prod_jvp)
     defsparsity(anp.cumulative_prod, shapes_only(_cumulative_new_pattern, first_position))
+    defbatch(anp.cumulative_prod, along_axis(anp.cumulative_prod, "flat"))
+
+# ----------------------------------------------------------------------------- no derivative
+# (integer or boolean answers: only their batching rule)
+for _name in ("any", "all", "count_nonzero"):
+    if _name in anp.namespace:
+        defbatch(anp.namespace[_name], along_axis(anp.namespace[_name], "all"))
+for _name in ("argmax", "argmin", "nanargmax", "nanargmin"):
+    if _name in anp.namespace:
+        defbatch(anp.namespace[_name], along_axis(anp.namespace[_name], "flat"))
 # fmt: on

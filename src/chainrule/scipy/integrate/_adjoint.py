@@ -13,7 +13,6 @@ import scipy.integrate as _si
 
 from ..._core import reverse
 from ..._core.pytree import tree_flatten
-from ..._core.rule_table import primitive_vjps
 from ..._core.tracer import derivative_free, getval, primitive
 from ...numpy import numpy_wrapper as anp
 from ...numpy.rules._helpers import match_dtype
@@ -290,5 +289,4 @@ def _backward_segment(rhs, t_from, t_to, state, params, method, options, interpo
     return sol.y[:, -1]
 
 
-primitive_vjps[ivp_values] = _ivp_vjp
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as _np
 
-from ..._core.rules import defjvp_argnums
 from ..._core.tracer import getval, primitive
 from ...numpy import numpy_wrapper as anp
 from ...numpy.rules._helpers import match_dtype
@@ -79,7 +78,5 @@ def _ivp_jvp(argnums, tangents, ans, args, kwargs):
         sens = sens + f_out * dt[1:]
     return match_dtype(sens, ans)
 
-
-defjvp_argnums(ivp_values, _ivp_jvp)
 
 

@@ -10,16 +10,23 @@ import numpy as _np
 import scipy.integrate as _si
 
 from ..._core.pytree import tree_flatten, tree_map
+from ..._core.rule_table import primitive_vjps
+from ..._core.rules import defjvp_argnums
 from ..._core.tracer import decided, derivative_free, getval, isbox
 from ...jit._staging import StagingError, StagingNode
 from ...numpy import numpy_wrapper as anp
 from .._closure import holds_traced
 from ..optimize._results import _field, _guarded_fields
-from . import _adjoint  # noqa: F401 (ivp_values' reverse-mode rule)
+from ._adjoint import _ivp_vjp
 from ._events import _as_event_list, _plain_event, _terminal_time, _traced_events
 from ._forward import _Forward, _ForwardSolve
-from ._ivp_values import ivp_values
+from ._ivp_values import _ivp_jvp, ivp_values
 from ._lifting import _array_valued, _check_lifted, _FrontEnd, _lift
+
+# ivp_values' entry: reverse mode by the checkpointed adjoint, forward mode by the
+# forward sensitivities (its two columns, one place)
+primitive_vjps[ivp_values] = _ivp_vjp
+defjvp_argnums(ivp_values, _ivp_jvp)
 
 # ----------------------------------------------------------------------------- solve_ivp
 # Options that only shape the forward solve (the Jacobian the implicit methods use and how

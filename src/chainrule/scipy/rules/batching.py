@@ -1,5 +1,5 @@
 """Batching rules (``chainrule.vmap``) for chainrule.scipy's primitives; the patterns are
-those of chainrule.numpy's (``chainrule.numpy.rules.batching``). SciPy's ufuncs need none:
+those of chainrule.numpy's (``chainrule.numpy.batching_patterns``). SciPy's ufuncs need none:
 every ufunc batches elementwise. SciPy's one-matrix linear algebra maps over leading axes
 from SciPy 1.15 on (cholesky, eigh, sqrtm, the solves, lu, Sylvester; expm always did); a
 batch of right-hand sides against one matrix is one solve of many columns with any SciPy.
@@ -12,7 +12,7 @@ import scipy
 from ..._core.rules import defbatch
 from ...numpy import numpy_wrapper as anp
 from ...numpy.batched import elementwise, example_ndim
-from ...numpy.rules.batching import along_axis, as_is
+from ...numpy.batching_patterns import along_axis, as_is
 from .. import linalg as sla
 from .. import special as sp
 

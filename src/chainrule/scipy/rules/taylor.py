@@ -1,11 +1,11 @@
 """Taylor rules (``deftaylor``) of SciPy's special functions that have a closed-form
-recurrence (the series algebra is ``chainrule.numpy.rules.taylor``'s); the others nest their
+recurrence (the series algebra is ``chainrule.numpy.taylor_patterns``'); the others nest their
 JVP."""
 
 from __future__ import annotations
 
 from ...numpy import numpy_wrapper as anp
-from ...numpy.rules.taylor import (
+from ...numpy.taylor_patterns import (
     exp_series,
     reciprocal_series,
     scaled,

@@ -1,0 +1,156 @@
+"""Patterns for Taylor rules (``deftaylor``) of the NumPy and SciPy primitives: the
+series algebra and the factories that make a rule from it. The rule tables
+(``chainrule.numpy.rules.*``, ``chainrule.scipy.rules.*``) register each primitive's rule
+beside its other columns.
+
+A rule maps the normalized Taylor coefficients x_1..x_k of its traced arguments (x_0 is
+the value) to the answer's, in O(k^2) operations (see ``chainrule._core.taylor``).
+
+- linear: the answer's coefficient j is the JVP of the arguments' coefficients j
+  (``deftaylor_linear``, ``make_multilinear_taylor`` for products).
+- recurrences: for y = f(x) with y' = g(x) x', y_j = (1/j) sum_{i=1..j} i x_i g_{j-i},
+  where g's series comes from a product, quotient, power or exponential recurrence. Each
+  needs only coefficients below j, so the whole series is O(k^2).
+
+Every other primitive with a JVP nests its JVP (``nested_jvp_series``): exact, O(2^k).
+Recurrence rules apply to plain positional calls; a call with keywords (``out=``,
+``where=``, ``dtype=``) takes the nested JVP, which handles everything the JVP does.
+"""
+
+from __future__ import annotations
+
+from .._core.rules import deftaylor
+from .._core.taylor import nested_jvp_series
+from .._core.tracer import getval
+from . import numpy_wrapper as anp
+
+# ----------------------------------------------------------------------------- series algebra
+# A series here is a list [s_0, s_1, ..., s_k] of values (arrays, or boxes of outer traces).
+
+
+def cauchy(a: list, b: list, j: int):
+    """Coefficient j of the product a * b."""
+    total = a[0] * b[j]
+    for i in range(1, j + 1):
+        total = total + a[i] * b[j - i]
+    return total
+
+
+def weighted(x: list, g: list, j: int):
+    """sum_{i=1..j} i x_i g_{j-i}: j times coefficient j of y, where y' = g x'."""
+    total = x[1] * g[j - 1]
+    for i in range(2, j + 1):
+        total = total + i * x[i] * g[j - i]
+    return total
+
+
+def integrate(x: list, g: list, y0, order: int) -> list:
+    """The series of y with y' = g(t) x'(t) and y(0) = y0 (g known to order - 1)."""
+    y = [y0]
+    for j in range(1, order + 1):
+        y.append(weighted(x, g, j) / j)
+    return y
+
+
+def exp_series(x: list, y0, order: int) -> list:
+    """exp(x(t)), given y0 = exp(x_0): y' = y x'."""
+    y = [y0]
+    for j in range(1, order + 1):
+        y.append(weighted(x, y, j) / j)
+    return y
+
+
+def reciprocal_series(b: list, q0, order: int) -> list:
+    """1 / b(t), given q0 = 1 / b_0: from b q = 1."""
+    q = [q0]
+    for j in range(1, order + 1):
+        q.append(-cauchy(b, q[:j] + [0.0], j) * q0)
+    return q
+
+
+def quotient_series(a: list, b: list, q0, order: int) -> list:
+    """a(t) / b(t), given q0 = a_0 / b_0: from b q = a."""
+    q = [q0]
+    for j in range(1, order + 1):
+        q.append((a[j] - cauchy(b, q[:j] + [0.0], j)) / b[0])
+    return q
+
+
+def power_series(x: list, y0, p, order: int) -> list:
+    """x(t) ** p for a constant p where x_0 != 0, given y0 = x_0 ** p: from x y' = p x' y,
+    y_j = sum_{i=1..j} ((p + 1) i - j) x_i y_{j-i} / (j x_0)."""
+    y = [y0]
+    for j in range(1, order + 1):
+        total = ((p + 1) - j) * x[1] * y[j - 1]
+        for i in range(2, j + 1):
+            total = total + ((p + 1) * i - j) * x[i] * y[j - i]
+        y.append(total / (j * x[0]))
+    return y
+
+
+def integer_power_series(x: list, n: int, order: int) -> list:
+    """x(t) ** n for an integer n >= 0 by squaring (Cauchy products, exact at x_0 = 0)."""
+    result = [1.0] + [0.0] * order
+    base = x
+    while n:
+        if n & 1:
+            result = [cauchy(result, base, j) for j in range(order + 1)]
+        n >>= 1
+        if n:
+            base = [cauchy(base, base, j) for j in range(order + 1)]
+    return result
+
+
+def sin_cos_series(x: list, s0, c0, order: int, sign: float) -> tuple[list, list]:
+    """sin and cos (sign -1) or sinh and cosh (sign +1) of x(t) together:
+    s' = c x', c' = sign s x'."""
+    s, c = [s0], [c0]
+    for j in range(1, order + 1):
+        s.append(weighted(x, c, j) / j)
+        c.append(sign * weighted(x, s, j) / j)
+    return s, c
+
+
+def square_series(x: list, order: int) -> list:
+    return [cauchy(x, x, j) for j in range(order + 1)]
+
+
+def shifted(x: list, constant) -> list:
+    """constant + x(t)."""
+    return [constant + x[0], *x[1:]]
+
+
+def scaled(x: list, factor) -> list:
+    return [factor * c for c in x]
+
+
+# ----------------------------------------------------------------------------- registration
+
+
+def unary(fun, series_of) -> None:
+    """``fun``'s Taylor rule from ``series_of(x, ans, order) -> [y_0, ..., y_k]``."""
+
+    def rule(series_in, argnums, ans, args, kwargs, order):
+        if kwargs or len(args) != 1:
+            return nested_jvp_series(fun, args, kwargs, argnums, series_in, order)
+        return tuple(series_of([args[0], *series_in[0]], ans, order)[1:])
+
+    rule.kind = "recurrence"
+    deftaylor(fun, rule)
+
+
+def through_derivative(fun, derivative_series) -> None:
+    """``fun`` with f'(x) = g(x): ``derivative_series(x, order)`` gives g's series."""
+    unary(fun, lambda x, ans, order: integrate(x, derivative_series(x, order - 1), ans, order))
+
+
+def inverse_sqrt_series(u: list, order: int) -> list:
+    """u(t) ** -1/2."""
+    return power_series(u, u[0] ** -0.5, -0.5, order)
+
+
+def broadcast_like(c, ans):
+    """A coefficient computed from constants only (0.0) made the answer's shape and dtype."""
+    if isinstance(c, float):
+        return anp.zeros_like(getval(ans)) + c
+    return c
