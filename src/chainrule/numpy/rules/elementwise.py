@@ -86,8 +86,13 @@ def _lowered(y):
 
 
 def _abs_derivative(ans, x):
-    # conj(z) / |z| for complex z (autograd's convention), sign(x) for real x; 0 at 0
-    return (anp.conj(x) if dtype_of(x).kind == "c" else x) / anp.where(ans, ans, 1)
+    # conj(z) / |z| for complex z (autograd's convention), 0 at 0; sign(x) for real x,
+    # written as sign so that its own derivative is 0 at 0 too (x / where(|x|, |x|, 1)
+    # gave |x| a second derivative of 1 there) and it is +-1 at +-inf (as JAX); copysign
+    # keeps the sign of a zero x (-0.0 at -0.0, as x / 1 gave)
+    if dtype_of(x).kind == "c":
+        return anp.conj(x) / anp.where(ans, ans, 1)
+    return anp.copysign(anp.sign(x), x)
 
 
 def _sinc_derivative(ans, x):
@@ -224,8 +229,8 @@ _divide_taylor.kind = "recurrence"
 
 def _absolute_taylor(series_in, argnums, ans, args, kwargs, order):
     """|x|: piecewise linear for real x away from 0. The modulus of a complex x is not, and
-    at x = 0 the JVP's own derivative (x / |x|, read as x / 1 there) has a second order
-    that nested forward mode, grad of grad and hessian all see; both take the nested JVP."""
+    at x = 0 the series is what nested forward mode, grad of grad and hessian see (the
+    JVP's sign(x), whose own derivative is 0); both take the nested JVP."""
     value = getval(args[0])
     if _np.iscomplexobj(value) or not _np.all(value):
         return nested_jvp_series(anp.absolute, args, kwargs, argnums, series_in, order)
