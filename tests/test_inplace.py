@@ -211,3 +211,37 @@ def test_scalars_stay_immutable():
 
     onp.testing.assert_allclose(f(V), V[0] * 10.0 + V[0] + V[1])
     onp.testing.assert_allclose(cr.grad(f)(V), [11.0, 1.0, 0.0])
+
+
+
+def _view_then_write(np, x):
+    a = x.copy()
+    v, t = a[1:], a.T  # views of a, taken before the writes
+    a[1] = 5.0 * x[0]  # NumPy: v and t see this write
+    a += x[2]
+    w = v[1:]          # a view of a view
+    a[2] = x[0] ** 2
+    return np.concatenate([v, t, w])
+
+
+def test_views_taken_before_a_write_into_their_base_see_it_as_numpys_do():
+    """attack4 finding 7: v = a[1:]; a[1] = 5 x0 left v with the old values and a wrong
+    derivative (row [0, 1, 0] for [5, 0, 0]), without an error; jit differed from eager."""
+    x = onp.array([1.0, 2.0, 3.0])
+
+    def traced(x):
+        return _view_then_write(np, x)
+
+    def plain(x):
+        return _view_then_write(onp, x)
+
+    for point in (x, x + 1.0):
+        assert onp.array_equal(traced(point), plain(point))
+    jitted = cr.jit(traced)
+    for point in (x, x + 1.0):
+        assert onp.array_equal(jitted(point), plain(point))
+    h = 1e-6
+    fd = onp.stack([(plain(x + h * e) - plain(x - h * e)) / (2 * h) for e in onp.eye(3)],
+                   axis=1)
+    onp.testing.assert_allclose(cr.jacobian(traced)(x), fd, atol=1e-6)
+    onp.testing.assert_allclose(cr.jacfwd(traced)(x), fd, atol=1e-6)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dis
 import operator as _operator
 import sys
+import weakref as _weakref
 from functools import lru_cache
 
 import numpy as _np
@@ -36,13 +37,17 @@ from .placement import index_like
 class ArrayBox(Box):
     """A traced array. In-place writes (``x[i] = v``, ``x += y``) rebind the box to a
     functional update of its old value, so earlier uses keep the old value, as their
-    nodes hold it. A write through a view of another traced array raises, since the
-    base cannot be changed behind it. Views are recognised when made by indexing,
-    ``.T``, ``.real`` and the methods reshape, ravel, transpose, swapaxes, squeeze and
-    diagonal; a view made by a function (``np.reshape(x, s)``) is written as a copy.
+    nodes hold it, and the views taken of it before that are still alive are taken again
+    from the new value (so they see the write, as NumPy's views do). A write through a
+    view of another traced array raises, since the base cannot be changed behind it.
+    Views are recognised when made by indexing, ``.T``, ``.real`` and the methods
+    reshape, ravel, transpose, swapaxes, squeeze and diagonal; a view made by a function
+    (``np.reshape(x, s)``) is written as a copy.
     """
 
-    __slots__ = ("_view_of",)  # the box this one is a NumPy view of, if any
+    # the box this one is a NumPy view of, if any; the views of this one that may still be
+    # read (weak references, each with how to take it again from this box)
+    __slots__ = ("_view_of", "_views")
     __array_priority__ = 100.0
     __hash__ = Box.__hash__
 
@@ -66,11 +71,11 @@ class ArrayBox(Box):
 
     @property
     def T(self):
-        return _as_view(anp.transpose(self), self)
+        return _as_view(anp.transpose(self), self, anp.transpose)
 
     @property
     def real(self):
-        return _as_view(anp.real(self), self)
+        return _as_view(anp.real(self), self, anp.real)
 
     @property
     def imag(self):
@@ -83,7 +88,8 @@ class ArrayBox(Box):
         return (self[i] for i in range(len(self)))
 
     def __getitem__(self, index):
-        return _as_view(array_getitem(self, _plain_index(index)), self)
+        index = _plain_index(index)
+        return _as_view(array_getitem(self, index), self, array_getitem, index)
 
     def __setitem__(self, index, value):
         if getattr(self, "_view_of", None) is not None:
@@ -105,8 +111,18 @@ class ArrayBox(Box):
             )
 
     def _rebind(self, new) -> None:
-        """Make this box the traced value ``new``: its later uses see the update."""
+        """Make this box the traced value ``new``: its later uses see the update, and so do
+        the views taken of it before (as NumPy's views see a write into their base): each
+        live one is taken again from the new value."""
         self._value, self._trace_id, self._node = new._value, new._trace_id, new._node
+        views = getattr(self, "_views", None)
+        if views:
+            self._views = live = []
+            for ref, fun, args, kwargs in views:
+                view = ref()
+                if view is not None:
+                    view._rebind(fun(self, *args, **kwargs))
+                    live.append((ref, fun, args, kwargs))
 
     def _inplace(self, op, other, symbol: str, caller):
         if not _mutable(getval(self)):
@@ -285,24 +301,26 @@ class ArrayBox(Box):
     def reshape(self, *shape, order="C"):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
-        return _as_view(anp.reshape(self, shape, order=order), self)
+        return _as_view(anp.reshape(self, shape, order=order), self, anp.reshape, shape,
+                        order=order)
 
     def transpose(self, *axes):
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = axes[0]
-        return _as_view(anp.transpose(self, axes or None), self)
+        return _as_view(anp.transpose(self, axes or None), self, anp.transpose, axes or None)
 
     def ravel(self, order="C"):
-        return _as_view(anp.ravel(self, order=order), self)
+        return _as_view(anp.ravel(self, order=order), self, anp.ravel, order=order)
 
     def squeeze(self, axis=None):
-        return _as_view(anp.squeeze(self, axis=axis), self)
+        return _as_view(anp.squeeze(self, axis=axis), self, anp.squeeze, axis=axis)
 
     def swapaxes(self, axis1, axis2):
-        return _as_view(anp.swapaxes(self, axis1, axis2), self)
+        return _as_view(anp.swapaxes(self, axis1, axis2), self, anp.swapaxes, axis1, axis2)
 
     def diagonal(self, offset=0, axis1=0, axis2=1):
-        return _as_view(anp.diagonal(self, offset, axis1, axis2), self)
+        return _as_view(anp.diagonal(self, offset, axis1, axis2), self, anp.diagonal, offset,
+                        axis1, axis2)
 
     def copy(self, order="C"):
         return anp.copy(self, order=order)
@@ -366,12 +384,19 @@ for _name in (
     setattr(ArrayBox, _name, _method(_name))
 
 
-def _as_view(result, base):
-    """Mark ``result`` as a view of ``base`` when NumPy made it one (shared memory)."""
+def _as_view(result, base, fun=None, *args, **kwargs):
+    """Mark ``result`` as a view of ``base`` when NumPy made it one (shared memory); given
+    ``fun`` (``result = fun(base, *args, **kwargs)``), a later write into ``base`` takes
+    the view again from the written value (``ArrayBox._rebind``)."""
     memory = underlying(result)
     if (isinstance(result, ArrayBox) and type(memory) is _np.ndarray
             and _np.may_share_memory(memory, underlying(base))):
         result._view_of = base
+        if fun is not None and isinstance(base, ArrayBox):
+            views = getattr(base, "_views", None)
+            if views is None:
+                views = base._views = []
+            views.append((_weakref.ref(result), fun, args, kwargs))
     return result
 
 
