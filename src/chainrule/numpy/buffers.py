@@ -377,9 +377,9 @@ def _ufunc_at(ufunc, a, indices, b=None):
 # ----------------------------------------------------------------------------- constructors
 # Outside every transform a constructor is NumPy's own after one flag
 # (``live_trace_ids.transforming``): the untraced cost the benchmark
-# (benchmarks/bench_fill.py) measures. The commonest ones take NumPy's positional
-# parameters with NumPy's defaults and pass the rest on, since keyword-only parameters and
-# passing defaults NumPy would fill in itself cost more than the allocation of a small array.
+# (benchmarks/bench_fill.py) measures. The commonest ones spell NumPy's parameters out and
+# pass NumPy only those given, since packing arguments, keyword-only parameters and passing
+# the defaults NumPy would fill in itself cost more than allocating a small array.
 def _held(ans):
     return Buffer.holding(ans) if type(ans) is _np.ndarray else ans
 
@@ -398,10 +398,12 @@ def _allocating(raw):
     """``zeros``, ``ones``, ``empty``: NumPy's ``raw``, answering buffers under a trace."""
 
     @functools.wraps(raw)
-    def constructor(shape, dtype=None, order="C", **options):
-        if not (live_trace_ids.transforming or options):
+    def constructor(shape, dtype=None, order="C", device=None, like=None):
+        # (NumPy's keyword-only device and like are plain parameters here: keyword-only
+        # ones, or **kwargs, make every call of a Python function dearer than zeros(10))
+        if not live_trace_ids.transforming and device is None and like is None:
             return raw(shape) if dtype is None and order == "C" else raw(shape, dtype, order)
-        ans = raw(shape, dtype, order, **options)
+        ans = raw(shape, dtype, order, device=device, like=like)
         return _held(ans) if live_trace_ids.transforming else ans
 
     return constructor
