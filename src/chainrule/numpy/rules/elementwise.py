@@ -86,13 +86,14 @@ def _lowered(y):
 
 
 def _abs_derivative(ans, x):
-    # conj(z) / |z| for complex z (autograd's convention), 0 at 0; sign(x) for real x,
-    # written as sign so that its own derivative is 0 at 0 too (x / where(|x|, |x|, 1)
-    # gave |x| a second derivative of 1 there) and it is +-1 at +-inf (as JAX); copysign
-    # keeps the sign of a zero x (-0.0 at -0.0, as x / 1 gave)
+    # conj(z) / |z| for complex z (autograd's convention), x / |x| for real x; 0 at 0,
+    # taken from 0 * x there (the sign of a zero kept), so that its own derivative is 0 at
+    # 0 too (x / where(|x|, |x|, 1) alone gave |x| a second derivative of 1 there). A mask,
+    # not sign(x): jit computes masks in the program, but guards sign's values.
+    nonzero = anp.where(ans, ans, 1)
     if dtype_of(x).kind == "c":
-        return anp.conj(x) / anp.where(ans, ans, 1)
-    return anp.copysign(anp.sign(x), x)
+        return anp.conj(x) / nonzero
+    return anp.where(ans, x / nonzero, 0.0 * x)
 
 
 def _sinc_derivative(ans, x):
