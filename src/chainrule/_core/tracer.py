@@ -59,19 +59,19 @@ class LiveTraceIds(set):
         self.transforming = False
 
     def add(self, trace_id: int) -> None:
-        with _trace_ids_lock:
-            set.add(self, trace_id)
-            self.transforming = len(self) > len(self.perpetual)
+        self._changed(set.add, trace_id)
 
     def discard(self, trace_id: int) -> None:
-        with _trace_ids_lock:
-            set.discard(self, trace_id)
-            self.transforming = len(self) > len(self.perpetual)
+        self._changed(set.discard, trace_id)
 
     def add_perpetual(self, trace_id: int) -> None:
+        self._changed(set.add, trace_id, perpetual=True)
+
+    def _changed(self, change, trace_id: int, perpetual: bool = False) -> None:
         with _trace_ids_lock:
-            self.perpetual.add(trace_id)
-            set.add(self, trace_id)
+            if perpetual:
+                self.perpetual.add(trace_id)
+            change(self, trace_id)
             self.transforming = len(self) > len(self.perpetual)
 
 
