@@ -534,3 +534,35 @@ def test_answers_in_buffers_stack_with_answers_of_examples_run_alone(monkeypatch
                 assert onp.array_equal(got["pair"][0],
                                        onp.stack([a["pair"][0] for a in loop]))
                 assert onp.array_equal(got["pair"][1], onp.array([a["pair"][1] for a in loop]))
+
+
+def test_a_batch_of_one_example_runs_the_function_once_as_the_loop():
+    # (one example: the loop is the whole batch; before, its run met the arrays outside
+    # the function made read-only, raised, and ran again: two calls, one side effect twice)
+    calls, total = [], onp.zeros(3)
+
+    def accumulate(x):
+        calls.append(type(x))
+        total[...] += x
+        return total * 2.0
+
+    xs = R.normal(size=(1, 3))
+    got = cr.vmap(accumulate)(xs)
+    assert calls == [onp.ndarray]
+    onp.testing.assert_array_equal(total, xs[0])
+    onp.testing.assert_array_equal(got, 2.0 * xs)
+
+
+def test_a_first_call_of_two_examples_runs_the_second_alone_too():
+    # (after example 0 alone, a batched run of the one example left costs more than its
+    # run alone, which the loop makes anyway)
+    seen = []
+
+    def f(x):
+        seen.append(type(x))
+        return np.sin(x) * 2.0
+
+    xs = R.normal(size=(2, 3))
+    got = cr.vmap(f)(xs)
+    assert seen == [onp.ndarray, onp.ndarray]
+    onp.testing.assert_array_equal(got, onp.stack([onp.sin(x) * 2.0 for x in xs]))

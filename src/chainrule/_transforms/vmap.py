@@ -328,8 +328,8 @@ class _Call:
 
     def answer(self) -> Any:
         memory = self.memory
-        if memory.loop_calls:
-            memory.loop_calls -= 1
+        if memory.loop_calls or self.size == 1:  # (one example: the loop is the batch)
+            memory.loop_calls -= bool(memory.loop_calls)
             if self.randomness != "different":  # (the loop draws as the loop otherwise)
                 self._look_outside()
             return self._assembled([self._the_loop()])
@@ -383,8 +383,6 @@ class _Call:
         """The answers by batched runs: the whole batch, then (where the examples split)
         each group that the budget affords, the largest first; the examples left run one by
         one, in one pass."""
-        if self.size == 1:
-            return [self._the_loop()]
         parts, todo, loose = [], [], []  # (loose: arrays of examples)
         # (what an example cost in an earlier call of this kind bounds the first run: a
         # decision late in the function is met only after most of the batch's work)
@@ -396,7 +394,10 @@ class _Call:
             parts.append(self._one_by_one(batch[:1], timed=True))
             self.estimate = self.per_example()
             batch = batch[1:]
-        self._sort_out(self._batched(batch, len(batch)), parts, todo, loose)
+        if len(batch) == 1:  # (one example left: a batched run of it costs more than it)
+            loose.append(batch)
+        else:
+            self._sort_out(self._batched(batch, len(batch)), parts, todo, loose)
         while todo:
             todo.sort(key=len)
             group = todo.pop()  # the largest first: it gains most from running batched
@@ -657,9 +658,15 @@ def _groups(examples, keys: list) -> list:
 def _batch_of(leaf, axis: int, examples):
     """The argument's values for ``examples``, the batch as axis 0, in memory of their own
     (the function may write into its arguments; the caller's arrays stay as they are)."""
+    if type(leaf) is _np.ndarray:  # (NumPy's own calls: nothing to trace)
+        if len(examples) == leaf.shape[axis]:
+            batch = leaf.copy(order="K") if not axis else _np.moveaxis(leaf, axis, 0).copy(
+                order="K")
+        else:
+            batch = _np.take(leaf, examples, axis=axis)  # (a copy)
+            batch = _np.moveaxis(batch, axis, 0) if axis else batch
+        return batch
     if len(examples) == anp.shape(leaf)[axis]:
-        if not axis and type(leaf) is _np.ndarray:
-            return leaf.copy(order="K")
         batch = anp.moveaxis(leaf, axis, 0)
         # (a traced copy too: under jit, an answer that is the argument is a fresh array)
         return batch.copy(order="K") if type(batch) is _np.ndarray else anp.copy(batch)
