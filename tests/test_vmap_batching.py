@@ -566,3 +566,48 @@ def test_a_first_call_of_two_examples_runs_the_second_alone_too():
     got = cr.vmap(f)(xs)
     assert seen == [onp.ndarray, onp.ndarray]
     onp.testing.assert_array_equal(got, onp.stack([onp.sin(x) * 2.0 for x in xs]))
+
+
+def test_nested_vmaps_that_cannot_run_batched_run_the_loop_of_loops_once():
+    # (a decision differing along both vmaps' examples: the outer runs its examples one by
+    # one, each the inner function's loop; before, each outer example, and example 0 alone
+    # inside the outer's batched run, made an inner batched attempt, split and fell back)
+    seen = []
+
+    def decide(x, y):
+        seen.append((type(x), type(y)))
+        return x * y if x > y else x - y
+
+    a, b = R.normal(size=6), R.normal(size=5)
+    nested = cr.vmap(cr.vmap(decide, in_axes=(None, 0)), in_axes=(0, None))
+    want = onp.array([[decide(x, y) for y in b] for x in a])
+    for call in range(2):
+        seen.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", VmapFallbackWarning)
+            got = nested(a, b)
+        onp.testing.assert_array_equal(got, want)
+        batched_runs = [kinds for kinds in seen if batched.BatchedArray in kinds]
+        assert len(batched_runs) <= (1 if call == 0 else 0)
+        assert len(seen) - len(batched_runs) == 30  # each pair once, as the loop
+
+
+def test_a_function_that_wraps_a_mapped_function_runs_its_own_body_per_example():
+    # (functools.wraps copies the mapped function's attributes: the wrapper is not it)
+    import functools
+    inner = cr.vmap(lambda x: np.sin(x) if np.sum(x) > 0 else np.cos(x))
+    calls = []
+
+    @functools.wraps(inner)
+    def wrapper(x):
+        calls.append(onp.shape(x))
+        return inner(x) * 2.0
+
+    xs = R.normal(size=(4, 3, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VmapFallbackWarning)
+        got = cr.vmap(wrapper)(xs)
+    want = onp.stack([2.0 * onp.stack([onp.sin(r) if r.sum() > 0 else onp.cos(r) for r in x])
+                      for x in xs])
+    onp.testing.assert_allclose(got, want, rtol=1e-15)
+    assert len(calls) >= 4 and calls[-1] == (3, 2)

@@ -139,15 +139,33 @@ def vmap(
         raise ValueError(f"vmap: randomness must be one of {', '.join(map(repr, RANDOMNESS))}"
                          f"; got {randomness!r}.")
 
-    @wraps(fun)
-    def mapped(*args: Any, **kwargs: Any) -> Any:
+    def call(args: tuple, kwargs: dict) -> _Call:
         leaves, axes, treedef, size, flat = _mapped_arguments(args, kwargs, in_axes,
                                                               axis_size)
-        return _Call(fun, leaves, axes, treedef, size, flat, out_axes, randomness,
-                     memory).answer()
+        return _Call(fun, leaves, axes, treedef, size, flat, out_axes, randomness, memory)
+
+    @wraps(fun)
+    def mapped(*args: Any, **kwargs: Any) -> Any:
+        return call(args, kwargs).answer()
+
+    def as_the_loop(*args: Any, **kwargs: Any) -> Any:
+        return call(args, kwargs).loop_answer()
 
     memory = _Memory()
+    # (after wraps, which copies the __dict__ of fun: an inner mapped function's own pair)
+    mapped._vmap_as_the_loop = (mapped, as_the_loop)
     return mapped
+
+
+def _example_function(fun: Callable) -> Callable:
+    """What vmap calls for one example where it runs ``fun`` example by example: ``fun``
+    itself, or where ``fun`` is a mapped function (nested vmaps), ``fun`` run as its loop.
+    (The outer vmap's examples run one by one where its batch cannot run at once, which a
+    run of the inner batch would meet again: the loop of loops, without an inner attempt
+    per outer example, each a batched run, a split and a fallback of its own.)"""
+    own = getattr(fun, "_vmap_as_the_loop", None)
+    # (a function that functools.wraps a mapped one copies the pair: its own body runs)
+    return own[1] if type(own) is tuple and own[0] is fun else fun
 
 
 class _Memory:
@@ -330,9 +348,7 @@ class _Call:
         memory = self.memory
         if memory.loop_calls or self.size == 1:  # (one example: the loop is the batch)
             memory.loop_calls -= bool(memory.loop_calls)
-            if self.randomness != "different":  # (the loop draws as the loop otherwise)
-                self._look_outside()
-            return self._assembled([self._the_loop()])
+            return self.loop_answer()
         self._look_outside()
         # (no run but the loop writes outside the function: its writes show who needs it)
         self.read_only = reach.ReadOnly(self.outside_arrays)
@@ -353,6 +369,16 @@ class _Call:
         else:
             memory.backoff = 0
         return self._assembled(parts)
+
+    def loop_answer(self) -> Any:
+        """The answer of the loop itself (no batched run)."""
+        if self.randomness != "different":  # (the loop draws as the loop otherwise)
+            self._look_outside()
+        return self._assembled([self._the_loop()])
+
+    @functools.cached_property
+    def example_function(self) -> Callable:
+        return _example_function(self.fun)
 
     @functools.cached_property
     def kind(self) -> tuple:
@@ -388,7 +414,7 @@ class _Call:
         # decision late in the function is met only after most of the batch's work)
         self.estimate = self.memory.estimates.get(self.kind)
         batch = _np.arange(self.size)
-        if self.estimate is None and self.size > 1:
+        if self.estimate is None and self.size > 1 and not self._inside_a_batch():
             # (a first call: example 0 alone, the loop's own run of it, tells what an
             # example costs, so the batched run of the others has a deadline too)
             parts.append(self._one_by_one(batch[:1], timed=True))
@@ -417,6 +443,12 @@ class _Call:
         if loose:
             parts.append(self._one_by_one(_np.sort(_np.concatenate(loose))))
         return parts
+
+    def _inside_a_batch(self) -> bool:
+        """Are some arguments batched by an outer vmap's run? (Its example 0 alone would
+        decide on the outer batch, splitting it by this call's example 0, and the outer
+        run's own deadline bounds this call.)"""
+        return any(type(leaf) is BatchedArray for leaf in self.leaves)
 
     def _sort_out(self, outcome, parts: list, todo: list, loose: list) -> None:
         """A batched run's outcome: answers, groups to run, or examples to run one by one."""
@@ -506,7 +538,7 @@ class _Call:
             if timed or self.randomness == "same" and self.watch_draws or self.shared_draws:
                 answers = [self._one(sliced, watch=not timed) for sliced in zip(*columns)]
             elif self.flat:
-                answers = list(map(self.fun, *columns))
+                answers = list(map(self.example_function, *columns))
             else:
                 answers = [self._one(sliced, watch=False) for sliced in zip(*columns)]
         except Exception as error:
@@ -525,10 +557,10 @@ class _Call:
         self._before_run()
         start = time.perf_counter()
         if self.flat:
-            answer = self.fun(*sliced)
+            answer = self.example_function(*sliced)
         else:
             call_args, call_kwargs = tree_unflatten(self.treedef, sliced)
-            answer = self.fun(*call_args, **call_kwargs)
+            answer = self.example_function(*call_args, **call_kwargs)
         self.example_times.append(time.perf_counter() - start)
         if watch:
             self._after_run()  # (randomness "same": from the first draw on, restore each)
