@@ -611,3 +611,29 @@ def test_a_function_that_wraps_a_mapped_function_runs_its_own_body_per_example()
                       for x in xs])
     onp.testing.assert_allclose(got, want, rtol=1e-15)
     assert len(calls) >= 4 and calls[-1] == (3, 2)
+
+
+def test_every_batched_run_of_a_call_has_a_deadline_the_runs_after_a_split_too(monkeypatch):
+    # (a group's batched run after a split could take as long as it liked: the budget was
+    # checked before it started, from the mean of the runs before it)
+    from chainrule._transforms import vmap as vmap_module
+    deadlines = []
+    deadline_of = vmap_module._Call._deadline
+    monkeypatch.setattr(vmap_module._Call, "_deadline", lambda self, left: deadlines.append(
+        deadline_of(self, left)))  # (recorded, then None: no run is stopped)
+    monkeypatch.setattr(vmap_module._Call, "_affordable", lambda self, left: True)
+
+    def f(x):
+        y = np.sin(x) * 2.0
+        if y[0] > 0:
+            return y - x[1]
+        return np.cos(y)
+
+    xs = R.normal(size=(16, 3))
+    xs[:, 0] = onp.where(onp.arange(16) % 2, 1.0, -1.0)  # (two groups of 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VmapFallbackWarning)
+        got = cr.vmap(f)(xs)
+    onp.testing.assert_array_equal(got, onp.stack([f(x) for x in xs]))
+    assert len(deadlines) >= 3  # the whole batch, then each group's
+    assert all(deadline is not None for deadline in deadlines)

@@ -478,12 +478,12 @@ class _Call:
         return spent + batched_run + left * per_example <= _SPLIT_BUDGET * self.size * per_example
 
     def _deadline(self, left: int) -> float | None:
-        """When the call's first batched run must stop for the call to stay within the split
-        budget with ``left`` examples still to run one by one (None: no deadline; the runs
-        after a split are bounded by ``_affordable``, and what an example costs may be
-        unknown)."""
-        per_example = self.estimate
-        if self.batched_runs or per_example is None:
+        """When a batched run must stop for the call to stay within the split budget with
+        ``left`` examples (its own included) still to run one by one: each run's, the
+        first's and those after a split (None: what an example costs is unknown, as for an
+        inner vmap's first call inside an outer batched run)."""
+        per_example = self.per_example() if self.examples_run else self.estimate
+        if per_example is None:
             return None
         return self.started + (_SPLIT_BUDGET * self.size - left) * per_example
 
