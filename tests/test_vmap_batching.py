@@ -637,3 +637,33 @@ def test_every_batched_run_of_a_call_has_a_deadline_the_runs_after_a_split_too(m
     onp.testing.assert_array_equal(got, onp.stack([f(x) for x in xs]))
     assert len(deadlines) >= 3  # the whole batch, then each group's
     assert all(deadline is not None for deadline in deadlines)
+
+
+@pytest.mark.parametrize("answer", [
+    lambda x, y: x * y if x > y else x - y,  # NumPy scalars
+    lambda x, y: float(x * y) if x > y else float(x - y),  # Python floats
+    lambda x, y: 1 if x > y else 0,  # Python ints
+    lambda x, y: onp.array([x, y]) if x > y else onp.array([y, 2.0]),  # arrays of one shape
+    lambda x, y: {"b": x * y, "a": (x - y, 1.0)} if x > y else {"b": x, "a": (y, 2.0)},
+    lambda x, y: x if x > y else 3,  # scalars of two types
+    lambda x, y: np.sin(x) * y if x > y else np.cos(y),  # chainrule's arrays
+])
+@pytest.mark.parametrize("out_axes", [0, 1])
+def test_the_loop_of_loops_answers_as_the_nested_loop(answer, out_axes):
+    # (a decision differing along both vmaps: the loop of loops, stacked at once where
+    # every answer is a scalar of one type or an array of one shape, else row by row)
+    a, b = R.normal(size=4), R.normal(size=3)
+    nested = cr.vmap(cr.vmap(answer, in_axes=(None, 0)), in_axes=(0, None), out_axes=out_axes)
+    rows = [[answer(x, y) for y in b] for x in a]
+    want_tree = cr.tree_flatten(rows[0][0])[1]
+    for _ in range(2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", VmapFallbackWarning)
+            got = nested(a, b)
+        got_leaves, got_tree = cr.tree_flatten(got)
+        assert got_tree == want_tree
+        for k, leaf in enumerate(got_leaves):
+            want = onp.array([[cr.tree_flatten(v)[0][k] for v in row] for row in rows])
+            want = onp.moveaxis(want, 0, out_axes)
+            assert leaf.dtype == want.dtype
+            onp.testing.assert_array_equal(leaf, want)

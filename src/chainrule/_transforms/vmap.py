@@ -148,21 +148,51 @@ def vmap(
     def mapped(*args: Any, **kwargs: Any) -> Any:
         return call(args, kwargs).answer()
 
-    def as_the_loop(*args: Any, **kwargs: Any) -> Any:
-        return call(args, kwargs).loop_answer()
-
     memory = _Memory()
     # (after wraps, which copies the __dict__ of fun: an inner mapped function's own pair)
-    mapped._vmap_as_the_loop = (mapped, as_the_loop)
+    mapped._vmap_as_the_loop = (mapped, _AsTheLoop(call))
     return mapped
+
+
+class _AsTheLoop:
+    """A mapped function run as its loop, where an outer vmap runs its examples one by one
+    (nested vmaps): the loop of loops. (The outer batch could not run at once, and a run of
+    the inner batch would meet that again: no inner batched attempt, split and fallback
+    per outer example.) ``call(args, kwargs)``: the mapped function's _Call of them."""
+
+    __slots__ = ("call",)
+
+    def __init__(self, call: Callable):
+        self.call = call
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.call(args, kwargs).loop_answer()
+
+    def rows(self, rows: list) -> list:
+        """Its answers for each row of positional arguments, in order. Where every row's
+        examples answer scalars of one type, or arrays of one shape, they are stacked at
+        once (the per-row stacks cost more than a cheap function's calls)."""
+        calls = [self.call(row, {}) for row in rows]
+        if not all(call.flat and call.size and type(call.out_axes) is int
+                   and call.out_axes == 0 and call.randomness == "different"
+                   for call in calls):
+            return [call.loop_answer() for call in calls]
+        answers = [call.loop_answers() for call in calls]
+        flat = [answer for row in answers for answer in row]
+        first = flat[0]
+        kinds = set(map(type, flat))
+        if len({len(row) for row in answers}) == 1 and len(kinds) == 1 and (
+                type(first) in _SCALARS or type(first) is _np.ndarray
+                and len({a.shape for a in flat}) == 1):
+            stacked = _np.array(flat) if type(first) in _SCALARS else _np.stack(flat)
+            return list(stacked.reshape((len(rows), -1) + stacked.shape[1:]))
+        return [call._assembled([_stacked_part(_np.arange(call.size), row)])
+                for call, row in zip(calls, answers)]
 
 
 def _example_function(fun: Callable) -> Callable:
     """What vmap calls for one example where it runs ``fun`` example by example: ``fun``
-    itself, or where ``fun`` is a mapped function (nested vmaps), ``fun`` run as its loop.
-    (The outer vmap's examples run one by one where its batch cannot run at once, which a
-    run of the inner batch would meet again: the loop of loops, without an inner attempt
-    per outer example, each a batched run, a split and a fallback of its own.)"""
+    itself, or where ``fun`` is a mapped function, ``fun`` run as its loop (_AsTheLoop)."""
     own = getattr(fun, "_vmap_as_the_loop", None)
     # (a function that functools.wraps a mapped one copies the pair: its own body runs)
     return own[1] if type(own) is tuple and own[0] is fun else fun
@@ -376,6 +406,11 @@ class _Call:
             self._look_outside()
         return self._assembled([self._the_loop()])
 
+    def loop_answers(self) -> list:
+        """The loop's answer of each example, not stacked (randomness "different")."""
+        self.in_order = True
+        return self._answers_one_by_one(_np.arange(self.size))
+
     @functools.cached_property
     def example_function(self) -> Callable:
         return _example_function(self.fun)
@@ -531,12 +566,18 @@ class _Call:
         timed alone, to know what an example costs."""
         if not len(examples):
             return self._stand_in()
+        return _stacked_part(examples, self._answers_one_by_one(examples, timed))
+
+    def _answers_one_by_one(self, examples, timed: bool = False) -> list:
+        """The answers of the function called once per example (see _one_by_one)."""
         columns = [itertools.repeat(leaf, len(examples)) if ax is None else
                    _examples_of(leaf, ax, examples) for leaf, ax in zip(self.leaves, self.axes)]
         start = time.perf_counter()
         try:
             if timed or self.randomness == "same" and self.watch_draws or self.shared_draws:
                 answers = [self._one(sliced, watch=not timed) for sliced in zip(*columns)]
+            elif self.flat and type(self.example_function) is _AsTheLoop:  # (nested vmaps)
+                answers = self.example_function.rows(list(zip(*columns)))
             elif self.flat:
                 answers = list(map(self.example_function, *columns))
             else:
@@ -550,7 +591,7 @@ class _Call:
         self.examples_run += len(examples)
         if self.watch_draws:
             self._after_run()
-        return _stacked_part(examples, answers)
+        return answers
 
     def _one(self, sliced, watch: bool):
         """The function on one example's argument leaves (timed alone)."""
