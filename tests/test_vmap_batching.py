@@ -469,6 +469,13 @@ def test_nested_vmaps_answering_one_value_twice_keep_their_structure_when_split(
             got[key], onp.array([[w[key] for w in row] for row in want]))
 
 
+def _two_branches(x):
+    y = np.sin(x) * 2.0
+    if y[0] > 0:
+        return y - x[1]
+    return np.cos(y)
+
+
 @pytest.mark.parametrize("calls", [1, 3])
 def test_runs_stopped_at_their_deadline_answer_as_the_loop_without_a_note(monkeypatch, calls):
     # every batched run stops at its first primitive: the loop's answers, bit for bit,
@@ -476,15 +483,9 @@ def test_runs_stopped_at_their_deadline_answer_as_the_loop_without_a_note(monkey
     from chainrule._transforms import vmap as vmap_module
     monkeypatch.setattr(vmap_module._Call, "_deadline", lambda self, left: time.perf_counter() - 1)
 
-    def f(x):
-        y = np.sin(x) * 2.0
-        if y[0] > 0:
-            return y - x[1]
-        return np.cos(y)
-
     xs = R.normal(size=(9, 3))
-    want = onp.stack([f(x) for x in xs])
-    mapped = cr.vmap(f)
+    want = onp.stack([_two_branches(x) for x in xs])
+    mapped = cr.vmap(_two_branches)
     with warnings.catch_warnings():
         warnings.simplefilter("error", VmapFallbackWarning)
         for _ in range(calls):
@@ -623,18 +624,12 @@ def test_every_batched_run_of_a_call_has_a_deadline_the_runs_after_a_split_too(m
         deadline_of(self, left)))  # (recorded, then None: no run is stopped)
     monkeypatch.setattr(vmap_module._Call, "_affordable", lambda self, left: True)
 
-    def f(x):
-        y = np.sin(x) * 2.0
-        if y[0] > 0:
-            return y - x[1]
-        return np.cos(y)
-
     xs = R.normal(size=(16, 3))
     xs[:, 0] = onp.where(onp.arange(16) % 2, 1.0, -1.0)  # (two groups of 8)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", VmapFallbackWarning)
-        got = cr.vmap(f)(xs)
-    onp.testing.assert_array_equal(got, onp.stack([f(x) for x in xs]))
+        got = cr.vmap(_two_branches)(xs)
+    onp.testing.assert_array_equal(got, onp.stack([_two_branches(x) for x in xs]))
     assert len(deadlines) >= 3  # the whole batch, then each group's
     assert all(deadline is not None for deadline in deadlines)
 
