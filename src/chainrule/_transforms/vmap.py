@@ -364,6 +364,7 @@ class _Call:
         self.fun, self.leaves, self.axes, self.treedef = fun, leaves, axes, treedef
         self.size, self.out_axes, self.randomness, self.memory = size, out_axes, randomness, memory
         self.flat = flat  # positional arrays only (the usual call): examples need no tree
+        self.example_function = _example_function(fun)  # (what runs one example alone)
         self.started = time.perf_counter()
         self.example_times: list = []  # of examples run alone
 
@@ -410,10 +411,6 @@ class _Call:
         """The loop's answer of each example, not stacked (randomness "different")."""
         self.in_order = True
         return self._answers_one_by_one(_np.arange(self.size))
-
-    @functools.cached_property
-    def example_function(self) -> Callable:
-        return _example_function(self.fun)
 
     @functools.cached_property
     def kind(self) -> tuple:
