@@ -299,7 +299,7 @@ def test_nested_vmap_with_a_decision_of_the_inner_examples():
     onp.testing.assert_allclose(got, want, rtol=1e-15)
 
 
-def test_what_cannot_run_batched_falls_back_to_the_loop():
+def test_what_cannot_run_batched_falls_back_to_the_loop(without_deadlines):
     def f(x):
         plain = onp.asarray(x)  # leaves chainrule: only a per-example call can do this
         return np.sum(x * plain.shape[0])
@@ -662,3 +662,24 @@ def test_the_loop_of_loops_answers_as_the_nested_loop(answer, out_axes):
             want = onp.moveaxis(want, 0, out_axes)
             assert leaf.dtype == want.dtype
             onp.testing.assert_array_equal(leaf, want)
+
+
+@pytest.mark.parametrize("time_left, batched_runs", [(0.5, 0), (1e6, 1)])
+def test_a_batched_run_starts_only_with_the_time_of_an_example_before_its_deadline(
+        monkeypatch, time_left, batched_runs):
+    # (a batched run costs at least an example's run: with less time than that left, its
+    # run was sure to be stopped at the deadline, and wasted)
+    from chainrule._transforms import vmap as vmap_module
+    monkeypatch.setattr(vmap_module._Call, "_deadline", lambda self, left: (
+        time.perf_counter() + time_left * self.per_example()))
+    seen = []
+
+    def f(x):
+        seen.append(type(x))
+        return np.sin(x) * 2.0
+
+    xs = R.normal(size=(6, 3))
+    got = cr.vmap(f)(xs)
+    onp.testing.assert_array_equal(got, onp.stack([onp.sin(x) * 2.0 for x in xs]))
+    assert seen.count(batched.BatchedArray) == batched_runs
+    assert seen.count(onp.ndarray) == (1 if batched_runs else 6)

@@ -452,10 +452,11 @@ class _Call:
             parts.append(self._one_by_one(batch[:1], timed=True))
             self.estimate = self.per_example()
             batch = batch[1:]
-        if len(batch) == 1:  # (one example left: a batched run of it costs more than it)
-            loose.append(batch)
+        deadline = self._deadline(len(batch))
+        if len(batch) == 1 or not self._in_time_for_a_run(deadline):
+            loose.append(batch)  # (a batched run of one example costs more than its run)
         else:
-            self._sort_out(self._batched(batch, len(batch)), parts, todo, loose)
+            self._sort_out(self._batched(batch, deadline), parts, todo, loose)
         while todo:
             todo.sort(key=len)
             group = todo.pop()  # the largest first: it gains most from running batched
@@ -467,7 +468,7 @@ class _Call:
                 continue
             left = len(group) + sum(map(len, loose)) + sum(map(len, todo))
             if len(group) > 1 and self._affordable(left):
-                self._sort_out(self._batched(group, left), parts, todo, loose)
+                self._sort_out(self._batched(group, self._deadline(left)), parts, todo, loose)
             else:
                 # (no run since: every group left is as unaffordable, or of one example)
                 loose += [group] + todo
@@ -509,6 +510,13 @@ class _Call:
         spent = time.perf_counter() - self.started
         return spent + batched_run + left * per_example <= _SPLIT_BUDGET * self.size * per_example
 
+    def _in_time_for_a_run(self, deadline: float | None) -> bool:
+        """Could a batched run finish before its deadline? (It makes every call an example
+        makes, each at least as dear: it costs at least what an example alone costs. A small
+        batch may have less time than that left, its run sure to be stopped and wasted.)"""
+        per_example = self.per_example() if self.examples_run else self.estimate
+        return deadline is None or deadline - time.perf_counter() >= per_example
+
     def _deadline(self, left: int) -> float | None:
         """When a batched run must stop for the call to stay within the split budget with
         ``left`` examples (its own included) still to run one by one: each run's, the
@@ -519,11 +527,11 @@ class _Call:
             return None
         return self.started + (_SPLIT_BUDGET * self.size - left) * per_example
 
-    def _batched(self, examples, left: int):
-        """One call of the function on the batch of ``examples`` (``left``: the examples
-        without an answer, these included): their answers (a _Part), or the signal that
-        stopped it (BatchSplit, BatchUnsupported), with ``.examples`` set."""
-        trace = BatchTrace(len(examples), deadline=self._deadline(left))
+    def _batched(self, examples, deadline: float | None):
+        """One call of the function on the batch of ``examples`` (stopped at ``deadline``, see
+        _deadline): their answers (a _Part), or the signal that stopped it (BatchSplit,
+        BatchUnsupported), with ``.examples`` set."""
+        trace = BatchTrace(len(examples), deadline=deadline)
         live_trace_ids.add(trace.id)
         start = time.perf_counter()
         self._before_run()
