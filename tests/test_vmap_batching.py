@@ -557,16 +557,17 @@ def test_a_batch_of_one_example_runs_the_function_once_as_the_loop():
 def test_a_first_call_of_two_examples_runs_the_second_alone_too():
     # (after example 0 alone, a batched run of the one example left costs more than its
     # run alone, which the loop makes anyway)
-    seen = []
+    seen, xs = [], R.normal(size=(2, 3))
+    onp.testing.assert_array_equal(cr.vmap(_sine_seen_by(seen))(xs), 2.0 * onp.sin(xs))
+    assert seen == [onp.ndarray, onp.ndarray]
 
+
+def _sine_seen_by(seen: list):
+    """2 sin(x), noting the type of each x it is called with in ``seen``."""
     def f(x):
         seen.append(type(x))
         return np.sin(x) * 2.0
-
-    xs = R.normal(size=(2, 3))
-    got = cr.vmap(f)(xs)
-    assert seen == [onp.ndarray, onp.ndarray]
-    onp.testing.assert_array_equal(got, onp.stack([onp.sin(x) * 2.0 for x in xs]))
+    return f
 
 
 def test_nested_vmaps_that_cannot_run_batched_run_the_loop_of_loops_once():
@@ -672,14 +673,7 @@ def test_a_batched_run_starts_only_with_the_time_of_an_example_before_its_deadli
     from chainrule._transforms import vmap as vmap_module
     monkeypatch.setattr(vmap_module._Call, "_deadline", lambda self, left: (
         time.perf_counter() + time_left * self.per_example()))
-    seen = []
-
-    def f(x):
-        seen.append(type(x))
-        return np.sin(x) * 2.0
-
-    xs = R.normal(size=(6, 3))
-    got = cr.vmap(f)(xs)
-    onp.testing.assert_array_equal(got, onp.stack([onp.sin(x) * 2.0 for x in xs]))
+    seen, xs = [], R.normal(size=(6, 3))
+    onp.testing.assert_array_equal(cr.vmap(_sine_seen_by(seen))(xs), 2.0 * onp.sin(xs))
     assert seen.count(batched.BatchedArray) == batched_runs
     assert seen.count(onp.ndarray) == (1 if batched_runs else 6)
