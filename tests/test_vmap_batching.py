@@ -677,3 +677,21 @@ def test_a_batched_run_starts_only_with_the_time_of_an_example_before_its_deadli
     onp.testing.assert_array_equal(cr.vmap(_sine_seen_by(seen))(xs), 2.0 * onp.sin(xs))
     assert seen.count(batched.BatchedArray) == batched_runs
     assert seen.count(onp.ndarray) == (1 if batched_runs else 6)
+
+
+def test_the_loop_of_loops_stacks_each_row_before_the_next_writes_into_its_answer():
+    # (contract case 969: each example answers the closure array it writes s into; the
+    # loop of loops stacks each row's answers as the row ends, before the next row writes)
+    buffer = onp.zeros(2)
+
+    def f(x, s):
+        buffer[0] = float(s) if x > s else -float(s)
+        return buffer
+
+    xs, ss = R.normal(size=3), R.normal(size=4)
+    want = onp.stack([onp.stack([f(x, s) for x in xs]) for s in ss])  # (the loop of loops)
+    buffer[:] = 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VmapFallbackWarning)
+        got = cr.vmap(cr.vmap(f, in_axes=(0, None)), in_axes=(None, 0))(xs, ss)
+    onp.testing.assert_array_equal(got, want)

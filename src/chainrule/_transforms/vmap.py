@@ -170,24 +170,29 @@ class _AsTheLoop:
 
     def rows(self, rows: list) -> list:
         """Its answers for each row of positional arguments, in order. Where every row's
-        examples answer scalars of one type, or arrays of one shape, they are stacked at
-        once (the per-row stacks cost more than a cheap function's calls)."""
+        examples answer scalars of one type, they are stacked at once (the per-row stacks
+        cost more than a cheap function's calls); any other row is stacked as it ends, as
+        the loop of loops stacks it (a later row may write into an array it answered)."""
         calls = [self.call(row, {}) for row in rows]
         if not all(call.flat and call.size and type(call.out_axes) is int
                    and call.out_axes == 0 and call.randomness == "different"
                    for call in calls):
             return [call.loop_answer() for call in calls]
-        answers = [call.loop_answers() for call in calls]
-        flat = [answer for row in answers for answer in row]
-        first = flat[0]
-        kinds = set(map(type, flat))
-        if len({len(row) for row in answers}) == 1 and len(kinds) == 1 and (
-                type(first) in _SCALARS or type(first) is _np.ndarray
-                and len({a.shape for a in flat}) == 1):
-            stacked = _np.array(flat) if type(first) in _SCALARS else _np.stack(flat)
-            return list(stacked.reshape((len(rows), -1) + stacked.shape[1:]))
-        return [call._assembled([_stacked_part(_np.arange(call.size), row)])
-                for call, row in zip(calls, answers)]
+        answers, waiting, scalars = [], [], set()
+        for call in calls:
+            row = call.loop_answers()
+            kind = type(row[0])
+            waits = kind in _SCALARS and all(type(answer) is kind for answer in row)
+            if waits:
+                scalars.add(kind)  # (immutable: they may wait for the other rows)
+            else:
+                row = call._assembled([_stacked_part(_np.arange(call.size), row)])
+            answers.append(row)
+            waiting.append(waits)
+        if all(waiting) and len(scalars) == 1 and len({len(row) for row in answers}) == 1:
+            return list(_np.array([a for row in answers for a in row]).reshape(len(rows), -1))
+        return [call._assembled([_stacked_part(_np.arange(call.size), row)]) if waits else row
+                for call, row, waits in zip(calls, answers, waiting)]
 
 
 def _example_function(fun: Callable) -> Callable:
