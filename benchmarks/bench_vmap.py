@@ -2,7 +2,8 @@
 
     OPENBLAS_NUM_THREADS=1 python -m benchmarks.bench_vmap [--skip-large] [--only ...]
 
-Sections (``--only gradients,control,rules,programs``):
+Sections (``--only gradients,control,rules,programs,contract``; ``--verbose`` prints the
+programs and cases over 1.5 times the loop):
 
 - gradients: per-example gradients at batch 256 of an MLP 32-64-1 (squared error), where a
   Python loop's overhead dominates, and of an MLP 784-256-256-10 (``--skip-large`` leaves
@@ -19,12 +20,16 @@ Sections (``--only gradients,control,rules,programs``):
 - rules: primitives that ran once per example before their batching rules (kron, cov,
   bincount, SciPy's solve_triangular).
 - programs: the vmap contract's generated programs with decisions (tests/contracts/vmap.py),
-  batch 128: the largest and the median ratio of vmap's time to the loop's, first calls
-  and later calls.
+  batch 128: the distribution of vmap's time over the loop's (median, largest, how many
+  over 1.5x), first calls and later calls.
+- contract: the vmap contract's own first 200 cases at seed 0 (its modes, nested vmaps and
+  grad included, and its batches of 1 to 8 examples), less jit(vmap), empty batches and
+  cases whose loop raises: the same distribution.
 
 Times are the least CPU time (``time.process_time``: the machine is shared; JAX's by the
 wall clock, its worker threads spin on after a call) of several runs, vmap and the loop
-taking turns; every answer is checked against the loop's first.
+taking turns; every answer is checked against the loop's first (the contract section's
+by the contract itself, ``python -m tests.contracts --only vmap``).
 """
 
 from __future__ import annotations
@@ -217,8 +222,11 @@ def rolls_then_decision(x):
     return x * float(np.max(x))
 
 
-def _seconds(fn) -> float:
-    """The CPU time of one call (this process's: the 2-core machine is shared)."""
+def _seconds(fn, prepare=None) -> float:
+    """The CPU time of one call (this process's: the 2-core machine is shared), after
+    ``prepare()`` (untimed)."""
+    if prepare is not None:
+        prepare()
     start = time.process_time()
     fn()
     return time.process_time() - start
@@ -299,14 +307,15 @@ def run_rules(repeats: int = 15) -> list[tuple[str, float, float, float]]:
 
 
 # ----------------------------------------------------------------------------- programs
-def run_programs(count: int = 200, batch: int = 128) -> list[tuple[str, float, float, float]]:
-    """The contract's generated programs that decide on their data, at batch ``batch``."""
+def run_programs(count: int = 200, batch: int = 128, verbose: bool = False):
+    """The contract's generated programs that decide on their data, at batch ``batch``:
+    the distribution of vmap's time over the loop's (first calls, later calls)."""
     from tests.contracts import _programs
 
     hazards = {"branch", "loop", "convert", "nonsmooth", "index", "inplace"}
-    ratios_first, ratios_later = [], []
+    firsts, laters, skipped = [], [], 0
     rng = onp.random.default_rng(4)
-    while len(ratios_first) < count:
+    while len(firsts) < count:
         p = _programs.generate(rng, hazards, output="vec", dtype="float64")
         if not p.hazards & {"branch", "loop", "convert"}:
             continue
@@ -322,12 +331,86 @@ def run_programs(count: int = 200, batch: int = 128) -> list[tuple[str, float, f
                 first, later, looped = _first_and_later(
                     lambda p=p: cr.vmap(p.fn, in_axes=(0, None)), (xs, s), loop, repeats=3)
             except (FloatingPointError, ValueError, ArithmeticError):
+                skipped += 1
                 continue
-        ratios_first.append(first / looped)
-        ratios_later.append(later / looped)
-    return [(f"{count} programs: largest ratio", max(ratios_first), max(ratios_later), 1.0),
-            (f"{count} programs: median ratio", float(onp.median(ratios_first)),
-             float(onp.median(ratios_later)), 1.0)]
+        firsts.append(first / looped)
+        laters.append(later / looped)
+        if verbose and max(first, later) > 1.5 * looped:
+            print(f"program {len(firsts) - 1}: loop {looped * 1e3:.2f} ms, first "
+                  f"{first / looped:.2f}x, later {later / looped:.2f}x\n{p.source}")
+    return _distribution(firsts, laters, skipped)
+
+
+# ----------------------------------------------------------------------------- contract
+def _contract_case_rows(case, repeats: int):
+    """(first call, later call, loop) least CPU seconds of one contract case, or None where
+    the loop raises or its answers cannot be stacked (nothing to compare with)."""
+    from tests.contracts import vmap as contract
+
+    p = case.program
+
+    def start():  # (closure arrays and random generators as the contract starts them)
+        contract._start(p)
+
+    def loop():
+        return contract._stack_tree(contract._loop(case, case.xs, case.s))
+
+    def mapped_call(mapped):
+        return mapped(case.xs, case.s)
+
+    try:
+        start()
+        loop()
+    except Exception:  # noqa: BLE001  (the loop raises: vmap raises its error too)
+        return None
+    later_fn = contract._mapped(case)
+    start()
+    mapped_call(later_fn)
+    first, later, looped = float("inf"), float("inf"), float("inf")
+    for _ in range(repeats):
+        fresh = contract._mapped(case)
+        first = min(first, _seconds(lambda fresh=fresh: mapped_call(fresh), start))
+        later = min(later, _seconds(lambda: mapped_call(later_fn), start))
+        looped = min(looped, _seconds(loop, start))
+    return first, later, looped
+
+
+def run_contract(count: int = 200, seed: int = 0, repeats: int = 5, verbose: bool = False):
+    """The vmap contract's first ``count`` cases at ``seed`` (its programs, modes and batch
+    sizes: 1 to 8 examples, nested 1-3 by 2-4), less jit(vmap) (its first call traces),
+    empty batches (no loop) and cases whose loop raises: vmap's time over the loop's."""
+    from tests.contracts import vmap as contract
+
+    rng = onp.random.default_rng(seed)
+    firsts, laters, skipped = [], [], 0
+    for index in range(count):
+        with warnings.catch_warnings(), onp.errstate(all="ignore"):
+            warnings.simplefilter("ignore")  # (edge values overflow as the contract makes them)
+            case = contract.generate(rng)
+            if case.mode == "jit" or not contract._size(case, case.xs):
+                skipped += 1
+                continue
+            times = _contract_case_rows(case, repeats)
+        if times is None:
+            skipped += 1
+            continue
+        first, later, looped = times
+        firsts.append(first / looped)
+        laters.append(later / looped)
+        if verbose and max(first, later) > 1.5 * looped:
+            print(f"case {index} ({case.mode}, {len(case.xs)} examples): loop "
+                  f"{looped * 1e6:.0f} us, first {first / looped:.2f}x, later "
+                  f"{later / looped:.2f}x")
+    return _distribution(firsts, laters, skipped)
+
+
+def _distribution(firsts: list, laters: list, skipped: int):
+    rows = []
+    for name, ratios in (("first call", firsts), ("later calls", laters)):
+        ratios = onp.array(ratios)
+        rows.append((name, len(ratios), float(onp.median(ratios)), float(ratios.max()),
+                     int((ratios > 1.5).sum())))
+    return rows, skipped
 
 
 def _print(title: str, rows, reference: str) -> None:
@@ -353,12 +436,22 @@ def _print_versus_loop(title: str, rows, ratios_only: bool = False) -> None:
     print()
 
 
-SECTIONS = ("gradients", "control", "rules", "programs")
+def _print_distribution(title: str, rows, skipped: int) -> None:
+    print(f"{title}: vmap's time / the loop's ({skipped} left out)")
+    print(f"{'':<14}{'programs':>10}{'median':>10}{'largest':>10}{'over 1.5x':>11}")
+    for name, count, median, largest, over in rows:
+        print(f"{name:<14}{count:>10}{median:>9.2f}x{largest:>9.2f}x{over:>11}")
+    print()
+
+
+SECTIONS = ("gradients", "control", "rules", "programs", "contract")
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-large", action="store_true")
+    parser.add_argument("--verbose", action="store_true",
+                        help="print the programs and cases over 1.5x the loop")
     parser.add_argument("--only", default=",".join(SECTIONS),
                         help=f"comma-separated sections of {', '.join(SECTIONS)}")
     args = parser.parse_args(argv)
@@ -375,8 +468,11 @@ def main(argv: list[str] | None = None) -> None:
         _print_versus_loop("new batching rules, batch 256: vmap's time / the loop's",
                            run_rules())
     if "programs" in only:
-        _print_versus_loop("generated programs with decisions, batch 128: vmap's time / "
-                           "the loop's", run_programs(), ratios_only=True)
+        _print_distribution("generated programs with decisions, batch 128",
+                            *run_programs(verbose=args.verbose))
+    if "contract" in only:
+        _print_distribution("the vmap contract's first 200 cases at seed 0 (batches of 1-8)",
+                            *run_contract(verbose=args.verbose))
 
 
 if __name__ == "__main__":

@@ -299,7 +299,7 @@ def test_nested_vmap_with_a_decision_of_the_inner_examples():
     onp.testing.assert_allclose(got, want, rtol=1e-15)
 
 
-def test_what_cannot_run_batched_falls_back_to_the_loop():
+def test_what_cannot_run_batched_falls_back_to_the_loop(without_deadlines):
     def f(x):
         plain = onp.asarray(x)  # leaves chainrule: only a per-example call can do this
         return np.sum(x * plain.shape[0])
@@ -469,6 +469,13 @@ def test_nested_vmaps_answering_one_value_twice_keep_their_structure_when_split(
             got[key], onp.array([[w[key] for w in row] for row in want]))
 
 
+def _two_branches(x):
+    y = np.sin(x) * 2.0
+    if y[0] > 0:
+        return y - x[1]
+    return np.cos(y)
+
+
 @pytest.mark.parametrize("calls", [1, 3])
 def test_runs_stopped_at_their_deadline_answer_as_the_loop_without_a_note(monkeypatch, calls):
     # every batched run stops at its first primitive: the loop's answers, bit for bit,
@@ -476,15 +483,9 @@ def test_runs_stopped_at_their_deadline_answer_as_the_loop_without_a_note(monkey
     from chainrule._transforms import vmap as vmap_module
     monkeypatch.setattr(vmap_module._Call, "_deadline", lambda self, left: time.perf_counter() - 1)
 
-    def f(x):
-        y = np.sin(x) * 2.0
-        if y[0] > 0:
-            return y - x[1]
-        return np.cos(y)
-
     xs = R.normal(size=(9, 3))
-    want = onp.stack([f(x) for x in xs])
-    mapped = cr.vmap(f)
+    want = onp.stack([_two_branches(x) for x in xs])
+    mapped = cr.vmap(_two_branches)
     with warnings.catch_warnings():
         warnings.simplefilter("error", VmapFallbackWarning)
         for _ in range(calls):
@@ -534,3 +535,163 @@ def test_answers_in_buffers_stack_with_answers_of_examples_run_alone(monkeypatch
                 assert onp.array_equal(got["pair"][0],
                                        onp.stack([a["pair"][0] for a in loop]))
                 assert onp.array_equal(got["pair"][1], onp.array([a["pair"][1] for a in loop]))
+
+
+def test_a_batch_of_one_example_runs_the_function_once_as_the_loop():
+    # (one example: the loop is the whole batch; before, its run met the arrays outside
+    # the function made read-only, raised, and ran again: two calls, one side effect twice)
+    calls, total = [], onp.zeros(3)
+
+    def accumulate(x):
+        calls.append(type(x))
+        total[...] += x
+        return total * 2.0
+
+    xs = R.normal(size=(1, 3))
+    got = cr.vmap(accumulate)(xs)
+    assert calls == [onp.ndarray]
+    onp.testing.assert_array_equal(total, xs[0])
+    onp.testing.assert_array_equal(got, 2.0 * xs)
+
+
+def test_a_first_call_of_two_examples_runs_the_second_alone_too():
+    # (after example 0 alone, a batched run of the one example left costs more than its
+    # run alone, which the loop makes anyway)
+    seen, xs = [], R.normal(size=(2, 3))
+    onp.testing.assert_array_equal(cr.vmap(_sine_seen_by(seen))(xs), 2.0 * onp.sin(xs))
+    assert seen == [onp.ndarray, onp.ndarray]
+
+
+def _sine_seen_by(seen: list):
+    """2 sin(x), noting the type of each x it is called with in ``seen``."""
+    def f(x):
+        seen.append(type(x))
+        return np.sin(x) * 2.0
+    return f
+
+
+def test_nested_vmaps_that_cannot_run_batched_run_the_loop_of_loops_once():
+    # (a decision differing along both vmaps' examples: the outer runs its examples one by
+    # one, each the inner function's loop; before, each outer example, and example 0 alone
+    # inside the outer's batched run, made an inner batched attempt, split and fell back)
+    seen = []
+
+    def decide(x, y):
+        seen.append((type(x), type(y)))
+        return x * y if x > y else x - y
+
+    a, b = R.normal(size=6), R.normal(size=5)
+    nested = cr.vmap(cr.vmap(decide, in_axes=(None, 0)), in_axes=(0, None))
+    want = onp.array([[decide(x, y) for y in b] for x in a])
+    for call in range(2):
+        seen.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", VmapFallbackWarning)
+            got = nested(a, b)
+        onp.testing.assert_array_equal(got, want)
+        batched_runs = [kinds for kinds in seen if batched.BatchedArray in kinds]
+        assert len(batched_runs) <= (1 if call == 0 else 0)
+        assert len(seen) - len(batched_runs) == 30  # each pair once, as the loop
+
+
+def test_a_function_that_wraps_a_mapped_function_runs_its_own_body_per_example():
+    # (functools.wraps copies the mapped function's attributes: the wrapper is not it)
+    import functools
+    inner = cr.vmap(lambda x: np.sin(x) if np.sum(x) > 0 else np.cos(x))
+    calls = []
+
+    @functools.wraps(inner)
+    def wrapper(x):
+        calls.append(onp.shape(x))
+        return inner(x) * 2.0
+
+    xs = R.normal(size=(4, 3, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VmapFallbackWarning)
+        got = cr.vmap(wrapper)(xs)
+    want = onp.stack([2.0 * onp.stack([onp.sin(r) if r.sum() > 0 else onp.cos(r) for r in x])
+                      for x in xs])
+    onp.testing.assert_allclose(got, want, rtol=1e-15)
+    assert len(calls) >= 4 and calls[-1] == (3, 2)
+
+
+def test_every_batched_run_of_a_call_has_a_deadline_the_runs_after_a_split_too(monkeypatch):
+    # (a group's batched run after a split could take as long as it liked: the budget was
+    # checked before it started, from the mean of the runs before it)
+    from chainrule._transforms import vmap as vmap_module
+    deadlines = []
+    deadline_of = vmap_module._Call._deadline
+    monkeypatch.setattr(vmap_module._Call, "_deadline", lambda self, left: deadlines.append(
+        deadline_of(self, left)))  # (recorded, then None: no run is stopped)
+    monkeypatch.setattr(vmap_module._Call, "_affordable", lambda self, left: True)
+
+    xs = R.normal(size=(16, 3))
+    xs[:, 0] = onp.where(onp.arange(16) % 2, 1.0, -1.0)  # (two groups of 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VmapFallbackWarning)
+        got = cr.vmap(_two_branches)(xs)
+    onp.testing.assert_array_equal(got, onp.stack([_two_branches(x) for x in xs]))
+    assert len(deadlines) >= 3  # the whole batch, then each group's
+    assert all(deadline is not None for deadline in deadlines)
+
+
+@pytest.mark.parametrize("answer", [
+    lambda x, y: x * y if x > y else x - y,  # NumPy scalars
+    lambda x, y: float(x * y) if x > y else float(x - y),  # Python floats
+    lambda x, y: 1 if x > y else 0,  # Python ints
+    lambda x, y: onp.array([x, y]) if x > y else onp.array([y, 2.0]),  # arrays of one shape
+    lambda x, y: {"b": x * y, "a": (x - y, 1.0)} if x > y else {"b": x, "a": (y, 2.0)},
+    lambda x, y: x if x > y else 3,  # scalars of two types
+    lambda x, y: np.sin(x) * y if x > y else np.cos(y),  # chainrule's arrays
+])
+@pytest.mark.parametrize("out_axes", [0, 1])
+def test_the_loop_of_loops_answers_as_the_nested_loop(answer, out_axes):
+    # (a decision differing along both vmaps: the loop of loops, stacked at once where
+    # every answer is a scalar of one type or an array of one shape, else row by row)
+    a, b = R.normal(size=4), R.normal(size=3)
+    nested = cr.vmap(cr.vmap(answer, in_axes=(None, 0)), in_axes=(0, None), out_axes=out_axes)
+    rows = [[answer(x, y) for y in b] for x in a]
+    want_tree = cr.tree_flatten(rows[0][0])[1]
+    for _ in range(2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", VmapFallbackWarning)
+            got = nested(a, b)
+        got_leaves, got_tree = cr.tree_flatten(got)
+        assert got_tree == want_tree
+        for k, leaf in enumerate(got_leaves):
+            want = onp.array([[cr.tree_flatten(v)[0][k] for v in row] for row in rows])
+            want = onp.moveaxis(want, 0, out_axes)
+            assert leaf.dtype == want.dtype
+            onp.testing.assert_array_equal(leaf, want)
+
+
+@pytest.mark.parametrize("time_left, batched_runs", [(0.5, 0), (1e6, 1)])
+def test_a_batched_run_starts_only_with_the_time_of_an_example_before_its_deadline(
+        monkeypatch, time_left, batched_runs):
+    # (a batched run costs at least an example's run: with less time than that left, its
+    # run was sure to be stopped at the deadline, and wasted)
+    from chainrule._transforms import vmap as vmap_module
+    monkeypatch.setattr(vmap_module._Call, "_deadline", lambda self, left: (
+        time.perf_counter() + time_left * self.per_example()))
+    seen, xs = [], R.normal(size=(6, 3))
+    onp.testing.assert_array_equal(cr.vmap(_sine_seen_by(seen))(xs), 2.0 * onp.sin(xs))
+    assert seen.count(batched.BatchedArray) == batched_runs
+    assert seen.count(onp.ndarray) == (1 if batched_runs else 6)
+
+
+def test_the_loop_of_loops_stacks_each_row_before_the_next_writes_into_its_answer():
+    # (contract case 969: each example answers the closure array it writes s into; the
+    # loop of loops stacks each row's answers as the row ends, before the next row writes)
+    buffer = onp.zeros(2)
+
+    def f(x, s):
+        buffer[0] = float(s) if x > s else -float(s)
+        return buffer
+
+    xs, ss = R.normal(size=3), R.normal(size=4)
+    want = onp.stack([onp.stack([f(x, s) for x in xs]) for s in ss])  # (the loop of loops)
+    buffer[:] = 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VmapFallbackWarning)
+        got = cr.vmap(cr.vmap(f, in_axes=(0, None)), in_axes=(None, 0))(xs, ss)
+    onp.testing.assert_array_equal(got, want)

@@ -139,15 +139,68 @@ def vmap(
         raise ValueError(f"vmap: randomness must be one of {', '.join(map(repr, RANDOMNESS))}"
                          f"; got {randomness!r}.")
 
-    @wraps(fun)
-    def mapped(*args: Any, **kwargs: Any) -> Any:
+    def call(args: tuple, kwargs: dict) -> _Call:
         leaves, axes, treedef, size, flat = _mapped_arguments(args, kwargs, in_axes,
                                                               axis_size)
-        return _Call(fun, leaves, axes, treedef, size, flat, out_axes, randomness,
-                     memory).answer()
+        return _Call(fun, leaves, axes, treedef, size, flat, out_axes, randomness, memory)
+
+    @wraps(fun)
+    def mapped(*args: Any, **kwargs: Any) -> Any:
+        return call(args, kwargs).answer()
 
     memory = _Memory()
+    # (after wraps, which copies the __dict__ of fun: an inner mapped function's own pair)
+    mapped._vmap_as_the_loop = (mapped, _AsTheLoop(call))
     return mapped
+
+
+class _AsTheLoop:
+    """A mapped function run as its loop, where an outer vmap runs its examples one by one
+    (nested vmaps): the loop of loops. (The outer batch could not run at once, and a run of
+    the inner batch would meet that again: no inner batched attempt, split and fallback
+    per outer example.) ``call(args, kwargs)``: the mapped function's _Call of them."""
+
+    __slots__ = ("call",)
+
+    def __init__(self, call: Callable):
+        self.call = call
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.call(args, kwargs).loop_answer()
+
+    def rows(self, rows: list) -> list:
+        """Its answers for each row of positional arguments, in order. Where every row's
+        examples answer scalars of one type, they are stacked at once (the per-row stacks
+        cost more than a cheap function's calls); any other row is stacked as it ends, as
+        the loop of loops stacks it (a later row may write into an array it answered)."""
+        calls = [self.call(row, {}) for row in rows]
+        if not all(call.flat and call.size and type(call.out_axes) is int
+                   and call.out_axes == 0 and call.randomness == "different"
+                   for call in calls):
+            return [call.loop_answer() for call in calls]
+        answers, waiting, scalars = [], [], set()
+        for call in calls:
+            row = call.loop_answers()
+            kind = type(row[0])
+            waits = kind in _SCALARS and all(type(answer) is kind for answer in row)
+            if waits:
+                scalars.add(kind)  # (immutable: they may wait for the other rows)
+            else:
+                row = call._assembled([_stacked_part(_np.arange(call.size), row)])
+            answers.append(row)
+            waiting.append(waits)
+        if all(waiting) and len(scalars) == 1 and len({len(row) for row in answers}) == 1:
+            return list(_np.array([a for row in answers for a in row]).reshape(len(rows), -1))
+        return [call._assembled([_stacked_part(_np.arange(call.size), row)]) if waits else row
+                for call, row, waits in zip(calls, answers, waiting)]
+
+
+def _example_function(fun: Callable) -> Callable:
+    """What vmap calls for one example where it runs ``fun`` example by example: ``fun``
+    itself, or where ``fun`` is a mapped function, ``fun`` run as its loop (_AsTheLoop)."""
+    own = getattr(fun, "_vmap_as_the_loop", None)
+    # (a function that functools.wraps a mapped one copies the pair: its own body runs)
+    return own[1] if type(own) is tuple and own[0] is fun else fun
 
 
 class _Memory:
@@ -316,6 +369,7 @@ class _Call:
         self.fun, self.leaves, self.axes, self.treedef = fun, leaves, axes, treedef
         self.size, self.out_axes, self.randomness, self.memory = size, out_axes, randomness, memory
         self.flat = flat  # positional arrays only (the usual call): examples need no tree
+        self.example_function = _example_function(fun)  # (what runs one example alone)
         self.started = time.perf_counter()
         self.example_times: list = []  # of examples run alone
 
@@ -328,11 +382,9 @@ class _Call:
 
     def answer(self) -> Any:
         memory = self.memory
-        if memory.loop_calls:
-            memory.loop_calls -= 1
-            if self.randomness != "different":  # (the loop draws as the loop otherwise)
-                self._look_outside()
-            return self._assembled([self._the_loop()])
+        if memory.loop_calls or self.size == 1:  # (one example: the loop is the batch)
+            memory.loop_calls -= bool(memory.loop_calls)
+            return self.loop_answer()
         self._look_outside()
         # (no run but the loop writes outside the function: its writes show who needs it)
         self.read_only = reach.ReadOnly(self.outside_arrays)
@@ -353,6 +405,17 @@ class _Call:
         else:
             memory.backoff = 0
         return self._assembled(parts)
+
+    def loop_answer(self) -> Any:
+        """The answer of the loop itself (no batched run)."""
+        if self.randomness != "different":  # (the loop draws as the loop otherwise)
+            self._look_outside()
+        return self._assembled([self._the_loop()])
+
+    def loop_answers(self) -> list:
+        """The loop's answer of each example, not stacked (randomness "different")."""
+        self.in_order = True
+        return self._answers_one_by_one(_np.arange(self.size))
 
     @functools.cached_property
     def kind(self) -> tuple:
@@ -383,20 +446,22 @@ class _Call:
         """The answers by batched runs: the whole batch, then (where the examples split)
         each group that the budget affords, the largest first; the examples left run one by
         one, in one pass."""
-        if self.size == 1:
-            return [self._the_loop()]
         parts, todo, loose = [], [], []  # (loose: arrays of examples)
         # (what an example cost in an earlier call of this kind bounds the first run: a
         # decision late in the function is met only after most of the batch's work)
         self.estimate = self.memory.estimates.get(self.kind)
         batch = _np.arange(self.size)
-        if self.estimate is None and self.size > 1:
+        if self.estimate is None and self.size > 1 and not self._inside_a_batch():
             # (a first call: example 0 alone, the loop's own run of it, tells what an
             # example costs, so the batched run of the others has a deadline too)
             parts.append(self._one_by_one(batch[:1], timed=True))
             self.estimate = self.per_example()
             batch = batch[1:]
-        self._sort_out(self._batched(batch, len(batch)), parts, todo, loose)
+        deadline = self._deadline(len(batch))
+        if len(batch) == 1 or not self._in_time_for_a_run(deadline):
+            loose.append(batch)  # (a batched run of one example costs more than its run)
+        else:
+            self._sort_out(self._batched(batch, deadline), parts, todo, loose)
         while todo:
             todo.sort(key=len)
             group = todo.pop()  # the largest first: it gains most from running batched
@@ -408,7 +473,7 @@ class _Call:
                 continue
             left = len(group) + sum(map(len, loose)) + sum(map(len, todo))
             if len(group) > 1 and self._affordable(left):
-                self._sort_out(self._batched(group, left), parts, todo, loose)
+                self._sort_out(self._batched(group, self._deadline(left)), parts, todo, loose)
             else:
                 # (no run since: every group left is as unaffordable, or of one example)
                 loose += [group] + todo
@@ -416,6 +481,12 @@ class _Call:
         if loose:
             parts.append(self._one_by_one(_np.sort(_np.concatenate(loose))))
         return parts
+
+    def _inside_a_batch(self) -> bool:
+        """Are some arguments batched by an outer vmap's run? (Its example 0 alone would
+        decide on the outer batch, splitting it by this call's example 0, and the outer
+        run's own deadline bounds this call.)"""
+        return any(type(leaf) is BatchedArray for leaf in self.leaves)
 
     def _sort_out(self, outcome, parts: list, todo: list, loose: list) -> None:
         """A batched run's outcome: answers, groups to run, or examples to run one by one."""
@@ -444,21 +515,28 @@ class _Call:
         spent = time.perf_counter() - self.started
         return spent + batched_run + left * per_example <= _SPLIT_BUDGET * self.size * per_example
 
+    def _in_time_for_a_run(self, deadline: float | None) -> bool:
+        """Could a batched run finish before its deadline? (It makes every call an example
+        makes, each at least as dear: it costs at least what an example alone costs. A small
+        batch may have less time than that left, its run sure to be stopped and wasted.)"""
+        per_example = self.per_example() if self.examples_run else self.estimate
+        return deadline is None or deadline - time.perf_counter() >= per_example
+
     def _deadline(self, left: int) -> float | None:
-        """When the call's first batched run must stop for the call to stay within the split
-        budget with ``left`` examples still to run one by one (None: no deadline; the runs
-        after a split are bounded by ``_affordable``, and what an example costs may be
-        unknown)."""
-        per_example = self.estimate
-        if self.batched_runs or per_example is None:
+        """When a batched run must stop for the call to stay within the split budget with
+        ``left`` examples (its own included) still to run one by one: each run's, the
+        first's and those after a split (None: what an example costs is unknown, as for an
+        inner vmap's first call inside an outer batched run)."""
+        per_example = self.per_example() if self.examples_run else self.estimate
+        if per_example is None:
             return None
         return self.started + (_SPLIT_BUDGET * self.size - left) * per_example
 
-    def _batched(self, examples, left: int):
-        """One call of the function on the batch of ``examples`` (``left``: the examples
-        without an answer, these included): their answers (a _Part), or the signal that
-        stopped it (BatchSplit, BatchUnsupported), with ``.examples`` set."""
-        trace = BatchTrace(len(examples), deadline=self._deadline(left))
+    def _batched(self, examples, deadline: float | None):
+        """One call of the function on the batch of ``examples`` (stopped at ``deadline``, see
+        _deadline): their answers (a _Part), or the signal that stopped it (BatchSplit,
+        BatchUnsupported), with ``.examples`` set."""
+        trace = BatchTrace(len(examples), deadline=deadline)
         live_trace_ids.add(trace.id)
         start = time.perf_counter()
         self._before_run()
@@ -498,14 +576,20 @@ class _Call:
         timed alone, to know what an example costs."""
         if not len(examples):
             return self._stand_in()
+        return _stacked_part(examples, self._answers_one_by_one(examples, timed))
+
+    def _answers_one_by_one(self, examples, timed: bool = False) -> list:
+        """The answers of the function called once per example (see _one_by_one)."""
         columns = [itertools.repeat(leaf, len(examples)) if ax is None else
                    _examples_of(leaf, ax, examples) for leaf, ax in zip(self.leaves, self.axes)]
         start = time.perf_counter()
         try:
             if timed or self.randomness == "same" and self.watch_draws or self.shared_draws:
                 answers = [self._one(sliced, watch=not timed) for sliced in zip(*columns)]
+            elif self.flat and type(self.example_function) is _AsTheLoop:  # (nested vmaps)
+                answers = self.example_function.rows(list(zip(*columns)))
             elif self.flat:
-                answers = list(map(self.fun, *columns))
+                answers = list(map(self.example_function, *columns))
             else:
                 answers = [self._one(sliced, watch=False) for sliced in zip(*columns)]
         except Exception as error:
@@ -517,17 +601,17 @@ class _Call:
         self.examples_run += len(examples)
         if self.watch_draws:
             self._after_run()
-        return _stacked_part(examples, answers)
+        return answers
 
     def _one(self, sliced, watch: bool):
         """The function on one example's argument leaves (timed alone)."""
         self._before_run()
         start = time.perf_counter()
         if self.flat:
-            answer = self.fun(*sliced)
+            answer = self.example_function(*sliced)
         else:
             call_args, call_kwargs = tree_unflatten(self.treedef, sliced)
-            answer = self.fun(*call_args, **call_kwargs)
+            answer = self.example_function(*call_args, **call_kwargs)
         self.example_times.append(time.perf_counter() - start)
         if watch:
             self._after_run()  # (randomness "same": from the first draw on, restore each)
@@ -657,9 +741,15 @@ def _groups(examples, keys: list) -> list:
 def _batch_of(leaf, axis: int, examples):
     """The argument's values for ``examples``, the batch as axis 0, in memory of their own
     (the function may write into its arguments; the caller's arrays stay as they are)."""
+    if type(leaf) is _np.ndarray:  # (NumPy's own calls: nothing to trace)
+        if len(examples) == leaf.shape[axis]:
+            batch = leaf.copy(order="K") if not axis else _np.moveaxis(leaf, axis, 0).copy(
+                order="K")
+        else:
+            batch = _np.take(leaf, examples, axis=axis)  # (a copy)
+            batch = _np.moveaxis(batch, axis, 0) if axis else batch
+        return batch
     if len(examples) == anp.shape(leaf)[axis]:
-        if not axis and type(leaf) is _np.ndarray:
-            return leaf.copy(order="K")
         batch = anp.moveaxis(leaf, axis, 0)
         # (a traced copy too: under jit, an answer that is the argument is a fresh array)
         return batch.copy(order="K") if type(batch) is _np.ndarray else anp.copy(batch)
