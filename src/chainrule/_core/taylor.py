@@ -58,23 +58,31 @@ class CollapsedTaylorNode(Node):
     at all for a linear primitive). Both parts come from the primitive's Taylor rule: at
     order 2 with the second coefficients zero it answers (L(x_1), Q(x_1)), at order 1 on
     the summed coefficient L(sum x_2).
+
+    ``directions`` may keep the first coefficients in a form of its own (the Laplacian's
+    coordinate basis, never materialised): the node hands them to ``directions.image``
+    for a linear primitive, to ``times`` and ``total_of_squares`` for an elementwise one,
+    and asks ``directions.dense`` for batched values before any other rule reads them.
     """
 
     __slots__ = ("first", "second", "directions")
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
-        self.directions = parents[0].directions
+        self.directions = directions = parents[0].directions
         rule = taylor_rule(fun)
         if len(argnums) <= getattr(rule, "linear_up_to", 0):
-            (self.first,) = rule(tuple((p.first,) for p in parents), argnums, ans, args,
-                                 kwargs, 1)
+            def linear(*firsts):
+                return rule(tuple((f,) for f in firsts), argnums, ans, args, kwargs, 1)[0]
+
+            self.first = directions.image(linear, [p.first for p in parents], ans)
             quadratic = None
         elif getattr(rule, "kind", None) == "recurrence" and len(argnums) == 1:
             self._elementwise(rule, ans, args, kwargs, argnums, parents[0])
             return
         else:
-            no_second = tuple((p.first, vspace(args[n]).zeros())
-                              for p, n in zip(parents, argnums))
+            firsts = directions.dense([p.first for p in parents])
+            no_second = tuple((first, vspace(args[n]).zeros())
+                              for first, n in zip(firsts, argnums))
             self.first, quadratic = rule(no_second, argnums, ans, args, kwargs, 2)
             quadratic = self.directions.total(quadratic)
         if all(p.second is None for p in parents):
@@ -108,8 +116,10 @@ def collapsed_trace(fun: Callable, leaf, first, directions):
     """Call ``fun(box)`` on a collapsed Taylor trace (see ``CollapsedTaylorNode``) where
     ``leaf`` moves along the directions whose first coefficients ``first`` holds, batched as
     ``directions`` knows: ``total(value)`` sums a value over them, ``times(factor, first)``
-    scales each direction's coefficients by a factor common to all, and
-    ``total_of_squares(first)`` sums their squares.
+    scales each direction's coefficients by a factor common to all,
+    ``total_of_squares(first)`` sums their squares, ``image(linear, firsts, ans)`` is
+    ``linear(*firsts)`` (a linear map of each direction's coefficients, shaped like
+    ``ans``) and ``dense(firsts)`` the firsts as values a rule can read.
     Returns ``(out_leaves, out_treedef, [(first, second) per output leaf])``, ``second``
     the summed second coefficient (None where it is zero, and both None for an output
     leaf off the trace)."""
