@@ -74,7 +74,8 @@ class CollapsedTaylorNode(Node):
             def linear(*firsts):
                 return rule(tuple((f,) for f in firsts), argnums, ans, args, kwargs, 1)[0]
 
-            self.first = directions.image(linear, [p.first for p in parents], ans)
+            self.first = directions.image(linear, _transpose(fun, argnums, ans, args, kwargs),
+                                          [p.first for p in parents], ans)
             quadratic = None
         elif getattr(rule, "kind", None) == "recurrence" and len(argnums) == 1:
             self._elementwise(rule, ans, args, kwargs, argnums, parents[0])
@@ -112,14 +113,26 @@ class CollapsedTaylorNode(Node):
         self.first, self.second, self.directions = first, None, directions
 
 
+def _transpose(fun: Callable, argnums, ans, args, kwargs) -> Callable | None:
+    """The transpose of the linear map ``fun``'s JVP makes of its one traced argument (its
+    VJP: cotangent of the answer -> cotangent of the argument), or None (no VJP, or more
+    than one traced argument). Its answer is what the VJP answers: None for zero, or a
+    ``TakenPieces``."""
+    entry = _entry_of(fun)
+    if entry is None or entry.vjp is None or len(argnums) != 1:
+        return None
+    return lambda cotangent: entry.vjp(cotangent, argnums, ans, args, kwargs)[0]
+
+
 def collapsed_trace(fun: Callable, leaf, first, directions):
     """Call ``fun(box)`` on a collapsed Taylor trace (see ``CollapsedTaylorNode``) where
     ``leaf`` moves along the directions whose first coefficients ``first`` holds, batched as
     ``directions`` knows: ``total(value)`` sums a value over them, ``times(factor, first)``
     scales each direction's coefficients by a factor common to all,
-    ``total_of_squares(first)`` sums their squares, ``image(linear, firsts, ans)`` is
-    ``linear(*firsts)`` (a linear map of each direction's coefficients, shaped like
-    ``ans``) and ``dense(firsts)`` the firsts as values a rule can read.
+    ``total_of_squares(first)`` sums their squares, ``image(linear, transpose, firsts,
+    ans)`` is ``linear(*firsts)`` (a linear map of each direction's coefficients, shaped
+    like ``ans``; ``transpose`` its transpose, or None) and ``dense(firsts)`` the firsts as
+    values a rule can read.
     Returns ``(out_leaves, out_treedef, [(first, second) per output leaf])``, ``second``
     the summed second coefficient (None where it is zero, and both None for an output
     leaf off the trace)."""

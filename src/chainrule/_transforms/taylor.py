@@ -12,12 +12,12 @@ from typing import Any
 import numpy as _np
 
 from .. import numpy as anp
+from .._core.containers import TakenPieces
 from .._core.pytree import flatten_matching, tree_flatten, tree_map, tree_unflatten
 from .._core.taylor import collapsed_trace, taylor_trace
 from .._core.tracer import live_trace_ids
 from .._core.vspace import vspace
-from ..numpy.batched import BatchedArray, BatchSplit, BatchTrace, BatchUnsupported
-from .derivatives import jacobian
+from ..numpy.batched import BatchedArray, BatchSplit, BatchTrace, BatchUnsupported, over_batch
 from .vmap import vmap
 
 
@@ -139,6 +139,13 @@ class _Basis:
         self.shape, self.dtype, self.scale = shape, dtype, scale
 
 
+def _dense_cotangent(cotangent, basis: _Basis):
+    """A VJP's answer as a value shaped like one direction (None is zero)."""
+    if cotangent is None:
+        return _np.zeros(basis.shape, basis.dtype)
+    return cotangent.dense() if type(cotangent) is TakenPieces else cotangent
+
+
 class _Directions:
     """The directions of a collapsed Taylor pass: the examples of one batch, the first
     coefficients a ``BatchedArray`` of it or a ``_Basis``."""
@@ -162,17 +169,23 @@ class _Directions:
         batch = identity if first.scale is None else identity * anp.ravel(first.scale)
         return BatchedArray(anp.reshape(batch, (self.trace.size, *first.shape)), self.trace)
 
-    def image(self, linear: Callable, firsts: list, ans):
+    def image(self, linear: Callable, transpose: Callable | None, firsts: list, ans):
         """``linear(*firsts)``, shaped like ``ans``; of one ``_Basis`` with a smaller
-        output, the columns of the map's matrix (a Jacobian by reverse mode, one pass
-        for the output's basis), scaled, so that the identity never exists."""
+        output, the columns of the map's matrix, scaled: the rows of its ``transpose``
+        (one batched call on the output's basis), so that the identity never exists."""
         (basis,) = firsts if len(firsts) == 1 else (None,)
         size = self.trace.size
-        if (not isinstance(basis, _Basis) or anp.size(ans) >= size
-                or not anp.issubdtype(basis.dtype, anp.floating)):
+        out = anp.size(ans) if hasattr(ans, "shape") else size  # (not a tuple of arrays)
+        rows = None
+        if (isinstance(basis, _Basis) and transpose is not None and out < size
+                and anp.issubdtype(basis.dtype, anp.floating)
+                and anp.issubdtype(anp.result_type(ans), anp.floating)):
+            output_basis = _np.eye(out, dtype=anp.result_type(ans))
+            rows = over_batch(lambda g: _dense_cotangent(transpose(g), basis),
+                              _np.reshape(output_basis, (out, *anp.shape(ans))), out)
+        if rows is None:
             return linear(*self.dense(firsts))
-        matrix = jacobian(linear)(_np.zeros(basis.shape, basis.dtype))
-        columns = anp.transpose(anp.reshape(matrix, (anp.size(ans), size)))
+        columns = anp.transpose(anp.reshape(rows, (out, size)))
         if basis.scale is not None:
             columns = columns * anp.reshape(basis.scale, (size, 1))
         return BatchedArray(anp.reshape(columns, (size, *anp.shape(ans))), self.trace)
