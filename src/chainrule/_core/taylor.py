@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from math import factorial
 
+import numpy as _np
+
 from .forward import JVPNode, flattened_output
 from .pytree import tree_map, tree_unflatten
 from .rule_table import rule_table
@@ -258,8 +260,11 @@ def nested_jvp_series(fun: Callable, args, kwargs, argnums, series_in, order: in
         for argnum, coefficients in zip(argnums, series_in):
             step, power = None, t
             for c in coefficients:
-                term = vspace(c).scalar_mul(c, power)
-                step = term if step is None else add_values(step, term)
+                # (a plain zero coefficient is left out, not multiplied by t^j: at a
+                # singular point, as sqrt's 0, 0 * inf would make a nan of the limit)
+                if step is None or not _plain_zero(c):
+                    term = vspace(c).scalar_mul(c, power)
+                    step = term if step is None else add_values(step, term)
                 power = power * t
             # (t's powers are float64 NumPy scalars, which promote float32: cast back)
             moved = add_values(args[argnum], _negative_zero_at_origin(step))
@@ -269,6 +274,11 @@ def nested_jvp_series(fun: Callable, args, kwargs, argnums, series_in, order: in
     derivatives = _derivatives_at_zero(along, order)
     return tuple(vspace(d).scalar_mul(d, 1.0 / factorial(j)) if j > 1 else d
                  for j, d in enumerate(derivatives[1:], start=1))
+
+
+def _plain_zero(c) -> bool:
+    """Whether ``c`` is a plain (untraced) value of zeros."""
+    return isinstance(c, _np.ndarray | _np.generic | float | int) and not _np.any(c)
 
 
 def _negative_zero_at_origin(step):
