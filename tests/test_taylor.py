@@ -148,6 +148,8 @@ SCALAR_RECURRENCES = [
     ("ndtr", special.ndtr, mpmath.ncdf, 0.4),
     ("expit", special.expit, lambda x: 1 / (1 + mpmath.exp(-x)), 0.4),
     ("logit", special.logit, lambda x: mpmath.log(x / (1 - x)), 0.3),
+    ("gammaln", special.gammaln, mpmath.loggamma, 1.7),
+    ("psi (digamma)", special.digamma, mpmath.digamma, 1.7),
     ("composition", lambda x: np.exp(np.sin(x)) * np.tanh(x ** 2) + np.log1p(x),
      lambda x: mpmath.exp(mpmath.sin(x)) * mpmath.tanh(x ** 2) + mpmath.log1p(x), 0.5),
 ]
@@ -440,3 +442,46 @@ def test_power_with_any_constant_exponent_equals_nested_jvp(p):
     want = _nested_jvp_derivatives(lambda t: _moved((x,), (0,), [curve], t)[0] ** p, 2)
     for j in (1, 2):
         onp.testing.assert_allclose(got[j - 1], want[j], rtol=1e-12, equal_nan=True)
+
+
+INF = onp.inf
+SINGULAR_POINTS = [
+    # (function, point, direction, its first three derivatives along t -> point + t v at
+    # 0+: the one-sided limits, by hand)
+    ("sqrt", np.sqrt, 0.0, 1.0, [INF, -INF, INF]),  # t^(1/2)
+    ("power 0.5", lambda x: x ** 0.5, 0.0, 1.0, [INF, -INF, INF]),
+    ("power 1.5", lambda x: x ** 1.5, 0.0, 1.0, [0.0, INF, -INF]),  # 1.5 t^.5, .75 t^-.5
+    ("log", np.log, 0.0, 1.0, [INF, -INF, INF]),  # 1/t, -1/t^2, 2/t^3
+    ("log2", np.log2, 0.0, 1.0, [INF, -INF, INF]),
+    ("log1p", np.log1p, -1.0, 1.0, [INF, -INF, INF]),
+    ("arcsin", np.arcsin, 1.0, -1.0, [-INF, INF, -INF]),  # pi/2 - sqrt(2t) + ...
+]
+
+
+@pytest.mark.parametrize("name, f, x0, v, want", SINGULAR_POINTS,
+                         ids=[p[0] for p in SINGULAR_POINTS])
+def test_jet_at_a_singular_point_gives_the_one_sided_limits(name, f, x0, v, want):
+    """At a point where the function's derivatives blow up (sqrt, log ... at 0), jet's
+    terms are the one-sided limits, as nested jvp's, not the nan of a recurrence dividing
+    by 0 (or of 0 * inf for the curve's zero terms); in an array, only those elements."""
+    with onp.errstate(all="ignore"):
+        _, terms = chainrule.jet(f, (x0,), ([v, 0.0, 0.0],))
+        onp.testing.assert_array_equal([float(t) for t in terms], want)
+        nested = _nested_jvp_derivatives(lambda t: f(x0 + v * t), 3)
+        onp.testing.assert_array_equal([float(t) for t in terms], nested[1:])
+        away = x0 - 0.5 * v
+        xs = onp.array([x0, away])
+        _, terms = chainrule.jet(f, (xs,), ([v * onp.ones(2), onp.zeros(2), onp.zeros(2)],))
+        _, regular = chainrule.jet(f, (away,), ([v, 0.0, 0.0],))
+        onp.testing.assert_array_equal([t[0] for t in terms], want)
+        onp.testing.assert_allclose([t[1] for t in terms], regular, rtol=1e-14)
+
+
+def test_cbrt_at_zero_matches_nested_jvp():
+    """cbrt at 0: jet's terms are nested jvp's (whose own second derivative there is nan:
+    its JVP rule divides by the answer squared), not all nan."""
+    with onp.errstate(all="ignore"):
+        _, terms = chainrule.jet(np.cbrt, (0.0,), ([1.0, 0.0, 0.0],))
+        nested = _nested_jvp_derivatives(np.cbrt, 3)
+    assert float(terms[0]) == INF
+    onp.testing.assert_array_equal([float(t) for t in terms], nested[1:])

@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from math import factorial
 
+import numpy as _np
+
 from .forward import JVPNode, flattened_output
 from .pytree import tree_map, tree_unflatten
 from .rule_table import rule_table
@@ -58,23 +60,32 @@ class CollapsedTaylorNode(Node):
     at all for a linear primitive). Both parts come from the primitive's Taylor rule: at
     order 2 with the second coefficients zero it answers (L(x_1), Q(x_1)), at order 1 on
     the summed coefficient L(sum x_2).
+
+    ``directions`` may keep the first coefficients in a form of its own (the Laplacian's
+    coordinate basis, never materialised): the node hands them to ``directions.image``
+    for a linear primitive, to ``times`` and ``total_of_squares`` for an elementwise one,
+    and asks ``directions.dense`` for batched values before any other rule reads them.
     """
 
     __slots__ = ("first", "second", "directions")
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
-        self.directions = parents[0].directions
+        self.directions = directions = parents[0].directions
         rule = taylor_rule(fun)
         if len(argnums) <= getattr(rule, "linear_up_to", 0):
-            (self.first,) = rule(tuple((p.first,) for p in parents), argnums, ans, args,
-                                 kwargs, 1)
+            def linear(*firsts):
+                return rule(tuple((f,) for f in firsts), argnums, ans, args, kwargs, 1)[0]
+
+            self.first = directions.image(linear, _transpose(fun, argnums, ans, args, kwargs),
+                                          [p.first for p in parents], ans)
             quadratic = None
         elif getattr(rule, "kind", None) == "recurrence" and len(argnums) == 1:
             self._elementwise(rule, ans, args, kwargs, argnums, parents[0])
             return
         else:
-            no_second = tuple((p.first, vspace(args[n]).zeros())
-                              for p, n in zip(parents, argnums))
+            firsts = directions.dense([p.first for p in parents])
+            no_second = tuple((first, vspace(args[n]).zeros())
+                              for first, n in zip(firsts, argnums))
             self.first, quadratic = rule(no_second, argnums, ans, args, kwargs, 2)
             quadratic = self.directions.total(quadratic)
         if all(p.second is None for p in parents):
@@ -104,12 +115,26 @@ class CollapsedTaylorNode(Node):
         self.first, self.second, self.directions = first, None, directions
 
 
+def _transpose(fun: Callable, argnums, ans, args, kwargs) -> Callable | None:
+    """The transpose of the linear map ``fun``'s JVP makes of its one traced argument (its
+    VJP: cotangent of the answer -> cotangent of the argument), or None (no VJP, or more
+    than one traced argument). Its answer is what the VJP answers: None for zero, or a
+    ``TakenPieces``."""
+    entry = _entry_of(fun)
+    if entry is None or entry.vjp is None or len(argnums) != 1:
+        return None
+    return lambda cotangent: entry.vjp(cotangent, argnums, ans, args, kwargs)[0]
+
+
 def collapsed_trace(fun: Callable, leaf, first, directions):
     """Call ``fun(box)`` on a collapsed Taylor trace (see ``CollapsedTaylorNode``) where
     ``leaf`` moves along the directions whose first coefficients ``first`` holds, batched as
     ``directions`` knows: ``total(value)`` sums a value over them, ``times(factor, first)``
-    scales each direction's coefficients by a factor common to all, and
-    ``total_of_squares(first)`` sums their squares.
+    scales each direction's coefficients by a factor common to all,
+    ``total_of_squares(first)`` sums their squares, ``image(linear, transpose, firsts,
+    ans)`` is ``linear(*firsts)`` (a linear map of each direction's coefficients, shaped
+    like ``ans``; ``transpose`` its transpose, or None) and ``dense(firsts)`` the firsts as
+    values a rule can read.
     Returns ``(out_leaves, out_treedef, [(first, second) per output leaf])``, ``second``
     the summed second coefficient (None where it is zero, and both None for an output
     leaf off the trace)."""
@@ -235,8 +260,11 @@ def nested_jvp_series(fun: Callable, args, kwargs, argnums, series_in, order: in
         for argnum, coefficients in zip(argnums, series_in):
             step, power = None, t
             for c in coefficients:
-                term = vspace(c).scalar_mul(c, power)
-                step = term if step is None else add_values(step, term)
+                # (a plain zero coefficient is left out, not multiplied by t^j: at a
+                # singular point, as sqrt's 0, 0 * inf would make a nan of the limit)
+                if step is None or not _plain_zero(c):
+                    term = vspace(c).scalar_mul(c, power)
+                    step = term if step is None else add_values(step, term)
                 power = power * t
             # (t's powers are float64 NumPy scalars, which promote float32: cast back)
             moved = add_values(args[argnum], _negative_zero_at_origin(step))
@@ -246,6 +274,11 @@ def nested_jvp_series(fun: Callable, args, kwargs, argnums, series_in, order: in
     derivatives = _derivatives_at_zero(along, order)
     return tuple(vspace(d).scalar_mul(d, 1.0 / factorial(j)) if j > 1 else d
                  for j, d in enumerate(derivatives[1:], start=1))
+
+
+def _plain_zero(c) -> bool:
+    """Whether ``c`` is a plain (untraced) value of zeros."""
+    return isinstance(c, _np.ndarray | _np.generic | float | int) and not _np.any(c)
 
 
 def _negative_zero_at_origin(step):

@@ -12,11 +12,12 @@ from typing import Any
 import numpy as _np
 
 from .. import numpy as anp
+from .._core.containers import TakenPieces
 from .._core.pytree import flatten_matching, tree_flatten, tree_map, tree_unflatten
 from .._core.taylor import collapsed_trace, taylor_trace
 from .._core.tracer import live_trace_ids
 from .._core.vspace import vspace
-from ..numpy.batched import BatchedArray, BatchSplit, BatchTrace, BatchUnsupported
+from ..numpy.batched import BatchedArray, BatchSplit, BatchTrace, BatchUnsupported, over_batch
 from .vmap import vmap
 
 
@@ -124,8 +125,30 @@ def _check_scalar(output) -> None:
                          f"output; this one answers shape {anp.shape(output)}.")
 
 
+class _Basis:
+    """The first coefficients of a collapsed pass along the coordinate directions, kept
+    unmaterialised (the d x d identity would be the pass's largest value): along
+    direction i, ``scale[i] * e_i``, ``scale`` shaped like one direction (None: all
+    ones, the Laplacian's seed). An elementwise function keeps this form (its slope
+    joins the scale) and a linear map with a smaller output turns it into the map's
+    columns; anything else reads it as the batch it stands for."""
+
+    __slots__ = ("shape", "dtype", "scale")
+
+    def __init__(self, shape: tuple, dtype, scale=None):
+        self.shape, self.dtype, self.scale = shape, dtype, scale
+
+
+def _dense_cotangent(cotangent, basis: _Basis):
+    """A VJP's answer as a value shaped like one direction (None is zero)."""
+    if cotangent is None:
+        return _np.zeros(basis.shape, basis.dtype)
+    return cotangent.dense() if type(cotangent) is TakenPieces else cotangent
+
+
 class _Directions:
-    """The directions of a collapsed Taylor pass: the examples of one batch."""
+    """The directions of a collapsed Taylor pass: the examples of one batch, the first
+    coefficients a ``BatchedArray`` of it or a ``_Basis``."""
 
     __slots__ = ("trace",)
 
@@ -135,8 +158,46 @@ class _Directions:
     def _ours(self, value) -> bool:
         return isinstance(value, BatchedArray) and value._trace is self.trace
 
+    def dense(self, firsts: list) -> list:
+        """``firsts`` with each ``_Basis`` made the batch it stands for."""
+        return [self._dense(first) for first in firsts]
+
+    def _dense(self, first):
+        if not isinstance(first, _Basis):
+            return first
+        identity = _np.eye(self.trace.size, dtype=first.dtype)
+        batch = identity if first.scale is None else identity * anp.ravel(first.scale)
+        return BatchedArray(anp.reshape(batch, (self.trace.size, *first.shape)), self.trace)
+
+    def image(self, linear: Callable, transpose: Callable | None, firsts: list, ans):
+        """``linear(*firsts)``, shaped like ``ans``; of one ``_Basis`` with a smaller
+        output, the columns of the map's matrix, scaled: the rows of its ``transpose``
+        (one batched call on the output's basis), so that the identity never exists."""
+        (basis,) = firsts if len(firsts) == 1 else (None,)
+        size = self.trace.size
+        out = anp.size(ans) if hasattr(ans, "shape") else size  # (not a tuple of arrays)
+        rows = None
+        if (isinstance(basis, _Basis) and transpose is not None and out < size
+                and anp.issubdtype(basis.dtype, anp.floating)
+                and anp.issubdtype(anp.result_type(ans), anp.floating)):
+            output_basis = _np.eye(out, dtype=anp.result_type(ans))
+            rows = over_batch(lambda g: _dense_cotangent(transpose(g), basis),
+                              _np.reshape(output_basis, (out, *anp.shape(ans))), out)
+        if rows is None:
+            return linear(*self.dense(firsts))
+        columns = anp.transpose(anp.reshape(rows, (out, size)))
+        if basis.scale is not None:
+            columns = columns * anp.reshape(basis.scale, (size, 1))
+        return BatchedArray(anp.reshape(columns, (size, *anp.shape(ans))), self.trace)
+
     def times(self, factor, first):
         """``factor * first`` along every direction (``factor`` the same for all)."""
+        if isinstance(first, _Basis):
+            scale = factor if first.scale is None else factor * first.scale
+            if (anp.shape(scale) == first.shape
+                    and anp.result_type(scale) == first.dtype):
+                return _Basis(first.shape, first.dtype, scale)
+            first = self._dense(first)
         if not self._ours(first) or isinstance(factor, BatchedArray):
             return factor * first
         batch = first._value
@@ -148,6 +209,9 @@ class _Directions:
 
     def total_of_squares(self, first):
         """The sum over the directions of ``first * first``."""
+        if isinstance(first, _Basis):
+            return (anp.ones(first.shape, first.dtype) if first.scale is None
+                    else first.scale * first.scale)
         if not self._ours(first):
             return first * first * self.trace.size
         return anp.sum(first._value * first._value, axis=0)
@@ -162,16 +226,16 @@ class _Directions:
         return leaf * self.trace.size  # the same along every direction
 
 
-def _summed_second_terms(fun: Callable, x, directions):
-    """The sum over the rows v of ``directions`` of v^T H v (see ``_second_terms``), in one
-    collapsed Taylor pass: the value once, the first coefficients batched over the
-    directions, one summed second coefficient."""
-    count = len(directions)
+def _summed_second_terms(fun: Callable, x, count: int, first_of: Callable):
+    """The sum over the ``count`` directions v of v^T H v, H the Hessian of scalar ``fun``
+    at x, in one collapsed Taylor pass: the value once, the first coefficients batched over
+    the directions (``first_of(trace)``: a ``BatchedArray`` of that trace, or a
+    ``_Basis``), one summed second coefficient. ``first_of(None)`` gives the directions as
+    rows of an array (for ``_second_terms``, where the pass cannot run on the batch)."""
     trace = BatchTrace(count, quiet=True)
     live_trace_ids.add(trace.id)
     try:
-        first = BatchedArray(_np.reshape(directions, (count, *anp.shape(x))), trace)
-        values, _, derived = collapsed_trace(fun, x, first, _Directions(trace))
+        values, _, derived = collapsed_trace(fun, x, first_of(trace), _Directions(trace))
     except (Exception, BatchSplit, BatchUnsupported):  # (not KeyboardInterrupt)
         if trace.signal is None:
             raise
@@ -180,7 +244,7 @@ def _summed_second_terms(fun: Callable, x, directions):
     if trace.signal is not None:
         # a Python decision on a direction's coefficients, or something that cannot run on
         # the batch: each direction's series apart (vmap of jet) sorts that out
-        return anp.sum(_second_terms(fun, x, directions))
+        return anp.sum(_second_terms(fun, x, first_of(None)))
     if len(values) != 1:
         raise ValueError(f"laplacian takes a function with a scalar output; this one answers "
                          f"{len(values)} values.")
@@ -247,12 +311,21 @@ def laplacian(fun: Callable, samples: int | None = None, key: Any = None,
         n = anp.size(x)
         dtype = anp.result_type(x)
         if samples is None:
-            return _summed_second_terms(fun, x, _np.eye(n, dtype=dtype))
+            def basis(trace):
+                return _np.eye(n, dtype=dtype) if trace is None else _Basis(anp.shape(x), dtype)
+
+            return _summed_second_terms(fun, x, n, basis)
         rng = _np.random.default_rng(key)
         if distribution == "rademacher":
             directions = rng.choice([-1.0, 1.0], size=(samples, n)).astype(dtype)
         else:
             directions = rng.standard_normal((samples, n)).astype(dtype)
-        return _summed_second_terms(fun, x, directions) / samples
+
+        def drawn(trace):
+            if trace is None:
+                return directions
+            return BatchedArray(_np.reshape(directions, (samples, *anp.shape(x))), trace)
+
+        return _summed_second_terms(fun, x, samples, drawn) / samples
 
     return trace

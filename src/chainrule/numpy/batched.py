@@ -36,6 +36,7 @@ from typing import Any
 import numpy as _np
 
 from .._core import reverse, tracer
+from .._core.containers import SequenceBox
 from .._core.pytree import tree_flatten, tree_unflatten
 from .._core.rule_table import rule_table
 from .._core.tracer import LeakedTracerError, front_ends, register_batched_type
@@ -632,6 +633,10 @@ def _as_batched(ans, trace: BatchTrace):
         return type(ans)(*items) if hasattr(ans, "_fields") else type(ans)(items)
     if isinstance(ans, list):
         return [_as_batched(a, trace) for a in ans]
+    if type(ans) is SequenceBox:  # (a traced tuple, as jit's of slogdet: batch each item)
+        items = [_as_batched(a, trace) for a in ans]
+        kind = type(ans._value)
+        return kind(*items) if hasattr(kind, "_fields") else kind(items)
     front_end = front_ends.get(type(ans))
     if front_end is not None:  # a Tensor met as a constant answers with a Tensor
         ans = front_end.value_of(ans)

@@ -19,6 +19,8 @@ Recurrence rules apply to plain positional calls; a call with keywords (``out=``
 
 from __future__ import annotations
 
+import numpy as _np
+
 from .._core.rules import deftaylor
 from .._core.taylor import nested_jvp_series
 from .._core.tracer import getval
@@ -111,6 +113,18 @@ def sin_cos_series(x: list, s0, c0, order: int, sign: float) -> tuple[list, list
     return s, c
 
 
+def composed_series(x: list, coefficients: list, order: int) -> list:
+    """f(x(t)) from f's own Taylor coefficients at x_0 (``coefficients[n]`` =
+    f^(n)(x_0) / n!, n = 0..order), by Horner's rule in u(t) = x(t) - x_0: O(order^3),
+    for functions with a closed form of every derivative (gammaln's are polygammas)."""
+    u = [0.0, *x[1:]]
+    y = [coefficients[order]] + [0.0] * order
+    for n in range(order - 1, -1, -1):
+        y = [cauchy(u, y, j) for j in range(order + 1)]
+        y[0] = y[0] + coefficients[n]
+    return y
+
+
 def square_series(x: list, order: int) -> list:
     return [cauchy(x, x, j) for j in range(order + 1)]
 
@@ -133,10 +147,24 @@ def unary(fun, series_of) -> None:
     def rule(series_in, argnums, ans, args, kwargs, order):
         if kwargs or len(args) != 1:
             return nested_jvp_series(fun, args, kwargs, argnums, series_in, order)
-        return tuple(series_of([args[0], *series_in[0]], ans, order)[1:])
+        series = tuple(series_of([args[0], *series_in[0]], ans, order)[1:])
+        return _finite_or_nested(series, fun, args, argnums, series_in, order)
 
     rule.kind = "recurrence"
     deftaylor(fun, rule)
+
+
+def _finite_or_nested(series: tuple, fun, args, argnums, series_in, order) -> tuple:
+    """``series``, but where its last coefficient is not finite (a recurrence dividing by
+    0 at a singular point, as sqrt's, cbrt's or log's 0, makes nan of the one-sided
+    limits), the nested JVP's coefficients: those of nested ``jvp``, inf and -inf."""
+    if not series:
+        return series
+    finite = _np.isfinite(getval(series[-1]))
+    if _np.all(finite):
+        return series
+    nested = nested_jvp_series(fun, args, {}, argnums, series_in, order)
+    return tuple(anp.where(finite, c, n) for c, n in zip(series, nested))
 
 
 def through_derivative(fun, derivative_series) -> None:

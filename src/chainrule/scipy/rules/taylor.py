@@ -4,8 +4,11 @@ JVP."""
 
 from __future__ import annotations
 
+from math import factorial
+
 from ...numpy import numpy_wrapper as anp
 from ...numpy.taylor_patterns import (
+    composed_series,
     exp_series,
     reciprocal_series,
     scaled,
@@ -28,6 +31,17 @@ def _gaussian(x: list, order: int, width: float, factor: float) -> list:
 through_derivative(sp.erf, lambda x, k: _gaussian(x, k, 1.0, 2 / _SQRT_PI))
 through_derivative(sp.erfc, lambda x, k: _gaussian(x, k, 1.0, -2 / _SQRT_PI))
 through_derivative(sp.ndtr, lambda x, k: _gaussian(x, k, 2.0, 1 / _SQRT_2PI))
+
+
+def _polygamma_series(m: int, x: list, ans, order: int) -> list:
+    """polygamma(m, x(t)) (gammaln for m = -1): its derivatives are polygammas."""
+    coefficients = [ans] + [sp.polygamma(m + n, x[0]) / factorial(n)
+                            for n in range(1, order + 1)]
+    return composed_series(x, coefficients, order)
+
+
+unary(sp.gammaln, lambda x, ans, k: _polygamma_series(-1, x, ans, k))
+unary(sp.digamma, lambda x, ans, k: _polygamma_series(0, x, ans, k))
 
 
 def _logit_derivative(x: list, order: int) -> list:
