@@ -530,7 +530,7 @@ class CheckedJittedFunction(JittedFunction):
         return super()._record(leaves, treedef, statics, walked, _check.CheckedNode)
 
     def _keep(self, trace: _Trace, key, entry: _Entry, randomness):
-        record = trace.session.nodes
+        record = list(trace.session.nodes)  # (the session empties its own when it closes)
         result, program = super()._keep(trace, key, entry, randomness)
         if program is not None:
             program.record = record

@@ -47,6 +47,9 @@ from ._roll import Loop, Stride
 from ._staging import ArrayMeta
 
 _ANS = operator.attrgetter("ans")
+_SEQ = operator.attrgetter("seq")
+_KEY = operator.attrgetter("key")
+_PARENTS = operator.attrgetter("parents")
 _PLAIN = frozenset({float, int, complex, bool, *np.sctypeDict.values()})  # keyed by type
 _IS = operator.is_
 # functions whose instruction depends on a constant's value (``_emit._lower``: ``x * 1``
@@ -86,7 +89,7 @@ def node_runs(nodes: list, seqs: list[int], guarded: list) -> list[Run]:
     min_repeats = max(_roll.MIN_REPEATS + 1, 3)  # (the first iteration stays straight)
     # (numbered at trace time; an answer's layout and a constant's value are checked where
     # a run is found)
-    ints = [n.key for n in nodes]
+    ints = list(map(_KEY, nodes))
     codes = np.array(ints, np.int64)
     nxt = next_same(codes, numbers=True)
     seqs = np.array(seqs, np.int64)
@@ -119,7 +122,7 @@ def _checked(nodes: list, start: int, period: int, repeats: int, seqs, codes,
     """The run of the first iterations whose arguments read in one form each (see the
     module's docstring), or None. Positions are checked for all iterations at once."""
     segment = nodes[start:start + period * repeats]
-    parent_seqs = np.fromiter([p.seq for node in segment for p in node.parents], np.int64)
+    parent_seqs = np.fromiter(map(_SEQ, chain.from_iterable(map(_PARENTS, segment))), np.int64)
     flat = np.searchsorted(seqs, parent_seqs)  # (the parents' places in ``nodes``)
     width = len(flat) // repeats  # parents per iteration
     done = repeats
@@ -326,7 +329,7 @@ class Folded(dict):
     def __init__(self, nodes: list):
         super().__init__()
         self.nodes = nodes
-        self.seqs = [n.seq for n in nodes]
+        self.seqs = list(map(_SEQ, nodes))
         self.folds: list[_Fold] = []  # in order
         self.starts: list[int] = []  # their runs' starts
 
