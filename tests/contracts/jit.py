@@ -47,9 +47,21 @@ CI_CASES = 300
 
 TRANSFORMS = ("plain", "plain", "plain", "grad", "value_and_grad", "jvp", "hessian")
 WRAPPINGS = ("none", "none", "wraps", "nested_jit", "jit_of_jit", "dict_arg", "static_s",
-             "keywords")
+             "static_s_by_keyword", "static_name_by_position", "keywords")
+STATIC_WRAPPINGS = ("static_s", "static_s_by_keyword", "static_name_by_position")
 LAYOUTS = ("contiguous", "contiguous", "strided", "reversed")
-STATIC_VALUES = (0.0, -0.0, 1, True, 0, False, 2.5, float("nan"), onp.float64(-0.0))
+
+
+class StaticNumber(float):
+    """A number of a type jit does not know as a leaf: an argument only where it is
+    declared static (then compared by == and hash, so no signed zero or nan here)."""
+
+    def __repr__(self) -> str:
+        return f"StaticNumber({float(self)!r})"
+
+
+STATIC_VALUES = (0.0, -0.0, 1, True, 0, False, 2.5, float("nan"), onp.float64(-0.0),
+                 StaticNumber(1.5), StaticNumber(-2.0))
 EDGE_VALUES = (0.0, -0.0, onp.nan, onp.inf, -onp.inf, 1e308, -1e308, 5e-324, -5e-324,
                1e-308)
 
@@ -121,7 +133,7 @@ def generate(rng: onp.random.Generator) -> Case:
     calls = program.inputs(rng, 3)
     calls.append(calls[0])  # (the first arguments again: a cached call)
     wrapping = str(rng.choice(WRAPPINGS))
-    if wrapping == "static_s":
+    if wrapping in STATIC_WRAPPINGS:
         calls = [(x, STATIC_VALUES[int(rng.integers(len(STATIC_VALUES)))]) for x, _ in calls]
         calls.append(calls[-2])
     layout = str(rng.choice(LAYOUTS))
@@ -247,6 +259,12 @@ def _jitted(case: Case, target):
     if wrapping == "static_s":
         j = chainrule.jit(target, static_argnums=1)
         return (lambda args: j(*args)), (lambda args: target(*args))
+    if wrapping == "static_s_by_keyword":  # (static by number, given by name)
+        j = chainrule.jit(target, static_argnums=1)
+        return (lambda args: j(args[0], s=args[1])), (lambda args: target(*args))
+    if wrapping == "static_name_by_position":  # (static by name, given by position)
+        j = chainrule.jit(target, static_argnames="s")
+        return (lambda args: j(*args)), (lambda args: target(*args))
     if wrapping == "keywords":
         j = chainrule.jit(lambda x, s: target(x, s))
         return (lambda args: j(args[0], s=args[1])), (lambda args: target(*args))
@@ -268,7 +286,7 @@ def _as_traced(args: tuple, static: bool) -> tuple:
 def check(case: Case) -> list[str]:
     target = _target(case)
     jitted, eager = _jitted(case, target)
-    static = case.wrapping == "static_s"
+    static = case.wrapping in STATIC_WRAPPINGS
     closures = set() if case.program is None else \
         {id(case.program.namespace[k]) for k in case.program.closures}
     out: list[str] = []

@@ -35,7 +35,7 @@ from ._emit import emit, emit_straight
 from ._notices import JitWarning, user_stacklevel
 from ._program import MISS, RAISED, Program
 from ._readable import readable
-from ._signature import is_traced, positional_parameters, static_key, walk
+from ._signature import is_traced, static_key, static_parameters, walk
 from ._staging import Session, SourcedNode, StagingError, StagingNode
 
 __all__ = ["jit", "JitWarning", "JitCheckError", "StagingError", "CacheInfo"]
@@ -161,10 +161,6 @@ class JittedFunction:
         maxsize: int,
     ):
         self.fun = fun
-        self.static_argnums = frozenset(static_argnums)
-        self.static_argnames = frozenset(static_argnames)
-        self._positions: dict[int, frozenset[int]] = {}  # see _static_positions
-        self._n_positional = positional_parameters(fun)
         self.max_variants = max_variants
         self.maxsize = maxsize
         self._cache: OrderedDict = OrderedDict()
@@ -172,6 +168,10 @@ class JittedFunction:
         self._name = getattr(fun, "__name__", "fun").replace("<", "_").replace(">", "_")
         if not self._name.isidentifier():
             self._name = "fun"
+        self.static_argnums, self.static_argnames, self._n_positional = static_parameters(
+            fun, frozenset(static_argnums), frozenset(static_argnames),
+            getattr(fun, "__name__", "the function"))
+        self._positions: dict[int, frozenset[int]] = {}  # see _static_positions
         # The name, docstring and __wrapped__ only: copying ``fun.__dict__`` (what
         # update_wrapper does by default) would overwrite this object's own state with
         # the attributes of a chainrule primitive (``fun``), of another jitted function
