@@ -71,3 +71,47 @@ def test_a_static_parameter_left_to_its_default_is_read_as_eagerly():
     same(jitted(X), X * 3)
     same(jitted(X, 4), X * 4)
     same(jitted(X, n=5), X * 5)
+
+
+# ------------------------------------------------------------------ folded loops' outputs
+def sharing(outputs: tuple, inputs: tuple) -> list[bool]:
+    """For each pair of output arrays, and each output with each input: whether they share
+    memory."""
+    return [onp.shares_memory(a, b) for i, a in enumerate(outputs)
+            for b in (*outputs[:i], *inputs)]
+
+
+def each_step_reads_the_next_row(x):
+    # q of step r is the call p makes at step r + 1: a folded loop shares one array
+    # between them (a common subexpression) where neither is an output in its first steps
+    acc = x[0] * 0.0
+    ps, qs = [], []
+    for r in range(10):
+        p = np.sin(x[r] * 2.0)
+        q = np.sin(x[r + 1] * 2.0)
+        acc = np.cos(acc) + p * q
+        ps.append(p)
+        qs.append(q)
+    return acc, ps[9], qs[8], ps[9][1:], qs[7]
+
+
+def each_step_multiplies_a_row_by_one(x):
+    # x[r] * 1.0 is x[r], bit for bit: dropped where it is no output, but the last step's
+    # is an output, a new array, eagerly
+    acc = x[0] * 0.0
+    for r in range(10):
+        y = x[r] * 1.0
+        acc = np.cos(acc) + np.sin(y) * y - np.tanh(acc) * 0.5
+    return acc, y
+
+
+@pytest.mark.parametrize("f", [each_step_reads_the_next_row, each_step_multiplies_a_row_by_one])
+def test_outputs_of_a_folded_loop_share_memory_only_where_they_do_eagerly(f):
+    jitted = cr.jit(f)
+    rows = onp.arange(36.0).reshape(12, 3) / 10
+    for x in (rows, rows * 2.0, rows):
+        want, got = f(x), jitted(x)
+        same(got, want)
+        assert sharing(got, (x,)) == sharing(want, (x,))
+    assert jitted.cache_info().hits == 2
+    assert " for i in range(" in jitted.lower(rows).source  # (still a loop)

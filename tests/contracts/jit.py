@@ -115,8 +115,23 @@ def _errstate(g) -> None:
            f"{t} = 0.0")
 
 
+def _folded_outputs(g) -> None:
+    # a loop long enough to fold, each step making the same call again (a common
+    # subexpression across steps), whose last steps' values are outputs: eagerly each
+    # its own array
+    a, acc, p, kept = g.vec(), g.name("acc"), g.name("p"), g.name("P")
+    g.emit(f"{acc} = {a} * 0.0", f"{kept} = []",
+           "for i in range(12):",
+           f"    {p} = np.sin({a} * 2.0)",
+           f"    {acc} = np.cos({acc}) + {p} * {p} - np.tanh({acc}) * 0.5",
+           f"    {kept}.append({p})")
+    g.emit(f"{g.new_vec()} = {acc}", f"{g.new_vec()} = {kept}[-2]",
+           f"{g.new_vec()} = {kept}[-1]")
+
+
 OWN = (programs.Template("text", _text, 0.5), programs.Template("errstate", _errstate, 0.5),
-       programs.Template("python_numbers", _python_numbers, 0.3))
+       programs.Template("python_numbers", _python_numbers, 0.3),
+       programs.Template("folded_outputs", _folded_outputs, 0.3))
 OWN_UNDER_TRANSFORMS = OWN[1:2]
 
 

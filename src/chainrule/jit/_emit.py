@@ -236,7 +236,7 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
         return a, text, repr(float(a)) if floats and _float_constant(a) else None
 
     walk = _walk(nodes, runs, instrs, lambda run, first, second: fold(
-        run, nodes, instrs, first, second, instr_of, constant))
+        run, nodes, instrs, first, second, instr_of, constant, escaping))
     for node in walk:
         fun = node.fun
         if fun is None:

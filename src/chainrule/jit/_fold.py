@@ -421,11 +421,15 @@ class _Fold:
 
 
 def fold(run: Run, nodes: list, instrs: list, first: int, second: int, instr_of: Folded,
-         constant) -> bool:
+         constant, escaping: set) -> bool:
     """Make ``run``'s loop from its lowered iterations 1 (``instrs[first:second]``) and 2
     (``instrs[second:]``), which it replaces in ``instrs``; False (nothing changed) where
     they are not one body in the forms the run's nodes read (see the module's docstring).
-    ``constant(value)``: a constant operand's slot, as ``_lower`` makes them."""
+    ``constant(value)``: a constant operand's slot, as ``_lower`` makes them.
+    ``escaping``: the nodes whose memory the caller gets (``_emit._escaping``), which
+    lowering never lets share an instruction: a node of a later iteration that escapes
+    where iteration 2's does not could share one (two outputs one array, an output the
+    caller's input), so such a run is not folded."""
     period, start = run.period, run.start
     one, two = instrs[first:second], instrs[second:]
     if not one or len(one) != len(two):
@@ -457,6 +461,9 @@ def fold(run: Run, nodes: list, instrs: list, first: int, second: int, instr_of:
                 target[0] == "carry" and _repeats_previous(
                     run, nodes, k, instr_of.place(one[target[1]].node) - base, q1.node)):
             return False  # shared by a coincidence of the first iterations, maybe
+        if q2.node is not n2 and escaping and any(
+                nodes[start + r * period + k] in escaping for r in range(3, run.repeats)):
+            return False  # (a later iteration's would share it too: see above)
         targets.append(target)
     offsets = [instr_of.place(q.node) - base for q in one]
     operands: list[list] = []
