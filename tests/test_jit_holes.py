@@ -6,6 +6,8 @@ with eager evaluation, called several times with the state changed in between.""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as onp
 import pytest
 
@@ -115,3 +117,63 @@ def test_outputs_of_a_folded_loop_share_memory_only_where_they_do_eagerly(f):
         assert sharing(got, (x,)) == sharing(want, (x,))
     assert jitted.cache_info().hits == 2
     assert " for i in range(" in jitted.lower(rows).source  # (still a loop)
+
+
+# ------------------------------------------------------------------ values read at the call
+def test_an_array_default_is_read_at_each_call_as_eagerly():
+    weights = onp.array([1.0, 2.0, 3.0])
+    offsets = onp.array([0.5, 0.5, 0.5])
+
+    def f(x, w=weights, *, b=offsets):
+        return np.sum(np.sin(x) * w) + np.sum(b * x)
+
+    jitted = cr.jit(f)
+    for k in range(3):
+        same(jitted(X), f(X))
+        same(jitted(X, b=offsets * 2.0), f(X, b=offsets * 2.0))
+        weights[k] += 1.0  # (the default arrays change in place between calls)
+        offsets[2 - k] = -k
+    same(jitted(X), f(X))
+    f.__defaults__ = (weights * 10.0,)  # (and the default itself is replaced)
+    same(jitted(X), f(X))
+    assert jitted.cache_info().misses == 2  # (left out, and b given: two signatures)
+
+
+def test_a_method_reads_its_array_default_at_each_call():
+    class Model:
+        scale = onp.array([2.0, 2.0, 2.0])
+
+        @cr.jit(static_argnums=0)
+        def predict(self, x, w=scale):
+            return np.tanh(x) * w
+
+    model = Model()
+    first = model.predict(X)
+    Model.scale[0] = 5.0
+    same(model.predict(X), onp.tanh(X) * Model.scale)
+    same(first, onp.tanh(X) * 2.0)
+
+
+def test_a_partial_or_an_object_changed_after_the_trace_is_named_by_the_sanitizer():
+    weights = onp.array([1.0, 2.0, 3.0])
+
+    def f(x, w):
+        return np.sum(np.sin(x) * w)
+
+    class Loss:
+        def __init__(self):
+            self.w = weights.copy()
+
+        def __call__(self, x):
+            return np.sum(np.sin(x) * self.w)
+
+    loss = Loss()
+    for fun, change in ((functools.partial(f, w=weights), lambda: weights.fill(7.0)),
+                        (loss, lambda: setattr(loss, "w", loss.w * 2.0))):
+        checked = cr.jit(fun, check=True)
+        same(checked(X), fun(X))
+        change()
+        with pytest.raises(cr.jit.JitCheckError, match=r"(?s)argument 1 of multiply.*"
+                           r"a functools.partial's arguments or an object's attributes are "
+                           r"constants of the program: pass the array as an argument"):
+            checked(X)

@@ -15,7 +15,8 @@ Two kinds of case:
 - **program**: a generated program ``f(x, s)`` with every hazard of ``_programs``, under a
   transform (``f`` itself, ``grad``, ``value_and_grad``, ``jvp``, ``hessian``), a wrapping
   (``functools.wraps``, a jit inside the jit, a jit of a jit, a dict argument, ``s``
-  static of mixed types, keywords) and an argument layout (contiguous, strided,
+  static of mixed types, given by position or by keyword, keywords, an array default
+  changed in place before each call) and an argument layout (contiguous, strided,
   reversed), called at least four times on inputs that take other branches (the first
   again last: a cached call).
 - **spec**: a case of the rule tables (``chainrule._specs``) with some of its float
@@ -47,7 +48,7 @@ CI_CASES = 300
 
 TRANSFORMS = ("plain", "plain", "plain", "grad", "value_and_grad", "jvp", "hessian")
 WRAPPINGS = ("none", "none", "wraps", "nested_jit", "jit_of_jit", "dict_arg", "static_s",
-             "static_s_by_keyword", "static_name_by_position", "keywords")
+             "static_s_by_keyword", "static_name_by_position", "keywords", "array_default")
 STATIC_WRAPPINGS = ("static_s", "static_s_by_keyword", "static_name_by_position")
 LAYOUTS = ("contiguous", "contiguous", "strided", "reversed")
 
@@ -280,11 +281,32 @@ def _jitted(case: Case, target):
     if wrapping == "static_name_by_position":  # (static by name, given by position)
         j = chainrule.jit(target, static_argnames="s")
         return (lambda args: j(*args)), (lambda args: target(*args))
+    if wrapping == "array_default":  # (read at each call, eagerly and jitted)
+        weights = onp.ones(case.program.n, case.program.dtype)
+
+        def with_default(x, s, w=weights):
+            return target(x * w, s)
+
+        j = chainrule.jit(with_default)
+        return (_changing(weights, lambda args: j(*args)),
+                _changing(weights, lambda args: with_default(*args)))
     if wrapping == "keywords":
         j = chainrule.jit(lambda x, s: target(x, s))
         return (lambda args: j(args[0], s=args[1])), (lambda args: target(*args))
     j = chainrule.jit(target)
     return (lambda args: j(*args)), (lambda args: target(*args))
+
+
+def _changing(weights: onp.ndarray, call):
+    """``call``, with ``weights`` set in place to other values before each call (the same
+    values before the k-th call of each of two such)."""
+    count = [0]
+
+    def changed_first(args):
+        weights[:] = 1.0 + 0.5 * count[0]
+        count[0] += 1
+        return call(args)
+    return changed_first
 
 
 def _as_traced(args: tuple, static: bool) -> tuple:

@@ -203,3 +203,47 @@ def static_parameters(fun: Callable, argnums: frozenset[int], argnames: frozense
                    f"has no parameter of that name (its parameters: "
                    f"{', '.join(p.name for p in params) or 'none'}): name one of them."))
     return frozenset(numbers), frozenset(names), n
+
+
+def array_defaults(fun: Callable) -> tuple[tuple[str, int | None], ...]:
+    """The parameters of a Python function (not a wrapper's: its own ``__defaults__``)
+    that can be given by keyword and default to a NumPy array, with their positions
+    (None for keyword-only ones). Eagerly the function reads such an array's contents at
+    each call; ``with_array_defaults`` gives it to the program as an argument, so that
+    the program does too."""
+    if not isinstance(fun, types.FunctionType):
+        return ()
+    code = fun.__code__
+    n_positional = code.co_argcount
+    names = code.co_varnames[:n_positional + code.co_kwonlyargcount]
+    return tuple((name, k if k < n_positional else None) for k, name in enumerate(names)
+                 if k >= code.co_posonlyargcount
+                 and type(_default_of(fun, name, k, n_positional)) is np.ndarray)
+
+
+def _default_of(fun: types.FunctionType, name: str, k: int, n_positional: int) -> Any:
+    """The current default of parameter ``name`` (number ``k``), or None."""
+    if k >= n_positional:
+        return (fun.__kwdefaults__ or {}).get(name)
+    defaults = fun.__defaults__ or ()
+    first = n_positional - len(defaults)  # (the defaults are the last positional ones)
+    return defaults[k - first] if k >= first else None
+
+
+def with_array_defaults(fun: types.FunctionType, params: tuple, args: tuple,
+                        kwargs: dict) -> dict:
+    """``kwargs`` with the array defaults (``array_defaults``) the call leaves out given
+    by keyword: the arrays ``fun`` would read now (its ``__defaults__`` may have been
+    replaced since)."""
+    n_positional = fun.__code__.co_argcount
+    filled = None
+    for name, position in params:
+        if name in kwargs or (position is not None and position < len(args)):
+            continue
+        k = position if position is not None else fun.__code__.co_varnames.index(name)
+        value = _default_of(fun, name, k, n_positional)
+        if type(value) is np.ndarray:
+            if filled is None:
+                filled = dict(kwargs)
+            filled[name] = value
+    return kwargs if filled is None else filled
