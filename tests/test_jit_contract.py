@@ -152,11 +152,11 @@ def test_static_values_equal_by_eq_but_not_alike_are_two_signatures(first, secon
         sign = math.copysign(2.0, s[0] if type(s) is tuple else s)
         return x * sign * (3.0 if type(s) is bool else 1.0) + (5.0 if type(s) is float else 0.0)
 
-    for jitted in (cr.jit(f, static_argnums=1), cr.jit(lambda x, s: f(x, s),
-                                                        static_argnames="s")):
+    for by_keyword in (False, True):
+        jitted = cr.jit(lambda x, s: f(x, s), static_argnames="s") if by_keyword else \
+            cr.jit(f, static_argnums=1)
         for s in (first, second, first, second):
-            kwargs = {"s": s}
-            got = jitted(X, s) if jitted.static_argnums else jitted(X, **kwargs)
+            got = jitted(X, s=s) if by_keyword else jitted(X, s)
             same(got, f(X, s))
 
 

@@ -15,7 +15,8 @@ Two kinds of case:
 - **program**: a generated program ``f(x, s)`` with every hazard of ``_programs``, under a
   transform (``f`` itself, ``grad``, ``value_and_grad``, ``jvp``, ``hessian``), a wrapping
   (``functools.wraps``, a jit inside the jit, a jit of a jit, a dict argument, ``s``
-  static of mixed types, keywords) and an argument layout (contiguous, strided,
+  static of mixed types, given by position or by keyword, keywords, an array default
+  changed in place before each call) and an argument layout (contiguous, strided,
   reversed), called at least four times on inputs that take other branches (the first
   again last: a cached call).
 - **spec**: a case of the rule tables (``chainrule._specs``) with some of its float
@@ -47,9 +48,21 @@ CI_CASES = 300
 
 TRANSFORMS = ("plain", "plain", "plain", "grad", "value_and_grad", "jvp", "hessian")
 WRAPPINGS = ("none", "none", "wraps", "nested_jit", "jit_of_jit", "dict_arg", "static_s",
-             "keywords")
+             "static_s_by_keyword", "static_name_by_position", "keywords", "array_default")
+STATIC_WRAPPINGS = ("static_s", "static_s_by_keyword", "static_name_by_position")
 LAYOUTS = ("contiguous", "contiguous", "strided", "reversed")
-STATIC_VALUES = (0.0, -0.0, 1, True, 0, False, 2.5, float("nan"), onp.float64(-0.0))
+
+
+class StaticNumber(float):
+    """A number of a type jit does not know as a leaf: an argument only where it is
+    declared static (then compared by == and hash, so no signed zero or nan here)."""
+
+    def __repr__(self) -> str:
+        return f"StaticNumber({float(self)!r})"
+
+
+STATIC_VALUES = (0.0, -0.0, 1, True, 0, False, 2.5, float("nan"), onp.float64(-0.0),
+                 StaticNumber(1.5), StaticNumber(-2.0))
 EDGE_VALUES = (0.0, -0.0, onp.nan, onp.inf, -onp.inf, 1e308, -1e308, 5e-324, -5e-324,
                1e-308)
 
@@ -103,8 +116,23 @@ def _errstate(g) -> None:
            f"{t} = 0.0")
 
 
+def _folded_outputs(g) -> None:
+    # a loop long enough to fold, each step making the same call again (a common
+    # subexpression across steps), whose last steps' values are outputs: eagerly each
+    # its own array
+    a, acc, p, kept = g.vec(), g.name("acc"), g.name("p"), g.name("P")
+    g.emit(f"{acc} = {a} * 0.0", f"{kept} = []",
+           "for i in range(12):",
+           f"    {p} = np.sin({a} * 2.0)",
+           f"    {acc} = np.cos({acc}) + {p} * {p} - np.tanh({acc}) * 0.5",
+           f"    {kept}.append({p})")
+    g.emit(f"{g.new_vec()} = {acc}", f"{g.new_vec()} = {kept}[-2]",
+           f"{g.new_vec()} = {kept}[-1]")
+
+
 OWN = (programs.Template("text", _text, 0.5), programs.Template("errstate", _errstate, 0.5),
-       programs.Template("python_numbers", _python_numbers, 0.3))
+       programs.Template("python_numbers", _python_numbers, 0.3),
+       programs.Template("folded_outputs", _folded_outputs, 0.3))
 OWN_UNDER_TRANSFORMS = OWN[1:2]
 
 
@@ -121,7 +149,7 @@ def generate(rng: onp.random.Generator) -> Case:
     calls = program.inputs(rng, 3)
     calls.append(calls[0])  # (the first arguments again: a cached call)
     wrapping = str(rng.choice(WRAPPINGS))
-    if wrapping == "static_s":
+    if wrapping in STATIC_WRAPPINGS:
         calls = [(x, STATIC_VALUES[int(rng.integers(len(STATIC_VALUES)))]) for x, _ in calls]
         calls.append(calls[-2])
     layout = str(rng.choice(LAYOUTS))
@@ -247,11 +275,38 @@ def _jitted(case: Case, target):
     if wrapping == "static_s":
         j = chainrule.jit(target, static_argnums=1)
         return (lambda args: j(*args)), (lambda args: target(*args))
+    if wrapping == "static_s_by_keyword":  # (static by number, given by name)
+        j = chainrule.jit(target, static_argnums=1)
+        return (lambda args: j(args[0], s=args[1])), (lambda args: target(*args))
+    if wrapping == "static_name_by_position":  # (static by name, given by position)
+        j = chainrule.jit(target, static_argnames="s")
+        return (lambda args: j(*args)), (lambda args: target(*args))
+    if wrapping == "array_default":  # (read at each call, eagerly and jitted)
+        weights = onp.ones(case.program.n, case.program.dtype)
+
+        def with_default(x, s, w=weights):
+            return target(x * w, s)
+
+        j = chainrule.jit(with_default)
+        return (_changing(weights, lambda args: j(*args)),
+                _changing(weights, lambda args: with_default(*args)))
     if wrapping == "keywords":
         j = chainrule.jit(lambda x, s: target(x, s))
         return (lambda args: j(args[0], s=args[1])), (lambda args: target(*args))
     j = chainrule.jit(target)
     return (lambda args: j(*args)), (lambda args: target(*args))
+
+
+def _changing(weights: onp.ndarray, call):
+    """``call``, with ``weights`` set in place to other values before each call (the same
+    values before the k-th call of each of two such)."""
+    count = [0]
+
+    def changed_first(args):
+        weights[:] = 1.0 + 0.5 * count[0]
+        count[0] += 1
+        return call(args)
+    return changed_first
 
 
 def _as_traced(args: tuple, static: bool) -> tuple:
@@ -268,7 +323,7 @@ def _as_traced(args: tuple, static: bool) -> tuple:
 def check(case: Case) -> list[str]:
     target = _target(case)
     jitted, eager = _jitted(case, target)
-    static = case.wrapping == "static_s"
+    static = case.wrapping in STATIC_WRAPPINGS
     closures = set() if case.program is None else \
         {id(case.program.namespace[k]) for k in case.program.closures}
     out: list[str] = []

@@ -35,7 +35,14 @@ from ._emit import emit, emit_straight
 from ._notices import JitWarning, user_stacklevel
 from ._program import MISS, RAISED, Program
 from ._readable import readable
-from ._signature import is_traced, positional_parameters, static_key, walk
+from ._signature import (
+    array_defaults,
+    is_traced,
+    static_key,
+    static_parameters,
+    walk,
+    with_array_defaults,
+)
 from ._staging import Session, SourcedNode, StagingError, StagingNode
 
 __all__ = ["jit", "JitWarning", "JitCheckError", "StagingError", "CacheInfo"]
@@ -161,10 +168,6 @@ class JittedFunction:
         maxsize: int,
     ):
         self.fun = fun
-        self.static_argnums = frozenset(static_argnums)
-        self.static_argnames = frozenset(static_argnames)
-        self._positions: dict[int, frozenset[int]] = {}  # see _static_positions
-        self._n_positional = positional_parameters(fun)
         self.max_variants = max_variants
         self.maxsize = maxsize
         self._cache: OrderedDict = OrderedDict()
@@ -172,6 +175,11 @@ class JittedFunction:
         self._name = getattr(fun, "__name__", "fun").replace("<", "_").replace(">", "_")
         if not self._name.isidentifier():
             self._name = "fun"
+        self.static_argnums, self.static_argnames, self._n_positional = static_parameters(
+            fun, frozenset(static_argnums), frozenset(static_argnames),
+            getattr(fun, "__name__", "the function"))
+        self._positions: dict[int, frozenset[int]] = {}  # see _static_positions
+        self._array_defaults = array_defaults(fun)  # (see _with_defaults)
         # The name, docstring and __wrapped__ only: copying ``fun.__dict__`` (what
         # update_wrapper does by default) would overwrite this object's own state with
         # the attributes of a chainrule primitive (``fun``), of another jitted function
@@ -246,8 +254,16 @@ class JittedFunction:
                 kwargs[where] = v
         return self.fun(*args, **kwargs)
 
+    def _with_defaults(self, args, kwargs) -> dict:
+        """The keywords, with the arrays of the parameters the call leaves to an array
+        default: an argument, not a constant read when traced, so that the program reads
+        the array's contents at each call, as eager evaluation does."""
+        return with_array_defaults(self.fun, self._array_defaults, args, kwargs)
+
     # -------------------------------------------------------------- calls
     def __call__(self, *args, **kwargs):
+        if self._array_defaults:
+            kwargs = self._with_defaults(args, kwargs)
         if kwargs or self.static_argnums:
             key, dyn = self._signature(args, kwargs)
         else:  # (the common call, without a call of _signature)
@@ -443,6 +459,8 @@ class JittedFunction:
         """The program for these arguments, as a reader wants it: NumPy's names, and
         each call's primitive and the user's line that made it (``fun`` is traced anew,
         with nodes that note their lines; the cache is left as it was)."""
+        if self._array_defaults:
+            kwargs = self._with_defaults(args, kwargs)
         _, dyn = self._signature(args, kwargs)
         leaves, treedef, statics = self._split(args, kwargs)
         trace = self._record(leaves, treedef, statics, dyn, SourcedNode)
@@ -473,6 +491,8 @@ class JittedFunction:
         function then answers (it traces a new variant, which is appended to this same
         list, or evaluates the call eagerly). None where the signature has no program (not
         traced yet, closing over values of an outer trace, or run eagerly)."""
+        if self._array_defaults:
+            kwargs = self._with_defaults(args, kwargs)
         entry = self._cache.get(self._signature(args, kwargs)[0])
         if entry is None or entry.eager or not entry.variants:
             return None
@@ -527,7 +547,7 @@ class CheckedJittedFunction(JittedFunction):
         return super()._record(leaves, treedef, statics, walked, _check.CheckedNode)
 
     def _keep(self, trace: _Trace, key, entry: _Entry, randomness):
-        record = trace.session.nodes
+        record = list(trace.session.nodes)  # (the session empties its own when it closes)
         result, program = super()._keep(trace, key, entry, randomness)
         if program is not None:
             program.record = record

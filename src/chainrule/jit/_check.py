@@ -282,8 +282,9 @@ def changed_since(old: list, new: list) -> str:
                             f"  argument {j} of {getattr(a.fun, '__name__', '?')}, called from "
                             f"{getattr(b, 'source', '?')},\n"
                             f"  was {_brief(u)}, is now {_brief(v)}.\n"
-                            f"Values the function reads from its closure or globals are "
-                            f"constants of the program: pass the array as an argument.")
+                            f"Values the function reads from its closure, its globals, "
+                            f"a functools.partial's arguments or an object's attributes "
+                            f"are constants of the program: pass the array as an argument.")
     return ""
 
 

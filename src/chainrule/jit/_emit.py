@@ -236,7 +236,7 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
         return a, text, repr(float(a)) if floats and _float_constant(a) else None
 
     walk = _walk(nodes, runs, instrs, lambda run, first, second: fold(
-        run, nodes, instrs, first, second, instr_of, constant))
+        run, nodes, instrs, first, second, instr_of, constant, escaping))
     for node in walk:
         fun = node.fun
         if fun is None:
@@ -483,7 +483,7 @@ def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list
     space = _Namespace()
     glob, const, fun_name = space.glob, space.const, space.fun_name
     out_nodes = [o for o in out_items if isinstance(o, StagingNode)]
-    nodes = needed(record, out_nodes, guards)
+    nodes, unread = needed(record, out_nodes, guards)
     runs = []
     if len(nodes) >= _roll.MIN_INSTRUCTIONS:
         runs = node_runs(nodes, [n.seq for n in nodes], [g.node for g in guards])
@@ -503,7 +503,7 @@ def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list
         glob["_exact"] = None
         for f in (_np.float64, math.isfinite, underflow_heard):
             fun_name(f)
-        plan.watched = _watched(nodes, out_nodes, guards, instr_of)
+        plan.watched = _watched(nodes, unread, guards, instr_of)
     name = _free_name(name, glob)
     inputs = {instr_of[n].var for n in _inputs(nodes) if type(n.ans) is ArrayMeta}
     lines = plan.exact_lines(out_names, inputs)
@@ -545,7 +545,7 @@ def emit_straight(n_inputs: int, record: list[StagingNode], out_items: list,
     ``node -> (variable, line number)`` for the calls, and its namespace."""
     space = _Namespace()
     out_nodes = [o for o in out_items if isinstance(o, StagingNode)]
-    nodes = needed(record, out_nodes, guards)
+    nodes, _ = needed(record, out_nodes, guards)
     instrs, instr_of, _ = _lower(nodes, guards, space.const, space.fun_name,
                                  _escaping(nodes, out_nodes), [])
     plan = Plan(instrs, space.const)
@@ -673,27 +673,25 @@ def _float_source(name: str, params: str, read: list[str], lines: list[str],
     return f"def {name}({params}):\n{text}\n"
 
 
-def _watched(nodes: list[StagingNode], outputs: list[StagingNode], guards: list[Guard],
+def _watched(nodes: list[StagingNode], unread: list[StagingNode], guards: list[Guard],
              instr_of) -> set[int]:
     """The values a float program checks are finite, besides its outputs: where an
     overflow made an inf (Python's floats do not warn, NumPy's do), the inf or the nan
     it makes goes on through + - * and math's functions (or makes them raise) to an
-    output or to one of these: a value nothing reads, a divisor (x / inf is 0), the
-    operand of exp (exp(-inf) is 0), a value a guard reads. Answers ids of the
-    instructions (a loop's body instruction for all its iterations)."""
-    read: set[StagingNode] = set(outputs)
-    read.update(g.node for g in guards)
+    output or to one of these: a value nothing reads (``unread``: see ``needed``), a
+    divisor (x / inf is 0), the operand of exp (exp(-inf) is 0), a value a guard reads.
+    Answers ids of the instructions (a loop's body instruction for all its iterations)."""
     watched = {g.node for g in guards}
     for node in nodes:
-        read.update(node.parents)
-        if node.fun is None or not node.parents:
+        fun = node.fun
+        if fun is None or not node.parents:
             continue
-        raw = node.fun.fun
-        if raw in _DIVISIONS and node.argnums[-1] == 1:
-            watched.add(node.parents[-1])
-        elif raw is _EXP:
+        raw = fun.fun
+        if raw is _EXP:
             watched.add(node.parents[0])
-    watched.update(n for n in nodes if n not in read)
+        elif raw in _DIVISIONS and node.argnums[-1] == 1:
+            watched.add(node.parents[-1])
+    watched.update(unread)
     ids = set()
     for node in watched:
         ins = instr_of[node]

@@ -34,11 +34,13 @@ def underflow_heard() -> bool:
     return heard
 
 
-def context() -> object:
-    """The current error state, as an object that is the same until the state changes."""
-    if _extobj_contextvar is None:  # pragma: no cover
-        return tuple(sorted(np.geterr().items()))
-    return _extobj_contextvar.get()
+def _context_by_values() -> object:  # pragma: no cover (NumPy before 2.0)
+    return tuple(sorted(np.geterr().items()))
+
+
+# The current error state, as an object that is the same until the state changes: the
+# context variable's own ``get`` (read for every staged call: no Python frame).
+context = _context_by_values if _extobj_contextvar is None else _extobj_contextvar.get
 
 
 def modes() -> tuple:

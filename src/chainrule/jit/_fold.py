@@ -47,6 +47,9 @@ from ._roll import Loop, Stride
 from ._staging import ArrayMeta
 
 _ANS = operator.attrgetter("ans")
+_SEQ = operator.attrgetter("seq")
+_KEY = operator.attrgetter("key")
+_PARENTS = operator.attrgetter("parents")
 _PLAIN = frozenset({float, int, complex, bool, *np.sctypeDict.values()})  # keyed by type
 _IS = operator.is_
 # functions whose instruction depends on a constant's value (``_emit._lower``: ``x * 1``
@@ -86,7 +89,7 @@ def node_runs(nodes: list, seqs: list[int], guarded: list) -> list[Run]:
     min_repeats = max(_roll.MIN_REPEATS + 1, 3)  # (the first iteration stays straight)
     # (numbered at trace time; an answer's layout and a constant's value are checked where
     # a run is found)
-    ints = [n.key for n in nodes]
+    ints = list(map(_KEY, nodes))
     codes = np.array(ints, np.int64)
     nxt = next_same(codes, numbers=True)
     seqs = np.array(seqs, np.int64)
@@ -119,7 +122,7 @@ def _checked(nodes: list, start: int, period: int, repeats: int, seqs, codes,
     """The run of the first iterations whose arguments read in one form each (see the
     module's docstring), or None. Positions are checked for all iterations at once."""
     segment = nodes[start:start + period * repeats]
-    parent_seqs = np.fromiter([p.seq for node in segment for p in node.parents], np.int64)
+    parent_seqs = np.fromiter(map(_SEQ, chain.from_iterable(map(_PARENTS, segment))), np.int64)
     flat = np.searchsorted(seqs, parent_seqs)  # (the parents' places in ``nodes``)
     width = len(flat) // repeats  # parents per iteration
     done = repeats
@@ -326,7 +329,7 @@ class Folded(dict):
     def __init__(self, nodes: list):
         super().__init__()
         self.nodes = nodes
-        self.seqs = [n.seq for n in nodes]
+        self.seqs = list(map(_SEQ, nodes))
         self.folds: list[_Fold] = []  # in order
         self.starts: list[int] = []  # their runs' starts
 
@@ -418,11 +421,15 @@ class _Fold:
 
 
 def fold(run: Run, nodes: list, instrs: list, first: int, second: int, instr_of: Folded,
-         constant) -> bool:
+         constant, escaping: set) -> bool:
     """Make ``run``'s loop from its lowered iterations 1 (``instrs[first:second]``) and 2
     (``instrs[second:]``), which it replaces in ``instrs``; False (nothing changed) where
     they are not one body in the forms the run's nodes read (see the module's docstring).
-    ``constant(value)``: a constant operand's slot, as ``_lower`` makes them."""
+    ``constant(value)``: a constant operand's slot, as ``_lower`` makes them.
+    ``escaping``: the nodes whose memory the caller gets (``_emit._escaping``), which
+    lowering never lets share an instruction: a node of a later iteration that escapes
+    where iteration 2's does not could share one (two outputs one array, an output the
+    caller's input), so such a run is not folded."""
     period, start = run.period, run.start
     one, two = instrs[first:second], instrs[second:]
     if not one or len(one) != len(two):
@@ -454,6 +461,9 @@ def fold(run: Run, nodes: list, instrs: list, first: int, second: int, instr_of:
                 target[0] == "carry" and _repeats_previous(
                     run, nodes, k, instr_of.place(one[target[1]].node) - base, q1.node)):
             return False  # shared by a coincidence of the first iterations, maybe
+        if q2.node is not n2 and escaping and any(
+                nodes[start + r * period + k] in escaping for r in range(3, run.repeats)):
+            return False  # (a later iteration's would share it too: see above)
         targets.append(target)
     offsets = [instr_of.place(q.node) - base for q in one]
     operands: list[list] = []

@@ -38,22 +38,30 @@ class Program:
         return MISS if out is RAISED else out
 
 
-def needed(nodes: list[StagingNode], outputs: list, guards: list[Guard]) -> list[StagingNode]:
+def needed(nodes: list[StagingNode], outputs: list,
+           guards: list[Guard]) -> tuple[list[StagingNode], list[StagingNode]]:
     """The nodes the program runs, in the order they were made (``nodes``: the record):
     what the outputs and the guards need, and every call that might raise or warn (a
     product may overflow, a Cholesky factorisation fail), with what it needs, for eager
     evaluation makes them too. Only calls that can do neither (``_SILENT``: views,
-    reshapes, indexing with fixed indices, negation) are left out where nothing reads them."""
-    needed = set(outputs)
-    needed.update(g.node for g in guards)
+    reshapes, indexing with fixed indices, negation) are left out where nothing reads them.
+    Also answers those that nothing reads (no output, guard or node it runs: those run
+    for their errors and warnings only), known here for nothing earlier reads a node."""
+    read = set(outputs)
+    read.update(g.node for g in guards)
     found = []
+    unread = []
     silent = _silent_functions()
     for node in reversed(nodes):
-        if node in needed or not _silent(node, silent):
+        if node in read:
             found.append(node)
-            needed.update(node.parents)
+            read.update(node.parents)
+        elif not _silent(node, silent):
+            found.append(node)
+            unread.append(node)
+            read.update(node.parents)
     found.reverse()
-    return found
+    return found, unread
 
 
 def _silent(node: StagingNode, silent: frozenset) -> bool:

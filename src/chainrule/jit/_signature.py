@@ -149,15 +149,101 @@ def walk(tree: Any, tokens: list, dyn: list) -> None:
                     dyn += (leaf,)
 
 
-def positional_parameters(fun: Callable) -> int:
-    """How many parameters ``fun`` takes by position; 0 where it takes ``*args`` or has no
-    signature Python can read."""
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+_BY_KEYWORD = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+
+
+def static_parameters(fun: Callable, argnums: frozenset[int], argnames: frozenset[str],
+                      name: str) -> tuple[frozenset[int], frozenset[str], int]:
+    """``static_argnums`` and ``static_argnames`` checked against ``fun``'s parameters and
+    completed from each other (as in JAX: a parameter that can be given by position or by
+    keyword is static given either way), and how many parameters ``fun`` takes by
+    position (0 where it takes ``*args`` or has no signature Python can read: then the
+    numbers are not checked, and a negative one counts from the end of each call's
+    arguments). A number or a name that no argument could be passed as raises a
+    ValueError naming it and the fix: silently ignored, it would leave the argument it
+    was meant for traced, or refused as an object. An argument a call leaves to its
+    default is not an argument of that call: nothing is static then (``fun`` reads its
+    default as eagerly)."""
     try:
-        params = inspect.signature(fun).parameters.values()
+        params = list(inspect.signature(fun).parameters.values())
     except (TypeError, ValueError):
-        return 0
-    kinds = [p.kind for p in params]
-    if inspect.Parameter.VAR_POSITIONAL in kinds:
-        return 0
-    return sum(k in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-               for k in kinds)
+        return argnums, argnames, 0
+    kinds = {p.kind for p in params}
+    positional = [p for p in params if p.kind in _POSITIONAL]
+    n = 0 if inspect.Parameter.VAR_POSITIONAL in kinds else len(positional)
+    listed = ", ".join(p.name for p in positional) or "none"
+    numbers = set()
+    names = set(argnames)
+    for i in sorted(argnums):
+        if n and not -n <= i < n:
+            raise ValueError(
+                f"chainrule.jit: static_argnums names argument {i}, but {name} takes "
+                f"{n} argument{'s' if n != 1 else ''} by position ({listed}): count them "
+                f"from 0 (a negative number from the end), or name a keyword-only "
+                f"parameter in static_argnames.")
+        if n:
+            i %= n
+            if positional[i].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD:
+                names.add(positional[i].name)  # (static when given by keyword too)
+        numbers.add(i)
+    keyword_any = inspect.Parameter.VAR_KEYWORD in kinds
+    by_keyword = {p.name for p in params if p.kind in _BY_KEYWORD}
+    for key in sorted(argnames):
+        if key in by_keyword:
+            at = next((k for k, p in enumerate(positional) if p.name == key), None)
+            if at is not None:
+                numbers.add(at)  # (static when given by position too)
+        elif not keyword_any:
+            only = any(p.name == key for p in positional)
+            raise ValueError(
+                f"chainrule.jit: static_argnames names {key!r}, but {name} "
+                + (f"takes {key!r} by position only: name its place in static_argnums."
+                   if only else
+                   f"has no parameter of that name (its parameters: "
+                   f"{', '.join(p.name for p in params) or 'none'}): name one of them."))
+    return frozenset(numbers), frozenset(names), n
+
+
+def array_defaults(fun: Callable) -> tuple[tuple[str, int | None], ...]:
+    """The parameters of a Python function (not a wrapper's: its own ``__defaults__``)
+    that can be given by keyword and default to a NumPy array, with their positions
+    (None for keyword-only ones). Eagerly the function reads such an array's contents at
+    each call; ``with_array_defaults`` gives it to the program as an argument, so that
+    the program does too."""
+    if not isinstance(fun, types.FunctionType):
+        return ()
+    code = fun.__code__
+    n_positional = code.co_argcount
+    names = code.co_varnames[:n_positional + code.co_kwonlyargcount]
+    return tuple((name, k if k < n_positional else None) for k, name in enumerate(names)
+                 if k >= code.co_posonlyargcount
+                 and type(_default_of(fun, name, k, n_positional)) is np.ndarray)
+
+
+def _default_of(fun: types.FunctionType, name: str, k: int, n_positional: int) -> Any:
+    """The current default of parameter ``name`` (number ``k``), or None."""
+    if k >= n_positional:
+        return (fun.__kwdefaults__ or {}).get(name)
+    defaults = fun.__defaults__ or ()
+    first = n_positional - len(defaults)  # (the defaults are the last positional ones)
+    return defaults[k - first] if k >= first else None
+
+
+def with_array_defaults(fun: types.FunctionType, params: tuple, args: tuple,
+                        kwargs: dict) -> dict:
+    """``kwargs`` with the array defaults (``array_defaults``) the call leaves out given
+    by keyword: the arrays ``fun`` would read now (its ``__defaults__`` may have been
+    replaced since)."""
+    n_positional = fun.__code__.co_argcount
+    filled = None
+    for name, position in params:
+        if name in kwargs or (position is not None and position < len(args)):
+            continue
+        k = position if position is not None else fun.__code__.co_varnames.index(name)
+        value = _default_of(fun, name, k, n_positional)
+        if type(value) is np.ndarray:
+            if filled is None:
+                filled = dict(kwargs)
+            filled[name] = value
+    return kwargs if filled is None else filled

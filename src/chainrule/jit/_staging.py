@@ -82,7 +82,12 @@ class Session:
         self.errstate_modes = _errstate.modes()
 
     def close(self) -> None:
-        """Free the record (its nodes and this session refer to each other)."""
+        """Free the record. Its nodes refer to it (``StagingNode.record``) and it to them:
+        emptied, the nodes are freed by reference counting as the trace ends, rather than
+        by the cycle collector, which would scan them all when it resumes (the first
+        call's tenth)."""
+        if self.nodes is not None:
+            self.nodes.clear()
         self.nodes = self.guards = None
 
 
@@ -243,15 +248,14 @@ class StagingNode(Node):
         # the record of this node's trace: its parents' (a call for an outer staging trace
         # may come while an inner one is the thread's session), or the session's for an
         # input; the session breaks the cycle this makes (``Session.close``)
+        session = _state.session
         if parents:
             self.record = record = parents[0].record
         else:
-            session = _state.session
             self.record = record = Record() if session is None else session.nodes
         record.append(self)
-        session = _state.session
-        if session is not None and _errstate.context() is not session.errstate:
-            session.errstate = _errstate.context()  # (checked once per change)
+        if session is not None and _errstate_now() is not session.errstate:
+            session.errstate = _errstate_now()  # (checked once per change)
             session.errstate_acts = session.errstate_acts or _errstate.acts()
             session.errstate_changed = session.errstate_changed or \
                 _errstate.modes() != session.errstate_modes
@@ -292,7 +296,7 @@ class StagingNode(Node):
                 session.impure = "it uses a value traced outside it (a closed-over box)"
         else:
             self.ans = ans
-        if getattr(fun, "__name__", None) in _LAYOUT_NAMES and _named(fun) in _LAYOUT_BY_VALUE:
+        if fun in _layout_by_value:
             _guard_layout(self, ans)
         if _masks_made:
             for p in parents:
@@ -320,6 +324,7 @@ class SourcedNode(StagingNode):
 
 
 _NDARRAY = np.ndarray
+_errstate_now = _errstate.context
 
 # function -> number of arguments (all traced), or traced positions and number of
 # arguments -> answer type -> the key's number (``StagingNode.key``). Numbers are never
@@ -333,6 +338,8 @@ _MAX_FUNCTIONS = 4096
 def _new_key(fun, form, kind) -> int:
     if len(_key_numbers) >= _MAX_FUNCTIONS:
         _key_numbers.clear()
+    if getattr(fun, "__name__", None) in _LAYOUT_NAMES and _named(fun) in _LAYOUT_BY_VALUE:
+        _layout_by_value.add(fun)  # (found here, once per function: see StagingNode)
     # (setdefault: two threads meeting a new key agree on its number)
     return _key_numbers.setdefault(fun, {}).setdefault(form, {}).setdefault(
         kind, next(_numbers))
@@ -366,6 +373,9 @@ _LAYOUT_BY_VALUE = frozenset(
     [_named(f) for f in (anp.real_if_close, anp.linalg.eigvals, anp.linalg.eig_tuple)]
     + [("chainrule.scipy.linalg", "sqrtm")])
 _LAYOUT_NAMES = frozenset(name for _, name in _LAYOUT_BY_VALUE)  # (a cheaper first look)
+# the primitives met whose names are in _LAYOUT_BY_VALUE (``_new_key`` adds them before
+# their first node asks)
+_layout_by_value: set = set()
 
 
 def _staged_box(x, trace_id: int):
