@@ -77,7 +77,11 @@ def _hashable(value) -> bool:
 def columns_of(fun) -> str:
     entry = rule_table[fun]
     columns = [c for c in ("vjp", "jvp", "batched_jvp") if getattr(entry, c) is not None]
-    if entry.unread_args is not None:
+    if entry.reads_by_argnum is not None:  # per traced argument
+        per = (f"{i}:({','.join(str(r) for r in sorted(reads, key=str))})"
+               for i, reads in sorted(entry.reads_by_argnum.items()))
+        columns.append(f"reads={{{' '.join(per)}}}")
+    elif entry.unread_args is not None:
         read = ["ans"] if entry.reads_ans else []
         read += [str(i) for i in range(4) if i not in entry.unread_args]
         columns.append(f"reads=({','.join(read)})")

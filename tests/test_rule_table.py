@@ -23,6 +23,8 @@ from chainrule._core.reverse import Recording, UndeclaredReadError
 from chainrule._core.rule_table import label_of, rule_table
 from chainrule._core.tracer import getval
 from chainrule.extend import defjvp, defvjp_direct, primitive
+from chainrule.numpy.numpy_boxes import array_getitem
+from chainrule.numpy.numpy_wrapper import concatenate_args
 
 # every module that registers rules
 for _module in ("chainrule.numpy.linalg", "chainrule.numpy.fft", "chainrule.scipy.special",
@@ -148,3 +150,82 @@ def test_declared_reads_drop_values_from_the_tape():
     assert nodes[anp.add].ans is None
     assert isinstance(nodes[anp.tanh].ans, onp.ndarray)  # tanh reads its answer...
     assert type(nodes[anp.tanh].args[0]).__name__ == "ShapeOnly"  # ...not its input
+
+
+_A = onp.array([0.5, -2.0, 3.0])
+_B = onp.array([[1.5], [0.25]])  # broadcasts against _A: the cotangents are summed back
+
+
+def _kept(node) -> list[str]:
+    """What a node keeps of each argument and of its answer: 'value' or 'shape'."""
+    def kind(v):
+        return "shape" if type(v).__name__ == "ShapeOnly" else "value"
+    return [kind(a) for a in node.args] + ["no ans" if node.ans is None else "ans"]
+
+
+# (function of the traced input, the primitive, what its node keeps): each rule keeps only
+# what the rules of the call's traced arguments read (declared per argument)
+PER_ARGUMENT_READS = [
+    (lambda x: x * _B, anp.multiply, ["shape", "value", "no ans"]),  # d/dx reads y only
+    (lambda x: _B * x, anp.multiply, ["value", "shape", "no ans"]),
+    (lambda x: x * anp.sin(x), anp.multiply, ["value", "value", "no ans"]),  # both traced
+    (lambda x: x / _B, anp.divide, ["shape", "value", "no ans"]),  # numerator: 1 / y
+    (lambda x: _B / x, anp.divide, ["shape", "value", "ans"]),  # denominator: -ans / y
+    (lambda x: x / anp.cos(x), anp.divide, ["shape", "value", "ans"]),  # x is never read
+    (lambda x: x[1:], array_getitem, ["shape", "value", "no ans"]),
+    (lambda x: anp.concatenate([x[:1], _A, x * 2.0]), concatenate_args,
+     ["value", "shape", "shape", "shape", "no ans"]),
+    (lambda x: anp.concatenate([x[:1], _B, x * 2.0], axis=None), concatenate_args,
+     ["value", "shape", "shape", "shape", "no ans"]),
+]
+
+
+@pytest.mark.parametrize("f, fun, kept", PER_ARGUMENT_READS)
+def test_a_node_keeps_what_the_rules_of_its_traced_arguments_read(f, fun, kept):
+    def loss(x):
+        return anp.sum(anp.sin(f(x)))
+
+    lean = Recording(loss, _A.copy())
+    node = next(node for node in lean.order() if node.fun is fun)
+    assert _kept(node) == kept
+    # the same gradient, bit for bit, as a tape that keeps everything
+    g = onp.ones(())
+    full = Recording(loss, _A.copy(), keep_everything=True).pull_back(g)
+    assert lean.pull_back(g).tobytes() == full.tobytes()
+    onp.testing.assert_allclose(full, _finite_difference(loss, _A), rtol=1e-6)
+
+
+def _finite_difference(f, x, eps=1e-6):
+    return onp.array([(f(x + e * eps) - f(x - e * eps)) / (2 * eps) for e in onp.eye(len(x))])
+
+
+def test_a_per_argument_declaration_that_misstates_a_rule_fails_loudly():
+    @primitive
+    def scale(x, y):
+        return x * y
+
+    # wrong on purpose: each rule reads the other argument, declared as reading its own
+    defvjp_direct(scale, lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x,
+                  reads={0: (0,), 1: (1,)})
+    defjvp(scale, lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x)
+    with pytest.raises(UndeclaredReadError, match="reads="):
+        chainrule.grad(lambda x: scale(x, onp.ones(2)).sum())(onp.ones(2))
+    # both traced: the union of both declarations keeps both, and the answer is right
+    onp.testing.assert_allclose(chainrule.grad(lambda x: scale(x, x * 3.0).sum())(
+        onp.array([1.0, 2.0])), [6.0, 12.0])
+
+
+def test_an_argument_a_per_argument_declaration_leaves_out_reads_everything():
+    @primitive
+    def scale(x, y):
+        return x * y
+
+    defvjp_direct(scale, lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x,
+                  reads={0: (1,)})  # nothing said of y's rule
+    defjvp(scale, lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x)
+    y = onp.array([2.0, 5.0])
+    onp.testing.assert_allclose(chainrule.grad(lambda y: scale(3.0 * onp.ones(2), y).sum())(y),
+                                [3.0, 3.0])
+    rec = Recording(lambda y: scale(onp.ones(2), y).sum(), y)
+    node = next(node for node in rec.order() if node.fun is scale)
+    assert _kept(node) == ["value", "value", "ans"]

@@ -114,8 +114,12 @@ class VJPNode(Node):
         self.argnums = argnums
         entry = _dropping_entry(fun)
         if entry is not None and not self.keeps_everything:
+            if entry.reads_by_argnum is None:  # one declaration for every argnums
+                unread, reads_ans = entry.unread_args, entry.reads_ans
+            else:
+                unread, reads_ans = entry.unread_given(argnums)
             n = len(args)
-            for i in entry.unread_args:  # ascending
+            for i in unread:  # ascending
                 if i >= n:
                     break
                 arg = args[i]
@@ -123,7 +127,7 @@ class VJPNode(Node):
                     type(arg) in _box_types and type(arg._value) in droppable_types
                 ):  # (a box of an older trace too: jit's staging keeps no array alive)
                     args[i] = ShapeOnly((arg.shape, arg.dtype))
-            if not entry.reads_ans:
+            if not reads_ans:
                 ans = None
         if len(args) != len(argnums):  # constants among the arguments
             for i, arg in enumerate(args):

@@ -29,6 +29,10 @@ class PrimitiveRules:
       four) whose values the VJP never reads, only their shape and dtype, and whether it
       reads the answer. A node keeps the unread ones as ``ShapeOnly`` and the answer as
       None when unread. ``None`` (the default) keeps everything.
+    - ``reads_by_argnum``: where each argument's rule declares its own reads (argnum ->
+      the positions and ``"ans"`` that rule reads), a node keeps what the rules of its
+      traced arguments read (``unread_given``): ``x * y`` with only ``y`` traced keeps
+      ``x`` alone. ``unread_args`` / ``reads_ans`` then say what no rule reads.
     - ``sparsity(argnum, ans, args, kwargs)``: the structural pattern of d ans / d
       args[argnum] as a boolean ``scipy.sparse`` matrix (ans.size x arg.size), or None
       (unknown: every output may depend on every input). ``args`` are plain values; a
@@ -47,7 +51,8 @@ class PrimitiveRules:
     """
 
     __slots__ = ("fun", "vjp", "vjp_by_argnums", "jvp", "batched_jvp", "unread_args",
-                 "reads_ans", "label", "jvp_replaced", "sparsity", "batch", "taylor")
+                 "reads_ans", "reads_by_argnum", "unread_by_argnums", "label",
+                 "jvp_replaced", "sparsity", "batch", "taylor")
 
     def __init__(self, fun: Callable):
         self.fun = fun
@@ -57,6 +62,8 @@ class PrimitiveRules:
         self.batched_jvp: Callable | None = None
         self.unread_args: tuple[int, ...] | None = None
         self.reads_ans = True
+        self.reads_by_argnum: dict[int, tuple] | None = None
+        self.unread_by_argnums: dict[tuple, tuple[tuple[int, ...], bool]] = {}
         self.label: str | Callable | None = None
         self.sparsity: Callable | None = None
         self.batch: Callable | None = None
@@ -64,6 +71,33 @@ class PrimitiveRules:
         # the JVP was replaced after one existed and the VJP has not been since (rules.py
         # warns when such a VJP is replaced alone: the two modes would disagree)
         self.jvp_replaced = False
+
+    def declare_reads(self, reads: tuple | dict | None) -> None:
+        """What the VJP reads (see ``rules.defvjp_direct``): a tuple of positions and
+        ``"ans"`` for every rule at once, a dict argnum -> such a tuple per argument's rule
+        (an argnum it does not name reads everything), or None: everything."""
+        self.reads_by_argnum, self.unread_by_argnums = None, {}
+        if isinstance(reads, dict):
+            self.reads_by_argnum = dict(reads)
+            reads = set().union(*reads.values())
+        if reads is None:
+            self.unread_args, self.reads_ans = None, True
+            dropping.pop(self.fun, None)
+        else:
+            self.unread_args = tuple(i for i in range(4) if i not in reads)
+            self.reads_ans = "ans" in reads
+            dropping[self.fun] = self
+
+    def unread_given(self, argnums: tuple) -> tuple[tuple[int, ...], bool]:
+        """(unread positions, whether the answer is read) for a call that traces
+        ``argnums``, from the per-argument declarations; made once per argnums."""
+        found = self.unread_by_argnums.get(argnums)
+        if found is None:
+            everything = ("ans", 0, 1, 2, 3)
+            read = set().union(*(self.reads_by_argnum.get(i, everything) for i in argnums))
+            found = self.unread_by_argnums[argnums] = (
+                tuple(i for i in range(4) if i not in read), "ans" in read)
+        return found
 
     def __repr__(self) -> str:
         kinds = [k for k in ("vjp", "jvp", "batched_jvp") if getattr(self, k) is not None]
@@ -132,8 +166,7 @@ class RuleColumn(MutableMapping):
         note_registration(fun, self.column)
         if self.column == "vjp":  # a VJP set here reads everything
             entry.vjp_by_argnums = {}
-            entry.unread_args, entry.reads_ans = None, True
-            dropping.pop(fun, None)
+            entry.declare_reads(None)
 
     def __delitem__(self, fun: Callable) -> None:
         self[fun]  # KeyError when absent

@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Callable
 from itertools import count
 
-from .rule_table import dropping, note_registration, rules_of
+from .rule_table import note_registration, rules_of
 from .taylor import make_linear_taylor, make_multilinear_taylor
 from .tracer import copy_of
 from .vspace import add_values, vspace
@@ -121,8 +121,7 @@ def _set_vjp(fun: Callable, vjp: Callable, by_argnums: dict | None = None) -> No
     note_registration(fun, "vjp")
     entry.vjp_by_argnums = {} if by_argnums is None else by_argnums
     # a new VJP reads everything until it says otherwise (defvjp_direct's ``reads``)
-    entry.unread_args, entry.reads_ans = None, True
-    dropping.pop(fun, None)
+    entry.declare_reads(None)
 
 
 def _set_jvp(fun: Callable, jvp: Callable) -> None:
@@ -143,7 +142,8 @@ def _caller_level() -> int:
 # ----------------------------------------------------------------------------- reverse mode
 
 
-def defvjp_direct(fun: Callable, *rules, argnums=None, reads: tuple | None = None) -> None:
+def defvjp_direct(fun: Callable, *rules, argnums=None,
+                  reads: tuple | dict | None = None) -> None:
     """Define ``fun``'s VJP per argument with direct rules ``rule(g, ans, *args, **kw)``.
 
     ``reads`` declares what the rules read: the positions of the arguments whose values
@@ -151,6 +151,9 @@ def defvjp_direct(fun: Callable, *rules, argnums=None, reads: tuple | None = Non
     other arguments (among the first four) the tape keeps only shape and dtype
     (``ShapeOnly``, which refuses to be computed with), and the rules get None for an
     unread answer. ``None``, the default, keeps everything: always right, never lean.
+    A dict declares the reads of each argument's rule, ``reads={0: (1,), 1: (0,)}`` for
+    multiply: a call keeps what the rules of its traced arguments read (with only ``y``
+    traced, ``x * y`` keeps ``x`` and neither ``y`` nor the answer).
     """
     table = {
         argnum: _zero_rule if rule is None else rule
@@ -170,11 +173,7 @@ def defvjp_direct(fun: Callable, *rules, argnums=None, reads: tuple | None = Non
         return tuple([rule(g, ans, *args, **kwargs) for rule in rules])
 
     _set_vjp(fun, vjp, by_argnums=chosen)
-    if reads is not None:
-        entry = rules_of(fun)
-        entry.unread_args = tuple(i for i in range(4) if i not in reads)
-        entry.reads_ans = "ans" in reads
-        dropping[fun] = entry
+    rules_of(fun).declare_reads(reads)
 
 
 def defvjp(fun: Callable, *vjpmakers, argnums=None) -> None:
@@ -199,11 +198,13 @@ def defvjp(fun: Callable, *vjpmakers, argnums=None) -> None:
     defvjp_direct(fun, *map(direct, argnums, vjpmakers), argnums=argnums)
 
 
-def defvjp_whole(fun: Callable, vjp: Callable) -> None:
+def defvjp_whole(fun: Callable, vjp: Callable, reads: tuple | None = None) -> None:
     """Define ``fun``'s VJP as one function ``vjp(g, argnums, ans, args, kwargs)`` giving a
     tuple with one cotangent per traced argument (None for zero): for rules that share
-    work between arguments (einsum) or take a variable number of them (concatenate)."""
+    work between arguments (einsum) or take a variable number of them (concatenate).
+    ``reads``: see ``defvjp_direct``."""
     _set_vjp(fun, vjp)
+    rules_of(fun).declare_reads(reads)
 
 
 def defvjp_argnum(fun: Callable, vjpmaker: Callable) -> None:

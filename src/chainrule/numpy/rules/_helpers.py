@@ -229,12 +229,13 @@ class NoClosedForm:
         return raise_error
 
 
-def elementwise_n(fun, *partials) -> None:
+def elementwise_n(fun, *partials, reads: tuple | dict | None = None) -> None:
     """A broadcasting function of n arguments with partials ``d(ans, *args)``, one per
     argument, in both modes and batched.
 
     A partial may be ``None`` (no derivative: zero, for discrete arguments such as an
-    integer order) or a ``NoClosedForm`` (differentiating raises).
+    integer order) or a ``NoClosedForm`` (differentiating raises). ``reads``: what each
+    partial reads besides its own argument's shape (see ``defvjp_direct``).
     """
     vjps, jvps, batched = [], [], []
     for argnum, d in enumerate(partials):
@@ -249,15 +250,16 @@ def elementwise_n(fun, *partials) -> None:
         jvps.append(lambda g, ans, *args, _d=d, **k: broadcast_tangent(g * _d(ans, *args), ans))
         batched.append(lambda g, ans, *args, _i=argnum, _d=d, **k: broadcast_batched_tangent(
             batch_aligned(g, args[_i], ans) * _d(ans, *args), ans))
-    defvjp_direct(fun, *vjps)
+    defvjp_direct(fun, *vjps, reads=reads)
     defjvp_direct(fun, *jvps)
     defjvp_batched(fun, *batched)
     defsparsity(fun, elementwise_pattern)  # output i on the elements broadcast onto it
 
 
-def linear(fun, vjp_rule) -> None:
-    """A function linear in its first argument: the JVP applies ``fun`` to the tangent."""
-    defvjp_direct(fun, vjp_rule)
+def linear(fun, vjp_rule, reads: tuple | None = None) -> None:
+    """A function linear in its first argument: the JVP applies ``fun`` to the tangent.
+    ``reads``: see ``defvjp_direct``."""
+    defvjp_direct(fun, vjp_rule, reads=reads)
     defjvp_direct(fun, lambda g, ans, x, *args, **kwargs: fun(g, *args, **kwargs))
     deftaylor_linear(fun)
 

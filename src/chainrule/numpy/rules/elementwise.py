@@ -336,10 +336,12 @@ defjvp_batched(anp.subtract, lambda g, ans, x, y, *a, **k: broadcast_batched_tan
 deflabel(anp.subtract,      "{0} - {1}")
 defsparsity(anp.subtract,   elementwise_pattern)
 deftaylor_linear(anp.subtract)
-elementwise_n(anp.multiply,  lambda ans, x, y: y,               lambda ans, x, y: x)
+elementwise_n(anp.multiply,  lambda ans, x, y: y,               lambda ans, x, y: x,
+              reads={0: (1,), 1: (0,)})  # each partial is the other operand
 deflabel(anp.multiply,      "{0} * {1}")
 deftaylor(anp.multiply,     make_multilinear_taylor(anp.multiply))  # a Cauchy product
-elementwise_n(anp.divide,    lambda ans, x, y: anp.divide(1.0, y), lambda ans, x, y: -ans / y)  # true_divide; y may be a constant Python float, whose 1 / 0.0 raises
+elementwise_n(anp.divide,    lambda ans, x, y: anp.divide(1.0, y), lambda ans, x, y: -ans / y,
+              reads={0: (1,), 1: (1, "ans")})  # true_divide; y may be a constant Python float, whose 1 / 0.0 raises
 deflabel(anp.divide,        "{0} / {1}")
 deftaylor(anp.divide,       _divide_taylor)
 elementwise(anp.negative,   lambda ans, x: -1.0)

@@ -24,9 +24,11 @@ differentiates w.r.t. ``f`` and scalar spacings; ``interp`` w.r.t. ``x`` and
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as _np
 
+from ..._core.reverse import ShapeOnly
 from ..._core.rule_table import primitive_vjps
 from ..._core.rules import (
     defjvp_argnums,
@@ -163,7 +165,8 @@ linear(anp.ascontiguousarray, lambda g, ans, x, *a, **k: match_dtype(g, x))
 linear(array_astype,     lambda g, ans, x, *a, **k: match_dtype(g, x))
 
 # ----------------------------------------------------------------------------- indexing
-linear(array_getitem,    lambda g, ans, x, index: match_dtype(untake(g, index, shape_of(x), dtype_of(x)), x))
+linear(array_getitem,    lambda g, ans, x, index: match_dtype(untake(g, index, shape_of(x), dtype_of(x)), x),
+       reads=(1,))  # of x, only its shape and dtype
 linear(untake,           lambda g, ans, x, index, shape, dtype: array_getitem(g, index))
 deflabel(array_getitem,  "{0}[{1:index}]")  # how explain writes a call (index notation)
 # fmt: on
@@ -405,8 +408,13 @@ def _stack_vjp(g, ans, static, arrays, positions):
     return tuple(match_dtype(array_getitem(g, leading + (i,)), arrays[i]) for i in positions)
 
 
+def _size(x) -> int:
+    """The size of a piece, or of what a node keeps of it (``ShapeOnly``: the shape)."""
+    return math.prod(x.shape) if type(x) is ShapeOnly else int(_np.size(getval(x)))
+
+
 def _array_vjp(g, ans, static, elems, positions):
-    starts = _offsets(int(_np.size(getval(e))) for e in elems)
+    starts = _offsets(_size(e) for e in elems)
     flat = anp.ravel(g)
     return tuple(match_dtype(anp.reshape(array_getitem(flat, slice(starts[i], starts[i + 1])),
                                          shape_of(elems[i])), elems[i])
@@ -421,16 +429,16 @@ def _with_zeros(argnums, tangents, args, first):
             for i in range(first, len(args))]
 
 
-def _def_joining(fun, vjp, n_static):
+def _def_joining(fun, vjp, n_static, reads=None):
     def rule(g, argnums, ans, args, kwargs):
         return vjp(g, ans, args[:n_static], args[n_static:], [i - n_static for i in argnums])
 
-    defvjp_whole(fun, rule)
+    defvjp_whole(fun, rule, reads=reads)
     defjvp_argnums(fun, lambda argnums, gs, ans, args, kwargs: match_dtype(fun(
         *args[:n_static], *_with_zeros(argnums, gs, args, n_static)), ans))
 
 
-_def_joining(anp.concatenate_args, _concatenate_vjp, 1)
+_def_joining(anp.concatenate_args, _concatenate_vjp, 1, reads=(0,))  # the pieces' shapes only
 _def_joining(anp.stack_args, _stack_vjp, 1)
 defsparsity(untake, shapes_only(_untake_pattern, first_position))
 defsparsity(anp.concatenate_args, copy_rule(anp.concatenate_args.fun, first=1))
