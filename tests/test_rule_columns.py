@@ -125,7 +125,6 @@ def test_every_primitive_has_a_name_of_its_own():
 # rule files (issue 36). Remove a file here when it is deleted.
 NOT_YET_MOVED = {
     "numpy/rules/batching.py": "batching rules of shape and linalg",
-    "numpy/rules/taylor.py": "Taylor rules of shape and the container primitives",
     "scipy/rules/batching.py": "batching rules of scipy.special and scipy.linalg",
     "scipy/rules/taylor.py": "Taylor rules of scipy.special",
 }

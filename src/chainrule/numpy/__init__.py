@@ -16,7 +16,6 @@ from .rules import fft as _fft_rules
 from .rules import linalg as _linalg_rules
 from .rules import reductions as _reductions_rules
 from .rules import shape as _shape_rules
-from .rules import taylor as _taylor_rules
 
 _anp.install(globals())
 buffers.install(globals())  # constructors whose arrays take traced writes under a trace
