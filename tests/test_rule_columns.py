@@ -124,7 +124,6 @@ def test_every_primitive_has_a_name_of_its_own():
 # Files that still hold one column for many primitives: the kinds not yet moved into their
 # rule files (issue 36). Remove a file here when it is deleted.
 NOT_YET_MOVED = {
-    "numpy/rules/batching.py": "batching rules of shape and linalg",
     "scipy/rules/batching.py": "batching rules of scipy.special and scipy.linalg",
     "scipy/rules/taylor.py": "Taylor rules of scipy.special",
 }
