@@ -119,16 +119,8 @@ def test_every_primitive_has_a_name_of_its_own():
 # Every primitive's columns are registered from ONE file (``rule_table.registered_in``, the
 # file whose top-level code made each registration), so its VJP, JVP, label, sparsity,
 # batching and Taylor rules are read side by side. User primitives (``chainrule.extend``)
-# are the user's module's and not checked here. The exceptions, each with its reason:
-
-# Files that still hold one column for many primitives: the kinds not yet moved into their
-# rule files (issue 36). Remove a file here when it is deleted.
-NOT_YET_MOVED = {
-    "scipy/rules/batching.py": "batching rules of scipy.special and scipy.linalg",
-    "scipy/rules/taylor.py": "Taylor rules of scipy.special",
-}
-
-# The engine's own primitives (copy_of, the container primitives of ``_core``) get their
+# are the user's module's and not checked here. The one exception, with its reason:
+# the engine's own primitives (copy_of, the container primitives of ``_core``) get their
 # sparsity rules from the sparsity layer: it sits above the engine, which may not import it
 # (tests/test_import_graph.py).
 ENGINE_SPARSITY = "_sparsity/detection.py"
@@ -149,14 +141,8 @@ def test_every_primitive_is_registered_from_one_file():
     spread = sorted(
         f"{names.get(id(fun), fun)}: {', '.join(sorted(files))}"
         for fun in own_primitives()
-        if len(files := registering_files(fun) - set(NOT_YET_MOVED)) > 1)
+        if len(files := registering_files(fun)) > 1)
     assert not spread, "columns registered from several files:\n" + "\n".join(spread)
-
-
-def test_the_files_not_yet_moved_still_exist():
-    # (a file emptied and deleted leaves the list: keep it the list of what is left)
-    for name in NOT_YET_MOVED:
-        assert (PACKAGE / name).exists(), f"{name} is gone: remove it from NOT_YET_MOVED"
 
 
 if __name__ == "__main__":
