@@ -7,9 +7,10 @@ rule) regenerate the snapshot and commit it with the change:
 
     PYTHONPATH=src python -m tests.test_rule_columns --update
 
-A line reads ``name: vjp jvp batched_jvp reads=(ans,0) label sparsity batch taylor=kind``:
-``reads`` is what a VJP declared it reads (the tape keeps only that), ``taylor`` names the
-kind of the Taylor rule (``closed form`` when the rule carries none).
+A line reads ``name: vjp jvp batched_jvp reads=(ans,0) label sparsity batch taylor=kind
+layout_by_value``: ``reads`` is what a VJP declared it reads (the tape keeps only that),
+``taylor`` names the kind of the Taylor rule (``closed form`` when the rule carries none),
+``layout_by_value`` marks an answer whose type, dtype or shape its arguments' values decide.
 """
 
 from __future__ import annotations
@@ -84,6 +85,8 @@ def columns_of(fun) -> str:
     columns += [c for c in ("label", "sparsity", "batch") if getattr(entry, c) is not None]
     if entry.taylor is not None:
         columns.append(f"taylor={getattr(entry.taylor, 'kind', 'closed form')}")
+    if entry.layout_by_value:
+        columns.append("layout_by_value")
     return " ".join(columns)
 
 

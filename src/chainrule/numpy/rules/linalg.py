@@ -19,6 +19,7 @@ from ..._core.rules import (
     defjvp_batched,
     defjvp_direct,
     deflabel,
+    deflayout_by_value,
     defsparsity,
     defvjp_direct,
 )
@@ -418,9 +419,11 @@ def _eigvals_vjp(g, ans, a):
 defvjp_direct(la.eig_tuple, _eig_vjp)
 defjvp_direct(la.eig_tuple,        _eig_jvp)
 _per_matrix(la.eig_tuple)
+deflayout_by_value(la.eig_tuple)  # real where every eigenvalue is
 defvjp_direct(la.eigvals,   _eigvals_vjp)
 defjvp_direct(la.eigvals,          _eigvals_jvp)
 _per_matrix(la.eigvals)
+deflayout_by_value(la.eigvals)
 # fmt: on
 
 

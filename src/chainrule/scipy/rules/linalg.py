@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as _np
 import scipy
 
-from ..._core.rules import defbatch, defjvp_direct, defsparsity, defvjp_direct
+from ..._core.rules import defbatch, defjvp_direct, deflayout_by_value, defsparsity, defvjp_direct
 from ..._sparsity.patterns import batched_pattern, columns_pattern, dense_rule
 from ...numpy import numpy_wrapper as anp
 from ...numpy.batched import example_ndim
@@ -298,6 +298,7 @@ defbatch(la.solve_sylvester,       _sylvester_batch)
 defvjp_direct(la.sqrtm,            lambda g, ans, A: la.solve_sylvester(T(ans), T(ans), g))
 defjvp_direct(la.sqrtm,                   lambda t, ans, A: la.solve_sylvester(ans, ans, t))
 defsparsity(la.sqrtm,              _stacked)
+deflayout_by_value(la.sqrtm)  # complex where the matrix has no real square root
 if _STACKS:
     defbatch(la.sqrtm,             _one_matrix_batch(la.sqrtm))
 defvjp_direct(la.expm,             lambda g, ans, A: expm_frechet(T(A), g))
