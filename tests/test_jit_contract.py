@@ -760,6 +760,27 @@ def test_an_answer_whose_dtype_its_values_decide_is_guarded():
     calls_equal(g, (onp.complex128(0.5 + 0j),), (onp.complex128(0.5 - 0.9j),))
 
 
+def _real_where_it_can(z):
+    """z's real part where every imaginary part is 0, else z (real_if_close's kind)."""
+    return z.real if not onp.any(z.imag) else z
+
+
+def test_a_primitive_declaring_its_layout_by_value_is_guarded():
+    # the layout column of a primitive's entry (deflayout_by_value) is what jit reads: a
+    # primitive of the user's, declared so, is guarded like real_if_close (without the
+    # declaration, the gradient traced at a real answer loses the complex call's imaginary
+    # part: 1 for 1 - 2j)
+    from chainrule._core.rules import deflayout_by_value, defvjp_direct
+    from chainrule.extend import defjvp, primitive
+    real_where_it_can = primitive(_real_where_it_can)
+    defvjp_direct(real_where_it_can, lambda g, ans, z: g)
+    defjvp(real_where_it_can, lambda t, ans, z: t)
+    deflayout_by_value(real_where_it_can)
+    f = cr.grad(lambda z: np.real(real_where_it_can(z) * (1 - 2j)))
+    calls_equal(f, (onp.complex128(0.5 + 0j),), (onp.complex128(0.5 - 0.9j),))
+    calls_equal(f, (onp.complex128(0.5 - 0.9j),), (onp.complex128(0.5 + 0j),))
+
+
 def test_an_array_written_into_keeps_the_layout_numpy_gave_the_answer():
     # the product keeps the transposed layout; the sum of it and a C-ordered array is
     # C-ordered eagerly, and the reduction after it adds in that order: writing the sum

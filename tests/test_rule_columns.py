@@ -7,9 +7,10 @@ rule) regenerate the snapshot and commit it with the change:
 
     PYTHONPATH=src python -m tests.test_rule_columns --update
 
-A line reads ``name: vjp jvp batched_jvp reads=(ans,0) label sparsity batch taylor=kind``:
-``reads`` is what a VJP declared it reads (the tape keeps only that), ``taylor`` names the
-kind of the Taylor rule (``closed form`` when the rule carries none).
+A line reads ``name: vjp jvp batched_jvp reads=(ans,0) label sparsity batch taylor=kind
+layout_by_value``: ``reads`` is what a VJP declared it reads (the tape keeps only that),
+``taylor`` names the kind of the Taylor rule (``closed form`` when the rule carries none),
+``layout_by_value`` marks an answer whose type, dtype or shape its arguments' values decide.
 """
 
 from __future__ import annotations
@@ -88,6 +89,8 @@ def columns_of(fun) -> str:
     columns += [c for c in ("label", "sparsity", "batch") if getattr(entry, c) is not None]
     if entry.taylor is not None:
         columns.append(f"taylor={getattr(entry.taylor, 'kind', 'closed form')}")
+    if entry.layout_by_value:
+        columns.append("layout_by_value")
     return " ".join(columns)
 
 
@@ -123,18 +126,8 @@ def test_every_primitive_has_a_name_of_its_own():
 # Every primitive's columns are registered from ONE file (``rule_table.registered_in``, the
 # file whose top-level code made each registration), so its VJP, JVP, label, sparsity,
 # batching and Taylor rules are read side by side. User primitives (``chainrule.extend``)
-# are the user's module's and not checked here. The exceptions, each with its reason:
-
-# Files that still hold one column for many primitives: the kinds not yet moved into their
-# rule files (issue 36). Remove a file here when it is deleted.
-NOT_YET_MOVED = {
-    "numpy/rules/batching.py": "batching rules of shape and linalg",
-    "numpy/rules/taylor.py": "Taylor rules of shape and the container primitives",
-    "scipy/rules/batching.py": "batching rules of scipy.special and scipy.linalg",
-    "scipy/rules/taylor.py": "Taylor rules of scipy.special",
-}
-
-# The engine's own primitives (copy_of, the container primitives of ``_core``) get their
+# are the user's module's and not checked here. The one exception, with its reason:
+# the engine's own primitives (copy_of, the container primitives of ``_core``) get their
 # sparsity rules from the sparsity layer: it sits above the engine, which may not import it
 # (tests/test_import_graph.py).
 ENGINE_SPARSITY = "_sparsity/detection.py"
@@ -155,14 +148,8 @@ def test_every_primitive_is_registered_from_one_file():
     spread = sorted(
         f"{names.get(id(fun), fun)}: {', '.join(sorted(files))}"
         for fun in own_primitives()
-        if len(files := registering_files(fun) - set(NOT_YET_MOVED)) > 1)
+        if len(files := registering_files(fun)) > 1)
     assert not spread, "columns registered from several files:\n" + "\n".join(spread)
-
-
-def test_the_files_not_yet_moved_still_exist():
-    # (a file emptied and deleted leaves the list: keep it the list of what is left)
-    for name in NOT_YET_MOVED:
-        assert (PACKAGE / name).exists(), f"{name} is gone: remove it from NOT_YET_MOVED"
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ element keeps its derivative.
 from __future__ import annotations
 
 from .pytree import register_pytree_node
-from .rules import defjvp_direct, defvjp_direct
+from .rules import defjvp_direct, deftaylor_linear, defvjp_direct
 from .tracer import Box, batched_types, front_ends, getval, isbox, primitive
 from .vspace import add_values, container_box_adders, vspace
 
@@ -161,8 +161,10 @@ def container_add(x, y):
 
 defvjp_direct(sequence_take, _take_vjp)
 defjvp_direct(sequence_take, lambda g, ans, c, index: sequence_take(g, index))
+deftaylor_linear(sequence_take)
 defvjp_direct(sequence_untake, lambda g, ans, gi, index, space: sequence_take(g, index))
 defjvp_direct(sequence_untake, lambda g, ans, gi, index, space: sequence_untake(g, index, space))
+deftaylor_linear(sequence_untake)
 defvjp_direct(container_add, lambda g, ans, x, y: g, lambda g, ans, x, y: g)
 defjvp_direct(container_add, lambda g, ans, x, y: g, lambda g, ans, x, y: g)
 container_box_adders[SequenceBox] = container_box_adders[DictBox] = container_add

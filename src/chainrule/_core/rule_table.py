@@ -48,11 +48,14 @@ class PrimitiveRules:
       which the coverage table shows.
     - ``label``: how ``explain`` writes a call; a format string over the arguments' texts
       (``"{0} + {1}"``) or a function ``label(texts, args) -> str``. None: ``name(args)``.
+    - ``layout_by_value``: whether the type, dtype or shape of the answer depends on the
+      arguments' values, not only on theirs (``real_if_close``, ``eigvals``); ``chainrule.jit``
+      then guards the answer's layout, as the code after the call was traced for it.
     """
 
     __slots__ = ("fun", "vjp", "vjp_by_argnums", "jvp", "batched_jvp", "unread_args",
                  "reads_ans", "reads_by_argnum", "unread_by_argnums", "label",
-                 "jvp_replaced", "sparsity", "batch", "taylor")
+                 "jvp_replaced", "sparsity", "batch", "taylor", "layout_by_value")
 
     def __init__(self, fun: Callable):
         self.fun = fun
@@ -68,6 +71,7 @@ class PrimitiveRules:
         self.sparsity: Callable | None = None
         self.batch: Callable | None = None
         self.taylor: Callable | None = None
+        self.layout_by_value = False
         # the JVP was replaced after one existed and the VJP has not been since (rules.py
         # warns when such a VJP is replaced alone: the two modes would disagree)
         self.jvp_replaced = False

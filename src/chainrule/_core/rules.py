@@ -371,6 +371,15 @@ def deftaylor(fun: Callable, rule: Callable) -> None:
     note_registration(fun, "taylor")
 
 
+def deflayout_by_value(fun: Callable) -> None:
+    """Declare that the layout (type, dtype, shape) of ``fun``'s answer depends on its
+    arguments' values (``real_if_close`` is real where the imaginary parts are small):
+    ``chainrule.jit`` guards the layout of each call's answer, so a call whose answer takes
+    another layout runs the function again instead of the program traced for the first."""
+    rules_of(fun).layout_by_value = True
+    note_registration(fun, "layout_by_value")
+
+
 def deftaylor_linear(fun: Callable) -> None:
     """Declare ``fun`` linear (or affine) in its traced arguments together for Taylor mode:
     each output coefficient is the JVP of the same input coefficients."""

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import numpy as anp
 from .._core import tracer
+from .._core.rule_table import rule_table
 from .._core.tracer import Node, isbox
 from .._user_code.lines import storing_an_item
 from . import _errstate
@@ -296,7 +296,8 @@ class StagingNode(Node):
                 session.impure = "it uses a value traced outside it (a closed-over box)"
         else:
             self.ans = ans
-        if fun in _layout_by_value:
+        entry = rule_table.get(fun)
+        if entry is not None and entry.layout_by_value:
             _guard_layout(self, ans)
         if _masks_made:
             for p in parents:
@@ -338,8 +339,6 @@ _MAX_FUNCTIONS = 4096
 def _new_key(fun, form, kind) -> int:
     if len(_key_numbers) >= _MAX_FUNCTIONS:
         _key_numbers.clear()
-    if getattr(fun, "__name__", None) in _LAYOUT_NAMES and _named(fun) in _LAYOUT_BY_VALUE:
-        _layout_by_value.add(fun)  # (found here, once per function: see StagingNode)
     # (setdefault: two threads meeting a new key agree on its number)
     return _key_numbers.setdefault(fun, {}).setdefault(form, {}).setdefault(
         kind, next(_numbers))
@@ -354,28 +353,11 @@ def _layout(value: Any) -> tuple:
 
 def _guard_layout(node: StagingNode, ans: Any) -> None:
     """Guard the type, dtype and shape of a call's answer where its arguments' values
-    decide them (``real_if_close``: real where the imaginary parts are small; ``eig``,
-    ``eigvals``: real where every eigenvalue is; ``sqrtm``): the code after it was traced
-    for that layout."""
+    decide them (the primitive's entry says so, ``deflayout_by_value``: ``real_if_close``,
+    ``eig``, ``eigvals``, ``sqrtm``): the code after it was traced for that layout."""
     session = current()
     if session is not None:
         session.guards.append(Guard(node, _layout, _layout(ans)))
-
-
-def _named(fun) -> tuple:
-    return getattr(fun, "__module__", None), getattr(fun, "__qualname__", None)
-
-
-# primitives whose answer's layout (type, dtype, shape) depends on their arguments' values,
-# by name (scipy's module is not imported for this: sqrtm is complex where the matrix has
-# no real square root)
-_LAYOUT_BY_VALUE = frozenset(
-    [_named(f) for f in (anp.real_if_close, anp.linalg.eigvals, anp.linalg.eig_tuple)]
-    + [("chainrule.scipy.linalg", "sqrtm")])
-_LAYOUT_NAMES = frozenset(name for _, name in _LAYOUT_BY_VALUE)  # (a cheaper first look)
-# the primitives met whose names are in _LAYOUT_BY_VALUE (``_new_key`` adds them before
-# their first node asks)
-_layout_by_value: set = set()
 
 
 def _staged_box(x, trace_id: int):

@@ -9,14 +9,12 @@ VJP and a JVP rule (see ``chainrule.numpy.rules``); the rest are NumPy's own.
 from . import batched, buffers, duck_arrays, fft, linalg, numpy_boxes, numpy_vspaces, random
 from . import numpy_wrapper as _anp
 from .numpy_boxes import ArrayBox
-from .rules import batching as _batching_rules
 from .rules import contraction as _contraction_rules
 from .rules import elementwise as _elementwise_rules
 from .rules import fft as _fft_rules
 from .rules import linalg as _linalg_rules
 from .rules import reductions as _reductions_rules
 from .rules import shape as _shape_rules
-from .rules import taylor as _taylor_rules
 
 _anp.install(globals())
 buffers.install(globals())  # constructors whose arrays take traced writes under a trace

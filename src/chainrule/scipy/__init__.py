@@ -15,9 +15,7 @@ except ImportError as err:  # pragma: no cover - exercised with a monkeypatched 
 # The wrappers, then the rule tables that importing registers (a rule table imports the
 # wrappers it gives rules to, never the reverse).
 from . import integrate, linalg, misc, optimize, signal, sparse, special, stats  # noqa: E402
-from .rules import batching as _batching_rules  # noqa: E402,F401
 from .rules import linalg as _linalg_rules  # noqa: E402,F401
 from .rules import special as _special_rules  # noqa: E402,F401
-from .rules import taylor as _taylor_rules  # noqa: E402,F401
 
 __all__ = ["integrate", "linalg", "misc", "optimize", "signal", "sparse", "special", "stats"]

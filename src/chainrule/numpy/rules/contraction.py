@@ -113,17 +113,6 @@ def _matmul_vjp(g, ans, a, b, which):
     return anp.reshape(out, anp.shape(b)) if b_vec else out
 
 
-# fmt: off
-defvjp_direct(anp.dot,    _dot_vjp_a, _dot_vjp_b)
-def_linear(anp.dot)
-defvjp_direct(anp.matmul, _matmul_vjp_a, _matmul_vjp_b, reads=(0, 1))  # not the product
-def_linear(anp.matmul)
-deflabel(anp.matmul,  "{0} @ {1}")  # how explain writes a call
-defjvp_batched(anp.matmul, lambda t, ans, a, b, **k: _batched_product(t, a, b, 0, k),
-                           lambda t, ans, a, b, **k: _batched_product(t, a, b, 1, k))
-# fmt: on
-
-
 def _batched_product(t, a, b, which, kwargs):
     """``matmul`` with the batched tangent ``t`` (leading batch axis) in place of argument
     ``which``: one matrix product for the whole batch. Operands of ndim 1 or 2 only;
@@ -167,13 +156,6 @@ def _tensordot_vjp(g, a, b, axes, which):
     return match_dtype(anp.transpose(out, [order.index(ax) for ax in range(nb)]), b)
 
 
-# fmt: off
-defvjp_direct(anp.tensordot, lambda g, ans, a, b, axes=2: _tensordot_vjp(g, a, b, axes, 0),
-                             lambda g, ans, a, b, axes=2: _tensordot_vjp(g, a, b, axes, 1))
-def_linear(anp.tensordot)
-# fmt: on
-
-
 # ----------------------------------------------------------------------------- inner, outer, vdot
 def _inner_vjp(g, ans, a, b, which):
     if anp.ndim(a) == 0 or anp.ndim(b) == 0:  # inner is then a product
@@ -186,19 +168,6 @@ def _outer_vjp(g, ans, a, b, which):
     if which == 0:
         return match_dtype(anp.reshape(anp.dot(g, anp.ravel(b)), shape_of(a)), a)
     return match_dtype(anp.reshape(anp.dot(anp.ravel(a), g), shape_of(b)), b)
-
-
-# fmt: off
-defvjp_direct(anp.inner, lambda g, ans, a, b: _inner_vjp(g, ans, a, b, 0),
-                         lambda g, ans, a, b: _inner_vjp(g, ans, a, b, 1))
-def_linear(anp.inner)
-defvjp_direct(anp.outer, lambda g, ans, a, b, out=None: _outer_vjp(g, ans, a, b, 0),
-                         lambda g, ans, a, b, out=None: _outer_vjp(g, ans, a, b, 1))
-def_linear(anp.outer)
-defvjp_direct(anp.vdot,  lambda g, ans, a, b: match_dtype(anp.reshape(anp.conj(g * b), shape_of(a)), a),
-                         lambda g, ans, a, b: match_dtype(anp.reshape(g * anp.conj(a), shape_of(b)), b))
-def_linear(anp.vdot)
-# fmt: on
 
 
 # ----------------------------------------------------------------------------- einsum
@@ -278,10 +247,6 @@ def _einsum_vjps(g, argnums, ans, args, kwargs):
     return tuple(_einsum_vjp(g, i, args, kwargs) for i in argnums)
 
 
-defvjp_whole(anp.einsum, _einsum_vjps)
-def_linear(anp.einsum)
-
-
 # ----------------------------------------------------------------------------- kron, cross
 def _kron_vjp(g, ans, a, b, which):
     nd = max(anp.ndim(a), anp.ndim(b))
@@ -320,16 +285,6 @@ def _cross_vjp(g, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None, which=0):
     mine_last = anp.moveaxis(mine, vec_axis, -1)
     r = unbroadcast(r, mine_last)
     return anp.moveaxis(r, -1, vec_axis)
-
-
-# fmt: off
-defvjp_direct(anp.kron,  lambda g, ans, a, b: _kron_vjp(g, ans, a, b, 0),
-                         lambda g, ans, a, b: _kron_vjp(g, ans, a, b, 1))
-def_linear(anp.kron)
-defvjp_direct(anp.cross, lambda g, ans, a, b, *args, **k: _cross_vjp(g, ans, a, b, *args, **k, which=0),
-                         lambda g, ans, a, b, *args, **k: _cross_vjp(g, ans, a, b, *args, **k, which=1))
-def_linear(anp.cross)
-# fmt: on
 
 
 # ----------------------------------------------------------------------------- sparsity
@@ -575,23 +530,54 @@ def _vdot_batch(values, batched, kwargs):
     return anp.sum(anp.conj(a) * b, axis=-1)
 
 
-# The sparsity and batching columns of the entries above
-defsparsity(anp.dot, _contraction(_dot_terms))
-defbatch(anp.dot, _dot_batch)
-defsparsity(anp.matmul, _contraction(_matmul_terms))
-defbatch(anp.matmul, _matmul_batch)
-defsparsity(anp.tensordot, _contraction(_tensordot_terms))
-defbatch(anp.tensordot, _tensordot_batch)
-defsparsity(anp.inner, _contraction(_inner_terms))
-defbatch(anp.inner, _inner_batch)
-defsparsity(anp.outer, _contraction(lambda args, kwargs, ans: (["i", "j"], "ij"),
-                                    lambda args, ans: (_flat_shapes(args, ans), shape_of(ans))))
-defbatch(anp.outer, _outer_batch)
-defsparsity(anp.vdot, _contraction(lambda args, kwargs, ans: (["k", "k"], ""),
-                                   lambda args, ans: (_flat_shapes(args, ans), ())))
-defbatch(anp.vdot, _vdot_batch)
-defsparsity(anp.einsum, _contraction(_einsum_terms))
-defbatch(anp.einsum, _einsum_batch)
-defsparsity(anp.kron, _contraction(_kron_terms, lambda args, ans: _kron_shapes(args)))
-defbatch(anp.kron, _kron_batch)
-defsparsity(anp.cross, _cross_pattern)
+# ----------------------------------------------------------------------------- the entries
+# fmt: off
+# One block per primitive: its VJP, JVP (``def_linear``: the function of the tangent, and
+# the multilinear Taylor rule), batched JVP, label, sparsity pattern and batching rule.
+defvjp_direct(anp.dot,       _dot_vjp_a, _dot_vjp_b)
+def_linear(anp.dot)
+defsparsity(anp.dot,         _contraction(_dot_terms))
+defbatch(anp.dot,            _dot_batch)
+defvjp_direct(anp.matmul,    _matmul_vjp_a, _matmul_vjp_b, reads=(0, 1))  # not the product
+def_linear(anp.matmul)
+defjvp_batched(anp.matmul,   lambda t, ans, a, b, **k: _batched_product(t, a, b, 0, k),
+                             lambda t, ans, a, b, **k: _batched_product(t, a, b, 1, k))
+deflabel(anp.matmul,         "{0} @ {1}")  # how explain writes a call
+defsparsity(anp.matmul,      _contraction(_matmul_terms))
+defbatch(anp.matmul,         _matmul_batch)
+defvjp_direct(anp.tensordot, lambda g, ans, a, b, axes=2: _tensordot_vjp(g, a, b, axes, 0),
+                             lambda g, ans, a, b, axes=2: _tensordot_vjp(g, a, b, axes, 1))
+def_linear(anp.tensordot)
+defsparsity(anp.tensordot,   _contraction(_tensordot_terms))
+defbatch(anp.tensordot,      _tensordot_batch)
+defvjp_direct(anp.inner,     lambda g, ans, a, b: _inner_vjp(g, ans, a, b, 0),
+                             lambda g, ans, a, b: _inner_vjp(g, ans, a, b, 1))
+def_linear(anp.inner)
+defsparsity(anp.inner,       _contraction(_inner_terms))
+defbatch(anp.inner,          _inner_batch)
+defvjp_direct(anp.outer,     lambda g, ans, a, b, out=None: _outer_vjp(g, ans, a, b, 0),
+                             lambda g, ans, a, b, out=None: _outer_vjp(g, ans, a, b, 1))
+def_linear(anp.outer)
+defsparsity(anp.outer,       _contraction(lambda args, kwargs, ans: (["i", "j"], "ij"),
+                                          lambda args, ans: (_flat_shapes(args, ans), shape_of(ans))))
+defbatch(anp.outer,          _outer_batch)
+defvjp_direct(anp.vdot,      lambda g, ans, a, b: match_dtype(anp.reshape(anp.conj(g * b), shape_of(a)), a),
+                             lambda g, ans, a, b: match_dtype(anp.reshape(g * anp.conj(a), shape_of(b)), b))
+def_linear(anp.vdot)
+defsparsity(anp.vdot,        _contraction(lambda args, kwargs, ans: (["k", "k"], ""),
+                                          lambda args, ans: (_flat_shapes(args, ans), ())))
+defbatch(anp.vdot,           _vdot_batch)
+defvjp_whole(anp.einsum,     _einsum_vjps)
+def_linear(anp.einsum)
+defsparsity(anp.einsum,      _contraction(_einsum_terms))
+defbatch(anp.einsum,         _einsum_batch)
+defvjp_direct(anp.kron,      lambda g, ans, a, b: _kron_vjp(g, ans, a, b, 0),
+                             lambda g, ans, a, b: _kron_vjp(g, ans, a, b, 1))
+def_linear(anp.kron)
+defsparsity(anp.kron,        _contraction(_kron_terms, lambda args, ans: _kron_shapes(args)))
+defbatch(anp.kron,           _kron_batch)
+defvjp_direct(anp.cross,     lambda g, ans, a, b, *args, **k: _cross_vjp(g, ans, a, b, *args, **k, which=0),
+                             lambda g, ans, a, b, *args, **k: _cross_vjp(g, ans, a, b, *args, **k, which=1))
+def_linear(anp.cross)
+defsparsity(anp.cross,       _cross_pattern)
+# fmt: on

@@ -22,6 +22,7 @@ from ..._core.rules import (
     defjvp_batched,
     defjvp_direct,
     deflabel,
+    deflayout_by_value,
     defsparsity,
     deftaylor,
     deftaylor_linear,
@@ -457,6 +458,7 @@ defjvp_direct(anp.real_if_close,   lambda g, ans, x, *a, **k: match_dtype(g, ans
 defsparsity(anp.real_if_close, elementwise_pattern)
 _batched_elementwise(anp.real_if_close)
 deftaylor_linear(anp.real_if_close)
+deflayout_by_value(anp.real_if_close)  # real where every imaginary part is small
 elementwise_n(anp.copysign,  lambda ans, x, y: anp.sign(x) * anp.sign(ans), None)
 deftaylor_linear(anp.copysign)
 

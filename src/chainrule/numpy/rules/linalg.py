@@ -19,6 +19,7 @@ from ..._core.rules import (
     defjvp_batched,
     defjvp_direct,
     deflabel,
+    deflayout_by_value,
     defsparsity,
     defvjp_direct,
 )
@@ -26,6 +27,8 @@ from ..._core.tracer import derivative_free, getval, isbox
 from ..._sparsity.patterns import batched_pattern, columns_pattern, copy_rule, reduced_pattern
 from .. import linalg as la
 from .. import numpy_wrapper as anp
+from ..batched import example_ndim, flat_examples
+from ..batching_patterns import as_is, only_first, shifted_axis
 from ..placement import constant_like, index_like, on_host
 from ._helpers import (
     broadcast_batched_tangent,
@@ -135,6 +138,19 @@ def _solve_right(x, a):
     return _T(la.solve(_T(a), _T(x)))
 
 
+def _stacked(argnum, ans, args, kwargs):
+    """Sparsity of a function of each matrix of a stack: its results read that matrix
+    only (the whole of it)."""
+    return batched_pattern(shape_of(getval(args[argnum])), ans, 2)
+
+
+def _per_matrix(fun) -> None:
+    """The sparsity and batching columns of a function of the last two axes that NumPy
+    maps over the leading ones (inv, det, the decompositions ...)."""
+    defsparsity(fun, _stacked)
+    defbatch(fun, as_is(fun, 2))
+
+
 # ----------------------------------------------------------------------------- determinants, inverses
 def _det_vjp(g, ans, a):
     return match_dtype(_mat(g * ans) * _T(la.inv(a)), a)
@@ -155,16 +171,22 @@ def _slogdet_vjp(g, ans, a):
 
 
 # fmt: off
+# (batched JVPs, a leading batch axis on the tangent: the same products and solves
+# broadcast over it)
 defvjp_direct(la.det,           _det_vjp)
 defjvp_direct(la.det,                  lambda g, ans, a: ans * _trace(la.solve(a, g)))
+defjvp_batched(la.det,          lambda g, ans, a: ans * _trace(la.solve(a, g)))
+_per_matrix(la.det)
 defvjp_direct(la.slogdet_tuple, _slogdet_vjp)
 defjvp_direct(la.slogdet_tuple,        _slogdet_jvp)
+_per_matrix(la.slogdet_tuple)
 defvjp_direct(la.inv,           lambda g, ans, a: match_dtype(-_T(ans) @ g @ _T(ans), a))
 defjvp_direct(la.inv,                  lambda g, ans, a: -ans @ g @ ans)
-# batched (a leading batch axis on the tangent): the same products and solves broadcast over it
-defjvp_batched(la.det,          lambda g, ans, a: ans * _trace(la.solve(a, g)))
 defjvp_batched(la.inv,          lambda g, ans, a: -ans @ g @ ans)
+_per_matrix(la.inv)
 linear(la.matrix_transpose,     lambda g, ans, x: la.matrix_transpose(g))
+defsparsity(la.matrix_transpose, copy_rule(la.matrix_transpose.fun, only=(0,)))
+defbatch(la.matrix_transpose,   as_is(la.matrix_transpose, 2))
 # fmt: on
 
 
@@ -215,10 +237,45 @@ def _solve_batched_b(g, ans, a, b):
     return broadcast_batched_tangent(_from_matrix(b, _solve_columns(a, _as_matrix(b, g))), ans)
 
 
+def _solve_pattern(argnum, ans, args, kwargs):
+    """a: each matrix of the stack whole; b: each column of the answer reads b's column."""
+    if argnum == 0:
+        return _stacked(argnum, ans, args, kwargs)
+    return columns_pattern(shape_of(getval(args[1])), shape_of(ans))
+
+
+def _solve_batch(values, batched, kwargs):
+    """solve(a, b): b of one example a vector, or a stack of matrices like a's (NumPy 2
+    reads only a 1-D b as a vector, so a batch of vectors is made one of one-column
+    matrices); the batched operands' stacking axes are padded to a common rank."""
+    (a, b), (batched_a, batched_b) = values, batched
+    nd_a, nd_b = example_ndim(a, batched_a), example_ndim(b, batched_b)
+    if kwargs or nd_a < 2:
+        return NotImplemented
+    if not batched_a and nd_a == 2 and nd_b <= 2:
+        # one matrix for the whole batch: one factorization, the examples as its columns
+        shape = _np.shape(b)
+        columns = anp.reshape(anp.moveaxis(b, 0, 1), (shape[1], shape[0] * int(_np.prod(shape[2:]))))
+        out = anp.reshape(la.solve(a, columns), (shape[1], shape[0]) + shape[2:])
+        return anp.moveaxis(out, 1, 0)
+    vector = nd_b == 1
+    if vector:
+        b, nd_b = anp.expand_dims(b, -1), 2
+    lead = max(nd_a, nd_b) - 2
+    if batched_a and nd_a - 2 < lead:
+        a = anp.expand_dims(a, tuple(range(1, 1 + lead - (nd_a - 2))))
+    if batched_b and nd_b - 2 < lead:
+        b = anp.expand_dims(b, tuple(range(1, 1 + lead - (nd_b - 2))))
+    out = la.solve(a, b)
+    return anp.squeeze(out, -1) if vector else out
+
+
 # fmt: off
 defvjp_direct(la.solve, _solve_vjp_a, _solve_vjp_b)
 defjvp_direct(la.solve,        _solve_jvp_a, lambda g, ans, a, b: broadcast_tangent(la.solve(a, g), ans))
 defjvp_batched(la.solve, _solve_batched_a, _solve_batched_b)
+defsparsity(la.solve,   _solve_pattern)
+defbatch(la.solve,      _solve_batch)
 # fmt: on
 
 
@@ -254,6 +311,7 @@ def _matrix_power_vjp(g, ans, a, n):
 # fmt: off
 defvjp_direct(la.matrix_power, _matrix_power_vjp)
 defjvp_direct(la.matrix_power,        _matrix_power_jvp)
+_per_matrix(la.matrix_power)
 # fmt: on
 
 
@@ -283,6 +341,7 @@ def _cholesky_vjp(g, ans, a, upper=False):
 # fmt: off
 defvjp_direct(la.cholesky, _cholesky_vjp)
 defjvp_direct(la.cholesky,        _cholesky_jvp)
+_per_matrix(la.cholesky)
 # fmt: on
 
 
@@ -317,8 +376,10 @@ def _eigvalsh_vjp(g, ans, a, UPLO="L"):
 # fmt: off
 defvjp_direct(la.eigh_tuple, _eigh_vjp)
 defjvp_direct(la.eigh_tuple,        _eigh_jvp)
+_per_matrix(la.eigh_tuple)
 defvjp_direct(la.eigvalsh,   _eigvalsh_vjp)
 defjvp_direct(la.eigvalsh,          _eigvalsh_jvp)
+_per_matrix(la.eigvalsh)
 # fmt: on
 
 
@@ -357,8 +418,12 @@ def _eigvals_vjp(g, ans, a):
 # fmt: off
 defvjp_direct(la.eig_tuple, _eig_vjp)
 defjvp_direct(la.eig_tuple,        _eig_jvp)
+_per_matrix(la.eig_tuple)
+deflayout_by_value(la.eig_tuple)  # real where every eigenvalue is
 defvjp_direct(la.eigvals,   _eigvals_vjp)
 defjvp_direct(la.eigvals,          _eigvals_jvp)
+_per_matrix(la.eigvals)
+deflayout_by_value(la.eigvals)
 # fmt: on
 
 
@@ -454,8 +519,10 @@ def _svd_values_vjp(g, ans, a, hermitian=False):
 # fmt: off
 defvjp_direct(la.svd_tuple,  _svd_vjp)
 defjvp_direct(la.svd_tuple,         _svd_jvp)
+_per_matrix(la.svd_tuple)
 defvjp_direct(la.svd_values, _svd_values_vjp)
 defjvp_direct(la.svd_values,        _svd_values_jvp)
+_per_matrix(la.svd_values)
 # fmt: on
 
 
@@ -544,8 +611,10 @@ def _qr_r_vjp(g, ans, a):
 # fmt: off
 defvjp_direct(la.qr_tuple, _qr_vjp)
 defjvp_direct(la.qr_tuple,        _qr_jvp)
+_per_matrix(la.qr_tuple)
 defvjp_direct(la.qr_r,     _qr_r_vjp)
 defjvp_direct(la.qr_r,            _qr_r_jvp)
+_per_matrix(la.qr_r)
 # fmt: on
 
 
@@ -583,6 +652,7 @@ def _pinv_vjp(g, ans, a, *args, **kwargs):
 # fmt: off
 defvjp_direct(la.pinv,           _pinv_vjp)
 defjvp_direct(la.pinv,                  _pinv_jvp)
+_per_matrix(la.pinv)
 # fmt: on
 
 
@@ -770,28 +840,9 @@ def _vector_norm_plan(ndim, kw):
     return "vector", tuple(ax % ndim for ax in axes), kw.get("ord", 2)
 
 
-# fmt: off
-_norm_rules(la.norm, lambda ndim, kw: _norm_plan(ndim, kw.get("ord"), kw.get("axis")))
-if hasattr(la, "vector_norm"):
-    _norm_rules(la.vector_norm, _vector_norm_plan)
-    _norm_rules(la.matrix_norm, lambda ndim, kw: ("matrix", (ndim - 2, ndim - 1), kw.get("ord", "fro")))
-# fmt: on
-
-
-# ----------------------------------------------------------------------------- sparsity
-# (chainrule._sparsity.patterns) Stacks of matrices: each matrix's results read that matrix only (the
-# whole of it); a solve's columns read the right-hand side's column.
-def _stacked(argnum, ans, args, kwargs):
-    return batched_pattern(shape_of(getval(args[argnum])), ans, 2)
-
-
-def _solve_pattern(argnum, ans, args, kwargs):
-    if argnum == 0:
-        return _stacked(argnum, ans, args, kwargs)
-    return columns_pattern(shape_of(getval(args[1])), shape_of(ans))
-
-
 def _norm_pattern(plan):
+    """Each norm reads the elements it reduces (the axes ``plan`` names)."""
+
     def rule(argnum, ans, args, kwargs):
         x = getval(args[0])
         kwargs = {**dict(zip(("ord", "axis", "keepdims"), args[1:])), **kwargs}
@@ -800,15 +851,44 @@ def _norm_pattern(plan):
     return rule
 
 
+def _norm_batch(fun):
+    """linalg.norm / vector_norm: ``axis=None`` is all of an example's axes (flattened for
+    the 2-norm; a vector or matrix norm by the example's rank for other orders)."""
+
+    def rule(values, batched, kwargs):
+        if not only_first(batched) or len(values) > 1:
+            return NotImplemented
+        kwargs = dict(kwargs)
+        x, ndim = values[0], example_ndim(values[0], True)
+        if kwargs.get("axis") is None:
+            if kwargs.get("keepdims"):
+                return NotImplemented
+            if kwargs.get("ord") is None or fun is not la.norm:
+                x, kwargs["axis"] = flat_examples(x), 1
+            elif ndim in (1, 2):
+                kwargs["axis"] = 1 if ndim == 1 else (1, 2)
+            else:
+                return NotImplemented
+        else:
+            kwargs["axis"] = shifted_axis(kwargs["axis"], ndim)
+        return fun(x, **kwargs)
+
+    return rule
+
+
+def _norm_plan_of(ndim, kw):
+    return _norm_plan(ndim, kw.get("ord"), kw.get("axis"))
+
+
 # fmt: off
-for _fun in (la.inv, la.det, la.slogdet_tuple, la.cholesky, la.eigvalsh, la.eigvals,
-             la.eigh_tuple, la.eig_tuple, la.svd_tuple, la.svd_values, la.qr_tuple, la.qr_r,
-             la.matrix_power, la.pinv):
-    defsparsity(_fun, _stacked)
-defsparsity(la.solve,          _solve_pattern)
-defsparsity(la.matrix_transpose, copy_rule(la.matrix_transpose.fun, only=(0,)))
-defsparsity(la.norm,           _norm_pattern(lambda ndim, kw: _norm_plan(ndim, kw.get("ord"), kw.get("axis"))))
+_norm_rules(la.norm,            _norm_plan_of)
+defsparsity(la.norm,            _norm_pattern(_norm_plan_of))
+defbatch(la.norm,               _norm_batch(la.norm))
 if hasattr(la, "vector_norm"):
+    _norm_rules(la.vector_norm, _vector_norm_plan)
     defsparsity(la.vector_norm, _norm_pattern(_vector_norm_plan))
+    defbatch(la.vector_norm,    _norm_batch(la.vector_norm))
+    _norm_rules(la.matrix_norm, lambda ndim, kw: ("matrix", (ndim - 2, ndim - 1), kw.get("ord", "fro")))
     defsparsity(la.matrix_norm, _norm_pattern(lambda ndim, kw: ("matrix", (ndim - 2, ndim - 1), None)))
+    defbatch(la.matrix_norm,    as_is(la.matrix_norm, 2))
 # fmt: on

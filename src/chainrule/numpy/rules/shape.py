@@ -29,17 +29,20 @@ import math
 import numpy as _np
 
 from ..._core.reverse import ShapeOnly
-from ..._core.rule_table import primitive_vjps
 from ..._core.rules import (
+    defbatch,
     defjvp_argnums,
     defjvp_batched,
     defjvp_direct,
     deflabel,
     defsparsity,
+    deftaylor,
+    deftaylor_linear,
     defvjp_direct,
     defvjp_whole,
     not_differentiable,
 )
+from ..._core.taylor import make_multilinear_taylor
 from ..._core.tracer import decided, derivative_free, getval, isbox, primitive
 from ..._sparsity.patterns import (
     convolution_band,
@@ -55,6 +58,16 @@ from ..._sparsity.patterns import (
     source_pattern,
 )
 from .. import numpy_wrapper as anp
+from ..batched import batch_index, example_ndim, flat_examples
+from ..batched import elementwise as elementwise_batch
+from ..batching_patterns import (
+    along_axis,
+    as_is,
+    batch_size,
+    named_axes,
+    only_first,
+    shifted_axis,
+)
 from ..numpy_boxes import array_astype, array_getitem
 from ..placement import constant_like, index_like, on_host
 from ._helpers import (
@@ -144,32 +157,6 @@ def _inverse_axes(axes, ndim):
         return None
     axes = [ax % ndim for ax in axes]
     return _np.argsort(axes).tolist()
-
-
-# fmt: off
-# ----------------------------------------------------------------------------- reshaping
-linear(anp.reshape,      lambda g, ans, x, shape=None, order="C", **k: _reshape(g, shape_of(x), order))
-linear(anp.ravel,        lambda g, ans, x, order="C": _reshape(g, shape_of(x), order))
-linear(anp.squeeze,      lambda g, ans, x, *a, **k: anp.reshape(g, shape_of(x)))
-linear(anp.expand_dims,  lambda g, ans, x, *a, **k: anp.reshape(g, shape_of(x)))
-linear(anp.transpose,    lambda g, ans, x, axes=None: anp.transpose(g, _inverse_axes(axes, anp.ndim(x))))
-linear(anp.swapaxes,     lambda g, ans, x, a1, a2: anp.swapaxes(g, a1, a2))
-linear(anp.moveaxis,     lambda g, ans, x, src, dst: anp.moveaxis(g, dst, src))
-linear(anp.broadcast_to, lambda g, ans, x, shape, **k: unbroadcast(g, x))
-
-# ----------------------------------------------------------------------------- copies, casting
-linear(anp.copy,         lambda g, ans, x, *a, **k: match_dtype(g, x))
-linear(anp.asarray,      lambda g, ans, x, *a, **k: match_dtype(g, x))
-linear(anp.asanyarray,   lambda g, ans, x, *a, **k: match_dtype(g, x))
-linear(anp.ascontiguousarray, lambda g, ans, x, *a, **k: match_dtype(g, x))
-linear(array_astype,     lambda g, ans, x, *a, **k: match_dtype(g, x))
-
-# ----------------------------------------------------------------------------- indexing
-linear(array_getitem,    lambda g, ans, x, index: match_dtype(untake(g, index, shape_of(x), dtype_of(x)), x),
-       reads=(1,))  # of x, only its shape and dtype
-linear(untake,           lambda g, ans, x, index, shape, dtype: array_getitem(g, index))
-deflabel(array_getitem,  "{0}[{1:index}]")  # how explain writes a call (index notation)
-# fmt: on
 
 
 # ----------------------------------------------------------------------------- selections
@@ -322,26 +309,6 @@ def _partition_source(pos_args, args, kwargs):
     return _np.take_along_axis(constant_like(pos, order), order, axis=axis)
 
 
-# fmt: off
-for _fun in (anp.permute_dims, anp.rollaxis, anp.repeat, anp.tile, anp.roll, anp.rot90, anp.flip, anp.fliplr, anp.flipud,
-             anp.diag, anp.diagonal, anp.diagflat, anp.tril, anp.triu, anp.take,
-             anp.take_along_axis, anp.delete):
-    if _fun not in primitive_vjps:  # permute_dims is transpose in NumPy 2
-        selection(_fun)
-# the linear reshaping and indexing functions above, batched: a Jacobian's columns in one sweep
-for _fun in (anp.reshape, anp.ravel, anp.squeeze, anp.expand_dims, anp.transpose, anp.swapaxes,
-             anp.moveaxis, anp.broadcast_to, array_getitem):
-    gathered_in_batches(_fun)
-selection(anp.compress,  argnums=(1,))
-selection(anp.extract,   argnums=(1,))
-selection(anp.insert,    argnums=(0, 2))
-selection(anp.append,    argnums=(0, 1))
-selection(anp.pad,       source=_pad_source)
-selection(anp.sort,      source=_sort_source)
-selection(anp.partition, source=_partition_source)
-# fmt: on
-
-
 # ----------------------------------------------------------------------------- atleast_nd
 def _atleast_vjp(g, argnums, ans, args, kwargs):
     # atleast_nd only inserts axes of length 1: undo it with a reshape (per array when
@@ -357,10 +324,6 @@ def _def_atleast(fun):
         *_with_zeros(argnums, gs, args, 0)))
 
 
-for _fun in (anp.atleast_1d, anp.atleast_2d, anp.atleast_3d):
-    _def_atleast(_fun)
-
-
 # ----------------------------------------------------------------------------- splitting
 def _split_axis(name, x, axis):
     if name == "hsplit":
@@ -374,10 +337,6 @@ def _def_split(fun):
         return match_dtype(anp.concatenate(list(g), axis=axis), x)
 
     linear(fun, vjp)
-
-
-for _fun in (anp.split, anp.array_split, anp.hsplit, anp.vsplit, anp.dsplit):
-    _def_split(_fun)
 
 
 # ----------------------------------------------------------------------------- joining
@@ -438,20 +397,6 @@ def _def_joining(fun, vjp, n_static, reads=None):
         *args[:n_static], *_with_zeros(argnums, gs, args, n_static)), ans))
 
 
-_def_joining(anp.concatenate_args, _concatenate_vjp, 1, reads=(0,))  # the pieces' shapes only
-_def_joining(anp.stack_args, _stack_vjp, 1)
-defsparsity(untake, shapes_only(_untake_pattern, first_position))
-defsparsity(anp.concatenate_args, copy_rule(anp.concatenate_args.fun, first=1))
-defsparsity(anp.stack_args, copy_rule(anp.stack_args.fun, first=1))
-defsparsity(anp.sort, sort_pattern)  # whole lines along the axis (local: the permutation)
-defsparsity(anp.partition, partition_pattern)
-deflabel(anp.concatenate_args, lambda t: f"concatenate([{', '.join(t[1:])}], axis={t[0]})")
-deflabel(anp.stack_args, lambda t: f"stack([{', '.join(t[1:])}], axis={t[0]})")
-_def_joining(anp.array_from_args, _array_vjp, 2)
-defsparsity(anp.array_from_args, copy_rule(anp.array_from_args.fun, first=2))
-deflabel(anp.array_from_args, lambda t: f"array([{', '.join(t[2:])}])")
-
-
 # ----------------------------------------------------------------------------- functional updates
 def _last_writes(shape, index):
     """Mask over ``x[index]``'s elements: True where the write is the one NumPy keeps
@@ -480,19 +425,6 @@ def _add_vjp_v(g, ans, x, index, v):
 
 def _update_jvp_v(t, ans, x, index, v):
     return anp.index_update(_np.zeros_like(getval(ans)), index, t)
-
-
-# fmt: off
-defvjp_direct(anp.index_update, lambda g, ans, x, index, v: match_dtype(anp.index_update(g, index, 0.0), x),
-                                None, _update_vjp_v)
-defjvp_direct(anp.index_update,        lambda t, ans, x, index, v: anp.index_update(t, index, 0.0),
-                                None, _update_jvp_v)
-defvjp_direct(anp.index_add,    lambda g, ans, x, index, v: match_dtype(g, x),
-                                None, _add_vjp_v)
-defjvp_direct(anp.index_add,           lambda t, ans, x, index, v: match_dtype(t, ans),
-                                None, lambda t, ans, x, index, v: anp.index_add(
-                                    _np.zeros_like(getval(ans)), index, t))
-# fmt: on
 
 
 # ----------------------------------------------------------------------------- constructors
@@ -684,22 +616,6 @@ def _meshgrid_impl(*xi, copy=True, sparse=False, indexing="xy"):
     return tuple(grids)
 
 
-# fmt: off
-defvjp_direct(anp.full, None, _full_vjp)
-defjvp_direct(anp.full,        None, lambda t, ans, shape, fill_value, *a, **k: match_dtype(anp.broadcast_to(t, shape_of(ans)), ans))
-composite(anp.linspace,  _linspace_impl)
-composite(anp.diff,      _diff_impl)
-composite(anp.ediff1d,   _ediff1d_impl)
-composite(anp.gradient,  _gradient_impl)
-composite(anp.interp,    _interp_impl)
-composite(anp.trapezoid, _trapezoid_impl)
-composite(anp.convolve,  _convolve_impl)
-composite(anp.correlate, _correlate_impl)
-composite(anp.polyval,   _polyval_impl)
-composite(anp.meshgrid,  _meshgrid_impl)
-# fmt: on
-
-
 # ----------------------------------------------------------------------------- sparsity
 # (chainrule._sparsity.patterns; the functions defined by ``selection``, ``gathered_in_batches`` and
 # ``composite`` above carry theirs: copies read off positions, composites found from impl)
@@ -737,17 +653,497 @@ def _interp_pattern(argnum, ans, args, kwargs):
     return elementwise_pattern(argnum, ans, args, kwargs) if argnum == 0 else None
 
 
+
+# ----------------------------------------------------------------------------- batching rules
+# (``chainrule.vmap``; the patterns they share are ``chainrule.numpy.batching_patterns``')
+def _take_batch(values, batched, kwargs):
+    """take(a, indices, axis): each example's own indices into one array or its own."""
+    if not batched[1]:
+        return _take_shared_indices_batch(values, batched, kwargs)
+    a, indices = values[:2]
+    axis = values[2] if len(values) > 2 else kwargs.get("axis")
+    if len(values) > 3 or set(kwargs) - {"axis"} or any(batched[2:]):
+        return NotImplemented  # (out=, mode=)
+    if axis is None:
+        a, axis = (flat_examples(a), 0) if batched[0] else (anp.ravel(a), 0)
+    axis = shifted_axis(axis, example_ndim(a, batched[0])) - 1
+    if not batched[0]:
+        return anp.moveaxis(anp.take(a, indices, axis=axis), axis, 0)
+    # a[b, ..., indices[b], ...]: the batch's rows next to the indices, moved back in place
+    rows = _np.arange(_np.shape(a)[0]).reshape((-1,) + (1,) * (_np.ndim(indices) - 1))
+    out = array_getitem(a, (rows,) + (slice(None),) * axis + (indices,))
+    if not axis:
+        return out
+    index_axes = _np.ndim(indices) - 1
+    return anp.moveaxis(out, tuple(range(1, 1 + index_axes)),
+                        tuple(range(1 + axis, 1 + axis + index_axes)))
+
+
+_take_shared_indices_batch = along_axis(anp.take, "flat")
+
+
+def _polyval_batch(values, batched, kwargs):
+    p, x = values
+    if batched[0]:
+        return NotImplemented
+    return anp.polyval(p, x)
+
+
+def _flip_axis_batch(axis: int):
+    """fliplr / flipud: an example's axis ``axis`` flipped."""
+
+    def rule(values, batched, kwargs):
+        if not only_first(batched) or example_ndim(values[0], True) <= axis:
+            return NotImplemented
+        return anp.flip(values[0], axis + 1)
+    return rule
+
+
+def _expand_dims_batch(values, batched, kwargs):
+    if not only_first(batched):
+        return NotImplemented
+    axis = values[1] if len(values) > 1 else kwargs["axis"]
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    ndim = example_ndim(values[0], True) + len(axes)
+    return anp.expand_dims(values[0], shifted_axis(axes, ndim))
+
+
+def _squeeze_batch(values, batched, kwargs):
+    if not only_first(batched):
+        return NotImplemented
+    axis = values[1] if len(values) > 1 else kwargs.get("axis")
+    shape = _np.shape(values[0])[1:]
+    if axis is None:
+        axis = tuple(i for i, n in enumerate(shape) if n == 1)
+    return anp.squeeze(values[0], shifted_axis(axis, len(shape)))
+
+
+def _reshape_batch(values, batched, kwargs):
+    order = values[2] if len(values) > 2 else kwargs.get("order", "C")
+    if not only_first(batched) or order != "C":
+        return NotImplemented
+    shape = values[1] if len(values) > 1 else kwargs.get("shape", kwargs.get("newshape"))
+    shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
+    if -1 in shape:  # worked out for an example, as an empty batch cannot
+        shape = _np.broadcast_to(False, _np.shape(values[0])[1:]).reshape(shape).shape
+    return anp.reshape(values[0], (_np.shape(values[0])[0],) + shape)
+
+
+def _ravel_batch(values, batched, kwargs):
+    if len(values) > 1 or kwargs.get("order", "C") != "C":
+        return NotImplemented
+    return flat_examples(values[0])
+
+
+def _transpose_batch(values, batched, kwargs):
+    if not only_first(batched):
+        return NotImplemented
+    ndim = example_ndim(values[0], True)
+    axes = values[1] if len(values) > 1 else kwargs.get("axes")
+    axes = tuple(reversed(range(ndim))) if axes is None else tuple(axes)
+    return anp.transpose(values[0], (0,) + shifted_axis(axes, ndim))
+
+
+def _broadcast_to_batch(values, batched, kwargs):
+    if not only_first(batched):
+        return NotImplemented
+    shape = values[1] if len(values) > 1 else kwargs["shape"]
+    shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
+    value = values[0]
+    missing = len(shape) - example_ndim(value, True)
+    if missing:
+        value = anp.expand_dims(value, tuple(range(1, 1 + missing)))
+    return anp.broadcast_to(value, (_np.shape(value)[0],) + shape)
+
+
+def _getitem_batch(values, batched, kwargs):
+    (x, index), (batched_x, batched_index) = values, batched
+    if batched_index:  # x[i], i an integer array of each example's own indices
+        if _np.result_type(index).kind not in "iu" or not example_ndim(x, batched_x):
+            return NotImplemented
+        if not batched_x:
+            return array_getitem(x, index)
+        rows = _np.arange(_np.shape(x)[0]).reshape((-1,) + (1,) * (_np.ndim(index) - 1))
+        return array_getitem(x, (rows, index))
+    index = batch_index(index)
+    if index is None:
+        return NotImplemented
+    return array_getitem(x, index)
+
+
+def _untake_batch(values, batched, kwargs):
+    (g, index, shape, dtype), size = values, batch_size(values, batched)
+    if batched[2] or batched[3]:
+        return NotImplemented
+    if batched[1]:  # each example's own integer indices (the VJP of x[i])
+        if _np.result_type(index).kind not in "iu":
+            return NotImplemented
+        if not batched[0]:
+            g = anp.broadcast_to(g, (size,) + _np.shape(g))
+        rows = _np.arange(size).reshape((-1,) + (1,) * (_np.ndim(index) - 1))
+        return untake(g, (rows, index), (size,) + tuple(shape), dtype)
+    index = batch_index(index)
+    if index is None:
+        return NotImplemented
+    return untake(g, index, (size,) + tuple(shape), dtype)
+
+
+def _index_write_batch(fun):
+    """index_update / index_add (x, index, v): x made a batch if it is the same for
+    every example; v's example axes padded to those of x[index]."""
+
+    def rule(values, batched, kwargs):
+        (x, index, v), (batched_x, batched_index, batched_v) = values, batched
+        where = batch_index(index)
+        if batched_index or where is None:
+            return NotImplemented
+        size = batch_size(values, batched)
+        example_shape = _np.shape(x)[1:] if batched_x else _np.shape(x)
+        if not batched_x:
+            x = anp.broadcast_to(x, (size,) + example_shape)
+        if batched_v:
+            target = _np.broadcast_to(0, example_shape)[index].ndim
+            missing = target - example_ndim(v, True)
+            if missing > 0:
+                v = anp.expand_dims(v, tuple(range(1, 1 + missing)))
+        return fun(x, where, v)
+
+    return rule
+
+
+def _atleast_batch(n: int):
+    """atleast_1d / atleast_2d of one array: axes added in front of an example's."""
+
+    def rule(values, batched, kwargs):
+        if len(values) != 1:
+            return NotImplemented
+        missing = n - example_ndim(values[0], True)
+        if missing <= 0:
+            return values[0]
+        return anp.expand_dims(values[0], tuple(range(1, 1 + missing)))
+
+    return rule
+
+
+def _atleast_3d_batch(values, batched, kwargs):
+    """atleast_3d of one array: (1, 1, 1), (1, N, 1) and (M, N, 1) for 0-, 1- and 2-d."""
+    if len(values) != 1:
+        return NotImplemented
+    v, ndim = values[0], example_ndim(values[0], True)
+    axes = {0: (1, 2, 3), 1: (1, 3), 2: (3,)}.get(ndim)
+    return v if axes is None else anp.expand_dims(v, axes)
+
+
+def _rollaxis_batch(values, batched, kwargs):
+    if not only_first(batched):
+        return NotImplemented
+    v, ndim = values[0], example_ndim(values[0], True)
+    axis = values[1] if len(values) > 1 else kwargs["axis"]
+    start = values[2] if len(values) > 2 else kwargs.get("start", 0)
+    if not -ndim <= start <= ndim:
+        return NotImplemented  # NumPy's error, from the loop
+    return anp.rollaxis(v, shifted_axis(axis, ndim), (start + ndim if start < 0 else start) + 1)
+
+
+def _take_along_axis_batch(values, batched, kwargs):
+    arr, indices = values[:2]
+    axis = values[2] if len(values) > 2 else kwargs.get("axis", -1)
+    if axis is None:
+        return NotImplemented
+    size = batch_size(values, batched)
+    if not batched[0]:
+        arr = anp.broadcast_to(arr, (size,) + _np.shape(arr))
+    if not batched[1]:
+        indices = _np.broadcast_to(indices, (size,) + _np.shape(indices))
+    return anp.take_along_axis(arr, indices, shifted_axis(axis, example_ndim(arr, True)))
+
+
+def _tile_batch(values, batched, kwargs):
+    if not only_first(batched):
+        return NotImplemented
+    a, reps = values[0], values[1] if len(values) > 1 else kwargs["reps"]
+    reps = (reps,) if isinstance(reps, (int, _np.integer)) else tuple(reps)
+    ndim = example_ndim(a, True)
+    if len(reps) > ndim:
+        a = anp.expand_dims(a, tuple(range(1, 1 + len(reps) - ndim)))
+    reps = (1,) * (max(ndim, len(reps)) - len(reps)) + reps
+    return anp.tile(a, (1,) + reps)
+
+
+def _pad_batch(values, batched, kwargs):
+    if not only_first(batched):
+        return NotImplemented
+    a, width = values[0], values[1] if len(values) > 1 else kwargs["pad_width"]
+    width = _np.broadcast_to(_np.asarray(width), (example_ndim(a, True), 2))
+    return anp.pad(a, [(0, 0)] + [tuple(w) for w in width.tolist()], *values[2:], **kwargs)
+
+
+def _split_batch(fun):
+    rule = along_axis(fun, "loop")
+
+    def split(values, batched, kwargs):
+        if not only_first(batched):
+            return NotImplemented
+        return list(rule(values, batched, kwargs))
+
+    return split
+
+
+def _array_of_batch(values, batched, kwargs):
+    """array_from_args(shape, dtype, *elements): each example's elements flattened side
+    by side, as the primitive does for one."""
+    shape, dtype, elements = values[0], values[1], values[2:]
+    if batched[0] or batched[1]:
+        return NotImplemented
+    size = batch_size(values, batched)
+    flat = [flat_examples(e) if b else
+            anp.broadcast_to(anp.reshape(e, (1, -1)), (size, _np.size(e)))
+            for e, b in zip(elements, batched[2:])]
+    out = anp.reshape(anp.concatenate_args(1, *flat), (size,) + tuple(shape))
+    return out if dtype is None else array_astype(out, dtype)
+
+
+def _joined_batch(fun, new_axis: bool):
+    """concatenate_args / stack_args (axis, *pieces): pieces that are the same for every
+    example are repeated along the batch."""
+
+    def rule(values, batched, kwargs):
+        axis = values[0]
+        if batched[0] or axis is None:
+            return NotImplemented
+        size = batch_size(values, batched)
+        pieces = [v if b else anp.broadcast_to(v, (size,) + _np.shape(v))
+                  for v, b in zip(values[1:], batched[1:])]
+        ndim = example_ndim(pieces[0], True) + new_axis
+        return fun(shifted_axis(axis, ndim), *pieces, **kwargs)
+
+    return rule
+
+
+def _diag_batch(flat: bool):
+    """diag (diagflat): a 1-D example (flattened, for diagflat) laid on diagonal k of a
+    matrix, a 2-D one's diagonal k taken."""
+
+    def rule(values, batched, kwargs):
+        if not only_first(batched):
+            return NotImplemented
+        v, k = values[0], values[1] if len(values) > 1 else kwargs.get("k", 0)
+        if flat:
+            v = flat_examples(v)
+        if example_ndim(v, True) == 2:
+            return anp.diagonal(v, k, 1, 2)
+        if example_ndim(v, True) != 1:
+            return NotImplemented
+        n = _np.shape(v)[1]
+        # (not v times an identity: inf * 0 off the diagonal would be nan, 0 * -1 a -0.0)
+        out = anp.where(_np.eye(n, dtype=bool), anp.expand_dims(v, -1),
+                        _np.zeros((), _np.result_type(v)))
+        if k:
+            rows, cols = ((0, k), (k, 0)) if k > 0 else ((-k, 0), (0, -k))
+            out = anp.pad(out, [(0, 0), rows, cols])
+        return out
+
+    return rule
+
+
 # fmt: off
-for _fun in (anp.copy, anp.asarray, anp.asanyarray, anp.ascontiguousarray, array_astype):
-    defsparsity(_fun, identity_pattern)
-defsparsity(anp.full, shapes_only(lambda argnum, ans, args, kwargs: elementwise_pattern(argnum, ans, args, kwargs)))
-for _fun in (anp.atleast_1d, anp.atleast_2d, anp.atleast_3d):
+# One block per primitive: its VJP and JVP (or the helper that registers both: ``linear``,
+# ``selection``, ``composite`` ...), batched JVP, sparsity pattern, label, batching rule and
+# Taylor rule (linear: the primitive only moves, copies or adds its arguments' elements;
+# multilinear: a product of two).
+# ----------------------------------------------------------------------------- reshaping
+# (``gathered_in_batches``: the batched JVP and the sparsity, from the map of positions)
+linear(anp.reshape,      lambda g, ans, x, shape=None, order="C", **k: _reshape(g, shape_of(x), order))
+gathered_in_batches(anp.reshape)
+defbatch(anp.reshape,    _reshape_batch)
+linear(anp.ravel,        lambda g, ans, x, order="C": _reshape(g, shape_of(x), order))
+gathered_in_batches(anp.ravel)
+defbatch(anp.ravel,      _ravel_batch)
+linear(anp.squeeze,      lambda g, ans, x, *a, **k: anp.reshape(g, shape_of(x)))
+gathered_in_batches(anp.squeeze)
+defbatch(anp.squeeze,    _squeeze_batch)
+linear(anp.expand_dims,  lambda g, ans, x, *a, **k: anp.reshape(g, shape_of(x)))
+gathered_in_batches(anp.expand_dims)
+defbatch(anp.expand_dims, _expand_dims_batch)
+linear(anp.transpose,    lambda g, ans, x, axes=None: anp.transpose(g, _inverse_axes(axes, anp.ndim(x))))
+gathered_in_batches(anp.transpose)
+defbatch(anp.transpose,  _transpose_batch)
+if anp.permute_dims is not anp.transpose:  # (NumPy 2: the same function)
+    selection(anp.permute_dims)
+linear(anp.swapaxes,     lambda g, ans, x, a1, a2: anp.swapaxes(g, a1, a2))
+gathered_in_batches(anp.swapaxes)
+defbatch(anp.swapaxes,   named_axes(anp.swapaxes, (1, "axis1", None), (2, "axis2", None)))
+linear(anp.moveaxis,     lambda g, ans, x, src, dst: anp.moveaxis(g, dst, src))
+gathered_in_batches(anp.moveaxis)
+defbatch(anp.moveaxis,   named_axes(anp.moveaxis, (1, "source", None), (2, "destination", None)))
+linear(anp.broadcast_to, lambda g, ans, x, shape, **k: unbroadcast(g, x))
+gathered_in_batches(anp.broadcast_to)
+defbatch(anp.broadcast_to, _broadcast_to_batch)
+selection(anp.rollaxis)
+defbatch(anp.rollaxis,   _rollaxis_batch)
+deftaylor_linear(anp.rollaxis)
+for _fun, _batch in ((anp.atleast_1d, _atleast_batch(1)), (anp.atleast_2d, _atleast_batch(2)),
+                     (anp.atleast_3d, _atleast_3d_batch)):
+    _def_atleast(_fun)
     defsparsity(_fun, copy_rule(_fun.fun))  # several arrays in: a tuple of them out
+    defbatch(_fun, _batch)
+    deftaylor_linear(_fun)
+
+# ----------------------------------------------------------------------------- copies, casting
+for _fun in (anp.copy, anp.asarray, anp.asanyarray, anp.ascontiguousarray, array_astype):
+    linear(_fun,         lambda g, ans, x, *a, **k: match_dtype(g, x))
+    defsparsity(_fun,    identity_pattern)
+defbatch(anp.copy,       elementwise_batch(anp.copy))
+defbatch(array_astype,   elementwise_batch(array_astype))
+for _fun in (anp.asarray, anp.asanyarray, anp.ascontiguousarray):
+    defbatch(_fun,       as_is(_fun))
+
+# ----------------------------------------------------------------------------- indexing
+linear(array_getitem,    lambda g, ans, x, index: match_dtype(untake(g, index, shape_of(x), dtype_of(x)), x),
+       reads=(1,))  # of x, only its shape and dtype
+gathered_in_batches(array_getitem)
+deflabel(array_getitem,  "{0}[{1:index}]")  # how explain writes a call (index notation)
+defbatch(array_getitem,  _getitem_batch)
+linear(untake,           lambda g, ans, x, index, shape, dtype: array_getitem(g, index))
+defsparsity(untake,      shapes_only(_untake_pattern, first_position))
+defbatch(untake,         _untake_batch)
+selection(anp.take)
+defbatch(anp.take,       _take_batch)
+deftaylor_linear(anp.take)
+selection(anp.take_along_axis)
+defbatch(anp.take_along_axis, _take_along_axis_batch)
+deftaylor_linear(anp.take_along_axis)
+selection(anp.compress,  argnums=(1,))
+deftaylor_linear(anp.compress)
+selection(anp.extract,   argnums=(1,))
+deftaylor_linear(anp.extract)
+selection(anp.delete)
+deftaylor_linear(anp.delete)
+selection(anp.insert,    argnums=(0, 2))
+deftaylor_linear(anp.insert)
+selection(anp.append,    argnums=(0, 1))
+deftaylor_linear(anp.append)
+
+# ----------------------------------------------------------------------------- rearranging
+selection(anp.flip)
+defbatch(anp.flip,       along_axis(anp.flip, "all"))
+deftaylor_linear(anp.flip)
+selection(anp.fliplr)
+defbatch(anp.fliplr,     _flip_axis_batch(1))
+deftaylor_linear(anp.fliplr)
+selection(anp.flipud)
+defbatch(anp.flipud,     _flip_axis_batch(0))
+deftaylor_linear(anp.flipud)
+selection(anp.rot90)
+defbatch(anp.rot90,      named_axes(anp.rot90, (2, "axes", (0, 1))))
+deftaylor_linear(anp.rot90)
+selection(anp.roll)
+defbatch(anp.roll,       along_axis(anp.roll, "loop"))
+deftaylor_linear(anp.roll)
+selection(anp.repeat)
+defbatch(anp.repeat,     along_axis(anp.repeat, "flat"))
+deftaylor_linear(anp.repeat)
+selection(anp.tile)
+defbatch(anp.tile,       _tile_batch)
+deftaylor_linear(anp.tile)
+selection(anp.pad,       source=_pad_source)
+defbatch(anp.pad,        _pad_batch)
+deftaylor_linear(anp.pad)
+
+# ----------------------------------------------------------------------------- diagonals, triangles
+selection(anp.diag)
+defbatch(anp.diag,       _diag_batch(flat=False))
+deftaylor_linear(anp.diag)
+selection(anp.diagflat)
+defbatch(anp.diagflat,   _diag_batch(flat=True))
+deftaylor_linear(anp.diagflat)
+selection(anp.diagonal)
+defbatch(anp.diagonal,   named_axes(anp.diagonal, (2, "axis1", 0), (3, "axis2", 1)))
+deftaylor_linear(anp.diagonal)
+for _fun in (anp.tril, anp.triu):
+    selection(_fun)
+    defbatch(_fun,       as_is(_fun, 2))
+    deftaylor_linear(_fun)
+
+# ----------------------------------------------------------------------------- sorting
+# (the order depends on the values: the sparsity is whole lines along the axis)
+selection(anp.sort,      source=_sort_source)
+defsparsity(anp.sort,    sort_pattern)
+defbatch(anp.sort,       along_axis(anp.sort, "flat"))
+deftaylor_linear(anp.sort)
+selection(anp.partition, source=_partition_source)
+defsparsity(anp.partition, partition_pattern)
+defbatch(anp.partition,  along_axis(anp.partition, "flat"))
+deftaylor_linear(anp.partition)
+defbatch(anp.argsort,    along_axis(anp.argsort, "flat"))  # (integers: no derivative)
+
+# ----------------------------------------------------------------------------- splitting
 for _fun in (anp.split, anp.array_split, anp.hsplit, anp.vsplit, anp.dsplit):
-    defsparsity(_fun, copy_rule(_fun.fun, only=(0,)))
-defsparsity(anp.index_update, copy_rule(anp.index_update.fun, only=(0, 2)))
-defsparsity(anp.index_add,    shapes_only(_index_add_pattern, lambda n: (0, 2)))
-defsparsity(anp.interp,       shapes_only(_interp_pattern))
-defsparsity(anp.convolve,     _convolution_pattern(correlate=False))
-defsparsity(anp.correlate,    _convolution_pattern(correlate=True))
+    _def_split(_fun)
+    defsparsity(_fun,    copy_rule(_fun.fun, only=(0,)))
+for _fun in (anp.split, anp.array_split):
+    defbatch(_fun,       _split_batch(_fun))
+
+# ----------------------------------------------------------------------------- joining
+_def_joining(anp.concatenate_args, _concatenate_vjp, 1, reads=(0,))  # the pieces' shapes only
+defsparsity(anp.concatenate_args, copy_rule(anp.concatenate_args.fun, first=1))
+deflabel(anp.concatenate_args, lambda t: f"concatenate([{', '.join(t[1:])}], axis={t[0]})")
+defbatch(anp.concatenate_args, _joined_batch(anp.concatenate_args, False))
+deftaylor_linear(anp.concatenate_args)
+_def_joining(anp.stack_args, _stack_vjp, 1)
+defsparsity(anp.stack_args, copy_rule(anp.stack_args.fun, first=1))
+deflabel(anp.stack_args, lambda t: f"stack([{', '.join(t[1:])}], axis={t[0]})")
+defbatch(anp.stack_args, _joined_batch(anp.stack_args, True))
+deftaylor_linear(anp.stack_args)
+_def_joining(anp.array_from_args, _array_vjp, 2)
+defsparsity(anp.array_from_args, copy_rule(anp.array_from_args.fun, first=2))
+deflabel(anp.array_from_args, lambda t: f"array([{', '.join(t[2:])}])")
+defbatch(anp.array_from_args, _array_of_batch)
+
+# ----------------------------------------------------------------------------- functional updates
+defvjp_direct(anp.index_update, lambda g, ans, x, index, v: match_dtype(anp.index_update(g, index, 0.0), x),
+                                None, _update_vjp_v)
+defjvp_direct(anp.index_update,        lambda t, ans, x, index, v: anp.index_update(t, index, 0.0),
+                                None, _update_jvp_v)
+defsparsity(anp.index_update,   copy_rule(anp.index_update.fun, only=(0, 2)))
+defbatch(anp.index_update,      _index_write_batch(anp.index_update))
+defvjp_direct(anp.index_add,    lambda g, ans, x, index, v: match_dtype(g, x),
+                                None, _add_vjp_v)
+defjvp_direct(anp.index_add,           lambda t, ans, x, index, v: match_dtype(t, ans),
+                                None, lambda t, ans, x, index, v: anp.index_add(
+                                    _np.zeros_like(getval(ans)), index, t))
+defsparsity(anp.index_add,      shapes_only(_index_add_pattern, lambda n: (0, 2)))
+defbatch(anp.index_add,         _index_write_batch(anp.index_add))
+
+# ----------------------------------------------------------------------------- constructors
+defvjp_direct(anp.full, None, _full_vjp)
+defjvp_direct(anp.full,        None, lambda t, ans, shape, fill_value, *a, **k: match_dtype(anp.broadcast_to(t, shape_of(ans)), ans))
+defsparsity(anp.full,   shapes_only(lambda argnum, ans, args, kwargs: elementwise_pattern(argnum, ans, args, kwargs)))
+deftaylor_linear(anp.full)
+composite(anp.linspace, _linspace_impl)
+deftaylor_linear(anp.linspace)
+composite(anp.meshgrid, _meshgrid_impl)
+
+# ----------------------------------------------------------------------------- formulas
+# (``composite``: the VJP, JVP and sparsity of the formula ``impl``)
+composite(anp.diff,      _diff_impl)
+defbatch(anp.diff,       along_axis(anp.diff, "loop"))
+deftaylor_linear(anp.diff)
+composite(anp.ediff1d,   _ediff1d_impl)
+deftaylor_linear(anp.ediff1d)
+composite(anp.gradient,  _gradient_impl)
+composite(anp.interp,    _interp_impl)
+defsparsity(anp.interp,  shapes_only(_interp_pattern))
+defbatch(anp.interp,     as_is(anp.interp))
+composite(anp.trapezoid, _trapezoid_impl)
+defbatch(anp.trapezoid,  along_axis(anp.trapezoid, "loop"))
+deftaylor(anp.trapezoid, make_multilinear_taylor(anp.trapezoid))
+composite(anp.convolve,  _convolve_impl)
+defsparsity(anp.convolve, _convolution_pattern(correlate=False))
+deftaylor(anp.convolve,  make_multilinear_taylor(anp.convolve))
+composite(anp.correlate, _correlate_impl)
+defsparsity(anp.correlate, _convolution_pattern(correlate=True))
+deftaylor(anp.correlate, make_multilinear_taylor(anp.correlate))
+composite(anp.polyval,   _polyval_impl)
+defbatch(anp.polyval,    _polyval_batch)
 # fmt: on

@@ -1,4 +1,4 @@
-"""Rules for scipy.linalg: VJP and JVP of each primitive side by side.
+"""Rules for scipy.linalg: one block per primitive, its columns side by side.
 
 Notation: x the solution, ``T`` the matrix transpose, ``outer(u, v) = u v^T``
 (vectors or matrices of columns). All rules call the primitives themselves, so
@@ -8,10 +8,13 @@ every order works.
 from __future__ import annotations
 
 import numpy as _np
+import scipy
 
-from ..._core.rules import defjvp_direct, defsparsity, defvjp_direct
+from ..._core.rules import defbatch, defjvp_direct, deflayout_by_value, defsparsity, defvjp_direct
 from ..._sparsity.patterns import batched_pattern, columns_pattern, dense_rule
 from ...numpy import numpy_wrapper as anp
+from ...numpy.batched import example_ndim
+from ...numpy.batching_patterns import as_is
 from ...numpy.rules._helpers import shape_of
 from .. import linalg as la
 from ..linalg import T, tri_mask
@@ -114,26 +117,6 @@ def expm_frechet(A, E):
     return la.expm(block)[..., :n, n:]
 
 
-# fmt: off
-defvjp_direct(la.solve_triangular, _st_vjp_a, _st_vjp_b)
-defjvp_direct(la.solve_triangular,        _st_jvp_a, lambda t, ans, a, b, **k: la.solve_triangular(a, t, **k))
-defvjp_direct(la.solve_general,    _solve_vjp_a, _solve_vjp_b)
-defjvp_direct(la.solve_general,           _solve_jvp_a, lambda t, ans, a, b, **k: la.solve_general(a, t, **k))
-defvjp_direct(la.solve_banded,     None, _banded_vjp_ab, _banded_vjp_b)
-defjvp_direct(la.solve_banded,            None, _banded_jvp_ab, lambda t, ans, lu, ab, b, **k: la.solve_banded(lu, ab, t))
-defvjp_direct(la.solve_sylvester,  lambda g, ans, a, b, q: -anp.matmul(_sylvester_adjoint(g, a, b), T(ans)),
-                                   lambda g, ans, a, b, q: -anp.matmul(T(ans), _sylvester_adjoint(g, a, b)),
-                                   lambda g, ans, a, b, q: _sylvester_adjoint(g, a, b))
-defjvp_direct(la.solve_sylvester,         lambda t, ans, a, b, q: la.solve_sylvester(a, b, -anp.matmul(t, ans)),
-                                   lambda t, ans, a, b, q: la.solve_sylvester(a, b, -anp.matmul(ans, t)),
-                                   lambda t, ans, a, b, q: la.solve_sylvester(a, b, t))
-defvjp_direct(la.sqrtm,            lambda g, ans, A: la.solve_sylvester(T(ans), T(ans), g))
-defjvp_direct(la.sqrtm,                   lambda t, ans, A: la.solve_sylvester(ans, ans, t))
-defvjp_direct(la.expm,             lambda g, ans, A: expm_frechet(T(A), g))
-defjvp_direct(la.expm,                    lambda t, ans, A: expm_frechet(A, t))
-# fmt: on
-
-
 # ----------------------------------------------------------------------------- cholesky
 def _phi(x):
     """Lower triangle with the diagonal halved."""
@@ -193,20 +176,6 @@ def _eigvals_vjp(g, w, a, b, which):
     return anp.matmul(v * anp.expand_dims(g if which == 0 else -g * w, -2), T(v))
 
 
-# fmt: off
-defvjp_direct(la.cholesky_symmetric, lambda g, ans, a: _chol_vjp(g, ans, a))
-defjvp_direct(la.cholesky_symmetric,        lambda t, ans, a: _chol_jvp(t, ans, a))
-defvjp_direct(la.eigh_values,        lambda g, ans, a, b=None: _eigvals_vjp(g, ans, a, b, 0),
-                                     lambda g, ans, a, b: _eigvals_vjp(g, ans, a, b, 1))
-defjvp_direct(la.eigh_values,               lambda t, ans, a, b=None: _inner_diag(la.eigh_vectors(a, b), t),
-                                     lambda t, ans, a, b: -ans * _inner_diag(la.eigh_vectors(a, b), t))
-defvjp_direct(la.eigh_vectors,       lambda g, ans, a, b=None: _eigvec_vjp(g, ans, a, b, 0),
-                                     lambda g, ans, a, b: _eigvec_vjp(g, ans, a, b, 1))
-defjvp_direct(la.eigh_vectors,              lambda t, ans, a, b=None: _eigvec_jvp(t, ans, a, b, 0),
-                                     lambda t, ans, a, b: _eigvec_jvp(t, ans, a, b, 1))
-# fmt: on
-
-
 # ----------------------------------------------------------------------------- lu_factor
 # P a = L U with L unit lower and U upper, packed in one matrix. With
 # F = L^-1 P da U^-1: dL = L tril_strict(F), dU = triu(F) U.
@@ -232,12 +201,6 @@ def _lu_vjp(g, lu, a):
     return abar[_np.argsort(la.row_permutation(la._pivots(a)))]
 
 
-# fmt: off
-defvjp_direct(la.lu_packed, lambda g, ans, a: _lu_vjp(g, ans, a))
-defjvp_direct(la.lu_packed,        lambda t, ans, a: _lu_jvp(t, ans, a))
-# fmt: on
-
-
 # ----------------------------------------------------------------------------- sparsity
 # (chainrule._sparsity.patterns) A solve's column k reads column k of the right-hand side; functions
 # of a matrix read all of it (of each matrix of a stack).
@@ -254,11 +217,116 @@ def _stacked(argnum, ans, args, kwargs):
     return batched_pattern(shape_of(args[argnum]), ans, 2)
 
 
-defsparsity(la.solve_triangular, _columns_of(1))
-defsparsity(la.solve_general, _columns_of(1))
-defsparsity(la.solve_banded, _columns_of(2))
-for _fun in (la.expm, la.sqrtm, la.cholesky_symmetric, la.lu_packed):
-    defsparsity(_fun, _stacked)
-for _fun in (la.eigh_values, la.eigh_vectors):
-    defsparsity(_fun, dense_rule("each eigenpair reads the whole of a (and b)"))
-defsparsity(la.solve_sylvester, dense_rule("each entry of X reads all of a, b and q"))
+# ----------------------------------------------------------------------------- batching rules
+# (``chainrule.vmap``; the patterns are ``chainrule.numpy.batching_patterns``'). SciPy's
+# one-matrix linear algebra maps over leading axes from SciPy 1.15 on (cholesky, eigh, sqrtm,
+# the solves, lu, Sylvester; expm always did); a batch of right-hand sides against one matrix
+# is one solve of many columns with any SciPy. solve_banded runs once per example.
+_STACKS = tuple(int(p) for p in scipy.__version__.split(".")[:2]) >= (1, 15)
+
+
+def _one_matrix_batch(fun):
+    rule = as_is(fun, 2)
+
+    def one_matrix(values, batched, kwargs):
+        if len(values) > 1 and values[1] is not None:  # eigh's generalized problem
+            return NotImplemented
+        return rule(values, batched, kwargs)
+
+    return one_matrix
+
+
+def _solve_batch(fun):
+    """solve_triangular / solve_general (a, b, options): one matrix and a batch of
+    right-hand sides is one solve of all their columns; a batch of matrices is SciPy's
+    stacked solve (b made a stack of one-column matrices where an example's is a vector)."""
+
+    def rule(values, batched, kwargs):
+        (a, b), options = values[:2], values[2:]
+        nd_a, nd_b = example_ndim(a, batched[0]), example_ndim(b, batched[1])
+        if any(batched[2:]) or nd_a != 2 or nd_b not in (1, 2):
+            return NotImplemented
+        if not batched[0]:
+            shape = anp.shape(b)  # (batch, n) or (batch, n, k): the examples' columns
+            columns = anp.reshape(anp.moveaxis(b, 0, -1), (shape[1], -1))
+            out = fun(a, columns, *options, **kwargs)
+            return anp.moveaxis(anp.reshape(out, shape[1:] + shape[:1]), -1, 0)
+        if not _STACKS:
+            return NotImplemented
+        if not batched[1]:
+            b = anp.broadcast_to(b, anp.shape(a)[:1] + anp.shape(b))
+        if nd_b == 1:
+            return anp.squeeze(fun(a, anp.expand_dims(b, -1), *options, **kwargs), -1)
+        return fun(a, b, *options, **kwargs)
+
+    return rule
+
+
+def _sylvester_batch(values, batched, kwargs):
+    """solve_sylvester(a, b, q): SciPy's stacked solve, those that are the same for every
+    example repeated along the batch."""
+    if not _STACKS or kwargs or any(example_ndim(v, f) != 2 for v, f in zip(values, batched)):
+        return NotImplemented
+    size = next(anp.shape(v)[0] for v, f in zip(values, batched) if f)
+    return la.solve_sylvester(*[v if f else anp.broadcast_to(v, (size,) + anp.shape(v))
+                                 for v, f in zip(values, batched)])
+
+
+# ----------------------------------------------------------------------------- the entries
+# fmt: off
+# One block per primitive: its VJP, JVP, sparsity pattern and batching rule (the functions
+# of one matrix have theirs from SciPy 1.15 on, which maps them over stacks).
+defvjp_direct(la.solve_triangular, _st_vjp_a, _st_vjp_b)
+defjvp_direct(la.solve_triangular,        _st_jvp_a, lambda t, ans, a, b, **k: la.solve_triangular(a, t, **k))
+defsparsity(la.solve_triangular,   _columns_of(1))
+defbatch(la.solve_triangular,      _solve_batch(la.solve_triangular))
+defvjp_direct(la.solve_general,    _solve_vjp_a, _solve_vjp_b)
+defjvp_direct(la.solve_general,           _solve_jvp_a, lambda t, ans, a, b, **k: la.solve_general(a, t, **k))
+defsparsity(la.solve_general,      _columns_of(1))
+defbatch(la.solve_general,         _solve_batch(la.solve_general))
+defvjp_direct(la.solve_banded,     None, _banded_vjp_ab, _banded_vjp_b)
+defjvp_direct(la.solve_banded,            None, _banded_jvp_ab, lambda t, ans, lu, ab, b, **k: la.solve_banded(lu, ab, t))
+defsparsity(la.solve_banded,       _columns_of(2))
+defvjp_direct(la.solve_sylvester,  lambda g, ans, a, b, q: -anp.matmul(_sylvester_adjoint(g, a, b), T(ans)),
+                                   lambda g, ans, a, b, q: -anp.matmul(T(ans), _sylvester_adjoint(g, a, b)),
+                                   lambda g, ans, a, b, q: _sylvester_adjoint(g, a, b))
+defjvp_direct(la.solve_sylvester,         lambda t, ans, a, b, q: la.solve_sylvester(a, b, -anp.matmul(t, ans)),
+                                   lambda t, ans, a, b, q: la.solve_sylvester(a, b, -anp.matmul(ans, t)),
+                                   lambda t, ans, a, b, q: la.solve_sylvester(a, b, t))
+defsparsity(la.solve_sylvester,    dense_rule("each entry of X reads all of a, b and q"))
+defbatch(la.solve_sylvester,       _sylvester_batch)
+defvjp_direct(la.sqrtm,            lambda g, ans, A: la.solve_sylvester(T(ans), T(ans), g))
+defjvp_direct(la.sqrtm,                   lambda t, ans, A: la.solve_sylvester(ans, ans, t))
+defsparsity(la.sqrtm,              _stacked)
+deflayout_by_value(la.sqrtm)  # complex where the matrix has no real square root
+if _STACKS:
+    defbatch(la.sqrtm,             _one_matrix_batch(la.sqrtm))
+defvjp_direct(la.expm,             lambda g, ans, A: expm_frechet(T(A), g))
+defjvp_direct(la.expm,                    lambda t, ans, A: expm_frechet(A, t))
+defsparsity(la.expm,               _stacked)
+defbatch(la.expm,                  as_is(la.expm, 2))
+defvjp_direct(la.cholesky_symmetric, lambda g, ans, a: _chol_vjp(g, ans, a))
+defjvp_direct(la.cholesky_symmetric,        lambda t, ans, a: _chol_jvp(t, ans, a))
+defsparsity(la.cholesky_symmetric, _stacked)
+if _STACKS:
+    defbatch(la.cholesky_symmetric, _one_matrix_batch(la.cholesky_symmetric))
+defvjp_direct(la.eigh_values,        lambda g, ans, a, b=None: _eigvals_vjp(g, ans, a, b, 0),
+                                     lambda g, ans, a, b: _eigvals_vjp(g, ans, a, b, 1))
+defjvp_direct(la.eigh_values,               lambda t, ans, a, b=None: _inner_diag(la.eigh_vectors(a, b), t),
+                                     lambda t, ans, a, b: -ans * _inner_diag(la.eigh_vectors(a, b), t))
+defsparsity(la.eigh_values,          dense_rule("each eigenpair reads the whole of a (and b)"))
+if _STACKS:
+    defbatch(la.eigh_values,         _one_matrix_batch(la.eigh_values))
+defvjp_direct(la.eigh_vectors,       lambda g, ans, a, b=None: _eigvec_vjp(g, ans, a, b, 0),
+                                     lambda g, ans, a, b: _eigvec_vjp(g, ans, a, b, 1))
+defjvp_direct(la.eigh_vectors,              lambda t, ans, a, b=None: _eigvec_jvp(t, ans, a, b, 0),
+                                     lambda t, ans, a, b: _eigvec_jvp(t, ans, a, b, 1))
+defsparsity(la.eigh_vectors,         dense_rule("each eigenpair reads the whole of a (and b)"))
+if _STACKS:
+    defbatch(la.eigh_vectors,        _one_matrix_batch(la.eigh_vectors))
+defvjp_direct(la.lu_packed,          lambda g, ans, a: _lu_vjp(g, ans, a))
+defjvp_direct(la.lu_packed,                 lambda t, ans, a: _lu_jvp(t, ans, a))
+defsparsity(la.lu_packed,            _stacked)
+if _STACKS:
+    defbatch(la.lu_packed,           _one_matrix_batch(la.lu_packed))
+# fmt: on
