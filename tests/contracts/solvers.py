@@ -65,6 +65,13 @@ CI_CASES = 12  # (solves are slow: about 1 s a case on the shared machine)
 
 RTOL = 1e-4
 
+# SciPy methods whose answer is not reproducible bit for bit: the same call, the same
+# arguments, gives different last digits from one call to the next (trust-krylov's trlib
+# subproblem solver: four different answers in 300 identical calls of case 2458, SciPy
+# alone). The traced call's value is compared with the plain one to their own spread there.
+UNREPRODUCIBLE = {"minimize trust-krylov"}
+UNREPRODUCIBLE_RTOL = 1e-6
+
 
 @dataclasses.dataclass
 class Case:
@@ -179,8 +186,15 @@ def check(case: Case) -> list[str]:
         else:
             out.append(f"reverse {reverse!r}; forward {forward!r}; primal {primal!r}")
         return out
-    out += [f"the traced call's value: {d}"
-            for d in differences(plain, Outcome(value=onp.asarray(primal.value, dtype=float)))]
+    traced = onp.asarray(primal.value, dtype=float)
+    if case.kind in UNREPRODUCIBLE:
+        spread = UNREPRODUCIBLE_RTOL * (1.0 + onp.max(onp.abs(plain.value), initial=0.0))
+        if not onp.all(onp.abs(traced - plain.value) <= spread):
+            out.append(f"the traced call's value {traced!r} is not the plain one "
+                       f"{plain.value!r} (to {spread:.2g}: the method's spread)")
+    else:
+        out += [f"the traced call's value: {d}"
+                for d in differences(plain, Outcome(value=traced))]
     reference = reference_of(case, solve)
     fd = central_differences(reference, theta, case.step)
     # (a method that stops short of the solution, as Powell may with bounds, has
