@@ -1,7 +1,9 @@
 """Containers of values (pytrees): flatten to a list of leaves and rebuild.
 
 tuple, list, dict, namedtuple, dataclass instances and user-registered types are
-containers; ``None`` is an empty container; everything else is a leaf. A dict's
+containers; ``None`` is an empty container; everything else is a leaf. A front end's type
+that stands for one array (chainrule.numpy's Buffer; ``tracer.FrontEnd.pytree_leaf``) is a
+leaf too, flattened as the value it stands for, so every transform sees the array. A dict's
 children are taken in sorted key order (as autograd's flatten and JAX do), so two dicts
 with the same keys line up leaf by leaf whatever order their keys were inserted in; keys
 that cannot be sorted (mixed types such as 1 and "a") keep insertion order. Rebuilding a
@@ -15,6 +17,8 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 _registry: dict[type, tuple[Callable, Callable]] = {}
+# type -> value_of(obj): types flattened as one leaf, the value an object stands for
+_leaf_values: dict[type, Callable] = {}
 
 
 def register_pytree_node(cls: type, flatten: Callable, unflatten: Callable) -> None:
@@ -33,6 +37,12 @@ def register_pytree_node(cls: type, flatten: Callable, unflatten: Callable) -> N
     3.0 2.0
     """
     _registry[cls] = (flatten, unflatten)
+
+
+def register_leaf_value(cls: type, value_of: Callable) -> None:
+    """Flatten objects of ``cls`` as one leaf, ``value_of(obj)`` (called by
+    ``tracer.register_front_end`` for a front end's array type: chainrule.numpy's Buffer)."""
+    _leaf_values[cls] = value_of
 
 
 class TreeDef(NamedTuple):
@@ -115,7 +125,8 @@ def tree_flatten(tree: Any) -> tuple[list, TreeDef]:
 def _flatten_into(tree: Any, leaves: list) -> TreeDef:
     parts = _children(tree)
     if parts is None:
-        leaves.append(tree)
+        value_of = _leaf_values.get(type(tree))
+        leaves.append(tree if value_of is None else value_of(tree))
         return LEAF
     kind, aux, children = parts
     return TreeDef(kind, aux, tuple(_flatten_into(child, leaves) for child in children))

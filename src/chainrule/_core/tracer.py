@@ -37,6 +37,7 @@ from functools import cache, wraps
 from typing import Any, NamedTuple
 
 from .extension import observers
+from .pytree import register_leaf_value
 
 _trace_ids = itertools.count(1)
 
@@ -255,6 +256,10 @@ class FrontEnd(NamedTuple):
     # made by the front end, which writes the answer into the object and returns what the
     # call returns (chainrule.numpy's buffers). None: an output array refused, as ever.
     as_output: Callable | None = None
+    # pytree_leaf: the object stands for one array (chainrule.numpy's buffers): pytrees
+    # flatten it as one leaf, ``value_of(obj)``, so every transform sees that array where
+    # a function returns one. False: the object itself is a leaf (a Tensor).
+    pytree_leaf: bool = False
 
 
 # front-end type -> its FrontEnd (registered by chainrule.tensor, via register_front_end)
@@ -281,6 +286,8 @@ _general_types: set[type] = set()
 def register_front_end(cls: type, front_end: FrontEnd) -> None:
     front_ends[cls] = front_end
     _general_types.add(cls)
+    if front_end.pytree_leaf:
+        register_leaf_value(cls, front_end.value_of)
 
 
 def register_batched_type(cls: type, call: Callable) -> None:
@@ -768,6 +775,12 @@ def notrace_primitive(f_raw: Callable) -> Callable:
 
     @wraps(f_raw)
     def f_wrapped(*args, **kwargs):
+        if not kwargs:  # (the common call: plain positional arguments, one look each)
+            for arg in args:
+                if type(arg) in _box_types or type(arg) in (list, tuple):
+                    break
+            else:
+                return f_raw(*args)
         for box in _notrace_followers(args, kwargs):
             ans = box._node.on_notrace(box, f_wrapped, args, kwargs)
             if ans is not NotImplemented:

@@ -60,16 +60,6 @@ _MEASURED = 3
 _ESTIMATES = 16
 
 
-def _flat_answer(answer) -> tuple[list, Any]:
-    """``tree_flatten(answer)`` with the pytree nodes that stand for one array (a
-    chainrule.numpy buffer, which a run under the batch's trace answers where a run of one
-    example outside it answers an ndarray) read as that array, so parts compare alike."""
-    leaves, tree = tree_flatten(answer)
-    if tree is LEAF:
-        return leaves, tree
-    return tree_flatten(tree_unflatten(tree, leaves))
-
-
 def _broadcast_prefix(spec: AxisSpec, tree: Any, what: str) -> list:
     """One axis (int or None) per leaf of ``tree``: ``spec`` is an int/None for the whole
     tree, or a pytree whose leaves stand for whole subtrees of ``tree`` (JAX's prefix rule)."""
@@ -550,7 +540,7 @@ class _Call:
                 call_args, call_kwargs = tree_unflatten(self.treedef, arguments)
                 answer = self.fun(*call_args, **call_kwargs)
             if trace.signal is None:
-                leaves, tree = _flat_answer(answer)
+                leaves, tree = tree_flatten(answer)
                 return _Part(examples, tree, [
                     _Stacked(leaf._value) if type(leaf) is BatchedArray and leaf._trace is trace
                     else _Shared(leaf) for leaf in leaves], answer)
@@ -639,7 +629,7 @@ class _Call:
         finally:
             read_only.release()
             self.generators.restore()
-        leaves, tree = _flat_answer(answer)
+        leaves, tree = tree_flatten(answer)
         return _Part(_np.arange(0), tree, [_Stacked(_np.zeros((0,) + anp.shape(leaf),
                                                               anp.result_type(leaf)))
                                            for leaf in leaves], answer)
@@ -778,7 +768,7 @@ def _stacked_part(examples, answers: list) -> _Part:
         return _Part(examples, LEAF, [_Stacked(_np.array(answers))], first)  # (as stack)
     if kinds == {_np.ndarray} and len({a.shape for a in answers}) == 1:
         return _Part(examples, LEAF, [_Stacked(_np.stack(answers))], first)
-    flat = [_flat_answer(answer) for answer in answers]
+    flat = [tree_flatten(answer) for answer in answers]
     tree = flat[0][1]
     for (_, other), i in zip(flat[1:], examples[1:]):
         if other != tree:
@@ -791,8 +781,7 @@ def _stacked_part(examples, answers: list) -> _Part:
         column = [leaves_[j] for leaves_, _ in flat]
         key = tuple(map(id, column))
         if key in stacked:  # one answer twice (return y, y): a copy of the last stack
-            stacked[key] = _copy(stacked[key])  # (NumPy's copy: under an outer vmap
-            # chainrule's would be a Buffer, a pytree node the other parts lack)
+            stacked[key] = anp.copy(stacked[key])
             leaves.append(_Stacked(stacked[key]))
             continue
         _same_shapes([anp.shape(v) for v in column], examples)
@@ -841,7 +830,7 @@ def _fresh(leaf, memory: dict):
     are judged by the arrays they hold; one value answered twice is copied from its last
     copy, as jit takes two copies of one value for one call.)"""
     if id(leaf) in memory:
-        memory[id(leaf)] = leaf = _copy(memory[id(leaf)])
+        memory[id(leaf)] = leaf = anp.copy(memory[id(leaf)])
         return leaf
     value = leaf if type(leaf) is _np.ndarray else underlying(leaf)
     if type(value) is _np.ndarray:
@@ -849,14 +838,10 @@ def _fresh(leaf, memory: dict):
         while isinstance(base.base, _np.ndarray):
             base = base.base
         if id(base) in memory or not value.flags.writeable:
-            leaf = _copy(leaf)
+            leaf = anp.copy(leaf)
         memory[id(base)] = base
     memory[id(leaf)] = leaf
     return leaf
-
-
-def _copy(value):
-    return value.copy() if type(value) is _np.ndarray else anp.copy(value)
 
 
 def _out_spec(out_axes: AxisSpec, answer: Any) -> AxisSpec:

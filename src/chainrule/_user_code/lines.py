@@ -17,19 +17,43 @@ import sys
 import warnings
 from collections.abc import Callable
 from functools import wraps
+from types import FrameType
 
 import numpy as _np
 
-# chainrule/ (this file is in chainrule/_user_code/) and numpy/
-_INTERNAL_DIRS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
-                  os.path.dirname(_np.__file__) + os.sep)
+# chainrule/ (this file is in chainrule/_user_code/) and numpy/: library code, never the
+# user's line
+_LIBRARY_DIRS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
+                 os.path.dirname(os.path.abspath(_np.__file__)) + os.sep)
+_library_files: dict[str, bool] = {}  # filename -> is it library code (asked per frame)
+
+
+def _is_library(filename: str) -> bool:
+    known = _library_files.get(filename)
+    if known is None:
+        # frames of runpy/importlib machinery (python -m chainrule.coverage) are not the
+        # user's either
+        known = os.path.abspath(filename).startswith(_LIBRARY_DIRS) or \
+            filename.startswith("<frozen")
+        _library_files[filename] = known
+    return known
+
+
+def user_frame(frame: FrameType | None) -> tuple[FrameType | None, int]:
+    """The first frame from ``frame`` outwards that is the user's (outside chainrule and
+    NumPy), or None where every one is library code; and how many frames it passed over
+    (for ``warnings.warn``'s ``stacklevel``). The one place chainrule finds the user's
+    line: warnings re-issued here, explain's sources, jit's notices."""
+    passed = 0
+    while frame is not None and _is_library(frame.f_code.co_filename):
+        frame, passed = frame.f_back, passed + 1
+    return frame, passed
 
 
 class _WarnAtUserLine:
     def write(self, message: str) -> None:  # NumPy's log mode: "Warning: ... in log\n"
-        frame, stacklevel = sys._getframe(1), 2
-        while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL_DIRS):
-            frame, stacklevel = frame.f_back, stacklevel + 1
+        passed = user_frame(sys._getframe(1))[1]
+        stacklevel = 2 + passed
         text = message.strip()
         warnings.warn(text.removeprefix("Warning: "), RuntimeWarning, stacklevel=stacklevel)
 
@@ -67,7 +91,5 @@ def storing_an_item() -> bool:
     item (``a[i] = v``) right now: a conversion asked for then is NumPy writing a traced
     value into a plain array (jit runs such a call eagerly; sparsity detection refuses it
     as grad does)."""
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL_DIRS):
-        frame = frame.f_back
+    frame = user_frame(sys._getframe(1))[0]
     return frame is not None and frame.f_code.co_code[frame.f_lasti] == _STORE_SUBSCR

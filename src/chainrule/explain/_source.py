@@ -12,13 +12,7 @@ import sys
 import weakref
 from typing import NamedTuple
 
-import numpy
-
-_CHAINRULE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_NUMPY = os.path.dirname(os.path.abspath(numpy.__file__)) + os.sep
-# Frames in these directories are library code, never the user's line.
-_LIBRARY = (_CHAINRULE, _NUMPY)
-
+from .._user_code.lines import user_frame
 
 # node -> Source: the user's line of each reverse-mode node recorded while debug_nans is
 # on (it notes them; explain(tensor) shows them for a Tensor graph recorded then).
@@ -33,19 +27,6 @@ class Source(NamedTuple):
     def __str__(self) -> str:
         where = f"{os.path.basename(self.file)}:{self.line}"
         return f"{where}: {self.text}" if self.text else where
-
-
-_library_files: dict[str, bool] = {}  # filename -> is it library code (cached: called per node)
-
-
-def _is_library(filename: str) -> bool:
-    known = _library_files.get(filename)
-    if known is None:
-        path = os.path.abspath(filename)
-        # frames of runpy/importlib machinery and of chainrule's own CLI are not user code
-        known = path.startswith(_LIBRARY) or filename.startswith("<frozen")
-        _library_files[filename] = known
-    return known
 
 
 _known: dict = {}  # (file, line) -> Source: one lookup per line, not per operation
@@ -65,17 +46,14 @@ def user_source(skip: int = 1) -> Source | None:
 def user_site(skip: int = 1) -> tuple[Source | None, int]:
     """``user_source`` and the offset of the bytecode instruction running in that frame: two
     calls on one line differ in it, one call made again by a loop does not."""
-    frame = sys._getframe(skip)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not _is_library(filename):
-            key = (filename, frame.f_lineno)
-            source = _known.get(key)
-            if source is None:
-                if len(_known) > _KNOWN_MAX:
-                    _known.clear()
-                text = linecache.getline(filename, key[1]).strip()
-                source = _known[key] = Source(filename, key[1], text)
-            return source, frame.f_lasti
-        frame = frame.f_back
-    return None, -1
+    frame = user_frame(sys._getframe(skip))[0]
+    if frame is None:
+        return None, -1
+    key = (frame.f_code.co_filename, frame.f_lineno)
+    source = _known.get(key)
+    if source is None:
+        if len(_known) > _KNOWN_MAX:
+            _known.clear()
+        text = linecache.getline(key[0], key[1]).strip()
+        source = _known[key] = Source(key[0], key[1], text)
+    return source, frame.f_lasti

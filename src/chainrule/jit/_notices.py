@@ -12,6 +12,8 @@ import os
 import sys
 from types import FrameType
 
+from .._user_code.lines import user_frame
+
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # chainrule/
 
 
@@ -19,28 +21,22 @@ class JitWarning(UserWarning):
     """A notice of chainrule.jit about how it runs a function (never about its values)."""
 
 
-def _outside(frame: FrameType) -> bool:
-    return not frame.f_code.co_filename.startswith(_PACKAGE)
-
-
 def user_stacklevel() -> int:
     """The ``stacklevel`` of ``warnings.warn`` called here that names the user's line: the
-    first frame outside chainrule."""
-    frame, level = sys._getframe(1), 1
-    while frame is not None and not _outside(frame):
-        frame, level = frame.f_back, level + 1
-    return level
+    first frame outside chainrule (and NumPy)."""
+    return 1 + user_frame(sys._getframe(1))[1]
 
 
 _JIT_INIT = os.path.join(_PACKAGE, "jit", "__init__.py")
 
 
 def user_line(frame: FrameType | None = None) -> str:
-    """``file:line  source`` of the first frame outside chainrule above ``frame``; where
-    the jitted function's own call (jit's ``_call_with``) comes first, the call was made
-    by chainrule itself (a transform's sweep)."""
+    """``file:line  source`` of the first frame outside chainrule (and NumPy) above
+    ``frame``; where the jitted function's own call (jit's ``_call_with``) comes first,
+    the call was made by chainrule itself (a transform's sweep)."""
     frame = sys._getframe(1) if frame is None else frame
-    while frame is not None and not _outside(frame):
+    user = user_frame(frame)[0]
+    while frame is not user:  # (the library frames passed over)
         if frame.f_code.co_name == "_call_with" and frame.f_code.co_filename == _JIT_INIT:
             return "(made by a transform)"
         frame = frame.f_back

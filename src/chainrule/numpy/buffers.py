@@ -16,8 +16,8 @@ base; a read of a view of a traced base picks them. Reads that NumPy answers wit
 (a scalar, a fancy index) are copies here too, so ``y = a[0]; a[0] = x`` leaves ``y``.
 
 To the engine a buffer is a front end (``register_front_end``): a primitive called with one
-computes with the value it stands for; a function returning one returns that value (the
-buffer is a pytree node whose one child is its value).
+computes with the value it stands for; a function returning one returns that value (a
+buffer is a pytree leaf, flattened as that value: ``FrontEnd.pytree_leaf``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ import operator as _operator
 import numpy as _np
 
 from .._core import tracer as _tracer
-from .._core.pytree import register_pytree_node
 from .._core.tracer import FrontEnd, isbox, live_trace_ids, register_front_end
 from . import numpy_wrapper as anp
 
@@ -488,6 +487,4 @@ _FUNCTIONS: dict = {}  # NumPy's function -> ours, for buffers met by __array_fu
 copy = None  # set by install
 
 register_front_end(Buffer, FrontEnd(unwrap=Buffer._value, value_of=Buffer._value,
-                                    wrap=_fresh, as_output=_as_output))
-register_pytree_node(Buffer, lambda buffer: ((buffer._value(),), None),
-                     lambda aux, children: children[0])
+                                    wrap=_fresh, as_output=_as_output, pytree_leaf=True))
