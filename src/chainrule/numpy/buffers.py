@@ -31,6 +31,7 @@ from .._core import tracer as _tracer
 from .._core.pytree import register_pytree_node
 from .._core.tracer import FrontEnd, isbox, live_trace_ids, register_front_end
 from . import numpy_wrapper as anp
+from .numpy_boxes import ArrayBox, _as_view, view_functions
 
 __all__ = ["Buffer"]
 
@@ -178,6 +179,27 @@ class Buffer:
         # NumPy's is a read-only view: it sees later writes into the buffer
         return self._derived(lambda a: a.diagonal(offset, axis1, axis2))
 
+    @property
+    def mT(self):
+        return self._derived(lambda a: a.mT)
+
+    @property
+    def real(self):
+        if self.dtype.kind == "c":  # (a view of every other float: not one of elements)
+            return self._value().real
+        return self._derived(lambda a: a.real)  # the array itself, as NumPy's
+
+    def view(self, dtype=None, type=None):
+        if type is None and (dtype is None or _np.dtype(dtype) == self.dtype):
+            return self._derived(lambda a: a.view())
+        return self._value().view(*(() if dtype is None else (dtype,)),
+                                  **({} if type is None else {"type": type}))
+
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        if not copy and _np.dtype(dtype) == self.dtype and order in ("K", "A"):
+            return self  # NumPy answers the array itself
+        return self._value().astype(dtype, order, casting, subok, copy)
+
     def copy(self, order="C"):
         return copy(self, order=order)
 
@@ -213,6 +235,17 @@ class Buffer:
 
     def put(self, indices, values, mode="raise"):
         return put(self, indices, values, mode)
+
+    @property
+    def flat(self):
+        """NumPy's ``a.flat``: reads copy, writes (``a.flat[i] = v``) reach this buffer."""
+        return _Flat(self)
+
+    def sort(self, axis=-1, kind=None, order=None):
+        """In place, as ``ndarray.sort``; after a traced write, the sorted value written."""
+        if self._memory.traced is None:
+            return self._plain.sort(axis, kind, order)
+        self[...] = anp.sort(self._value(), axis=axis, kind=kind, order=order)
 
     def _inplace(self, ufunc, other):
         if self._memory.traced is None and not _is_traced(other):
@@ -263,6 +296,54 @@ class Buffer:
         if own is not None:
             return own(*args, **kwargs)
         return func(*_value_of(args), **{k: _value_of(v) for k, v in kwargs.items()})
+
+
+class _Flat:
+    """``buffer.flat``: indexed by C-order position; a write repeats its values as NumPy's
+    flat iterator does (``a.flat[[0, 1, 2]] = [1, 2]`` writes 1, 2, 1)."""
+
+    __slots__ = ("_buffer",)
+
+    def __init__(self, buffer: Buffer):
+        self._buffer = buffer
+
+    def __len__(self):
+        return self._buffer.size
+
+    def __iter__(self):
+        return iter(self[:])
+
+    def __getitem__(self, index):
+        buffer = self._buffer
+        if buffer._memory.traced is None:
+            return buffer._plain.flat[_value_of(index)]  # (a copy, as NumPy's)
+        return anp.ravel(buffer._value())[_value_of(index)]
+
+    def __setitem__(self, index, value):
+        buffer = self._buffer
+        if buffer._memory.traced is None and not _is_traced(value):
+            buffer._plain.flat[_value_of(index)] = _value_of(value)
+        else:
+            _write_flat(buffer, _np.arange(buffer.size)[_value_of(index)], value)
+
+
+def _write_flat(target, positions, values) -> None:
+    """``target.flat[positions] = values`` for a buffer or a traced array, ``values``
+    repeated (or cut) to the positions' count as NumPy's put and flat writes do."""
+    values = _repeated(values, _np.size(positions))
+    if values is not None:
+        target[_np.unravel_index(positions, target.shape)] = anp.reshape(
+            values, _np.shape(positions))
+
+
+def _repeated(values, count: int):
+    """``values`` flattened and repeated cyclically to ``count`` elements (NumPy's rule for
+    put, putmask and flat writes); None where there are no values (NumPy writes nothing)."""
+    flat = anp.ravel(_value_of(values))
+    size = _np.size(_tracer.getval(flat))
+    if size == 0:
+        return None
+    return flat if size == count else flat[_np.arange(count) % size]
 
 
 def _as_output(buffer: Buffer, function, args, kwargs):
@@ -347,21 +428,33 @@ def copyto(dst, src, casting="same_kind", where=True):
 
 
 def put(a, ind, v, mode="raise"):
-    """``numpy.put``: ``a.flat[ind] = v`` (the positions checked as NumPy's mode='raise')."""
+    """``numpy.put``: ``a.flat[ind] = v``, ``v`` repeated to the indices' count, the
+    indices checked (``'raise'``), wrapped or clipped as NumPy's ``mode`` says."""
     if not _writes_traced(a, v):
         return _np.put(_value_of(a), ind, _value_of(v), mode=mode)
-    if mode != "raise":
-        raise NotImplementedError("numpy.put of traced values supports mode='raise' only")
-    flat = _np.arange(_np.size(_tracer.getval(_value_of(a))))[_np.asarray(ind)]
-    a[_np.unravel_index(flat, _np.shape(_tracer.getval(_value_of(a))))] = v
+    size = a.size
+    ind = _np.asarray(_value_of(ind), dtype=_np.intp).ravel()
+    if mode == "wrap" and size:
+        ind = ind % size
+    elif mode == "clip":
+        ind = _np.clip(ind, 0, size - 1)
+    elif mode != "raise":
+        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+    _write_flat(a, _np.arange(size)[ind], v)  # (out of range: NumPy's IndexError)
 
 
 def putmask(a, mask, values):
-    """``numpy.putmask``: where ``mask``, ``a`` takes ``values`` (of ``a``'s shape, or one
-    that broadcasts to it)."""
+    """``numpy.putmask``: where ``mask``, ``a`` takes ``values``: the value at the same
+    C-order position, ``values`` repeated cyclically when it has fewer (NumPy's rule, not
+    broadcasting: ``values`` of shape (2, 1) into (2, 3) alternates along each row)."""
     if not _writes_traced(a, values):
         return _np.putmask(_value_of(a), _value_of(mask), _value_of(values))
-    a[...] = anp.where(_value_of(mask), _value_of(values), _value_of(a))
+    if _np.shape(_value_of(mask)) != a.shape:
+        raise ValueError("putmask: mask and data must be the same size")
+    repeated = _repeated(values, a.size)
+    if repeated is None:
+        return None
+    a[...] = anp.where(_value_of(mask), anp.reshape(repeated, a.shape), _value_of(a))
 
 
 def _ufunc_at(ufunc, a, indices, b=None):
@@ -372,6 +465,31 @@ def _ufunc_at(ufunc, a, indices, b=None):
         a[...] = anp.index_add(a, indices, b if ufunc is _np.add else anp.negative(b))
         return None
     return ufunc.at(a, indices, *(() if b is None else (b,)))
+
+
+# ----------------------------------------------------------------------------- views by function
+# NumPy's functions that answer a view of their first argument, as the methods .T, reshape,
+# ravel, ... do: the view sees later writes into the array (a buffer or a traced array),
+# and a write through it reaches the array (a buffer) or is refused (a traced array).
+_VIEWING = ("transpose reshape ravel squeeze expand_dims moveaxis swapaxes rollaxis "
+            "broadcast_to atleast_1d atleast_2d atleast_3d flip fliplr flipud rot90 "
+            "diagonal real matrix_transpose permute_dims").split()
+
+
+def _viewing(wrapped):
+    """``wrapped`` (chainrule.numpy's function), whose answer is a view of a buffer or a
+    traced array ``a`` where NumPy's would be one of ``a``."""
+
+    @functools.wraps(wrapped)
+    def function(a, *args, **kwargs):
+        if type(a) is Buffer:
+            return a._derived(lambda value: wrapped(value, *args, **kwargs))
+        result = wrapped(a, *args, **kwargs)
+        if isinstance(a, ArrayBox):
+            return _as_view(result, a, wrapped, *args, **kwargs)
+        return result
+
+    return function
 
 
 # ----------------------------------------------------------------------------- constructors
@@ -433,7 +551,7 @@ def _buffered(make, raw, copying: bool = False):
             if not args or type(args[0]) in _PLAIN:
                 return raw(*args, **kwargs)
             return make(*args, **kwargs)
-        if args and type(args[0]) is Buffer and _answers_its_argument(raw, args, kwargs):
+        if args and _answers_its_argument(raw, args, kwargs):
             return args[0]  # np.asarray(a): a itself, which sees a's later writes
         ans = make(*_value_of(args), **{k: _value_of(v) for k, v in kwargs.items()})
         return _held_copy(ans) if copying else _held(ans)
@@ -443,8 +561,13 @@ def _buffered(make, raw, copying: bool = False):
 
 def _answers_its_argument(raw, args, kwargs) -> bool:
     """Whether NumPy's ``raw`` (``asarray``, ``array(copy=False)``, ...) answers the array
-    the buffer ``args[0]`` holds itself rather than new memory."""
-    plain = args[0]._plain
+    ``args[0]`` (a buffer or a traced array) holds itself rather than new memory."""
+    if type(args[0]) is Buffer:
+        plain = args[0]._plain
+    elif isinstance(args[0], ArrayBox) and type(_tracer.getval(args[0])) is _np.ndarray:
+        plain = _tracer.getval(args[0])
+    else:
+        return False
     try:
         return raw(plain, *_value_of(args[1:]), **kwargs) is plain
     except (TypeError, ValueError):
@@ -477,6 +600,11 @@ def install(namespace: dict) -> None:
     # own handling: only a buffer among the arguments sends them here)
     for name, function in constructors.items():
         anp.raw_to_wrapped[getattr(_np, name)] = function
+    for name in _VIEWING:
+        if namespace.get(name, getattr(_np, name, None)) is not getattr(_np, name, None):
+            # (chainrule.numpy's own: not NumPy's matrix_transpose, which has no rule)
+            raw = getattr(_np, name)
+            namespace[name] = _FUNCTIONS[raw] = view_functions[raw] = _viewing(namespace[name])
     own = {**constructors, **writes}
     for name, ufunc in (("add", _np.add), ("subtract", _np.subtract)):
         namespace[name].at = functools.partial(_ufunc_at, ufunc)

@@ -74,6 +74,10 @@ class ArrayBox(Box):
         return _as_view(anp.transpose(self), self, anp.transpose)
 
     @property
+    def mT(self):
+        return _as_view(anp.swapaxes(self, -1, -2), self, anp.swapaxes, -1, -2)
+
+    @property
     def real(self):
         return _as_view(anp.real(self), self, anp.real)
 
@@ -229,7 +233,7 @@ class ArrayBox(Box):
         return wrapped(*inputs, **kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
-        wrapped = anp.raw_to_wrapped.get(func)
+        wrapped = view_functions.get(func) or anp.raw_to_wrapped.get(func)
         if wrapped is not None and not kwargs:
             return wrapped(*args)
         name = getattr(func, "__name__", repr(func))
@@ -293,7 +297,15 @@ class ArrayBox(Box):
     __invert__ = anp.invert
 
     # ------------------------------------------------------------------ methods
+    def view(self, dtype=None, type=None):
+        if type is not None or (dtype is not None and _np.dtype(dtype) != self.dtype):
+            raise TypeError("x.view(dtype) of a traced array reinterprets its bytes, which "
+                            "has no derivative: use x.astype(dtype) to convert the values")
+        return self.reshape(self.shape)  # a view of the same elements, as NumPy's
+
     def astype(self, dtype, *args, **kwargs):
+        if not kwargs.get("copy", True) and _np.dtype(dtype) == self.dtype:
+            return self  # NumPy answers the array itself
         if _carries_no_derivative(dtype):
             return decided(self, _Plain("astype", array_astype, dtype, args, kwargs))
         return array_astype(self, dtype, *args, **kwargs)
@@ -382,6 +394,11 @@ for _name in (
     "trace repeat round argmax argmin argsort nonzero any all take compress"
 ).split():
     setattr(ArrayBox, _name, _method(_name))
+
+
+# NumPy's functions that answer a view of their first argument (numpy.transpose, ...) ->
+# chainrule.numpy's, which answer it as a view of a traced array too (filled by buffers)
+view_functions: dict = {}
 
 
 def _as_view(result, base, fun=None, *args, **kwargs):

@@ -1,0 +1,174 @@
+"""The fifth hostile-user session's findings, each checked against NumPy's own semantics
+(the same program run on plain arrays) or values derived by hand."""
+
+import numpy as onp
+import pytest
+
+import chainrule.numpy as np
+from chainrule import grad, jacfwd, jacobian, jit, vmap
+
+X = onp.array([1.0, 2.0, 3.0])
+
+
+# ----------------------------------------------------------------------------- put, putmask, flat
+def _numpy_put(v, ind, mode="raise"):
+    a = onp.zeros(5)
+    onp.put(a, ind, v, mode=mode)
+    return a
+
+
+def _jacobian_of_positions(filled):
+    """The Jacobian of ``filled`` (a function of the values v) at any v, when each output
+    element is one element of v or a constant: where NumPy puts v[j], a 1 in column j."""
+    v = onp.array([10.0, 20.0, 30.0])
+    out = filled(onp, v)
+    return onp.array([[1.0 if o == vj else 0.0 for vj in v] for o in out.ravel()])
+
+
+@pytest.mark.parametrize("ind, mode", [([0, 1, 2, 3], "raise"), ([4, 0, 0], "raise"),
+                                       ([7, -9], "wrap"), ([7, -9, 2], "clip"),
+                                       ([[0], [-1]], "raise")])
+def test_put_repeats_short_values_and_takes_every_mode_as_numpy(ind, mode):
+    def filled(lib, v):
+        a = (np if lib is not onp else onp).zeros(5)
+        (np if lib is not onp else onp).put(a, ind, v[:2], mode=mode)
+        return a
+
+    want = _jacobian_of_positions(filled)
+    assert onp.array_equal(jacobian(lambda v: filled(np, v))(X), want)
+    assert onp.array_equal(jacfwd(lambda v: filled(np, v))(X), want)
+
+
+def test_put_of_traced_values_out_of_range_raises_numpys_index_error():
+    def f(v):
+        a = np.zeros(3)
+        np.put(a, [5], v[0])
+        return a
+
+    with pytest.raises(IndexError, match="out of bounds"):
+        jacobian(f)(X)
+
+
+def test_putmask_repeats_values_along_c_order_not_by_broadcasting():
+    # NumPy: values (2, 1) into (2, 3) are read at flat position n % 2, so they alternate
+    # along each row; broadcasting would give each row one value (a silent wrong answer)
+    mask = onp.array([[1, 0, 1], [1, 1, 1]], bool)
+    v = onp.array([[10.0], [20.0]])
+
+    def f(v):
+        a = np.zeros((2, 3))
+        np.putmask(a, mask, v)
+        return a
+
+    plain = onp.zeros((2, 3))
+    onp.putmask(plain, mask, v)
+    assert onp.array_equal(jit(f)(v), plain)
+    assert onp.array_equal(grad(lambda v: np.sum(f(v)))(v), [[3.0], [2.0]])
+
+
+def test_putmask_of_short_traced_values_into_a_traced_array():
+    mask = onp.array([True, False, True, True])
+
+    def f(x):
+        a = np.concatenate([x, x[:1]]) * 1.0  # a traced array, not a buffer
+        np.putmask(a, mask, x[:2] * 2.0)
+        return a
+
+    # positions 0, 2, 3 take 2 v[n % 2]: 2x0, 2x0, 2x1; position 1 keeps x1
+    want = onp.array([[2.0, 0, 0], [0, 1, 0], [2, 0, 0], [0, 2, 0]])
+    assert onp.array_equal(jacobian(f)(X), want)
+
+
+def test_flat_writes_reach_the_buffer_and_repeat_values():
+    def f(x):
+        a = np.zeros((2, 2))
+        a.flat[1] = x[0]
+        a.flat[[0, 2, 3]] = x[1:]  # repeats: x1, x2, x1
+        return a.flat[1:]
+
+    want = onp.array([[1.0, 0, 0], [0, 0, 1], [0, 1, 0]])
+    assert onp.array_equal(jacobian(f)(X), want)
+    assert onp.array_equal(jacfwd(f)(X), want)
+
+
+def test_sort_in_place_after_a_traced_write():
+    def f(x):
+        a = np.zeros(3)
+        a[:] = x[::-1] * onp.array([1.0, -1.0, 1.0])  # [x2, -x1, x0]
+        a.sort()
+        return a
+
+    # sorted at X: [-x1, x0, x2]
+    assert onp.array_equal(jacobian(f)(X), [[0, -1.0, 0], [1, 0, 0], [0, 0, 1]])
+
+
+# ----------------------------------------------------------------------------- views
+_VIEWS = {
+    "np.transpose": lambda a: np.transpose(a),
+    "numpy.transpose": lambda a: onp.transpose(a),
+    "np.reshape": lambda a: np.reshape(a, (3, 1)),
+    "numpy.flip": lambda a: onp.flip(a),
+    "np.expand_dims": lambda a: np.expand_dims(a, 0),
+    "np.broadcast_to": lambda a: np.broadcast_to(a, (2, 3)),
+    "np.atleast_2d": lambda a: np.atleast_2d(a),
+    "np.ravel": lambda a: np.ravel(a),
+    "np.moveaxis": lambda a: np.moveaxis(a.reshape(1, 3), 0, 1),
+    "np.squeeze": lambda a: np.squeeze(a.reshape(1, 3)),
+    "np.real": lambda a: np.real(a),
+    ".real": lambda a: a.real,
+    ".mT": lambda a: a.reshape(1, 3).mT,
+    ".view()": lambda a: a.view(),
+    ".astype(copy=False)": lambda a: a.astype(float, copy=False),
+    "np.asarray": lambda a: np.asarray(a),
+}
+
+
+@pytest.mark.parametrize("make", _VIEWS.values(), ids=_VIEWS.keys())
+@pytest.mark.parametrize("array", ["buffer", "traced"])
+def test_a_view_taken_before_a_write_sees_it(make, array):
+    # NumPy: the view shares the array's memory, so a later write into the array shows in
+    # it; a stale copy gave the derivative through the write as 0, silently
+    def f(x):
+        a = np.zeros(3) if array == "buffer" else x * 0.0
+        v = make(a)
+        a[0] = x[0] * 5.0
+        return np.sum(v) * x[1]
+
+    v_sum = {"np.broadcast_to": 2.0}.get(next(k for k, m in _VIEWS.items() if m is make), 1.0)
+    want = v_sum * onp.array([5.0 * X[1], 5.0 * X[0], 0.0])
+    assert onp.array_equal(grad(f)(X), want)
+
+
+def test_asarray_of_a_traced_array_is_the_array_itself():
+    def f(x):
+        y = x * 2.0
+        assert np.asarray(y) is y
+        return np.sum(y)
+
+    assert onp.array_equal(grad(f)(X), [2.0, 2.0, 2.0])
+
+
+def test_a_write_through_a_function_view_of_a_traced_array_is_refused_not_lost():
+    # NumPy would change y through v; a copy would lose the write silently
+    def f(x):
+        y = x * 1.0
+        v = np.reshape(y, (3, 1))
+        v[0, 0] = 5.0
+        return y
+
+    with pytest.raises(TypeError, match="view of another traced array"):
+        jacobian(f)(X)
+
+
+def test_function_views_under_jit_and_vmap_match_eager():
+    def f(x):
+        a = np.zeros((2, 3))
+        t = np.transpose(a)
+        t[1] = x[:2]
+        a[0, 2] = x[2]
+        return np.sum(t * t, axis=1)
+
+    eager = jacobian(f)(X)
+    assert onp.array_equal(jit(jacobian(f))(X), eager)
+    batch = onp.stack([X, X + 1.0])
+    assert onp.array_equal(vmap(jacobian(f))(batch), onp.stack([jacobian(f)(b) for b in batch]))
