@@ -172,3 +172,13 @@ def test_function_views_under_jit_and_vmap_match_eager():
     assert onp.array_equal(jit(jacobian(f))(X), eager)
     batch = onp.stack([X, X + 1.0])
     assert onp.array_equal(vmap(jacobian(f))(batch), onp.stack([jacobian(f)(b) for b in batch]))
+
+
+def test_sort_in_place_of_a_traced_array():
+    def f(x):
+        y = x * onp.array([1.0, -1.0, 1.0])  # [x0, -x1, x2]
+        y.sort()
+        return y
+
+    assert onp.array_equal(jacobian(f)(X), [[0, -1.0, 0], [1, 0, 0], [0, 0, 1]])
+    assert onp.array_equal(jit(jacobian(f))(X), jacobian(f)(X))

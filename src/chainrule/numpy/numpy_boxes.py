@@ -346,6 +346,10 @@ class ArrayBox(Box):
         self._check_not_view("x.fill(...)")
         self._rebind(anp.index_update(self, Ellipsis, value))
 
+    def sort(self, axis=-1, kind=None, order=None):
+        self._check_not_view("x.sort()")
+        self._rebind(anp.sort(self, axis=axis, kind=kind, order=order))
+
     def item(self, *args):
         if self._node.on_plain_value is not None:  # (a Python number, as eagerly)
             return self._node.on_plain_value(self, lambda value: value.item(*args))
