@@ -182,3 +182,37 @@ def test_sort_in_place_of_a_traced_array():
 
     assert onp.array_equal(jacobian(f)(X), [[0, -1.0, 0], [1, 0, 0], [0, 0, 1]])
     assert onp.array_equal(jit(jacobian(f))(X), jacobian(f)(X))
+
+
+# ----------------------------------------------------------------------------- out= a buffer
+def test_concatenate_into_a_buffer_and_with_a_dtype():
+    # each recursed without end (RecursionError) on traced arrays
+    def f(x):
+        a = np.zeros(4)
+        np.concatenate([x[:1] * 2.0, x[1:]], out=a[:3])
+        return a
+
+    want = onp.array([[2.0, 0, 0], [0, 1, 0], [0, 0, 1], [0, 0, 0]])
+    assert onp.array_equal(jacobian(f)(X), want)
+    assert onp.array_equal(jit(jacobian(f))(X), want)
+    g = jacobian(lambda x: np.concatenate([x, x], dtype=onp.float32))(X)
+    assert onp.array_equal(g, onp.vstack([onp.eye(3), onp.eye(3)]))
+
+
+def test_concatenate_of_traced_arrays_into_a_numpy_array_is_the_clear_error():
+    def f(x):
+        np.concatenate([x, x], out=onp.zeros(6))
+        return x
+
+    with pytest.raises(TypeError, match="make the array with chainrule.numpy"):
+        jacobian(f)(X)
+
+
+def test_numpys_ufunc_with_a_traced_input_writes_into_a_buffer_out():
+    # the traced input's __array_ufunc__ came first and refused the buffer as "a plain array"
+    def f(x):
+        a = np.zeros(3)
+        onp.multiply(x, x, out=a)
+        return a
+
+    assert onp.array_equal(jacobian(f)(X), onp.diag(2.0 * X))

@@ -295,6 +295,9 @@ class Buffer:
         own = _FUNCTIONS.get(func)
         if own is not None:
             return own(*args, **kwargs)
+        if type(kwargs.get("out")) is Buffer:  # numpy.concatenate(xs, out=a), ...
+            return _as_output(kwargs["out"], func, args,
+                              {k: v for k, v in kwargs.items() if k != "out"})
         return func(*_value_of(args), **{k: _value_of(v) for k, v in kwargs.items()})
 
 
@@ -352,7 +355,9 @@ def _as_output(buffer: Buffer, function, args, kwargs):
     where = kwargs.pop("where", True)
     if not any(_is_traced(v) for v in (buffer, where, *args, *kwargs.values())):
         raw = getattr(function, "fun", function)
-        raw(*_value_of(args), out=buffer._plain, where=_value_of(where), **_value_of(kwargs))
+        if where is not True:  # (given only where given: most functions have no where=)
+            kwargs["where"] = _value_of(where)
+        raw(*_value_of(args), out=buffer._plain, **_value_of(kwargs))
         return buffer
     result = function(*_value_of(args), **_value_of(kwargs))
     if where is not True:

@@ -21,6 +21,7 @@ from .._core.tracer import (
     as_index,
     check_not_leaked,
     decided,
+    front_ends,
     getval,
     into_plain_array,
     isbox,
@@ -216,7 +217,7 @@ class ArrayBox(Box):
         if wrapped is None and scipy_ufunc_rules(ufunc):
             wrapped = anp.raw_to_wrapped.get(ufunc)
         name = _ufunc_name(ufunc)
-        if kwargs.get("out") is not None:
+        if kwargs.get("out") is not None and not _takes_writes(kwargs["out"]):
             if _writes_followed(inputs, kwargs["out"]):
                 # (a staging trace follows the write: the function then runs eagerly)
                 plain = [x._node.on_plain_value(x, into_plain_array) if isbox(x) else x
@@ -398,6 +399,15 @@ for _name in (
     "trace repeat round argmax argmin argsort nonzero any all take compress"
 ).split():
     setattr(ArrayBox, _name, _method(_name))
+
+
+def _takes_writes(out) -> bool:
+    """Is ``out`` (a ufunc's ``out=``) a front-end array that takes traced writes (a
+    chainrule.numpy buffer)? The primitive then writes into it."""
+    if type(out) is tuple and len(out) == 1:
+        out = out[0]
+    front_end = front_ends.get(type(out))
+    return front_end is not None and front_end.as_output is not None
 
 
 # NumPy's functions that answer a view of their first argument (numpy.transpose, ...) ->
