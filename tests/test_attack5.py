@@ -216,3 +216,20 @@ def test_numpys_ufunc_with_a_traced_input_writes_into_a_buffer_out():
         return a
 
     assert onp.array_equal(jacobian(f)(X), onp.diag(2.0 * X))
+
+
+def test_flat_of_a_traced_array_reads_and_writes():
+    def f(x):
+        y = x * 2.0
+        y.flat[[0, 2]] = x[1:] ** 2  # y = [x1^2, 2 x1, x2^2]
+        return y * np.array(list(y.flat))[::-1]  # times [x2^2, 2 x1, x1^2] (a copy)
+
+    def by_hand(x):
+        y = onp.array([x[1] ** 2, 2 * x[1], x[2] ** 2])
+        return y * y[::-1]
+
+    eps = 1e-6
+    want = onp.stack([(by_hand(X + eps * e) - by_hand(X - eps * e)) / (2 * eps)
+                      for e in onp.eye(3)], axis=1)
+    onp.testing.assert_allclose(jacobian(f)(X), want, rtol=1e-7)
+    assert onp.array_equal(jit(f)(X), f(X))

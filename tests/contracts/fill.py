@@ -4,7 +4,8 @@ A program fills arrays made by chainrule.numpy's constructors (``np.zeros(n)``,
 ``np.empty_like(x)``, ``np.zeros_like(x)``) with traced values: by index, slice, through a
 view, ``+=``, ``out=``, ``np.add.at``, ``np.copyto``. References: ``jit(f) ≡ f`` bit for bit
 (one trace, then cached), ``vmap(f)`` ≡ the per-example loop, and for a scalar ``f``,
-``grad`` and ``jvp`` give the same directional derivative.
+``grad`` and ``jvp`` give the same directional derivative, and the value under ``grad`` is
+the untraced program's (NumPy's semantics: views see later writes, short values repeat).
 """
 
 from __future__ import annotations
@@ -35,6 +36,14 @@ def _fill(g) -> None:
     if "np.empty" in g.lines[-1]:
         g.emit(f"{buf}[:] = 0.0")
     i, j = g.index(), g.index()
+    viewed = None
+    if g.rng.random() < 0.4:  # a view taken before the writes, read after them
+        viewed = g.name("w")
+        g.emit(f"{viewed} = " + g.pick([
+            f"np.flip({buf})", f"np.reshape({buf}, (n,))", f"np.ravel({buf})",
+            f"{buf}.view()", f"np.transpose({buf})", f"np.expand_dims({buf}, 0)[0]",
+            f"np.broadcast_to({buf}, (2, n))[1]", f"{buf}.real", f"np.asarray({buf})",
+            f"{buf}.astype(float, copy=False)", f"np.atleast_2d({buf})[0]"]))
     for _ in range(int(g.rng.integers(1, 4))):
         g.emit(g.pick([
             f"{buf}[{i}] = {g.scalar_expr()}",
@@ -47,8 +56,19 @@ def _fill(g) -> None:
             f"np.add.at({buf}, [{i}, {i}, {j}], {a}[0])",
             f"np.copyto({buf}, {a} * {a}, where={b} > 0)",
             f"{buf}[{a} > 0] = {b}[{a} > 0]",
+            # NumPy repeats values shorter than the positions (put, putmask, flat)
+            f"np.put({buf}, [{i}, {j}, {i}], {a}[:2])",
+            f"np.putmask({buf}, {b} > 0, {a}[::-1][:2])",
+            f"{buf}.flat[{i}] = {g.scalar_expr()}",
+            f"{buf}.flat[1:] = {a}[:2]",
+            f"{buf}.sort()",
+            f"np.concatenate([{a}[:1], {b}[1:]], out={buf})",
+            f"np.transpose({buf})[{i}] = {g.scalar_expr()}",
+            f"np.reshape({buf}, (1, n))[0, {j}] = {g.scalar_expr()}",
         ]))
     g.vecs.append(buf)
+    if viewed is not None:
+        g.vecs.append(viewed)
 
 
 OWN = (Template("fill", _fill, 3.0),)
@@ -83,7 +103,13 @@ def check(case: Case) -> list[str]:
         staged = Outcome.of(lambda: jitted(x, s))  # noqa: B023
         out += [f"jit: {d}" for d in differences(eager, staged)]
         p.reset()
-        rev = Outcome.of(lambda: chainrule.grad(p.fn)(x, s))  # noqa: B023
+        rev = Outcome.of(lambda: chainrule.value_and_grad(p.fn)(x, s))  # noqa: B023
+        if rev.error is None:
+            # the value under a transform is NumPy's (the untraced program's), so buffers
+            # and their views follow NumPy's semantics, not only each other's
+            value, rev = Outcome.of(lambda: rev.value[0]), Outcome.of(lambda: rev.value[1])  # noqa: B023
+            out += [f"value: {d}" for d in differences(eager, value, exact=False, rtol=1e-13,
+                                                        atol=1e-300)]
         direction = onp.linspace(-1.0, 1.0, x.size)
         p.reset()
         fwd = Outcome.of(lambda: chainrule.jvp(p.fn, (x, s), (direction, 0.0))[1])  # noqa: B023

@@ -31,7 +31,7 @@ from .._core import tracer as _tracer
 from .._core.pytree import register_pytree_node
 from .._core.tracer import FrontEnd, isbox, live_trace_ids, register_front_end
 from . import numpy_wrapper as anp
-from .numpy_boxes import ArrayBox, _as_view, view_functions
+from .numpy_boxes import ArrayBox, FlatIndexer, _as_view, repeated, view_functions, write_flat
 
 __all__ = ["Buffer"]
 
@@ -238,8 +238,7 @@ class Buffer:
 
     @property
     def flat(self):
-        """NumPy's ``a.flat``: reads copy, writes (``a.flat[i] = v``) reach this buffer."""
-        return _Flat(self)
+        return FlatIndexer(self)
 
     def sort(self, axis=-1, kind=None, order=None):
         """In place, as ``ndarray.sort``; after a traced write, the sorted value written."""
@@ -299,54 +298,6 @@ class Buffer:
             return _as_output(kwargs["out"], func, args,
                               {k: v for k, v in kwargs.items() if k != "out"})
         return func(*_value_of(args), **{k: _value_of(v) for k, v in kwargs.items()})
-
-
-class _Flat:
-    """``buffer.flat``: indexed by C-order position; a write repeats its values as NumPy's
-    flat iterator does (``a.flat[[0, 1, 2]] = [1, 2]`` writes 1, 2, 1)."""
-
-    __slots__ = ("_buffer",)
-
-    def __init__(self, buffer: Buffer):
-        self._buffer = buffer
-
-    def __len__(self):
-        return self._buffer.size
-
-    def __iter__(self):
-        return iter(self[:])
-
-    def __getitem__(self, index):
-        buffer = self._buffer
-        if buffer._memory.traced is None:
-            return buffer._plain.flat[_value_of(index)]  # (a copy, as NumPy's)
-        return anp.ravel(buffer._value())[_value_of(index)]
-
-    def __setitem__(self, index, value):
-        buffer = self._buffer
-        if buffer._memory.traced is None and not _is_traced(value):
-            buffer._plain.flat[_value_of(index)] = _value_of(value)
-        else:
-            _write_flat(buffer, _np.arange(buffer.size)[_value_of(index)], value)
-
-
-def _write_flat(target, positions, values) -> None:
-    """``target.flat[positions] = values`` for a buffer or a traced array, ``values``
-    repeated (or cut) to the positions' count as NumPy's put and flat writes do."""
-    values = _repeated(values, _np.size(positions))
-    if values is not None:
-        target[_np.unravel_index(positions, target.shape)] = anp.reshape(
-            values, _np.shape(positions))
-
-
-def _repeated(values, count: int):
-    """``values`` flattened and repeated cyclically to ``count`` elements (NumPy's rule for
-    put, putmask and flat writes); None where there are no values (NumPy writes nothing)."""
-    flat = anp.ravel(_value_of(values))
-    size = _np.size(_tracer.getval(flat))
-    if size == 0:
-        return None
-    return flat if size == count else flat[_np.arange(count) % size]
 
 
 def _as_output(buffer: Buffer, function, args, kwargs):
@@ -445,7 +396,7 @@ def put(a, ind, v, mode="raise"):
         ind = _np.clip(ind, 0, size - 1)
     elif mode != "raise":
         raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
-    _write_flat(a, _np.arange(size)[ind], v)  # (out of range: NumPy's IndexError)
+    write_flat(a, _np.arange(size)[ind], _value_of(v))  # (out of range: NumPy's IndexError)
 
 
 def putmask(a, mask, values):
@@ -456,10 +407,9 @@ def putmask(a, mask, values):
         return _np.putmask(_value_of(a), _value_of(mask), _value_of(values))
     if _np.shape(_value_of(mask)) != a.shape:
         raise ValueError("putmask: mask and data must be the same size")
-    repeated = _repeated(values, a.size)
-    if repeated is None:
-        return None
-    a[...] = anp.where(_value_of(mask), anp.reshape(repeated, a.shape), _value_of(a))
+    taken = repeated(_value_of(values), a.size)
+    if taken is not None:
+        a[...] = anp.where(_value_of(mask), anp.reshape(taken, a.shape), _value_of(a))
 
 
 def _ufunc_at(ufunc, a, indices, b=None):

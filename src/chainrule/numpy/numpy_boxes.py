@@ -351,6 +351,10 @@ class ArrayBox(Box):
         self._check_not_view("x.sort()")
         self._rebind(anp.sort(self, axis=axis, kind=kind, order=order))
 
+    @property
+    def flat(self):
+        return FlatIndexer(self)
+
     def item(self, *args):
         if self._node.on_plain_value is not None:  # (a Python number, as eagerly)
             return self._node.on_plain_value(self, lambda value: value.item(*args))
@@ -399,6 +403,49 @@ for _name in (
     "trace repeat round argmax argmin argsort nonzero any all take compress"
 ).split():
     setattr(ArrayBox, _name, _method(_name))
+
+
+class FlatIndexer:
+    """``a.flat`` of a traced array or a chainrule.numpy buffer: indexed by C-order position;
+    a read copies, as NumPy's; a write repeats its values as NumPy's flat iterator does
+    (``a.flat[[0, 1, 2]] = [1, 2]`` writes 1, 2, 1)."""
+
+    __slots__ = ("_array",)
+
+    def __init__(self, array):
+        self._array = array
+
+    def __len__(self):
+        return self._array.size
+
+    def __iter__(self):
+        return iter(self[:])
+
+    def __getitem__(self, index):
+        read = anp.ravel(self._array)[index]
+        return read.copy() if type(read) is _np.ndarray else read
+
+    def __setitem__(self, index, value):
+        write_flat(self._array, _np.arange(self._array.size)[index], value)
+
+
+def write_flat(target, positions, values) -> None:
+    """``target.flat[positions] = values`` (a traced array or a buffer), ``values``
+    repeated (or cut) to the positions' count as NumPy's put and flat writes do."""
+    values = repeated(values, _np.size(positions))
+    if values is not None:
+        target[_np.unravel_index(positions, target.shape)] = anp.reshape(
+            values, _np.shape(positions))
+
+
+def repeated(values, count: int):
+    """``values`` flattened and repeated cyclically to ``count`` elements (NumPy's rule for
+    put, putmask and flat writes); None where there are no values (NumPy writes nothing)."""
+    flat = anp.ravel(values)
+    size = _np.size(getval(flat))
+    if size == 0:
+        return None
+    return flat if size == count else flat[_np.arange(count) % size]
 
 
 def _takes_writes(out) -> bool:
