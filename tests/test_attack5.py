@@ -233,3 +233,20 @@ def test_flat_of_a_traced_array_reads_and_writes():
                       for e in onp.eye(3)], axis=1)
     onp.testing.assert_allclose(jacobian(f)(X), want, rtol=1e-7)
     assert onp.array_equal(jit(f)(X), f(X))
+
+
+# ----------------------------------------------------------------------------- Tensor
+def test_a_tensor_written_into_a_numpy_array_warns_that_its_gradient_is_dropped():
+    # NumPy converts it with float(): PyTorch warns there too; silence lost the gradient
+    from chainrule import Tensor
+
+    t = Tensor(onp.array([1.0, 2.0]))
+    a = onp.zeros(2)
+    with pytest.warns(UserWarning, match="drops its gradient"):
+        a[0] = t[0] * 3.0
+    assert a[0] == 3.0
+    with pytest.warns(UserWarning, match="drops its gradient"):
+        complex(t[1] * 1.0)
+    leaf = Tensor(2.0)
+    with onp.testing.assert_no_warnings():
+        assert float(leaf) == 2.0 and (leaf * 3.0).item() == 6.0  # leaves and item(): quiet
