@@ -120,6 +120,11 @@ _VIEWS = {
     ".view()": lambda a: a.view(),
     ".astype(copy=False)": lambda a: a.astype(float, copy=False),
     "np.asarray": lambda a: np.asarray(a),
+    "np.asanyarray": lambda a: np.asanyarray(a),
+    "np.ascontiguousarray": lambda a: np.ascontiguousarray(a),
+    "np.split": lambda a: np.split(a, 3)[0],
+    "np.array_split": lambda a: np.array_split(a, 2)[0],
+    "np.hsplit": lambda a: np.hsplit(a, [1])[0],
 }
 
 
@@ -250,3 +255,27 @@ def test_a_tensor_written_into_a_numpy_array_warns_that_its_gradient_is_dropped(
     leaf = Tensor(2.0)
     with onp.testing.assert_no_warnings():
         assert float(leaf) == 2.0 and (leaf * 3.0).item() == 6.0  # leaves and item(): quiet
+
+
+def test_a_view_made_by_a_numpy_function_chainrule_does_not_know_sees_later_writes():
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    def f(x):
+        a = np.zeros(3)
+        windows = sliding_window_view(a, 2)  # [[a0, a1], [a1, a2]]
+        a[1] = x[0]
+        a[2] = x[1] * x[2]
+        return np.sum(windows * windows)  # 2 x0^2 + (x1 x2)^2
+
+    assert onp.array_equal(grad(f)(X), [4.0 * X[0], 2 * X[1] * X[2] ** 2, 2 * X[1] ** 2 * X[2]])
+
+
+def test_putmask_of_constants_with_a_traced_mask_under_jit():
+    # jit traces the mask (x > 0): NumPy's putmask was then called with it, "no rule"
+    def f(x):
+        a = np.zeros(3)
+        np.putmask(a, x > 1.5, onp.array([7.0, 8.0]))
+        return np.sum(a * x)
+
+    for x in (X, -X, X[::-1].copy()):
+        assert onp.array_equal(jit(f)(x), f(x))

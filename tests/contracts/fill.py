@@ -43,7 +43,9 @@ def _fill(g) -> None:
             f"np.flip({buf})", f"np.reshape({buf}, (n,))", f"np.ravel({buf})",
             f"{buf}.view()", f"np.transpose({buf})", f"np.expand_dims({buf}, 0)[0]",
             f"np.broadcast_to({buf}, (2, n))[1]", f"{buf}.real", f"np.asarray({buf})",
-            f"{buf}.astype(float, copy=False)", f"np.atleast_2d({buf})[0]"]))
+            f"{buf}.astype(float, copy=False)", f"np.atleast_2d({buf})[0]",
+            f"np.array_split({buf}, 1)[0]", f"np.ascontiguousarray({buf})",
+            f"onp.lib.stride_tricks.sliding_window_view({buf}, 1)[:, 0]"]))
     for _ in range(int(g.rng.integers(1, 4))):
         g.emit(g.pick([
             f"{buf}[{i}] = {g.scalar_expr()}",

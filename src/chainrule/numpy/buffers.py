@@ -142,10 +142,14 @@ class Buffer:
 
     # ------------------------------------------------------------------ views and reads
     def _derived(self, make):
-        """``make(array)``: a view of this buffer where NumPy gives a view, else the value."""
+        """``make(array)``: a view of this buffer where NumPy gives a view (a list of views
+        where it gives a list of them: ``np.split``), else the value."""
         plain = make(self._plain)
-        if type(plain) is _np.ndarray and plain.size and _np.shares_memory(plain, self._plain):
-            return Buffer(self._memory, plain, make(self._all_positions()))
+        if _views_of(plain, self._plain):
+            positions = make(self._all_positions())
+            if type(plain) is _np.ndarray:
+                return Buffer(self._memory, plain, positions)
+            return type(plain)(Buffer(self._memory, p, q) for p, q in zip(plain, positions))
         copied = make(self._value())
         if type(copied) is _np.ndarray:
             # a copy (a fancy or boolean index): a buffer of its own, as np.zeros(n) + 1.0
@@ -297,7 +301,22 @@ class Buffer:
         if type(kwargs.get("out")) is Buffer:  # numpy.concatenate(xs, out=a), ...
             return _as_output(kwargs["out"], func, args,
                               {k: v for k, v in kwargs.items() if k != "out"})
-        return func(*_value_of(args), **{k: _value_of(v) for k, v in kwargs.items()})
+        answer = func(*_value_of(args), **{k: _value_of(v) for k, v in kwargs.items()})
+        if args and args[0] is self and self._memory.traced is None and \
+                _views_of(answer, self._plain):
+            # a view made by a function chainrule does not know (sliding_window_view):
+            # taken as one, so that it sees later writes (a traced one too)
+            return self._derived(lambda a: func(a, *_value_of(args[1:]), **kwargs))
+        return answer
+
+
+def _views_of(answer, memory: _np.ndarray) -> bool:
+    """Is ``answer`` (computed from ``memory``) a view of its elements, or a list of such
+    views? (Not a reinterpreting view, as ``.real`` of complex memory is: another dtype.)"""
+    parts = answer if type(answer) in (list, tuple) and answer else (answer,)
+    return (all(type(p) is _np.ndarray and p.dtype == memory.dtype for p in parts)
+            and any(p.size for p in parts)
+            and all(not p.size or _np.shares_memory(p, memory) for p in parts))
 
 
 def _as_output(buffer: Buffer, function, args, kwargs):
@@ -403,7 +422,7 @@ def putmask(a, mask, values):
     """``numpy.putmask``: where ``mask``, ``a`` takes ``values``: the value at the same
     C-order position, ``values`` repeated cyclically when it has fewer (NumPy's rule, not
     broadcasting: ``values`` of shape (2, 1) into (2, 3) alternates along each row)."""
-    if not _writes_traced(a, values):
+    if not _writes_traced(a, values, mask):  # (jit traces masks: x > 0 is one)
         return _np.putmask(_value_of(a), _value_of(mask), _value_of(values))
     if _np.shape(_value_of(mask)) != a.shape:
         raise ValueError("putmask: mask and data must be the same size")
@@ -428,7 +447,8 @@ def _ufunc_at(ufunc, a, indices, b=None):
 # and a write through it reaches the array (a buffer) or is refused (a traced array).
 _VIEWING = ("transpose reshape ravel squeeze expand_dims moveaxis swapaxes rollaxis "
             "broadcast_to atleast_1d atleast_2d atleast_3d flip fliplr flipud rot90 "
-            "diagonal real matrix_transpose permute_dims").split()
+            "diagonal real matrix_transpose permute_dims split array_split hsplit vsplit "
+            "dsplit").split()
 
 
 def _viewing(wrapped):
@@ -440,9 +460,21 @@ def _viewing(wrapped):
         if type(a) is Buffer:
             return a._derived(lambda value: wrapped(value, *args, **kwargs))
         result = wrapped(a, *args, **kwargs)
-        if isinstance(a, ArrayBox):
-            return _as_view(result, a, wrapped, *args, **kwargs)
-        return result
+        if not isinstance(a, ArrayBox):
+            return result
+        if not isinstance(result, ArrayBox):  # np.split's traced list: a list of views
+            return [_as_view(result[i], a, _part(wrapped, i), *args, **kwargs)
+                    for i in range(len(result))]
+        return _as_view(result, a, wrapped, *args, **kwargs)
+
+    return function
+
+
+def _part(wrapped, i: int):
+    """``wrapped``'s answer's part ``i`` (a list's item), as a function of the same arguments."""
+
+    def function(*args, **kwargs):
+        return wrapped(*args, **kwargs)[i]
 
     return function
 
@@ -533,7 +565,7 @@ _PLAIN = frozenset([_np.ndarray, int, float, tuple])  # a plain array, a size or
 _ALLOCATING = ("zeros", "ones", "empty")
 _ALIKE = ("zeros_like", "ones_like", "empty_like")
 _OTHERS = ("full", "eye", "identity", "arange", "linspace", "full_like", "array", "asarray",
-           "copy")
+           "asanyarray", "ascontiguousarray", "copy")
 
 
 def _wrapped_constructors(namespace: dict) -> dict:
