@@ -279,3 +279,16 @@ def test_putmask_of_constants_with_a_traced_mask_under_jit():
 
     for x in (X, -X, X[::-1].copy()):
         assert onp.array_equal(jit(f)(x), f(x))
+
+
+def test_concatenate_of_traced_buffers_into_an_untraced_buffer():
+    def f(x):
+        a, b, c = np.zeros(2), np.zeros(2), np.zeros(4)
+        a[0] = x[0]
+        b[1] = x[1] * x[2]
+        np.concatenate([a, b], out=c)  # c holds traced values only through a and b
+        return c
+
+    want = onp.array([[1.0, 0, 0], [0, 0, 0], [0, 0, 0], [0, X[2], X[1]]])
+    assert onp.array_equal(jacobian(f)(X), want)
+    assert onp.array_equal(jit(jacobian(f))(X), want)

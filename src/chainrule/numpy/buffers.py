@@ -59,6 +59,8 @@ class _Memory:
 def _is_traced(value) -> bool:
     if type(value) is Buffer:
         return value._memory.traced is not None
+    if type(value) in (list, tuple):  # (np.concatenate([a, b], out=c) of buffers)
+        return any(_is_traced(item) for item in value)
     return anp._contains_box(value) or type(value) in _tracer.batched_types
 
 
