@@ -292,3 +292,20 @@ def test_concatenate_of_traced_buffers_into_an_untraced_buffer():
     want = onp.array([[1.0, 0, 0], [0, 0, 0], [0, 0, 0], [0, X[2], X[1]]])
     assert onp.array_equal(jacobian(f)(X), want)
     assert onp.array_equal(jit(jacobian(f))(X), want)
+
+
+def test_putmask_casts_as_numpy_safe_for_arrays_of_values():
+    mask = onp.array([False, False, True])
+
+    def f(x, values):
+        a = np.zeros(3, dtype=onp.float32)
+        np.putmask(a, mask, values(x))
+        return a
+
+    for values in (lambda x: x / 3.0, lambda x: x * 1j):  # float64 / complex arrays
+        with pytest.raises(TypeError, match="according to the rule 'safe'"):
+            f(X, values)  # NumPy's own refusal
+        with pytest.raises(TypeError, match="according to the rule 'safe'"):
+            jacobian(lambda x: f(x, values))(X)
+    scalar = jacobian(lambda x: f(x, lambda x: x[0] / 3.0))(X)  # a scalar casts
+    assert scalar.dtype == onp.float32 and scalar[2, 0] == onp.float32(1 / 3.0)

@@ -428,6 +428,10 @@ def putmask(a, mask, values):
         return _np.putmask(_value_of(a), _value_of(mask), _value_of(values))
     if _np.shape(_value_of(mask)) != a.shape:
         raise ValueError("putmask: mask and data must be the same size")
+    # NumPy's own cast check ('safe' for arrays of values, not for scalars), on stand-ins
+    plain = _np.asarray(_tracer.getval(_value_of(values)))
+    _np.putmask(_np.zeros(1, a.dtype), _np.zeros(1, bool),
+                _np.zeros(1, plain.dtype) if plain.ndim else plain.dtype.type(0))
     taken = repeated(_value_of(values), a.size)
     if taken is not None:
         a[...] = anp.where(_value_of(mask), anp.reshape(taken, a.shape), _value_of(a))
