@@ -306,6 +306,6 @@ def test_putmask_casts_as_numpy_safe_for_arrays_of_values():
         with pytest.raises(TypeError, match="according to the rule 'safe'"):
             f(X, values)  # NumPy's own refusal
         with pytest.raises(TypeError, match="according to the rule 'safe'"):
-            jacobian(lambda x: f(x, values))(X)
+            jacobian(lambda x, values=values: f(x, values))(X)
     scalar = jacobian(lambda x: f(x, lambda x: x[0] / 3.0))(X)  # a scalar casts
     assert scalar.dtype == onp.float32 and scalar[2, 0] == onp.float32(1 / 3.0)
