@@ -309,3 +309,38 @@ def test_putmask_casts_as_numpy_safe_for_arrays_of_values():
             jacobian(lambda x, values=values: f(x, values))(X)
     scalar = jacobian(lambda x: f(x, lambda x: x[0] / 3.0))(X)  # a scalar casts
     assert scalar.dtype == onp.float32 and scalar[2, 0] == onp.float32(1 / 3.0)
+
+
+# ----------------------------------------------------------------------------- complex parts
+@pytest.mark.parametrize("part", [lambda a: a.real, lambda a: np.real(a), lambda a: onp.real(a)],
+                         ids=[".real", "np.real", "numpy.real"])
+def test_the_real_part_of_a_complex_buffer_is_a_view_that_sees_later_writes(part):
+    def f(x):
+        a = np.zeros(3, dtype=complex)
+        r = part(a)  # NumPy: a view of the real parts
+        a[0] = x[0] * (1 + 2j)
+        a[1] = x[1] * 1j
+        return np.sum(r) * x[1]  # x0 x1
+
+    assert onp.array_equal(grad(f)(X), [X[1], X[0], 0.0])
+
+
+def test_writes_into_the_parts_of_a_complex_buffer_keep_the_other_part():
+    def f(x):
+        a = np.zeros(3, dtype=complex)
+        a[:] = 5j
+        a.real[:] = x  # a = x + 5j
+        a.imag[1] = x[2]  # a[1] = x1 + x2 j
+        np.add.at(a.imag, [2, 2], x[0])  # a[2] = x2 + (5 + 2 x0) j
+        return np.abs(a) ** 2
+
+    def by_hand(x):
+        return onp.abs(onp.array([x[0] + 5j, x[1] + x[2] * 1j, x[2] + (5 + 2 * x[0]) * 1j])) ** 2
+
+    assert onp.allclose(f(X), by_hand(X))
+    eps = 1e-6
+    want = onp.stack([(by_hand(X + eps * e) - by_hand(X - eps * e)) / (2 * eps)
+                      for e in onp.eye(3)], axis=1)
+    onp.testing.assert_allclose(jacobian(f)(X), want, rtol=1e-7)
+    onp.testing.assert_allclose(jacfwd(f)(X), want, rtol=1e-7)
+    assert onp.array_equal(jit(jacobian(f))(X), jacobian(f)(X))

@@ -76,13 +76,14 @@ def _value_of(obj):
 class Buffer:
     """An array made by a chainrule.numpy constructor under a trace (see the module doc)."""
 
-    __slots__ = ("_memory", "_plain", "_positions", "__weakref__")
+    __slots__ = ("_memory", "_plain", "_positions", "_part", "__weakref__")
     __array_priority__ = 200.0  # above ArrayBox's: box + buffer asks the buffer first
 
-    def __init__(self, memory: _Memory, plain: _np.ndarray, positions):
+    def __init__(self, memory: _Memory, plain: _np.ndarray, positions, part=None):
         self._memory = memory
         self._plain = plain  # the NumPy view of the memory this buffer is
         self._positions = positions  # None: the base itself
+        self._part = part  # "real" or "imag": a view of that part of complex elements
 
     @classmethod
     def holding(cls, array: _np.ndarray) -> Buffer:
@@ -93,9 +94,8 @@ class Buffer:
         traced = self._memory.traced
         if traced is None:
             return self._plain
-        if self._positions is None:
-            return traced
-        return anp.ravel(traced)[self._positions]
+        value = traced if self._positions is None else anp.ravel(traced)[self._positions]
+        return value if self._part is None else getattr(anp, self._part)(value)
 
     def _all_positions(self) -> _np.ndarray:
         return self._memory.all_positions() if self._positions is None else self._positions
@@ -150,8 +150,9 @@ class Buffer:
         if _views_of(plain, self._plain):
             positions = make(self._all_positions())
             if type(plain) is _np.ndarray:
-                return Buffer(self._memory, plain, positions)
-            return type(plain)(Buffer(self._memory, p, q) for p, q in zip(plain, positions))
+                return Buffer(self._memory, plain, positions, self._part)
+            return type(plain)(Buffer(self._memory, p, q, self._part)
+                               for p, q in zip(plain, positions))
         copied = make(self._value())
         if type(copied) is _np.ndarray:
             # a copy (a fancy or boolean index): a buffer of its own, as np.zeros(n) + 1.0
@@ -191,9 +192,15 @@ class Buffer:
 
     @property
     def real(self):
-        if self.dtype.kind == "c":  # (a view of every other float: not one of elements)
-            return self._value().real
+        if self.dtype.kind == "c":
+            return Buffer(self._memory, self._plain.real, self._all_positions(), "real")
         return self._derived(lambda a: a.real)  # the array itself, as NumPy's
+
+    @property
+    def imag(self):
+        if self.dtype.kind == "c":
+            return Buffer(self._memory, self._plain.imag, self._all_positions(), "imag")
+        return self._value().imag  # NumPy's: read-only zeros
 
     def view(self, dtype=None, type=None):
         if type is None and (dtype is None or _np.dtype(dtype) == self.dtype):
@@ -227,7 +234,11 @@ class Buffer:
             raise ValueError("assignment destination is read-only")
         memory = self._memory
         positions = self._all_positions()[_value_of(index)]
-        flat = functional_update(anp.ravel(memory.current()), positions, _value_of(value))
+        value = _value_of(value)
+        if self._part is not None:  # the complex elements, with the other part kept
+            value = _into_part(self._part, value, anp.ravel(memory.current())[positions],
+                               functional_update is anp.index_add)
+        flat = functional_update(anp.ravel(memory.current()), positions, value)
         memory.traced = anp.reshape(flat, memory.plain.shape)
 
     def __setitem__(self, index, value):
@@ -310,6 +321,16 @@ class Buffer:
             # taken as one, so that it sees later writes (a traced one too)
             return self._derived(lambda a: func(a, *_value_of(args[1:]), **kwargs))
         return answer
+
+
+def _into_part(part: str, value, old, adding: bool):
+    """What a write of ``value`` into the ``part`` ("real" or "imag") of the complex
+    elements ``old`` writes (or, ``adding``, adds) into those elements."""
+    if adding:
+        return value if part == "real" else value * 1j
+    if part == "real":
+        return value + 1j * anp.imag(old)
+    return anp.real(old) + 1j * value
 
 
 def _views_of(answer, memory: _np.ndarray) -> bool:
@@ -453,7 +474,7 @@ def _ufunc_at(ufunc, a, indices, b=None):
 # and a write through it reaches the array (a buffer) or is refused (a traced array).
 _VIEWING = ("transpose reshape ravel squeeze expand_dims moveaxis swapaxes rollaxis "
             "broadcast_to atleast_1d atleast_2d atleast_3d flip fliplr flipud rot90 "
-            "diagonal real matrix_transpose permute_dims split array_split hsplit vsplit "
+            "diagonal matrix_transpose permute_dims split array_split hsplit vsplit "
             "dsplit").split()
 
 
@@ -472,6 +493,19 @@ def _viewing(wrapped):
             return [_as_view(result[i], a, _part(wrapped, i), *args, **kwargs)
                     for i in range(len(result))]
         return _as_view(result, a, wrapped, *args, **kwargs)
+
+    return function
+
+
+def _attribute(name: str, wrapped):
+    """``np.real`` / ``np.imag``: the attribute (a view of a buffer's or a traced array's
+    part, as NumPy's ``val.real``), ``wrapped`` for other values."""
+
+    @functools.wraps(wrapped)
+    def function(val):
+        if type(val) is Buffer or isinstance(val, ArrayBox):
+            return getattr(val, name)
+        return wrapped(val)
 
     return function
 
@@ -598,6 +632,10 @@ def install(namespace: dict) -> None:
             # (chainrule.numpy's own: not NumPy's matrix_transpose, which has no rule)
             raw = getattr(_np, name)
             namespace[name] = _FUNCTIONS[raw] = view_functions[raw] = _viewing(namespace[name])
+    for name in ("real", "imag"):
+        raw = getattr(_np, name)
+        namespace[name] = _FUNCTIONS[raw] = view_functions[raw] = _attribute(
+            name, namespace[name])
     own = {**constructors, **writes}
     for name, ufunc in (("add", _np.add), ("subtract", _np.subtract)):
         namespace[name].at = functools.partial(_ufunc_at, ufunc)
