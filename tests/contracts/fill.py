@@ -73,7 +73,22 @@ def _fill(g) -> None:
         g.vecs.append(viewed)
 
 
-OWN = (Template("fill", _fill, 3.0),)
+def _complex_parts(g) -> None:
+    """A complex buffer written through its parts, a part view taken before the writes."""
+    a, b = g.vec(), g.vec()
+    c, part, v = g.name("c"), g.name("w"), g.name()
+    i = g.index()
+    g.emit(f"{c} = np.zeros(n, dtype=complex)",
+           f"{part} = " + g.pick([f"{c}.real", f"np.real({c})", f"{c}.imag", f"np.imag({c})"]),
+           g.pick([f"{c}.real[:] = {a}", f"{c}[:] = {a} + 1j * {b}",
+                   f"np.real({c})[{i}] = {g.scalar_expr()}"]),
+           g.pick([f"{c}.imag[{i}] = {g.scalar_expr()}", f"np.add.at({c}.imag, [{i}, {i}], {b}[0])",
+                   f"{c} *= 1.0 + 0.5j", f"{c}.real[::2] += {b}[::2]"]),
+           f"{v} = np.abs({c}) ** 2 + {part}")
+    g.vecs.append(v)
+
+
+OWN = (Template("fill", _fill, 3.0), Template("fill", _complex_parts, 0.7))
 
 
 @dataclasses.dataclass
