@@ -344,3 +344,62 @@ def test_writes_into_the_parts_of_a_complex_buffer_keep_the_other_part():
     onp.testing.assert_allclose(jacobian(f)(X), want, rtol=1e-7)
     onp.testing.assert_allclose(jacfwd(f)(X), want, rtol=1e-7)
     assert onp.array_equal(jit(jacobian(f))(X), jacobian(f)(X))
+
+
+# ----------------------------------------------------------------------------- more writers
+def _jacobian_by_numpy(write, shape, v):
+    """The Jacobian of ``write`` (filling zeros of ``shape`` from v) found by NumPy itself:
+    the program run on plain arrays, one basis vector of v at a time (it is linear in v)."""
+    def plain(v):
+        a = onp.zeros(shape)
+        write(onp, a, v)
+        return a.ravel()
+
+    return onp.stack([plain(e) for e in onp.eye(v.size)], axis=1)
+
+
+_WRITERS = {
+    "fill_diagonal": ((4, 4), lambda lib, a, v: lib.fill_diagonal(a, v[:3])),
+    "fill_diagonal tall": ((7, 3), lambda lib, a, v: lib.fill_diagonal(a, v[:2])),
+    "fill_diagonal tall wrap": ((7, 3), lambda lib, a, v: lib.fill_diagonal(a, v, wrap=True)),
+    "fill_diagonal 3-d": ((3, 3, 3), lambda lib, a, v: lib.fill_diagonal(a, v[0])),
+    "place": ((2, 3), lambda lib, a, v: lib.place(a, onp.array([[1, 0, 1], [1, 1, 0]], bool),
+                                                  v[:3])),
+    "put_along_axis 1": ((3, 3), lambda lib, a, v: lib.put_along_axis(
+        a, onp.array([[2], [0], [1]]), v[:, None], axis=1)),
+    "put_along_axis 0": ((3, 2), lambda lib, a, v: lib.put_along_axis(
+        a, onp.array([[1, 2]]), v[:2][None], axis=0)),
+    "put_along_axis None": ((2, 2), lambda lib, a, v: lib.put_along_axis(
+        a, onp.array([3, 0]), v[:2], axis=None)),
+    "a.flat = v": ((2, 2), lambda lib, a, v: setattr(a, "flat", v)),
+}
+
+
+@pytest.mark.parametrize("shape, write", _WRITERS.values(), ids=_WRITERS.keys())
+def test_numpys_other_write_functions_take_traced_values_as_numpy_writes(shape, write):
+    # each raised: "no derivative rule" (place, put_along_axis), a conversion error
+    # (fill_diagonal), or "no setter" (a.flat = v)
+    def f(v):
+        a = np.zeros(shape)
+        write(np, a, v)
+        return a
+
+    want = _jacobian_by_numpy(write, shape, X)
+    assert onp.array_equal(jacobian(f)(X).reshape(-1, 3), want)
+    assert onp.array_equal(jacfwd(f)(X).reshape(-1, 3), want)
+    assert onp.array_equal(jit(f)(X), f(X))
+    traced = jacobian(lambda v: (lambda a: (write(np, a, v), a)[1])(v[0] * onp.zeros(shape)))(X)
+    assert onp.array_equal(traced.reshape(-1, 3), want)  # into a traced array too
+
+
+def test_place_and_put_along_axis_under_jit_follow_masks_and_indices_of_each_call():
+    def f(x):
+        a = np.zeros(3)
+        np.place(a, x > 1.5, x[:2] * 2.0)  # a mask jit traces: its positions vary by call
+        np.put_along_axis(a, np.argsort(x)[:1], x[2], axis=0)  # an index jit traces
+        return a
+
+    jitted = jit(f)
+    for x in (X, -X, onp.array([2.0, 0.0, 3.0]), X[::-1].copy()):
+        assert onp.array_equal(jitted(x), f(x))
+        assert onp.array_equal(jit(jacobian(f))(x), jacobian(f)(x))

@@ -67,6 +67,10 @@ def _fill(g) -> None:
             f"np.concatenate([{a}[:1], {b}[1:]], out={buf})",
             f"np.transpose({buf})[{i}] = {g.scalar_expr()}",
             f"np.reshape({buf}, (1, n))[0, {j}] = {g.scalar_expr()}",
+            f"np.place({buf}, {a} > 0, {b}[:2])",
+            f"np.put_along_axis({buf}, onp.array([{i}, {j}]), {b}[:2], axis=0)",
+            f"{buf}.flat = {a}[:2]",
+            f"np.fill_diagonal(np.reshape({buf}, (1, n)), {a}[{j}])",
         ]))
     g.vecs.append(buf)
     if viewed is not None:

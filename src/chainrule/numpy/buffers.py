@@ -257,6 +257,10 @@ class Buffer:
     def flat(self):
         return FlatIndexer(self)
 
+    @flat.setter
+    def flat(self, value):  # a.flat = v: every element, v repeated (NumPy's)
+        FlatIndexer(self)[...] = value
+
     def sort(self, axis=-1, kind=None, order=None):
         """In place, as ``ndarray.sort``; after a traced write, the sorted value written."""
         if self._memory.traced is None:
@@ -423,6 +427,49 @@ def copyto(dst, src, casting="same_kind", where=True):
     new = _value_of(src) if where is True else anp.where(_value_of(where), _value_of(src),
                                                            _value_of(dst))
     dst[...] = new
+
+
+def fill_diagonal(a, val, wrap=False):
+    """``numpy.fill_diagonal``: the main diagonal's positions (of a 2-D array, with
+    ``wrap`` for tall ones; of an n-D array of equal sides) take ``val``, repeated."""
+    if not _writes_traced(a, val):
+        return _np.fill_diagonal(_value_of(a), _value_of(val), wrap)
+    shape = a.shape
+    if len(shape) < 2:
+        raise ValueError("array must be at least 2-d")
+    if len(shape) > 2 and len(set(shape)) > 1:
+        raise ValueError("All dimensions of input must be of equal length")
+    # consecutive diagonal elements lie one step along every axis apart in C order
+    step = 1 + sum(int(_np.prod(shape[k + 1:])) for k in range(len(shape) - 1))
+    stop = a.size if wrap or len(shape) > 2 else shape[1] * shape[1]
+    write_flat(a, _np.arange(a.size)[:stop:step], _value_of(val))
+
+
+def place(arr, mask, vals):
+    """``numpy.place``: the positions where ``mask`` is true take ``vals`` in order,
+    repeated where it has fewer."""
+    if not _writes_traced(arr, vals, mask):
+        return _np.place(_value_of(arr), _value_of(mask), _value_of(vals))
+    positions = _np.flatnonzero(_np.asarray(_value_of(mask)))  # (under jit: a guarded read)
+    if positions.size and not _np.size(_tracer.getval(_value_of(vals))):
+        raise ValueError("Cannot insert from an empty array!")
+    write_flat(arr, positions, _value_of(vals))
+
+
+def put_along_axis(arr, indices, values, axis):
+    """``numpy.put_along_axis``: ``arr`` at ``indices`` along ``axis`` (the other axes
+    matched position by position, as take_along_axis reads) takes ``values``, broadcast."""
+    if not _writes_traced(arr, values):
+        return _np.put_along_axis(_value_of(arr), indices, _value_of(values), axis)
+    indices = _np.asarray(_value_of(indices))  # (under jit: a guarded read)
+    if axis is None:
+        return write_flat(arr, _np.arange(arr.size)[indices.ravel()], _value_of(values))
+    shape = arr.shape
+    axis = axis % len(shape)
+    index = tuple(indices if k == axis else
+                  _np.arange(shape[k]).reshape([-1 if j == k else 1 for j in range(len(shape))])
+                  for k in range(len(shape)))
+    arr[index] = _value_of(values)
 
 
 def put(a, ind, v, mode="raise"):
@@ -619,7 +666,8 @@ def install(namespace: dict) -> None:
     """Put the constructors and write functions over chainrule.numpy's ``namespace``, and
     send NumPy's own (``np.zeros_like(x)`` of a traced ``x``) to them."""
     constructors = _wrapped_constructors(namespace)
-    writes = {"copyto": copyto, "put": put, "putmask": putmask}
+    writes = {"copyto": copyto, "put": put, "putmask": putmask, "fill_diagonal": fill_diagonal,
+              "place": place, "put_along_axis": put_along_axis}
     for name, function in {**constructors, **writes}.items():
         namespace[name] = function
         _FUNCTIONS[getattr(_np, name)] = function

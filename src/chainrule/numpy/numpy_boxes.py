@@ -355,6 +355,10 @@ class ArrayBox(Box):
     def flat(self):
         return FlatIndexer(self)
 
+    @flat.setter
+    def flat(self, value):  # x.flat = v: every element, v repeated (NumPy's)
+        FlatIndexer(self)[...] = value
+
     def item(self, *args):
         if self._node.on_plain_value is not None:  # (a Python number, as eagerly)
             return self._node.on_plain_value(self, lambda value: value.item(*args))
