@@ -7,9 +7,12 @@ each one explicit, each one looked up by the engine at the one spot where it cal
 1. **Node types** (the good pattern, preferred): a transform that records calls defines a
    ``tracer.Node`` subclass and the engine calls its methods. ``on_decision`` (a Python
    decision on a traced value: ``if x:``, ``int(x)``, an index), ``on_notrace`` (a call of
-   a primitive without a rule, e.g. ``np.shape``), ``on_error`` (a traced call raised).
-   jit's ``StagingNode`` and sparsity detection's node use these. A method costs nothing
-   to the node types that leave it ``None``.
+   a primitive without a rule, e.g. ``np.shape`` or a comparison), ``on_error`` (a traced
+   call raised), ``on_plain_value`` (eager code hands the plain value to Python),
+   ``on_untraceable_answer`` (a recorded call answered a value no box holds, a NumPy
+   bool) and ``on_traced_keywords`` (traced values given by keywords that cannot be passed
+   positionally). jit's ``StagingNode`` and sparsity detection's ``DetectionNode`` use
+   these. A method costs nothing to the node types that leave it ``None``.
 2. **Observers** (this module): a tool that must *see* every node made, or every node the
    backward pass visits, without changing what is computed (debug_nans checks values,
    explain's ``report.code`` notes source lines). Subclass ``Observer``, override what it
@@ -18,16 +21,21 @@ each one explicit, each one looked up by the engine at the one spot where it cal
    they see every thread's traces. Off, they cost one truth test of an empty list per
    recorded call and one per backward pass.
 3. **Value types** met by primitives, registered once at import of the module that
-   defines them: box and vector-space types (``Box.register``, ``VSpace.register``,
-   ``tracer.box_fallbacks``, ``vspace.vspace_fallbacks``), front-end types
-   (``tracer.register_front_end``: Tensor) and batched types
-   (``tracer.register_batched_type``: vmap's BatchedArray).
-4. **Call handlers** the engine asks on its rare paths, each set once at import by the
-   one layer that owns it: ``tracer.batch_hook`` (a call with a batched value: vmap's
-   batching rules), ``tracer.sequence_hook`` (a call refused for a list of traced values:
-   chainrule.numpy retries with an array), ``tracer.notrace_hook`` (a notrace call under
-   jit), ``tracer.untraceable_answer_handlers`` and ``tracer.traced_keyword_handlers``.
-5. **Rules**: ``rule_table`` entries, filled through ``rules`` (``defvjp``, ``defjvp``...).
+   defines them, each with what the engine asks of its values:
+   - box and vector-space types (``Box.register``, ``VSpace.register``,
+     ``tracer.box_fallbacks``, ``vspace.vspace_fallbacks``); a box type's front end may
+     set ``on_refused_sequences`` (a call refused for lists holding its boxes:
+     chainrule.numpy redoes it with arrays) and ``on_untraceable_answer`` (chainrule.numpy
+     lets a foreign container such as xarray's DataArray apply a ufunc itself);
+   - front-end types (``tracer.register_front_end(type, FrontEnd(...))``: Tensor, and
+     chainrule.numpy's Buffer);
+   - batched types (``tracer.register_batched_type(type, call)``: vmap's BatchedArray,
+     whose ``call`` answers a primitive's call on a batch by its batching rule).
+4. **Rules**: ``rule_table`` entries, filled through ``rules`` (``defvjp``, ``defjvp``...).
+
+The engine's rare paths (a batched value, a list of boxes refused, a notrace call, an answer
+no box holds, a traced keyword) ask the node types and value types they meet, so each handler
+belongs to the thing it handles: no module global of the engine is set by another layer.
 
 A new capability picks the first of these that fits: a node type if it makes its own
 trace, an observer if it only watches, a registration if it brings a new kind of value.

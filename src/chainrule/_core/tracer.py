@@ -119,9 +119,23 @@ class Node:
 
     # Hook for calls of notrace primitives (comparisons, argmax, sign ...) on traced values:
     # a node type that follows every value computed from its inputs, derivative or not
-    # (sparsity detection), sets it to ``on_notrace(f_wrapped, args, kwargs) -> answer``,
-    # which records the call (see ``notrace_primitive``). Other modes pay one look per box.
+    # (sparsity detection, chainrule.jit), sets it to ``on_notrace(box, f_wrapped, args,
+    # kwargs) -> answer``, which records the call, or NotImplemented (not its call: the next
+    # box is asked). Told for the boxes of its type among the arguments, nested ones and
+    # those inside lists, tuples and keywords too, newest trace first (see
+    # ``notrace_primitive``). Other modes pay one look per box.
     on_notrace: Callable | None = None
+
+    # Hooks for two rare ends of a recorded call, told on the node types met among the
+    # call's arguments (every level of boxing), each once: a node type that takes Python
+    # decisions on its values (sparsity detection, chainrule.jit) may read a value as a
+    # plain one, a decision, where the engine would refuse it:
+    # - ``on_untraceable_answer(f_raw, args, kwargs)``: the call's answer is of a type no box
+    #   holds (``mask[0]``, a NumPy bool): the answer computed another way, or NotImplemented;
+    # - ``on_traced_keywords(kwargs)``: traced values given by keywords that cannot be
+    #   passed positionally: the keywords made plain values, or NotImplemented.
+    on_untraceable_answer: Callable | None = None
+    on_traced_keywords: Callable | None = None
 
     # Hook for exceptions: a node type that follows Python's path through the function
     # (sparsity detection, chainrule.jit) sets it to ``on_error(box)``, told for each box of
@@ -157,6 +171,16 @@ class Box:
     __slots__ = ("_value", "_trace_id", "_node", "__weakref__")
     type_mappings: dict[type, Callable] = {}  # value type -> box class (or factory)
     types: set[type] = set()
+
+    # Set by the front end whose box type this is, for calls its values meet on rare paths:
+    # - ``on_refused_sequences(f_wrapped, args, kwargs)``: a call whose raw function raised
+    #   TypeError with boxes of this type inside list or tuple arguments (np.mean([a, b])),
+    #   redone another way (chainrule.numpy: the lists made traced arrays);
+    # - ``on_untraceable_answer(f_raw, args, kwargs)``: as ``Node``'s, asked after the node
+    #   types' (chainrule.numpy: a foreign container such as xarray's DataArray applies a
+    #   ufunc to traced operands itself, so that it holds the traced result).
+    on_refused_sequences: Callable | None = None
+    on_untraceable_answer: Callable | None = None
 
     def __init__(self, value, trace_id: int, node: Node):
         self._value = value
@@ -239,12 +263,12 @@ _box_type_of = Box.type_mappings  # likewise
 
 # Batched values (chainrule.vmap's BatchedArray): a value of a whole batch on a batching
 # trace, with a trace id like a box's, but no node: a primitive called with one whose trace
-# is the newest among its arguments is answered by ``batch_hook(f_wrapped, args, kwargs,
-# trace_id)`` (the primitive's batching rule) instead of being recorded: the call whole,
-# keywords and output arrays (``out=``, a batched one too) included. (The newest trace may
-# be one that a front-end object's value is on: a Tensor holding grad's box under vmap.)
-batched_types: set[type] = set()
-batch_hook: Callable | None = None
+# is the newest among its arguments is answered by its type's ``call(f_wrapped, args,
+# kwargs, trace_id)`` (the primitive's batching rule) instead of being recorded: the call
+# whole, keywords and output arrays (``out=``, a batched one too) included. (The newest
+# trace may be one that a front-end object's value is on: a Tensor holding grad's box
+# under vmap.) batched type -> its call, registered by ``register_batched_type``.
+batched_types: dict[type, Callable] = {}
 
 # Types whose values a box may hold as a value of an older trace (boxes and batched values):
 # a call meeting one recurses, so that its own trace handles it.
@@ -259,15 +283,12 @@ def register_front_end(cls: type, front_end: FrontEnd) -> None:
     _general_types.add(cls)
 
 
-def register_batched_type(cls: type) -> None:
-    batched_types.add(cls)
+def register_batched_type(cls: type, call: Callable) -> None:
+    """Values of ``cls`` are batched values; ``call(f_wrapped, args, kwargs, trace_id)``
+    answers a primitive's call on them (see ``batched_types``)."""
+    batched_types[cls] = call
     _traced_types.add(cls)
     _general_types.add(cls)
-
-# Set by chainrule.numpy: (f_wrapped, args, kwargs) -> the call redone with list or tuple
-# arguments that hold traced values turned into traced arrays; it re-raises the error
-# being handled when no argument holds one.
-sequence_hook: Callable | None = None
 
 
 def isbox(x: Any) -> bool:
@@ -326,12 +347,6 @@ def decided(x: Any, convert: Callable) -> Any:
     return convert(x)
 
 
-# Set by chainrule.jit once it first stages a function (None before: one global check per
-# call of a notrace primitive): ``hook(f_raw, args, kwargs)`` records the call on the
-# staging trace of this thread and returns its answer, or returns NotImplemented.
-notrace_hook: Callable | None = None
-
-
 def _strip(x: Any) -> Any:
     if type(x) in (list, tuple):
         return type(x)(map(_strip, x))
@@ -343,11 +358,19 @@ def _strip(x: Any) -> Any:
 box_fallbacks: list[tuple[Callable, type]] = []
 
 
-# Handlers for an answer no box type holds, tried before giving up:
-# handler(f_raw, args, kwargs) returns the call's result computed another way, or
-# NotImplemented. (chainrule.numpy lets a foreign container such as xarray's DataArray
-# apply a ufunc to traced operands itself, so that it holds the traced result.)
-untraceable_answer_handlers: list[Callable] = []
+def _handlers_met(values, name: str, box_types_too: bool = False) -> list[Callable]:
+    """The handlers called ``name`` of the node types (and, with ``box_types_too``, then of
+    the box types) met at every level of boxing of ``values``, each once, in the order met."""
+    handlers: list[Callable] = []
+    for owners in ("nodes", "box types") if box_types_too else ("nodes",):
+        for value in values:
+            while type(value) in _box_types:
+                owner = value._node if owners == "nodes" else type(value)
+                handler = getattr(owner, name)
+                if handler is not None and handler not in handlers:
+                    handlers.append(handler)
+                value = value._value
+    return handlers
 
 
 def _box_answer(ans, trace_id: int, node: Node, f_raw: Callable, args, kwargs) -> Any:
@@ -355,7 +378,7 @@ def _box_answer(ans, trace_id: int, node: Node, f_raw: Callable, args, kwargs) -
     try:
         return new_box(ans, trace_id, node)
     except TypeError:
-        for handler in untraceable_answer_handlers:
+        for handler in _handlers_met(args, "on_untraceable_answer", box_types_too=True):
             result = handler(f_raw, args, kwargs)
             if result is not NotImplemented:
                 return result
@@ -449,13 +472,15 @@ def primitive(f_raw: Callable, out_position: int | None = None) -> Callable:
             return result if wrap is None else wrap(result)
         except TypeError:
             # A list or tuple argument holding traced values (np.mean([a, b])): the raw
-            # function refused them; the hook (chainrule.numpy) retries with traced arrays.
-            # Only this failure path pays: a try costs nothing in CPython 3.11+.
-            if sequence_hook is None:
+            # function refused them; their box type's front end (chainrule.numpy) may redo
+            # the call (``Box.on_refused_sequences``). Only this failure path pays: a try
+            # costs nothing in CPython 3.11+.
+            redo = _sequences_redone_by((*args, *kwargs.values()))
+            if redo is None:
                 _tell_error(args)
                 raise
             try:
-                return sequence_hook(f_wrapped, args, kwargs)
+                return redo(f_wrapped, args, kwargs)
             except Exception:
                 _tell_error(args)
                 raise
@@ -470,6 +495,20 @@ def primitive(f_raw: Callable, out_position: int | None = None) -> Callable:
 
 
 _FIRST, _SECOND, _BOTH = (0,), (1,), (0, 1)
+
+
+def _sequences_redone_by(values, inside: bool = False) -> Callable | None:
+    """The ``on_refused_sequences`` of the first box type that has one among the boxes
+    inside the list and tuple ``values`` (nested ones too), or None."""
+    for value in values:
+        if inside and type(value) in _box_types:
+            if type(value).on_refused_sequences is not None:
+                return type(value).on_refused_sequences
+        elif isinstance(value, (list, tuple)):
+            redo = _sequences_redone_by(value, inside=True)
+            if redo is not None:
+                return redo
+    return None
 
 
 def _tell_error(args) -> None:
@@ -533,7 +572,7 @@ def _plan_in_general(f_wrapped, f_raw, args, kwargs, met_front_ends: bool = Fals
                      key=lambda v: v._trace_id)
         if type(newest) in batched_types and newest._trace_id >= trace_id:
             # (vmap's batching rules take the call whole, out= an array of the batch too)
-            return batch_hook(f_wrapped, args, kwargs, newest._trace_id)
+            return batched_types[type(newest)](f_wrapped, args, kwargs, newest._trace_id)
         return _call_with_traced_keywords(f_wrapped, f_raw, args, kwargs)
     if not trace_id:
         if held:
@@ -550,7 +589,7 @@ def _plan_in_general(f_wrapped, f_raw, args, kwargs, met_front_ends: bool = Fals
         # (vmap's batching rules take the call whole, output arrays included)
         if trace_id not in live_trace_ids:
             raise leaked_error(top)
-        return batch_hook(f_wrapped, args, kwargs, trace_id)
+        return batched_types[type(top)](f_wrapped, args, kwargs, trace_id)
     _refuse_output_array(f_wrapped, f_raw, args, kwargs)
 
     argvals = list(args)
@@ -671,12 +710,6 @@ def _keywords_in_place(f_raw, args, kwargs):
     return tuple(args), kwargs
 
 
-# Handlers for traced values given by keyword that cannot be passed positionally, tried
-# before refusing them: handler(kwargs) returns the keywords made plain values (chainrule.jit
-# guards a staged mask by value), or NotImplemented.
-traced_keyword_handlers: list[Callable] = []
-
-
 def _call_with_traced_keywords(f_wrapped, f_raw, args, kwargs):
     """Pass traced values given by keyword positionally, where the signature allows it."""
     given = args, kwargs
@@ -696,7 +729,7 @@ def _call_with_traced_keywords(f_wrapped, f_raw, args, kwargs):
     names = ", ".join(k for k, v in kwargs.items() if type(v) in _traced_types)
     if not names:
         return f_wrapped(*args, **kwargs)
-    for handler in traced_keyword_handlers:
+    for handler in _handlers_met(given[1].values(), "on_traced_keywords"):
         plain = handler(given[1])
         if plain is not NotImplemented:
             return f_wrapped(*given[0], **plain)
@@ -707,20 +740,38 @@ def _call_with_traced_keywords(f_wrapped, f_raw, args, kwargs):
     )
 
 
+def _notrace_followers(args, kwargs) -> list[Box]:
+    """The boxes among a notrace call's arguments whose node type has ``on_notrace``: every
+    level of boxing, inside list and tuple arguments and keywords too; one per trace,
+    newest trace first (as a primitive records on the newest trace). Plain arguments
+    cost one look each."""
+    found: dict[int, Box] = {}
+    for value in itertools.chain(args, kwargs.values()) if kwargs else args:
+        if type(value) in _box_types:
+            _add_followers(value, found)
+        elif type(value) in (list, tuple):
+            for item in value:
+                if type(item) in _box_types:
+                    _add_followers(item, found)
+    return [found[trace_id] for trace_id in sorted(found, reverse=True)] if found else []
+
+
+def _add_followers(box: Box, found: dict[int, Box]) -> None:
+    while type(box) in _box_types:
+        if box._node.on_notrace is not None and box._trace_id not in found:
+            found[box._trace_id] = box
+        box = box._value
+
+
 def notrace_primitive(f_raw: Callable) -> Callable:
     """Wrap a function whose output does not depend differentiably on its inputs."""
 
     @wraps(f_raw)
     def f_wrapped(*args, **kwargs):
-        if notrace_hook is not None:
-            ans = notrace_hook(f_raw, args, kwargs)
+        for box in _notrace_followers(args, kwargs):
+            ans = box._node.on_notrace(box, f_wrapped, args, kwargs)
             if ans is not NotImplemented:
                 return ans
-        for arg in args:
-            while type(arg) in _box_types:
-                if arg._node.on_notrace is not None:
-                    return arg._node.on_notrace(f_wrapped, args, kwargs)
-                arg = arg._value
         # Boxes may also sit inside a sequence argument (lexsort((a, b))): strip those
         # too, or the raw function would dispatch back here forever.
         return f_raw(*map(_strip, args), **{k: _strip(v) for k, v in kwargs.items()})

@@ -40,7 +40,6 @@ from typing import Any
 
 import numpy as _np
 
-from .._core import tracer
 from .._core.containers import container_add, sequence_take, sequence_untake
 from .._core.pytree import _sorted_keys, tree_flatten
 from .._core.replay import subvals
@@ -118,17 +117,23 @@ def _at_level(value, trace_id: int):
     return value, None
 
 
-def _on_notrace(f_wrapped, args, kwargs):
+def _on_notrace(box, f_wrapped, args, kwargs):
     """A notrace primitive called on values of the record (``Node.on_notrace``)."""
-    trace_id = _detection_trace(args)
+    trace_id = box._trace_id
+    detection = box._node.detection
     values, argnums, parents = [], [], []
     for i, arg in enumerate(args):
-        value, box = _at_level(arg, trace_id)
-        if box is not None:
+        value, at_level = _at_level(arg, trace_id)
+        if at_level is not None:
             argnums.append(i)
-            parents.append(box._node)
+            parents.append(at_level._node)
         values.append(value)
-    detection = parents[0].detection
+    if not parents:
+        # only inside a list, a tuple or a keyword: NumPy reads the plain value (the engine
+        # strips it when every trace has declined), so the answer is a decision
+        detection.guard(f"{_name(f_wrapped)} on a value computed from x inside a list, "
+                        f"a tuple or a keyword, read as a plain value")
+        return NotImplemented
     plain = _plain_keywords(kwargs, trace_id, detection)
     try:
         ans = f_wrapped(*values, **plain)  # (a recursive call: an older trace records its part)
@@ -173,6 +178,7 @@ class DetectionNode(KeptVJPNode):
     on_decision = staticmethod(_on_decision)
     on_notrace = staticmethod(_on_notrace)
     on_error = staticmethod(_on_error)
+    # (on_untraceable_answer and on_traced_keywords: set below, after their helpers)
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         KeptVJPNode.__init__(self, ans, fun, args, kwargs, argnums, parents)
@@ -196,8 +202,8 @@ def _detection_of(values, trace_id: int) -> Detection:
 
 
 def _plain_answer(f_raw, args, kwargs):
-    """The tracer's handler of an answer no box holds (``mask[0]``, a NumPy bool) computed
-    from values of a record: a plain value, and a decision."""
+    """``DetectionNode.on_untraceable_answer``: an answer no box holds (``mask[0]``, a
+    NumPy bool) computed from values of a record: a plain value, and a decision."""
     trace_id = _detection_trace(args)
     if not trace_id:
         return NotImplemented
@@ -210,8 +216,8 @@ def _plain_answer(f_raw, args, kwargs):
 
 
 def _keywords_made_plain(kwargs: dict):
-    """The tracer's handler of traced keywords: values of a record made plain (a
-    decision), or NotImplemented where another traced value remains."""
+    """``DetectionNode.on_traced_keywords``: values of a record made plain (a decision),
+    or NotImplemented where another traced value remains."""
     trace_id = _detection_trace(kwargs.values())
     if not trace_id:
         return NotImplemented
@@ -221,8 +227,8 @@ def _keywords_made_plain(kwargs: dict):
     return plain
 
 
-tracer.untraceable_answer_handlers.append(_plain_answer)
-tracer.traced_keyword_handlers.append(_keywords_made_plain)
+DetectionNode.on_untraceable_answer = staticmethod(_plain_answer)
+DetectionNode.on_traced_keywords = staticmethod(_keywords_made_plain)
 
 
 # ----------------------------------------------------------------------------- records

@@ -338,9 +338,6 @@ class JittedFunction:
         trace.session = session = Session(0)
         previous = _staging.current()
         _staging._state.session = session
-        # installed once and left: it answers NotImplemented in threads not staging, so
-        # two threads staging at once cannot uninstall it under each other
-        tracer.notrace_hook = _staging.notrace_hook
         caught: list = []
         try:
             with _effects.recording() as caught:

@@ -234,6 +234,8 @@ class StagingNode(Node):
     on_decision = staticmethod(_on_decision)
     on_error = staticmethod(_on_error)
     on_plain_value = staticmethod(_on_plain_value)
+    # (and on_notrace, on_traced_keywords, on_untraceable_answer: set below, beside the
+    # functions, which read the staging tables defined there)
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         # (runs once per recorded call, so it does only what the record needs; ``index``
@@ -403,11 +405,12 @@ _SHAPE_ONLY = {
 }
 
 
-def notrace_hook(f_raw, args, kwargs):
+def _on_notrace(box, f_wrapped, args, kwargs):
     """Record a notrace primitive (a comparison, argmax, sign ...) on staged values: its
-    answer depends on the inputs, and is guarded at once."""
+    answer depends on the inputs, and is guarded at once (``Node.on_notrace``)."""
     session = current()
-    if session is None or id(f_raw) in _SHAPE_ONLY:
+    f_raw = f_wrapped.fun
+    if session is None or box._trace_id != session.trace_id or id(f_raw) in _SHAPE_ONLY:
         return NotImplemented
     if kwargs:
         kwargs = _masks_made_plain(kwargs, session)
@@ -453,6 +456,9 @@ def notrace_hook(f_raw, args, kwargs):
     # the program is specialised on it: a guard checks it is the same on later calls.
     session.guards.append(Guard(node, _identity, ans))
     return ans
+
+
+StagingNode.on_notrace = staticmethod(_on_notrace)
 
 
 # elementwise notrace functions whose boolean answers are staged as masks
@@ -549,8 +555,8 @@ _FLOAT = np.dtype(float)
 
 
 def _plain_keyword_masks(kwargs: dict):
-    """The tracer's handler of traced keywords (``traced_keyword_handlers``): the keywords
-    with staged masks made plain, or NotImplemented where another traced value remains."""
+    """``StagingNode.on_traced_keywords``: the keywords with staged masks made plain, or
+    NotImplemented where another traced value remains."""
     session = current()
     if session is None:
         return NotImplemented
@@ -560,7 +566,7 @@ def _plain_keyword_masks(kwargs: dict):
     return plain
 
 
-tracer.traced_keyword_handlers.append(_plain_keyword_masks)
+StagingNode.on_traced_keywords = staticmethod(_plain_keyword_masks)
 
 
 def _identity(x: Any) -> Any:
@@ -585,4 +591,4 @@ def _plain_answer_of_masks(f_raw, args, kwargs):
     return f_raw(*[tracer.getval(a) for a in args], **kwargs)
 
 
-tracer.untraceable_answer_handlers.append(_plain_answer_of_masks)
+StagingNode.on_untraceable_answer = staticmethod(_plain_answer_of_masks)

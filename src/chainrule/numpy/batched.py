@@ -547,7 +547,6 @@ def _per_example(ufunc, method: str) -> Callable:
     return call
 
 
-register_batched_type(BatchedArray)
 VSpace.register(BatchedArray, lambda b: ArrayVSpace(_np.zeros(b.shape, b.dtype)))
 
 
@@ -622,7 +621,7 @@ def _with_output_arrays(fun, args, kwargs, trace_id: int):
     return _written(out, batch_call(fun, tuple(args), kwargs, trace_id), what)
 
 
-tracer.batch_hook = batch_call
+register_batched_type(BatchedArray, batch_call)
 
 
 def _as_batched(ans, trace: BatchTrace):

@@ -27,7 +27,6 @@ from .._core.tracer import (
     isbox,
     primitive,
     staged,
-    untraceable_answer_handlers,
 )
 from .._sparsity.products import called_by_sparse_dispatch, product_with
 from . import numpy_wrapper as anp
@@ -642,7 +641,8 @@ def _ufunc_by_foreign_operand(f_raw, args, kwargs):
 
 
 _ndarray_ufunc = _np.ndarray.__array_ufunc__
-untraceable_answer_handlers.append(_ufunc_by_foreign_operand)
+ArrayBox.on_untraceable_answer = staticmethod(_ufunc_by_foreign_operand)
+ArrayBox.on_refused_sequences = staticmethod(anp._sequences_as_arrays)
 
 __all__ = ["ArrayBox", "getval"]
 

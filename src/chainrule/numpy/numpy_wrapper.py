@@ -473,19 +473,13 @@ def _holds_box(arg) -> bool:
 
 
 def _sequences_as_arrays(f_wrapped, args, kwargs):
-    """tracer.sequence_hook: redo a primitive call whose list or tuple arguments hold
-    traced values (np.mean([a, b]), as autograd accepts) with them made traced arrays by
-    the differentiable ``array``. It runs only after the plain call failed, so calls
-    without such lists pay nothing; with none it re-raises the error being handled."""
-    if not (_builtins.any(_holds_box(a) for a in args)
-            or _builtins.any(_holds_box(v) for v in kwargs.values())):
-        raise  # noqa: PLE0704 - called from tracer's except clause: the original error
+    """``ArrayBox.on_refused_sequences`` (set in numpy_boxes): redo a primitive call whose
+    list or tuple arguments hold traced values (np.mean([a, b]), as autograd accepts) with
+    them made traced arrays by the differentiable ``array``. The engine asks only after the
+    plain call failed, so calls without such lists pay nothing."""
     args = [array(a) if _holds_box(a) else a for a in args]
     kwargs = {k: array(v) if _holds_box(v) else v for k, v in kwargs.items()}
     return f_wrapped(*args, **kwargs)
-
-
-_tracer.sequence_hook = _sequences_as_arrays
 
 
 def astype(x, dtype, /, *, copy=True, device=None):
