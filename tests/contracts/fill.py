@@ -40,11 +40,11 @@ def _fill(g) -> None:
     if g.rng.random() < 0.4:  # a view taken before the writes, read after them
         viewed = g.name("w")
         g.emit(f"{viewed} = " + g.pick([
-            f"np.flip({buf})", f"np.reshape({buf}, (n,))", f"np.ravel({buf})",
-            f"{buf}.view()", f"np.transpose({buf})", f"np.expand_dims({buf}, 0)[0]",
-            f"np.broadcast_to({buf}, (2, n))[1]", f"{buf}.real", f"np.asarray({buf})",
-            f"{buf}.astype(float, copy=False)", f"np.atleast_2d({buf})[0]",
-            f"np.array_split({buf}, 1)[0]", f"np.ascontiguousarray({buf})",
+            f"onp.flip({buf})", f"onp.reshape({buf}, (n,))", f"onp.ravel({buf})",
+            f"{buf}.view()", f"onp.transpose({buf})", f"onp.expand_dims({buf}, 0)[0]",
+            f"onp.broadcast_to({buf}, (2, n))[1]", f"{buf}.real", f"np.asarray({buf})",
+            f"{buf}.astype(float, copy=False)", f"onp.atleast_2d({buf})[0]",
+            f"onp.array_split({buf}, 1)[0]",
             f"onp.lib.stride_tricks.sliding_window_view({buf}, 1)[:, 0]"]))
     for _ in range(int(g.rng.integers(1, 4))):
         g.emit(g.pick([
@@ -65,12 +65,12 @@ def _fill(g) -> None:
             f"{buf}.flat[1:] = {a}[:2]",
             f"{buf}.sort()",
             f"np.concatenate([{a}[:1], {b}[1:]], out={buf})",
-            f"np.transpose({buf})[{i}] = {g.scalar_expr()}",
-            f"np.reshape({buf}, (1, n))[0, {j}] = {g.scalar_expr()}",
+            f"onp.transpose({buf})[{i}] = {g.scalar_expr()}",
+            f"onp.reshape({buf}, (1, n))[0, {j}] = {g.scalar_expr()}",
             f"np.place({buf}, {a} > 0, {b}[:2])",
             f"np.put_along_axis({buf}, onp.array([{i}, {j}]), {b}[:2], axis=0)",
             f"{buf}.flat = {a}[:2]",
-            f"np.fill_diagonal(np.reshape({buf}, (1, n)), {a}[{j}])",
+            f"np.fill_diagonal(onp.reshape({buf}, (1, n)), {a}[{j}])",
         ]))
     g.vecs.append(buf)
     if viewed is not None:
@@ -83,9 +83,9 @@ def _complex_parts(g) -> None:
     c, part, v = g.name("c"), g.name("w"), g.name()
     i = g.index()
     g.emit(f"{c} = np.zeros(n, dtype=complex)",
-           f"{part} = " + g.pick([f"{c}.real", f"np.real({c})", f"{c}.imag", f"np.imag({c})"]),
+           f"{part} = " + g.pick([f"{c}.real", f"onp.real({c})", f"{c}.imag", f"onp.imag({c})"]),
            g.pick([f"{c}.real[:] = {a}", f"{c}[:] = {a} + 1j * {b}",
-                   f"np.real({c})[{i}] = {g.scalar_expr()}"]),
+                   f"onp.real({c})[{i}] = {g.scalar_expr()}"]),
            g.pick([f"{c}.imag[{i}] = {g.scalar_expr()}", f"np.add.at({c}.imag, [{i}, {i}], {b}[0])",
                    f"{c} *= 1.0 + 0.5j", f"{c}.real[::2] += {b}[::2]"]),
            f"{v} = np.abs({c}) ** 2 + {part}")

@@ -635,13 +635,10 @@ def _buffered(make, raw, copying: bool = False):
 
 def _answers_its_argument(raw, args, kwargs) -> bool:
     """Whether NumPy's ``raw`` (``asarray``, ``array(copy=False)``, ...) answers the array
-    ``args[0]`` (a buffer or a traced array) holds itself rather than new memory."""
-    if type(args[0]) is Buffer:
-        plain = args[0]._plain
-    elif isinstance(args[0], ArrayBox) and type(_tracer.getval(args[0])) is _np.ndarray:
-        plain = _tracer.getval(args[0])
-    else:
+    the buffer ``args[0]`` holds itself rather than new memory."""
+    if type(args[0]) is not Buffer:
         return False
+    plain = args[0]._plain
     try:
         return raw(plain, *_value_of(args[1:]), **kwargs) is plain
     except (TypeError, ValueError):
@@ -652,7 +649,7 @@ _PLAIN = frozenset([_np.ndarray, int, float, tuple])  # a plain array, a size or
 _ALLOCATING = ("zeros", "ones", "empty")
 _ALIKE = ("zeros_like", "ones_like", "empty_like")
 _OTHERS = ("full", "eye", "identity", "arange", "linspace", "full_like", "array", "asarray",
-           "asanyarray", "ascontiguousarray", "copy")
+           "copy")
 
 
 def _wrapped_constructors(namespace: dict) -> dict:
@@ -675,15 +672,17 @@ def install(namespace: dict) -> None:
     # own handling: only a buffer among the arguments sends them here)
     for name, function in constructors.items():
         anp.raw_to_wrapped[getattr(_np, name)] = function
+    # NumPy's view functions called on a buffer or a traced array answer views. (Only
+    # NumPy's own: chainrule.numpy's are the primitives themselves, whose identity the rule
+    # tables and user rules rely on, so np.transpose(a) of chainrule.numpy gives a copy.)
     for name in _VIEWING:
         if namespace.get(name, getattr(_np, name, None)) is not getattr(_np, name, None):
             # (chainrule.numpy's own: not NumPy's matrix_transpose, which has no rule)
             raw = getattr(_np, name)
-            namespace[name] = _FUNCTIONS[raw] = view_functions[raw] = _viewing(namespace[name])
+            _FUNCTIONS[raw] = view_functions[raw] = _viewing(namespace[name])
     for name in ("real", "imag"):
         raw = getattr(_np, name)
-        namespace[name] = _FUNCTIONS[raw] = view_functions[raw] = _attribute(
-            name, namespace[name])
+        _FUNCTIONS[raw] = view_functions[raw] = _attribute(name, namespace[name])
     own = {**constructors, **writes}
     for name, ufunc in (("add", _np.add), ("subtract", _np.subtract)):
         namespace[name].at = functools.partial(_ufunc_at, ufunc)
