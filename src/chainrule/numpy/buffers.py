@@ -30,6 +30,7 @@ import numpy as _np
 from .._core import tracer as _tracer
 from .._core.tracer import FrontEnd, isbox, live_trace_ids, register_front_end
 from . import numpy_wrapper as anp
+from .numpy_boxes import ArrayBox, FlatIndexer, _as_view, repeated, view_functions, write_flat
 
 __all__ = ["Buffer"]
 
@@ -57,6 +58,8 @@ class _Memory:
 def _is_traced(value) -> bool:
     if type(value) is Buffer:
         return value._memory.traced is not None
+    if type(value) in (list, tuple):  # (np.concatenate([a, b], out=c) of buffers)
+        return any(_is_traced(item) for item in value)
     return anp._contains_box(value) or type(value) in _tracer.batched_types
 
 
@@ -72,13 +75,14 @@ def _value_of(obj):
 class Buffer:
     """An array made by a chainrule.numpy constructor under a trace (see the module doc)."""
 
-    __slots__ = ("_memory", "_plain", "_positions", "__weakref__")
+    __slots__ = ("_memory", "_plain", "_positions", "_part", "__weakref__")
     __array_priority__ = 200.0  # above ArrayBox's: box + buffer asks the buffer first
 
-    def __init__(self, memory: _Memory, plain: _np.ndarray, positions):
+    def __init__(self, memory: _Memory, plain: _np.ndarray, positions, part=None):
         self._memory = memory
         self._plain = plain  # the NumPy view of the memory this buffer is
         self._positions = positions  # None: the base itself
+        self._part = part  # "real" or "imag": a view of that part of complex elements
 
     @classmethod
     def holding(cls, array: _np.ndarray) -> Buffer:
@@ -89,9 +93,8 @@ class Buffer:
         traced = self._memory.traced
         if traced is None:
             return self._plain
-        if self._positions is None:
-            return traced
-        return anp.ravel(traced)[self._positions]
+        value = traced if self._positions is None else anp.ravel(traced)[self._positions]
+        return value if self._part is None else getattr(anp, self._part)(value)
 
     def _all_positions(self) -> _np.ndarray:
         return self._memory.all_positions() if self._positions is None else self._positions
@@ -140,10 +143,15 @@ class Buffer:
 
     # ------------------------------------------------------------------ views and reads
     def _derived(self, make):
-        """``make(array)``: a view of this buffer where NumPy gives a view, else the value."""
+        """``make(array)``: a view of this buffer where NumPy gives a view (a list of views
+        where it gives a list of them: ``np.split``), else the value."""
         plain = make(self._plain)
-        if type(plain) is _np.ndarray and plain.size and _np.shares_memory(plain, self._plain):
-            return Buffer(self._memory, plain, make(self._all_positions()))
+        if _views_of(plain, self._plain):
+            positions = make(self._all_positions())
+            if type(plain) is _np.ndarray:
+                return Buffer(self._memory, plain, positions, self._part)
+            return type(plain)(Buffer(self._memory, p, q, self._part)
+                               for p, q in zip(plain, positions))
         copied = make(self._value())
         if type(copied) is _np.ndarray:
             # a copy (a fancy or boolean index): a buffer of its own, as np.zeros(n) + 1.0
@@ -177,6 +185,33 @@ class Buffer:
         # NumPy's is a read-only view: it sees later writes into the buffer
         return self._derived(lambda a: a.diagonal(offset, axis1, axis2))
 
+    @property
+    def mT(self):
+        return self._derived(lambda a: a.mT)
+
+    @property
+    def real(self):
+        if self.dtype.kind == "c":
+            return Buffer(self._memory, self._plain.real, self._all_positions(), "real")
+        return self._derived(lambda a: a.real)  # the array itself, as NumPy's
+
+    @property
+    def imag(self):
+        if self.dtype.kind == "c":
+            return Buffer(self._memory, self._plain.imag, self._all_positions(), "imag")
+        return self._value().imag  # NumPy's: read-only zeros
+
+    def view(self, dtype=None, type=None):
+        if type is None and (dtype is None or _np.dtype(dtype) == self.dtype):
+            return self._derived(lambda a: a.view())
+        return self._value().view(*(() if dtype is None else (dtype,)),
+                                  **({} if type is None else {"type": type}))
+
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        if not copy and _np.dtype(dtype) == self.dtype and order in ("K", "A"):
+            return self  # NumPy answers the array itself
+        return self._value().astype(dtype, order, casting, subok, copy)
+
     def copy(self, order="C"):
         return copy(self, order=order)
 
@@ -198,7 +233,11 @@ class Buffer:
             raise ValueError("assignment destination is read-only")
         memory = self._memory
         positions = self._all_positions()[_value_of(index)]
-        flat = functional_update(anp.ravel(memory.current()), positions, _value_of(value))
+        value = _value_of(value)
+        if self._part is not None:  # the complex elements, with the other part kept
+            value = _into_part(self._part, value, anp.ravel(memory.current())[positions],
+                               functional_update is anp.index_add)
+        flat = functional_update(anp.ravel(memory.current()), positions, value)
         memory.traced = anp.reshape(flat, memory.plain.shape)
 
     def __setitem__(self, index, value):
@@ -212,6 +251,20 @@ class Buffer:
 
     def put(self, indices, values, mode="raise"):
         return put(self, indices, values, mode)
+
+    @property
+    def flat(self):
+        return FlatIndexer(self)
+
+    @flat.setter
+    def flat(self, value):  # a.flat = v: every element, v repeated (NumPy's)
+        FlatIndexer(self)[...] = value
+
+    def sort(self, axis=-1, kind=None, order=None):
+        """In place, as ``ndarray.sort``; after a traced write, the sorted value written."""
+        if self._memory.traced is None:
+            return self._plain.sort(axis, kind, order)
+        self[...] = anp.sort(self._value(), axis=axis, kind=kind, order=order)
 
     def _inplace(self, ufunc, other):
         if self._memory.traced is None and not _is_traced(other):
@@ -261,7 +314,35 @@ class Buffer:
         own = _FUNCTIONS.get(func)
         if own is not None:
             return own(*args, **kwargs)
-        return func(*_value_of(args), **{k: _value_of(v) for k, v in kwargs.items()})
+        if type(kwargs.get("out")) is Buffer:  # numpy.concatenate(xs, out=a), ...
+            return _as_output(kwargs["out"], func, args,
+                              {k: v for k, v in kwargs.items() if k != "out"})
+        answer = func(*_value_of(args), **{k: _value_of(v) for k, v in kwargs.items()})
+        if args and args[0] is self and self._memory.traced is None and \
+                _views_of(answer, self._plain):
+            # a view made by a function chainrule does not know (sliding_window_view):
+            # taken as one, so that it sees later writes (a traced one too)
+            return self._derived(lambda a: func(a, *_value_of(args[1:]), **kwargs))
+        return answer
+
+
+def _into_part(part: str, value, old, adding: bool):
+    """What a write of ``value`` into the ``part`` ("real" or "imag") of the complex
+    elements ``old`` writes (or, ``adding``, adds) into those elements."""
+    if adding:
+        return value if part == "real" else value * 1j
+    if part == "real":
+        return value + 1j * anp.imag(old)
+    return anp.real(old) + 1j * value
+
+
+def _views_of(answer, memory: _np.ndarray) -> bool:
+    """Is ``answer`` (computed from ``memory``) a view of its elements, or a list of such
+    views? (Not a reinterpreting view, as ``.real`` of complex memory is: another dtype.)"""
+    parts = answer if type(answer) in (list, tuple) and answer else (answer,)
+    return (all(type(p) is _np.ndarray and p.dtype == memory.dtype for p in parts)
+            and any(p.size for p in parts)
+            and all(not p.size or _np.shares_memory(p, memory) for p in parts))
 
 
 def _as_output(buffer: Buffer, function, args, kwargs):
@@ -270,7 +351,9 @@ def _as_output(buffer: Buffer, function, args, kwargs):
     where = kwargs.pop("where", True)
     if not any(_is_traced(v) for v in (buffer, where, *args, *kwargs.values())):
         raw = getattr(function, "fun", function)
-        raw(*_value_of(args), out=buffer._plain, where=_value_of(where), **_value_of(kwargs))
+        if where is not True:  # (given only where given: most functions have no where=)
+            kwargs["where"] = _value_of(where)
+        raw(*_value_of(args), out=buffer._plain, **_value_of(kwargs))
         return buffer
     result = function(*_value_of(args), **_value_of(kwargs))
     if where is not True:
@@ -345,22 +428,80 @@ def copyto(dst, src, casting="same_kind", where=True):
     dst[...] = new
 
 
+def fill_diagonal(a, val, wrap=False):
+    """``numpy.fill_diagonal``: the main diagonal's positions (of a 2-D array, with
+    ``wrap`` for tall ones; of an n-D array of equal sides) take ``val``, repeated."""
+    if not _writes_traced(a, val):
+        return _np.fill_diagonal(_value_of(a), _value_of(val), wrap)
+    shape = a.shape
+    if len(shape) < 2:
+        raise ValueError("array must be at least 2-d")
+    if len(shape) > 2 and len(set(shape)) > 1:
+        raise ValueError("All dimensions of input must be of equal length")
+    # consecutive diagonal elements lie one step along every axis apart in C order
+    step = 1 + sum(int(_np.prod(shape[k + 1:])) for k in range(len(shape) - 1))
+    stop = a.size if wrap or len(shape) > 2 else shape[1] * shape[1]
+    write_flat(a, _np.arange(a.size)[:stop:step], _value_of(val))
+
+
+def place(arr, mask, vals):
+    """``numpy.place``: the positions where ``mask`` is true take ``vals`` in order,
+    repeated where it has fewer."""
+    if not _writes_traced(arr, vals, mask):
+        return _np.place(_value_of(arr), _value_of(mask), _value_of(vals))
+    positions = _np.flatnonzero(_np.asarray(_value_of(mask)))  # (under jit: a guarded read)
+    if positions.size and not _np.size(_tracer.getval(_value_of(vals))):
+        raise ValueError("Cannot insert from an empty array!")
+    write_flat(arr, positions, _value_of(vals))
+
+
+def put_along_axis(arr, indices, values, axis):
+    """``numpy.put_along_axis``: ``arr`` at ``indices`` along ``axis`` (the other axes
+    matched position by position, as take_along_axis reads) takes ``values``, broadcast."""
+    if not _writes_traced(arr, values):
+        return _np.put_along_axis(_value_of(arr), indices, _value_of(values), axis)
+    indices = _np.asarray(_value_of(indices))  # (under jit: a guarded read)
+    if axis is None:
+        return write_flat(arr, _np.arange(arr.size)[indices.ravel()], _value_of(values))
+    shape = arr.shape
+    axis = axis % len(shape)
+    index = tuple(indices if k == axis else
+                  _np.arange(shape[k]).reshape([-1 if j == k else 1 for j in range(len(shape))])
+                  for k in range(len(shape)))
+    arr[index] = _value_of(values)
+
+
 def put(a, ind, v, mode="raise"):
-    """``numpy.put``: ``a.flat[ind] = v`` (the positions checked as NumPy's mode='raise')."""
+    """``numpy.put``: ``a.flat[ind] = v``, ``v`` repeated to the indices' count, the
+    indices checked (``'raise'``), wrapped or clipped as NumPy's ``mode`` says."""
     if not _writes_traced(a, v):
         return _np.put(_value_of(a), ind, _value_of(v), mode=mode)
-    if mode != "raise":
-        raise NotImplementedError("numpy.put of traced values supports mode='raise' only")
-    flat = _np.arange(_np.size(_tracer.getval(_value_of(a))))[_np.asarray(ind)]
-    a[_np.unravel_index(flat, _np.shape(_tracer.getval(_value_of(a))))] = v
+    size = a.size
+    ind = _np.asarray(_value_of(ind), dtype=_np.intp).ravel()
+    if mode == "wrap" and size:
+        ind = ind % size
+    elif mode == "clip":
+        ind = _np.clip(ind, 0, size - 1)
+    elif mode != "raise":
+        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+    write_flat(a, _np.arange(size)[ind], _value_of(v))  # (out of range: NumPy's IndexError)
 
 
 def putmask(a, mask, values):
-    """``numpy.putmask``: where ``mask``, ``a`` takes ``values`` (of ``a``'s shape, or one
-    that broadcasts to it)."""
-    if not _writes_traced(a, values):
+    """``numpy.putmask``: where ``mask``, ``a`` takes ``values``: the value at the same
+    C-order position, ``values`` repeated cyclically when it has fewer (NumPy's rule, not
+    broadcasting: ``values`` of shape (2, 1) into (2, 3) alternates along each row)."""
+    if not _writes_traced(a, values, mask):  # (jit traces masks: x > 0 is one)
         return _np.putmask(_value_of(a), _value_of(mask), _value_of(values))
-    a[...] = anp.where(_value_of(mask), _value_of(values), _value_of(a))
+    if _np.shape(_value_of(mask)) != a.shape:
+        raise ValueError("putmask: mask and data must be the same size")
+    # NumPy's own cast check ('safe' for arrays of values, not for scalars), on stand-ins
+    plain = _np.asarray(_tracer.getval(_value_of(values)))
+    _np.putmask(_np.zeros(1, a.dtype), _np.zeros(1, bool),
+                _np.zeros(1, plain.dtype) if plain.ndim else plain.dtype.type(0))
+    taken = repeated(_value_of(values), a.size)
+    if taken is not None:
+        a[...] = anp.where(_value_of(mask), anp.reshape(taken, a.shape), _value_of(a))
 
 
 def _ufunc_at(ufunc, a, indices, b=None):
@@ -371,6 +512,57 @@ def _ufunc_at(ufunc, a, indices, b=None):
         a[...] = anp.index_add(a, indices, b if ufunc is _np.add else anp.negative(b))
         return None
     return ufunc.at(a, indices, *(() if b is None else (b,)))
+
+
+# ----------------------------------------------------------------------------- views by function
+# NumPy's functions that answer a view of their first argument, as the methods .T, reshape,
+# ravel, ... do: the view sees later writes into the array (a buffer or a traced array),
+# and a write through it reaches the array (a buffer) or is refused (a traced array).
+_VIEWING = ("transpose reshape ravel squeeze expand_dims moveaxis swapaxes rollaxis "
+            "broadcast_to atleast_1d atleast_2d atleast_3d flip fliplr flipud rot90 "
+            "diagonal matrix_transpose permute_dims split array_split hsplit vsplit "
+            "dsplit").split()
+
+
+def _viewing(wrapped):
+    """``wrapped`` (chainrule.numpy's function), whose answer is a view of a buffer or a
+    traced array ``a`` where NumPy's would be one of ``a``."""
+
+    @functools.wraps(wrapped)
+    def function(a, *args, **kwargs):
+        if type(a) is Buffer:
+            return a._derived(lambda value: wrapped(value, *args, **kwargs))
+        result = wrapped(a, *args, **kwargs)
+        if not isinstance(a, ArrayBox):
+            return result
+        if not isinstance(result, ArrayBox):  # np.split's traced list: a list of views
+            return [_as_view(result[i], a, _part(wrapped, i), *args, **kwargs)
+                    for i in range(len(result))]
+        return _as_view(result, a, wrapped, *args, **kwargs)
+
+    return function
+
+
+def _attribute(name: str, wrapped):
+    """``np.real`` / ``np.imag``: the attribute (a view of a buffer's or a traced array's
+    part, as NumPy's ``val.real``), ``wrapped`` for other values."""
+
+    @functools.wraps(wrapped)
+    def function(val):
+        if type(val) is Buffer or isinstance(val, ArrayBox):
+            return getattr(val, name)
+        return wrapped(val)
+
+    return function
+
+
+def _part(wrapped, i: int):
+    """``wrapped``'s answer's part ``i`` (a list's item), as a function of the same arguments."""
+
+    def function(*args, **kwargs):
+        return wrapped(*args, **kwargs)[i]
+
+    return function
 
 
 # ----------------------------------------------------------------------------- constructors
@@ -432,7 +624,7 @@ def _buffered(make, raw, copying: bool = False):
             if not args or type(args[0]) in _PLAIN:
                 return raw(*args, **kwargs)
             return make(*args, **kwargs)
-        if args and type(args[0]) is Buffer and _answers_its_argument(raw, args, kwargs):
+        if args and _answers_its_argument(raw, args, kwargs):
             return args[0]  # np.asarray(a): a itself, which sees a's later writes
         ans = make(*_value_of(args), **{k: _value_of(v) for k, v in kwargs.items()})
         return _held_copy(ans) if copying else _held(ans)
@@ -443,6 +635,8 @@ def _buffered(make, raw, copying: bool = False):
 def _answers_its_argument(raw, args, kwargs) -> bool:
     """Whether NumPy's ``raw`` (``asarray``, ``array(copy=False)``, ...) answers the array
     the buffer ``args[0]`` holds itself rather than new memory."""
+    if type(args[0]) is not Buffer:
+        return False
     plain = args[0]._plain
     try:
         return raw(plain, *_value_of(args[1:]), **kwargs) is plain
@@ -468,7 +662,8 @@ def install(namespace: dict) -> None:
     """Put the constructors and write functions over chainrule.numpy's ``namespace``, and
     send NumPy's own (``np.zeros_like(x)`` of a traced ``x``) to them."""
     constructors = _wrapped_constructors(namespace)
-    writes = {"copyto": copyto, "put": put, "putmask": putmask}
+    writes = {"copyto": copyto, "put": put, "putmask": putmask, "fill_diagonal": fill_diagonal,
+              "place": place, "put_along_axis": put_along_axis}
     for name, function in {**constructors, **writes}.items():
         namespace[name] = function
         _FUNCTIONS[getattr(_np, name)] = function
@@ -476,6 +671,17 @@ def install(namespace: dict) -> None:
     # own handling: only a buffer among the arguments sends them here)
     for name, function in constructors.items():
         anp.raw_to_wrapped[getattr(_np, name)] = function
+    # NumPy's view functions called on a buffer or a traced array answer views. (Only
+    # NumPy's own: chainrule.numpy's are the primitives themselves, whose identity the rule
+    # tables and user rules rely on, so np.transpose(a) of chainrule.numpy gives a copy.)
+    for name in _VIEWING:
+        if namespace.get(name, getattr(_np, name, None)) is not getattr(_np, name, None):
+            # (chainrule.numpy's own: not NumPy's matrix_transpose, which has no rule)
+            raw = getattr(_np, name)
+            _FUNCTIONS[raw] = view_functions[raw] = _viewing(namespace[name])
+    for name in ("real", "imag"):
+        raw = getattr(_np, name)
+        _FUNCTIONS[raw] = view_functions[raw] = _attribute(name, namespace[name])
     own = {**constructors, **writes}
     for name, ufunc in (("add", _np.add), ("subtract", _np.subtract)):
         namespace[name].at = functools.partial(_ufunc_at, ufunc)

@@ -21,6 +21,7 @@ from .._core.tracer import (
     as_index,
     check_not_leaked,
     decided,
+    front_ends,
     getval,
     into_plain_array,
     isbox,
@@ -71,6 +72,10 @@ class ArrayBox(Box):
     @property
     def T(self):
         return _as_view(anp.transpose(self), self, anp.transpose)
+
+    @property
+    def mT(self):
+        return _as_view(anp.swapaxes(self, -1, -2), self, anp.swapaxes, -1, -2)
 
     @property
     def real(self):
@@ -211,7 +216,7 @@ class ArrayBox(Box):
         if wrapped is None and scipy_ufunc_rules(ufunc):
             wrapped = anp.raw_to_wrapped.get(ufunc)
         name = _ufunc_name(ufunc)
-        if kwargs.get("out") is not None:
+        if kwargs.get("out") is not None and not _takes_writes(kwargs["out"]):
             if _writes_followed(inputs, kwargs["out"]):
                 # (a staging trace follows the write: the function then runs eagerly)
                 plain = [x._node.on_plain_value(x, into_plain_array) if isbox(x) else x
@@ -228,7 +233,7 @@ class ArrayBox(Box):
         return wrapped(*inputs, **kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
-        wrapped = anp.raw_to_wrapped.get(func)
+        wrapped = view_functions.get(func) or anp.raw_to_wrapped.get(func)
         if wrapped is not None and not kwargs:
             return wrapped(*args)
         name = getattr(func, "__name__", repr(func))
@@ -292,7 +297,15 @@ class ArrayBox(Box):
     __invert__ = anp.invert
 
     # ------------------------------------------------------------------ methods
+    def view(self, dtype=None, type=None):
+        if type is not None or (dtype is not None and _np.dtype(dtype) != self.dtype):
+            raise TypeError("x.view(dtype) of a traced array reinterprets its bytes, which "
+                            "has no derivative: use x.astype(dtype) to convert the values")
+        return self.reshape(self.shape)  # a view of the same elements, as NumPy's
+
     def astype(self, dtype, *args, **kwargs):
+        if not kwargs.get("copy", True) and _np.dtype(dtype) == self.dtype:
+            return self  # NumPy answers the array itself
         if _carries_no_derivative(dtype):
             return decided(self, _Plain("astype", array_astype, dtype, args, kwargs))
         return array_astype(self, dtype, *args, **kwargs)
@@ -332,6 +345,18 @@ class ArrayBox(Box):
     def fill(self, value):
         self._check_not_view("x.fill(...)")
         self._rebind(anp.index_update(self, Ellipsis, value))
+
+    def sort(self, axis=-1, kind=None, order=None):
+        self._check_not_view("x.sort()")
+        self._rebind(anp.sort(self, axis=axis, kind=kind, order=order))
+
+    @property
+    def flat(self):
+        return FlatIndexer(self)
+
+    @flat.setter
+    def flat(self, value):  # x.flat = v: every element, v repeated (NumPy's)
+        FlatIndexer(self)[...] = value
 
     def item(self, *args):
         if self._node.on_plain_value is not None:  # (a Python number, as eagerly)
@@ -381,6 +406,63 @@ for _name in (
     "trace repeat round argmax argmin argsort nonzero any all take compress"
 ).split():
     setattr(ArrayBox, _name, _method(_name))
+
+
+class FlatIndexer:
+    """``a.flat`` of a traced array or a chainrule.numpy buffer: indexed by C-order position;
+    a read copies, as NumPy's; a write repeats its values as NumPy's flat iterator does
+    (``a.flat[[0, 1, 2]] = [1, 2]`` writes 1, 2, 1)."""
+
+    __slots__ = ("_array",)
+
+    def __init__(self, array):
+        self._array = array
+
+    def __len__(self):
+        return self._array.size
+
+    def __iter__(self):
+        return iter(self[:])
+
+    def __getitem__(self, index):
+        read = anp.ravel(self._array)[index]
+        return read.copy() if type(read) is _np.ndarray else read
+
+    def __setitem__(self, index, value):
+        write_flat(self._array, _np.arange(self._array.size)[index], value)
+
+
+def write_flat(target, positions, values) -> None:
+    """``target.flat[positions] = values`` (a traced array or a buffer), ``values``
+    repeated (or cut) to the positions' count as NumPy's put and flat writes do."""
+    values = repeated(values, _np.size(positions))
+    if values is not None:
+        target[_np.unravel_index(positions, target.shape)] = anp.reshape(
+            values, _np.shape(positions))
+
+
+def repeated(values, count: int):
+    """``values`` flattened and repeated cyclically to ``count`` elements (NumPy's rule for
+    put, putmask and flat writes); None where there are no values (NumPy writes nothing)."""
+    flat = anp.ravel(values)
+    size = _np.size(getval(flat))
+    if size == 0:
+        return None
+    return flat if size == count else flat[_np.arange(count) % size]
+
+
+def _takes_writes(out) -> bool:
+    """Is ``out`` (a ufunc's ``out=``) a front-end array that takes traced writes (a
+    chainrule.numpy buffer)? The primitive then writes into it."""
+    if type(out) is tuple and len(out) == 1:
+        out = out[0]
+    front_end = front_ends.get(type(out))
+    return front_end is not None and front_end.as_output is not None
+
+
+# NumPy's functions that answer a view of their first argument (numpy.transpose, ...) ->
+# chainrule.numpy's, which answer it as a view of a traced array too (filled by buffers)
+view_functions: dict = {}
 
 
 def _as_view(result, base, fun=None, *args, **kwargs):

@@ -294,9 +294,19 @@ array_from_args = _spread("array", _array_build)
 
 
 def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
-    if out is not None or dtype is not None:
-        return _np.concatenate(tuple(arrays), axis=axis, out=out, dtype=dtype, casting=casting)
-    return concatenate_args(axis, *arrays)
+    arrays = tuple(arrays)
+    if (out is not None or dtype is not None) and not _contains_box(arrays):
+        return _np.concatenate(arrays, axis=axis, out=out, dtype=dtype, casting=casting)
+    joined = concatenate_args(axis, *arrays)
+    if dtype is not None:
+        if not _np.can_cast(joined.dtype, dtype, casting):
+            raise TypeError(f"Cannot cast array data from {joined.dtype!r} to "
+                            f"{_np.dtype(dtype)!r} according to the rule {casting!r}")
+        joined = joined.astype(dtype)
+    if out is None:
+        return joined
+    out[...] = joined  # (a plain NumPy out: the clear error of a traced write into one)
+    return out
 
 
 def stack(arrays, axis=0, out=None, dtype=None, casting="same_kind"):

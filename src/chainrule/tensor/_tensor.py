@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import sys
 import threading
+import warnings
 import weakref
 from collections.abc import Callable
 
@@ -346,12 +347,25 @@ class Tensor:
         return value
 
     def __float__(self) -> float:
+        self._warn_if_gradient_dropped()
         return float(self._plain("float()"))
+
+    def _warn_if_gradient_dropped(self) -> None:
+        # NumPy converts a Tensor written into its array (a[i] = t) with float(): the
+        # gradient is lost without an error, so say it, as PyTorch does for float(t)
+        if self.grad_fn is not None:
+            warnings.warn(
+                "Converting a Tensor with requires_grad=True to a Python number drops its "
+                "gradient (as in a[i] = t with a a NumPy array, which converts t with "
+                "float()). Use t.item() for the number, or keep it a Tensor: build arrays "
+                "of Tensors with chainrule.numpy.stack or concatenate.", UserWarning,
+                stacklevel=3)
 
     def __int__(self) -> int:
         return int(self._plain("int()"))
 
     def __complex__(self) -> complex:
+        self._warn_if_gradient_dropped()
         return complex(self._plain("complex()"))
 
     def __index__(self) -> int:
