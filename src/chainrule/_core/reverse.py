@@ -127,7 +127,9 @@ class VJPNode(Node):
                     type(arg) in _box_types and type(arg._value) in droppable_types
                 ):  # (a box of an older trace too: jit's staging keeps no array alive)
                     args[i] = ShapeOnly((arg.shape, arg.dtype))
-            if not reads_ans:
+            if not reads_ans and (type(ans) in droppable_types or (
+                type(ans) in _box_types and type(ans._value) in droppable_types
+            )):  # (jit's staged answer is kept: it holds no array, and names its line)
                 ans = None
         if len(args) != len(argnums):  # constants among the arguments
             for i, arg in enumerate(args):
