@@ -67,8 +67,9 @@ RTOL = 1e-4
 
 # SciPy methods whose answer is not reproducible bit for bit: the same call, the same
 # arguments, gives different last digits from one call to the next (trust-krylov's trlib
-# subproblem solver: four different answers in 300 identical calls of case 2458, SciPy
-# alone). The traced call's value is compared with the plain one to their own spread there.
+# subproblem solver: case 2458's objective, minimized 300 times by SciPy alone with the
+# same jac and hessp, gave four answers differing from the 8th digit). The traced call's
+# value is compared with the plain one to that spread there.
 UNREPRODUCIBLE = {"minimize trust-krylov"}
 UNREPRODUCIBLE_RTOL = 1e-6
 
