@@ -125,16 +125,24 @@ _VIEWS = {
 }
 
 
-@pytest.mark.parametrize("make", _VIEWS.values(), ids=_VIEWS.keys())
-@pytest.mark.parametrize("array", ["buffer", "traced"])
-def test_a_view_taken_before_a_write_sees_it(make, array):
-    # NumPy: the view shares the array's memory, so a later write into the array shows in
-    # it; a stale copy gave the derivative through the write as 0, silently
+def _view_then_write(make, array):
+    """sum(view) * x[1], the view made of a buffer or traced array before x[0] * 5 is
+    written into its base."""
     def f(x):
         a = np.zeros(3) if array == "buffer" else x * 0.0
         v = make(a)
         a[0] = x[0] * 5.0
         return np.sum(v) * x[1]
+
+    return f
+
+
+@pytest.mark.parametrize("make", _VIEWS.values(), ids=_VIEWS.keys())
+@pytest.mark.parametrize("array", ["buffer", "traced"])
+def test_a_view_taken_before_a_write_sees_it(make, array):
+    # NumPy: the view shares the array's memory, so a later write into the array shows in
+    # it; a stale copy gave the derivative through the write as 0, silently
+    f = _view_then_write(make, array)
 
     v_sum = {"numpy.broadcast_to": 2.0}.get(next(k for k, m in _VIEWS.items() if m is make), 1.0)
     want = v_sum * onp.array([5.0 * X[1], 5.0 * X[0], 0.0])
@@ -400,10 +408,6 @@ def test_place_and_put_along_axis_under_jit_follow_masks_and_indices_of_each_cal
 @pytest.mark.parametrize("make", [lambda a: np.transpose(a), lambda a: np.asanyarray(a)],
                          ids=["np.transpose", "np.asanyarray"])
 def test_chainrule_numpys_view_functions_see_later_writes(array, make):
-    def f(x):
-        a = np.zeros(3) if array == "buffer" else x * 0.0
-        v = make(a)
-        a[0] = x[0] * 5.0
-        return np.sum(v) * x[1]
+    f = _view_then_write(make, array)
 
     assert onp.array_equal(grad(f)(X), [5.0 * X[1], 5.0 * X[0], 0.0])
