@@ -332,12 +332,14 @@ class _Shared:
 
 class _Part:
     """The answers for some examples: their indices, the answers' tree, its leaves (each
-    _Stacked or _Shared), and one answer as the function gave it (its dicts' key order)."""
+    _Stacked or _Shared), and one answer as the function gave it (its dicts' key order);
+    ``whole``: where known, the answers stacked as the loop stacks them (fresh arrays)."""
 
-    __slots__ = ("examples", "tree", "leaves", "answer")
+    __slots__ = ("examples", "tree", "leaves", "answer", "whole")
 
-    def __init__(self, examples, tree, leaves: list, answer):
+    def __init__(self, examples, tree, leaves: list, answer, whole=None):
         self.examples, self.tree, self.leaves, self.answer = examples, tree, leaves, answer
+        self.whole = whole
 
 
 class _Call:
@@ -375,17 +377,37 @@ class _Call:
         if memory.loop_calls or self.size == 1:  # (one example: the loop is the batch)
             memory.loop_calls -= bool(memory.loop_calls)
             return self.loop_answer()
+        # (what an example cost in an earlier call of this kind bounds the first run: a
+        # decision late in the function is met only after most of the batch's work)
+        self.estimate = memory.estimates.get(self.kind)
+        parts = []  # (the loop's first examples, run in order)
+        if self.estimate is None and self.size and self.randomness == "different" and not (
+                self._inside_a_batch()):
+            # a first call: example 0 alone, the loop's own first run (in order, its draws
+            # and writes outside the function the loop's: nothing to watch yet), tells what
+            # an example costs, so the batched run of the others has a deadline too
+            parts.append(self._in_order(_np.arange(1), timed=True))
+            self.estimate = self.per_example()
+            if self.size == 2:  # (the one example left: its run costs less batched)
+                parts.append(self._in_order(_np.arange(1, 2)))
+                return self._answered(parts)
+        done = len(parts)
         self._look_outside()
         # (no run but the loop writes outside the function: its writes show who needs it)
         self.read_only = reach.ReadOnly(self.outside_arrays)
         try:
-            parts = self._parts()
+            parts += self._parts(done)
         except _Restart:
             self.read_only.release()
             self.generators.restore()
-            parts = [self._the_loop()]
+            parts = parts[:done] + [self._the_loop(done)]
         finally:
             self.read_only.release()  # (again, where _parts raised)
+        return self._answered(parts)
+
+    def _answered(self, parts: list) -> Any:
+        """The call's answer from its parts, after learning what it cost."""
+        memory = self.memory
         if self.examples_run:
             if len(memory.estimates) >= _ESTIMATES:
                 memory.estimates.clear()
@@ -424,24 +446,30 @@ class _Call:
                               sorted(self.example_times)[len(self.example_times) // 2])
         return per_example
 
-    def _the_loop(self) -> _Part:
-        """The loop itself, from the call's start: the function on each example in order,
-        its random draws and writes outside itself those of the loop."""
+    def _the_loop(self, start: int = 0) -> _Part:
+        """The loop itself, from example ``start`` (those before it run in order): the
+        function on each example in order, its random draws and writes outside itself those
+        of the loop."""
         self.watch_draws = self.watch_draws and self.randomness != "different"
         self.in_order = True
-        return self._one_by_one(_np.arange(self.size))
+        return self._one_by_one(_np.arange(start, self.size))
+
+    def _in_order(self, examples, timed: bool = False) -> _Part:
+        """The loop's run of ``examples``, the next ones in order (its errors the loop's)."""
+        self.in_order, was = True, self.in_order
+        try:
+            return self._one_by_one(examples, timed)
+        finally:
+            self.in_order = was
 
     # ------------------------------------------------------------------ runs
-    def _parts(self) -> list:
-        """The answers by batched runs: the whole batch, then (where the examples split)
-        each group that the budget affords, the largest first; the examples left run one by
-        one, in one pass."""
+    def _parts(self, done: int) -> list:
+        """The answers of the examples after the first ``done`` (run in order) by batched
+        runs: the whole batch, then (where the examples split) each group that the budget
+        affords, the largest first; the examples left run one by one, in one pass."""
         parts, todo, loose = [], [], []  # (loose: arrays of examples)
-        # (what an example cost in an earlier call of this kind bounds the first run: a
-        # decision late in the function is met only after most of the batch's work)
-        self.estimate = self.memory.estimates.get(self.kind)
-        batch = _np.arange(self.size)
-        if self.estimate is None and self.size > 1 and not self._inside_a_batch():
+        batch = _np.arange(done, self.size)
+        if self.estimate is None and not done and self.size > 1 and not self._inside_a_batch():
             # (a first call: example 0 alone, the loop's own run of it, tells what an
             # example costs, so the batched run of the others has a deadline too)
             parts.append(self._one_by_one(batch[:1], timed=True))
@@ -668,9 +696,11 @@ class _Call:
         """The parts' answers as one: each output leaf stacked along its out_axes entry in
         the examples' order, or (out_axes None) the value every example agrees on."""
         tree = parts[0].tree
-        if (len(parts) == 1 and tree is LEAF and type(self.out_axes) is int
-                and self.out_axes == 0 and isinstance(parts[0].leaves[0], _Stacked)):
-            return _fresh(parts[0].leaves[0].value, {})  # (the usual answer: one stack)
+        if len(parts) == 1 and type(self.out_axes) is int and self.out_axes == 0:
+            if parts[0].whole is not None:  # (the loop's own stacks)
+                return parts[0].whole
+            if tree is LEAF and isinstance(parts[0].leaves[0], _Stacked):
+                return _fresh(parts[0].leaves[0].value, {})  # (the usual answer: one stack)
         for part in parts[1:]:
             if part.tree != tree:
                 raise ValueError(
@@ -768,6 +798,10 @@ def _stacked_part(examples, answers: list) -> _Part:
         return _Part(examples, LEAF, [_Stacked(_np.array(answers))], first)  # (as stack)
     if kinds == {_np.ndarray} and len({a.shape for a in answers}) == 1:
         return _Part(examples, LEAF, [_Stacked(_np.stack(answers))], first)
+    whole = _stacked_tree(answers)
+    if whole is not None:  # (NumPy's own values in dicts, lists, tuples: stacked at once)
+        leaves, tree = tree_flatten(whole)
+        return _Part(examples, tree, list(map(_Stacked, leaves)), first, whole)
     flat = [tree_flatten(answer) for answer in answers]
     tree = flat[0][1]
     for (_, other), i in zip(flat[1:], examples[1:]):
@@ -788,6 +822,33 @@ def _stacked_part(examples, answers: list) -> _Part:
         stacked[key] = anp.stack(column)
         leaves.append(_Stacked(stacked[key]))
     return _Part(examples, tree, leaves, first)
+
+
+def _stacked_tree(answers: list):
+    """The answers stacked leaf by leaf as the loop stacks them (``numpy.stack``, dicts in
+    the first answer's key order), where they are dicts, lists and tuples of one structure
+    with NumPy arrays of one shape, or scalars of one type, at each leaf; else None."""
+    first = answers[0]
+    kind = type(first)
+    if any(type(answer) is not kind for answer in answers):
+        return None
+    if kind is _np.ndarray:
+        shape = first.shape
+        return _np.stack(answers) if all(a.shape == shape for a in answers) else None
+    if kind in _SCALARS:
+        return _np.array(answers)
+    if kind is dict:
+        keys = list(first)
+        if any(list(answer) != keys for answer in answers):
+            return None
+        stacked = {k: _stacked_tree([answer[k] for answer in answers]) for k in keys}
+        return None if any(v is None for v in stacked.values()) else stacked
+    if kind is tuple or kind is list:
+        if any(len(answer) != len(first) for answer in answers):
+            return None
+        stacked = [_stacked_tree(list(column)) for column in zip(*answers)]
+        return None if any(v is None for v in stacked) else kind(stacked)
+    return None
 
 
 _SCALARS = frozenset({float, int, bool, complex, _np.float64, _np.float32, _np.int64,
