@@ -443,7 +443,7 @@ def test_a_first_call_runs_example_0_alone_then_the_others_batched_with_a_deadli
     mapped = cr.vmap(f)
     got = mapped(xs)
     assert seen == [(onp.ndarray, (3,)), (batched.BatchedArray, (3,))]
-    assert len(deadlines) == 1 and deadlines[0] is not None
+    assert deadlines and all(deadline is not None for deadline in deadlines)
     onp.testing.assert_array_equal(got, onp.stack([f(x) for x in xs]))
 
 
@@ -560,6 +560,45 @@ def test_a_first_call_of_two_examples_runs_the_second_alone_too():
     seen, xs = [], R.normal(size=(2, 3))
     onp.testing.assert_array_equal(cr.vmap(_sine_seen_by(seen))(xs), 2.0 * onp.sin(xs))
     assert seen == [onp.ndarray, onp.ndarray]
+
+
+def test_a_first_call_of_two_examples_drawing_random_numbers_runs_each_once(monkeypatch):
+    # (example 0 alone is the loop's own first run, in order: nothing to watch or undo;
+    # before, its draws were undone and the loop ran from example 0 again, three calls)
+    from chainrule._transforms import vmap as vmap_module
+    scans = []
+    monkeypatch.setattr(vmap_module.reach, "Reach",
+                        lambda roots, scan=vmap_module.reach.Reach: scans.append(roots)
+                        or scan(roots))
+    seen, xs = [], R.normal(size=(2, 3))
+
+    def noisy(x):
+        seen.append(type(x))
+        return x + np.random.normal(size=3)
+
+    np.random.seed(1)
+    got = cr.vmap(noisy)(xs)
+    np.random.seed(1)
+    want = onp.stack([x + onp.random.normal(size=3) for x in xs])
+    onp.testing.assert_array_equal(got, want)
+    assert seen == [onp.ndarray, onp.ndarray] and not scans
+
+
+def test_a_first_call_answering_a_tree_as_the_loop_stacks_each_leaf_freshly():
+    # (the loop's answers in dicts and tuples are stacked at once, leaf by leaf)
+    xs = R.normal(size=(3, 2))
+
+    def f(x):
+        y = x * 2.0
+        return (y, {"b": y, "a": x.sum(), "c": [1.5, np.float32(2.0)]})
+
+    got = cr.vmap(f)(xs)
+    y, tree = got
+    assert list(tree) == ["b", "a", "c"] and type(tree["c"]) is list
+    onp.testing.assert_array_equal(y, 2.0 * xs)
+    onp.testing.assert_array_equal(tree["a"], xs.sum(axis=1))
+    assert tree["c"][1].dtype == onp.float32 and tree["c"][0].tolist() == [1.5] * 3
+    assert not onp.shares_memory(y, tree["b"]) and not onp.shares_memory(y, xs)
 
 
 def _sine_seen_by(seen: list):

@@ -388,8 +388,10 @@ class _Call:
             # an example costs, so the batched run of the others has a deadline too
             parts.append(self._in_order(_np.arange(1), timed=True))
             self.estimate = self.per_example()
-            if self.size == 2:  # (the one example left: its run costs less batched)
-                parts.append(self._in_order(_np.arange(1, 2)))
+            if self.size == 2 or not self._in_time_for_a_run(self._deadline(self.size - 1)):
+                # (one example left, whose run alone costs less than batched, or too little
+                # time left for a batched run: the loop goes on, with nothing to watch)
+                parts.append(self._in_order(_np.arange(1, self.size)))
                 return self._answered(parts)
         done = len(parts)
         self._look_outside()
