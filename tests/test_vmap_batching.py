@@ -734,3 +734,78 @@ def test_the_loop_of_loops_stacks_each_row_before_the_next_writes_into_its_answe
         warnings.simplefilter("ignore", VmapFallbackWarning)
         got = cr.vmap(cr.vmap(f, in_axes=(0, None)), in_axes=(None, 0))(xs, ss)
     onp.testing.assert_array_equal(got, want)
+
+
+def test_nested_vmaps_run_one_batch_of_both_vmaps_examples(without_deadlines):
+    # (the inner call inside the outer's batched run is one call on the product batch, its
+    # decisions split as any batch's; before, a batch of batches, whose decisions differing
+    # along both vmaps made the outer run its examples one by one)
+    seen = []
+
+    def decide(x, y):
+        seen.append((type(x), getattr(x, "_size", None), type(getattr(x, "_value", x))))
+        return x * y if x > y else x - y
+
+    a, b = R.normal(size=6), R.normal(size=5)
+    nested = cr.vmap(cr.vmap(decide, in_axes=(None, 0)), in_axes=(0, None))
+    want = onp.array([[decide(x, y) for y in b] for x in a])
+    seen.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VmapFallbackWarning)
+        got = nested(a, b)
+    onp.testing.assert_array_equal(got, want)
+    # (outer example 0 alone, then the product batch of the 5 others by 5: its example 0
+    # alone, then the 24 others)
+    assert (batched.BatchedArray, 24, onp.ndarray) in seen
+    assert all(kind is not batched.BatchedArray or size <= 30 and value is onp.ndarray
+               for kind, size, value in seen)
+
+
+@pytest.mark.parametrize("in_axes, out_axes", [(0, 0), (-1, 1), (1, -1)])
+def test_a_product_batch_answers_along_the_inner_out_axes(in_axes, out_axes):
+    xs = R.normal(size=(4, 3, 2))  # (the outer maps axis 2, the inner in_axes of the rest)
+
+    def f(x, s):
+        return np.outer(x, x) * s if np.sum(x) > 0 else np.outer(x, x) - s
+
+    inner = cr.vmap(f, in_axes=(in_axes, None), out_axes=out_axes)
+    nested = cr.vmap(inner, in_axes=(2, 0))
+    ss = R.normal(size=2)
+    want = onp.stack([
+        onp.moveaxis(onp.stack([f(x, s) for x in onp.moveaxis(xs[:, :, j], in_axes, 0)]),
+                     0, out_axes) for j, s in enumerate(ss)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VmapFallbackWarning)
+        for _ in range(2):
+            onp.testing.assert_array_equal(nested(xs, ss), want)
+
+
+def test_a_nested_function_closing_over_the_outer_batch_answers_as_the_loop():
+    # (its arguments make one product batch, the value it closes over does not: the
+    # outer run stops and runs its examples one by one)
+    xs, ys, zs = R.normal(size=(5, 3)), R.normal(size=4), R.normal(size=4)
+
+    def outer(y, z):
+        def inner(x, w):
+            return x * y + w if y > 0 else x - w
+        return cr.vmap(inner, in_axes=(0, None))(xs, z)
+
+    want = onp.stack([onp.stack([x * y + z if y > 0 else x - z for x in xs])
+                      for y, z in zip(ys, zs)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VmapFallbackWarning)
+        mapped = cr.vmap(outer)
+        for _ in range(2):
+            onp.testing.assert_array_equal(mapped(ys, zs), want)
+
+
+def test_a_product_batch_draws_as_the_loop_of_loops():
+    a, b = R.normal(size=3), R.normal(size=4)
+    nested = cr.vmap(cr.vmap(lambda x, y: x * y + np.random.normal(), in_axes=(None, 0)),
+                     in_axes=(0, None))
+    for _ in range(2):
+        np.random.seed(5)
+        got = nested(a, b)
+        np.random.seed(5)
+        want = onp.array([[x * y + onp.random.normal() for y in b] for x in a])
+        onp.testing.assert_array_equal(got, want)

@@ -374,6 +374,9 @@ class _Call:
 
     def answer(self) -> Any:
         memory = self.memory
+        outer = self._outer_trace()
+        if outer is not None:
+            return self._product(outer)
         if memory.loop_calls or self.size == 1:  # (one example: the loop is the batch)
             memory.loop_calls -= bool(memory.loop_calls)
             return self.loop_answer()
@@ -501,6 +504,65 @@ class _Call:
         if loose:
             parts.append(self._one_by_one(_np.sort(_np.concatenate(loose))))
         return parts
+
+    def _outer_trace(self) -> BatchTrace | None:
+        """The trace of the outer vmap whose batched run this call is in, where this call
+        can run as one batch of both vmaps' examples (see _product): some arguments are
+        batched by that run (NumPy arrays under it, no other trace), the others are NumPy's
+        own values, and each example's answers stack along an axis."""
+        trace = None
+        for leaf in self.leaves:
+            if type(leaf) is BatchedArray:
+                if (type(leaf._value) is not _np.ndarray or trace is not None
+                        and leaf._trace is not trace):
+                    return None
+                trace = leaf._trace
+            elif type(leaf) not in reach.INERT:
+                return None
+        if (trace is None or not self.size or not trace.size or type(self.out_axes) is not int
+                or self.randomness != "different" or trace.id not in live_trace_ids):
+            return None
+        return trace
+
+    def _product(self, outer: BatchTrace) -> Any:
+        """This call inside the batched run of an outer vmap (``outer``), as one call of
+        the function on the product batch (each outer example's examples in turn: the order
+        of the loop of loops), its answer batched by the outer run. (Not a batch of batches:
+        a decision where the examples differ along both vmaps splits this one batch into
+        groups as any other.) Where the function reaches values of the outer run other
+        than through its arguments (a closure), its answers are not NumPy's: the outer run
+        stops and runs its examples one by one."""
+        size, count = outer.size, self.size
+        leaves, axes = [], []
+        for leaf, ax in zip(self.leaves, self.axes):
+            if type(leaf) is BatchedArray:
+                value = leaf._value
+                value = (_np.broadcast_to(value[:, None], (size, count) + value.shape[1:])
+                         if ax is None else _np.moveaxis(value, ax + 1, 1))
+            elif ax is None:
+                leaves.append(leaf)
+                axes.append(None)
+                continue
+            else:
+                value = _np.moveaxis(_np.asarray(leaf), ax, 0)
+                value = _np.broadcast_to(value, (size,) + value.shape)
+            leaves.append(value.reshape((size * count,) + value.shape[2:]))
+            axes.append(0)
+        product = _Call(self.fun, leaves, axes, self.treedef, size * count, self.flat, 0,
+                        self.randomness, self.memory)
+        answer = product.answer()
+        answers, tree = tree_flatten(answer)
+        if not all(type(leaf) is _np.ndarray for leaf in answers):
+            raise outer.unsupported("a nested vmap's function that reaches the outer vmap's "
+                                    "values other than through its arguments")
+        batched_answers = []
+        for leaf in answers:
+            leaf = leaf.reshape((size, count) + leaf.shape[1:])
+            if self.out_axes:
+                ax = _normalize_axis(self.out_axes, leaf.ndim - 1, "an out_axes entry")
+                leaf = _np.moveaxis(leaf, 1, ax + 1)
+            batched_answers.append(BatchedArray(leaf, outer))
+        return _in_order_of(tree_unflatten(tree, batched_answers), answer)
 
     def _inside_a_batch(self) -> bool:
         """Are some arguments batched by an outer vmap's run? (Its example 0 alone would
