@@ -17,7 +17,9 @@ array, ``np.asarray(x)``) or when the function drew random numbers (randomness
 "different"). Splitting is bounded: once it would cost more than ``_SPLIT_BUDGET`` times
 the per-example loop (measured as it goes), the remaining examples run one by one. The
 first batched run of a call has a deadline too, from what an example cost in an earlier
-call, or (a first call) from example 0 run alone before the others.
+call, or (a first call) from example 0 run alone before the others, as the loop's own first
+run. A mapped function called inside an outer vmap's batched run runs once on the product
+batch of both vmaps' examples (``_Call._product``).
 """
 
 from __future__ import annotations
