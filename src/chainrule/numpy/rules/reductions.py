@@ -18,6 +18,7 @@ from ..._core.rules import (
     defbatch,
     defjvp_batched,
     defjvp_direct,
+    defnew_array,
     defsparsity,
     deftaylor_linear,
     defvjp_direct,
@@ -833,6 +834,7 @@ defjvp_batched(anp.sum,    _batched_reduction(anp.sum))
 defsparsity(anp.sum,       reduction_pattern)  # each output on the elements reduced into it
 defbatch(anp.sum,          along_axis(anp.sum, "all"))
 deftaylor_linear(anp.sum)
+defnew_array(anp.sum)      # never a view of its operand (jit)
 defvjp_direct(anp.mean,    _mean_vjp)
 defjvp_direct(anp.mean,           _mean_jvp)
 defjvp_batched(anp.mean,   _batched_reduction(anp.mean))
@@ -866,6 +868,7 @@ defvjp_direct(anp.prod,    _prod_vjp)
 defjvp_direct(anp.prod,           _prod_jvp)
 defsparsity(anp.prod,      reduction_pattern)
 defbatch(anp.prod,         along_axis(anp.prod, "all"))
+defnew_array(anp.prod)
 defvjp_direct(anp.nanprod, _nanprod_vjp)
 defjvp_direct(anp.nanprod,        _nanprod_jvp)
 defsparsity(anp.nanprod,   reduction_pattern)
@@ -894,6 +897,8 @@ for _fun in (anp.max, anp.min, anp.amax, anp.amin, anp.nanmax, anp.nanmin):
     defsparsity(_fun, reduction_pattern)
     defbatch(_fun, along_axis(_fun, "all"))
     deftaylor_linear(_fun)
+for _fun in (anp.max, anp.min):
+    defnew_array(_fun)
 for _fun, _weights in ((anp.ptp, _ptp_weights), (anp.median, _median_rule(ignore_nan=False)),
                        (anp.nanmedian, _median_rule(ignore_nan=True))):
     _selection(_fun, _weights)
