@@ -383,7 +383,9 @@ def deflayout_by_value(fun: Callable) -> None:
     """Declare that the layout (type, dtype, shape) of ``fun``'s answer depends on its
     arguments' values (``real_if_close`` is real where the imaginary parts are small):
     ``chainrule.jit`` guards the layout of each call's answer, so a call whose answer takes
-    another layout runs the function again instead of the program traced for the first."""
+    another layout runs the function again instead of the program traced for the first.
+    Without it, jit takes the layout as fixed by the arguments' types and shapes: code
+    after the call that reads it (``y.shape[0]``, a dtype test) runs as it was traced."""
     rules_of(fun).layout_by_value = True
     note_registration(fun, "layout_by_value")
 
