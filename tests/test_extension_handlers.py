@@ -18,23 +18,24 @@ from chainrule.numpy.batched import BatchedArray, batch_call
 SRC = pathlib.Path(__file__).resolve().parent.parent / "src" / "chainrule"
 
 
-def _tracer_aliases(tree: ast.Module) -> set[str]:
-    """The names a module gives the engine's tracer module."""
+def _engine_aliases(tree: ast.Module) -> set[str]:
+    """The names a module gives the engine's modules (``tracer``, ``reverse`` ...)."""
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("_core"):
-            names |= {a.asname or a.name for a in node.names if a.name == "tracer"}
+            names |= {a.asname or a.name for a in node.names}
         elif isinstance(node, ast.Import):
-            names |= {a.asname or a.name for a in node.names if a.name.endswith("_core.tracer")}
+            names |= {a.asname for a in node.names if "._core." in a.name and a.asname}
     return names
 
 
 def _engine_globals_changed(path: pathlib.Path) -> list[str]:
-    """``tracer.X = ...`` and ``tracer.X.append(...)`` (and the like) in the module."""
+    """``tracer.X = ...``, ``reverse.X = ...`` and ``tracer.X.append(...)`` (and the like)
+    in the module."""
     tree = ast.parse(path.read_text(), str(path))
-    aliases = _tracer_aliases(tree)
+    aliases = _engine_aliases(tree)
 
-    def of_tracer(node) -> bool:
+    def of_engine(node) -> bool:
         return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
             and node.value.id in aliases
 
@@ -42,15 +43,16 @@ def _engine_globals_changed(path: pathlib.Path) -> list[str]:
     for node in ast.walk(tree):
         targets = node.targets if isinstance(node, ast.Assign) else \
             [node.target] if isinstance(node, ast.AugAssign | ast.AnnAssign) else []
-        found += [f"{path.name}:{node.lineno} assigns tracer.{t.attr}"
-                  for t in targets if of_tracer(t)]
+        found += [f"{path.name}:{node.lineno} assigns {t.value.id}.{t.attr}"
+                  for t in targets if of_engine(t)]
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr in ("append", "extend", "insert") and of_tracer(node.func.value):
-            found.append(f"{path.name}:{node.lineno} adds to tracer.{node.func.value.attr}")
+                and node.func.attr in ("append", "extend", "insert") and of_engine(node.func.value):
+            found.append(f"{path.name}:{node.lineno} adds to "
+                         f"{node.func.value.value.id}.{node.func.value.attr}")
     return found
 
 
-def test_no_layer_sets_a_module_global_of_the_tracer():
+def test_no_layer_sets_a_module_global_of_the_engine():
     changed = [line for path in sorted(SRC.rglob("*.py")) if "_core" not in path.parts
                for line in _engine_globals_changed(path)]
     assert changed == []
