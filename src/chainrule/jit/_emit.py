@@ -45,10 +45,6 @@ LARGE_CONSTANT = 1 << 20  # bytes: a baked-in array this large is warned about
 # ``_interpret``): compiling it would cost more than tracing it
 LONG_PROGRAM = 4096
 
-# chainrule.explain's hook (report.code): a function StagingNode -> text appended to the
-# comment of the node's line (the user's source line). None, the default, adds nothing.
-annotate = None
-
 
 def _simple_literal(v: Any) -> bool:
     if v is None or type(v) in (bool, int, str):
@@ -330,9 +326,7 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
 
 def _comment(label: str, node: StagingNode) -> str:
     """A call's comment: its primitive, and the user's line where the record knows it
-    (``SourcedNode``; explain's ``annotate`` hook writes its own)."""
-    if annotate is not None:
-        return f"{label}{annotate(node)}"
+    (``SourcedNode``, whose line explain's ``report.code`` may give)."""
     source = getattr(node, "source", None)
     return label if source is None else f"{label} @ {source}"
 

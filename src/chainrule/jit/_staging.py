@@ -324,7 +324,9 @@ def rules_of_call(node: StagingNode) -> PrimitiveRules:
 
 class SourcedNode(StagingNode):
     """A staging node that knows the user's line that made it (``lower()`` writes it in
-    the comment of the call's line; it costs a look up the stack per call)."""
+    the comment of the call's line; it costs a look up the stack per call). An observer
+    of the engine may give a better one (explain's ``report.code``: for a call of the
+    backward pass, the forward line it differentiates), or None for none."""
 
     __slots__ = ("source",)
 
