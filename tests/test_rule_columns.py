@@ -8,13 +8,15 @@ rule) regenerate the snapshot and commit it with the change:
     PYTHONPATH=src python -m tests.test_rule_columns --update
 
 A line reads ``name: vjp jvp batched_jvp reads=(ans,0) label sparsity batch taylor=kind
-layout_by_value operator new_array neutral=ones lowered_by_value finite_from_inf=(1)``:
+layout_by_value operator new_array neutral=ones lowered_by_value finite_from_inf=(1)
+reduction=add``:
 ``reads`` is what a VJP declared it reads (the tape keeps only that), ``taylor`` names the
 kind of the Taylor rule (``closed form`` when the rule carries none), ``layout_by_value``
 marks an answer whose type, dtype or shape its arguments' values decide; the rest are
 ``chainrule.jit``'s emission hints (``PrimitiveRules``): the label is Python's operator,
 the answer is never a view, the constant a product by which is its other operand, jit's
-code reads the constants' values, the positions where an inf may give a finite answer.
+code reads the constants' values, the positions where an inf may give a finite answer,
+the ufunc whose reduce a call on an ndarray is.
 """
 
 from __future__ import annotations
@@ -102,6 +104,8 @@ def columns_of(fun) -> str:
         columns.append("lowered_by_value")
     if entry.finite_from_inf:
         columns.append(f"finite_from_inf=({','.join(map(str, entry.finite_from_inf))})")
+    if entry.reduction is not None:
+        columns.append(f"reduction={entry.reduction.__name__}")
     return " ".join(columns)
 
 

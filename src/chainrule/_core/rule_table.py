@@ -67,12 +67,15 @@ class PrimitiveRules:
     - ``finite_from_inf``: the argument positions where an infinite argument may give a
       finite answer (``x / inf`` is 0, ``exp(-inf)`` is 0): jit's float programs check those
       values, as NumPy's overflow warning would otherwise be lost.
+    - ``reduction``: the ufunc whose ``reduce`` a call on an ndarray is, with the same
+      arguments (NumPy's ``sum``, ``prod``, ``max``, ``min``): jit calls it directly.
     """
 
     __slots__ = ("fun", "vjp", "vjp_by_argnums", "jvp", "batched_jvp", "unread_args",
                  "reads_ans", "reads_by_argnum", "unread_by_argnums", "label",
                  "jvp_replaced", "sparsity", "batch", "taylor", "layout_by_value",
-                 "operator", "new_array", "neutral", "lowered_by_value", "finite_from_inf")
+                 "operator", "new_array", "neutral", "lowered_by_value", "finite_from_inf",
+                 "reduction")
 
     def __init__(self, fun: Callable):
         self.fun = fun
@@ -94,6 +97,7 @@ class PrimitiveRules:
         self.neutral: str | None = None
         self.lowered_by_value = False
         self.finite_from_inf: tuple[int, ...] = ()
+        self.reduction = None  # (a numpy.ufunc)
         # the JVP was replaced after one existed and the VJP has not been since (rules.py
         # warns when such a VJP is replaced alone: the two modes would disagree)
         self.jvp_replaced = False

@@ -432,6 +432,14 @@ def deffinite_from_inf(fun: Callable, *argnums: int) -> None:
     note_registration(fun, "finite_from_inf")
 
 
+def defreduction(fun: Callable, ufunc) -> None:
+    """Declare that a call of ``fun`` on an ndarray is ``ufunc.reduce`` with the same
+    arguments (``numpy.sum`` is ``numpy.add.reduce`` behind NumPy's Python layer, which
+    its parameters after the array name): ``chainrule.jit`` calls the reduce directly."""
+    rules_of(fun).reduction = ufunc
+    note_registration(fun, "reduction")
+
+
 def deftaylor_linear(fun: Callable) -> None:
     """Declare ``fun`` linear (or affine) in its traced arguments together for Taylor mode:
     each output coefficient is the JVP of the same input coefficients."""
