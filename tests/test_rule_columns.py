@@ -167,6 +167,22 @@ def test_every_primitive_is_registered_from_one_file():
     assert not spread, "columns registered from several files:\n" + "\n".join(spread)
 
 
+# ----------------------------------------------------------------------------- jit's hints
+def test_jit_hints_refuse_what_jit_could_not_read():
+    import pytest
+
+    from chainrule._core.rules import deflabel, defneutral
+    from chainrule._core.tracer import primitive
+
+    scaled = primitive(lambda x, c: x * c)
+    with pytest.raises(ValueError, match=r"defneutral\(<lambda>, 'zeros'\): the kind is one of "
+                                         r"'ones', 'eye'"):
+        defneutral(scaled, "zeros")
+    with pytest.raises(TypeError, match="needs a format string"):
+        deflabel(scaled, lambda texts, args: " * ".join(texts), operator=True)
+    assert rule_table.get(scaled) is None or rule_table[scaled].neutral is None
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--update"]:
         SNAPSHOT.parent.mkdir(exist_ok=True)
@@ -174,3 +190,4 @@ if __name__ == "__main__":
         print(f"wrote {SNAPSHOT} ({len(snapshot_lines())} primitives)")
     else:
         sys.exit("usage: python -m tests.test_rule_columns --update")
+
