@@ -15,6 +15,7 @@ from chainrule import hessian, jacfwd, jacobian, tree_flatten
 from chainrule._core.forward import make_jvp
 from chainrule._core.reverse import Recording
 from chainrule._core.rule_table import batched_jvps
+from chainrule.numpy.batched import jvp_over_batch
 from test_rule_specs import CASES
 
 
@@ -49,7 +50,7 @@ def test_batched_sweep_equals_forward_mode_per_column(case):
             pytest.skip("no traced output, or a primitive without a JVP rule")
         n = onp.size(x)
         basis = onp.eye(n, dtype=onp.result_type(x)).reshape((n,) + onp.shape(x))
-        batched = recording.push_forward_batched([basis], n, np.stack)
+        batched = recording.push_forward_batched([basis], n, np.stack, jvp_over_batch)
         jvp = make_jvp(f, x)  # the reference: forward mode, one pass per column
         columns = [tree_flatten(jvp(basis[k] if onp.ndim(x) else basis[k][()])[1])[0]
                    for k in range(n)]

@@ -8,9 +8,15 @@ rule) regenerate the snapshot and commit it with the change:
     PYTHONPATH=src python -m tests.test_rule_columns --update
 
 A line reads ``name: vjp jvp batched_jvp reads=(ans,0) label sparsity batch taylor=kind
-layout_by_value``: ``reads`` is what a VJP declared it reads (the tape keeps only that),
-``taylor`` names the kind of the Taylor rule (``closed form`` when the rule carries none),
-``layout_by_value`` marks an answer whose type, dtype or shape its arguments' values decide.
+layout_by_value operator new_array neutral=ones lowered_by_value finite_from_inf=(1)
+reduction=add``:
+``reads`` is what a VJP declared it reads (the tape keeps only that), ``taylor`` names the
+kind of the Taylor rule (``closed form`` when the rule carries none), ``layout_by_value``
+marks an answer whose type, dtype or shape its arguments' values decide; the rest are
+``chainrule.jit``'s emission hints (``PrimitiveRules``): the label is Python's operator,
+the answer is never a view, the constant a product by which is its other operand, jit's
+code reads the constants' values, the positions where an inf may give a finite answer,
+the ufunc whose reduce a call on an ndarray is.
 """
 
 from __future__ import annotations
@@ -91,6 +97,15 @@ def columns_of(fun) -> str:
         columns.append(f"taylor={getattr(entry.taylor, 'kind', 'closed form')}")
     if entry.layout_by_value:
         columns.append("layout_by_value")
+    columns += [c for c in ("operator", "new_array") if getattr(entry, c)]
+    if entry.neutral is not None:
+        columns.append(f"neutral={entry.neutral}")
+    if entry.lowered_by_value:
+        columns.append("lowered_by_value")
+    if entry.finite_from_inf:
+        columns.append(f"finite_from_inf=({','.join(map(str, entry.finite_from_inf))})")
+    if entry.reduction is not None:
+        columns.append(f"reduction={entry.reduction.__name__}")
     return " ".join(columns)
 
 
@@ -152,6 +167,22 @@ def test_every_primitive_is_registered_from_one_file():
     assert not spread, "columns registered from several files:\n" + "\n".join(spread)
 
 
+# ----------------------------------------------------------------------------- jit's hints
+def test_jit_hints_refuse_what_jit_could_not_read():
+    import pytest
+
+    from chainrule._core.rules import deflabel, defneutral
+    from chainrule._core.tracer import primitive
+
+    scaled = primitive(lambda x, c: x * c)
+    with pytest.raises(ValueError, match=r"defneutral\(<lambda>, 'zeros'\): the kind is one of "
+                                         r"'ones', 'eye'"):
+        defneutral(scaled, "zeros")
+    with pytest.raises(TypeError, match="needs a format string"):
+        deflabel(scaled, lambda texts, args: " * ".join(texts), operator=True)
+    assert rule_table.get(scaled) is None or rule_table[scaled].neutral is None
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--update"]:
         SNAPSHOT.parent.mkdir(exist_ok=True)
@@ -159,3 +190,4 @@ if __name__ == "__main__":
         print(f"wrote {SNAPSHOT} ({len(snapshot_lines())} primitives)")
     else:
         sys.exit("usage: python -m tests.test_rule_columns --update")
+

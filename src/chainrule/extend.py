@@ -26,6 +26,7 @@ from ._core.rules import (
     defjvp_argnums,
     defjvp_direct,
     deflabel,
+    deflayout_by_value,
     deftaylor,
     deftaylor_linear,
     defvjp,
@@ -97,5 +98,5 @@ __all__ = [
     "VSpace", "Box", "SparseObject", "custom_vjp", "custom_jvp", "register_pytree_node",
     "primitive_vjps", "primitive_jvps", "defjvp_direct", "RuleReplacedWarning",
     "defvjp_whole", "deflabel", "UndeclaredReadError", "defbatch",
-    "deftaylor", "deftaylor_linear",
+    "deftaylor", "deftaylor_linear", "deflayout_by_value",
 ]

@@ -33,12 +33,6 @@ scalar_types: set = {float, complex}
 # value type -> add_into(acc, g) for cotangent buffers the backward pass owns
 inplace_adders: dict[type, Callable] = {}
 
-# Set by chainrule.numpy.batched: ``jvp_over_batch(jvp, tangents, argnums, ans, args,
-# kwargs, size)`` applies a JVP rule to a whole batch of tangents at once (vmap's batching
-# rules inside it), or returns None; the batched forward sweep asks it for primitives
-# without a batched JVP rule before taking their tangents one at a time.
-jvp_over_batch: Callable | None = None
-
 
 class FreedGraphError(RuntimeError):
     pass
@@ -414,15 +408,19 @@ class Recording:
             node.fun is None or getattr(rule_table.get(node.fun), "jvp", None) is not None
             for node in self.order())
 
-    def push_forward_batched(self, tangent_leaves: list, size: int, stack: Callable) -> list:
+    def push_forward_batched(self, tangent_leaves: list, size: int, stack: Callable,
+                             over_batch: Callable | None = None) -> list:
         """The JVP of the recorded graph for ``size`` tangents at once (a linearization:
         each node's JVP rule is applied to its saved arguments, so ``fun`` is not run
         again). Each leaf of ``tangent_leaves`` has a leading axis of length ``size``, and
         so has each traced output leaf's tangent in the result (``None`` for an output
         that does not depend on ``x``).
 
-        Primitives with a batched JVP rule take the whole batch in one call; the others
-        take it one tangent at a time, joined by ``stack``.
+        Primitives with a batched JVP rule take the whole batch in one call; for the others
+        ``over_batch(jvp, tangents, argnums, ans, args, kwargs, size)``, where given,
+        applies the JVP rule to the whole batch (vmap's batching rules inside it: the
+        caller's, from a layer above the engine) or answers None; what remains takes one
+        tangent at a time, joined by ``stack``.
         """
         tangents = dict(zip(self.roots, tangent_leaves))
         for node in reversed(self.order()):
@@ -436,9 +434,9 @@ class Recording:
             batched = entry.batched_jvp
             t = None if batched is None else batched(
                 parent_tangents, node.argnums, node.ans, args, node.kwargs)
-            if t is None and jvp_over_batch is not None:
-                t = jvp_over_batch(entry.jvp, parent_tangents, node.argnums, node.ans, args,
-                                   node.kwargs, size)
+            if t is None and over_batch is not None:
+                t = over_batch(entry.jvp, parent_tangents, node.argnums, node.ans, args,
+                               node.kwargs, size)
             if t is None:
                 jvp = entry.jvp
                 t = _stack_trees(stack, [

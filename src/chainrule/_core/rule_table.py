@@ -51,11 +51,31 @@ class PrimitiveRules:
     - ``layout_by_value``: whether the type, dtype or shape of the answer depends on the
       arguments' values, not only on theirs (``real_if_close``, ``eigvals``); ``chainrule.jit``
       then guards the answer's layout, as the code after the call was traced for it.
+
+    What ``chainrule.jit`` may rely on when it writes a call as NumPy code (its emission
+    hints; each False or None by default, which is always right, never the fastest):
+
+    - ``operator``: the label is Python's operator (``"{0} + {1}"``), which on NumPy
+      scalars gives the ufunc's bits, result type and warnings: jit writes scalar calls so.
+    - ``new_array``: an array answer is always a new array, never a view of an argument
+      (``sum``, ``matmul``): jit need not keep the arguments apart from the caller's values.
+    - ``neutral``: the constant operand under which a call answers its other operand:
+      ``"ones"`` (``x * 1`` is ``x``, bit for bit, in the same layout) or ``"eye"`` (``I @ m``
+      is ``m`` where m's entries are finite and nonzero); jit drops or copies such a call.
+    - ``lowered_by_value``: jit's code for a call reads its constant arguments' values, not
+      only their types (``moveaxis``: the permutation it computes).
+    - ``finite_from_inf``: the argument positions where an infinite argument may give a
+      finite answer (``x / inf`` is 0, ``exp(-inf)`` is 0): jit's float programs check those
+      values, as NumPy's overflow warning would otherwise be lost.
+    - ``reduction``: the ufunc whose ``reduce`` a call on an ndarray is, with the same
+      arguments (NumPy's ``sum``, ``prod``, ``max``, ``min``): jit calls it directly.
     """
 
     __slots__ = ("fun", "vjp", "vjp_by_argnums", "jvp", "batched_jvp", "unread_args",
                  "reads_ans", "reads_by_argnum", "unread_by_argnums", "label",
-                 "jvp_replaced", "sparsity", "batch", "taylor", "layout_by_value")
+                 "jvp_replaced", "sparsity", "batch", "taylor", "layout_by_value",
+                 "operator", "new_array", "neutral", "lowered_by_value", "finite_from_inf",
+                 "reduction")
 
     def __init__(self, fun: Callable):
         self.fun = fun
@@ -72,6 +92,12 @@ class PrimitiveRules:
         self.batch: Callable | None = None
         self.taylor: Callable | None = None
         self.layout_by_value = False
+        self.operator = False
+        self.new_array = False
+        self.neutral: str | None = None
+        self.lowered_by_value = False
+        self.finite_from_inf: tuple[int, ...] = ()
+        self.reduction = None  # (a numpy.ufunc)
         # the JVP was replaced after one existed and the VJP has not been since (rules.py
         # warns when such a VJP is replaced alone: the two modes would disagree)
         self.jvp_replaced = False

@@ -225,12 +225,20 @@ def defvjp_argnums(fun: Callable, vjpmaker: Callable) -> None:
     _set_vjp(fun, vjp)
 
 
-def deflabel(fun: Callable, label) -> None:
+def deflabel(fun: Callable, label, operator: bool = False) -> None:
     """How ``explain`` writes a call of ``fun``: a format string over the texts of its
     arguments (``"{0} + {1}"``), or ``label(texts, args) -> str``. Without one a call is
-    written ``name(a, b)``."""
-    rules_of(fun).label = label
+    written ``name(a, b)``. ``operator=True``: the label is Python's operator, which on
+    NumPy scalars gives ``fun``'s bits, result type and warnings (``+ - * /`` and unary
+    ``-`` of float64 and complex128 scalars), so ``chainrule.jit`` writes scalar calls so."""
+    if operator and not isinstance(label, str):
+        raise TypeError(f"deflabel({_name(fun)}, ..., operator=True) needs a format string "
+                        f"such as \"{{0}} + {{1}}\", not {label!r}.")
+    entry = rules_of(fun)
+    entry.label, entry.operator = label, operator
     note_registration(fun, "label")
+    if operator:
+        note_registration(fun, "operator")
 
 
 # ----------------------------------------------------------------------------- forward mode
@@ -375,9 +383,61 @@ def deflayout_by_value(fun: Callable) -> None:
     """Declare that the layout (type, dtype, shape) of ``fun``'s answer depends on its
     arguments' values (``real_if_close`` is real where the imaginary parts are small):
     ``chainrule.jit`` guards the layout of each call's answer, so a call whose answer takes
-    another layout runs the function again instead of the program traced for the first."""
+    another layout runs the function again instead of the program traced for the first.
+    Without it, jit takes the layout as fixed by the arguments' types and shapes: code
+    after the call that reads it (``y.shape[0]``, a dtype test) runs as it was traced."""
     rules_of(fun).layout_by_value = True
     note_registration(fun, "layout_by_value")
+
+
+def defnew_array(fun: Callable) -> None:
+    """Declare that ``fun``'s array answers are always new arrays, never views of an
+    argument (``sum``, ``matmul``; unlike ``reshape`` or indexing). ``chainrule.jit`` then
+    need not keep a returned answer's arguments apart from the caller's values. Without
+    it jit assumes an answer may be a view, which is always right."""
+    rules_of(fun).new_array = True
+    note_registration(fun, "new_array")
+
+
+_NEUTRAL_KINDS = ("ones", "eye")
+
+
+def defneutral(fun: Callable, kind: str) -> None:
+    """Declare the constant under which a call of ``fun`` (two arguments, one constant)
+    answers its other argument, so that ``chainrule.jit`` may drop the call: ``"ones"``
+    (an elementwise product: ``x * 1`` is ``x`` bit for bit, in the same layout) or
+    ``"eye"`` (a matrix product: ``I @ m`` is ``m`` where m's entries are finite and
+    nonzero; jit checks that at run time and copies)."""
+    if kind not in _NEUTRAL_KINDS:
+        raise ValueError(f"defneutral({_name(fun)}, {kind!r}): the kind is one of "
+                         f"{', '.join(map(repr, _NEUTRAL_KINDS))}.")
+    rules_of(fun).neutral = kind
+    note_registration(fun, "neutral")
+
+
+def deflowered_by_value(fun: Callable) -> None:
+    """Declare that ``chainrule.jit``'s code for a call of ``fun`` reads the values of its
+    constant arguments, not only their types (``moveaxis`` is written as the ``transpose``
+    of the permutation its axes make): jit then writes each such call for its values."""
+    rules_of(fun).lowered_by_value = True
+    note_registration(fun, "lowered_by_value")
+
+
+def deffinite_from_inf(fun: Callable, *argnums: int) -> None:
+    """Declare the argument positions of ``fun`` where an infinite value may give a finite
+    answer (``x / inf`` is 0: position 1 of ``divide``; ``exp(-inf)`` is 0). Python's
+    floats do not warn on overflow where NumPy's do, so ``chainrule.jit``'s float programs
+    check that such values are finite, and otherwise answer with NumPy's warnings."""
+    rules_of(fun).finite_from_inf = tuple(sorted(argnums))
+    note_registration(fun, "finite_from_inf")
+
+
+def defreduction(fun: Callable, ufunc) -> None:
+    """Declare that a call of ``fun`` on an ndarray is ``ufunc.reduce`` with the same
+    arguments (``numpy.sum`` is ``numpy.add.reduce`` behind NumPy's Python layer, which
+    its parameters after the array name): ``chainrule.jit`` calls the reduce directly."""
+    rules_of(fun).reduction = ufunc
+    note_registration(fun, "reduction")
 
 
 def deftaylor_linear(fun: Callable) -> None:

@@ -15,7 +15,7 @@ from .. import numpy as anp
 from .._core.pytree import tree_flatten, tree_leaves, tree_unflatten
 from .._core.vspace import ContainerVSpace, VSpace, vspace
 from .._sparsity.products import SparseVSpace
-from ..numpy.batched import over_batch
+from ..numpy.batched import jvp_over_batch, over_batch
 
 
 def jacobian_tree(ans, treedef, blocks: list) -> Any:
@@ -113,7 +113,7 @@ def jacobian_columns_of_recording(recording, spaces: list) -> list:
             else anp.broadcast_to(other.zeros(), (n,) + other.shape)
             for j, other in enumerate(spaces)
         ]
-        (tangents,) = recording.push_forward_batched(batch, n, anp.stack)
+        (tangents,) = recording.push_forward_batched(batch, n, anp.stack, jvp_over_batch)
         block = (
             anp.broadcast_to(ans_vspace.zeros(), (n,) + ans_vspace.shape)
             if tangents is None

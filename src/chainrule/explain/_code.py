@@ -2,9 +2,9 @@
 gradient of the explained call, each line marked with the user's source line it comes from.
 
 While the program is traced, an observer of the engine (``_core.extension.Observer``)
-notes each forward node's user line and, for each staged call, the user line of the
-forward pass or, in the backward pass, the line of the node being pulled back,
-and jit's emitter appends that line to the call's comment (its ``annotate`` hook):
+notes each forward node's user line and gives each staged call (a ``SourcedNode``, whose
+line jit's emitter writes in the call's comment) the user line of the forward pass or, in
+the backward pass, the line of the node being pulled back:
 ``v7 = f3(v5, x0)  # multiply @ model.py:12 (adjoint)``.
 """
 
@@ -37,7 +37,7 @@ def adjoint_program(f: Callable, args: tuple) -> str:
     """The source jit emits for ``value_and_grad(f)`` at ``args`` (every float argument),
     its lines marked with the user's lines."""
     from .._transforms.derivatives import value_and_grad
-    from ..jit import _emit, _staging, jit
+    from ..jit import _staging, jit
 
     argnum = tuple(i for i, a in enumerate(args) if _has_float(a))
     if not argnum:
@@ -45,7 +45,6 @@ def adjoint_program(f: Callable, args: tuple) -> str:
     program = jit(value_and_grad(f, argnum=argnum if len(argnum) > 1 else argnum[0]))
 
     forward: dict = {}  # VJPNode -> Source
-    staged: dict = {}  # StagingNode -> (Source, in the backward pass)
 
     class NotingLines(Observer):
         current = None  # the VJPNode the backward pass is pulling back
@@ -53,25 +52,15 @@ def adjoint_program(f: Callable, args: tuple) -> str:
         def node_made(self, node, ans, fun, args) -> None:
             if isinstance(node, _reverse.VJPNode):
                 forward[node] = user_source(1)
-            elif isinstance(node, _staging.StagingNode):
+            elif isinstance(node, _staging.SourcedNode):
                 at = self.current
-                staged[node] = (forward.get(at), True) if at is not None else (
-                    user_source(1), False)
+                source = forward.get(at) if at is not None else user_source(1)
+                node.source = None if source is None else (
+                    f"{os.path.basename(source.file)}:{source.line}"
+                    + (" (adjoint)" if at is not None else ""))
 
         def node_visited(self, node) -> None:
             self.current = node
 
-    def annotate(node) -> str:
-        source, backward = staged.get(node, (None, False))
-        if source is None:
-            return ""
-        return f" @ {os.path.basename(source.file)}:{source.line}" + (
-            " (adjoint)" if backward else ""
-        )
-
     with _lock, observing(NotingLines()):
-        _emit.annotate = annotate  # (jit's emitter hook, set only under this lock)
-        try:
-            return program.lower(*args).source
-        finally:
-            _emit.annotate = None
+        return program.lower(*args).source

@@ -4,8 +4,8 @@ views) without NumPy's Python layers.
 
 - a chainrule ufunc wrapper (its scalar fast path, ``numpy_wrapper._with_scalar_path``)
   called on an array is the ufunc itself;
-- ``numpy.sum``/``prod``/``max``/``min`` of an ndarray is ``ufunc.reduce`` with the same
-  arguments (NumPy's ``_wrapreduction``);
+- a function whose entry names its ``reduction`` (``numpy.sum``/``prod``/``max``/``min``)
+  of an ndarray is ``ufunc.reduce`` with the same arguments (NumPy's ``_wrapreduction``);
 - ``numpy.transpose``/``reshape`` of an ndarray is the ndarray method (``_wrapfunc``), and
   ``numpy.moveaxis`` the ``transpose`` with the permutation it computes from the shape;
 - ``array_getitem`` of an ndarray is the subscript.
@@ -15,6 +15,7 @@ views) without NumPy's Python layers.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -25,16 +26,19 @@ from .. import numpy as anp
 from ..numpy.numpy_boxes import array_getitem
 from ._staging import ArrayMeta
 
-# function -> (the ufunc's reduce, one bound method for every program; the function's
-# parameters after ``a``)
 _POWER = anp.power.fun
 
-_REDUCTIONS = {
-    np.sum: (np.add.reduce, ("axis", "dtype", "out", "keepdims", "initial", "where")),
-    np.prod: (np.multiply.reduce, ("axis", "dtype", "out", "keepdims", "initial", "where")),
-    np.max: (np.maximum.reduce, ("axis", "out", "keepdims", "initial", "where")),
-    np.min: (np.minimum.reduce, ("axis", "out", "keepdims", "initial", "where")),
-}
+# raw function -> (its ufunc's reduce, one bound method for every program: ``bind`` names
+# it by identity; the function's parameters after ``a``)
+_reducers: dict[Any, tuple[Callable, tuple[str, ...]]] = {}
+
+
+def _reducer(raw: Any, ufunc: np.ufunc) -> tuple[Callable, tuple[str, ...]]:
+    found = _reducers.get(raw)
+    if found is None:
+        params = tuple(inspect.signature(raw).parameters)[1:]
+        found = _reducers[raw] = (ufunc.reduce, params)
+    return found
 
 
 def _bound(params: tuple, texts: list[str], kwtexts: dict[str, str]) -> dict | None:
@@ -59,12 +63,14 @@ def array_power(raw: Any, vals: list) -> bool:
 
 def direct_call(
     raw: Any,
+    reduction: np.ufunc | None,
     vals: list,
     texts: list[str],
     kwtexts: dict[str, str],
     bind: Callable[[Any], str],
 ) -> str | None:
-    """``vals``: the arguments' values at trace time; ``texts``/``kwtexts``: their code."""
+    """``vals``: the arguments' values at trace time; ``texts``/``kwtexts``: their code;
+    ``reduction``: the ufunc the call reduces with (its entry's ``reduction``), or None."""
     ufunc = getattr(raw, "ufunc", None)
     if ufunc is not None:
         if not any(type(v) is ArrayMeta or type(v) is np.ndarray for v in vals):
@@ -76,8 +82,8 @@ def direct_call(
     if not vals or (type(vals[0]) is not ArrayMeta and type(vals[0]) is not np.ndarray):
         return None
     a = texts[0]
-    if raw in _REDUCTIONS:
-        reducer, params = _REDUCTIONS[raw]
+    if reduction is not None:
+        reducer, params = _reducer(raw, reduction)
         b = _bound(params, texts[1:], kwtexts)
         if b is None or b.get("out", "None") != "None":
             return None

@@ -38,16 +38,12 @@ from ._notices import JitWarning, user_stacklevel
 from ._program import MISS, RAISED, Program, copied_together, needed, same
 from ._render import Plan
 from ._roll import roll
-from ._staging import ArrayMeta, Guard, StagingNode, _identity
+from ._staging import ArrayMeta, Guard, StagingNode, _identity, rules_of_call
 
 LARGE_CONSTANT = 1 << 20  # bytes: a baked-in array this large is warned about
 # calls: a program longer than this once its loops are folded runs as a table (see
 # ``_interpret``): compiling it would cost more than tracing it
 LONG_PROGRAM = 4096
-
-# chainrule.explain's hook (report.code): a function StagingNode -> text appended to the
-# comment of the node's line (the user's source line). None, the default, adds nothing.
-annotate = None
 
 
 def _simple_literal(v: Any) -> bool:
@@ -79,25 +75,13 @@ def _same_layout(a: Any, b: Any) -> bool:
 
 _AS_NUMPY = {float: _np.float64, complex: _np.complex128}
 
-# IEEE addition, subtraction, multiplication and division are correctly rounded, so NumPy's
-# scalar operators give the ufunc's bits, its result type and its warnings, faster
-_OPERATORS = {
-    f.fun: sym
-    for f, sym in [
-        (anp.add, "+"),
-        (anp.subtract, "-"),
-        (anp.multiply, "*"),
-        (anp.true_divide, "/"),
-        (anp.divide, "/"),
-    ]
-}
-
-
-def _scalar_operator(raw, node: StagingNode, vals: list) -> bool:
-    """Whether the call is NumPy's scalar arithmetic, written as the operator: where
-    chainrule's raw function calls the operator itself (see
-    ``numpy_wrapper._with_scalar_path``)."""
-    if len(vals) != 2 or raw not in _OPERATORS or node.kwargs:
+def _scalar_operator(operator: bool, node: StagingNode, vals: list) -> bool:
+    """Whether the call is NumPy's scalar arithmetic, written as the operator its label
+    is (``operator``: the entry's ``operator`` column; IEEE addition, subtraction,
+    multiplication and division are correctly rounded, so NumPy's scalar operators give
+    the ufunc's bits, its result type and its warnings, faster): where chainrule's raw
+    function calls the operator itself (see ``numpy_wrapper._with_scalar_path``)."""
+    if len(vals) != 2 or not operator or node.kwargs:
         return False
     t0, t1 = type(vals[0]), type(vals[1])
     if (t0 in _COMPLEX_SCALARS and t1 in _SCALAR_OPERANDS) or \
@@ -177,15 +161,10 @@ def _scalar_paths() -> frozenset:
 _SCALAR_PATHS: frozenset | None = None
 
 
-def _float_call(raw, texts: list[str], fun_name) -> str:
-    if raw in _OPERATORS:
-        return f" {_OPERATORS[raw]} ".join(texts)
-    if raw is _NEGATIVE:
-        return f"-{texts[0]}"
+def _float_call(raw, entry, texts: list[str], fun_name) -> str:
+    if entry.operator:  # (+ - * / and unary -: the operator its label writes)
+        return entry.label.format(*texts)
     return f"{fun_name(raw.scalar)}({texts[0]})"
-
-
-_NEGATIVE = anp.negative.fun
 
 
 
@@ -226,7 +205,6 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
     guarded: set[tuple] = set()
     instrs: list[Instr] = []
     floats = _float_inputs(_inputs(nodes), guards)
-    multiply = anp.multiply.fun
     memo: dict[tuple, tuple] = {}
     identities: dict[int, bool] = {}  # id(constant matrix) -> whether it is an identity
 
@@ -282,7 +260,10 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
             else:
                 key = (raw, *slots)
             alias = None if node in escaping else cse.get(key)
-            if alias is None and raw is multiply and len(args) == 2 and len(argnums) == 1 \
+            # one constant operand of two: a product by the neutral one may be dropped
+            by_constant = len(args) == 2 and len(argnums) == 1
+            entry = rules_of_call(node)
+            if alias is None and by_constant and entry.neutral == "ones" \
                     and node not in escaping:
                 # x * 1 is x, bit for bit, when type, shape, dtype and layout agree
                 (i,) = argnums
@@ -294,20 +275,23 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
                 ans = node.ans
                 # what decides the code: the function, which operands are traced, their
                 # types, the keywords, whether constants are finite floats (the float
-                # program's condition); not the constants' values (but moveaxis writes
-                # the permutation its axes and the operand's ndim make)
+                # program's condition); not the constants' values (but where the entry
+                # says the code reads them, ``lowered_by_value``: moveaxis writes the
+                # permutation its axes and the operand's ndim make)
                 sig = (fun, argnums, type(ans), *map(type, vals))
                 if consts or kwtexts:
                     sig += (*kwtexts, *[c[2] is None for c in consts])
-                if raw is _MOVEAXIS:
-                    sig += (_np.ndim(vals[0]), repr(vals[1:]))
-                elif raw is _MATMUL and len(args) == 2 and len(argnums) == 1:
-                    sig += (_identity_side(args, argnums[0], ans, identities),)
+                by_eye = False
+                if entry.lowered_by_value:
+                    sig += (tuple(map(_np.ndim, vals)), repr([c[0] for c in consts]))
+                elif by_constant and entry.neutral == "eye":
+                    by_eye = _identity_side(args, argnums[0], ans, identities)
+                    sig += (by_eye,)
                 made = memo.get(sig)
                 if made is None:
-                    made = memo[sig] = _template(raw, fun, node, vals, slots, kwmap,
+                    made = memo[sig] = _template(raw, fun, entry, node, vals, slots, kwmap,
                                                  kwtexts, fun_name)
-                    if raw is _MATMUL and len(argnums) == 1 and sig[-1]:
+                    if by_eye:
                         made = memo[sig] = _by_identity(made, argnums[0], fun_name)
                 code, fast, label, elementwise, view, code_key = made
                 if fast is None:
@@ -342,14 +326,12 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
 
 def _comment(label: str, node: StagingNode) -> str:
     """A call's comment: its primitive, and the user's line where the record knows it
-    (``SourcedNode``; explain's ``annotate`` hook writes its own)."""
-    if annotate is not None:
-        return f"{label}{annotate(node)}"
+    (``SourcedNode``, whose line explain's ``report.code`` may give)."""
     source = getattr(node, "source", None)
     return label if source is None else f"{label} @ {source}"
 
 
-def _template(raw, fun, node: StagingNode, vals: list, slots: list, kwmap: dict,
+def _template(raw, fun, entry, node: StagingNode, vals: list, slots: list, kwmap: dict,
               kwtexts: list, fun_name) -> tuple:
     """What a call's instruction is, from what decides it (``_lower`` keeps the answer
     for the next call like it): its code, its float-program code (None where it has
@@ -358,23 +340,21 @@ def _template(raw, fun, node: StagingNode, vals: list, slots: list, kwmap: dict,
     the code and which operands are constants; calls on other types that write the same
     code are the same instruction)."""
     holes = [f"{{{j}}}" for j in range(len(slots))]
-    if _scalar_operator(raw, node, vals):
-        code = f" {_OPERATORS[raw]} ".join(holes)
+    if _scalar_operator(entry.operator, node, vals):
+        code = entry.label.format(*holes)
     else:
-        code = direct_call(raw, vals, holes, kwmap, fun_name) or (
+        code = direct_call(raw, entry.reduction, vals, holes, kwmap, fun_name) or (
             f"{fun_name(raw)}({', '.join(holes + kwtexts)})"
         )
-    fast = _float_call(raw, holes, fun_name) if _float_node(node) else None
+    fast = _float_call(raw, entry, holes, fun_name) if _float_node(node) else None
     label = getattr(fun, "__name__", None) or getattr(raw, "__name__", "?")
     array = type(node.ans) is ArrayMeta
     elementwise = _elementwise_array(raw, node, vals) and code.endswith(")")
-    view = not elementwise and array and raw not in _NEW_ARRAYS
+    view = not elementwise and array and not entry.new_array
     key = (code, tuple(type(s) is tuple for s in slots), elementwise, view, array)
     return code, fast, label, elementwise, view, key
 
 
-_MOVEAXIS = _np.moveaxis
-_MATMUL = _np.matmul
 _ALL = _np.logical_and.reduce  # (one C call; ndarray.all goes through Python)
 
 
@@ -575,14 +555,14 @@ def _escaping(nodes: list[StagingNode], outputs: list[StagingNode]) -> set[Stagi
 def _may_view(node: StagingNode) -> bool:
     """Whether a call's answer may share memory with an operand (indexing, reshape,
     transpose ...): an array answer of anything but an elementwise ufunc or a function
-    that makes new arrays."""
+    that makes new arrays (its entry's ``new_array``)."""
     if type(node.ans) is not ArrayMeta:
         return False
     raw = node.fun.fun
     ufunc = raw if isinstance(raw, _np.ufunc) else getattr(raw, "ufunc", None)
     if ufunc is not None and "out" not in node.kwargs:
         return False
-    return raw not in _NEW_ARRAYS
+    return not rules_of_call(node).new_array
 
 
 def _output_texts(out_items: list, staged_text, const) -> list[str]:
@@ -680,17 +660,16 @@ def _watched(nodes: list[StagingNode], unread: list[StagingNode], guards: list[G
     it makes goes on through + - * and math's functions (or makes them raise) to an
     output or to one of these: a value nothing reads (``unread``: see ``needed``), a
     divisor (x / inf is 0), the operand of exp (exp(-inf) is 0), a value a guard reads.
+    The entry's ``finite_from_inf`` names the divisor's and exp's positions.
     Answers ids of the instructions (a loop's body instruction for all its iterations)."""
     watched = {g.node for g in guards}
     for node in nodes:
-        fun = node.fun
-        if fun is None or not node.parents:
+        if node.fun is None or not node.parents:
             continue
-        raw = fun.fun
-        if raw is _EXP:
-            watched.add(node.parents[0])
-        elif raw in _DIVISIONS and node.argnums[-1] == 1:
-            watched.add(node.parents[-1])
+        argnums = node.argnums
+        for i in rules_of_call(node).finite_from_inf:
+            if i in argnums:
+                watched.add(node.parents[argnums.index(i)])
     watched.update(unread)
     ids = set()
     for node in watched:
@@ -698,14 +677,6 @@ def _watched(nodes: list[StagingNode], unread: list[StagingNode], guards: list[G
         if ins.kind == "call":
             ids.add(id(ins if ins.loop is None else ins.loop.body[ins.offset]))
     return ids
-
-
-_DIVISIONS = frozenset([anp.divide.fun, anp.true_divide.fun])
-_EXP = anp.exp.fun
-
-
-# functions whose ndarray answers are new arrays, never views of their operands
-_NEW_ARRAYS = frozenset([_np.matmul, _np.dot, _np.sum, _np.prod, _np.max, _np.min])
 
 
 def _elementwise_array(raw, node: StagingNode, vals: list) -> bool:

@@ -39,12 +39,11 @@ from itertools import chain, repeat
 
 import numpy as np
 
-from .. import numpy as anp
 from .._core.repeats import next_same, run_at, run_starts
 from .._core.vspace import VSpace
 from . import _roll
 from ._roll import Loop, Stride
-from ._staging import ArrayMeta
+from ._staging import ArrayMeta, rules_of_call
 
 _ANS = operator.attrgetter("ans")
 _SEQ = operator.attrgetter("seq")
@@ -52,10 +51,6 @@ _KEY = operator.attrgetter("key")
 _PARENTS = operator.attrgetter("parents")
 _PLAIN = frozenset({float, int, complex, bool, *np.sctypeDict.values()})  # keyed by type
 _IS = operator.is_
-# functions whose instruction depends on a constant's value (``_emit._lower``: ``x * 1``
-# is x, a product by the identity a copy, moveaxis's code the permutation): their
-# constants are never one per iteration
-_CODE_BY_VALUE = frozenset([anp.multiply.fun, np.matmul, np.moveaxis])
 
 
 class Run:
@@ -245,9 +240,18 @@ def _constant_column(node, column: list, done: int) -> tuple[int, str | None]:
     text = repr(first)
     if all(repr(v) == text for v in column):  # (0.0 and -0.0 are two constants)
         return done, None
-    if node.fun.fun in _CODE_BY_VALUE:
+    if _code_by_value(node):
         return _identical_prefix(column, first), None
     return done, "varying"
+
+
+def _code_by_value(node) -> bool:
+    """Whether a call's instruction depends on its constants' values, so that they are
+    never one per iteration: where its entry says jit drops or copies a product by a
+    neutral constant (``_emit._lower``: ``x * 1`` is x, ``I @ m`` a copy), or writes its
+    code from them (``lowered_by_value``: moveaxis's permutation)."""
+    entry = rules_of_call(node)
+    return entry.neutral is not None or entry.lowered_by_value
 
 
 def _equality(first):

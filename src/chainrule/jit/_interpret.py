@@ -20,7 +20,7 @@ import numpy as np
 
 from ._direct import array_power
 from ._program import MISS, RAISED, Program, copied_together, guard_holds
-from ._staging import ArrayMeta, Guard, StagingNode
+from ._staging import ArrayMeta, Guard, StagingNode, rules_of_call
 
 _AS_NUMPY = {float: np.float64, complex: np.complex128}
 _STAGED, _COPIED, _CONSTANT = "staged", "copied", "constant"  # kinds of output
@@ -69,8 +69,9 @@ def interpret(n_inputs: int, nodes: list[StagingNode], out_items: list, guards: 
 def _direct(node: StagingNode) -> Any:
     """The function a row calls: the C function the raw function ends in for these
     argument types, where it is one (as ``_direct.direct_call`` writes in source): a
-    chainrule ufunc wrapper on an array is the ufunc, ``numpy.sum``/``prod``/``max``/
-    ``min`` of one array is the ufunc's reduce over all axes."""
+    chainrule ufunc wrapper on an array is the ufunc, a function whose entry names its
+    ``reduction`` (``numpy.sum``/``prod``/``max``/``min``) of one array is the ufunc's
+    reduce over all axes."""
     raw = node.fun.fun
     if not any(type(p.ans) is ArrayMeta for p in node.parents):
         return raw
@@ -80,16 +81,16 @@ def _direct(node: StagingNode) -> Any:
     ufunc = getattr(raw, "ufunc", None)
     if ufunc is not None:
         return raw if array_power(raw, operands) else ufunc
-    reducer = _REDUCERS.get(raw)
-    if reducer is not None and len(node.args) == 1 and not node.kwargs:
-        return reducer
+    reduction = rules_of_call(node).reduction
+    if reduction is not None and len(node.args) == 1 and not node.kwargs:
+        return _reduce_all(reduction)
     return raw
 
 
-_REDUCERS = {np.sum: functools.partial(np.add.reduce, axis=None),
-             np.prod: functools.partial(np.multiply.reduce, axis=None),
-             np.max: functools.partial(np.maximum.reduce, axis=None),
-             np.min: functools.partial(np.minimum.reduce, axis=None)}
+@functools.cache
+def _reduce_all(ufunc: np.ufunc) -> Any:
+    """``ufunc.reduce`` over all axes, one for every table."""
+    return functools.partial(ufunc.reduce, axis=None)
 
 
 class _Table:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from .._core import tracer
-from .._core.rule_table import rule_table
+from .._core.rule_table import PrimitiveRules, rule_table
 from .._core.tracer import Node, isbox
 from .._user_code.lines import storing_an_item
 from . import _errstate
@@ -296,8 +296,7 @@ class StagingNode(Node):
                 session.impure = "it uses a value traced outside it (a closed-over box)"
         else:
             self.ans = ans
-        entry = rule_table.get(fun)
-        if entry is not None and entry.layout_by_value:
+        if rule_table.get(fun, _NO_RULES).layout_by_value:
             _guard_layout(self, ans)
         if _masks_made:
             for p in parents:
@@ -313,9 +312,21 @@ class StagingNode(Node):
         return f"<StagingNode {name} #{self.seq}>"
 
 
+_NO_RULES = PrimitiveRules(None)  # (what is read of a function without rules: nothing)
+
+
+def rules_of_call(node: StagingNode) -> PrimitiveRules:
+    """The rule entry of a staged call's primitive (an empty one for a function without
+    rules): what jit may rely on when it writes the call (``PrimitiveRules``' emission
+    hints, such as ``new_array``)."""
+    return rule_table.get(node.fun, _NO_RULES)
+
+
 class SourcedNode(StagingNode):
     """A staging node that knows the user's line that made it (``lower()`` writes it in
-    the comment of the call's line; it costs a look up the stack per call)."""
+    the comment of the call's line; it costs a look up the stack per call). An observer
+    of the engine may give a better one (explain's ``report.code``: for a call of the
+    backward pass, the forward line it differentiates), or None for none."""
 
     __slots__ = ("source",)
 

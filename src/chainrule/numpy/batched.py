@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as _np
 
-from .._core import reverse, tracer
+from .._core import tracer
 from .._core.containers import SequenceBox
 from .._core.pytree import tree_flatten, tree_unflatten
 from .._core.rule_table import rule_table
@@ -827,8 +827,6 @@ def over_batch(fun: Callable, tree, size: int):
 
 
 def jvp_over_batch(jvp, tangents, argnums, ans, args, kwargs, size: int):
-    """A JVP rule applied to ``size`` tangents at once (see ``reverse.jvp_over_batch``)."""
+    """A JVP rule applied to ``size`` tangents at once, or None (the ``over_batch`` of
+    ``reverse.Recording.push_forward_batched``)."""
     return over_batch(lambda t: jvp(t, argnums, ans, args, kwargs), tangents, size)
-
-
-reverse.jvp_over_batch = jvp_over_batch

@@ -17,6 +17,8 @@ from ..._core.rules import (
     defbatch,
     defjvp_batched,
     deflabel,
+    defneutral,
+    defnew_array,
     defsparsity,
     defvjp_direct,
     defvjp_whole,
@@ -538,6 +540,7 @@ defvjp_direct(anp.dot,       _dot_vjp_a, _dot_vjp_b)
 def_linear(anp.dot)
 defsparsity(anp.dot,         _contraction(_dot_terms))
 defbatch(anp.dot,            _dot_batch)
+defnew_array(anp.dot)        # never a view of an operand (jit)
 defvjp_direct(anp.matmul,    _matmul_vjp_a, _matmul_vjp_b, reads=(0, 1))  # not the product
 def_linear(anp.matmul)
 defjvp_batched(anp.matmul,   lambda t, ans, a, b, **k: _batched_product(t, a, b, 0, k),
@@ -545,6 +548,8 @@ defjvp_batched(anp.matmul,   lambda t, ans, a, b, **k: _batched_product(t, a, b,
 deflabel(anp.matmul,         "{0} @ {1}")  # how explain writes a call
 defsparsity(anp.matmul,      _contraction(_matmul_terms))
 defbatch(anp.matmul,         _matmul_batch)
+defnew_array(anp.matmul)
+defneutral(anp.matmul,       "eye")  # I @ m is m where exact: jit copies m
 defvjp_direct(anp.tensordot, lambda g, ans, a, b, axes=2: _tensordot_vjp(g, a, b, axes, 0),
                              lambda g, ans, a, b, axes=2: _tensordot_vjp(g, a, b, axes, 1))
 def_linear(anp.tensordot)

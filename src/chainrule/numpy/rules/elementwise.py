@@ -19,10 +19,12 @@ import numpy as _np
 
 from ..._core.rules import (
     defbatch,
+    deffinite_from_inf,
     defjvp_batched,
     defjvp_direct,
     deflabel,
     deflayout_by_value,
+    defneutral,
     defsparsity,
     deftaylor,
     deftaylor_linear,
@@ -325,7 +327,7 @@ defjvp_direct(anp.add,             lambda g, ans, x, y, *a, **k: broadcast_tange
                             lambda g, ans, x, y, *a, **k: broadcast_tangent(g, ans))
 defjvp_batched(anp.add,      lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(g, x, ans), ans),
                             lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(g, y, ans), ans))
-deflabel(anp.add,           "{0} + {1}")  # how explain writes a call
+deflabel(anp.add,           "{0} + {1}", operator=True)  # how explain (and jit, on scalars) writes a call
 defsparsity(anp.add,        elementwise_pattern)
 deftaylor_linear(anp.add)
 defvjp_direct(anp.subtract, lambda g, ans, x, y, *a, **k: unbroadcast(g, x),
@@ -334,19 +336,21 @@ defjvp_direct(anp.subtract,        lambda g, ans, x, y, *a, **k: broadcast_tange
                             lambda g, ans, x, y, *a, **k: broadcast_tangent(-g, ans))
 defjvp_batched(anp.subtract, lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(g, x, ans), ans),
                             lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(-g, y, ans), ans))
-deflabel(anp.subtract,      "{0} - {1}")
+deflabel(anp.subtract,      "{0} - {1}", operator=True)
 defsparsity(anp.subtract,   elementwise_pattern)
 deftaylor_linear(anp.subtract)
 elementwise_n(anp.multiply,  lambda ans, x, y: y,               lambda ans, x, y: x,
               reads={0: (1,), 1: (0,)})  # each partial is the other operand
-deflabel(anp.multiply,      "{0} * {1}")
+deflabel(anp.multiply,      "{0} * {1}", operator=True)
+defneutral(anp.multiply,    "ones")  # x * 1 is x: jit drops the call
 deftaylor(anp.multiply,     make_multilinear_taylor(anp.multiply))  # a Cauchy product
 elementwise_n(anp.divide,    lambda ans, x, y: anp.divide(1.0, y), lambda ans, x, y: -ans / y,
               reads={0: (1,), 1: (1, "ans")})  # true_divide; y may be a constant Python float, whose 1 / 0.0 raises
-deflabel(anp.divide,        "{0} / {1}")
+deflabel(anp.divide,        "{0} / {1}", operator=True)
+deffinite_from_inf(anp.divide, 1)  # x / inf is 0
 deftaylor(anp.divide,       _divide_taylor)
 elementwise(anp.negative,   lambda ans, x: -1.0)
-deflabel(anp.negative,      "-{0}")
+deflabel(anp.negative,      "-{0}", operator=True)
 deftaylor_linear(anp.negative)
 elementwise(anp.positive,   lambda ans, x: 1.0)
 deftaylor_linear(anp.positive)
@@ -377,6 +381,7 @@ elementwise(anp.cbrt,       lambda ans, x: 1 / (3 * ans ** 2))
 unary(anp.cbrt,             lambda x, ans, k: power_series(x, ans, 1.0 / 3.0, k))
 elementwise(anp.exp,        lambda ans, x: ans, reads=("ans",))
 unary(anp.exp,              lambda x, ans, k: exp_series(x, ans, k))
+deffinite_from_inf(anp.exp, 0)  # exp(-inf) is 0
 elementwise(anp.exp2,       lambda ans, x: ans * _LN2)
 unary(anp.exp2,             lambda x, ans, k: exp_series(scaled(x, math.log(2.0)), ans, k))
 elementwise(anp.expm1,      lambda ans, x: ans + 1)

@@ -18,6 +18,8 @@ from ..._core.rules import (
     defbatch,
     defjvp_batched,
     defjvp_direct,
+    defnew_array,
+    defreduction,
     defsparsity,
     deftaylor_linear,
     defvjp_direct,
@@ -833,6 +835,8 @@ defjvp_batched(anp.sum,    _batched_reduction(anp.sum))
 defsparsity(anp.sum,       reduction_pattern)  # each output on the elements reduced into it
 defbatch(anp.sum,          along_axis(anp.sum, "all"))
 deftaylor_linear(anp.sum)
+defnew_array(anp.sum)      # never a view of its operand (jit)
+defreduction(anp.sum,      _np.add)  # on an ndarray: add.reduce (jit calls it)
 defvjp_direct(anp.mean,    _mean_vjp)
 defjvp_direct(anp.mean,           _mean_jvp)
 defjvp_batched(anp.mean,   _batched_reduction(anp.mean))
@@ -866,6 +870,8 @@ defvjp_direct(anp.prod,    _prod_vjp)
 defjvp_direct(anp.prod,           _prod_jvp)
 defsparsity(anp.prod,      reduction_pattern)
 defbatch(anp.prod,         along_axis(anp.prod, "all"))
+defnew_array(anp.prod)
+defreduction(anp.prod,     _np.multiply)
 defvjp_direct(anp.nanprod, _nanprod_vjp)
 defjvp_direct(anp.nanprod,        _nanprod_jvp)
 defsparsity(anp.nanprod,   reduction_pattern)
@@ -894,6 +900,9 @@ for _fun in (anp.max, anp.min, anp.amax, anp.amin, anp.nanmax, anp.nanmin):
     defsparsity(_fun, reduction_pattern)
     defbatch(_fun, along_axis(_fun, "all"))
     deftaylor_linear(_fun)
+for _fun, _ufunc in ((anp.max, _np.maximum), (anp.min, _np.minimum)):
+    defnew_array(_fun)
+    defreduction(_fun, _ufunc)
 for _fun, _weights in ((anp.ptp, _ptp_weights), (anp.median, _median_rule(ignore_nan=False)),
                        (anp.nanmedian, _median_rule(ignore_nan=True))):
     _selection(_fun, _weights)

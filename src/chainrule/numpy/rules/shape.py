@@ -35,6 +35,7 @@ from ..._core.rules import (
     defjvp_batched,
     defjvp_direct,
     deflabel,
+    deflowered_by_value,
     defsparsity,
     deftaylor,
     deftaylor_linear,
@@ -976,6 +977,7 @@ defbatch(anp.swapaxes,   named_axes(anp.swapaxes, (1, "axis1", None), (2, "axis2
 linear(anp.moveaxis,     lambda g, ans, x, src, dst: anp.moveaxis(g, dst, src))
 gathered_in_batches(anp.moveaxis)
 defbatch(anp.moveaxis,   named_axes(anp.moveaxis, (1, "source", None), (2, "destination", None)))
+deflowered_by_value(anp.moveaxis)  # jit writes the transpose its axes make
 linear(anp.broadcast_to, lambda g, ans, x, shape, **k: unbroadcast(g, x))
 gathered_in_batches(anp.broadcast_to)
 defbatch(anp.broadcast_to, _broadcast_to_batch)
