@@ -106,6 +106,15 @@ def columns_of(fun) -> str:
         columns.append(f"finite_from_inf=({','.join(map(str, entry.finite_from_inf))})")
     if entry.reduction is not None:
         columns.append(f"reduction={entry.reduction.__name__}")
+    if entry.lowering is not None:
+        columns.append("lowering")
+    if entry.silent is not None:
+        columns.append(f"silent={entry.silent.replace(' ', '_')}")
+    if entry.takes_masks is not False:
+        columns.append("takes_masks" + ("" if entry.takes_masks is True else
+                                        f"={entry.takes_masks}"))
+    if entry.takes_index_arrays:
+        columns.append("takes_index_arrays")
     return " ".join(columns)
 
 
@@ -171,7 +180,7 @@ def test_every_primitive_is_registered_from_one_file():
 def test_jit_hints_refuse_what_jit_could_not_read():
     import pytest
 
-    from chainrule._core.rules import deflabel, defneutral
+    from chainrule._core.rules import deflabel, defneutral, defsilent
     from chainrule._core.tracer import primitive
 
     scaled = primitive(lambda x, c: x * c)
@@ -181,6 +190,38 @@ def test_jit_hints_refuse_what_jit_could_not_read():
     with pytest.raises(TypeError, match="needs a format string"):
         deflabel(scaled, lambda texts, args: " * ".join(texts), operator=True)
     assert rule_table.get(scaled) is None or rule_table[scaled].neutral is None
+    with pytest.raises(ValueError, match=r"defsilent\(<lambda>, 'never'\): the condition is one "
+                                         r"of 'always', 'fixed index', 'one number'"):
+        defsilent(scaled, "never")
+
+
+def test_jit_lists_no_primitive_of_its_own():
+    # what jit knows of a primitive is in the primitive's entry (its emission hints): no
+    # module of chainrule.jit holds a collection naming primitives or their functions
+    import importlib
+    import pkgutil
+
+    package = importlib.import_module("chainrule.jit")  # (the module; chainrule.jit is jit)
+    primitives = set()
+    for fun in rule_table:
+        primitives.add(id(fun))
+        primitives.add(id(getattr(fun, "fun", fun)))
+    found = []
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"chainrule.jit.{info.name}")
+        for name, value in vars(module).items():
+            if value is rule_table:
+                continue  # (the table itself, which jit reads)
+            if isinstance(value, dict):
+                items = [*value, *value.values()]
+            elif isinstance(value, (set, frozenset, tuple, list)):
+                items = list(value)
+            else:
+                continue
+            named = [item for item in items if _hashable(item) and id(item) in primitives]
+            if named:
+                found.append(f"{info.name}.{name}: {named[:3]}")
+    assert not found, found
 
 
 if __name__ == "__main__":

@@ -69,13 +69,26 @@ class PrimitiveRules:
       values, as NumPy's overflow warning would otherwise be lost.
     - ``reduction``: the ufunc whose ``reduce`` a call on an ndarray is, with the same
       arguments (NumPy's ``sum``, ``prod``, ``max``, ``min``): jit calls it directly.
+    - ``lowering(vals, texts, kwtexts) -> str | None``: the Python expression jit writes for
+      a call whose first argument is an array, from the arguments' values at trace time and
+      their code (``a.transpose(axes)``, ``a[i]``, ``a ** 2``), or None for the call itself.
+    - ``silent``: when a call can neither raise nor warn on arguments of the types and
+      shapes it was traced with, so jit leaves it out where nothing reads it: ``"always"``
+      (views, reshapes, negation), ``"fixed index"`` (while only its first argument is
+      traced: a traced index may be out of range), ``"one number"`` (while only its first
+      argument is traced and holds one number: a sum of one number).
+    - ``takes_masks``: the answer's shape does not depend on the values of a boolean array
+      argument, so jit stages masks through the call rather than specialising on them; a
+      number: only for calls with that many arguments (``where(c, x, y)``, not ``where(c)``).
+    - ``takes_index_arrays``: an integer array argument, as an index, gives an answer of
+      the index's shape (``x[i]``, ``take``): jit stages such indices through the call.
     """
 
     __slots__ = ("fun", "vjp", "vjp_by_argnums", "jvp", "batched_jvp", "unread_args",
                  "reads_ans", "reads_by_argnum", "unread_by_argnums", "label",
                  "jvp_replaced", "sparsity", "batch", "taylor", "layout_by_value",
                  "operator", "new_array", "neutral", "lowered_by_value", "finite_from_inf",
-                 "reduction")
+                 "reduction", "lowering", "silent", "takes_masks", "takes_index_arrays")
 
     def __init__(self, fun: Callable):
         self.fun = fun
@@ -98,6 +111,10 @@ class PrimitiveRules:
         self.lowered_by_value = False
         self.finite_from_inf: tuple[int, ...] = ()
         self.reduction = None  # (a numpy.ufunc)
+        self.lowering: Callable | None = None
+        self.silent: str | None = None
+        self.takes_masks: bool | int = False
+        self.takes_index_arrays = False
         # the JVP was replaced after one existed and the VJP has not been since (rules.py
         # warns when such a VJP is replaced alone: the two modes would disagree)
         self.jvp_replaced = False

@@ -440,6 +440,49 @@ def defreduction(fun: Callable, ufunc) -> None:
     note_registration(fun, "reduction")
 
 
+def deflowering(fun: Callable, lowering: Callable) -> None:
+    """How ``chainrule.jit`` writes a call of ``fun`` whose first argument is an array:
+    ``lowering(vals, texts, kwtexts)`` answers a Python expression over the arguments'
+    code (``texts``, and ``kwtexts`` by keyword) that gives the call's bits, result type
+    and views for these values (``vals``: the arguments at trace time, arrays as their
+    shape and dtype), or None to write the call of ``fun`` itself."""
+    rules_of(fun).lowering = lowering
+    note_registration(fun, "lowering")
+
+
+_SILENT_WHEN = ("always", "fixed index", "one number")
+
+
+def defsilent(fun: Callable, when: str = "always") -> None:
+    """Declare that a call of ``fun`` can neither raise nor warn on arguments of the types
+    and shapes it was traced with, so ``chainrule.jit`` may leave it out where nothing
+    reads its answer: ``"always"``, ``"fixed index"`` (while only its first argument is
+    traced) or ``"one number"`` (while only its first argument is traced and holds one
+    number). Without it jit keeps every call, for its errors and warnings."""
+    if when not in _SILENT_WHEN:
+        raise ValueError(f"defsilent({_name(fun)}, {when!r}): the condition is one of "
+                         f"{', '.join(map(repr, _SILENT_WHEN))}.")
+    rules_of(fun).silent = when
+    note_registration(fun, "silent")
+
+
+def deftakes_masks(fun: Callable, n_args: int | None = None) -> None:
+    """Declare that the shape of ``fun``'s answer never depends on the values of a boolean
+    array argument (elementwise use: ``where(c, x, y)``, ``astype``, ``sum``), so
+    ``chainrule.jit`` stages a mask through the call instead of specialising the program
+    on its value; ``n_args``: only for calls with that many arguments."""
+    rules_of(fun).takes_masks = True if n_args is None else n_args
+    note_registration(fun, "takes_masks")
+
+
+def deftakes_index_arrays(fun: Callable) -> None:
+    """Declare that an integer array argument of ``fun``, used as an index, gives an
+    answer of the index's shape (``x[i]``, ``take``): ``chainrule.jit`` stages such an
+    index through the call instead of specialising the program on its value."""
+    rules_of(fun).takes_index_arrays = True
+    note_registration(fun, "takes_index_arrays")
+
+
 def deftaylor_linear(fun: Callable) -> None:
     """Declare ``fun`` linear (or affine) in its traced arguments together for Taylor mode:
     each output coefficient is the JVP of the same input coefficients."""

@@ -343,7 +343,7 @@ def _template(raw, fun, entry, node: StagingNode, vals: list, slots: list, kwmap
     if _scalar_operator(entry.operator, node, vals):
         code = entry.label.format(*holes)
     else:
-        code = direct_call(raw, entry.reduction, vals, holes, kwmap, fun_name) or (
+        code = direct_call(raw, entry, vals, holes, kwmap, fun_name) or (
             f"{fun_name(raw)}({', '.join(holes + kwtexts)})"
         )
     fast = _float_call(raw, entry, holes, fun_name) if _float_node(node) else None

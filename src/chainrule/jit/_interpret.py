@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from ._direct import array_power
 from ._program import MISS, RAISED, Program, copied_together, guard_holds
 from ._staging import ArrayMeta, Guard, StagingNode, rules_of_call
 
@@ -78,12 +77,17 @@ def _direct(node: StagingNode) -> Any:
     operands = list(node.args)
     for i, p in zip(node.argnums, node.parents):
         operands[i] = p.ans
+    entry = rules_of_call(node)
     ufunc = getattr(raw, "ufunc", None)
     if ufunc is not None:
-        return raw if array_power(raw, operands) else ufunc
-    reduction = rules_of_call(node).reduction
-    if reduction is not None and len(node.args) == 1 and not node.kwargs:
-        return _reduce_all(reduction)
+        # where jit's source writes other code on an array (power by a number: the
+        # array's ``**``), the raw function takes that path too, not the ufunc
+        texts = [f"x{i}" for i in range(len(operands))]
+        lowered = entry.lowering is not None and type(operands[0]) is ArrayMeta and \
+            not node.kwargs and entry.lowering(operands, texts, {}) is not None
+        return raw if lowered else ufunc
+    if entry.reduction is not None and len(node.args) == 1 and not node.kwargs:
+        return _reduce_all(entry.reduction)
     return raw
 
 

@@ -11,9 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import numpy as anp
 from .._core.tracer import getval
-from ._staging import ArrayMeta, Guard, StagingNode, _identity, _NotraceCall
+from ._staging import ArrayMeta, Guard, StagingNode, _identity, _NotraceCall, rules_of_call
 
 MISS = object()  # what an emitted program answers when a guard fails
 RAISED = object()  # what it answers when a call in it raised: the call is evaluated eagerly
@@ -43,7 +42,7 @@ def needed(nodes: list[StagingNode], outputs: list,
     """The nodes the program runs, in the order they were made (``nodes``: the record):
     what the outputs and the guards need, and every call that might raise or warn (a
     product may overflow, a Cholesky factorisation fail), with what it needs, for eager
-    evaluation makes them too. Only calls that can do neither (``_SILENT``: views,
+    evaluation makes them too. Only calls that can do neither (their entries' ``silent``: views,
     reshapes, indexing with fixed indices, negation) are left out where nothing reads them.
     Also answers those that nothing reads (no output, guard or node it runs: those run
     for their errors and warnings only), known here for nothing earlier reads a node."""
@@ -51,12 +50,11 @@ def needed(nodes: list[StagingNode], outputs: list,
     read.update(g.node for g in guards)
     found = []
     unread = []
-    silent = _silent_functions()
     for node in reversed(nodes):
         if node in read:
             found.append(node)
             read.update(node.parents)
-        elif not _silent(node, silent):
+        elif not _silent(node):
             found.append(node)
             unread.append(node)
             read.update(node.parents)
@@ -64,44 +62,22 @@ def needed(nodes: list[StagingNode], outputs: list,
     return found, unread
 
 
-def _silent(node: StagingNode, silent: frozenset) -> bool:
+def _silent(node: StagingNode) -> bool:
     fun = node.fun
     if fun is None or type(fun) is _NotraceCall:
         return True  # (an input; a comparison, whose answer is guarded where it is used)
-    raw = fun.fun
-    if raw in _REDUCTIONS:  # a sum (max ...) of one number adds nothing to it
-        return node.argnums == (0,) and _one_number(node.parents[0].ans)
-    # indexing is silent with constant indices only (a traced index may be out of range)
-    return raw in silent and (raw is not _GETITEM or node.argnums == (0,))
+    when = rules_of_call(node).silent
+    if when is None:
+        return False
+    if when == "always":
+        return True
+    if node.argnums != (0,):
+        return False  # "fixed index": indexing by a traced index may be out of range
+    return when == "fixed index" or _one_number(node.parents[0].ans)  # "one number"
 
 
 def _one_number(ans: Any) -> bool:
     return type(ans) in _FLOAT_SCALARS or (type(ans) is ArrayMeta and ans.shape == ())
-
-
-_REDUCTIONS = frozenset([np.sum, np.prod, np.max, np.min, np.amax, np.amin])
-
-
-def _silent_functions() -> frozenset:
-    """The raw functions that can neither raise nor warn on arguments of the signature's
-    types and shapes (see ``_needed``), found once."""
-    global _SILENT, _GETITEM
-    if _SILENT is None:
-        from ..numpy.numpy_boxes import array_getitem
-
-        _GETITEM = array_getitem.fun
-        _SILENT = frozenset(
-            getattr(anp, name).fun for name in (
-                "transpose", "reshape", "ravel", "squeeze", "expand_dims", "moveaxis",
-                "swapaxes", "broadcast_to", "negative", "positive", "real", "imag",
-                "conjugate", "copy", "atleast_1d", "atleast_2d", "atleast_3d",
-            ) if hasattr(anp, name)
-        ) | {array_getitem.fun}
-    return _SILENT
-
-
-_SILENT: frozenset | None = None
-_GETITEM = None  # array_getitem's raw function (set with _SILENT)
 
 
 def same(a: Any, b: Any) -> bool:

@@ -446,8 +446,9 @@ def _on_notrace(box, f_wrapped, args, kwargs):
     parents = tuple(staged[i]._node for i in argnums)
     # other arguments are constants: plain values (boxes of newer traces hold no staged value)
     node = type(parents[0])(ans, call, list(argvals), dict(kwargs), argnums, parents)
-    if f_raw in _MASK_FUNCTIONS and type(ans) is np.ndarray and ans.ndim and ans.dtype == bool:
-        # A mask (x > 0 and kin) is a value of the program: it goes on as a staged box, and
+    if isinstance(f_raw, np.ufunc) and type(ans) is np.ndarray and ans.ndim and ans.dtype == bool:
+        # A mask (x > 0, isnan(x), a & b: a ufunc's boolean answer, elementwise by
+        # definition) is a value of the program: it goes on as a staged box, and
         # is guarded by value only where it reaches a function outside _takes_masks (one
         # whose result's shape or Python-visible structure could depend on it).
         global _masks_made
@@ -464,17 +465,6 @@ def _on_notrace(box, f_wrapped, args, kwargs):
 StagingNode.on_notrace = staticmethod(_on_notrace)
 
 
-# elementwise notrace functions whose boolean answers are staged as masks
-_MASK_FUNCTIONS = frozenset(
-    [
-        np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal,
-        np.logical_and, np.logical_or, np.logical_not, np.logical_xor,
-        np.isfinite, np.isinf, np.isnan, np.signbit,
-        np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert,
-    ]
-)
-
-
 def staged_as_mask(box) -> None:
     """An integer or boolean array given as an argument: a value of the program that no
     derivative reaches, staged as masks are (its uses outside ``_takes_masks`` are
@@ -488,44 +478,24 @@ def staged_as_mask(box) -> None:
 def _takes_masks(fun, parent: StagingNode, n_args: int) -> bool:
     """Whether a recorded function of ``n_args`` arguments may take a staged mask (or
     integer array, see ``_signature``) ``parent`` as a value: an elementwise function (a
-    ufunc, a chainrule ufunc wrapper, a mask function), ``where`` of three arguments,
-    ``astype`` or ``sum``, whose answer's shape does not depend on the mask's values; an
-    integer array also as the index of indexing and its kin (``x[i]``, ``np.take``,
-    their derivatives), whose answers have its shape. Python decisions on a mask (``if
+    ufunc, a chainrule ufunc wrapper) or one whose entry ``takes_masks`` (``where`` of
+    three arguments, ``astype``, ``sum``): its answer's shape does not depend on the
+    mask's values; an integer array also where the entry ``takes_index_arrays`` (``x[i]``,
+    ``np.take``, their derivatives), whose answers have its shape. Python decisions on a mask (``if
     m.any():``, a boolean index) are guarded where they happen, by ``on_decision``."""
     if fun is None:
         return False
     if type(fun) is _NotraceCall:
         return True  # its own answer is guarded (or is a mask)
+    entry = rule_table.get(fun, _NO_RULES)
+    takes = entry.takes_masks  # True, or the number of arguments it needs
     raw = fun.fun
-    masks, indices, where = _shape_preserving()
     return (
         isinstance(raw, np.ufunc)
         or getattr(raw, "ufunc", None) is not None
-        or (raw in masks and (raw is not where or n_args == 3))
-        or (raw in indices and _integer_array(parent.ans))
+        or takes is True or (takes is not False and takes == n_args)
+        or (entry.takes_index_arrays and _integer_array(parent.ans))
     )
-
-
-def _shape_preserving() -> tuple:
-    """(functions taking masks, functions taking integer arrays as indices, where's raw
-    function), found once."""
-    global _SHAPE_PRESERVING
-    if _SHAPE_PRESERVING is None:
-        from .. import numpy as anp  # (late: chainrule.numpy imports the tracer first)
-        from ..numpy.numpy_boxes import array_astype, array_getitem
-        from ..numpy.rules.shape import untake
-
-        _SHAPE_PRESERVING = (
-            frozenset([anp.where.fun, array_astype.fun, np.sum]),
-            frozenset([array_getitem.fun, untake.fun, anp.take.fun, anp.index_update.fun,
-                       anp.take_along_axis.fun]),
-            anp.where.fun,
-        )
-    return _SHAPE_PRESERVING
-
-
-_SHAPE_PRESERVING: tuple | None = None
 
 
 def _guard_mask(node: StagingNode) -> None:

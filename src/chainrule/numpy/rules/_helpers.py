@@ -31,6 +31,21 @@ from ..numpy_boxes import array_astype
 from ..placement import SCALAR_TYPES, constant_like
 
 
+def bound_texts(params: tuple, texts: list[str], kwtexts: dict[str, str]) -> dict | None:
+    """Parameter name -> argument code for a call written by ``chainrule.jit`` (the
+    arguments after the first, positional ``texts`` and keyword ``kwtexts``), or None for
+    a call that passes something outside ``params`` (the emission rules then keep the
+    call as it is)."""
+    if len(texts) > len(params) or any(k not in params for k in kwtexts):
+        return None
+    bound = dict(zip(params, texts))
+    for k, v in kwtexts.items():
+        if k in bound:
+            return None
+        bound[k] = v
+    return bound
+
+
 def zero_mask(x):
     """``(x == 0, whether any is zero)`` on x's raw value. For a duck array (Dask, CuPy)
     "any" is assumed True, so rules take their safe branch without computing it.

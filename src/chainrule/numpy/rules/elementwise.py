@@ -24,8 +24,11 @@ from ..._core.rules import (
     defjvp_direct,
     deflabel,
     deflayout_by_value,
+    deflowering,
     defneutral,
+    defsilent,
     defsparsity,
+    deftakes_masks,
     deftaylor,
     deftaylor_linear,
     defvjp_direct,
@@ -86,6 +89,14 @@ def _lowered(y):
     if type(y) in (int, float, complex) or isinstance(y, _np.generic):
         return y - 1 if y != 0 else 1.0
     return anp.where(y, y - 1, 1.0)
+
+
+def _array_to_a_number(vals, texts, kwtexts):
+    """jit's code for ``power`` of an array by a Python number: the array's ``**``, which
+    the raw function calls (NumPy's fast path: square, sqrt, reciprocal, their warnings)."""
+    if len(vals) == 2 and type(vals[1]) in (int, float) and not kwtexts:
+        return f"{texts[0]} ** {texts[1]}"
+    return None
 
 
 def _abs_derivative(ans, x):
@@ -351,9 +362,11 @@ deffinite_from_inf(anp.divide, 1)  # x / inf is 0
 deftaylor(anp.divide,       _divide_taylor)
 elementwise(anp.negative,   lambda ans, x: -1.0)
 deflabel(anp.negative,      "-{0}", operator=True)
+defsilent(anp.negative)     # neither raises nor warns (jit may leave it out)
 deftaylor_linear(anp.negative)
 elementwise(anp.positive,   lambda ans, x: 1.0)
 deftaylor_linear(anp.positive)
+defsilent(anp.positive)
 elementwise(anp.reciprocal, lambda ans, x: -ans ** 2)
 unary(anp.reciprocal,       lambda x, ans, k: reciprocal_series(x, ans, k))
 elementwise_n(anp.mod,       lambda ans, x, y: 1.0,             lambda ans, x, y: -anp.floor(x / y))  # remainder
@@ -369,6 +382,7 @@ defjvp_direct(anp.divmod,    lambda g, ans, x, y: _divmod_tangent(g * _divmod_pa
 elementwise_n(anp.power,     lambda ans, x, y: y * x ** _lowered(y),                                # pow
                             lambda ans, x, y: anp.log(anp.where(x, x, 1.0)) * ans)
 deflabel(anp.power,         "{0} ** {1}")
+deflowering(anp.power,      _array_to_a_number)  # NumPy's fast path (square, sqrt ...)
 deftaylor(anp.power,        _power_taylor)
 elementwise_n(anp.float_power, lambda ans, x, y: y * anp.float_power(x, _lowered(y)),
                             lambda ans, x, y: anp.log(anp.where(x, x, 1.0)) * ans)
@@ -448,12 +462,15 @@ elementwise(anp.fabs,       lambda ans, x: anp.sign(x))
 deftaylor_linear(anp.fabs)
 linear(anp.conjugate,       lambda g, ans, x, *a, **k: anp.conj(g))                   # conj
 defsparsity(anp.conjugate,  elementwise_pattern)
+defsilent(anp.conjugate)
 linear(anp.real,            lambda g, ans, x: match_dtype(anp.real(g), x))
 defsparsity(anp.real,       elementwise_pattern)
 _batched_elementwise(anp.real)
+defsilent(anp.real)
 linear(anp.imag,            lambda g, ans, x: match_dtype(-1j * g, x))
 defsparsity(anp.imag,       elementwise_pattern)
 _batched_elementwise(anp.imag)
+defsilent(anp.imag)
 defvjp_direct(anp.angle,    _angle_vjp)
 defjvp_direct(anp.angle,           _angle_jvp)
 defsparsity(anp.angle,      elementwise_pattern)
@@ -503,6 +520,7 @@ defjvp_direct(anp.where, None,
 defsparsity(anp.where,      elementwise_pattern)
 defbatch(anp.where,         _where_batch)  # where(c) is nonzero(c)
 deftaylor_linear(anp.where)
+deftakes_masks(anp.where,   n_args=3)  # where(c, x, y)'s shape is not c's values' (jit)
 
 # ----------------------------------------------------------------------------- no derivative
 # (elementwise, but piecewise constant or not differentiated: only their batching rule)

@@ -20,7 +20,9 @@ from ..._core.rules import (
     defjvp_direct,
     defnew_array,
     defreduction,
+    defsilent,
     defsparsity,
+    deftakes_masks,
     deftaylor_linear,
     defvjp_direct,
 )
@@ -837,6 +839,8 @@ defbatch(anp.sum,          along_axis(anp.sum, "all"))
 deftaylor_linear(anp.sum)
 defnew_array(anp.sum)      # never a view of its operand (jit)
 defreduction(anp.sum,      _np.add)  # on an ndarray: add.reduce (jit calls it)
+defsilent(anp.sum,         "one number")  # a sum of one number adds nothing (jit)
+deftakes_masks(anp.sum)    # a count of a mask has no shape of its values (jit)
 defvjp_direct(anp.mean,    _mean_vjp)
 defjvp_direct(anp.mean,           _mean_jvp)
 defjvp_batched(anp.mean,   _batched_reduction(anp.mean))
@@ -872,6 +876,7 @@ defsparsity(anp.prod,      reduction_pattern)
 defbatch(anp.prod,         along_axis(anp.prod, "all"))
 defnew_array(anp.prod)
 defreduction(anp.prod,     _np.multiply)
+defsilent(anp.prod,        "one number")
 defvjp_direct(anp.nanprod, _nanprod_vjp)
 defjvp_direct(anp.nanprod,        _nanprod_jvp)
 defsparsity(anp.nanprod,   reduction_pattern)
@@ -900,6 +905,8 @@ for _fun in (anp.max, anp.min, anp.amax, anp.amin, anp.nanmax, anp.nanmin):
     defsparsity(_fun, reduction_pattern)
     defbatch(_fun, along_axis(_fun, "all"))
     deftaylor_linear(_fun)
+for _fun in (anp.max, anp.min, anp.amax, anp.amin):
+    defsilent(_fun, "one number")
 for _fun, _ufunc in ((anp.max, _np.maximum), (anp.min, _np.minimum)):
     defnew_array(_fun)
     defreduction(_fun, _ufunc)

@@ -27,6 +27,7 @@ import itertools
 import math
 
 import numpy as _np
+from numpy.lib.array_utils import normalize_axis_tuple
 
 from ..._core.reverse import ShapeOnly
 from ..._core.rules import (
@@ -36,7 +37,11 @@ from ..._core.rules import (
     defjvp_direct,
     deflabel,
     deflowered_by_value,
+    deflowering,
+    defsilent,
     defsparsity,
+    deftakes_index_arrays,
+    deftakes_masks,
     deftaylor,
     deftaylor_linear,
     defvjp_direct,
@@ -72,6 +77,7 @@ from ..batching_patterns import (
 from ..numpy_boxes import array_astype, array_getitem
 from ..placement import constant_like, index_like, on_host
 from ._helpers import (
+    bound_texts,
     composite,
     dtype_of,
     linear,
@@ -947,6 +953,41 @@ def _diag_batch(flat: bool):
     return rule
 
 
+# How chainrule.jit writes these calls on an ndarray (the ``lowering`` column): the C
+# function NumPy's Python layer ends in, which answers the same bits and the same views.
+def _transpose_method(vals, texts, kwtexts):
+    b = bound_texts(("axes",), texts[1:], kwtexts)
+    return None if b is None else f"{texts[0]}.transpose({b.get('axes', '')})"
+
+
+def _reshape_method(vals, texts, kwtexts):
+    b = bound_texts(("shape", "order"), texts[1:], kwtexts)
+    if b is None or "shape" not in b:
+        return None
+    order = f", order={b['order']}" if "order" in b else ""
+    return f"{texts[0]}.reshape({b['shape']}{order})"
+
+
+def _moveaxis_as_transpose(vals, texts, kwtexts):
+    """The ``transpose`` with the permutation that ``moveaxis`` computes from the shape
+    (read from the axes' values: the entry's ``lowered_by_value``)."""
+    if len(vals) != 3 or kwtexts:
+        return None
+    ndim = vals[0].ndim
+    source = normalize_axis_tuple(vals[1], ndim, "source")
+    destination = normalize_axis_tuple(vals[2], ndim, "destination")
+    if len(source) != len(destination):
+        return None
+    order = [n for n in range(ndim) if n not in source]
+    for dest, src in sorted(zip(destination, source)):
+        order.insert(dest, src)
+    return f"{texts[0]}.transpose({tuple(order)!r})"
+
+
+def _subscript(vals, texts, kwtexts):
+    return f"{texts[0]}[{texts[1]}]" if len(texts) == 2 and not kwtexts else None
+
+
 # fmt: off
 # One block per primitive: its VJP and JVP (or the helper that registers both: ``linear``,
 # ``selection``, ``composite`` ...), batched JVP, sparsity pattern, label, batching rule and
@@ -957,30 +998,41 @@ def _diag_batch(flat: bool):
 linear(anp.reshape,      lambda g, ans, x, shape=None, order="C", **k: _reshape(g, shape_of(x), order))
 gathered_in_batches(anp.reshape)
 defbatch(anp.reshape,    _reshape_batch)
+deflowering(anp.reshape, _reshape_method)  # the ndarray method (jit)
+defsilent(anp.reshape)   # neither raises nor warns (jit may leave it out)
 linear(anp.ravel,        lambda g, ans, x, order="C": _reshape(g, shape_of(x), order))
 gathered_in_batches(anp.ravel)
 defbatch(anp.ravel,      _ravel_batch)
+defsilent(anp.ravel)
 linear(anp.squeeze,      lambda g, ans, x, *a, **k: anp.reshape(g, shape_of(x)))
 gathered_in_batches(anp.squeeze)
 defbatch(anp.squeeze,    _squeeze_batch)
+defsilent(anp.squeeze)
 linear(anp.expand_dims,  lambda g, ans, x, *a, **k: anp.reshape(g, shape_of(x)))
 gathered_in_batches(anp.expand_dims)
 defbatch(anp.expand_dims, _expand_dims_batch)
+defsilent(anp.expand_dims)
 linear(anp.transpose,    lambda g, ans, x, axes=None: anp.transpose(g, _inverse_axes(axes, anp.ndim(x))))
 gathered_in_batches(anp.transpose)
 defbatch(anp.transpose,  _transpose_batch)
+deflowering(anp.transpose, _transpose_method)
+defsilent(anp.transpose)
 if anp.permute_dims is not anp.transpose:  # (NumPy 2: the same function)
     selection(anp.permute_dims)
 linear(anp.swapaxes,     lambda g, ans, x, a1, a2: anp.swapaxes(g, a1, a2))
 gathered_in_batches(anp.swapaxes)
 defbatch(anp.swapaxes,   named_axes(anp.swapaxes, (1, "axis1", None), (2, "axis2", None)))
+defsilent(anp.swapaxes)
 linear(anp.moveaxis,     lambda g, ans, x, src, dst: anp.moveaxis(g, dst, src))
 gathered_in_batches(anp.moveaxis)
 defbatch(anp.moveaxis,   named_axes(anp.moveaxis, (1, "source", None), (2, "destination", None)))
+deflowering(anp.moveaxis, _moveaxis_as_transpose)
 deflowered_by_value(anp.moveaxis)  # jit writes the transpose its axes make
+defsilent(anp.moveaxis)
 linear(anp.broadcast_to, lambda g, ans, x, shape, **k: unbroadcast(g, x))
 gathered_in_batches(anp.broadcast_to)
 defbatch(anp.broadcast_to, _broadcast_to_batch)
+defsilent(anp.broadcast_to)
 selection(anp.rollaxis)
 defbatch(anp.rollaxis,   _rollaxis_batch)
 deftaylor_linear(anp.rollaxis)
@@ -990,13 +1042,16 @@ for _fun, _batch in ((anp.atleast_1d, _atleast_batch(1)), (anp.atleast_2d, _atle
     defsparsity(_fun, copy_rule(_fun.fun))  # several arrays in: a tuple of them out
     defbatch(_fun, _batch)
     deftaylor_linear(_fun)
+    defsilent(_fun)
 
 # ----------------------------------------------------------------------------- copies, casting
 for _fun in (anp.copy, anp.asarray, anp.asanyarray, anp.ascontiguousarray, array_astype):
     linear(_fun,         lambda g, ans, x, *a, **k: match_dtype(g, x))
     defsparsity(_fun,    identity_pattern)
 defbatch(anp.copy,       elementwise_batch(anp.copy))
+defsilent(anp.copy)
 defbatch(array_astype,   elementwise_batch(array_astype))
+deftakes_masks(array_astype)  # elementwise: jit stages a mask through it
 for _fun in (anp.asarray, anp.asanyarray, anp.ascontiguousarray):
     defbatch(_fun,       as_is(_fun))
 
@@ -1006,14 +1061,20 @@ linear(array_getitem,    lambda g, ans, x, index: match_dtype(untake(g, index, s
 gathered_in_batches(array_getitem)
 deflabel(array_getitem,  "{0}[{1:index}]")  # how explain writes a call (index notation)
 defbatch(array_getitem,  _getitem_batch)
+deflowering(array_getitem, _subscript)
+defsilent(array_getitem, "fixed index")  # a traced index may be out of range
+deftakes_index_arrays(array_getitem)  # x[i] has i's shape: jit stages i
 linear(untake,           lambda g, ans, x, index, shape, dtype: array_getitem(g, index))
 defsparsity(untake,      shapes_only(_untake_pattern, first_position))
 defbatch(untake,         _untake_batch)
+deftakes_index_arrays(untake)
 selection(anp.take)
 defbatch(anp.take,       _take_batch)
+deftakes_index_arrays(anp.take)
 deftaylor_linear(anp.take)
 selection(anp.take_along_axis)
 defbatch(anp.take_along_axis, _take_along_axis_batch)
+deftakes_index_arrays(anp.take_along_axis)
 deftaylor_linear(anp.take_along_axis)
 selection(anp.compress,  argnums=(1,))
 deftaylor_linear(anp.compress)
@@ -1109,6 +1170,7 @@ defjvp_direct(anp.index_update,        lambda t, ans, x, index, v: anp.index_upd
                                 None, _update_jvp_v)
 defsparsity(anp.index_update,   copy_rule(anp.index_update.fun, only=(0, 2)))
 defbatch(anp.index_update,      _index_write_batch(anp.index_update))
+deftakes_index_arrays(anp.index_update)
 defvjp_direct(anp.index_add,    lambda g, ans, x, index, v: match_dtype(g, x),
                                 None, _add_vjp_v)
 defjvp_direct(anp.index_add,           lambda t, ans, x, index, v: match_dtype(t, ans),
