@@ -42,6 +42,22 @@ HAZARDS = {"nonsmooth", "signed_zero", "branch", "loop", "closure", "tuple_answe
            "raise", "try_except"}
 
 
+# the closed-form linalg rules (inv, solve, det, slogdet, cholesky) on a well-conditioned
+# matrix of the program's values: 2 I plus a rank-one term of norm <= 0.3
+_LINALG = ("np.linalg.solve({m}, {b})", "np.linalg.inv({m}) @ {b}", "np.linalg.det({m}) * {b}",
+           "np.linalg.slogdet({m})[1] * {b}", "np.linalg.cholesky({m} @ {m}.T) @ {b}")
+
+
+def _linalg(g) -> None:
+    a, b = g.vec(), g.vec()
+    m = g.name("M")
+    g.emit(f"{m} = np.outer(np.tanh({a}), np.sin({b})) * (0.3 / n) + 2.0 * np.eye(n)")
+    g.emit(f"{g.new_vec()} = {g.pick(_LINALG).format(m=m, b=b)}")
+
+
+OWN = [programs.Template("linalg", _linalg)]
+
+
 @dataclasses.dataclass
 class Case:
     program: Program
@@ -55,7 +71,7 @@ class Case:
 
 
 def generate(rng: onp.random.Generator) -> Case:
-    program = programs.generate(rng, HAZARDS)
+    program = programs.generate(rng, HAZARDS | {"linalg"}, extra=OWN)
     args = program.inputs(rng, 2)
     order = int(rng.integers(1, 5))
     curves = [[rng.standard_normal(program.n).astype(program.dtype) for _ in range(order)]
