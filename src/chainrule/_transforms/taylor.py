@@ -4,7 +4,7 @@ estimator). The trace itself is ``chainrule._core.taylor``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import wraps
 from math import factorial
 from typing import Any
@@ -13,9 +13,9 @@ import numpy as _np
 
 from .. import numpy as anp
 from .._core.containers import TakenPieces
-from .._core.pytree import flatten_matching, tree_flatten, tree_map, tree_unflatten
+from .._core.pytree import LEAF, TreeDef, flatten_matching, tree_flatten, tree_map, tree_unflatten
 from .._core.taylor import collapsed_trace, taylor_trace
-from .._core.tracer import live_trace_ids
+from .._core.tracer import front_ends, live_trace_ids
 from .._core.vspace import vspace
 from ..numpy.batched import BatchedArray, BatchSplit, BatchTrace, BatchUnsupported, over_batch
 from .vmap import vmap
@@ -80,7 +80,19 @@ def jet(fun: Callable, primals: Sequence, series: Sequence,
                                                rebuild)
     terms = [[_scale(c, factorial(j + 1) if factorial_scaled else 1) for j, c in enumerate(s)]
              for s in out_series]
-    return tree_unflatten(out_def, values), tree_unflatten(out_def, terms)
+    return tree_unflatten(out_def, values), _terms_tree(out_def, iter(terms))
+
+
+def _terms_tree(treedef: TreeDef, term_lists: Iterator) -> Any:
+    """The output's structure with each leaf replaced by the list of its terms (JAX's
+    layout). A front end's object holding one value (a Tensor) counts as a leaf: it is
+    replaced by the list of its terms, each such an object, not one object around a list."""
+    if treedef.kind is None:
+        return next(term_lists)
+    if treedef.kind in front_ends and treedef.children == (LEAF,):
+        return [tree_unflatten(treedef, [term]) for term in next(term_lists)]
+    children = [_terms_tree(child, term_lists) for child in treedef.children]
+    return tree_unflatten(treedef._replace(children=(LEAF,) * len(children)), children)
 
 
 def taylor_derivatives(fun: Callable, order: int) -> Callable:
@@ -292,8 +304,9 @@ def laplacian(fun: Callable, samples: int | None = None, key: Any = None,
 
     With ``samples=s``, the stochastic Taylor derivative estimator (STDE): the mean of
     v^T H v over s random directions with E[v v^T] = I (``distribution`` "rademacher", the
-    default, or "gaussian"), drawn from ``numpy.random.default_rng(key)`` and pushed the
-    same way; unbiased, cost s directions instead of x.size.
+    default, or "gaussian"), drawn from ``numpy.random.default_rng(key)`` (without a key,
+    seeded from NumPy's global generator at each call) and pushed the same way; unbiased,
+    cost s directions instead of x.size.
 
     >>> import chainrule.numpy as np
     >>> print(laplacian(lambda x: np.sum(x ** 2) / 2)(np.zeros(3)))
@@ -315,7 +328,11 @@ def laplacian(fun: Callable, samples: int | None = None, key: Any = None,
                 return _np.eye(n, dtype=dtype) if trace is None else _Basis(anp.shape(x), dtype)
 
             return _summed_second_terms(fun, x, n, basis)
-        rng = _np.random.default_rng(key)
+        # (without a key, the seed comes from NumPy's global generator, not fresh entropy:
+        # a draw jit and vmap see, so jit(laplacian(f, samples=s)) draws anew at each
+        # call as the eager one does, and numpy.random.seed makes a run repeat)
+        rng = _np.random.default_rng(_np.random.randint(2**63, dtype=_np.uint64)
+                                     if key is None else key)
         if distribution == "rademacher":
             directions = rng.choice([-1.0, 1.0], size=(samples, n)).astype(dtype)
         else:

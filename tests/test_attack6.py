@@ -1,0 +1,72 @@
+"""The hostile user, session 6: Taylor mode, the Tensor front end, the debug tools and
+explain, sparse derivatives with buffers, the SciPy solvers. Each test is a silent wrong
+answer (or an unclear error) found by attacking, checked against the reference semantics:
+jet == nested jvp, laplacian == trace of the Hessian, jit == eager, vmap == the loop,
+Tensor == PyTorch."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as onp
+import pytest
+
+import chainrule as cr
+import chainrule.numpy as np
+from chainrule import Tensor
+
+
+def _value(t):
+    return onp.asarray(t.value if isinstance(t, Tensor) else t)
+
+
+# --------------------------------------------------------------------- Taylor mode
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_jet_of_a_tensor_function_gives_a_list_of_tensors(requires_grad):
+    # The series of a Tensor output was one Tensor around a Python list (holding boxes of
+    # the Tensor's graph when x requires grad): it printed as an error and its terms could
+    # not be backpropagated. JAX's layout: the output's leaf (the Tensor) becomes the list
+    # of its terms, each a Tensor.
+    x = Tensor(onp.array([1.0, 2.0]), requires_grad=requires_grad)
+    y, terms = cr.jet(lambda t: (t ** 3).sum(), (x,), ([onp.ones(2), onp.zeros(2)],))
+    assert isinstance(terms, list) and len(terms) == 2
+    assert all(isinstance(term, Tensor) for term in terms)
+    # along v = ones: f' = 3 sum x^2, f'' = 6 sum x
+    assert float(_value(y)) == 9.0
+    assert [float(_value(term)) for term in terms] == [15.0, 18.0]
+    repr(terms)
+    if requires_grad:
+        terms[1].backward()  # d/dx of 6 sum(x) is 6
+        assert onp.array_equal(_value(x.grad), [6.0, 6.0])
+
+
+def test_jet_of_a_dict_with_a_tensor_keeps_the_dict_of_term_lists():
+    x = Tensor(onp.array([1.0, 2.0]), requires_grad=False)
+    out, terms = cr.jet(lambda t: {"t": t * 2.0, "a": [np.sum(t ** 2)]}, (x,),
+                        ([onp.ones(2)],))
+    assert list(terms) == ["t", "a"]
+    assert isinstance(terms["t"], list) and isinstance(terms["t"][0], Tensor)
+    assert onp.array_equal(_value(terms["t"][0]), [2.0, 2.0])
+    assert isinstance(terms["a"][0][0], Tensor) and float(_value(terms["a"][0][0])) == 6.0
+
+
+def test_jit_of_stochastic_laplacian_without_key_draws_at_each_call():
+    # laplacian(f, samples=s) without a key drew its directions from fresh entropy, which
+    # jit cannot see: jit(laplacian(...)) answered the first call's estimate forever, where
+    # the eager one draws anew at each call. Seeded from NumPy's global generator, jit sees
+    # the draw (the function runs eagerly, with a JitWarning) and a seed repeats a run.
+    f = lambda x: np.sum(np.sin(x) * x[0])  # noqa: E731
+    x = onp.array([0.3, 0.5, -1.0, 2.0])
+    estimate = cr.laplacian(f, samples=2)
+    onp.random.seed(5)
+    eager = [float(estimate(x)) for _ in range(4)]
+    assert len(set(eager)) > 1
+    jitted = cr.jit(estimate)
+    onp.random.seed(5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert [float(jitted(x)) for _ in range(4)] == eager
+    onp.random.seed(5)
+    assert list(cr.vmap(estimate)(onp.stack([x] * 4))) == eager
