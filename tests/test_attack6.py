@@ -70,3 +70,24 @@ def test_jit_of_stochastic_laplacian_without_key_draws_at_each_call():
         assert [float(jitted(x)) for _ in range(4)] == eager
     onp.random.seed(5)
     assert list(cr.vmap(estimate)(onp.stack([x] * 4))) == eager
+
+
+# ------------------------------------------------------------------ the debug tools
+
+
+def test_debug_nans_raises_in_a_jitted_function_compiled_before():
+    # A program jit compiled outside debug_nans answered nan inside it without raising,
+    # where the eager call raises at sqrt's backward pass (jit == eager, exceptions too).
+    def norm(x):
+        return np.sqrt(np.sum(x ** 2))
+
+    jitted = cr.jit(cr.grad(norm))
+    assert onp.allclose(jitted(onp.array([3.0, 4.0])), [0.6, 0.8])
+    with onp.errstate(all="ignore"):
+        with cr.debug_nans():
+            with pytest.raises(FloatingPointError, match="VJP of sqrt"):
+                cr.grad(norm)(onp.zeros(2))
+            with pytest.raises(FloatingPointError, match="VJP of sqrt"):
+                jitted(onp.zeros(2))
+            assert onp.allclose(jitted(onp.array([3.0, 4.0])), [0.6, 0.8])
+        assert onp.isnan(jitted(onp.zeros(2))).all()  # off again: the compiled program

@@ -318,6 +318,13 @@ def laplacian(fun: Callable, samples: int | None = None, key: Any = None,
         raise ValueError(f"laplacian's distribution is 'rademacher' or 'gaussian', not "
                          f"{distribution!r}.")
 
+    # Without a key, each call seeds its directions from NumPy's global generator (not
+    # fresh entropy): a draw that jit and vmap see (they look for the generators a function
+    # reaches, its closure included), so jit(laplacian(f, samples=s)) draws anew at each
+    # call and vmap of it draws per example, as eager calls do; numpy.random.seed repeats
+    # a run.
+    seeds = _np.random.mtrand._rand if key is None else None
+
     @wraps(fun)
     def trace(x):
         x = _as_float_array(x)
@@ -328,11 +335,8 @@ def laplacian(fun: Callable, samples: int | None = None, key: Any = None,
                 return _np.eye(n, dtype=dtype) if trace is None else _Basis(anp.shape(x), dtype)
 
             return _summed_second_terms(fun, x, n, basis)
-        # (without a key, the seed comes from NumPy's global generator, not fresh entropy:
-        # a draw jit and vmap see, so jit(laplacian(f, samples=s)) draws anew at each
-        # call as the eager one does, and numpy.random.seed makes a run repeat)
-        rng = _np.random.default_rng(_np.random.randint(2**63, dtype=_np.uint64)
-                                     if key is None else key)
+        rng = _np.random.default_rng(key if seeds is None else
+                                     seeds.randint(2**63, dtype=_np.uint64))
         if distribution == "rademacher":
             directions = rng.choice([-1.0, 1.0], size=(samples, n)).astype(dtype)
         else:
