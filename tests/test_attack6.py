@@ -91,3 +91,27 @@ def test_debug_nans_raises_in_a_jitted_function_compiled_before():
                 jitted(onp.zeros(2))
             assert onp.allclose(jitted(onp.array([3.0, 4.0])), [0.6, 0.8])
         assert onp.isnan(jitted(onp.zeros(2))).all()  # off again: the compiled program
+
+
+# ------------------------------------------------------------- NumPy as written
+
+
+@pytest.mark.parametrize("transform", ["jacobian", "jet", "sparse"])
+def test_interp_with_list_points_differentiates(transform):
+    # NumPy's interp takes sequences for xp and fp; under any derivative
+    # np.interp(x, [0, 1, 2], [0, 1, 4]) raised "only integer scalar arrays can be
+    # converted to a scalar index" (a list indexed by the intervals found).
+    x = onp.array([0.3, 1.2, 0.7, -1.0, 3.0])
+
+    def f(x):
+        return np.interp(x, [0, 1, 2], (0, 1, 4), left=-1.0)
+
+    slopes = onp.array([1.0, 3.0, 1.0, 0.0, 0.0])  # the pieces' slopes; constant outside
+    if transform == "jacobian":
+        assert onp.array_equal(cr.jacobian(f)(x), onp.diag(slopes))
+    elif transform == "sparse":
+        assert onp.array_equal(cr.jacobian(f, sparse=True)(x).toarray(), onp.diag(slopes))
+    else:
+        y, (d1, d2) = cr.jet(f, (x,), ([onp.ones(5), onp.zeros(5)],))
+        assert onp.array_equal(y, onp.interp(x, [0, 1, 2], [0, 1, 4], left=-1.0))
+        assert onp.array_equal(d1, slopes) and onp.array_equal(d2, onp.zeros(5))
