@@ -115,3 +115,26 @@ def test_interp_with_list_points_differentiates(transform):
         y, (d1, d2) = cr.jet(f, (x,), ([onp.ones(5), onp.zeros(5)],))
         assert onp.array_equal(y, onp.interp(x, [0, 1, 2], [0, 1, 4], left=-1.0))
         assert onp.array_equal(d1, slopes) and onp.array_equal(d2, onp.zeros(5))
+
+
+# ------------------------------------------------------------------ clear errors
+
+
+@pytest.mark.parametrize("case", ["jacrev", "tuple", "holomorphic", "jacfwd"])
+def test_complex_jacobians_refused_clearly(case):
+    # These raised NumPy's "cannot reshape array of size 8 into shape (2,2)": a complex
+    # value's standard basis has two units per element, so the rows (or columns) do not
+    # make an output x input matrix. Now a TypeError naming the way that works.
+    x, z = onp.array([0.5, 2.0]), onp.array([0.5 + 1j, 2.0])
+    transform, f, arg, fix = {
+        "jacrev": (cr.jacrev, lambda x: x * (1 + 2j), x, "jacfwd"),
+        "tuple": (cr.jacobian, lambda x: (x * (1 + 2j), x ** 2), x, "jacfwd"),
+        "holomorphic": (cr.jacobian, lambda z: z ** 2, z, "np.real"),
+        "jacfwd": (cr.jacfwd, lambda z: (z ** 2).real, z, "jacrev"),
+    }[case]
+    with pytest.raises(TypeError, match=fix):
+        transform(f)(arg)
+    # what works: a complex output of a real input forward, a real output of a complex
+    # input in reverse (grad's convention)
+    assert onp.array_equal(cr.jacfwd(lambda x: x * (1 + 2j))(x), onp.diag([1 + 2j, 1 + 2j]))
+    assert onp.array_equal(cr.jacobian(lambda z: (z ** 2).real)(z), onp.diag(2 * z))
