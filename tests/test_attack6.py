@@ -138,3 +138,19 @@ def test_complex_jacobians_refused_clearly(case):
     # input in reverse (grad's convention)
     assert onp.array_equal(cr.jacfwd(lambda x: x * (1 + 2j))(x), onp.diag([1 + 2j, 1 + 2j]))
     assert onp.array_equal(cr.jacobian(lambda z: (z ** 2).real)(z), onp.diag(2 * z))
+
+
+@pytest.mark.parametrize("transform", ["laplacian", "stde", "hessian_diagonal"])
+def test_laplacian_of_a_complex_input_refused(transform):
+    # The Laplacian of Re(z**3) in the real and imaginary parts is 0 (harmonic); laplacian
+    # answered 9.0 at z = [1+1j, 0.5-2j], the second derivatives along the real units
+    # only (Re f''(z) summed), silently. Now refused, naming the real-parts way.
+    f = lambda z: np.sum(z ** 3).real  # noqa: E731
+    z = onp.array([1 + 1j, 0.5 - 2j])
+    made = {"laplacian": cr.laplacian(f), "stde": cr.laplacian(f, samples=4, key=0),
+            "hessian_diagonal": cr.hessian_diagonal(f)}[transform]
+    with pytest.raises(TypeError, match="real and imaginary parts"):
+        made(z)
+    # the way it names: the Laplacian in (Re z, Im z) of a harmonic function is 0
+    parts = onp.stack([z.real, z.imag])
+    assert abs(cr.laplacian(lambda u: f(u[0] + 1j * u[1]))(parts)) < 1e-12

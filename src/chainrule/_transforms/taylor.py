@@ -269,9 +269,16 @@ def _summed_second_terms(fun: Callable, x, count: int, first_of: Callable):
 
 def _as_float_array(x):
     x = anp.asarray(x)
-    if not anp.issubdtype(anp.result_type(x), anp.inexact):
+    dtype = anp.result_type(x)
+    if anp.issubdtype(dtype, anp.complexfloating):
+        # (the basis directions would be the real units only: half a Laplacian in the
+        # real and imaginary parts, and not the complex second derivative either)
+        raise TypeError(f"laplacian and hessian_diagonal differentiate real inputs; got "
+                        f"dtype {dtype}. For a function of complex z, pass its real and "
+                        f"imaginary parts as one real array: f(u[0] + 1j * u[1]).")
+    if not anp.issubdtype(dtype, anp.inexact):
         raise TypeError(f"laplacian and hessian_diagonal differentiate float inputs; got dtype "
-                        f"{anp.result_type(x)}. Pass x.astype(float).")
+                        f"{dtype}. Pass x.astype(float).")
     return x
 
 
