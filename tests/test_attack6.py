@@ -154,3 +154,31 @@ def test_laplacian_of_a_complex_input_refused(transform):
     # the way it names: the Laplacian in (Re z, Im z) of a harmonic function is 0
     parts = onp.stack([z.real, z.imag])
     assert abs(cr.laplacian(lambda u: f(u[0] + 1j * u[1]))(parts)) < 1e-12
+
+
+def _nested_jvp_terms(f, x, order):
+    """f's derivatives of orders 1..order at x along 1, by nested forward mode."""
+    terms, g = [], f
+    for _ in range(order):
+        g = (lambda g: lambda x: cr.jvp(g, (x,), (1.0,))[1])(g)
+        terms.append(float(g(x)))
+    return terms
+
+
+@pytest.mark.parametrize("name, f", [
+    ("1/x", lambda x: 1.0 / x),
+    ("2/x", lambda x: 2.0 / x),
+    ("x**-1", lambda x: x ** -1.0),
+    ("x**-2", lambda x: x ** -2),
+    ("x**-3", lambda x: x ** -3),
+])
+@pytest.mark.parametrize("x", [0.0, -0.0])
+def test_jet_of_a_pole_at_zero_is_nested_jvps_limits(name, f, x):
+    # At x = 0 jet gave nan from the second order on (the quotient's and the negative
+    # power's recurrences divide by 0), where nested jvp gives the one-sided limits, inf
+    # and -inf, as jet already did for reciprocal, sqrt and log.
+    with onp.errstate(all="ignore"):
+        _, terms = cr.jet(f, (x,), ([1.0, 0.0, 0.0],))
+        expected = _nested_jvp_terms(f, x, 3)
+    assert all(onp.isinf(expected))
+    assert [float(t) for t in terms] == expected
