@@ -158,9 +158,12 @@ def test_laplacian_of_a_complex_input_refused(transform):
 
 def _nested_jvp_terms(f, x, order):
     """f's derivatives of orders 1..order at x along 1, by nested forward mode."""
+    def derivative(g):
+        return lambda x: cr.jvp(g, (x,), (1.0,))[1]
+
     terms, g = [], f
     for _ in range(order):
-        g = (lambda g: lambda x: cr.jvp(g, (x,), (1.0,))[1])(g)
+        g = derivative(g)
         terms.append(float(g(x)))
     return terms
 
