@@ -185,3 +185,14 @@ def test_jet_of_a_pole_at_zero_is_nested_jvps_limits(name, f, x):
         expected = _nested_jvp_terms(f, x, 3)
     assert all(onp.isinf(expected))
     assert [float(t) for t in terms] == expected
+
+
+def test_laplacian_arguments_refused_clearly():
+    # samples=True passed the check (a bool is an int) and failed deep inside with
+    # "an integer is required"; a dict x was told "got dtype object. Pass x.astype(float)".
+    f = lambda x: np.sum(x ** 3)  # noqa: E731
+    with pytest.raises(ValueError, match="samples must be a whole number >= 1, not True"):
+        cr.laplacian(f, samples=True)
+    with pytest.raises(TypeError, match="one float array x .*got a dict"):
+        cr.laplacian(lambda d: np.sum(d["a"] ** 3))({"a": onp.ones(2)})
+    assert cr.laplacian(lambda v: v[0] ** 3 + v[1] ** 2)([1.0, 2.0]) == 8.0  # a list is an array

@@ -268,8 +268,13 @@ def _summed_second_terms(fun: Callable, x, count: int, first_of: Callable):
 
 
 def _as_float_array(x):
+    given = x
     x = anp.asarray(x)
     dtype = anp.result_type(x)
+    if dtype == object:
+        raise TypeError(f"laplacian and hessian_diagonal take one float array x (or a float); "
+                        f"got a {type(given).__name__}. For several inputs, concatenate them "
+                        f"into one array and split it inside the function.")
     if anp.issubdtype(dtype, anp.complexfloating):
         # (the basis directions would be the real units only: half a Laplacian in the
         # real and imaginary parts, and not the complex second derivative either)
@@ -319,7 +324,8 @@ def laplacian(fun: Callable, samples: int | None = None, key: Any = None,
     >>> print(laplacian(lambda x: np.sum(x ** 2) / 2)(np.zeros(3)))
     3.0
     """
-    if samples is not None and (not isinstance(samples, int) or samples < 1):
+    if samples is not None and (not isinstance(samples, int) or isinstance(samples, bool)
+                                or samples < 1):
         raise ValueError(f"laplacian's samples must be a whole number >= 1, not {samples!r}.")
     if distribution not in ("rademacher", "gaussian"):
         raise ValueError(f"laplacian's distribution is 'rademacher' or 'gaussian', not "
