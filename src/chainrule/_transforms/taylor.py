@@ -271,7 +271,7 @@ def _as_float_array(x):
     given = x
     x = anp.asarray(x)
     dtype = anp.result_type(x)
-    if dtype == object:
+    if dtype.kind == "O":
         raise TypeError(f"laplacian and hessian_diagonal take one float array x (or a float); "
                         f"got a {type(given).__name__}. For several inputs, concatenate them "
                         f"into one array and split it inside the function.")
