@@ -196,3 +196,29 @@ def test_laplacian_arguments_refused_clearly():
     with pytest.raises(TypeError, match="one float array x .*got a dict"):
         cr.laplacian(lambda d: np.sum(d["a"] ** 3))({"a": onp.ones(2)})
     assert cr.laplacian(lambda v: v[0] ** 3 + v[1] ** 2)([1.0, 2.0]) == 8.0  # a list is an array
+
+
+# ------------------------------------------------------------- Tensor front end
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "chainrule.tensor.vmap of a function that changes its argument in place (x.mul_(2)) "
+    "answers as on copies and leaves the batch unchanged, silently; torch.func.vmap "
+    "changes the batch, and chainrule's own loop over X[i] refuses (a view's in-place "
+    "change). Needs the Tensor in-place methods to refuse (or write back) a value of a "
+    "vmap's batch: vmap / tensor areas"))
+def test_tensor_vmap_of_an_in_place_change_of_the_argument():
+    from chainrule.tensor import vmap as tensor_vmap
+
+    def double_in_place(x):
+        x.mul_(2.0)
+        return x.sum()
+
+    xs = onp.array([[1.0, -2.0], [3.0, 0.5]])
+    batch = Tensor(xs.copy(), requires_grad=False)
+    try:
+        sums = tensor_vmap(double_in_place)(batch)
+    except RuntimeError:
+        return  # refused, as the loop over batch[i] is
+    assert onp.array_equal(_value(sums), [-2.0, 7.0])
+    assert onp.array_equal(_value(batch), 2 * xs)  # torch.func.vmap's batch, changed
