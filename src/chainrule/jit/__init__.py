@@ -272,9 +272,9 @@ class JittedFunction:
             dyn = []
             walk(args, tokens, dyn)
             key = tuple(tokens)
-        if observers:
-            # a tool that must see every node made (debug_nans) is on: a compiled program
-            # makes none, so the call is eager evaluation's, where the tool sees them all
+        if observers and any(observer.sees_every_run for observer in observers):
+            # a tool that must see every run's calls (debug_nans) is on: a compiled
+            # program makes no nodes, so the call is eager evaluation's, where it sees them
             return self._eager_call(args, kwargs, dyn)
         entry = self._cache.get(key)
         if entry is not None:
