@@ -136,6 +136,16 @@ def _vmap():
     onp.testing.assert_allclose(per_example(w, xs), [[2.0, 0.0], [0.0, 4.0]])
 
 
+def _taylor_counts() -> dict:
+    """The rule table's primitives with a JVP (so a Taylor rule: jet nests the JVP where
+    there is no closed form) and those with a closed-form Taylor rule."""
+    from tests.test_rule_columns import own_primitives
+
+    from chainrule._core.rule_table import rule_table
+    entries = [rule_table[f] for f in own_primitives() if rule_table[f].jvp is not None]
+    return {"with_jvp": len(entries), "closed": sum(e.taylor is not None for e in entries)}
+
+
 def _taylor():
     """jet's 10th derivative of exp(sin x) equals nested jvp's; laplacian equals trace(H)."""
     f = lambda x: np.exp(np.sin(x))  # noqa: E731
@@ -233,10 +243,11 @@ CLAIMS: dict[str, tuple[str, Callable[[], None]]] = {
     "compilation (`jit`)": ("`jit`: the traced program emitted as NumPy code", _jit_emits_numpy),
     "batching (`vmap`)": ("`vmap`", _vmap),
     "Taylor mode (derivatives of order k in one pass)": (
-        "`jet` for every primitive with a JVP (closed-form series for the elementwise "
-        "functions, linear maps and products; the others nest their JVP), "
-        "`taylor_derivatives`, `laplacian` (exact and stochastic), `hessian_diagonal`; see "
-        "[Taylor mode](taylor.md)", _taylor),
+        "`jet` for all {with_jvp} primitives with a JVP (closed-form series for {closed} of "
+        "them: the elementwise functions, linear maps, products, `inv`, `solve`, `cholesky`, "
+        "`det`, `slogdet`; the others nest their JVP), `taylor_derivatives`, `laplacian` "
+        "(exact and stochastic), `hessian_diagonal`; see [Taylor mode](taylor.md)"
+        .format(**_taylor_counts()), _taylor),
     "sparse Jacobians and Hessians (coloured)": (
         "`jacobian(f, sparse=True)`, `hessian(f, sparse=True)`", _sparse),
     "solvers differentiated implicitly": (
@@ -285,6 +296,17 @@ def test_the_names_in_the_peers_columns_exist(peer):
                 assert resolve(module, dotted) is not None, f"{peer} has no {name}"
                 checked += 1
     assert checked > 0 or peer == "autograd"
+
+
+def test_jets_rule_count_is_jaxs():
+    """The JAX column's count of jet's rules, where the installed JAX is the one it names."""
+    jax = pytest.importorskip("jax", reason="JAX is not installed")
+    from jax.experimental import jet
+    cell = _comparison_rows()["Taylor mode (derivatives of order k in one pass)"][3]
+    count, version = re.search(r"rules for (\d+) primitives in JAX ([\d.]+)", cell).groups()
+    if jax.__version__ != version:
+        pytest.skip(f"the page counts JAX {version}'s rules; JAX {jax.__version__} is installed")
+    assert len(jet.jet_rules) == int(count)
 
 
 def test_autogradss_no_cells_are_true():

@@ -284,3 +284,30 @@ def test_jit_of_the_laplacian_of_a_primitive_with_a_tuple_answer(which):
         onp.testing.assert_allclose(jitted(x), chainrule.laplacian(f)(x), rtol=1e-12)
         onp.testing.assert_allclose(jitted(x), onp.trace(chainrule.hessian(f)(x)),
                                     rtol=1e-10)
+
+
+EDGE_INPUTS = [onp.zeros(0), onp.zeros((0, 3), onp.float32), onp.array([-0.0]),
+               onp.array([onp.nan, 1.0]), onp.array([[0.3]]), 0.5, -0.0]
+
+
+@pytest.mark.parametrize("x", EDGE_INPUTS, ids=[repr(x) for x in EDGE_INPUTS])
+@pytest.mark.parametrize("samples", [None, 3])
+def test_laplacian_edges_under_jit_and_vmap(x, samples):
+    """Empty (the Laplacian on R^0 is 0, of the input's dtype, exact and estimated),
+    size-1, -0.0, nan and Python-float inputs: eager equals trace(hessian), jit equals
+    eager bit for bit (twice: the replay too), vmap equals the loop."""
+    f = lambda x: np.sum(np.tanh(x) ** 2 * np.exp(x)) + np.sum(x ** 3)  # noqa: E731
+    lap = chainrule.laplacian(f, samples=samples, key=2)
+    eager = lap(x)
+    dtype = onp.result_type(x)
+    assert onp.asarray(eager).dtype == dtype and onp.ndim(eager) == 0
+    if onp.size(x) == 0:
+        assert eager == 0
+    elif samples is None or onp.size(x) == 1:  # (one coordinate: v^T H v = H whatever v)
+        want = onp.trace(onp.atleast_2d(chainrule.hessian(f)(onp.asarray(x, float))))
+        onp.testing.assert_allclose(eager, want, rtol=1e-14)
+    jitted = chainrule.jit(lap)
+    onp.testing.assert_array_equal(jitted(x), eager)
+    onp.testing.assert_array_equal(jitted(x), eager)
+    xs = onp.stack([onp.asarray(x), -onp.asarray(x)])
+    onp.testing.assert_array_equal(chainrule.vmap(lap)(xs), [lap(row) for row in xs])

@@ -809,3 +809,21 @@ def test_a_product_batch_draws_as_the_loop_of_loops():
         np.random.seed(5)
         want = onp.array([[x * y + onp.random.normal() for y in b] for x in a])
         onp.testing.assert_array_equal(got, want)
+
+
+def test_a_list_the_function_returns_and_changes_again_is_stacked_as_the_loop_ends():
+    kept = [1.0, 2.0, 3.0]
+
+    def f(x):
+        kept[0] = float(np.sum(x))  # (a Python float of each example: the loop runs it)
+        return kept
+
+    xs = onp.arange(12.0).reshape(4, 3)
+    for _ in range(2):
+        answers = [f(x) for x in xs]  # one list, four times: its last change in every row
+        want = [onp.stack([a[i] for a in answers]) for i in range(3)]  # (stacked leaf by leaf)
+        kept[:] = [1.0, 2.0, 3.0]
+        got = cr.vmap(f)(xs)
+        assert type(got) is list and len(got) == 3
+        assert all(onp.array_equal(g, w) for g, w in zip(got, want)), (got, want)
+        kept[:] = [1.0, 2.0, 3.0]

@@ -80,6 +80,8 @@ def _raise_forward(fun, args, what: str, source: Source | None):
 class _NanChecker(Observer):
     """Checks each traced answer (and forward-mode tangent) and each cotangent made."""
 
+    sees_every_run = True  # (a jitted function then runs eagerly, its calls checked)
+
     def node_made(self, node, ans, fun, args) -> None:
         if not isinstance(node, (_reverse.VJPNode, _forward.JVPNode)):
             return  # (a staging node's answer is jit's business, checked when it runs)

@@ -15,7 +15,13 @@ the basis directions, one summed second coefficient) of the program's float outp
 contracted to one number equals the sum of the per-direction second derivatives (a jet of
 order 2 along each basis direction, a Python loop), to the same tolerances (at arguments
 with extreme entries the two sum terms up to 1e308 in other orders, so their values are not
-compared there); where the loop raises, it raises the same exception class.
+compared there, nor where the program's value is not finite: at a pole the loop's jets
+multiply it by other directions' zero coefficients); where the loop raises, it raises the
+same exception class.
+
+Beyond the shared hazards: poles (quotients, negative powers) met at an input entry set to
+0.0 or -0.0 alone (edge values come with inf and nan, which skip most comparisons), and
+interp with its points as lists.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from chainrule._core.pytree import tree_flatten
 
 from . import _programs as programs
 from ._compare import Outcome, differences, snapshot, unchanged
-from ._programs import Program
+from ._programs import Program, Template
 
 NAME = "taylor"
 CI_CASES = 40
@@ -40,6 +46,34 @@ CI_CASES = 40
 HAZARDS = {"nonsmooth", "signed_zero", "branch", "loop", "closure", "tuple_answer", "inplace",
            "nested", "index", "mask", "stop_gradient", "tree_out", "alias_out", "edge_values",
            "raise", "try_except"}
+
+# poles at the input's zeros (an edge value): quotients and negative powers, whose
+# recurrences divide by 0 there (jet must give nested jvp's infinities, not nan), and
+# interp with its points given as lists, as NumPy takes them
+_POLES = ("1.0 / {a}", "{s} / {a}", "{a} ** -2", "{b} / ({a} * {a} + 1.0)",
+          "np.interp({a}, [-1.0, 0.0, 1.0], (0.0, 1.0, 4.0))")
+
+
+def _poles(g) -> None:
+    programs._assign(g, programs._fmt(g, g.pick(_POLES)))
+
+
+
+
+# the closed-form linalg rules (inv, solve, det, slogdet, cholesky) on a well-conditioned
+# matrix of the program's values: 2 I plus a rank-one term of norm <= 0.3
+_LINALG = ("np.linalg.solve({m}, {b})", "np.linalg.inv({m}) @ {b}", "np.linalg.det({m}) * {b}",
+           "np.linalg.slogdet({m})[1] * {b}", "np.linalg.cholesky({m} @ {m}.T) @ {b}")
+
+
+def _linalg(g) -> None:
+    a, b = g.vec(), g.vec()
+    m = g.name("M")
+    g.emit(f"{m} = np.outer(np.tanh({a}), np.sin({b})) * (0.3 / n) + 2.0 * np.eye(n)")
+    g.emit(f"{g.new_vec()} = {g.pick(_LINALG).format(m=m, b=b)}")
+
+
+OWN = [Template("poles", _poles, 0.5), Template("linalg", _linalg)]
 
 
 @dataclasses.dataclass
@@ -55,8 +89,11 @@ class Case:
 
 
 def generate(rng: onp.random.Generator) -> Case:
-    program = programs.generate(rng, HAZARDS)
+    program = programs.generate(rng, HAZARDS | {"poles", "linalg"}, extra=OWN)
     args = program.inputs(rng, 2)
+    if rng.random() < 0.3:  # a singular point alone (edge values come with inf and nan)
+        x, _ = args[0]
+        x[rng.integers(program.n)] = rng.choice([0.0, -0.0])
     order = int(rng.integers(1, 5))
     curves = [[rng.standard_normal(program.n).astype(program.dtype) for _ in range(order)]
               for _ in args]
@@ -109,7 +146,9 @@ def _check_collapsed(p: Program, x, s) -> list[str]:
             out.append(f"laplacian raised {collapsed.error!r} where the per-direction jets "
                        f"raised {reference.error!r}")
         return out
-    if _extreme(x):
+    if _extreme(x) or not _finite_value(g, x):
+        # (at a pole the per-direction jets multiply its infinite value by the other
+        # directions' zero coefficients, nan; the collapsed pass never forms those products)
         return out
     small = onp.dtype(p.dtype) == onp.float32
     problem = _far(onp.asarray(collapsed.value), onp.asarray(reference.value),
@@ -117,6 +156,12 @@ def _check_collapsed(p: Program, x, s) -> list[str]:
     if problem:
         out.append(f"laplacian: {problem} (the per-direction jets' sum)")
     return out
+
+
+def _finite_value(g, x) -> bool:
+    with onp.errstate(all="ignore"):
+        value = Outcome.of(lambda: g(x))
+    return value.error is None and bool(onp.all(onp.isfinite(value.value)))
 
 
 def _check_at(p: Program, x, s, order: int, curve: list) -> list[str]:

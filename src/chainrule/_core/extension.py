@@ -57,6 +57,12 @@ class Observer:
     your own class, not ``TypeError``, which the recording call reads as a refused list
     argument and retries)."""
 
+    # True: the observer must see the eager calls of every run (debug_nans checks each
+    # answer): while it is on, a ``chainrule.jit`` function evaluates eagerly instead of
+    # running its compiled program, whose calls make no nodes. False: jit traces and runs
+    # programs as ever (an observer may watch its staging nodes).
+    sees_every_run: bool = False
+
     def node_made(self, node: Any, ans: Any, fun: Any, args: tuple) -> None:
         """A traced primitive call was recorded: ``node`` (any node type, forward, reverse
         or staging) was made for ``fun`` called on ``args`` (as the caller passed them,

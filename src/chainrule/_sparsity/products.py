@@ -23,7 +23,15 @@ from collections.abc import Callable
 
 import numpy as _np
 
-from .._core.rules import defjvp_batched, defjvp_direct, defsparsity, defvjp_direct
+from .._core.rules import (
+    defjvp_batched,
+    defjvp_direct,
+    defsparsity,
+    deftaylor,
+    deftaylor_linear,
+    defvjp_direct,
+)
+from .._core.taylor import make_multilinear_taylor
 from .._core.tracer import Box, box_fallbacks, getval, primitive
 from .._core.vspace import VSpace, container_box_adders, vspace_fallbacks
 from .patterns import map_pattern, scipy_sparse, shapes_only
@@ -108,6 +116,10 @@ defvjp_direct(with_values, None, lambda g, ans, A, data: _reshaped(stored_values
 defjvp_direct(with_values, None, lambda t, ans, A, data: with_values(A, t))
 defvjp_direct(to_dense, lambda g, ans, A: with_values(getval(A), _gathered_values(g, A)))
 defjvp_direct(to_dense, lambda t, ans, A: to_dense(t))
+# (Taylor mode: linear maps of each coefficient; the nested JVP would scale a sparse matrix
+# by the traced t, which a plain scipy.sparse matrix cannot hold)
+for _linear in (stored_values, with_values, to_dense):
+    deftaylor_linear(_linear)
 
 
 # (The rules compute with the values' own methods and operators, traced or not: this
@@ -354,6 +366,8 @@ defvjp_direct(_dense_sparse, lambda g, ans, x, A: _dense_sparse(g, A.T),
               lambda g, ans, x, A: _at_entries(A, x.T, g.T))  # fmt: skip
 defjvp_direct(_dense_sparse, lambda t, ans, x, A: _dense_sparse(t, A),
               lambda t, ans, x, A: _dense_sparse(x, t))  # fmt: skip
+for _product in (_sparse_dense, _dense_sparse):
+    deftaylor(_product, make_multilinear_taylor(_product))  # a Cauchy product
 # a batch of tangents (leading axis) of a vector x: one sparse product for the batch
 defjvp_batched(
     _sparse_dense, None, lambda t, ans, A, x: _dense_sparse(t, A.T) if _np.ndim(x) == 1 else None

@@ -48,6 +48,15 @@ def jacobian_rows(vjp, ans_vspace, spaces: list) -> list:
     """Blocks ``[i][k]`` (output leaf i, input leaf k), from one reverse pass for the whole
     basis of the output (vmap's batching rules), or one per element of the output."""
     _dense_blocks(spaces)
+    if any(out.iscomplex for out in _leaf_spaces(ans_vspace)):
+        # (the standard basis of a complex output has two units per element)
+        raise TypeError(
+            "a Jacobian of a complex output in reverse mode (jacrev, or jacobian where an "
+            "input is complex or the output a container) would have two rows per element, "
+            "the cotangents of its real and imaginary parts, not a matrix shaped output x "
+            "input. For real inputs use jacfwd (its columns are the complex tangents); "
+            "otherwise differentiate np.real(f(x)) and np.imag(f(x)) apart."
+        )
     if hasattr(ans_vspace, "stacked_basis") and not ans_vspace.iscomplex:
         rows = over_batch(vjp, ans_vspace.stacked_basis(), ans_vspace.size)
         if rows is not None:
@@ -71,6 +80,15 @@ def jacobian_columns(jvp, treedef, spaces: list) -> tuple[Any, list]:
     """``(output, blocks[i][k])`` (output leaf i, input leaf k), from one forward pass per
     element of each input leaf."""
     _dense_blocks(spaces)
+    if any(space.iscomplex for space in spaces):
+        # (the standard basis of a complex input has two units per element)
+        raise TypeError(
+            "a Jacobian with respect to a complex input in forward mode (jacfwd) would have "
+            "two columns per element, the tangents along its real and imaginary units, not "
+            "a matrix shaped output x input. Use jacrev or jacobian for a real output (the "
+            "gradient convention of grad), or pass the real and imaginary parts as real "
+            "inputs: f(re + 1j * im)."
+        )
     zeros = [space.zeros() for space in spaces]
     pairs = [
         [

@@ -4,7 +4,7 @@ estimator). The trace itself is ``chainrule._core.taylor``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import wraps
 from math import factorial
 from typing import Any
@@ -13,9 +13,9 @@ import numpy as _np
 
 from .. import numpy as anp
 from .._core.containers import TakenPieces
-from .._core.pytree import flatten_matching, tree_flatten, tree_map, tree_unflatten
+from .._core.pytree import LEAF, TreeDef, flatten_matching, tree_flatten, tree_map, tree_unflatten
 from .._core.taylor import collapsed_trace, taylor_trace
-from .._core.tracer import live_trace_ids
+from .._core.tracer import front_ends, live_trace_ids
 from .._core.vspace import vspace
 from ..numpy.batched import BatchedArray, BatchSplit, BatchTrace, BatchUnsupported, over_batch
 from .vmap import vmap
@@ -80,7 +80,19 @@ def jet(fun: Callable, primals: Sequence, series: Sequence,
                                                rebuild)
     terms = [[_scale(c, factorial(j + 1) if factorial_scaled else 1) for j, c in enumerate(s)]
              for s in out_series]
-    return tree_unflatten(out_def, values), tree_unflatten(out_def, terms)
+    return tree_unflatten(out_def, values), _terms_tree(out_def, iter(terms))
+
+
+def _terms_tree(treedef: TreeDef, term_lists: Iterator) -> Any:
+    """The output's structure with each leaf replaced by the list of its terms (JAX's
+    layout). A front end's object holding one value (a Tensor) counts as a leaf: it is
+    replaced by the list of its terms, each such an object, not one object around a list."""
+    if treedef.kind is None:
+        return next(term_lists)
+    if treedef.kind in front_ends and treedef.children == (LEAF,):
+        return [tree_unflatten(treedef, [term]) for term in next(term_lists)]
+    children = [_terms_tree(child, term_lists) for child in treedef.children]
+    return tree_unflatten(treedef._replace(children=(LEAF,) * len(children)), children)
 
 
 def taylor_derivatives(fun: Callable, order: int) -> Callable:
@@ -256,10 +268,22 @@ def _summed_second_terms(fun: Callable, x, count: int, first_of: Callable):
 
 
 def _as_float_array(x):
+    given = x
     x = anp.asarray(x)
-    if not anp.issubdtype(anp.result_type(x), anp.inexact):
+    dtype = anp.result_type(x)
+    if dtype.kind == "O":
+        raise TypeError(f"laplacian and hessian_diagonal take one float array x (or a float); "
+                        f"got a {type(given).__name__}. For several inputs, concatenate them "
+                        f"into one array and split it inside the function.")
+    if anp.issubdtype(dtype, anp.complexfloating):
+        # (the basis directions would be the real units only: half a Laplacian in the
+        # real and imaginary parts, and not the complex second derivative either)
+        raise TypeError(f"laplacian and hessian_diagonal differentiate real inputs; got "
+                        f"dtype {dtype}. For a function of complex z, pass its real and "
+                        f"imaginary parts as one real array: f(u[0] + 1j * u[1]).")
+    if not anp.issubdtype(dtype, anp.inexact):
         raise TypeError(f"laplacian and hessian_diagonal differentiate float inputs; got dtype "
-                        f"{anp.result_type(x)}. Pass x.astype(float).")
+                        f"{dtype}. Pass x.astype(float).")
     return x
 
 
@@ -292,18 +316,27 @@ def laplacian(fun: Callable, samples: int | None = None, key: Any = None,
 
     With ``samples=s``, the stochastic Taylor derivative estimator (STDE): the mean of
     v^T H v over s random directions with E[v v^T] = I (``distribution`` "rademacher", the
-    default, or "gaussian"), drawn from ``numpy.random.default_rng(key)`` and pushed the
-    same way; unbiased, cost s directions instead of x.size.
+    default, or "gaussian"), drawn from ``numpy.random.default_rng(key)`` (without a key,
+    seeded from NumPy's global generator at each call) and pushed the same way; unbiased,
+    cost s directions instead of x.size.
 
     >>> import chainrule.numpy as np
     >>> print(laplacian(lambda x: np.sum(x ** 2) / 2)(np.zeros(3)))
     3.0
     """
-    if samples is not None and (not isinstance(samples, int) or samples < 1):
+    if samples is not None and (not isinstance(samples, int) or isinstance(samples, bool)
+                                or samples < 1):
         raise ValueError(f"laplacian's samples must be a whole number >= 1, not {samples!r}.")
     if distribution not in ("rademacher", "gaussian"):
         raise ValueError(f"laplacian's distribution is 'rademacher' or 'gaussian', not "
                          f"{distribution!r}.")
+
+    # Without a key, each call seeds its directions from NumPy's global generator (not
+    # fresh entropy): a draw that jit and vmap see (they look for the generators a function
+    # reaches, its closure included), so jit(laplacian(f, samples=s)) draws anew at each
+    # call and vmap of it draws per example, as eager calls do; numpy.random.seed repeats
+    # a run.
+    seeds = _np.random.mtrand._rand if key is None else None
 
     @wraps(fun)
     def trace(x):
@@ -315,7 +348,8 @@ def laplacian(fun: Callable, samples: int | None = None, key: Any = None,
                 return _np.eye(n, dtype=dtype) if trace is None else _Basis(anp.shape(x), dtype)
 
             return _summed_second_terms(fun, x, n, basis)
-        rng = _np.random.default_rng(key)
+        rng = _np.random.default_rng(key if seeds is None else
+                                     seeds.randint(2**63, dtype=_np.uint64))
         if distribution == "rademacher":
             directions = rng.choice([-1.0, 1.0], size=(samples, n)).astype(dtype)
         else:

@@ -335,13 +335,15 @@ class _Shared:
 class _Part:
     """The answers for some examples: their indices, the answers' tree, its leaves (each
     _Stacked or _Shared), and one answer as the function gave it (its dicts' key order);
-    ``whole``: where known, the answers stacked as the loop stacks them (fresh arrays)."""
+    ``whole``: where known, the answers stacked as the loop stacks them (fresh arrays);
+    ``loop_answers``: the function's own answers, where the loop gave them."""
 
-    __slots__ = ("examples", "tree", "leaves", "answer", "whole")
+    __slots__ = ("examples", "tree", "leaves", "answer", "whole", "loop_answers")
 
     def __init__(self, examples, tree, leaves: list, answer, whole=None):
         self.examples, self.tree, self.leaves, self.answer = examples, tree, leaves, answer
         self.whole = whole
+        self.loop_answers = None
 
 
 class _Call:
@@ -423,6 +425,11 @@ class _Call:
             memory.learn(self)
         else:
             memory.backoff = 0
+        if len(parts) > 1:
+            # the loop stacks its answers after its last example: an answer the function
+            # gives again and changes later (a list it keeps) is stacked as the call ends
+            parts = [part if part.loop_answers is None else
+                     _stacked_part(part.examples, part.loop_answers) for part in parts]
         return self._assembled(parts)
 
     def loop_answer(self) -> Any:
@@ -660,7 +667,10 @@ class _Call:
         timed alone, to know what an example costs."""
         if not len(examples):
             return self._stand_in()
-        return _stacked_part(examples, self._answers_one_by_one(examples, timed))
+        answers = self._answers_one_by_one(examples, timed)
+        part = _stacked_part(examples, answers)
+        part.loop_answers = answers
+        return part
 
     def _answers_one_by_one(self, examples, timed: bool = False) -> list:
         """The answers of the function called once per example (see _one_by_one)."""

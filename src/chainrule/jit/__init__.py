@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._core import tracer
+from .._core.extension import observers
 from .._core.pytree import LEAF, DictKeys, TreeDef, _sorted_keys, tree_flatten, tree_unflatten
 from .._core.reverse import no_cycle_collection
 from .._core.tracer import check_not_leaked, front_ends, isbox, trace_leaves
@@ -271,6 +272,10 @@ class JittedFunction:
             dyn = []
             walk(args, tokens, dyn)
             key = tuple(tokens)
+        if observers and any(observer.sees_every_run for observer in observers):
+            # a tool that must see every run's calls (debug_nans) is on: a compiled
+            # program makes no nodes, so the call is eager evaluation's, where it sees them
+            return self._eager_call(args, kwargs, dyn)
         entry = self._cache.get(key)
         if entry is not None:
             if entry.eager:

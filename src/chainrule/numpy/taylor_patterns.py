@@ -148,15 +148,15 @@ def unary(fun, series_of) -> None:
         if kwargs or len(args) != 1:
             return nested_jvp_series(fun, args, kwargs, argnums, series_in, order)
         series = tuple(series_of([args[0], *series_in[0]], ans, order)[1:])
-        return _finite_or_nested(series, fun, args, argnums, series_in, order)
+        return finite_or_nested(series, fun, args, argnums, series_in, order)
 
     rule.kind = "recurrence"
     deftaylor(fun, rule)
 
 
-def _finite_or_nested(series: tuple, fun, args, argnums, series_in, order) -> tuple:
+def finite_or_nested(series: tuple, fun, args, argnums, series_in, order) -> tuple:
     """``series``, but where its last coefficient is not finite (a recurrence dividing by
-    0 at a singular point, as sqrt's, cbrt's or log's 0, makes nan of the one-sided
+    0 at a singular point, as sqrt's, cbrt's, log's or 1/x's 0, makes nan of the one-sided
     limits), the nested JVP's coefficients: those of nested ``jvp``, inf and -inf."""
     if not series:
         return series

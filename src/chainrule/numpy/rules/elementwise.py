@@ -45,6 +45,7 @@ from ..taylor_patterns import (
     broadcast_like,
     cauchy,
     exp_series,
+    finite_or_nested,
     integer_power_series,
     inverse_sqrt_series,
     power_series,
@@ -217,7 +218,11 @@ def _power_taylor(series_in, argnums, ans, args, kwargs, order):
             y = integer_power_series(x, abs(n), order)
             if n < 0:
                 y = reciprocal_series(y, ans, order)
-            return tuple(broadcast_like(c, ans) for c in y[1:])
+            series = tuple(broadcast_like(c, ans) for c in y[1:])
+            if n >= 0:
+                return series
+            # (at x = 0 the reciprocal's recurrence makes nan of nested jvp's infinities)
+            return finite_or_nested(series, anp.power, args, argnums, series_in, order)
         if _np.all(getval(args[0]) != 0):
             return tuple(power_series(x, ans, p, order)[1:])
     return nested_jvp_series(anp.power, args, kwargs, argnums, series_in, order)
@@ -236,7 +241,10 @@ def _divide_taylor(series_in, argnums, ans, args, kwargs, order):
     if 1 not in argnums:
         return tuple(c / b for c in a_series[1:])
     b_series = [b, *series_in[argnums.index(1)]]
-    return tuple(broadcast_like(c, ans) for c in quotient_series(a_series, b_series, ans, order)[1:])
+    series = tuple(broadcast_like(c, ans) for c in quotient_series(a_series, b_series, ans,
+                                                                    order)[1:])
+    # (where b is 0 the recurrence makes nan of nested jvp's infinities)
+    return finite_or_nested(series, anp.divide, args, argnums, series_in, order)
 
 
 _divide_taylor.kind = "recurrence"

@@ -21,6 +21,7 @@ from ..._core.rules import (
     deflabel,
     deflayout_by_value,
     defsparsity,
+    deftaylor,
     defvjp_direct,
 )
 from ..._core.tracer import derivative_free, getval, isbox
@@ -170,19 +171,86 @@ def _slogdet_vjp(g, ans, a):
     return match_dtype(_mat(c) * _T(la.inv(a)), a)
 
 
+# Taylor rules (normalized coefficients, ``chainrule._core.taylor``), O(order^2) products:
+# Y = A^-1 from A Y = I; det and slogdet from q = d/dt log det A = tr(A^-1 A').
+def _inverse_series(inverse, a_terms, order: int) -> list:
+    """Y_1..Y_order of A(t)^-1 from A Y = I: Y_j = -Y_0 sum_{i=1..j} A_i Y_{j-i}
+    (``inverse`` is Y_0, ``a_terms`` A_1, A_2 ...)."""
+    y = [inverse]
+    for j in range(1, order + 1):
+        total = a_terms[0] @ y[j - 1]
+        for i in range(2, j + 1):
+            total = total + a_terms[i - 1] @ y[j - i]
+        y.append(-(inverse @ total))
+    return y[1:]
+
+
+def _inv_taylor(series_in, argnums, ans, args, kwargs, order):
+    return tuple(_inverse_series(ans, series_in[0], order))
+
+
+def _log_det_slope_series(a, a_terms, order: int) -> list:
+    """q_0..q_{order-1}, the coefficients of q(t) = tr(A(t)^-1 A'(t)), the derivative of
+    log det A(t): q_m = sum_{i=0..m} (m - i + 1) tr(Y_i A_{m-i+1}), Y the inverse's series."""
+    inverse = la.inv(a)
+    y = [inverse, *_inverse_series(inverse, a_terms, order - 1)]
+    q = []
+    for m in range(order):
+        total = 0.0
+        for i in range(m + 1):
+            # tr(Y A) without the product: the sum of Y * A^T (no conjugate: holomorphic)
+            total = total + (m - i + 1) * anp.sum(y[i] * _T(a_terms[m - i]), axis=(-2, -1))
+        q.append(total)
+    return q
+
+
+def _exp_integral_series(y0, q, order: int) -> list:
+    """y_1..y_order of y with y' = y q (y_0 = ``y0``, ``q`` q's coefficients):
+    y_j = sum_{i=0..j-1} y_i q_{j-1-i} / j."""
+    y = [y0]
+    for j in range(1, order + 1):
+        total = y[0] * q[j - 1]
+        for i in range(1, j):
+            total = total + y[i] * q[j - 1 - i]
+        y.append(total / j)
+    return y[1:]
+
+
+def _det_taylor(series_in, argnums, ans, args, kwargs, order):
+    """det' = det q."""
+    q = _log_det_slope_series(args[0], series_in[0], order)
+    return tuple(_exp_integral_series(ans, q, order))
+
+
+def _slogdet_taylor(series_in, argnums, ans, args, kwargs, order):
+    """log|det|' = Re q; the sign of a complex det turns as sign' = sign i Im(q) (a real
+    sign is constant)."""
+    sign, _ = ans
+    q = _log_det_slope_series(args[0], series_in[0], order)
+    logs = [_re(q[j - 1]) / j for j in range(1, order + 1)]
+    if _iscomplex(sign):
+        signs = _exp_integral_series(sign, [1j * anp.imag(c) for c in q], order)
+    else:
+        signs = [_np.zeros_like(getval(sign))] * order
+    return tuple(zip(signs, logs))
+
+
 # fmt: off
 # (batched JVPs, a leading batch axis on the tangent: the same products and solves
 # broadcast over it)
 defvjp_direct(la.det,           _det_vjp)
 defjvp_direct(la.det,                  lambda g, ans, a: ans * _trace(la.solve(a, g)))
 defjvp_batched(la.det,          lambda g, ans, a: ans * _trace(la.solve(a, g)))
+deftaylor(la.det,               _det_taylor)
 _per_matrix(la.det)
 defvjp_direct(la.slogdet_tuple, _slogdet_vjp)
 defjvp_direct(la.slogdet_tuple,        _slogdet_jvp)
+deftaylor(la.slogdet_tuple,     _slogdet_taylor)
 _per_matrix(la.slogdet_tuple)
 defvjp_direct(la.inv,           lambda g, ans, a: match_dtype(-_T(ans) @ g @ _T(ans), a))
 defjvp_direct(la.inv,                  lambda g, ans, a: -ans @ g @ ans)
 defjvp_batched(la.inv,          lambda g, ans, a: -ans @ g @ ans)
+deftaylor(la.inv,               _inv_taylor)
 _per_matrix(la.inv)
 linear(la.matrix_transpose,     lambda g, ans, x: la.matrix_transpose(g))
 defsparsity(la.matrix_transpose, copy_rule(la.matrix_transpose.fun, only=(0,)))
@@ -237,6 +305,21 @@ def _solve_batched_b(g, ans, a, b):
     return broadcast_batched_tangent(_from_matrix(b, _solve_columns(a, _as_matrix(b, g))), ans)
 
 
+def _solve_taylor(series_in, argnums, ans, args, kwargs, order):
+    """X = A^-1 B from A X = B: X_j = A_0^-1 (B_j - sum_{i=1..j} A_i X_{j-i})."""
+    a, b = args
+    a_terms = series_in[argnums.index(0)] if 0 in argnums else ()
+    b_terms = series_in[argnums.index(1)] if 1 in argnums else ()
+    x = [_as_matrix(b, ans)]
+    for j in range(1, order + 1):
+        total = _as_matrix(b, b_terms[j - 1]) if b_terms else None
+        for i in range(1, j + 1 if a_terms else 1):
+            term = a_terms[i - 1] @ x[j - i]
+            total = -term if total is None else total - term
+        x.append(la.solve(a, total))
+    return tuple(broadcast_tangent(_from_matrix(b, c), ans) for c in x[1:])
+
+
 def _solve_pattern(argnum, ans, args, kwargs):
     """a: each matrix of the stack whole; b: each column of the answer reads b's column."""
     if argnum == 0:
@@ -274,6 +357,7 @@ def _solve_batch(values, batched, kwargs):
 defvjp_direct(la.solve, _solve_vjp_a, _solve_vjp_b)
 defjvp_direct(la.solve,        _solve_jvp_a, lambda g, ans, a, b: broadcast_tangent(la.solve(a, g), ans))
 defjvp_batched(la.solve, _solve_batched_a, _solve_batched_b)
+deftaylor(la.solve,     _solve_taylor)
 defsparsity(la.solve,   _solve_pattern)
 defbatch(la.solve,      _solve_batch)
 # fmt: on
@@ -338,9 +422,27 @@ def _cholesky_vjp(g, ans, a, upper=False):
     return match_dtype(_hermitian_from_vjp(s_bar, "U" if upper else "L"), a)
 
 
+def _cholesky_taylor(series_in, argnums, ans, args, kwargs, order):
+    """A = L L^H coefficient by coefficient: L_0 L_j^H + L_j L_0^H = A_j - C_j with
+    C_j = sum_{i=1..j-1} L_i L_{j-i}^H, the JVP's equation for the tangent A_j - C_j (C_j
+    is Hermitian, so the triangle LAPACK reads gives it back whole)."""
+    upper = kwargs.get("upper", False)
+    lower = [_H(ans) if upper else ans]
+    out = []
+    for j in range(1, order + 1):
+        g = series_in[0][j - 1]
+        for i in range(1, j):
+            g = g - lower[i] @ _H(lower[j - i])
+        d = _cholesky_jvp(g, ans, *args, **kwargs)
+        out.append(d)
+        lower.append(_H(d) if upper else d)
+    return tuple(out)
+
+
 # fmt: off
 defvjp_direct(la.cholesky, _cholesky_vjp)
 defjvp_direct(la.cholesky,        _cholesky_jvp)
+deftaylor(la.cholesky,     _cholesky_taylor)
 _per_matrix(la.cholesky)
 # fmt: on
 

@@ -549,6 +549,8 @@ def _gradient_impl(f, *varargs, axis=None, edge_order=1):
 def _interp_impl(x, xp, fp, left=None, right=None, period=None):
     if period is not None:
         raise NotImplementedError("chainrule differentiates numpy.interp without period=.")
+    # (NumPy takes sequences too; the intervals found index them below)
+    xp, fp = (anp.array(v) if isinstance(v, list | tuple) else v for v in (xp, fp))
     xp_raw = _np.asarray(decided(xp, _np.asarray))  # (under chainrule.jit, guarded)
     x_raw = derivative_free(x)  # (under jit, searchsorted's answer is guarded)
     i = _np.clip(_np.searchsorted(xp_raw, x_raw, side="right") - 1, 0, len(xp_raw) - 2)
