@@ -272,7 +272,11 @@ def backward_pass(seeds: list, free: bool = False, order: list | None = None) ->
         # chosen after its first call: for one or two traced arguments they are called
         # here, and their cotangents handed on, without the VJP's closure, tuples and zip
         # (the common node of a loop over small arrays, where this loop's own Python is
-        # the cost).
+        # the cost). The hand-on is written out per rule on purpose: a loop over the rules
+        # (a generator, or a zip over a tuple of their answers) costs 5-10% more
+        # instructions per lstm gradient (callgrind). Handing one on before the next rule
+        # runs is safe: a sum is made in place only into a buffer of this pass, which no
+        # rule is given.
         rules = entry.vjp_by_argnums.get(argnums)
         if rules is not None and len(rules) <= 2 and not told:
             grad = rules[0](g, ans, *args, **kwargs)
