@@ -83,6 +83,7 @@ def run_starts(keys: Sequence, nxt: Sequence, candidates: int, stretch: Callable
     following = _np.asarray(nxt, _np.int64)
     possible = _np.zeros(n, bool)
     ahead = following.copy()  # each position's current candidate (-1: none left)
+    disagreements: dict = {}  # (see _by_common_periods)
     for tried in range(candidates):
         i = _np.flatnonzero(ahead >= 0)
         if not len(i):
@@ -94,7 +95,8 @@ def run_starts(keys: Sequence, nxt: Sequence, candidates: int, stretch: Callable
         need = stretch(j - i)
         fits = j + need <= n  # (a pair whose stretch runs past the record's end fails,
         ahead[i[~fits]] = -1  # and so do its later candidates: see the docstring)
-        i, j, need = _by_common_periods(codes, i[fits], j[fits], need[fits], possible)
+        i, j, need = _by_common_periods(codes, i[fits], j[fits], need[fits], possible,
+                                         disagreements)
         t, width = 1, 1
         while len(i):
             done = t >= need  # (agreed over the whole stretch: a start; no need to go on)
@@ -146,28 +148,26 @@ def _later_candidates(i, j, following, left: int) -> tuple:
 _COMMON = 32  # pairs sharing a period: settle them in one pass over the record
 
 
-def _by_common_periods(codes, i, j, need, possible) -> tuple:
+def _by_common_periods(codes, i, j, need, possible, disagreements: dict) -> tuple:
     """Settle the pairs ``(i, j)`` whose period ``j - i`` many pairs share (a loop's):
-    for such a period d, how far the keys agree with those d later is one pass over the
-    record (the distance from each position to the next disagreement). Marks ``possible``
-    and answers the other pairs, to narrow."""
+    for such a period d, the positions p where ``codes[p] != codes[p + d]`` are found in
+    one pass over the record (kept in ``disagreements``, by period, for the later
+    candidates), and a pair agrees where none lies in ``i + 1 .. i + need - 1``. Marks
+    ``possible`` and answers the other pairs, to narrow."""
     if len(i) < _COMMON:
         return i, j, need  # (no period is shared by that many pairs)
     periods = j - i
-    values, counts = _np.unique(periods, return_counts=True)
-    common = values[counts >= _COMMON]
+    counts = _np.bincount(periods)
+    common = _np.flatnonzero(counts >= _COMMON)
     if not len(common):
         return i, j, need
     for d in common.tolist():
         at = _np.flatnonzero(periods == d)
-        same = codes[:-d] == codes[d:]
-        m = len(same)
-        stop = _np.where(same, m, _np.arange(m))  # (the next disagreement at or after p)
-        agree = _np.minimum.accumulate(stop[::-1])[::-1] - _np.arange(m)
-        first, wanted = i[at] + 1, need[at] - 1  # (keys i+1 .. i+need-1 against d later)
-        inside = first < m
-        ok = wanted <= 0
-        ok[inside] |= agree[first[inside]] >= wanted[inside]
-        possible[i[at][ok]] = True
-    rest = ~_np.isin(periods, common)
+        bad = disagreements.get(d)
+        if bad is None:
+            bad = disagreements[d] = _np.flatnonzero(codes[:-d] != codes[d:])
+        starts = i[at]
+        ok = bad.searchsorted(starts + 1) == bad.searchsorted(starts + need[at])
+        possible[starts[ok]] = True
+    rest = counts[periods] < _COMMON
     return i[rest], j[rest], need[rest]
