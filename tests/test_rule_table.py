@@ -152,6 +152,18 @@ def test_declared_reads_drop_values_from_the_tape():
     assert type(nodes[anp.tanh].args[0]).__name__ == "ShapeOnly"  # ...not its input
 
 
+
+def test_shape_only_answers_shape_dtype_ndim_and_refuses_the_values():
+    # (a named tuple since gradbench5, for C-level .shape/.dtype: its items, length and
+    # iteration must still refuse, or a rule reading an undeclared value would get them)
+    rec = Recording(lambda x: anp.sum(anp.tanh(x) + x), onp.ones((2, 3), dtype=onp.float32))
+    kept = next(node for node in rec.order() if node.fun is anp.add).args[0]
+    assert (kept.shape, kept.dtype, kept.ndim) == ((2, 3), onp.dtype(onp.float32), 2)
+    for read in (lambda: kept[0], lambda: len(kept), lambda: list(kept),
+                 lambda: onp.asarray(kept), lambda: kept * 2.0, lambda: kept == kept):
+        with pytest.raises(UndeclaredReadError, match="reads="):
+            read()
+
 _A = onp.array([0.5, -2.0, 3.0])
 _B = onp.array([[1.5], [0.25]])  # broadcasts against _A: the cotangents are summed back
 

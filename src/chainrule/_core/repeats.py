@@ -75,20 +75,28 @@ def run_starts(keys: Sequence, nxt: Sequence, candidates: int, stretch: Callable
     those a period later (``stretch``: of an int64 array). The pairs of positions that
     still agree are narrowed key by key, so a record with few repeats costs little (a
     period many pairs share, as a long loop's, is settled for all of them in one pass
-    instead), and ``run_at`` is asked at these positions only."""
+    instead), and ``run_at`` is asked at these positions only. ``period + stretch(period)``
+    must not decrease as the period grows: then a position whose candidate's stretch runs
+    past the record's end has no later candidate that fits either, and is dropped."""
     codes = _np.asarray(keys, _np.int64)
     n = len(codes)
     following = _np.asarray(nxt, _np.int64)
     possible = _np.zeros(n, bool)
     ahead = following.copy()  # each position's current candidate (-1: none left)
-    for _ in range(candidates):
+    disagreements: dict = {}  # (see _by_common_periods)
+    for tried in range(candidates):
         i = _np.flatnonzero(ahead >= 0)
         if not len(i):
             break
         j = ahead[i]
+        last = len(i) <= _FEW  # (then every candidate left of these positions at once)
+        if last:
+            i, j = _later_candidates(i, j, following, candidates - tried)
         need = stretch(j - i)
-        fits = j + need <= n  # (a pair whose stretch runs past the record's end fails)
-        i, j, need = _by_common_periods(codes, i[fits], j[fits], need[fits], possible)
+        fits = j + need <= n  # (a pair whose stretch runs past the record's end fails,
+        ahead[i[~fits]] = -1  # and so do its later candidates: see the docstring)
+        i, j, need = _by_common_periods(codes, i[fits], j[fits], need[fits], possible,
+                                         disagreements)
         t, width = 1, 1
         while len(i):
             done = t >= need  # (agreed over the whole stretch: a start; no need to go on)
@@ -109,35 +117,57 @@ def run_starts(keys: Sequence, nxt: Sequence, candidates: int, stretch: Callable
             i, j, need = i[agree], j[agree], need[agree]
             t += len(offsets)
             width = min(2 * width, 256)
+        if last:
+            break
         # (a position found possible needs no further candidate: on a long loop the first
         # candidate finds nearly all of them)
         ahead = _np.where((ahead >= 0) & ~possible, following[_np.maximum(ahead, 0)], -1)
     return _np.flatnonzero(possible).tolist()
 
 
+# positions left: their candidates are tried all in one pass (the last positions of a
+# loop, which agree with none, would each cost a pass per candidate)
+_FEW = 64
+
+
+def _later_candidates(i, j, following, left: int) -> tuple:
+    """The pairs of positions ``i`` with their candidates ``j`` and the ``left - 1``
+    candidates after those (``following``: the next position of the same key)."""
+    pairs_i, pairs_j = [i], [j]
+    for _ in range(left - 1):
+        j = following[j]
+        i = i[j >= 0]
+        j = j[j >= 0]
+        if not len(j):
+            break
+        pairs_i.append(i)
+        pairs_j.append(j)
+    return _np.concatenate(pairs_i), _np.concatenate(pairs_j)
+
+
 _COMMON = 32  # pairs sharing a period: settle them in one pass over the record
 
 
-def _by_common_periods(codes, i, j, need, possible) -> tuple:
+def _by_common_periods(codes, i, j, need, possible, disagreements: dict) -> tuple:
     """Settle the pairs ``(i, j)`` whose period ``j - i`` many pairs share (a loop's):
-    for such a period d, how far the keys agree with those d later is one pass over the
-    record (the distance from each position to the next disagreement). Marks ``possible``
-    and answers the other pairs, to narrow."""
+    for such a period d, the positions p where ``codes[p] != codes[p + d]`` are found in
+    one pass over the record (kept in ``disagreements``, by period, for the later
+    candidates), and a pair agrees where none lies in ``i + 1 .. i + need - 1``. Marks
+    ``possible`` and answers the other pairs, to narrow."""
+    if len(i) < _COMMON:
+        return i, j, need  # (no period is shared by that many pairs)
     periods = j - i
-    values, counts = _np.unique(periods, return_counts=True)
-    common = values[counts >= _COMMON]
+    counts = _np.bincount(periods)
+    common = _np.flatnonzero(counts >= _COMMON)
     if not len(common):
         return i, j, need
     for d in common.tolist():
         at = _np.flatnonzero(periods == d)
-        same = codes[:-d] == codes[d:]
-        m = len(same)
-        stop = _np.where(same, m, _np.arange(m))  # (the next disagreement at or after p)
-        agree = _np.minimum.accumulate(stop[::-1])[::-1] - _np.arange(m)
-        first, wanted = i[at] + 1, need[at] - 1  # (keys i+1 .. i+need-1 against d later)
-        inside = first < m
-        ok = wanted <= 0
-        ok[inside] |= agree[first[inside]] >= wanted[inside]
-        possible[i[at][ok]] = True
-    rest = ~_np.isin(periods, common)
+        bad = disagreements.get(d)
+        if bad is None:
+            bad = disagreements[d] = _np.flatnonzero(codes[:-d] != codes[d:])
+        starts = i[at]
+        ok = bad.searchsorted(starts + 1) == bad.searchsorted(starts + need[at])
+        possible[starts[ok]] = True
+    rest = counts[periods] < _COMMON
     return i[rest], j[rest], need[rest]

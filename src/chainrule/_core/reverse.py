@@ -17,6 +17,7 @@ import gc
 import itertools
 import operator
 import warnings
+from collections import namedtuple
 from collections.abc import Callable, Iterable, Iterator
 
 from .containers import TakenPieces
@@ -60,19 +61,20 @@ snapshot_types: dict = {}
 _box_types = Box.types  # (the registry's own set: later registrations count)
 
 
-class ShapeOnly(tuple):
+class ShapeOnly(namedtuple("_ShapeAndDtype", ("shape", "dtype"))):
     """What a node keeps of an array its VJP does not read: ``(shape, dtype)``, with
     ``.shape``, ``.dtype`` and ``.ndim`` as the array has them. (A tuple, because making
-    one then costs no Python-level ``__init__``: nodes are made once per recorded call.)
+    one then costs no Python-level ``__init__``: nodes are made once per recorded call;
+    and a named tuple's, because its ``.shape`` and ``.dtype`` are read in C, without the
+    Python frame of a property: an add's VJP reads both of each operand.)
 
     Anything else a rule might do with the array (compute with it, index it, compare it,
     convert it) raises ``UndeclaredReadError``: a rule that reads a value its entry says it
     does not read fails loudly instead of computing with a tuple."""
 
     __slots__ = ()
-    shape = property(lambda self: tuple.__getitem__(self, 0))
-    dtype = property(lambda self: tuple.__getitem__(self, 1))
-    ndim = property(lambda self: len(tuple.__getitem__(self, 0)))
+    __new__ = tuple.__new__  # ShapeOnly((shape, dtype)), as a tuple is made
+    ndim = property(lambda self: len(self.shape))
 
     def __repr__(self) -> str:
         return f"ShapeOnly({self.shape}, {self.dtype})"
@@ -108,10 +110,8 @@ class VJPNode(Node):
         self.argnums = argnums
         entry = _dropping_entry(fun)
         if entry is not None and not self.keeps_everything:
-            if entry.reads_by_argnum is None:  # one declaration for every argnums
-                unread, reads_ans = entry.unread_args, entry.reads_ans
-            else:
-                unread, reads_ans = entry.unread_given(argnums)
+            found = entry.unread_by_argnums.get(argnums)  # (made once per argnums)
+            unread, reads_ans = entry.unread_given(argnums) if found is None else found
             n = len(args)
             for i in unread:  # ascending
                 if i >= n:
@@ -264,27 +264,44 @@ def backward_pass(seeds: list, free: bool = False, order: list | None = None) ->
             raise _no_rule(fun)
         # A VJP defined per argument (rules.defvjp_direct) has its rules for these argnums
         # chosen after its first call: for one or two traced arguments they are called
-        # here, without the VJP's closure, tuple and zip.
+        # here, and their cotangents handed on, without the VJP's closure, tuples and zip
+        # (the common node of a loop over small arrays, where this loop's own Python is
+        # the cost). The hand-on is written out per rule on purpose: a loop over the rules
+        # (a generator, or a zip over a tuple of their answers) costs 5-10% more
+        # instructions per lstm gradient (callgrind). Handing one on before the next rule
+        # runs is safe: a sum is made in place only into a buffer of this pass, which no
+        # rule is given.
         rules = entry.vjp_by_argnums.get(argnums)
-        if rules is None or len(rules) > 2:
-            parent_grads = zip(parents, entry.vjp(g, argnums, ans, args, kwargs))
-        elif len(rules) == 1:
-            parent_grads = ((parents[0], rules[0](g, ans, *args, **kwargs)),)
-        else:
-            parent_grads = ((parents[0], rules[0](g, ans, *args, **kwargs)),
-                            (parents[1], rules[1](g, ans, *args, **kwargs)))
-        if told:  # (observers see cotangents as the values they stand for)
-            parent_grads = [(parent, grad.dense() if type(grad) is TakenPieces else grad)
-                            for parent, grad in parent_grads]
-            made = [(argnum, grad) for argnum, (_, grad) in zip(argnums, parent_grads)]
-            for observer in told:
-                observer.cotangents_made(node, g, made)
-        for parent, parent_grad in parent_grads:
-            if parent_grad is not None:
+        if rules is not None and len(rules) <= 2 and not told:
+            grad = rules[0](g, ans, *args, **kwargs)
+            if grad is not None:
+                parent = parents[0]
                 if parent in outgrads:
-                    _accumulate(outgrads, owned, parent, parent_grad)
+                    _accumulate(outgrads, owned, parent, grad)
                 else:
-                    outgrads[parent] = parent_grad
+                    outgrads[parent] = grad
+            if len(rules) == 2:
+                grad = rules[1](g, ans, *args, **kwargs)
+                if grad is not None:
+                    parent = parents[1]
+                    if parent in outgrads:
+                        _accumulate(outgrads, owned, parent, grad)
+                    else:
+                        outgrads[parent] = grad
+        else:
+            parent_grads = zip(parents, entry.vjp(g, argnums, ans, args, kwargs))
+            if told:  # (observers see cotangents as the values they stand for)
+                parent_grads = [(parent, grad.dense() if type(grad) is TakenPieces else grad)
+                                for parent, grad in parent_grads]
+                made = [(argnum, grad) for argnum, (_, grad) in zip(argnums, parent_grads)]
+                for observer in told:
+                    observer.cotangents_made(node, g, made)
+            for parent, grad in parent_grads:
+                if grad is not None:
+                    if parent in outgrads:
+                        _accumulate(outgrads, owned, parent, grad)
+                    else:
+                        outgrads[parent] = grad
         if free:  # the saved values are released as soon as they have been used
             node.args = node.kwargs = node.ans = None
             node.parents = ()

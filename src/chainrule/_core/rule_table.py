@@ -137,9 +137,12 @@ class PrimitiveRules:
 
     def unread_given(self, argnums: tuple) -> tuple[tuple[int, ...], bool]:
         """(unread positions, whether the answer is read) for a call that traces
-        ``argnums``, from the per-argument declarations; made once per argnums."""
+        ``argnums``, from the per-argument declarations or the one for every argnums;
+        made once per argnums (``unread_by_argnums``, which ``VJPNode`` reads first)."""
         found = self.unread_by_argnums.get(argnums)
-        if found is None:
+        if found is None and self.reads_by_argnum is None:  # one declaration for all
+            found = self.unread_by_argnums[argnums] = (self.unread_args, self.reads_ans)
+        elif found is None:
             everything = ("ans", 0, 1, 2, 3)
             read = set().union(*(self.reads_by_argnum.get(i, everything) for i in argnums))
             found = self.unread_by_argnums[argnums] = (

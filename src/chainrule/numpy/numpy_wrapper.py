@@ -149,6 +149,8 @@ def _with_scalar_path(ufunc, scalar, floats: bool = True):
             if args or kwargs:
                 return ufunc(x, y, *args, **kwargs)
             x_type, y_type = type(x), type(y)
+            if x_type is _ndarray and y_type is _ndarray:
+                return ufunc(x, y)  # (the common call of array code: no scalar path)
             if x_type is float and y_type is float and floats:
                 # Python's arithmetic neither warns nor divides by zero: a non-finite
                 # result goes to NumPy (inf and nan operands, overflow, 0/0).

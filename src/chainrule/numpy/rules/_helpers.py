@@ -259,9 +259,14 @@ def elementwise_n(fun, *partials, reads: tuple | dict | None = None) -> None:
             vjps.append(rule), jvps.append(rule), batched.append(None)
             continue
         # (a traced call passes exactly the function's n inputs: an output array given
-        # by position is refused before any rule runs)
-        vjps.append(lambda g, ans, *args, _i=argnum, _d=d, **k: unbroadcast(
-            g * _d(ans, *args), args[_i]))
+        # by position is refused before any rule runs; two operands are named, not packed
+        # into a tuple and unpacked again, for the common binary call)
+        if len(partials) == 2:
+            vjps.append(lambda g, ans, x, y, _first=argnum == 0, _d=d, **k: unbroadcast(
+                g * _d(ans, x, y), x if _first else y))
+        else:
+            vjps.append(lambda g, ans, *args, _i=argnum, _d=d, **k: unbroadcast(
+                g * _d(ans, *args), args[_i]))
         jvps.append(lambda g, ans, *args, _d=d, **k: broadcast_tangent(g * _d(ans, *args), ans))
         batched.append(lambda g, ans, *args, _i=argnum, _d=d, **k: broadcast_batched_tangent(
             batch_aligned(g, args[_i], ans) * _d(ans, *args), ans))
