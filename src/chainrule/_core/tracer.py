@@ -275,6 +275,14 @@ _box_type_of = Box.type_mappings  # likewise
 # under vmap.) batched type -> its call, registered by ``register_batched_type``.
 batched_types: dict[type, Callable] = {}
 
+# View makers: the primitives that answer a view of their first argument (``primitive(f,
+# answers_view=True)``: NumPy's transpose, reshape, split ...) called with a value of a
+# registered type as that argument are answered by ``make(f_wrapped, args, kwargs)``, which
+# makes the answer a view that sees later writes into the argument (chainrule.numpy's
+# buffers and traced arrays, whose writes the engine does not see). ``f_wrapped.records``
+# computes and records the call itself. type -> make, registered by ``register_view_maker``.
+view_makers: dict[type, Callable] = {}
+
 # Types whose values a box may hold as a value of an older trace (boxes and batched values):
 # a call meeting one recurses, so that its own trace handles it.
 _traced_types: set[type] = set(Box.types)
@@ -296,6 +304,12 @@ def register_batched_type(cls: type, call: Callable) -> None:
     batched_types[cls] = call
     _traced_types.add(cls)
     _general_types.add(cls)
+
+
+def register_view_maker(cls: type, make: Callable) -> None:
+    """Calls of view primitives with a value of ``cls`` first are answered by ``make``
+    (see ``view_makers``)."""
+    view_makers[cls] = make
 
 
 def isbox(x: Any) -> bool:
@@ -407,7 +421,8 @@ def new_box(value, trace_id: int, node: Node) -> Box:
         ) from None
 
 
-def primitive(f_raw: Callable, out_position: int | None = None) -> Callable:
+def primitive(f_raw: Callable, out_position: int | None = None,
+              answers_view: bool = False) -> Callable:
     """Wrap ``f_raw`` so that calls with boxed positional arguments are recorded.
 
     Only positional arguments are traced; keyword arguments are passed through
@@ -415,6 +430,9 @@ def primitive(f_raw: Callable, out_position: int | None = None) -> Callable:
     ``out_position``: where ``f_raw`` takes an output array positionally (NumPy's
     ``out``); a traced call that passes one there, or ``out=``, is refused before
     anything runs, since the write would land outside the graph.
+    ``answers_view``: ``f_raw`` answers a view of its first argument (NumPy's transpose,
+    reshape ...): a call whose first argument's type has a view maker is answered by it
+    (see ``view_makers``); only such primitives pay for the question.
     """
 
     @wraps(f_raw)
@@ -495,6 +513,17 @@ def primitive(f_raw: Callable, out_position: int | None = None) -> Callable:
             _tell_error(args)
             raise
 
+    if answers_view:
+        records = f_wrapped
+
+        @wraps(f_raw)
+        def f_wrapped(*args, **kwargs):  # noqa: F811 - the primitive, as recorded (below)
+            make = view_makers.get(type(args[0])) if args else None
+            return records(*args, **kwargs) if make is None else make(f_wrapped, args, kwargs)
+
+        # ``records`` names ``f_wrapped`` as a free variable: rebound here, its nodes, rule
+        # look-ups and recursive calls name this function, the one primitive rules key on.
+        f_wrapped.records = records
     f_wrapped.fun = f_raw
     f_wrapped.out_position = out_position
     f_wrapped._is_chainrule_primitive = True
