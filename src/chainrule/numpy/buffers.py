@@ -36,7 +36,7 @@ from .._core.tracer import (
     register_view_maker,
 )
 from . import numpy_wrapper as anp
-from .numpy_boxes import FlatIndexer, repeated, write_flat
+from .numpy_boxes import ArrayBox, FlatIndexer, repeated, write_flat
 
 __all__ = ["Buffer"]
 
@@ -390,6 +390,16 @@ def _fresh(answer):
     return answer
 
 
+def _notrace_answer(answer):
+    """A notrace function's answer computed from traced arrays (``np.floor(x)``,
+    ``np.sign(x)``): a float array in new memory is a buffer, as ``_fresh`` makes, so that
+    a later traced write into it (``y += t``) takes as it does eagerly. Masks and indices
+    stay NumPy's arrays (no traced value can be written into them)."""
+    if type(answer) is _np.ndarray and answer.dtype.kind in "fc":
+        return _fresh(answer)
+    return answer
+
+
 def _binary(op):
     return (lambda self, other: _fresh(op(self._value(), _value_of(other))),
             lambda self, other: _fresh(op(_value_of(other), self._value())))
@@ -664,3 +674,4 @@ copy = None  # set by install
 register_front_end(Buffer, FrontEnd(unwrap=Buffer._value, value_of=Buffer._value,
                                     wrap=_fresh, as_output=_as_output, pytree_leaf=True))
 register_view_maker(Buffer, view_of_buffer)
+ArrayBox.on_notrace_answer = staticmethod(_notrace_answer)
