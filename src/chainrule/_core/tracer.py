@@ -542,7 +542,9 @@ def primitive(f_raw: Callable, out_position: int | None = None,
         @wraps(f_raw)
         def f_wrapped(*args, **kwargs):  # noqa: F811 - the primitive, as recorded (below)
             make = view_makers.get(type(args[0])) if args else None
-            return records(*args, **kwargs) if make is None else make(f_wrapped, args, kwargs)
+            if make is not None:
+                return make(f_wrapped, args, kwargs)
+            return records(*args, **kwargs) if kwargs else records(*args)  # (cheaper)
 
         # ``records`` names ``f_wrapped`` as a free variable: rebound here, its nodes, rule
         # look-ups and recursive calls name this function, the one primitive rules key on.
