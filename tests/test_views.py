@@ -149,7 +149,7 @@ def test_a_write_through_a_view_of_a_traced_array_is_refused_clearly(name):
 
 @pytest.mark.parametrize("name", ["asarray", "asanyarray", "ascontiguousarray",
                                   "atleast_1d", "atleast_2d", "real_if_close"])
-@pytest.mark.parametrize("array", ["buffer", "traced"])
+@pytest.mark.parametrize("array", ["buffer"])  # (a traced array's: a view of all of it)
 def test_functions_numpy_answers_the_array_itself_with_answer_it(name, array):
     # NumPy: np.asarray(a) is a, so a write into the answer is a write into a
     answers = []

@@ -479,13 +479,10 @@ def _as_view(result, base, fun=None, *args, **kwargs):
 def view_of_traced(f_wrapped, args, kwargs):
     """A view function (``tracer.view_makers``) called on a traced array ``args[0]``: its
     answer marked as a view of it where NumPy's is one (a list of views: ``np.split``), so
-    that it sees later writes into it; the array itself where NumPy answers it
-    (``np.asarray(a)``)."""
+    that it sees later writes into it (``np.asarray(a)``: a view of all of it)."""
     base, rest, records = args[0], args[1:], f_wrapped.records
     result = records(*args, **kwargs)
-    if isinstance(result, ArrayBox):
-        if underlying(result) is underlying(base):
-            return base
+    if isinstance(result, ArrayBox):  # (np.asarray(a): a view of all of a, recorded)
         return _as_view(result, base, records, *rest, **kwargs)
     # np.split's list (traced: a box of the list): a list of views, as NumPy's
     return [_as_view(result[i], base, _part(records, i), *rest, **kwargs)
