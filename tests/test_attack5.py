@@ -401,9 +401,6 @@ def test_place_and_put_along_axis_under_jit_follow_masks_and_indices_of_each_cal
         assert onp.array_equal(jit(jacobian(f))(x), jacobian(f)(x))
 
 
-@pytest.mark.xfail(strict=True, reason="left: chainrule.numpy's view functions are the "
-                   "primitives themselves and answer copies (a silent wrong derivative); "
-                   "the engine has no place that sees both the call and its front-end answer")
 @pytest.mark.parametrize("array", ["buffer", "traced"])
 @pytest.mark.parametrize("make", [lambda a: np.transpose(a), lambda a: np.asanyarray(a)],
                          ids=["np.transpose", "np.asanyarray"])

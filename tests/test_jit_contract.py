@@ -928,20 +928,26 @@ def _stores_a_gradients_value(x, s):
     return np.sum(v)
 
 
-@pytest.mark.parametrize("loss, error, message", [
-    (_adds_a_gradients_value, TypeError, "numpy.add with out= would write"),
-    (_stores_a_gradients_value, ValueError, "setting an array element"),
+@pytest.mark.parametrize("loss, gradient", [
+    (_adds_a_gradients_value, lambda x: onp.ones_like(x)),
+    (_stores_a_gradients_value, lambda x: 2.0 * x),
 ], ids=["v += g", "v[i] = g"])
-def test_a_value_without_derivative_written_into_raises_as_eagerly_under_jit(
-        loss, error, message):
-    # np.fix(x) + s carries no derivative: eagerly a plain array, which refuses a
-    # gradient's value; under jit it is a staged value (s is an input): it must refuse too
+def test_a_value_without_derivative_takes_a_traced_write_eagerly(loss, gradient):
+    # np.fix(x) + s carries no derivative: a new array (a buffer), which takes a traced
+    # write as NumPy's array does
     for args in ((X, 0.5), (X * -4.0, 2.0)):
-        with pytest.raises(error, match=message) as eager:
-            cr.value_and_grad(loss)(*args)
-        with pytest.raises(error, match=message) as jitted:
-            cr.jit(cr.value_and_grad(loss))(*args)
-        assert str(jitted.value) == str(eager.value)
+        value, grad = cr.value_and_grad(loss)(*args)
+        assert onp.array_equal(grad, gradient(args[0]))
+
+
+@pytest.mark.xfail(strict=True, reason="left (views5): under jit, np.fix(x) + s with s an "
+                   "input is a staged value without derivative, which refuses the write "
+                   "that eager evaluation (a buffer) now takes")
+def test_a_value_without_derivative_takes_a_traced_write_under_jit_as_eagerly():
+    args = (X, 0.5)
+    value, grad = cr.value_and_grad(_adds_a_gradients_value)(*args)
+    jitted = cr.jit(cr.value_and_grad(_adds_a_gradients_value))(*args)
+    assert jitted[0] == value and onp.array_equal(jitted[1], grad)
 
 
 @pytest.mark.parametrize("f", [

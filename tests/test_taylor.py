@@ -566,6 +566,7 @@ SINGULAR_POINTS = [
     # (function, point, direction, its first three derivatives along t -> point + t v at
     # 0+: the one-sided limits, by hand)
     ("sqrt", np.sqrt, 0.0, 1.0, [INF, -INF, INF]),  # t^(1/2)
+    ("cbrt", np.cbrt, 0.0, 1.0, [INF, -INF, INF]),  # t^(1/3): (1/3) t^(-2/3), ...
     ("power 0.5", lambda x: x ** 0.5, 0.0, 1.0, [INF, -INF, INF]),
     ("power 1.5", lambda x: x ** 1.5, 0.0, 1.0, [0.0, INF, -INF]),  # 1.5 t^.5, .75 t^-.5
     ("log", np.log, 0.0, 1.0, [INF, -INF, INF]),  # 1/t, -1/t^2, 2/t^3
@@ -594,11 +595,18 @@ def test_jet_at_a_singular_point_gives_the_one_sided_limits(name, f, x0, v, want
         onp.testing.assert_allclose([t[1] for t in terms], regular, rtol=1e-14)
 
 
-def test_cbrt_at_zero_matches_nested_jvp():
-    """cbrt at 0: jet's terms are nested jvp's (whose own second derivative there is nan:
-    its JVP rule divides by the answer squared), not all nan."""
+def test_cbrt_at_signed_zeros_gives_the_one_sided_limits_in_every_mode():
+    """cbrt's derivatives at 0 are those of x^(1/3) from the side of the zero's sign (as
+    JAX's rule, 1/3 ans^-2, gives): at +0 (inf, -inf, inf), at -0 (inf, inf, inf). Its
+    rule was 1 / (3 ans^2), whose own derivative is 0 * inf there: (inf, nan, nan)."""
     with onp.errstate(all="ignore"):
-        _, terms = chainrule.jet(np.cbrt, (0.0,), ([1.0, 0.0, 0.0],))
-        nested = _nested_jvp_derivatives(np.cbrt, 3)
-    assert float(terms[0]) == INF
-    onp.testing.assert_array_equal([float(t) for t in terms], nested[1:])
+        for zero, want in ((0.0, [INF, -INF, INF]), (-0.0, [INF, INF, INF])):
+            nested, h = [], np.cbrt
+            for _ in range(3):  # (at zero itself: zero + t would be +0)
+                h = (lambda inner: lambda x: chainrule.jvp(inner, (x,), (1.0,))[1])(h)
+                nested.append(h(zero))
+            reverse = [chainrule.grad(np.cbrt)(zero),
+                       chainrule.grad(chainrule.grad(np.cbrt))(zero),
+                       chainrule.grad(chainrule.grad(chainrule.grad(np.cbrt)))(zero)]
+            onp.testing.assert_array_equal(nested, want)
+            onp.testing.assert_array_equal(reverse, want)

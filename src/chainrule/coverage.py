@@ -37,7 +37,9 @@ from ._core.rule_table import primitive_jvps, primitive_vjps, rule_table
 from ._core.tracer import notrace_primitive, primitive
 
 # Every traced primitive is the same closure code; notrace ones have another.
-_TRACED_CODE = primitive(lambda: None).__code__
+# (a view primitive, ``answers_view=True``, is its own wrapper around the recording one)
+_TRACED_CODES = frozenset([primitive(lambda: None).__code__,
+                           primitive(lambda: None, answers_view=True).__code__])
 _NOTRACE_CODE = notrace_primitive(lambda: None).__code__
 
 NAMESPACES = [
@@ -130,7 +132,7 @@ METHODS = {"astype": ("chainrule.numpy.numpy_boxes", "array_astype"),
 
 # ----------------------------------------------------------------------------- inspection
 def is_traced_primitive(obj) -> bool:
-    return getattr(obj, "__code__", None) is _TRACED_CODE
+    return getattr(obj, "__code__", None) in _TRACED_CODES
 
 
 def is_notrace_primitive(obj) -> bool:

@@ -30,7 +30,15 @@ each one explicit, each one looked up by the engine at the one spot where it cal
    - front-end types (``tracer.register_front_end(type, FrontEnd(...))``: Tensor, and
      chainrule.numpy's Buffer);
    - batched types (``tracer.register_batched_type(type, call)``: vmap's BatchedArray,
-     whose ``call`` answers a primitive's call on a batch by its batching rule).
+     whose ``call`` answers a primitive's call on a batch by its batching rule);
+   - view makers (``tracer.register_view_maker(type, make)``): a primitive declared to
+     answer a view of its first argument (``primitive(f, answers_view=True)``: NumPy's
+     transpose, reshape, split ...) called with a value of that type first is answered by
+     ``make(f_wrapped, args, kwargs)`` (chainrule.numpy's buffers and traced arrays: a view
+     that sees later writes into the argument); the primitive keeps its identity, and only
+     view primitives ask;
+   - a box type's ``on_notrace_answer``: a notrace call's answer on its boxes made what
+     the front end makes of new memory (chainrule.numpy: ``np.floor(x)``, a buffer).
 4. **Rules**: ``rule_table`` entries, filled through ``rules`` (``defvjp``, ``defjvp``...).
 
 The engine's rare paths (a batched value, a list of boxes refused, a notrace call, an answer

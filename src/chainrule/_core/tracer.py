@@ -180,8 +180,13 @@ class Box:
     # - ``on_untraceable_answer(f_raw, args, kwargs)``: as ``Node``'s, asked after the node
     #   types' (chainrule.numpy: a foreign container such as xarray's DataArray applies a
     #   ufunc to traced operands itself, so that it holds the traced result).
+    # - ``on_notrace_answer(answer)``: the answer of a notrace call (``np.floor(x)``) of
+    #   boxes of this type, computed from their plain values, made what the front end makes
+    #   of new memory (chainrule.numpy: a float array becomes a buffer, so that a later
+    #   traced write into it takes, as it does eagerly).
     on_refused_sequences: Callable | None = None
     on_untraceable_answer: Callable | None = None
+    on_notrace_answer: Callable | None = None
 
     def __init__(self, value, trace_id: int, node: Node):
         self._value = value
@@ -275,6 +280,14 @@ _box_type_of = Box.type_mappings  # likewise
 # under vmap.) batched type -> its call, registered by ``register_batched_type``.
 batched_types: dict[type, Callable] = {}
 
+# View makers: the primitives that answer a view of their first argument (``primitive(f,
+# answers_view=True)``: NumPy's transpose, reshape, split ...) called with a value of a
+# registered type as that argument are answered by ``make(f_wrapped, args, kwargs)``, which
+# makes the answer a view that sees later writes into the argument (chainrule.numpy's
+# buffers and traced arrays, whose writes the engine does not see). ``f_wrapped.records``
+# computes and records the call itself. type -> make, registered by ``register_view_maker``.
+view_makers: dict[type, Callable] = {}
+
 # Types whose values a box may hold as a value of an older trace (boxes and batched values):
 # a call meeting one recurses, so that its own trace handles it.
 _traced_types: set[type] = set(Box.types)
@@ -296,6 +309,12 @@ def register_batched_type(cls: type, call: Callable) -> None:
     batched_types[cls] = call
     _traced_types.add(cls)
     _general_types.add(cls)
+
+
+def register_view_maker(cls: type, make: Callable) -> None:
+    """Calls of view primitives with a value of ``cls`` first are answered by ``make``
+    (see ``view_makers``)."""
+    view_makers[cls] = make
 
 
 def isbox(x: Any) -> bool:
@@ -380,6 +399,23 @@ def _handlers_met(values, name: str, box_types_too: bool = False) -> list[Callab
     return handlers
 
 
+def _record_rare_answer(ans, top: Box, f_wrapped, f_raw, args, argvals, kwargs, argnums,
+                        parents) -> Any:
+    """Record a call whose answer's type has no box type registered ahead (the tail of
+    ``primitive``'s, for this rare path). A front-end object made by the raw function (a
+    user primitive's body that made a chainrule.numpy buffer under a live trace) is
+    recorded as the value it holds, which rules and boxes know (a buffer would otherwise be
+    boxed as a duck array, its type registered as one for good)."""
+    front_end = front_ends.get(type(ans))
+    if front_end is not None:
+        ans = front_end.value_of(ans)
+    node = type(top._node)(ans, f_wrapped, argvals, kwargs, argnums, parents)
+    if observers:
+        for observer in observers:
+            observer.node_made(node, ans, f_wrapped, args)
+    return _box_answer(ans, top._trace_id, node, f_raw, args, kwargs)
+
+
 def _box_answer(ans, trace_id: int, node: Node, f_raw: Callable, args, kwargs) -> Any:
     """The rare path of a recorded call: ``ans`` has no box type registered ahead."""
     try:
@@ -407,7 +443,8 @@ def new_box(value, trace_id: int, node: Node) -> Box:
         ) from None
 
 
-def primitive(f_raw: Callable, out_position: int | None = None) -> Callable:
+def primitive(f_raw: Callable, out_position: int | None = None,
+              answers_view: bool = False) -> Callable:
     """Wrap ``f_raw`` so that calls with boxed positional arguments are recorded.
 
     Only positional arguments are traced; keyword arguments are passed through
@@ -415,6 +452,9 @@ def primitive(f_raw: Callable, out_position: int | None = None) -> Callable:
     ``out_position``: where ``f_raw`` takes an output array positionally (NumPy's
     ``out``); a traced call that passes one there, or ``out=``, is refused before
     anything runs, since the write would land outside the graph.
+    ``answers_view``: ``f_raw`` answers a view of its first argument (NumPy's transpose,
+    reshape ...): a call whose first argument's type has a view maker is answered by it
+    (see ``view_makers``); only such primitives pay for the question.
     """
 
     @wraps(f_raw)
@@ -467,14 +507,15 @@ def primitive(f_raw: Callable, out_position: int | None = None) -> Callable:
             else:
                 ans = call(*argvals)
                 wrap = None
-            node = type(top._node)(ans, f_wrapped, argvals, kwargs, argnums, parents)
-            if observers:  # (extension.Observer: debug_nans, report.code)
-                for observer in observers:
-                    observer.node_made(node, ans, f_wrapped, args)
             box_type = _box_type_of.get(type(ans))
             if box_type is None:
-                result = _box_answer(ans, top._trace_id, node, f_raw, args, kwargs)
+                result = _record_rare_answer(ans, top, f_wrapped, f_raw, args, argvals, kwargs,
+                                             argnums, parents)
             else:
+                node = type(top._node)(ans, f_wrapped, argvals, kwargs, argnums, parents)
+                if observers:  # (extension.Observer: debug_nans, report.code)
+                    for observer in observers:
+                        observer.node_made(node, ans, f_wrapped, args)
                 result = box_type(ans, top._trace_id, node)
             return result if wrap is None else wrap(result)
         except TypeError:
@@ -495,6 +536,19 @@ def primitive(f_raw: Callable, out_position: int | None = None) -> Callable:
             _tell_error(args)
             raise
 
+    if answers_view:
+        records = f_wrapped
+
+        @wraps(f_raw)
+        def f_wrapped(*args, **kwargs):  # noqa: F811 - the primitive, as recorded (below)
+            make = view_makers.get(type(args[0])) if args else None
+            if make is not None:
+                return make(f_wrapped, args, kwargs)
+            return records(*args, **kwargs) if kwargs else records(*args)  # (cheaper)
+
+        # ``records`` names ``f_wrapped`` as a free variable: rebound here, its nodes, rule
+        # look-ups and recursive calls name this function, the one primitive rules key on.
+        f_wrapped.records = records
     f_wrapped.fun = f_raw
     f_wrapped.out_position = out_position
     f_wrapped._is_chainrule_primitive = True
@@ -770,6 +824,15 @@ def _add_followers(box: Box, found: dict[int, Box]) -> None:
         box = box._value
 
 
+def _notrace_answer(ans, args, kwargs) -> Any:
+    """A notrace call's answer (plain, or a node type's ``on_notrace`` answer), as the box
+    type of the first box among the arguments makes it (``Box.on_notrace_answer``)."""
+    for value in itertools.chain(args, kwargs.values()) if kwargs else args:
+        if type(value) in _box_types and type(value).on_notrace_answer is not None:
+            return type(value).on_notrace_answer(ans)
+    return ans
+
+
 def notrace_primitive(f_raw: Callable) -> Callable:
     """Wrap a function whose output does not depend differentiably on its inputs."""
 
@@ -784,10 +847,11 @@ def notrace_primitive(f_raw: Callable) -> Callable:
         for box in _notrace_followers(args, kwargs):
             ans = box._node.on_notrace(box, f_wrapped, args, kwargs)
             if ans is not NotImplemented:
-                return ans
+                return _notrace_answer(ans, args, kwargs)
         # Boxes may also sit inside a sequence argument (lexsort((a, b))): strip those
         # too, or the raw function would dispatch back here forever.
-        return f_raw(*map(_strip, args), **{k: _strip(v) for k, v in kwargs.items()})
+        ans = f_raw(*map(_strip, args), **{k: _strip(v) for k, v in kwargs.items()})
+        return _notrace_answer(ans, args, kwargs)
 
     f_wrapped.fun = f_raw
     f_wrapped._is_chainrule_primitive = True

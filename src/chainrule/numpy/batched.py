@@ -39,11 +39,16 @@ from .._core import tracer
 from .._core.containers import SequenceBox
 from .._core.pytree import tree_flatten, tree_unflatten
 from .._core.rule_table import rule_table
-from .._core.tracer import LeakedTracerError, front_ends, register_batched_type
+from .._core.tracer import (
+    LeakedTracerError,
+    front_ends,
+    register_batched_type,
+    register_view_maker,
+)
 from .._core.vspace import VSpace
 from . import numpy_wrapper as anp
 from ._namespace import raw_to_wrapped
-from .numpy_boxes import ArrayBox, _as_view, array_getitem
+from .numpy_boxes import ArrayBox, _as_view, array_getitem, view_of_traced
 from .numpy_vspaces import ArrayVSpace
 
 
@@ -623,6 +628,7 @@ def _with_output_arrays(fun, args, kwargs, trace_id: int):
 
 
 register_batched_type(BatchedArray, batch_call)
+register_view_maker(BatchedArray, view_of_traced)  # (a batch's views are views too)
 
 
 def _as_batched(ans, trace: BatchTrace):

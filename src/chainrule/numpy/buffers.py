@@ -28,9 +28,15 @@ import operator as _operator
 import numpy as _np
 
 from .._core import tracer as _tracer
-from .._core.tracer import FrontEnd, isbox, live_trace_ids, register_front_end
+from .._core.tracer import (
+    FrontEnd,
+    isbox,
+    live_trace_ids,
+    register_front_end,
+    register_view_maker,
+)
 from . import numpy_wrapper as anp
-from .numpy_boxes import ArrayBox, FlatIndexer, _as_view, repeated, view_functions, write_flat
+from .numpy_boxes import ArrayBox, FlatIndexer, repeated, write_flat
 
 __all__ = ["Buffer"]
 
@@ -146,6 +152,8 @@ class Buffer:
         """``make(array)``: a view of this buffer where NumPy gives a view (a list of views
         where it gives a list of them: ``np.split``), else the value."""
         plain = make(self._plain)
+        if plain is self._plain:  # (np.asarray(a), np.atleast_1d of a 1-D a: a itself)
+            return self
         if _views_of(plain, self._plain):
             positions = make(self._all_positions())
             if type(plain) is _np.ndarray:
@@ -382,6 +390,16 @@ def _fresh(answer):
     return answer
 
 
+def _notrace_answer(answer):
+    """A notrace function's answer computed from traced arrays (``np.floor(x)``,
+    ``np.sign(x)``): a float array in new memory is a buffer, as ``_fresh`` makes, so that
+    a later traced write into it (``y += t``) takes as it does eagerly. Masks and indices
+    stay NumPy's arrays (no traced value can be written into them)."""
+    if type(answer) is _np.ndarray and answer.dtype.kind in "fc":
+        return _fresh(answer)
+    return answer
+
+
 def _binary(op):
     return (lambda self, other: _fresh(op(self._value(), _value_of(other))),
             lambda self, other: _fresh(op(_value_of(other), self._value())))
@@ -515,54 +533,22 @@ def _ufunc_at(ufunc, a, indices, b=None):
 
 
 # ----------------------------------------------------------------------------- views by function
-# NumPy's functions that answer a view of their first argument, as the methods .T, reshape,
-# ravel, ... do: the view sees later writes into the array (a buffer or a traced array),
-# and a write through it reaches the array (a buffer) or is refused (a traced array).
-_VIEWING = ("transpose reshape ravel squeeze expand_dims moveaxis swapaxes rollaxis "
-            "broadcast_to atleast_1d atleast_2d atleast_3d flip fliplr flipud rot90 "
-            "diagonal matrix_transpose permute_dims split array_split hsplit vsplit "
-            "dsplit").split()
+def view_of_buffer(f_wrapped, args, kwargs):
+    """A view function (``tracer.view_makers``: np.transpose, reshape, split ...) called on
+    a buffer ``args[0]``: a view of it where NumPy's answer is one (a list of views:
+    ``np.split``), which sees later writes into the buffer and takes writes through it, as
+    the methods' (``a.T``); the buffer itself where NumPy answers its array
+    (``np.asarray(a)``); ``np.real``/``np.imag``: the attribute, as NumPy's."""
+    buffer = args[0]
+    part = _PARTS.get(f_wrapped)
+    if part is not None:
+        return getattr(buffer, part)
+    rest = _value_of(args[1:])
+    kwargs = {key: _value_of(value) for key, value in kwargs.items()}
+    return buffer._derived(lambda value: f_wrapped.records(value, *rest, **kwargs))
 
 
-def _viewing(wrapped):
-    """``wrapped`` (chainrule.numpy's function), whose answer is a view of a buffer or a
-    traced array ``a`` where NumPy's would be one of ``a``."""
-
-    @functools.wraps(wrapped)
-    def function(a, *args, **kwargs):
-        if type(a) is Buffer:
-            return a._derived(lambda value: wrapped(value, *args, **kwargs))
-        result = wrapped(a, *args, **kwargs)
-        if not isinstance(a, ArrayBox):
-            return result
-        if not isinstance(result, ArrayBox):  # np.split's traced list: a list of views
-            return [_as_view(result[i], a, _part(wrapped, i), *args, **kwargs)
-                    for i in range(len(result))]
-        return _as_view(result, a, wrapped, *args, **kwargs)
-
-    return function
-
-
-def _attribute(name: str, wrapped):
-    """``np.real`` / ``np.imag``: the attribute (a view of a buffer's or a traced array's
-    part, as NumPy's ``val.real``), ``wrapped`` for other values."""
-
-    @functools.wraps(wrapped)
-    def function(val):
-        if type(val) is Buffer or isinstance(val, ArrayBox):
-            return getattr(val, name)
-        return wrapped(val)
-
-    return function
-
-
-def _part(wrapped, i: int):
-    """``wrapped``'s answer's part ``i`` (a list's item), as a function of the same arguments."""
-
-    def function(*args, **kwargs):
-        return wrapped(*args, **kwargs)[i]
-
-    return function
+_PARTS = {anp.real: "real", anp.imag: "imag"}
 
 
 # ----------------------------------------------------------------------------- constructors
@@ -664,25 +650,18 @@ def install(namespace: dict) -> None:
     constructors = _wrapped_constructors(namespace)
     writes = {"copyto": copyto, "put": put, "putmask": putmask, "fill_diagonal": fill_diagonal,
               "place": place, "put_along_axis": put_along_axis}
-    for name, function in {**constructors, **writes}.items():
+    own = {**constructors, **writes}
+    for name, function in own.items():
         namespace[name] = function
         _FUNCTIONS[getattr(_np, name)] = function
     # (NumPy's write functions called on other arrays, batched ones included, keep their
     # own handling: only a buffer among the arguments sends them here)
     for name, function in constructors.items():
         anp.raw_to_wrapped[getattr(_np, name)] = function
-    # NumPy's view functions called on a buffer or a traced array answer views. (Only
-    # NumPy's own: chainrule.numpy's are the primitives themselves, whose identity the rule
-    # tables and user rules rely on, so np.transpose(a) of chainrule.numpy gives a copy.)
-    for name in _VIEWING:
-        if namespace.get(name, getattr(_np, name, None)) is not getattr(_np, name, None):
-            # (chainrule.numpy's own: not NumPy's matrix_transpose, which has no rule)
-            raw = getattr(_np, name)
-            _FUNCTIONS[raw] = view_functions[raw] = _viewing(namespace[name])
-    for name in ("real", "imag"):
-        raw = getattr(_np, name)
-        _FUNCTIONS[raw] = view_functions[raw] = _attribute(name, namespace[name])
-    own = {**constructors, **writes}
+    # NumPy's view functions called on a buffer: chainrule.numpy's, which answer views
+    for name in anp.VIEWING:
+        if name not in own and namespace.get(name) is not getattr(_np, name, None):
+            _FUNCTIONS[getattr(_np, name)] = namespace[name]
     for name, ufunc in (("add", _np.add), ("subtract", _np.subtract)):
         namespace[name].at = functools.partial(_ufunc_at, ufunc)
     global copy  # noqa: PLW0603 - Buffer.copy calls the namespace's
@@ -694,3 +673,5 @@ copy = None  # set by install
 
 register_front_end(Buffer, FrontEnd(unwrap=Buffer._value, value_of=Buffer._value,
                                     wrap=_fresh, as_output=_as_output, pytree_leaf=True))
+register_view_maker(Buffer, view_of_buffer)
+ArrayBox.on_notrace_answer = staticmethod(_notrace_answer)

@@ -74,10 +74,15 @@ if hasattr(_npla, "matrix_norm"):
     vector_norm = primitive(_npla.vector_norm)
 
 
-@primitive
 def matrix_transpose(x):
-    """Swap the last two axes (NumPy 2's ``linalg.matrix_transpose``)."""
+    """Swap the last two axes (NumPy 2's ``matrix_transpose``: a view of ``x``)."""
     return _np.swapaxes(x, -1, -2)
+
+
+matrix_transpose = primitive(matrix_transpose, answers_view=True)
+if hasattr(_np, "matrix_transpose"):  # NumPy 2's numpy.matrix_transpose: the same primitive
+    _anp.namespace["matrix_transpose"] = matrix_transpose
+    _namespace.raw_to_wrapped[_np.matrix_transpose] = matrix_transpose
 
 
 # autograd's private helpers, which code written for autograd imports from here

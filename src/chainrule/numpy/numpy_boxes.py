@@ -26,6 +26,7 @@ from .._core.tracer import (
     into_plain_array,
     isbox,
     primitive,
+    register_view_maker,
     staged,
 )
 from .._sparsity.products import called_by_sparse_dispatch, product_with
@@ -69,17 +70,18 @@ class ArrayBox(Box):
         dtype = getattr(self._value, "dtype", None)
         return _np.result_type(self._value) if dtype is None else dtype
 
+    # (the view functions answer views of a traced array themselves: view_of_traced)
     @property
     def T(self):
-        return _as_view(anp.transpose(self), self, anp.transpose)
+        return anp.transpose(self)
 
     @property
     def mT(self):
-        return _as_view(anp.swapaxes(self, -1, -2), self, anp.swapaxes, -1, -2)
+        return anp.swapaxes(self, -1, -2)
 
     @property
     def real(self):
-        return _as_view(anp.real(self), self, anp.real)
+        return anp.real(self)
 
     @property
     def imag(self):
@@ -233,7 +235,7 @@ class ArrayBox(Box):
         return wrapped(*inputs, **kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
-        wrapped = view_functions.get(func) or anp.raw_to_wrapped.get(func)
+        wrapped = anp.raw_to_wrapped.get(func)
         if wrapped is not None and not kwargs:
             return wrapped(*args)
         name = getattr(func, "__name__", repr(func))
@@ -313,26 +315,24 @@ class ArrayBox(Box):
     def reshape(self, *shape, order="C"):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
-        return _as_view(anp.reshape(self, shape, order=order), self, anp.reshape, shape,
-                        order=order)
+        return anp.reshape(self, shape, order=order)
 
     def transpose(self, *axes):
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = axes[0]
-        return _as_view(anp.transpose(self, axes or None), self, anp.transpose, axes or None)
+        return anp.transpose(self, axes or None)
 
     def ravel(self, order="C"):
-        return _as_view(anp.ravel(self, order=order), self, anp.ravel, order=order)
+        return anp.ravel(self, order=order)
 
     def squeeze(self, axis=None):
-        return _as_view(anp.squeeze(self, axis=axis), self, anp.squeeze, axis=axis)
+        return anp.squeeze(self, axis=axis)
 
     def swapaxes(self, axis1, axis2):
-        return _as_view(anp.swapaxes(self, axis1, axis2), self, anp.swapaxes, axis1, axis2)
+        return anp.swapaxes(self, axis1, axis2)
 
     def diagonal(self, offset=0, axis1=0, axis2=1):
-        return _as_view(anp.diagonal(self, offset, axis1, axis2), self, anp.diagonal, offset,
-                        axis1, axis2)
+        return anp.diagonal(self, offset, axis1, axis2)
 
     def copy(self, order="C"):
         return anp.copy(self, order=order)
@@ -378,7 +378,7 @@ class ArrayBox(Box):
         return anp.dot(self, other)
 
     def flatten(self, order="C"):
-        return anp.ravel(self, order=order)
+        return anp.ravel.records(self, order=order)  # (a copy: ravel's call, not a view)
 
     def tolist(self):
         if self._node.on_plain_value is not None:  # (Python numbers, as eagerly)
@@ -460,11 +460,6 @@ def _takes_writes(out) -> bool:
     return front_end is not None and front_end.as_output is not None
 
 
-# NumPy's functions that answer a view of their first argument (numpy.transpose, ...) ->
-# chainrule.numpy's, which answer it as a view of a traced array too (filled by buffers)
-view_functions: dict = {}
-
-
 def _as_view(result, base, fun=None, *args, **kwargs):
     """Mark ``result`` as a view of ``base`` when NumPy made it one (shared memory); given
     ``fun`` (``result = fun(base, *args, **kwargs)``), a later write into ``base`` takes
@@ -479,6 +474,29 @@ def _as_view(result, base, fun=None, *args, **kwargs):
                 views = base._views = []
             views.append((_weakref.ref(result), fun, args, kwargs))
     return result
+
+
+def view_of_traced(f_wrapped, args, kwargs):
+    """A view function (``tracer.view_makers``) called on a traced array ``args[0]``: its
+    answer marked as a view of it where NumPy's is one (a list of views: ``np.split``), so
+    that it sees later writes into it (``np.asarray(a)``: a view of all of it)."""
+    base, rest, records = args[0], args[1:], f_wrapped.records
+    result = records(*args, **kwargs)
+    if isinstance(result, ArrayBox):  # (np.asarray(a): a view of all of a, recorded)
+        return _as_view(result, base, records, *rest, **kwargs)
+    # np.split's list (traced: a box of the list): a list of views, as NumPy's
+    return [_as_view(result[i], base, _part(records, i), *rest, **kwargs)
+            for i in range(len(result))]
+
+
+def _part(function, i: int):
+    """``function``'s answer's part ``i`` (a list's item), as a function of the same
+    arguments (how a write into the base takes ``np.split``'s views again)."""
+
+    def part(*args, **kwargs):
+        return function(*args, **kwargs)[i]
+
+    return part
 
 
 def underlying(x):
@@ -608,6 +626,7 @@ def array_astype(x, dtype, *args, **kwargs):
 for _t in (_np.ndarray, float, complex, _np.float64, _np.float32, _np.float16,
            _np.complex64, _np.complex128, _np.longdouble, _np.clongdouble):
     ArrayBox.register(_t)
+register_view_maker(ArrayBox, view_of_traced)
 
 
 def _box_as_numpy_scalar(scalar_type):

@@ -68,6 +68,18 @@ NONDIFFERENTIABLE = """
 # fmt: on
 
 
+# The differentiable functions whose answer NumPy makes a view of their first argument
+# (where it can: ``np.diag`` of a 2-D array, ``np.asarray`` of an array, the array itself):
+# on chainrule.numpy's buffers and traced arrays their answer is a view too, which sees
+# later writes into the argument (``tracer.view_makers``, filled by numpy_boxes, buffers).
+VIEWING = """
+    transpose permute_dims matrix_transpose reshape ravel squeeze expand_dims swapaxes
+    moveaxis rollaxis broadcast_to atleast_1d atleast_2d atleast_3d flip fliplr flipud rot90
+    diagonal diag real imag real_if_close split array_split hsplit vsplit dsplit
+    asarray asanyarray ascontiguousarray
+""".split()
+
+
 def _names(text: str) -> list[str]:
     return [name for name in text.split() if hasattr(_np, name)]
 
@@ -243,7 +255,10 @@ def _differentiable(raw):
         _BY_KEYWORD[raw] if raw in _BY_KEYWORD else
         _with_scalar_path(raw, impl) if impl is not None else
         _with_scalar_path(raw, operator, floats=False) if operator is not None else raw,
-        out_position=_out_position(raw))
+        out_position=_out_position(raw), answers_view=raw in _VIEWING_RAW)
+
+
+_VIEWING_RAW = frozenset(getattr(_np, name) for name in VIEWING if hasattr(_np, name))
 
 
 # name -> wrapped function; names that alias one NumPy object share one (the two lists

@@ -898,6 +898,22 @@ def _split_batch(fun):
     return split
 
 
+def _directional_split_batch(fun):
+    """hsplit / vsplit / dsplit of a batch: ``split`` along the example's axis (hsplit's
+    second, the first of 1-D examples; vsplit's first; dsplit's third) moved past the
+    batch; examples with too few axes run once each, for NumPy's error."""
+    least_ndim = {"hsplit": 1, "vsplit": 2, "dsplit": 3}[fun.__name__]
+
+    def split(values, batched, kwargs):
+        ndim = example_ndim(values[0], True)
+        if not only_first(batched) or kwargs or len(values) != 2 or ndim < least_ndim:
+            return NotImplemented
+        axis = _split_axis(fun.__name__, _np.empty((0,) * ndim), None)
+        return list(anp.split(values[0], values[1], axis=axis + 1))
+
+    return split
+
+
 def _array_of_batch(values, batched, kwargs):
     """array_from_args(shape, dtype, *elements): each example's elements flattened side
     by side, as the primitive does for one."""
@@ -1148,6 +1164,8 @@ for _fun in (anp.split, anp.array_split, anp.hsplit, anp.vsplit, anp.dsplit):
     defsparsity(_fun,    copy_rule(_fun.fun, only=(0,)))
 for _fun in (anp.split, anp.array_split):
     defbatch(_fun,       _split_batch(_fun))
+for _fun in (anp.hsplit, anp.vsplit, anp.dsplit):  # (a batch's views, not looped copies)
+    defbatch(_fun,       _directional_split_batch(_fun))
 
 # ----------------------------------------------------------------------------- joining
 _def_joining(anp.concatenate_args, _concatenate_vjp, 1, reads=(0,))  # the pieces' shapes only
