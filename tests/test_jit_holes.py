@@ -177,3 +177,22 @@ def test_a_partial_or_an_object_changed_after_the_trace_is_named_by_the_sanitize
                            r"a functools.partial's arguments or an object's attributes are "
                            r"constants of the program: pass the array as an argument"):
             checked(X)
+
+
+# ------------------------------------------------------------------ a constant's layout
+def test_a_constant_fortran_array_keeps_its_layout_for_the_vjp_as_under_jit():
+    # Eager evaluation kept a copy of a constant argument (of grad; a value of the program
+    # under jit) in C order; LAPACK's triangular solve in the VJP takes another path for a
+    # C-ordered matrix and a zero's update with it: -0.0 eagerly became 0.0 (the contract's
+    # stats.multivariate_normal.pdf at x = ±1e308, whose density's cotangent is -0.0).
+    from chainrule.scipy.linalg import solve_triangular
+
+    def f(b, chol, w):
+        return np.sum(solve_triangular(chol, b, lower=True) * w)
+
+    chol = onp.asfortranarray([[2.0, 0.0, 0.0], [-0.5, 1.5, 0.0], [0.5, -0.5, 1.5]])
+    w = onp.array([-0.0, -0.0, 0.0])
+    g = cr.grad(f)
+    eager = g(X, chol, w)
+    same(cr.jit(g)(X, chol, w), eager)
+    assert list(onp.signbit(eager)) == [True, True, False]
