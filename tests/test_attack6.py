@@ -201,12 +201,6 @@ def test_laplacian_arguments_refused_clearly():
 # ------------------------------------------------------------- Tensor front end
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "chainrule.tensor.vmap of a function that changes its argument in place (x.mul_(2)) "
-    "answers as on copies and leaves the batch unchanged, silently; torch.func.vmap "
-    "changes the batch, and chainrule's own loop over X[i] refuses (a view's in-place "
-    "change). Needs the Tensor in-place methods to refuse (or write back) a value of a "
-    "vmap's batch: vmap / tensor areas"))
 def test_tensor_vmap_of_an_in_place_change_of_the_argument():
     from chainrule.tensor import vmap as tensor_vmap
 
@@ -218,7 +212,9 @@ def test_tensor_vmap_of_an_in_place_change_of_the_argument():
     batch = Tensor(xs.copy(), requires_grad=False)
     try:
         sums = tensor_vmap(double_in_place)(batch)
-    except RuntimeError:
-        return  # refused, as the loop over batch[i] is
+    except RuntimeError as error:  # refused, as the loop over batch[i] is (attack7)
+        assert "changed an argument in place" in str(error)
+        assert onp.array_equal(_value(batch), xs)
+        return
     assert onp.array_equal(_value(sums), [-2.0, 7.0])
     assert onp.array_equal(_value(batch), 2 * xs)  # torch.func.vmap's batch, changed
