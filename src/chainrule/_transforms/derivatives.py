@@ -17,6 +17,7 @@ from .._core.pytree import tree_map
 from .._core.rules import defjvp_argnums, defvjp_argnums
 from .._core.tracer import derivative_free, primitive
 from .._core.vspace import ContainerVSpace, VSpace, vspace
+from .._sparsity.products import SparseVSpace
 from .._user_code.lines import warnings_at_user_line
 from .jacobians import jacobian_columns_of_recording, jacobian_rows, jacobian_tree
 from .options import lifted, resolve_argnums, transformed
@@ -255,7 +256,8 @@ def _jacobian(fun, x):
     ans_vspace = _output_space("jacobian", ans)
     spaces = recording.spaces
     n_in = sum(space.size for space in spaces)
-    one_real_array = type(ans_vspace) is not ContainerVSpace and not any(
+    # (a scipy.sparse output's columns, its stored values' tangents, are pulled back by rows)
+    one_real_array = type(ans_vspace) not in (ContainerVSpace, SparseVSpace) and not any(
         s.iscomplex for s in spaces)
     # a complex output of real inputs: its columns are the complex tangents, forward
     # (a reverse pass per output element would give one row per real dimension, twice as many)

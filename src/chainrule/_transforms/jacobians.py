@@ -14,7 +14,7 @@ import numpy as _np
 from .. import numpy as anp
 from .._core.pytree import tree_flatten, tree_leaves, tree_unflatten
 from .._core.vspace import ContainerVSpace, VSpace, vspace
-from .._sparsity.products import SparseVSpace
+from .._sparsity.products import SparseVSpace, stored_values
 from ..numpy.batched import jvp_over_batch, over_batch
 
 
@@ -106,7 +106,8 @@ def jacobian_columns(jvp, treedef, spaces: list) -> tuple[Any, list]:
         columns.append(
             [
                 _output_major(
-                    _stacked([t[i] for t in tangents], space.shape + out.shape), space, out
+                    _stacked([_coordinates(t[i], out) for t in tangents],
+                             space.shape + out.shape), space, out
                 )
                 for i, out in enumerate(out_spaces)
             ]
@@ -149,6 +150,12 @@ def _output_major(block, space, ans_vspace):
     out_ndim = len(ans_vspace.shape)
     return anp.moveaxis(block, in_axes, [out_ndim + i for i in in_axes])
 
+
+
+def _coordinates(tangent, space: VSpace):
+    """A tangent as the array of its space's coordinates: a scipy.sparse matrix's stored
+    values (``SparseVSpace``), where NumPy would stack the matrices as objects."""
+    return stored_values(tangent) if isinstance(space, SparseVSpace) else tangent
 
 
 def _stacked(parts: list, shape: tuple):
