@@ -110,3 +110,35 @@ def test_sparse_jacobian_after_a_closure_matrix_gains_nonzeros():
     # dense: ones in column 0 plus the identity; the sparse answer was 2 in column 0
     # of every row and nothing on the diagonal
     assert onp.array_equal(jac(x).toarray(), cr.jacobian(scaled)(x))
+
+
+# ------------------------------------------------------------- jit == eager
+
+
+@pytest.mark.parametrize("fun", [
+    lambda a: round(a, 2) * a,
+    lambda a: a * round(a),
+    lambda a: round(a * 3.0, 1),
+], ids=["round(a, 2) * a", "a * round(a)", "round(3a, 1)"])
+def test_python_round_of_a_traced_scalar_is_numpys(fun):
+    # round() of a NumPy scalar is NumPy's (an int; with ndigits np.round's scalar: 1.56
+    # for 1.555, where Python's float gives 1.55); a jitted call raised "type ArrayBox
+    # doesn't define __round__ method" where the eager one answers.
+    jitted = cr.jit(fun)
+    for value in (1.555, 2.5, -0.0, -0.4, 0.125, 2.675):
+        eager = fun(onp.float64(value))
+        answer = jitted(value)
+        assert type(answer) is type(eager)
+        assert answer == eager and onp.signbit(answer) == onp.signbit(eager)
+    # NumPy's arrays do not define round(), nor do traced ones
+    with pytest.raises(TypeError, match="numpy.ndarray doesn't define __round__"):
+        cr.grad(lambda x: np.sum(round(x, 1)))(onp.ones(2))
+
+
+def test_round_with_digits_differentiates_as_a_constant_and_round_refuses_as_int():
+    for value in (1.555, -2.675):
+        # d/da (round(a, 2) * a) = round(a, 2): np.round has no derivative
+        assert cr.grad(lambda a: round(a, 2) * a)(value) == onp.round(value, 2)
+        assert cr.jit(cr.grad(lambda a: round(a, 2) * a))(value) == onp.round(value, 2)
+    with pytest.raises(TypeError, match=r"round\(\) of a traced value would drop"):
+        cr.grad(lambda a: a * round(a))(1.5)

@@ -176,6 +176,18 @@ class ArrayBox(Box):
             return self._node.on_decision(self, complex)
         self.refuse_conversion(complex)
 
+    def __round__(self, ndigits=None):
+        # as NumPy's scalars answer it (its arrays do not define round()): an int, a
+        # decision like int(x); with ndigits, np.round's scalar, a value without derivative
+        if not isinstance(getval(self), (_np.generic, float)):
+            raise TypeError(f"type {type(getval(self)).__module__}."
+                            f"{type(getval(self)).__name__} doesn't define __round__ method")
+        if ndigits is not None:
+            return anp.round(self, ndigits)
+        if self._node.on_decision is not None:
+            return self._node.on_decision(self, round)
+        self.refuse_conversion(round)
+
     def refuse_conversion(self, convert) -> None:
         """The error for ``float(x)``, ``int(x)``, ``complex(x)`` of a value with a
         derivative (also raised by sparsity detection, whose dense Jacobian raises it)."""
