@@ -158,3 +158,26 @@ def test_in_place_add_of_a_buffer_into_a_staged_value():
     for args in ((x, -1.48), (x * 3.0, 3.8), (x, -1.48)):
         assert jitted(*args) == _adds_a_floor_in_place(*args)
     assert cr.jit(cr.grad(_adds_a_floor_in_place))(x, 0.5) == pytest.approx(onp.ones(5))
+
+
+# ------------------------------------------------------------- a newcomer's first hour
+
+
+@pytest.mark.parametrize("method, call", [
+    ("add.reduce", lambda x: np.add.reduce(x)),
+    ("maximum.accumulate", lambda x: np.sum(np.maximum.accumulate(x))),
+    ("multiply.outer", lambda x: np.sum(np.multiply.outer(x, x))),
+    ("add.reduceat", lambda x: np.sum(np.add.reduceat(x, [0, 2]))),
+])
+def test_ufunc_methods_are_numpys_and_refuse_traced_values_by_name(method, call):
+    # np.add.reduce & co. were "AttributeError: 'function' object has no attribute
+    # 'reduce'": chainrule.numpy's ufuncs are functions. They keep NumPy's methods now:
+    # NumPy's answer on plain arrays, a TypeError naming the method on traced ones.
+    x = onp.array([1.0, 3.0, 2.0])
+    raw = {"add.reduce": onp.add.reduce(x),
+           "maximum.accumulate": onp.sum(onp.maximum.accumulate(x)),
+           "multiply.outer": onp.sum(onp.multiply.outer(x, x)),
+           "add.reduceat": onp.sum(onp.add.reduceat(x, [0, 2]))}[method]
+    assert call(x) == raw
+    with pytest.raises(TypeError, match=f"no derivative rule for numpy.{method} on traced"):
+        cr.grad(call)(x)

@@ -662,6 +662,15 @@ def install(target: dict) -> None:
              if not name.startswith("__") and not isinstance(value, types.ModuleType)]
     own = {name: globals()[name] for name in WRAPPERS}
     _namespace.install(target, _np, {**namespace, **own}, names=names, dispatch=WRAPPERS)
+    # A wrapped ufunc keeps NumPy's methods (np.add.reduce, np.multiply.outer ...): NumPy's
+    # answer on plain arrays; on traced ones NumPy hands the call to the box, which
+    # refuses it by name (they were an AttributeError of a 'function' object)
+    for name, wrapped in target.items():
+        ufunc = getattr(_np, name, None)
+        if isinstance(ufunc, _np.ufunc) and wrapped is not ufunc:
+            for method in ("reduce", "accumulate", "reduceat", "outer", "at"):
+                if not hasattr(wrapped, method):
+                    setattr(wrapped, method, getattr(ufunc, method))
 
 
 # Python functions (not primitives) that install() puts over NumPy's names.
