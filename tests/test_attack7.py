@@ -181,3 +181,22 @@ def test_ufunc_methods_are_numpys_and_refuse_traced_values_by_name(method, call)
     assert call(x) == raw
     with pytest.raises(TypeError, match=f"no derivative rule for numpy.{method} on traced"):
         cr.grad(call)(x)
+
+
+@pytest.mark.parametrize("fun", [
+    lambda x: np.add.reduce(x) * x,
+    lambda x: np.maximum.accumulate(x),
+    lambda x: np.multiply.outer(x, x[:2]),
+    lambda x: onp.add.reduceat(x, [0, 2]),
+    lambda x: onp.minimum.reduce(x),
+], ids=["add.reduce", "maximum.accumulate", "multiply.outer", "onp add.reduceat",
+        "onp minimum.reduce"])
+def test_jitted_ufunc_methods_answer_as_eagerly(fun):
+    # NumPy's ufunc methods on a staged value raised "no derivative rule for
+    # numpy.add.reduce on traced values" under jit where the eager call answers: the
+    # staging trace follows their plain values, as it follows out= writes (the function
+    # then runs eagerly for that signature)
+    jitted = cr.jit(fun)
+    for x in (onp.array([1.0, 3.0, 2.0]), onp.array([0.5, -1.0, 4.0]), onp.array([1.0, 3.0, 2.0])):
+        answer, eager = jitted(x), fun(x)
+        assert type(answer) is type(eager) and onp.array_equal(answer, eager)

@@ -236,10 +236,12 @@ class ArrayBox(Box):
         if kwargs.get("out") is not None and not _takes_writes(kwargs["out"]):
             if _writes_followed(inputs, kwargs["out"]):
                 # (a staging trace follows the write: the function then runs eagerly)
-                plain = [x._node.on_plain_value(x, into_plain_array) if isbox(x) else x
-                         for x in inputs]
-                return getattr(ufunc, method)(*plain, **kwargs)
+                return _on_plain_values(ufunc, method, inputs, kwargs)
             raise _plain_write_refused(name)
+        if method != "__call__" and _followed(inputs):
+            # np.add.reduce & co. of values only chainrule.jit's staging trace boxes:
+            # eagerly NumPy's own call on plain arrays, which the staging trace follows
+            return _on_plain_values(ufunc, method, inputs, kwargs)
         if method != "__call__" or wrapped is None:
             raise TypeError(
                 f"chainrule has no derivative rule for {name}"
@@ -681,12 +683,23 @@ ArrayBox.on_refused_sequences = staticmethod(anp._sequences_as_arrays)
 __all__ = ["ArrayBox", "getval"]
 
 
+def _followed(inputs: tuple) -> bool:
+    """Whether the trace of every traced input follows plain values of it
+    (``Node.on_plain_value``: chainrule.jit's staging trace)."""
+    return all(x._node.on_plain_value is not None for x in inputs if isbox(x))
+
+
 def _writes_followed(inputs: tuple, out: object) -> bool:
     """Whether a ufunc's ``out=`` writing traced ``inputs`` into plain NumPy arrays is
-    followed by the trace of every traced input (``Node.on_plain_value``)."""
+    followed by the trace of every traced input."""
     outs = out if isinstance(out, tuple) else (out,)
-    return all(type(o) is _np.ndarray for o in outs) and all(
-        x._node.on_plain_value is not None for x in inputs if isbox(x))
+    return all(type(o) is _np.ndarray for o in outs) and _followed(inputs)
+
+
+def _on_plain_values(ufunc, method: str, inputs: tuple, kwargs: dict):
+    """NumPy's own ``ufunc.method`` on the plain values of followed traced inputs."""
+    plain = [x._node.on_plain_value(x, into_plain_array) if isbox(x) else x for x in inputs]
+    return getattr(ufunc, method)(*plain, **kwargs)
 
 
 def _derivative_free_under_staging(target, other) -> bool:
