@@ -144,22 +144,6 @@ def test_round_with_digits_differentiates_as_a_constant_and_round_refuses_as_int
         cr.grad(lambda a: a * round(a))(1.5)
 
 
-def _adds_a_floor_in_place(x, s):
-    v = (x + s) * 1.0
-    v += np.floor(x)  # (a buffer: under jit, added to a staged value, it answers one)
-    return np.sum(v) + s
-
-
-def test_in_place_add_of_a_buffer_into_a_staged_value():
-    # (found by the jit contract, seed 1 case 742, on a first version of the fix above:
-    # the staged v rebound to a buffer raised "cannot trace a value of type method")
-    jitted = cr.jit(_adds_a_floor_in_place)
-    x = onp.array([0.51, 0.94, 0.036, -1.16, -1.89])
-    for args in ((x, -1.48), (x * 3.0, 3.8), (x, -1.48)):
-        assert jitted(*args) == _adds_a_floor_in_place(*args)
-    assert cr.jit(cr.grad(_adds_a_floor_in_place))(x, 0.5) == pytest.approx(onp.ones(5))
-
-
 # ------------------------------------------------------------- a newcomer's first hour
 
 

@@ -120,9 +120,6 @@ class ArrayBox(Box):
         """Make this box the traced value ``new``: its later uses see the update, and so do
         the views taken of it before (as NumPy's views see a write into their base): each
         live one is taken again from the new value."""
-        front_end = front_ends.get(type(new))
-        if front_end is not None:  # (a buffer computed under jit from a staged value)
-            new = front_end.value_of(new)
         self._value, self._trace_id, self._node = new._value, new._trace_id, new._node
         views = getattr(self, "_views", None)
         if views:
