@@ -384,18 +384,9 @@ def _fresh(answer):
     so ``r = np.zeros(n) + 1.0; r[0] = x`` takes the write as ``np.ones(n)`` would. (An
     answer that is a view stays a plain array: a traced write into it is refused clearly,
     since it could not reach the buffer it views.)"""
-    if not live_trace_ids.transforming:
-        return answer
-    if type(answer) is _np.ndarray and answer.base is None:
+    if (type(answer) is _np.ndarray and answer.base is None
+            and live_trace_ids.transforming):
         return Buffer.holding(answer)
-    if isbox(answer) and answer._node.on_plain_value is not None:
-        # a value only chainrule.jit's staging trace boxes (buffer + s, s an input of the
-        # program): eagerly it is the plain answer above, a buffer, and takes traced
-        # writes as that one does (float ones: masks and indices take none, and stay the
-        # staged values jit's guards compare)
-        plain = _tracer.getval(answer)
-        if type(plain) is _np.ndarray and plain.base is None and plain.dtype.kind in "fc":
-            return _held_copy(answer)
     return answer
 
 
