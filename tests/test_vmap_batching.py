@@ -655,7 +655,8 @@ def test_a_function_that_wraps_a_mapped_function_runs_its_own_body_per_example()
     want = onp.stack([2.0 * onp.stack([onp.sin(r) if r.sum() > 0 else onp.cos(r) for r in x])
                       for x in xs])
     onp.testing.assert_allclose(got, want, rtol=1e-15)
-    assert len(calls) >= 4 and calls[-1] == (3, 2)
+    # the wrapper's own body ran, on examples (alone or batched: the path is the clock's)
+    assert calls and all(shape == (3, 2) for shape in calls)
 
 
 def test_every_batched_run_of_a_call_has_a_deadline_the_runs_after_a_split_too(monkeypatch):
