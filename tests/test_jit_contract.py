@@ -940,14 +940,57 @@ def test_a_value_without_derivative_takes_a_traced_write_eagerly(loss, gradient)
         assert onp.array_equal(grad, gradient(args[0]))
 
 
-@pytest.mark.xfail(strict=True, reason="left (views5): under jit, np.fix(x) + s with s an "
-                   "input is a staged value without derivative, which refuses the write "
-                   "that eager evaluation (a buffer) now takes")
-def test_a_value_without_derivative_takes_a_traced_write_under_jit_as_eagerly():
-    args = (X, 0.5)
-    value, grad = cr.value_and_grad(_adds_a_gradients_value)(*args)
-    jitted = cr.jit(cr.value_and_grad(_adds_a_gradients_value))(*args)
-    assert jitted[0] == value and onp.array_equal(jitted[1], grad)
+@pytest.mark.parametrize("loss", [_adds_a_gradients_value, _stores_a_gradients_value],
+                         ids=["v += g", "v[i] = g"])
+def test_a_value_without_derivative_takes_a_traced_write_under_jit_as_eagerly(loss):
+    # under jit, np.fix(x) + s (s an input) is a staged value without derivative, which
+    # eagerly is a buffer: it takes the write as eagerly (it was refused)
+    f = cr.jit(cr.value_and_grad(loss))
+    for args in ((X, 0.5), (X * -4.0, 2.0), (X, 0.5)):
+        value, grad = cr.value_and_grad(loss)(*args)
+        jitted = f(*args)
+        assert jitted[0] == value and onp.array_equal(jitted[1], grad)
+
+
+_CLOSED = onp.array([0.5, 1.5, -2.0])
+
+
+def _writes_into_a_product_of_buffers(x):
+    # the long run's case 3,463 (seed 0): diag(x > 0) @ floor(x) is eagerly a buffer (a
+    # product with one), and so is v; then v[2] = a gradient's value, and float() of it
+    # is written into a closed-over NumPy array
+    u = np.diag((x > 0) * 1.0) @ np.floor(x)
+    v = u + 0.0
+    v[2] = np.sum(x * x)
+    _CLOSED[1] = float(u[0])
+    return np.sum(v * _CLOSED)
+
+
+def _writes_into_a_plain_array_of_an_input(x, c):
+    # c * 2.0 is eagerly a NumPy array (c a NumPy argument, no chainrule function took
+    # part): the write is refused with NumPy's own error, jitted as eagerly
+    v = c * 2.0
+    v[0] = np.sum(x * x)
+    return np.sum(v)
+
+
+def test_a_product_of_buffers_takes_a_traced_write_under_jit_as_eagerly():
+    f = cr.jit(lambda x, t: cr.jvp(_writes_into_a_product_of_buffers, (x,), (t,)))
+    for x in (X, -X, X * 3.0):
+        _CLOSED[:] = [0.5, 1.5, -2.0]
+        want = cr.jvp(_writes_into_a_product_of_buffers, (x,), (onp.ones(3),))
+        _CLOSED[:] = [0.5, 1.5, -2.0]
+        got = f(x, onp.ones(3))
+        assert onp.array_equal(onp.array(got), onp.array(want))
+
+
+def test_a_plain_array_refuses_a_traced_write_under_jit_as_eagerly():
+    c = onp.array([1.0, 2.0, 3.0])
+    with pytest.raises(ValueError) as eager:
+        cr.grad(_writes_into_a_plain_array_of_an_input)(X, c)
+    with pytest.raises(ValueError) as jitted:
+        cr.jit(cr.grad(_writes_into_a_plain_array_of_an_input))(X, c)
+    assert str(jitted.value) == str(eager.value)
 
 
 @pytest.mark.parametrize("f", [
@@ -1061,3 +1104,51 @@ def test_an_error_state_set_inside_the_function_warns_as_eagerly(f, caller):
             want, want_warnings = _warnings_of(f, x)
         same(got, want)
         assert got_warnings == want_warnings, x
+
+
+def _made_inside(x, s):
+    b = np.zeros(3) + s  # eagerly a buffer (made under grad)
+    b[1] = np.sum(x * x)
+    return np.sum(b * x)
+
+
+def _numpy_of_a_buffer(x, s):
+    b = onp.exp(np.floor(x)) + s  # NumPy's ufunc on a buffer answers a buffer
+    b[0] = x[1]
+    return np.sum(b * x)
+
+
+def _aliased(x, s):
+    b = np.floor(x) + s
+    alias = b
+    b[0] = x[1] * 3.0
+    return np.sum(alias * x)
+
+
+def _cast_copy(x, s):
+    b = (np.floor(x) * s).astype(onp.float32)  # astype answers NumPy's array: refused
+    b += x[0]
+    return np.sum(b * x)
+
+
+def _mask_times_s(x, s):
+    m = (x > 0) * s  # a NumPy array eagerly (the mask is NumPy's): refused
+    m[0] = x[1]
+    return np.sum(m * x)
+
+
+@pytest.mark.parametrize("loss", [_made_inside, _numpy_of_a_buffer, _aliased, _cast_copy,
+                                  _mask_times_s])
+def test_traced_writes_into_values_without_derivative_under_jit_as_eagerly(loss):
+    f = cr.jit(cr.grad(loss))
+    for args in ((X, 0.5), (-X, 2.0), (X, 0.5)):
+        try:
+            want = ("answer", cr.grad(loss)(*args))
+        except Exception as error:  # (NumPy's or chainrule's refusal of a plain array)
+            want = ("raised", type(error), str(error))
+        try:
+            got = ("answer", f(*args))
+        except Exception as error:
+            got = ("raised", type(error), str(error))
+        assert got[0] == want[0] and (onp.array_equal(got[1], want[1]) if got[0] == "answer"
+                                      else got[1:] == want[1:])

@@ -10,9 +10,11 @@ each one explicit, each one looked up by the engine at the one spot where it cal
    a primitive without a rule, e.g. ``np.shape`` or a comparison), ``on_error`` (a traced
    call raised), ``on_plain_value`` (eager code hands the plain value to Python),
    ``on_untraceable_answer`` (a recorded call answered a value no box holds, a NumPy
-   bool) and ``on_traced_keywords`` (traced values given by keywords that cannot be passed
-   positionally). jit's ``StagingNode`` and sparsity detection's ``DetectionNode`` use
-   these. A method costs nothing to the node types that leave it ``None``.
+   bool), ``on_traced_keywords`` (traced values given by keywords that cannot be passed
+   positionally) and ``on_buffer_answer``/``holds_buffer`` (where eager code would hold a
+   front end's buffer, which takes traced writes). jit's ``StagingNode`` and sparsity
+   detection's ``DetectionNode`` use these. A method costs nothing to the node types that
+   leave it ``None``.
 2. **Observers** (this module): a tool that must *see* every node made, or every node the
    backward pass visits, without changing what is computed (debug_nans checks values,
    explain's ``report.code`` notes source lines). Subclass ``Observer``, override what it

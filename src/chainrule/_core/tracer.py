@@ -153,6 +153,16 @@ class Node:
     # value boxed or refuses it (it would drop the derivative). Read only on those paths.
     on_plain_value: Callable | None = None
 
+    # Hooks for the arrays a front end makes that take traced writes where a NumPy array
+    # refuses them (chainrule.numpy's buffers: new memory made under a derivative trace).
+    # Where eager evaluation holds such a buffer, a staging trace (chainrule.jit) may hold
+    # its own box instead: ``on_buffer_answer(box)`` is told that the front end would have
+    # made a buffer of this answer, and ``holds_buffer(box) -> bool`` says whether eager
+    # evaluation holds one here (this value or one it was computed from), so that a
+    # traced write into it is taken, as eagerly, or refused, as by a NumPy array.
+    on_buffer_answer: Callable | None = None
+    holds_buffer: Callable | None = None
+
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         raise NotImplementedError
 

@@ -80,6 +80,11 @@ class Session:
         # whether some calls were made under a state that acts otherwise than the caller's
         self.errstate_changed = False
         self.errstate_modes = _errstate.modes()
+        # the staged values eager evaluation holds as chainrule.numpy's buffers (made new
+        # under a derivative trace: they take traced writes), and those found computed
+        # from one (``_holds_buffer``) or not
+        self.buffers: set[StagingNode] = set()
+        self.not_buffers: set[StagingNode] = set()
 
     def close(self) -> None:
         """Free the record. Its nodes refer to it (``StagingNode.record``) and it to them:
@@ -463,6 +468,56 @@ def _on_notrace(box, f_wrapped, args, kwargs):
 
 
 StagingNode.on_notrace = staticmethod(_on_notrace)
+
+
+def _on_buffer_answer(box) -> None:
+    """chainrule.numpy would make a buffer of this answer (``Node.on_buffer_answer``): so
+    does eager evaluation where a trace newer than this one is live (eagerly, the
+    derivative trace that makes chainrule.numpy's new arrays buffers)."""
+    session = current()
+    if session is None or box._trace_id != session.trace_id:
+        return
+    live = tracer.live_trace_ids
+    if any(t > box._trace_id for t in live if t not in live.perpetual):
+        session.buffers.add(box._node)
+
+
+def _holds_buffer(box) -> bool:
+    """Whether eager evaluation holds a buffer where the staging trace holds ``box``
+    (``Node.holds_buffer``): a float value noted, or computed from a noted value by
+    arithmetic (eagerly a ufunc, an operator or a matrix product given a buffer answers a
+    buffer; a method such as ``astype`` or ``sum`` answers NumPy's array, which refuses)."""
+    session = current()
+    if (session is None or box._trace_id != session.trace_id or not session.buffers
+            or _np_dtype_kind(box) not in "fc"):
+        return False
+    seen, todo = set(), [box._node]
+    while todo:
+        node = todo.pop()
+        if node in session.buffers:
+            session.buffers.add(box._node)
+            return True
+        if node in seen or node in session.not_buffers:
+            continue
+        seen.add(node)
+        if _arithmetic(node.fun):
+            todo.extend(node.parents)
+    session.not_buffers.update(seen)
+    return False
+
+
+def _np_dtype_kind(box) -> str:
+    value = tracer.getval(box)
+    return value.dtype.kind if type(value) is np.ndarray else ""
+
+
+def _arithmetic(fun) -> bool:
+    raw = getattr(fun, "fun", None)  # (chainrule.numpy's ufuncs: a function with .ufunc)
+    return isinstance(getattr(raw, "ufunc", raw), np.ufunc) or raw is np.dot
+
+
+StagingNode.on_buffer_answer = staticmethod(_on_buffer_answer)
+StagingNode.holds_buffer = staticmethod(_holds_buffer)
 
 
 def staged_as_mask(box) -> None:

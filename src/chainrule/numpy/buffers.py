@@ -384,9 +384,16 @@ def _fresh(answer):
     so ``r = np.zeros(n) + 1.0; r[0] = x`` takes the write as ``np.ones(n)`` would. (An
     answer that is a view stays a plain array: a traced write into it is refused clearly,
     since it could not reach the buffer it views.)"""
-    if (type(answer) is _np.ndarray and answer.base is None
-            and live_trace_ids.transforming):
+    if not live_trace_ids.transforming:
+        return answer
+    if type(answer) is _np.ndarray and answer.base is None:
         return Buffer.holding(answer)
+    if isbox(answer) and answer._node.on_buffer_answer is not None:
+        # a staged value (chainrule.jit) that eager evaluation holds as a buffer: the
+        # staging trace notes it, and a traced write into it is taken as eagerly
+        plain = _tracer.getval(answer)
+        if type(plain) is _np.ndarray and plain.base is None:
+            answer._node.on_buffer_answer(answer)
     return answer
 
 

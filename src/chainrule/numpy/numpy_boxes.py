@@ -702,10 +702,14 @@ def _on_plain_values(ufunc, method: str, inputs: tuple, kwargs: dict):
 def _derivative_free_under_staging(target, other) -> bool:
     """Whether ``target op= other`` (or ``target[i] = other``) writes a value of a
     derivative trace into a value that only a staging trace boxes (chainrule.jit's, for a
-    value such as ``np.fix(x) + s`` that carries no derivative): eagerly ``target`` is then
-    a plain NumPy array, which refuses the write, so the staged call refuses it too."""
-    return (target._node.on_plain_value is not None and isbox(other)
-            and other._node.on_plain_value is None and other._trace_id > target._trace_id)
+    value that carries no derivative) where eager evaluation holds a plain NumPy array,
+    which refuses the write, so the staged call refuses it too. (Where eager evaluation
+    holds a buffer, e.g. ``np.floor(x) + s`` under grad, the staging trace says so:
+    ``Node.holds_buffer``, and the write is taken.)"""
+    node = target._node
+    return (node.on_plain_value is not None and isbox(other)
+            and other._node.on_plain_value is None and other._trace_id > target._trace_id
+            and not (node.holds_buffer is not None and node.holds_buffer(target)))
 
 
 def _plain_write_refused(name: str) -> TypeError:
