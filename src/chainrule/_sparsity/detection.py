@@ -257,7 +257,7 @@ def _answer_key(value) -> tuple:
     )
 
 
-def _digest(array: _np.ndarray) -> bytes:
+def digest(array: _np.ndarray) -> bytes:
     return hashlib.blake2b(_np.ascontiguousarray(array).tobytes(), digest_size=16).digest()
 
 
@@ -266,7 +266,7 @@ def _constant_key(value) -> Any:
     their bytes, floats by their text, so -0.0 and nan count), by identity otherwise."""
     kind = type(value)
     if kind is _np.ndarray:
-        return (kind, value.shape, value.dtype.str, _digest(value))
+        return (kind, value.shape, value.dtype.str, digest(value))
     if kind is tuple or kind is list:
         return (kind, tuple(map(_constant_key, value)))
     if kind is dict:
@@ -278,7 +278,7 @@ def _constant_key(value) -> Any:
         return (kind, repr(value))
     if is_sparse_type(kind):
         coo = value.tocoo()
-        return (kind, coo.shape, _digest(coo.row), _digest(coo.col))
+        return (kind, coo.shape, digest(coo.row), digest(coo.col))
     try:
         hash(value)
     except TypeError:

@@ -4,7 +4,9 @@ one sweep per colour (a JVP of ``fun`` along the colour's seed, or a VJP pulling
 and a gather of the nonzeros.
 
 A pattern is reused only where it holds (the contract: the sparse derivative equals the
-dense one at every x). A global pattern whose record took no decision holds at every x.
+dense one at every x). A global pattern whose record took no decision holds at every x,
+for the values ``fun`` reads from outside x as they were (``_Constants`` checks them at
+each call and has ``fun`` recorded again where they changed).
 A *guarded* one (``Detection``) is checked at each call: ``fun`` is recorded again at x
 and the record's ``structure_key`` picks the colouring of that structure, found and kept
 on first sight. A local pattern (``local=True``) is found again at each new x, and its
@@ -31,9 +33,10 @@ from .._core import forward as forward_mode
 from .._core import reverse
 from .._core.pytree import tree_flatten, tree_unflatten
 from .._core.tracer import getval, isbox
-from .._sparsity.detection import gradient, record, recorded_pattern, structure_key
+from .._sparsity.detection import digest, gradient, record, recorded_pattern, structure_key
 from .._sparsity.patterns import scipy_sparse
 from .._sparsity.products import with_values
+from .._user_code import reach
 from .._user_code.lines import user_line_warnings
 from .colouring import (
     acyclic_colouring,
@@ -122,6 +125,30 @@ def _point(x) -> _np.ndarray:
     return point
 
 
+class _Constants:
+    """What ``fun`` reads from outside x (closures, globals, defaults, the attributes its
+    code names: ``reach.Reach``) and a digest of each array reached. A record takes those
+    values as constants, and its pattern may read them (``np.dot(C, x)`` reads C's zeros,
+    ``x[perm]`` reads perm), so a pattern found from it holds while they are unchanged:
+    the same objects in the same places, the arrays with the same bytes."""
+
+    __slots__ = ("reach", "digests")
+
+    def __init__(self, fun: Callable):
+        self.reach = reach.Reach([fun])
+        self.digests = [_fingerprint(array) for array in self.reach.arrays]
+
+    def unchanged(self) -> bool:
+        return self.reach.current() and all(
+            _fingerprint(array) == before
+            for array, before in zip(self.reach.arrays, self.digests)
+        )
+
+
+def _fingerprint(array: _np.ndarray) -> tuple:
+    return array.shape, array.dtype.str, digest(array)
+
+
 def _covers(pattern, other) -> bool:
     """Whether every nonzero of ``other`` is one of ``pattern``'s (same shape)."""
     if pattern.shape != other.shape:
@@ -147,9 +174,9 @@ class SparseJacobian:
     The pattern is reused where it holds: everywhere, unless finding it took Python
     decisions on values computed from x (then ``fun`` is recorded at each x and each
     structure gets its own pattern, ``guarded_by`` says why); with ``local=True`` it is
-    found again at each new x. The pattern is that of ``fun`` as it is when the pattern is
-    found: values it reads from globals and closures are constants of it (change one that
-    changes ``fun``'s structure, and make a new ``SparseJacobian``). ``staged=True``: run
+    found again at each new x. Values ``fun`` reads from outside x (closures, globals) are
+    constants of a pattern: where one changed since, ``fun`` is recorded again at that call
+    (``_Constants``). ``staged=True``: run
     the sweeps as a ``chainrule.jit`` program (faster; as correct as jit, and the values
     ``fun`` reads from globals and closures are fixed at the first call). A traced ``x``
     (under jit, or inside another derivative) gives a traced matrix."""
@@ -180,6 +207,7 @@ class SparseJacobian:
             self._current = self._colouring(scipy_sparse().csr_matrix(pattern, dtype=bool))
             return
         x = _point(x)  # (found at the value of a traced x)
+        self._constants = _Constants(detected)
         recording, detection = record(detected, x)
         self._current = self._colouring(recorded_pattern(recording, self.local))
         if self.local:
@@ -201,18 +229,27 @@ class SparseJacobian:
         return _Colouring(pattern, mode, "distance-1", colours, recover)
 
     def _colouring_at(self, x: _np.ndarray) -> _Colouring:
-        """The colouring of a pattern that holds at ``x``."""
+        """The colouring of a pattern that holds at ``x`` (and for ``fun``'s constants as
+        they are now: see ``_Constants``)."""
+        if self._guarded:  # (the structure key holds the record's constants)
+            return self._colouring_of(*record(self._detected, x))
+        if self._constants.unchanged() and (not self.local or _same_point(x, self._point)):
+            return self._current
+        self._constants = _Constants(self._detected)
+        recording, detection = record(self._detected, x)
         if self.local:
-            if not _same_point(x, self._point):
-                recording, _ = record(self._detected, x)
-                pattern = recorded_pattern(recording, True)
-                if not _covers(self._current.pattern, pattern):
-                    self._current = self._colouring(pattern)
-                self._point = _np.array(x, copy=True)
+            pattern = recorded_pattern(recording, True)
+            if not _covers(self._current.pattern, pattern):
+                self._current = self._colouring(pattern)
+            self._point = _np.array(x, copy=True)
             return self._current
-        if not self._guarded:
-            return self._current
-        recording, _ = record(self._detected, x)
+        return self._colouring_of(recording, detection)
+
+    def _colouring_of(self, recording, detection) -> _Colouring:
+        """The colouring of a global pattern of ``recording``, kept per structure (a
+        constant changed may have sent ``fun`` down a guarded path: it stays guarded)."""
+        if detection.guarded and not self._guarded:
+            self._guarded, self.guarded_by = True, detection.reason
         key = structure_key(recording)
         colouring = self._structures.get(key)
         if colouring is None:

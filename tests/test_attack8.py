@@ -1,0 +1,121 @@
+"""Attack 8: sparse derivatives whose pattern read values fun takes from outside x
+(closures, globals), and small items left by attack 7. Each test failed before its fix."""
+
+import numpy as onp
+
+import chainrule as cr
+import chainrule.numpy as np
+
+X = onp.linspace(-1.0, 1.0, 5)
+
+
+def _same_as_dense(jac, dense, x):
+    assert onp.array_equal(jac(x).toarray(), onp.reshape(dense(x), (-1, onp.size(x))))
+
+
+# ------------------------------------------------------- sparse: constants read from outside x
+
+WEIGHTS = onp.zeros(5)
+
+
+def _globally_weighted(u):
+    return np.dot(onp.diag(WEIGHTS), u) + u[0]
+
+
+def test_sparse_jacobian_after_a_global_array_is_rebound():
+    global WEIGHTS
+    jac = cr.jacobian(_globally_weighted, sparse=True)
+    try:
+        _same_as_dense(jac, cr.jacobian(_globally_weighted), X)
+        WEIGHTS = onp.arange(1.0, 6.0)
+        _same_as_dense(jac, cr.jacobian(_globally_weighted), X)
+    finally:
+        WEIGHTS = onp.zeros(5)
+
+
+def test_sparse_jacobian_after_a_closure_is_rebound():
+    weights = onp.zeros(5)
+
+    def weighted(u):
+        return np.dot(onp.diag(weights), u) + u[-1]
+
+    jac = cr.SparseJacobian(weighted, X)
+    _same_as_dense(jac, cr.jacobian(weighted), X)
+    weights = onp.ones(5)  # noqa: F841 (read by weighted)
+    _same_as_dense(jac, cr.jacobian(weighted), X)
+
+
+def test_sparse_jacobian_after_a_permutation_in_a_closure_changes():
+    # no zero read here: the index array itself is a constant of the pattern
+    perm = onp.arange(5)
+
+    def permuted(u):
+        return u[perm] * u
+
+    jac = cr.jacobian(permuted, sparse=True)
+    _same_as_dense(jac, cr.jacobian(permuted), X)
+    perm[:] = perm[::-1].copy()
+    _same_as_dense(jac, cr.jacobian(permuted), X)
+
+
+def test_sparse_jacobian_after_a_closure_array_changes_dtype():
+    holder = {"mask": onp.zeros(5, dtype=bool)}
+
+    def masked(u):
+        return np.dot(onp.diag(holder["mask"]).astype(float), u) + u[2]
+
+    jac = cr.jacobian(masked, sparse=True)
+    _same_as_dense(jac, cr.jacobian(masked), X)
+    holder["mask"] = onp.ones(5, dtype=onp.int8)
+    _same_as_dense(jac, cr.jacobian(masked), X)
+
+
+def test_sparse_jacobian_after_a_closure_float_becomes_zero_and_back():
+    scale = [0.0]
+
+    def scaled(u):
+        return np.dot(onp.eye(5) * scale[0], u) + u[0]
+
+    jac = cr.jacobian(scaled, sparse=True)
+    for value in (0.0, 2.0, -0.0, 3.0):
+        scale[0] = value
+        _same_as_dense(jac, cr.jacobian(scaled), X)
+
+
+def test_sparse_hessian_after_a_closure_matrix_gains_nonzeros():
+    coupling = onp.zeros((5, 5))
+
+    def energy(u):
+        return np.sum(u**3) + np.dot(u, np.dot(coupling, u))
+
+    hess = cr.hessian(energy, sparse=True)
+    _same_as_dense(hess, cr.hessian(energy), X)
+    coupling[0, 4] = 1.0
+    _same_as_dense(hess, cr.hessian(energy), X)
+
+
+def test_local_sparse_jacobian_at_the_same_x_after_a_closure_changes():
+    weights = onp.zeros(5)
+
+    def weighted(u):
+        return np.dot(onp.diag(weights), u) + u[0]
+
+    jac = cr.SparseJacobian(weighted, X, local=True)
+    _same_as_dense(jac, cr.jacobian(weighted), X)
+    weights[:] = 1.0
+    _same_as_dense(jac, cr.jacobian(weighted), X)
+
+
+def test_sparse_jacobian_whose_changed_closure_sends_fun_down_a_decision():
+    mode = {"branch": False}
+
+    def branching(u):
+        if mode["branch"] and u[0] > 0:  # a decision on x, only once the flag is set
+            return u * u[1]
+        return u * 2.0
+
+    jac = cr.jacobian(branching, sparse=True)
+    _same_as_dense(jac, cr.jacobian(branching), X)
+    mode["branch"] = True
+    for x in (X, -X):
+        _same_as_dense(jac, cr.jacobian(branching), x)
