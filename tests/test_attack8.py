@@ -119,3 +119,21 @@ def test_sparse_jacobian_whose_changed_closure_sends_fun_down_a_decision():
     mode["branch"] = True
     for x in (X, -X):
         _same_as_dense(jac, cr.jacobian(branching), x)
+
+
+def test_sparse_jacobian_after_a_closure_scipy_matrix_gains_an_entry():
+    import warnings
+
+    import scipy.sparse as sp
+
+    A = sp.csr_matrix(onp.eye(5))
+
+    def product(u):
+        return A @ u
+
+    jac = cr.jacobian(product, sparse=True)
+    _same_as_dense(jac, cr.jacobian(product), X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sp.SparseEfficiencyWarning)
+        A[0, 3] = 5.0  # a new stored entry, in place
+    _same_as_dense(jac, cr.jacobian(product), X)

@@ -33,9 +33,9 @@ from .._core import forward as forward_mode
 from .._core import reverse
 from .._core.pytree import tree_flatten, tree_unflatten
 from .._core.tracer import getval, isbox
-from .._sparsity.detection import digest, gradient, record, recorded_pattern, structure_key
+from .._sparsity.detection import constant_key, gradient, record, recorded_pattern, structure_key
 from .._sparsity.patterns import scipy_sparse
-from .._sparsity.products import with_values
+from .._sparsity.products import is_sparse_type, with_values
 from .._user_code import reach
 from .._user_code.lines import user_line_warnings
 from .colouring import (
@@ -127,26 +127,33 @@ def _point(x) -> _np.ndarray:
 
 class _Constants:
     """What ``fun`` reads from outside x (closures, globals, defaults, the attributes its
-    code names: ``reach.Reach``) and a digest of each array reached. A record takes those
-    values as constants, and its pattern may read them (``np.dot(C, x)`` reads C's zeros,
-    ``x[perm]`` reads perm), so a pattern found from it holds while they are unchanged:
-    the same objects in the same places, the arrays with the same bytes."""
+    code names: ``reach.Reach``) and a fingerprint of each array and SciPy sparse matrix
+    reached. A record takes those values as constants, and its pattern may read them
+    (``np.dot(C, x)`` reads C's zeros, ``x[perm]`` reads perm, ``A @ x`` A's stored
+    coordinates), so a pattern found from it holds while they are unchanged: the same
+    objects in the same places, with the same fingerprints."""
 
-    __slots__ = ("reach", "digests")
+    __slots__ = ("reach", "watched", "fingerprints")
 
     def __init__(self, fun: Callable):
         self.reach = reach.Reach([fun])
-        self.digests = [_fingerprint(array) for array in self.reach.arrays]
+        self.watched = self.reach.arrays + _sparse_matrices(self.reach)
+        self.fingerprints = [constant_key(value) for value in self.watched]
 
     def unchanged(self) -> bool:
         return self.reach.current() and all(
-            _fingerprint(array) == before
-            for array, before in zip(self.reach.arrays, self.digests)
+            constant_key(value) == before
+            for value, before in zip(self.watched, self.fingerprints)
         )
 
 
-def _fingerprint(array: _np.ndarray) -> tuple:
-    return array.shape, array.dtype.str, digest(array)
+def _sparse_matrices(found: reach.Reach) -> list:
+    """The SciPy sparse matrices among the values ``found`` read (a matrix is not searched:
+    its arrays are not among ``found.arrays``)."""
+    values = [value for _, _, value in found.lookups + found.reads]
+    values += [item for value in values if type(value) is tuple for item in value]
+    matrices = {id(v): v for v in values if is_sparse_type(type(v))}
+    return list(matrices.values())
 
 
 def _covers(pattern, other) -> bool:
