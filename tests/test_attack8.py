@@ -2,6 +2,7 @@
 (closures, globals), and small items left by attack 7. Each test failed before its fix."""
 
 import numpy as onp
+import pytest
 
 import chainrule as cr
 import chainrule.numpy as np
@@ -137,3 +138,37 @@ def test_sparse_jacobian_after_a_closure_scipy_matrix_gains_an_entry():
         warnings.simplefilter("ignore", sp.SparseEfficiencyWarning)
         A[0, 3] = 5.0  # a new stored entry, in place
     _same_as_dense(jac, cr.jacobian(product), X)
+
+
+# ------------------------------------------------------- out= a traced array (attack 7's note)
+
+
+def test_out_given_a_traced_array_is_refused_saying_what_happened():
+    plain = onp.ones((3, 3))
+
+    def reduced_into(x):
+        y = x * 2.0
+        onp.add.reduce(plain, out=y)  # plain values written into a traced array
+        return np.sum(y * x)
+
+    with pytest.raises(TypeError, match=r"numpy\.add\.reduce with out= a traced array: "
+                                        r"NumPy would write the result into that array") as e:
+        cr.grad(reduced_into)(onp.ones(3))
+    assert "traced value into a plain" not in str(e.value)
+    # the fix the message gives: y[...] = value, which chainrule records
+    def assigned(x):
+        y = x * 2.0
+        y[...] = onp.add.reduce(plain)
+        return np.sum(y * x)
+
+    assert onp.array_equal(cr.grad(assigned)(onp.ones(3)), onp.full(3, 3.0))
+
+
+def test_out_given_a_plain_array_with_a_traced_input_keeps_its_message():
+    def written(x):
+        buffer = onp.zeros(3)
+        onp.sin(x, out=buffer)
+        return np.sum(x)
+
+    with pytest.raises(TypeError, match="sin with out= would write a traced value into a plain"):
+        cr.grad(written)(onp.ones(3))
