@@ -172,3 +172,21 @@ def test_out_given_a_plain_array_with_a_traced_input_keeps_its_message():
 
     with pytest.raises(TypeError, match="sin with out= would write a traced value into a plain"):
         cr.grad(written)(onp.ones(3))
+
+
+# ------------------------------------------------------- vmap of a sparse derivative
+
+
+@pytest.mark.parametrize("transform", [
+    lambda f: cr.hessian(f, sparse=True),
+    lambda f: cr.jacobian(cr.grad(f), sparse=True),
+], ids=["hessian", "jacobian"])
+def test_vmap_of_a_sparse_derivative_refuses_instead_of_an_object_array(transform):
+    batched = cr.vmap(transform(lambda u: np.sum(u**3)))
+    with pytest.raises(TypeError, match=r"vmap: the function answers a scipy\.sparse "
+                                        r"matrix \(example 0\).*toarray\(\)"):
+        batched(onp.ones((2, 3)))
+    # the advice works: a dense batch, each example's Hessian
+    dense = cr.vmap(lambda u: transform(lambda v: np.sum(v**3))(u).toarray())
+    xs = onp.arange(6.0).reshape(2, 3)
+    assert onp.array_equal(dense(xs), onp.stack([onp.diag(6.0 * x) for x in xs]))
