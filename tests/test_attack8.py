@@ -190,3 +190,14 @@ def test_vmap_of_a_sparse_derivative_refuses_instead_of_an_object_array(transfor
     dense = cr.vmap(lambda u: transform(lambda v: np.sum(v**3))(u).toarray())
     xs = onp.arange(6.0).reshape(2, 3)
     assert onp.array_equal(dense(xs), onp.stack([onp.diag(6.0 * x) for x in xs]))
+
+
+@pytest.mark.parametrize("hessian", [False, True])
+def test_sparse_derivative_of_a_float16_x_is_refused_with_the_fix(hessian):
+    # the answer was a float16 CSR matrix, which scipy.sparse cannot convert or multiply
+    fun = (lambda u: np.sum(u**3)) if hessian else (lambda u: u * u)
+    transform = cr.hessian if hessian else cr.jacobian
+    with pytest.raises(TypeError, match=r"float16.*x\.astype\(numpy\.float32\)"):
+        transform(fun, sparse=True)(X.astype(onp.float16))
+    as_float32 = transform(fun, sparse=True)(X.astype(onp.float32)).toarray()
+    assert onp.array_equal(as_float32, transform(fun)(X.astype(onp.float32)))

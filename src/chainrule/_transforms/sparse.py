@@ -311,6 +311,12 @@ class SparseJacobian:
                 "sparse Jacobians take real inputs; split a complex x into "
                 "its real and imaginary parts."
             )
+        if point.dtype == _np.float16:
+            raise TypeError(
+                "sparse Jacobians of a float16 x: scipy.sparse holds no float16 values (its "
+                "matrices would fail on use); give x as float32 (x.astype(numpy.float32)), "
+                "or use the dense derivative."
+            )
         n_in = self._current.pattern.shape[1]
         if point.size != n_in:
             raise ValueError(
