@@ -201,3 +201,29 @@ def test_sparse_derivative_of_a_float16_x_is_refused_with_the_fix(hessian):
         transform(fun, sparse=True)(X.astype(onp.float16))
     as_float32 = transform(fun, sparse=True)(X.astype(onp.float32)).toarray()
     assert onp.array_equal(as_float32, transform(fun)(X.astype(onp.float32)))
+
+
+def test_staged_sparse_jacobian_after_a_closure_value_changes():
+    # same pattern, other values: the staged program held the old ones as constants
+    weights = onp.ones(5)
+
+    def weighted(u):
+        return np.dot(onp.diag(weights), u) + u[0]
+
+    jac = cr.SparseJacobian(weighted, X, staged=True)
+    _same_as_dense(jac, cr.jacobian(weighted), X)
+    weights[:] = 3.0
+    _same_as_dense(jac, cr.jacobian(weighted), X)
+    _same_as_dense(jac, cr.jacobian(weighted), -X)
+
+
+def test_sparse_jacobian_with_a_given_pattern_is_evaluated_as_given():
+    weights = onp.ones(5)
+
+    def weighted(u):
+        return weights * u * u
+
+    jac = cr.SparseJacobian(weighted, X, pattern=onp.eye(5, dtype=bool), staged=True)
+    _same_as_dense(jac, cr.jacobian(weighted), X)
+    weights[:] = 2.0  # staged again: the program held the old weights
+    _same_as_dense(jac, cr.jacobian(weighted), X)

@@ -14,9 +14,10 @@ colouring kept while the new pattern lies inside the old one.
 
 With ``staged=True`` the sweeps are staged with ``chainrule.jit``: the first evaluation
 traces them and keeps the straight-line NumPy program, later ones only run it (about
-twice as fast on the Bratu residual). jit guards Python decisions on traced values, but
-it takes the values ``fun`` reads from globals and closures at the first call as
-constants: the reason staging is asked for, not the default.
+twice as fast on the Bratu residual). jit guards Python decisions on traced values and
+takes the values ``fun`` reads from globals and closures as constants of the program; the
+evaluator's check of those values (``_Constants``) has the sweeps staged again where one
+changed.
 """
 
 from __future__ import annotations
@@ -184,8 +185,8 @@ class SparseJacobian:
     found again at each new x. Values ``fun`` reads from outside x (closures, globals) are
     constants of a pattern: where one changed since, ``fun`` is recorded again at that call
     (``_Constants``). ``staged=True``: run
-    the sweeps as a ``chainrule.jit`` program (faster; as correct as jit, and the values
-    ``fun`` reads from globals and closures are fixed at the first call). A traced ``x``
+    the sweeps as a ``chainrule.jit`` program (faster; as correct as jit, and staged again
+    where a value ``fun`` reads from outside x changed). A traced ``x``
     (under jit, or inside another derivative) gives a traced matrix."""
 
     def __init__(
@@ -208,13 +209,14 @@ class SparseJacobian:
         and its colouring."""
         self.local, self._detected = local and pattern is None, detected
         self._guarded, self._point, self.guarded_by = False, None, ""
+        self._given = pattern is not None
+        self._constants = _Constants(detected)
         self._structures: OrderedDict = OrderedDict()  # structure key -> _Colouring
         self._sweeps: dict = {}  # mode -> the sweep function (staged or not)
         if pattern is not None:
             self._current = self._colouring(scipy_sparse().csr_matrix(pattern, dtype=bool))
             return
         x = _point(x)  # (found at the value of a traced x)
-        self._constants = _Constants(detected)
         recording, detection = record(detected, x)
         self._current = self._colouring(recorded_pattern(recording, self.local))
         if self.local:
@@ -238,11 +240,16 @@ class SparseJacobian:
     def _colouring_at(self, x: _np.ndarray) -> _Colouring:
         """The colouring of a pattern that holds at ``x`` (and for ``fun``'s constants as
         they are now: see ``_Constants``)."""
+        changed = not self._constants.unchanged()
+        if changed:
+            self._constants = _Constants(self._detected)
+            self._sweeps.clear()  # (staged sweeps hold the old values as constants)
+        if self._given:  # (a pattern given: the caller's word that it holds)
+            return self._current
         if self._guarded:  # (the structure key holds the record's constants)
             return self._colouring_of(*record(self._detected, x))
-        if self._constants.unchanged() and (not self.local or _same_point(x, self._point)):
+        if not changed and (not self.local or _same_point(x, self._point)):
             return self._current
-        self._constants = _Constants(self._detected)
         recording, detection = record(self._detected, x)
         if self.local:
             pattern = recorded_pattern(recording, True)
@@ -297,7 +304,7 @@ class SparseJacobian:
         with warnings.catch_warnings():
             # the sweep's own index maps (positions of slices and concatenations) are
             # constants of the program by design: jit's advice to pass them in does not
-            # apply here (staged=True is documented to fix what fun reads at the first call)
+            # apply here (the evaluator stages the sweeps again where fun's constants change)
             warnings.filterwarnings("ignore", "chainrule.jit: .* bakes in arrays", UserWarning)
             return sweep(x, seeds)
 
