@@ -227,3 +227,31 @@ def test_sparse_jacobian_with_a_given_pattern_is_evaluated_as_given():
     _same_as_dense(jac, cr.jacobian(weighted), X)
     weights[:] = 2.0  # staged again: the program held the old weights
     _same_as_dense(jac, cr.jacobian(weighted), X)
+
+
+# ------------------------------------------------------- solvers: implicit derivatives
+
+
+def _empty_root(t):
+    from chainrule.scipy import optimize as so
+
+    return so.root(lambda x: x - t, onp.zeros(0)).x
+
+
+def _empty_least_squares(t):
+    from chainrule.scipy import optimize as so
+
+    return so.least_squares(lambda x: x - t, onp.zeros(0)).x
+
+
+@pytest.mark.parametrize("solve", [_empty_root, _empty_least_squares],
+                         ids=["root", "least_squares"])
+def test_implicit_derivative_of_an_empty_solution_is_empty(solve):
+    # SciPy solves an empty system (x = []); its derivative raised IndexError (s[0] of
+    # the singular values of a 0 x 0 matrix)
+    none = onp.zeros(0)
+    jac = cr.jacobian(solve)(none)
+    assert jac.shape == (0, 0) and jac.dtype == onp.float64
+    value, tangent = cr.jvp(solve, (none,), (none,))
+    assert value.shape == tangent.shape == (0,)
+    assert cr.grad(lambda t: np.sum(solve(t)) + np.sum(t))(none).shape == (0,)
