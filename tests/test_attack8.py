@@ -255,3 +255,32 @@ def test_implicit_derivative_of_an_empty_solution_is_empty(solve):
     value, tangent = cr.jvp(solve, (none,), (none,))
     assert value.shape == tangent.shape == (0,)
     assert cr.grad(lambda t: np.sum(solve(t)) + np.sum(t))(none).shape == (0,)
+
+
+class _Weighted:
+    """A model called as a function: its __call__ reads self.weights."""
+
+    def __init__(self):
+        self.weights = onp.zeros(5)
+
+    def __call__(self, u):
+        return np.dot(onp.diag(self.weights), u) + u[0]
+
+
+def test_sparse_jacobian_of_a_callable_object_after_its_attribute_changes():
+    model = _Weighted()
+    jac = cr.jacobian(model, sparse=True)
+    _same_as_dense(jac, cr.jacobian(model), X)
+    model.weights[:] = 2.0
+    _same_as_dense(jac, cr.jacobian(model), X)
+    model.weights = onp.arange(5.0)
+    _same_as_dense(jac, cr.jacobian(model), X)
+
+
+def test_sparse_hessian_of_a_callable_object_after_its_attribute_changes():
+    model = _Weighted()
+    energy = lambda u: np.sum(model(u) ** 2)  # noqa: E731
+    hess = cr.hessian(energy, sparse=True)
+    _same_as_dense(hess, cr.hessian(energy), X)
+    model.weights[:] = 2.0
+    _same_as_dense(hess, cr.hessian(energy), X)
