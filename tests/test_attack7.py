@@ -89,14 +89,6 @@ def test_jacobian_of_a_sparse_jacobian_is_that_of_its_stored_values(transform):
     assert onp.allclose(onp.diag(derivative[-6:]), -onp.sin(x))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "left (sparse): a global pattern reads the zeros of a constant factor (np.dot(C, x) "
-    "with C made from a closure or global), and an unguarded evaluator never records f "
-    "again, so when those zeros move (C changed between calls) the cached colouring merges "
-    "columns that now share rows: wrong values, not only missing ones. docs/sparse.md says "
-    "closure values are constants of the pattern, but jacobian(f, sparse=True) caches its "
-    "evaluator per shape. Needs the detection to mark a pattern that read a constant's "
-    "zeros as guarded (the structure key already holds the constants' bytes)"))
 def test_sparse_jacobian_after_a_closure_matrix_gains_nonzeros():
     x = onp.linspace(-1.0, 1.0, 4)
     scale = onp.zeros(4)

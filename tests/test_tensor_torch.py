@@ -106,6 +106,8 @@ BIG = np.array([[1000.0, -1000.0, 3.0], [-800.0, 0.0, 800.0]])  # overflows naiv
 LABELS = np.array([2, 0, 1])
 
 METHOD_CASES = {
+    # sign: no derivative of its own (torch's is zero), so sign(t) * t has gradient sign(t)
+    "sign_times": (lambda m, t: t.sign() * t + (t * 0.5).sign(), [[-2.0, -0.0, 0.0, 3.0]]),
     # reductions
     "sum": (lambda m, t: t.sum(), [A34]),
     "sum_dim": (lambda m, t: t.sum(1), [A34]),

@@ -201,7 +201,8 @@ def check(case: Case) -> list[str]:
     # (a method that stops short of the solution, as Powell may with bounds, has
     # derivatives as accurate as its solve: the tolerance grows with how far it stopped)
     answer = onp.asarray(reference(theta), dtype=float)
-    short = onp.max(onp.abs(plain.value - answer)) / (1.0 + onp.max(onp.abs(answer)))
+    short = (onp.max(onp.abs(plain.value - answer), initial=0.0)
+             / (1.0 + onp.max(onp.abs(answer), initial=0.0)))
     tolerance = (RTOL + 10.0 * short) * (onp.abs(fd) + onp.max(onp.abs(fd), initial=0.0))
     for name, got in (("reverse mode (jacobian)", reverse.value),
                       ("forward mode (jacfwd)", forward.value)):
@@ -253,6 +254,8 @@ def central_differences(solve, theta: onp.ndarray, step: float) -> onp.ndarray:
 def _lit(value) -> str:
     """A literal for the source: floats exactly (repr), arrays as nested lists."""
     if isinstance(value, onp.ndarray):
+        if value.size == 0:  # (a nested list would lose the shape)
+            return f"onp.zeros({value.shape!r})"
         return f"onp.array({value.tolist()!r})"
     return repr(float(value)) if isinstance(value, (float, onp.floating)) else repr(value)
 
@@ -512,6 +515,8 @@ ROOT_METHODS = {
 def build_root(rng) -> Case:
     method = str(rng.choice(sorted(ROOT_METHODS)))
     n, p = int(rng.integers(1, 4)), int(rng.integers(1, 3))
+    if method != "krylov" and rng.random() < 0.05:
+        n = 0  # an empty system: SciPy answers x = [] (krylov's own norm fails on it)
     a = _spd(rng, n) + 0.3 * rng.standard_normal((n, n))
     c, b = rng.standard_normal(n), rng.standard_normal((n, p))
     theta = rng.standard_normal(p)

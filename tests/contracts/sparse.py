@@ -25,6 +25,12 @@ them); 0.0 and -0.0 count as equal. Points where the dense
 derivative or the program's value is not finite are not compared: a nan or inf met by one
 column of a colour reaches the other columns of that colour through 0 * inf (the dense
 sweeps keep it in its own column), which the contract does not promise to reproduce.
+
+Constants. The programs also read globals whose values a pattern reads (``W``'s zeros in
+``np.dot(onp.diag(W), a)``, the permutation ``P`` in ``a[P]``, the stored entries of the
+sparse matrix ``S``), and before some points those globals change, in place or rebound,
+as a user changes a parameter between calls: the evaluator made at the first point must
+still equal the dense derivative of the function as it is now.
 """
 
 from __future__ import annotations
@@ -90,7 +96,25 @@ def _unary_of(g) -> str:
     return g.pick(("np.sin({a})", "{a} * {a}", "{a}[::-1]")).format(a=g.vec())
 
 
-EXTRA = (Template("structure", _structure, 2.0), Template("structure", _shape_branch, 0.5))
+def _constant_read(g) -> None:
+    """A global whose values a pattern reads (changed between points, see ``Case``)."""
+    a, b = g.vec(), g.vec()
+    expr = g.pick((f"np.dot(onp.diag(W), {a})", f"W * {a} + {b}[0]", f"{a}[P] * {b}",
+                   f"np.take({a}, P[::-1]) + {b}", f"np.dot(onp.diag(W)[P], {a})"))
+    g.emit(f"{g.new_vec()} = {expr}")
+
+
+EXTRA = (Template("structure", _structure, 2.0), Template("structure", _shape_branch, 0.5),
+         Template("structure", _constant_read, 1.0))
+
+
+def _constants(rng: onp.random.Generator, n: int) -> dict:
+    """Values for the globals W (with zeros), P (a permutation) and S (a sparse band)."""
+    w = rng.standard_normal(n) * (rng.random(n) < 0.5)
+    offset = int(rng.integers(1, n))
+    band = sp.diags([rng.standard_normal(n - offset), rng.standard_normal(n)], [offset, 0],
+                    format="csr")
+    return {"W": w, "P": rng.permutation(n), "S": band}
 
 
 @dataclasses.dataclass
@@ -100,22 +124,49 @@ class Case:
     points: list
     kind: str
     options: dict
+    initial: dict  # the globals W, P, S at the first point
+    changes: list  # per point: (name, new value, "in place" or "rebound") made before it
 
     def __str__(self) -> str:
-        return (f"{self.program}\n# s = {self.s!r}; {self.kind}({self.options}) made at the "
-                f"first point, called at {[p.tolist() for p in self.points]!r}")
+        changes = "".join(f"\n# before point {i}: {name} {how} to {_shown(value)}"
+                          for i, made in enumerate(self.changes) for name, value, how in made)
+        start = ", ".join(f"{k} = {_shown(v)}" for k, v in self.initial.items())
+        return (f"{self.program}\n# s = {self.s!r}; {start}\n# {self.kind}({self.options}) "
+                f"made at the first point, called at {[p.tolist() for p in self.points]!r}"
+                f"{changes}")
+
+    def set_globals(self, i: int) -> None:
+        """The globals as they are at point ``i`` (the first point's values, then the
+        changes before each point up to ``i``; in place where the change is)."""
+        ns = self.program.namespace
+        if i == 0:
+            for name, value in self.initial.items():
+                ns[name] = value.copy()
+            return
+        for name, value, how in self.changes[i]:
+            if how == "in place" and not sp.issparse(value):
+                ns[name][...] = value
+            else:
+                ns[name] = value.copy()
+
+
+def _shown(value) -> str:
+    if sp.issparse(value):
+        coo = value.tocoo()
+        return f"sparse {coo.shape} at {list(zip(coo.row.tolist(), coo.col.tolist()))}"
+    return repr(value.tolist())
 
 
 def generate(rng: onp.random.Generator) -> Case:
     kind = KINDS[int(rng.integers(len(KINDS)))]
     hessian = kind in ("hessian", "SparseHessian")
     n = int(rng.integers(3, 9))
-    band = sp.diags([rng.standard_normal(n - 1), rng.standard_normal(n)], [1, 0], format="csr")
     staged = kind == "SparseJacobian" and rng.random() < 0.3
     hazards = STAGED_HAZARDS if staged else HAZARDS
     hazards = hazards | ({"tree_out"} if not hessian and rng.random() < 0.2 else set())
+    initial = _constants(rng, n)
     program = programs.generate(rng, hazards, output="scalar" if hessian else "any", n=n,
-                                dtype="float64", extra=EXTRA, namespace={"S": band})
+                                dtype="float64", extra=EXTRA, namespace=dict(initial))
     inputs = program.inputs(rng, 4, edges=False)
     options: dict = {}
     if kind == "SparseJacobian":
@@ -124,7 +175,16 @@ def generate(rng: onp.random.Generator) -> Case:
     elif kind == "SparseHessian":
         options = {"colouring": str(rng.choice(["auto", "star", "acyclic", "distance-1"])),
                    "local": bool(rng.random() < 0.2)}
-    return Case(program, inputs[0][1], [x for x, _ in inputs], kind, options)
+    changes: list = [[]]
+    for _ in inputs[1:]:
+        made = []
+        if rng.random() < 0.4:
+            new = _constants(rng, n)
+            for name in new:
+                if rng.random() < 0.5:
+                    made.append((name, new[name], str(rng.choice(["in place", "rebound"]))))
+        changes.append(made)
+    return Case(program, inputs[0][1], [x for x, _ in inputs], kind, options, initial, changes)
 
 
 def check(case: Case) -> list[str]:
@@ -141,6 +201,7 @@ def check(case: Case) -> list[str]:
 
     out: list[str] = []
     for i, x in enumerate(case.points):
+        case.set_globals(i)
         dense = Outcome.of(lambda x=x: _flat(dense_of(x), x.size))
         sparse = Outcome.of(lambda x=x: sparse_at(x))
         out += [type(d)(f"at point {i}: {d}") for d in _compare(dense, sparse, fun, x)]

@@ -261,19 +261,20 @@ def _digest(array: _np.ndarray) -> bytes:
     return hashlib.blake2b(_np.ascontiguousarray(array).tobytes(), digest_size=16).digest()
 
 
-def _constant_key(value) -> Any:
-    """A comparable stand-in for a constant argument: equal for equal values (arrays by
+def constant_key(value) -> Any:
+    """A comparable stand-in for a constant (an argument of a recorded call, a value the
+    recorded function reads from outside x): equal for equal values (arrays by
     their bytes, floats by their text, so -0.0 and nan count), by identity otherwise."""
     kind = type(value)
     if kind is _np.ndarray:
         return (kind, value.shape, value.dtype.str, _digest(value))
     if kind is tuple or kind is list:
-        return (kind, tuple(map(_constant_key, value)))
+        return (kind, tuple(map(constant_key, value)))
     if kind is dict:
-        return (kind, tuple((k, _constant_key(v)) for k, v in value.items()))
+        return (kind, tuple((k, constant_key(v)) for k, v in value.items()))
     if kind is slice:
-        return (kind, _constant_key(value.start), _constant_key(value.stop),
-                _constant_key(value.step))  # fmt: skip
+        return (kind, constant_key(value.start), constant_key(value.stop),
+                constant_key(value.step))  # fmt: skip
     if kind is float or kind is complex or isinstance(value, _np.inexact):
         return (kind, repr(value))
     if is_sparse_type(kind):
@@ -297,9 +298,9 @@ def structure_key(recording: Recording) -> tuple:
             continue
         number[node] = len(number)
         constants = tuple(
-            _constant_key(arg) for i, arg in enumerate(node.args) if i not in node.argnums
+            constant_key(arg) for i, arg in enumerate(node.args) if i not in node.argnums
         )
-        keywords = tuple((k, _constant_key(v)) for k, v in sorted(node.kwargs.items()))
+        keywords = tuple((k, constant_key(v)) for k, v in sorted(node.kwargs.items()))
         nodes.append((node.fun, node.argnums, tuple(number[p] for p in node.parents),
                       _answer_key(node.ans), constants, keywords))  # fmt: skip
     ends = tuple((i, number[node]) for i, node in recording.ends)

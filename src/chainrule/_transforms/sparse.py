@@ -4,7 +4,9 @@ one sweep per colour (a JVP of ``fun`` along the colour's seed, or a VJP pulling
 and a gather of the nonzeros.
 
 A pattern is reused only where it holds (the contract: the sparse derivative equals the
-dense one at every x). A global pattern whose record took no decision holds at every x.
+dense one at every x). A global pattern whose record took no decision holds at every x,
+for the values ``fun`` reads from outside x as they were (``_Constants`` checks them at
+each call and has ``fun`` recorded again where they changed).
 A *guarded* one (``Detection``) is checked at each call: ``fun`` is recorded again at x
 and the record's ``structure_key`` picks the colouring of that structure, found and kept
 on first sight. A local pattern (``local=True``) is found again at each new x, and its
@@ -12,9 +14,10 @@ colouring kept while the new pattern lies inside the old one.
 
 With ``staged=True`` the sweeps are staged with ``chainrule.jit``: the first evaluation
 traces them and keeps the straight-line NumPy program, later ones only run it (about
-twice as fast on the Bratu residual). jit guards Python decisions on traced values, but
-it takes the values ``fun`` reads from globals and closures at the first call as
-constants: the reason staging is asked for, not the default.
+twice as fast on the Bratu residual). jit guards Python decisions on traced values and
+takes the values ``fun`` reads from globals and closures as constants of the program; the
+evaluator's check of those values (``_Constants``) has the sweeps staged again where one
+changed.
 """
 
 from __future__ import annotations
@@ -31,9 +34,10 @@ from .._core import forward as forward_mode
 from .._core import reverse
 from .._core.pytree import tree_flatten, tree_unflatten
 from .._core.tracer import getval, isbox
-from .._sparsity.detection import gradient, record, recorded_pattern, structure_key
+from .._sparsity.detection import constant_key, gradient, record, recorded_pattern, structure_key
 from .._sparsity.patterns import scipy_sparse
-from .._sparsity.products import with_values
+from .._sparsity.products import is_sparse_type, with_values
+from .._user_code import reach
 from .._user_code.lines import user_line_warnings
 from .colouring import (
     acyclic_colouring,
@@ -122,6 +126,37 @@ def _point(x) -> _np.ndarray:
     return point
 
 
+class _Constants:
+    """What ``fun`` reads from outside x (closures, globals, defaults, the attributes its
+    code names: ``reach.Reach``) and a fingerprint of each array and SciPy sparse matrix
+    reached. A record takes those values as constants, and its pattern may read them
+    (``np.dot(C, x)`` reads C's zeros, ``x[perm]`` reads perm, ``A @ x`` A's stored
+    coordinates), so a pattern found from it holds while they are unchanged: the same
+    objects in the same places, with the same fingerprints."""
+
+    __slots__ = ("reach", "watched", "fingerprints")
+
+    def __init__(self, fun: Callable):
+        self.reach = reach.Reach([fun])
+        self.watched = self.reach.arrays + _sparse_matrices(self.reach)
+        self.fingerprints = [constant_key(value) for value in self.watched]
+
+    def unchanged(self) -> bool:
+        return self.reach.current() and all(
+            constant_key(value) == before
+            for value, before in zip(self.watched, self.fingerprints)
+        )
+
+
+def _sparse_matrices(found: reach.Reach) -> list:
+    """The SciPy sparse matrices among the values ``found`` read (a matrix is not searched:
+    its arrays are not among ``found.arrays``)."""
+    values = [value for _, _, value in found.lookups + found.reads]
+    values += [item for value in values if type(value) is tuple for item in value]
+    matrices = {id(v): v for v in values if is_sparse_type(type(v))}
+    return list(matrices.values())
+
+
 def _covers(pattern, other) -> bool:
     """Whether every nonzero of ``other`` is one of ``pattern``'s (same shape)."""
     if pattern.shape != other.shape:
@@ -147,11 +182,11 @@ class SparseJacobian:
     The pattern is reused where it holds: everywhere, unless finding it took Python
     decisions on values computed from x (then ``fun`` is recorded at each x and each
     structure gets its own pattern, ``guarded_by`` says why); with ``local=True`` it is
-    found again at each new x. The pattern is that of ``fun`` as it is when the pattern is
-    found: values it reads from globals and closures are constants of it (change one that
-    changes ``fun``'s structure, and make a new ``SparseJacobian``). ``staged=True``: run
-    the sweeps as a ``chainrule.jit`` program (faster; as correct as jit, and the values
-    ``fun`` reads from globals and closures are fixed at the first call). A traced ``x``
+    found again at each new x. Values ``fun`` reads from outside x (closures, globals) are
+    constants of a pattern: where one changed since, ``fun`` is recorded again at that call
+    (``_Constants``). ``staged=True``: run
+    the sweeps as a ``chainrule.jit`` program (faster; as correct as jit, and staged again
+    where a value ``fun`` reads from outside x changed). A traced ``x``
     (under jit, or inside another derivative) gives a traced matrix."""
 
     def __init__(
@@ -174,6 +209,8 @@ class SparseJacobian:
         and its colouring."""
         self.local, self._detected = local and pattern is None, detected
         self._guarded, self._point, self.guarded_by = False, None, ""
+        self._given = pattern is not None
+        self._constants = _Constants(detected)
         self._structures: OrderedDict = OrderedDict()  # structure key -> _Colouring
         self._sweeps: dict = {}  # mode -> the sweep function (staged or not)
         if pattern is not None:
@@ -201,18 +238,32 @@ class SparseJacobian:
         return _Colouring(pattern, mode, "distance-1", colours, recover)
 
     def _colouring_at(self, x: _np.ndarray) -> _Colouring:
-        """The colouring of a pattern that holds at ``x``."""
+        """The colouring of a pattern that holds at ``x`` (and for ``fun``'s constants as
+        they are now: see ``_Constants``)."""
+        changed = not self._constants.unchanged()
+        if changed:
+            self._constants = _Constants(self._detected)
+            self._sweeps.clear()  # (staged sweeps hold the old values as constants)
+        if self._given:  # (a pattern given: the caller's word that it holds)
+            return self._current
+        if self._guarded:  # (the structure key holds the record's constants)
+            return self._colouring_of(*record(self._detected, x))
+        if not changed and (not self.local or _same_point(x, self._point)):
+            return self._current
+        recording, detection = record(self._detected, x)
         if self.local:
-            if not _same_point(x, self._point):
-                recording, _ = record(self._detected, x)
-                pattern = recorded_pattern(recording, True)
-                if not _covers(self._current.pattern, pattern):
-                    self._current = self._colouring(pattern)
-                self._point = _np.array(x, copy=True)
+            pattern = recorded_pattern(recording, True)
+            if not _covers(self._current.pattern, pattern):
+                self._current = self._colouring(pattern)
+            self._point = _np.array(x, copy=True)
             return self._current
-        if not self._guarded:
-            return self._current
-        recording, _ = record(self._detected, x)
+        return self._colouring_of(recording, detection)
+
+    def _colouring_of(self, recording, detection) -> _Colouring:
+        """The colouring of a global pattern of ``recording``, kept per structure (a
+        constant changed may have sent ``fun`` down a guarded path: it stays guarded)."""
+        if detection.guarded and not self._guarded:
+            self._guarded, self.guarded_by = True, detection.reason
         key = structure_key(recording)
         colouring = self._structures.get(key)
         if colouring is None:
@@ -253,7 +304,7 @@ class SparseJacobian:
         with warnings.catch_warnings():
             # the sweep's own index maps (positions of slices and concatenations) are
             # constants of the program by design: jit's advice to pass them in does not
-            # apply here (staged=True is documented to fix what fun reads at the first call)
+            # apply here (the evaluator stages the sweeps again where fun's constants change)
             warnings.filterwarnings("ignore", "chainrule.jit: .* bakes in arrays", UserWarning)
             return sweep(x, seeds)
 
@@ -266,6 +317,12 @@ class SparseJacobian:
             raise TypeError(
                 "sparse Jacobians take real inputs; split a complex x into "
                 "its real and imaginary parts."
+            )
+        if point.dtype == _np.float16:
+            raise TypeError(
+                "sparse Jacobians of a float16 x: scipy.sparse holds no float16 values (its "
+                "matrices would fail on use); give x as float32 (x.astype(numpy.float32)), "
+                "or use the dense derivative."
             )
         n_in = self._current.pattern.shape[1]
         if point.size != n_in:

@@ -39,6 +39,7 @@ from .. import numpy as anp
 from .._core import tracer
 from .._core.pytree import LEAF, tree_flatten, tree_unflatten
 from .._core.tracer import live_trace_ids
+from .._sparsity.products import is_sparse_type
 from .._user_code import reach
 from ..numpy.batched import OUT_OF_TIME, BatchedArray, BatchSplit, BatchTrace
 from ..numpy.numpy_boxes import underlying
@@ -894,6 +895,7 @@ def _stacked_part(examples, answers: list) -> _Part:
             stacked[key] = anp.copy(stacked[key])
             leaves.append(_Stacked(stacked[key]))
             continue
+        _no_sparse_matrix(column[0], examples[0])
         _same_shapes([anp.shape(v) for v in column], examples)
         stacked[key] = anp.stack(column)
         leaves.append(_Stacked(stacked[key]))
@@ -929,6 +931,14 @@ def _stacked_tree(answers: list):
 
 _SCALARS = frozenset({float, int, bool, complex, _np.float64, _np.float32, _np.int64,
                       _np.bool_, _np.complex128})
+
+
+def _no_sparse_matrix(leaf, example) -> None:
+    if is_sparse_type(type(leaf)):  # (hessian(f, sparse=True) and the like)
+        raise TypeError(
+            f"vmap: the function answers a scipy.sparse matrix (example {example}), which "
+            f"has no batch axis: NumPy would stack the loop's matrices as an object array. "
+            f"Return matrix.toarray() for a dense batch, or loop: [f(x) for x in xs].")
 
 
 def _same_shapes(shapes: list, examples) -> None:

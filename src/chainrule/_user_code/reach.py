@@ -6,7 +6,8 @@ it (they are made read-only while vmap runs it, see ``ReadOnly``).
 A function reaches an object through its arguments, the variables it closes over, its
 default arguments, the module globals its code names (and, in a module or object it names,
 the attributes its code names: ``np.random.normal`` reaches NumPy's global RandomState),
-the object of a bound method, and the same things of every function reached that way,
+the object of a bound method, the class-defined ``__call__`` of an object called as a
+function, and the same things of every function reached that way,
 ``functools.partial`` and ``functools.wraps`` (chainrule's transforms) included; the items
 of lists, tuples and dicts met on the way (their first 64). Generators are NumPy's
 ``Generator``, ``RandomState`` and bit generators, and Python's ``random.Random`` (the
@@ -93,7 +94,15 @@ class Reach:
         if isinstance(obj, (list, tuple, dict)):
             return [(v, names) for v in self._record(obj, _ITEMS)]
         if isinstance(obj, (type, types.ModuleType)) or hasattr(obj, "__dict__"):
-            return [(v, names) for v in self._named_attributes(obj, names)]
+            children = [(v, names) for v in self._named_attributes(obj, names)]
+            call = next((vars(cls)["__call__"] for cls in type(obj).__mro__
+                         if "__call__" in vars(cls)), None)
+            if isinstance(call, types.FunctionType) and not isinstance(obj, type):
+                # an object called as a function: what its __call__ reads of it
+                called = _code_names(call.__code__)
+                children += [(v, called) for v in self._named_attributes(obj, called)]
+                children.append((call, called))
+            return children
         return []
 
     def _of_function(self, fun: types.FunctionType) -> list:

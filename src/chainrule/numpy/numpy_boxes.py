@@ -234,6 +234,8 @@ class ArrayBox(Box):
             if _writes_followed(inputs, kwargs["out"]):
                 # (a staging trace follows the write: the function then runs eagerly)
                 return _on_plain_values(ufunc, method, inputs, kwargs)
+            if _any_traced(kwargs["out"]):
+                raise _traced_out_refused(name, method)
             raise _plain_write_refused(name)
         if method != "__call__" and _followed(inputs):
             # np.add.reduce & co. of values only chainrule.jit's staging trace boxes:
@@ -718,6 +720,23 @@ def _plain_write_refused(name: str) -> TypeError:
         f"NumPy array (as in a += x or a[i] = x with a a NumPy array and x traced), "
         f"which drops its derivative. Make the result a new array (a = a + x) or "
         f"build it from traced values with chainrule.numpy functions."
+    )
+
+
+def _any_traced(out: object) -> bool:
+    return any(isbox(o) for o in (out if isinstance(out, tuple) else (out,)))
+
+
+def _traced_out_refused(name: str, method: str) -> TypeError:
+    """``out=`` a traced array (not a chainrule.numpy buffer): NumPy would overwrite the
+    array's value, which its trace has already recorded."""
+    call = name if method == "__call__" else f"{name}.{method}"
+    return TypeError(
+        f"{call} with out= a traced array: NumPy would write the result into that "
+        f"array's value outside what chainrule records, so the derivatives of everything "
+        f"computed from the array would be wrong. Nothing was written. Use the returned "
+        f"value instead (y = {call}(...) without out=), or write into the array with "
+        f"y[...] = value, which chainrule records."
     )
 
 

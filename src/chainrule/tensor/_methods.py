@@ -546,7 +546,7 @@ METHODS = {
     **{name: _predicate(getattr(_np, name), name) for name in
        "logical_and logical_or logical_xor logical_not isnan isinf isfinite".split()},
     **{name: _numpy_method(getattr(anp, name)) for name in
-       "ravel swapaxes diagonal trace conj exp log sin cos tan tanh sqrt abs".split()},
+       "ravel swapaxes diagonal trace conj exp log sin cos tan tanh sqrt abs sign".split()},
 }
 for _name in "add sub mul div pow clamp clip relu sigmoid neg".split():
     METHODS[f"{_name}_"] = _inplace_method(METHODS[_name], f"{_name}_")

@@ -126,6 +126,8 @@ def _linear_solve(problem: _Problem, x, leaves, b, transpose: bool):
     """(dF/dx)^{-1} b, or (dF/dx)^{-T} b, at (x, leaves), by chainrule operations, once x is
     verified to be a solution (``_verify``)."""
     n = int(_np.size(getval(x)))
+    if n == 0:
+        return b  # (no unknowns: the empty system's solution, nothing to verify)
     method = problem.method(n)
     if method == "dense":
         a = jacobian(lambda z: problem.residual(z, leaves))(x)
@@ -153,9 +155,11 @@ def _verify(problem: _Problem, x, leaves, a=None):
     x, leaves = derivative_free(x), [derivative_free(leaf) for leaf in leaves]
     if not problem.checked:
         return None if a is None else _alinalg.svd(a, compute_uv=False)
+    n = int(_np.size(getval(x)))
+    if n == 0:  # (no unknowns: the empty x solves the empty system)
+        return None if a is None else _np.zeros(0)
     residual = anp.ravel(problem.residual(x, leaves))
     singular_values = None
-    n = int(_np.size(getval(x)))
     if a is None and problem.method(n) == "dense":
         a = derivative_free(jacobian(lambda z: problem.residual(z, leaves))(x)).astype(float)
     if a is None:  # (matrix-free: the step by the same iterative solve as the derivative)
