@@ -95,16 +95,22 @@ def test_sparse_hessian_after_a_closure_matrix_gains_nonzeros():
     _same_as_dense(hess, cr.hessian(energy), X)
 
 
-def test_local_sparse_jacobian_at_the_same_x_after_a_closure_changes():
-    weights = onp.zeros(5)
+@pytest.mark.parametrize("options, before, after", [
+    ({"local": True}, 0.0, 1.0),  # local, at the same x: the zeros of the closure moved
+    # staged: same pattern, other values (the staged program held the old ones as constants)
+    ({"staged": True}, 1.0, 3.0),
+], ids=["local-same-x", "staged"])
+def test_sparse_jacobian_after_a_closure_changes(options, before, after):
+    weights = onp.full(5, before)
 
     def weighted(u):
         return np.dot(onp.diag(weights), u) + u[0]
 
-    jac = cr.SparseJacobian(weighted, X, local=True)
+    jac = cr.SparseJacobian(weighted, X, **options)
     _same_as_dense(jac, cr.jacobian(weighted), X)
-    weights[:] = 1.0
+    weights[:] = after
     _same_as_dense(jac, cr.jacobian(weighted), X)
+    _same_as_dense(jac, cr.jacobian(weighted), -X)
 
 
 def test_sparse_jacobian_whose_changed_closure_sends_fun_down_a_decision():
@@ -201,20 +207,6 @@ def test_sparse_derivative_of_a_float16_x_is_refused_with_the_fix(hessian):
         transform(fun, sparse=True)(X.astype(onp.float16))
     as_float32 = transform(fun, sparse=True)(X.astype(onp.float32)).toarray()
     assert onp.array_equal(as_float32, transform(fun)(X.astype(onp.float32)))
-
-
-def test_staged_sparse_jacobian_after_a_closure_value_changes():
-    # same pattern, other values: the staged program held the old ones as constants
-    weights = onp.ones(5)
-
-    def weighted(u):
-        return np.dot(onp.diag(weights), u) + u[0]
-
-    jac = cr.SparseJacobian(weighted, X, staged=True)
-    _same_as_dense(jac, cr.jacobian(weighted), X)
-    weights[:] = 3.0
-    _same_as_dense(jac, cr.jacobian(weighted), X)
-    _same_as_dense(jac, cr.jacobian(weighted), -X)
 
 
 def test_sparse_jacobian_with_a_given_pattern_is_evaluated_as_given():
