@@ -184,10 +184,10 @@ class SparseJacobian:
     structure gets its own pattern, ``guarded_by`` says why); with ``local=True`` it is
     found again at each new x. Values ``fun`` reads from outside x (closures, globals) are
     constants of a pattern: where one changed since, ``fun`` is recorded again at that call
-    (``_Constants``). ``staged=True``: run
-    the sweeps as a ``chainrule.jit`` program (faster; as correct as jit, and staged again
-    where a value ``fun`` reads from outside x changed). A traced ``x``
-    (under jit, or inside another derivative) gives a traced matrix."""
+    (``_Constants``). ``staged=True``: run the sweeps as a ``chainrule.jit`` program
+    (faster; as correct as jit, and staged again where a value ``fun`` reads from outside x
+    changed). A traced ``x`` (under jit, or inside another derivative) gives a traced
+    matrix."""
 
     def __init__(
         self,

@@ -81,10 +81,8 @@ class Session:
         self.errstate_changed = False
         self.errstate_modes = _errstate.modes()
         # the staged values eager evaluation holds as chainrule.numpy's buffers (made new
-        # under a derivative trace: they take traced writes), and those found computed
-        # from one (``_holds_buffer``) or not
+        # under a derivative trace: they take traced writes; see ``_holds_buffer``)
         self.buffers: set[StagingNode] = set()
-        self.not_buffers: set[StagingNode] = set()
 
     def close(self) -> None:
         """Free the record. Its nodes refer to it (``StagingNode.record``) and it to them:
@@ -486,7 +484,8 @@ def _holds_buffer(box) -> bool:
     """Whether eager evaluation holds a buffer where the staging trace holds ``box``
     (``Node.holds_buffer``): a float value noted, or computed from a noted value by
     arithmetic (eagerly a ufunc, an operator or a matrix product given a buffer answers a
-    buffer; a method such as ``astype`` or ``sum`` answers NumPy's array, which refuses)."""
+    buffer; a method such as ``astype`` or ``sum`` answers NumPy's array, which refuses).
+    Asked once per value: the write then rebinds the box, or is refused."""
     session = current()
     if (session is None or box._trace_id != session.trace_id or not session.buffers
             or _np_dtype_kind(box) not in "fc"):
@@ -495,14 +494,11 @@ def _holds_buffer(box) -> bool:
     while todo:
         node = todo.pop()
         if node in session.buffers:
-            session.buffers.add(box._node)
             return True
-        if node in seen or node in session.not_buffers:
-            continue
-        seen.add(node)
-        if _arithmetic(node.fun):
-            todo.extend(node.parents)
-    session.not_buffers.update(seen)
+        if node not in seen:
+            seen.add(node)
+            if _arithmetic(node.fun):
+                todo.extend(node.parents)
     return False
 
 
