@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import chainrule as cr
 import chainrule.numpy as np
-from chainrule.jit import StagingError
+from chainrule.jit import JitWarning, StagingError
 from test_fuzz_programs import SHAPES, inputs, programs, run
 
 
@@ -224,10 +224,17 @@ def test_globals_and_random_are_constants_and_large_ones_warn():
 
 def test_constructs_that_cannot_be_staged_are_named():
     def f(x):
-        return onp.asarray(x)  # leaves chainrule: a plain array cannot be staged
+        return np.sum(onp.asarray(x) * 2.0) + np.sum(x)  # NumPy's array of a staged value
 
-    with pytest.raises(TypeError, match="cannot be converted to a plain NumPy array"):
-        cr.jit(f)(onp.ones(2))
+    jf = cr.jit(f)
+    with pytest.warns(JitWarning, match=r"makes one of them \(numpy.asarray\(x\)\)"):
+        assert jf(onp.ones(2)) == f(onp.ones(2)) == 6.0  # (raised before: eager answers)
+    assert jf(onp.arange(3.0)) == 9.0 and jf.cache_info().variants == 0  # (runs eagerly)
+    with pytest.raises(TypeError, match="cannot be converted to a plain NumPy array") as eager:
+        cr.grad(f)(onp.ones(2))
+    with pytest.raises(TypeError, match="cannot be converted to a plain NumPy array") as jitted:
+        cr.jit(cr.grad(f))(onp.ones(2))
+    assert str(jitted.value) == str(eager.value)
     with pytest.raises(StagingError, match="argument of type set"):
         cr.jit(lambda x, o: x)(1.0, {1, 2})
 

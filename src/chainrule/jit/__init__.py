@@ -401,11 +401,12 @@ class JittedFunction:
                    f"x += v), which a compiled program does not; it runs eagerly for this "
                    f"signature. Write into a copy (x = x.copy()) to compile it.")
         elif session.fills:
-            why = ("writes traced values into a NumPy array it made (a[i] = x, a += x), "
-                   "which a compiled program cannot follow; it runs eagerly for this signature. "
-                   "Build the array from traced values (np.stack, np.concatenate, "
-                   "np.where) or write a = chainrule.numpy.index_update(a, i, x) to "
-                   "compile it.")
+            why = ("writes traced values into a NumPy array it made (a[i] = x, a += x) or "
+                   "makes one of them (numpy.asarray(x)), which a compiled program cannot "
+                   "follow; it runs eagerly for this signature. Build the array from traced "
+                   "values (np.stack, np.concatenate, np.where), write a = "
+                   "chainrule.numpy.index_update(a, i, x), and compute with chainrule.numpy "
+                   "rather than a NumPy array of x, to compile it.")
         elif session.errstate_acts:
             why = ("sets NumPy's error state to raise or call out inside (np.errstate, "
                    "np.seterr), which a compiled program, run under the caller's error "

@@ -69,9 +69,9 @@ class Session:
         self.guards: list[Guard] = []
         self.impure = ""  # the record answers no later call (a value of an outer trace)
         self.raised = ""  # a staged call raised: this record is not kept
-        # a traced value was written into a plain NumPy array (a[i] = x): the program would
-        # depend on its value through the array, which no call records (a guard holds it:
-        # later calls would trace again and again)
+        # a traced value was written into a plain NumPy array (a[i] = x) or made one
+        # (np.asarray(x)): the program would depend on its value through the array, which no
+        # call records (a guard holds it: later calls would trace again and again)
         self.fills = False
         # the function set NumPy's error state to raise or call out around a staged call
         # (np.errstate(over="raise") inside it): the program runs under the caller's state
@@ -482,10 +482,9 @@ def _on_buffer_answer(box) -> None:
 
 def _holds_buffer(box) -> bool:
     """Whether eager evaluation holds a buffer where the staging trace holds ``box``
-    (``Node.holds_buffer``): a float value noted, or computed from a noted value by
-    arithmetic (eagerly a ufunc, an operator or a matrix product given a buffer answers a
-    buffer; a method such as ``astype`` or ``sum`` answers NumPy's array, which refuses).
-    Asked once per value: the write then rebinds the box, or is refused."""
+    (``Node.holds_buffer``): a float value noted, or computed from a noted value (eagerly
+    every function, ufunc, operator or method given a buffer answers a buffer, or a view
+    of one). Asked once per value: the write then rebinds the box, or is refused."""
     session = current()
     if (session is None or box._trace_id != session.trace_id or not session.buffers
             or _np_dtype_kind(box) not in "fc"):
@@ -497,19 +496,13 @@ def _holds_buffer(box) -> bool:
             return True
         if node not in seen:
             seen.add(node)
-            if _arithmetic(node.fun):
-                todo.extend(node.parents)
+            todo.extend(node.parents)
     return False
 
 
 def _np_dtype_kind(box) -> str:
     value = tracer.getval(box)
     return value.dtype.kind if type(value) is np.ndarray else ""
-
-
-def _arithmetic(fun) -> bool:
-    raw = getattr(fun, "fun", None)  # (chainrule.numpy's ufuncs: a function with .ufunc)
-    return isinstance(getattr(raw, "ufunc", raw), np.ufunc) or raw is np.dot
 
 
 StagingNode.on_buffer_answer = staticmethod(_on_buffer_answer)

@@ -131,8 +131,12 @@ class Buffer:
         return f"Buffer({self._value()!r})"
 
     def __getattr__(self, name):
-        # every other attribute and method: the value's (an ndarray's or an ArrayBox's)
-        return getattr(self._value(), name)
+        # every other attribute and method: the value's (an ndarray's or an ArrayBox's); a
+        # method's answer in new memory is a buffer, as a function's is (b.cumsum())
+        attribute = getattr(self._value(), name)
+        if not callable(attribute):
+            return attribute
+        return lambda *args, **kwargs: _fresh(attribute(*args, **kwargs))
 
     def __array__(self, dtype=None, copy=None):
         if self._memory.traced is not None:
@@ -218,7 +222,7 @@ class Buffer:
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
         if not copy and _np.dtype(dtype) == self.dtype and order in ("K", "A"):
             return self  # NumPy answers the array itself
-        return self._value().astype(dtype, order, casting, subok, copy)
+        return _fresh(self._value().astype(dtype, order, casting, subok, copy))
 
     def copy(self, order="C"):
         return copy(self, order=order)
@@ -331,7 +335,10 @@ class Buffer:
             # a view made by a function chainrule does not know (sliding_window_view):
             # taken as one, so that it sees later writes (a traced one too)
             return self._derived(lambda a: func(a, *_value_of(args[1:]), **kwargs))
-        return answer
+        # new memory under a trace is a buffer, as a ufunc's or chainrule.numpy's answer
+        # is (np.fix, np.round, np.sort, np.concatenate of a buffer answer here; np.tile's
+        # is a view of memory of its own)
+        return _fresh(answer, made_from=self._plain)
 
 
 def _into_part(part: str, value, old, adding: bool):
@@ -379,14 +386,16 @@ def _cast_like(result, target: Buffer):
     return result
 
 
-def _fresh(answer):
+def _fresh(answer, made_from=None):
     """An untraced answer computed from a buffer under a trace, in new memory: a buffer too,
     so ``r = np.zeros(n) + 1.0; r[0] = x`` takes the write as ``np.ones(n)`` would. (An
     answer that is a view stays a plain array: a traced write into it is refused clearly,
-    since it could not reach the buffer it views.)"""
+    since it could not reach the buffer it views. Given the memory ``made_from``, a view
+    of other memory is new memory.)"""
     if not live_trace_ids.transforming:
         return answer
-    if type(answer) is _np.ndarray and answer.base is None:
+    if type(answer) is _np.ndarray and (answer.base is None or made_from is not None
+                                        and not _np.may_share_memory(answer, made_from)):
         return Buffer.holding(answer)
     if isbox(answer) and answer._node.on_buffer_answer is not None:
         # a staged value (chainrule.jit) that eager evaluation holds as a buffer: the

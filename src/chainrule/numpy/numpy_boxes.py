@@ -35,6 +35,15 @@ from ._scipy_hint import scipy_hint, scipy_ufunc_rules
 from .placement import index_like
 
 
+def _asked_by_chainrule(frame) -> bool:
+    """Whether NumPy converts a traced value for chainrule's own code (through NumPy's
+    Python functions, if any): a raw call given a list of traced values, whose TypeError
+    sends the call to the list's front end (``Box.on_refused_sequences``)."""
+    while frame is not None and str(frame.f_globals.get("__name__", "")).startswith("numpy"):
+        frame = frame.f_back
+    return frame is not None and str(frame.f_globals.get("__name__", "")).startswith("chainrule.")
+
+
 class ArrayBox(Box):
     """A traced array. In-place writes (``x[i] = v``, ``x += y``) rebind the box to a
     functional update of its old value, so earlier uses keep the old value, as their
@@ -216,6 +225,11 @@ class ArrayBox(Box):
             return decided(self, _Plain("asarray", _np.asarray, self.dtype))
         if dtype is None and called_by_sparse_dispatch(sys._getframe(1)):
             return _np.empty((), dtype=object)  # SciPy then lets __rmatmul__ answer A @ x
+        if self._node.on_plain_value is not None and not _asked_by_chainrule(sys._getframe(1)):
+            # a value without derivative that chainrule.jit stages: eagerly a NumPy array
+            # (np.asarray(x) in jit(f)), which the program cannot follow past here
+            plain = self._node.on_plain_value(self, into_plain_array)
+            return _np.asarray(plain, dtype) if copy is None else _np.array(plain, dtype)
         raise TypeError(
             "A traced value cannot be converted to a plain NumPy array (this happens with "
             "np.asarray(x) on a traced x, or when writing a traced value into a NumPy array, "
