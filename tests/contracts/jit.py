@@ -153,6 +153,14 @@ def _written_buffer(g) -> None:
     made = g.pick(["np.zeros(n)", f"np.fix({g.vec()} * 10.0)",
                    f"np.diag(({g.vec()} > 0) * 1.0) @ np.floor({g.vec()})"])
     g.emit(f"{b} = {made} + {g.scal()}")
+    # a new array of it by NumPy's function or a method (eagerly a buffer too, but
+    # NumPy's asarray: this session's probe of 24 functions found 12 that differed)
+    remade = g.pick(["", "onp.fix({})", "onp.round({}, 1)", "onp.sort({})", "onp.cumsum({})",
+                     "{}.cumsum()", "onp.clip({}, -1.0, 1.0)", "onp.tile({}, 1)",
+                     "onp.concatenate([{}])", "onp.asarray({})", "{}.astype(onp.float32)",
+                     "onp.nan_to_num({})"])
+    if remade:
+        g.emit(f"{b} = {remade.format(b)}")
     if g.rng.random() < 0.5:
         g.emit(f"{b} += {g.vec()}")
     else:
