@@ -1217,3 +1217,29 @@ def test_new_arrays_of_a_buffer_take_traced_writes_under_jit_as_eagerly(make):
                 assert onp.allclose(got[1], hand, rtol=1e-6, atol=0)
         else:
             assert got[1] == want[1] == "setting an array element with a sequence."
+
+
+@pytest.mark.parametrize("op", ["+=", "-=", "*=", "/=", "**="])
+def test_an_in_place_ufunc_into_float32_warns_as_numpy_under_jit(op):
+    # the jit long run at 5770c79 (seed 0, cases 12,841 ... 94,045): b = b.astype(float32);
+    # b += v2 warned "overflow encountered in cast" under jit (add, then a cast), where
+    # NumPy's in-place add, which casts into b itself, warns "overflow encountered in add"
+    namespace = {"np": np, "onp": onp}
+    exec(f"def f(x, s):\n    b = (np.zeros(7) + s).astype(onp.float32)\n    b {op} x\n"
+         f"    return b * 2.0\n", namespace)
+    f = namespace["f"]
+
+    def plain(x, s):
+        b = (onp.zeros(7) + s).astype(onp.float32)
+        exec(f"b {op} x")
+        return b * 2.0
+
+    x = onp.array([1.0, -1e308, 3e38, -0.0, onp.nan, 5e-324, 4.0])
+    jitted = cr.jit(f)
+    for s in (0.5, -0.0, 0.5):
+        want, want_warnings = _warnings_of(plain, x, s)
+        for transform in (f, jitted):
+            got, got_warnings = _warnings_of(transform, x, s)
+            assert got.dtype == onp.float32 and got_warnings == want_warnings
+            assert onp.array_equal(got, want, equal_nan=True)
+            assert onp.array_equal(onp.signbit(got), onp.signbit(want))

@@ -147,7 +147,8 @@ class ArrayBox(Box):
         self._check_not_view(f"x {symbol} ...")
         if _derivative_free_under_staging(self, other):
             raise _plain_write_refused(f"numpy.{op.__name__}")
-        new = fitted_in_place(op(self, other), self.shape, self.dtype, f"x {symbol} y")
+        new = fitted_in_place(op(self, other), self.shape, self.dtype, f"x {symbol} y",
+                              stored_by=op.__name__)
         self._rebind(new)
         return self
 
@@ -622,10 +623,12 @@ def _carries_no_derivative(dtype) -> bool:
 
 
 def fitted_in_place(result, shape: tuple, dtype, operation: str,
-                    errors: tuple[type, type] = (ValueError, TypeError)):
+                    errors: tuple[type, type] = (ValueError, TypeError), stored_by: str = ""):
     """``result`` of an in-place ``operation`` cast to the ``dtype`` of the array it is
     stored in, or the error NumPy (``errors``: for shape, for dtype) raises there: the
     result keeps the array's shape, and casts to its dtype only within a kind ('same_kind').
+    ``stored_by``: the ufunc's name (``"add"`` for ``a += b``), as whose the cast's
+    floating-point errors are reported, as NumPy's ``out=`` reports them.
     """
     shape_error, cast_error = errors
     if _np.shape(getval(result)) != shape:
@@ -643,13 +646,24 @@ def fitted_in_place(result, shape: tuple, dtype, operation: str,
             f"dtype {dtype} with casting rule 'same_kind'; use the out-of-place form "
             f"(x = x + y)."
         )
+    if stored_by in _NEUTRAL and _np.dtype(dtype).kind in "fc":
+        return array_astype(result, dtype, stored_by=stored_by)
     return array_astype(result, dtype)
 
 
+# x op neutral == x, bit for bit (-0.0 and nan included): a cast made by the ufunc itself
+_NEUTRAL = {"add": -0.0, "subtract": 0.0, "multiply": 1.0, "divide": 1.0, "power": 1.0}
+
+
 @primitive
-def array_astype(x, dtype, *args, **kwargs):
+def array_astype(x, dtype, *args, stored_by: str = "", **kwargs):
     if type(x) is not _np.ndarray and hasattr(x, "astype") and not isinstance(x, _np.generic):
         return x.astype(dtype, *args, **kwargs)  # a Dask or CuPy array stays one
+    if stored_by:
+        # the cast of an in-place ufunc's answer (a += b of a float32 a): made by that ufunc
+        # into the array's dtype, as NumPy's out= does, so that an overflow warns "in add"
+        ufunc = getattr(_np, stored_by)
+        return ufunc(x, _NEUTRAL[stored_by], out=_np.empty(_np.shape(x), dtype))
     return _np.asarray(x).astype(dtype, *args, **kwargs)
 
 
