@@ -1243,3 +1243,29 @@ def test_an_in_place_ufunc_into_float32_warns_as_numpy_under_jit(op):
             assert got.dtype == onp.float32 and got_warnings == want_warnings
             assert onp.array_equal(got, want, equal_nan=True)
             assert onp.array_equal(onp.signbit(got), onp.signbit(want))
+
+
+def _float32_accumulator(x, s):
+    b = (np.zeros(3) + s).astype(onp.float32)  # under grad a buffer; under jit(f, static) too
+    b += x  # a traced (or staged) x into a float32 buffer
+    return np.sum(b * x)
+
+
+def test_a_float32_buffer_written_in_place_warns_as_numpy():
+    # the long run at 45d2ae1 (cases 1,600 and 21,583): a buffer's in-place add cast its
+    # answer apart ("overflow encountered in cast") where NumPy's warns "... in add"
+    x = onp.array([1.0, -1e308, 2.0])
+    with warnings.catch_warnings(record=True) as numpy_own:
+        warnings.simplefilter("always")
+        b = onp.zeros(3, onp.float32)
+        b += x
+    want = sorted({("RuntimeWarning", str(w.message)) for w in numpy_own})
+    assert want == [("RuntimeWarning", "overflow encountered in add")]
+    static = cr.jit(_float32_accumulator, static_argnums=1)
+    for _ in range(2):
+        assert _warnings_of(static, x, 0.0)[1] == want  # (a plain float32 array eagerly)
+    for transform in (cr.grad, cr.hessian):  # (their derivatives cast too: a warning more)
+        eager, eager_warnings = _warnings_of(transform(_float32_accumulator), x, 0.0)
+        jitted, jitted_warnings = _warnings_of(cr.jit(transform(_float32_accumulator)), x, 0.0)
+        assert want[0] in eager_warnings and jitted_warnings == eager_warnings
+        assert onp.array_equal(eager, jitted, equal_nan=True)

@@ -36,7 +36,7 @@ from .._core.tracer import (
     register_view_maker,
 )
 from . import numpy_wrapper as anp
-from .numpy_boxes import ArrayBox, FlatIndexer, repeated, write_flat
+from .numpy_boxes import ArrayBox, FlatIndexer, fitted_in_place, repeated, write_flat
 
 __all__ = ["Buffer"]
 
@@ -282,7 +282,7 @@ class Buffer:
         if self._memory.traced is None and not _is_traced(other):
             ufunc(self._plain, _value_of(other), out=self._plain)
         else:
-            self[...] = _cast_like(ufunc(self._value(), _value_of(other)), self)
+            self[...] = _cast_like(ufunc(self._value(), _value_of(other)), self, ufunc)
         return self
 
     def __iadd__(self, other): return self._inplace(_np.add, other)  # noqa: E704
@@ -373,16 +373,20 @@ def _as_output(buffer: Buffer, function, args, kwargs):
     result = function(*_value_of(args), **_value_of(kwargs))
     if where is not True:
         result = anp.where(_value_of(where), result, buffer._value())
-    buffer[...] = _cast_like(result, buffer)
+    buffer[...] = _cast_like(result, buffer, function)
     return buffer
 
 
-def _cast_like(result, target: Buffer):
-    """``result`` as an in-place ufunc writes it into ``target`` (casting 'same_kind')."""
+def _cast_like(result, target: Buffer, function=None):
+    """``result`` as an in-place ufunc (``function``) writes it into ``target`` (casting
+    'same_kind'; the ufunc casts, so that its floating-point errors are the ufunc's)."""
     dtype = _np.result_type(_tracer.getval(result))
     if not _np.can_cast(dtype, target.dtype, "same_kind"):
         raise TypeError(f"Cannot cast ufunc output from dtype {dtype} to {target.dtype} "
                         f"with casting rule 'same_kind' (as NumPy)")
+    if dtype != target.dtype and isinstance(function, _np.ufunc):
+        return fitted_in_place(result, _np.shape(_tracer.getval(result)), target.dtype,
+                               "", stored_by=function.__name__)
     return result
 
 
