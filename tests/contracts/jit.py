@@ -168,13 +168,29 @@ def _written_buffer(g) -> None:
     g.emit(f"{g.new_vec()} = {b} * {g.vec()}")
 
 
+def _view_write(g) -> None:
+    # a write through a view of a computed matrix (row = m[i]; row[:] = v): eagerly NumPy's
+    # view (or a buffer's) writes into m; jit raised "writes through a view" (this session)
+    m, w = g.name("m"), g.name("w")
+    g.emit(f"{m} = np.outer({g.vec()}, {g.vec()}) + {g.scal()}")
+    i = g.index()
+    view = g.pick([f"{m}[{i}]", f"{m}[:, {i}]", f"{m}.T[{i}]", f"{m}[::-1][{i}]",
+                   f"{m}.reshape(-1)[::2]", f"np.diagonal({m})", f"np.ravel({m})[:{g.n}]"])
+    g.emit(f"{w} = {view}")
+    write = g.pick([f"{w}[...] = {g.scalar_expr()}", f"{w} += {g.scal()}",
+                    f"{w}[{int(g.rng.integers(g.n))}] = {g.scalar_expr()}", f"{w} *= {w}"])
+    g.emit(write)
+    g.emit(f"{g.new_vec()} = np.sum({m}, axis={int(g.rng.integers(2))}) + {w}[:{g.n}] * 0.0")
+
+
 OWN = (programs.Template("text", _text, 0.5), programs.Template("errstate", _errstate, 0.5),
        programs.Template("python_numbers", _python_numbers, 0.3),
        programs.Template("folded_outputs", _folded_outputs, 0.3),
        programs.Template("rounded", _rounded, 0.3),
        programs.Template("rounded_to_int", _rounded_to_int, 0.3),
-       programs.Template("written_buffer", _written_buffer, 0.3))
-OWN_UNDER_TRANSFORMS = (OWN[1], OWN[4], OWN[6])
+       programs.Template("written_buffer", _written_buffer, 0.3),
+       programs.Template("view_write", _view_write, 0.3))
+OWN_UNDER_TRANSFORMS = (OWN[1], OWN[4], OWN[6], OWN[7])
 
 
 # ------------------------------------------------------------------------ generate

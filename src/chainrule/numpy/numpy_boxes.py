@@ -9,6 +9,7 @@ function, or fail with an error that names the function.
 from __future__ import annotations
 
 import dis
+import math
 import operator as _operator
 import sys
 import weakref as _weakref
@@ -108,6 +109,8 @@ class ArrayBox(Box):
 
     def __setitem__(self, index, value):
         if getattr(self, "_view_of", None) is not None:
+            if self._written_through(index, value):
+                return
             self._check_not_view(f"x[{_index_repr(index)}] = ...")
         if _derivative_free_under_staging(self, value):
             # (eagerly a plain array: NumPy's own error, raised by writing into a copy)
@@ -124,6 +127,37 @@ class ArrayBox(Box):
                 f"x[0, 1:] = v rather than row = x[0]; row[1:] = v, or use "
                 f"chainrule.numpy.index_update(x, index, v) / np.at(x)[index].set(v)."
             )
+
+    def _staged_view(self) -> tuple | None:
+        """How this view was taken from its base (the ``_views`` entry), where both are
+        values a staging trace (chainrule.jit) boxes: eagerly NumPy's arrays or buffers,
+        whose views take writes into their base. None otherwise."""
+        base = self._view_of
+        if self._node.on_plain_value is None or not isinstance(base, ArrayBox) or \
+                base._node.on_plain_value is None:
+            return None
+        for entry in getattr(base, "_views", None) or ():
+            if entry[0]() is self:
+                return entry
+        return None
+
+    def _written_through(self, index, value) -> bool:
+        """``self[index] = value`` into a staged view (``_staged_view``): written into the
+        base at the view's positions (the base and its views then taken again), as eager
+        evaluation writes through NumPy's view or a buffer's. False where not such a view."""
+        entry = self._staged_view()
+        if entry is None:
+            return False
+        if _derivative_free_under_staging(self, value):
+            # (eagerly a plain array: NumPy's own error, raised by writing into a copy)
+            getval(self).copy()[_plain_index(index)] = value
+        if not getattr(getval(self), "flags", _WRITEABLE).writeable:  # (np.diagonal's)
+            raise ValueError("assignment destination is read-only")
+        _, fun, args, kwargs = entry
+        shape = _np.shape(getval(self._view_of))
+        positions = fun(_np.arange(math.prod(shape)).reshape(shape), *args, **kwargs)
+        self._view_of[_np.unravel_index(positions[_plain_index(index)], shape)] = value
+        return True
 
     def _rebind(self, new) -> None:
         """Make this box the traced value ``new``: its later uses see the update, and so do
@@ -144,6 +178,13 @@ class ArrayBox(Box):
             return op(self, other)  # scalars are immutable: s += 1 makes a new one
         if getattr(self, "_view_of", None) is not None and _stores_subscript_next(caller):
             return op(self, other)  # x[i] += v: Python stores the result back into x
+        if getattr(self, "_view_of", None) is not None and self._staged_view() is not None \
+                and not _derivative_free_under_staging(self, other):
+            if not getattr(getval(self), "flags", _WRITEABLE).writeable:  # (np.diagonal's)
+                raise ValueError("output array is read-only")  # (NumPy's, for out=)
+            self[...] = fitted_in_place(op(self, other), self.shape, self.dtype,
+                                        f"x {symbol} y", stored_by=op.__name__)
+            return self
         self._check_not_view(f"x {symbol} ...")
         if _derivative_free_under_staging(self, other):
             raise _plain_write_refused(f"numpy.{op.__name__}")
@@ -727,6 +768,9 @@ def _on_plain_values(ufunc, method: str, inputs: tuple, kwargs: dict):
     """NumPy's own ``ufunc.method`` on the plain values of followed traced inputs."""
     plain = [x._node.on_plain_value(x, into_plain_array) if isbox(x) else x for x in inputs]
     return getattr(ufunc, method)(*plain, **kwargs)
+
+
+_WRITEABLE = _np.empty(0).flags
 
 
 def _derivative_free_under_staging(target, other) -> bool:
