@@ -222,7 +222,10 @@ def adam_loop(n_iters: int, repeats: int) -> tuple[float, float]:
 
     if not _same_bits(eager(), jitted()):
         raise AssertionError("adam: the jitted loop differs from the eager loop")
-    return cpu_time(eager, repeats), cpu_time(jitted, repeats)
+    # (interleaved, as the other pairs: the speed-up is a same-run ratio, and a burst of
+    # the shared machine's load then falls on both loops alike)
+    t_eager, t_jit = interleaved_times([eager, jitted], repeats)
+    return t_eager, t_jit
 
 
 def _fmt(seconds: float | None) -> str:

@@ -663,11 +663,17 @@ def _watched(nodes: list[StagingNode], unread: list[StagingNode], guards: list[G
     The entry's ``finite_from_inf`` names the divisor's and exp's positions.
     Answers ids of the instructions (a loop's body instruction for all its iterations)."""
     watched = {g.node for g in guards}
+    positions: dict = {None: ()}  # fun -> its finite_from_inf (one rule look-up per function)
     for node in nodes:
-        if node.fun is None or not node.parents:
+        fun = node.fun
+        try:
+            at = positions[fun]
+        except KeyError:
+            at = positions[fun] = rules_of_call(node).finite_from_inf
+        if not at or not node.parents:
             continue
         argnums = node.argnums
-        for i in rules_of_call(node).finite_from_inf:
+        for i in at:
             if i in argnums:
                 watched.add(node.parents[argnums.index(i)])
     watched.update(unread)
