@@ -183,14 +183,24 @@ def _view_write(g) -> None:
     g.emit(f"{g.new_vec()} = np.sum({m}, axis={int(g.rng.integers(2))}) + {w}[:{g.n}] * 0.0")
 
 
+def _numpy_array(g) -> None:
+    # NumPy's array of a computed value (np.asarray(v)): eagerly an array, under grad a
+    # TypeError; jit raised that TypeError for f itself (this session)
+    v = g.vec()
+    made = g.pick([f"onp.asarray({v})", f"onp.array({v})", f"onp.asarray([{v}[0], {v}[1]])"])
+    g.emit(f"{g.new_vec()} = np.sin({made}) + {v} * 0.0" if "[0]" not in made else
+           f"{g.new_vec()} = {v} + np.sum({made})")
+
+
 OWN = (programs.Template("text", _text, 0.5), programs.Template("errstate", _errstate, 0.5),
        programs.Template("python_numbers", _python_numbers, 0.3),
        programs.Template("folded_outputs", _folded_outputs, 0.3),
        programs.Template("rounded", _rounded, 0.3),
        programs.Template("rounded_to_int", _rounded_to_int, 0.3),
        programs.Template("written_buffer", _written_buffer, 0.3),
-       programs.Template("view_write", _view_write, 0.3))
-OWN_UNDER_TRANSFORMS = (OWN[1], OWN[4], OWN[6], OWN[7])
+       programs.Template("view_write", _view_write, 0.3),
+       programs.Template("numpy_array", _numpy_array, 0.2))
+OWN_UNDER_TRANSFORMS = (OWN[1], OWN[4], OWN[6], OWN[7], OWN[8])
 
 
 # ------------------------------------------------------------------------ generate
