@@ -59,3 +59,34 @@ def test_misuse_errors_name_the_problem():
         cr.vmap(lambda a, b: a + b)(onp.ones(3), onp.ones(4))
     with pytest.raises(TypeError, match="integer"):
         cr.jit(cr.grad(lambda x: x ** 2))(3)
+
+
+def _kinks(x):
+    return np.sum(np.abs(x) * np.sign(x) + np.maximum(x, 0.0))
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_gradient_at_kinks_jit_and_vmap_equal_eager():
+    eager = cr.grad(_kinks)
+    jitted = cr.jit(cr.grad(_kinks))
+    rows = [onp.array([-0.0, 0.0, 1.0]), onp.array([2.0, -3.0, 0.0]),
+            onp.array([onp.nan, onp.inf, -onp.inf])]
+    for x in rows:
+        got, want = jitted(x), eager(x)
+        assert onp.array_equal(got, want, equal_nan=True)
+        assert onp.array_equal(onp.signbit(got), onp.signbit(want))
+    batch = onp.stack(rows[:2])
+    loop = onp.stack([eager(r) for r in batch])
+    assert onp.array_equal(cr.vmap(cr.grad(_kinks))(batch), loop)
+    assert onp.array_equal(cr.jit(cr.vmap(cr.grad(_kinks)))(batch), loop)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_jitted_complex_modulus_equals_eager():
+    def f(z):
+        return np.abs(z) ** 2 + np.real(z * np.conj(z))
+
+    jitted = cr.jit(f)
+    zs = onp.array([1 + 2j, -0.0 - 1j, 3.5 + 0j])
+    for z in [zs, zs[::-1].copy(), onp.array([onp.nan + 1j])]:
+        assert onp.array_equal(jitted(z), f(z), equal_nan=True)
