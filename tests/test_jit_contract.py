@@ -1380,3 +1380,25 @@ def test_writes_through_views_of_traced_arrays_are_refused_under_grad_and_jit_al
     with pytest.raises(TypeError, match="writes through a view") as jitted:
         cr.jit(cr.grad(loss))(X)
     assert str(jitted.value) == str(eager.value)
+
+
+def _numpy_array_of_a_written_buffer(x):
+    v = np.arctan2(np.round(x * 0.1), -1.0)  # (under jit, a buffer: made while it traces)
+    v += x * x  # (its memory now holds a staged value)
+    return np.sin(onp.array(v)) + v * 0.0  # eagerly NumPy's own arrays throughout
+
+
+def test_numpy_array_of_a_buffer_written_under_jit_answers_as_eagerly():
+    # the jit long run at 0933fc8 (seed 0, case 77,674): NumPy's array of a buffer holding
+    # a staged value raised "This array was made by a chainrule.numpy constructor and holds
+    # a traced value" under jit(f), where eagerly f computes on NumPy's arrays
+    jitted = cr.jit(_numpy_array_of_a_written_buffer)
+    for x in (X, -X, onp.array([onp.inf, -0.0, 1e-308]), X):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (jit's notice: it runs eagerly from now on)
+            same(jitted(x), _numpy_array_of_a_written_buffer(x))
+    with pytest.raises(TypeError, match="holds a traced value") as eager:
+        cr.grad(lambda x: np.sum(_numpy_array_of_a_written_buffer(x)))(X)
+    with pytest.raises(TypeError, match="holds a traced value") as jitted_grad:
+        cr.jit(cr.grad(lambda x: np.sum(_numpy_array_of_a_written_buffer(x))))(X)
+    assert str(jitted_grad.value) == str(eager.value)

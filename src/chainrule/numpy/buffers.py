@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import operator as _operator
+import sys as _sys
 
 import numpy as _np
 
@@ -36,7 +37,14 @@ from .._core.tracer import (
     register_view_maker,
 )
 from . import numpy_wrapper as anp
-from .numpy_boxes import ArrayBox, FlatIndexer, fitted_in_place, repeated, write_flat
+from .numpy_boxes import (
+    ArrayBox,
+    FlatIndexer,
+    fitted_in_place,
+    repeated,
+    staged_as_plain,
+    write_flat,
+)
 
 __all__ = ["Buffer"]
 
@@ -141,6 +149,11 @@ class Buffer:
     def __array__(self, dtype=None, copy=None):
         if self._memory.traced is not None:
             _tracer.check_not_leaked(self._memory.traced)  # kept past its trace: say that
+            value = self._value()
+            plain = None if not isbox(value) else staged_as_plain(value, dtype, copy,
+                                                                  _sys._getframe(1))
+            if plain is not None:  # (a value only chainrule.jit boxes: eagerly NumPy's)
+                return plain
             raise TypeError(
                 "This array was made by a chainrule.numpy constructor and holds a traced "
                 "value since a traced value was written into it: converting it to a plain "

@@ -36,6 +36,17 @@ from ._scipy_hint import scipy_hint, scipy_ufunc_rules
 from .placement import index_like
 
 
+def staged_as_plain(box, dtype, copy, frame):
+    """NumPy's array of a value without derivative that chainrule.jit stages (eagerly a
+    NumPy array or a buffer: ``np.asarray(x)`` in ``jit(f)``), which the program cannot
+    follow past here (the function then runs eagerly for its signature); None where the
+    box is not such a value, or where chainrule's own code (``frame``) asks."""
+    if box._node.on_plain_value is None or _asked_by_chainrule(frame):
+        return None
+    plain = box._node.on_plain_value(box, into_plain_array)
+    return _np.asarray(plain, dtype) if copy is None else _np.array(plain, dtype)
+
+
 def _asked_by_chainrule(frame) -> bool:
     """Whether NumPy converts a traced value for chainrule's own code (through NumPy's
     Python functions, if any): a raw call given a list of traced values, whose TypeError
@@ -267,11 +278,9 @@ class ArrayBox(Box):
             return decided(self, _Plain("asarray", _np.asarray, self.dtype))
         if dtype is None and called_by_sparse_dispatch(sys._getframe(1)):
             return _np.empty((), dtype=object)  # SciPy then lets __rmatmul__ answer A @ x
-        if self._node.on_plain_value is not None and not _asked_by_chainrule(sys._getframe(1)):
-            # a value without derivative that chainrule.jit stages: eagerly a NumPy array
-            # (np.asarray(x) in jit(f)), which the program cannot follow past here
-            plain = self._node.on_plain_value(self, into_plain_array)
-            return _np.asarray(plain, dtype) if copy is None else _np.array(plain, dtype)
+        plain = staged_as_plain(self, dtype, copy, sys._getframe(1))
+        if plain is not None:
+            return plain
         raise TypeError(
             "A traced value cannot be converted to a plain NumPy array (this happens with "
             "np.asarray(x) on a traced x, or when writing a traced value into a NumPy array, "
