@@ -1402,3 +1402,26 @@ def test_numpy_array_of_a_buffer_written_under_jit_answers_as_eagerly():
     with pytest.raises(TypeError, match="holds a traced value") as jitted_grad:
         cr.jit(cr.grad(lambda x: np.sum(_numpy_array_of_a_written_buffer(x))))(X)
     assert str(jitted_grad.value) == str(eager.value)
+
+
+def test_straight_code_after_a_rolled_loop_does_not_write_into_a_view_it_took():
+    # the sparse long run's case 17,962 (seed 0): a loop over seeds, rolled, took a view of
+    # a loop variable in its last iteration (v2[::-1]); straight code after it wrote into
+    # that variable (out=), which the view then read: every later call differed from eager
+    from chainrule._core import forward
+
+    def f(x):
+        v1 = np.cos(x)
+        v2 = np.gradient(v1) * v1
+        v4 = v2[::-1]
+        return np.sin(v2) * v4
+
+    def sweep(x, seeds):
+        push = forward.make_jvp(f, x)
+        return np.stack([push(seed)[1] for seed in seeds])
+
+    seeds = onp.eye(5)[[0, 1, 3, 2, 4]]
+    jitted = cr.jit(sweep)
+    for x in (onp.array([0.42, 0.11, -0.16, 0.15, 0.17]),
+              onp.array([0.75, -1.49, -1.19, 0.52, -0.60])) * 2:
+        same(jitted(x, seeds), sweep(x, seeds))

@@ -189,6 +189,12 @@ class DetectionNode(KeptVJPNode):
                 f"{_name(fun)} reads argument {read[0]}, computed from x, as a value "
                 f"(its answer's shape or contents may depend on it)"
             )
+        elif any(getattr(getattr(leaf, "dtype", None), "kind", "") in ("i", "u")
+                 for leaf in tree_flatten(getval(ans))[0]):
+            # integers computed from x (where(c)'s indices, a count): their number or values
+            # may decide what the function does next, as a decision would
+            self.detection.guard(
+                f"{_name(fun)}'s answer, integers computed from x (indices, counts)")
 
     def initialize_root(self, detection: Detection) -> None:
         KeptVJPNode.initialize_root(self)

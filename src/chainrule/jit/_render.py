@@ -277,7 +277,9 @@ class Plan:
             body = _free_after_last_use(body, reads, dying, {
                 i: [n for n in names if n not in viewed] for i, names in reusable.items()
             })
-            self.viewed_outside |= viewed - local
+            # (a loop variable viewed in the body too: its last iteration's view outlives
+            # the loop with it, so straight code after the loop may not write into it)
+            self.viewed_outside |= viewed
             accumulators = {k: name for k, name in accumulators.items()
                             if loop.body[k].var not in viewed}
         lines.append(f"for i in range({loop.repeats}):  # {len(loop.body)} operations, "
