@@ -1425,3 +1425,22 @@ def test_straight_code_after_a_rolled_loop_does_not_write_into_a_view_it_took():
     for x in (onp.array([0.42, 0.11, -0.16, 0.15, 0.17]),
               onp.array([0.75, -1.49, -1.19, 0.52, -0.60])) * 2:
         same(jitted(x, seeds), sweep(x, seeds))
+
+
+def test_an_in_place_ufunc_into_complex64_keeps_the_signs_of_zeros():
+    # (the ufunc-made cast of a float in-place op is not used for complex: x + -0.0 would
+    # turn a -0.0 imaginary part into +0.0)
+    def f(x):
+        b = np.full(3, complex(0.0, -0.0), dtype=onp.complex64)
+        b += x  # (complex128: cast into b)
+        return b
+
+    x = onp.array([complex(1.0, -0.0), complex(-0.0, -0.0), complex(2.0, -0.0)])
+    jitted = cr.jit(f)
+    for call in (f, jitted, jitted):
+        got = call(x)
+        b = onp.full(3, complex(0.0, -0.0), dtype=onp.complex64)
+        b += x
+        assert onp.signbit(b.imag).all()  # (the case: -0.0 imaginary parts)
+        assert onp.array_equal(onp.signbit(got.imag), onp.signbit(b.imag))
+        assert onp.array_equal(onp.signbit(got.real), onp.signbit(b.real))

@@ -51,9 +51,13 @@ def _asked_by_chainrule(frame) -> bool:
     """Whether NumPy converts a traced value for chainrule's own code (through NumPy's
     Python functions, if any): a raw call given a list of traced values, whose TypeError
     sends the call to the list's front end (``Box.on_refused_sequences``)."""
-    while frame is not None and str(frame.f_globals.get("__name__", "")).startswith("numpy"):
+    while frame is not None and _module_of(frame).partition(".")[0] == "numpy":
         frame = frame.f_back
-    return frame is not None and str(frame.f_globals.get("__name__", "")).startswith("chainrule.")
+    return frame is not None and _module_of(frame).partition(".")[0] == "chainrule"
+
+
+def _module_of(frame) -> str:
+    return str(frame.f_globals.get("__name__", ""))
 
 
 class ArrayBox(Box):
@@ -696,12 +700,13 @@ def fitted_in_place(result, shape: tuple, dtype, operation: str,
             f"dtype {dtype} with casting rule 'same_kind'; use the out-of-place form "
             f"(x = x + y)."
         )
-    if stored_by in _NEUTRAL and _np.dtype(dtype).kind in "fc":
+    if stored_by in _NEUTRAL and _np.dtype(dtype).kind == "f":
         return array_astype(result, dtype, stored_by=stored_by)
     return array_astype(result, dtype)
 
 
-# x op neutral == x, bit for bit (-0.0 and nan included): a cast made by the ufunc itself
+# x op neutral == x, bit for bit, for real x (-0.0 and nan included; not for complex x,
+# whose zero imaginary parts may change sign): a cast made by the ufunc itself
 _NEUTRAL = {"add": -0.0, "subtract": 0.0, "multiply": 1.0, "divide": 1.0, "power": 1.0}
 
 
