@@ -190,7 +190,7 @@ class DetectionNode(KeptVJPNode):
                 f"(its answer's shape or contents may depend on it)"
             )
         elif any(getattr(getattr(leaf, "dtype", None), "kind", "") in ("i", "u")
-                 for leaf in tree_flatten(getval(ans))[0]):
+                 for leaf in _leaves(getval(ans))):
             # integers computed from x (where(c)'s indices, a count): their number or values
             # may decide what the function does next, as a decision would
             self.detection.guard(
@@ -199,6 +199,10 @@ class DetectionNode(KeptVJPNode):
     def initialize_root(self, detection: Detection) -> None:
         KeptVJPNode.initialize_root(self)
         self.detection = detection
+
+
+def _leaves(value) -> tuple | list:
+    return (value,) if type(value) is _np.ndarray else tree_flatten(value)[0]  # (most: one)
 
 
 def _detection_of(values, trace_id: int) -> Detection:

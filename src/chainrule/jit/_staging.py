@@ -487,7 +487,7 @@ def _holds_buffer(box) -> bool:
     of one). Asked once per value: the write then rebinds the box, or is refused."""
     session = current()
     if (session is None or box._trace_id != session.trace_id or not session.buffers
-            or _np_dtype_kind(box) not in "fc"):
+            or _np_dtype_kind(box) not in ("f", "c")):
         return False
     seen, todo = set(), [box._node]
     while todo:

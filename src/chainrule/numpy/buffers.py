@@ -40,9 +40,9 @@ from . import numpy_wrapper as anp
 from .numpy_boxes import (
     ArrayBox,
     FlatIndexer,
-    fitted_in_place,
     repeated,
     staged_as_plain,
+    stored_as,
     write_flat,
 )
 
@@ -398,8 +398,7 @@ def _cast_like(result, target: Buffer, function=None):
         raise TypeError(f"Cannot cast ufunc output from dtype {dtype} to {target.dtype} "
                         f"with casting rule 'same_kind' (as NumPy)")
     if dtype != target.dtype and isinstance(function, _np.ufunc):
-        return fitted_in_place(result, _np.shape(_tracer.getval(result)), target.dtype,
-                               "", stored_by=function.__name__)
+        return stored_as(result, target.dtype, function.__name__)
     return result
 
 

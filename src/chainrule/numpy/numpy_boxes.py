@@ -700,6 +700,13 @@ def fitted_in_place(result, shape: tuple, dtype, operation: str,
             f"dtype {dtype} with casting rule 'same_kind'; use the out-of-place form "
             f"(x = x + y)."
         )
+    return stored_as(result, dtype, stored_by)
+
+
+def stored_as(result, dtype, stored_by: str = ""):
+    """``result`` cast to ``dtype`` as an in-place ufunc named ``stored_by`` stores it
+    (``a += b``: NumPy's ``out=`` cast, whose floating-point errors are the ufunc's), where
+    that gives the cast's own bits; else cast."""
     if stored_by in _NEUTRAL and _np.dtype(dtype).kind == "f":
         return array_astype(result, dtype, stored_by=stored_by)
     return array_astype(result, dtype)
