@@ -337,14 +337,48 @@ class _Part:
     """The answers for some examples: their indices, the answers' tree, its leaves (each
     _Stacked or _Shared), and one answer as the function gave it (its dicts' key order);
     ``whole``: where known, the answers stacked as the loop stacks them (fresh arrays);
-    ``loop_answers``: the function's own answers, where the loop gave them."""
+    ``loop_answers``: the function's own answers, where the loop gave them. A part of the
+    loop's answers (``_Part.of_loop``) stacks them when its tree or leaves are first read:
+    as the loop, after its last example (the function may change an answer it keeps), and
+    once, where the loop's parts join into one."""
 
-    __slots__ = ("examples", "tree", "leaves", "answer", "whole", "loop_answers")
+    __slots__ = ("examples", "_tree", "_leaves", "answer", "whole", "loop_answers")
 
-    def __init__(self, examples, tree, leaves: list, answer, whole=None):
-        self.examples, self.tree, self.leaves, self.answer = examples, tree, leaves, answer
+    def __init__(self, examples, tree, leaves: list | None, answer, whole=None):
+        self.examples, self._tree, self._leaves, self.answer = examples, tree, leaves, answer
         self.whole = whole
         self.loop_answers = None
+
+    @classmethod
+    def of_loop(cls, examples, answers: list) -> _Part:
+        part = cls(examples, None, None, answers[0])
+        part.loop_answers = answers
+        return part
+
+    @property
+    def tree(self):
+        if self._tree is None:
+            self._stack()
+        return self._tree
+
+    @property
+    def leaves(self) -> list:
+        if self._leaves is None:
+            self._stack()
+        return self._leaves
+
+    def stacked_whole(self):
+        """The answers stacked as the loop stacks them, where they stack as a whole (see
+        _stacked_tree), else None."""
+        if self.whole is None and self._tree is None:
+            stacked = _stacked_part(self.examples, self.loop_answers)
+            self.whole, self._tree, self._leaves = stacked.whole, stacked._tree, stacked._leaves
+        return self.whole
+
+    def _stack(self) -> None:
+        if self.stacked_whole() is not None and self._tree is None:  # (its leaves: stacks)
+            leaves, self._tree = tree_flatten(self.whole)
+            self._leaves = list(map(_Stacked, leaves))
 
 
 class _Call:
@@ -426,11 +460,11 @@ class _Call:
             memory.learn(self)
         else:
             memory.backoff = 0
-        if len(parts) > 1:
-            # the loop stacks its answers after its last example: an answer the function
-            # gives again and changes later (a list it keeps) is stacked as the call ends
-            parts = [part if part.loop_answers is None else
-                     _stacked_part(part.examples, part.loop_answers) for part in parts]
+        if len(parts) > 1 and all(part.loop_answers is not None for part in parts):
+            examples = _np.concatenate([part.examples for part in parts])
+            if (examples == _np.arange(self.size)).all():  # the loop's, in order: one stack
+                parts = [_Part.of_loop(examples, [answer for part in parts
+                                                  for answer in part.loop_answers])]
         return self._assembled(parts)
 
     def loop_answer(self) -> Any:
@@ -668,10 +702,7 @@ class _Call:
         timed alone, to know what an example costs."""
         if not len(examples):
             return self._stand_in()
-        answers = self._answers_one_by_one(examples, timed)
-        part = _stacked_part(examples, answers)
-        part.loop_answers = answers
-        return part
+        return _Part.of_loop(examples, self._answers_one_by_one(examples, timed))
 
     def _answers_one_by_one(self, examples, timed: bool = False) -> list:
         """The answers of the function called once per example (see _one_by_one)."""
@@ -772,11 +803,13 @@ class _Call:
     def _assembled(self, parts: list) -> Any:
         """The parts' answers as one: each output leaf stacked along its out_axes entry in
         the examples' order, or (out_axes None) the value every example agrees on."""
+        if len(parts) == 1 and type(self.out_axes) is int and self.out_axes == 0:
+            whole = parts[0].stacked_whole()
+            if whole is not None:  # (the loop's own stacks)
+                return whole
         tree = parts[0].tree
         if len(parts) == 1 and type(self.out_axes) is int and self.out_axes == 0:
-            if parts[0].whole is not None:  # (the loop's own stacks)
-                return parts[0].whole
-            if tree is LEAF and isinstance(parts[0].leaves[0], _Stacked):
+            if tree is LEAF and type(parts[0].leaves[0]) is _Stacked:
                 return _fresh(parts[0].leaves[0].value, {})  # (the usual answer: one stack)
         for part in parts[1:]:
             if part.tree != tree:
@@ -863,7 +896,9 @@ def _examples_of(leaf, axis: int, examples) -> list:
             own = leaf.copy(order="K")
         else:
             return list(leaf)  # (NumPy scalars, which nothing can write into)
-        return list(_np.moveaxis(own, axis, 0) if axis else own)  # (rows, as xs[i] of xs)
+        if axis:  # (the mapped axis first: a transpose, without moveaxis's checks)
+            own = own.transpose((axis, *range(axis), *range(axis + 1, own.ndim)))
+        return list(own)  # (rows, as xs[i] of xs)
     return [leaf[(slice(None),) * axis + (i,)] for i in examples]
 
 
@@ -872,13 +907,14 @@ def _stacked_part(examples, answers: list) -> _Part:
     first = answers[0]
     kinds = set(map(type, answers))
     if len(kinds) == 1 and type(first) in _SCALARS:
-        return _Part(examples, LEAF, [_Stacked(_np.array(answers))], first)  # (as stack)
+        whole = _np.array(answers)  # (as stack)
+        return _Part(examples, LEAF, [_Stacked(whole)], first, whole)
     if kinds == {_np.ndarray} and len({a.shape for a in answers}) == 1:
-        return _Part(examples, LEAF, [_Stacked(_np.stack(answers))], first)
+        whole = _np.stack(answers)
+        return _Part(examples, LEAF, [_Stacked(whole)], first, whole)
     whole = _stacked_tree(answers)
     if whole is not None:  # (NumPy's own values in dicts, lists, tuples: stacked at once)
-        leaves, tree = tree_flatten(whole)
-        return _Part(examples, tree, list(map(_Stacked, leaves)), first, whole)
+        return _Part(examples, None, None, first, whole)
     flat = [tree_flatten(answer) for answer in answers]
     tree = flat[0][1]
     for (_, other), i in zip(flat[1:], examples[1:]):
