@@ -32,6 +32,7 @@ import dataclasses
 import numpy as onp
 
 import chainrule
+from chainrule._transforms.vmap import batched_runs_first
 
 from . import _programs as programs
 from ._compare import Outcome, aliasing, array_leaves, differences, snapshot, unchanged
@@ -234,6 +235,10 @@ def check(case: Case) -> list[str]:
     if not out:
         again = case.more if case.mode == "jit" else (case.xs, case.s)
         out = [f"second call: {d}" for d in _check_call(case, mapped, *again)]
+    if not out:  # (a call chooses the loop where batching costs more: the rules, batched)
+        with batched_runs_first():
+            out = [f"batched first: {d}" for d in _check_call(case, _mapped(case), case.xs,
+                                                               case.s)]
     return out
 
 

@@ -24,12 +24,13 @@ batch of both vmaps' examples (``_Call._product``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import math
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import wraps
 from typing import Any
 
@@ -56,6 +57,10 @@ _SPLIT_BUDGET = 1.35
 # as the last time it backed off, at most _MAX_BACKOFF.
 _EXCESS = 0.2
 _MAX_BACKOFF = 256
+# What a mapped function's first batched run of a kind of call is taken to cost, in
+# examples run alone, before one has run: a batched value's call costs more than NumPy's
+# own (on small arrays about twice), so a small batch of a cheap function runs as the loop.
+_FIRST_RUN_COST = 2.0
 # Examples run alone after a split, to know what an example costs (the middle one counts).
 _MEASURED = 3
 # What an example costs is kept for this many kinds of call (shapes and dtypes of the
@@ -147,6 +152,25 @@ def vmap(
     return mapped
 
 
+@contextlib.contextmanager
+def batched_runs_first() -> Iterator[None]:
+    """Within the block, every call of a mapped function starts with a batched run of its
+    whole batch, one example included, without a deadline, and runs each group of a split
+    batched: no choice of the loop for its cost. The batching rules' own contract
+    (tests/contracts/vmap.py compares these calls with the loop too: by cost, most calls of
+    a small batch of a cheap function would run as the loop). What cannot run batched
+    still runs per example, as in any call."""
+    global _batched_runs_first
+    was, _batched_runs_first = _batched_runs_first, True
+    try:
+        yield
+    finally:
+        _batched_runs_first = was
+
+
+_batched_runs_first = False
+
+
 class _AsTheLoop:
     """A mapped function run as its loop, where an outer vmap runs its examples one by one
     (nested vmaps): the loop of loops. (The outer batch could not run at once, and a run of
@@ -202,13 +226,14 @@ class _Memory:
     the batch again (after calls where batching cost more than the loop), and what one
     example cost, by the kind of call (``_Call.kind``)."""
 
-    __slots__ = ("notes", "reach", "loop_calls", "backoff", "estimates")
+    __slots__ = ("notes", "reach", "loop_calls", "backoff", "estimates", "run_costs")
 
     def __init__(self):
         self.notes: set = set()
         self.reach: reach.Reach | None = None
         self.loop_calls = self.backoff = 0
         self.estimates: dict = {}
+        self.run_costs: dict = {}  # what a batched run cost, in examples run alone, by kind
 
     def outside(self, fun, unmapped: list) -> tuple[list, list]:
         """The random generators and the arrays ``fun`` reaches (its unmapped arguments
@@ -403,6 +428,7 @@ class _Call:
         self.example_function = _example_function(fun)  # (what runs one example alone)
         self.started = time.perf_counter()
         self.example_times: list = []  # of examples run alone
+        self.batched_first = _batched_runs_first  # (see batched_runs_first)
 
     def _look_outside(self) -> None:
         """Find the generators and arrays the function reaches, and the generators' states."""
@@ -416,7 +442,8 @@ class _Call:
         outer = self._outer_trace()
         if outer is not None:
             return self._product(outer)
-        if memory.loop_calls or self.size == 1:  # (one example: the loop is the batch)
+        if (memory.loop_calls or self.size == 1) and not self.batched_first:
+            # (one example: the loop is the batch)
             memory.loop_calls -= bool(memory.loop_calls)
             return self.loop_answer()
         # (what an example cost in an earlier call of this kind bounds the first run: a
@@ -424,7 +451,7 @@ class _Call:
         self.estimate = memory.estimates.get(self.kind)
         parts = []  # (the loop's first examples, run in order)
         if self.estimate is None and self.size and self.randomness == "different" and not (
-                self._inside_a_batch()):
+                self._inside_a_batch() or self.batched_first):
             # a first call: example 0 alone, the loop's own first run (in order, its draws
             # and writes outside the function the loop's: nothing to watch yet), tells what
             # an example costs, so the batched run of the others has a deadline too
@@ -455,6 +482,7 @@ class _Call:
         if self.examples_run:
             if len(memory.estimates) >= _ESTIMATES:
                 memory.estimates.clear()
+                memory.run_costs.clear()
             memory.estimates[self.kind] = self.per_example()
         if len(parts) > 1 or self.examples_run:
             memory.learn(self)
@@ -518,20 +546,24 @@ class _Call:
         affords, the largest first; the examples left run one by one, in one pass."""
         parts, todo, loose = [], [], []  # (loose: arrays of examples)
         batch = _np.arange(done, self.size)
-        if self.estimate is None and not done and self.size > 1 and not self._inside_a_batch():
+        if self.estimate is None and not done and self.size > 1 and not (
+                self._inside_a_batch() or self.batched_first):
             # (a first call: example 0 alone, the loop's own run of it, tells what an
             # example costs, so the batched run of the others has a deadline too)
             parts.append(self._one_by_one(batch[:1], timed=True))
             self.estimate = self.per_example()
             batch = batch[1:]
-        deadline = self._deadline(len(batch))
-        if len(batch) == 1 or not self._in_time_for_a_run(deadline):
+        deadline = None if self.batched_first else self._deadline(len(batch))
+        if not self.batched_first and (len(batch) == 1 or not self._in_time_for_a_run(deadline)):
             loose.append(batch)  # (a batched run of one example costs more than its run)
         else:
             self._sort_out(self._batched(batch, deadline), parts, todo, loose)
         while todo:
             todo.sort(key=len)
             group = todo.pop()  # the largest first: it gains most from running batched
+            if self.batched_first:
+                self._sort_out(self._batched(group, None), parts, todo, loose)
+                continue
             if self.examples_run < _MEASURED:  # examples alone, to know what the loop costs
                 measured = _MEASURED - self.examples_run
                 parts.append(self._one_by_one(group[:measured], timed=True))
@@ -642,11 +674,14 @@ class _Call:
         return spent + batched_run + left * per_example <= _SPLIT_BUDGET * self.size * per_example
 
     def _in_time_for_a_run(self, deadline: float | None) -> bool:
-        """Could a batched run finish before its deadline? (It makes every call an example
-        makes, each at least as dear: it costs at least what an example alone costs. A small
-        batch may have less time than that left, its run sure to be stopped and wasted.)"""
+        """Could a batched run finish before its deadline? It makes every call an example
+        makes, each dearer (a batched value's call does more than NumPy's): what a run of
+        this kind cost before, or a first guess, in examples run alone. (A small batch of a
+        cheap function may have less time than that left, its run sure to be stopped and
+        wasted: the loop is the cheaper answer.)"""
         per_example = self.per_example() if self.examples_run else self.estimate
-        return deadline is None or deadline - time.perf_counter() >= per_example
+        run = self.memory.run_costs.get(self.kind, _FIRST_RUN_COST)
+        return deadline is None or deadline - time.perf_counter() >= run * per_example
 
     def _deadline(self, left: int) -> float | None:
         """When a batched run must stop for the call to stay within the split budget with
@@ -676,6 +711,7 @@ class _Call:
                 call_args, call_kwargs = tree_unflatten(self.treedef, arguments)
                 answer = self.fun(*call_args, **call_kwargs)
             if trace.signal is None:
+                self._learn_run_cost(len(examples), time.perf_counter() - start)
                 leaves, tree = tree_flatten(answer)
                 return _Part(examples, tree, [
                     _Stacked(leaf._value) if type(leaf) is BatchedArray and leaf._trace is trace
@@ -696,6 +732,12 @@ class _Call:
         trace.signal.examples = examples
         trace.signal.__traceback__ = None  # (its frames hold the trace, which holds it)
         return trace.signal
+
+    def _learn_run_cost(self, examples: int, seconds: float) -> None:
+        """Keep what a batched run of (nearly) the whole batch cost, in examples run alone."""
+        per_example = self.per_example() if self.examples_run else self.estimate
+        if per_example and examples >= self.size - 1:
+            self.memory.run_costs[self.kind] = seconds / per_example
 
     def _one_by_one(self, examples, timed: bool = False) -> _Part:
         """The function called once per example (the loop itself); ``timed``: each call

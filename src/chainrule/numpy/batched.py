@@ -345,7 +345,7 @@ class BatchedArray(ArrayBox):
         else:
             result = array_getitem(self, index)
         if type(self._value) is not _np.ndarray:  # (a plain batch's views share its memory)
-            _as_view(result, self)
+            _as_view(result, self, array_getitem, index)  # (taken again after a write)
         return result
 
     def __getattr__(self, name: str):
@@ -396,7 +396,7 @@ class BatchedArray(ArrayBox):
         if type(new) is not BatchedArray or new._trace is not self._trace:
             raise self._trace.unsupported(f"{what} with another transform's value")
         if memory is None:
-            self._value = new._value
+            self._rebind(new)  # (its views taken before see the write, as NumPy's do)
             return
         new_memory = _memory_of(new)  # batched by outer vmaps too: their examples' memory
         if type(new_memory) is not _np.ndarray or new_memory.shape != memory.shape:
