@@ -91,3 +91,44 @@ def test_a_view_taken_before_an_in_place_write_sees_it_batched(jitted):
     onp.testing.assert_allclose(got, want, rtol=1e-15)
     # (hand-derived: tail[0] after the write is x1 * (1 - s))
     onp.testing.assert_allclose(want, [(x[1] * 0.75) * (x * 0.75).sum() for x in xs])
+
+
+def test_a_function_mapped_anew_each_call_draws_as_the_loop():
+    # vmap(f)(xs) in a loop maps f anew each time: what f reaches (its generator) is
+    # found again from the kept search, and a rebound generator is seen
+    import numpy.random as npr
+
+    state = {"rng": npr.default_rng(3)}
+
+    def noisy(x, s):
+        return np.sin(x) + s * state["rng"].normal(size=x.shape)
+
+    xs = onp.random.default_rng(1).normal(size=(8, 3))
+    for seed in (5, 5, 9):
+        state["rng"] = npr.default_rng(seed)
+        got = cr.vmap(noisy, in_axes=(0, None))(xs, 0.5)
+        state["rng"] = npr.default_rng(seed)
+        onp.testing.assert_array_equal(got, _loop(noisy, xs, 0.5))
+
+
+def test_the_kept_search_does_not_keep_the_function_alive():
+    import gc
+    import weakref
+
+    from chainrule._user_code import reach
+
+    def make():
+        weights = onp.ones(4)
+
+        def f(x, scale=weights):
+            return x * scale
+
+        return f
+
+    f = make()
+    assert reach.reached_from(f) is reach.reached_from(f)  # (kept while its reads hold)
+    assert [a.shape for a in reach.reached_from(f).arrays] == [(4,)]
+    alive = weakref.ref(f)
+    del f
+    gc.collect()
+    assert alive() is None

@@ -239,7 +239,7 @@ class _Memory:
         """The random generators and the arrays ``fun`` reaches (its unmapped arguments
         included)."""
         if self.reach is None or not self.reach.current():
-            self.reach = reach.Reach([fun])
+            self.reach = reach.reached_from(fun)
         generators, arrays = self.reach.generators, self.reach.arrays
         if unmapped:
             more = reach.Reach(unmapped)
@@ -457,12 +457,15 @@ class _Call:
             # an example costs, so the batched run of the others has a deadline too
             parts.append(self._in_order(_np.arange(1), timed=True))
             self.estimate = self.per_example()
-            if self.size == 2 or not self._in_time_for_a_run(self._deadline(self.size - 1)):
-                # (one example left, whose run alone costs less than batched, or too little
-                # time left for a batched run: the loop goes on, with nothing to watch)
-                parts.append(self._in_order(_np.arange(1, self.size)))
-                return self._answered(parts)
         done = len(parts)
+        if (self.estimate is not None and self.randomness == "different" and not (
+                self.batched_first or self._inside_a_batch()) and (
+                self.size - done < 2 or not self._in_time_for_a_run(self._deadline(
+                    self.size - done)))):
+            # (one example left, whose run alone costs less than batched, or too little time
+            # for a batched run: the loop goes on, with nothing to watch)
+            parts.append(self._in_order(_np.arange(done, self.size)))
+            return self._answered(parts)
         self._look_outside()
         # (no run but the loop writes outside the function: its writes show who needs it)
         self.read_only = reach.ReadOnly(self.outside_arrays)
@@ -554,10 +557,12 @@ class _Call:
             self.estimate = self.per_example()
             batch = batch[1:]
         deadline = None if self.batched_first else self._deadline(len(batch))
-        if not self.batched_first and (len(batch) == 1 or not self._in_time_for_a_run(deadline)):
-            loose.append(batch)  # (a batched run of one example costs more than its run)
-        else:
-            self._sort_out(self._batched(batch, deadline), parts, todo, loose)
+        if not self.batched_first and len(batch) and (
+                len(batch) == 1 or not self._in_time_for_a_run(deadline)):
+            # (a batched run of one example costs more than its run, and one of a batch
+            # with too little time left would be stopped: the loop goes on, in order)
+            return parts + [self._the_loop(int(batch[0]))]
+        self._sort_out(self._batched(batch, deadline), parts, todo, loose)
         while todo:
             todo.sort(key=len)
             group = todo.pop()  # the largest first: it gains most from running batched
