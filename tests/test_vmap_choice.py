@@ -132,3 +132,39 @@ def test_the_kept_search_does_not_keep_the_function_alive():
     del f
     gc.collect()
     assert alive() is None
+
+
+def test_an_empty_inner_batch_run_as_the_loop_draws_nothing():
+    # the inner vmap of an outer batch run as the loop answered an empty batch from a
+    # stand-in example that drew from the function's generator (the loop draws nothing)
+    rng = onp.random.default_rng(0)
+
+    def noisy(x, s):
+        return x * s + rng.normal()
+
+    before = rng.bit_generator.state
+    inner = cr.vmap(noisy, in_axes=(0, None))
+    out = cr.vmap(inner, in_axes=(None, 0))(onp.zeros((0, 3)), onp.array([1.0, 2.0]))
+    assert out.shape == (2, 0, 3)
+    assert rng.bit_generator.state == before
+
+
+def test_a_list_the_function_keeps_and_answers_again_is_the_loops_after_a_split():
+    # groups of a split run batched each read the kept list as their run ended; the loop
+    # stacks it after its last example: the call restarts as the loop
+    kept = [1.0, 2.0]
+
+    def f(x, s):
+        kept[0] = float(np.sum(x))  # (a Python float of each example: the batch splits)
+        return kept
+
+    xs = onp.arange(12.0).reshape(4, 3)
+    answers = [f(x, 0.0) for x in xs]
+    want = [onp.stack([a[i] for a in answers]) for i in range(2)]
+    kept[:] = [1.0, 2.0]
+    with batched_runs_first():
+        got = cr.vmap(f, in_axes=(0, None))(xs, 0.0)
+    assert type(got) is list
+    for g, w in zip(got, want):
+        onp.testing.assert_array_equal(g, w)
+    onp.testing.assert_array_equal(want[0], [30.0] * 4)

@@ -203,12 +203,12 @@ class _AsTheLoop:
             if waits:
                 scalars.add(kind)  # (immutable: they may wait for the other rows)
             else:
-                row = call._assembled([_stacked_part(_np.arange(call.size), row)])
+                row = call.loop_stacked(row)
             answers.append(row)
             waiting.append(waits)
         if all(waiting) and len(scalars) == 1 and len({len(row) for row in answers}) == 1:
             return list(_np.array([a for row in answers for a in row]).reshape(len(rows), -1))
-        return [call._assembled([_stacked_part(_np.arange(call.size), row)]) if waits else row
+        return [call.loop_stacked(row) if waits else row
                 for call, row, waits in zip(calls, answers, waiting)]
 
 
@@ -442,8 +442,12 @@ class _Call:
         outer = self._outer_trace()
         if outer is not None:
             return self._product(outer)
-        if (memory.loop_calls or self.size == 1) and not self.batched_first:
-            # (one example: the loop is the batch)
+        if self.size and (memory.loop_calls or self.size * (_SPLIT_BUDGET - 1) < (
+                _FIRST_RUN_COST) and (not memory.run_costs or self.kind not in memory.run_costs)
+                ) and not self.batched_first:
+            # (a batch too small for a batched run ever to cost less than the loop, one
+            # example among them: the loop is the answer, at once; an empty batch's answer
+            # is a batched run's, where one can be had)
             memory.loop_calls -= bool(memory.loop_calls)
             return self.loop_answer()
         # (what an example cost in an earlier call of this kind bounds the first run: a
@@ -471,6 +475,10 @@ class _Call:
         self.read_only = reach.ReadOnly(self.outside_arrays)
         try:
             parts += self._parts(done)
+            if len(parts) > 1 and _shared_containers(parts):
+                # (a list or dict the function keeps and answers again: a batched part read
+                # it when its run ended, the loop stacks it after the last example)
+                raise _Restart
         except _Restart:
             self.read_only.release()
             self.generators.restore()
@@ -502,10 +510,23 @@ class _Call:
         """The answer of the loop itself (no batched run)."""
         if self.randomness != "different":  # (the loop draws as the loop otherwise)
             self._look_outside()
+        elif self.flat and self.size and type(self.example_function) is not _AsTheLoop:
+            return self.loop_stacked(self.loop_answers())
         return self._assembled([self._the_loop()])
+
+    def loop_stacked(self, answers: list) -> Any:
+        """The loop's answers (of every example, in order) stacked as the loop stacks them."""
+        if type(self.out_axes) is int and self.out_axes == 0:
+            whole = _stacked_tree(answers)
+            if whole is not None:
+                return whole
+        return self._assembled([_Part.of_loop(_np.arange(self.size), answers)])
 
     def loop_answers(self) -> list:
         """The loop's answer of each example, not stacked (randomness "different")."""
+        if self.flat and type(self.example_function) is not _AsTheLoop:
+            # (the usual call: nothing to watch, time or put back in order)
+            return list(map(self.example_function, *self._columns(range(self.size))))
         self.in_order = True
         return self._answers_one_by_one(_np.arange(self.size))
 
@@ -753,8 +774,7 @@ class _Call:
 
     def _answers_one_by_one(self, examples, timed: bool = False) -> list:
         """The answers of the function called once per example (see _one_by_one)."""
-        columns = [itertools.repeat(leaf, len(examples)) if ax is None else
-                   _examples_of(leaf, ax, examples) for leaf, ax in zip(self.leaves, self.axes)]
+        columns = self._columns(examples)
         start = time.perf_counter()
         try:
             if timed or self.randomness == "same" and self.watch_draws or self.shared_draws:
@@ -775,6 +795,11 @@ class _Call:
         if self.watch_draws:
             self._after_run()
         return answers
+
+    def _columns(self, examples) -> list:
+        """Each argument leaf's value for each of ``examples`` (see _examples_of)."""
+        return [itertools.repeat(leaf, len(examples)) if ax is None else
+                _examples_of(leaf, ax, examples) for leaf, ax in zip(self.leaves, self.axes)]
 
     def _one(self, sliced, watch: bool):
         """The function on one example's argument leaves (timed alone)."""
@@ -798,6 +823,8 @@ class _Call:
             anp.shape(leaf)[:ax] + anp.shape(leaf)[ax + 1:], anp.result_type(leaf))
             for leaf, ax in zip(self.leaves, self.axes)]
         call_args, call_kwargs = tree_unflatten(self.treedef, sliced)
+        if self.generators is _Call.generators:  # (not looked for yet: the loop's call)
+            self._look_outside()
         read_only = reach.ReadOnly(self.outside_arrays)
         try:
             with _np.errstate(all="ignore"), warnings.catch_warnings():
@@ -890,6 +917,21 @@ class _Call:
         return _in_order_of(tree_unflatten(tree, out), first.answer)
 
 
+def _shared_containers(parts: list) -> bool:
+    """Do some parts' answers hold one list or dict (the function's own, answered again)?"""
+    seen: dict = {}
+    for k, part in enumerate(parts):
+        answers = part.loop_answers if part.loop_answers is not None else [part.answer]
+        pending = list(answers)
+        while pending:
+            item = pending.pop()
+            if isinstance(item, (list, dict, tuple)):
+                if type(item) is not tuple and seen.setdefault(id(item), k) != k:
+                    return True
+                pending.extend(item.values() if isinstance(item, dict) else item)
+    return False
+
+
 def _in_order_of(tree, answer):
     """``tree`` with its dicts' keys in the order of ``answer``'s (the function's own:
     tree_unflatten sorts them)."""
@@ -938,7 +980,7 @@ def _examples_of(leaf, axis: int, examples) -> list:
     function may write into its arguments; the caller's arrays stay as they are)."""
     if type(leaf) is _np.ndarray:
         if len(examples) < leaf.shape[axis]:
-            own = _np.take(leaf, examples, axis=axis)
+            own = leaf.take(examples, axis)
         elif leaf.ndim > 1:
             own = leaf.copy(order="K")
         else:
@@ -957,7 +999,7 @@ def _stacked_part(examples, answers: list) -> _Part:
         whole = _np.array(answers)  # (as stack)
         return _Part(examples, LEAF, [_Stacked(whole)], first, whole)
     if kinds == {_np.ndarray} and len({a.shape for a in answers}) == 1:
-        whole = _np.stack(answers)
+        whole = _stack(answers)
         return _Part(examples, LEAF, [_Stacked(whole)], first, whole)
     whole = _stacked_tree(answers)
     if whole is not None:  # (NumPy's own values in dicts, lists, tuples: stacked at once)
@@ -995,7 +1037,7 @@ def _stacked_tree(answers: list):
         return None
     if kind is _np.ndarray:
         shape = first.shape
-        return _np.stack(answers) if all(a.shape == shape for a in answers) else None
+        return _stack(answers) if all(a.shape == shape for a in answers) else None
     if kind in _SCALARS:
         return _np.array(answers)
     if kind is dict:
@@ -1010,6 +1052,11 @@ def _stacked_tree(answers: list):
         stacked = [_stacked_tree(list(column)) for column in zip(*answers)]
         return None if any(v is None for v in stacked) else kind(stacked)
     return None
+
+
+def _stack(arrays: list):
+    """``numpy.stack(arrays)`` of NumPy arrays of one shape, without its checks."""
+    return _np.concatenate([a[None] for a in arrays])
 
 
 _SCALARS = frozenset({float, int, bool, complex, _np.float64, _np.float32, _np.int64,
