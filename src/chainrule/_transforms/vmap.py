@@ -57,6 +57,7 @@ _SPLIT_BUDGET = 1.35
 # as the last time it backed off, at most _MAX_BACKOFF.
 _EXCESS = 0.2
 _MAX_BACKOFF = 256
+_FIRST_BACKOFF = 2
 # What a mapped function's first batched run of a kind of call is taken to cost, in
 # examples run alone, before one has run: a batched value's call costs more than NumPy's
 # own (on small arrays about twice), so a small batch of a cheap function runs as the loop.
@@ -199,7 +200,7 @@ class _AsTheLoop:
         for call in calls:
             row = call.loop_answers()
             kind = type(row[0])
-            waits = kind in _SCALARS and all(type(answer) is kind for answer in row)
+            waits = kind in _SCALARS and len(set(map(type, row))) == 1
             if waits:
                 scalars.add(kind)  # (immutable: they may wait for the other rows)
             else:
@@ -256,6 +257,8 @@ class _Memory:
         spent = time.perf_counter() - call.started
         if spent > loop:
             excess = math.ceil((spent / loop - 1) / _EXCESS) if loop else _MAX_BACKOFF
+            if not self.backoff:  # (one call's excess, maybe a cold start's: soon again)
+                excess = min(excess, _FIRST_BACKOFF)
             self.backoff = min(max(2 * self.backoff, excess), _MAX_BACKOFF)
             self.loop_calls = self.backoff
         else:
@@ -706,7 +709,8 @@ class _Call:
         cheap function may have less time than that left, its run sure to be stopped and
         wasted: the loop is the cheaper answer.)"""
         per_example = self.per_example() if self.examples_run else self.estimate
-        run = self.memory.run_costs.get(self.kind, _FIRST_RUN_COST)
+        run = 1.0 if self._exploring() else self.memory.run_costs.get(self.kind,
+                                                                      _FIRST_RUN_COST)
         return deadline is None or deadline - time.perf_counter() >= run * per_example
 
     def _deadline(self, left: int) -> float | None:
@@ -717,8 +721,24 @@ class _Call:
         per_example = self.per_example() if self.examples_run else self.estimate
         if per_example is None:
             return None
-        return self.started + (_SPLIT_BUDGET * self.size - left) * per_example
+        budget = _SPLIT_BUDGET * self.size - left
+        if not self.batched_runs and self._first_run_may_take_the_loops_time():
+            budget = max(budget, self.size)
+        return self.started + budget * per_example
 
+    def _first_run_may_take_the_loops_time(self) -> bool:
+        """May this call's first batched run take up to the loop's time (not only the split
+        budget's share of it)? Where such a run of this kind ended before at less than the
+        loop's cost, and when exploring: a run that costs half the loop is worth it when it
+        ends (a split or an unsupported construct then costs the loop twice, once, after
+        which vmap backs off for longer)."""
+        run = self.memory.run_costs.get(self.kind)
+        return self._exploring() or run is not None and run < self.size
+
+    def _exploring(self) -> bool:
+        """Is this the first batched run of the first call after backing off (run whatever
+        the last runs cost: it measures them again, a first call's maybe on cold caches)?"""
+        return self.memory.backoff > 0 and not self.batched_runs
     def _batched(self, examples, deadline: float | None):
         """One call of the function on the batch of ``examples`` (stopped at ``deadline``, see
         _deadline): their answers (a _Part), or the signal that stopped it (BatchSplit,
