@@ -513,7 +513,7 @@ class _Call:
         """The answer of the loop itself (no batched run)."""
         if self.randomness != "different":  # (the loop draws as the loop otherwise)
             self._look_outside()
-        elif self.flat and self.size and type(self.example_function) is not _AsTheLoop:
+        elif self.flat and self.size:
             return self.loop_stacked(self.loop_answers())
         return self._assembled([self._the_loop()])
 
@@ -527,9 +527,11 @@ class _Call:
 
     def loop_answers(self) -> list:
         """The loop's answer of each example, not stacked (randomness "different")."""
-        if self.flat and type(self.example_function) is not _AsTheLoop:
-            # (the usual call: nothing to watch, time or put back in order)
-            return list(map(self.example_function, *self._columns(range(self.size))))
+        if self.flat:  # (the usual call: nothing to watch, time or put back in order)
+            columns = self._columns(range(self.size))
+            if type(self.example_function) is _AsTheLoop:  # (nested vmaps)
+                return self.example_function.rows(list(zip(*columns)))
+            return list(map(self.example_function, *columns))
         self.in_order = True
         return self._answers_one_by_one(_np.arange(self.size))
 
