@@ -36,10 +36,37 @@ def test_a_small_batch_of_a_cheap_function_runs_as_the_loop(size):
     xs = onp.random.default_rng(size).normal(size=(size, 4))
     counted, calls = _counted(_cheap)
     mapped = cr.vmap(counted, in_axes=(0, None))
-    for _ in range(2):  # (a first call, then a later one that knows what an example costs)
+    for call in range(1, 9):
         calls.clear()
         onp.testing.assert_array_equal(mapped(xs, 0.5), _loop(_cheap, xs, 0.5))
-        assert len(calls) == size
+        if call in (2, 4, 8) and size >= 3:  # (a trial: one batched run, if in time)
+            assert len(calls) in (size, 2)  # (example 0 alone, then one run of the rest)
+        else:
+            assert len(calls) == size
+
+
+def test_a_small_batch_that_batches_well_runs_batched_after_a_trial(monkeypatch):
+    from chainrule._transforms import vmap as vmap_module
+
+    # (no deadline: the trial's run ends whatever the machine's load)
+    monkeypatch.setattr(vmap_module._Call, "_deadline", lambda self, left: None)
+    xs = onp.random.default_rng(4).normal(size=(4, 3))
+    counted, calls = _counted(_cheap)
+    mapped = cr.vmap(counted, in_axes=(0, None))
+    mapped(xs, 0.5)
+    calls.clear()
+    mapped(xs, 0.5)  # the trial: example 0 alone, then the others in one batched run
+    assert len(calls) == 2
+    call = mapped._vmap_as_the_loop[1].call  # (what a mapped function keeps: its memory)
+    memory = next(cell.cell_contents for cell in call.__closure__
+                  if type(cell.cell_contents) is vmap_module._Memory)
+    assert len(memory.run_costs) == 1  # the trial's run, kept
+    memory.run_costs[next(iter(memory.run_costs))] = 1.0  # (as a run that cost one example)
+    memory.loop_calls = 0  # (the trial's call, with example 0 alone, may back off once)
+    calls.clear()
+    onp.testing.assert_array_equal(mapped(xs, 0.5), _loop(_cheap, xs, 0.5))
+    assert len(calls) == 1  # batched (its run's cost kept again: for this cheap function,
+    # several examples' time, after which the loop answers again)
 
 
 @pytest.mark.parametrize("size", [1, 2, 5])

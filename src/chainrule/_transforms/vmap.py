@@ -73,7 +73,7 @@ def _broadcast_prefix(spec: AxisSpec, tree: Any, what: str) -> list:
     """One axis (int or None) per leaf of ``tree``: ``spec`` is an int/None for the whole
     tree, or a pytree whose leaves stand for whole subtrees of ``tree`` (JAX's prefix rule)."""
     if spec is None or isinstance(spec, int):
-        return [spec] * len(tree_flatten(tree)[0])
+        return [spec] if type(tree) in _ARRAY_LEAVES else [spec] * len(tree_flatten(tree)[0])
     if isinstance(spec, (tuple, list)) and isinstance(tree, (tuple, list)):
         if len(spec) != len(tree):
             raise ValueError(
@@ -227,7 +227,8 @@ class _Memory:
     the batch again (after calls where batching cost more than the loop), and what one
     example cost, by the kind of call (``_Call.kind``)."""
 
-    __slots__ = ("notes", "reach", "loop_calls", "backoff", "estimates", "run_costs")
+    __slots__ = ("notes", "reach", "loop_calls", "backoff", "estimates", "run_costs",
+                 "small_calls")
 
     def __init__(self):
         self.notes: set = set()
@@ -235,6 +236,7 @@ class _Memory:
         self.loop_calls = self.backoff = 0
         self.estimates: dict = {}
         self.run_costs: dict = {}  # what a batched run cost, in examples run alone, by kind
+        self.small_calls: dict = {}  # calls of a small batch, by kind (see _loop_at_once)
 
     def outside(self, fun, unmapped: list) -> tuple[list, list]:
         """The random generators and the arrays ``fun`` reaches (its unmapped arguments
@@ -285,8 +287,8 @@ def _mapped_arguments(args, kwargs, in_axes, axis_size):
     else:
         # keyword arguments are mapped over their leading axis (as JAX does)
         leaves, treedef = tree_flatten((args, kwargs))
-        axes = _broadcast_prefix(spec, args, "in_axes") + [0] * (
-            len(leaves) - len(tree_flatten(args)[0]))
+        axes = _broadcast_prefix(spec, args, "in_axes")
+        axes += [0] * (len(leaves) - len(axes))
     size = axis_size
     normalized = []
     for leaf, ax in zip(leaves, axes):
@@ -422,6 +424,7 @@ class _Call:
     batched_seconds, batched_runs = 0.0, 0
     example_seconds, examples_run = 0.0, 0
     estimate: float | None = None  # what one example costs (an earlier call's, or example 0's)
+    trial = False  # a small batch's one batched run (see _loop_at_once)
 
     def __init__(self, fun, leaves, axes, treedef, size: int, flat: bool, out_axes,
                  randomness: str, memory: _Memory):
@@ -445,13 +448,7 @@ class _Call:
         outer = self._outer_trace()
         if outer is not None:
             return self._product(outer)
-        if self.size and (memory.loop_calls or self.size * (_SPLIT_BUDGET - 1) < (
-                _FIRST_RUN_COST) and (not memory.run_costs or self.kind not in memory.run_costs)
-                ) and not self.batched_first:
-            # (a batch too small for a batched run ever to cost less than the loop, one
-            # example among them: the loop is the answer, at once; an empty batch's answer
-            # is a batched run's, where one can be had)
-            memory.loop_calls -= bool(memory.loop_calls)
+        if self._loop_at_once():
             return self.loop_answer()
         # (what an example cost in an earlier call of this kind bounds the first run: a
         # decision late in the function is met only after most of the batch's work)
@@ -490,6 +487,30 @@ class _Call:
             self.read_only.release()  # (again, where _parts raised)
         return self._answered(parts)
 
+    def _loop_at_once(self) -> bool:
+        """Is the loop this call's answer, without a batched run? While vmap backs off; and
+        for a small batch, where by the first guess (_FIRST_RUN_COST) a batched run costs
+        more than the loop, unless a run of this kind of call ended cheaper: calls 2, 4, 8,
+        16 ... of each kind of 3 or more examples try one (a trial, whose run may take the
+        loop's time; until one ends), so a function that batches well (a per-example
+        gradient) runs batched from then on. (An empty batch's answer is a batched run's,
+        where one can be had.)"""
+        memory = self.memory
+        if not self.size or self.batched_first:
+            return False
+        if memory.loop_calls:
+            memory.loop_calls -= 1
+            return True
+        if self.size * (_SPLIT_BUDGET - 1) >= _FIRST_RUN_COST:
+            return False
+        run = memory.run_costs.get(self.kind) if memory.run_costs else None
+        if run is not None:
+            return run >= self.size
+        calls = memory.small_calls.get(self.kind, 0)
+        memory.small_calls[self.kind] = calls + 1
+        self.trial = bool(calls) and not calls & (calls + 1) and self.size >= 3
+        return not self.trial
+
     def _answered(self, parts: list) -> Any:
         """The call's answer from its parts, after learning what it cost."""
         memory = self.memory
@@ -497,6 +518,7 @@ class _Call:
             if len(memory.estimates) >= _ESTIMATES:
                 memory.estimates.clear()
                 memory.run_costs.clear()
+                memory.small_calls.clear()
             memory.estimates[self.kind] = self.per_example()
         if len(parts) > 1 or self.examples_run:
             memory.learn(self)
@@ -513,7 +535,7 @@ class _Call:
         """The answer of the loop itself (no batched run)."""
         if self.randomness != "different":  # (the loop draws as the loop otherwise)
             self._look_outside()
-        elif self.flat and self.size:
+        elif self.size:
             return self.loop_stacked(self.loop_answers())
         return self._assembled([self._the_loop()])
 
@@ -527,13 +549,14 @@ class _Call:
 
     def loop_answers(self) -> list:
         """The loop's answer of each example, not stacked (randomness "different")."""
-        if self.flat:  # (the usual call: nothing to watch, time or put back in order)
-            columns = self._columns(range(self.size))
-            if type(self.example_function) is _AsTheLoop:  # (nested vmaps)
-                return self.example_function.rows(list(zip(*columns)))
-            return list(map(self.example_function, *columns))
-        self.in_order = True
-        return self._answers_one_by_one(_np.arange(self.size))
+        # (nothing to watch, time or put back in order)
+        columns, fun = self._columns(range(self.size)), self.example_function
+        if not self.flat:
+            return [fun(*args, **kwargs) for args, kwargs in (
+                tree_unflatten(self.treedef, sliced) for sliced in zip(*columns))]
+        if type(fun) is _AsTheLoop:  # (nested vmaps)
+            return fun.rows(list(zip(*columns)))
+        return list(map(fun, *columns))
 
     @functools.cached_property
     def kind(self) -> tuple:
@@ -738,9 +761,10 @@ class _Call:
         return self._exploring() or run is not None and run < self.size
 
     def _exploring(self) -> bool:
-        """Is this the first batched run of the first call after backing off (run whatever
-        the last runs cost: it measures them again, a first call's maybe on cold caches)?"""
-        return self.memory.backoff > 0 and not self.batched_runs
+        """Is this the first batched run of the first call after backing off, or of a small
+        batch's trial (run whatever the last runs cost, or the first guess says: it measures
+        them again, a first call's maybe on cold caches)?"""
+        return (self.memory.backoff > 0 or self.trial) and not self.batched_runs
     def _batched(self, examples, deadline: float | None):
         """One call of the function on the batch of ``examples`` (stopped at ``deadline``, see
         _deadline): their answers (a _Part), or the signal that stopped it (BatchSplit,
