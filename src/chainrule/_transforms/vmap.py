@@ -62,6 +62,9 @@ _FIRST_BACKOFF = 2
 # examples run alone, before one has run: a batched value's call costs more than NumPy's
 # own (on small arrays about twice), so a small batch of a cheap function runs as the loop.
 _FIRST_RUN_COST = 2.0
+# What a batched run costs at least, however cheap the function (its trace, the batched
+# arguments, the answer taken apart): a batch of functions of 0.1 µs runs as the loop.
+_LEAST_RUN_SECONDS = 2e-5
 # Examples run alone after a split, to know what an example costs (the middle one counts).
 _MEASURED = 3
 # What an example costs is kept for this many kinds of call (shapes and dtypes of the
@@ -567,12 +570,13 @@ class _Call:
                              for leaf, ax in zip(self.leaves, self.axes)))
 
     def per_example(self) -> float:
-        """What one example run alone cost (the middle one of those timed alone, where
-        less than the mean: a first call may find cold caches)."""
+        """What one example run alone cost: the least of those timed alone, where less
+        than the mean. (Examples timed alone, after a batched run or first in a call, find
+        colder caches than the loop's: their middle one was 1.6 times the loop's time per
+        example, and the split budget with it.)"""
         per_example = self.example_seconds / self.examples_run
         if self.example_times:
-            per_example = min(per_example,
-                              sorted(self.example_times)[len(self.example_times) // 2])
+            per_example = min(per_example, min(self.example_times))
         return per_example
 
     def _the_loop(self, start: int = 0) -> _Part:
@@ -736,7 +740,8 @@ class _Call:
         per_example = self.per_example() if self.examples_run else self.estimate
         run = 1.0 if self._exploring() else self.memory.run_costs.get(self.kind,
                                                                       _FIRST_RUN_COST)
-        return deadline is None or deadline - time.perf_counter() >= run * per_example
+        return deadline is None or deadline - time.perf_counter() >= max(
+            run * per_example, _LEAST_RUN_SECONDS)
 
     def _deadline(self, left: int) -> float | None:
         """When a batched run must stop for the call to stay within the split budget with
