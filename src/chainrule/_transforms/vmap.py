@@ -65,6 +65,8 @@ _FIRST_RUN_COST = 2.0
 # What a batched run costs at least, however cheap the function (its trace, the batched
 # arguments, the answer taken apart): a batch of functions of 0.1 µs runs as the loop.
 _LEAST_RUN_SECONDS = 2e-5
+# A first call of this many examples or more times examples 0 and 1 alone, not only 0.
+_TWO_TIMED = 16
 # Examples run alone after a split, to know what an example costs (the middle one counts).
 _MEASURED = 3
 # What an example costs is kept for this many kinds of call (shapes and dtypes of the
@@ -461,10 +463,13 @@ class _Call:
                 self._inside_a_batch() or self.batched_first):
             # a first call: example 0 alone, the loop's own first run (in order, its draws
             # and writes outside the function the loop's: nothing to watch yet), tells what
-            # an example costs, so the batched run of the others has a deadline too
-            parts.append(self._in_order(_np.arange(1), timed=True))
+            # an example costs, so the batched run of the others has a deadline too (and
+            # example 1, where the batch is large enough to spare it: the first example's
+            # time may be a cold start's, several times an example's in the loop)
+            timed = 2 if self.size >= _TWO_TIMED else 1
+            parts.append(self._in_order(_np.arange(timed), timed=True))
             self.estimate = self.per_example()
-        done = len(parts)
+        done = sum(len(part.examples) for part in parts)  # (examples answered in order)
         if (self.estimate is not None and self.randomness == "different" and not (
                 self.batched_first or self._inside_a_batch()) and (
                 self.size - done < 2 or not self._in_time_for_a_run(self._deadline(
@@ -485,7 +490,7 @@ class _Call:
         except _Restart:
             self.read_only.release()
             self.generators.restore()
-            parts = parts[:done] + [self._the_loop(done)]
+            parts = parts[:1] + [self._the_loop(done)] if done else [self._the_loop()]
         finally:
             self.read_only.release()  # (again, where _parts raised)
         return self._answered(parts)
