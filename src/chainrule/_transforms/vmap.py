@@ -143,10 +143,13 @@ def vmap(
         raise ValueError(f"vmap: randomness must be one of {', '.join(map(repr, RANDOMNESS))}"
                          f"; got {randomness!r}.")
 
+    example_function = _example_function(fun)  # (what runs one example alone)
+
     def call(args: tuple, kwargs: dict) -> _Call:
         leaves, axes, treedef, size, flat = _mapped_arguments(args, kwargs, in_axes,
                                                               axis_size)
-        return _Call(fun, leaves, axes, treedef, size, flat, out_axes, randomness, memory)
+        return _Call(fun, leaves, axes, treedef, size, flat, out_axes, randomness, memory,
+                     example_function)
 
     @wraps(fun)
     def mapped(*args: Any, **kwargs: Any) -> Any:
@@ -432,11 +435,11 @@ class _Call:
     trial = False  # a small batch's one batched run (see _loop_at_once)
 
     def __init__(self, fun, leaves, axes, treedef, size: int, flat: bool, out_axes,
-                 randomness: str, memory: _Memory):
+                 randomness: str, memory: _Memory, example_function: Callable):
         self.fun, self.leaves, self.axes, self.treedef = fun, leaves, axes, treedef
         self.size, self.out_axes, self.randomness, self.memory = size, out_axes, randomness, memory
         self.flat = flat  # positional arrays only (the usual call): examples need no tree
-        self.example_function = _example_function(fun)  # (what runs one example alone)
+        self.example_function = example_function  # (what runs one example alone)
         self.started = time.perf_counter()
         self.example_times: list = []  # of examples run alone
         self.batched_first = _batched_runs_first  # (see batched_runs_first)
@@ -511,12 +514,14 @@ class _Call:
             return True
         if self.size * (_SPLIT_BUDGET - 1) >= _FIRST_RUN_COST:
             return False
+        if self.size < 3:  # (no trial: a batched run does not beat one or two examples)
+            return True
         run = memory.run_costs.get(self.kind) if memory.run_costs else None
         if run is not None:
             return run >= self.size
         calls = memory.small_calls.get(self.kind, 0)
         memory.small_calls[self.kind] = calls + 1
-        self.trial = bool(calls) and not calls & (calls + 1) and self.size >= 3
+        self.trial = bool(calls) and not calls & (calls + 1)
         return not self.trial
 
     def _answered(self, parts: list) -> Any:
@@ -570,7 +575,8 @@ class _Call:
     def kind(self) -> tuple:
         """The arguments' shapes and dtypes (and the batch size): calls of one kind cost
         alike per example."""
-        return (self.size, *((ax, getattr(leaf, "shape", None), getattr(leaf, "dtype", None))
+        return (self.size, *((ax, leaf.shape, leaf.dtype) if type(leaf) is _np.ndarray else
+                             (ax, getattr(leaf, "shape", None), getattr(leaf, "dtype", None))
                              if hasattr(leaf, "shape") else (ax, type(leaf))
                              for leaf, ax in zip(self.leaves, self.axes)))
 
@@ -688,7 +694,8 @@ class _Call:
             leaves.append(value.reshape((size * count,) + value.shape[2:]))
             axes.append(0)
         product = _Call(self.fun, leaves, axes, self.treedef, size * count, self.flat, 0,
-                        self.randomness, self.memory)
+                        self.randomness, self.memory,
+                        self.example_function)
         answer = product.answer()
         answers, tree = tree_flatten(answer)
         if not all(type(leaf) is _np.ndarray for leaf in answers):
