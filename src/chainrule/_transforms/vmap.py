@@ -985,6 +985,8 @@ def _shared_containers(parts: list) -> bool:
     seen: dict = {}
     for k, part in enumerate(parts):
         answers = part.loop_answers if part.loop_answers is not None else [part.answer]
+        if reach.INERT.issuperset(map(type, answers)):  # (arrays and scalars: no container)
+            continue
         pending = list(answers)
         while pending:
             item = pending.pop()
