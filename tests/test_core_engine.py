@@ -118,6 +118,43 @@ def test_backward_visits_only_ancestors_of_the_output():
     assert calls == []
 
 
+def test_an_ancestor_no_cotangent_reaches_is_not_visited():
+    # (the pass walks only what cotangents reach: the rule of ``first`` answers no
+    # cotangent for its second argument, so spy, an ancestor of the output, gets none)
+    calls = []
+
+    @primitive
+    def spy(x):
+        return x * 2.0
+
+    defvjp_direct(spy, lambda g, ans, x: calls.append("spy") or g * 2.0)
+    defjvp(spy, lambda g, ans, x: g * 2.0)
+
+    @primitive
+    def first(a, b):
+        return a + 0.0 * b
+
+    defvjp_direct(first, lambda g, ans, a, b: g, lambda g, ans, a, b: None)
+
+    def f(x):
+        return first(x * 3.0, spy(x)) * x
+
+    assert grad(f)(2.0) == 12.0  # d/dx of 3x * x, with spy's branch counted as constant
+    assert calls == []
+
+
+def test_an_output_that_is_also_an_ancestor_of_another_gets_both_cotangents():
+    def f(x):
+        y = np.sin(x)
+        return y, y * y
+
+    out, pull_back = vjp(f, 0.5)
+    # d/dx (g1 * sin x + g2 * sin^2 x) = (g1 + 2 g2 sin x) cos x
+    for g1, g2 in ((1.0, 0.0), (0.0, 1.0), (2.0, -3.0)):
+        (gx,) = pull_back((g1, g2))
+        assert gx == pytest.approx((g1 + 2 * g2 * math.sin(0.5)) * math.cos(0.5), rel=1e-14)
+
+
 def test_node_memory_is_released_as_soon_as_consumed():
     big_refs = []
     seen_alive = []
