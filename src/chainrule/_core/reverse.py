@@ -99,6 +99,21 @@ class UndeclaredReadError(RuntimeError):
     """A VJP rule read a value its rule-table entry declares unread (see ``ShapeOnly``)."""
 
 
+# One ShapeOnly per (shape, dtype) seen, shared by the nodes that keep one (it is
+# immutable): a gradient of small-array code keeps tens of thousands (lstm: 45,000 in
+# 64,000 nodes), each made and freed. Kept small: a program whose shapes keep changing
+# starts it again.
+_shape_onlys: dict = {}
+
+
+def _shape_only(key: tuple) -> ShapeOnly:
+    """A new ShapeOnly of ``key``, (shape, dtype), kept for the nodes that follow."""
+    if len(_shape_onlys) >= 256:
+        _shape_onlys.clear()
+    kept = _shape_onlys[key] = ShapeOnly(key)
+    return kept
+
+
 class VJPNode(Node):
     __slots__ = ("parents", "fun", "args", "kwargs", "argnums", "ans", "seq")
     keeps_everything = False  # True for graphs that are replayed or pushed forward
@@ -118,9 +133,15 @@ class VJPNode(Node):
                 if i >= n:
                     break
                 arg = args[i]
-                if type(arg) in droppable_types or (
-                    type(arg) in _box_types and type(arg._value) in droppable_types
-                ):  # (a box of an older trace too: jit's staging keeps no array alive)
+                if type(arg) in droppable_types:
+                    key = (arg.shape, arg.dtype)
+                    kept = _shape_onlys.get(key)
+                    # (a dtype equal to the one kept but another object, one with
+                    # metadata, gets its own: the node keeps the array's own dtype)
+                    args[i] = kept if kept is not None and kept.dtype is key[1] else \
+                        _shape_only(key)
+                elif type(arg) in _box_types and type(arg._value) in droppable_types:
+                    # (a box of an older trace: jit's staging keeps no array alive)
                     args[i] = ShapeOnly((arg.shape, arg.dtype))
             if not reads_ans and (type(ans) in droppable_types or (
                 type(ans) in _box_types and type(ans._value) in droppable_types
