@@ -252,24 +252,26 @@ def backward_pass(seeds: list, free: bool = False) -> dict:
     Returns {root_node: cotangent} for the roots that were reached. With ``free=True``
     each node's saved values are released as soon as its cotangent has been pulled back.
 
-    The nodes are visited newest first from a heap of those a cotangent has reached (keyed
-    by minus the creation number; a node is pushed when its first cotangent arrives): every
+    The nodes are visited newest first from a heap of those a cotangent has reached (minus
+    their creation numbers, which ``reached`` maps to the nodes: a heap of numbers compares
+    faster than one of pairs; a node is pushed when its first cotangent arrives): every
     child of a node is newer than it, so all of its cotangents have arrived when it is
-    popped. No walk over the ancestors and no sort before the pass (they were 10-20% of an
-    lstm gradient), and nodes the cotangents never reach are never visited.
+    popped. No walk over the ancestors and no sort before the pass (12% of an lstm
+    gradient's profile), and nodes the cotangents never reach are never visited.
     """
     outgrads: dict = {}  # node -> summed cotangent so far
     owned: set = set()  # nodes whose cotangent is a buffer made here (safe to add into)
     for node, g in seeds:
         _accumulate(outgrads, owned, node, g)
-    heap = [(-node.seq, node) for node in outgrads]
+    reached = {-node.seq: node for node in outgrads}  # minus creation number -> node
+    heap = list(reached)
     heapq.heapify(heap)
     push, pop = heapq.heappush, heapq.heappop
     root_grads = {}
     # (extension.Observer: debug_nans, report.code; a copy, as one may be turned off mid-pass)
     told = observers.copy() if observers else ()
     while heap:
-        node = pop(heap)[1]
+        node = reached.pop(pop(heap))
         g = outgrads.pop(node)
         if type(g) is TakenPieces:  # all of the container's takes have been pulled back
             g = g.dense()
@@ -308,7 +310,9 @@ def backward_pass(seeds: list, free: bool = False) -> dict:
                     _accumulate(outgrads, owned, parent, grad)
                 else:
                     outgrads[parent] = grad
-                    push(heap, (-parent.seq, parent))
+                    key = -parent.seq
+                    reached[key] = parent
+                    push(heap, key)
             if len(rules) == 2:
                 grad = rules[1](g, ans, *args, **kwargs)
                 if grad is not None:
@@ -317,7 +321,9 @@ def backward_pass(seeds: list, free: bool = False) -> dict:
                         _accumulate(outgrads, owned, parent, grad)
                     else:
                         outgrads[parent] = grad
-                        push(heap, (-parent.seq, parent))
+                        key = -parent.seq
+                        reached[key] = parent
+                        push(heap, key)
         else:
             parent_grads = zip(parents, entry.vjp(g, argnums, ans, args, kwargs))
             if told:  # (observers see cotangents as the values they stand for)
@@ -332,7 +338,9 @@ def backward_pass(seeds: list, free: bool = False) -> dict:
                         _accumulate(outgrads, owned, parent, grad)
                     else:
                         outgrads[parent] = grad
-                        push(heap, (-parent.seq, parent))
+                        key = -parent.seq
+                        reached[key] = parent
+                        push(heap, key)
         if free:  # the saved values are released as soon as they have been used
             node.args = node.kwargs = node.ans = None
             node.parents = ()
