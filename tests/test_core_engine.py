@@ -155,6 +155,13 @@ def test_an_output_that_is_also_an_ancestor_of_another_gets_both_cotangents():
         assert gx == pytest.approx((g1 + 2 * g2 * math.sin(0.5)) * math.cos(0.5), rel=1e-14)
 
 
+def test_a_seed_without_a_cotangent_is_skipped():
+    rec = reverse.Recording(lambda x: (np.sin(x), x * 2.0), 0.5)
+    (_, sine), (_, double) = rec.ends
+    assert reverse.backward_pass([(sine, None), (double, 1.5)]) == {rec.roots[0]: 3.0}
+    assert reverse.backward_pass([(sine, None)]) == {}
+
+
 def test_node_memory_is_released_as_soon_as_consumed():
     big_refs = []
     seen_alive = []

@@ -262,7 +262,8 @@ def backward_pass(seeds: list, free: bool = False) -> dict:
     outgrads: dict = {}  # node -> summed cotangent so far
     owned: set = set()  # nodes whose cotangent is a buffer made here (safe to add into)
     for node, g in seeds:
-        _accumulate(outgrads, owned, node, g)
+        if g is not None:  # (no cotangent: nothing to pull back, as a rule's None)
+            _accumulate(outgrads, owned, node, g)
     reached = {-node.seq: node for node in outgrads}  # minus creation number -> node
     heap = list(reached)
     heapq.heapify(heap)
