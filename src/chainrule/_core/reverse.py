@@ -47,7 +47,9 @@ _dropping_entry = dropping.get
 
 # A node is always made after its parents, so taking nodes by creation number, newest
 # first, puts every node after all of its children: the backward pass needs no child counts.
-# next() on a count is atomic, so threads may trace at once.
+# next() on a count is atomic, so threads may trace at once. Every node the backward pass
+# visits is numbered by this count (VJPNode's constructor and roots; its subclasses call
+# them): the pass keys its nodes by number.
 _creation_order = itertools.count()
 _creation_number = operator.attrgetter("seq")
 
