@@ -100,8 +100,8 @@ def test_fan_out_accumulates():
     assert grad(f)(3.0) == 200 * 201 / 2
 
 
-def test_backward_visits_only_ancestors_of_the_output():
-    calls = []
+def _spy(calls: list):
+    """A primitive doubling its argument, whose VJP notes each call in ``calls``."""
 
     @primitive
     def spy(x):
@@ -109,6 +109,12 @@ def test_backward_visits_only_ancestors_of_the_output():
 
     defvjp_direct(spy, lambda g, ans, x: calls.append("spy") or g * 2.0)
     defjvp(spy, lambda g, ans, x: g * 2.0)
+    return spy
+
+
+def test_backward_visits_only_ancestors_of_the_output():
+    calls = []
+    spy = _spy(calls)
 
     def f(x):
         spy(x)  # computed but unused: not an ancestor of the output
@@ -122,13 +128,7 @@ def test_an_ancestor_no_cotangent_reaches_is_not_visited():
     # (the pass walks only what cotangents reach: the rule of ``first`` answers no
     # cotangent for its second argument, so spy, an ancestor of the output, gets none)
     calls = []
-
-    @primitive
-    def spy(x):
-        return x * 2.0
-
-    defvjp_direct(spy, lambda g, ans, x: calls.append("spy") or g * 2.0)
-    defjvp(spy, lambda g, ans, x: g * 2.0)
+    spy = _spy(calls)
 
     @primitive
     def first(a, b):
