@@ -100,8 +100,8 @@ def test_fan_out_accumulates():
     assert grad(f)(3.0) == 200 * 201 / 2
 
 
-def test_backward_visits_only_ancestors_of_the_output():
-    calls = []
+def _spy(calls: list):
+    """A primitive doubling its argument, whose VJP notes each call in ``calls``."""
 
     @primitive
     def spy(x):
@@ -109,6 +109,12 @@ def test_backward_visits_only_ancestors_of_the_output():
 
     defvjp_direct(spy, lambda g, ans, x: calls.append("spy") or g * 2.0)
     defjvp(spy, lambda g, ans, x: g * 2.0)
+    return spy
+
+
+def test_backward_visits_only_ancestors_of_the_output():
+    calls = []
+    spy = _spy(calls)
 
     def f(x):
         spy(x)  # computed but unused: not an ancestor of the output
@@ -116,6 +122,44 @@ def test_backward_visits_only_ancestors_of_the_output():
 
     assert grad(f)(1.0) == 3.0
     assert calls == []
+
+
+def test_an_ancestor_no_cotangent_reaches_is_not_visited():
+    # (the pass walks only what cotangents reach: the rule of ``first`` answers no
+    # cotangent for its second argument, so spy, an ancestor of the output, gets none)
+    calls = []
+    spy = _spy(calls)
+
+    @primitive
+    def first(a, b):
+        return a + 0.0 * b
+
+    defvjp_direct(first, lambda g, ans, a, b: g, lambda g, ans, a, b: None)
+
+    def f(x):
+        return first(x * 3.0, spy(x)) * x
+
+    assert grad(f)(2.0) == 12.0  # d/dx of 3x * x, with spy's branch counted as constant
+    assert calls == []
+
+
+def test_an_output_that_is_also_an_ancestor_of_another_gets_both_cotangents():
+    def f(x):
+        y = np.sin(x)
+        return y, y * y
+
+    out, pull_back = vjp(f, 0.5)
+    # d/dx (g1 * sin x + g2 * sin^2 x) = (g1 + 2 g2 sin x) cos x
+    for g1, g2 in ((1.0, 0.0), (0.0, 1.0), (2.0, -3.0)):
+        (gx,) = pull_back((g1, g2))
+        assert gx == pytest.approx((g1 + 2 * g2 * math.sin(0.5)) * math.cos(0.5), rel=1e-14)
+
+
+def test_a_seed_without_a_cotangent_is_skipped():
+    rec = reverse.Recording(lambda x: (np.sin(x), x * 2.0), 0.5)
+    (_, sine), (_, double) = rec.ends
+    assert reverse.backward_pass([(sine, None), (double, 1.5)]) == {rec.roots[0]: 3.0}
+    assert reverse.backward_pass([(sine, None)]) == {}
 
 
 def test_node_memory_is_released_as_soon_as_consumed():

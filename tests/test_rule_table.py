@@ -164,6 +164,24 @@ def test_shape_only_answers_shape_dtype_ndim_and_refuses_the_values():
         with pytest.raises(UndeclaredReadError, match="reads="):
             read()
 
+def test_kept_shapes_are_each_arrays_own_across_shapes_and_dtypes():
+    # (a node keeps one ShapeOnly per (shape, dtype), shared between nodes: each call
+    # below keeps its own array's, in any order, and the gradients keep their dtypes)
+    def f(x):
+        return anp.sum(anp.tanh(x) + x)
+
+    for shape, dtype in [((3,), onp.float64), ((3,), onp.float32), ((2, 3), onp.float64),
+                         ((3,), onp.float64), ((), onp.float32), ((3,), onp.complex128)]:
+        x = onp.full(shape, 0.5, dtype=dtype)
+        rec = Recording(f, x)
+        kept = next(node for node in rec.order() if node.fun is anp.add).args[0]
+        assert (kept.shape, kept.dtype) == (shape, onp.dtype(dtype))
+        gradient = (chainrule.holomorphic_grad if dtype is onp.complex128 else
+                    chainrule.grad)(f)(x)
+        assert gradient.dtype == dtype and gradient.shape == shape
+        onp.testing.assert_allclose(gradient, 2.0 - onp.tanh(0.5) ** 2, rtol=1e-6)
+
+
 _A = onp.array([0.5, -2.0, 3.0])
 _B = onp.array([[1.5], [0.25]])  # broadcasts against _A: the cotangents are summed back
 

@@ -3,8 +3,8 @@
 A VJPNode keeps what its rule needs (the primitive, the arguments and answer its VJP
 reads, see ``PrimitiveRules.unread_args``), its parents in argument order and its
 creation number. The
-backward pass collects the ancestors of the outputs with an explicit stack (no recursion
-limit), visits them newest first (children before parents), hands each node's summed
+backward pass visits the nodes its cotangents reach newest first (children before
+parents: a heap keyed by creation number, no recursion limit), hands each node's summed
 cotangent to its rule, and, when asked to, releases each node's saved values as soon as
 its cotangent has been consumed. A ``Recording`` is one traced call that can be pulled
 back many times, or pushed forward with a batch of tangents.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import heapq
 import itertools
 import operator
 import warnings
@@ -44,9 +45,11 @@ class FreedGraphError(RuntimeError):
 _entry_of = rule_table.get
 _dropping_entry = dropping.get
 
-# A node is always made after its parents, so sorting by creation number, newest first,
-# puts every node after all of its children: the backward pass needs no child counts.
-# next() on a count is atomic, so threads may trace at once.
+# A node is always made after its parents, so taking nodes by creation number, newest
+# first, puts every node after all of its children: the backward pass needs no child counts.
+# next() on a count is atomic, so threads may trace at once. Every node the backward pass
+# visits is numbered by this count (VJPNode's constructor and roots; its subclasses call
+# them): the pass keys its nodes by number.
 _creation_order = itertools.count()
 _creation_number = operator.attrgetter("seq")
 
@@ -98,6 +101,21 @@ class UndeclaredReadError(RuntimeError):
     """A VJP rule read a value its rule-table entry declares unread (see ``ShapeOnly``)."""
 
 
+# One ShapeOnly per (shape, dtype) seen, shared by the nodes that keep one (it is
+# immutable): a gradient of small-array code keeps tens of thousands (lstm: 45,000 in
+# 64,000 nodes), each made and freed. Kept small: a program whose shapes keep changing
+# starts it again.
+_shape_onlys: dict = {}
+
+
+def _shape_only(key: tuple) -> ShapeOnly:
+    """A new ShapeOnly of ``key``, (shape, dtype), kept for the nodes that follow."""
+    if len(_shape_onlys) >= 256:
+        _shape_onlys.clear()
+    kept = _shape_onlys[key] = ShapeOnly(key)
+    return kept
+
+
 class VJPNode(Node):
     __slots__ = ("parents", "fun", "args", "kwargs", "argnums", "ans", "seq")
     keeps_everything = False  # True for graphs that are replayed or pushed forward
@@ -117,9 +135,15 @@ class VJPNode(Node):
                 if i >= n:
                     break
                 arg = args[i]
-                if type(arg) in droppable_types or (
-                    type(arg) in _box_types and type(arg._value) in droppable_types
-                ):  # (a box of an older trace too: jit's staging keeps no array alive)
+                if type(arg) in droppable_types:
+                    key = (arg.shape, arg.dtype)
+                    kept = _shape_onlys.get(key)
+                    # (a dtype equal to the one kept but another object, one with
+                    # metadata, gets its own: the node keeps the array's own dtype)
+                    args[i] = kept if kept is not None and kept.dtype is key[1] else \
+                        _shape_only(key)
+                elif type(arg) in _box_types and type(arg._value) in droppable_types:
+                    # (a box of an older trace: jit's staging keeps no array alive)
                     args[i] = ShapeOnly((arg.shape, arg.dtype))
             if not reads_ans and (type(ans) in droppable_types or (
                 type(ans) in _box_types and type(ans._value) in droppable_types
@@ -224,25 +248,34 @@ def children_first(end_nodes: Iterable[VJPNode]) -> list:
     return sorted(seen, key=_creation_number, reverse=True)
 
 
-def backward_pass(seeds: list, free: bool = False, order: list | None = None) -> dict:
+def backward_pass(seeds: list, free: bool = False) -> dict:
     """Propagate cotangents from ``seeds`` ([(end_node, g)]) to the root nodes.
 
-    Returns {root_node: cotangent} for the roots that were reached. ``order`` is the
-    graph's ``children_first`` order where it is already known (a graph pulled back once per
-    Jacobian row sorts once). With ``free=True`` each node's saved values are released
-    as soon as its cotangent has been pulled back.
+    Returns {root_node: cotangent} for the roots that were reached. With ``free=True``
+    each node's saved values are released as soon as its cotangent has been pulled back.
+
+    The nodes are visited newest first from a heap of those a cotangent has reached (minus
+    their creation numbers, which ``reached`` maps to the nodes: a heap of numbers compares
+    faster than one of pairs; a node is pushed when its first cotangent arrives): every
+    child of a node is newer than it, so all of its cotangents have arrived when it is
+    popped. No walk over the ancestors and no sort before the pass (12% of an lstm
+    gradient's profile), and nodes the cotangents never reach are never visited.
     """
     outgrads: dict = {}  # node -> summed cotangent so far
     owned: set = set()  # nodes whose cotangent is a buffer made here (safe to add into)
     for node, g in seeds:
-        _accumulate(outgrads, owned, node, g)
+        if g is not None:  # (no cotangent: nothing to pull back, as a rule's None)
+            _accumulate(outgrads, owned, node, g)
+    reached = {-node.seq: node for node in outgrads}  # minus creation number -> node
+    heap = list(reached)
+    heapq.heapify(heap)
+    push, pop = heapq.heappush, heapq.heappop
     root_grads = {}
     # (extension.Observer: debug_nans, report.code; a copy, as one may be turned off mid-pass)
     told = observers.copy() if observers else ()
-    for node in children_first([node for node, _ in seeds]) if order is None else order:
-        g = outgrads.pop(node, None)
-        if g is None:
-            continue
+    while heap:
+        node = reached.pop(pop(heap))
+        g = outgrads.pop(node)
         if type(g) is TakenPieces:  # all of the container's takes have been pulled back
             g = g.dense()
         fun = node.fun
@@ -280,6 +313,9 @@ def backward_pass(seeds: list, free: bool = False, order: list | None = None) ->
                     _accumulate(outgrads, owned, parent, grad)
                 else:
                     outgrads[parent] = grad
+                    key = -parent.seq
+                    reached[key] = parent
+                    push(heap, key)
             if len(rules) == 2:
                 grad = rules[1](g, ans, *args, **kwargs)
                 if grad is not None:
@@ -288,6 +324,9 @@ def backward_pass(seeds: list, free: bool = False, order: list | None = None) ->
                         _accumulate(outgrads, owned, parent, grad)
                     else:
                         outgrads[parent] = grad
+                        key = -parent.seq
+                        reached[key] = parent
+                        push(heap, key)
         else:
             parent_grads = zip(parents, entry.vjp(g, argnums, ans, args, kwargs))
             if told:  # (observers see cotangents as the values they stand for)
@@ -302,6 +341,9 @@ def backward_pass(seeds: list, free: bool = False, order: list | None = None) ->
                         _accumulate(outgrads, owned, parent, grad)
                     else:
                         outgrads[parent] = grad
+                        key = -parent.seq
+                        reached[key] = parent
+                        push(heap, key)
         if free:  # the saved values are released as soon as they have been used
             node.args = node.kwargs = node.ans = None
             node.parents = ()
@@ -409,10 +451,7 @@ class Recording:
         g_leaves = flatten_matching(g, self.out_def, "cotangent", "output")
         seeds = [(node, g_leaves[i]) for i, node in self.ends]
         with no_cycle_collection():
-            if self.free:
-                root_grads = backward_pass(seeds, free=True)
-            else:
-                root_grads = backward_pass(seeds, order=self.order())
+            root_grads = backward_pass(seeds, free=self.free)
         grads = []
         for root, space in zip(self.roots, self.spaces):
             grad = root_grads.get(root)
