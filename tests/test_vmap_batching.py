@@ -5,6 +5,7 @@ back to the per-example loop; composition with grad, jvp, jacobian, hessian, jit
 
 from __future__ import annotations
 
+import collections
 import time
 import warnings
 
@@ -199,7 +200,7 @@ def test_kron_cov_bincount_indices_and_scipys_solves_run_batched(name, fun, args
 
 
 def test_disagreeing_decisions_run_per_group_and_keep_the_order(without_deadlines):
-    calls = []
+    calls = collections.deque()  # (a deque: state vmap does not watch)
 
     def f(x):
         calls.append(onp.shape(x))
@@ -439,7 +440,7 @@ def test_a_first_call_runs_example_0_alone_then_the_others_batched_with_a_deadli
     deadline_of = vmap_module._Call._deadline
     monkeypatch.setattr(vmap_module._Call, "_deadline", lambda self, left: deadlines.append(
         deadline_of(self, left)))  # (recorded, then None: the run is not stopped)
-    seen = []
+    seen = collections.deque()  # (a deque: state vmap does not watch)
 
     def f(x):
         seen.append((type(x), onp.shape(x)))
@@ -448,7 +449,7 @@ def test_a_first_call_runs_example_0_alone_then_the_others_batched_with_a_deadli
     xs = R.normal(size=(8, 3))  # (5 or fewer examples run as the loop: test_vmap_choice)
     mapped = cr.vmap(f)
     got = mapped(xs)
-    assert seen == [(onp.ndarray, (3,)), (batched.BatchedArray, (3,))]
+    assert list(seen) == [(onp.ndarray, (3,)), (batched.BatchedArray, (3,))]
     assert deadlines and all(deadline is not None for deadline in deadlines)
     onp.testing.assert_array_equal(got, onp.stack([f(x) for x in xs]))
 
@@ -719,7 +720,7 @@ def test_a_batched_run_starts_only_with_the_time_of_an_example_before_its_deadli
     from chainrule._transforms import vmap as vmap_module
     monkeypatch.setattr(vmap_module._Call, "_deadline", lambda self, left: (
         time.perf_counter() + time_left * self.per_example()))
-    seen, xs = [], R.normal(size=(6, 3))
+    seen, xs = collections.deque(), R.normal(size=(6, 3))  # (a deque: not watched)
     onp.testing.assert_array_equal(cr.vmap(_sine_seen_by(seen))(xs), 2.0 * onp.sin(xs))
     assert seen.count(batched.BatchedArray) == batched_runs
     assert seen.count(onp.ndarray) == (1 if batched_runs else 6)
@@ -747,7 +748,7 @@ def test_nested_vmaps_run_one_batch_of_both_vmaps_examples(without_deadlines):
     # (the inner call inside the outer's batched run is one call on the product batch, its
     # decisions split as any batch's; before, a batch of batches, whose decisions differing
     # along both vmaps made the outer run its examples one by one)
-    seen = []
+    seen = collections.deque()  # (a deque: state vmap does not watch)
 
     def decide(x, y):
         seen.append((type(x), getattr(x, "_size", None), type(getattr(x, "_value", x))))

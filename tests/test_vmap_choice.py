@@ -5,6 +5,8 @@ calls it once for the whole batch; the loop once per example), never by timing.
 ``batched_runs_first`` (the contract's switch) makes every call start batched.
 """
 
+import collections
+
 import numpy as onp
 import pytest
 
@@ -14,7 +16,7 @@ from chainrule._transforms.vmap import batched_runs_first
 
 
 def _counted(fun):
-    calls = []
+    calls = collections.deque()  # (state vmap does not watch: a list would make it loop)
 
     def counted(*args):
         calls.append(1)

@@ -4,6 +4,7 @@ compares against that loop (on copies of the inputs, as a loop would mutate them
 
 from __future__ import annotations
 
+import collections
 import functools
 import random
 import string
@@ -189,7 +190,7 @@ def test_tensor_vmap_of_relu_is_a_tensor_of_the_stacked_answers():
 
 def test_a_batched_value_kept_past_its_vmap_fails_with_an_exception_not_a_signal():
     from chainrule._transforms.vmap import batched_runs_first
-    kept = []
+    kept = collections.deque()  # (a list would make vmap run the loop: state it watches)
 
     def f(x):
         kept.append(x)

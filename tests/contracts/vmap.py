@@ -24,7 +24,9 @@ with different in_axes (the outer over s, the inner over x; the outer over an ax
 the inner over the other; ``grad`` under both, its decisions differing along either).
 The hazards are every one of the shared generator's and this module's own: results written
 into NumPy buffers (``+=``, ``out=``, ``add.at``, ``copyto``, ``put``, setitem, ``fill``),
-writes through views and aliases, and draws from a Generator the program closes over.
+writes through views and aliases, draws from a Generator the program closes over, and
+Python state kept between calls that the answer reads (a counter in a list, a log appended
+to: the loop changes it once per example).
 """
 
 from __future__ import annotations
@@ -99,14 +101,28 @@ def _generator(g):
                                               "(rng.random(n) > 0.5) * 0.5")))
 
 
+def _python_state(g):
+    """Python state the program keeps between calls (a counter in a list, a log appended
+    to) that its answer reads: the loop changes it once per example."""
+    a = g.vec()
+    kind = int(g.rng.integers(3))
+    if kind == 0:
+        g.emit("calls[0] += 1", f"{g.new_vec()} = {a} * calls[0]")
+    elif kind == 1:
+        g.emit(f"log.append(stop_gradient({a}[0]))", f"{g.new_vec()} = {a} + len(log)")
+    else:  # (an earlier example's kept value, read by the next)
+        g.emit(f"{g.new_vec()} = {a} + (log[-1] if log else 0.0)",
+               f"log.append(stop_gradient({a}[-1]))")
+
+
 OWN = (Template("buffer", _buffer, 0.8), Template("view", _view, 0.8),
-       Template("generator", _generator, 0.5))
+       Template("generator", _generator, 0.5), Template("python_state", _python_state, 0.4))
 ALL = HAZARDS | {t.hazard for t in OWN}
 # jit's own refusals are its contract's business: what it stages is compared here (writes
 # through views are in: jit writes a staged view into its base since the ninth session,
 # where it refused them before, 90 of the first 10,000 cases)
 JIT_HAZARDS = ALL - {"random", "generator", "raise", "try_except", "closure", "buffer",
-                     "convert", "tuple_answer"}
+                     "convert", "tuple_answer", "python_state"}
 # hazards with which an empty batch's answer may take another branch's dtype (no example
 # decides; vmap decides on a stand-in example of zeros)
 DECIDING = {"branch", "loop", "convert", "signed_zero", "try_except", "raise"}
@@ -132,7 +148,8 @@ def generate(rng: onp.random.Generator) -> Case:
     hazards = JIT_HAZARDS if mode == "jit" else ALL
     output = "scalar" if mode in _GRAD_MODES else "any"
     p = programs.generate(rng, hazards, output=output, extra=OWN,
-                          namespace={"rng": onp.random.default_rng(int(rng.integers(1 << 30)))})
+                          namespace={"rng": onp.random.default_rng(int(rng.integers(1 << 30))),
+                                     "calls": [0], "log": []})
     size = int(rng.choice(SIZES))
     if mode.startswith("nested"):
         size = int(rng.integers(1, 4))
@@ -269,12 +286,15 @@ def _jit_alone(case: Case) -> list[str]:
 
 def _start(p: Program) -> None:
     p.reset()
+    p.namespace["calls"][:] = [0]
+    p.namespace["log"].clear()
     onp.random.seed(7)
     p.namespace["rng"].bit_generator.state = onp.random.default_rng(11).bit_generator.state
 
 
 def _state(p: Program) -> list:
     return ([p.namespace[name].copy() for name in p.closures]
+            + [p.namespace["calls"][0], onp.array(p.namespace["log"], float)]
             + [onp.random.get_state()[1].copy(), onp.random.get_state()[2],
                repr(p.namespace["rng"].bit_generator.state)])
 
@@ -289,7 +309,8 @@ def _check_call(case: Case, mapped, xs, s) -> list[str]:
     _start(p)
     actual = Outcome.of(lambda: mapped(xs, s))
     out = unchanged(inputs, copies)
-    if not _size(case, xs):
+    if not _size(case, xs):  # (the loop of no examples changes nothing outside)
+        out += [f"after the call: {d}" for d in _states_differ(loop_state, _state(p))]
         return out + _check_empty(case, actual)
     if reference.error is None:
         try:

@@ -425,6 +425,7 @@ class _Call:
 
     # (what a call that runs as the loop keeps as it is: class defaults, made once)
     generators = reach.GeneratorStates([])
+    python_state = reach.PythonState([])  # (what the function reaches, as the loop starts)
     outside_arrays: list = []  # (replaced, never changed)
     watch_draws = shared_draws = False  # ("same": once the function has drawn)
     read_only = reach.ReadOnly([])
@@ -449,6 +450,7 @@ class _Call:
         unmapped = [leaf for leaf, ax in zip(self.leaves, self.axes) if ax is None]
         generators, self.outside_arrays = self.memory.outside(self.fun, unmapped)
         self.generators = reach.GeneratorStates(generators)
+        self.python_state = reach.PythonState(self.memory.reach.state)
         self.watch_draws = bool(generators)
 
     def answer(self) -> Any:
@@ -490,9 +492,14 @@ class _Call:
                 # (a list or dict the function keeps and answers again: a batched part read
                 # it when its run ended, the loop stacks it after the last example)
                 raise _Restart
+            if self.batched_runs and self.python_state.changed():
+                # (a counter counted, a list appended to: once per run, where the loop
+                # changes it once per example, and the answers may have read it)
+                raise _Restart
         except _Restart:
             self.read_only.release()
             self.generators.restore()
+            self.python_state.restore()
             parts = parts[:1] + [self._the_loop(done)] if done else [self._the_loop()]
         finally:
             self.read_only.release()  # (again, where _parts raised)
@@ -546,7 +553,9 @@ class _Call:
 
     def loop_answer(self) -> Any:
         """The answer of the loop itself (no batched run)."""
-        if self.randomness != "different":  # (the loop draws as the loop otherwise)
+        if self.randomness != "different" or not self.size:
+            # (the loop draws as the loop otherwise; an empty batch's stand-in example
+            # is undone, the loop makes no call)
             self._look_outside()
         elif self.size:
             return self.loop_stacked(self.loop_answers())
@@ -880,8 +889,9 @@ class _Call:
 
     def _stand_in(self) -> _Part:
         """For an empty batch that cannot run batched: the answer's shapes and dtypes from
-        the function called on a stand-in example of zeros (its draws undone, its writes
-        outside itself refused: the loop would make none)."""
+        the function called on a stand-in example of zeros (its draws and the changes of
+        the Python state it reaches undone, its writes outside itself refused: the loop
+        would make none)."""
         sliced = [leaf if ax is None else anp.zeros(
             anp.shape(leaf)[:ax] + anp.shape(leaf)[ax + 1:], anp.result_type(leaf))
             for leaf, ax in zip(self.leaves, self.axes)]
@@ -902,6 +912,7 @@ class _Call:
         finally:
             read_only.release()
             self.generators.restore()
+            self.python_state.restore()
         leaves, tree = tree_flatten(answer)
         return _Part(_np.arange(0), tree, [_Stacked(_np.zeros((0,) + anp.shape(leaf),
                                                               anp.result_type(leaf)))

@@ -45,13 +45,15 @@ class Reach:
 
     def __init__(self, roots: list):
         self.lookups: list = []  # (a dict, a key, its value)
+        self._owners: dict = {}  # a class's attribute mapping (made anew on each read): the class
         self.reads: list = []  # (a cell, function or container, what was read, the value)
+        self.state: list = []  # the user's own reads (see PythonState): (a place, a key)
         found: dict[int, Any] = {}
         arrays: dict[int, _np.ndarray] = {}
         seen: set[int] = set()
-        pending = [(root, frozenset(), 0, False) for root in reversed(roots)]
+        pending = [(root, frozenset(), 0, False, False) for root in reversed(roots)]
         while pending:
-            obj, names, depth, library = pending.pop()
+            obj, names, depth, library, libraries = pending.pop()
             if type(obj) is _np.ndarray and not library:
                 arrays.setdefault(id(obj), obj)
             if type(obj) in INERT or id(obj) in seen or depth > _MAX_DEPTH:
@@ -61,8 +63,16 @@ class Reach:
                 found.setdefault(id(obj), obj)
                 continue
             library = _in_library(obj)
+            # (whose state: a function's or an object's own, a container's its holder's)
+            if not isinstance(obj, (list, tuple, dict)):
+                libraries = library or _of_a_library(obj)
+            marks = len(self.reads), len(self.lookups)
             for child, child_names in self._children(obj, names):
-                pending.append((child, child_names, depth + 1, library))
+                pending.append((child, child_names, depth + 1, library, libraries))
+            if not libraries:
+                self.state += [read[:2] for read in self.reads[marks[0]:]]
+                self.state += [(place, key, self._owners.get(id(place)))
+                               for place, key, _ in self.lookups[marks[1]:]]
         self.generators = list(found.values())
         self.arrays = list(arrays.values())
 
@@ -119,10 +129,13 @@ class Reach:
     def _named_attributes(self, obj, names: frozenset) -> list:
         """The attributes of a module, class or object among ``names``, read from their
         ``__dict__``s (a property is not run)."""
-        dicts = [getattr(obj, "__dict__", None)]
+        owners = [obj]
         if not isinstance(obj, (type, types.ModuleType)):
-            dicts += [vars(cls) for cls in type(obj).__mro__ if cls is not object]
-        return [self._record(d, n) for d in dicts
+            owners += [cls for cls in type(obj).__mro__ if cls is not object]
+        dicts = [(getattr(owner, "__dict__", None), owner) for owner in owners]
+        self._owners.update((id(d), owner) for d, owner in dicts
+                            if isinstance(d, types.MappingProxyType))
+        return [self._record(d, n) for d, _ in dicts
                 if isinstance(d, (dict, types.MappingProxyType)) for n in names if n in d]
 
 
@@ -152,6 +165,95 @@ def _in_library(obj) -> bool:
     defined in: functools.wraps copies __module__ from the user's function)?"""
     globals_ = getattr(obj, "__globals__", None)
     return globals_ is not None and str(globals_.get("__name__")).startswith(_LIBRARIES)
+
+
+def _of_a_library(obj) -> bool:
+    """Is ``obj`` a module of chainrule, NumPy or SciPy, or an object of a class of theirs
+    (their state, as a jitted function's cache, is theirs)?"""
+    if isinstance(obj, types.ModuleType):
+        return obj.__name__.startswith(_LIBRARIES)
+    kind = obj if isinstance(obj, type) else type(obj)
+    return str(getattr(kind, "__module__", "")).startswith(_LIBRARIES) and not isinstance(
+        obj, (types.FunctionType, types.MethodType, functools.partial))
+
+
+class PythonState:
+    """The Python state the user's code reaches (the ``state`` of a Reach: the contents of
+    closure cells, the items of the lists and dicts met, the globals and attributes the
+    code names; chainrule's, NumPy's and SciPy's own left out), as it is when made.
+    ``changed()``: has it changed since (a counter counted, a list appended to, a closure
+    variable or an attribute rebound)? ``restore()`` puts back what changed."""
+
+    def __init__(self, state: list):
+        self.cells, self.lists, self.dicts, self.names = [], [], [], []
+        for place, key, *owner in state:
+            if key is _CELL:
+                self.cells.append((place, _contents(place)))
+            elif key is _ITEMS and isinstance(place, list):
+                self.lists.append((place, list(place)))
+            elif key is _ITEMS and isinstance(place, dict):
+                self.dicts.append((place, dict(place)))
+            elif isinstance(key, str):
+                self.names.append((place, key, place.get(key, _EMPTY), owner[0]))
+
+    def changed(self) -> bool:
+        return (any(_contents(cell) is not value for cell, value in self.cells)
+                or any(not _same_list(place, items) for place, items in self.lists)
+                or any(not _same_dict(place, items) for place, items in self.dicts)
+                or any(place.get(key, _EMPTY) is not value
+                       for place, key, value, _ in self.names))
+
+    def restore(self) -> None:
+        for cell, value in self.cells:
+            if _contents(cell) is not value:
+                _set_contents(cell, value)
+        for place, items in self.lists:
+            if not _same_list(place, items):
+                place[:] = items
+        for place, items in self.dicts:
+            if not _same_dict(place, items):
+                place.clear()
+                place.update(items)
+        for place, key, value, owner in self.names:
+            if place.get(key, _EMPTY) is not value:
+                _set_name(place, key, value, owner)
+
+
+_EMPTY = object()  # (an empty cell, a name not bound)
+
+
+def _contents(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return _EMPTY
+
+
+def _set_contents(cell, value) -> None:
+    if value is _EMPTY:
+        del cell.cell_contents
+    else:
+        cell.cell_contents = value
+
+
+def _same_list(place: list, items: list) -> bool:
+    return len(place) == len(items) and all(a is b for a, b in zip(place, items))
+
+
+def _same_dict(place: dict, items: dict) -> bool:
+    return len(place) == len(items) and all(place.get(k, _EMPTY) is v for k, v in items.items())
+
+
+def _set_name(place, key: str, value, owner) -> None:
+    if type(place) is not dict:  # (a class's attributes: set through the class)
+        if value is _EMPTY:
+            delattr(owner, key)
+        else:
+            setattr(owner, key, value)
+    elif value is _EMPTY:
+        place.pop(key, None)
+    else:
+        place[key] = value
 
 
 def _read(place, key):
