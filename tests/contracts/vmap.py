@@ -18,10 +18,11 @@ examples shaped (and typed) as an example's answer — the dtype may be another 
 where the program decides on its data (vmap decides on a stand-in example of zeros).
 
 How a program is mapped varies from case to case: x along axis 0 or -1, s mapped or
-shared; batches of 0 to 8 examples; ``vmap(grad(f))`` of scalar programs; ``jit(vmap(f))``
-called on two batches, every other mapped function called twice on its batch; nested vmaps
-with different in_axes (the outer over s, the inner over x; the outer over an axis of x and
-the inner over the other; ``grad`` under both, its decisions differing along either).
+shared, the answers' examples along axis 0 or -1 (out_axes); batches of 0 to 8 examples;
+``vmap(grad(f))`` of scalar programs; ``jit(vmap(f))`` called on two batches, every other
+mapped function called twice on its batch; nested vmaps with different in_axes (the outer
+over s, the inner over x; the outer over an axis of x and the inner over the other; ``grad``
+under both, its decisions differing along either).
 The hazards are every one of the shared generator's and this module's own: results written
 into NumPy buffers (``+=``, ``out=``, ``add.at``, ``copyto``, ``put``, setitem, ``fill``),
 writes through views and aliases, draws from a Generator the program closes over, and
@@ -47,7 +48,7 @@ NAME = "vmap"
 CI_CASES = 500  # (each mapped function is called twice)
 
 MODES = ("axis 0", "axis -1", "s mapped", "grad", "jit", "nested over s", "nested over axes",
-         "nested grad")
+         "nested grad", "out axis -1")
 _GRAD_MODES = ("grad", "nested grad")
 SIZES = (0, 1, 2, 3, 5, 8)
 _CONTRACTIONS = ("np.dot", "np.linalg.norm", "@")
@@ -183,6 +184,8 @@ def _mapped(case: Case):
         return chainrule.vmap(f, in_axes=(-1, None))
     if case.mode == "s mapped":
         return chainrule.vmap(f, in_axes=(0, 0))
+    if case.mode == "out axis -1":
+        return chainrule.vmap(f, in_axes=(0, None), out_axes=-1)
     if case.mode == "grad":
         return chainrule.vmap(chainrule.grad(f), in_axes=(0, None))
     if case.mode == "jit":
@@ -314,7 +317,7 @@ def _check_call(case: Case, mapped, xs, s) -> list[str]:
         return out + _check_empty(case, actual)
     if reference.error is None:
         try:
-            reference = Outcome(value=_stack_tree(reference.value))
+            reference = Outcome(value=_out_axis(case, _stack_tree(reference.value)))
         except _Unstackable:
             if isinstance(actual.error, ValueError) and "cannot be stacked" in str(actual.error):
                 return out + [Refusal(f"the loop's answers cannot be stacked: {actual.error}")]
@@ -344,7 +347,7 @@ def _check_empty(case: Case, actual: Outcome) -> list[str]:
     want = _empty_answer(case)
     if want is None:
         return []
-    want_leaves = [onp.asarray(w)[:0] for w in array_leaves(want)]
+    want_leaves = array_leaves(_out_axis(case, _emptied(want)))
     got_leaves = array_leaves(actual.value)
     out = []
     if len(want_leaves) != len(got_leaves):
@@ -354,6 +357,25 @@ def _check_empty(case: Case, actual: Outcome) -> list[str]:
         if w.shape != g.shape or w.dtype != g.dtype and not dtypes_may_differ:
             out.append(f"an empty batch answered {g.dtype} {g.shape}, not {w.dtype} {w.shape}")
     return out
+
+
+def _out_axis(case: Case, stacked):
+    """The loop's stacked answer with the examples' axis where out_axes puts it."""
+    if case.mode != "out axis -1":
+        return stacked
+    if isinstance(stacked, dict):
+        return {k: _out_axis(case, v) for k, v in stacked.items()}
+    if isinstance(stacked, (list, tuple)):
+        return type(stacked)(_out_axis(case, v) for v in stacked)
+    return onp.moveaxis(stacked, 0, -1)
+
+
+def _emptied(stacked):
+    if isinstance(stacked, dict):
+        return {k: _emptied(v) for k, v in stacked.items()}
+    if isinstance(stacked, (list, tuple)):
+        return type(stacked)(_emptied(v) for v in stacked)
+    return onp.asarray(stacked)[:0]
 
 
 def _signed_zeros(expected, actual) -> list[str]:
