@@ -93,8 +93,58 @@ def _kept():
     return f, lambda: len(kept)
 
 
+class _Slotted:
+    __slots__ = ("calls",)
+
+    def __init__(self):
+        self.calls = 0
+
+
+def _slot_counter():
+    counter = _Slotted()
+
+    def f(x):
+        counter.calls += 1
+        return x * counter.calls
+
+    return f, lambda: counter.calls
+
+
+def _set_grown():
+    seen = set()
+
+    def f(x):
+        seen.add(len(seen))
+        return x * len(seen)
+
+    return f, lambda: len(seen)
+
+
+def _global_counter():
+    global _CALLS
+    _CALLS = 0
+
+    def f(x):
+        global _CALLS
+        _CALLS += 1
+        return x * _CALLS
+
+    return f, lambda: _CALLS
+
+
+_CALLS = 0
+
+
+def _default_cache():
+    def f(x, cache=[]):  # noqa: B006 (the mutable default is the state under test)
+        cache.append(1)
+        return x * len(cache)
+
+    return f, lambda: len(f.__defaults__[0])
+
+
 _STATEFUL = [_list_counter, _cell_counter, _method_counter, _class_counter, _dict_counter,
-             _appended, _kept]
+             _appended, _kept, _slot_counter, _set_grown, _default_cache]
 
 
 _STATE_XFAIL = pytest.mark.xfail(strict=True, reason=(
@@ -196,3 +246,77 @@ def test_a_float32_arctan2_of_a_reversed_view_batched_is_the_loops_to_the_bit():
     with batched_runs_first():
         got = cr.vmap(f)(xs)
     assert got.tobytes() == onp.stack([f(x) for x in xs]).tobytes()
+
+
+def test_a_global_counter_is_the_loops():
+    f, count = _global_counter()
+    mapped = cr.vmap(f)
+    with batched_runs_first():
+        for n in (2, 3, 5):
+            xs = _XS[:n].copy()
+            start = count()
+            want = onp.stack([f(x.copy()) for x in xs])
+            globals()["_CALLS"] = start
+            onp.testing.assert_array_equal(mapped(xs), want)
+            assert count() == start + n
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "an iterator's state (itertools.count, a generator object) is not Python state vmap "
+    "can read or put back: a batched run draws one value for the batch"))
+def test_an_iterator_drawn_per_example_is_the_loops():
+    import itertools
+
+    def make():
+        counter = itertools.count(1)
+        return lambda x: x * next(counter)
+
+    with batched_runs_first():
+        got = cr.vmap(make())(_XS[:3].copy())
+    f = make()
+    onp.testing.assert_array_equal(got, onp.stack([f(x) for x in _XS[:3].copy()]))
+
+
+def test_a_value_a_batched_run_kept_is_not_read_by_the_examples_run_after_it():
+    """A batched run appends its value to a list, then cannot go on (a batched value
+    written into a NumPy array): the examples then ran one by one read the batched value
+    from the list, and vmap's internal signal escaped (the contract's seed 1, case 1235)."""
+    def make():
+        log = []
+
+        def f(x):
+            v = x + (log[-1] if log else 0.0)  # (the earlier example's value)
+            log.append(cr.stop_gradient(x[-1]))
+            buf = onp.ones(3)
+            onp.multiply(buf, v, out=buf)
+            return buf - v
+
+        return f, log
+
+    f_loop, log_loop = make()
+    f_mapped, log_mapped = make()
+    xs = _XS[:4].copy()
+    want = onp.stack([f_loop(x.copy()) for x in xs])
+    with batched_runs_first():
+        got = cr.vmap(f_mapped)(xs)
+    onp.testing.assert_array_equal(got, want)
+    assert [float(v) for v in log_mapped] == [float(v) for v in log_loop]
+
+
+def test_a_batched_value_kept_past_its_call_and_written_into_an_array_is_a_clear_error():
+    """A write of a kept batched value into a NumPy array (``out=``) after its vmap call
+    returned raised vmap's internal signal (a BaseException no one catches)."""
+    import collections
+
+    from chainrule._core.tracer import LeakedTracerError
+
+    kept = collections.deque()  # (state vmap does not watch: the value leaks)
+
+    def f(x):
+        kept.append(x)
+        return x * 2.0
+
+    with batched_runs_first():
+        cr.vmap(f)(_XS[:3].copy())
+    with pytest.raises(LeakedTracerError, match="vmap"):
+        onp.multiply(onp.ones(3), kept[-1], out=onp.ones(3))

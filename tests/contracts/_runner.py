@@ -62,7 +62,10 @@ def run(contract: ModuleType, programs: int, seed: int = 0, start: int = 0,
                 warnings.simplefilter("ignore")  # a check that compares warnings records them
                 case = contract.generate(rng)
                 found = contract.check(case)
-        except Exception:  # noqa: BLE001 (a harness or transform crash is a finding too)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException:  # noqa: BLE001 (a harness or transform crash is a finding too,
+            # and so is a transform's internal signal escaping: vmap's BatchUnsupported)
             found = ["the check itself raised:\n" + traceback.format_exc()]
         report.cases += 1
         diffs = [d for d in found if not isinstance(d, Refusal)]

@@ -493,9 +493,7 @@ class _Call:
                 # it when its run ended, the loop stacks it after the last example)
                 raise _Restart
             if self.batched_runs and self.python_state.changed():
-                # (a counter counted, a list appended to: once per run, where the loop
-                # changes it once per example, and the answers may have read it)
-                raise _Restart
+                raise _Restart  # (examples run alone out of order changed it: see _batched)
         except _Restart:
             self.read_only.release()
             self.generators.restore()
@@ -827,6 +825,10 @@ class _Call:
             self.batched_seconds += time.perf_counter() - start
             self.batched_runs += 1
             self._after_run()
+            if self.python_state.changed():
+                # (a counter counted, a list appended to: once for the batch, where the loop
+                # changes it once per example; no run may read it: the loop runs)
+                raise _Restart
         trace.signal.examples = examples
         trace.signal.__traceback__ = None  # (its frames hold the trace, which holds it)
         return trace.signal

@@ -5,11 +5,12 @@ it (they are made read-only while vmap runs it, see ``ReadOnly``).
 
 A function reaches an object through its arguments, the variables it closes over, its
 default arguments, the module globals its code names (and, in a module or object it names,
-the attributes its code names: ``np.random.normal`` reaches NumPy's global RandomState),
+the attributes its code names, slots included: ``np.random.normal`` reaches NumPy's global
+RandomState),
 the object of a bound method, the class-defined ``__call__`` of an object called as a
 function, and the same things of every function reached that way,
 ``functools.partial`` and ``functools.wraps`` (chainrule's transforms) included; the items
-of lists, tuples and dicts met on the way (their first 64). Generators are NumPy's
+of lists, tuples, dicts and sets met on the way (their first 64). Generators are NumPy's
 ``Generator``, ``RandomState`` and bit generators, and Python's ``random.Random`` (the
 ``random`` module's functions).
 
@@ -35,7 +36,8 @@ INERT = frozenset({type(None), bool, int, float, complex, str, bytes, _np.ndarra
 _LIBRARIES = ("chainrule", "numpy", "scipy", "builtins")  # their globals are not searched
 _MAX_DEPTH = 12
 _MAX_ITEMS = 64  # of a container
-_CELL, _ITEMS, _DEFAULTS = object(), object(), object()  # what a read was
+_CELL, _ITEMS, _DEFAULTS, _SLOT = object(), object(), object(), object()  # what a read was
+_CONTAINERS = (list, tuple, dict, set)
 
 
 class Reach:
@@ -64,7 +66,7 @@ class Reach:
                 continue
             library = _in_library(obj)
             # (whose state: a function's or an object's own, a container's its holder's)
-            if not isinstance(obj, (list, tuple, dict)):
+            if not isinstance(obj, _CONTAINERS):
                 libraries = library or _of_a_library(obj)
             marks = len(self.reads), len(self.lookups)
             for child, child_names in self._children(obj, names):
@@ -102,9 +104,10 @@ class Reach:
             if isinstance(func, types.FunctionType):
                 names = _code_names(func.__code__)
             return [(getattr(obj, "__self__", None), names), (func, names)]
-        if isinstance(obj, (list, tuple, dict)):
+        if isinstance(obj, _CONTAINERS):
             return [(v, names) for v in self._record(obj, _ITEMS)]
-        if isinstance(obj, (type, types.ModuleType)) or hasattr(obj, "__dict__"):
+        if isinstance(obj, (type, types.ModuleType)) or hasattr(obj, "__dict__") or hasattr(
+                type(obj), "__slots__"):
             children = [(v, names) for v in self._named_attributes(obj, names)]
             call = next((vars(cls)["__call__"] for cls in type(obj).__mro__
                          if "__call__" in vars(cls)), None)
@@ -135,8 +138,11 @@ class Reach:
         dicts = [(getattr(owner, "__dict__", None), owner) for owner in owners]
         self._owners.update((id(d), owner) for d, owner in dicts
                             if isinstance(d, types.MappingProxyType))
-        return [self._record(d, n) for d, _ in dicts
-                if isinstance(d, (dict, types.MappingProxyType)) for n in names if n in d]
+        slots = [] if isinstance(obj, (type, types.ModuleType)) else [
+            self._record(obj, (_SLOT, n)) for n in names
+            if isinstance(getattr(type(obj), n, None), types.MemberDescriptorType)]
+        return slots + [self._record(d, n) for d, _ in dicts
+                        if isinstance(d, (dict, types.MappingProxyType)) for n in names if n in d]
 
 
 def reached_from(fun) -> Reach:
@@ -185,7 +191,7 @@ class PythonState:
     variable or an attribute rebound)? ``restore()`` puts back what changed."""
 
     def __init__(self, state: list):
-        self.cells, self.lists, self.dicts, self.names = [], [], [], []
+        self.cells, self.lists, self.dicts, self.sets, self.names = [], [], [], [], []
         for place, key, *owner in state:
             if key is _CELL:
                 self.cells.append((place, _contents(place)))
@@ -193,13 +199,19 @@ class PythonState:
                 self.lists.append((place, list(place)))
             elif key is _ITEMS and isinstance(place, dict):
                 self.dicts.append((place, dict(place)))
+            elif key is _ITEMS and isinstance(place, set):
+                self.sets.append((place, set(place)))
             elif isinstance(key, str):
                 self.names.append((place, key, place.get(key, _EMPTY), owner[0]))
+            elif type(key) is tuple:  # (a slot: the object is its own owner)
+                self.names.append((_Slots(place), key[1], getattr(place, key[1], _EMPTY),
+                                   place))
 
     def changed(self) -> bool:
         return (any(_contents(cell) is not value for cell, value in self.cells)
                 or any(not _same_list(place, items) for place, items in self.lists)
                 or any(not _same_dict(place, items) for place, items in self.dicts)
+                or any(place != items for place, items in self.sets)
                 or any(place.get(key, _EMPTY) is not value
                        for place, key, value, _ in self.names))
 
@@ -210,8 +222,8 @@ class PythonState:
         for place, items in self.lists:
             if not _same_list(place, items):
                 place[:] = items
-        for place, items in self.dicts:
-            if not _same_dict(place, items):
+        for place, items in [*self.dicts, *self.sets]:
+            if not (_same_dict(place, items) if type(items) is dict else place == items):
                 place.clear()
                 place.update(items)
         for place, key, value, owner in self.names:
@@ -220,6 +232,18 @@ class PythonState:
 
 
 _EMPTY = object()  # (an empty cell, a name not bound)
+
+
+class _Slots:
+    """An object's slots read as a mapping (``get``), as its ``__dict__`` is."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def get(self, name: str, default=None):
+        return getattr(self.obj, name, default)
 
 
 def _contents(cell):
@@ -245,7 +269,7 @@ def _same_dict(place: dict, items: dict) -> bool:
 
 
 def _set_name(place, key: str, value, owner) -> None:
-    if type(place) is not dict:  # (a class's attributes: set through the class)
+    if type(place) is not dict:  # (a class's attributes, or slots: set through the owner)
         if value is _EMPTY:
             delattr(owner, key)
         else:
@@ -270,6 +294,8 @@ def _read(place, key):
         if place is None:
             return ()
         return (place.__defaults__ or ()) + tuple((place.__kwdefaults__ or {}).values())
+    if type(key) is tuple:  # (_SLOT, its name)
+        return getattr(place, key[1], None)
     return place.get(key)
 
 

@@ -94,6 +94,11 @@ class BatchTrace:
         self.deadline = deadline
 
     def signalled(self, signal: BaseException) -> BaseException:
+        if self.id not in tracer.live_trace_ids:  # (not a run's signal: nothing catches it)
+            raise LeakedTracerError(
+                f"vmap: a batched value of a mapped call that has returned was used ({signal}"
+                f"): it stands for the examples of that call only. Return the value from the "
+                f"mapped function instead of keeping it outside the function.")
         if self.signal is None:
             self.signal = signal
         return signal
