@@ -320,3 +320,33 @@ def test_a_batched_value_kept_past_its_call_and_written_into_an_array_is_a_clear
         cr.vmap(f)(_XS[:3].copy())
     with pytest.raises(LeakedTracerError, match="vmap"):
         onp.multiply(onp.ones(3), kept[-1], out=onp.ones(3))
+
+
+class _Sub(onp.ndarray):
+    pass
+
+
+@pytest.mark.parametrize("make", [lambda: onp.zeros(3), lambda: onp.zeros(3).view(_Sub),
+                                  lambda: onp.zeros(3).view(onp.recarray),
+                                  lambda: onp.ma.zeros(3)],
+                         ids=["ndarray", "subclass", "recarray", "masked"])
+def test_jit_reads_a_closure_buffer_rebuilt_between_two_uses_as_each_use_read_it(make):
+    """A basis vector rebuilt in one buffer (docs/jit.md: read as each use read it): a
+    buffer of an ndarray subclass was read by reference, and a later call read its last
+    contents at both uses."""
+    e = make()
+
+    def f(x):
+        e[...] = 0.0
+        e[..., 0] = 1.0
+        a = x * e
+        e[...] = 0.0
+        e[..., 1] = 1.0
+        return a + 2.0 * (x * e)
+
+    jitted = cr.jit(f)
+    for x in (onp.array([1.0, 2.0, 3.0]), onp.array([1.0, 2.0, 3.0]), onp.array([-0.0, 4.0, 1.0])):
+        want = f(x)
+        got = jitted(x)
+        assert type(got) is type(want)
+        onp.testing.assert_array_equal(onp.asarray(got), onp.asarray(want))

@@ -166,7 +166,7 @@ class Record(list):
         between two calls that read it (``e[:] = 0; e[i] = 1`` in a loop), or after the
         trace: each call reads the contents it had then, as eagerly."""
         t = type(value)
-        if t is np.ndarray:
+        if t is np.ndarray or isinstance(value, np.ndarray):  # (a memmap, a masked array...)
             key = id(value)
             known = self.copies.get(key)
             if known is not None and known[0]() is value and _same_bits(value, known[1]):
@@ -182,7 +182,22 @@ class Record(list):
         return value
 
 
-_MUTABLE = frozenset([np.ndarray, tuple, list])
+# type -> is a value of it read as a constant copy (``Record.constant``): arrays, their
+# subclasses (memmap, recarray, masked arrays: read by reference, a buffer the function
+# rebuilt between two uses was read as it ended, at both), and the lists and tuples that
+# may hold them; learned per type (``_mutable``)
+_MUTABLE: dict = {np.ndarray: True, tuple: True, list: True, float: False, int: False,
+                  bool: False, type(None): False}
+
+
+def _mutable(value: Any) -> bool:
+    t = type(value)
+    known = _MUTABLE.get(t)
+    if known is None:
+        known = _MUTABLE[t] = isinstance(value, (np.ndarray, tuple, list))
+    return known
+
+
 _NO_KEYWORDS: dict = {}
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
@@ -276,11 +291,11 @@ class StagingNode(Node):
             for i in argnums:
                 args[i] = None  # (the tracer's own list of the call's values)
             for i, a in enumerate(args):
-                if type(a) in _MUTABLE:
+                if _mutable(a):
                     args[i] = record.constant(a)
             self.args = args
             form = (argnums, n)
-        if kwargs and any(type(v) in _MUTABLE for v in kwargs.values()):
+        if kwargs and any(map(_mutable, kwargs.values())):
             for k, v in kwargs.items():
                 kwargs[k] = record.constant(v)
         kind = type(ans)
