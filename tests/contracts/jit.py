@@ -192,6 +192,25 @@ def _numpy_array(g) -> None:
            f"{g.new_vec()} = {v} + np.sum({made})")
 
 
+class _Buffer(onp.ndarray):
+    """A user's ndarray subclass whose NumPy results are plain arrays (as a memmap's)."""
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        array = array.view(onp.ndarray)
+        return array[()] if return_scalar else array
+
+
+def _subclass_buffer(g) -> None:
+    # a basis vector rebuilt between two uses in a closure buffer seen through an ndarray
+    # subclass (attack10: a subclass constant was read by reference, so later calls read
+    # its last contents at both uses)
+    w, v = g.name("w"), g.name()
+    g.emit(f"{w} = {g.closure()}.view(Buffer)", f"{w}[:] = 0.0", f"{w}[{g.index()}] = 1.0",
+           f"{v} = {g.vec()} * {w}", f"{w}[:] = 0.0", f"{w}[{g.index()}] = 1.0",
+           f"{v} = {v} + {g.vec()} * {w}")
+    g.vecs.append(v)
+
+
 OWN = (programs.Template("text", _text, 0.5), programs.Template("errstate", _errstate, 0.5),
        programs.Template("python_numbers", _python_numbers, 0.3),
        programs.Template("folded_outputs", _folded_outputs, 0.3),
@@ -199,7 +218,8 @@ OWN = (programs.Template("text", _text, 0.5), programs.Template("errstate", _err
        programs.Template("rounded_to_int", _rounded_to_int, 0.3),
        programs.Template("written_buffer", _written_buffer, 0.3),
        programs.Template("view_write", _view_write, 0.3),
-       programs.Template("numpy_array", _numpy_array, 0.2))
+       programs.Template("numpy_array", _numpy_array, 0.2),
+       programs.Template("subclass_buffer", _subclass_buffer, 0.2))
 OWN_UNDER_TRANSFORMS = (OWN[1], OWN[4], OWN[6], OWN[7], OWN[8])
 
 
@@ -212,7 +232,7 @@ def generate(rng: onp.random.Generator) -> Case:
     n = 3 if transform == "hessian" else None
     own = OWN if transform == "plain" else OWN_UNDER_TRANSFORMS
     program = programs.generate(rng, programs.HAZARDS | {t.hazard for t in own},
-                                output=output, n=n, extra=own)
+                                output=output, n=n, extra=own, namespace={"Buffer": _Buffer})
     calls = program.inputs(rng, 3)
     calls.append(calls[0])  # (the first arguments again: a cached call)
     wrapping = str(rng.choice(WRAPPINGS))
