@@ -225,29 +225,6 @@ def test_an_empty_batch_after_a_call_run_as_the_loop_draws_nothing():
         assert got.shape == (n, 3) and drawn == bool(n)
 
 
-def _layout_changes_numpys_bits() -> bool:
-    """Does NumPy's float32 arctan2 round a reversed row (its strided loop) differently
-    from the same rows of a 2-D reversed view (its contiguous, SIMD loop) here?"""
-    xs = onp.random.default_rng(0).normal(size=(3, 6)).astype(onp.float32)
-    rows = onp.stack([onp.arctan2(x[::-1], 1.5 + x * x) for x in xs])
-    return bool((onp.arctan2(xs[:, ::-1], 1.5 + xs * xs) != rows).any())
-
-
-@pytest.mark.xfail(condition=_layout_changes_numpys_bits(), strict=True, reason=(
-    "NumPy's float32 arctan2 of a reversed view rounds by its strided loop for one example "
-    "and by its SIMD loop for the batch's 2-D view (an ulp apart): the batched answer is "
-    "NumPy's for the batch, not the loop's (the vmap contract's case 2780 of seed 0, "
-    "'nested over s', batched first)"))
-def test_a_float32_arctan2_of_a_reversed_view_batched_is_the_loops_to_the_bit():
-    def f(x):
-        return np.arctan2(np.flip(x), 1.5 + x * x)
-
-    xs = onp.random.default_rng(0).normal(size=(3, 6)).astype(onp.float32)
-    with batched_runs_first():
-        got = cr.vmap(f)(xs)
-    assert got.tobytes() == onp.stack([f(x) for x in xs]).tobytes()
-
-
 def test_a_global_counter_is_the_loops():
     f, count = _global_counter()
     mapped = cr.vmap(f)
