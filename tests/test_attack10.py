@@ -327,3 +327,41 @@ def test_jit_reads_a_closure_buffer_rebuilt_between_two_uses_as_each_use_read_it
         got = jitted(x)
         assert type(got) is type(want)
         onp.testing.assert_array_equal(onp.asarray(got), onp.asarray(want))
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_an_unmapped_list_argument_the_function_changes_is_the_callers(batched):
+    """``in_axes=None`` for a list: the loop passes the caller's list to every example; vmap
+    passed one rebuilt from its leaves (an empty list: a new one each run), so appends were
+    lost and ``len(log)`` was 1 for every example (JAX rebuilds it too)."""
+    def f(x, log):
+        log.append(float(x[0] > 0))
+        return x * len(log)
+
+    xs = _XS[:3].copy()
+    log_loop, log_mapped = [], []
+    want = onp.stack([f(x.copy(), log_loop) for x in xs])
+    mapped = cr.vmap(f, in_axes=(0, None))
+    if batched:
+        with batched_runs_first():
+            got = mapped(xs, log_mapped)
+    else:
+        got = mapped(xs, log_mapped)
+    onp.testing.assert_array_equal(got, want)
+    assert log_mapped == log_loop
+
+
+def test_per_example_gradients_of_a_dict_of_parameters_passed_whole():
+    R = onp.random.default_rng(0)
+    params = {"W": R.normal(size=(3, 2)), "b": R.normal(size=2), "layers": [R.normal(size=2)]}
+    xs, ys = R.normal(size=(5, 3)), R.normal(size=(5, 2))
+
+    def loss(p, x, y):
+        return np.sum((np.tanh(x @ p["W"] + p["b"]) * p["layers"][0] - y) ** 2)
+
+    got = cr.vmap(cr.grad(loss), in_axes=(None, 0, 0))(params, xs, ys)
+    loop = [cr.grad(loss)(params, x, y) for x, y in zip(xs, ys)]
+    onp.testing.assert_allclose(got["W"], onp.stack([g["W"] for g in loop]), rtol=1e-13)
+    onp.testing.assert_allclose(got["layers"][0], onp.stack([g["layers"][0] for g in loop]),
+                                rtol=1e-13)
+    assert params["layers"][0].shape == (2,)

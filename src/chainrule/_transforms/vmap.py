@@ -246,18 +246,19 @@ class _Memory:
         self.run_costs: dict = {}  # what a batched run cost, in examples run alone, by kind
         self.small_calls: dict = {}  # calls of a small batch, by kind (see _loop_at_once)
 
-    def outside(self, fun, unmapped: list) -> tuple[list, list]:
-        """The random generators and the arrays ``fun`` reaches (its unmapped arguments
-        included)."""
+    def outside(self, fun, unmapped: list) -> tuple[list, list, list]:
+        """The random generators, the arrays and the Python state (``reach.PythonState``)
+        ``fun`` reaches (its unmapped arguments included)."""
         if self.reach is None or not self.reach.current():
             self.reach = reach.reached_from(fun)
         generators, arrays = self.reach.generators, self.reach.arrays
+        state = self.reach.state
         if unmapped:
             more = reach.Reach(unmapped)
             generators = generators + [g for g in more.generators
                                        if all(g is not other for other in generators)]
-            arrays = arrays + more.arrays
-        return generators, arrays
+            arrays, state = arrays + more.arrays, state + more.state
+        return generators, arrays, state
 
     def learn(self, call: _Call) -> None:
         """After a call that left the batch: was that dearer than the loop?"""
@@ -293,10 +294,20 @@ def _mapped_arguments(args, kwargs, in_axes, axis_size):
         leaves, treedef = list(args), _flat_tree(len(args))
         axes = list(spec) if type(spec) is tuple else [spec] * len(args)
     else:
+        # an unmapped positional argument is one leaf, passed as it is: the loop passes the
+        # caller's list or dict (the function may change it), not one rebuilt from its leaves
+        kept = {i: _Kept() for i in range(len(args))
+                if spec is None or type(spec) is tuple and spec[i] is None}
+        if kept:
+            by_stand_in = {id(stand_in): args[i] for i, stand_in in kept.items()}
+            args = tuple(kept.get(i, arg) for i, arg in enumerate(args))
         # keyword arguments are mapped over their leading axis (as JAX does)
         leaves, treedef = tree_flatten((args, kwargs))
         axes = _broadcast_prefix(spec, args, "in_axes")
         axes += [0] * (len(leaves) - len(axes))
+        if kept:
+            leaves = [by_stand_in.get(id(leaf), leaf) if type(leaf) is _Kept else leaf
+                      for leaf in leaves]
     size = axis_size
     normalized = []
     for leaf, ax in zip(leaves, axes):
@@ -326,6 +337,12 @@ def _mapped_arguments(args, kwargs, in_axes, axis_size):
             "give axis_size to say how many times to call the function."
         )
     return leaves, normalized, treedef, size, flat
+
+
+class _Kept:
+    """Where an unmapped argument is in the tree of a call's arguments (a leaf)."""
+
+    __slots__ = ()
 
 
 # Values that are leaves of a tree of arguments (arrays, scalars, traced values)
@@ -448,9 +465,9 @@ class _Call:
     def _look_outside(self) -> None:
         """Find the generators and arrays the function reaches, and the generators' states."""
         unmapped = [leaf for leaf, ax in zip(self.leaves, self.axes) if ax is None]
-        generators, self.outside_arrays = self.memory.outside(self.fun, unmapped)
+        generators, self.outside_arrays, state = self.memory.outside(self.fun, unmapped)
         self.generators = reach.GeneratorStates(generators)
-        self.python_state = reach.PythonState(self.memory.reach.state)
+        self.python_state = reach.PythonState(state)
         self.watch_draws = bool(generators)
 
     def answer(self) -> Any:
