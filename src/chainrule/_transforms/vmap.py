@@ -296,8 +296,10 @@ def _mapped_arguments(args, kwargs, in_axes, axis_size):
     else:
         # an unmapped positional argument is one leaf, passed as it is: the loop passes the
         # caller's list or dict (the function may change it), not one rebuilt from its leaves
-        kept = {i: _Kept() for i in range(len(args))
-                if spec is None or type(spec) is tuple and spec[i] is None}
+        # (chainrule's own values, a Tensor, are rebuilt: tensor.vmap refuses their changes)
+        kept = {i: _Kept() for i, arg in enumerate(args)
+                if (spec is None or type(spec) is tuple and spec[i] is None)
+                and not type(arg).__module__.startswith("chainrule")}
         if kept:
             by_stand_in = {id(stand_in): args[i] for i, stand_in in kept.items()}
             args = tuple(kept.get(i, arg) for i, arg in enumerate(args))
