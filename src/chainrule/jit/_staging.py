@@ -291,7 +291,8 @@ class StagingNode(Node):
             for i in argnums:
                 args[i] = None  # (the tracer's own list of the call's values)
             for i, a in enumerate(args):
-                if _mutable(a):
+                mutable = _MUTABLE.get(type(a))  # (a known type: one lookup, no call)
+                if mutable or mutable is None and _mutable(a):
                     args[i] = record.constant(a)
             self.args = args
             form = (argnums, n)
