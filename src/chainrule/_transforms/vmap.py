@@ -570,9 +570,7 @@ class _Call:
 
     def loop_answer(self) -> Any:
         """The answer of the loop itself (no batched run)."""
-        if self.randomness != "different" or not self.size:
-            # (the loop draws as the loop otherwise; an empty batch's stand-in example
-            # is undone, the loop makes no call)
+        if self.randomness != "different":  # (the loop draws as the loop otherwise)
             self._look_outside()
         elif self.size:
             return self.loop_stacked(self.loop_answers())
