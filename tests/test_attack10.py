@@ -365,3 +365,19 @@ def test_per_example_gradients_of_a_dict_of_parameters_passed_whole():
     onp.testing.assert_allclose(got["layers"][0], onp.stack([g["layers"][0] for g in loop]),
                                 rtol=1e-13)
     assert params["layers"][0].shape == (2,)
+
+
+def test_an_unmapped_list_inside_a_mapped_dict_is_the_callers():
+    """in_axes ``{"x": 0, "log": None}``: the list under the None is the caller's, as in the
+    loop ``[f({"x": x, "log": log}) for x in xs]``."""
+    def f(d):
+        d["log"].append(1)
+        return d["x"] * len(d["log"])
+
+    xs = _XS[:3].copy()
+    log_loop, log_mapped = [], []
+    want = onp.stack([f({"x": x.copy(), "log": log_loop}) for x in xs])
+    with batched_runs_first():
+        got = cr.vmap(f, in_axes=({"x": 0, "log": None},))({"x": xs, "log": log_mapped})
+    onp.testing.assert_array_equal(got, want)
+    assert log_mapped == log_loop

@@ -294,20 +294,17 @@ def _mapped_arguments(args, kwargs, in_axes, axis_size):
         leaves, treedef = list(args), _flat_tree(len(args))
         axes = list(spec) if type(spec) is tuple else [spec] * len(args)
     else:
-        # an unmapped positional argument is one leaf, passed as it is: the loop passes the
-        # caller's list or dict (the function may change it), not one rebuilt from its leaves
-        # (chainrule's own values, a Tensor, are rebuilt: tensor.vmap refuses their changes)
-        kept = {i: _Kept() for i, arg in enumerate(args)
-                if (spec is None or type(spec) is tuple and spec[i] is None)
-                and not type(arg).__module__.startswith("chainrule")}
-        if kept:
-            by_stand_in = {id(stand_in): args[i] for i, stand_in in kept.items()}
-            args = tuple(kept.get(i, arg) for i, arg in enumerate(args))
+        # an unmapped argument (or part of one) is one leaf, passed as it is: the loop
+        # passes the caller's list or dict (the function may change it), not one rebuilt
+        # from its leaves
+        by_stand_in: dict = {}
+        args = tuple(_unmapped_kept(spec if type(spec) is not tuple else spec[i], arg,
+                                    by_stand_in) for i, arg in enumerate(args))
         # keyword arguments are mapped over their leading axis (as JAX does)
         leaves, treedef = tree_flatten((args, kwargs))
         axes = _broadcast_prefix(spec, args, "in_axes")
         axes += [0] * (len(leaves) - len(axes))
-        if kept:
+        if by_stand_in:
             leaves = [by_stand_in.get(id(leaf), leaf) if type(leaf) is _Kept else leaf
                       for leaf in leaves]
     size = axis_size
@@ -345,6 +342,23 @@ class _Kept:
     """Where an unmapped argument is in the tree of a call's arguments (a leaf)."""
 
     __slots__ = ()
+
+
+def _unmapped_kept(spec: AxisSpec, arg: Any, by_stand_in: dict) -> Any:
+    """``arg`` with each part that ``spec`` (its in_axes entry) leaves unmapped replaced by
+    a _Kept stand-in, recorded in ``by_stand_in`` (chainrule's own values, a Tensor, are
+    rebuilt: tensor.vmap refuses their in-place changes)."""
+    if spec is None:
+        if type(arg).__module__.startswith("chainrule"):
+            return arg
+        stand_in = _Kept()
+        by_stand_in[id(stand_in)] = arg
+        return stand_in
+    if type(spec) in (tuple, list) and type(arg) in (tuple, list) and len(spec) == len(arg):
+        return type(arg)(_unmapped_kept(s, a, by_stand_in) for s, a in zip(spec, arg))
+    if type(spec) is dict and type(arg) is dict and set(spec) == set(arg):
+        return {k: _unmapped_kept(spec[k], v, by_stand_in) for k, v in arg.items()}
+    return arg
 
 
 # Values that are leaves of a tree of arguments (arrays, scalars, traced values)
