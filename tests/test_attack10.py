@@ -381,3 +381,22 @@ def test_an_unmapped_list_inside_a_mapped_dict_is_the_callers():
         got = cr.vmap(f, in_axes=({"x": 0, "log": None},))({"x": xs, "log": log_mapped})
     onp.testing.assert_array_equal(got, want)
     assert log_mapped == log_loop
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_nested_vmaps_of_a_dict_of_parameters_passed_whole_are_the_loop_of_loops(batched):
+    R = onp.random.default_rng(1)
+    params = {"W": R.normal(size=(3, 2)), "b": R.normal(size=2)}
+    xss = R.normal(size=(4, 5, 3))
+
+    def loss(p, x):
+        return np.sum(np.tanh(x @ p["W"] + p["b"]))
+
+    nested = cr.vmap(cr.vmap(loss, in_axes=(None, 0)), in_axes=(None, 0))
+    want = onp.array([[loss(params, x) for x in xs] for xs in xss])
+    if batched:
+        with batched_runs_first():
+            got = nested(params, xss)
+    else:
+        got = nested(params, xss)
+    onp.testing.assert_allclose(got, want, rtol=1e-13)

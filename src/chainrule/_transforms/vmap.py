@@ -236,11 +236,12 @@ class _Memory:
     example cost, by the kind of call (``_Call.kind``)."""
 
     __slots__ = ("notes", "reach", "loop_calls", "backoff", "estimates", "run_costs",
-                 "small_calls")
+                 "small_calls", "unmapped")
 
     def __init__(self):
         self.notes: set = set()
         self.reach: reach.Reach | None = None
+        self.unmapped: tuple | None = None  # (unmapped arguments, what they reach)
         self.loop_calls = self.backoff = 0
         self.estimates: dict = {}
         self.run_costs: dict = {}  # what a batched run cost, in examples run alone, by kind
@@ -254,7 +255,11 @@ class _Memory:
         generators, arrays = self.reach.generators, self.reach.arrays
         state = self.reach.state
         if unmapped:
-            more = reach.Reach(unmapped)
+            known = self.unmapped  # (the last call's: a list or dict of parameters again)
+            if known is None or len(known[0]) != len(unmapped) or any(
+                    a is not b for a, b in zip(known[0], unmapped)) or not known[1].current():
+                known = self.unmapped = (unmapped, reach.Reach(unmapped))
+            more = known[1]
             generators = generators + [g for g in more.generators
                                        if all(g is not other for other in generators)]
             arrays, state = arrays + more.arrays, state + more.state
@@ -692,7 +697,8 @@ class _Call:
         """The trace of the outer vmap whose batched run this call is in, where this call
         can run as one batch of both vmaps' examples (see _product): some arguments are
         batched by that run (NumPy arrays under it, no other trace), the others are NumPy's
-        own values, and each example's answers stack along an axis."""
+        own values (or lists, tuples and dicts of them), and each example's answers stack
+        along an axis."""
         trace = None
         for leaf in self.leaves:
             if type(leaf) is BatchedArray:
@@ -700,7 +706,9 @@ class _Call:
                         and leaf._trace is not trace):
                     return None
                 trace = leaf._trace
-            elif type(leaf) not in reach.INERT:
+            elif type(leaf) not in reach.INERT and not (
+                    type(leaf) in (list, tuple, dict)  # (an unmapped one passed as it is)
+                    and reach.INERT.issuperset(map(type, tree_flatten(leaf)[0]))):
                 return None
         if (trace is None or not self.size or not trace.size or type(self.out_axes) is not int
                 or self.randomness != "different" or trace.id not in live_trace_ids):
