@@ -192,15 +192,16 @@ def _escaped(text: str) -> str:
 
 
 def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
-           escaping: set[StagingNode], runs: list):
+           escaping: set[StagingNode], runs: list, seqs: list[int] | None = None):
     """The instructions of the needed nodes, and whether they form a float program.
     ``escaping``: the nodes whose arrays the caller gets (see ``_escaping``), which are
     never shared with another node's instruction (a common subexpression, ``x * 1``).
-    ``runs``: the runs of nodes to fold (``_fold.node_runs``)."""
+    ``runs``: the runs of nodes to fold (``_fold.node_runs``); ``seqs``: the nodes'
+    ``seq``, where the caller has them."""
     guards_by_node: dict[StagingNode, list[Guard]] = {}
     for g in guards:
         guards_by_node.setdefault(g.node, []).append(g)
-    instr_of = Folded(nodes)
+    instr_of = Folded(nodes, seqs)
     cse: dict[tuple, Instr] = {}
     guarded: set[tuple] = set()
     instrs: list[Instr] = []
@@ -465,14 +466,15 @@ def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list
     out_nodes = [o for o in out_items if isinstance(o, StagingNode)]
     nodes, unread = needed(record, out_nodes, guards)
     runs = []
+    seqs = list(map(_SEQ, nodes))  # (read once: folding and ``Folded`` place nodes by them)
     if len(nodes) >= _roll.MIN_INSTRUCTIONS:
-        runs = node_runs(nodes, [n.seq for n in nodes], [g.node for g in guards])
+        runs = node_runs(nodes, seqs, [g.node for g in guards])
     if len(nodes) - sum(r.period * (r.repeats - 3) for r in runs) > LONG_PROGRAM:
         _warn_large(name, [a for node in nodes if node.args is not node.argnums
                            for a in node.args if isinstance(a, _np.ndarray)] + list(out_items))
         return interpret(n_inputs, nodes, out_items, guards, name)
     instrs, instr_of, floats = _lower(nodes, guards, const, fun_name,
-                                      _escaping(nodes, out_nodes), runs)
+                                      _escaping(nodes, out_nodes), runs, seqs)
     units = roll(instrs)
     plan = Plan(units, const)
     outs = _output_texts(out_items, lambda node: plan.text(instr_of[node])[0], const)
