@@ -418,16 +418,25 @@ def _equal_is_same(v: Any) -> bool:
 
 
 class _Later:
-    """The exact program of a float program, compiled when first needed."""
+    """A program's function, compiled when it first runs (compiling is a tenth to a third
+    of a small program's emit): the call that traces answers from its trace, so a later
+    call, a check or the warnings' replay compiles it; a float program's exact program
+    compiles when a call first needs it. ``program``: the ``Program`` whose ``call`` this
+    is, which then calls the compiled function itself (no call through this object)."""
 
-    def __init__(self, source: str, glob: dict, name: str):
-        self.source, self.glob, self.name, self.fn = source, glob, name, None
+    def __init__(self, source: str, glob: dict, name: str, filename: str):
+        self.source, self.glob, self.name, self.filename = source, glob, name, filename
+        self.fn = self.program = None
 
     def __call__(self, *args):
-        if self.fn is None:
-            exec(compile(self.source, f"<chainrule.jit {self.name}, exact>", "exec"), self.glob)
-            self.fn = self.glob[self.name]
-        return self.fn(*args)
+        fn = self.fn
+        if fn is None:
+            exec(compile(self.source, self.filename, "exec"), self.glob)
+            fn = self.fn = self.glob[self.name]
+            program, self.program = self.program, None
+            if program is not None and program.call is self:  # (not wrapped since)
+                program.call = fn
+        return fn(*args)
 
 
 class _Namespace:
@@ -491,7 +500,7 @@ def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list
     lines = plan.exact_lines(out_names, inputs)
     source = _exact_source(name, params, lines, outs)
     if float_program:
-        glob["_exact"] = _Later(source, dict(glob), name)
+        glob["_exact"] = _Later(source, dict(glob), name, f"<chainrule.jit {name}, exact>")
         read = [instr_of[n].var for n in _inputs(nodes)]
         source = _float_source(name, params, read, plan.fast_lines(), out_items, outs,
                                fun_name)
@@ -499,9 +508,9 @@ def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list
     for ins in instrs:
         ins.loop = None  # (a loop and its instructions refer to each other: freed now)
     instr_of.release()
-    code = compile(source, f"<chainrule.jit {name}>", "exec")
-    exec(code, glob)
-    return Program(source, glob[name], source.count("\n"), plan.n_calls, glob)
+    call = _Later(source, glob, name, f"<chainrule.jit {name}>")
+    program = call.program = Program(source, call, source.count("\n"), plan.n_calls, glob)
+    return program
 
 
 def _warn_large(name: str, constants: list) -> None:
