@@ -506,7 +506,9 @@ def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list
                                fun_name)
     _warn_large(name, space.large)
     for ins in instrs:
-        ins.loop = None  # (a loop and its instructions refer to each other: freed now)
+        # (a loop and its instructions refer to each other, an unrolled one to itself as
+        # its key: freed now)
+        ins.loop = ins.key = None
     instr_of.release()
     call = _Later(source, glob, name, f"<chainrule.jit {name}>")
     program = call.program = Program(source, call, source.count("\n"), plan.n_calls, glob)
