@@ -559,6 +559,8 @@ def _escaping(nodes: list[StagingNode], outputs: list[StagingNode]) -> set[Stagi
     that escapes) may be a view of. Each is its own array, as in eager evaluation: two
     outputs never share memory, nor an output with an input, unless they did eagerly."""
     escaping = set(outputs)
+    if not any(type(node.ans) is ArrayMeta for node in outputs):
+        return escaping  # (only an array answer may be a view: a float program's are not)
     for node in reversed(nodes):
         if node in escaping and node.fun is not None and _may_view(node):
             escaping.update(node.parents)
