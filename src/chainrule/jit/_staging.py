@@ -238,7 +238,8 @@ class StagingNode(Node):
     ``args`` is ``argnums``, of the same length), ``ans`` the answer (an ``ArrayMeta``
     for an ndarray; a mask keeps its values, which guards compare). ``key``: a number
     equal for calls of one function, traced positions, number of arguments and answer
-    type, which folding compares (``_fold``)."""
+    type, which folding compares (``_fold``). ``place``: the emitter's scratch (a mark of
+    ``needed``'s walk, a slot of ``interpret``'s table), None until then."""
 
     __slots__ = ("fun", "args", "kwargs", "argnums", "parents", "ans", "seq", "index", "mask",
                  "key", "record", "place")
@@ -272,6 +273,7 @@ class StagingNode(Node):
         self.parents = parents
         self.seq = next(_creation)
         self.mask = False
+        self.place = None
         n = len(args)
         kind = type(ans)
         if len(argnums) == n:
