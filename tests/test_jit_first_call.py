@@ -15,6 +15,7 @@ import pytest
 
 import chainrule as cr
 import chainrule.numpy as np
+from chainrule.jit import JitWarning
 from test_jit_roll import _same_tree
 
 emit_module = sys.modules["chainrule.jit._emit"]
@@ -144,3 +145,41 @@ def test_a_wrapped_program_compiles_once_and_answers_as_eager():
     program = _program(g)
     assert not isinstance(program.call, types.FunctionType)  # (the wrapper stays)
     assert program.call.call.fn is not None  # its lazy call compiled once
+
+
+GLOBAL_RNG = onp.random.default_rng(7)
+
+
+def _draws(rng):
+    def f(x):
+        return np.sum(np.sin(x) * rng.standard_normal(3)) + np.sum(
+            np.cos(x) * GLOBAL_RNG.standard_normal(3))
+
+    return f
+
+
+@pytest.mark.parametrize("transform, batched", [
+    (cr.grad, False), (cr.hessian, False), (cr.jacobian, False),
+    (lambda f: cr.vmap(cr.grad(f)), True)])
+def test_generators_reached_through_a_transform_are_read(transform, batched):
+    # the transform's wrapper (chainrule's own: its globals are not walked) closes over
+    # the user's function, which closes over one generator and names another as a global:
+    # jit sees both drawn from, and runs the function eagerly (a new draw each call)
+    global GLOBAL_RNG
+    x = onp.array([0.5, -0.25, 2.0])
+    if batched:
+        x = onp.stack([x, 2 * x])
+    answers = []
+    for staged in (True, False):
+        GLOBAL_RNG = onp.random.default_rng(7)
+        f = transform(_draws(onp.random.default_rng(3)))
+        if staged:
+            g = cr.jit(f)
+            with pytest.warns(JitWarning, match="draws random numbers"):
+                calls = [g(x)]
+            calls += [g(x), g(x)]
+        else:
+            calls = [f(x), f(x), f(x)]
+        answers.append(calls)
+    for got, want in zip(*answers):
+        _same_tree(got, want)
