@@ -99,9 +99,11 @@ def test_the_mlp_laplacian_equals_the_trace_of_the_hessian_at_larger_d():
 
 def test_collapsed_laplacian_under_jit_vmap_and_grad(monkeypatch):
     # (vmap's first call bounds its batched run by a wall-clock deadline; on a busy machine
-    # it may end in the per-example loop, which warns nothing: no deadline here)
+    # it may end in the per-example loop, which warns nothing, as a batch too small to
+    # gain from a batched run does: no deadline, no small batch here)
     from chainrule._transforms import vmap as vmap_module
     monkeypatch.setattr(vmap_module._Call, "_deadline", lambda self, left: None)
+    monkeypatch.setattr(vmap_module, "_FIRST_RUN_COST", 0.0)
     f = _mlp(5, seed=6)
     lap = chainrule.laplacian(f)
     x = onp.random.default_rng(7).standard_normal(5)

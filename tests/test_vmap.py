@@ -9,6 +9,10 @@ import pytest
 import chainrule as cr
 import chainrule.numpy as np
 
+# each test twice: as calls choose, and with every call starting batched (conftest)
+pytestmark = pytest.mark.usefixtures("vmap_both_ways")
+
+
 R = onp.random.default_rng(0)
 X = R.normal(size=(4, 3))
 W = R.normal(size=3)

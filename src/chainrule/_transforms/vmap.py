@@ -24,12 +24,13 @@ batch of both vmaps' examples (``_Call._product``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import math
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import wraps
 from typing import Any
 
@@ -56,6 +57,16 @@ _SPLIT_BUDGET = 1.35
 # as the last time it backed off, at most _MAX_BACKOFF.
 _EXCESS = 0.2
 _MAX_BACKOFF = 256
+_FIRST_BACKOFF = 2
+# What a mapped function's first batched run of a kind of call is taken to cost, in
+# examples run alone, before one has run: a batched value's call costs more than NumPy's
+# own (on small arrays about twice), so a small batch of a cheap function runs as the loop.
+_FIRST_RUN_COST = 2.0
+# What a batched run costs at least, however cheap the function (its trace, the batched
+# arguments, the answer taken apart): a batch of functions of 0.1 µs runs as the loop.
+_LEAST_RUN_SECONDS = 2e-5
+# A first call of this many examples or more times examples 0 and 1 alone, not only 0.
+_TWO_TIMED = 16
 # Examples run alone after a split, to know what an example costs (the middle one counts).
 _MEASURED = 3
 # What an example costs is kept for this many kinds of call (shapes and dtypes of the
@@ -67,7 +78,7 @@ def _broadcast_prefix(spec: AxisSpec, tree: Any, what: str) -> list:
     """One axis (int or None) per leaf of ``tree``: ``spec`` is an int/None for the whole
     tree, or a pytree whose leaves stand for whole subtrees of ``tree`` (JAX's prefix rule)."""
     if spec is None or isinstance(spec, int):
-        return [spec] * len(tree_flatten(tree)[0])
+        return [spec] if type(tree) in _ARRAY_LEAVES else [spec] * len(tree_flatten(tree)[0])
     if isinstance(spec, (tuple, list)) and isinstance(tree, (tuple, list)):
         if len(spec) != len(tree):
             raise ValueError(
@@ -132,10 +143,13 @@ def vmap(
         raise ValueError(f"vmap: randomness must be one of {', '.join(map(repr, RANDOMNESS))}"
                          f"; got {randomness!r}.")
 
+    example_function = _example_function(fun)  # (what runs one example alone)
+
     def call(args: tuple, kwargs: dict) -> _Call:
         leaves, axes, treedef, size, flat = _mapped_arguments(args, kwargs, in_axes,
                                                               axis_size)
-        return _Call(fun, leaves, axes, treedef, size, flat, out_axes, randomness, memory)
+        return _Call(fun, leaves, axes, treedef, size, flat, out_axes, randomness, memory,
+                     example_function)
 
     @wraps(fun)
     def mapped(*args: Any, **kwargs: Any) -> Any:
@@ -145,6 +159,25 @@ def vmap(
     # (after wraps, which copies the __dict__ of fun: an inner mapped function's own pair)
     mapped._vmap_as_the_loop = (mapped, _AsTheLoop(call))
     return mapped
+
+
+@contextlib.contextmanager
+def batched_runs_first() -> Iterator[None]:
+    """Within the block, every call of a mapped function starts with a batched run of its
+    whole batch, one example included, without a deadline, and runs each group of a split
+    batched: no choice of the loop for its cost. The batching rules' own contract
+    (tests/contracts/vmap.py compares these calls with the loop too: by cost, most calls of
+    a small batch of a cheap function would run as the loop). What cannot run batched
+    still runs per example, as in any call."""
+    global _batched_runs_first
+    was, _batched_runs_first = _batched_runs_first, True
+    try:
+        yield
+    finally:
+        _batched_runs_first = was
+
+
+_batched_runs_first = False
 
 
 class _AsTheLoop:
@@ -175,16 +208,16 @@ class _AsTheLoop:
         for call in calls:
             row = call.loop_answers()
             kind = type(row[0])
-            waits = kind in _SCALARS and all(type(answer) is kind for answer in row)
+            waits = kind in _SCALARS and len(set(map(type, row))) == 1
             if waits:
                 scalars.add(kind)  # (immutable: they may wait for the other rows)
             else:
-                row = call._assembled([_stacked_part(_np.arange(call.size), row)])
+                row = call.loop_stacked(row)
             answers.append(row)
             waiting.append(waits)
         if all(waiting) and len(scalars) == 1 and len({len(row) for row in answers}) == 1:
             return list(_np.array([a for row in answers for a in row]).reshape(len(rows), -1))
-        return [call._assembled([_stacked_part(_np.arange(call.size), row)]) if waits else row
+        return [call.loop_stacked(row) if waits else row
                 for call, row, waits in zip(calls, answers, waiting)]
 
 
@@ -202,19 +235,22 @@ class _Memory:
     the batch again (after calls where batching cost more than the loop), and what one
     example cost, by the kind of call (``_Call.kind``)."""
 
-    __slots__ = ("notes", "reach", "loop_calls", "backoff", "estimates")
+    __slots__ = ("notes", "reach", "loop_calls", "backoff", "estimates", "run_costs",
+                 "small_calls")
 
     def __init__(self):
         self.notes: set = set()
         self.reach: reach.Reach | None = None
         self.loop_calls = self.backoff = 0
         self.estimates: dict = {}
+        self.run_costs: dict = {}  # what a batched run cost, in examples run alone, by kind
+        self.small_calls: dict = {}  # calls of a small batch, by kind (see _loop_at_once)
 
     def outside(self, fun, unmapped: list) -> tuple[list, list]:
         """The random generators and the arrays ``fun`` reaches (its unmapped arguments
         included)."""
         if self.reach is None or not self.reach.current():
-            self.reach = reach.Reach([fun])
+            self.reach = reach.reached_from(fun)
         generators, arrays = self.reach.generators, self.reach.arrays
         if unmapped:
             more = reach.Reach(unmapped)
@@ -231,6 +267,8 @@ class _Memory:
         spent = time.perf_counter() - call.started
         if spent > loop:
             excess = math.ceil((spent / loop - 1) / _EXCESS) if loop else _MAX_BACKOFF
+            if not self.backoff:  # (one call's excess, maybe a cold start's: soon again)
+                excess = min(excess, _FIRST_BACKOFF)
             self.backoff = min(max(2 * self.backoff, excess), _MAX_BACKOFF)
             self.loop_calls = self.backoff
         else:
@@ -257,8 +295,8 @@ def _mapped_arguments(args, kwargs, in_axes, axis_size):
     else:
         # keyword arguments are mapped over their leading axis (as JAX does)
         leaves, treedef = tree_flatten((args, kwargs))
-        axes = _broadcast_prefix(spec, args, "in_axes") + [0] * (
-            len(leaves) - len(tree_flatten(args)[0]))
+        axes = _broadcast_prefix(spec, args, "in_axes")
+        axes += [0] * (len(leaves) - len(axes))
     size = axis_size
     normalized = []
     for leaf, ax in zip(leaves, axes):
@@ -394,15 +432,17 @@ class _Call:
     batched_seconds, batched_runs = 0.0, 0
     example_seconds, examples_run = 0.0, 0
     estimate: float | None = None  # what one example costs (an earlier call's, or example 0's)
+    trial = False  # a small batch's one batched run (see _loop_at_once)
 
     def __init__(self, fun, leaves, axes, treedef, size: int, flat: bool, out_axes,
-                 randomness: str, memory: _Memory):
+                 randomness: str, memory: _Memory, example_function: Callable):
         self.fun, self.leaves, self.axes, self.treedef = fun, leaves, axes, treedef
         self.size, self.out_axes, self.randomness, self.memory = size, out_axes, randomness, memory
         self.flat = flat  # positional arrays only (the usual call): examples need no tree
-        self.example_function = _example_function(fun)  # (what runs one example alone)
+        self.example_function = example_function  # (what runs one example alone)
         self.started = time.perf_counter()
         self.example_times: list = []  # of examples run alone
+        self.batched_first = _batched_runs_first  # (see batched_runs_first)
 
     def _look_outside(self) -> None:
         """Find the generators and arrays the function reaches, and the generators' states."""
@@ -416,38 +456,73 @@ class _Call:
         outer = self._outer_trace()
         if outer is not None:
             return self._product(outer)
-        if memory.loop_calls or self.size == 1:  # (one example: the loop is the batch)
-            memory.loop_calls -= bool(memory.loop_calls)
+        if self._loop_at_once():
             return self.loop_answer()
         # (what an example cost in an earlier call of this kind bounds the first run: a
         # decision late in the function is met only after most of the batch's work)
         self.estimate = memory.estimates.get(self.kind)
         parts = []  # (the loop's first examples, run in order)
         if self.estimate is None and self.size and self.randomness == "different" and not (
-                self._inside_a_batch()):
+                self._inside_a_batch() or self.batched_first):
             # a first call: example 0 alone, the loop's own first run (in order, its draws
             # and writes outside the function the loop's: nothing to watch yet), tells what
-            # an example costs, so the batched run of the others has a deadline too
-            parts.append(self._in_order(_np.arange(1), timed=True))
+            # an example costs, so the batched run of the others has a deadline too (and
+            # example 1, where the batch is large enough to spare it: the first example's
+            # time may be a cold start's, several times an example's in the loop)
+            timed = 2 if self.size >= _TWO_TIMED else 1
+            parts.append(self._in_order(_np.arange(timed), timed=True))
             self.estimate = self.per_example()
-            if self.size == 2 or not self._in_time_for_a_run(self._deadline(self.size - 1)):
-                # (one example left, whose run alone costs less than batched, or too little
-                # time left for a batched run: the loop goes on, with nothing to watch)
-                parts.append(self._in_order(_np.arange(1, self.size)))
-                return self._answered(parts)
-        done = len(parts)
+        done = sum(len(part.examples) for part in parts)  # (examples answered in order)
+        if (self.estimate is not None and self.randomness == "different" and not (
+                self.batched_first or self._inside_a_batch()) and (
+                self.size - done < 2 or not self._in_time_for_a_run(self._deadline(
+                    self.size - done)))):
+            # (one example left, whose run alone costs less than batched, or too little time
+            # for a batched run: the loop goes on, with nothing to watch)
+            parts.append(self._in_order(_np.arange(done, self.size)))
+            return self._answered(parts)
         self._look_outside()
         # (no run but the loop writes outside the function: its writes show who needs it)
         self.read_only = reach.ReadOnly(self.outside_arrays)
         try:
             parts += self._parts(done)
+            if len(parts) > 1 and _shared_containers(parts):
+                # (a list or dict the function keeps and answers again: a batched part read
+                # it when its run ended, the loop stacks it after the last example)
+                raise _Restart
         except _Restart:
             self.read_only.release()
             self.generators.restore()
-            parts = parts[:done] + [self._the_loop(done)]
+            parts = parts[:1] + [self._the_loop(done)] if done else [self._the_loop()]
         finally:
             self.read_only.release()  # (again, where _parts raised)
         return self._answered(parts)
+
+    def _loop_at_once(self) -> bool:
+        """Is the loop this call's answer, without a batched run? While vmap backs off; and
+        for a small batch, where by the first guess (_FIRST_RUN_COST) a batched run costs
+        more than the loop, unless a run of this kind of call ended cheaper: calls 2, 4, 8,
+        16 ... of each kind of 3 or more examples try one (a trial, whose run may take the
+        loop's time; until one ends), so a function that batches well (a per-example
+        gradient) runs batched from then on. (An empty batch's answer is a batched run's,
+        where one can be had.)"""
+        memory = self.memory
+        if not self.size or self.batched_first:
+            return False
+        if memory.loop_calls:
+            memory.loop_calls -= 1
+            return True
+        if self.size * (_SPLIT_BUDGET - 1) >= _FIRST_RUN_COST:
+            return False
+        if self.size < 3:  # (no trial: a batched run does not beat one or two examples)
+            return True
+        run = memory.run_costs.get(self.kind) if memory.run_costs else None
+        if run is not None:
+            return run >= self.size
+        calls = memory.small_calls.get(self.kind, 0)
+        memory.small_calls[self.kind] = calls + 1
+        self.trial = bool(calls) and not calls & (calls + 1)
+        return not self.trial
 
     def _answered(self, parts: list) -> Any:
         """The call's answer from its parts, after learning what it cost."""
@@ -455,6 +530,8 @@ class _Call:
         if self.examples_run:
             if len(memory.estimates) >= _ESTIMATES:
                 memory.estimates.clear()
+                memory.run_costs.clear()
+                memory.small_calls.clear()
             memory.estimates[self.kind] = self.per_example()
         if len(parts) > 1 or self.examples_run:
             memory.learn(self)
@@ -471,28 +548,46 @@ class _Call:
         """The answer of the loop itself (no batched run)."""
         if self.randomness != "different":  # (the loop draws as the loop otherwise)
             self._look_outside()
+        elif self.size:
+            return self.loop_stacked(self.loop_answers())
         return self._assembled([self._the_loop()])
+
+    def loop_stacked(self, answers: list) -> Any:
+        """The loop's answers (of every example, in order) stacked as the loop stacks them."""
+        if type(self.out_axes) is int and self.out_axes == 0:
+            whole = _stacked_tree(answers)
+            if whole is not None:
+                return whole
+        return self._assembled([_Part.of_loop(_np.arange(self.size), answers)])
 
     def loop_answers(self) -> list:
         """The loop's answer of each example, not stacked (randomness "different")."""
-        self.in_order = True
-        return self._answers_one_by_one(_np.arange(self.size))
+        # (nothing to watch, time or put back in order)
+        columns, fun = self._columns(range(self.size)), self.example_function
+        if not self.flat:
+            return [fun(*args, **kwargs) for args, kwargs in (
+                tree_unflatten(self.treedef, sliced) for sliced in zip(*columns))]
+        if type(fun) is _AsTheLoop:  # (nested vmaps)
+            return fun.rows(list(zip(*columns)))
+        return list(map(fun, *columns))
 
     @functools.cached_property
     def kind(self) -> tuple:
         """The arguments' shapes and dtypes (and the batch size): calls of one kind cost
         alike per example."""
-        return (self.size, *((ax, getattr(leaf, "shape", None), getattr(leaf, "dtype", None))
+        return (self.size, *((ax, leaf.shape, leaf.dtype) if type(leaf) is _np.ndarray else
+                             (ax, getattr(leaf, "shape", None), getattr(leaf, "dtype", None))
                              if hasattr(leaf, "shape") else (ax, type(leaf))
                              for leaf, ax in zip(self.leaves, self.axes)))
 
     def per_example(self) -> float:
-        """What one example run alone cost (the middle one of those timed alone, where
-        less than the mean: a first call may find cold caches)."""
+        """What one example run alone cost: the least of those timed alone, where less
+        than the mean. (Examples timed alone, after a batched run or first in a call, find
+        colder caches than the loop's: their middle one was 1.6 times the loop's time per
+        example, and the split budget with it.)"""
         per_example = self.example_seconds / self.examples_run
         if self.example_times:
-            per_example = min(per_example,
-                              sorted(self.example_times)[len(self.example_times) // 2])
+            per_example = min(per_example, min(self.example_times))
         return per_example
 
     def _the_loop(self, start: int = 0) -> _Part:
@@ -518,20 +613,26 @@ class _Call:
         affords, the largest first; the examples left run one by one, in one pass."""
         parts, todo, loose = [], [], []  # (loose: arrays of examples)
         batch = _np.arange(done, self.size)
-        if self.estimate is None and not done and self.size > 1 and not self._inside_a_batch():
+        if self.estimate is None and not done and self.size > 1 and not (
+                self._inside_a_batch() or self.batched_first):
             # (a first call: example 0 alone, the loop's own run of it, tells what an
             # example costs, so the batched run of the others has a deadline too)
             parts.append(self._one_by_one(batch[:1], timed=True))
             self.estimate = self.per_example()
             batch = batch[1:]
-        deadline = self._deadline(len(batch))
-        if len(batch) == 1 or not self._in_time_for_a_run(deadline):
-            loose.append(batch)  # (a batched run of one example costs more than its run)
-        else:
-            self._sort_out(self._batched(batch, deadline), parts, todo, loose)
+        deadline = None if self.batched_first else self._deadline(len(batch))
+        if not self.batched_first and len(batch) and (
+                len(batch) == 1 or not self._in_time_for_a_run(deadline)):
+            # (a batched run of one example costs more than its run, and one of a batch
+            # with too little time left would be stopped: the loop goes on, in order)
+            return parts + [self._the_loop(int(batch[0]))]
+        self._sort_out(self._batched(batch, deadline), parts, todo, loose)
         while todo:
             todo.sort(key=len)
             group = todo.pop()  # the largest first: it gains most from running batched
+            if self.batched_first:
+                self._sort_out(self._batched(group, None), parts, todo, loose)
+                continue
             if self.examples_run < _MEASURED:  # examples alone, to know what the loop costs
                 measured = _MEASURED - self.examples_run
                 parts.append(self._one_by_one(group[:measured], timed=True))
@@ -593,7 +694,8 @@ class _Call:
             leaves.append(value.reshape((size * count,) + value.shape[2:]))
             axes.append(0)
         product = _Call(self.fun, leaves, axes, self.treedef, size * count, self.flat, 0,
-                        self.randomness, self.memory)
+                        self.randomness, self.memory,
+                        self.example_function)
         answer = product.answer()
         answers, tree = tree_flatten(answer)
         if not all(type(leaf) is _np.ndarray for leaf in answers):
@@ -642,11 +744,16 @@ class _Call:
         return spent + batched_run + left * per_example <= _SPLIT_BUDGET * self.size * per_example
 
     def _in_time_for_a_run(self, deadline: float | None) -> bool:
-        """Could a batched run finish before its deadline? (It makes every call an example
-        makes, each at least as dear: it costs at least what an example alone costs. A small
-        batch may have less time than that left, its run sure to be stopped and wasted.)"""
+        """Could a batched run finish before its deadline? It makes every call an example
+        makes, each dearer (a batched value's call does more than NumPy's): what a run of
+        this kind cost before, or a first guess, in examples run alone. (A small batch of a
+        cheap function may have less time than that left, its run sure to be stopped and
+        wasted: the loop is the cheaper answer.)"""
         per_example = self.per_example() if self.examples_run else self.estimate
-        return deadline is None or deadline - time.perf_counter() >= per_example
+        run = 1.0 if self._exploring() else self.memory.run_costs.get(self.kind,
+                                                                      _FIRST_RUN_COST)
+        return deadline is None or deadline - time.perf_counter() >= max(
+            run * per_example, _LEAST_RUN_SECONDS)
 
     def _deadline(self, left: int) -> float | None:
         """When a batched run must stop for the call to stay within the split budget with
@@ -656,8 +763,25 @@ class _Call:
         per_example = self.per_example() if self.examples_run else self.estimate
         if per_example is None:
             return None
-        return self.started + (_SPLIT_BUDGET * self.size - left) * per_example
+        budget = _SPLIT_BUDGET * self.size - left
+        if not self.batched_runs and self._first_run_may_take_the_loops_time():
+            budget = max(budget, self.size)
+        return self.started + budget * per_example
 
+    def _first_run_may_take_the_loops_time(self) -> bool:
+        """May this call's first batched run take up to the loop's time (not only the split
+        budget's share of it)? Where such a run of this kind ended before at less than the
+        loop's cost, and when exploring: a run that costs half the loop is worth it when it
+        ends (a split or an unsupported construct then costs the loop twice, once, after
+        which vmap backs off for longer)."""
+        run = self.memory.run_costs.get(self.kind)
+        return self._exploring() or run is not None and run < self.size
+
+    def _exploring(self) -> bool:
+        """Is this the first batched run of the first call after backing off, or of a small
+        batch's trial (run whatever the last runs cost, or the first guess says: it measures
+        them again, a first call's maybe on cold caches)?"""
+        return (self.memory.backoff > 0 or self.trial) and not self.batched_runs
     def _batched(self, examples, deadline: float | None):
         """One call of the function on the batch of ``examples`` (stopped at ``deadline``, see
         _deadline): their answers (a _Part), or the signal that stopped it (BatchSplit,
@@ -676,6 +800,7 @@ class _Call:
                 call_args, call_kwargs = tree_unflatten(self.treedef, arguments)
                 answer = self.fun(*call_args, **call_kwargs)
             if trace.signal is None:
+                self._learn_run_cost(len(examples), time.perf_counter() - start)
                 leaves, tree = tree_flatten(answer)
                 return _Part(examples, tree, [
                     _Stacked(leaf._value) if type(leaf) is BatchedArray and leaf._trace is trace
@@ -697,6 +822,12 @@ class _Call:
         trace.signal.__traceback__ = None  # (its frames hold the trace, which holds it)
         return trace.signal
 
+    def _learn_run_cost(self, examples: int, seconds: float) -> None:
+        """Keep what a batched run of (nearly) the whole batch cost, in examples run alone."""
+        per_example = self.per_example() if self.examples_run else self.estimate
+        if per_example and examples >= self.size - 1:
+            self.memory.run_costs[self.kind] = seconds / per_example
+
     def _one_by_one(self, examples, timed: bool = False) -> _Part:
         """The function called once per example (the loop itself); ``timed``: each call
         timed alone, to know what an example costs."""
@@ -706,8 +837,7 @@ class _Call:
 
     def _answers_one_by_one(self, examples, timed: bool = False) -> list:
         """The answers of the function called once per example (see _one_by_one)."""
-        columns = [itertools.repeat(leaf, len(examples)) if ax is None else
-                   _examples_of(leaf, ax, examples) for leaf, ax in zip(self.leaves, self.axes)]
+        columns = self._columns(examples)
         start = time.perf_counter()
         try:
             if timed or self.randomness == "same" and self.watch_draws or self.shared_draws:
@@ -728,6 +858,11 @@ class _Call:
         if self.watch_draws:
             self._after_run()
         return answers
+
+    def _columns(self, examples) -> list:
+        """Each argument leaf's value for each of ``examples`` (see _examples_of)."""
+        return [itertools.repeat(leaf, len(examples)) if ax is None else
+                _examples_of(leaf, ax, examples) for leaf, ax in zip(self.leaves, self.axes)]
 
     def _one(self, sliced, watch: bool):
         """The function on one example's argument leaves (timed alone)."""
@@ -751,6 +886,8 @@ class _Call:
             anp.shape(leaf)[:ax] + anp.shape(leaf)[ax + 1:], anp.result_type(leaf))
             for leaf, ax in zip(self.leaves, self.axes)]
         call_args, call_kwargs = tree_unflatten(self.treedef, sliced)
+        if self.generators is _Call.generators:  # (not looked for yet: the loop's call)
+            self._look_outside()
         read_only = reach.ReadOnly(self.outside_arrays)
         try:
             with _np.errstate(all="ignore"), warnings.catch_warnings():
@@ -843,6 +980,23 @@ class _Call:
         return _in_order_of(tree_unflatten(tree, out), first.answer)
 
 
+def _shared_containers(parts: list) -> bool:
+    """Do some parts' answers hold one list or dict (the function's own, answered again)?"""
+    seen: dict = {}
+    for k, part in enumerate(parts):
+        answers = part.loop_answers if part.loop_answers is not None else [part.answer]
+        if reach.INERT.issuperset(map(type, answers)):  # (arrays and scalars: no container)
+            continue
+        pending = list(answers)
+        while pending:
+            item = pending.pop()
+            if isinstance(item, (list, dict, tuple)):
+                if type(item) is not tuple and seen.setdefault(id(item), k) != k:
+                    return True
+                pending.extend(item.values() if isinstance(item, dict) else item)
+    return False
+
+
 def _in_order_of(tree, answer):
     """``tree`` with its dicts' keys in the order of ``answer``'s (the function's own:
     tree_unflatten sorts them)."""
@@ -891,7 +1045,7 @@ def _examples_of(leaf, axis: int, examples) -> list:
     function may write into its arguments; the caller's arrays stay as they are)."""
     if type(leaf) is _np.ndarray:
         if len(examples) < leaf.shape[axis]:
-            own = _np.take(leaf, examples, axis=axis)
+            own = leaf.take(examples, axis)
         elif leaf.ndim > 1:
             own = leaf.copy(order="K")
         else:
@@ -910,7 +1064,7 @@ def _stacked_part(examples, answers: list) -> _Part:
         whole = _np.array(answers)  # (as stack)
         return _Part(examples, LEAF, [_Stacked(whole)], first, whole)
     if kinds == {_np.ndarray} and len({a.shape for a in answers}) == 1:
-        whole = _np.stack(answers)
+        whole = _stack(answers)
         return _Part(examples, LEAF, [_Stacked(whole)], first, whole)
     whole = _stacked_tree(answers)
     if whole is not None:  # (NumPy's own values in dicts, lists, tuples: stacked at once)
@@ -948,7 +1102,7 @@ def _stacked_tree(answers: list):
         return None
     if kind is _np.ndarray:
         shape = first.shape
-        return _np.stack(answers) if all(a.shape == shape for a in answers) else None
+        return _stack(answers) if all(a.shape == shape for a in answers) else None
     if kind in _SCALARS:
         return _np.array(answers)
     if kind is dict:
@@ -963,6 +1117,11 @@ def _stacked_tree(answers: list):
         stacked = [_stacked_tree(list(column)) for column in zip(*answers)]
         return None if any(v is None for v in stacked) else kind(stacked)
     return None
+
+
+def _stack(arrays: list):
+    """``numpy.stack(arrays)`` of NumPy arrays of one shape, without its checks."""
+    return _np.concatenate([a[None] for a in arrays])
 
 
 _SCALARS = frozenset({float, int, bool, complex, _np.float64, _np.float32, _np.int64,

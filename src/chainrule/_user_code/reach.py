@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import random
 import types
+import weakref
 from typing import Any
 
 import numpy as _np
@@ -108,7 +109,8 @@ class Reach:
     def _of_function(self, fun: types.FunctionType) -> list:
         names = _code_names(fun.__code__)
         children = [self._record(cell, _CELL) for cell in fun.__closure__ or ()]
-        children += self._record(fun, _DEFAULTS)
+        # (read through a weak reference: a search kept for ``fun`` does not keep it alive)
+        children += self._record(weakref.ref(fun), _DEFAULTS)
         children.append(self._record(fun.__dict__, "__wrapped__"))
         if not _in_library(fun):
             children += [self._record(fun.__globals__, n) for n in names]
@@ -122,6 +124,27 @@ class Reach:
             dicts += [vars(cls) for cls in type(obj).__mro__ if cls is not object]
         return [self._record(d, n) for d in dicts
                 if isinstance(d, (dict, types.MappingProxyType)) for n in names if n in d]
+
+
+def reached_from(fun) -> Reach:
+    """``Reach([fun])``: the last search from ``fun`` where what it read still holds (a
+    function mapped again, as ``vmap(f)(xs)`` in a loop maps ``f`` anew at each call, is
+    not searched again)."""
+    try:
+        known = _SEARCHED.get(fun)
+    except (TypeError, ValueError):  # (not weakly referenceable, unhashable, or odd __eq__)
+        return Reach([fun])
+    if known is not None and known.current():
+        return known
+    found = Reach([fun])
+    if len(_SEARCHED) >= _MAX_SEARCHED:
+        _SEARCHED.clear()
+    _SEARCHED[fun] = found
+    return found
+
+
+_SEARCHED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_MAX_SEARCHED = 256
 
 
 def _in_library(obj) -> bool:
@@ -141,6 +164,9 @@ def _read(place, key):
         items = place.values() if isinstance(place, dict) else place
         return tuple(items)[:_MAX_ITEMS]
     if key is _DEFAULTS:
+        place = place()  # (a weak reference to the function)
+        if place is None:
+            return ()
         return (place.__defaults__ or ()) + tuple((place.__kwdefaults__ or {}).values())
     return place.get(key)
 

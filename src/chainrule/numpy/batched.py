@@ -56,9 +56,10 @@ from .numpy_vspaces import ArrayVSpace
 # ``except Exception:`` (around ``float(x)``, say) should not catch them; and the trace
 # keeps the first one in case something does.
 class BatchSplit(BaseException):
-    """The examples of a batch disagree on a Python decision: ``keys[i]`` is example i's."""
+    """The examples of a batch disagree on a Python decision: ``keys[i]`` (an integer
+    array) is example i's."""
 
-    def __init__(self, trace_id: int, keys: list):
+    def __init__(self, trace_id: int, keys):
         super().__init__("vmap: examples disagree on a Python decision")
         self.trace_id, self.keys = trace_id, keys
 
@@ -97,7 +98,7 @@ class BatchTrace:
             self.signal = signal
         return signal
 
-    def split(self, keys: list) -> BatchSplit:
+    def split(self, keys) -> BatchSplit:
         return self.signalled(BatchSplit(self.id, keys))
 
     def unsupported(self, what: str) -> BatchUnsupported:
@@ -245,7 +246,7 @@ class BatchedArray(ArrayBox):
                     return bool(true)
             answers, codes = _answers(self._value, convert)
             if codes.any():
-                raise self._trace.split(codes.tolist())
+                raise self._trace.split(codes)
             return _agreed(answers[0])
         traces, plain = [], self
         while True:
@@ -264,7 +265,7 @@ class BatchedArray(ArrayBox):
             examples = [self._value[i] for i in range(self._size)]
             answers, codes = _answers(examples, convert)
             if codes.any():
-                raise self._trace.split(codes.tolist())
+                raise self._trace.split(codes)
             return _agreed(answers[0])
         batch_shape = _np.shape(plain)[:len(traces)]
         answers, codes = _answers(_np.reshape(plain, (-1,) + _np.shape(plain)[len(traces):]),
@@ -279,7 +280,7 @@ class BatchedArray(ArrayBox):
                 "a Python decision that differs along the examples of nested vmaps")
         k = varying[0]
         keys = codes[(0,) * k + (slice(None),) + (0,) * (len(traces) - k - 1)]
-        raise traces[k].split(keys.tolist())
+        raise traces[k].split(keys.copy())
 
     def __bool__(self):
         return self._decide(bool)
@@ -345,7 +346,7 @@ class BatchedArray(ArrayBox):
         else:
             result = array_getitem(self, index)
         if type(self._value) is not _np.ndarray:  # (a plain batch's views share its memory)
-            _as_view(result, self)
+            _as_view(result, self, array_getitem, index)  # (taken again after a write)
         return result
 
     def __getattr__(self, name: str):
@@ -396,7 +397,7 @@ class BatchedArray(ArrayBox):
         if type(new) is not BatchedArray or new._trace is not self._trace:
             raise self._trace.unsupported(f"{what} with another transform's value")
         if memory is None:
-            self._value = new._value
+            self._rebind(new)  # (its views taken before see the write, as NumPy's do)
             return
         new_memory = _memory_of(new)  # batched by outer vmaps too: their examples' memory
         if type(new_memory) is not _np.ndarray or new_memory.shape != memory.shape:

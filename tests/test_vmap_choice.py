@@ -1,0 +1,197 @@
+"""vmap's choice between a batched run and the loop: values are the loop's either way.
+
+Which path ran is observed by counting the calls of the mapped function (a batched run
+calls it once for the whole batch; the loop once per example), never by timing.
+``batched_runs_first`` (the contract's switch) makes every call start batched.
+"""
+
+import numpy as onp
+import pytest
+
+import chainrule as cr
+import chainrule.numpy as np
+from chainrule._transforms.vmap import batched_runs_first
+
+
+def _counted(fun):
+    calls = []
+
+    def counted(*args):
+        calls.append(1)
+        return fun(*args)
+
+    return counted, calls
+
+
+def _loop(fun, xs, s):
+    return onp.stack([fun(x.copy(), s) for x in xs])
+
+
+def _cheap(x, s):
+    return np.sin(x) * s + np.sum(x)
+
+
+@pytest.mark.parametrize("size", [1, 2, 3])
+def test_a_small_batch_of_a_cheap_function_runs_as_the_loop(size):
+    xs = onp.random.default_rng(size).normal(size=(size, 4))
+    counted, calls = _counted(_cheap)
+    mapped = cr.vmap(counted, in_axes=(0, None))
+    for call in range(1, 9):
+        calls.clear()
+        onp.testing.assert_array_equal(mapped(xs, 0.5), _loop(_cheap, xs, 0.5))
+        if call in (2, 4, 8) and size >= 3:  # (a trial: one batched run, if in time)
+            assert len(calls) in (size, 2)  # (example 0 alone, then one run of the rest)
+        else:
+            assert len(calls) == size
+
+
+def test_a_small_batch_that_batches_well_runs_batched_after_a_trial(monkeypatch):
+    from chainrule._transforms import vmap as vmap_module
+
+    # (no deadline: the trial's run ends whatever the machine's load)
+    monkeypatch.setattr(vmap_module._Call, "_deadline", lambda self, left: None)
+    xs = onp.random.default_rng(4).normal(size=(4, 3))
+    counted, calls = _counted(_cheap)
+    mapped = cr.vmap(counted, in_axes=(0, None))
+    mapped(xs, 0.5)
+    calls.clear()
+    mapped(xs, 0.5)  # the trial: example 0 alone, then the others in one batched run
+    assert len(calls) == 2
+    call = mapped._vmap_as_the_loop[1].call  # (what a mapped function keeps: its memory)
+    memory = next(cell.cell_contents for cell in call.__closure__
+                  if type(cell.cell_contents) is vmap_module._Memory)
+    assert len(memory.run_costs) == 1  # the trial's run, kept
+    memory.run_costs[next(iter(memory.run_costs))] = 1.0  # (as a run that cost one example)
+    memory.loop_calls = 0  # (the trial's call, with example 0 alone, may back off once)
+    calls.clear()
+    onp.testing.assert_array_equal(mapped(xs, 0.5), _loop(_cheap, xs, 0.5))
+    assert len(calls) == 1  # batched (its run's cost kept again: for this cheap function,
+    # several examples' time, after which the loop answers again)
+
+
+@pytest.mark.parametrize("size", [1, 2, 5])
+def test_batched_runs_first_runs_the_batch_once(size):
+    xs = onp.random.default_rng(size).normal(size=(size, 4))
+    counted, calls = _counted(_cheap)
+    with batched_runs_first():
+        got = cr.vmap(counted, in_axes=(0, None))(xs, 0.5)
+    assert len(calls) == 1
+    onp.testing.assert_allclose(got, _loop(_cheap, xs, 0.5), rtol=1e-15, atol=0)
+
+
+def test_batched_runs_first_still_splits_on_a_decision():
+    def decide(x, s):
+        return np.sin(x) if np.sum(x) > 0 else np.cos(x) * s
+
+    xs = onp.array([[1.0, 2.0], [-1.0, -2.0], [3.0, 0.5]])
+    with batched_runs_first():
+        got = cr.vmap(decide, in_axes=(0, None))(xs, 2.0)
+    onp.testing.assert_array_equal(got, _loop(decide, xs, 2.0))
+
+
+def test_a_large_batch_runs_batched():
+    xs = onp.random.default_rng(0).normal(size=(512, 64))
+    counted, calls = _counted(_cheap)
+    mapped = cr.vmap(counted, in_axes=(0, None))
+    mapped(xs, 0.5)  # (the first call runs example 0 alone, then the rest batched)
+    calls.clear()
+    onp.testing.assert_allclose(mapped(xs, 0.5), _loop(_cheap, xs, 0.5), rtol=1e-13)
+    assert len(calls) == 1
+
+
+def _view_then_write(x, s):
+    v = x * 1.0
+    tail = v[1:]  # a view of v, taken before v is written
+    v -= x * s
+    return np.sum(tail[:1] * v)
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_a_view_taken_before_an_in_place_write_sees_it_batched(jitted):
+    # jit(vmap(f)) batched wrote v -= ... as a new value and left `tail` reading the old
+    # one (the contract's case 2229 of seed 0, found once calls ran batched first)
+    xs = onp.array([[1.0, 2.0, 3.0], [4.0, -5.0, 6.0]])
+    want = _loop(_view_then_write, xs, 0.25)
+    mapped = cr.vmap(_view_then_write, in_axes=(0, None))
+    with batched_runs_first():
+        got = (cr.jit(mapped) if jitted else mapped)(xs, 0.25)
+    onp.testing.assert_allclose(got, want, rtol=1e-15)
+    # (hand-derived: tail[0] after the write is x1 * (1 - s))
+    onp.testing.assert_allclose(want, [(x[1] * 0.75) * (x * 0.75).sum() for x in xs])
+
+
+def test_a_function_mapped_anew_each_call_draws_as_the_loop():
+    # vmap(f)(xs) in a loop maps f anew each time: what f reaches (its generator) is
+    # found again from the kept search, and a rebound generator is seen
+    import numpy.random as npr
+
+    state = {"rng": npr.default_rng(3)}
+
+    def noisy(x, s):
+        return np.sin(x) + s * state["rng"].normal(size=x.shape)
+
+    xs = onp.random.default_rng(1).normal(size=(8, 3))
+    for seed in (5, 5, 9):
+        state["rng"] = npr.default_rng(seed)
+        got = cr.vmap(noisy, in_axes=(0, None))(xs, 0.5)
+        state["rng"] = npr.default_rng(seed)
+        onp.testing.assert_array_equal(got, _loop(noisy, xs, 0.5))
+
+
+def test_the_kept_search_does_not_keep_the_function_alive():
+    import gc
+    import weakref
+
+    from chainrule._user_code import reach
+
+    def make():
+        weights = onp.ones(4)
+
+        def f(x, scale=weights):
+            return x * scale
+
+        return f
+
+    f = make()
+    assert reach.reached_from(f) is reach.reached_from(f)  # (kept while its reads hold)
+    assert [a.shape for a in reach.reached_from(f).arrays] == [(4,)]
+    alive = weakref.ref(f)
+    del f
+    gc.collect()
+    assert alive() is None
+
+
+def test_an_empty_inner_batch_run_as_the_loop_draws_nothing():
+    # the inner vmap of an outer batch run as the loop answered an empty batch from a
+    # stand-in example that drew from the function's generator (the loop draws nothing)
+    rng = onp.random.default_rng(0)
+
+    def noisy(x, s):
+        return x * s + rng.normal()
+
+    before = rng.bit_generator.state
+    inner = cr.vmap(noisy, in_axes=(0, None))
+    out = cr.vmap(inner, in_axes=(None, 0))(onp.zeros((0, 3)), onp.array([1.0, 2.0]))
+    assert out.shape == (2, 0, 3)
+    assert rng.bit_generator.state == before
+
+
+def test_a_list_the_function_keeps_and_answers_again_is_the_loops_after_a_split():
+    # groups of a split run batched each read the kept list as their run ended; the loop
+    # stacks it after its last example: the call restarts as the loop
+    kept = [1.0, 2.0]
+
+    def f(x, s):
+        kept[0] = float(np.sum(x))  # (a Python float of each example: the batch splits)
+        return kept
+
+    xs = onp.arange(12.0).reshape(4, 3)
+    answers = [f(x, 0.0) for x in xs]
+    want = [onp.stack([a[i] for a in answers]) for i in range(2)]
+    kept[:] = [1.0, 2.0]
+    with batched_runs_first():
+        got = cr.vmap(f, in_axes=(0, None))(xs, 0.0)
+    assert type(got) is list
+    for g, w in zip(got, want):
+        onp.testing.assert_array_equal(g, w)
+    onp.testing.assert_array_equal(want[0], [30.0] * 4)
