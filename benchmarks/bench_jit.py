@@ -4,9 +4,10 @@
     python -m benchmarks.bench_jit --quick    # smaller sizes, seconds
 
 One process, single-threaded BLAS/XLA, every figure from the same run. Per workload of
-``benchmarks._problems``: one eager gradient, the first jitted call (trace + emit +
-compile + run, a fresh ``jit`` each time; a garbage collection before each eager and
-first-call sample, so that neither pays for the other's garbage), a cached jitted call,
+``benchmarks._problems``: one eager gradient, the first jitted call (trace + emit, a
+fresh ``jit`` each time: it answers from its trace, and the program compiles when it
+first runs, at the second call; a garbage collection before each eager and first-call
+sample, so that neither pays for the other's garbage), a cached jitted call,
 and the Python-level calls per primitive of a cached call (cProfile, divided by the
 primitive calls one run of the emitted program makes). Then the overhead of a cached call
 that does no work, and an autograd-style optimizer loop (``misc.optimizers.adam``, 1000

@@ -192,15 +192,16 @@ def _escaped(text: str) -> str:
 
 
 def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
-           escaping: set[StagingNode], runs: list):
+           escaping: set[StagingNode], runs: list, seqs: list[int] | None = None):
     """The instructions of the needed nodes, and whether they form a float program.
     ``escaping``: the nodes whose arrays the caller gets (see ``_escaping``), which are
     never shared with another node's instruction (a common subexpression, ``x * 1``).
-    ``runs``: the runs of nodes to fold (``_fold.node_runs``)."""
+    ``runs``: the runs of nodes to fold (``_fold.node_runs``); ``seqs``: the nodes'
+    ``seq``, where the caller has them."""
     guards_by_node: dict[StagingNode, list[Guard]] = {}
     for g in guards:
         guards_by_node.setdefault(g.node, []).append(g)
-    instr_of = Folded(nodes)
+    instr_of = Folded(nodes, seqs)
     cse: dict[tuple, Instr] = {}
     guarded: set[tuple] = set()
     instrs: list[Instr] = []
@@ -417,16 +418,25 @@ def _equal_is_same(v: Any) -> bool:
 
 
 class _Later:
-    """The exact program of a float program, compiled when first needed."""
+    """A program's function, compiled when it first runs (compiling is a tenth to a third
+    of a small program's emit): the call that traces answers from its trace, so a later
+    call, a check or the warnings' replay compiles it; a float program's exact program
+    compiles when a call first needs it. ``program``: the ``Program`` whose ``call`` this
+    is, which then calls the compiled function itself (no call through this object)."""
 
-    def __init__(self, source: str, glob: dict, name: str):
-        self.source, self.glob, self.name, self.fn = source, glob, name, None
+    def __init__(self, source: str, glob: dict, name: str, filename: str):
+        self.source, self.glob, self.name, self.filename = source, glob, name, filename
+        self.fn = self.program = None
 
     def __call__(self, *args):
-        if self.fn is None:
-            exec(compile(self.source, f"<chainrule.jit {self.name}, exact>", "exec"), self.glob)
-            self.fn = self.glob[self.name]
-        return self.fn(*args)
+        fn = self.fn
+        if fn is None:
+            exec(compile(self.source, self.filename, "exec"), self.glob)
+            fn = self.fn = self.glob[self.name]
+            program, self.program = self.program, None
+            if program is not None and program.call is self:  # (not wrapped since)
+                program.call = fn
+        return fn(*args)
 
 
 class _Namespace:
@@ -465,14 +475,15 @@ def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list
     out_nodes = [o for o in out_items if isinstance(o, StagingNode)]
     nodes, unread = needed(record, out_nodes, guards)
     runs = []
+    seqs = list(map(_SEQ, nodes))  # (read once: folding and ``Folded`` place nodes by them)
     if len(nodes) >= _roll.MIN_INSTRUCTIONS:
-        runs = node_runs(nodes, [n.seq for n in nodes], [g.node for g in guards])
+        runs = node_runs(nodes, seqs, [g.node for g in guards])
     if len(nodes) - sum(r.period * (r.repeats - 3) for r in runs) > LONG_PROGRAM:
         _warn_large(name, [a for node in nodes if node.args is not node.argnums
                            for a in node.args if isinstance(a, _np.ndarray)] + list(out_items))
         return interpret(n_inputs, nodes, out_items, guards, name)
     instrs, instr_of, floats = _lower(nodes, guards, const, fun_name,
-                                      _escaping(nodes, out_nodes), runs)
+                                      _escaping(nodes, out_nodes), runs, seqs)
     units = roll(instrs)
     plan = Plan(units, const)
     outs = _output_texts(out_items, lambda node: plan.text(instr_of[node])[0], const)
@@ -489,17 +500,19 @@ def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list
     lines = plan.exact_lines(out_names, inputs)
     source = _exact_source(name, params, lines, outs)
     if float_program:
-        glob["_exact"] = _Later(source, dict(glob), name)
+        glob["_exact"] = _Later(source, dict(glob), name, f"<chainrule.jit {name}, exact>")
         read = [instr_of[n].var for n in _inputs(nodes)]
         source = _float_source(name, params, read, plan.fast_lines(), out_items, outs,
                                fun_name)
     _warn_large(name, space.large)
     for ins in instrs:
-        ins.loop = None  # (a loop and its instructions refer to each other: freed now)
+        # (a loop and its instructions refer to each other, an unrolled one to itself as
+        # its key: freed now)
+        ins.loop = ins.key = None
     instr_of.release()
-    code = compile(source, f"<chainrule.jit {name}>", "exec")
-    exec(code, glob)
-    return Program(source, glob[name], source.count("\n"), plan.n_calls, glob)
+    call = _Later(source, glob, name, f"<chainrule.jit {name}>")
+    program = call.program = Program(source, call, source.count("\n"), plan.n_calls, glob)
+    return program
 
 
 def _warn_large(name: str, constants: list) -> None:
@@ -546,6 +559,8 @@ def _escaping(nodes: list[StagingNode], outputs: list[StagingNode]) -> set[Stagi
     that escapes) may be a view of. Each is its own array, as in eager evaluation: two
     outputs never share memory, nor an output with an input, unless they did eagerly."""
     escaping = set(outputs)
+    if not any(type(node.ans) is ArrayMeta for node in outputs):
+        return escaping  # (only an array answer may be a view: a float program's are not)
     for node in reversed(nodes):
         if node in escaping and node.fun is not None and _may_view(node):
             escaping.update(node.parents)

@@ -84,23 +84,43 @@ def node_runs(nodes: list, seqs: list[int], guarded: list) -> list[Run]:
     min_repeats = max(_roll.MIN_REPEATS + 1, 3)  # (the first iteration stays straight)
     # (numbered at trace time; an answer's layout and a constant's value are checked where
     # a run is found)
-    ints = list(map(_KEY, nodes))
-    codes = np.array(ints, np.int64)
+    codes = np.fromiter(map(_KEY, nodes), np.int64, len(nodes))
+    ints = codes.tolist()
     nxt = next_same(codes, numbers=True)
     seqs = np.array(seqs, np.int64)
     stops = np.sort(np.searchsorted(seqs, [g.seq for g in guarded])).tolist()
+    # seq - seqs[0] -> place in ``nodes`` (a parent of a needed node is needed: its seq is
+    # among ``seqs``, which span the trace's creations, a range about as long as the record)
+    first = int(seqs[0]) if len(seqs) else 0
+    places = np.full(int(seqs[-1]) - first + 1 if len(seqs) else 0, -1, np.int64)
+    places[seqs - first] = np.arange(len(seqs))
     runs: list[Run] = []
-    i = 0
     # (a run to fold has min_repeats iterations, and the later ones MIN_INSTRUCTIONS keys)
     stretch = lambda period: np.maximum((min_repeats - 1) * period, _roll.MIN_INSTRUCTIONS)  # noqa: E731
-    for start in run_starts(codes, nxt, _roll.CANDIDATES, stretch):
-        if start < i:
-            continue  # (inside a run found)
-        i = start
+    # Places are tried one by one from the start, while few fail: a record that is mostly
+    # loops (a long chain's forward and backward passes) costs a ``run_at`` per loop. After
+    # ``_TRIED_ONE_BY_ONE`` failures, ``run_starts`` finds the places where a run may start
+    # for the whole record at once (it costs a pass over the record, but spares trying
+    # every place of long straight code). Both try the same places that can start a run
+    # (a run long enough agrees with itself a period later over ``stretch``: ``run_starts``
+    # finds every such place), so they find the same runs.
+    starts = None
+    failed = 0
+    i = 0
+    n = len(ints)
+    while i < n:
+        if starts is None and failed >= _TRIED_ONE_BY_ONE:
+            starts = iter(run_starts(codes, nxt, _roll.CANDIDATES, stretch))
+        if starts is not None:
+            i = next((start for start in starts if start >= i), n)  # (not inside a run found)
+            if i == n:
+                break
         period, repeats = run_at(ints, i, nxt, _roll.CANDIDATES)
         if repeats < min_repeats or period * (repeats - 1) < _roll.MIN_INSTRUCTIONS:
+            failed += 1
+            i += 1
             continue
-        run = _checked(nodes, i, period, repeats, seqs, codes, stops)
+        run = _checked(nodes, i, period, repeats, (places, first), codes, stops)
         if run is None or run.repeats < min_repeats or \
                 period * (run.repeats - 1) < _roll.MIN_INSTRUCTIONS:
             # (not tried again from each later place: that would cost the run's length
@@ -112,13 +132,18 @@ def node_runs(nodes: list, seqs: list[int], guarded: list) -> list[Run]:
     return runs
 
 
-def _checked(nodes: list, start: int, period: int, repeats: int, seqs, codes,
+_TRIED_ONE_BY_ONE = 32  # places that may fail before the record's starts are found at once
+
+
+def _checked(nodes: list, start: int, period: int, repeats: int, places: tuple, codes,
              stops: list) -> Run | None:
     """The run of the first iterations whose arguments read in one form each (see the
-    module's docstring), or None. Positions are checked for all iterations at once."""
+    module's docstring), or None. Positions are checked for all iterations at once.
+    ``places``: an array of the places in ``nodes`` by seq, less the first seq, and that
+    seq."""
     segment = nodes[start:start + period * repeats]
     parent_seqs = np.fromiter(map(_SEQ, chain.from_iterable(map(_PARENTS, segment))), np.int64)
-    flat = np.searchsorted(seqs, parent_seqs)  # (the parents' places in ``nodes``)
+    flat = places[0][parent_seqs - places[1]]  # (the parents' places in ``nodes``)
     width = len(flat) // repeats  # parents per iteration
     done = repeats
     g = bisect.bisect_left(stops, start)  # a guarded node ends the run before its iteration
@@ -330,10 +355,10 @@ class Folded(dict):
     iterations gets its instruction when first asked for: the loop's value of that
     iteration (see ``_Fold.instr``)."""
 
-    def __init__(self, nodes: list):
+    def __init__(self, nodes: list, seqs: list[int] | None = None):
         super().__init__()
         self.nodes = nodes
-        self.seqs = list(map(_SEQ, nodes))
+        self.seqs = list(map(_SEQ, nodes)) if seqs is None else seqs  # (the nodes' seq)
         self.folds: list[_Fold] = []  # in order
         self.starts: list[int] = []  # their runs' starts
 
@@ -384,10 +409,17 @@ class Folded(dict):
         return Stride(loop, offset, int(index[0]), step)
 
     def release(self) -> None:
-        """Drop the loops' references to their instructions (cycles: freed now)."""
+        """Drop the loops' references to their instructions, and a folded loop's and an
+        instruction's to itself (a ``key`` that is only itself, the ``Stride`` operands
+        that name their loop): cycles, which would keep the instructions, their nodes and
+        every node those read until the cycle collector runs (it then scans them all: the
+        scalar chain's first call spent 0.7 ms of 25 there)."""
         for f in self.folds:
             for ins in chain(f.loop.body, f.second, f.made.values()):
                 ins.loop = None
+            f.loop.key = f.loop.operands = None
+        for ins in self.values():
+            ins.key = None
 
 
 class _Fold:

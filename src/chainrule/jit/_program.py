@@ -46,18 +46,27 @@ def needed(nodes: list[StagingNode], outputs: list,
     reshapes, indexing with fixed indices, negation) are left out where nothing reads them.
     Also answers those that nothing reads (no output, guard or node it runs: those run
     for their errors and warnings only), known here for nothing earlier reads a node."""
-    read = set(outputs)
-    read.update(g.node for g in guards)
+    # A node read is marked on itself (its ``place``), not kept in a set: the walk touches
+    # each node and its parents anyway, and a set of the record's nodes costs a hash
+    # table as large (half the walk's time on a long record).
+    read = object()  # (this walk's own mark)
+    for node in outputs:
+        node.place = read
+    for g in guards:
+        g.node.place = read
     found = []
     unread = []
+    keep = found.append
     for node in reversed(nodes):
-        if node in read:
-            found.append(node)
-            read.update(node.parents)
+        if node.place is read:
+            keep(node)
         elif not _silent(node):
-            found.append(node)
+            keep(node)
             unread.append(node)
-            read.update(node.parents)
+        else:
+            continue
+        for parent in node.parents:
+            parent.place = read
     found.reverse()
     return found, unread
 

@@ -65,7 +65,7 @@ class Session:
 
     def __init__(self, trace_id: int):
         self.trace_id = trace_id
-        self.nodes = Record()
+        self.nodes = Record(self)
         self.guards: list[Guard] = []
         self.impure = ""  # the record answers no later call (a value of an outer trace)
         self.raised = ""  # a staged call raised: this record is not kept
@@ -154,9 +154,12 @@ class Record(list):
     """The nodes of one staging trace, in the order they were made, and the values of the
     constants they read (``constant``)."""
 
-    def __init__(self):
+    def __init__(self, session: Session | None = None):
         super().__init__()
         self.copies: dict[int, tuple] = {}  # id(array) -> (a weak reference to it, its copy)
+        # the session that records here (None for a record made outside one): a staged
+        # call finds it through its parents' record, not the thread-local (~70 ns a call)
+        self.session = session
 
     def constant(self, value: Any) -> Any:
         """A constant argument as the call read it: an array (a list, a tuple holding
@@ -250,7 +253,8 @@ class StagingNode(Node):
     ``args`` is ``argnums``, of the same length), ``ans`` the answer (an ``ArrayMeta``
     for an ndarray; a mask keeps its values, which guards compare). ``key``: a number
     equal for calls of one function, traced positions, number of arguments and answer
-    type, which folding compares (``_fold``)."""
+    type, which folding compares (``_fold``). ``place``: the emitter's scratch (a mark of
+    ``needed``'s walk, a slot of ``interpret``'s table), None until then."""
 
     __slots__ = ("fun", "args", "kwargs", "argnums", "parents", "ans", "seq", "index", "mask",
                  "key", "record", "place")
@@ -266,10 +270,11 @@ class StagingNode(Node):
         # the record of this node's trace: its parents' (a call for an outer staging trace
         # may come while an inner one is the thread's session), or the session's for an
         # input; the session breaks the cycle this makes (``Session.close``)
-        session = _state.session
         if parents:
             self.record = record = parents[0].record
+            session = record.session
         else:
+            session = _state.session
             self.record = record = Record() if session is None else session.nodes
         record.append(self)
         if session is not None and _errstate_now() is not session.errstate:
@@ -283,27 +288,31 @@ class StagingNode(Node):
         self.parents = parents
         self.seq = next(_creation)
         self.mask = False
+        self.place = None
         n = len(args)
+        kind = type(ans)
         if len(argnums) == n:
             self.args = argnums  # (every argument traced: the length is all there is)
-            form = n
+            try:
+                self.key = _key_numbers[fun][n][kind]  # (lookups: no tuple to make, hash)
+            except KeyError:
+                self.key = _new_key(fun, (n,), kind)
         else:
             for i in argnums:
                 args[i] = None  # (the tracer's own list of the call's values)
-            for i, a in enumerate(args):
+            for a in args:
                 mutable = _MUTABLE.get(type(a))  # (a known type: one lookup, no call)
                 if mutable or mutable is None and _mutable(a):
-                    args[i] = record.constant(a)
+                    args[:] = map(record.constant, args)  # (rare: the loop only then)
+                    break
             self.args = args
-            form = (argnums, n)
+            try:
+                self.key = _key_numbers[fun][argnums][n][kind]
+            except KeyError:
+                self.key = _new_key(fun, (argnums, n), kind)
         if kwargs and any(map(_mutable, kwargs.values())):
             for k, v in kwargs.items():
                 kwargs[k] = record.constant(v)
-        kind = type(ans)
-        try:
-            self.key = _key_numbers[fun][form][kind]  # (three lookups: no tuple to hash)
-        except KeyError:
-            self.key = _new_key(fun, form, kind)
         if kind is _NDARRAY:
             self.ans = array_meta(ans)
         elif kind in _BOX_TYPES:
@@ -357,7 +366,7 @@ class SourcedNode(StagingNode):
 _NDARRAY = np.ndarray
 _errstate_now = _errstate.context
 
-# function -> number of arguments (all traced), or traced positions and number of
+# function -> number of arguments (all traced), or traced positions -> number of
 # arguments -> answer type -> the key's number (``StagingNode.key``). Numbers are never
 # reused, so the table may be emptied (it keeps the functions alive) without making two
 # keys equal.
@@ -366,12 +375,16 @@ _numbers = itertools.count()
 _MAX_FUNCTIONS = 4096
 
 
-def _new_key(fun, form, kind) -> int:
+def _new_key(fun, path: tuple, kind) -> int:
+    """The number of a new key: ``path``, the keys of the levels between the function and
+    the answer type."""
     if len(_key_numbers) >= _MAX_FUNCTIONS:
         _key_numbers.clear()
     # (setdefault: two threads meeting a new key agree on its number)
-    return _key_numbers.setdefault(fun, {}).setdefault(form, {}).setdefault(
-        kind, next(_numbers))
+    table = _key_numbers.setdefault(fun, {})
+    for step in path:
+        table = table.setdefault(step, {})
+    return table.setdefault(kind, next(_numbers))
 
 
 def _layout(value: Any) -> tuple:

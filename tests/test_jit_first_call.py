@@ -1,0 +1,185 @@
+"""What jit's first call does (issue 32): folding finds the same runs whether it tries
+places one by one or finds the possible starts of the whole record at once; an emitted
+program leaves no reference cycles (its record is freed by reference counting, not by the
+cycle collector); a program is compiled when it first runs, and later calls call the
+compiled function itself. Every jitted call answers eager evaluation's bits."""
+
+from __future__ import annotations
+
+import gc
+import sys
+import types
+
+import numpy as onp
+import pytest
+
+import chainrule as cr
+import chainrule.numpy as np
+from chainrule.jit import JitWarning
+from test_jit_roll import _same_tree
+
+emit_module = sys.modules["chainrule.jit._emit"]
+fold_module = sys.modules["chainrule.jit._fold"]
+
+
+def chain(x, steps=300):
+    for _ in range(steps):
+        x = np.sin(x) * x + 0.5
+    return x
+
+
+def chain_with_straight_code(x):
+    for _ in range(60):
+        x = np.cos(x) * x - 0.25
+    for k in range(40):  # straight code: a different constant each time
+        x = x * (1.0 + k / 1000.0) + np.tanh(x) * k
+    for _ in range(60):
+        x = np.sin(np.sin(x)) + x * 0.5  # (a body that repeats a call)
+    return x
+
+
+def nested(W, x):
+    for _ in range(6):
+        for _ in range(8):
+            x = np.tanh(W @ x) + x
+        x = x / np.sum(x * x)
+    return np.sum(x)
+
+
+def split_loop(params, x):
+    total = 0.0
+    for _ in range(40):
+        a, b, c, d = np.split(params, 4)
+        x = np.tanh(x * a + b) * c + d
+        total = total + np.sum(x)
+    return total
+
+
+W = onp.linspace(-0.5, 0.5, 9).reshape(3, 3)
+CASES = [
+    (cr.grad(chain), (0.7,)),
+    (cr.grad(chain_with_straight_code), (0.3,)),
+    (cr.hessian(chain_with_straight_code), (0.3,)),
+    (cr.grad(nested, argnum=(0, 1)), (W, onp.array([0.5, -0.25, 2.0]))),
+    (cr.grad(split_loop, argnum=(0, 1)), (onp.linspace(-1.0, 1.0, 12),
+                                          onp.array([0.5, -0.25, 2.0]))),
+]
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_folding_finds_the_same_runs_one_by_one_and_all_at_once(case, monkeypatch):
+    f, args = CASES[case]
+    calls = []
+    node_runs = emit_module.node_runs
+
+    def spy(nodes, seqs, guarded):
+        calls.append((list(nodes), list(seqs), list(guarded)))
+        return node_runs(nodes, seqs, guarded)
+
+    monkeypatch.setattr(emit_module, "node_runs", spy)
+    cr.jit(f).lower(*args)
+    assert calls
+
+    def runs(tried: int, recorded) -> list:
+        monkeypatch.setattr(fold_module, "_TRIED_ONE_BY_ONE", tried)
+        return [(r.start, r.period, r.repeats, r.forms) for r in node_runs(*recorded)]
+
+    found = 0
+    for recorded in calls:
+        all_at_once = runs(0, recorded)
+        assert runs(10**9, recorded) == all_at_once  # every place tried one by one
+        assert runs(3, recorded) == all_at_once  # a few, then all at once
+        found += len(all_at_once)
+    assert found  # (each case has loops to fold)
+    monkeypatch.undo()
+    _same_tree(cr.jit(f)(*args), f(*args))
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_a_first_call_leaves_no_reference_cycles(case):
+    f, args = CASES[case]
+    jf = cr.jit(f)
+    enabled = gc.isenabled()
+    gc.disable()  # (else a collection may come in between and find what we look for)
+    try:
+        gc.collect()
+        got = jf(*args)
+        assert gc.collect() == 0  # the record, the instructions, the loops: all freed
+        _same_tree(jf(*args), got)  # (the second call compiles: no cycles either)
+        assert gc.collect() == 0
+    finally:
+        if enabled:
+            gc.enable()
+    _same_tree(got, f(*args))
+
+
+def _program(jf):
+    (entry,) = jf._cache.values()
+    (program,) = entry.variants
+    return program
+
+
+def test_a_program_is_compiled_when_it_first_runs():
+    g = cr.jit(cr.grad(chain))
+    first = g(0.7)
+    program = _program(g)
+    assert not isinstance(program.call, types.FunctionType)  # (not compiled yet)
+    assert "for i in range(" in g.lower(0.7).source  # (its source is there)
+    for x in (0.7, -0.3, 0.0, -0.0, onp.inf, onp.nan):
+        _same_tree(g(x), cr.grad(chain)(x))
+        # compiled by its first run: later calls call the function itself
+        assert isinstance(program.call, types.FunctionType)
+    _same_tree(first, cr.grad(chain)(0.7))
+
+
+def test_a_wrapped_program_compiles_once_and_answers_as_eager():
+    def f(x):
+        with onp.errstate(over="ignore"):  # (calls made under another state: Quiet)
+            y = np.exp(x * 1000.0)
+        return np.sum(y * x)
+
+    g = cr.jit(cr.grad(f))
+    x = onp.array([0.5, -0.25, 2.0])
+    for v in (x, -x, x * 0.0, x + 1.0):
+        _same_tree(g(v), cr.grad(f)(v))
+    program = _program(g)
+    assert not isinstance(program.call, types.FunctionType)  # (the wrapper stays)
+    assert program.call.call.fn is not None  # its lazy call compiled once
+
+
+GLOBAL_RNG = onp.random.default_rng(7)
+
+
+def _draws(rng):
+    def f(x):
+        return np.sum(np.sin(x) * rng.standard_normal(3)) + np.sum(
+            np.cos(x) * GLOBAL_RNG.standard_normal(3))
+
+    return f
+
+
+@pytest.mark.parametrize("transform, batched", [
+    (cr.grad, False), (cr.hessian, False), (cr.jacobian, False),
+    (lambda f: cr.vmap(cr.grad(f)), True)])
+def test_generators_reached_through_a_transform_are_read(transform, batched):
+    # the transform's wrapper (chainrule's own: its globals are not walked) closes over
+    # the user's function, which closes over one generator and names another as a global:
+    # jit sees both drawn from, and runs the function eagerly (a new draw each call)
+    global GLOBAL_RNG
+    x = onp.array([0.5, -0.25, 2.0])
+    if batched:
+        x = onp.stack([x, 2 * x])
+    answers = []
+    for staged in (True, False):
+        GLOBAL_RNG = onp.random.default_rng(7)
+        f = transform(_draws(onp.random.default_rng(3)))
+        if staged:
+            g = cr.jit(f)
+            with pytest.warns(JitWarning, match="draws random numbers"):
+                calls = [g(x)]
+            calls += [g(x), g(x)]
+        else:
+            calls = [f(x), f(x), f(x)]
+        answers.append(calls)
+    for got, want in zip(*answers):
+        _same_tree(got, want)
