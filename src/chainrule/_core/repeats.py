@@ -95,10 +95,17 @@ def run_starts(keys: Sequence, nxt: Sequence, candidates: int, stretch: Callable
         need = stretch(j - i)
         fits = j + need <= n  # (a pair whose stretch runs past the record's end fails,
         ahead[i[~fits]] = -1  # and so do its later candidates: see the docstring)
-        i, j, need = _by_common_periods(codes, i[fits], j[fits], need[fits], possible,
-                                         disagreements)
-        t, width = 1, 1
+        i, j, need = i[fits], j[fits], need[fits]
+        t, width, common = 1, 1, False
         while len(i):
+            if not common and t >= _NARROWED_FIRST:
+                # (after a few keys, on pairs that still agree: on a record without loops
+                # most pairs differ at once, and a period shared by many pairs before
+                # narrowing would cost a pass over the record for little)
+                i, j, need = _by_common_periods(codes, i, j, need, possible, disagreements)
+                common = True
+                if not len(i):
+                    break
             done = t >= need  # (agreed over the whole stretch: a start; no need to go on)
             if done.any():
                 possible[i[done]] = True
@@ -125,6 +132,9 @@ def run_starts(keys: Sequence, nxt: Sequence, candidates: int, stretch: Callable
     return _np.flatnonzero(possible).tolist()
 
 
+# keys compared pair by pair before periods many pairs share are settled by a pass over
+# the record (``_by_common_periods``)
+_NARROWED_FIRST = 32
 # positions left: their candidates are tried all in one pass (the last positions of a
 # loop, which agree with none, would each cost a pass per candidate)
 _FEW = 64
