@@ -30,7 +30,42 @@ def interpret(n_inputs: int, nodes: list[StagingNode], out_items: list, guards: 
     """A ``Program`` (see ``_emit.emit``) that walks ``nodes`` (the needed nodes of a
     record, see ``_program.needed``): the table is the nodes themselves, each numbered by
     its ``place`` among them, with a few lists beside them (the record's size again would
-    double the first call's memory)."""
+    double the first call's memory). The table is made when the program first runs (the
+    call that traces answers from its trace: a signature called once never pays for it);
+    the array constants among the outputs are copied now, as the call read them."""
+    # (the array constants are copied now, and on each call once for all their places,
+    # sharing memory as they do, as _emit does: copied_together)
+    arrays = list({id(o): o for o in out_items if isinstance(o, np.ndarray)}.values())
+    table = _TableLater(nodes, out_items, guards, arrays, copied_together(tuple(arrays)))
+    n_rows = sum(node.fun is not None for node in nodes)
+    program = Program(f"# {name}: {n_rows} calls, run as a table (see chainrule.jit._interpret)\n",
+                      table, 1, n_rows)
+    table.program = program
+    return program
+
+
+class _TableLater:
+    """A table program's ``call`` until it first runs: it makes the ``_Table`` then, and
+    the ``Program`` calls the table itself from then on (as ``_emit._Later`` compiles)."""
+
+    def __init__(self, nodes: list, out_items: list, guards: list, arrays: list,
+                 constants: tuple):
+        self.made = (nodes, out_items, guards, arrays, constants)
+        self.table = self.program = None
+
+    def __call__(self, *leaves) -> Any:
+        table = self.table
+        if table is None:
+            table = self.table = _table(*self.made)
+            self.made = None
+            program, self.program = self.program, None
+            if program is not None and program.call is self:  # (not wrapped since)
+                program.call = table
+        return table(*leaves)
+
+
+def _table(nodes: list, out_items: list, guards: list, arrays: list,
+           constants: tuple) -> _Table:
     for k, node in enumerate(nodes):
         node.place = k
     guards_at: dict[int, list] = {}
@@ -52,17 +87,11 @@ def interpret(n_inputs: int, nodes: list[StagingNode], out_items: list, guards: 
             frees[at] += (k,)
     rows = [node for node in nodes if node.fun is not None]
     calls = [_direct(node) for node in rows]
-    # (the array constants are copied now, and on each call once for all their places,
-    # sharing memory as they do, as _emit does: copied_together)
-    arrays = list({id(o): o for o in out_items if isinstance(o, np.ndarray)}.values())
     place = {id(a): k for k, a in enumerate(arrays)}
     outs = [(_STAGED, o.place) if isinstance(o, StagingNode) else
             (_COPIED, place[id(o)]) if isinstance(o, np.ndarray) else (_CONSTANT, o)
             for o in out_items]
-    run = _Table(len(nodes), inputs, rows, calls, frees, guards_at, outs,
-                 copied_together(tuple(arrays)))
-    return Program(f"# {name}: {len(rows)} calls, run as a table (see chainrule.jit._interpret)\n",
-                   run, 1, len(rows))
+    return _Table(len(nodes), inputs, rows, calls, frees, guards_at, outs, constants)
 
 
 def _direct(node: StagingNode) -> Any:
