@@ -213,3 +213,21 @@ def test_a_list_the_function_keeps_and_answers_again_is_the_loops_after_a_split(
     for g, w in zip(got, want):
         onp.testing.assert_array_equal(g, w)
     onp.testing.assert_array_equal(want[0], [30.0] * 4)
+
+
+@pytest.mark.parametrize("out_axes", [-1, 1])
+def test_a_small_batch_run_as_the_loop_moves_the_batch_axis_of_every_output(out_axes):
+    def f(x, s):
+        y = np.sin(x) * s
+        return [np.outer(x, x), (y, y), {"b": x * 2.0, "a": np.stack([x, y])}]
+
+    xs = onp.random.default_rng(5).normal(size=(3, 4))
+    got = cr.vmap(f, in_axes=(0, None), out_axes=out_axes)(xs, 0.5)
+    loop = [f(x, 0.5) for x in xs]
+    want = [onp.stack([a[0] for a in loop]), onp.stack([a[1][0] for a in loop]),
+            onp.stack([a[2]["b"] for a in loop]), onp.stack([a[2]["a"] for a in loop])]
+    leaves = [got[0], got[1][0], got[2]["b"], got[2]["a"]]
+    for g, w in zip(leaves, want):
+        onp.testing.assert_array_equal(g, onp.moveaxis(w, 0, out_axes))
+    assert list(got[2]) == ["b", "a"]  # (the function's key order)
+    assert not onp.shares_memory(got[1][0], got[1][1])  # (one answer twice: two stacks)

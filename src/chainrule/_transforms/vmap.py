@@ -597,10 +597,10 @@ class _Call:
 
     def loop_stacked(self, answers: list) -> Any:
         """The loop's answers (of every example, in order) stacked as the loop stacks them."""
-        if type(self.out_axes) is int and self.out_axes == 0:
+        if type(self.out_axes) is int:
             whole = _stacked_tree(answers)
             if whole is not None:
-                return whole
+                return _batch_axis_moved(whole, self.out_axes) if self.out_axes else whole
         return self._assembled([_Part.of_loop(_np.arange(self.size), answers)])
 
     def loop_answers(self) -> list:
@@ -1142,6 +1142,16 @@ def _stacked_part(examples, answers: list) -> _Part:
         stacked[key] = anp.stack(column)
         leaves.append(_Stacked(stacked[key]))
     return _Part(examples, tree, leaves, first)
+
+
+def _batch_axis_moved(whole, axis: int):
+    """The loop's stacks (a tree of ``_stacked_tree``'s) with the batch axis of each leaf
+    moved to ``axis`` (NumPy's views of the fresh stacks)."""
+    if type(whole) is _np.ndarray:
+        return _np.moveaxis(whole, 0, _normalize_axis(axis, whole.ndim, "an out_axes entry"))
+    if type(whole) is dict:
+        return {k: _batch_axis_moved(v, axis) for k, v in whole.items()}
+    return type(whole)(_batch_axis_moved(v, axis) for v in whole)
 
 
 def _stacked_tree(answers: list):
