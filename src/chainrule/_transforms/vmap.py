@@ -670,6 +670,12 @@ class _Call:
             # with too little time left would be stopped: the loop goes on, in order)
             return parts + [self._the_loop(int(batch[0]))]
         self._sort_out(self._batched(batch, deadline), parts, todo, loose)
+        if todo and not parts and self.watch_draws and self.randomness == "different" \
+                and not self.batched_first:
+            # (the batch split, and the function reaches a random generator: a group's run
+            # or an example's out of order that draws would restart the call as the loop,
+            # from here, after it; the loop goes on at once instead)
+            return [self._the_loop(int(batch[0]))]
         while todo:
             todo.sort(key=len)
             group = todo.pop()  # the largest first: it gains most from running batched
