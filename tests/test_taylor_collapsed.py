@@ -104,6 +104,7 @@ def test_collapsed_laplacian_under_jit_vmap_and_grad(monkeypatch):
     from chainrule._transforms import vmap as vmap_module
     monkeypatch.setattr(vmap_module._Call, "_deadline", lambda self, left: None)
     monkeypatch.setattr(vmap_module, "_FIRST_RUN_COST", 0.0)
+    monkeypatch.setattr(vmap_module, "_SMALL_BATCH", 0)
     f = _mlp(5, seed=6)
     lap = chainrule.laplacian(f)
     x = onp.random.default_rng(7).standard_normal(5)

@@ -34,6 +34,7 @@ def without_deadlines(monkeypatch):
     from chainrule._transforms import vmap as vmap_module
     monkeypatch.setattr(vmap_module._Call, "_deadline", lambda self, left: None)
     monkeypatch.setattr(vmap_module, "_FIRST_RUN_COST", 0.0)
+    monkeypatch.setattr(vmap_module, "_SMALL_BATCH", 0)
 
 # Primitives that run once per example under vmap, and why (a rule would be possible for
 # most; none is wrong, only slower). A primitive registered anywhere is checked. A view
@@ -446,7 +447,7 @@ def test_a_first_call_runs_example_0_alone_then_the_others_batched_with_a_deadli
         seen.append((type(x), onp.shape(x)))
         return np.sin(x) * 2.0
 
-    xs = R.normal(size=(8, 3))  # (5 or fewer examples run as the loop: test_vmap_choice)
+    xs = R.normal(size=(10, 3))  # (8 or fewer examples run as the loop: test_vmap_choice)
     mapped = cr.vmap(f)
     got = mapped(xs)
     assert list(seen) == [(onp.ndarray, (3,)), (batched.BatchedArray, (3,))]
@@ -720,10 +721,10 @@ def test_a_batched_run_starts_only_with_the_time_of_an_example_before_its_deadli
     from chainrule._transforms import vmap as vmap_module
     monkeypatch.setattr(vmap_module._Call, "_deadline", lambda self, left: (
         time.perf_counter() + time_left * self.per_example()))
-    seen, xs = collections.deque(), R.normal(size=(6, 3))  # (a deque: not watched)
+    seen, xs = collections.deque(), R.normal(size=(10, 3))  # (a deque: not watched)
     onp.testing.assert_array_equal(cr.vmap(_sine_seen_by(seen))(xs), 2.0 * onp.sin(xs))
     assert seen.count(batched.BatchedArray) == batched_runs
-    assert seen.count(onp.ndarray) == (1 if batched_runs else 6)
+    assert seen.count(onp.ndarray) == (1 if batched_runs else 10)
 
 
 def test_the_loop_of_loops_stacks_each_row_before_the_next_writes_into_its_answer():

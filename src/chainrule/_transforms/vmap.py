@@ -65,6 +65,9 @@ _FIRST_RUN_COST = 2.0
 # What a batched run costs at least, however cheap the function (its trace, the batched
 # arguments, the answer taken apart): a batch of functions of 0.1 µs runs as the loop.
 _LEAST_RUN_SECONDS = 2e-5
+# A batch of this many examples or fewer runs as the loop but for its trials (see
+# _Call._loop_at_once).
+_SMALL_BATCH = 8
 # A first call of this many examples or more times examples 0 and 1 alone, not only 0.
 _TWO_TIMED = 16
 # Examples run alone after a split, to know what an example costs (the middle one counts).
@@ -543,19 +546,20 @@ class _Call:
 
     def _loop_at_once(self) -> bool:
         """Is the loop this call's answer, without a batched run? While vmap backs off; and
-        for a small batch, where by the first guess (_FIRST_RUN_COST) a batched run costs
-        more than the loop, unless a run of this kind of call ended cheaper: calls 2, 4, 8,
-        16 ... of each kind of 3 or more examples try one (a trial, whose run may take the
-        loop's time; until one ends), so a function that batches well (a per-example
-        gradient) runs batched from then on. (An empty batch's answer is a batched run's,
-        where one can be had.)"""
+        for a small batch (_SMALL_BATCH), where a batched run gains little if anything (by
+        the first guess, _FIRST_RUN_COST, it costs more than the loop below 6 examples) and
+        a first call would pay for timing an example, unless a run of this kind of call
+        ended cheaper: calls 2, 4, 8, 16 ... of each kind of 3 or more examples try one (a
+        trial, whose run may take the loop's time; until one ends), so a function that
+        batches well (a per-example gradient) runs batched from then on. (An empty batch's
+        answer is a batched run's, where one can be had.)"""
         memory = self.memory
         if not self.size or self.batched_first:
             return False
         if memory.loop_calls:
             memory.loop_calls -= 1
             return True
-        if self.size * (_SPLIT_BUDGET - 1) >= _FIRST_RUN_COST:
+        if self.size > _SMALL_BATCH:
             return False
         if self.size < 3:  # (no trial: a batched run does not beat one or two examples)
             return True
