@@ -517,9 +517,8 @@ class _Call:
             self.estimate = self.per_example()
         done = sum(len(part.examples) for part in parts)  # (examples answered in order)
         if (self.estimate is not None and self.randomness == "different" and not (
-                self.batched_first or self._inside_a_batch()) and (
-                self.size - done < 2 or not self._in_time_for_a_run(self._deadline(
-                    self.size - done)))):
+                self.batched_first or self._inside_a_batch())
+                and self._no_batched_run(self.size - done)):
             # (one example left, whose run alone costs less than batched, or too little time
             # for a batched run: the loop goes on, with nothing to watch)
             parts.append(self._in_order(_np.arange(done, self.size)))
@@ -604,8 +603,13 @@ class _Call:
         if type(self.out_axes) is int:
             whole = _stacked_tree(answers)
             if whole is not None:
-                return _batch_axis_moved(whole, self.out_axes) if self.out_axes else whole
+                return self._along_out_axes(whole)
         return self._assembled([_Part.of_loop(_np.arange(self.size), answers)])
+
+    def _along_out_axes(self, whole):
+        """The loop's stacks (``_stacked_tree``'s) with the batch axis where an int
+        ``out_axes`` puts it."""
+        return _batch_axis_moved(whole, self.out_axes) if self.out_axes else whole
 
     def loop_answers(self) -> list:
         """The loop's answer of each example, not stacked (randomness "different")."""
@@ -637,6 +641,11 @@ class _Call:
             per_example = min(per_example, min(self.example_times))
         return per_example
 
+    def _example_cost(self) -> float | None:
+        """What an example costs: as timed in this call, else an earlier call's estimate
+        (None: unknown, as for an inner vmap's first call inside an outer batched run)."""
+        return self.per_example() if self.examples_run else self.estimate
+
     def _the_loop(self, start: int = 0) -> _Part:
         """The loop itself, from example ``start`` (those before it run in order): the
         function on each example in order, its random draws and writes outside itself those
@@ -667,12 +676,11 @@ class _Call:
             parts.append(self._one_by_one(batch[:1], timed=True))
             self.estimate = self.per_example()
             batch = batch[1:]
-        deadline = None if self.batched_first else self._deadline(len(batch))
-        if not self.batched_first and len(batch) and (
-                len(batch) == 1 or not self._in_time_for_a_run(deadline)):
+        if not self.batched_first and len(batch) and self._no_batched_run(len(batch)):
             # (a batched run of one example costs more than its run, and one of a batch
             # with too little time left would be stopped: the loop goes on, in order)
             return parts + [self._the_loop(int(batch[0]))]
+        deadline = None if self.batched_first else self._deadline(len(batch))
         self._sort_out(self._batched(batch, deadline), parts, todo, loose)
         if todo and not parts and self.watch_draws and self.randomness == "different" \
                 and not self.batched_first:
@@ -799,13 +807,19 @@ class _Call:
         spent = time.perf_counter() - self.started
         return spent + batched_run + left * per_example <= _SPLIT_BUDGET * self.size * per_example
 
+    def _no_batched_run(self, left: int) -> bool:
+        """Should the ``left`` examples still to run go on as the loop, with no batched run?
+        Where one is left (its run alone costs less than batched), or a batched run would
+        not end before its deadline."""
+        return left < 2 or not self._in_time_for_a_run(self._deadline(left))
+
     def _in_time_for_a_run(self, deadline: float | None) -> bool:
         """Could a batched run finish before its deadline? It makes every call an example
         makes, each dearer (a batched value's call does more than NumPy's): what a run of
         this kind cost before, or a first guess, in examples run alone. (A small batch of a
         cheap function may have less time than that left, its run sure to be stopped and
         wasted: the loop is the cheaper answer.)"""
-        per_example = self.per_example() if self.examples_run else self.estimate
+        per_example = self._example_cost()
         run = 1.0 if self._exploring() else self.memory.run_costs.get(self.kind,
                                                                       _FIRST_RUN_COST)
         return deadline is None or deadline - time.perf_counter() >= max(
@@ -816,7 +830,7 @@ class _Call:
         ``left`` examples (its own included) still to run one by one: each run's, the
         first's and those after a split (None: what an example costs is unknown, as for an
         inner vmap's first call inside an outer batched run)."""
-        per_example = self.per_example() if self.examples_run else self.estimate
+        per_example = self._example_cost()
         if per_example is None:
             return None
         budget = _SPLIT_BUDGET * self.size - left
@@ -884,7 +898,7 @@ class _Call:
 
     def _learn_run_cost(self, examples: int, seconds: float) -> None:
         """Keep what a batched run of (nearly) the whole batch cost, in examples run alone."""
-        per_example = self.per_example() if self.examples_run else self.estimate
+        per_example = self._example_cost()
         if per_example and examples >= self.size - 1:
             self.memory.run_costs[self.kind] = seconds / per_example
 
@@ -1002,14 +1016,14 @@ class _Call:
     def _assembled(self, parts: list) -> Any:
         """The parts' answers as one: each output leaf stacked along its out_axes entry in
         the examples' order, or (out_axes None) the value every example agrees on."""
-        if len(parts) == 1 and type(self.out_axes) is int and self.out_axes == 0:
+        if len(parts) == 1 and type(self.out_axes) is int:
             whole = parts[0].stacked_whole()
             if whole is not None:  # (the loop's own stacks)
-                return whole
-        tree = parts[0].tree
-        if len(parts) == 1 and type(self.out_axes) is int and self.out_axes == 0:
-            if tree is LEAF and type(parts[0].leaves[0]) is _Stacked:
+                return self._along_out_axes(whole)
+            if not self.out_axes and parts[0].tree is LEAF and type(
+                    parts[0].leaves[0]) is _Stacked:
                 return _fresh(parts[0].leaves[0].value, {})  # (the usual answer: one stack)
+        tree = parts[0].tree
         for part in parts[1:]:
             if part.tree != tree:
                 raise ValueError(
@@ -1121,15 +1135,8 @@ def _examples_of(leaf, axis: int, examples) -> list:
 def _stacked_part(examples, answers: list) -> _Part:
     """Per-example answers as one part: each leaf stacked along a new axis 0."""
     first = answers[0]
-    kinds = set(map(type, answers))
-    if len(kinds) == 1 and type(first) in _SCALARS:
-        whole = _np.array(answers)  # (as stack)
-        return _Part(examples, LEAF, [_Stacked(whole)], first, whole)
-    if kinds == {_np.ndarray} and len({a.shape for a in answers}) == 1:
-        whole = _stack(answers)
-        return _Part(examples, LEAF, [_Stacked(whole)], first, whole)
     whole = _stacked_tree(answers)
-    if whole is not None:  # (NumPy's own values in dicts, lists, tuples: stacked at once)
+    if whole is not None:  # (NumPy's own values, alone or in dicts, lists, tuples: at once)
         return _Part(examples, None, None, first, whole)
     flat = [tree_flatten(answer) for answer in answers]
     tree = flat[0][1]

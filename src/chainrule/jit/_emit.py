@@ -16,6 +16,7 @@ Rendering (``_render``): the lines, ``v12 = f3(v4, c0, axis=1)``, compiled once.
 from __future__ import annotations
 
 import builtins
+import functools
 import itertools
 import keyword
 import math
@@ -35,7 +36,7 @@ from ._fold import Folded, fold, node_runs
 from ._instr import Instr
 from ._interpret import interpret
 from ._notices import JitWarning, user_stacklevel
-from ._program import MISS, RAISED, Program, copied_together, needed, same
+from ._program import MISS, RAISED, AtFirstRun, Program, copied_together, needed, same
 from ._render import Plan
 from ._roll import roll
 from ._staging import ArrayMeta, Guard, StagingNode, _identity, rules_of_call
@@ -417,26 +418,11 @@ def _equal_is_same(v: Any) -> bool:
     return False
 
 
-class _Later:
-    """A program's function, compiled when it first runs (compiling is a tenth to a third
-    of a small program's emit): the call that traces answers from its trace, so a later
-    call, a check or the warnings' replay compiles it; a float program's exact program
-    compiles when a call first needs it. ``program``: the ``Program`` whose ``call`` this
-    is, which then calls the compiled function itself (no call through this object)."""
-
-    def __init__(self, source: str, glob: dict, name: str, filename: str):
-        self.source, self.glob, self.name, self.filename = source, glob, name, filename
-        self.fn = self.program = None
-
-    def __call__(self, *args):
-        fn = self.fn
-        if fn is None:
-            exec(compile(self.source, self.filename, "exec"), self.glob)
-            fn = self.fn = self.glob[self.name]
-            program, self.program = self.program, None
-            if program is not None and program.call is self:  # (not wrapped since)
-                program.call = fn
-        return fn(*args)
+def _compiled(source: str, glob: dict, name: str, filename: str) -> Callable:
+    """The function ``name`` that ``source`` defines, compiled into ``glob`` (compiling is
+    a tenth to a third of a small program's emit: done at its first run, ``AtFirstRun``)."""
+    exec(compile(source, filename, "exec"), glob)
+    return glob[name]
 
 
 class _Namespace:
@@ -500,7 +486,8 @@ def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list
     lines = plan.exact_lines(out_names, inputs)
     source = _exact_source(name, params, lines, outs)
     if float_program:
-        glob["_exact"] = _Later(source, dict(glob), name, f"<chainrule.jit {name}, exact>")
+        glob["_exact"] = AtFirstRun(functools.partial(
+            _compiled, source, dict(glob), name, f"<chainrule.jit {name}, exact>"))
         read = [instr_of[n].var for n in _inputs(nodes)]
         source = _float_source(name, params, read, plan.fast_lines(), out_items, outs,
                                fun_name)
@@ -510,9 +497,9 @@ def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list
         # its key: freed now)
         ins.loop = ins.key = None
     instr_of.release()
-    call = _Later(source, glob, name, f"<chainrule.jit {name}>")
-    program = call.program = Program(source, call, source.count("\n"), plan.n_calls, glob)
-    return program
+    call = AtFirstRun(functools.partial(_compiled, source, glob, name,
+                                        f"<chainrule.jit {name}>"))
+    return Program(source, call, source.count("\n"), plan.n_calls, glob)
 
 
 def _warn_large(name: str, constants: list) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ._program import MISS, RAISED, Program, copied_together, guard_holds
+from ._program import MISS, RAISED, AtFirstRun, Program, copied_together, guard_holds
 from ._staging import ArrayMeta, Guard, StagingNode, rules_of_call
 
 _AS_NUMPY = {float: np.float64, complex: np.complex128}
@@ -36,36 +36,16 @@ def interpret(n_inputs: int, nodes: list[StagingNode], out_items: list, guards: 
     # (the array constants are copied now, and on each call once for all their places,
     # sharing memory as they do, as _emit does: copied_together)
     arrays = list({id(o): o for o in out_items if isinstance(o, np.ndarray)}.values())
-    table = _TableLater(nodes, out_items, guards, arrays, copied_together(tuple(arrays)))
+    table = AtFirstRun(functools.partial(_table, nodes, out_items, guards, arrays,
+                                         copied_together(tuple(arrays))))
     n_rows = sum(node.fun is not None for node in nodes)
-    program = Program(f"# {name}: {n_rows} calls, run as a table (see chainrule.jit._interpret)\n",
-                      table, 1, n_rows)
-    table.program = program
-    return program
-
-
-class _TableLater:
-    """A table program's ``call`` until it first runs: it makes the ``_Table`` then, and
-    the ``Program`` calls the table itself from then on (as ``_emit._Later`` compiles)."""
-
-    def __init__(self, nodes: list, out_items: list, guards: list, arrays: list,
-                 constants: tuple):
-        self.made = (nodes, out_items, guards, arrays, constants)
-        self.table = self.program = None
-
-    def __call__(self, *leaves) -> Any:
-        table = self.table
-        if table is None:
-            table = self.table = _table(*self.made)
-            self.made = None
-            program, self.program = self.program, None
-            if program is not None and program.call is self:  # (not wrapped since)
-                program.call = table
-        return table(*leaves)
+    return Program(f"# {name}: {n_rows} calls, run as a table (see chainrule.jit._interpret)\n",
+                   table, 1, n_rows)
 
 
 def _table(nodes: list, out_items: list, guards: list, arrays: list,
            constants: tuple) -> _Table:
+    """The table ``interpret``'s program walks, made at its first run."""
     for k, node in enumerate(nodes):
         node.place = k
     guards_at: dict[int, list] = {}

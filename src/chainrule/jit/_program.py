@@ -7,6 +7,7 @@ of), what a guard checks (``guard_holds``, ``same``), and what it answers when i
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,30 @@ from ._staging import ArrayMeta, Guard, StagingNode, _identity, _NotraceCall, ru
 
 MISS = object()  # what an emitted program answers when a guard fails
 RAISED = object()  # what it answers when a call in it raised: the call is evaluated eagerly
+
+
+class AtFirstRun:
+    """A program's function, made when it first runs (``make()`` answers it: compiled
+    source, a table): the call that traces answers from its trace, so a signature called
+    once never pays for it. ``program``: the ``Program`` whose ``call`` this is, which then
+    calls the function itself (no call through this object); None for a function only
+    other code calls (a float program's exact program)."""
+
+    __slots__ = ("make", "fn", "program")
+
+    def __init__(self, make: Callable[[], Callable]):
+        self.make, self.fn, self.program = make, None, None
+
+    def __call__(self, *args):
+        fn = self.fn
+        if fn is None:
+            fn = self.fn = self.make()
+            self.make = None  # (what it was made from: freed)
+            program, self.program = self.program, None
+            if program is not None and program.call is self:  # (not wrapped since)
+                program.call = fn
+        return fn(*args)
+
 
 class Program:
     """One compiled variant: ``call(*leaves)`` answers the output leaves, ``MISS`` where a
@@ -28,6 +53,8 @@ class Program:
                  namespace: dict | None = None):
         self.source = source
         self.call = call
+        if type(call) is AtFirstRun:
+            call.program = self
         self.n_lines = n_lines
         self.n_calls = n_calls  # primitive calls one run makes (a rolled loop's, each time)
         self.namespace = {} if namespace is None else namespace  # its globals (f0, c0 ...)
