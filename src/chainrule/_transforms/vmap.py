@@ -30,6 +30,7 @@ import itertools
 import math
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Iterator
 from functools import wraps
 from typing import Any
@@ -147,10 +148,10 @@ def vmap(
                          f"; got {randomness!r}.")
 
     example_function = _example_function(fun)  # (what runs one example alone)
+    spec = _InAxes(in_axes)
 
     def call(args: tuple, kwargs: dict) -> _Call:
-        leaves, axes, treedef, size, flat = _mapped_arguments(args, kwargs, in_axes,
-                                                              axis_size)
+        leaves, axes, treedef, size, flat = _mapped_arguments(args, kwargs, spec, axis_size)
         return _Call(fun, leaves, axes, treedef, size, flat, out_axes, randomness, memory,
                      example_function)
 
@@ -159,8 +160,10 @@ def vmap(
         return call(args, kwargs).answer()
 
     memory = _Memory()
-    # (after wraps, which copies the __dict__ of fun: an inner mapped function's own pair)
-    mapped._vmap_as_the_loop = (mapped, _AsTheLoop(call))
+    # (after wraps, which copies the __dict__ of fun: an inner mapped function's own pair;
+    # a weak reference to itself, as a strong one would make every mapped function a cycle
+    # for the garbage collector: a nested vmap made per call then cost twice its loop)
+    mapped._vmap_as_the_loop = (weakref.ref(mapped), _AsTheLoop(call))
     return mapped
 
 
@@ -229,7 +232,7 @@ def _example_function(fun: Callable) -> Callable:
     itself, or where ``fun`` is a mapped function, ``fun`` run as its loop (_AsTheLoop)."""
     own = getattr(fun, "_vmap_as_the_loop", None)
     # (a function that functools.wraps a mapped one copies the pair: its own body runs)
-    return own[1] if type(own) is tuple and own[0] is fun else fun
+    return own[1] if type(own) is tuple and own[0]() is fun else fun
 
 
 class _Memory:
@@ -284,20 +287,30 @@ class _Memory:
             self.backoff = 0
 
 
-def _mapped_arguments(args, kwargs, in_axes, axis_size):
+class _InAxes:
+    """A mapped function's in_axes, read once: ``spec`` (a list as a tuple, as JAX reads
+    it), and whether it is an int, None or a tuple of them (``simple``: positional arrays
+    then need no tree)."""
+
+    __slots__ = ("spec", "simple")
+
+    def __init__(self, in_axes: AxisSpec):
+        self.spec = tuple(in_axes) if isinstance(in_axes, list) else in_axes
+        spec = self.spec
+        self.simple = spec is None or type(spec) is int or type(spec) is tuple and (
+            _AXES.issuperset(map(type, spec)))
+
+
+def _mapped_arguments(args, kwargs, in_axes: _InAxes, axis_size):
     """The arguments' leaves, each one's mapped axis (None: not mapped), their tree, the
     batch size, and whether the leaves are the positional arguments themselves."""
-    spec = in_axes
-    if isinstance(spec, list):
-        spec = tuple(spec)  # JAX reads a list in_axes like a tuple
+    spec = in_axes.spec
     if isinstance(spec, tuple) and len(spec) != len(args):
         raise ValueError(
             f"vmap: in_axes has {len(spec)} entries but the function "
             f"was called with {len(args)} positional argument(s)."
         )
-    flat = not kwargs and _ARRAY_LEAVES.issuperset(map(type, args)) and (
-        spec is None or type(spec) is int or type(spec) is tuple and _AXES.issuperset(
-            map(type, spec)))
+    flat = in_axes.simple and not kwargs and _ARRAY_LEAVES.issuperset(map(type, args))
     if flat:  # (the usual call, positional arrays: no tree to flatten)
         leaves, treedef = list(args), _flat_tree(len(args))
         axes = list(spec) if type(spec) is tuple else [spec] * len(args)
@@ -1120,6 +1133,8 @@ def _examples_of(leaf, axis: int, examples) -> list:
     """The argument's value for each of ``examples``, in memory of their own (the
     function may write into its arguments; the caller's arrays stay as they are)."""
     if type(leaf) is _np.ndarray:
+        if len(examples) == 1 and leaf.ndim > 1:  # (a third of the time of the batch's copy)
+            return [leaf[(slice(None),) * axis + (examples[0],)].copy(order="K")]
         if len(examples) < leaf.shape[axis]:
             own = leaf.take(examples, axis)
         elif leaf.ndim > 1:
@@ -1200,6 +1215,8 @@ def _stacked_tree(answers: list):
 
 def _stack(arrays: list):
     """``numpy.stack(arrays)`` of NumPy arrays of one shape, without its checks."""
+    if len(arrays) == 1:
+        return arrays[0][None].copy()  # (a third of concatenate's time)
     return _np.concatenate([a[None] for a in arrays])
 
 
