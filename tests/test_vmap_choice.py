@@ -217,6 +217,47 @@ def test_one_example_is_its_own_copy_and_stacks_as_the_loop():
     onp.testing.assert_array_equal(xs, before)
 
 
+@pytest.mark.parametrize("fresh", [False, True])
+def test_a_loop_of_loops_draws_and_answers_as_the_loop_of_loops(fresh):
+    # the rows of a loop of loops share one reading of their arguments and the NumPy
+    # scalars of a vector mapped in every row; what the mapped function reaches is searched
+    # from the function it maps (a nested vmap made anew per call included)
+    state = {}
+
+    def decide(x, y):
+        noise = state["rng"].normal()
+        return x * y + noise if x > y else x - y - noise
+
+    def both():
+        return cr.vmap(cr.vmap(decide, in_axes=(None, 0)), in_axes=(0, None))
+
+    r = onp.random.default_rng(1)
+    a, b = r.normal(size=12), r.normal(size=9)
+    kept = both()
+    for seed in range(4):  # (calls run as the loop, and later ones batched or split)
+        state["rng"] = onp.random.default_rng(seed)
+        want = onp.array([[decide(x, y) for y in b] for x in a])
+        state["rng"] = onp.random.default_rng(seed)
+        got = (both() if fresh else kept)(a, b)
+        onp.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype
+
+
+def test_the_rows_of_a_loop_of_loops_read_alike_only_where_they_are():
+    from chainrule._transforms import vmap as vmap_module
+
+    def f(x, s):
+        return x * s
+
+    as_the_loop = vmap_module._example_function(cr.vmap(f, in_axes=(0, None)))
+    call = as_the_loop.call((onp.ones((3, 2)), 2.0), {})
+    twin = call.twin((onp.zeros((3, 2)), 5.0))
+    assert twin is not None and twin.size == 3 and twin.leaves[1] == 5.0
+    for other in [(onp.ones((4, 2)), 2.0), (onp.ones((3, 2), dtype=onp.float32), 2.0),
+                  (onp.ones((3, 2)), onp.float64(2.0)), (onp.ones((3, 2)),)]:
+        assert call.twin(other) is None  # (its own reading: another batch, dtype or tree)
+
+
 def test_an_empty_inner_batch_run_as_the_loop_draws_nothing():
     # the inner vmap of an outer batch run as the loop answered an empty batch from a
     # stand-in example that drew from the function's generator (the loop draws nothing)
