@@ -154,6 +154,9 @@ def copied_together(arrays: tuple) -> tuple:
     copies: dict[int, np.ndarray] = {}
     out = []
     for a in arrays:
+        if type(a) is not np.ndarray:  # (a masked array, a recarray: its own copy keeps its
+            out.append(a.copy(order="K"))  # class and mask, a view's of its base would not)
+            continue
         base = a
         while isinstance(base.base, np.ndarray):
             base = base.base
