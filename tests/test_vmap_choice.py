@@ -258,6 +258,26 @@ def test_the_rows_of_a_loop_of_loops_read_alike_only_where_they_are():
         assert call.twin(other) is None  # (its own reading: another batch, dtype or tree)
 
 
+def test_examples_run_alone_out_of_order_answer_in_the_loops_order():
+    # a batch that splits into many groups: examples measured alone from the largest group
+    # first, the rest one by one: their answers (dicts, in the function's key order, of an
+    # array and a Python int) are put back in the loop's order and stacked once
+    def f(x):
+        k = int(abs(float(x[0])) * 7) % 5
+        for _ in range(k):
+            x = np.sin(x)
+        return {"z": x * k, "a": k}
+
+    xs = onp.random.default_rng(3).normal(size=(64, 4))
+    mapped = cr.vmap(f)
+    for _ in range(3):
+        got = mapped(xs)
+        want = [f(x.copy()) for x in xs]
+        assert list(got) == ["z", "a"]
+        onp.testing.assert_array_equal(got["z"], onp.stack([w["z"] for w in want]))
+        onp.testing.assert_array_equal(got["a"], onp.array([w["a"] for w in want]))
+
+
 def test_an_empty_inner_batch_run_as_the_loop_draws_nothing():
     # the inner vmap of an outer batch run as the loop answered an empty batch from a
     # stand-in example that drew from the function's generator (the loop draws nothing)

@@ -619,10 +619,13 @@ class _Call:
         else:
             memory.backoff = 0
         if len(parts) > 1 and all(part.loop_answers is not None for part in parts):
+            # (every example run alone, some out of order: the loop's answers in its order,
+            # stacked once, as the loop stacks them after its last example)
             examples = _np.concatenate([part.examples for part in parts])
-            if (examples == _np.arange(self.size)).all():  # the loop's, in order: one stack
-                parts = [_Part.of_loop(examples, [answer for part in parts
-                                                  for answer in part.loop_answers])]
+            order = _np.argsort(examples, kind="stable")
+            if len(examples) == self.size and (examples[order] == _np.arange(self.size)).all():
+                answers = [answer for part in parts for answer in part.loop_answers]
+                parts = [_Part.of_loop(examples[order], [answers[i] for i in order.tolist()])]
         return self._assembled(parts)
 
     def loop_answer(self) -> Any:
