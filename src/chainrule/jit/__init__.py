@@ -25,6 +25,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+try:
+    from numpy.lib.array_utils import byte_bounds
+except ImportError:  # (NumPy 1)
+    from numpy import byte_bounds
+
 from .._core import tracer
 from .._core.extension import observers
 from .._core.pytree import LEAF, DictKeys, TreeDef, _sorted_keys, tree_flatten, tree_unflatten
@@ -103,6 +108,15 @@ def _rebuild_expr(treedef: TreeDef, counter) -> str | None:
         order = treedef.aux.order if type(treedef.aux) is DictKeys else treedef.aux
         return "{" + ", ".join(f"{k!r}: {by_key[k]}" for k in order) + "}"
     return None
+
+
+def _share_memory(leaves: list) -> bool:
+    """May two of the array arguments share memory (the same array, views of one, arrays
+    over one buffer)? Where their bytes' bounds overlap, as ``numpy.may_share_memory``
+    tells, for all of them at once."""
+    bounds = sorted(byte_bounds(leaf) for leaf in leaves
+                    if isinstance(leaf, np.ndarray) and leaf.size)
+    return any(low < high for (_, high), (low, _) in zip(bounds, bounds[1:]))
 
 
 def _identity(x: Any) -> Any:
@@ -328,6 +342,18 @@ class JittedFunction:
         randomness = _effects.RandomState(self.fun, [v for _, v in statics])
         trace = self._record(leaves, treedef, statics, walked, StagingNode)
         try:
+            if trace.written() and _share_memory(trace.dyn):
+                # f(x, x) writing into x: the trace boxed each argument apart, and read the
+                # other one's old contents (eagerly a write is seen through both); the
+                # call is eager evaluation's, its draws the trace's (the caller's arrays
+                # are as they were: the trace wrote into its own copies)
+                randomness.restore()
+                leaves = [_AS_NUMPY[type(x)](x) if type(x) in _AS_NUMPY else x for x in leaves]
+                return self._give_up(entry, leaves, treedef, statics, (
+                    "writes into an argument that shares memory with another one (f(x, x), "
+                    "f(x, x[::-1])), which a trace cannot follow; it runs eagerly for this "
+                    "signature. Pass a copy (f(x, x.copy())) or write into a copy to "
+                    "compile it."))
             return self._keep(trace, key, entry, randomness)
         finally:
             trace.session.close()

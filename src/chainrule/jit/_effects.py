@@ -123,9 +123,33 @@ class RandomState:
                 seen.add(id(obj))
                 self.generators.append(obj)
         self.states = [_state(g) for g in self.generators]
+        self._raw = [_raw_state(g) for g in self.generators]
 
     def changed(self) -> bool:
         return any(_state(g) != s for g, s in zip(self.generators, self.states))
+
+    def restore(self) -> None:
+        """Put back every generator's state as it was when this was made."""
+        for generator, state in zip(self.generators, self._raw):
+            if isinstance(generator, random.Random):
+                generator.setstate(state)
+            elif isinstance(generator, np.random.RandomState):
+                generator.set_state(state)
+            else:
+                _bits(generator).state = state
+
+
+def _bits(generator: Any) -> Any:
+    return generator.bit_generator if isinstance(generator, np.random.Generator) else generator
+
+
+def _raw_state(generator: Any) -> Any:
+    """A generator's state as its own setter takes it back."""
+    if isinstance(generator, random.Random):
+        return generator.getstate()
+    if isinstance(generator, np.random.RandomState):
+        return generator.get_state(legacy=False)
+    return _bits(generator).state
 
 
 def _library(names: dict) -> bool:
