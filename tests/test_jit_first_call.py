@@ -244,3 +244,28 @@ def test_a_write_into_an_argument_sharing_memory_draws_as_eager():
     after = onp.random.default_rng(5)
     after.normal(size=2)
     assert rng.bit_generator.state == after.bit_generator.state  # (drawn once)
+
+
+_SCALE = onp.array([1.0, 2.0])
+_LOG: list = []
+
+
+def _write_argument_then_closure(a, b):
+    y = b * _SCALE[0]
+    a *= 0.5
+    _SCALE[0] = 5.0  # (a closure array the function changes after reading it)
+    _LOG.append(float(y[0]))
+    return y + b
+
+
+def test_the_call_made_again_eagerly_makes_its_effects_outside_once():
+    # the traced call of arguments sharing memory, made again eagerly, starts from the
+    # arrays and the Python state the function reaches as they were before the trace
+    for call in (_write_argument_then_closure, cr.jit(_write_argument_then_closure)):
+        _SCALE[:] = [1.0, 2.0]
+        _LOG.clear()
+        a = onp.array([1.0, 3.0])
+        onp.testing.assert_array_equal(call(a, a), [1.5, 4.5])
+        onp.testing.assert_array_equal(_SCALE, [5.0, 2.0])
+        onp.testing.assert_array_equal(a, [0.5, 1.5])
+        assert _LOG == [1.0]

@@ -340,14 +340,19 @@ class JittedFunction:
                 f"make the deciding argument static."))
         self._misses += 1
         randomness = _effects.RandomState(self.fun, [v for _, v in statics])
+        # (arguments that share memory: a write into one is not seen through the other by
+        # the trace, which boxes each apart; such a call is made again eagerly, from the
+        # arrays and Python state the function reaches as they were: kept first)
+        outside = _effects.Outside(self.fun, [v for _, v in statics]) if _share_memory(
+            walked) else None
         trace = self._record(leaves, treedef, statics, walked, StagingNode)
         try:
-            if trace.written() and _share_memory(trace.dyn):
-                # f(x, x) writing into x: the trace boxed each argument apart, and read the
-                # other one's old contents (eagerly a write is seen through both); the
-                # call is eager evaluation's, its draws the trace's (the caller's arrays
-                # are as they were: the trace wrote into its own copies)
+            if outside is not None and trace.written():
+                # f(x, x) writing into x: the trace read the other one's old contents; the
+                # call is eager evaluation's, its draws and its effects outside made once
+                # (the caller's arrays are as they were: the trace wrote into its copies)
                 randomness.restore()
+                outside.restore()
                 leaves = [_AS_NUMPY[type(x)](x) if type(x) in _AS_NUMPY else x for x in leaves]
                 return self._give_up(entry, leaves, treedef, statics, (
                     "writes into an argument that shares memory with another one (f(x, x), "

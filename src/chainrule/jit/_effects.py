@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .._user_code import reach
 from ._program import MISS as _MISS
 from ._program import RAISED as _RAISED
 
@@ -137,6 +138,22 @@ class RandomState:
                 generator.set_state(state)
             else:
                 _bits(generator).state = state
+
+
+class Outside:
+    """The arrays and the Python state ``fun`` reaches (through its closure, its globals and
+    ``objects``: ``reach.Reach``), kept as they are when made: ``restore()`` puts them back,
+    for a call made again from where it started."""
+
+    def __init__(self, fun: Callable, objects: Iterable):
+        found = reach.Reach([fun, *objects])
+        self.arrays = [(a, a.copy()) for a in found.arrays if a.flags.writeable]
+        self.state = reach.PythonState(found.state)
+
+    def restore(self) -> None:
+        for array, kept in self.arrays:
+            np.copyto(array, kept)
+        self.state.restore()
 
 
 def _bits(generator: Any) -> Any:
