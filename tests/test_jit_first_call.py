@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import sys
 import types
+import warnings
 
 import numpy as onp
 import pytest
@@ -269,3 +270,87 @@ def test_the_call_made_again_eagerly_makes_its_effects_outside_once():
         onp.testing.assert_array_equal(_SCALE, [5.0, 2.0])
         onp.testing.assert_array_equal(a, [0.5, 1.5])
         assert _LOG == [1.0]
+
+
+def test_a_program_is_emitted_when_it_first_runs():
+    # the first call answers from its trace and keeps the record; the second call emits
+    # the program (and compiles it), and the record is freed then
+    g = cr.jit(cr.grad(chain))
+    emitted = []
+    emit = emit_module.emit
+
+    def counting_emit(*args, **kwargs):
+        emitted.append(args[1])
+        return emit(*args, **kwargs)
+
+    emit_module.emit = counting_emit
+    try:
+        first = g(0.7)
+        program = _program(g)
+        assert emitted == [] and program.source == "" and program.n_calls == 0
+        _same_tree(first, cr.grad(chain)(0.7))
+        for x in (-0.3, 0.0, -0.0, onp.nan, 0.7):
+            _same_tree(g(x), cr.grad(chain)(x))
+    finally:
+        emit_module.emit = emit
+    assert len(emitted) == 1  # once, at the second call
+    assert "for i in range(" in program.source and program.n_calls >= 300
+    assert isinstance(program.call, types.FunctionType)  # (compiled at that call too)
+    # the program no longer refers to the record (only ``record`` and the call here do)
+    record = emitted.pop()
+    references = sys.getrefcount(record)
+    assert references == 2
+
+
+def test_a_function_called_once_and_dropped_is_freed_without_the_cycle_collector():
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for f, args in CASES:
+            gc.collect()
+            jf = cr.jit(f)
+            _same_tree(jf(*args), f(*args))
+            del jf  # (its program, never run, kept the record: freed with it)
+            assert gc.collect() == 0
+    finally:
+        if enabled:
+            gc.enable()
+
+
+CONSTANT = onp.array([1.0, -0.0, 2.5])
+
+
+def test_an_array_constant_the_caller_changes_before_the_second_call():
+    # the first call hands the caller the constant itself (as eager evaluation does); the
+    # program, emitted later, answers it as the trace read it, as a program emitted at
+    # the first call did, and a view of it stays a view of the copy
+    def f(x):
+        return x * 2.0, CONSTANT, CONSTANT[::-1]
+
+    jf = cr.jit(f)
+    x = onp.array([0.5, 1.5, -2.0])
+    got = jf(x)
+    assert got[1] is CONSTANT
+    saved = CONSTANT.copy()
+    try:
+        CONSTANT[:] = 7.0  # (the caller writes into what it was given)
+        for _ in range(2):
+            out = jf(x)
+            _same_tree(out, (x * 2.0, saved, saved[::-1]))
+            assert out[1] is not CONSTANT and onp.shares_memory(out[1], out[2])
+    finally:
+        CONSTANT[:] = saved
+
+
+def test_large_constants_are_warned_of_at_the_trace():
+    big = onp.ones(200_000)  # 1.6 MB, read by a call (a copy the record keeps)
+
+    def f(x):
+        return np.sum(x * big)
+
+    jf = cr.jit(f)
+    with pytest.warns(JitWarning, match="bakes in arrays"):
+        assert jf(2.0) == f(2.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitWarning)  # (not again when it is emitted)
+        assert jf(3.0) == f(3.0)

@@ -37,9 +37,9 @@ from .._core.reverse import no_cycle_collection
 from .._core.tracer import check_not_leaked, front_ends, isbox, trace_leaves
 from . import _check, _effects, _staging
 from ._check import JitCheckError
-from ._emit import emit, emit_straight
+from ._emit import emit, emit_at_first_run, emit_straight, warn_large
 from ._notices import JitWarning, user_stacklevel
-from ._program import MISS, RAISED, Program
+from ._program import MISS, RAISED, Program, copied_together
 from ._readable import readable
 from ._signature import (
     array_defaults,
@@ -121,6 +121,17 @@ def _share_memory(leaves: list) -> bool:
 
 def _identity(x: Any) -> Any:
     return x
+
+
+def _own_constants(items: list) -> list:
+    """``items`` (what a program answers each output from) with the arrays among them (the
+    constants) copied, sharing memory as they do (``copied_together``): the caller got the
+    arrays themselves, and may change them before the program is emitted."""
+    arrays = list({id(o): o for o in items if isinstance(o, np.ndarray)}.values())
+    if not arrays:
+        return items
+    copies = dict(zip(map(id, arrays), copied_together(tuple(arrays))))
+    return [copies[id(o)] if isinstance(o, np.ndarray) else o for o in items]
 
 
 class _Trace:
@@ -454,7 +465,11 @@ class JittedFunction:
         if session.raised:
             entry.failed += 1  # (the next call traces again, or runs a variant)
             return result, None
-        program = emit(len(trace.dyn), session.nodes, items, session.guards, self._name)
+        # emitted when it first runs (at the next call): a signature called once never
+        # pays for it; until then the program keeps the record
+        warn_large(self._name, session.nodes, session.guards, items)
+        program = emit_at_first_run(len(trace.dyn), list(session.nodes),
+                                    _own_constants(items), session.guards, self._name)
         program.unflatten = _unflattener(trace.out_def)
         if session.errstate_changed:
             program.call = _effects.Quiet(program.call)
