@@ -354,3 +354,30 @@ def test_large_constants_are_warned_of_at_the_trace():
     with warnings.catch_warnings():
         warnings.simplefilter("error", JitWarning)  # (not again when it is emitted)
         assert jf(3.0) == f(3.0)
+
+
+def test_a_long_record_kept_is_old_for_the_cycle_collector():
+    # kept until the second call emits the program, a long record (some 24,000 calls
+    # here) is moved to the oldest generation: the next young collection does not scan
+    # it; a process that froze objects of its own keeps them frozen
+    def long_chain(x):
+        return chain(x, 3000)
+
+    for frozen in (False, True):
+        g = cr.jit(cr.grad(long_chain))
+        gc.collect()
+        if frozen:
+            gc.freeze()
+        count = gc.get_freeze_count()
+        try:
+            first = g(0.7)
+            young = len(gc.get_objects(0)) + len(gc.get_objects(1))
+            assert (young > 20_000) is frozen  # (the record: ~50,000 objects)
+            assert gc.get_freeze_count() >= count - 100  # (what the call freed)
+        finally:
+            if frozen:
+                gc.unfreeze()
+        want = cr.grad(long_chain)(0.7)
+        _same_tree(first, want)
+        _same_tree(g(0.7), want)
+        _same_tree(g(-0.0), cr.grad(long_chain)(-0.0))
