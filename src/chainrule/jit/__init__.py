@@ -4,8 +4,9 @@ The first call for a signature (pytree structure, type/shape/dtype/strides of ea
 leaf, values of static arguments and of non-array leaves: ``_signature``) runs ``fun`` on a
 *staging trace* (see ``_staging``), which records every primitive call, including the
 forward and backward passes of ``grad``, ``jvp``, ``hessian`` ... nested inside ``fun``.
-The record is emitted as a Python function of plain calls (see ``_emit``), compiled and
-cached; later calls run only that function. Python decisions on traced values become
+The first call answers from its trace; the record is emitted as a Python function of
+plain calls (see ``_emit``), compiled and cached when it first runs, at the second call;
+later calls run only that function. Python decisions on traced values become
 guards: a call whose guards fail retraces and adds a variant, and past ``max_variants``
 variants the function runs eagerly (with one warning). A call whose program raises is
 evaluated eagerly; a trace that gave warnings the program does not give, or drew random
