@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import sys
+import threading
 import types
 import warnings
 
@@ -381,3 +382,29 @@ def test_a_long_record_kept_is_old_for_the_cycle_collector():
         _same_tree(first, want)
         _same_tree(g(0.7), want)
         _same_tree(g(-0.0), cr.grad(long_chain)(-0.0))
+
+
+def test_second_calls_in_threads_emit_once():
+    # eight threads make the signature's second call at once: one of them emits the
+    # program (an emit marks the record's nodes), the others wait for it
+    want = cr.grad(chain)(0.7)
+    for _ in range(3):
+        g = cr.jit(cr.grad(chain))
+        _same_tree(g(0.7), want)
+        answers, errors = [], []
+
+        def call(g=g, answers=answers, errors=errors):
+            try:
+                answers.append(g(0.7))
+            except Exception as error:  # noqa: BLE001 (reported below)
+                errors.append(error)
+
+        threads = [threading.Thread(target=call) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors and len(answers) == 8
+        for got in answers:
+            _same_tree(got, want)
+        assert g.cache_info().variants == 1 and g.cache_info().hits == 8
