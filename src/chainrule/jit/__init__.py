@@ -436,8 +436,8 @@ class JittedFunction:
         return trace
 
     def _keep(self, trace: _Trace, key, entry: _Entry, randomness):
-        """The trace's result, and its program, emitted and kept as a variant of ``entry``
-        where the record can answer later calls (else None)."""
+        """The trace's result, and its program (emitted when it first runs), kept as a
+        variant of ``entry`` where the record can answer later calls (else None)."""
         items, plain = trace.outputs()
         written = trace.written()
         if written:
