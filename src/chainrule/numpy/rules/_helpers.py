@@ -76,6 +76,15 @@ def dtype_of(x):
 
 # an ndarray argument, or what a node keeps of one (its shape and dtype)
 _ARRAY_LIKE = frozenset([_np.ndarray, ShapeOnly])
+_ndarray = _np.ndarray
+
+# _kept_layout: the hot VJP rules (elementwise functions, add, subtract, multiply ...)
+# test the common case of ``unbroadcast`` / ``match_dtype`` themselves, written out in the
+# rule: ``type(g) is _ndarray and type(x) in _ARRAY_LIKE and g.dtype is x.dtype and
+# g.shape == x.shape``, the cotangent already in its argument's layout, and hand ``g`` on
+# without calling them (the call and its tests were ~10% of an lstm gradient, 80,000
+# rule calls on 14-element arrays). ``is`` on dtypes: NumPy keeps one dtype object per
+# built-in type, and two equal dtypes that are other objects take the full test.
 
 
 def unbroadcast(g, x):
@@ -220,8 +229,13 @@ def elementwise(fun, derivative, reads: tuple | None = None) -> None:
     complex gradients follow autograd's convention); a real function of a complex
     argument keeps the real part of its tangent. ``reads``: see ``defvjp_direct``.
     """
-    defvjp_direct(fun, lambda g, ans, x, *a, **k: match_dtype(g * derivative(ans, x), x),
-                  reads=reads)
+    def vjp(g, ans, x, *a, **k):
+        g = g * derivative(ans, x)
+        if type(g) is _ndarray and type(x) in _ARRAY_LIKE and g.dtype is x.dtype:
+            return g  # (match_dtype's common case, without its call: see _kept_layout)
+        return match_dtype(g, x)
+
+    defvjp_direct(fun, vjp, reads=reads)
     jvp = lambda g, ans, x, *a, **k: match_dtype(g * derivative(ans, x), ans)  # noqa: E731
     defjvp_direct(fun, jvp)
     defjvp_batched(fun, jvp)  # a leading batch axis on g broadcasts through unchanged
@@ -262,8 +276,7 @@ def elementwise_n(fun, *partials, reads: tuple | dict | None = None) -> None:
         # by position is refused before any rule runs; two operands are named, not packed
         # into a tuple and unpacked again, for the common binary call)
         if len(partials) == 2:
-            vjps.append(lambda g, ans, x, y, _first=argnum == 0, _d=d, **k: unbroadcast(
-                g * _d(ans, x, y), x if _first else y))
+            vjps.append(_binary_vjp(d, argnum))
         else:
             vjps.append(lambda g, ans, *args, _i=argnum, _d=d, **k: unbroadcast(
                 g * _d(ans, *args), args[_i]))
@@ -274,6 +287,51 @@ def elementwise_n(fun, *partials, reads: tuple | dict | None = None) -> None:
     defjvp_direct(fun, *jvps)
     defjvp_batched(fun, *batched)
     defsparsity(fun, elementwise_pattern)  # output i on the elements broadcast onto it
+
+
+def _binary_vjp(d, argnum: int):
+    """The VJP rule of argument ``argnum`` of a broadcasting binary function whose partial
+    is ``d(ans, x, y)``."""
+    if argnum == 0:
+        def vjp(g, ans, x, y, **k):
+            g = g * d(ans, x, y)
+            if type(g) is _ndarray and type(x) in _ARRAY_LIKE and g.dtype is x.dtype and \
+                    g.shape == x.shape:
+                return g  # (see _kept_layout)
+            return unbroadcast(g, x)
+    else:
+        def vjp(g, ans, x, y, **k):
+            g = g * d(ans, x, y)
+            if type(g) is _ndarray and type(y) in _ARRAY_LIKE and g.dtype is y.dtype and \
+                    g.shape == y.shape:
+                return g  # (see _kept_layout)
+            return unbroadcast(g, y)
+    return vjp
+
+
+def handed_on(argnum: int, negated: bool = False):
+    """The VJP rule of argument ``argnum`` (0 or 1) of add (subtract: ``negated`` for its
+    second argument): the cotangent, unbroadcast to that argument."""
+    if argnum == 0:
+        def vjp(g, ans, x, y, *a, **k):
+            if type(g) is _ndarray and type(x) in _ARRAY_LIKE and g.dtype is x.dtype and \
+                    g.shape == x.shape:
+                return g  # (see _kept_layout)
+            return unbroadcast(g, x)
+    elif not negated:
+        def vjp(g, ans, x, y, *a, **k):
+            if type(g) is _ndarray and type(y) in _ARRAY_LIKE and g.dtype is y.dtype and \
+                    g.shape == y.shape:
+                return g  # (see _kept_layout)
+            return unbroadcast(g, y)
+    else:
+        def vjp(g, ans, x, y, *a, **k):
+            g = -g
+            if type(g) is _ndarray and type(y) in _ARRAY_LIKE and g.dtype is y.dtype and \
+                    g.shape == y.shape:
+                return g  # (see _kept_layout)
+            return unbroadcast(g, y)
+    return vjp
 
 
 def linear(fun, vjp_rule, reads: tuple | None = None) -> None:

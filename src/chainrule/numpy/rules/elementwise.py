@@ -66,6 +66,7 @@ from ._helpers import (
     dtype_of,
     elementwise,
     elementwise_n,
+    handed_on,
     linear,
     match_dtype,
     unbroadcast,
@@ -339,8 +340,7 @@ def _divmod_tangent(t, ans):
 
 
 # ----------------------------------------------------------------------------- arithmetic
-defvjp_direct(anp.add,      lambda g, ans, x, y, *a, **k: unbroadcast(g, x),
-                            lambda g, ans, x, y, *a, **k: unbroadcast(g, y),
+defvjp_direct(anp.add,      handed_on(0), handed_on(1),
               reads=())  # only the cotangent, unbroadcast to each operand's shape
 defjvp_direct(anp.add,             lambda g, ans, x, y, *a, **k: broadcast_tangent(g, ans),
                             lambda g, ans, x, y, *a, **k: broadcast_tangent(g, ans))
@@ -349,8 +349,7 @@ defjvp_batched(anp.add,      lambda g, ans, x, y, *a, **k: broadcast_batched_tan
 deflabel(anp.add,           "{0} + {1}", operator=True)  # how explain (and jit, on scalars) writes a call
 defsparsity(anp.add,        elementwise_pattern)
 deftaylor_linear(anp.add)
-defvjp_direct(anp.subtract, lambda g, ans, x, y, *a, **k: unbroadcast(g, x),
-                            lambda g, ans, x, y, *a, **k: unbroadcast(-g, y), reads=())
+defvjp_direct(anp.subtract, handed_on(0), handed_on(1, negated=True), reads=())
 defjvp_direct(anp.subtract,        lambda g, ans, x, y, *a, **k: broadcast_tangent(g, ans),
                             lambda g, ans, x, y, *a, **k: broadcast_tangent(-g, ans))
 defjvp_batched(anp.subtract, lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(g, x, ans), ans),
