@@ -70,3 +70,16 @@ def test_second_order_through_the_rules():
     t = onp.tanh(x)
     d2 = -2 * t * (1 - t**2) * x + 2 * (1 - t**2) - (2 * x**3 - 6 * x) / (1 + x**2) ** 3
     onp.testing.assert_allclose(h, onp.diag(d2), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3), (4097,)])
+def test_a_full_sums_cotangent_is_the_number_everywhere(shape):
+    x = onp.linspace(0.1, 0.9, int(onp.prod(shape))).reshape(shape)
+    g = chainrule.grad(lambda x: np.sum(x) * 3.0 + np.sum(x * x))(x)
+    onp.testing.assert_allclose(g, 3.0 + 2 * x, rtol=1e-15)
+    assert g.shape == shape and g.dtype == onp.float64
+    g32 = chainrule.grad(lambda x: np.sum(x))(x.astype(onp.float32))
+    assert g32.dtype == onp.float32 and onp.all(g32 == 1.0)
+    vjp, _ = chainrule.make_vjp(lambda x: np.sum(x))(x)
+    gc = vjp(2.0 - 1.0j)  # a complex cotangent of a real sum: its real part
+    assert gc.dtype == onp.float64 and onp.all(gc == 2.0)
