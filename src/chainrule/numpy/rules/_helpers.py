@@ -234,21 +234,24 @@ def expand_to(g, x, axis, keepdims):
 # ----------------------------------------------------------------------------- table helpers
 
 
-def elementwise(fun, derivative, reads: tuple | None = None) -> None:
+def elementwise(fun, derivative, reads: tuple | None = None, product=None) -> None:
     """A unary elementwise function with local derivative ``derivative(ans, x)``.
 
     VJP and JVP are both a multiplication by the derivative (no conjugation:
     complex gradients follow autograd's convention); a real function of a complex
     argument keeps the real part of its tangent. ``reads``: see ``defvjp_direct``.
+    ``product(g, ans, x)``: ``g * derivative(ans, x)`` as one expression, for the hot
+    functions of array code (exp, tanh, negative), whose rules then call no derivative.
     """
     def vjp(g, ans, x, *a, **k):
-        g = g * derivative(ans, x)
+        g = g * derivative(ans, x) if product is None else product(g, ans, x)
         if type(g) is _ndarray and type(x) in _ARRAY_LIKE and g.dtype is x.dtype:
             return g  # (match_dtype's common case, without its call: see _kept_layout)
         return match_dtype(g, x)
 
     defvjp_direct(fun, vjp, reads=reads)
-    jvp = lambda g, ans, x, *a, **k: match_dtype(g * derivative(ans, x), ans)  # noqa: E731
+    jvp = lambda g, ans, x, *a, **k: match_dtype(  # noqa: E731
+        g * derivative(ans, x) if product is None else product(g, ans, x), ans)
     defjvp_direct(fun, jvp)
     defjvp_batched(fun, jvp)  # a leading batch axis on g broadcasts through unchanged
     defsparsity(fun, elementwise_pattern)  # output i depends on input i only
