@@ -291,7 +291,7 @@ def elementwise_n(fun, *partials, reads: tuple | dict | None = None) -> None:
         # by position is refused before any rule runs; two operands are named, not packed
         # into a tuple and unpacked again, for the common binary call)
         if len(partials) == 2:
-            vjps.append(_binary_vjp(d, argnum))
+            vjps.append(binary_rule(argnum, d))
         else:
             vjps.append(lambda g, ans, *args, _i=argnum, _d=d, **k: unbroadcast(
                 g * _d(ans, *args), args[_i]))
@@ -304,48 +304,23 @@ def elementwise_n(fun, *partials, reads: tuple | dict | None = None) -> None:
     defsparsity(fun, elementwise_pattern)  # output i on the elements broadcast onto it
 
 
-def _binary_vjp(d, argnum: int):
-    """The VJP rule of argument ``argnum`` of a broadcasting binary function whose partial
-    is ``d(ans, x, y)``."""
-    if argnum == 0:
-        def vjp(g, ans, x, y, **k):
-            g = g * d(ans, x, y)
-            if type(g) is _ndarray and type(x) in _ARRAY_LIKE and g.dtype is x.dtype and \
-                    g.shape == x.shape:
-                return g  # (see _kept_layout)
-            return unbroadcast(g, x)
-    else:
-        def vjp(g, ans, x, y, **k):
-            g = g * d(ans, x, y)
-            if type(g) is _ndarray and type(y) in _ARRAY_LIKE and g.dtype is y.dtype and \
-                    g.shape == y.shape:
-                return g  # (see _kept_layout)
-            return unbroadcast(g, y)
-    return vjp
+def binary_rule(argnum: int, partial=None, negated: bool = False):
+    """The VJP rule of argument ``argnum`` (0 or 1) of a broadcasting binary function: the
+    cotangent times ``partial(ans, x, y)`` (None: the cotangent itself, negated with
+    ``negated``: add, subtract), unbroadcast to that argument."""
+    first = argnum == 0
 
-
-def handed_on(argnum: int, negated: bool = False):
-    """The VJP rule of argument ``argnum`` (0 or 1) of add (subtract: ``negated`` for its
-    second argument): the cotangent, unbroadcast to that argument."""
-    if argnum == 0:
-        def vjp(g, ans, x, y, *a, **k):
-            if type(g) is _ndarray and type(x) in _ARRAY_LIKE and g.dtype is x.dtype and \
-                    g.shape == x.shape:
-                return g  # (see _kept_layout)
-            return unbroadcast(g, x)
-    elif not negated:
-        def vjp(g, ans, x, y, *a, **k):
-            if type(g) is _ndarray and type(y) in _ARRAY_LIKE and g.dtype is y.dtype and \
-                    g.shape == y.shape:
-                return g  # (see _kept_layout)
-            return unbroadcast(g, y)
-    else:
-        def vjp(g, ans, x, y, *a, **k):
+    def vjp(g, ans, x, y, *a, **k):
+        if partial is not None:
+            g = g * partial(ans, x, y)
+        elif negated:
             g = -g
-            if type(g) is _ndarray and type(y) in _ARRAY_LIKE and g.dtype is y.dtype and \
-                    g.shape == y.shape:
-                return g  # (see _kept_layout)
-            return unbroadcast(g, y)
+        arg = x if first else y
+        if type(g) is _ndarray and type(arg) in _ARRAY_LIKE and g.dtype is arg.dtype and \
+                g.shape == arg.shape:
+            return g  # (see _kept_layout)
+        return unbroadcast(g, arg)
+
     return vjp
 
 

@@ -61,12 +61,12 @@ from ..taylor_patterns import (
 )
 from ._helpers import (
     batch_aligned,
+    binary_rule,
     broadcast_batched_tangent,
     broadcast_tangent,
     dtype_of,
     elementwise,
     elementwise_n,
-    handed_on,
     linear,
     match_dtype,
     unbroadcast,
@@ -340,7 +340,7 @@ def _divmod_tangent(t, ans):
 
 
 # ----------------------------------------------------------------------------- arithmetic
-defvjp_direct(anp.add,      handed_on(0), handed_on(1),
+defvjp_direct(anp.add,      binary_rule(0), binary_rule(1),
               reads=())  # only the cotangent, unbroadcast to each operand's shape
 defjvp_direct(anp.add,             lambda g, ans, x, y, *a, **k: broadcast_tangent(g, ans),
                             lambda g, ans, x, y, *a, **k: broadcast_tangent(g, ans))
@@ -349,7 +349,7 @@ defjvp_batched(anp.add,      lambda g, ans, x, y, *a, **k: broadcast_batched_tan
 deflabel(anp.add,           "{0} + {1}", operator=True)  # how explain (and jit, on scalars) writes a call
 defsparsity(anp.add,        elementwise_pattern)
 deftaylor_linear(anp.add)
-defvjp_direct(anp.subtract, handed_on(0), handed_on(1, negated=True), reads=())
+defvjp_direct(anp.subtract, binary_rule(0), binary_rule(1, negated=True), reads=())
 defjvp_direct(anp.subtract,        lambda g, ans, x, y, *a, **k: broadcast_tangent(g, ans),
                             lambda g, ans, x, y, *a, **k: broadcast_tangent(-g, ans))
 defjvp_batched(anp.subtract, lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(g, x, ans), ans),
