@@ -84,7 +84,7 @@ _ndarray = _np.ndarray
 # test the common case of ``unbroadcast`` / ``match_dtype`` themselves, written out in the
 # rule: ``type(g) is _ndarray and type(x) in _ARRAY_LIKE and g.dtype is x.dtype and
 # g.shape == x.shape``, the cotangent already in its argument's layout, and hand ``g`` on
-# without calling them (the call and its tests were ~10% of an lstm gradient, 80,000
+# without calling them (the call and its tests were ~8% of an lstm gradient, 80,000
 # rule calls on 14-element arrays). ``is`` on dtypes: NumPy keeps one dtype object per
 # built-in type, and two equal dtypes that are other objects take the full test.
 
