@@ -1,5 +1,8 @@
 """The floor for the RNN workload, run by hand: ``python -m benchmarks.minimal_tape``.
 
+(``python -m benchmarks.minimal_tape lstm``: the same floor for GradBench's lstm objective,
+see ``lstm_floor``.)
+
 A minimal reverse-mode tape written for this one function (a closure per recorded
 operation, one Python frame per backward node, no dtype, broadcasting, nesting or
 higher-order support) differentiates the benchmark's RNN. It shows how close to the
@@ -10,7 +13,9 @@ checked against the hand-written one. The figures go in docs/benchmarks.md.
 
 from __future__ import annotations
 
+import gc
 import os
+import sys
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the benchmark runner (before numpy)
 
@@ -66,7 +71,194 @@ def rnn_gradient(params, xs, target):
     return loss, (wx.grad, wh.grad, b.grad, wy.grad)
 
 
+class Traced:
+    """A value recorded on a ``Tape``: the array and the index of its node."""
+
+    __slots__ = ("value", "i", "tape")
+    __array_ufunc__ = None  # (an ndarray operand defers to these operators)
+
+    def __init__(self, value, i, tape):
+        self.value, self.i, self.tape = value, i, tape
+
+    shape = property(lambda self: self.value.shape)
+
+    def __len__(self):
+        return len(self.value)
+
+    def __iter__(self):
+        return (self[k] for k in range(len(self.value)))
+
+    def __getitem__(self, k):
+        shape = self.value.shape
+
+        def vjp(g):
+            out = np.zeros(shape)
+            out[k] = g
+            return (out,)
+
+        return self.tape.record(self.value[k], (self.i,), vjp)
+
+    def __neg__(self):
+        return self.tape.record(-self.value, (self.i,), lambda g: (-g,))
+
+    # Binary operators: the rule for each case (which operands are traced, whether one is
+    # broadcast) is chosen when the call is recorded, from the shapes.
+    def __add__(self, other):
+        x = self.value
+        if type(other) is Traced:
+            y = other.value
+            out = x + y
+            if x.shape == y.shape:
+                return self.tape.record(out, (self.i, other.i), lambda g: (g, g))
+            return self.tape.record(out, (self.i, other.i), lambda g: (
+                _summed(g, x), _summed(g, y)))
+        return self.tape.record(x + other, (self.i,), lambda g: (_summed(g, x),))
+
+    def __radd__(self, other):
+        x = self.value
+        return self.tape.record(other + x, (self.i,), lambda g: (_summed(g, x),))
+
+    def __sub__(self, other):
+        x, y = self.value, other.value  # (lstm subtracts traced values only)
+        out = x - y
+        return self.tape.record(out, (self.i, other.i), lambda g: (
+            _summed(g, x), _summed(-g, y)))
+
+    def __mul__(self, other):
+        x = self.value
+        if type(other) is Traced:
+            y = other.value
+            out = x * y
+            if x.shape == y.shape:
+                return self.tape.record(out, (self.i, other.i), lambda g: (g * y, g * x))
+            return self.tape.record(out, (self.i, other.i), lambda g: (
+                _summed(g * y, x), _summed(g * x, y)))
+        return self.tape.record(x * other, (self.i,), lambda g: (_summed(g * other, x),))
+
+    def __rmul__(self, other):
+        x = self.value
+        return self.tape.record(other * x, (self.i,), lambda g: (_summed(g * other, x),))
+
+    def __truediv__(self, other):  # (lstm divides by a number)
+        return self.tape.record(self.value / other, (self.i,), lambda g: (g / other,))
+
+    def __rtruediv__(self, other):  # (a number by a traced value)
+        x = self.value
+        out = other / x
+        return self.tape.record(out, (self.i,), lambda g: (-g * out / x,))
+
+
+def _summed(g, x):
+    """``g`` summed over the axes ``x`` was broadcast along (lstm: to a 0-d value)."""
+    return g if np.shape(g) == np.shape(x) else np.sum(g)
+
+
+class Tape:
+    """The least a Python tape does per primitive: one operator call, one node (a tuple in
+    this list), one VJP closure doing the NumPy arithmetic; broadcasting is decided when
+    the call is recorded, from the shapes."""
+
+    def __init__(self):
+        self.nodes = []  # (vjp, parent indices)
+
+    def record(self, value, parents, vjp):
+        nodes = self.nodes
+        nodes.append((vjp, parents))
+        return Traced(value, len(nodes) - 1, self)
+
+    def gradients(self, out, inputs):
+        grads = [None] * len(self.nodes)
+        grads[out.i] = 1.0
+        nodes = self.nodes
+        for i in range(len(nodes) - 1, -1, -1):
+            g = grads[i]
+            vjp, parents = nodes[i]
+            if g is None or vjp is None:  # (a root keeps its cotangent)
+                continue
+            grads[i] = None
+            for p, gp in zip(parents, vjp(g)):
+                grads[p] = gp if grads[p] is None else grads[p] + gp
+        return [grads[x.i] for x in inputs]
+
+
+class TapeNumpy:
+    """The NumPy functions the lstm objective calls, on ``Traced`` values."""
+
+    @staticmethod
+    def exp(x):
+        out = np.exp(x.value)
+        return x.tape.record(out, (x.i,), lambda g: (g * out,))
+
+    @staticmethod
+    def tanh(x):
+        out = np.tanh(x.value)
+        return x.tape.record(out, (x.i,), lambda g: (g * (1.0 - out * out),))
+
+    @staticmethod
+    def log(x):
+        xv = x.value
+        return x.tape.record(np.log(xv), (x.i,), lambda g: (g / xv,))
+
+    @staticmethod
+    def sum(x):
+        shape = x.value.shape
+        return x.tape.record(np.sum(x.value), (x.i,), lambda g: (np.full(shape, g),))
+
+    @staticmethod
+    def split(x, n):
+        size = x.value.shape[0] // n
+        return [x[k * size:(k + 1) * size] for k in range(n)]
+
+
+def lstm_floor(args):
+    """The lstm objective as written (its own code, with ``np`` this tape's) and its
+    gradient in (main_params, extra_params) on the minimal tape."""
+    import types
+
+    from .gradbench.evals import lstm
+
+    names = {**lstm.lstm_loss.__globals__, "np": TapeNumpy}
+    names["sigmoid"] = types.FunctionType(lstm.sigmoid.__code__, names)
+    on_tape = types.FunctionType(lstm.lstm_loss.__code__, names)
+    gc.disable()  # (as chainrule does while it records and sweeps: no cycles here)
+    try:
+        return _lstm_floor(on_tape, args)
+    finally:
+        gc.enable()
+
+
+def _lstm_floor(on_tape, args):
+    tape = Tape()
+    main, extra = (Traced(a, -1, tape) for a in args[:2])
+    for k, x in enumerate((main, extra)):  # (roots: nodes without parents)
+        tape.nodes.append((None, ()))
+        x.i = k
+    loss = on_tape(main, extra, *args[2:])
+    return loss.value, tape.gradients(loss, (main, extra))
+
+
+def lstm_main() -> None:
+    import chainrule
+
+    from .gradbench.profile import lstm_case
+
+    _, objective, argnum, args = lstm_case()
+    want = chainrule.grad(objective, argnum)(*args)
+    got = lstm_floor(args)[1]
+    error = max(float(np.max(np.abs(a - b))) for a, b in zip(got, want))
+    assert error < 1e-10, f"the minimal tape's gradient is off by {error}"
+    for _ in range(3):  # (interleaved: the machine is shared)
+        objective_ms = best_cpu_ms(lambda: objective(*args), repeats=5)
+        tape_ms = best_cpu_ms(lambda: lstm_floor(args), repeats=5)
+        ours_ms = best_cpu_ms(lambda: chainrule.grad(objective, argnum)(*args), repeats=5)
+        print(f"lstm gradient (best CPU time of 5): objective {objective_ms:.1f} ms, minimal "
+              f"tape {tape_ms:.1f} ms ({tape_ms / objective_ms:.2f}x), chainrule "
+              f"{ours_ms:.1f} ms ({ours_ms / objective_ms:.2f}x)")
+
+
 def main() -> None:
+    if sys.argv[1:] == ["lstm"]:
+        return lstm_main()
     d = P.make_data("rnn", "full")
     args = (d["params"], d["xs"], d["target"])
     got, want = rnn_gradient(*args)[1], P.rnn(*args)[1]

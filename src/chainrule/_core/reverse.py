@@ -101,18 +101,20 @@ class UndeclaredReadError(RuntimeError):
     """A VJP rule read a value its rule-table entry declares unread (see ``ShapeOnly``)."""
 
 
-# One ShapeOnly per (shape, dtype) seen, shared by the nodes that keep one (it is
-# immutable): a gradient of small-array code keeps tens of thousands (lstm: 45,000 in
-# 64,000 nodes), each made and freed. Kept small: a program whose shapes keep changing
-# starts it again.
+# One ShapeOnly per shape seen, shared by the nodes that keep one (it is immutable): a
+# gradient of small-array code keeps tens of thousands (lstm: 45,000 in 64,000 nodes),
+# each made and freed. Keyed by the shape alone and used only when its dtype is the
+# array's own dtype object (a key with the dtype hashed and compared both, ~80 ns more per
+# node); a shape met with another dtype replaces it. Kept small: a program whose shapes
+# keep changing starts it again.
 _shape_onlys: dict = {}
 
 
-def _shape_only(key: tuple) -> ShapeOnly:
-    """A new ShapeOnly of ``key``, (shape, dtype), kept for the nodes that follow."""
+def _shape_only(shape: tuple, dtype) -> ShapeOnly:
+    """A new ShapeOnly of ``(shape, dtype)``, kept for the nodes that follow."""
     if len(_shape_onlys) >= 256:
         _shape_onlys.clear()
-    kept = _shape_onlys[key] = ShapeOnly(key)
+    kept = _shape_onlys[shape] = ShapeOnly((shape, dtype))
     return kept
 
 
@@ -126,11 +128,11 @@ class VJPNode(Node):
         self.fun = fun
         self.kwargs = kwargs
         self.argnums = argnums
+        n = len(args)
         entry = _dropping_entry(fun)
         if entry is not None and not self.keeps_everything:
             found = entry.unread_by_argnums.get(argnums)  # (made once per argnums)
             unread, reads_ans = entry.unread_given(argnums) if found is None else found
-            n = len(args)
             for i in unread:  # ascending
                 if i >= n:
                     break
@@ -140,17 +142,17 @@ class VJPNode(Node):
                         continue
                     arg = arg._value  # (a box of an older trace: jit's staging, whose
                     #                   record keeps no array alive either)
-                key = (arg.shape, arg.dtype)
-                kept = _shape_onlys.get(key)
+                shape, dtype = arg.shape, arg.dtype
+                kept = _shape_onlys.get(shape)
                 # (a dtype equal to the one kept but another object, one with
                 # metadata, gets its own: the node keeps the array's own dtype)
-                args[i] = kept if kept is not None and kept.dtype is key[1] else \
-                    _shape_only(key)
+                args[i] = kept if kept is not None and kept.dtype is dtype else \
+                    _shape_only(shape, dtype)
             if not reads_ans and (type(ans) in droppable_types or (
                 type(ans) in _box_types and type(ans._value) in droppable_types
             )):  # (jit's staged answer is kept: it holds no array, and names its line)
                 ans = None
-        if len(args) != len(argnums):  # constants among the arguments
+        if n != len(argnums):  # constants among the arguments
             for i, arg in enumerate(args):
                 if type(arg) in snapshot_types and i not in argnums:
                     args[i] = snapshot_types[type(arg)](arg)
@@ -306,8 +308,18 @@ def backward_pass(seeds: list, free: bool = False) -> dict:
         # runs is safe: a sum is made in place only into a buffer of this pass, which no
         # rule is given.
         rules = entry.vjp_by_argnums.get(argnums)
-        if rules is not None and len(rules) <= 2 and not told:
-            grad = rules[0](g, ans, *args, **kwargs)
+        n_rules = 0 if rules is None or told else len(rules)
+        if 0 < n_rules <= 2:
+            # (one or two arguments and no keywords, the common node, by position: a call
+            # with *args, **kwargs packs them again, ~0.1 µs more a rule)
+            n_args = 0 if kwargs else len(args)
+            if n_args == 2:
+                a0, a1 = args
+                grad = rules[0](g, ans, a0, a1)
+            elif n_args == 1:
+                grad = rules[0](g, ans, args[0])
+            else:
+                grad = rules[0](g, ans, *args, **kwargs)
             if grad is not None:
                 parent = parents[0]
                 if parent in outgrads:
@@ -317,8 +329,9 @@ def backward_pass(seeds: list, free: bool = False) -> dict:
                     key = -parent.seq
                     reached[key] = parent
                     push(heap, key)
-            if len(rules) == 2:
-                grad = rules[1](g, ans, *args, **kwargs)
+            if n_rules == 2:
+                grad = rules[1](g, ans, a0, a1) if n_args == 2 else \
+                    rules[1](g, ans, *args, **kwargs)
                 if grad is not None:
                     parent = parents[1]
                     if parent in outgrads:

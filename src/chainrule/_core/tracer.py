@@ -298,6 +298,11 @@ batched_types: dict[type, Callable] = {}
 # computes and records the call itself. type -> make, registered by ``register_view_maker``.
 view_makers: dict[type, Callable] = {}
 
+# Value types on which a primitive's ``f_raw.direct`` answers as ``f_raw`` (chainrule.numpy:
+# ndarray. NumPy's ufuncs are wrapped in a function that gives float operands Python's
+# arithmetic; a call with an array operand skips that frame, ~0.1 µs of a recorded call).
+direct_types: set[type] = set()
+
 # Types whose values a box may hold as a value of an older trace (boxes and batched values):
 # a call meeting one recurses, so that its own trace handles it.
 _traced_types: set[type] = set(Box.types)
@@ -465,7 +470,12 @@ def primitive(f_raw: Callable, out_position: int | None = None,
     ``answers_view``: ``f_raw`` answers a view of its first argument (NumPy's transpose,
     reshape ...): a call whose first argument's type has a view maker is answered by it
     (see ``view_makers``); only such primitives pay for the question.
+    ``f_raw.direct``, where ``f_raw`` has it: a function that answers as ``f_raw`` does
+    when one of the traced values of a recorded call (one or two arguments) is of a type
+    in ``direct_types``; the recording calls it instead (see ``direct_types``).
     """
+
+    direct = getattr(f_raw, "direct", None)
 
     @wraps(f_raw)
     def f_wrapped(*args, **kwargs):
@@ -485,6 +495,8 @@ def primitive(f_raw: Callable, out_position: int | None = None,
                     argvals, argnums, parents, top = [x._value], _FIRST, (x._node,), x
                     if type(x._value) in _traced_types:
                         call = _recursive(f_wrapped, top)
+                    elif direct is not None and type(x._value) in direct_types:
+                        call = direct
                 elif type(x) not in _general_types:
                     return f_raw(x)
             elif n == 2 and out_position != 1:  # (np.sin(x, out_array): the general path)
@@ -492,20 +504,28 @@ def primitive(f_raw: Callable, out_position: int | None = None,
                 x_boxed, y_boxed = type(x) in _box_types, type(y) in _box_types
                 if x_boxed and y_boxed:
                     if x._trace_id == y._trace_id:
-                        argvals, argnums, parents, top = ([x._value, y._value], _BOTH,
+                        xv, yv = x._value, y._value
+                        argvals, argnums, parents, top = ([xv, yv], _BOTH,
                                                           (x._node, y._node), x)
-                        if type(x._value) in _traced_types or type(y._value) in _traced_types:
+                        if type(xv) in _traced_types or type(yv) in _traced_types:
                             call = _recursive(f_wrapped, top)
+                        elif direct is not None and (type(xv) in direct_types
+                                                     or type(yv) in direct_types):
+                            call = direct
                 elif x_boxed:
                     if type(y) not in _general_types:
                         argvals, argnums, parents, top = [x._value, y], _FIRST, (x._node,), x
                         if type(x._value) in _traced_types:
                             call = _recursive(f_wrapped, top)
+                        elif direct is not None and type(x._value) in direct_types:
+                            call = direct
                 elif y_boxed:
                     if type(x) not in _general_types:
                         argvals, argnums, parents, top = [x, y._value], _SECOND, (y._node,), y
                         if type(y._value) in _traced_types:
                             call = _recursive(f_wrapped, top)
+                        elif direct is not None and type(y._value) in direct_types:
+                            call = direct
                 elif type(x) not in _general_types and type(y) not in _general_types:
                     return f_raw(x, y)
             if top is None:
@@ -514,8 +534,8 @@ def primitive(f_raw: Callable, out_position: int | None = None,
                     return plan  # answered without recording here
                 call, argvals, kwargs, argnums, parents, top, wrap = plan
                 ans = call(*argvals, **kwargs)
-            else:
-                ans = call(*argvals)
+            else:  # (one or two arguments: by position, not call(*argvals), ~0.07 µs less)
+                ans = call(argvals[0]) if n == 1 else call(argvals[0], argvals[1])
                 wrap = None
             box_type = _box_type_of.get(type(ans))
             if box_type is None:

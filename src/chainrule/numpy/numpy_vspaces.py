@@ -163,7 +163,7 @@ for _t in (_np.ndarray, float, complex, _np.float64, _np.float32, _np.float16,
 
 def _add_into(acc, g):  # (the backward pass calls it with two ndarrays)
     if acc.shape == g.shape and acc.dtype == g.dtype:
-        return _np.add(acc, g, out=acc)
+        return _np.add(acc, g, acc)  # (out by position: ~30 ns less a call than out=)
     return acc + g
 
 

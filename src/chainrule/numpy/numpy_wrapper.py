@@ -20,7 +20,7 @@ import types
 import numpy as _np
 
 from .._core import tracer as _tracer
-from .._core.tracer import getval, isbox, notrace_primitive, primitive
+from .._core.tracer import direct_types, getval, isbox, notrace_primitive, primitive
 from . import _namespace
 from ._namespace import raw_to_wrapped
 from .placement import constant_like
@@ -138,6 +138,9 @@ _ndarray = _np.ndarray
 _POWER_EXPONENTS = frozenset([int, float])
 
 
+direct_types.add(_np.ndarray)  # (raw.direct, below: an ndarray operand is the ufunc's call)
+
+
 def _with_scalar_path(ufunc, scalar, floats: bool = True):
     """``ufunc``, with ``scalar`` taking the calls whose operands are all float scalars
     (``floats``: False for the operators of _OPERATOR_ONLY) or NumPy scalars.
@@ -185,6 +188,9 @@ def _with_scalar_path(ufunc, scalar, floats: bool = True):
     raw.ufunc = ufunc  # for dispatch to foreign operands (numpy_boxes)
     if floats:
         raw.scalar = scalar  # for chainrule.jit's programs of floats
+        # a call with an ndarray operand is the ufunc's (tracer.direct_types; not for the
+        # operators of _OPERATOR_ONLY: an array ** a number takes NumPy's own fast path)
+        raw.direct = ufunc
     return raw
 
 

@@ -61,6 +61,7 @@ from ..taylor_patterns import (
 )
 from ._helpers import (
     batch_aligned,
+    binary_rule,
     broadcast_batched_tangent,
     broadcast_tangent,
     dtype_of,
@@ -339,8 +340,7 @@ def _divmod_tangent(t, ans):
 
 
 # ----------------------------------------------------------------------------- arithmetic
-defvjp_direct(anp.add,      lambda g, ans, x, y, *a, **k: unbroadcast(g, x),
-                            lambda g, ans, x, y, *a, **k: unbroadcast(g, y),
+defvjp_direct(anp.add,      binary_rule(0), binary_rule(1),
               reads=())  # only the cotangent, unbroadcast to each operand's shape
 defjvp_direct(anp.add,             lambda g, ans, x, y, *a, **k: broadcast_tangent(g, ans),
                             lambda g, ans, x, y, *a, **k: broadcast_tangent(g, ans))
@@ -349,8 +349,7 @@ defjvp_batched(anp.add,      lambda g, ans, x, y, *a, **k: broadcast_batched_tan
 deflabel(anp.add,           "{0} + {1}", operator=True)  # how explain (and jit, on scalars) writes a call
 defsparsity(anp.add,        elementwise_pattern)
 deftaylor_linear(anp.add)
-defvjp_direct(anp.subtract, lambda g, ans, x, y, *a, **k: unbroadcast(g, x),
-                            lambda g, ans, x, y, *a, **k: unbroadcast(-g, y), reads=())
+defvjp_direct(anp.subtract, binary_rule(0), binary_rule(1, negated=True), reads=())
 defjvp_direct(anp.subtract,        lambda g, ans, x, y, *a, **k: broadcast_tangent(g, ans),
                             lambda g, ans, x, y, *a, **k: broadcast_tangent(-g, ans))
 defjvp_batched(anp.subtract, lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(g, x, ans), ans),
@@ -368,7 +367,7 @@ elementwise_n(anp.divide,    lambda ans, x, y: anp.divide(1.0, y), lambda ans, x
 deflabel(anp.divide,        "{0} / {1}", operator=True)
 deffinite_from_inf(anp.divide, 1)  # x / inf is 0
 deftaylor(anp.divide,       _divide_taylor)
-elementwise(anp.negative,   lambda ans, x: -1.0)
+elementwise(anp.negative,   lambda ans, x: -1.0, product=lambda g, ans, x: -g)
 deflabel(anp.negative,      "-{0}", operator=True)
 defsilent(anp.negative)     # neither raises nor warns (jit may leave it out)
 deftaylor_linear(anp.negative)
@@ -401,7 +400,7 @@ elementwise(anp.sqrt,       lambda ans, x: 0.5 / ans)
 unary(anp.sqrt,             _sqrt_series)
 elementwise(anp.cbrt,       lambda ans, x: ans ** -2.0 / 3.0)  # (signed zeros: the limits)
 unary(anp.cbrt,             lambda x, ans, k: power_series(x, ans, 1.0 / 3.0, k))
-elementwise(anp.exp,        lambda ans, x: ans, reads=("ans",))
+elementwise(anp.exp,        lambda ans, x: ans, reads=("ans",), product=lambda g, ans, x: g * ans)
 unary(anp.exp,              lambda x, ans, k: exp_series(x, ans, k))
 deffinite_from_inf(anp.exp, 0)  # exp(-inf) is 0
 elementwise(anp.exp2,       lambda ans, x: ans * _LN2)
@@ -453,7 +452,8 @@ elementwise(anp.sinh,       lambda ans, x: anp.cosh(x))
 unary(anp.sinh,             lambda x, ans, k: sin_cos_series(x, ans, anp.cosh(x[0]), k, 1.0)[0])
 elementwise(anp.cosh,       lambda ans, x: anp.sinh(x))
 unary(anp.cosh,             lambda x, ans, k: sin_cos_series(x, anp.sinh(x[0]), ans, k, 1.0)[1])
-elementwise(anp.tanh,       lambda ans, x: 1.0 - ans ** 2, reads=("ans",))  # (1.0: a float operand is cheaper)
+elementwise(anp.tanh,       lambda ans, x: 1.0 - ans ** 2, reads=("ans",),  # (1.0: a float operand is cheaper)
+            product=lambda g, ans, x: g * (1.0 - ans ** 2))
 unary(anp.tanh,             _tanh_series)
 elementwise(anp.arcsinh,    lambda ans, x: 1 / anp.sqrt(x ** 2 + 1))                  # asinh
 through_derivative(anp.arcsinh, lambda x, k: inverse_sqrt_series(shifted(square_series(x, k), 1.0), k))
