@@ -28,6 +28,9 @@ class Plan:
         # id(instruction) of the values a float program checks are finite (see
         # ``_emit._watched``): after each, ``_watch += v * 0.0`` (a nan where v is not)
         self.watched: set[int] = set()
+        # id(instruction) of a float program's calls made after its floats are checked
+        # (see ``_emit._float_tails``)
+        self.tails: set[int] = set()
         self.counts = {"v": 0, "s": 0, "t": 0, "p": 0}
         self.n_calls = 0  # primitive calls one run of the program makes
         self.texts: dict[int, list] = {}  # id(instruction) -> (exact, float, read) per slot
@@ -191,18 +194,23 @@ class Plan:
     def _watch_line(self, ins: Instr) -> str:
         return f"_watch += {ins.var} * 0.0  # NumPy warns where {ins.var} is not finite"
 
-    def fast_lines(self) -> list[str]:
+    def fast_lines(self) -> tuple[list[str], list[str]]:
+        """The float program's lines, and those of its tail calls (``tails``)."""
         lines: list[str] = []
+        tail_lines: list[str] = []
         for unit in self.units:
             if type(unit) is Loop:
                 lines += self._loop_lines(unit, True)[0]
             else:
                 line = self._line(unit, self.texts[id(unit)], True)
                 if line is not None:
+                    if id(unit) in self.tails:
+                        tail_lines.append(line)
+                        continue
                     lines.append(line)
                     if id(unit) in self.watched:
                         lines.append(self._watch_line(unit))
-        return lines
+        return lines, tail_lines
 
     def _loop_lines(self, loop: Loop, fast: bool, outputs: set | None = None,
                     inplace: frozenset = frozenset()) -> tuple[list[str], list[str], dict]:
