@@ -229,6 +229,9 @@ def test_a_stack_of_floats_is_made_after_the_float_program():
     assert first is not second and not onp.shares_memory(first, second)
     source = g.lower(0.5).source
     assert "_exact(" in source and "math.sin" in source
+    inputs = cr.jit(lambda x, y: np.stack([x, y, x]))  # (tail calls alone, of inputs)
+    for x in (0.5, -0.0, math.inf):
+        _same(inputs(x, 2.0), np.stack([onp.float64(x), onp.float64(2.0), onp.float64(x)]))
 
 
 def test_a_jet_compiles_to_a_float_program_past_the_length_of_a_table(monkeypatch):
@@ -255,3 +258,25 @@ def test_a_jet_compiles_to_a_float_program_past_the_length_of_a_table(monkeypatc
     _same(arrays(onp.array([0.3, 0.7])), cr.taylor_derivatives(lambda x: np.sum(f(x)), 6)(
         onp.array([0.3, 0.7])))
     assert "as a table" in arrays.lower(onp.array([0.3, 0.7])).source
+
+
+def test_a_value_read_once_is_written_into_its_reader():
+    import random
+
+    choice = random.Random(0).choices([0, 1], k=300)  # (no loop to roll)
+
+    def f(x):
+        for k in choice:  # a chain of values read once
+            x = np.sin(x) * 1.5 if k else np.sin(x) + 0.5
+        return x + 1.0
+
+    g = cr.jit(f)
+    for x in (0.3, -0.0, 1e308, math.nan, 0.3):
+        got, got_warnings = _warned(g, x)
+        want, want_warnings = _warned(f, onp.float64(x))
+        _same(got, want)
+        assert got_warnings == want_warnings
+    lines = g.lower(0.3).source.splitlines()
+    sines = [line for line in lines if "math.sin(" in line]
+    # 600 calls in some 20 lines (a line holds at most 32 of them: parentheses nest)
+    assert 300 / 32 < len(sines) < 30 and max(line.count("(") for line in sines) < 100
