@@ -221,8 +221,10 @@ class Plan:
                 reads[name] = reads.get(name, 0) + 1
         lines: list[str] = []
         tail_lines: list[str] = []
-        # name -> (its expression, its size, the comments of its calls)
+        # name -> (its expression, or in parentheses where it is not one call; its size;
+        # the comments of its calls)
         pending: dict[str, tuple[str, int, list[str]]] = {}
+        calls: dict[str, bool] = {}  # code -> whether it is one call (``_call_text``)
         for unit in self.units:
             if type(unit) is Loop:
                 lines += loop_lines[id(unit)][0]
@@ -237,8 +239,7 @@ class Plan:
                 for j, t in enumerate(texts):
                     inner = pending.pop(t[2], None) if t[1] == t[2] else None
                     if inner is not None:
-                        text = inner[0] if _call_text(inner[0]) else f"({inner[0]})"
-                        texts[j] = (t[0], text, t[2])
+                        texts[j] = (t[0], inner[0], t[2])
                         size += inner[1]
                         comments += inner[2]
             comments.append(unit.comment)
@@ -248,7 +249,12 @@ class Plan:
             var = unit.var
             if unit.kind == "call" and reads.get(var) == 1 and var not in fixed \
                     and size <= _MOST_INLINED:
-                pending[var] = (unit.fast.format(*[t[1] for t in texts]), size, comments)
+                code = unit.fast
+                call = calls.get(code)
+                if call is None:
+                    call = calls[code] = _call_text(code)
+                text = code.format(*[t[1] for t in texts])
+                pending[var] = (text if call else f"({text})", size, comments)
                 continue
             lines.append(self._line(unit, texts, True, _joined(comments)))
             if id(unit) in self.watched:
@@ -402,7 +408,7 @@ def _joined(comments: list[str]) -> str:
     if len(comments) == 1:
         return comments[0]
     groups: dict[str, list[str]] = {}
-    for comment in comments:
+    for comment in dict.fromkeys(comments):
         label, _, source = comment.partition(" @ ")
         labels = groups.setdefault(source, [])
         if label not in labels:
@@ -412,7 +418,8 @@ def _joined(comments: list[str]) -> str:
 
 
 def _call_text(text: str) -> bool:
-    """Whether ``text`` is one call, ``math.sin(v3)`` (an operand needing no parentheses)."""
+    """Whether ``text`` is one call, ``math.sin({0})`` (an operand needing no parentheses;
+    a code, whose operands ``{0}`` are variables or themselves in parentheses)."""
     head, paren, _ = text.partition("(")
     if not paren or not text.endswith(")") or not head.replace(".", "").isidentifier():
         return False
