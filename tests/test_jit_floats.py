@@ -280,3 +280,24 @@ def test_a_value_read_once_is_written_into_its_reader():
     sines = [line for line in lines if "math.sin(" in line]
     # 600 calls in some 20 lines (a line holds at most 32 of them: parentheses nest)
     assert 300 / 32 < len(sines) < 30 and max(line.count("(") for line in sines) < 100
+
+
+@pytest.mark.parametrize("errstate", [{}, {"all": "raise"}, {"under": "warn"}])
+def test_numpy_functions_in_a_rolled_loop_and_under_an_error_state(errstate):
+    def f(x):
+        for _ in range(60):
+            x = np.tanh(x) * 1.1 + np.arcsinh(x) * np.expm1(-1e-3 * x * x)
+        return x + np.power(x, 3) + np.hypot(x, 3.0)
+
+    g = cr.jit(f)
+    g(0.3)
+    assert "for i in range(" in g.lower(0.3).source and "errstate" in g.lower(0.3).source
+    with onp.errstate(**errstate):
+        for x in (0.3, -0.0, 1e-200, 1e200, -800.0, math.nan, 0.3):
+            got, got_warnings = _warned(g, x)
+            want, want_warnings = _warned(f, onp.float64(x))
+            if isinstance(want, type):
+                assert got is want
+            else:
+                _same_but_nans(got, want)
+            assert got_warnings == want_warnings

@@ -152,7 +152,10 @@ def _float_node(node: StagingNode) -> bool:
     args, traced = node.args, node.argnums
     if raw not in _scalar_paths():
         ufunc = _ufunc_of(raw)
-        if ufunc is None or ufunc.nin != len(args):
+        # (its float64 loop: the one float64 scalars and Python numbers resolve to, as
+        # the program's float constants do; ldexp has none, its exponent is an integer)
+        if ufunc is None or ufunc.nin != len(args) or \
+                "d" * ufunc.nin + "->d" not in ufunc.types:
             return False
     return len(traced) == len(args) or all(
         i in traced or _float_constant(a) for i, a in enumerate(args)
