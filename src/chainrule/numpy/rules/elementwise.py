@@ -43,7 +43,6 @@ from ..batching_patterns import batch_size
 from ..numpy_boxes import array_astype
 from ..taylor_patterns import (
     broadcast_like,
-    cauchy,
     exp_series,
     finite_or_nested,
     integer_power_series,
@@ -54,6 +53,7 @@ from ..taylor_patterns import (
     scaled,
     shifted,
     sin_cos_series,
+    square_coefficient,
     square_series,
     through_derivative,
     unary,
@@ -182,7 +182,7 @@ def _tanh_series(x: list, ans, order: int) -> list:
     y, z = [ans], [1.0 - ans * ans]
     for j in range(1, order + 1):
         y.append(weighted(x, z, j) / j)
-        z.append(-cauchy(y, y, j))
+        z.append(-square_coefficient(y, j))
     return y
 
 
