@@ -313,9 +313,7 @@ def test_numpy_functions_in_a_rolled_loop_and_under_an_error_state(errstate):
 def test_jets_under_jit_equal_eager(make):
     f = make()
     g = cr.jit(f)
-    # (no nan, no overflow, no singular point: there a rule's own decision, finite_or_nested's, is
-    # taken at trace time, a divergence of main that this test does not cover)
-    for x in (0.3, 0.7, -0.0, 2.0, -0.4, 0.3):
+    for x in (0.3, 0.7, -0.0, 5.0, 400.0, -0.4, 1e200, math.nan, 0.3):
         got, got_warnings = _warned(g, x)
         want, want_warnings = _warned(f, onp.float64(x))
         for a, b in zip(_flat(got) if isinstance(got, tuple) else [got],
@@ -327,3 +325,25 @@ def test_jets_under_jit_equal_eager(make):
                 _same_but_nans(a, b)
         assert got_warnings == want_warnings
     assert "_exact(" in g.lower(0.3).source  # (a float program)
+
+
+@pytest.mark.parametrize("f, regular, singular", [
+    (np.arctanh, 0.3, [1.0, -1.0, 2.0]),
+    (np.sqrt, 0.3, [0.0, -0.0]),
+    (np.log, 0.3, [0.0]),
+    (lambda x: x ** -0.5 + np.abs(x), 0.3, [0.0, -0.0]),
+    (lambda x: np.abs(x - 1.0), 0.3, [1.0]),
+], ids=["arctanh", "sqrt", "log", "power", "abs"])
+def test_a_rules_decision_on_a_value_is_guarded_by_jit(f, regular, singular):
+    # at a singular point a Taylor rule takes the nested JVP's terms (the one-sided
+    # limits), at a zero abs and a fractional power too: a decision on the value, which
+    # jit traced at a regular point must not take for granted
+    eager = cr.taylor_derivatives(f, 4)
+    jitted = cr.jit(eager)
+    jitted(regular)
+    for x in [regular, *singular, regular, *singular]:
+        got, got_warnings = _warned(jitted, x)
+        want, want_warnings = _warned(eager, onp.float64(x))
+        _same_but_nans(got, want)
+        assert got_warnings == want_warnings
+    assert "return MISS" in jitted.lower(regular).source

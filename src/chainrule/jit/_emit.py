@@ -134,10 +134,17 @@ def _is_input(node: StagingNode) -> bool:
 
 
 def _float_inputs(inputs: list[StagingNode], guards: list[Guard]) -> bool:
-    """Whether the inputs are float64 scalars and every guard a ``bool()``: the first
-    condition of a float program (the second is ``_float_node`` of each emitted call)."""
+    """Whether the inputs are float64 scalars and every guard a ``bool()`` (or a float
+    predicate): the first condition of a float program (the second is ``_float_node`` of
+    each emitted call)."""
     return all(type(n.ans) in _SCALAR_INPUTS for n in inputs) and \
-        all(g.convert is bool for g in guards)
+        all(g.convert is bool or _float_predicate(g.convert) for g in guards)
+
+
+def _float_predicate(convert) -> bool:
+    """Whether a guard's conversion is a predicate exact on a Python float, answering a
+    bool (a Taylor rule's ``all_finite``): a float program checks it as it is."""
+    return getattr(convert, "float_predicate", False) is True
 
 
 def _float_node(node: StagingNode) -> bool:
@@ -456,6 +463,9 @@ def _guard_code(guard: Guard, target: Instr, const, fun_name) -> tuple[str, list
     plain = guard.convert is _identity or guard.convert is getval
     if guard.convert is bool or (plain and type(expected) in (bool, _np.bool_)):
         return f"if {'not ' if expected else ''}{{0}}: return MISS", [target]
+    if _float_predicate(guard.convert):
+        return (f"if {'not ' if expected else ''}{fun_name(guard.convert)}({{0}}): "
+                f"return MISS"), [target]
     if guard.convert in (int, float, complex) and _equal_is_same(expected):
         return (f"if {guard.convert.__name__}({{0}}) != {{1}}: return MISS",
                 [target, (expected, repr(expected), repr(expected))])

@@ -19,11 +19,13 @@ Recurrence rules apply to plain positional calls; a call with keywords (``out=``
 
 from __future__ import annotations
 
+import math as _math
+
 import numpy as _np
 
 from .._core.rules import deftaylor
 from .._core.taylor import nested_jvp_series
-from .._core.tracer import getval
+from .._core.tracer import decided, getval
 from . import numpy_wrapper as anp
 
 # ----------------------------------------------------------------------------- series algebra
@@ -176,11 +178,32 @@ def finite_or_nested(series: tuple, fun, args, argnums, series_in, order) -> tup
     limits), the nested JVP's coefficients: those of nested ``jvp``, inf and -inf."""
     if not series:
         return series
-    finite = _np.isfinite(getval(series[-1]))
-    if _np.all(finite):
+    if decided(series[-1], all_finite):  # (a decision jit guards: see all_finite)
         return series
     nested = nested_jvp_series(fun, args, {}, argnums, series_in, order)
+    finite = anp.isfinite(series[-1])
     return tuple(anp.where(finite, c, n) for c, n in zip(series, nested))
+
+
+# Decisions a rule takes on the values of its traced arguments, through
+# ``tracer.decided``: chainrule.jit guards them (its program runs again where the decision
+# would go the other way), and a float program checks them on Python floats, on which they
+# are exact (``float_predicate``).
+def all_finite(value) -> bool:
+    """Whether every element of ``value`` (a plain value) is finite."""
+    if type(value) is float or type(value) is _np.float64:
+        return _math.isfinite(value)
+    return bool(_np.all(_np.isfinite(value)))
+
+
+def all_nonzero(value) -> bool:
+    """Whether every element of ``value`` (a plain value) is nonzero."""
+    if type(value) is float or type(value) is _np.float64:
+        return value != 0
+    return bool(_np.all(value))
+
+
+all_finite.float_predicate = all_nonzero.float_predicate = True
 
 
 def through_derivative(fun, derivative_series) -> None:
