@@ -187,13 +187,14 @@ def _float_tails(nodes: list[StagingNode], guards: list[Guard],
     the trace made them (``taylor_derivatives``' stack of the coefficients): calls on
     float64 scalars that answer something else, which only outputs read. Empty where the
     program cannot be one of floats."""
-    if not _float_inputs(_inputs(nodes), guards):
-        return frozenset()
-    read = {p for n in nodes for p in n.parents} | {g.node for g in guards}
-    return frozenset(
-        n for n in set(out_nodes) - read
+    candidates = [
+        n for n in set(out_nodes)
         if n.fun is not None and type(n.ans) is not _F64 and not _float_node(n)
-        and all(type(p.ans) in _SCALAR_INPUTS for p in n.parents))  # (an input: a float)
+        and all(type(p.ans) in _SCALAR_INPUTS for p in n.parents)]  # (an input: a float)
+    if not candidates or not _float_inputs(_inputs(nodes), guards):
+        return frozenset()  # (the common case: no walk over the record)
+    read = {p for n in nodes for p in n.parents} | {g.node for g in guards}
+    return frozenset(n for n in candidates if n not in read)
 
 
 def _scalar_paths() -> frozenset:
