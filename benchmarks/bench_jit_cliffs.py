@@ -4,9 +4,10 @@
     python -m benchmarks.bench_jit_cliffs --quick    # smaller sizes, seconds
 
 - **A long trace without repeats.** ``jit(grad(f))`` of a function of 30,000 calls drawn
-  at random from a dozen (no loop to roll): its first call (trace, emit, compile, run)
-  against one eager gradient, in CPU time, and the peak memory each allocates
-  (tracemalloc, a separate run). Targets: first call <= 3x eager, memory <= 2x.
+  at random from a dozen (no loop to roll): its first call (the trace; the program is
+  emitted when it first runs) against one eager gradient, in CPU time, and the peak
+  memory each allocates (tracemalloc, a separate run); the second call (emit, the table,
+  its first run) too. Targets: first call <= 3x eager, memory <= 2x.
 - **An 80 MB index argument.** A cached call of ``jit(lambda x, i: np.sum(x[i]))`` with
   ``i`` an int64 array of 10 million entries, against the same NumPy expression: the
   difference is jit's overhead. Target: <= 1 ms.
@@ -31,6 +32,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import gc  # noqa: E402
 import time  # noqa: E402
+import tracemalloc  # noqa: E402
 
 import numpy as onp  # noqa: E402
 
@@ -82,7 +84,7 @@ def long_trace(n_ops: int, repeats: int) -> dict:
     jitted = cr.jit(cr.grad(f))
     if not _same_bits(jitted(x), want) or not _same_bits(jitted(x), want):
         raise AssertionError("long trace: chainrule.jit differs from eager chainrule")
-    eagers, firsts = [], []
+    eagers, firsts, seconds = [], [], []
     for _ in range(repeats):
         gc.collect()
         t0 = time.process_time()
@@ -93,10 +95,30 @@ def long_trace(n_ops: int, repeats: int) -> dict:
         t0 = time.process_time()
         fresh(x)
         firsts.append(time.process_time() - t0)
+        t0 = time.process_time()
+        fresh(x)  # (emits the program: a table, made at this run too)
+        seconds.append(time.process_time() - t0)
     mem_eager = _peak_bytes(lambda: eager(x))
-    mem_first = _peak_bytes(lambda: cr.jit(cr.grad(f))(x))
-    return dict(eager=min(eagers), first=min(firsts), mem_eager=mem_eager,
-                mem_first=mem_first, cached=cpu_time(lambda: jitted(x), repeats))
+    mem_first, mem_second = _two_calls_peaks(cr.jit(cr.grad(f)), x)
+    return dict(eager=min(eagers), first=min(firsts), second=min(seconds),
+                mem_eager=mem_eager, mem_first=mem_first, mem_second=mem_second,
+                cached=cpu_time(lambda: jitted(x), repeats))
+
+
+def _two_calls_peaks(fresh, x) -> tuple[int, int]:
+    """Peak bytes allocated (tracemalloc) during the first call of ``fresh``, and during
+    its second call counting what the first left (the record, until the program is
+    emitted)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        fresh(x)
+        first = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        fresh(x)
+        return first, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 def index_argument(entries: int, repeats: int) -> dict:
@@ -158,12 +180,13 @@ def main(argv: list[str]) -> None:
     long = long_trace(s["ops"], repeats)
     ratio, mem_ratio = long["first"] / long["eager"], long["mem_first"] / long["mem_eager"]
     print(f"| long trace without repeats ({s['ops']} calls, jit(grad(f))) | eager gradient | "
-          f"jit, first call | first / eager | jit, cached |")
-    print("|---|---|---|---|---|")
+          f"jit, first call | first / eager | jit, second call | jit, cached |")
+    print("|---|---|---|---|---|---|")
     print(f"| CPU time | {_fmt(long['eager'])} | {_fmt(long['first'])} | {ratio:.2f} | "
-          f"{_fmt(long['cached'])} |")
+          f"{_fmt(long['second'])} | {_fmt(long['cached'])} |")
     print(f"| peak memory (tracemalloc) | {long['mem_eager'] / 2**20:.1f} MB | "
-          f"{long['mem_first'] / 2**20:.1f} MB | {mem_ratio:.2f} | |\n")
+          f"{long['mem_first'] / 2**20:.1f} MB | {mem_ratio:.2f} | "
+          f"{long['mem_second'] / 2**20:.1f} MB | |\n")
     index = index_argument(s["index_entries"], 5 * repeats)
     overhead = index["jit"] - index["numpy"]
     print(f"| cached call with a {index['nbytes'] / 1e6:.0f} MB int64 index argument | jit | "

@@ -28,13 +28,15 @@ programs and cases over 1.5 times the loop):
 
 Times are the least CPU time (``time.process_time``: the machine is shared; JAX's by the
 wall clock, its worker threads spin on after a call) of several runs, vmap and the loop
-taking turns; every answer is checked against the loop's first (the contract section's
-by the contract itself, ``python -m tests.contracts --only vmap``).
+taking turns (``--median``: the middle one, for control, programs and contract); every
+answer is checked against the loop's first (the contract section's by the contract itself,
+``python -m tests.contracts --only vmap``).
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 import warnings
 
@@ -233,20 +235,25 @@ def _seconds(fn, prepare=None) -> float:
 
 
 def _first_and_later(make, args, loop, repeats: int = 15) -> tuple[float, float, float]:
-    """The least time of the first call of a new mapped function, of a later call, and of
-    the loop, in seconds (the three taking turns)."""
+    """The least (``--median``: middle) time of the first call of a new mapped function, of
+    a later call, and of the loop, in seconds (the three taking turns)."""
     want = loop()
     mapped = make()
     onp.testing.assert_allclose(mapped(*args), want, rtol=1e-12, atol=1e-14)
     for _ in range(3):
         mapped(*args)
-    first, later, looped = float("inf"), float("inf"), float("inf")
+    first, later, looped = [], [], []
     for _ in range(repeats):
         fresh = make()
-        first = min(first, _seconds(lambda fresh=fresh: fresh(*args)))
-        later = min(later, _seconds(lambda: mapped(*args)))
-        looped = min(looped, _seconds(loop))
-    return first, later, looped
+        first.append(_seconds(lambda fresh=fresh: fresh(*args)))
+        later.append(_seconds(lambda: mapped(*args)))
+        looped.append(_seconds(loop))
+    return _STATISTIC(first), _STATISTIC(later), _STATISTIC(looped)
+
+
+# the statistic of the runs (``--median``: their middle value, which counts calls that take
+# a slower way: a trial, a restart; the least is what a call costs on a quiet machine)
+_STATISTIC = min
 
 
 def run_control(repeats: int = 15) -> list[tuple[str, float, float, float]]:
@@ -343,8 +350,9 @@ def run_programs(count: int = 200, batch: int = 128, verbose: bool = False):
 
 # ----------------------------------------------------------------------------- contract
 def _contract_case_rows(case, repeats: int):
-    """(first call, later call, loop) least CPU seconds of one contract case, or None where
-    the loop raises or its answers cannot be stacked (nothing to compare with)."""
+    """(first call, later call, loop) least (``--median``: middle) CPU seconds of one
+    contract case, or None where the loop raises or its answers cannot be stacked (nothing
+    to compare with)."""
     from tests.contracts import vmap as contract
 
     p = case.program
@@ -366,13 +374,13 @@ def _contract_case_rows(case, repeats: int):
     later_fn = contract._mapped(case)
     start()
     mapped_call(later_fn)
-    first, later, looped = float("inf"), float("inf"), float("inf")
+    first, later, looped = [], [], []
     for _ in range(repeats):
         fresh = contract._mapped(case)
-        first = min(first, _seconds(lambda fresh=fresh: mapped_call(fresh), start))
-        later = min(later, _seconds(lambda: mapped_call(later_fn), start))
-        looped = min(looped, _seconds(loop, start))
-    return first, later, looped
+        first.append(_seconds(lambda fresh=fresh: mapped_call(fresh), start))
+        later.append(_seconds(lambda: mapped_call(later_fn), start))
+        looped.append(_seconds(loop, start))
+    return _STATISTIC(first), _STATISTIC(later), _STATISTIC(looped)
 
 
 def run_contract(count: int = 200, seed: int = 0, repeats: int = 5, verbose: bool = False):
@@ -454,7 +462,13 @@ def main(argv: list[str] | None = None) -> None:
                         help="print the programs and cases over 1.5x the loop")
     parser.add_argument("--only", default=",".join(SECTIONS),
                         help=f"comma-separated sections of {', '.join(SECTIONS)}")
+    parser.add_argument("--median", action="store_true",
+                        help="the middle value of the runs of control, programs and contract "
+                             "(by default their least)")
     args = parser.parse_args(argv)
+    if args.median:
+        global _STATISTIC
+        _STATISTIC = statistics.median
     only = set(args.only.split(","))
     if "gradients" in only:
         _print(f"per-example gradients, MLP 32-64-1, batch {BATCH}", run_small(),

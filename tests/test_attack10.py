@@ -329,6 +329,25 @@ def test_jit_reads_a_closure_buffer_rebuilt_between_two_uses_as_each_use_read_it
         onp.testing.assert_array_equal(onp.asarray(got), onp.asarray(want))
 
 
+@pytest.mark.parametrize("make", [lambda: onp.ma.masked_array(onp.arange(3.0), mask=[0, 1, 0]),
+                                  lambda: onp.arange(3.0).view(onp.recarray),
+                                  lambda: onp.arange(6.0).view(_Sub)[::2]],
+                         ids=["masked", "recarray", "subclass view"])
+def test_a_jitted_constant_output_of_an_ndarray_subclass_keeps_its_class_and_mask(make):
+    """An output that depends on no argument is copied per call: a masked array came back
+    from later calls as a plain ndarray of its data, its masked entries counted (sum 3.0
+    where eager evaluation answers 2.0)."""
+    m = make()
+    jitted = cr.jit(lambda x: m * 1.0)
+    x = onp.ones(3)
+    for _ in range(3):
+        want, got = m * 1.0, jitted(x)
+        assert type(got) is type(want)
+        assert got.sum() == want.sum()
+        onp.testing.assert_array_equal(onp.ma.getmaskarray(got), onp.ma.getmaskarray(want))
+        assert not onp.shares_memory(got, m)
+
+
 @pytest.mark.parametrize("batched", [False, True])
 def test_an_unmapped_list_argument_the_function_changes_is_the_callers(batched):
     """``in_axes=None`` for a list: the loop passes the caller's list to every example; vmap

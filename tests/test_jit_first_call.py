@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import gc
 import sys
+import threading
 import types
+import warnings
 
 import numpy as onp
 import pytest
@@ -183,3 +185,226 @@ def test_generators_reached_through_a_transform_are_read(transform, batched):
         answers.append(calls)
     for got, want in zip(*answers):
         _same_tree(got, want)
+
+
+def _write_then_read(a, b):
+    a += 1.0
+    return b * 2.0
+
+
+def _set_then_sum(a, b):
+    a[0] = 10.0
+    return np.sum(b)
+
+
+@pytest.mark.parametrize("fun, args", [
+    (_write_then_read, lambda z: (z, z)), (_set_then_sum, lambda z: (z, z[:1])),
+    (_set_then_sum, lambda z: (z, onp.frombuffer(z.data, dtype=z.dtype)[::-1])),
+    (lambda p: _set_then_sum(p["a"], p["b"]), lambda z: ({"a": z, "b": z},))])
+def test_a_call_of_arguments_that_share_memory_is_eager(fun, args):
+    # the trace boxes each argument apart: a write into one was not seen through the
+    # other (the first call answered from the old contents, and gave the caller's array
+    # the trace's); such a call is eager evaluation's
+    start = onp.array([3.0, 1.0])
+    jitted = cr.jit(fun)
+    for _ in range(2):
+        eager_args, jit_args = args(start.copy()), args(start.copy())
+        want, got = fun(*eager_args), jitted(*jit_args)
+        assert repr(got) == repr(want)
+        assert repr(jit_args) == repr(eager_args)
+
+
+def test_a_function_reading_arguments_that_share_memory_compiles():
+    def f(a, b):
+        return a * b + 1.0
+
+    jitted = cr.jit(f)
+    x, y = onp.array([1.0, -0.0, 3.0]), onp.array([2.0, 5.0, -1.0])
+    for args in [(x, x), (x, y), (x, x[::-1]), (y, y)]:
+        got = jitted(*args)
+        onp.testing.assert_array_equal(got, f(*args))
+        assert not onp.shares_memory(got, x) and not onp.shares_memory(got, y)
+    assert jitted.cache_info().eager == 0 and jitted.cache_info().hits >= 2  # (a reversed view
+    # is a signature of its own: its strides)
+
+
+def test_a_write_into_an_argument_sharing_memory_draws_as_eager():
+    # the trace's answer is put aside for eager evaluation's: the generator is put back
+    # first, so the call draws what eager evaluation draws, once
+    def f(a, b, rng):
+        a += rng.normal(size=a.shape)
+        return b * 2.0
+
+    start = onp.array([3.0, 1.0])
+    eager_args, jit_args = (start.copy(),) * 2, (start.copy(),) * 2
+    want = f(*eager_args, onp.random.default_rng(5))
+    rng = onp.random.default_rng(5)
+    with pytest.warns(JitWarning, match="shares memory"):
+        got = cr.jit(f, static_argnums=2)(*jit_args, rng)
+    onp.testing.assert_array_equal(got, want)
+    onp.testing.assert_array_equal(jit_args[0], eager_args[0])
+    after = onp.random.default_rng(5)
+    after.normal(size=2)
+    assert rng.bit_generator.state == after.bit_generator.state  # (drawn once)
+
+
+_SCALE = onp.array([1.0, 2.0])
+_LOG: list = []
+
+
+def _write_argument_then_closure(a, b):
+    y = b * _SCALE[0]
+    a *= 0.5
+    _SCALE[0] = 5.0  # (a closure array the function changes after reading it)
+    _LOG.append(float(y[0]))
+    return y + b
+
+
+def test_the_call_made_again_eagerly_makes_its_effects_outside_once():
+    # the traced call of arguments sharing memory, made again eagerly, starts from the
+    # arrays and the Python state the function reaches as they were before the trace
+    for call in (_write_argument_then_closure, cr.jit(_write_argument_then_closure)):
+        _SCALE[:] = [1.0, 2.0]
+        _LOG.clear()
+        a = onp.array([1.0, 3.0])
+        onp.testing.assert_array_equal(call(a, a), [1.5, 4.5])
+        onp.testing.assert_array_equal(_SCALE, [5.0, 2.0])
+        onp.testing.assert_array_equal(a, [0.5, 1.5])
+        assert _LOG == [1.0]
+
+
+def test_a_program_is_emitted_when_it_first_runs():
+    # the first call answers from its trace and keeps the record; the second call emits
+    # the program (and compiles it), and the record is freed then
+    g = cr.jit(cr.grad(chain))
+    emitted = []
+    emit = emit_module.emit
+
+    def counting_emit(*args, **kwargs):
+        emitted.append(args[1])
+        return emit(*args, **kwargs)
+
+    emit_module.emit = counting_emit
+    try:
+        first = g(0.7)
+        program = _program(g)
+        assert emitted == [] and program.source == "" and program.n_calls == 0
+        _same_tree(first, cr.grad(chain)(0.7))
+        for x in (-0.3, 0.0, -0.0, onp.nan, 0.7):
+            _same_tree(g(x), cr.grad(chain)(x))
+    finally:
+        emit_module.emit = emit
+    assert len(emitted) == 1  # once, at the second call
+    assert "for i in range(" in program.source and program.n_calls >= 300
+    assert isinstance(program.call, types.FunctionType)  # (compiled at that call too)
+    # the program no longer refers to the record (only ``record`` and the call here do)
+    record = emitted.pop()
+    references = sys.getrefcount(record)
+    assert references == 2
+
+
+def test_a_function_called_once_and_dropped_is_freed_without_the_cycle_collector():
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for f, args in CASES:
+            gc.collect()
+            jf = cr.jit(f)
+            _same_tree(jf(*args), f(*args))
+            del jf  # (its program, never run, kept the record: freed with it)
+            assert gc.collect() == 0
+    finally:
+        if enabled:
+            gc.enable()
+
+
+CONSTANT = onp.array([1.0, -0.0, 2.5])
+
+
+def test_an_array_constant_the_caller_changes_before_the_second_call():
+    # the first call hands the caller the constant itself (as eager evaluation does); the
+    # program, emitted later, answers it as the trace read it, as a program emitted at
+    # the first call did, and a view of it stays a view of the copy
+    def f(x):
+        return x * 2.0, CONSTANT, CONSTANT[::-1]
+
+    jf = cr.jit(f)
+    x = onp.array([0.5, 1.5, -2.0])
+    got = jf(x)
+    assert got[1] is CONSTANT
+    saved = CONSTANT.copy()
+    try:
+        CONSTANT[:] = 7.0  # (the caller writes into what it was given)
+        for _ in range(2):
+            out = jf(x)
+            _same_tree(out, (x * 2.0, saved, saved[::-1]))
+            assert out[1] is not CONSTANT and onp.shares_memory(out[1], out[2])
+    finally:
+        CONSTANT[:] = saved
+
+
+def test_large_constants_are_warned_of_at_the_trace():
+    big = onp.ones(200_000)  # 1.6 MB, read by a call (a copy the record keeps)
+
+    def f(x):
+        return np.sum(x * big)
+
+    jf = cr.jit(f)
+    with pytest.warns(JitWarning, match="bakes in arrays"):
+        assert jf(2.0) == f(2.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitWarning)  # (not again when it is emitted)
+        assert jf(3.0) == f(3.0)
+
+
+def test_a_long_record_kept_is_old_for_the_cycle_collector():
+    # kept until the second call emits the program, a long record (some 24,000 calls
+    # here) is moved to the oldest generation: the next young collection does not scan
+    # it; a process that froze objects of its own keeps them frozen
+    def long_chain(x):
+        return chain(x, 3000)
+
+    for frozen in (False, True):
+        g = cr.jit(cr.grad(long_chain))
+        gc.collect()
+        if frozen:
+            gc.freeze()
+        count = gc.get_freeze_count()
+        try:
+            first = g(0.7)
+            young = len(gc.get_objects(0)) + len(gc.get_objects(1))
+            assert (young > 20_000) is frozen  # (the record: ~50,000 objects)
+            assert gc.get_freeze_count() >= count - 100  # (what the call freed)
+        finally:
+            if frozen:
+                gc.unfreeze()
+        want = cr.grad(long_chain)(0.7)
+        _same_tree(first, want)
+        _same_tree(g(0.7), want)
+        _same_tree(g(-0.0), cr.grad(long_chain)(-0.0))
+
+
+def test_second_calls_in_threads_emit_once():
+    # eight threads make the signature's second call at once: one of them emits the
+    # program (an emit marks the record's nodes), the others wait for it
+    want = cr.grad(chain)(0.7)
+    for _ in range(3):
+        g = cr.jit(cr.grad(chain))
+        _same_tree(g(0.7), want)
+        answers, errors = [], []
+
+        def call(g=g, answers=answers, errors=errors):
+            try:
+                answers.append(g(0.7))
+            except Exception as error:  # noqa: BLE001 (reported below)
+                errors.append(error)
+
+        threads = [threading.Thread(target=call) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors and len(answers) == 8
+        for got in answers:
+            _same_tree(got, want)
+        assert g.cache_info().variants == 1 and g.cache_info().hits == 8

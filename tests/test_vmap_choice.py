@@ -179,6 +179,105 @@ def test_the_kept_search_does_not_keep_the_function_alive():
     assert alive() is None
 
 
+def test_a_mapped_function_is_freed_without_the_garbage_collector():
+    # it held itself (to tell a functools.wraps copy from itself): every mapped function
+    # made per call was a cycle, and the collector's passes made a nested vmap made per
+    # call cost twice its loop
+    import gc
+    import weakref
+
+    def f(x):
+        return x * 2.0
+
+    gc.disable()
+    try:
+        mapped = cr.vmap(cr.vmap(f))
+        onp.testing.assert_array_equal(mapped(onp.ones((2, 3, 4))), 2.0 * onp.ones((2, 3, 4)))
+        alive = weakref.ref(mapped)
+        del mapped
+        assert alive() is None
+    finally:
+        gc.enable()
+
+
+def test_one_example_is_its_own_copy_and_stacks_as_the_loop():
+    # one example is cut from the batch alone (not the batch copied); its answer stacked
+    # alone: the loop's values, dtype and layout, and the caller's array unchanged
+    xs = onp.asfortranarray(onp.arange(6.0).reshape(1, 2, 3))
+
+    def f(x):
+        x += 1.0  # (writes into its example)
+        return x.T
+
+    before = xs.copy()
+    for axis in (0, 2):
+        out = cr.vmap(f, in_axes=axis)(xs if axis == 0 else onp.moveaxis(xs, 0, 2))
+        onp.testing.assert_array_equal(out, onp.stack([f(x.copy()) for x in before]))
+        assert out.flags.c_contiguous and out.dtype == before.dtype
+    onp.testing.assert_array_equal(xs, before)
+
+
+@pytest.mark.parametrize("fresh", [False, True])
+def test_a_loop_of_loops_draws_and_answers_as_the_loop_of_loops(fresh):
+    # the rows of a loop of loops share one reading of their arguments and the NumPy
+    # scalars of a vector mapped in every row; what the mapped function reaches is searched
+    # from the function it maps (a nested vmap made anew per call included)
+    state = {}
+
+    def decide(x, y):
+        noise = state["rng"].normal()
+        return x * y + noise if x > y else x - y - noise
+
+    def both():
+        return cr.vmap(cr.vmap(decide, in_axes=(None, 0)), in_axes=(0, None))
+
+    r = onp.random.default_rng(1)
+    a, b = r.normal(size=12), r.normal(size=9)
+    kept = both()
+    for seed in range(4):  # (calls run as the loop, and later ones batched or split)
+        state["rng"] = onp.random.default_rng(seed)
+        want = onp.array([[decide(x, y) for y in b] for x in a])
+        state["rng"] = onp.random.default_rng(seed)
+        got = (both() if fresh else kept)(a, b)
+        onp.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype
+
+
+def test_the_rows_of_a_loop_of_loops_read_alike_only_where_they_are():
+    from chainrule._transforms import vmap as vmap_module
+
+    def f(x, s):
+        return x * s
+
+    as_the_loop = vmap_module._example_function(cr.vmap(f, in_axes=(0, None)))
+    call = as_the_loop.call((onp.ones((3, 2)), 2.0), {})
+    twin = call.twin((onp.zeros((3, 2)), 5.0))
+    assert twin is not None and twin.size == 3 and twin.leaves[1] == 5.0
+    for other in [(onp.ones((4, 2)), 2.0), (onp.ones((3, 2), dtype=onp.float32), 2.0),
+                  (onp.ones((3, 2)), onp.float64(2.0)), (onp.ones((3, 2)),)]:
+        assert call.twin(other) is None  # (its own reading: another batch, dtype or tree)
+
+
+def test_examples_run_alone_out_of_order_answer_in_the_loops_order():
+    # a batch that splits into many groups: examples measured alone from the largest group
+    # first, the rest one by one: their answers (dicts, in the function's key order, of an
+    # array and a Python int) are put back in the loop's order and stacked once
+    def f(x):
+        k = int(abs(float(x[0])) * 7) % 5
+        for _ in range(k):
+            x = np.sin(x)
+        return {"z": x * k, "a": k}
+
+    xs = onp.random.default_rng(3).normal(size=(64, 4))
+    mapped = cr.vmap(f)
+    for _ in range(3):
+        got = mapped(xs)
+        want = [f(x.copy()) for x in xs]
+        assert list(got) == ["z", "a"]
+        onp.testing.assert_array_equal(got["z"], onp.stack([w["z"] for w in want]))
+        onp.testing.assert_array_equal(got["a"], onp.array([w["a"] for w in want]))
+
+
 def test_an_empty_inner_batch_run_as_the_loop_draws_nothing():
     # the inner vmap of an outer batch run as the loop answered an empty batch from a
     # stand-in example that drew from the function's generator (the loop draws nothing)

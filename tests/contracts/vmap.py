@@ -33,6 +33,8 @@ to: the loop changes it once per example).
 from __future__ import annotations
 
 import dataclasses
+import math
+import types
 
 import numpy as onp
 
@@ -56,6 +58,19 @@ _CONTRACTIONS = ("np.dot", "np.linalg.norm", "@")
 # a (12, 3) array and of its rows differ in the last bit, seen in the long run of 3e27633)
 _KERNELS = ("np.sin", "np.cos", "np.tan", "np.arctan", "np.tanh", "np.exp", "np.log",
             "np.expm1", "np.log1p", "np.power", "**", "np.linalg")
+
+
+def _copysign(x: float, y: float) -> float:
+    """``math.copysign`` reading a NaN as positive: which of two NaNs NumPy's multiply keeps
+    (their signs) depends on the length of the arrays (its SIMD kernels: a (3, 4) product
+    and its rows' products differ, seen in the long run at 44a412a, case 110,561), so a
+    batch and its examples may carry NaNs of other signs; IEEE gives a NaN's sign no
+    meaning but to copysign and signbit."""
+    return math.copysign(x, 1.0 if math.isnan(y) else y)
+
+
+# (the programs' math: the vmap contract compares a batch with its examples)
+_MATH = types.SimpleNamespace(**{**vars(math), "copysign": _copysign})
 
 
 # ------------------------------------------------------------------------ own hazards
@@ -150,7 +165,7 @@ def generate(rng: onp.random.Generator) -> Case:
     output = "scalar" if mode in _GRAD_MODES else "any"
     p = programs.generate(rng, hazards, output=output, extra=OWN,
                           namespace={"rng": onp.random.default_rng(int(rng.integers(1 << 30))),
-                                     "calls": [0], "log": []})
+                                     "calls": [0], "log": [], "math": _MATH})
     size = int(rng.choice(SIZES))
     if mode.startswith("nested"):
         size = int(rng.integers(1, 4))

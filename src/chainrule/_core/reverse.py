@@ -135,16 +135,17 @@ class VJPNode(Node):
                 if i >= n:
                     break
                 arg = args[i]
-                if type(arg) in droppable_types:
-                    key = (arg.shape, arg.dtype)
-                    kept = _shape_onlys.get(key)
-                    # (a dtype equal to the one kept but another object, one with
-                    # metadata, gets its own: the node keeps the array's own dtype)
-                    args[i] = kept if kept is not None and kept.dtype is key[1] else \
-                        _shape_only(key)
-                elif type(arg) in _box_types and type(arg._value) in droppable_types:
-                    # (a box of an older trace: jit's staging keeps no array alive)
-                    args[i] = ShapeOnly((arg.shape, arg.dtype))
+                if type(arg) not in droppable_types:
+                    if type(arg) not in _box_types or type(arg._value) not in droppable_types:
+                        continue
+                    arg = arg._value  # (a box of an older trace: jit's staging, whose
+                    #                   record keeps no array alive either)
+                key = (arg.shape, arg.dtype)
+                kept = _shape_onlys.get(key)
+                # (a dtype equal to the one kept but another object, one with
+                # metadata, gets its own: the node keeps the array's own dtype)
+                args[i] = kept if kept is not None and kept.dtype is key[1] else \
+                    _shape_only(key)
             if not reads_ans and (type(ans) in droppable_types or (
                 type(ans) in _box_types and type(ans._value) in droppable_types
             )):  # (jit's staged answer is kept: it holds no array, and names its line)

@@ -30,6 +30,7 @@ import itertools
 import math
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Iterator
 from functools import wraps
 from typing import Any
@@ -147,10 +148,10 @@ def vmap(
                          f"; got {randomness!r}.")
 
     example_function = _example_function(fun)  # (what runs one example alone)
+    spec = _InAxes(in_axes)
 
     def call(args: tuple, kwargs: dict) -> _Call:
-        leaves, axes, treedef, size, flat = _mapped_arguments(args, kwargs, in_axes,
-                                                              axis_size)
+        leaves, axes, treedef, size, flat = _mapped_arguments(args, kwargs, spec, axis_size)
         return _Call(fun, leaves, axes, treedef, size, flat, out_axes, randomness, memory,
                      example_function)
 
@@ -159,8 +160,10 @@ def vmap(
         return call(args, kwargs).answer()
 
     memory = _Memory()
-    # (after wraps, which copies the __dict__ of fun: an inner mapped function's own pair)
-    mapped._vmap_as_the_loop = (mapped, _AsTheLoop(call))
+    # (after wraps, which copies the __dict__ of fun: an inner mapped function's own pair;
+    # a weak reference to itself, as a strong one would make every mapped function a cycle
+    # for the garbage collector: a nested vmap made per call then cost twice its loop)
+    mapped._vmap_as_the_loop = (weakref.ref(mapped), _AsTheLoop(call, fun))
     return mapped
 
 
@@ -187,12 +190,13 @@ class _AsTheLoop:
     """A mapped function run as its loop, where an outer vmap runs its examples one by one
     (nested vmaps): the loop of loops. (The outer batch could not run at once, and a run of
     the inner batch would meet that again: no inner batched attempt, split and fallback
-    per outer example.) ``call(args, kwargs)``: the mapped function's _Call of them."""
+    per outer example.) ``call(args, kwargs)``: the mapped function's _Call of them;
+    ``fun``: the function it maps."""
 
-    __slots__ = ("call",)
+    __slots__ = ("call", "fun")
 
-    def __init__(self, call: Callable):
-        self.call = call
+    def __init__(self, call: Callable, fun: Callable):
+        self.call, self.fun = call, fun
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.call(args, kwargs).loop_answer()
@@ -202,14 +206,17 @@ class _AsTheLoop:
         examples answer scalars of one type, they are stacked at once (the per-row stacks
         cost more than a cheap function's calls); any other row is stacked as it ends, as
         the loop of loops stacks it (a later row may write into an array it answered)."""
-        calls = [self.call(row, {}) for row in rows]
+        first = self.call(rows[0], {})
+        # (the rows an outer call cuts are alike: the first one's reading of its arguments)
+        calls = [first, *(first.twin(row) or self.call(row, {}) for row in rows[1:])]
         if not all(call.flat and call.size and type(call.out_axes) is int
                    and call.out_axes == 0 and call.randomness == "different"
                    for call in calls):
             return [call.loop_answer() for call in calls]
         answers, waiting, scalars = [], [], set()
+        cut: dict = {}  # (see _examples_of: a vector mapped in every row is cut once)
         for call in calls:
-            row = call.loop_answers()
+            row = call.loop_answers(cut)
             kind = type(row[0])
             waits = kind in _SCALARS and len(set(map(type, row))) == 1
             if waits:
@@ -229,7 +236,7 @@ def _example_function(fun: Callable) -> Callable:
     itself, or where ``fun`` is a mapped function, ``fun`` run as its loop (_AsTheLoop)."""
     own = getattr(fun, "_vmap_as_the_loop", None)
     # (a function that functools.wraps a mapped one copies the pair: its own body runs)
-    return own[1] if type(own) is tuple and own[0] is fun else fun
+    return own[1] if type(own) is tuple and own[0]() is fun else fun
 
 
 class _Memory:
@@ -284,20 +291,30 @@ class _Memory:
             self.backoff = 0
 
 
-def _mapped_arguments(args, kwargs, in_axes, axis_size):
+class _InAxes:
+    """A mapped function's in_axes, read once: ``spec`` (a list as a tuple, as JAX reads
+    it), and whether it is an int, None or a tuple of them (``simple``: positional arrays
+    then need no tree)."""
+
+    __slots__ = ("spec", "simple")
+
+    def __init__(self, in_axes: AxisSpec):
+        self.spec = tuple(in_axes) if isinstance(in_axes, list) else in_axes
+        spec = self.spec
+        self.simple = spec is None or type(spec) is int or type(spec) is tuple and (
+            _AXES.issuperset(map(type, spec)))
+
+
+def _mapped_arguments(args, kwargs, in_axes: _InAxes, axis_size):
     """The arguments' leaves, each one's mapped axis (None: not mapped), their tree, the
     batch size, and whether the leaves are the positional arguments themselves."""
-    spec = in_axes
-    if isinstance(spec, list):
-        spec = tuple(spec)  # JAX reads a list in_axes like a tuple
+    spec = in_axes.spec
     if isinstance(spec, tuple) and len(spec) != len(args):
         raise ValueError(
             f"vmap: in_axes has {len(spec)} entries but the function "
             f"was called with {len(args)} positional argument(s)."
         )
-    flat = not kwargs and _ARRAY_LEAVES.issuperset(map(type, args)) and (
-        spec is None or type(spec) is int or type(spec) is tuple and _AXES.issuperset(
-            map(type, spec)))
+    flat = in_axes.simple and not kwargs and _ARRAY_LEAVES.issuperset(map(type, args))
     if flat:  # (the usual call, positional arrays: no tree to flatten)
         leaves, treedef = list(args), _flat_tree(len(args))
         axes = list(spec) if type(spec) is tuple else [spec] * len(args)
@@ -486,10 +503,28 @@ class _Call:
         self.example_times: list = []  # of examples run alone
         self.batched_first = _batched_runs_first  # (see batched_runs_first)
 
+    def twin(self, args: tuple) -> _Call | None:
+        """This call of other positional arguments (a loop of loops' next row) where their
+        types, and the mapped arrays' shapes and dtypes, are the same (then so are the
+        batch, the axes and the tree: no arguments to read again); else None."""
+        if not self.flat or len(args) != len(self.leaves):
+            return None
+        for new, old, ax in zip(args, self.leaves, self.axes):
+            if type(new) is not type(old) or ax is not None and (
+                    type(new) is not _np.ndarray or new.shape != old.shape
+                    or new.dtype != old.dtype):
+                return None
+        return _Call(self.fun, list(args), self.axes, self.treedef, self.size, True,
+                     self.out_axes, self.randomness, self.memory, self.example_function)
+
     def _look_outside(self) -> None:
         """Find the generators and arrays the function reaches, and the generators' states."""
         unmapped = [leaf for leaf, ax in zip(self.leaves, self.axes) if ax is None]
-        generators, self.outside_arrays, state = self.memory.outside(self.fun, unmapped)
+        # (a mapped function reaches what the function it maps reaches: searched from that
+        # one, whose search is kept, where the mapped function is often made anew per call)
+        fun = self.example_function
+        fun = fun.fun if type(fun) is _AsTheLoop else self.fun
+        generators, self.outside_arrays, state = self.memory.outside(fun, unmapped)
         self.generators = reach.GeneratorStates(generators)
         self.python_state = reach.PythonState(state)
         self.watch_draws = bool(generators)
@@ -584,10 +619,13 @@ class _Call:
         else:
             memory.backoff = 0
         if len(parts) > 1 and all(part.loop_answers is not None for part in parts):
+            # (every example run alone, some out of order: the loop's answers in its order,
+            # stacked once, as the loop stacks them after its last example)
             examples = _np.concatenate([part.examples for part in parts])
-            if (examples == _np.arange(self.size)).all():  # the loop's, in order: one stack
-                parts = [_Part.of_loop(examples, [answer for part in parts
-                                                  for answer in part.loop_answers])]
+            order = _np.argsort(examples, kind="stable")
+            if len(examples) == self.size and (examples[order] == _np.arange(self.size)).all():
+                answers = [answer for part in parts for answer in part.loop_answers]
+                parts = [_Part.of_loop(examples[order], [answers[i] for i in order.tolist()])]
         return self._assembled(parts)
 
     def loop_answer(self) -> Any:
@@ -611,10 +649,11 @@ class _Call:
         ``out_axes`` puts it."""
         return _batch_axis_moved(whole, self.out_axes) if self.out_axes else whole
 
-    def loop_answers(self) -> list:
-        """The loop's answer of each example, not stacked (randomness "different")."""
+    def loop_answers(self, cut: dict | None = None) -> list:
+        """The loop's answer of each example, not stacked (randomness "different"); ``cut``:
+        see _examples_of."""
         # (nothing to watch, time or put back in order)
-        columns, fun = self._columns(range(self.size)), self.example_function
+        columns, fun = self._columns(range(self.size), cut), self.example_function
         if not self.flat:
             return [fun(*args, **kwargs) for args, kwargs in (
                 tree_unflatten(self.treedef, sliced) for sliced in zip(*columns))]
@@ -933,10 +972,11 @@ class _Call:
             self._after_run()
         return answers
 
-    def _columns(self, examples) -> list:
+    def _columns(self, examples, cut: dict | None = None) -> list:
         """Each argument leaf's value for each of ``examples`` (see _examples_of)."""
         return [itertools.repeat(leaf, len(examples)) if ax is None else
-                _examples_of(leaf, ax, examples) for leaf, ax in zip(self.leaves, self.axes)]
+                _examples_of(leaf, ax, examples, cut)
+                for leaf, ax in zip(self.leaves, self.axes)]
 
     def _one(self, sliced, watch: bool):
         """The function on one example's argument leaves (timed alone)."""
@@ -1116,10 +1156,20 @@ def _batch_of(leaf, axis: int, examples):
     return anp.moveaxis(anp.take(leaf, examples, axis=axis), axis, 0)
 
 
-def _examples_of(leaf, axis: int, examples) -> list:
+def _examples_of(leaf, axis: int, examples, cut: dict | None = None) -> list:
     """The argument's value for each of ``examples``, in memory of their own (the
-    function may write into its arguments; the caller's arrays stay as they are)."""
+    function may write into its arguments; the caller's arrays stay as they are). ``cut``
+    (id: list), where given, keeps the NumPy scalars of a whole vector for the next call
+    on it (the rows of a loop of loops: scalars nothing can write into, each made once;
+    the vectors live while it runs)."""
     if type(leaf) is _np.ndarray:
+        if cut is not None and leaf.ndim == 1 and len(examples) == len(leaf):
+            scalars = cut.get(id(leaf))
+            if scalars is None:
+                scalars = cut[id(leaf)] = list(leaf)
+            return scalars
+        if len(examples) == 1 and leaf.ndim > 1:  # (a third of the time of the batch's copy)
+            return [leaf[(slice(None),) * axis + (examples[0],)].copy(order="K")]
         if len(examples) < leaf.shape[axis]:
             own = leaf.take(examples, axis)
         elif leaf.ndim > 1:
@@ -1200,6 +1250,8 @@ def _stacked_tree(answers: list):
 
 def _stack(arrays: list):
     """``numpy.stack(arrays)`` of NumPy arrays of one shape, without its checks."""
+    if len(arrays) == 1:
+        return arrays[0][None].copy()  # (a third of concatenate's time)
     return _np.concatenate([a[None] for a in arrays])
 
 

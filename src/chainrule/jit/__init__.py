@@ -4,8 +4,9 @@ The first call for a signature (pytree structure, type/shape/dtype/strides of ea
 leaf, values of static arguments and of non-array leaves: ``_signature``) runs ``fun`` on a
 *staging trace* (see ``_staging``), which records every primitive call, including the
 forward and backward passes of ``grad``, ``jvp``, ``hessian`` ... nested inside ``fun``.
-The record is emitted as a Python function of plain calls (see ``_emit``), compiled and
-cached; later calls run only that function. Python decisions on traced values become
+The first call answers from its trace; the record is emitted as a Python function of
+plain calls (see ``_emit``), compiled and cached when it first runs, at the second call;
+later calls run only that function. Python decisions on traced values become
 guards: a call whose guards fail retraces and adds a variant, and past ``max_variants``
 variants the function runs eagerly (with one warning). A call whose program raises is
 evaluated eagerly; a trace that gave warnings the program does not give, or drew random
@@ -18,12 +19,18 @@ arguments with Python floats and complex numbers as NumPy float64 and complex128
 from __future__ import annotations
 
 import functools
+import gc
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 import numpy as np
+
+try:
+    from numpy.lib.array_utils import byte_bounds
+except ImportError:  # (NumPy 1)
+    from numpy import byte_bounds
 
 from .._core import tracer
 from .._core.extension import observers
@@ -32,9 +39,9 @@ from .._core.reverse import no_cycle_collection
 from .._core.tracer import check_not_leaked, front_ends, isbox, trace_leaves
 from . import _check, _effects, _staging
 from ._check import JitCheckError
-from ._emit import emit, emit_straight
+from ._emit import emit, emit_at_first_run, emit_straight, warn_large
 from ._notices import JitWarning, user_stacklevel
-from ._program import MISS, RAISED, Program
+from ._program import MISS, RAISED, Program, copied_together
 from ._readable import readable
 from ._signature import (
     array_defaults,
@@ -105,8 +112,46 @@ def _rebuild_expr(treedef: TreeDef, counter) -> str | None:
     return None
 
 
+def _share_memory(leaves: list) -> bool:
+    """May two of the array arguments share memory (the same array, views of one, arrays
+    over one buffer)? Where their bytes' bounds overlap, as ``numpy.may_share_memory``
+    tells, for all of them at once."""
+    bounds = sorted(byte_bounds(leaf) for leaf in leaves
+                    if isinstance(leaf, np.ndarray) and leaf.size)
+    return any(low < high for (_, high), (low, _) in zip(bounds, bounds[1:]))
+
+
 def _identity(x: Any) -> Any:
     return x
+
+
+# nodes: a record kept this long is moved to the cycle collector's oldest generation
+_OLD_RECORD = 20_000
+
+
+def _as_old() -> None:
+    """Move the objects alive now to the cycle collector's oldest generation, without a
+    scan (``gc.freeze``, then ``gc.unfreeze``: two list splices). A record kept until
+    its program is emitted is some 2.5 tracked objects per call, all of them young (the
+    collector is paused while tracing): its first collection once it resumes would scan
+    them all (0.45 s for the long trace's 300,000 calls, a third of its trace), and the
+    next ones again as they age. The process's other young objects age with them; a full
+    collection scans everything as it always does. Not done where the process froze
+    objects of its own (unfreezing would thaw them)."""
+    if not gc.get_freeze_count():
+        gc.freeze()
+        gc.unfreeze()
+
+
+def _own_constants(items: list) -> list:
+    """``items`` (what a program answers each output from) with the arrays among them (the
+    constants) copied, sharing memory as they do (``copied_together``): the caller got the
+    arrays themselves, and may change them before the program is emitted."""
+    arrays = list({id(o): o for o in items if isinstance(o, np.ndarray)}.values())
+    if not arrays:
+        return items
+    copies = dict(zip(map(id, arrays), copied_together(tuple(arrays))))
+    return [copies[id(o)] if isinstance(o, np.ndarray) else o for o in items]
 
 
 class _Trace:
@@ -326,8 +371,25 @@ class JittedFunction:
                 f"make the deciding argument static."))
         self._misses += 1
         randomness = _effects.RandomState(self.fun, [v for _, v in statics])
+        # (arguments that share memory: a write into one is not seen through the other by
+        # the trace, which boxes each apart; such a call is made again eagerly, from the
+        # arrays and Python state the function reaches as they were: kept first)
+        outside = _effects.Outside(self.fun, [v for _, v in statics]) if _share_memory(
+            walked) else None
         trace = self._record(leaves, treedef, statics, walked, StagingNode)
         try:
+            if outside is not None and trace.written():
+                # f(x, x) writing into x: the trace read the other one's old contents; the
+                # call is eager evaluation's, its draws and its effects outside made once
+                # (the caller's arrays are as they were: the trace wrote into its copies)
+                randomness.restore()
+                outside.restore()
+                leaves = [_AS_NUMPY[type(x)](x) if type(x) in _AS_NUMPY else x for x in leaves]
+                return self._give_up(entry, leaves, treedef, statics, (
+                    "writes into an argument that shares memory with another one (f(x, x), "
+                    "f(x, x[::-1])), which a trace cannot follow; it runs eagerly for this "
+                    "signature. Pass a copy (f(x, x.copy())) or write into a copy to "
+                    "compile it."))
             return self._keep(trace, key, entry, randomness)
         finally:
             trace.session.close()
@@ -374,8 +436,8 @@ class JittedFunction:
         return trace
 
     def _keep(self, trace: _Trace, key, entry: _Entry, randomness):
-        """The trace's result, and its program, emitted and kept as a variant of ``entry``
-        where the record can answer later calls (else None)."""
+        """The trace's result, and its program (emitted when it first runs), kept as a
+        variant of ``entry`` where the record can answer later calls (else None)."""
         items, plain = trace.outputs()
         written = trace.written()
         if written:
@@ -423,7 +485,14 @@ class JittedFunction:
         if session.raised:
             entry.failed += 1  # (the next call traces again, or runs a variant)
             return result, None
-        program = emit(len(trace.dyn), session.nodes, items, session.guards, self._name)
+        # emitted when it first runs (at the next call): a signature called once never
+        # pays for it; until then the program keeps the record
+        warn_large(self._name, session.nodes, session.guards, items)
+        record = list(session.nodes)
+        program = emit_at_first_run(len(trace.dyn), record, _own_constants(items),
+                                    session.guards, self._name)
+        if len(record) >= _OLD_RECORD:
+            _as_old()
         program.unflatten = _unflattener(trace.out_def)
         if session.errstate_changed:
             program.call = _effects.Quiet(program.call)

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .._user_code import reach
 from ._program import MISS as _MISS
 from ._program import RAISED as _RAISED
 
@@ -123,9 +124,49 @@ class RandomState:
                 seen.add(id(obj))
                 self.generators.append(obj)
         self.states = [_state(g) for g in self.generators]
+        self._raw = [_raw_state(g) for g in self.generators]
 
     def changed(self) -> bool:
         return any(_state(g) != s for g, s in zip(self.generators, self.states))
+
+    def restore(self) -> None:
+        """Put back every generator's state as it was when this was made."""
+        for generator, state in zip(self.generators, self._raw):
+            if isinstance(generator, random.Random):
+                generator.setstate(state)
+            elif isinstance(generator, np.random.RandomState):
+                generator.set_state(state)
+            else:
+                _bits(generator).state = state
+
+
+class Outside:
+    """The arrays and the Python state ``fun`` reaches (through its closure, its globals and
+    ``objects``: ``reach.Reach``), kept as they are when made: ``restore()`` puts them back,
+    for a call made again from where it started."""
+
+    def __init__(self, fun: Callable, objects: Iterable):
+        found = reach.Reach([fun, *objects])
+        self.arrays = [(a, a.copy()) for a in found.arrays if a.flags.writeable]
+        self.state = reach.PythonState(found.state)
+
+    def restore(self) -> None:
+        for array, kept in self.arrays:
+            np.copyto(array, kept)
+        self.state.restore()
+
+
+def _bits(generator: Any) -> Any:
+    return generator.bit_generator if isinstance(generator, np.random.Generator) else generator
+
+
+def _raw_state(generator: Any) -> Any:
+    """A generator's state as its own setter takes it back."""
+    if isinstance(generator, random.Random):
+        return generator.getstate()
+    if isinstance(generator, np.random.RandomState):
+        return generator.get_state(legacy=False)
+    return _bits(generator).state
 
 
 def _library(names: dict) -> bool:

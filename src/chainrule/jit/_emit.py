@@ -22,6 +22,7 @@ import keyword
 import math
 import operator
 import warnings
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -39,9 +40,8 @@ from ._notices import JitWarning, user_stacklevel
 from ._program import MISS, RAISED, AtFirstRun, Program, copied_together, needed, same
 from ._render import Plan
 from ._roll import roll
-from ._staging import ArrayMeta, Guard, StagingNode, _identity, rules_of_call
+from ._staging import LARGE_CONSTANT, ArrayMeta, Guard, StagingNode, _identity, rules_of_call
 
-LARGE_CONSTANT = 1 << 20  # bytes: a baked-in array this large is warned about
 # calls: a program longer than this once its loops are folded runs as a table (see
 # ``_interpret``): compiling it would cost more than tracing it. A float program compiles
 # up to LONG_FLOAT_PROGRAM: its lines compile in some 5 µs (its record took ~10 µs a
@@ -524,9 +524,10 @@ class _Namespace:
 
 
 def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list[Guard],
-         name: str) -> Program:
+         name: str, warn_large: bool = True) -> Program:
     """``record``: the nodes of the trace, in the order they were made; ``out_items``: per
-    output leaf, a StagingNode (a staged value) or a constant."""
+    output leaf, a StagingNode (a staged value) or a constant. ``warn_large``: warn of the
+    large constants the program keeps (``_warn_large``; else the caller did)."""
     space = _Namespace()
     glob, const, fun_name = space.glob, space.const, space.fun_name
     out_nodes = [o for o in out_items if isinstance(o, StagingNode)]
@@ -539,8 +540,10 @@ def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list
     tails = _float_tails(nodes, guards, out_nodes)
     if length > LONG_PROGRAM and not (length <= LONG_FLOAT_PROGRAM
                                       and _float_record(nodes, guards, tails)):
-        _warn_large(name, [a for node in nodes if node.args is not node.argnums
-                           for a in node.args if isinstance(a, _np.ndarray)] + list(out_items))
+        if warn_large:
+            _warn_large(name, [a for node in nodes if node.args is not node.argnums
+                               for a in node.args if isinstance(a, _np.ndarray)] +
+                        list(out_items))
         return interpret(n_inputs, nodes, out_items, guards, name)
     instrs, instr_of, floats = _lower(nodes, guards, const, fun_name,
                                       _escaping(nodes, out_nodes), runs, seqs, tails)
@@ -570,7 +573,8 @@ def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list
         lines, tail_lines = plan.fast_lines(out_names)
         source = _float_source(name, params, read, lines, tail_lines, out_items, outs, tails,
                                fun_name, fun_name(_np.errstate) if quiet else None)
-    _warn_large(name, space.large)
+    if warn_large:
+        _warn_large(name, space.large)
     for ins in instrs:
         # (a loop and its instructions refer to each other, an unrolled one to itself as
         # its key: freed now)
@@ -579,6 +583,42 @@ def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list
     call = AtFirstRun(functools.partial(_compiled, source, glob, name,
                                         f"<chainrule.jit {name}>"))
     return Program(source, call, source.count("\n"), plan.n_calls, glob)
+
+
+def emit_at_first_run(n_inputs: int, record: list[StagingNode], out_items: list,
+                      guards: list[Guard], name: str) -> Program:
+    """``emit``'s program, emitted when it first runs: the call that traces answers from
+    its trace, so a signature called once is never emitted (on a long record, emitting
+    costs as much as the eager call). Until then the program keeps the record (``record``
+    a list of its own: the session empties its own), and its source and sizes are empty.
+    The caller warns of the large constants at the trace (``warn_large``); the array
+    constants among the outputs must be copies of their own (``copied_together``): the
+    caller was handed the arrays themselves."""
+    program = Program("", None, 0, 0)
+    program.call = AtFirstRun(functools.partial(
+        _emitted, weakref.ref(program), n_inputs, record, out_items, guards, name))
+    program.call.program = weakref.ref(program)
+    return program
+
+
+def _emitted(program, n_inputs: int, record: list[StagingNode], out_items: list,
+             guards: list[Guard], name: str) -> Callable:
+    """The function of ``emit_at_first_run``'s program, emitted now; its source and sizes
+    filled in (``program``: a weak reference to it)."""
+    emitted = emit(n_inputs, record, out_items, guards, name, warn_large=False)
+    kept = program()
+    if kept is not None:
+        kept.source, kept.n_lines, kept.n_calls, kept.namespace = (
+            emitted.source, emitted.n_lines, emitted.n_calls, emitted.namespace)
+    call = emitted.call
+    return call.made() if type(call) is AtFirstRun else call
+
+
+def warn_large(name: str, record, guards: list[Guard], out_items: list) -> None:
+    """At the trace, warn of the large arrays a program emitted later may keep: the
+    constants the calls read (``Record.large``), the values guards compare with, the
+    outputs that are constants."""
+    _warn_large(name, [*record.large, *(g.expected for g in guards), *out_items])
 
 
 def _warn_large(name: str, constants: list) -> None:

@@ -83,17 +83,19 @@ def _direct(node: StagingNode) -> Any:
     raw = node.fun.fun
     if not any(type(p.ans) is ArrayMeta for p in node.parents):
         return raw
-    operands = list(node.args)
-    for i, p in zip(node.argnums, node.parents):
-        operands[i] = p.ans
     entry = rules_of_call(node)
     ufunc = getattr(raw, "ufunc", None)
     if ufunc is not None:
+        if entry.lowering is None or node.kwargs:
+            return ufunc  # (most rows: no operands to build)
         # where jit's source writes other code on an array (power by a number: the
         # array's ``**``), the raw function takes that path too, not the ufunc
+        operands = list(node.args)
+        for i, p in zip(node.argnums, node.parents):
+            operands[i] = p.ans
         texts = [f"x{i}" for i in range(len(operands))]
-        lowered = entry.lowering is not None and type(operands[0]) is ArrayMeta and \
-            not node.kwargs and entry.lowering(operands, texts, {}) is not None
+        lowered = type(operands[0]) is ArrayMeta and \
+            entry.lowering(operands, texts, {}) is not None
         return raw if lowered else ufunc
     if entry.reduction is not None and len(node.args) == 1 and not node.kwargs:
         return _reduce_all(entry.reduction)

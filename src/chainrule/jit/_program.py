@@ -7,6 +7,8 @@ of), what a guard checks (``guard_holds``, ``same``), and what it answers when i
 from __future__ import annotations
 
 import struct
+import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -21,10 +23,12 @@ RAISED = object()  # what it answers when a call in it raised: the call is evalu
 
 class AtFirstRun:
     """A program's function, made when it first runs (``make()`` answers it: compiled
-    source, a table): the call that traces answers from its trace, so a signature called
-    once never pays for it. ``program``: the ``Program`` whose ``call`` this is, which then
+    source, a table, or the whole program: ``_emit.emit_at_first_run``): the call that
+    traces answers from its trace, so a signature called once never pays for it.
+    ``program``: a weak reference to the ``Program`` whose ``call`` this is, which then
     calls the function itself (no call through this object); None for a function only
-    other code calls (a float program's exact program)."""
+    other code calls (a float program's exact program). (Weak: a program and its call
+    would be a cycle, which only the cycle collector frees where the program never runs.)"""
 
     __slots__ = ("make", "fn", "program")
 
@@ -34,12 +38,25 @@ class AtFirstRun:
     def __call__(self, *args):
         fn = self.fn
         if fn is None:
-            fn = self.fn = self.make()
-            self.make = None  # (what it was made from: freed)
-            program, self.program = self.program, None
-            if program is not None and program.call is self:  # (not wrapped since)
-                program.call = fn
+            fn = self.made()
         return fn(*args)
+
+    def made(self) -> Callable:
+        """The function, made now if it was not yet (once: two threads' first runs take
+        turns; an emit reads and marks the record's nodes)."""
+        with _making:
+            fn = self.fn
+            if fn is None:
+                fn = self.fn = self.make()
+                self.make = None  # (what it was made from: freed)
+                program = self.program and self.program()
+                self.program = None
+                if program is not None and program.call is self:  # (not wrapped since)
+                    program.call = fn
+        return fn
+
+
+_making = threading.RLock()  # (re-entrant: a program made may make the functions it calls)
 
 
 class Program:
@@ -54,7 +71,7 @@ class Program:
         self.source = source
         self.call = call
         if type(call) is AtFirstRun:
-            call.program = self
+            call.program = weakref.ref(self)
         self.n_lines = n_lines
         self.n_calls = n_calls  # primitive calls one run makes (a rolled loop's, each time)
         self.namespace = {} if namespace is None else namespace  # its globals (f0, c0 ...)
@@ -154,6 +171,9 @@ def copied_together(arrays: tuple) -> tuple:
     copies: dict[int, np.ndarray] = {}
     out = []
     for a in arrays:
+        if type(a) is not np.ndarray:  # (a masked array, a recarray: its own copy keeps its
+            out.append(a.copy(order="K"))  # class and mask, a view's of its base would not)
+            continue
         base = a
         while isinstance(base.base, np.ndarray):
             base = base.base

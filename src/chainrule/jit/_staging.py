@@ -150,6 +150,9 @@ def _on_error(box, error: BaseException | None = None) -> None:
         session.raised = f"{what} raised an exception that the function caught"
 
 
+LARGE_CONSTANT = 1 << 20  # bytes: a baked-in array this large is warned about
+
+
 class Record(list):
     """The nodes of one staging trace, in the order they were made, and the values of the
     constants they read (``constant``)."""
@@ -157,6 +160,7 @@ class Record(list):
     def __init__(self, session: Session | None = None):
         super().__init__()
         self.copies: dict[int, tuple] = {}  # id(array) -> (a weak reference to it, its copy)
+        self.large: list[np.ndarray] = []  # the copies over LARGE_CONSTANT bytes
         # the session that records here (None for a record made outside one): a staged
         # call finds it through its parents' record, not the thread-local (~70 ns a call)
         self.session = session
@@ -176,6 +180,8 @@ class Record(list):
                 return known[1]
             copy = value.copy(order="K")
             self.copies[key] = (weakref.ref(value), copy)
+            if copy.nbytes > LARGE_CONSTANT:
+                self.large.append(copy)
             return copy
         if t is tuple:
             items = tuple(map(self.constant, value))
