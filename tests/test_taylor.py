@@ -610,3 +610,17 @@ def test_cbrt_at_signed_zeros_gives_the_one_sided_limits_in_every_mode():
                        chainrule.grad(chainrule.grad(chainrule.grad(np.cbrt)))(zero)]
             onp.testing.assert_array_equal(nested, want)
             onp.testing.assert_array_equal(reverse, want)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+def test_a_whole_power_keeps_the_sign_of_a_zero_coefficient(n):
+    # (1 + x^2)^n at x = -0.0: the first coefficient is -0.0, as jvp's (a float64
+    # coefficient was once taken for a constant and added to 0.0)
+    f = lambda x: (1.0 + x * x) ** n  # noqa: E731
+    value, (first, second) = chainrule.jet(f, (onp.float64(-0.0),), ([1.0, 0.0],))
+    _, tangent = chainrule.jvp(f, (onp.float64(-0.0),), (1.0,))
+    assert onp.signbit(first) and onp.signbit(tangent) and first == 0.0
+    assert second == 2.0 * n
+    jitted = chainrule.jit(lambda x: chainrule.jet(f, (x,), ([1.0, 0.0],))[1][0])
+    jitted(0.5)
+    assert onp.signbit(jitted(-0.0))

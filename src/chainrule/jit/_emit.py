@@ -43,8 +43,11 @@ from ._roll import roll
 from ._staging import LARGE_CONSTANT, ArrayMeta, Guard, StagingNode, _identity, rules_of_call
 
 # calls: a program longer than this once its loops are folded runs as a table (see
-# ``_interpret``): compiling it would cost more than tracing it
+# ``_interpret``): compiling it would cost more than tracing it. A float program compiles
+# up to LONG_FLOAT_PROGRAM: its lines compile in some 5 µs (its record took ~10 µs a
+# call to trace) and run 20-50 times faster than a table's rows (a jet's recurrences)
 LONG_PROGRAM = 4096
+LONG_FLOAT_PROGRAM = 1 << 16
 
 
 def _simple_literal(v: Any) -> bool:
@@ -116,6 +119,8 @@ _EXACT_INT = 1 << 53  # Python ints up to this are floats exactly, as NumPy cast
 def _float_constant(v: Any) -> bool:
     if type(v) in _SCALAR_INPUTS:
         return math.isfinite(v)
+    if type(v) is _np.ndarray:  # (a zero coefficient of a jet's series: a float64 0-d array)
+        return v.shape == () and v.dtype == _F64 and math.isfinite(v)
     return type(v) is int and -_EXACT_INT <= v <= _EXACT_INT
 
 
@@ -129,23 +134,67 @@ def _is_input(node: StagingNode) -> bool:
 
 
 def _float_inputs(inputs: list[StagingNode], guards: list[Guard]) -> bool:
-    """Whether the inputs are float64 scalars and every guard a ``bool()``: the first
-    condition of a float program (the second is ``_float_node`` of each emitted call)."""
+    """Whether the inputs are float64 scalars and every guard a ``bool()`` (or a float
+    predicate): the first condition of a float program (the second is ``_float_node`` of
+    each emitted call)."""
     return all(type(n.ans) in _SCALAR_INPUTS for n in inputs) and \
-        all(g.convert is bool for g in guards)
+        all(g.convert is bool or _float_predicate(g.convert) for g in guards)
+
+
+def _float_predicate(convert) -> bool:
+    """Whether a guard's conversion is a predicate exact on a Python float, answering a
+    bool (a Taylor rule's ``all_finite``): a float program checks it as it is."""
+    return getattr(convert, "float_predicate", False) is True
 
 
 def _float_node(node: StagingNode) -> bool:
     """Whether an emitted call is one of chainrule's scalar-path functions
-    (``numpy_wrapper._with_scalar_path``: + - * /, negative, sin, cos, exp, log, sqrt) on
-    float64 scalars and finite constants. A program of such calls (a *float program*)
-    runs on Python floats (see ``_float_source``)."""
-    if node.fun.fun not in _scalar_paths() or node.kwargs or type(node.ans) is not _F64:
+    (``numpy_wrapper._with_scalar_path``: + - * /, negative, sin, cos, exp, log, sqrt), or
+    another NumPy ufunc (``tanh``, ``arcsinh``, ``x ** 3``: see ``_float_call``), on
+    float64 scalars and finite constants, answering a float64 scalar. A program of such
+    calls (a *float program*) runs on Python floats (see ``_float_source``)."""
+    raw = node.fun.fun
+    if node.kwargs or type(node.ans) is not _F64:
         return False
     args, traced = node.args, node.argnums
+    if raw not in _scalar_paths():
+        ufunc = _ufunc_of(raw)
+        # (its float64 loop: the one float64 scalars and Python numbers resolve to, as
+        # the program's float constants do; ldexp has none, its exponent is an integer)
+        if ufunc is None or ufunc.nin != len(args) or \
+                "d" * ufunc.nin + "->d" not in ufunc.types:
+            return False
     return len(traced) == len(args) or all(
         i in traced or _float_constant(a) for i, a in enumerate(args)
     )
+
+
+def _ufunc_of(raw) -> _np.ufunc | None:
+    """The NumPy ufunc of one output that ``raw`` is (or wraps: its scalar path), or None."""
+    ufunc = raw if isinstance(raw, _np.ufunc) else getattr(raw, "ufunc", None)
+    return ufunc if isinstance(ufunc, _np.ufunc) and ufunc.nout == 1 else None
+
+
+def _float_record(nodes: list[StagingNode], guards: list[Guard], tails: frozenset) -> bool:
+    """Whether the needed ``nodes`` make a float program (see ``_lower``)."""
+    return _float_inputs(_inputs(nodes), guards) and all(
+        n in tails or _float_node(n) for n in nodes if n.fun is not None)
+
+
+def _float_tails(nodes: list[StagingNode], guards: list[Guard],
+                 out_nodes: list[StagingNode]) -> frozenset:
+    """The calls a float program makes after its floats are checked, on float64 scalars as
+    the trace made them (``taylor_derivatives``' stack of the coefficients): calls on
+    float64 scalars that answer something else, which only outputs read. Empty where the
+    program cannot be one of floats."""
+    candidates = [
+        n for n in set(out_nodes)
+        if n.fun is not None and type(n.ans) is not _F64 and not _float_node(n)
+        and all(type(p.ans) in _SCALAR_INPUTS for p in n.parents)]  # (an input: a float)
+    if not candidates or not _float_inputs(_inputs(nodes), guards):
+        return frozenset()  # (the common case: no walk over the record)
+    read = {p for n in nodes for p in n.parents} | {g.node for g in guards}
+    return frozenset(n for n in candidates if n not in read)
 
 
 def _scalar_paths() -> frozenset:
@@ -162,12 +211,27 @@ def _scalar_paths() -> frozenset:
 _SCALAR_PATHS: frozenset | None = None
 
 
-def _float_call(raw, entry, texts: list[str], fun_name) -> str:
-    if entry.operator:  # (+ - * / and unary -: the operator its label writes)
-        return entry.label.format(*texts)
-    return f"{fun_name(raw.scalar)}({texts[0]})"
+def _tail_code(code: str, slots: list, fun_name) -> str:
+    """A tail call's code in a float program (see ``_float_tails``): the exact program's,
+    its traced operands made float64 again and its constants written as there."""
+    f64 = fun_name(_F64)
+    return code.format(*[f"{f64}({{{j}}})" if type(slot) is Instr else _escaped(slot[1])
+                         for j, slot in enumerate(slots)])
 
 
+def _float_call(raw, entry, texts: list[str], traced: tuple, fun_name) -> str:
+    """A float-program call. Where ``raw`` has no float path of its own, it is called as
+    the trace called it, on float64 scalars (its traced operands made float64 again), and
+    its answer read as a float: the same bits (``math``'s ``tanh`` differs from NumPy's in
+    the last bit), its warnings silenced (``_float_source``) and its non-finite answers
+    left to the exact program (``_watched``)."""
+    if raw in _scalar_paths():
+        if entry.operator:  # (+ - * / and unary -: the operator its label writes)
+            return entry.label.format(*texts)
+        return f"{fun_name(raw.scalar)}({texts[0]})"
+    f64 = fun_name(_F64)
+    operands = [f"{f64}({t})" if j in traced else t for j, t in enumerate(texts)]
+    return f"{fun_name(float)}({fun_name(raw)}({', '.join(operands)}))"
 
 
 def _walk(nodes: list[StagingNode], runs: list, instrs: list, fold_run):
@@ -193,12 +257,14 @@ def _escaped(text: str) -> str:
 
 
 def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
-           escaping: set[StagingNode], runs: list, seqs: list[int] | None = None):
+           escaping: set[StagingNode], runs: list, seqs: list[int] | None = None,
+           tails: frozenset = frozenset()):
     """The instructions of the needed nodes, and whether they form a float program.
     ``escaping``: the nodes whose arrays the caller gets (see ``_escaping``), which are
     never shared with another node's instruction (a common subexpression, ``x * 1``).
     ``runs``: the runs of nodes to fold (``_fold.node_runs``); ``seqs``: the nodes'
-    ``seq``, where the caller has them."""
+    ``seq``, where the caller has them; ``tails``: calls of a float program made after
+    its floats (``_float_tails``)."""
     guards_by_node: dict[StagingNode, list[Guard]] = {}
     for g in guards:
         guards_by_node.setdefault(g.node, []).append(g)
@@ -296,6 +362,8 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
                     if by_eye:
                         made = memo[sig] = _by_identity(made, argnums[0], fun_name)
                 code, fast, label, elementwise, view, code_key = made
+                if tails and node in tails:
+                    fast = _tail_code(code, slots, fun_name)
                 if fast is None:
                     floats = False
                 reuse = ()
@@ -348,7 +416,7 @@ def _template(raw, fun, entry, node: StagingNode, vals: list, slots: list, kwmap
         code = direct_call(raw, entry, vals, holes, kwmap, fun_name) or (
             f"{fun_name(raw)}({', '.join(holes + kwtexts)})"
         )
-    fast = _float_call(raw, entry, holes, fun_name) if _float_node(node) else None
+    fast = _float_call(raw, entry, holes, node.argnums, fun_name) if _float_node(node) else None
     label = getattr(fun, "__name__", None) or getattr(raw, "__name__", "?")
     array = type(node.ans) is ArrayMeta
     elementwise = _elementwise_array(raw, node, vals) and code.endswith(")")
@@ -396,6 +464,9 @@ def _guard_code(guard: Guard, target: Instr, const, fun_name) -> tuple[str, list
     plain = guard.convert is _identity or guard.convert is getval
     if guard.convert is bool or (plain and type(expected) in (bool, _np.bool_)):
         return f"if {'not ' if expected else ''}{{0}}: return MISS", [target]
+    if _float_predicate(guard.convert):
+        return (f"if {'not ' if expected else ''}{fun_name(guard.convert)}({{0}}): "
+                f"return MISS"), [target]
     if guard.convert in (int, float, complex) and _equal_is_same(expected):
         return (f"if {guard.convert.__name__}({{0}}) != {{1}}: return MISS",
                 [target, (expected, repr(expected), repr(expected))])
@@ -465,25 +536,30 @@ def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list
     seqs = list(map(_SEQ, nodes))  # (read once: folding and ``Folded`` place nodes by them)
     if len(nodes) >= _roll.MIN_INSTRUCTIONS:
         runs = node_runs(nodes, seqs, [g.node for g in guards])
-    if len(nodes) - sum(r.period * (r.repeats - 3) for r in runs) > LONG_PROGRAM:
+    length = len(nodes) - sum(r.period * (r.repeats - 3) for r in runs)
+    tails = _float_tails(nodes, guards, out_nodes)
+    if length > LONG_PROGRAM and not (length <= LONG_FLOAT_PROGRAM
+                                      and _float_record(nodes, guards, tails)):
         if warn_large:
             _warn_large(name, [a for node in nodes if node.args is not node.argnums
                                for a in node.args if isinstance(a, _np.ndarray)] +
                         list(out_items))
         return interpret(n_inputs, nodes, out_items, guards, name)
     instrs, instr_of, floats = _lower(nodes, guards, const, fun_name,
-                                      _escaping(nodes, out_nodes), runs, seqs)
+                                      _escaping(nodes, out_nodes), runs, seqs, tails)
     units = roll(instrs)
     plan = Plan(units, const)
     outs = _output_texts(out_items, lambda node: plan.text(instr_of[node])[0], const)
     out_names = {plan.text(instr_of[o])[1] for o in out_nodes}
     params = ", ".join(f"x{i}" for i in range(n_inputs))
-    float_program = floats and plan.n_calls
+    # (a tail call is straight code: none is rolled into a loop)
+    float_program = floats and plan.n_calls and all(instr_of[n].loop is None for n in tails)
     if float_program:  # (its names are taken before the program's own is chosen)
         glob["_exact"] = None
         for f in (_np.float64, math.isfinite, underflow_heard):
             fun_name(f)
         plan.watched = _watched(nodes, unread, guards, instr_of)
+        plan.tails = {id(instr_of[n]) for n in tails}
     name = _free_name(name, glob)
     inputs = {instr_of[n].var for n in _inputs(nodes) if type(n.ans) is ArrayMeta}
     lines = plan.exact_lines(out_names, inputs)
@@ -492,8 +568,11 @@ def emit(n_inputs: int, record: list[StagingNode], out_items: list, guards: list
         glob["_exact"] = AtFirstRun(functools.partial(
             _compiled, source, dict(glob), name, f"<chainrule.jit {name}, exact>"))
         read = [instr_of[n].var for n in _inputs(nodes)]
-        source = _float_source(name, params, read, plan.fast_lines(), out_items, outs,
-                               fun_name)
+        quiet = any(n.fun is not None and n.fun.fun not in _scalar_paths()
+                    and n not in tails for n in nodes)
+        lines, tail_lines = plan.fast_lines(out_names)
+        source = _float_source(name, params, read, lines, tail_lines, out_items, outs, tails,
+                               fun_name, fun_name(_np.errstate) if quiet else None)
     if warn_large:
         _warn_large(name, space.large)
     for ins in instrs:
@@ -659,7 +738,8 @@ def _exact_source(name: str, params: str, lines: list[str], outs: list[str]) -> 
 
 
 def _float_source(name: str, params: str, read: list[str], lines: list[str],
-                  out_items: list, outs: list[str], fun_name) -> str:
+                  tail_lines: list[str], out_items: list, outs: list[str], tails: frozenset,
+                  fun_name, errstate: str | None) -> str:
     """The float program: the same operations on Python floats (IEEE-exact as NumPy's
     float64 scalars; the same math functions as chainrule's scalar path). Wherever NumPy
     would warn, the exact program (NumPy scalars) answers instead, with NumPy's values
@@ -668,12 +748,17 @@ def _float_source(name: str, params: str, read: list[str], lines: list[str],
     answering inf or nan (x / 0, math's domain and overflow errors), and where an
     overflow made an inf or nan that reached an output or a value the program checks
     (``_watched``). ``read``: the inputs it reads (the float scalars; an input it does not
-    read may be anything, such as an empty array whose answer is a constant)."""
+    read may be anything, such as an empty array whose answer is a constant).
+    ``errstate``: NumPy's ``errstate``, where the program calls NumPy's functions (see
+    ``_float_call``): they run with their warnings off, which the exact program gives
+    where an answer is not finite (a warning of the float program would be a second).
+    ``tail_lines``: the calls of ``tails`` (``_float_tails``), made once the floats are
+    checked, as the exact program would make them: their answers are outputs."""
     f64 = fun_name(_np.float64)
     finite = fun_name(math.isfinite)
-    staged = [o for o, item in zip(outs, out_items) if isinstance(item, StagingNode)]
-    ret = [f"{f64}({o})" if isinstance(item, StagingNode) else o
-           for o, item in zip(outs, out_items)]
+    floats = [isinstance(item, StagingNode) and item not in tails for item in out_items]
+    staged = [o for o, is_float in zip(outs, floats) if is_float]
+    ret = [f"{f64}({o})" if is_float else o for o, is_float in zip(outs, floats)]
     entry = [f"{finite}({x})" for x in read]
     body = []
     checks = " and ".join(entry)
@@ -682,7 +767,12 @@ def _float_source(name: str, params: str, read: list[str], lines: list[str],
                 f"  # NumPy warns on inf and nan, and on underflows if told to")
     body.append(f"    return _exact({params})")
     body.append("_watch = 0.0")
-    body += ["try:"] + ["    " + line for line in lines]
+    lines = lines or ["pass  # (every call is a tail call)"]
+    if errstate is None:
+        body += ["try:"] + ["    " + line for line in lines]
+    else:
+        body += ["try:", f"    with {errstate}(all='ignore'):  # (the exact program warns)"]
+        body += ["        " + line for line in lines]
     body.append("except (ArithmeticError, ValueError):  # NumPy answers inf or nan, and warns")
     body.append(f"    return _exact({params})")
     body.append("except Exception:  # eager evaluation raises it, or the function catches it")
@@ -690,6 +780,10 @@ def _float_source(name: str, params: str, read: list[str], lines: list[str],
     checks = " and ".join(["_watch == _watch", *(f"{finite}({o})" for o in staged)])
     body.append(f"if not ({checks}):  # NumPy's nan and inf, with its warnings")
     body.append(f"    return _exact({params})")
+    if tail_lines:
+        body += ["try:", *("    " + line for line in tail_lines),
+                 "except Exception:  # eager evaluation raises it, or the function catches it",
+                 "    return RAISED"]
     body.append(f"return ({', '.join(ret)}{',' if len(ret) == 1 else ''})")
     text = "\n".join("    " + line for line in body)
     return f"def {name}({params}):\n{text}\n"
@@ -702,7 +796,8 @@ def _watched(nodes: list[StagingNode], unread: list[StagingNode], guards: list[G
     it makes goes on through + - * and math's functions (or makes them raise) to an
     output or to one of these: a value nothing reads (``unread``: see ``needed``), a
     divisor (x / inf is 0), the operand of exp (exp(-inf) is 0), a value a guard reads.
-    The entry's ``finite_from_inf`` names the divisor's and exp's positions.
+    The entry's ``finite_from_inf`` names the divisor's and exp's positions; a call of
+    NumPy's own function (``_float_call``) has every traced operand checked.
     Answers ids of the instructions (a loop's body instruction for all its iterations)."""
     watched = {g.node for g in guards}
     positions: dict = {None: ()}  # fun -> its finite_from_inf (one rule look-up per function)
@@ -711,8 +806,13 @@ def _watched(nodes: list[StagingNode], unread: list[StagingNode], guards: list[G
         try:
             at = positions[fun]
         except KeyError:
-            at = positions[fun] = rules_of_call(node).finite_from_inf
+            # (NumPy's own functions, as tanh(inf) = 1: every traced operand)
+            at = positions[fun] = rules_of_call(node).finite_from_inf \
+                if fun.fun in _scalar_paths() else _EVERY
         if not at or not node.parents:
+            continue
+        if at is _EVERY:
+            watched.update(node.parents)
             continue
         argnums = node.argnums
         for i in at:
@@ -725,6 +825,9 @@ def _watched(nodes: list[StagingNode], unread: list[StagingNode], guards: list[G
         if ins.kind == "call":
             ids.add(id(ins if ins.loop is None else ins.loop.body[ins.offset]))
     return ids
+
+
+_EVERY = "every operand"
 
 
 def _elementwise_array(raw, node: StagingNode, vals: list) -> bool:

@@ -16,6 +16,10 @@ from __future__ import annotations
 from ._instr import Instr
 from ._roll import Loop, Stride
 
+# instructions written as one expression of a float program at most (a chain of sums
+# nests its parentheses: Python's parser refuses 200 levels)
+_MOST_INLINED = 32
+
 
 class Plan:
     """The operand texts of every unit (straight instruction or loop), names assigned in
@@ -28,6 +32,9 @@ class Plan:
         # id(instruction) of the values a float program checks are finite (see
         # ``_emit._watched``): after each, ``_watch += v * 0.0`` (a nan where v is not)
         self.watched: set[int] = set()
+        # id(instruction) of a float program's calls made after its floats are checked
+        # (see ``_emit._float_tails``)
+        self.tails: set[int] = set()
         self.counts = {"v": 0, "s": 0, "t": 0, "p": 0}
         self.n_calls = 0  # primitive calls one run of the program makes
         self.texts: dict[int, list] = {}  # id(instruction) -> (exact, float, read) per slot
@@ -175,15 +182,16 @@ class Plan:
         """A straight instruction's line, as it is (no ``del``, no ``out=``)."""
         return self._line(ins, self.texts[id(ins)], False)
 
-    def _line(self, ins: Instr, texts: list, fast: bool) -> str | None:
+    def _line(self, ins: Instr, texts: list, fast: bool, comment: str | None = None
+              ) -> str | None:
+        if comment is None:
+            comment = ins.comment
         if fast:
             if ins.kind == "convert":
                 return None
             code = ins.fast.format(*[t[1] for t in texts])
-            comment = ins.comment
         else:
             code = ins.code.format(*[t[0] for t in texts])
-            comment = ins.comment
         if ins.kind == "guard":
             return f"{code}  # {comment}"
         return f"{ins.var} = {code}  # {comment}"
@@ -191,18 +199,68 @@ class Plan:
     def _watch_line(self, ins: Instr) -> str:
         return f"_watch += {ins.var} * 0.0  # NumPy warns where {ins.var} is not finite"
 
-    def fast_lines(self) -> list[str]:
-        lines: list[str] = []
+    def fast_lines(self, keep: set[str]) -> tuple[list[str], list[str]]:
+        """The float program's lines, and those of its tail calls (``tails``). A value of
+        straight code read once, by straight code, is written into its reader's line
+        rather than named (``v9 = v2 + (v4 * v7)``): a float kept in a variable costs a
+        store and a load, as much as the operation itself (``keep``: the names the
+        program returns, always named)."""
+        loop_lines = {id(u): self._loop_lines(u, True) for u in self.units if type(u) is Loop}
+        reads: dict[str, int] = {}
+        fixed = set(keep)  # values read by a loop, a watch or a tail call: named
         for unit in self.units:
             if type(unit) is Loop:
-                lines += self._loop_lines(unit, True)[0]
-            else:
-                line = self._line(unit, self.texts[id(unit)], True)
-                if line is not None:
-                    lines.append(line)
-                    if id(unit) in self.watched:
-                        lines.append(self._watch_line(unit))
-        return lines
+                fixed.update(loop_lines[id(unit)][1])
+                continue
+            names = [t[2] for t in self.texts[id(unit)] if t[2] is not None]
+            if id(unit) in self.tails:
+                fixed.update(names)
+            if id(unit) in self.watched:
+                fixed.add(unit.var)
+            for name in names:
+                reads[name] = reads.get(name, 0) + 1
+        lines: list[str] = []
+        tail_lines: list[str] = []
+        # name -> (its expression, or in parentheses where it is not one call; its size;
+        # the comments of its calls)
+        pending: dict[str, tuple[str, int, list[str]]] = {}
+        calls: dict[str, bool] = {}  # code -> whether it is one call (``_call_text``)
+        for unit in self.units:
+            if type(unit) is Loop:
+                lines += loop_lines[id(unit)][0]
+                continue
+            if unit.kind == "convert":
+                continue
+            texts = self.texts[id(unit)]
+            size = 1
+            comments = []
+            if pending:
+                texts = list(texts)
+                for j, t in enumerate(texts):
+                    inner = pending.pop(t[2], None) if t[1] == t[2] else None
+                    if inner is not None:
+                        texts[j] = (t[0], inner[0], t[2])
+                        size += inner[1]
+                        comments += inner[2]
+            comments.append(unit.comment)
+            if id(unit) in self.tails:
+                tail_lines.append(self._line(unit, texts, True))
+                continue
+            var = unit.var
+            if unit.kind == "call" and reads.get(var) == 1 and var not in fixed \
+                    and size <= _MOST_INLINED:
+                code = unit.fast
+                call = calls.get(code)
+                if call is None:
+                    call = calls[code] = _call_text(code)
+                text = code.format(*[t[1] for t in texts])
+                pending[var] = (text if call else f"({text})", size, comments)
+                continue
+            lines.append(self._line(unit, texts, True, _joined(comments)))
+            if id(unit) in self.watched:
+                lines.append(self._watch_line(unit))
+        assert not pending, pending  # (each was read once, by a later line)
+        return lines, tail_lines
 
     def _loop_lines(self, loop: Loop, fast: bool, outputs: set | None = None,
                     inplace: frozenset = frozenset()) -> tuple[list[str], list[str], dict]:
@@ -342,6 +400,35 @@ class Plan:
             i: [n for n in names if n not in viewed] for i, names in reusable.items()
         })
         return "\n".join(lines).split("\n")
+
+
+def _joined(comments: list[str]) -> str:
+    """One comment for a line's calls: their labels, each once, per source line
+    (``log, multiply, add @ f.py:3; cos @ the derivative of f.py:3``)."""
+    if len(comments) == 1:
+        return comments[0]
+    groups: dict[str, list[str]] = {}
+    for comment in dict.fromkeys(comments):
+        label, _, source = comment.partition(" @ ")
+        labels = groups.setdefault(source, [])
+        if label not in labels:
+            labels.append(label)
+    return "; ".join(", ".join(labels) + (f" @ {source}" if source else "")
+                     for source, labels in groups.items())
+
+
+def _call_text(text: str) -> bool:
+    """Whether ``text`` is one call, ``math.sin({0})`` (an operand needing no parentheses;
+    a code, whose operands ``{0}`` are variables or themselves in parentheses)."""
+    head, paren, _ = text.partition("(")
+    if not paren or not text.endswith(")") or not head.replace(".", "").isidentifier():
+        return False
+    depth = 0
+    for k in range(len(head), len(text)):
+        depth += {"(": 1, ")": -1}.get(text[k], 0)
+        if depth == 0:
+            return k == len(text) - 1
+    return False
 
 
 def _with_out(line: str, name: str) -> str:

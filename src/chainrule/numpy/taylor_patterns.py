@@ -19,23 +19,39 @@ Recurrence rules apply to plain positional calls; a call with keywords (``out=``
 
 from __future__ import annotations
 
+import math as _math
+
 import numpy as _np
 
 from .._core.rules import deftaylor
 from .._core.taylor import nested_jvp_series
-from .._core.tracer import getval
+from .._core.tracer import decided, getval
 from . import numpy_wrapper as anp
 
 # ----------------------------------------------------------------------------- series algebra
 # A series here is a list [s_0, s_1, ..., s_k] of values (arrays, or boxes of outer traces).
 
 
-def cauchy(a: list, b: list, j: int):
-    """Coefficient j of the product a * b."""
-    total = a[0] * b[j]
-    for i in range(1, j + 1):
+def cauchy(a: list, b: list, j: int, first: int = 0):
+    """Coefficient j of the product a * b: the sum of a_i b_{j-i}, from i = ``first`` on
+    (1 where a_0 is zero, or b_j not yet known: no product by a zero)."""
+    total = a[first] * b[j - first]
+    for i in range(first + 1, j + 1):
         total = total + a[i] * b[j - i]
     return total
+
+
+def square_coefficient(x: list, j: int):
+    """Coefficient j of x * x: the products x_i x_{j-i} with i < j - i, doubled, and the
+    middle one's square (half the multiplications of ``cauchy(x, x, j)``)."""
+    middle = x[j // 2] * x[j // 2] if j % 2 == 0 else None
+    if j == 0:
+        return middle
+    total = x[0] * x[j]
+    for i in range(1, (j + 1) // 2):
+        total = total + x[i] * x[j - i]
+    total = total + total  # (doubled exactly)
+    return total if middle is None else total + middle
 
 
 def weighted(x: list, g: list, j: int):
@@ -66,7 +82,7 @@ def reciprocal_series(b: list, q0, order: int) -> list:
     """1 / b(t), given q0 = 1 / b_0: from b q = 1."""
     q = [q0]
     for j in range(1, order + 1):
-        q.append(-cauchy(b, q[:j] + [0.0], j) * q0)
+        q.append(-cauchy(b, q, j, 1) * q0)
     return q
 
 
@@ -74,7 +90,7 @@ def quotient_series(a: list, b: list, q0, order: int) -> list:
     """a(t) / b(t), given q0 = a_0 / b_0: from b q = a."""
     q = [q0]
     for j in range(1, order + 1):
-        q.append((a[j] - cauchy(b, q[:j] + [0.0], j)) / b[0])
+        q.append((a[j] - cauchy(b, q, j, 1)) / b[0])
     return q
 
 
@@ -92,14 +108,17 @@ def power_series(x: list, y0, p, order: int) -> list:
 
 def integer_power_series(x: list, n: int, order: int) -> list:
     """x(t) ** n for an integer n >= 0 by squaring (Cauchy products, exact at x_0 = 0)."""
-    result = [1.0] + [0.0] * order
+    if n == 0:
+        return [1.0] + [0.0] * order
+    result = None  # (1: the first factor is the product)
     base = x
     while n:
         if n & 1:
-            result = [cauchy(result, base, j) for j in range(order + 1)]
+            result = base if result is None else [cauchy(result, base, j)
+                                                  for j in range(order + 1)]
         n >>= 1
         if n:
-            base = [cauchy(base, base, j) for j in range(order + 1)]
+            base = [square_coefficient(base, j) for j in range(order + 1)]
     return result
 
 
@@ -119,14 +138,13 @@ def composed_series(x: list, coefficients: list, order: int) -> list:
     for functions with a closed form of every derivative (gammaln's are polygammas)."""
     u = [0.0, *x[1:]]
     y = [coefficients[order]] + [0.0] * order
-    for n in range(order - 1, -1, -1):
-        y = [cauchy(u, y, j) for j in range(order + 1)]
-        y[0] = y[0] + coefficients[n]
+    for n in range(order - 1, -1, -1):  # y <- u y + f_n (u_0 is 0)
+        y = [coefficients[n]] + [cauchy(u, y, j, 1) for j in range(1, order + 1)]
     return y
 
 
 def square_series(x: list, order: int) -> list:
-    return [cauchy(x, x, j) for j in range(order + 1)]
+    return [square_coefficient(x, j) for j in range(order + 1)]
 
 
 def shifted(x: list, constant) -> list:
@@ -160,11 +178,32 @@ def finite_or_nested(series: tuple, fun, args, argnums, series_in, order) -> tup
     limits), the nested JVP's coefficients: those of nested ``jvp``, inf and -inf."""
     if not series:
         return series
-    finite = _np.isfinite(getval(series[-1]))
-    if _np.all(finite):
+    if decided(series[-1], all_finite):  # (a decision jit guards: see all_finite)
         return series
     nested = nested_jvp_series(fun, args, {}, argnums, series_in, order)
+    finite = anp.isfinite(series[-1])
     return tuple(anp.where(finite, c, n) for c, n in zip(series, nested))
+
+
+# Decisions a rule takes on the values of its traced arguments, through
+# ``tracer.decided``: chainrule.jit guards them (its program runs again where the decision
+# would go the other way), and a float program checks them on Python floats, on which they
+# are exact (``float_predicate``).
+def all_finite(value) -> bool:
+    """Whether every element of ``value`` (a plain value) is finite."""
+    if type(value) is float or type(value) is _np.float64:
+        return _math.isfinite(value)
+    return bool(_np.all(_np.isfinite(value)))
+
+
+def all_nonzero(value) -> bool:
+    """Whether every element of ``value`` (a plain value) is nonzero."""
+    if type(value) is float or type(value) is _np.float64:
+        return value != 0
+    return bool(_np.all(value))
+
+
+all_finite.float_predicate = all_nonzero.float_predicate = True
 
 
 def through_derivative(fun, derivative_series) -> None:
@@ -178,7 +217,9 @@ def inverse_sqrt_series(u: list, order: int) -> list:
 
 
 def broadcast_like(c, ans):
-    """A coefficient computed from constants only (0.0) made the answer's shape and dtype."""
-    if isinstance(c, float):
+    """A coefficient computed from constants only (0.0) made the answer's shape and dtype.
+    (A Python float only: a NumPy float64 is a float too, a value computed from the
+    series, whose -0.0 the sum with 0.0 would make 0.0, and only in eager evaluation.)"""
+    if type(c) is float:
         return anp.zeros_like(getval(ans)) + c
     return c

@@ -34,7 +34,7 @@ from ..._core.rules import (
     defvjp_direct,
 )
 from ..._core.taylor import make_linear_taylor, make_multilinear_taylor, nested_jvp_series
-from ..._core.tracer import derivative_free, getval
+from ..._core.tracer import decided, derivative_free, getval
 from ..._sparsity.patterns import elementwise_pattern, no_dependency, shapes_only
 from .. import numpy_wrapper as anp
 from ..batched import aligned, example_ndim, flat_examples
@@ -42,8 +42,8 @@ from ..batched import elementwise as elementwise_batch
 from ..batching_patterns import batch_size
 from ..numpy_boxes import array_astype
 from ..taylor_patterns import (
+    all_nonzero,
     broadcast_like,
-    cauchy,
     exp_series,
     finite_or_nested,
     integer_power_series,
@@ -54,6 +54,7 @@ from ..taylor_patterns import (
     scaled,
     shifted,
     sin_cos_series,
+    square_coefficient,
     square_series,
     through_derivative,
     unary,
@@ -183,7 +184,7 @@ def _tanh_series(x: list, ans, order: int) -> list:
     y, z = [ans], [1.0 - ans * ans]
     for j in range(1, order + 1):
         y.append(weighted(x, z, j) / j)
-        z.append(-cauchy(y, y, j))
+        z.append(-square_coefficient(y, j))
     return y
 
 
@@ -224,7 +225,7 @@ def _power_taylor(series_in, argnums, ans, args, kwargs, order):
                 return series
             # (at x = 0 the reciprocal's recurrence makes nan of nested jvp's infinities)
             return finite_or_nested(series, anp.power, args, argnums, series_in, order)
-        if _np.all(getval(args[0]) != 0):
+        if decided(args[0], all_nonzero):
             return tuple(power_series(x, ans, p, order)[1:])
     return nested_jvp_series(anp.power, args, kwargs, argnums, series_in, order)
 
@@ -255,8 +256,7 @@ def _absolute_taylor(series_in, argnums, ans, args, kwargs, order):
     """|x|: piecewise linear for real x away from 0. The modulus of a complex x is not, and
     at x = 0 the series is what nested forward mode, grad of grad and hessian see (the
     JVP's sign(x), whose own derivative is 0); both take the nested JVP."""
-    value = getval(args[0])
-    if _np.iscomplexobj(value) or not _np.all(value):
+    if _np.iscomplexobj(getval(args[0])) or not decided(args[0], all_nonzero):
         return nested_jvp_series(anp.absolute, args, kwargs, argnums, series_in, order)
     return _absolute_linear(series_in, argnums, ans, args, kwargs, order)
 
