@@ -6,8 +6,10 @@ rules serves them all. Ties: an order statistic's weight is shared equally among
 all elements equal to it (``max([1, 3, 3])`` sends 0.5 to each 3; the median of
 ``[1, 2, 2, 5]`` sends 0.5 to each 2). NaNs get no gradient in the nan functions.
 
-prod and nanprod are exact with zeros to first order, and to second order with at
-most one zero per reduced slice; cumprod likewise, to first order with any zeros.
+prod, cumprod and their nan forms are exact at every order with any zeros: without
+zeros their rules divide by x; with zeros they are written with multiplications only
+(products of the entries before and after each one, running products as a scan), whose
+own derivatives are exact again.
 """
 
 from __future__ import annotations
@@ -261,16 +263,22 @@ def _nanmean_weights(ans, x, axis=None, dtype=None, out=None, keepdims=False, *,
 
 def _prod_others(x, axis, keepdims, ans, initial=None):
     """The product of every other element of each reduced slice, zeros included."""
-    zero, any_zero = zero_mask(x)
-    safe = anp.where(zero, 1.0, x) if any_zero else x
-    kept = ans if keepdims else anp.reshape(ans, keepdims_shape(shape_of(x), axis))
-    others = kept / safe
-    if any_zero:
-        options = {"initial": initial} if _given(initial) else {}
-        lone = _np.sum(zero, axis=axis, keepdims=True) == 1
-        nonzero_prod = anp.prod(safe, axis=axis, keepdims=True, **options)
-        others = anp.where(zero, nonzero_prod * lone, others)
-    return others
+    _, any_zero = zero_mask(x)
+    if not any_zero:
+        kept = ans if keepdims else anp.reshape(ans, keepdims_shape(shape_of(x), axis))
+        return kept / x
+    # (ans / x would divide the zeros out, and a mask of them is a constant to the next
+    # derivative: with two zeros in a slice the second derivative came out 0)
+    shape = shape_of(x)
+    axes = tuple(range(len(shape))) if axis is None else tuple(
+        a % len(shape) for a in ((axis,) if isinstance(axis, int) else axis))
+    ends = tuple(range(len(shape) - len(axes), len(shape)))
+    moved = anp.moveaxis(x, axes, ends)
+    rows = anp.reshape(moved, (*shape_of(moved)[:len(shape) - len(axes)], -1))
+    before = _exclusive_cumprod(rows, -1)
+    after = anp.flip(_exclusive_cumprod(anp.flip(rows, -1), -1), -1)
+    others = anp.moveaxis(anp.reshape(before * after, shape_of(moved)), ends, axes)
+    return others * initial if _given(initial) else others
 
 
 def _prod_vjp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
@@ -383,30 +391,53 @@ def _flat_if(x, axis):
     return anp.reshape(x, (-1,)) if axis is None else x
 
 
-# d ans_j / d x_i = ans_j / x_i for x_i != 0 (i <= j). At the first zero of a slice it is
-# the running product that skips that zero; at later zeros it is 0 (to first order).
-def _zeros_of(x, axis):
-    zero, any_zero = zero_mask(x)
-    if not any_zero:
-        return None, None, None
-    first = zero & (_np.cumsum(zero, axis=axis) == 1)
-    return zero, first, anp.cumprod(anp.where(first, 1.0, x), axis=axis)
+def _shifted(v, axis, fill: float):
+    """``v`` moved one place along ``axis``: ``fill`` first, v's last entry dropped."""
+    index = [slice(None)] * anp.ndim(v)
+    index[axis] = slice(0, 1)
+    first = anp.full_like(getval(v)[tuple(index)], fill)
+    index[axis] = slice(0, -1)
+    return anp.concatenate([first, v[tuple(index)]], axis=axis)
 
 
+def _exclusive_cumprod(v, axis):
+    """The product of the entries before each one along ``axis`` (1 for the first)."""
+    return anp.cumprod(_shifted(v, axis, 1.0), axis=axis)
+
+
+def _affine_scan(m, b, axis):
+    """``c`` with ``c_j = m_j c_(j-1) + b_j`` (``c_0 = b_0``) along ``axis``, by doubling
+    (log2 n steps of products and sums, no division: exact at every order at zeros)."""
+    n, step = shape_of(b)[axis], 1
+    while step < n:
+        index = [slice(None)] * anp.ndim(b)
+        index[axis] = slice(0, n - step)
+        ahead = [slice(None)] * anp.ndim(b)
+        ahead[axis] = slice(0, step)
+        pad_b = anp.zeros_like(getval(b)[tuple(ahead)])
+        b = b + m * anp.concatenate([pad_b, b[tuple(index)]], axis=axis)
+        m = m * anp.concatenate([anp.ones_like(pad_b), m[tuple(index)]], axis=axis)
+        step *= 2
+    return b
+
+
+# d ans_j / d x_i = ans_(i-1) prod(x_k, i < k <= j): without zeros ans_j / x_i; with zeros
+# the tangent is the recurrence d_j = x_j d_(j-1) + ans_(j-1) t_j, and the gradient
+# ans_(i-1) c_i with c_i = g_i + x_(i+1) c_(i+1), both as scans
 def _cumprod_grad(g, ans, x, axis):
-    zero, first, skip_first = _zeros_of(x, axis)
-    if zero is None:
+    _, any_zero = zero_mask(x)
+    if not any_zero:
         return _reverse_cumsum(g * ans, axis) / x
-    at_first = anp.where(first, _reverse_cumsum(g * skip_first, axis), 0.0)
-    return anp.where(zero, at_first, _reverse_cumsum(g * ans, axis) / anp.where(zero, 1.0, x))
+    reversed_x = anp.flip(x, axis)
+    c = _affine_scan(_shifted(reversed_x, axis, 1.0), anp.flip(g, axis), axis)
+    return _shifted(ans, axis, 1.0) * anp.flip(c, axis)
 
 
 def _cumprod_tangent(t, ans, x, axis):
-    zero, first, skip_first = _zeros_of(x, axis)
-    if zero is None:
+    _, any_zero = zero_mask(x)
+    if not any_zero:
         return ans * anp.cumsum(t / x, axis=axis)
-    others = ans * anp.cumsum(anp.where(zero, 0.0, t / anp.where(zero, 1.0, x)), axis=axis)
-    return others + skip_first * anp.cumsum(anp.where(first, t, 0.0), axis=axis)
+    return _affine_scan(x, _shifted(ans, axis, 1.0) * t, axis)
 
 
 def _cumprod_vjp(g, ans, x, axis=None, dtype=None, out=None):

@@ -1,0 +1,111 @@
+"""Attack 11: the less attacked transforms (Taylor mode, sparse derivatives, the SciPy
+solvers, NumPy as people write it) against their reference semantics: jet = nested jvp =
+the Taylor coefficients of the function along a line, hessian = the hand-derived Hessian,
+sparse = dense, and jit = eager, vmap = the per-example loop around them."""
+
+from math import factorial
+
+import numpy as onp
+import pytest
+from numpy.polynomial import polynomial as P
+
+import chainrule as cr
+import chainrule.numpy as np
+
+# slices with two or more zeros: a product's second derivative there is the product of
+# the other n - 2 entries, not 0 (its first-order rule divided the zeros out)
+_ZEROS = [onp.array([0.0, 0.0]), onp.array([0.3, 0.0, 1.2, -0.0]),
+          onp.array([0.0, 2.0, 0.0, 0.0, 1.5]), onp.array([0.5, -2.0, 0.0, 3.0])]
+
+
+def _prod_hessian(x):
+    n = x.size
+    h = onp.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                h[i, j] = onp.prod(onp.delete(x, [i, j]))
+    return h
+
+
+def _line_derivatives(x, v, order):
+    """The derivatives at t = 0 of t -> prod(x + t v), from the polynomial's coefficients."""
+    coefficients = onp.array([1.0])
+    for a, b in zip(x, v):
+        coefficients = P.polymul(coefficients, [a, b])
+    coefficients = onp.pad(coefficients, (0, order + 1))
+    return [coefficients[k] * factorial(k) for k in range(1, order + 1)]
+
+
+_PRODUCTS = {
+    "prod": lambda x: np.prod(x),
+    "cumprod": lambda x: np.cumprod(x)[-1],
+    "prod 2d": lambda x: np.prod(np.reshape(x, (1, -1)), axis=1)[0],
+    "nanprod": lambda x: np.nanprod(x),
+}
+
+
+@pytest.mark.parametrize("x", _ZEROS, ids=str)
+@pytest.mark.parametrize("name", list(_PRODUCTS))
+def test_hessian_of_a_product_with_several_zeros_is_the_hand_derived_one(name, x):
+    f = _PRODUCTS[name]
+    want = _prod_hessian(x)
+    onp.testing.assert_allclose(cr.hessian(f)(x), want, atol=1e-15)
+    onp.testing.assert_allclose(cr.jacfwd(cr.jacfwd(f))(x), want, atol=1e-15)
+    onp.testing.assert_allclose(cr.jacrev(cr.jacrev(f))(x), want, atol=1e-15)
+
+
+@pytest.mark.parametrize("x", _ZEROS, ids=str)
+@pytest.mark.parametrize("name", list(_PRODUCTS))
+def test_jet_of_a_product_with_zeros_is_its_polynomial_along_the_line(name, x):
+    f = _PRODUCTS[name]
+    v = onp.linspace(-1.0, 1.3, x.size)
+    order = x.size + 1
+    _, terms = cr.jet(f, (x,), ([v] + [onp.zeros_like(x)] * (order - 1),))
+    onp.testing.assert_allclose(onp.array(terms, dtype=float), _line_derivatives(x, v, order),
+                                rtol=1e-12, atol=1e-12)
+
+
+
+_SLICES = onp.array([[0.0, 2.0, 0.0, -1.5], [0.5, 0.0, 0.0, 0.0], [1.0, 2.0, 3.0, 0.0]])
+
+_ROWS = {  # each a function of the rows of _SLICES: the product of each row
+    "prod": lambda x: np.prod(x, axis=1),
+    "prod keepdims": lambda x: np.prod(x.T, axis=0, keepdims=True)[0],
+    "prod axes": lambda x: np.prod(x[None], axis=(0, 2)),
+    "prod initial": lambda x: np.prod(x, axis=-1, initial=1.5) / 1.5,
+    "cumprod": lambda x: np.cumprod(x, axis=1)[:, -1],
+    "cumprod axis 0": lambda x: np.cumprod(x.T, axis=0)[-1],
+    "nancumprod": lambda x: np.nancumprod(x, axis=1)[:, -1],
+    "cumprod flat": lambda x: np.stack([np.cumprod(x)[3], np.cumprod(x[1:])[3],
+                                        np.cumprod(x[2])[-1]]),
+}
+
+
+@pytest.mark.parametrize("dtype", [onp.float64, onp.float32])
+@pytest.mark.parametrize("name", list(_ROWS))
+def test_taylor_terms_of_products_of_rows_with_zeros_are_their_polynomials(name, dtype):
+    call = _ROWS[name]
+    x = _SLICES.astype(dtype)
+    v = onp.linspace(-1.0, 1.0, x.size).reshape(x.shape).astype(dtype)
+    order = 5
+    series = [v] + [onp.zeros_like(x)] * (order - 1)
+    _, terms = cr.jet(call, (x,), (series,))
+    want = onp.array([_line_derivatives(r, w, order) for r, w in zip(x.astype(float), v)]).T
+    tolerance = 1e-5 if dtype == onp.float32 else 1e-12
+    onp.testing.assert_allclose(onp.array(terms, dtype=float), want, rtol=tolerance,
+                                atol=tolerance)
+    assert all(onp.asarray(term).dtype == dtype for term in terms)
+    # jit is eager to the bit
+    jitted = cr.jit(lambda x, *s: cr.jet(call, (x,), (list(s),))[1])
+    for _ in range(2):
+        assert all(onp.array_equal(a, b) for a, b in zip(jitted(x, *series), terms))
+
+
+@pytest.mark.parametrize("name", ["prod", "cumprod", "nancumprod"])
+def test_per_row_hessians_of_products_with_zeros_are_the_loops(name):
+    f = lambda r: _ROWS[name](r[None])[0]  # noqa: E731
+    loop = onp.stack([cr.hessian(f)(r) for r in _SLICES])
+    onp.testing.assert_allclose(loop, [_prod_hessian(r) for r in _SLICES], atol=1e-15)
+    assert onp.array_equal(cr.vmap(cr.hessian(f))(_SLICES), loop)
+    assert onp.array_equal(cr.jit(cr.hessian(f))(_SLICES[1]), loop[1])
