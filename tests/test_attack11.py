@@ -109,3 +109,68 @@ def test_per_row_hessians_of_products_with_zeros_are_the_loops(name):
     onp.testing.assert_allclose(loop, [_prod_hessian(r) for r in _SLICES], atol=1e-15)
     assert onp.array_equal(cr.vmap(cr.hessian(f))(_SLICES), loop)
     assert onp.array_equal(cr.jit(cr.hessian(f))(_SLICES[1]), loop[1])
+
+
+# ----------------------------------------------------------------------------- x.real = v
+def _buffer_parts(x):
+    z = np.ones(x.size, dtype=complex) * (0.5 - 2j)
+    z.real = x ** 2
+    z.imag = np.sin(x)
+    w = np.ones(x.size)
+    w.real = x * 3.0  # a real array's real part is the array itself
+    return np.sum(np.abs(z) ** 2) + np.sum(w * x)
+
+
+def _traced_parts(x):
+    y = x * (1.0 + 1.0j)
+    y.real = x ** 3
+    y.imag = y.imag * 2.0
+    r = x * 1.0
+    r.real = np.cos(x)
+    return np.sum(np.abs(y) ** 2) + np.sum(r)
+
+
+def _numpy_parts(x, traced):
+    if traced:
+        y = x * (1.0 + 1.0j)
+        y.real, y.imag = x ** 3, x * 2.0
+        return onp.sum(onp.abs(y) ** 2) + onp.sum(onp.cos(x))
+    return onp.sum(x ** 4 + onp.sin(x) ** 2) + onp.sum(3.0 * x * x)
+
+
+@pytest.mark.parametrize("traced", [False, True], ids=["buffer", "traced array"])
+def test_assigning_the_real_and_imaginary_parts_is_numpys_under_every_transform(traced):
+    f = _traced_parts if traced else _buffer_parts
+    x = onp.array([0.3, -1.2, 0.0, 2.0])
+    assert f(x) == pytest.approx(_numpy_parts(x, traced), rel=1e-14)
+    h = 1e-6
+    fd = [(_numpy_parts(x + h * e, traced) - _numpy_parts(x - h * e, traced)) / (2 * h)
+          for e in onp.eye(x.size)]
+    g = cr.grad(f)(x)
+    onp.testing.assert_allclose(g, fd, rtol=1e-7, atol=1e-7)
+    jitted = cr.jit(cr.grad(f))
+    assert onp.array_equal(jitted(x), g) and onp.array_equal(jitted(x[::-1]), cr.grad(f)(x[::-1]))
+    xs = onp.stack([x, -x, x * 0.5])
+    assert onp.array_equal(cr.vmap(cr.grad(f))(xs), onp.stack([cr.grad(f)(r) for r in xs]))
+
+
+def test_the_imaginary_part_of_a_real_array_cannot_be_set_as_in_numpy():
+    def f(x, make):
+        y = make(x)
+        y.imag = x
+        return np.sum(y)
+
+    for make in (lambda x: np.ones(x.size), lambda x: x * 1.0):
+        with pytest.raises(TypeError, match="does not have imaginary part"):
+            cr.grad(f)(onp.ones(2), make)
+
+
+def test_setting_the_real_part_through_a_view_of_a_traced_array_is_refused():
+    def f(x):
+        y = np.reshape(x * (1.0 + 0.0j), (2, 2))
+        row = y[0]
+        row.real = x[:2]
+        return np.sum(np.abs(y))
+
+    with pytest.raises(TypeError, match="view of another traced array"):
+        cr.grad(f)(onp.ones(4))

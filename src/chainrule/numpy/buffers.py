@@ -226,6 +226,16 @@ class Buffer:
             return Buffer(self._memory, self._plain.imag, self._all_positions(), "imag")
         return self._value().imag  # NumPy's: read-only zeros
 
+    @real.setter
+    def real(self, value):  # a.real = v: NumPy writes v into the real parts
+        self.real[...] = value
+
+    @imag.setter
+    def imag(self, value):
+        if self.dtype.kind != "c":
+            raise TypeError("array does not have imaginary part to set")  # (NumPy's)
+        self.imag[...] = value
+
     def view(self, dtype=None, type=None):
         if type is None and (dtype is None or _np.dtype(dtype) == self.dtype):
             return self._derived(lambda a: a.view())

@@ -112,6 +112,18 @@ class ArrayBox(Box):
     def imag(self):
         return anp.imag(self)
 
+    # x.real = v, x.imag = v: writes into x's parts, as NumPy's (x[...] = v's rules)
+    @real.setter
+    def real(self, value):
+        complex_ = _np.issubdtype(self.dtype, _np.complexfloating)
+        self[...] = value + 1j * anp.imag(self) if complex_ else value
+
+    @imag.setter
+    def imag(self, value):
+        if not _np.issubdtype(self.dtype, _np.complexfloating):
+            raise TypeError("array does not have imaginary part to set")  # (NumPy's)
+        self[...] = anp.real(self) + 1j * value
+
     def __len__(self):
         return len(self._value)
 
