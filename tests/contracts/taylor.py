@@ -19,9 +19,18 @@ compared there, nor where the program's value is not finite: at a pole the loop'
 multiply it by other directions' zero coefficients); where the loop raises, it raises the
 same exception class.
 
+Nested jvp uses the same rules as jet wherever a primitive has no Taylor rule of its own,
+so an error in a rule's higher orders is in both. For smooth programs (float64, no branch,
+kink, rounding or pole among their statements: a third of the cases) each term of order
+j + 1 is also compared with the central difference of the term of order j along the curve
+(jets at x(+-h) and x(+-h/2), h = 1e-3): where the two steps agree to 1 %, the term must
+lie within 10 times their difference (the Richardson estimate of the finer one's error,
+times 7.5) plus 1e-7 times the largest term of order j met.
+
 Beyond the shared hazards: poles (quotients, negative powers) met at an input entry set to
-0.0 or -0.0 alone (edge values come with inf and nan, which skip most comparisons), and
-interp with its points as lists.
+0.0 or -0.0 alone (edge values come with inf and nan, which skip most comparisons), interp
+with its points as lists, and products (prod, cumprod, nanprod) at vectors holding two
+zeros or more, where rules that divide by x must switch to exact forms.
 """
 
 from __future__ import annotations
@@ -73,7 +82,26 @@ def _linalg(g) -> None:
     g.emit(f"{g.new_vec()} = {g.pick(_LINALG).format(m=m, b=b)}")
 
 
-OWN = [Template("poles", _poles, 0.5), Template("linalg", _linalg)]
+# products (prod, cumprod, nanprod) of vectors that hold zeros, two or more per slice at
+# times: their rules divide by x where no entry is zero; at zeros, derivatives of every
+# order must still be exact (the second derivative with two zeros was 0)
+_PRODUCTS = ("np.prod({a}) * {b}", "np.cumprod({a})", "np.cumprod({a}[::-1])[::-1] * {b}",
+             "np.prod(np.reshape(np.concatenate([{a}, {b}]), (2, n)), axis=0)",
+             "np.nanprod(x) * {b}", "np.cumprod(x * {b})", "np.prod(x) + {a}",
+             "np.cumprod(np.stack([x, {a}]), axis=1)[1]")
+
+
+def _products(g) -> None:
+    programs._assign(g, programs._fmt(g, g.pick(_PRODUCTS)))
+
+
+OWN = [Template("poles", _poles, 0.5), Template("linalg", _linalg),
+       Template("products", _products, 0.7)]
+
+# the hazards of programs smooth along every curve (at zeros of x included): their jet
+# terms are also checked against central differences of the terms one order below
+SMOOTH = frozenset({"products", "linalg", "index", "inplace", "tree_out", "alias_out",
+                    "nested"})
 
 
 @dataclasses.dataclass
@@ -89,11 +117,17 @@ class Case:
 
 
 def generate(rng: onp.random.Generator) -> Case:
-    program = programs.generate(rng, HAZARDS | {"poles", "linalg"}, extra=OWN)
+    # (a third of the programs smooth: their terms are compared with differences too)
+    hazards = SMOOTH if rng.random() < 0.3 else HAZARDS | {"poles", "linalg", "products"}
+    program = programs.generate(rng, hazards, extra=OWN)
     args = program.inputs(rng, 2)
     if rng.random() < 0.3:  # a singular point alone (edge values come with inf and nan)
         x, _ = args[0]
         x[rng.integers(program.n)] = rng.choice([0.0, -0.0])
+    if "products" in program.hazards and rng.random() < 0.5:  # zeros in a product's slice
+        x, _ = args[-1]
+        zeros = rng.choice(program.n, size=int(rng.integers(2, program.n + 1)), replace=False)
+        x[zeros] = rng.choice([0.0, -0.0], size=zeros.size)
     order = int(rng.integers(1, 5))
     curves = [[rng.standard_normal(program.n).astype(program.dtype) for _ in range(order)]
               for _ in args]
@@ -105,6 +139,65 @@ def check(case: Case) -> list[str]:
     for (x, s), curve in zip(case.args, case.curves):
         out += _check_at(case.program, x, s, case.order, curve)
         out += _check_collapsed(case.program, x, s)
+        if case.program.hazards <= SMOOTH and onp.dtype(case.program.dtype) == onp.float64:
+            out += _check_differences(case.program, x, s, case.order, curve)
+    return out
+
+
+def _terms_at(p: Program, x, s, curve: list, tau: float) -> list | None:
+    """[f, d/dt f, ..., d^k/dt^k f] of t -> f(x(t)) at t = tau, by jet (the curve's own
+    derivatives at tau as its terms), one flat float64 array per order; None where a call
+    raises or a value is not finite."""
+    k = len(curve)
+    point = x + sum(c * tau ** (m + 1) for m, c in enumerate(curve))
+    terms = [sum(c * (factorial(m + 1) / factorial(m + 1 - i)) * tau ** (m + 1 - i)
+                 for m, c in enumerate(curve) if m + 1 >= i) for i in range(1, k + 1)]
+    with onp.errstate(all="ignore"):
+        got = Outcome.of(lambda: chainrule.jet(lambda z: p.fn(z, s), (point,), (terms,)))
+    if got.error is not None:
+        return None
+    value, series = got.value
+    values = [leaf for leaf in tree_flatten(value)[0] if _float_leaf(leaf)]
+    flat = tree_flatten(series)[0]
+    per_order = [[onp.ravel(onp.asarray(v, dtype=float)) for v in values]]
+    leaves = [leaf for leaf in tree_flatten(value)[0]]
+    for j in range(k):
+        per_order.append([onp.ravel(onp.asarray(flat[n * k + j], dtype=float))
+                          for n, leaf in enumerate(leaves) if _float_leaf(leaf)])
+    out = [onp.concatenate(order) if order else onp.zeros(0) for order in per_order]
+    return out if all(onp.isfinite(o).all() for o in out) else None
+
+
+def _float_leaf(leaf) -> bool:
+    return isinstance(leaf, float) or onp.dtype(getattr(leaf, "dtype", object)).kind == "f"
+
+
+def _check_differences(p: Program, x, s, order: int, curve: list) -> list[str]:
+    """Each term of order j + 1 equals the central difference of the term of order j along
+    the curve (jet at x(+-h)), for a smooth program: an independent check of the rules'
+    higher orders, which nested jvp shares with jet. The difference's error is estimated
+    from two steps (h and h/2, Richardson): only a term far beyond it differs, where the
+    two steps agree to 1 %."""
+    h = 1e-3
+    at = {tau: _terms_at(p, x, s, curve, tau) for tau in (0.0, h, -h, h / 2, -h / 2)}
+    if any(v is None for v in at.values()):
+        return []
+    out = []
+    for j in range(order):
+        coarse = (at[h][j] - at[-h][j]) / (2 * h)
+        fine = (at[h / 2][j] - at[-h / 2][j]) / h
+        want = at[0.0][j + 1]
+        scale = 1.0 + max(onp.abs(at[tau][j]).max(initial=0.0) for tau in at)
+        error = onp.abs(coarse - fine)  # (4/3 of the finer difference's error, or more)
+        # (where the two steps disagree by 1 % the curve varies on the step's scale: the
+        # differences resolve nothing there, and are not compared)
+        resolved = error <= 1e-2 * onp.abs(fine) + 1e-7 * scale
+        bad = resolved & (onp.abs(want - fine) > 10 * error + 1e-7 * scale)
+        if bad.any():
+            i = int(onp.argmax(bad))
+            out.append(f"derivative {j + 1}, output entry {i}: jet {want[i]!r}, the central "
+                       f"difference of derivative {j} along the curve {fine[i]!r} (with a "
+                       f"step twice as long {coarse[i]!r})")
     return out
 
 

@@ -48,3 +48,14 @@ def test_the_solvers_contract_catches_a_planted_error(monkeypatch):
     monkeypatch.setattr(_implicit_system, "_linear_solve", lambda *a, **k: solve(*a, **k) * 1.001)
     report = run(CONTRACTS["solvers"], 20, seed=0, max_failures=1)
     assert report.failures, "an implicit derivative off by 0.1% went unnoticed for 20 cases"
+
+
+def test_the_taylor_contract_catches_an_error_jet_shares_with_nested_jvp(monkeypatch):
+    """The taylor contract fails when prod's rules (which jet and nested jvp both use)
+    are off by 0.1%: its central differences along the curve see it."""
+    from chainrule.numpy.rules import reductions
+
+    others = reductions._prod_others
+    monkeypatch.setattr(reductions, "_prod_others", lambda *a, **k: others(*a, **k) * 1.001)
+    report = run(CONTRACTS["taylor"], 200, seed=0, max_failures=1)
+    assert report.failures, "prod's derivative off by 0.1% went unnoticed for 200 cases"
