@@ -16,9 +16,14 @@ Two kinds of case:
   transform (``f`` itself, ``grad``, ``value_and_grad``, ``jvp``, ``hessian``), a wrapping
   (``functools.wraps``, a jit inside the jit, a jit of a jit, a dict argument, ``s``
   static of mixed types, given by position or by keyword, keywords, an array default
-  changed in place before each call) and an argument layout (contiguous, strided,
-  reversed), called at least four times on inputs that take other branches (the first
-  again last: a cached call).
+  changed in place before each call, x passed twice, the second time as itself or a view
+  of it, after a write into x) and an argument layout (contiguous, strided, reversed),
+  called at least four times on inputs that take other branches (the first again last: a
+  cached call). Plain programs may write into x itself (x[i] = v, x += s, x.sort()). A
+  call that traces with x passed twice is not compared: the trace answers from x's old
+  contents there (a known defect, the strict xfail
+  ``test_jit_of_a_function_writing_into_an_argument_passed_twice_is_eager`` in
+  tests/test_attack11.py; remove the exception in ``check`` with its fix).
 - **spec**: a case of the rule tables (``chainrule._specs``) with some of its float
   entries set to edge values (0, -0.0, ±inf, nan, ±1e308, subnormals): the function
   jitted, its gradient and its JVP, each called on the edge values and on the case's own.
@@ -48,7 +53,14 @@ CI_CASES = 300
 
 TRANSFORMS = ("plain", "plain", "plain", "grad", "value_and_grad", "jvp", "hessian")
 WRAPPINGS = ("none", "none", "wraps", "nested_jit", "jit_of_jit", "dict_arg", "static_s",
-             "static_s_by_keyword", "static_name_by_position", "keywords", "array_default")
+             "static_s_by_keyword", "static_name_by_position", "keywords", "array_default",
+             "aliased_argument")
+# the second argument the wrapping "aliased_argument" passes: x itself or a view of it
+ALIASES = ("x", "x[::-1]", "x[1:]", "x[::2]", "x.reshape(1, -1)")
+# and the write into x it makes before calling the program (which may write into x too)
+WRITES = (lambda x: x.__imul__(0.5), lambda x: x.sort(), lambda x: x.__setitem__(0, 2.0),
+          lambda x: x.__iadd__(x[::-1]), lambda x: x.__setitem__(slice(None, None, 2), 0.0),
+          lambda x: None)
 STATIC_WRAPPINGS = ("static_s", "static_s_by_keyword", "static_name_by_position")
 LAYOUTS = ("contiguous", "contiguous", "strided", "reversed")
 
@@ -211,6 +223,14 @@ def _subclass_buffer(g) -> None:
     g.vecs.append(v)
 
 
+def _argument_write(g) -> None:
+    # a write into the argument x itself (x[i] = v, x += s, x.sort()): eagerly the caller's
+    # array changes, and a second argument that is x, or a view of it, sees the change
+    # (the wrapping "aliased_argument" passes one)
+    g.emit(g.pick([f"x[{g.index()}] = {g.scalar_expr()}", f"x += {g.scal()}",
+                   "x *= 0.5", "x.sort()", f"x[::2] = {g.vec()}[::2] * 0.25"]))
+
+
 OWN = (programs.Template("text", _text, 0.5), programs.Template("errstate", _errstate, 0.5),
        programs.Template("python_numbers", _python_numbers, 0.3),
        programs.Template("folded_outputs", _folded_outputs, 0.3),
@@ -219,7 +239,8 @@ OWN = (programs.Template("text", _text, 0.5), programs.Template("errstate", _err
        programs.Template("written_buffer", _written_buffer, 0.3),
        programs.Template("view_write", _view_write, 0.3),
        programs.Template("numpy_array", _numpy_array, 0.2),
-       programs.Template("subclass_buffer", _subclass_buffer, 0.2))
+       programs.Template("subclass_buffer", _subclass_buffer, 0.2),
+       programs.Template("argument_write", _argument_write, 0.3))
 OWN_UNDER_TRANSFORMS = (OWN[1], OWN[4], OWN[6], OWN[7], OWN[8])
 
 
@@ -377,6 +398,24 @@ def _jitted(case: Case, target):
         j = chainrule.jit(with_default)
         return (_changing(weights, lambda args: j(*args)),
                 _changing(weights, lambda args: with_default(*args)))
+    if wrapping == "aliased_argument":  # (x twice: writes into x reach the second)
+        pick = len(case.program.source)
+        write = WRITES[pick % len(WRITES)]
+
+        def two(x, y, s):
+            write(x)
+            return target(x, s), y * 1.0
+
+        alias = ALIASES[pick % len(ALIASES)]
+        j = chainrule.jit(two)
+
+        def both(args):
+            return eval(alias, {"x": args[0]})  # noqa: S307 (one of ALIASES)
+
+        def traced(args):  # (the call and whether it traced: see check)
+            misses = j.cache_info().misses
+            return j(args[0], both(args), args[1]), j.cache_info().misses > misses
+        return (lambda args: traced(args)), (lambda args: two(args[0], both(args), args[1]))
     if wrapping == "keywords":
         j = chainrule.jit(lambda x, s: target(x, s))
         return (lambda args: j(args[0], s=args[1])), (lambda args: target(*args))
@@ -423,6 +462,15 @@ def check(case: Case) -> list[str]:
         want_sharing = _sharing(want, want_inputs, earlier_want, closures)
         want = _copied(want)
         got, got_inputs = _run(case, k, jitted, args)
+        if case.wrapping == "aliased_argument":
+            traced = got.error is None and got.value[1]
+            got = got if got.error is not None else dataclasses.replace(got, value=got.value[0])
+            if traced:
+                # (a call that traces a function writing into an argument passed twice
+                # answers from the old contents: a known defect, pinned by the strict
+                # xfail test_jit_of_a_function_writing_into_an_argument_passed_twice_is_eager
+                # of tests/test_attack11.py; the calls after it run eagerly, compared)
+                continue
         got_sharing = _sharing(got, got_inputs, earlier_got, closures)
         found = differences(_distinct(want), _distinct(got), check_warnings=True,
                             ignore_warning=lambda c, m: issubclass(c, JitWarning))
