@@ -221,3 +221,47 @@ def test_jit_of_a_function_writing_into_an_argument_passed_twice_is_eager(fun, a
         want, got = fun(*eager_args), jitted(*jit_args)
         assert repr(got) == repr(want)
         assert repr(jit_args) == repr(eager_args)  # the caller's arrays end the same
+
+
+# ----------------------------------------------------------------------------- odeint
+def _blow_up(a):
+    """y' = a y^2, y(0) = 1 on [0, 2]: the solution 1 / (1 - a t) blows up at 1 / a."""
+    from chainrule.scipy import integrate
+
+    ys = integrate.odeint(lambda y, s, a: a * y ** 2, np.array([1.0]),
+                          onp.array([0.0, 1.0, 2.0]), args=(a,), rtol=1e-10, atol=1e-10)
+    return ys[-1, 0]
+
+
+@pytest.mark.parametrize("transform", [cr.grad, cr.jacfwd, cr.hessian,
+                                       lambda f: cr.jit(cr.grad(f))],
+                         ids=["grad", "jacfwd", "hessian", "jit grad"])
+def test_a_derivative_of_a_failed_odeint_raises_and_of_a_solved_one_is_exact(transform):
+    # a = 0.3: no blow-up before t = 2, y(2) = 1 / (1 - 2a): dy/da = 2 / (1 - 2a)^2,
+    # d2y/da2 = 8 / (1 - 2a)^3
+    want = 125.0 if transform is cr.hessian else 12.5
+    d = transform(_blow_up)
+    assert d(0.3) == pytest.approx(want, rel=1e-6)
+    with pytest.warns(Warning, match="Excess work"):  # (SciPy's, for the forward solve)
+        with pytest.raises(RuntimeError, match="forward solve failed .*Excess work"):
+            d(0.7)  # blows up at t = 1.43: LSODA answers what it reached, not a solution
+    assert d(0.3) == pytest.approx(want, rel=1e-6)  # (a jitted program: replayed)
+
+
+def test_a_failed_odeint_answers_scipys_values_with_its_warning():
+    import scipy.integrate as si
+
+    with pytest.warns(Warning, match="Excess work"):
+        got = _blow_up(0.7)
+    with pytest.warns(Warning, match="Excess work"):
+        want = si.odeint(lambda y, s: 0.7 * y ** 2, [1.0], [0.0, 1.0, 2.0], rtol=1e-10,
+                         atol=1e-10)[-1, 0]
+    assert got == want
+
+
+def test_per_example_derivatives_of_odeint_raise_where_one_example_fails_as_the_loop():
+    xs = onp.array([0.3, 0.7])
+    with pytest.warns(Warning), pytest.raises(RuntimeError, match="forward solve failed"):
+        [cr.grad(_blow_up)(a) for a in xs]
+    with pytest.warns(Warning), pytest.raises(RuntimeError, match="forward solve failed"):
+        cr.vmap(cr.grad(_blow_up))(xs)

@@ -632,7 +632,8 @@ STIFF_METHODS = ("Radau", "BDF", "LSODA")
 
 
 def build_solve_ivp(rng) -> Case:
-    system = str(rng.choice(["stiff linear", "lotka-volterra", "van der pol", "decay"]))
+    system = str(rng.choice(["stiff linear", "lotka-volterra", "van der pol", "decay",
+                             "blow-up"], p=[0.23, 0.23, 0.23, 0.23, 0.08]))
     methods = STIFF_METHODS if system == "stiff linear" else IVP_METHODS
     method = str(rng.choice(methods))
     tol = "rtol=1e-10, atol=1e-10" if method != "RK23" else "rtol=1e-8, atol=1e-10"
@@ -655,6 +656,11 @@ def build_solve_ivp(rng) -> Case:
     elif system == "van der pol":
         rhs = "np.stack([y[1], th[0] * (1.0 - y[0] ** 2) * y[1] - y[0]])"
         theta, y0 = onp.array([float(rng.uniform(0.5, 2.0)), 0.0]), "onp.array([2.0, 0.0])"
+    elif system == "blow-up":  # (see _ODEINT_SYSTEMS: the solve fails before t1 >= 2)
+        rhs = "th[0] * y ** 2"
+        theta, y0 = onp.array([float(rng.uniform(0.8, 1.5)), 0.0]), "onp.array([1.0, 0.8])"
+        t1 = float(rng.uniform(2.0, 3.0))
+        t_eval = onp.sort(rng.uniform(0.05, t1, n_out))
     else:
         rhs = "-th[0] * y * (1.0 + 0.5 * np.sin(t))"
         theta, y0 = onp.array([float(rng.uniform(0.5, 1.5)), 0.0]), "onp.array([1.5, -0.5])"
@@ -697,7 +703,49 @@ def build_solve_ivp(rng) -> Case:
             return np.reshape(sol.y, (-1,))
         """
     return _case(f"solve_ivp {system} {method}" + (" event" if event else ""), source, theta,
-                 1e-4)
+                 1e-4, "RuntimeError" if system == "blow-up" else "")
+
+
+# ----------------------------------------------------------------------------- odeint
+_ODEINT_SYSTEMS = {  # the right-hand sides of build_solve_ivp's systems, and a start
+    "lotka-volterra": ("np.stack([th[0] * y[0] - 0.4 * y[0] * y[1], "
+                       "-0.9 * y[1] + th[1] * y[0] * y[1]])", "onp.array([1.2, 0.8])"),
+    "van der pol": ("np.stack([y[1], th[0] * (1.0 - y[0] ** 2) * y[1] - y[0]])",
+                    "onp.array([2.0, 0.0]) + th[1] * onp.array([1.0, 0.5])"),
+    "decay": ("-th[0] * y * (1.0 + 0.5 * np.sin(t))",
+              "onp.array([1.5, -0.5]) + th[1] * onp.array([1.0, 0.5])"),
+    # y' = th0 y^2 blows up at t = 1 / (th0 y0) < 2: LSODA fails ("excess work") and SciPy
+    # answers what it reached, with a warning; its derivative must raise, not answer
+    "blow-up": ("th[0] * y ** 2", "onp.array([1.0, 0.8]) + th[1] * onp.array([0.1, 0.0])"),
+}
+
+
+def build_odeint(rng) -> Case:
+    system = str(rng.choice(list(_ODEINT_SYSTEMS)))
+    rhs, start = _ODEINT_SYSTEMS[system]
+    theta = {"lotka-volterra": [rng.uniform(0.8, 1.2), rng.uniform(0.2, 0.4)],
+             "van der pol": [rng.uniform(0.5, 2.0), rng.uniform(-0.2, 0.2)],
+             "decay": [rng.uniform(0.5, 1.5), rng.uniform(-0.2, 0.2)],
+             "blow-up": [rng.uniform(0.8, 1.5), rng.uniform(-0.2, 0.2)]}[system]
+    end = 2.0 if system == "blow-up" else float(rng.uniform(1.0, 3.0))
+    times = onp.concatenate([[0.0], onp.sort(rng.uniform(0.05, end, int(rng.integers(1, 4)))),
+                             [end]])
+    tfirst = rng.random() < 0.3
+    head = "t, y, th" if tfirst else "y, t, th"
+    closed = rng.random() < 0.4
+    fun = f"lambda {head[:4]}: rhs({head[:4]}, th)" if closed else "rhs"
+    args = "" if closed else ", args=(th,)"
+    source = f"""
+    def rhs({head}):
+        return {rhs}
+
+    def solve(th):
+        ys = si.odeint({fun}, {start}, {_lit(times)}{args}, rtol=1e-10, atol=1e-10,
+                       tfirst={tfirst!r})
+        return np.reshape(ys[1:], (-1,))
+    """
+    return _case(f"odeint {system}", source, onp.asarray(theta, dtype=float), 1e-4,
+                 "RuntimeError" if system == "blow-up" else "")
 
 
 BUILDERS = {
@@ -708,6 +756,7 @@ BUILDERS = {
     "minimize_scalar": build_minimize_scalar,
     "quad": build_quad,
     "solve_ivp": build_solve_ivp,
+    "odeint": build_odeint,
 }
-WEIGHTS = onp.array([0.35, 0.12, 0.1, 0.1, 0.08, 0.05, 0.2])
+WEIGHTS = onp.array([0.35, 0.12, 0.1, 0.1, 0.08, 0.05, 0.2, 0.08])
 WEIGHTS = WEIGHTS / WEIGHTS.sum()

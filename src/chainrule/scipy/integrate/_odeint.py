@@ -36,10 +36,44 @@ _SOLVER_KWARGS = (
 )
 
 
+# LSODA's own answers for a solve that finished (istate 2 and 1); the others are failures,
+# for which SciPy warns and returns what it reached
+_FINISHED = ("Integration successful.", "Nothing was done; the integration time was 0.")
+
+
+class Solve:
+    """What ``odeint_args`` learns of a solve: ``failure``, LSODA's message where it failed
+    (else None). The user's solve keeps SciPy's answer (a warning and the values reached)
+    and its derivatives refuse it; a derivative's own solve, ``of`` the solve it
+    differentiates, raises where either failed (a jit program replays that solve first)."""
+
+    def __init__(self, of: Solve | None = None):
+        self.failure: str | None = None
+        self.of = of
+
+    def refuse_failed(self) -> None:
+        failed = self.failure if self.of is None else self.of.failure
+        if failed is not None:
+            raise RuntimeError(
+                f"chainrule.scipy.integrate.odeint: the forward solve failed ({failed}), so "
+                f"its result is not a solution and has no derivative. Loosen rtol/atol, "
+                f"raise mxstep, or end t before the solution blows up.")
+        if self.failure is not None:
+            raise RuntimeError(
+                f"chainrule.scipy.integrate.odeint: an adjoint or sensitivity solve failed "
+                f"({self.failure}); loosen rtol/atol or raise mxstep.")
+
+
 @primitive
-def odeint_args(func, y0, t, *args, **kwargs):
-    """SciPy's odeint with the extra arguments of ``func`` passed positionally (traced)."""
-    return _si.odeint(func, y0, t, args=args, **kwargs)
+def odeint_args(func, y0, t, *args, solve: Solve | None = None, **kwargs):
+    """SciPy's odeint with the extra arguments of ``func`` passed positionally (traced);
+    ``solve`` learns whether it failed (see ``Solve``)."""
+    ys, info = _si.odeint(func, y0, t, args=args, full_output=True, **kwargs)
+    if solve is not None:
+        solve.failure = None if info["message"] in _FINISHED else info["message"]
+        if solve.of is not None:
+            solve.refuse_failed()
+    return ys
 
 
 def odeint(func: Callable, y0: Any, t: Any, args: Any = (), **kwargs: Any) -> Any:
@@ -64,7 +98,7 @@ def odeint(func: Callable, y0: Any, t: Any, args: Any = (), **kwargs: Any) -> An
     y0, t = front.unwrap((y0, t))
     lead = (_np.asarray(getval(y0)), _np.asarray(getval(t))[0])
     _check_lifted("odeint", pure, lead[::-1] if kwargs.get("tfirst") else lead, params)
-    return front.answer(odeint_args(pure, y0, t, *params, **kwargs))
+    return front.answer(odeint_args(pure, y0, t, *params, solve=Solve(), **kwargs))
 
 
 def _with_params(func, args, traced):
@@ -85,8 +119,14 @@ def _plain(func, kwargs):
 
 
 def _kwargs_with_tfirst(kwargs):
+    """The keywords of a derivative's own solve: without tfirst (its systems take y first),
+    refusing a failure of its own or of the solve it differentiates."""
     kw = dict(kwargs)
     kw.pop("tfirst", None)
+    solved = kw.get("solve")
+    if solved is not None:
+        solved.refuse_failed()
+    kw["solve"] = Solve(of=solved)
     return kw
 
 
