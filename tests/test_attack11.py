@@ -265,3 +265,68 @@ def test_per_example_derivatives_of_odeint_raise_where_one_example_fails_as_the_
         [cr.grad(_blow_up)(a) for a in xs]
     with pytest.warns(Warning), pytest.raises(RuntimeError, match="forward solve failed"):
         cr.vmap(cr.grad(_blow_up))(xs)
+
+
+# ----------------------------------------------------------------------------- out= and where=
+_MASK = onp.array([True, False, True, False])
+_CELLS = onp.array([[True, False], [False, True]])
+
+
+def _reductions_into_buffers(x, numpy):
+    """Reductions with where= (the elements they read) written into out= arrays made by
+    ``numpy`` (chainrule.numpy under a trace: buffers)."""
+    m = numpy.reshape(x, (2, 2))
+    whole, rows, columns, mean, top = (numpy.zeros(()), numpy.zeros(2), numpy.zeros(2),
+                                       numpy.zeros(()), numpy.zeros(2))
+    numpy.sum(x, out=whole, where=_MASK)
+    numpy.sum(m, axis=1, out=rows, where=_CELLS)
+    numpy.sum(m, axis=1, out=columns, where=onp.array([True, False]))
+    numpy.mean(x, out=mean, where=_MASK)
+    numpy.max(m, axis=0, out=top, where=onp.array([True, False]), initial=-10.0)
+    return (whole + numpy.sum(rows * [1.0, 10.0]) + numpy.sum(columns * [100.0, 1000.0])
+            + mean * 1e4 + numpy.sum(top * [1e5, 1e6]))
+
+
+def test_a_reduction_with_where_into_an_out_array_reads_only_those_elements():
+    # (where= was taken as the output's mask: the whole sum was computed, then masked, a
+    # silently wrong value (31 became 3 for the row sums), or a shape error)
+    x = onp.array([1.0, 2.0, 3.0, 4.0])
+    want = _reductions_into_buffers(x, onp)
+    assert want == 4.0 + 41.0 + 3100.0 + 2e4 + (3e5 - 1e7)
+    value, g = cr.value_and_grad(_reductions_into_buffers)(x, np)
+    assert value == want
+    # d/dx of each term: whole 1,0,1,0; rows 1,0,0,10; columns 100,0,1000,0; mean 0.5e4
+    # at 0 and 2; top (column 0's max is x[2]) 1e5 at 2
+    onp.testing.assert_array_equal(g, [1 + 1 + 100 + 5e3, 0, 1 + 1000 + 5e3 + 1e5, 10])
+    jitted = cr.jit(cr.value_and_grad(_reductions_into_buffers), static_argnums=1)
+    for y in (x, x[::-1].copy()):
+        (a, b), (c, d) = jitted(y, np), cr.value_and_grad(_reductions_into_buffers)(y, np)
+        assert a == c and onp.array_equal(b, d)
+    xs = onp.stack([x, x * 2.0, -x])
+    assert onp.array_equal(cr.vmap(lambda r: _reductions_into_buffers(r, np))(xs),
+                           onp.stack([_reductions_into_buffers(r, onp) for r in xs]))
+
+
+def _safe_divide(x, numpy):
+    d = x - 0.5
+    return numpy.sum(numpy.divide(x ** 2, d, out=numpy.zeros_like(x), where=d != 0)
+                     + numpy.add(x, 1.0, out=numpy.ones_like(x), where=x > 0.4) * x)
+
+
+def test_a_ufunc_with_where_has_no_derivative_where_it_computes_nothing():
+    # (the divide was computed everywhere and masked after: at d = 0 its rule sent
+    # 0 / 0 = nan back, where NumPy computes nothing and the entry is out's constant 0)
+    x = onp.array([0.5, -0.3, 1.5, 0.3])
+    d = x - 0.5
+    with onp.errstate(divide="ignore", invalid="ignore"):
+        quotient = onp.where(d != 0, (2 * x * d - x ** 2) / d ** 2, 0.0)
+    want = quotient + onp.where(x > 0.4, 2 * x + 1.0, 1.0)
+    assert _safe_divide(x, np) == _safe_divide(x, onp)
+    onp.testing.assert_allclose(cr.grad(_safe_divide)(x, np), want, rtol=1e-14)
+    onp.testing.assert_allclose(cr.jacfwd(_safe_divide)(x, np), want, rtol=1e-14)
+    jitted = cr.jit(cr.grad(_safe_divide), static_argnums=1)
+    for y in (x, x[::-1].copy(), x):
+        assert onp.array_equal(jitted(y, np), cr.grad(_safe_divide)(y, np))
+    xs = onp.stack([x, x + 0.25, x[::-1]])
+    assert onp.array_equal(cr.vmap(cr.grad(_safe_divide), in_axes=(0, None))(xs, np),
+                           onp.stack([cr.grad(_safe_divide)(r, np) for r in xs]))

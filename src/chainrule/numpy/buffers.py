@@ -393,11 +393,32 @@ def _as_output(buffer: Buffer, function, args, kwargs):
             kwargs["where"] = _value_of(where)
         raw(*_value_of(args), out=buffer._plain, **_value_of(kwargs))
         return buffer
-    result = function(*_value_of(args), **_value_of(kwargs))
-    if where is not True:
-        result = anp.where(_value_of(where), result, buffer._value())
+    args, kwargs = _value_of(args), _value_of(kwargs)
+    ufunc = _ufunc_of(function)
+    if where is not True and ufunc is None:
+        kwargs["where"] = _value_of(where)  # (a reduction's: the elements it reads)
+        where = True
+    if where is True:
+        result = function(*args, **kwargs)
+    else:
+        # a ufunc's where=: the entries it computes and writes. NumPy computes nothing at
+        # the others, so no derivative may come from there (1 / 0 there would send
+        # 0 * inf = nan back): an elementwise ufunc's arguments are constants there
+        mask = _value_of(where)
+        if ufunc.signature is None:
+            args = [anp.where(mask, a, _tracer.derivative_free(a)) if _is_traced(a) else a
+                    for a in args]
+        result = anp.where(mask, function(*args, **kwargs), buffer._value())
     buffer[...] = _cast_like(result, buffer, function)
     return buffer
+
+
+def _ufunc_of(function):
+    """The NumPy ufunc chainrule's ``function`` calls (its primitive's raw function, or
+    that function's ``ufunc``: the ufuncs with a scalar path), or None."""
+    raw = getattr(function, "fun", function)
+    raw = raw if isinstance(raw, _np.ufunc) else getattr(raw, "ufunc", None)
+    return raw if isinstance(raw, _np.ufunc) else None
 
 
 def _cast_like(result, target: Buffer, function=None):
