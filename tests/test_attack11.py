@@ -330,3 +330,67 @@ def test_a_ufunc_with_where_has_no_derivative_where_it_computes_nothing():
     xs = onp.stack([x, x + 0.25, x[::-1]])
     assert onp.array_equal(cr.vmap(cr.grad(_safe_divide), in_axes=(0, None))(xs, np),
                            onp.stack([cr.grad(_safe_divide)(r, np) for r in xs]))
+
+
+def _out_of_a_traced_fill(x, numpy):
+    o = numpy.full(x.size, numpy.mean(x))  # (a traced fill value: a buffer holding it)
+    numpy.sqrt(x, out=o, where=x > 0.5)
+    r = numpy.full_like(x, -5.0)
+    numpy.tanh(x, out=r, where=x < 0.8)
+    return numpy.sum(o * x + r)
+
+
+def test_out_into_an_array_filled_with_a_traced_value_is_numpys():
+    # (np.full(n, traced) and np.full_like(traced, c) were traced arrays, not buffers: out=
+    # was refused with "out cannot be passed positionally here. Pass it positionally")
+    x = onp.array([0.1, 0.7, 0.3, 0.9])
+    assert _out_of_a_traced_fill(x, np) == _out_of_a_traced_fill(x, onp)
+    h = 1e-6
+    fd = [(_out_of_a_traced_fill(x + h * e, onp) - _out_of_a_traced_fill(x - h * e, onp))
+          / (2 * h) for e in onp.eye(4)]
+    g = cr.grad(_out_of_a_traced_fill)(x, np)
+    onp.testing.assert_allclose(g, fd, rtol=1e-7)
+    jitted = cr.jit(cr.grad(_out_of_a_traced_fill), static_argnums=1)
+    assert onp.array_equal(jitted(x, np), g) and onp.array_equal(jitted(x, np), g)
+
+
+def test_a_reduction_with_a_where_computed_from_x_under_jit_is_eager():
+    # (a traced where= is passed by position, bringing NumPy's no-value keepdims along,
+    # which the rules read as True: jit(grad) raised a broadcasting ValueError)
+    def f(x):
+        m = np.reshape(np.concatenate([x, x]), (2, 3))
+        return np.sum(np.sum(m, axis=1, where=x > 0) * onp.array([1.0, 2.0])) + np.sum(
+            np.mean(m, axis=0, where=m > 0.1) ** 2)
+
+    for x in (onp.array([0.3, -0.2, 0.5]), onp.array([0.3, 0.2, 0.5])):
+        for transform in (cr.grad, cr.hessian):
+            assert onp.array_equal(cr.jit(transform(f))(x), transform(f)(x), equal_nan=True)
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "cumsum", "prod", "trace", "nansum"])
+def test_a_float32_reduction_into_a_float64_out_accumulates_in_float64_as_numpy(name):
+    a = onp.random.default_rng(0).standard_normal(200).astype(onp.float32)
+
+    def f(x, numpy):
+        x = x.reshape(10, 20) if name == "trace" else x[:12] if name == "prod" else x
+        out = numpy.zeros(200 if name == "cumsum" else ())
+        getattr(numpy, name)(x, out=out)
+        return out
+
+    want = f(a, onp)
+    assert onp.array_equal(cr.jit(f, static_argnums=1)(a, np), want)
+    assert onp.array_equal(cr.value_and_grad(lambda x: np.sum(f(x, np)))(a)[0], onp.sum(want))
+
+
+def test_a_ufunc_into_an_out_it_cannot_cast_to_raises_numpys_error_under_jit():
+    def f(x, s):
+        o = np.full(x.size, s)  # (s = False: a bool array)
+        np.tanh(x, out=o, where=x > 0.1)
+        return o
+
+    x = onp.array([0.3, -0.2])
+    with pytest.raises(TypeError) as eager:
+        f(x, False)
+    with pytest.raises(TypeError) as jitted:
+        cr.jit(f, static_argnums=1)(x, False)
+    assert type(jitted.value) is type(eager.value) and str(jitted.value) == str(eager.value)

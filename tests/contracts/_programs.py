@@ -24,7 +24,8 @@ branches, not for exceptions). The hazards:
   inplace        in-place updates of intermediates (+=, setitem, slices) and their aliases
   nested         grad inside the program
   index          fancy indices, slices, concatenate
-  mask           comparison masks in products (np.dot of a mask, diag of a mask)
+  mask           comparison masks in products (np.dot of a mask, diag of a mask), and
+                 NumPy's where= into out= arrays (a ufunc's output mask, a reduction's)
   stop_gradient  stop_gradient in products
   alias_out      outputs that are an input, a closure array, one array twice, x * 1
   tree_out       dict (in the function's own key order) and tuple outputs
@@ -360,6 +361,37 @@ def _nested(g):
         _assign(g, f"grad(lambda t: t * np.sum({a}) + t ** 2)({g.scal()})", scalar=True)
 
 
+def _masked_out(g):
+    """NumPy's where= into an out= array made by chainrule.numpy: a ufunc computes and
+    writes only where the mask holds (no derivative from elsewhere: safe division), a
+    reduction reads only those elements."""
+    a, b, c = g.vec(), g.vec(), g.vec()
+    v = g.name("o")
+    kind = int(g.rng.integers(4))
+    # (chainrule evaluates a ufunc at the masked-out entries too, whose floating-point
+    # warnings NumPy does not give: the ufuncs here warn nowhere, inf and nan included;
+    # mean of an empty selection into a 0-d out warns "invalid value in scalar divide"
+    # under jit where NumPy says "in divide": mean is left out)
+    if kind == 0:
+        g.emit(f"{v} = np.zeros(n)",
+               f"np.divide({a}, 2.0 + np.tanh({b}), out={v}, where={c} > 0)")
+    elif kind == 1:
+        g.emit(f"{v} = np.full(n, {g.scal()})",
+               f"np.{g.pick(['tanh', 'arctan'])}({a}, out={v}, where={a} > 0.1)")
+    elif kind == 2:
+        t = g.name("t")
+        g.emit(f"{t} = np.zeros(())",
+               f"np.{g.pick(['sum', 'max'])}({a}, out={t}, where={b} > 0"
+               f"{', initial=-1.0' if g.rng.random() < 0.5 else ''})",
+               f"{v} = {c} * {t}")
+    else:
+        m = g.name("m")
+        g.emit(f"{m} = np.zeros(2)",
+               f"np.sum(np.reshape(np.concatenate([{a}, {b}]), (2, n)), axis=1, out={m}, "
+               f"where={c} > 0)", f"{v} = {a} * {m}[0] + {b} * {m}[1]")
+    g.vecs.append(v)
+
+
 def _stop_gradient(g):
     _assign(g, _fmt(g, "stop_gradient({a}) * {b}"))
 
@@ -384,6 +416,7 @@ TEMPLATES: tuple[Template, ...] = (
     Template("nested", _nested, 0.6),
     Template("index", _table(_INDEX)),
     Template("mask", _table(_MASK)),
+    Template("mask", _masked_out, 0.4),
     Template("stop_gradient", _stop_gradient, 0.5),
 )
 

@@ -398,6 +398,8 @@ def _as_output(buffer: Buffer, function, args, kwargs):
     if where is not True and ufunc is None:
         kwargs["where"] = _value_of(where)  # (a reduction's: the elements it reads)
         where = True
+    if getattr(function, "fun", function) in _ACCUMULATES_IN_OUT and kwargs.get("dtype") is None:
+        kwargs["dtype"] = buffer.dtype  # (NumPy's: float32 summed into float64 in float64)
     if where is True:
         result = function(*args, **kwargs)
     else:
@@ -413,6 +415,13 @@ def _as_output(buffer: Buffer, function, args, kwargs):
     return buffer
 
 
+# the reductions and scans whose accumulator, where out= is given and dtype= is not, has
+# out's dtype (as if dtype=out.dtype were passed)
+_ACCUMULATES_IN_OUT = frozenset(getattr(_np, name) for name in (
+    "sum", "prod", "mean", "cumsum", "cumprod", "nansum", "nanprod", "nanmean", "nancumsum",
+    "nancumprod", "trace"))
+
+
 def _ufunc_of(function):
     """The NumPy ufunc chainrule's ``function`` calls (its primitive's raw function, or
     that function's ``ufunc``: the ufuncs with a scalar path), or None."""
@@ -426,6 +435,9 @@ def _cast_like(result, target: Buffer, function=None):
     'same_kind'; the ufunc casts, so that its floating-point errors are the ufunc's)."""
     dtype = _np.result_type(_tracer.getval(result))
     if not _np.can_cast(dtype, target.dtype, "same_kind"):
+        ufunc = _ufunc_of(function)
+        if ufunc is not None and ufunc.nout == 1:  # NumPy's own error, class and message
+            ufunc(*[_np.zeros((), dtype)] * ufunc.nin, out=_np.empty((), target.dtype))
         raise TypeError(f"Cannot cast ufunc output from dtype {dtype} to {target.dtype} "
                         f"with casting rule 'same_kind' (as NumPy)")
     if dtype != target.dtype and isinstance(function, _np.ufunc):
@@ -698,12 +710,15 @@ _ALLOCATING = ("zeros", "ones", "empty")
 _ALIKE = ("zeros_like", "ones_like", "empty_like")
 _OTHERS = ("full", "eye", "identity", "arange", "linspace", "full_like", "array", "asarray",
            "copy")
+# those whose answer is new memory even where it holds a traced value (np.full(n, s) of a
+# traced s): a buffer holding it, which takes writes and out= as np.zeros(n) does
+_NEW_MEMORY = ("array", "copy", "full", "full_like")
 
 
 def _wrapped_constructors(namespace: dict) -> dict:
     return {**{name: _allocating(getattr(_np, name)) for name in _ALLOCATING},
             **{name: _alike(namespace[name], getattr(_np, name)) for name in _ALIKE},
-            **{name: _buffered(namespace[name], getattr(_np, name), name in ("array", "copy"))
+            **{name: _buffered(namespace[name], getattr(_np, name), name in _NEW_MEMORY)
                for name in _OTHERS}}
 
 

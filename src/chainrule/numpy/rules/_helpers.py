@@ -221,12 +221,18 @@ def reduced_count(shape: tuple, axis) -> int:
 _FILLED_UP_TO = 4096
 
 
+def keeps_dims(keepdims) -> bool:
+    """A reduction's ``keepdims`` as NumPy reads it: its no-value default is False (a traced
+    ``where=`` is passed by position, and brings the defaults before it along)."""
+    return keepdims is not _np._NoValue and bool(keepdims)
+
+
 def expand_to(g, x, axis, keepdims):
     """A reduction's cotangent ``g`` broadcast back to ``x``'s shape."""
     shape = shape_of(x)
     if type(g) in SCALAR_TYPES and axis is None and math.prod(shape) <= _FILLED_UP_TO:
         return _np.full(shape, g)  # (the values of broadcast_to(g, shape), writeable)
-    if not keepdims:
+    if not keeps_dims(keepdims):
         g = anp.reshape(g, keepdims_shape(shape, axis))
     return anp.broadcast_to(g, shape)
 

@@ -50,6 +50,7 @@ from ._helpers import (
     dtype_of,
     expand_to,
     keepdims_shape,
+    keeps_dims,
     linear,
     match_dtype,
     reduced_count,
@@ -85,7 +86,7 @@ def _real_dtype(x):
 
 def _kept(value, x, axis, keepdims):
     """A reduction's (raw) answer reshaped to broadcast against ``x``."""
-    return value if keepdims else _np.reshape(value, keepdims_shape(shape_of(x), axis))
+    return value if keeps_dims(keepdims) else _np.reshape(value, keepdims_shape(shape_of(x), axis))
 
 
 # ----------------------------------------------------------------------------- weighted sums
@@ -265,7 +266,7 @@ def _prod_others(x, axis, keepdims, ans, initial=None):
     """The product of every other element of each reduced slice, zeros included."""
     _, any_zero = zero_mask(x)
     if not any_zero:
-        kept = ans if keepdims else anp.reshape(ans, keepdims_shape(shape_of(x), axis))
+        kept = ans if keeps_dims(keepdims) else anp.reshape(ans, keepdims_shape(shape_of(x), axis))
         return kept / x
     # (ans / x would divide the zeros out, and a mask of them is a constant to the next
     # derivative: with two zeros in a slice the second derivative came out 0)
@@ -537,7 +538,7 @@ def _average_vjp(argnum):
         g = expand_to(g, x, axis, keepdims) / total
         if argnum == 0:
             return match_dtype(g if w is None else g * full, x)
-        avg = ans if keepdims else anp.reshape(ans, keepdims_shape(shape_of(x), axis))
+        avg = ans if keeps_dims(keepdims) else anp.reshape(ans, keepdims_shape(shape_of(x), axis))
         grad_full = g * (x - avg)
         axes = tuple(i for i, n in enumerate(shape_of(w)) if n == 1 and shape_of(x)[i] != 1)
         grad = anp.sum(grad_full, axis=axes, keepdims=True) if axes else grad_full
@@ -552,7 +553,7 @@ def _average_jvp(argnum):
             return anp.average(t, axis, weights, keepdims=keepdims)
         w, full, total = _average_parts(x, axis, weights, keepdims)
         tw = anp.broadcast_to(_average_weights(x, axis, t), shape_of(x))
-        avg = ans if keepdims else anp.reshape(ans, keepdims_shape(shape_of(x), axis))
+        avg = ans if keeps_dims(keepdims) else anp.reshape(ans, keepdims_shape(shape_of(x), axis))
         out = anp.sum(tw * (x - avg), axis=axis, keepdims=True) / total
         return match_dtype(anp.reshape(out, shape_of(ans)), ans)
 
