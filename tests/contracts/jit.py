@@ -19,11 +19,7 @@ Two kinds of case:
   changed in place before each call, x passed twice, the second time as itself or a view
   of it, after a write into x) and an argument layout (contiguous, strided, reversed),
   called at least four times on inputs that take other branches (the first again last: a
-  cached call). Plain programs may write into x itself (x[i] = v, x += s, x.sort()). A
-  call that traces with x passed twice is not compared: the trace answers from x's old
-  contents there (a known defect, the strict xfail
-  ``test_jit_of_a_function_writing_into_an_argument_passed_twice_is_eager`` in
-  tests/test_attack11.py; remove the exception in ``check`` with its fix).
+  cached call). Plain programs may write into x itself (x[i] = v, x += s, x.sort()).
 - **spec**: a case of the rule tables (``chainrule._specs``) with some of its float
   entries set to edge values (0, -0.0, ±inf, nan, ±1e308, subnormals): the function
   jitted, its gradient and its JVP, each called on the edge values and on the case's own.
@@ -411,11 +407,8 @@ def _jitted(case: Case, target):
 
         def both(args):
             return eval(alias, {"x": args[0]})  # noqa: S307 (one of ALIASES)
-
-        def traced(args):  # (the call and whether it traced: see check)
-            misses = j.cache_info().misses
-            return j(args[0], both(args), args[1]), j.cache_info().misses > misses
-        return (lambda args: traced(args)), (lambda args: two(args[0], both(args), args[1]))
+        return (lambda args: j(args[0], both(args), args[1])), \
+            (lambda args: two(args[0], both(args), args[1]))
     if wrapping == "keywords":
         j = chainrule.jit(lambda x, s: target(x, s))
         return (lambda args: j(args[0], s=args[1])), (lambda args: target(*args))
@@ -462,15 +455,6 @@ def check(case: Case) -> list[str]:
         want_sharing = _sharing(want, want_inputs, earlier_want, closures)
         want = _copied(want)
         got, got_inputs = _run(case, k, jitted, args)
-        if case.wrapping == "aliased_argument":
-            traced = got.error is None and got.value[1]
-            got = got if got.error is not None else dataclasses.replace(got, value=got.value[0])
-            if traced:
-                # (a call that traces a function writing into an argument passed twice
-                # answers from the old contents: a known defect, pinned by the strict
-                # xfail test_jit_of_a_function_writing_into_an_argument_passed_twice_is_eager
-                # of tests/test_attack11.py; the calls after it run eagerly, compared)
-                continue
         got_sharing = _sharing(got, got_inputs, earlier_got, closures)
         found = differences(_distinct(want), _distinct(got), check_warnings=True,
                             ignore_warning=lambda c, m: issubclass(c, JitWarning))
