@@ -368,16 +368,16 @@ def _masked_out(g):
     a, b, c = g.vec(), g.vec(), g.vec()
     v = g.name("o")
     kind = int(g.rng.integers(4))
-    # (chainrule evaluates a ufunc at the masked-out entries too, whose floating-point
-    # warnings NumPy does not give: the ufuncs here warn nowhere, inf and nan included;
-    # mean of an empty selection into a 0-d out warns "invalid value in scalar divide"
+    # (mean of an empty selection into a 0-d out warns "invalid value in scalar divide"
     # under jit where NumPy says "in divide": mean is left out)
-    if kind == 0:
-        g.emit(f"{v} = np.zeros(n)",
-               f"np.divide({a}, 2.0 + np.tanh({b}), out={v}, where={c} > 0)")
+    if kind == 0:  # (the safe division: b is 0 at edge values and where the mask says)
+        d = g.name("d")
+        g.emit(f"{d} = {b} * ({c} > 0)", f"{v} = np.zeros(n)",
+               f"np.divide({a}, {d}, out={v}, where={d} != 0)")
     elif kind == 1:
         g.emit(f"{v} = np.full(n, {g.scal()})",
-               f"np.{g.pick(['tanh', 'arctan'])}({a}, out={v}, where={a} > 0.1)")
+               f"np.{g.pick(['sin', 'exp', 'sqrt', 'log', 'tanh'])}({a}, out={v}, "
+               f"where={a} > 0.1)")
     elif kind == 2:
         t = g.name("t")
         g.emit(f"{t} = np.zeros(())",

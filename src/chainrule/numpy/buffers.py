@@ -403,16 +403,29 @@ def _as_output(buffer: Buffer, function, args, kwargs):
     if where is True:
         result = function(*args, **kwargs)
     else:
-        # a ufunc's where=: the entries it computes and writes. NumPy computes nothing at
-        # the others, so no derivative may come from there (1 / 0 there would send
-        # 0 * inf = nan back): an elementwise ufunc's arguments are constants there
         mask = _value_of(where)
         if ufunc.signature is None:
-            args = [anp.where(mask, a, _tracer.derivative_free(a)) if _is_traced(a) else a
-                    for a in args]
+            args = _computed_only_where(mask, args, buffer.shape)
+            if args is None:
+                return buffer  # (the mask selects nothing: NumPy writes nothing)
         result = anp.where(mask, function(*args, **kwargs), buffer._value())
     buffer[...] = _cast_like(result, buffer, function)
     return buffer
+
+
+def _computed_only_where(mask, args, shape):
+    """An elementwise ufunc's arguments for ``where=mask`` into an output of ``shape``:
+    NumPy computes (and warns) only where the mask holds, so at the other entries each
+    argument is its value at the first entry that the mask selects, a constant there (no
+    derivative comes from entries NumPy does not compute: 1 / 0 there would send
+    0 * inf = nan back, and warn). None where the mask selects nothing."""
+    selected = anp.ravel(anp.broadcast_to(mask, shape))
+    if not anp.any(selected):
+        return None
+    first = anp.argmax(selected)
+    return [anp.where(mask, a, _tracer.derivative_free(
+        anp.ravel(anp.broadcast_to(a, shape))[first])) if _np.ndim(_tracer.getval(a)) or
+        _is_traced(a) else a for a in args]
 
 
 # the reductions and scans whose accumulator, where out= is given and dtype= is not, has
