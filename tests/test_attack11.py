@@ -176,49 +176,6 @@ def test_setting_the_real_part_through_a_view_of_a_traced_array_is_refused():
         cr.grad(f)(onp.ones(4))
 
 
-# ----------------------------------------------------------------------------- jit, aliases
-def _write_then_read(a, b):
-    a += 1.0
-    return b * 2.0
-
-
-def _set_then_sum(a, b):
-    a[0] = 10.0
-    return np.sum(b)
-
-
-def _scale_then_add(a, b):
-    a *= 2.0
-    a += b
-    return a
-
-
-def _sort_then_read(a, b):
-    a.sort()
-    return b[0]
-
-
-_ALIASED = [
-    (_write_then_read, lambda z: (z, z)), (_set_then_sum, lambda z: (z, z)),
-    (_set_then_sum, lambda z: (z, z[:1])), (_scale_then_add, lambda z: (z, z)),
-    (_sort_then_read, lambda z: (z, z)),
-    (lambda p: _set_then_sum(p["a"], p["b"]), lambda z: ({"a": z, "b": z},)),
-]
-
-
-@pytest.mark.parametrize("fun, args", _ALIASED)
-def test_jit_of_a_function_writing_into_an_argument_passed_twice_is_eager(fun, args):
-    # (the trace boxed each argument apart: its call answered from the old contents and
-    # gave the caller's array wrong ones; fixed on main by 7ff0c96)
-    start = onp.array([3.0, 1.0])
-    jitted = cr.jit(fun)
-    for _ in range(2):
-        eager_args, jit_args = args(start.copy()), args(start.copy())
-        want, got = fun(*eager_args), jitted(*jit_args)
-        assert repr(got) == repr(want)
-        assert repr(jit_args) == repr(eager_args)  # the caller's arrays end the same
-
-
 # ----------------------------------------------------------------------------- odeint
 def _blow_up(a):
     """y' = a y^2, y(0) = 1 on [0, 2]: the solution 1 / (1 - a t) blows up at 1 / a."""
