@@ -398,3 +398,16 @@ def test_a_ufunc_with_where_warns_and_raises_only_where_numpy_computes():
 
     assert onp.array_equal(cr.grad(nothing)(x), onp.full(4, 4.0))
     assert onp.array_equal(cr.jit(cr.grad(nothing))(x), onp.full(4, 4.0))
+
+
+def test_out_given_a_traced_array_is_refused_saying_so_not_to_pass_it_positionally():
+    # (it said "out cannot be passed positionally here. Pass it positionally")
+    def f(x):
+        y = x * 1.0
+        np.multiply(y, y, out=y)
+        return np.sum(y)
+
+    for transform in (cr.grad, lambda f: cr.jit(cr.grad(f)), lambda f: cr.vmap(cr.grad(f))):
+        with pytest.raises(TypeError, match="multiply with out= a traced array") as error:
+            transform(f)(onp.ones((2, 2)))
+        assert "positionally" not in str(error.value)

@@ -801,8 +801,24 @@ def _keywords_in_place(f_raw, args, kwargs):
     return tuple(args), kwargs
 
 
+def traced_out_refused(name: str, method: str = "__call__") -> TypeError:
+    """``out=`` a traced array (not an array that takes writes, such as chainrule.numpy's
+    buffers): NumPy would overwrite the array's value, which its trace has recorded."""
+    call = name if method == "__call__" else f"{name}.{method}"
+    return TypeError(
+        f"{call} with out= a traced array: NumPy would write the result into that "
+        f"array's value outside what chainrule records, so the derivatives of everything "
+        f"computed from the array would be wrong. Nothing was written. Use the returned "
+        f"value instead (y = {call}(...) without out=), or write into the array with "
+        f"y[...] = value, which chainrule records."
+    )
+
+
 def _call_with_traced_keywords(f_wrapped, f_raw, args, kwargs):
     """Pass traced values given by keyword positionally, where the signature allows it."""
+    out = kwargs.get("out")
+    if any(type(o) in _traced_types for o in (out if type(out) is tuple else (out,))):
+        raise traced_out_refused(getattr(f_raw, "__name__", "this function"))
     given = args, kwargs
     args, kwargs = list(args), dict(kwargs)
     try:

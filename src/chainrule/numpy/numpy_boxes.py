@@ -29,6 +29,7 @@ from .._core.tracer import (
     primitive,
     register_view_maker,
     staged,
+    traced_out_refused,
 )
 from .._sparsity.products import called_by_sparse_dispatch, product_with
 from . import numpy_wrapper as anp
@@ -316,7 +317,7 @@ class ArrayBox(Box):
                 # (a staging trace follows the write: the function then runs eagerly)
                 return _on_plain_values(ufunc, method, inputs, kwargs)
             if _any_traced(kwargs["out"]):
-                raise _traced_out_refused(name, method)
+                raise traced_out_refused(name, method)
             raise _plain_write_refused(name)
         if method != "__call__" and _followed(inputs):
             # np.add.reduce & co. of values only chainrule.jit's staging trace boxes:
@@ -830,19 +831,6 @@ def _plain_write_refused(name: str) -> TypeError:
 
 def _any_traced(out: object) -> bool:
     return any(isbox(o) for o in (out if isinstance(out, tuple) else (out,)))
-
-
-def _traced_out_refused(name: str, method: str) -> TypeError:
-    """``out=`` a traced array (not a chainrule.numpy buffer): NumPy would overwrite the
-    array's value, which its trace has already recorded."""
-    call = name if method == "__call__" else f"{name}.{method}"
-    return TypeError(
-        f"{call} with out= a traced array: NumPy would write the result into that "
-        f"array's value outside what chainrule records, so the derivatives of everything "
-        f"computed from the array would be wrong. Nothing was written. Use the returned "
-        f"value instead (y = {call}(...) without out=), or write into the array with "
-        f"y[...] = value, which chainrule records."
-    )
 
 
 def _tolist(value: object) -> object:
