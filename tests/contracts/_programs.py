@@ -370,9 +370,9 @@ def _masked_out(g):
     kind = int(g.rng.integers(4))
     # (mean of an empty selection into a 0-d out warns "invalid value in scalar divide"
     # under jit where NumPy says "in divide": mean is left out)
-    if kind == 0:  # (the safe division: b is 0 at edge values and where the mask says)
+    if kind == 0:  # (the safe division: the divisor is 0 where the mask says)
         d = g.name("d")
-        g.emit(f"{d} = {b} * ({c} > 0)", f"{v} = np.zeros(n)",
+        g.emit(f"{d} = (1.0 + {b} * {b}) * ({c} > 0)", f"{v} = np.zeros(n)",
                f"np.divide({a}, {d}, out={v}, where={d} != 0)")
     elif kind == 1:
         g.emit(f"{v} = np.full(n, {g.scal()})",

@@ -405,27 +405,33 @@ def _as_output(buffer: Buffer, function, args, kwargs):
     else:
         mask = _value_of(where)
         if ufunc.signature is None:
-            args = _computed_only_where(mask, args, buffer.shape)
-            if args is None:
-                return buffer  # (the mask selects nothing: NumPy writes nothing)
+            args = _computed_only_where(ufunc, mask, args)
         result = anp.where(mask, function(*args, **kwargs), buffer._value())
     buffer[...] = _cast_like(result, buffer, function)
     return buffer
 
 
-def _computed_only_where(mask, args, shape):
-    """An elementwise ufunc's arguments for ``where=mask`` into an output of ``shape``:
-    NumPy computes (and warns) only where the mask holds, so at the other entries each
-    argument is its value at the first entry that the mask selects, a constant there (no
-    derivative comes from entries NumPy does not compute: 1 / 0 there would send
-    0 * inf = nan back, and warn). None where the mask selects nothing."""
-    selected = anp.ravel(anp.broadcast_to(mask, shape))
-    if not anp.any(selected):
-        return None
-    first = anp.argmax(selected)
-    return [anp.where(mask, a, _tracer.derivative_free(
-        anp.ravel(anp.broadcast_to(a, shape))[first])) if _np.ndim(_tracer.getval(a)) or
-        _is_traced(a) else a for a in args]
+# the ufuncs that warn on nan ("invalid value") for real operands
+_NAN_WARNS = frozenset([_np.logaddexp, _np.logaddexp2])
+
+
+def _computed_only_where(ufunc, mask, args):
+    """An elementwise ufunc's arguments for ``where=mask``: NumPy computes (and warns)
+    only where the mask holds, so at the other entries each array argument is a constant
+    (no derivative comes from entries NumPy does not compute: 1 / 0 there would send
+    0 * inf = nan back), nan for real floats (quiet: it warns nowhere, and decides
+    nothing under chainrule.jit)."""
+    quiet = ufunc not in _NAN_WARNS
+    out = []
+    for a in args:
+        value = _tracer.getval(a)
+        if not _np.ndim(value) and not _is_traced(a):
+            out.append(a)  # (a number: NumPy computes with it where the mask holds too)
+            continue
+        real = _np.result_type(value).kind == "f"
+        out.append(anp.where(mask, a, _np.nan if quiet and real else
+                             _tracer.derivative_free(a)))
+    return out
 
 
 # the reductions and scans whose accumulator, where out= is given and dtype= is not, has
