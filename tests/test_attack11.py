@@ -361,3 +361,20 @@ def test_out_given_a_traced_array_is_refused_saying_so_not_to_pass_it_positional
         with pytest.raises(TypeError, match="multiply with out= a traced array") as error:
             transform(f)(onp.ones((2, 2)))
         assert "positionally" not in str(error.value)
+
+
+def test_a_cast_error_into_out_with_where_is_numpys_under_jit():
+    # (the long run's case 12,490: the ufunc's answer was put together with out's entries
+    # first, which promoted float32 to float64, and the cast error then named float64)
+    def f(x, s):
+        o = np.full(3, s)
+        np.exp(x, out=o, where=x > 0.1)
+        return np.sum(o)
+
+    x = onp.array([1.1, -0.9, 3.4], dtype=onp.float32)
+    messages = []
+    for call in (f, cr.jit(f, static_argnums=1)):
+        with pytest.raises(TypeError) as raised:
+            call(x, 1)
+        messages.append(str(raised.value))
+    assert messages[0] == messages[1] and "float32" in messages[0]

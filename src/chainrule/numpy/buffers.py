@@ -406,7 +406,10 @@ def _as_output(buffer: Buffer, function, args, kwargs):
         mask = _value_of(where)
         if ufunc.signature is None:
             args = _computed_only_where(ufunc, mask, args)
-        result = anp.where(mask, function(*args, **kwargs), buffer._value())
+        # (cast as the ufunc casts its own answer, before the entries it leaves are put
+        # back: out's dtype would promote the answer's, and the cast's error is NumPy's)
+        computed = _cast_like(function(*args, **kwargs), buffer, function)
+        result = anp.where(mask, computed, buffer._value())
     buffer[...] = _cast_like(result, buffer, function)
     return buffer
 
