@@ -378,3 +378,20 @@ def test_a_cast_error_into_out_with_where_is_numpys_under_jit():
             call(x, 1)
         messages.append(str(raised.value))
     assert messages[0] == messages[1] and "float32" in messages[0]
+
+
+def test_prod_gradient_of_a_slice_without_zeros_is_the_same_beside_one_with_zeros():
+    # (the vmap long run's case 19,385: a batch with a zero somewhere took the product
+    # path for every example; an example whose product underflows, without zeros, then got
+    # the true product of the others where its own loop, ans / x, gets 0)
+    from chainrule._transforms.vmap import batched_runs_first
+
+    xs = onp.array([[0.0, 2.0, 3.0], [1e-300, 1e-300, 2.0], [0.5, -0.0, -0.0]])
+    g = cr.grad(lambda x: np.prod(x))
+    loop = onp.stack([g(x.copy()) for x in xs])
+    with batched_runs_first():
+        got = cr.vmap(g)(xs)
+    assert got.tobytes() == loop.tobytes()
+    # a matrix's rows reduced together answer as each row alone
+    rows = cr.grad(lambda x: np.sum(np.prod(x, axis=1)))(xs)
+    assert rows.tobytes() == loop.tobytes()

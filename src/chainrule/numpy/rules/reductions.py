@@ -264,9 +264,9 @@ def _nanmean_weights(ans, x, axis=None, dtype=None, out=None, keepdims=False, *,
 
 def _prod_others(x, axis, keepdims, ans, initial=None):
     """The product of every other element of each reduced slice, zeros included."""
-    _, any_zero = zero_mask(x)
+    zero, any_zero = zero_mask(x)
+    kept = ans if keeps_dims(keepdims) else anp.reshape(ans, keepdims_shape(shape_of(x), axis))
     if not any_zero:
-        kept = ans if keeps_dims(keepdims) else anp.reshape(ans, keepdims_shape(shape_of(x), axis))
         return kept / x
     # (ans / x would divide the zeros out, and a mask of them is a constant to the next
     # derivative: with two zeros in a slice the second derivative came out 0)
@@ -279,7 +279,12 @@ def _prod_others(x, axis, keepdims, ans, initial=None):
     before = _exclusive_cumprod(rows, -1)
     after = anp.flip(_exclusive_cumprod(anp.flip(rows, -1), -1), -1)
     others = anp.moveaxis(anp.reshape(before * after, shape_of(moved)), ends, axes)
-    return others * initial if _given(initial) else others
+    if _given(initial):
+        others = others * initial
+    # a slice without zeros keeps ans / x, as where no slice has one: the same bits
+    # whichever slices it is reduced with (a vmap's batch, jit's other calls)
+    divided = kept / anp.where(zero, 1.0, x)
+    return anp.where(_np.any(zero, axis=axes, keepdims=True), others, divided)
 
 
 def _prod_vjp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
