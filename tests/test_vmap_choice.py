@@ -355,3 +355,19 @@ def test_a_split_batch_of_a_function_that_draws_goes_on_as_the_loop(monkeypatch)
     got = cr.vmap(counted, in_axes=(0, None))(xs, 0.5)
     onp.testing.assert_array_equal(got, want)
     assert len(calls) == 11
+
+
+def test_a_ufunc_with_where_into_a_batched_out_keeps_outs_other_entries():
+    # (the long run's cases 6,377 and more: the batched ufunc computed with where= but no
+    # out, whose other entries NumPy leaves unwritten, and wrote all of it into out)
+    def f(x, s):
+        o = np.full(3, s)
+        np.sin(x, out=o, where=x > 0.1)
+        return o
+
+    xs = onp.array([[-0.02, 0.12, 0.24], [0.5, -0.3, 0.2]], onp.float32)
+    s = onp.array([0.25, -1.5])
+    want = onp.stack([f(x.copy(), si) for x, si in zip(xs, s)])
+    with batched_runs_first():
+        got = cr.vmap(f, in_axes=(0, 0))(xs, s)
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()

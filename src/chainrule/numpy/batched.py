@@ -450,14 +450,16 @@ class BatchedArray(ArrayBox):
         if method == "at":
             raise self._unsupported(f"{name}.at writing into an array")
         out = kwargs.pop("out", None)
+        where = True
         if out is not None:
             _check_outputs(self._trace, out, f"{name}(..., out=)")
+            where = kwargs.pop("where", True) if method == "__call__" else True
         if method != "__call__":
             answer = batch_call(_per_example(ufunc, method), inputs, kwargs, self._trace_id)
         else:
             answer = batch_call(raw_to_wrapped.get(ufunc, ufunc), inputs, kwargs,
                                 self._trace_id)
-        return answer if out is None else _written(out, answer, f"{name}(..., out=)")
+        return answer if out is None else _written(out, answer, f"{name}(..., out=)", where)
 
     def __array_function__(self, func, types, args, kwargs):
         if func in _ABOUT_AN_EXAMPLE:
@@ -493,12 +495,15 @@ def _check_outputs(trace: BatchTrace, out, what: str) -> None:
                                 f"a += x does, with a a NumPy array)")
 
 
-def _written(out, answer, what: str):
+def _written(out, answer, what: str, where=True):
     """``answer`` written into the output arrays ``out``, which are returned (as NumPy's
-    ``out=`` does)."""
+    ``out=`` does); ``where``: a ufunc's mask of the entries it writes (the others keep
+    out's: the answer, computed without the mask, is whole)."""
     outs = out if isinstance(out, tuple) else (out,)
     answers = answer if isinstance(answer, tuple) else (answer,)
     for o, a in zip(outs, answers):
+        if where is not True:
+            a = anp.where(where, a, o)
         o._write(Ellipsis, a, what)
     return outs[0] if len(outs) == 1 else out
 
@@ -630,7 +635,11 @@ def _with_output_arrays(fun, args, kwargs, trace_id: int):
         del args[fun.out_position:]  # (ufuncs take nothing positionally after their outputs)
     what = f"{getattr(fun, '__name__', fun)}(..., out=)"
     _check_outputs(_trace_within((args, kwargs, out), trace_id), out, what)
-    return _written(out, batch_call(fun, tuple(args), kwargs, trace_id), what)
+    # (a ufunc's where= writes some entries; a reduction's reads some: its own)
+    raw = getattr(fun, "fun", fun)
+    ufunc = raw if isinstance(raw, _np.ufunc) else getattr(raw, "ufunc", None)
+    where = kwargs.pop("where", True) if isinstance(ufunc, _np.ufunc) else True
+    return _written(out, batch_call(fun, tuple(args), kwargs, trace_id), what, where)
 
 
 register_batched_type(BatchedArray, batch_call)
