@@ -284,7 +284,7 @@ def _prod_others(x, axis, keepdims, ans, initial=None):
     # a slice without zeros keeps ans / x, as where no slice has one: the same bits
     # whichever slices it is reduced with (a vmap's batch, jit's other calls)
     divided = kept / anp.where(zero, 1.0, x)
-    return anp.where(_np.any(zero, axis=axes, keepdims=True), others, divided)
+    return anp.where(anp.any(zero, axis=axes, keepdims=True), others, divided)
 
 
 def _prod_vjp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
