@@ -30,6 +30,7 @@ import numpy as _np
 
 from .. import numpy as anp
 from .._core.tracer import getval
+from ..numpy._namespace import ufunc_of
 from . import _roll
 from ._direct import direct_call
 from ._errstate import underflow_heard
@@ -171,8 +172,8 @@ def _float_node(node: StagingNode) -> bool:
 
 def _ufunc_of(raw) -> _np.ufunc | None:
     """The NumPy ufunc of one output that ``raw`` is (or wraps: its scalar path), or None."""
-    ufunc = raw if isinstance(raw, _np.ufunc) else getattr(raw, "ufunc", None)
-    return ufunc if isinstance(ufunc, _np.ufunc) and ufunc.nout == 1 else None
+    ufunc = ufunc_of(raw)
+    return ufunc if ufunc is not None and ufunc.nout == 1 else None
 
 
 def _float_record(nodes: list[StagingNode], guards: list[Guard], tails: frozenset) -> bool:

@@ -14,9 +14,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 
+import numpy as _np
+
 from .._core.tracer import primitive
 
 raw_to_wrapped: dict = {}
+
+
+def ufunc_of(function):
+    """The NumPy ufunc ``function`` is or calls (a chainrule primitive's raw function, or
+    that function's ``ufunc``: the ufuncs with a scalar path), or None."""
+    raw = getattr(function, "fun", function)
+    raw = raw if isinstance(raw, _np.ufunc) else getattr(raw, "ufunc", None)
+    return raw if isinstance(raw, _np.ufunc) else None
 """NumPy's (SciPy's) function -> the chainrule function that takes its place on traced values."""
 
 

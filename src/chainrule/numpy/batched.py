@@ -47,7 +47,7 @@ from .._core.tracer import (
 )
 from .._core.vspace import VSpace
 from . import numpy_wrapper as anp
-from ._namespace import raw_to_wrapped
+from ._namespace import raw_to_wrapped, ufunc_of
 from .numpy_boxes import ArrayBox, _as_view, array_getitem, view_of_traced
 from .numpy_vspaces import ArrayVSpace
 
@@ -636,9 +636,7 @@ def _with_output_arrays(fun, args, kwargs, trace_id: int):
     what = f"{getattr(fun, '__name__', fun)}(..., out=)"
     _check_outputs(_trace_within((args, kwargs, out), trace_id), out, what)
     # (a ufunc's where= writes some entries; a reduction's reads some: its own)
-    raw = getattr(fun, "fun", fun)
-    ufunc = raw if isinstance(raw, _np.ufunc) else getattr(raw, "ufunc", None)
-    where = kwargs.pop("where", True) if isinstance(ufunc, _np.ufunc) else True
+    where = kwargs.pop("where", True) if ufunc_of(fun) is not None else True
     return _written(out, batch_call(fun, tuple(args), kwargs, trace_id), what, where)
 
 

@@ -37,6 +37,7 @@ from .._core.tracer import (
     register_view_maker,
 )
 from . import numpy_wrapper as anp
+from ._namespace import ufunc_of
 from .numpy_boxes import (
     ArrayBox,
     FlatIndexer,
@@ -394,7 +395,7 @@ def _as_output(buffer: Buffer, function, args, kwargs):
         raw(*_value_of(args), out=buffer._plain, **_value_of(kwargs))
         return buffer
     args, kwargs = _value_of(args), _value_of(kwargs)
-    ufunc = _ufunc_of(function)
+    ufunc = ufunc_of(function)
     if where is not True and ufunc is None:
         kwargs["where"] = _value_of(where)  # (a reduction's: the elements it reads)
         where = True
@@ -444,20 +445,12 @@ _ACCUMULATES_IN_OUT = frozenset(getattr(_np, name) for name in (
     "nancumprod", "trace"))
 
 
-def _ufunc_of(function):
-    """The NumPy ufunc chainrule's ``function`` calls (its primitive's raw function, or
-    that function's ``ufunc``: the ufuncs with a scalar path), or None."""
-    raw = getattr(function, "fun", function)
-    raw = raw if isinstance(raw, _np.ufunc) else getattr(raw, "ufunc", None)
-    return raw if isinstance(raw, _np.ufunc) else None
-
-
 def _cast_like(result, target: Buffer, function=None):
     """``result`` as an in-place ufunc (``function``) writes it into ``target`` (casting
     'same_kind'; the ufunc casts, so that its floating-point errors are the ufunc's)."""
     dtype = _np.result_type(_tracer.getval(result))
     if not _np.can_cast(dtype, target.dtype, "same_kind"):
-        ufunc = _ufunc_of(function)
+        ufunc = ufunc_of(function)
         if ufunc is not None and ufunc.nout == 1:  # NumPy's own error, class and message
             ufunc(*[_np.zeros((), dtype)] * ufunc.nin, out=_np.empty((), target.dtype))
         raise TypeError(f"Cannot cast ufunc output from dtype {dtype} to {target.dtype} "
