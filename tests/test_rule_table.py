@@ -63,6 +63,8 @@ TESTED_ELSEWHERE = {
     "chainrule.explain._expr.*": "tests/test_explain_students.py (every one, both modes)",
     # the identity that runs a Tensor's gradient hooks (Tensor.register_hook)
     "*.hook_point": "tests/test_tensor_hooks.py (hooks against torch and by hand)",
+    # NumPy's own ufunc call with where= into out=, staged by chainrule.jit alone
+    "*._ufunc_where": "tests/test_jit12.py (check_grads, both modes, 2nd order)",
 }
 
 

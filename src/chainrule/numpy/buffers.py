@@ -29,6 +29,14 @@ import sys as _sys
 import numpy as _np
 
 from .._core import tracer as _tracer
+from .._core import forward, reverse
+from .._core.rules import (
+    defjvp_argnums,
+    defnew_array,
+    defsparsity,
+    deftakes_masks,
+    defvjp_argnums,
+)
 from .._core.tracer import (
     FrontEnd,
     isbox,
@@ -36,6 +44,7 @@ from .._core.tracer import (
     register_front_end,
     register_view_maker,
 )
+from .._sparsity.patterns import elementwise_pattern
 from . import numpy_wrapper as anp
 from ._namespace import ufunc_of
 from .numpy_boxes import (
@@ -403,6 +412,13 @@ def _as_output(buffer: Buffer, function, args, kwargs):
         kwargs["dtype"] = buffer.dtype  # (NumPy's: float32 summed into float64 in float64)
     if where is True:
         result = function(*args, **kwargs)
+    elif ufunc.signature is None and _staged_alone((buffer._value(), where, *args)):
+        # NumPy's own masked call, staged as it is (chainrule.jit with no derivative): the
+        # composite below computes on new arrays, where NumPy's loops for a caller's array
+        # of negative strides (x[::-1]) are other ones, whose last bits differ
+        reversed_axes = tuple(i for i, s in enumerate(buffer._plain.strides) if s < 0)
+        result = _ufunc_where(function, reversed_axes, _value_of(where), buffer._value(), *args,
+                              **kwargs)
     else:
         mask = _value_of(where)
         if ufunc.signature is None:
@@ -413,6 +429,52 @@ def _as_output(buffer: Buffer, function, args, kwargs):
         result = anp.where(mask, computed, buffer._value())
     buffer[...] = _cast_like(result, buffer, function)
     return buffer
+
+
+def _staged_alone(values) -> bool:
+    """Whether every traced one of ``values`` is traced by a staging trace alone (its box
+    has ``on_decision``, and holds a plain value): nothing takes a derivative of it."""
+    for v in values:
+        if isbox(v) and (v._node.on_decision is None or isbox(v._value)) or \
+                type(v) in _tracer.batched_types:
+            return False
+    return True
+
+
+@_tracer.primitive
+def _ufunc_where(function, reversed_axes, mask, old, *args, **kwargs):
+    """``function``'s ufunc ``(*args, out=<a copy of old>, where=mask)``, the copy taken
+    backwards along ``reversed_axes`` as the caller's out= array is (NumPy's loops follow
+    the output's strides too; a program's copy of a constant ``old`` has its own)."""
+    flip = tuple(slice(None, None, -1 if i in reversed_axes else 1) for i in range(old.ndim))
+    out = old[flip].copy()[flip]
+    ufunc_of(function)(*args, out=out, where=mask, **kwargs)
+    return out
+
+
+def _where_composite(argnums, args, kwargs):
+    """``_ufunc_where`` as chainrule computes it where it differentiates (``_as_output``),
+    a function of the arguments at ``argnums``: its derivatives are the primitive's."""
+    def composite(varied):
+        full = list(args)
+        for i, v in zip(argnums, varied):
+            full[i] = v
+        function, _, mask, old, *xs = full
+        xs = _computed_only_where(ufunc_of(function), mask, xs)
+        computed = function(*xs, **kwargs)
+        if _np.result_type(_tracer.getval(computed)) != _np.result_type(_tracer.getval(old)):
+            computed = stored_as(computed, _np.result_type(_tracer.getval(old)))
+        return anp.where(mask, computed, old)
+    return composite
+
+
+defjvp_argnums(_ufunc_where, lambda argnums, tangents, ans, args, kwargs: forward.make_jvp(
+    _where_composite(argnums, args, kwargs), tuple(args[i] for i in argnums))(tuple(tangents))[1])
+defvjp_argnums(_ufunc_where, lambda argnums, ans, args, kwargs: reverse.make_vjp(
+    _where_composite(argnums, args, kwargs), tuple(args[i] for i in argnums))[0])
+defsparsity(_ufunc_where, elementwise_pattern)  # (the mask included: either value is taken)
+deftakes_masks(_ufunc_where)
+defnew_array(_ufunc_where)
 
 
 # the ufuncs that warn on nan ("invalid value") for real operands

@@ -1,0 +1,65 @@
+"""jit ≡ eager for a ufunc's where= into out= (the long run's cases 8,285 and 10,267).
+
+NumPy's loops for an array of negative strides (``x[::-1]``) are not its SIMD loops, and
+their last bits differ for exp, log, tanh's kin: a jitted call must call NumPy as the
+eager call does, not a composite on new arrays.
+"""
+
+import numpy as onp
+import pytest
+
+import chainrule as cr
+import chainrule.numpy as np
+from chainrule.numpy.buffers import _ufunc_where
+from chainrule.test_util import check_grads
+
+RNG = onp.random.default_rng(12)
+
+
+def _reversed(a):
+    return onp.ascontiguousarray(a[::-1])[::-1]
+
+
+@pytest.mark.parametrize("ufunc", [np.exp, np.expm1, np.log1p, np.cbrt, np.sinh, np.arcsinh])
+@pytest.mark.parametrize("layout", ["reversed input", "reversed output", "contiguous"])
+def test_where_into_out_is_eager_bit_for_bit(ufunc, layout):
+    def f(x):
+        o = np.full(len(x), -0.0)
+        into = o[::-1] if layout == "reversed output" else o
+        ufunc(x, out=into, where=x > 0.1)
+        return o * 1.0
+
+    jf = cr.jit(f)
+    for _ in range(3):
+        x = RNG.normal(size=257) * 2.0
+        if layout == "reversed input":
+            x = _reversed(x)
+        want = f(x.copy())
+        for got in (jf(x.copy()), jf(x.copy())):
+            assert got.tobytes() == want.tobytes()
+
+
+def test_where_into_out_with_two_arguments_and_a_float32_out():
+    def f(x):
+        o = np.full(len(x), 3.0, dtype=np.float32)
+        np.divide(1.0, x[::-1], out=o, where=x[::-1] != 0)
+        return o
+
+    jf = cr.jit(f)
+    for x in (onp.array([0.5, 0.0, -2.0, 3.0]), onp.array([0.0, 1e-300, -0.0, onp.nan])):
+        with onp.errstate(all="ignore"):
+            want = f(x)
+        assert jf(x).tobytes() == want.tobytes() and jf(x).dtype == onp.float32
+
+
+def test_the_staged_call_has_the_composites_derivatives():
+    # _ufunc_where runs only where nothing differentiates; its rules are the composite's
+    mask = onp.array([True, False, True, True])
+    old = onp.array([1.0, 2.0, 3.0, 4.0])
+    x = onp.array([0.3, -1.0, 2.0, 0.5])
+    check_grads(lambda x, o: _ufunc_where(np.tanh, (), mask, o, x), modes=["fwd", "rev"],
+                order=2)(x, old)
+    check_grads(lambda x, y: _ufunc_where(np.divide, (), mask, old, x, y), modes=["fwd", "rev"],
+                order=2)(x, x + 1.0)
+    g = cr.grad(lambda x: np.sum(_ufunc_where(np.exp, (), mask, old, x)))(x)
+    assert onp.array_equal(g, onp.where(mask, onp.exp(x), 0.0))
