@@ -63,3 +63,35 @@ def test_the_staged_call_has_the_composites_derivatives():
                 order=2)(x, x + 1.0)
     g = cr.grad(lambda x: np.sum(_ufunc_where(np.exp, (), mask, old, x)))(x)
     assert onp.array_equal(g, onp.where(mask, onp.exp(x), 0.0))
+
+
+def _laid_out(a, layout):
+    if layout == "strided":
+        b = onp.zeros(2 * a.size)
+        b[::2] = a
+        return b[::2]
+    return _reversed(a) if layout == "reversed" else a.copy()
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "strided", "reversed"])
+@pytest.mark.parametrize("view", ["flip", "slice", "reshape", "ravel", "itself"])
+def test_a_view_of_a_written_argument_is_the_callers_as_eagerly(layout, view):
+    # (the long run's cases 9,553, 66,973, 91,433, 92,746: x written, then x[::-1] returned)
+    make = {"flip": np.flip, "slice": lambda x: x[1::2], "reshape": lambda x: x.reshape(2, 3),
+            "ravel": lambda x: x.ravel(), "itself": lambda x: x}[view]
+
+    def f(x):
+        x[::2] = x[::2] * 0.25
+        v = make(x)
+        return v, {"b": v, "c": x}
+
+    jf = cr.jit(f)
+    for k in range(3):
+        base = RNG.normal(size=6)
+        xe, xj = _laid_out(base, layout), _laid_out(base, layout)
+        want, got = f(xe), jf(xj)
+        assert onp.array_equal(xe, xj)
+        assert got[0] is got[1]["b"] and got[1]["c"] is xj
+        assert onp.shares_memory(got[0], xj) == onp.shares_memory(want[0], xe), (k, view)
+        assert got[0].tobytes() == want[0].tobytes()
+        assert got[0].strides == want[0].strides

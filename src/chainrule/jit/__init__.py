@@ -121,6 +121,32 @@ def _share_memory(leaves: list) -> bool:
     return any(low < high for (_, high), (low, _) in zip(bounds, bounds[1:]))
 
 
+def _view_onto(view: np.ndarray, node, written, target: np.ndarray) -> np.ndarray:
+    """``view`` (the trace's answer at ``node``, a view of ``written``: the last node of a
+    written argument) made again from ``target`` (the caller's array, now holding the
+    written contents) by the calls that made it, as eager evaluation made it: a view of
+    target where NumPy makes one of its layout (``x[::-1]``, ``x.T``), a copy where not
+    (``x.ravel()`` of a reversed x). ``view`` itself where the calls are not one chain."""
+    chain = []
+    while node is not written:
+        if len(node.parents) != 1 or len(node.argnums) != 1:
+            return view
+        chain.append(node)
+        node = node.parents[0]
+    value = target
+    try:
+        for n in reversed(chain):
+            args = [value] if n.args is n.argnums else \
+                [value if k == n.argnums[0] else a for k, a in enumerate(n.args)]
+            value = n.fun(*args, **n.kwargs)
+    except Exception:
+        return view
+    if type(value) is not np.ndarray or value.shape != view.shape or \
+            value.dtype != view.dtype or value.tobytes() != view.tobytes():
+        return view
+    return value
+
+
 def _identity(x: Any) -> Any:
     return x
 
@@ -444,11 +470,20 @@ class JittedFunction:
             # The function wrote into an array argument (x[i] = v, x += v): eagerly the
             # caller's array changes, and a returned x is that array; the trace wrote
             # into its own copy, so the caller's array is given the contents it ends with.
+            # An output that is a view of it (x[::-1]) is that view of the caller's array.
+            views: dict = {}
             for i in written:
-                np.copyto(trace.dyn[i], trace.boxes[i]._value)
+                final = trace.boxes[i]._value
+                np.copyto(trace.dyn[i], final)
                 for k, leaf in enumerate(trace.out_leaves):
                     if leaf is trace.boxes[i]:
                         plain[k] = trace.dyn[i]
+                    elif type(plain[k]) is np.ndarray and isbox(leaf) and \
+                            np.shares_memory(plain[k], final):
+                        if id(plain[k]) not in views:
+                            views[id(plain[k])] = _view_onto(
+                                plain[k], leaf._node, trace.boxes[i]._node, trace.dyn[i])
+                        plain[k] = views[id(plain[k])]
         result = tree_unflatten(trace.out_def, plain)
         session = trace.session
         if session.impure or any(isbox(leaf) for leaf in items):

@@ -28,8 +28,8 @@ import sys as _sys
 
 import numpy as _np
 
-from .._core import tracer as _tracer
 from .._core import forward, reverse
+from .._core import tracer as _tracer
 from .._core.rules import (
     defjvp_argnums,
     defnew_array,
