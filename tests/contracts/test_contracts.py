@@ -59,3 +59,28 @@ def test_the_taylor_contract_catches_an_error_jet_shares_with_nested_jvp(monkeyp
     monkeypatch.setattr(reductions, "_prod_others", lambda *a, **k: others(*a, **k) * 1.001)
     report = run(CONTRACTS["taylor"], 200, seed=0, max_failures=1)
     assert report.failures, "prod's derivative off by 0.1% went unnoticed for 200 cases"
+
+
+def test_the_vmap_contract_catches_an_error_below_its_conditioning_allowance(monkeypatch):
+    """The vmap contract compares programs with contractions to 1e-12, or to how far the
+    loop's answers move when x moves by one unit in the last place: a mapped answer off by
+    1e-9 (relative) is still caught, the allowance being for ill-conditioned programs."""
+    import numpy as onp
+
+    import chainrule
+    from chainrule._core.pytree import tree_map
+
+    vmap = chainrule.vmap
+
+    def off(*a, **k):
+        mapped = vmap(*a, **k)
+        return lambda *args: tree_map(
+            lambda v: v * (1 + 1e-9) if onp.asarray(v).dtype.kind == "f" else v, mapped(*args))
+
+    monkeypatch.setattr(chainrule, "vmap", off)
+    report = run(CONTRACTS["vmap"], 300, seed=0, max_failures=300)
+    from .vmap import _CONTRACTIONS, _KERNELS
+
+    toleranced = [f for f in report.failures
+                  if any(op in str(f) for op in _CONTRACTIONS + _KERNELS)]
+    assert toleranced, "answers off by 1e-9 went unnoticed in 300 programs compared to 1e-12"

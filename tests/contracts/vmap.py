@@ -339,15 +339,50 @@ def _check_call(case: Case, mapped, xs, s) -> list[str]:
             return out + [f"the loop's answers cannot be stacked, but vmap gave {actual!r}"]
     exact = not any(op in p.source for op in _CONTRACTIONS + _KERNELS)
     single = p.dtype == onp.float32
-    out += differences(reference, actual, exact=exact, rtol=1e-5 if single else 1e-12,
-                       atol=1e-6 if single else 1e-14, types=False)
+    rtol, atol = (1e-5, 1e-6) if single else (1e-12, 1e-14)
+    state = _state(p)  # (before the nudged loop below runs)
+    found = differences(reference, actual, exact=exact, rtol=rtol, atol=atol, types=False)
+    if found and not exact and reference.error is None and actual.error is None and \
+            _within_conditioning(case, xs, s, reference.value, actual.value, rtol, atol):
+        found = []
+    out += found
     if not exact and reference.error is None and actual.error is None:
         out += _signed_zeros(reference.value, actual.value)
     if actual.error is None:
         out += aliasing(actual.value, inputs)
         out += _outputs_alias(actual.value)
-        out += [f"after the call: {d}" for d in _states_differ(loop_state, _state(p))]
+        out += [f"after the call: {d}" for d in _states_differ(loop_state, state, exact,
+                                                                rtol, atol)]
     return out
+
+
+def _within_conditioning(case: Case, xs, s, expected, actual, rtol: float, atol: float) -> bool:
+    """Whether ``actual`` is as near the loop's ``expected`` as the loop's own answers move
+    when x moves by one unit in the last place: a program whose values a rounding of its
+    contractions changes by more than rtol (cos of a large product) is compared to its
+    conditioning. (Not where the nudge changes a branch: the answers then move far.)"""
+    p = case.program
+    eps = onp.finfo(onp.asarray(xs).dtype).eps
+    _start(p)
+    try:
+        nudged = _out_axis(case, _stack_tree(_loop(case, onp.asarray(xs) * (1 + eps), s)))
+    except Exception:
+        return False
+    leaves = [array_leaves(t) for t in (expected, actual, nudged)]
+    if len({len(ls) for ls in leaves}) != 1:
+        return False
+    for e, a, n in zip(*leaves):
+        e, a, n = (onp.asarray(v, dtype=complex) for v in (e, a, n))
+        if e.shape != a.shape or e.shape != n.shape:
+            return False
+        finite = onp.isfinite(e) & onp.isfinite(n)
+        spread = onp.where(finite, abs(n - e), 0.0)
+        if onp.any(spread > 1e-6 * abs(e) + atol):  # (a branch the nudge took otherwise)
+            return False
+        bad = ~onp.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
+        if onp.any(bad & ~(finite & (abs(a - e) <= 16 * spread + atol))):
+            return False
+    return True
 
 
 def _size(case: Case, xs) -> int:
@@ -414,10 +449,18 @@ def _outputs_alias(value) -> list[str]:
     return []
 
 
-def _states_differ(loop_state: list, state: list) -> list[str]:
+def _states_differ(loop_state: list, state: list, exact: bool = True, rtol: float = 0.0,
+                   atol: float = 0.0) -> list[str]:
+    """How the state outside differs from the loop's: compared as the answers are (a log
+    of values computed by contractions rounds as they do)."""
     out = []
     for i, (e, a) in enumerate(zip(loop_state, state)):
-        same = onp.array_equal(e, a, equal_nan=True) if isinstance(e, onp.ndarray) else e == a
+        if not isinstance(e, onp.ndarray):
+            same = e == a
+        elif exact or e.dtype.kind not in "fc" or e.shape != a.shape:
+            same = onp.array_equal(e, a, equal_nan=True)
+        else:
+            same = bool(onp.all(onp.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)))
         if not same:
             out.append(f"outside state {i} (a closure array, or the random state) is not the "
                        f"loop's: {a!r} instead of {e!r}")
