@@ -251,3 +251,26 @@ def test_custom_jvp_jax_style_in_both_modes():
     assert jvp(safe_log1pexp, (x,), (1.0,))[1] == pytest.approx(sigmoid)
     assert grad(safe_log1pexp)(x) == pytest.approx(sigmoid)
     assert grad(grad(safe_log1pexp))(x) == pytest.approx(sigmoid * (1 - sigmoid))
+
+
+def test_custom_jvp_takes_a_boolean_mask_and_an_integer_argument():
+    # (JAX gives such arguments float0 zeros as tangents; chainrule raised that booleans
+    # have no gradient, in both modes)
+    @custom_jvp
+    def masked_exp(mask, k, x):
+        return onp.where(mask, onp.exp(x) * k, 0.0)
+
+    @masked_exp.defjvp
+    def masked_exp_jvp(primals, tangents):
+        (mask, k, x), (tm, tk, tx) = primals, tangents
+        assert not onp.any(tm) and not onp.any(tk)
+        return masked_exp(mask, k, x), np.where(mask, np.exp(x) * k, 0.0) * tx
+
+    from chainrule import jit
+
+    m, x = onp.array([True, False, True]), onp.array([0.5, -1.0, 2.0])
+    want = onp.where(m, 2 * onp.exp(x), 0.0)
+    f = lambda x: np.sum(masked_exp(m, 2, x))
+    assert onp.allclose(grad(f)(x), want)
+    assert onp.allclose(jvp(f, (x,), (onp.ones(3),))[1], want.sum())
+    assert onp.allclose(jit(grad(f))(x), want)

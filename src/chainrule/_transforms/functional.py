@@ -6,11 +6,13 @@ from collections.abc import Callable, Sequence
 from functools import wraps
 from typing import Any
 
+import numpy as np
+
 from .._core import forward, reverse
 from .._core.pytree import tree_flatten
 from .._core.replay import subvals
 from .._core.rules import check_cotangent_shape, check_rule_value, defjvp_argnums, defvjp_argnums
-from .._core.tracer import primitive
+from .._core.tracer import getval, primitive
 from .._core.vspace import vspace
 from .._user_code.lines import user_line_warnings, warnings_at_user_line
 from .jacobians import jacobian_columns, jacobian_rows, jacobian_tree
@@ -204,7 +206,7 @@ class custom_jvp:
         self._jvp = jvp_rule
 
         def tangent_map(args, kwargs, argnums, tangents):
-            full = [vspace(a).zeros() for a in args]
+            full = [_zero_tangent(a) for a in args]
             for i, t in zip(argnums, tangents):
                 full[i] = t
             return jvp_rule(tuple(args), tuple(full))[1]
@@ -226,6 +228,17 @@ class custom_jvp:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._primitive(*args, **kwargs)
+
+
+def _zero_tangent(arg: Any) -> Any:
+    """The tangent a custom JVP rule is given for an argument not differentiated: zeros
+    of its vector space; for a value without one (a boolean mask, integers: JAX's float0
+    zeros), zeros of its own shape and dtype; for any other object, None."""
+    try:
+        return vspace(arg).zeros()
+    except TypeError:
+        value = getval(arg)
+        return np.zeros_like(value) if isinstance(value, (np.ndarray, np.generic, int)) else None
 
 
 __all__ = ["jvp", "vjp", "jacfwd", "jacrev", "custom_vjp", "custom_jvp"]
