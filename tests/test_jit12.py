@@ -95,3 +95,34 @@ def test_a_view_of_a_written_argument_is_the_callers_as_eagerly(layout, view):
         assert onp.shares_memory(got[0], xj) == onp.shares_memory(want[0], xe), (k, view)
         assert got[0].tobytes() == want[0].tobytes()
         assert got[0].strides == want[0].strides
+
+
+def test_setting_a_traced_arrays_shape_is_numpys_reshape_in_place():
+    def f(x):
+        y = x * 2.0
+        y.shape = (2, 3)
+        return np.sum(np.sin(y), axis=0)
+
+    x = onp.arange(6.0) / 7.0
+    want = onp.sin(2 * x).reshape(2, 3).sum(axis=0)
+    jf = cr.jit(f)
+    for _ in range(2):
+        assert jf(x).tobytes() == f(x).tobytes() and onp.allclose(f(x), want)
+    assert onp.allclose(cr.grad(lambda x: np.sum(f(x)))(x), 2 * onp.cos(2 * x))
+
+    def strided(x):
+        y = (x * 2.0)[::2]
+        y.shape = (3, 1)
+        return np.sum(y)
+
+    with pytest.raises(TypeError, match=r"x = x.reshape\(s\)"):
+        cr.grad(strided)(x)
+
+    def incompatible(x):
+        y = np.outer(x, x)[:, :2]
+        y.shape = (12,)
+        return np.sum(y)
+
+    for g in (incompatible, cr.grad(incompatible)):
+        with pytest.raises(AttributeError, match="Incompatible shape for in-place"):
+            g(x)

@@ -83,6 +83,22 @@ class ArrayBox(Box):
     def shape(self):
         return getattr(self._value, "shape", None) or _np.shape(self._value)
 
+    @shape.setter
+    def shape(self, shape) -> None:
+        """``x.shape = s``: NumPy's reshape in place, which never copies (NumPy's errors
+        where the layout cannot take the shape); the box becomes ``x.reshape(s)``."""
+        value = getval(self)
+        if not isinstance(value, _np.ndarray):
+            raise AttributeError(f"attribute 'shape' of {type(value).__name__!r} objects is "
+                                 f"not writable")
+        value.view().shape = shape  # (NumPy's checks and errors, on a view it then drops)
+        if getattr(self, "_view_of", None) is not None or getattr(self, "_views", None):
+            raise TypeError(
+                "x.shape = s on a traced array that is a view of another, or has views "
+                "taken of it: chainrule would have to change them too. Write x = "
+                "x.reshape(s) instead.")
+        self._rebind(anp.reshape(self, shape))
+
     @property
     def ndim(self):
         return _np.ndim(self._value)
