@@ -5,11 +5,14 @@ their last bits differ for exp, log, tanh's kin: a jitted call must call NumPy a
 eager call does, not a composite on new arrays.
 """
 
+import warnings
+
 import numpy as onp
 import pytest
 
 import chainrule as cr
 import chainrule.numpy as np
+from chainrule.jit import JitWarning
 from chainrule.numpy.buffers import _ufunc_where
 from chainrule.test_util import check_grads
 
@@ -126,3 +129,41 @@ def test_setting_a_traced_arrays_shape_is_numpys_reshape_in_place():
     for g in (incompatible, cr.grad(incompatible)):
         with pytest.raises(AttributeError, match="Incompatible shape for in-place"):
             g(x)
+
+
+@pytest.mark.parametrize("write", ["copyto", "put", "putmask", "place", "put_along_axis"])
+def test_numpys_write_functions_take_traced_values_as_setitem_does(write):
+    # into a NumPy array: eager evaluation under jit (as a[i] = x), grad's clear error (it
+    # said "no derivative rule for numpy.copyto"); into a traced array: the traced write
+    calls = {
+        "copyto": lambda a, v: onp.copyto(a, v[:3]),
+        "put": lambda a, v: onp.put(a, [0, 2], v[:2]),
+        "putmask": lambda a, v: onp.putmask(a, onp.array([True, False, True]), v[:3]),
+        "place": lambda a, v: onp.place(a, onp.array([True, False, True]), v[:2]),
+        "put_along_axis": lambda a, v: onp.put_along_axis(a, onp.array([2]), v[:1], 0),
+    }
+
+    def into_numpy(x):
+        a = onp.zeros(3)
+        calls[write](a, x * 2.0)
+        return a * x[3:]
+
+    def into_traced(x):
+        a = x[3:] * 1.0
+        calls[write](a, x * 2.0)
+        return a * x[3:]
+
+    x = onp.arange(6.0) + 1.0
+    for f in (into_numpy, into_traced):
+        jf = cr.jit(f)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", JitWarning)
+            for k in range(3):
+                assert jf(x + k).tobytes() == f(x + k).tobytes()
+    with pytest.raises(TypeError, match="writing a traced value into a NumPy array"):
+        cr.grad(lambda x: np.sum(into_numpy(x)))(x)
+    g = cr.grad(lambda x: np.sum(into_traced(x)))(x)
+    eps = 1e-6
+    fd = [(onp.sum(into_traced(x + eps * e)) - onp.sum(into_traced(x - eps * e))) / (2 * eps)
+          for e in onp.eye(6)]
+    assert onp.allclose(g, fd, atol=1e-6)

@@ -31,6 +31,7 @@ import numpy as _np
 from .._core import forward, reverse
 from .._core import tracer as _tracer
 from .._core.rules import (
+    defbatch,
     defjvp_argnums,
     defnew_array,
     defsparsity,
@@ -47,7 +48,9 @@ from .._core.tracer import (
 from .._sparsity.patterns import elementwise_pattern
 from . import numpy_wrapper as anp
 from ._namespace import ufunc_of
+from .batched import aligned
 from .numpy_boxes import (
+    WRITES,
     ArrayBox,
     FlatIndexer,
     repeated,
@@ -473,6 +476,21 @@ defjvp_argnums(_ufunc_where, lambda argnums, tangents, ans, args, kwargs: forwar
 defvjp_argnums(_ufunc_where, lambda argnums, ans, args, kwargs: reverse.make_vjp(
     _where_composite(argnums, args, kwargs), tuple(args[i] for i in argnums))[0])
 defsparsity(_ufunc_where, elementwise_pattern)  # (the mask included: either value is taken)
+
+
+def _ufunc_where_batch(values, batched, kwargs):
+    """The batch of ``_ufunc_where``'s calls: one call, into the batch of the outs (the
+    operands broadcast elementwise, the batch axis first)."""
+    function, reversed_axes, *arrays = values
+    mask, old, *args = aligned(arrays, batched[2:])
+    shape = _np.broadcast_shapes(*(_np.shape(a) for a in (mask, old, *args)))
+    if _np.shape(old) != shape:
+        old = anp.broadcast_to(old, shape)
+    return _ufunc_where(function, tuple(a + 1 for a in reversed_axes), mask, old, *args,
+                        **kwargs)
+
+
+defbatch(_ufunc_where, _ufunc_where_batch)
 deftakes_masks(_ufunc_where)
 defnew_array(_ufunc_where)
 
@@ -809,6 +827,8 @@ def install(namespace: dict) -> None:
     for name, function in own.items():
         namespace[name] = function
         _FUNCTIONS[getattr(_np, name)] = function
+    for name, function in writes.items():  # (met on a traced array: ArrayBox's dispatch)
+        WRITES[getattr(_np, name)] = function
     # (NumPy's write functions called on other arrays, batched ones included, keep their
     # own handling: only a buffer among the arguments sends them here)
     for name, function in constructors.items():

@@ -299,6 +299,10 @@ class ArrayBox(Box):
         self._refuse("Using as an index")
 
     def __array__(self, dtype=None, copy=None):
+        return self._as_plain_array(dtype, copy, sys._getframe(1))
+
+    def _as_plain_array(self, dtype, copy, frame):
+        """``__array__`` for the code of ``frame`` (NumPy's array of this value)."""
         check_not_leaked(self)
         if (dtype is not None and _carries_no_derivative(dtype)) or \
                 _carries_no_derivative(self.dtype):
@@ -309,16 +313,16 @@ class ArrayBox(Box):
             # a mask that a staging or detection trace follows, indexing a NumPy array
             # (a[x > 0]): its plain value, a decision (other traces never box one)
             return decided(self, _Plain("asarray", _np.asarray, self.dtype))
-        if dtype is None and called_by_sparse_dispatch(sys._getframe(1)):
+        if dtype is None and called_by_sparse_dispatch(frame):
             return _np.empty((), dtype=object)  # SciPy then lets __rmatmul__ answer A @ x
-        plain = staged_as_plain(self, dtype, copy, sys._getframe(1))
+        plain = staged_as_plain(self, dtype, copy, frame)
         if plain is not None:
             return plain
         raise TypeError(
             "A traced value cannot be converted to a plain NumPy array (this happens with "
             "np.asarray(x) on a traced x, or when writing a traced value into a NumPy array, "
             f"as in a[i] = x with a a NumPy array). To keep the derivative, {_WRITE_INSTEAD}"
-            f"{scipy_hint(sys._getframe(1))}"
+            f"{scipy_hint(frame)}"
         )
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -353,6 +357,15 @@ class ArrayBox(Box):
         if wrapped is not None and not kwargs:
             return wrapped(*args)
         name = getattr(func, "__name__", repr(func))
+        write = WRITES.get(func)
+        if write is not None:  # numpy.copyto(a, x), numpy.put(a, i, x), ...
+            if isbox(args[0]):
+                return write(*args, **kwargs)
+            # into a NumPy array: NumPy's array of each traced value, as a[...] = x takes it
+            # (under chainrule.jit, a call made again eagerly; otherwise a clear error)
+            frame = sys._getframe(1)
+            plain = lambda v: v._as_plain_array(None, None, frame) if isbox(v) else v  # noqa: E731
+            return func(args[0], *map(plain, args[1:]), **{k: plain(v) for k, v in kwargs.items()})
         if wrapped is None:
             raise TypeError(
                 f"chainrule has no derivative rule for numpy.{name}: it cannot be applied to "
@@ -686,6 +699,11 @@ class _Plain:
 
     def __call__(self, value):
         return self.fun(value, self.dtype, *self.args, **self.kwargs)
+
+
+# NumPy's functions that write into their first argument (numpy.copyto -> chainrule's),
+# filled by chainrule.numpy.buffers, which defines them
+WRITES: dict = {}
 
 
 def _plain_index(index):
