@@ -111,3 +111,127 @@ def test_index_writes_jet_equals_nested_jvp(fun, dtype):
     onp.testing.assert_allclose(chainrule.laplacian(h)(x),
                                 onp.trace(chainrule.hessian(h)(x)),
                                 rtol=1e-4 if dtype == onp.float32 else 1e-11)
+
+
+# ----------------------------------------------------------------------------- the references
+# where the taylor contract's reference was wrong (tests/contracts/taylor.py, argued in the
+# CHANGELOG): float32's nested jvp overflowing (case 1,197), float32's rounding of a
+# Laplacian that cancels to 0 (case 2,985), central differences stepping over a bump far
+# narrower than their step (case 4,049)
+
+def _program(fn, n, dtype, hazards=("nested",)):
+    from tests.contracts._programs import Program
+
+    return Program("", fn, n, onp.dtype(dtype), frozenset(hazards), "vec", {}, {})
+
+
+def _case_1197(x, s):
+    v6 = np.sort(x) + s
+    v8 = np.exp(-v6 * v6)  # (1.4e-18 at x's smallest entry: nested jvp divides by v8^4)
+    t2 = chainrule.grad(lambda t: t * np.sum((x > 0) * x) + t ** 2)(s)
+    return t2 / v8
+
+
+X1197 = onp.array([0.0, 0.20123969, 1.3981295, -1.4173603, -2.9923527, 2.2979565],
+                  dtype=onp.float32)
+CURVE1197 = [onp.array(c, dtype=onp.float32) for c in (
+    [0.62414473, -0.44887298, -0.3985078, -0.0220471, 0.12655096, 0.01149146],
+    [0.586747, 0.38988084, 1.9581014, -0.74043405, 1.9133413, -0.3923227],
+    [-2.634506, 0.6201401, 0.13955437, 0.30305466, 0.5715755, -0.17308392],
+    [0.7316851, 0.69914025, 1.2749429, 1.2865459, -2.0475636, 0.62615216])]
+
+
+def test_float32_nested_jvp_overflows_where_jet_is_right():
+    from tests.contracts import taylor
+
+    s = -3.4177826480534237
+    f = lambda z: _case_1197(z, s)  # noqa: E731
+    got = _jet(f, X1197, CURVE1197)
+    narrow = _nested(f, X1197, CURVE1197, 4)
+    wide = _nested(f, X1197.astype(onp.float64), [c.astype(onp.float64) for c in CURVE1197], 4)
+    assert onp.isneginf(narrow[2][0]) and onp.isnan(narrow[3][0])  # (float32's overflow)
+    for g, w in zip(got, wide):
+        assert onp.all(onp.isfinite(g))
+        onp.testing.assert_allclose(g, w, rtol=1e-4)  # jet: float64's derivative
+    onp.testing.assert_allclose(got[2][0], -3.2698e20, rtol=1e-4)
+    p = _program(_case_1197, 6, onp.float32)
+    assert taylor._check_at(p, X1197, s, 4, CURVE1197) == []
+    # (and a float32 jet off by 1 % is still a difference: float64 excuses rounding only)
+    reference = taylor._Float64Reference(p, X1197, s, CURVE1197, 4)
+    assert reference.agrees(3, 0, got[2], False)
+    assert not reference.agrees(3, 0, got[2] * 1.01, False)
+
+
+def _case_2985(x, s, cancelled=False):
+    n = 6
+    m1 = np.outer(np.tanh(x), np.sin(x)) * (0.3 / n) + 2.0 * np.eye(n)
+    v2 = np.linalg.det(m1) * x
+    v4 = v2 * 1.0
+    v4 += v2
+    v5 = np.repeat(v4[:1], n) + v4
+    v6 = np.concatenate([v5[:1] * 2.0, v5[1:]])
+    v7 = np.sin(v5) * v6
+    if cancelled:
+        return np.sum(v7)
+    t8 = chainrule.grad(lambda t: t * np.sum(v7) + t ** 2)(s)
+    return np.sum(np.tanh(v6) - v7) + t8  # = sum(tanh(v6)) + 2 s: v7's terms cancel
+
+
+def test_a_float32_laplacian_that_cancels_differs_by_rounding_alone():
+    from tests.contracts import taylor
+
+    x = onp.array([-0.98121434, 0.23701084, -0.00265294, 0.22957192, -0.58593017,
+                   0.08301898], dtype=onp.float32)
+    s = onp.float32(-0.61790264)
+    p = _program(_case_2985, 6, onp.float32)
+    g = taylor._contracted(p, s)
+    # the cancelled terms are 1.6e7 (sum(v7)'s Laplacian); the function's, 0 in float64
+    cancelled = chainrule.laplacian(lambda z: _case_2985(z, float(s), True))(x.astype(float))
+    onp.testing.assert_allclose(cancelled, 1.5908e7, rtol=1e-4)
+    x64 = x.astype(onp.float64)
+    g64 = taylor._contracted(p, float(s))
+    assert abs(chainrule.laplacian(g64)(x64)) < 1e-6
+    assert abs(onp.trace(chainrule.hessian(g64)(x64))) < 1e-6
+    collapsed = chainrule.laplacian(g)(x)
+    per_direction = sum(chainrule.jet(g, (x,), ([e, 0 * e],))[1][1]
+                        for e in onp.eye(6, dtype=onp.float32))
+    assert abs(collapsed - per_direction) > 1e-2  # (float32's rounding at 1.6e7)
+    assert taylor._check_collapsed(p, x, s) == []
+    # (a collapsed value farther off than 10 times the per-direction sum's error is not)
+    assert taylor._float32_rounding(p, x, s, collapsed, per_direction)
+    assert not taylor._float32_rounding(p, x, s, 20 * abs(per_direction) + 1.0,
+                                        per_direction)
+
+
+def _case_4049(x, s):
+    n = 5
+    v1 = np.sin(x)
+    v2 = np.prod(x) + v1
+    m3 = np.outer(np.tanh(v1), np.sin(v2)) * (0.3 / n) + 2.0 * np.eye(n)
+    v4 = np.linalg.det(m3) * v2
+    v5 = np.cumprod(v4[::-1])[::-1] * v4  # (1e8 t at the zero of x: v8 a bump 1e-8 wide)
+    m6 = np.outer(np.tanh(v4), np.sin(v2)) * (0.3 / n) + 2.0 * np.eye(n)
+    v8 = np.linalg.det(m6) * v2 / (2.0 + v5 * v5)
+    return np.sum(np.cos(v8)) + s
+
+
+def test_central_differences_step_over_a_bump_jet_sees():
+    from tests.contracts import taylor
+
+    x = onp.array([0.79903334, 0.73034636, 0.0, -4.66160208, 1.42161957])
+    curve = [onp.array([-1.09862677, -0.1093238, -0.11366165, 1.47956293, 0.51175791]),
+             onp.array([-0.17934812, 0.11936337, 0.73329518, -0.08915602, -0.80979954]),
+             onp.array([0.63362169, 0.70919132, 0.1719432, 0.326503, 0.87771696])]
+    s = 1.6547633763645804
+    p = _program(_case_4049, 5, onp.float64, ("products", "linalg", "index"))
+
+    def terms(t):  # jet's terms at x(t) (the curve's own derivatives as its series)
+        return taylor._terms_at(p, x, s, curve, t)
+
+    at0 = terms(0.0)
+    assert abs(at0[2][0]) > 1e16 and abs(at0[3][0]) > 1e18  # the bump's
+    for h in (1e-11, 1e-12):  # steps far below its width: the jet's terms
+        onp.testing.assert_allclose((terms(h)[2] - terms(-h)[2]) / (2 * h), at0[3], rtol=2e-3)
+        onp.testing.assert_allclose((terms(h)[1] - terms(-h)[1]) / (2 * h), at0[2], rtol=2e-3)
+    assert abs(terms(1e-3)[2][0]) < 1e5  # (a step of 1e-3 lands far outside it)
+    assert taylor._check_differences(p, x, s, 3, curve) == []
