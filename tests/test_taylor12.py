@@ -235,3 +235,39 @@ def test_central_differences_step_over_a_bump_jet_sees():
         onp.testing.assert_allclose((terms(h)[1] - terms(-h)[1]) / (2 * h), at0[2], rtol=2e-3)
     assert abs(terms(1e-3)[2][0]) < 1e5  # (a step of 1e-3 lands far outside it)
     assert taylor._check_differences(p, x, s, 3, curve) == []
+
+
+# ----------------------------------------------------------------------------- modes at overflow
+# modes case 5,360: np.exp(v8, out=o9, where=v8 > 0.1) with v8 = 4e4 at one entry: reverse
+# mode nan, forward mode -inf. where= is not the cause (np.where gives the same); the value
+# overflowed, and the two modes sum the derivative's infinite intermediates in other orders
+
+
+def _overflowing(x, where):
+    v = 1000.0 * (x * x + x)  # (30000 at x = -6: exp overflows)
+    if not where:
+        return np.sum(np.exp(v))
+    o = np.full(3, 0.5)
+    np.exp(v, out=o, where=v > 0.1)
+    return np.sum(o)
+
+
+@pytest.mark.parametrize("where", [False, True])
+def test_modes_at_an_overflowed_value_differ_by_ieee_order_alone(where):
+    from tests.contracts import modes
+
+    x = onp.array([-6.0, -0.5, 0.001])
+    f = lambda z: _overflowing(z, where)  # noqa: E731
+    assert onp.isposinf(f(x))
+    # d/dx exp(1000 (x^2 + x)) = exp(v) 1000 (2x + 1): at x = -6, inf times -11000, -inf;
+    # at -0.5 exp(-250) times 0; at 0.001 e^1.001 1002 (where= computes it: 1.001 > 0.1)
+    want = [-onp.inf, 0.0, onp.exp(1.001) * 1002.0]
+    reverse, forward = chainrule.grad(f)(x), chainrule.jacfwd(f)(x)
+    onp.testing.assert_allclose(reverse[1:], want[1:], rtol=1e-12)  # (where= keeps these)
+    assert onp.isnan(reverse[0])  # inf * x + inf * x + inf: inf - inf
+    assert forward[0] == -onp.inf  # inf * (finite chain first)
+    assert onp.isnan(forward[1:]).all()  # 0 * inf: forward's tangent 0 times exp(v) = inf
+    # the contract compares them only where both are finite at an overflowed value
+    assert modes._overflowed(f(x), float(reverse @ onp.ones(3)), -onp.inf)
+    assert not modes._overflowed(1.0, onp.nan, -onp.inf)  # (a finite value: compared)
+    assert not modes._overflowed(onp.inf, 1.0, 2.0)  # (both finite: compared)
