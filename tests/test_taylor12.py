@@ -271,3 +271,32 @@ def test_modes_at_an_overflowed_value_differ_by_ieee_order_alone(where):
     assert modes._overflowed(f(x), float(reverse @ onp.ones(3)), -onp.inf)
     assert not modes._overflowed(1.0, onp.nan, -onp.inf)  # (a finite value: compared)
     assert not modes._overflowed(onp.inf, 1.0, 2.0)  # (both finite: compared)
+
+
+def _case_6612(x, s):
+    n = 5
+    m1 = np.outer(np.tanh(x), np.sin(x)) * (0.3 / n) + 2.0 * np.eye(n)
+    v2 = np.linalg.slogdet(m1)[1] * x
+    return np.sin(np.prod(v2) * v2)  # (v = -6.5e3 x 3.5: sin oscillates with period 3e-5)
+
+
+def test_central_differences_of_an_oscillation_far_faster_than_their_steps():
+    from tests.contracts import taylor
+
+    x = onp.array([-4.19715245, 1.27089763, 0.60307798, 1.35449352, 2.82340075])
+    curve = [onp.array([-0.11567697, 1.08587901, 0.53862491, 0.24849267, 0.61694244]),
+             onp.array([-0.35759029, -0.28914738, -1.7462453, 0.46271619, -1.69635135])]
+    s = -1.2707134610270998
+    p = _program(_case_6612, 5, onp.float64, ("products", "linalg"))
+    at = {t: taylor._terms_at(p, x, s, curve, t) for t in (0.0, 1e-9, -1e-9)}
+    # jet's second term is the central difference of its first at a step of 1e-9 ...
+    onp.testing.assert_allclose((at[1e-9][1] - at[-1e-9][1]) / 2e-9, at[0.0][2], rtol=1e-3)
+    assert abs(at[0.0][2][0]) > 4e10
+    # ... where steps of 1e-3 and 5e-4 agree on 1.07e8 by chance (to 0.4 %), and 2.5e-4's
+    # does not: the contract now leaves the entry uncompared
+    h = 1e-3
+    d = {t: taylor._terms_at(p, x, s, curve, t)[1][0] for t in (h, -h, h / 2, -h / 2, h / 4,
+                                                                 -h / 4)}
+    coarse, fine, finer = ((d[t] - d[-t]) / (2 * t) for t in (h, h / 2, h / 4))
+    assert abs(coarse - fine) < 1e-2 * abs(fine) and abs(fine - finer) > 1e-2 * abs(finer)
+    assert taylor._check_differences(p, x, s, 2, curve) == []
