@@ -273,6 +273,77 @@ def test_modes_at_an_overflowed_value_differ_by_ieee_order_alone(where):
     assert not modes._overflowed(onp.inf, 1.0, 2.0)  # (both finite: compared)
 
 
+# ----------------------------------------------------------------------------- poles, nested
+# a pole's series (1/x at 0: inf, nan, nan) into a primitive without a recurrence of its own,
+# or a recurrence rule whose last coefficient is not finite (both take the nested JVP): the
+# nested JVP moved x along x_0 + c_1 t + c_2 t^2 ..., where inf * 0 and nan * 0 at t = 0
+# made nan of every order, the value's included
+
+
+XP = onp.array([0.5, 0.0, -0.3, 2.0])
+CURVEP = [onp.array([1.0, -0.7, 0.4, 0.3]), onp.array([0.2, 0.5, -0.1, 1.0]),
+          onp.array([0.3, 0.1, 0.2, 0.4])]
+
+
+@pytest.mark.parametrize("f", [
+    lambda z: np.exp(1.0 / z),  # (exp's recurrence; its last coefficient nan)
+    lambda z: np.square(1.0 / z),
+    lambda z: np.exp(-1.0 / z),
+    lambda z: np.cumprod(1.0 / z),  # (no Taylor rule: the nested JVP)
+    lambda z: np.hypot(1.0 / z, 2.0),
+    lambda z: np.sort(np.tanh(1.0 / z)),
+])
+def test_a_pole_into_the_nested_jvp_keeps_nested_jvps_orders(f):
+    got, want = _jet(f, XP, CURVEP), _nested(f, XP, CURVEP, 3)
+    for g, w in zip(got, want):
+        _same(g, w)
+    assert not onp.isfinite(want[0]).all() and onp.isfinite(want[0][0])  # (at the pole)
+
+
+def test_exp_of_a_pole_first_coefficient_by_hand():
+    # d/dt exp(1 / x(t)) = -exp(1/x) x' / x^2: at x = +0 with x' = -0.7, inf * inf = inf
+    got = _jet(lambda z: np.exp(1.0 / z), XP, CURVEP)
+    assert got[0][1] == onp.inf
+    onp.testing.assert_allclose(got[0][0], -onp.exp(2.0) * 1.0 / 0.25, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [onp.float64, onp.float32])
+def test_the_nested_jvp_series_keeps_dtypes_signed_zeros_and_zero_coefficients(dtype):
+    x = onp.array([-0.0, 0.5, 2.0], dtype=dtype)
+    f = lambda z: np.linalg.eigvalsh(np.diag(z)) * np.sign(z)  # noqa: E731 (nested: eigvalsh)
+    curve = [onp.array([0.3, -0.2, 1.0], dtype=dtype), onp.zeros(3, dtype)]
+    value, got = chainrule.jet(f, (x,), ([c * math.factorial(j + 1) for j, c in
+                                          enumerate(curve)],))
+    assert onp.signbit(value[0]) or value[0] == 0  # (the primal at -0.0 itself)
+    onp.testing.assert_array_equal(onp.signbit(onp.asarray(value)),
+                                   onp.signbit(onp.asarray(f(x))))
+    for g, w in zip(got, _nested(f, x, curve, 2)):
+        assert g.dtype == dtype
+        onp.testing.assert_allclose(g, w, rtol=1e-6 if dtype == onp.float32 else 1e-14)
+    # arccosh (no Taylor rule: the nested JVP) at its singular point 1 along x = 1 + t: a
+    # plain zero second term is not multiplied by arccosh's infinite derivative (0 * inf):
+    # derivatives inf and -inf, and at 2 the hand-derived 1/sqrt(3), -2/3^(3/2)
+    x0 = onp.array([1.0, 2.0], dtype=dtype)
+    first, second = chainrule.jet(np.arccosh, (x0,), ([onp.ones(2, dtype),
+                                                       onp.zeros(2, dtype)],))[1]
+    assert first[0] == onp.inf and second[0] == -onp.inf
+    onp.testing.assert_allclose([first[1], second[1]], [3 ** -0.5, -2 * 3 ** -1.5],
+                                rtol=1e-6 if dtype == onp.float32 else 1e-15)
+
+
+
+def test_a_pole_along_a_curve_that_stays_on_it_is_nan_as_nested_jvps():
+    # (contract case 549 while this was written: v2 = diag(0) @ x is 0 along every curve,
+    # so 1 / v2 is inf throughout and its derivatives are 0 / 0, nan, in nested jvp; jet's
+    # nested JVP must move the value by its zero coefficient, not leave it still)
+    f = lambda z: 1.0 / (np.diag(onp.zeros(3)) @ z)  # noqa: E731
+    x = onp.array([-0.07895822, -0.0, 2.0])
+    curve = [onp.array([-1.4, 1.9, -0.9]), onp.array([-1.2, 0.02, 1.1])]
+    got, want = _jet(f, x, curve), _nested(f, x, curve, 2)
+    assert onp.isnan(want[0]).all()
+    for g, w in zip(got, want):
+        _same(g, w)
+
 def _case_6612(x, s):
     n = 5
     m1 = np.outer(np.tanh(x), np.sin(x)) * (0.3 / n) + 2.0 * np.eye(n)
