@@ -1,7 +1,7 @@
 """Taylor mode benchmark (issue 39): high derivatives and Laplacians.
 
     OPENBLAS_NUM_THREADS=1 python -m benchmarks.bench_taylor [--skip-large]
-        [--only derivative|linalg|laplacian]
+        [--only derivative|linalg|generic|laplacian]
 
 - derivative: the 10th derivative of a scalar composition of 20 elementary functions at
   one point: chainrule's ``taylor_derivatives`` (one jet of order 10) eager and jitted,
@@ -9,6 +9,8 @@
   (when installed).
 - linalg: the 10th derivative of det(A) + sum(inv(A)) along a line of 4 x 4 matrices: jet
   through the closed-form inv and det rules, and jvp nested 10 times.
+- generic: the 6th derivative of sum(eigvalsh(x x^T + diag(x))) along a curve, through
+  the generic rule of a primitive without a Taylor rule of its own (its JVP nested).
 - laplacian: the Laplacian of a tanh MLP d-64-64-1 at d = 100 and d = 1000
   (``--skip-large`` leaves 1000 out): chainrule's ``laplacian`` (collapsed Taylor mode:
   one pass carrying the value once, the d first-order coefficients batched, one summed
@@ -174,6 +176,25 @@ def linalg_section(order: int = 10, n: int = 4) -> list[str]:
     return header + rows
 
 
+def generic_section(order: int = 6, n: int = 6) -> list[str]:
+    """The 6th derivative of sum(eigvalsh(x x^T + diag(x))) along a line: eigvalsh has no
+    Taylor rule, so jet nests its JVP (``nested_jvp_series``: O(2^order))."""
+    x0 = onp.linspace(0.1, 1.0, n)
+    series = ([onp.cos(onp.arange(n) + j) for j in range(order)],)
+
+    def f(x):
+        return np.sum(np.linalg.eigvalsh(np.outer(x, x) + np.diag(x)))
+
+    ours = lambda: cr.jet(f, (x0,), series)[1][order - 1]  # noqa: E731
+    want = float(ours())
+    base = _best_of(ours, 5)
+    return [f"{order}th derivative of sum(eigvalsh(x x^T + diag(x))) along a curve, n = {n} "
+            f"(value {want:.6g})", "", "| method | time | vs jet | peak memory |",
+            "|---|---|---|---|",
+            _row(f"chainrule jet (the generic nested-JVP rule, order {order})", base,
+                 _peak_bytes(ours), base)]
+
+
 def mlp_weights(d: int, width: int = 64, seed: int = 0) -> tuple:
     rng = onp.random.default_rng(seed)
     w1 = rng.standard_normal((width, d)) / onp.sqrt(d)
@@ -262,14 +283,16 @@ def laplacian_section(d: int) -> list[str]:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-large", action="store_true", help="leave d = 1000 out")
-    parser.add_argument("--only", choices=("derivative", "linalg", "laplacian"),
+    parser.add_argument("--only", choices=("derivative", "linalg", "generic", "laplacian"),
                         default=None, help="run one section")
     args = parser.parse_args(argv)
-    if args.only in ("derivative", "linalg"):
-        section = derivative_section() if args.only == "derivative" else linalg_section()
-        print("\n".join(section))
+    one = {"derivative": derivative_section, "linalg": linalg_section,
+           "generic": generic_section}
+    if args.only in one:
+        print("\n".join(one[args.only]()))
         return
-    sections = [] if args.only == "laplacian" else [derivative_section(), linalg_section()]
+    sections = [] if args.only == "laplacian" else [derivative_section(), linalg_section(),
+                                                     generic_section()]
     sections.append(laplacian_section(100))
     if not args.skip_large:
         sections.append(laplacian_section(1000))

@@ -150,12 +150,17 @@ def _extra_cases():
     import copy
 
     from chainrule.misc.fixed_points import fixed_point
+    from chainrule.numpy.buffers import _ufunc_where
     from chainrule.scipy import optimize
     from chainrule.scipy.integrate import odeint, quad, solve_ivp
 
     decay = onp.array([0.0, 0.5])
     return [
         ("copy.copy", lambda x: np.sin(copy.copy(x)) * x),
+        # (what jit stages for exp(x, out=o, where=m) where nothing differentiates; under
+        # jet the composite runs instead, so the primitive is called here itself)
+        ("jit's where= into out= (_ufunc_where)", lambda x: _ufunc_where(
+            np.exp, (), onp.arange(6) % 2 == 0, onp.full(6, -1.0), x * x)),
         ("grad under jet (the backward pass's primitives, a tuple's parts)",
          lambda x: chainrule.grad(_tuple_parts)(x)),
         ("odeint", lambda x: odeint(lambda y, t, a: -a * y, x[:2], decay, (x[2],))[-1]),

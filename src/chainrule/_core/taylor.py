@@ -26,7 +26,7 @@ from math import factorial
 import numpy as _np
 
 from .forward import JVPNode, flattened_output
-from .pytree import tree_map, tree_unflatten
+from .pytree import tree_unflatten
 from .rule_table import rule_table
 from .tracer import Node, check_not_leaked, isbox, trace_leaves
 from .vspace import add_values, vspace
@@ -252,26 +252,31 @@ def _compositions(total: int, parts: int):
 
 def nested_jvp_series(fun: Callable, args, kwargs, argnums, series_in, order: int) -> tuple:
     """The normalized series of ``fun(*args)`` when ``args[argnums[i]]`` moves along the
-    curve with coefficients ``series_in[i]``, by nesting forward mode ``order`` times in a
-    scalar t (exact; O(2^order) calls of fun's JVP rules). Returns ``order`` values."""
+    curve with coefficients ``series_in[i]``, by nesting forward mode ``order`` times
+    (exact; O(2^order) calls of fun's JVP rules). Returns ``order`` values.
 
-    def along(t):
+    With y_j = j! c_j the curve's derivatives (y_0 the value) and D_k(y_0, ..., y_k) the
+    k-th derivative of t -> fun(y(t)), D_{k+1} is the JVP of D_k at (y_0, ..., y_k) along
+    (y_1, ..., y_{k+1}): the curve's derivatives enter as themselves, so D_k reads none
+    above y_k, and a coefficient that is not finite (a pole's series, as 1/x's
+    (inf, nan, nan) at x = 0) is not multiplied by the 0 of a power of t at t = 0 (which
+    made a nan of every order).
+    """
+    levels = [[args[n] for n in argnums]]
+    for j in range(order):
+        levels.append([vspace(c[j]).scalar_mul(c[j], float(factorial(j + 1))) if j else c[j]
+                       for c in series_in])
+
+    def value(levels):
         call_args = list(args)
-        for argnum, coefficients in zip(argnums, series_in):
-            step, power = None, t
-            for c in coefficients:
-                # (a plain zero coefficient is left out, not multiplied by t^j: at a
-                # singular point, as sqrt's 0, 0 * inf would make a nan of the limit)
-                if step is None or not _plain_zero(c):
-                    term = vspace(c).scalar_mul(c, power)
-                    step = term if step is None else add_values(step, term)
-                power = power * t
-            # (t's powers are float64 NumPy scalars, which promote float32: cast back)
-            moved = add_values(args[argnum], _negative_zero_at_origin(step))
-            call_args[argnum] = vspace(args[argnum]).cast(moved)
-        return fun(*call_args, **kwargs)
+        for argnum, v in zip(argnums, levels[0]):
+            call_args[argnum] = v
+        return (fun(*call_args, **kwargs),)
 
-    derivatives = _derivatives_at_zero(along, order)
+    f = value
+    for k in range(order):
+        f = _with_derivative(f, k)
+    derivatives = f(levels)
     return tuple(vspace(d).scalar_mul(d, 1.0 / factorial(j)) if j > 1 else d
                  for j, d in enumerate(derivatives[1:], start=1))
 
@@ -281,26 +286,27 @@ def _plain_zero(c) -> bool:
     return isinstance(c, _np.ndarray | _np.generic | float | int) and not _np.any(c)
 
 
-def _negative_zero_at_origin(step):
-    """``step`` (0 at t = 0) made -0.0 there: x + (-0.0) is x for every x, where x + 0.0
-    turns x = -0.0 into 0.0 (and the primitive would be evaluated at the other zero)."""
-    return tree_map(lambda v: -((-v) + 0.0), step)
+def _with_derivative(f: Callable, k: int) -> Callable:
+    """``levels -> f(levels) + (D,)``, ``f`` reading ``levels[0..k]`` and D the derivative of
+    its last item along the curve: one JVP trace of ``levels[0..k]`` with tangents
+    ``levels[1..k+1]``. (A derivative y_i whose tangent y_{i+1} is a plain zero stays
+    untraced: at a singular point, as sqrt's 0, its JVP would make 0 * inf = nan of the
+    limit. The value y_0 moves always, as nested jvp moves it: along a curve whose first
+    derivative is 0, 1/x at x = 0 has the derivative 0 / 0.)"""
 
+    def extended(levels):
+        moving = [(i, a) for i in range(k + 1) for a in range(len(levels[0]))
+                  if i == 0 or not _plain_zero(levels[i + 1][a])]
 
-def _derivatives_at_zero(g: Callable, order: int) -> tuple:
-    """``(g(0), g'(0), ..., g^(order)(0))`` for ``g`` of one float, by nested forward mode."""
-    f = lambda t: (g(t),)  # noqa: E731
-    for _ in range(order):
-        f = _with_derivative(f)
-    return f(0.0)
+        def rebuild(boxes):
+            out = [list(level) for level in levels]
+            for (i, a), box in zip(moving, boxes):
+                out[i][a] = box
+            return out
 
-
-def _with_derivative(f: Callable) -> Callable:
-    """``t -> f(t) + (d/dt of f(t)'s last item,)`` (one JVP trace in t)."""
-
-    def extended(t):
         values, out_def, tangents = _traced_outputs(
-            JVPNode, [(1.0,)], f, [t], lambda boxes: boxes[0], lambda node: node.g,
+            JVPNode, [(levels[i + 1][a],) for i, a in moving], f,
+            [levels[i][a] for i, a in moving], rebuild, lambda node: node.g,
             lambda leaf: vspace(leaf).zeros())
         values = tree_unflatten(out_def, values)
         tangents = tree_unflatten(out_def, tangents)

@@ -1191,6 +1191,9 @@ defjvp_direct(anp.index_update,        lambda t, ans, x, index, v: anp.index_upd
 defsparsity(anp.index_update,   copy_rule(anp.index_update.fun, only=(0, 2)))
 defbatch(anp.index_update,      _index_write_batch(anp.index_update))
 deftakes_index_arrays(anp.index_update)
+# (linear in x and v together: each coefficient its own write, so a pole's inf written into
+# x keeps to its order; the nested JVP mixed orders, 0 * nan of a higher one made nan)
+deftaylor_linear(anp.index_update)
 defvjp_direct(anp.index_add,    lambda g, ans, x, index, v: match_dtype(g, x),
                                 None, _add_vjp_v)
 defjvp_direct(anp.index_add,           lambda t, ans, x, index, v: match_dtype(t, ans),
@@ -1198,6 +1201,7 @@ defjvp_direct(anp.index_add,           lambda t, ans, x, index, v: match_dtype(t
                                     _np.zeros_like(getval(ans)), index, t))
 defsparsity(anp.index_add,      shapes_only(_index_add_pattern, lambda n: (0, 2)))
 defbatch(anp.index_add,         _index_write_batch(anp.index_add))
+deftaylor_linear(anp.index_add)
 
 # ----------------------------------------------------------------------------- constructors
 defvjp_direct(anp.full, None, _full_vjp)
