@@ -240,10 +240,21 @@ class SparseJacobian:
     def _colouring_at(self, x: _np.ndarray) -> _Colouring:
         """The colouring of a pattern that holds at ``x`` (and for ``fun``'s constants as
         they are now: see ``_Constants``)."""
-        changed = not self._constants.unchanged()
-        if changed:
-            self._constants = _Constants(self._detected)
-            self._sweeps.clear()  # (staged sweeps hold the old values as constants)
+        if self._constants.unchanged():
+            return self._found_at(x, False)
+        # The values as they are now are taken before fun is recorded with them, and kept
+        # only once a pattern is found from that record: where the record raises (fun
+        # fails at this x with the new values), the next call must see the change again
+        # rather than reuse the pattern of the old values.
+        constants = _Constants(self._detected)
+        self._sweeps.clear()  # (staged sweeps hold the old values as constants)
+        colouring = self._found_at(x, True)
+        self._constants = constants
+        return colouring
+
+    def _found_at(self, x: _np.ndarray, changed: bool) -> _Colouring:
+        """``_colouring_at``'s pattern, ``changed``: whether ``fun``'s constants changed
+        since the current pattern was found."""
         if self._given:  # (a pattern given: the caller's word that it holds)
             return self._current
         if self._guarded:  # (the structure key holds the record's constants)
