@@ -154,3 +154,88 @@ def test_the_contract_cases_2224_and_9602():
     for index in (2224, 9602):
         report = run(sparse, 1, seed=0, start=index)
         assert not report.failures, str(report.failures[0])
+
+
+# --------------------------------------------------------------- rebound to equal values
+
+ORDER = onp.array([1, 0, 3, 2, 4])
+ORDER_LIST = [1, 0, 3, 2, 4]
+SCALE = 2.0
+CALLS: list = []
+
+
+def reordered(u):
+    CALLS.append(1)
+    return u[ORDER] * u * SCALE + u[ORDER_LIST[::-1]]
+
+
+def _calls_of(evaluator, fun, x) -> int:
+    CALLS.clear()
+    values = evaluator(x).toarray()
+    onp.testing.assert_allclose(values, chainrule.jacobian(fun)(x), rtol=1e-13, atol=1e-14)
+    return len(CALLS)
+
+
+@pytest.mark.parametrize("staged", [False, True])
+def test_a_rebinding_to_an_equal_value_records_nothing_more(staged):
+    global ORDER, ORDER_LIST, SCALE
+    before = ORDER, ORDER_LIST, SCALE
+    try:
+        jac = chainrule.SparseJacobian(reordered, X, staged=staged)
+        sweeps = _calls_of(jac, reordered, X)  # (staged: 0 calls once staged)
+        sweeps = _calls_of(jac, reordered, X)
+        ORDER = onp.array(ORDER)
+        assert _calls_of(jac, reordered, X) == sweeps
+        ORDER_LIST = list(ORDER_LIST)
+        assert _calls_of(jac, reordered, X) == sweeps
+        SCALE = float(str(SCALE))  # (a new float object equal to the old)
+        assert SCALE is not before[2] and _calls_of(jac, reordered, X) == sweeps
+        # an array changed in place, then rebound to one equal to its first value: the
+        # pattern found for the first value holds
+        ORDER[...] = [4, 3, 2, 1, 0]
+        ORDER = onp.array([1, 0, 3, 2, 4])
+        assert _calls_of(jac, reordered, X + 0.5) == sweeps
+        # rebound to a different value: recorded again (and staged again), then not
+        ORDER = onp.array([2, 3, 4, 0, 1])
+        first, then = _calls_of(jac, reordered, X), _calls_of(jac, reordered, X)
+        assert first > then == _calls_of(jac, reordered, X - 0.5)
+        ORDER_LIST = [0, 1, 2, 4, 3]
+        assert _calls_of(jac, reordered, X) > _calls_of(jac, reordered, X)
+        SCALE = -0.0  # (a signed zero is another value: recorded again)
+        assert _calls_of(jac, reordered, X) > _calls_of(jac, reordered, X)
+    finally:
+        ORDER, ORDER_LIST, SCALE = before
+
+
+def test_an_array_subclass_changed_in_place_is_seen():
+    """A memmap, a masked array, an ndarray subclass: fingerprinted as plain arrays are."""
+    weights = onp.array([1.0, 0.0, 0.0, 2.0, 0.0])
+    for kind in (lambda w: w.view(onp.matrix).reshape(1, -1), lambda w: onp.ma.array(w)):
+        held = kind(weights.copy())
+
+        def fun(u, held=held):
+            return np.dot(onp.diag(onp.asarray(held).ravel()), u)
+
+        jac = chainrule.SparseJacobian(fun, X)
+        _check(jac, fun, X)
+        held[...] = onp.array([0.0, 1.0, 3.0, 0.0, 1.0]).reshape(held.shape)
+        _check(jac, fun, X)
+
+
+@pytest.mark.parametrize("staged", [False, True])
+def test_a_sparse_matrix_rebound_to_one_of_the_same_coordinates(staged):
+    """Its fingerprint is its coordinates (the pattern reads no more), but staged sweeps
+    keep the matrix itself: a new one, of other values, is staged again."""
+    import scipy.sparse as sp
+
+    band = {"S": sp.diags([onp.ones(4), onp.arange(1.0, 6.0)], [1, 0], format="csr")}
+
+    def fun(u):
+        return band["S"] @ u * u
+
+    jac = chainrule.SparseJacobian(fun, X, staged=staged)
+    _check(jac, fun, X)
+    band["S"] = sp.diags([2 * onp.ones(4), onp.arange(3.0, 8.0)], [1, 0], format="csr")
+    _check(jac, fun, X)
+    band["S"].data[:] = 7.0  # (in place: read through the matrix itself)
+    _check(jac, fun, X)

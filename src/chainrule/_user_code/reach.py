@@ -24,6 +24,7 @@ import functools
 import random
 import types
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import numpy as _np
@@ -83,6 +84,27 @@ class Reach:
         return (all(place.get(key) is value for place, key, value in self.lookups)
                 and all(_read(place, key) is value or _same_items(_read(place, key), value)
                         for place, key, value in self.reads))
+
+    def same_reads(self, before: Reach, equal: Callable[[Any, Any], bool]) -> bool:
+        """Whether this search, made from the same roots after ``before``'s places stopped
+        holding what they held (``current``), read as ``before`` did: the same reads in
+        the same order, each value judged by ``equal(value, value_before)``, the items of
+        a container or a function's defaults item by item (of a container of
+        ``_MAX_ITEMS`` items or more: never, its later items were not read). Where the
+        values are equal, so are the places they lead the search to."""
+        for now, then in ((self.lookups, before.lookups), (self.reads, before.reads)):
+            if len(now) != len(then):
+                return False
+            for (_, key, value), (_, key_then, value_then) in zip(now, then):
+                if key != key_then:
+                    return False
+                if key is _ITEMS or key is _DEFAULTS:
+                    if not (len(value) == len(value_then) < _MAX_ITEMS
+                            and all(map(equal, value, value_then))):
+                        return False
+                elif not equal(value, value_then):
+                    return False
+        return True
 
     def _record(self, place, key) -> Any:
         value = _read(place, key)
