@@ -21,6 +21,7 @@ reuse it after checking that those still hold the same objects (``Reach.current`
 from __future__ import annotations
 
 import functools
+import operator
 import random
 import types
 import weakref
@@ -38,7 +39,9 @@ _LIBRARIES = ("chainrule", "numpy", "scipy", "builtins")  # their globals are no
 _MAX_DEPTH = 12
 _MAX_ITEMS = 64  # of a container
 _CELL, _ITEMS, _DEFAULTS, _SLOT = object(), object(), object(), object()  # what a read was
+_ALL_ITEMS = object()  # (a container's items, all of them: ``Reach(every_item=True)``)
 _CONTAINERS = (list, tuple, dict, set)
+_ITEM_READS = (_ITEMS, _ALL_ITEMS)
 
 
 class Reach:
@@ -46,7 +49,10 @@ class Reach:
     reads that found them. (Arrays in the closures of chainrule's, NumPy's and SciPy's own
     functions are theirs, not the user's, and are left out.)"""
 
-    def __init__(self, roots: list):
+    def __init__(self, roots: list, every_item: bool = False):
+        # (every_item: a container's items are all searched and read, not its first
+        # _MAX_ITEMS: a check that must see every change pays for it)
+        self._items = _ALL_ITEMS if every_item else _ITEMS
         self.lookups: list = []  # (a dict, a key, its value)
         self._owners: dict = {}  # a class's attribute mapping (made anew on each read): the class
         self.reads: list = []  # (a cell, function or container, what was read, the value)
@@ -90,7 +96,8 @@ class Reach:
         holding what they held (``current``), read as ``before`` did: the same reads in
         the same order, each value judged by ``equal(value, value_before)``, the items of
         a container or a function's defaults item by item (of a container of
-        ``_MAX_ITEMS`` items or more: never, its later items were not read). Where the
+        ``_MAX_ITEMS`` items or more, searched without ``every_item``: never, its later
+        items were not read). Where the
         values are equal, so are the places they lead the search to."""
         for now, then in ((self.lookups, before.lookups), (self.reads, before.reads)):
             if len(now) != len(then):
@@ -98,8 +105,9 @@ class Reach:
             for (_, key, value), (_, key_then, value_then) in zip(now, then):
                 if key != key_then:
                     return False
-                if key is _ITEMS or key is _DEFAULTS:
-                    if not (len(value) == len(value_then) < _MAX_ITEMS
+                if key is _ITEMS or key is _ALL_ITEMS or key is _DEFAULTS:
+                    if not (len(value) == len(value_then)
+                            and (key is not _ITEMS or len(value) < _MAX_ITEMS)
                             and all(map(equal, value, value_then))):
                         return False
                 elif not equal(value, value_then):
@@ -127,7 +135,7 @@ class Reach:
                 names = _code_names(func.__code__)
             return [(getattr(obj, "__self__", None), names), (func, names)]
         if isinstance(obj, _CONTAINERS):
-            return [(v, names) for v in self._record(obj, _ITEMS)]
+            return [(v, names) for v in self._record(obj, self._items)]
         if isinstance(obj, (type, types.ModuleType)) or hasattr(obj, "__dict__") or hasattr(
                 type(obj), "__slots__"):
             children = [(v, names) for v in self._named_attributes(obj, names)]
@@ -217,11 +225,11 @@ class PythonState:
         for place, key, *owner in state:
             if key is _CELL:
                 self.cells.append((place, _contents(place)))
-            elif key is _ITEMS and isinstance(place, list):
+            elif key in _ITEM_READS and isinstance(place, list):
                 self.lists.append((place, list(place)))
-            elif key is _ITEMS and isinstance(place, dict):
+            elif key in _ITEM_READS and isinstance(place, dict):
                 self.dicts.append((place, dict(place)))
-            elif key is _ITEMS and isinstance(place, set):
+            elif key in _ITEM_READS and isinstance(place, set):
                 self.sets.append((place, set(place)))
             elif isinstance(key, str):
                 self.names.append((place, key, place.get(key, _EMPTY), owner[0]))
@@ -308,9 +316,9 @@ def _read(place, key):
             return place.cell_contents
         except ValueError:  # an empty cell
             return None
-    if key is _ITEMS:
-        items = place.values() if isinstance(place, dict) else place
-        return tuple(items)[:_MAX_ITEMS]
+    if key is _ITEMS or key is _ALL_ITEMS:
+        items = tuple(place.values() if isinstance(place, dict) else place)
+        return items if key is _ALL_ITEMS else items[:_MAX_ITEMS]
     if key is _DEFAULTS:
         place = place()  # (a weak reference to the function)
         if place is None:
@@ -323,7 +331,7 @@ def _read(place, key):
 
 def _same_items(a, b) -> bool:
     return (type(a) is tuple and type(b) is tuple and len(a) == len(b)
-            and all(x is y for x, y in zip(a, b)))
+            and all(map(operator.is_, a, b)))
 
 
 @functools.lru_cache(maxsize=1024)
