@@ -7,6 +7,8 @@ result is compared with the dense derivative of the function as it is at that ca
 
 from __future__ import annotations
 
+import collections
+
 import numpy as onp
 import pytest
 
@@ -161,7 +163,7 @@ def test_the_contract_cases_2224_and_9602():
 ORDER = onp.array([1, 0, 3, 2, 4])
 ORDER_LIST = [1, 0, 3, 2, 4]
 SCALE = 2.0
-CALLS: list = []
+CALLS: collections.deque = collections.deque()  # (not a list: a list it reaches is state)
 
 
 def reordered(u):
@@ -239,3 +241,34 @@ def test_a_sparse_matrix_rebound_to_one_of_the_same_coordinates(staged):
     _check(jac, fun, X)
     band["S"].data[:] = 7.0  # (in place: read through the matrix itself)
     _check(jac, fun, X)
+
+
+def test_a_long_list_changed_past_its_64th_item():
+    """Every item of a container is watched, not the first 64 (the search vmap and jit
+    make stops there)."""
+    n = 100
+    x = onp.linspace(0.1, 1.0, n)
+    order = {"P": list(range(n)), "arrays": [onp.arange(3) for _ in range(70)]}
+
+    calls = collections.deque()
+
+    def fun(u):
+        calls.append(1)
+        return u[order["P"]] * u + np.sum(u[order["arrays"][-1]]) * u
+
+    jac = chainrule.SparseJacobian(fun, x)
+    _check(jac, fun, x)
+    order["P"][80], order["P"][90] = 90, 80  # in place, past the 64th item
+    _check(jac, fun, x)
+    order["arrays"][-1][...] = [7, 8, 9]  # an array held past the 64th item, in place
+    _check(jac, fun, x)
+    calls.clear()
+    jac(x)
+    sweeps = len(calls)
+    order["P"] = list(order["P"])  # rebound to an equal long list: nothing recorded
+    calls.clear()
+    jac(x)
+    assert len(calls) == sweeps
+    _check(jac, fun, x)
+    order["P"] = order["P"][::-1]
+    _check(jac, fun, x)
