@@ -272,3 +272,20 @@ def test_a_long_list_changed_past_its_64th_item():
     _check(jac, fun, x)
     order["P"] = order["P"][::-1]
     _check(jac, fun, x)
+
+
+def test_a_rebinding_to_an_equal_value_that_changes_an_identity_is_recorded_again():
+    """Equal values keep the pattern only where the values read stay one object or two
+    as before: the function may decide on ``is``."""
+    first = onp.array([1, 0, 2, 3, 4])
+    held = {"P": first, "P0": first}
+
+    def fun(u):
+        return u[held["P"]] * u if held["P"] is held["P0"] else u[::-1] * u
+
+    jac = chainrule.SparseJacobian(fun, X)
+    _check(jac, fun, X)
+    held["P"] = first.copy()  # equal, no longer the same object as P0
+    _check(jac, fun, X)
+    held["P"] = first  # the same object again
+    _check(jac, fun, X)

@@ -97,8 +97,18 @@ class Reach:
         the same order, each value judged by ``equal(value, value_before)``, the items of
         a container or a function's defaults item by item (of a container of
         ``_MAX_ITEMS`` items or more, searched without ``every_item``: never, its later
-        items were not read). Where the
-        values are equal, so are the places they lead the search to."""
+        items were not read), and the values read in two places one object where they
+        were one object before, two where they were two (the function may compare them
+        with ``is``). Where the values are equal, so are the places they lead the search
+        to."""
+        now_of: dict[int, Any] = {}  # id(a value before) -> the value now in its place
+        then_of: dict[int, Any] = {}
+
+        def same(value, value_then) -> bool:
+            paired = now_of.setdefault(id(value_then), value)
+            return (paired is value and then_of.setdefault(id(value), value_then) is value_then
+                    and equal(value, value_then))
+
         for now, then in ((self.lookups, before.lookups), (self.reads, before.reads)):
             if len(now) != len(then):
                 return False
@@ -108,9 +118,9 @@ class Reach:
                 if key is _ITEMS or key is _ALL_ITEMS or key is _DEFAULTS:
                     if not (len(value) == len(value_then)
                             and (key is not _ITEMS or len(value) < _MAX_ITEMS)
-                            and all(map(equal, value, value_then))):
+                            and all(map(same, value, value_then))):
                         return False
-                elif not equal(value, value_then):
+                elif not same(value, value_then):
                     return False
         return True
 
