@@ -289,3 +289,16 @@ def test_a_rebinding_to_an_equal_value_that_changes_an_identity_is_recorded_agai
     _check(jac, fun, X)
     held["P"] = first  # the same object again
     _check(jac, fun, X)
+
+
+def test_the_sparse_contract_catches_a_pattern_kept_for_values_that_changed(monkeypatch):
+    """Test the tester: where every change of the globals counted as a rebinding to equal
+    values, the harness's programs find wrong Jacobians."""
+    from tests.contracts import contracts
+    from tests.contracts._runner import run
+
+    from chainrule._transforms import sparse
+
+    monkeypatch.setattr(sparse._Constants, "equals", lambda self, before: True)
+    report = run(contracts()["sparse"], 300, seed=0, max_failures=1)
+    assert report.failures, "patterns kept for changed globals went unnoticed for 300 programs"
