@@ -302,3 +302,19 @@ def test_the_sparse_contract_catches_a_pattern_kept_for_values_that_changed(monk
     monkeypatch.setattr(sparse._Constants, "equals", lambda self, before: True)
     report = run(contracts()["sparse"], 300, seed=0, max_failures=1)
     assert report.failures, "patterns kept for changed globals went unnoticed for 300 programs"
+
+
+def test_a_dict_whose_keys_are_renamed_in_place():
+    """The same values in the same order under other keys: what ``held["a"]`` finds
+    changed (a dict's keys are watched with its values)."""
+    held = {"a": onp.array([1, 0, 2, 3, 4]), "b": onp.array([4, 3, 2, 1, 0])}
+
+    def fun(u):
+        return u[held["a"]] * u
+
+    jac = chainrule.SparseJacobian(fun, X)
+    _check(jac, fun, X)
+    a, b = held["a"], held["b"]
+    held.clear()
+    held["b"], held["a"] = a, b
+    _check(jac, fun, X)

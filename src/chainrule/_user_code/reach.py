@@ -21,6 +21,7 @@ reuse it after checking that those still hold the same objects (``Reach.current`
 from __future__ import annotations
 
 import functools
+import itertools
 import operator
 import random
 import types
@@ -39,7 +40,8 @@ _LIBRARIES = ("chainrule", "numpy", "scipy", "builtins")  # their globals are no
 _MAX_DEPTH = 12
 _MAX_ITEMS = 64  # of a container
 _CELL, _ITEMS, _DEFAULTS, _SLOT = object(), object(), object(), object()  # what a read was
-_ALL_ITEMS = object()  # (a container's items, all of them: ``Reach(every_item=True)``)
+_ALL_ITEMS = object()  # (a container's items, all of them, a dict's keys and values in turn:
+# ``Reach(every_item=True)``)
 _CONTAINERS = (list, tuple, dict, set)
 _ITEM_READS = (_ITEMS, _ALL_ITEMS)
 
@@ -326,6 +328,8 @@ def _read(place, key):
             return place.cell_contents
         except ValueError:  # an empty cell
             return None
+    if key is _ALL_ITEMS and isinstance(place, dict):  # (its keys too: a key renamed in
+        return tuple(itertools.chain.from_iterable(place.items()))  # place moves a value)
     if key is _ITEMS or key is _ALL_ITEMS:
         items = tuple(place.values() if isinstance(place, dict) else place)
         return items if key is _ALL_ITEMS else items[:_MAX_ITEMS]
