@@ -147,7 +147,9 @@ class Reach:
                 names = _code_names(func.__code__)
             return [(getattr(obj, "__self__", None), names), (func, names)]
         if isinstance(obj, _CONTAINERS):
-            return [(v, names) for v in self._record(obj, self._items)]
+            # (values that lead nowhere are not pushed: a list of a million floats)
+            return [(v, names) for v in self._record(obj, self._items)
+                    if type(v) not in INERT or type(v) is _np.ndarray]
         if isinstance(obj, (type, types.ModuleType)) or hasattr(obj, "__dict__") or hasattr(
                 type(obj), "__slots__"):
             children = [(v, names) for v in self._named_attributes(obj, names)]
@@ -331,8 +333,8 @@ def _read(place, key):
     if key is _ALL_ITEMS and isinstance(place, dict):  # (its keys too: a key renamed in
         return tuple(itertools.chain.from_iterable(place.items()))  # place moves a value)
     if key is _ITEMS or key is _ALL_ITEMS:
-        items = tuple(place.values() if isinstance(place, dict) else place)
-        return items if key is _ALL_ITEMS else items[:_MAX_ITEMS]
+        items = place.values() if isinstance(place, dict) else place
+        return tuple(items if key is _ALL_ITEMS else itertools.islice(items, _MAX_ITEMS))
     if key is _DEFAULTS:
         place = place()  # (a weak reference to the function)
         if place is None:
