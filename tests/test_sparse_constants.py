@@ -318,3 +318,56 @@ def test_a_dict_whose_keys_are_renamed_in_place():
     held.clear()
     held["b"], held["a"] = a, b
     _check(jac, fun, X)
+
+
+class _Model:
+    """Holds a permutation read through a property and a method."""
+
+    def __init__(self, perm):
+        self._perm = perm
+
+    @property
+    def perm(self):
+        return self._perm
+
+    def permutation(self):
+        return self.perm
+
+
+@pytest.mark.parametrize("read", ["property", "method"])
+def test_an_attribute_read_through_a_property_or_a_method(read):
+    model = _Model(onp.array([1, 0, 2, 3, 4]))
+
+    def fun(u):
+        perm = model.perm if read == "property" else model.permutation()
+        return u[perm] * u
+
+    jac = chainrule.SparseJacobian(fun, X)
+    _check(jac, fun, X)
+    model._perm = onp.array([4, 3, 2, 1, 0])  # rebound
+    _check(jac, fun, X)
+    model._perm[...] = [1, 3, 0, 4, 2]  # in place
+    _check(jac, fun, X)
+
+
+SHARED = _Model(onp.array([1, 0, 2, 3, 4]))
+SHARED.scale = 2.0
+
+
+def _helper(u):
+    return u[SHARED._perm]
+
+
+def reads_shared(u):
+    return _helper(u) * u * SHARED.scale  # (SHARED reached first for .scale)
+
+
+def test_an_object_reached_again_for_other_attributes():
+    before = SHARED._perm
+    try:
+        jac = chainrule.SparseJacobian(reads_shared, X)
+        _check(jac, reads_shared, X)
+        SHARED._perm = onp.array([4, 3, 2, 1, 0])
+        _check(jac, reads_shared, X)
+    finally:
+        SHARED._perm = before

@@ -138,7 +138,7 @@ class _Constants:
     __slots__ = ("reach", "watched", "fingerprints")
 
     def __init__(self, fun: Callable):
-        self.reach = reach.Reach([fun], every_item=True)  # (a long list's 65th item)
+        self.reach = reach.Reach([fun], complete=True)  # (see Reach: every item, methods' reads)
         self.watched = self.reach.arrays + _watched_values(self.reach)
         self.fingerprints = [constant_key(value) for value in self.watched]
 

@@ -41,7 +41,7 @@ _MAX_DEPTH = 12
 _MAX_ITEMS = 64  # of a container
 _CELL, _ITEMS, _DEFAULTS, _SLOT = object(), object(), object(), object()  # what a read was
 _ALL_ITEMS = object()  # (a container's items, all of them, a dict's keys and values in turn:
-# ``Reach(every_item=True)``)
+# ``Reach(complete=True)``)
 _CONTAINERS = (list, tuple, dict, set)
 _ITEM_READS = (_ITEMS, _ALL_ITEMS)
 
@@ -51,10 +51,16 @@ class Reach:
     reads that found them. (Arrays in the closures of chainrule's, NumPy's and SciPy's own
     functions are theirs, not the user's, and are left out.)"""
 
-    def __init__(self, roots: list, every_item: bool = False):
-        # (every_item: a container's items are all searched and read, not its first
-        # _MAX_ITEMS: a check that must see every change pays for it)
-        self._items = _ALL_ITEMS if every_item else _ITEMS
+    def __init__(self, roots: list, complete: bool = False):
+        # complete: for a check that must see every change, and pays for it: every item
+        # of a container is searched and read (not its first _MAX_ITEMS; a dict's keys
+        # too), an object is searched for the attributes its class's methods and
+        # properties named by the code read of it, and again where another path reaches
+        # it with names not yet followed (a helper reading m.Q, m reached first by a
+        # function reading m.R)
+        self._complete = complete
+        self._items = _ALL_ITEMS if complete else _ITEMS
+        followed: dict[int, frozenset] = {}  # (complete: the names an object was searched for)
         self.lookups: list = []  # (a dict, a key, its value)
         self._owners: dict = {}  # a class's attribute mapping (made anew on each read): the class
         self.reads: list = []  # (a cell, function or container, what was read, the value)
@@ -67,9 +73,17 @@ class Reach:
             obj, names, depth, library, libraries = pending.pop()
             if type(obj) is _np.ndarray and not library:
                 arrays.setdefault(id(obj), obj)
-            if type(obj) in INERT or id(obj) in seen or depth > _MAX_DEPTH:
+            if type(obj) in INERT or depth > _MAX_DEPTH:
                 continue
+            if id(obj) in seen:
+                if not complete or isinstance(obj, (types.FunctionType, *_GENERATORS)):
+                    continue  # (a function's reads do not depend on the names it is reached with)
+                names = names - followed[id(obj)]
+                if not names:
+                    continue
             seen.add(id(obj))
+            if complete:
+                followed[id(obj)] = followed.get(id(obj), frozenset()) | names
             if isinstance(obj, _GENERATORS):
                 found.setdefault(id(obj), obj)
                 continue
@@ -98,7 +112,7 @@ class Reach:
         holding what they held (``current``), read as ``before`` did: the same reads in
         the same order, each value judged by ``equal(value, value_before)``, the items of
         a container or a function's defaults item by item (of a container of
-        ``_MAX_ITEMS`` items or more, searched without ``every_item``: never, its later
+        ``_MAX_ITEMS`` items or more, searched without ``complete``: never, its later
         items were not read), and the values read in two places one object where they
         were one object before, two where they were two (the function may compare them
         with ``is``). Where the values are equal, so are the places they lead the search
@@ -152,6 +166,9 @@ class Reach:
                     if type(v) not in INERT or type(v) is _np.ndarray]
         if isinstance(obj, (type, types.ModuleType)) or hasattr(obj, "__dict__") or hasattr(
                 type(obj), "__slots__"):
+            if self._complete and not isinstance(obj, (type, types.ModuleType)) and not (
+                    _of_a_library(obj)):
+                names = _methods_read(type(obj), names)  # (what self.perm() reads of self)
             children = [(v, names) for v in self._named_attributes(obj, names)]
             call = next((vars(cls)["__call__"] for cls in type(obj).__mro__
                          if "__call__" in vars(cls)), None)
@@ -348,6 +365,34 @@ def _read(place, key):
 def _same_items(a, b) -> bool:
     return (type(a) is tuple and type(b) is tuple and len(a) == len(b)
             and all(map(operator.is_, a, b)))
+
+
+def _methods_read(cls: type, names: frozenset) -> frozenset:
+    try:
+        return _read_by_methods(cls, names)
+    except TypeError:  # (a class its metaclass made unhashable: its names as given)
+        return names
+
+
+@functools.lru_cache(maxsize=1024)
+def _read_by_methods(cls: type, names: frozenset) -> frozenset:
+    """``names`` and the names the code of ``cls``'s methods and properties among them
+    uses, and so on for the methods those name (``self.perm()`` reads ``self._perm``)."""
+    found, pending = set(names), list(names)
+    while pending:
+        name = pending.pop()
+        attribute = next((vars(k)[name] for k in cls.__mro__ if name in vars(k)), None)
+        if isinstance(attribute, (staticmethod, classmethod)):
+            attribute = attribute.__func__
+        elif isinstance(attribute, property):
+            attribute = attribute.fget
+        elif isinstance(attribute, functools.cached_property):
+            attribute = attribute.func
+        if isinstance(attribute, types.FunctionType):
+            new = _code_names(attribute.__code__) - found
+            found |= new
+            pending += new
+    return frozenset(found)
 
 
 @functools.lru_cache(maxsize=1024)
