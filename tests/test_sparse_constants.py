@@ -371,3 +371,28 @@ def test_an_object_reached_again_for_other_attributes():
         _check(jac, reads_shared, X)
     finally:
         SHARED._perm = before
+
+
+def _nested(value, depth: int):
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_a_list_deeper_than_the_search_rebound_to_another_is_recorded_again():
+    """Lists rebound to lists count as equal item by item, where the search reached their
+    items: past its depth, only as themselves."""
+    held = {"P": _nested([1, 0, 2, 3, 4], 14)}
+
+    def innermost(v):
+        while type(v[0]) is list:
+            v = v[0]
+        return v
+
+    def fun(u):
+        return u[innermost(held["P"])] * u
+
+    jac = chainrule.SparseJacobian(fun, X)
+    _check(jac, fun, X)
+    held["P"] = _nested([4, 3, 2, 1, 0], 14)
+    _check(jac, fun, X)

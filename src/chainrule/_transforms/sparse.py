@@ -169,8 +169,9 @@ class _Constants:
             kind = type(new)
             if kind is not type(old):
                 return False
-            if kind is list or kind is tuple:  # (their items are a read of their own)
-                return True
+            if kind is list or kind is tuple:  # (their items are a read of their own,
+                # where the search went that deep)
+                return id(new) in self.reach.searched and id(old) in before.reach.searched
             return kind in _PLAIN and constant_key(new) == constant_key(old)
 
         return self.reach.same_reads(before.reach, equal)

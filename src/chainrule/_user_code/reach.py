@@ -100,6 +100,7 @@ class Reach:
                                for place, key, _ in self.lookups[marks[1]:]]
         self.generators = list(found.values())
         self.arrays = list(arrays.values())
+        self.searched = seen  # (the ids of the objects searched: not those too deep)
 
     def current(self) -> bool:
         """Do the places read still hold what they held?"""
