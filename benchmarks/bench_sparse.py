@@ -9,13 +9,15 @@ matrix's nonzeros. For each n: one residual evaluation, sparsity detection
 (jacobian_sparsity), detection plus colouring, one coloured Jacobian at a new x (pattern
 and colouring reused), the same with staged=True (the first call traces the sweeps with
 chainrule.jit, later ones run the program), and where it fits the dense
-chainrule.jacobian; times are the best CPU time (process_time: the machine is shared) of
+chainrule.jacobian, and the coloured Jacobian after LAM is rebound (to an equal value, to
+a new one); times are the best CPU time (process_time: the machine is shared) of
 a few runs, memory the peak traced by tracemalloc in a separate run.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the benchmark runner (before numpy)
@@ -72,6 +74,16 @@ def peak_mib(fun) -> float:
     return peak / 2**20
 
 
+def rebound(jac, x, value: float):
+    """``jac(x)`` with LAM rebound to a new float object of ``value`` (put back after)."""
+    global LAM
+    before, LAM = LAM, float(repr(value))
+    try:
+        return jac(x)
+    finally:
+        LAM = before
+
+
 def row(n: int, dense: bool) -> dict:
     rng = onp.random.default_rng(0)
     x0, x1 = rng.random(n), rng.random(n)
@@ -97,6 +109,11 @@ def row(n: int, dense: bool) -> dict:
     out["hess_colours"] = f"{hess.n_colours} ({hess.colouring}; bandwidth {BANDWIDTH})"
     out["sparse_hess_s"] = best(lambda: hess(x1))
     out["objective_s"] = best(lambda: objective(x1))
+    # a continuation's parameter (LAM, which bratu reads) rebound before each call: to an
+    # equal value (the pattern holds: kept), to a new one (bratu recorded again)
+    out["J_LAM_rebound_equal_s"] = best(lambda: rebound(jac, x1, LAM), 7)
+    steps = itertools.count(1)
+    out["J_LAM_rebound_new_s"] = best(lambda: rebound(jac, x1, LAM + 1e-9 * next(steps)), 7)
     if dense:
         dense_jac = chainrule.jacobian(bratu)
         out["dense_jac_s"] = best(lambda: dense_jac(x1), 1)

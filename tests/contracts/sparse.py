@@ -29,8 +29,9 @@ sweeps keep it in its own column), which the contract does not promise to reprod
 Constants. The programs also read globals whose values a pattern reads (``W``'s zeros in
 ``np.dot(onp.diag(W), a)``, the permutation ``P`` in ``a[P]``, the stored entries of the
 sparse matrix ``S``), and before some points those globals change, in place or rebound,
-as a user changes a parameter between calls: the evaluator made at the first point must
-still equal the dense derivative of the function as it is now.
+as a user changes a parameter between calls, or are rebound to an equal value (``P`` at
+times to a list of its indices): the evaluator made at the first point must still equal
+the dense derivative of the function as it is now.
 """
 
 from __future__ import annotations
@@ -144,13 +145,17 @@ class Case:
                 ns[name] = value.copy()
             return
         for name, value, how in self.changes[i]:
-            if how == "in place" and not sp.issparse(value):
+            if how == "in place" and type(ns[name]) is list:  # (P rebound to a list)
+                ns[name][:] = [int(i) for i in value]
+            elif how == "in place" and not sp.issparse(value):
                 ns[name][...] = value
             else:
                 ns[name] = value.copy()
 
 
 def _shown(value) -> str:
+    if type(value) is list:
+        return f"the list {value!r}"
     if sp.issparse(value):
         coo = value.tocoo()
         return f"sparse {coo.shape} at {list(zip(coo.row.tolist(), coo.col.tolist()))}"
@@ -184,7 +189,24 @@ def generate(rng: onp.random.Generator) -> Case:
                 if rng.random() < 0.5:
                     made.append((name, new[name], str(rng.choice(["in place", "rebound"]))))
         changes.append(made)
+    _add_equal_rebindings(onp.random.default_rng(rng.integers(2**32)), initial, changes)
     return Case(program, inputs[0][1], [x for x, _ in inputs], kind, options, initial, changes)
+
+
+def _add_equal_rebindings(rng: onp.random.Generator, initial: dict, changes: list) -> None:
+    """Before some points, a global rebound to a copy of its value then ("rebound
+    equal": the evaluator may keep its pattern) or P to a list of the same indices (a
+    value of another type: recorded again). Drawn from their own generator after the
+    rest, so the cases drawn before these were added are unchanged but for them."""
+    current = dict(initial)
+    for made in changes[1:]:
+        current.update((name, value) for name, value, _ in made)
+        if rng.random() < 0.3:
+            name = str(rng.choice(sorted(current)))
+            value = current[name]
+            if name == "P" and rng.random() < 0.5:
+                value = current[name] = [int(i) for i in value]
+            made.append((name, value, "rebound equal"))
 
 
 def check(case: Case) -> list[str]:

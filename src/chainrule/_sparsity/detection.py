@@ -278,6 +278,9 @@ def constant_key(value) -> Any:
     kind = type(value)
     if kind is _np.ndarray:
         return (kind, value.shape, value.dtype.str, _digest(value))
+    if isinstance(value, _np.ndarray):  # (a memmap, a masked array with its mask, a matrix)
+        mask = _digest(_np.ma.getmaskarray(value)) if _np.ma.isMaskedArray(value) else None
+        return (kind, value.shape, value.dtype.str, _digest(_np.asarray(value)), mask)
     if kind is tuple or kind is list:
         return (kind, tuple(map(constant_key, value)))
     if kind is dict:

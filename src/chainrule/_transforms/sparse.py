@@ -132,13 +132,14 @@ class _Constants:
     reached. A record takes those values as constants, and its pattern may read them
     (``np.dot(C, x)`` reads C's zeros, ``x[perm]`` reads perm, ``A @ x`` A's stored
     coordinates), so a pattern found from it holds while they are unchanged: the same
-    objects in the same places, with the same fingerprints."""
+    objects in the same places, with the same fingerprints (``unchanged``), or, where
+    one was rebound, an equal value (``equals``)."""
 
     __slots__ = ("reach", "watched", "fingerprints")
 
     def __init__(self, fun: Callable):
-        self.reach = reach.Reach([fun])
-        self.watched = self.reach.arrays + _sparse_matrices(self.reach)
+        self.reach = reach.Reach([fun], complete=True)  # (see Reach: every item, methods' reads)
+        self.watched = self.reach.arrays + _watched_values(self.reach)
         self.fingerprints = [constant_key(value) for value in self.watched]
 
     def unchanged(self) -> bool:
@@ -147,14 +148,50 @@ class _Constants:
             for value, before in zip(self.watched, self.fingerprints)
         )
 
+    def equals(self, before: _Constants) -> bool:
+        """Whether these values, found after ``before``'s changed, equal ``before``'s as
+        they were: the same reads in the same order (of the same places, or of equal
+        containers in them), each answering the same object or an equal one (an array
+        with ``before``'s fingerprint, a number or string with its text, a list or tuple
+        whose items are equal in turn). A pattern found for ``before`` then
+        holds for these: a global rebound to an equal array is not recorded again."""
+        now = dict(zip(map(id, self.watched), self.fingerprints))
+        then = dict(zip(map(id, before.watched), before.fingerprints))
 
-def _sparse_matrices(found: reach.Reach) -> list:
-    """The SciPy sparse matrices among the values ``found`` read (a matrix is not searched:
-    its arrays are not among ``found.arrays``)."""
+        def equal(new, old) -> bool:
+            if id(old) in then:  # (the same object too: it may have changed in place)
+                # (a sparse matrix's fingerprint is its coordinates, and staged sweeps keep
+                # the matrix itself, not a copy: another one, of other values, is not equal)
+                return (new is old or not is_sparse_type(type(new))) and now.get(
+                    id(new), _MISSING) == then[id(old)]
+            if new is old:
+                return True
+            kind = type(new)
+            if kind is not type(old):
+                return False
+            if kind is list or kind is tuple:  # (their items are a read of their own,
+                # where the search went that deep)
+                return id(new) in self.reach.searched and id(old) in before.reach.searched
+            return kind in _PLAIN and constant_key(new) == constant_key(old)
+
+        return self.reach.same_reads(before.reach, equal)
+
+
+_MISSING = object()
+# immutable values compared by ``constant_key`` (floats by their text: -0.0 is not 0.0)
+_PLAIN = frozenset({bool, int, float, complex, str, bytes, type(None), _np.float64,
+                    _np.float32, _np.int64, _np.int32, _np.bool_})
+
+
+def _watched_values(found: reach.Reach) -> list:
+    """The SciPy sparse matrices and the arrays of NumPy's subclasses (a memmap, a masked
+    array: ``found.arrays`` holds plain arrays only) among the values ``found`` read (a
+    matrix is not searched: its arrays are not among ``found.arrays``)."""
     values = [value for _, _, value in found.lookups + found.reads]
     values += [item for value in values if type(value) is tuple for item in value]
-    matrices = {id(v): v for v in values if is_sparse_type(type(v))}
-    return list(matrices.values())
+    watched = {id(v): v for v in values if is_sparse_type(type(v)) or (
+        isinstance(v, _np.ndarray) and type(v) is not _np.ndarray)}
+    return list(watched.values())
 
 
 def _covers(pattern, other) -> bool:
@@ -240,10 +277,23 @@ class SparseJacobian:
     def _colouring_at(self, x: _np.ndarray) -> _Colouring:
         """The colouring of a pattern that holds at ``x`` (and for ``fun``'s constants as
         they are now: see ``_Constants``)."""
-        changed = not self._constants.unchanged()
+        if self._constants.unchanged():
+            return self._found_at(x, False)
+        # The values as they are now are taken before fun is recorded with them, and kept
+        # only once a pattern is found from that record: where the record raises (fun
+        # fails at this x with the new values), the next call must see the change again
+        # rather than reuse the pattern of the old values.
+        constants = _Constants(self._detected)
+        changed = not constants.equals(self._constants)  # (not where rebound to equals)
         if changed:
-            self._constants = _Constants(self._detected)
             self._sweeps.clear()  # (staged sweeps hold the old values as constants)
+        colouring = self._found_at(x, changed)
+        self._constants = constants
+        return colouring
+
+    def _found_at(self, x: _np.ndarray, changed: bool) -> _Colouring:
+        """``_colouring_at``'s pattern, ``changed``: whether ``fun``'s constants changed
+        since the current pattern was found."""
         if self._given:  # (a pattern given: the caller's word that it holds)
             return self._current
         if self._guarded:  # (the structure key holds the record's constants)

@@ -21,9 +21,12 @@ reuse it after checking that those still hold the same objects (``Reach.current`
 from __future__ import annotations
 
 import functools
+import itertools
+import operator
 import random
 import types
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import numpy as _np
@@ -37,7 +40,10 @@ _LIBRARIES = ("chainrule", "numpy", "scipy", "builtins")  # their globals are no
 _MAX_DEPTH = 12
 _MAX_ITEMS = 64  # of a container
 _CELL, _ITEMS, _DEFAULTS, _SLOT = object(), object(), object(), object()  # what a read was
+_ALL_ITEMS = object()  # (a container's items, all of them, a dict's keys and values in turn:
+# ``Reach(complete=True)``)
 _CONTAINERS = (list, tuple, dict, set)
+_ITEM_READS = (_ITEMS, _ALL_ITEMS)
 
 
 class Reach:
@@ -45,7 +51,16 @@ class Reach:
     reads that found them. (Arrays in the closures of chainrule's, NumPy's and SciPy's own
     functions are theirs, not the user's, and are left out.)"""
 
-    def __init__(self, roots: list):
+    def __init__(self, roots: list, complete: bool = False):
+        # complete: for a check that must see every change, and pays for it: every item
+        # of a container is searched and read (not its first _MAX_ITEMS; a dict's keys
+        # too), an object is searched for the attributes its class's methods and
+        # properties named by the code read of it, and again where another path reaches
+        # it with names not yet followed (a helper reading m.Q, m reached first by a
+        # function reading m.R)
+        self._complete = complete
+        self._items = _ALL_ITEMS if complete else _ITEMS
+        followed: dict[int, frozenset] = {}  # (complete: the names an object was searched for)
         self.lookups: list = []  # (a dict, a key, its value)
         self._owners: dict = {}  # a class's attribute mapping (made anew on each read): the class
         self.reads: list = []  # (a cell, function or container, what was read, the value)
@@ -58,9 +73,17 @@ class Reach:
             obj, names, depth, library, libraries = pending.pop()
             if type(obj) is _np.ndarray and not library:
                 arrays.setdefault(id(obj), obj)
-            if type(obj) in INERT or id(obj) in seen or depth > _MAX_DEPTH:
+            if type(obj) in INERT or depth > _MAX_DEPTH:
                 continue
+            if id(obj) in seen:
+                if not complete or isinstance(obj, (types.FunctionType, *_GENERATORS)):
+                    continue  # (a function's reads do not depend on the names it is reached with)
+                names = names - followed[id(obj)]
+                if not names:
+                    continue
             seen.add(id(obj))
+            if complete:
+                followed[id(obj)] = followed.get(id(obj), frozenset()) | names
             if isinstance(obj, _GENERATORS):
                 found.setdefault(id(obj), obj)
                 continue
@@ -77,12 +100,46 @@ class Reach:
                                for place, key, _ in self.lookups[marks[1]:]]
         self.generators = list(found.values())
         self.arrays = list(arrays.values())
+        self.searched = seen  # (the ids of the objects searched: not those too deep)
 
     def current(self) -> bool:
         """Do the places read still hold what they held?"""
         return (all(place.get(key) is value for place, key, value in self.lookups)
                 and all(_read(place, key) is value or _same_items(_read(place, key), value)
                         for place, key, value in self.reads))
+
+    def same_reads(self, before: Reach, equal: Callable[[Any, Any], bool]) -> bool:
+        """Whether this search, made from the same roots after ``before``'s places stopped
+        holding what they held (``current``), read as ``before`` did: the same reads in
+        the same order, each value judged by ``equal(value, value_before)``, the items of
+        a container or a function's defaults item by item (of a container of
+        ``_MAX_ITEMS`` items or more, searched without ``complete``: never, its later
+        items were not read), and the values read in two places one object where they
+        were one object before, two where they were two (the function may compare them
+        with ``is``). Where the values are equal, so are the places they lead the search
+        to."""
+        now_of: dict[int, Any] = {}  # id(a value before) -> the value now in its place
+        then_of: dict[int, Any] = {}
+
+        def same(value, value_then) -> bool:
+            paired = now_of.setdefault(id(value_then), value)
+            return (paired is value and then_of.setdefault(id(value), value_then) is value_then
+                    and equal(value, value_then))
+
+        for now, then in ((self.lookups, before.lookups), (self.reads, before.reads)):
+            if len(now) != len(then):
+                return False
+            for (_, key, value), (_, key_then, value_then) in zip(now, then):
+                if key != key_then:
+                    return False
+                if key is _ITEMS or key is _ALL_ITEMS or key is _DEFAULTS:
+                    if not (len(value) == len(value_then)
+                            and (key is not _ITEMS or len(value) < _MAX_ITEMS)
+                            and all(map(same, value, value_then))):
+                        return False
+                elif not same(value, value_then):
+                    return False
+        return True
 
     def _record(self, place, key) -> Any:
         value = _read(place, key)
@@ -105,9 +162,14 @@ class Reach:
                 names = _code_names(func.__code__)
             return [(getattr(obj, "__self__", None), names), (func, names)]
         if isinstance(obj, _CONTAINERS):
-            return [(v, names) for v in self._record(obj, _ITEMS)]
+            # (values that lead nowhere are not pushed: a list of a million floats)
+            return [(v, names) for v in self._record(obj, self._items)
+                    if type(v) not in INERT or type(v) is _np.ndarray]
         if isinstance(obj, (type, types.ModuleType)) or hasattr(obj, "__dict__") or hasattr(
                 type(obj), "__slots__"):
+            if self._complete and not isinstance(obj, (type, types.ModuleType)) and not (
+                    _of_a_library(obj)):
+                names = _methods_read(type(obj), names)  # (what self.perm() reads of self)
             children = [(v, names) for v in self._named_attributes(obj, names)]
             call = next((vars(cls)["__call__"] for cls in type(obj).__mro__
                          if "__call__" in vars(cls)), None)
@@ -195,11 +257,11 @@ class PythonState:
         for place, key, *owner in state:
             if key is _CELL:
                 self.cells.append((place, _contents(place)))
-            elif key is _ITEMS and isinstance(place, list):
+            elif key in _ITEM_READS and isinstance(place, list):
                 self.lists.append((place, list(place)))
-            elif key is _ITEMS and isinstance(place, dict):
+            elif key in _ITEM_READS and isinstance(place, dict):
                 self.dicts.append((place, dict(place)))
-            elif key is _ITEMS and isinstance(place, set):
+            elif key in _ITEM_READS and isinstance(place, set):
                 self.sets.append((place, set(place)))
             elif isinstance(key, str):
                 self.names.append((place, key, place.get(key, _EMPTY), owner[0]))
@@ -286,9 +348,11 @@ def _read(place, key):
             return place.cell_contents
         except ValueError:  # an empty cell
             return None
-    if key is _ITEMS:
+    if key is _ALL_ITEMS and isinstance(place, dict):  # (its keys too: a key renamed in
+        return tuple(itertools.chain.from_iterable(place.items()))  # place moves a value)
+    if key is _ITEMS or key is _ALL_ITEMS:
         items = place.values() if isinstance(place, dict) else place
-        return tuple(items)[:_MAX_ITEMS]
+        return tuple(items if key is _ALL_ITEMS else itertools.islice(items, _MAX_ITEMS))
     if key is _DEFAULTS:
         place = place()  # (a weak reference to the function)
         if place is None:
@@ -301,7 +365,35 @@ def _read(place, key):
 
 def _same_items(a, b) -> bool:
     return (type(a) is tuple and type(b) is tuple and len(a) == len(b)
-            and all(x is y for x, y in zip(a, b)))
+            and all(map(operator.is_, a, b)))
+
+
+def _methods_read(cls: type, names: frozenset) -> frozenset:
+    try:
+        return _read_by_methods(cls, names)
+    except TypeError:  # (a class its metaclass made unhashable: its names as given)
+        return names
+
+
+@functools.lru_cache(maxsize=1024)
+def _read_by_methods(cls: type, names: frozenset) -> frozenset:
+    """``names`` and the names the code of ``cls``'s methods and properties among them
+    uses, and so on for the methods those name (``self.perm()`` reads ``self._perm``)."""
+    found, pending = set(names), list(names)
+    while pending:
+        name = pending.pop()
+        attribute = next((vars(k)[name] for k in cls.__mro__ if name in vars(k)), None)
+        if isinstance(attribute, (staticmethod, classmethod)):
+            attribute = attribute.__func__
+        elif isinstance(attribute, property):
+            attribute = attribute.fget
+        elif isinstance(attribute, functools.cached_property):
+            attribute = attribute.func
+        if isinstance(attribute, types.FunctionType):
+            new = _code_names(attribute.__code__) - found
+            found |= new
+            pending += new
+    return frozenset(found)
 
 
 @functools.lru_cache(maxsize=1024)
