@@ -167,3 +167,24 @@ def test_numpys_write_functions_take_traced_values_as_setitem_does(write):
     fd = [(onp.sum(into_traced(x + eps * e)) - onp.sum(into_traced(x - eps * e))) / (2 * eps)
           for e in onp.eye(6)]
     assert onp.allclose(g, fd, atol=1e-6)
+
+
+@pytest.mark.parametrize("view", ["flip", "reversed slice", "split"])
+def test_a_view_of_a_written_buffer_is_laid_out_as_numpys_under_a_trace(view):
+    # (the modes contract's case 55,549: np.flip of a buffer written by exp(where=) was a
+    # contiguous gather under grad, and arctan2's loop for it rounds otherwise than for
+    # NumPy's view of negative strides: value_and_grad's value 1 ulp off the plain call)
+    take = {"flip": np.flip, "reversed slice": lambda o: o[::-1],
+            "split": lambda o: np.split(o[::-1], 2)[1]}[view]
+
+    def f(x):
+        o = np.full(len(x), 0.25)
+        np.exp(x, out=o, where=x > 0.1)
+        v = take(o)
+        return np.expm1(v) + np.arctan2(v, 1.5 + v * v) + np.cbrt(v)
+
+    x = RNG.normal(size=4096)
+    primal, tangent = cr.jvp(f, (x,), (onp.ones(4096),))
+    assert primal.tobytes() == f(x).tobytes()
+    eps = 1e-6
+    assert onp.allclose(tangent, (f(x + eps) - f(x - eps)) / (2 * eps), rtol=1e-5, atol=1e-6)

@@ -102,14 +102,18 @@ def _value_of(obj):
 class Buffer:
     """An array made by a chainrule.numpy constructor under a trace (see the module doc)."""
 
-    __slots__ = ("_memory", "_plain", "_positions", "_part", "__weakref__")
+    __slots__ = ("_memory", "_plain", "_positions", "_part", "_source", "__weakref__")
     __array_priority__ = 200.0  # above ArrayBox's: box + buffer asks the buffer first
 
-    def __init__(self, memory: _Memory, plain: _np.ndarray, positions, part=None):
+    def __init__(self, memory: _Memory, plain: _np.ndarray, positions, part=None,
+                 source=None):
         self._memory = memory
         self._plain = plain  # the NumPy view of the memory this buffer is
         self._positions = positions  # None: the base itself
         self._part = part  # "real" or "imag": a view of that part of complex elements
+        # (the buffer this view was taken from, and how: its traced value is taken so from
+        # that one's, a view laid out as NumPy's, whose strides NumPy's loops follow)
+        self._source = source
 
     @classmethod
     def holding(cls, array: _np.ndarray) -> Buffer:
@@ -120,6 +124,9 @@ class Buffer:
         traced = self._memory.traced
         if traced is None:
             return self._plain
+        if self._source is not None:
+            buffer, make = self._source
+            return make(buffer._value())
         value = traced if self._positions is None else anp.ravel(traced)[self._positions]
         return value if self._part is None else getattr(anp, self._part)(value)
 
@@ -178,18 +185,24 @@ class Buffer:
         return plain.copy() if copy else plain
 
     # ------------------------------------------------------------------ views and reads
-    def _derived(self, make):
+    def _derived(self, make, of_traced: bool = True):
         """``make(array)``: a view of this buffer where NumPy gives a view (a list of views
-        where it gives a list of them: ``np.split``), else the value."""
+        where it gives a list of them: ``np.split``), else the value. ``of_traced``:
+        ``make`` takes a traced value too (chainrule's view functions and methods), and
+        the view's traced value is made by it, laid out as NumPy's view is (``np.flip``'s
+        negative strides: NumPy's loops for them give other last bits than for a copy)."""
         plain = make(self._plain)
         if plain is self._plain:  # (np.asarray(a), np.atleast_1d of a 1-D a: a itself)
             return self
         if _views_of(plain, self._plain):
             positions = make(self._all_positions())
             if type(plain) is _np.ndarray:
-                return Buffer(self._memory, plain, positions, self._part)
-            return type(plain)(Buffer(self._memory, p, q, self._part)
-                               for p, q in zip(plain, positions))
+                return Buffer(self._memory, plain, positions, self._part,
+                              (self, make) if of_traced else None)
+            return type(plain)(
+                Buffer(self._memory, p, q, self._part,
+                       (self, lambda a, k=k: make(a)[k]) if of_traced else None)
+                for k, (p, q) in enumerate(zip(plain, positions)))
         copied = make(self._value())
         if type(copied) is _np.ndarray:
             # a copy (a fancy or boolean index): a buffer of its own, as np.zeros(n) + 1.0
@@ -251,7 +264,7 @@ class Buffer:
 
     def view(self, dtype=None, type=None):
         if type is None and (dtype is None or _np.dtype(dtype) == self.dtype):
-            return self._derived(lambda a: a.view())
+            return self._derived(lambda a: a.view(), of_traced=False)
         return self._value().view(*(() if dtype is None else (dtype,)),
                                   **({} if type is None else {"type": type}))
 
@@ -370,7 +383,8 @@ class Buffer:
                 _views_of(answer, self._plain):
             # a view made by a function chainrule does not know (sliding_window_view):
             # taken as one, so that it sees later writes (a traced one too)
-            return self._derived(lambda a: func(a, *_value_of(args[1:]), **kwargs))
+            return self._derived(lambda a: func(a, *_value_of(args[1:]), **kwargs),
+                                 of_traced=False)
         # new memory under a trace is a buffer, as a ufunc's or chainrule.numpy's answer
         # is (np.fix, np.round, np.sort, np.concatenate of a buffer answer here; np.tile's
         # is a view of memory of its own)
