@@ -336,7 +336,7 @@ def run_programs(count: int = 200, batch: int = 128, verbose: bool = False):
             warnings.simplefilter("ignore")
             try:
                 first, later, looped = _first_and_later(
-                    lambda p=p: cr.vmap(p.fn, in_axes=(0, None)), (xs, s), loop, repeats=3)
+                    lambda p=p: cr.vmap(p.fn, in_axes=(0, None)), (xs, s), loop, repeats=7)
             except (FloatingPointError, ValueError, ArithmeticError):
                 skipped += 1
                 continue
@@ -383,7 +383,7 @@ def _contract_case_rows(case, repeats: int):
     return _STATISTIC(first), _STATISTIC(later), _STATISTIC(looped)
 
 
-def run_contract(count: int = 200, seed: int = 0, repeats: int = 5, verbose: bool = False):
+def run_contract(count: int = 200, seed: int = 0, repeats: int = 9, verbose: bool = False):
     """The vmap contract's first ``count`` cases at ``seed`` (its programs, modes and batch
     sizes: 1 to 8 examples, nested 1-3 by 2-4), less jit(vmap) (its first call traces),
     empty batches (no loop) and cases whose loop raises: vmap's time over the loop's."""
