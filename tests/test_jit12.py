@@ -42,6 +42,17 @@ def test_where_into_out_is_eager_bit_for_bit(ufunc, layout):
             assert got.tobytes() == want.tobytes()
 
 
+def test_where_into_a_0d_out_under_jit():
+    def f(x):
+        o = np.zeros(())
+        np.exp(x[0], out=o, where=x[0] > 0)
+        return o * x
+
+    jf = cr.jit(f)
+    for x in (onp.array([0.5, 2.0]), onp.array([-0.5, 2.0]), onp.array([0.7, 1.0])):
+        assert jf(x).tobytes() == f(x).tobytes()
+
+
 def test_where_into_out_with_two_arguments_and_a_float32_out():
     def f(x):
         o = np.full(len(x), 3.0, dtype=np.float32)

@@ -464,7 +464,7 @@ def _ufunc_where(function, reversed_axes, mask, old, *args, **kwargs):
     backwards along ``reversed_axes`` as the caller's out= array is (NumPy's loops follow
     the output's strides too; a program's copy of a constant ``old`` has its own)."""
     flip = tuple(slice(None, None, -1 if i in reversed_axes else 1) for i in range(old.ndim))
-    out = old[flip].copy()[flip]
+    out = old[flip].copy()[flip] if old.ndim else _np.array(old)  # (a 0-d one: no scalar)
     ufunc_of(function)(*args, out=out, where=mask, **kwargs)
     return out
 
