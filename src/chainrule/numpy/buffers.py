@@ -429,23 +429,31 @@ def _as_output(buffer: Buffer, function, args, kwargs):
         kwargs["dtype"] = buffer.dtype  # (NumPy's: float32 summed into float64 in float64)
     if where is True:
         result = function(*args, **kwargs)
-    elif ufunc.signature is None and _staged_alone((buffer._value(), where, *args)):
-        # NumPy's own masked call, staged as it is (chainrule.jit with no derivative): the
-        # composite below computes on new arrays, where NumPy's loops for a caller's array
-        # of negative strides (x[::-1]) are other ones, whose last bits differ
-        reversed_axes = tuple(i for i, s in enumerate(buffer._plain.strides) if s < 0)
-        result = _ufunc_where(function, reversed_axes, _value_of(where), buffer._value(), *args,
-                              **kwargs)
     else:
-        mask = _value_of(where)
-        if ufunc.signature is None:
-            args = _computed_only_where(ufunc, mask, args)
-        # (cast as the ufunc casts its own answer, before the entries it leaves are put
-        # back: out's dtype would promote the answer's, and the cast's error is NumPy's)
-        computed = _cast_like(function(*args, **kwargs), buffer, function)
-        result = anp.where(mask, computed, buffer._value())
+        old, mask = buffer._value(), _value_of(where)
+        if ufunc.signature is None and _staged_alone((old, mask, *args)):
+            # NumPy's own masked call, staged as it is (chainrule.jit with no derivative):
+            # the composite computes on new arrays, where NumPy's loops for a caller's
+            # array of negative strides (x[::-1]) are other ones, whose last bits differ
+            reversed_axes = tuple(i for i, s in enumerate(buffer._plain.strides) if s < 0)
+            result = _ufunc_where(function, reversed_axes, mask, old, *args, **kwargs)
+        else:
+            result = _masked_into(function, mask, old, args, kwargs)
     buffer[...] = _cast_like(result, buffer, function)
     return buffer
+
+
+def _masked_into(function, mask, old, args, kwargs):
+    """``function(*args, out=<old>, where=mask)`` as chainrule differentiates it: the
+    answer computed (an elementwise ufunc's only where the mask holds), then put where the
+    mask holds into ``old``'s entries."""
+    ufunc = ufunc_of(function)
+    if ufunc.signature is None:
+        args = _computed_only_where(ufunc, mask, args)
+    # (cast as the ufunc casts its own answer, before the entries it leaves are put
+    # back: out's dtype would promote the answer's, and the cast's error is NumPy's)
+    computed = _cast_like(function(*args, **kwargs), old, function)
+    return anp.where(mask, computed, old)
 
 
 def _staged_alone(values) -> bool:
@@ -470,18 +478,17 @@ def _ufunc_where(function, reversed_axes, mask, old, *args, **kwargs):
 
 
 def _where_composite(argnums, args, kwargs):
-    """``_ufunc_where`` as chainrule computes it where it differentiates (``_as_output``),
+    """``_ufunc_where`` as chainrule computes it where it differentiates (``_masked_into``),
     a function of the arguments at ``argnums``: its derivatives are the primitive's."""
     def composite(varied):
         full = list(args)
         for i, v in zip(argnums, varied):
             full[i] = v
         function, _, mask, old, *xs = full
-        xs = _computed_only_where(ufunc_of(function), mask, xs)
-        computed = function(*xs, **kwargs)
-        if _np.result_type(_tracer.getval(computed)) != _np.result_type(_tracer.getval(old)):
-            computed = stored_as(computed, _np.result_type(_tracer.getval(old)))
-        return anp.where(mask, computed, old)
+        result = _masked_into(function, mask, old, xs, kwargs)
+        dtype = _np.result_type(_tracer.getval(old))  # (the primitive's: out's)
+        return result if _np.result_type(_tracer.getval(result)) == dtype else \
+            stored_as(result, dtype)
     return composite
 
 
@@ -539,8 +546,9 @@ _ACCUMULATES_IN_OUT = frozenset(getattr(_np, name) for name in (
     "nancumprod", "trace"))
 
 
-def _cast_like(result, target: Buffer, function=None):
-    """``result`` as an in-place ufunc (``function``) writes it into ``target`` (casting
+def _cast_like(result, target, function=None):
+    """``result`` as an in-place ufunc (``function``) writes it into ``target`` (an array or
+    a buffer: its dtype; casting
     'same_kind'; the ufunc casts, so that its floating-point errors are the ufunc's)."""
     dtype = _np.result_type(_tracer.getval(result))
     if not _np.can_cast(dtype, target.dtype, "same_kind"):
