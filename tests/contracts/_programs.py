@@ -25,7 +25,8 @@ branches, not for exceptions). The hazards:
   nested         grad inside the program
   index          fancy indices, slices, concatenate
   mask           comparison masks in products (np.dot of a mask, diag of a mask), and
-                 NumPy's where= into out= arrays (a ufunc's output mask, a reduction's)
+                 NumPy's where= into out= arrays (a ufunc's output mask, into an array,
+                 its reversed view or a 0-d array; a reduction's)
   stop_gradient  stop_gradient in products
   alias_out      outputs that are an input, a closure array, one array twice, x * 1
   tree_out       dict (in the function's own key order) and tuple outputs
@@ -374,10 +375,15 @@ def _masked_out(g):
         d = g.name("d")
         g.emit(f"{d} = (1.0 + {b} * {b}) * ({c} > 0)", f"{v} = np.zeros(n)",
                f"np.divide({a}, {d}, out={v}, where={d} != 0)")
-    elif kind == 1:
-        g.emit(f"{v} = np.full(n, {g.scal()})",
-               f"np.{g.pick(['sin', 'exp', 'sqrt', 'log', 'tanh'])}({a}, out={v}, "
-               f"where={a} > 0.1)")
+    elif kind == 1:  # (into the whole array, into it backwards, or into a 0-d one)
+        into, fun = g.pick(["", "[::-1]", "0-d"]), g.pick(['sin', 'exp', 'sqrt', 'log', 'tanh'])
+        if into == "0-d":
+            t = g.name("t")
+            g.emit(f"{t} = np.full((), {g.scal()})",
+                   f"np.{fun}({a}[-1], out={t}, where={a}[-1] > 0.1)", f"{v} = {b} * {t}")
+        else:
+            g.emit(f"{v} = np.full(n, {g.scal()})",
+                   f"np.{fun}({a}, out={v}{into}, where={a} > 0.1)")
     elif kind == 2:
         t = g.name("t")
         g.emit(f"{t} = np.zeros(())",
