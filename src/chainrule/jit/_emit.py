@@ -190,7 +190,7 @@ def _float_tails(nodes: list[StagingNode], guards: list[Guard],
     program cannot be one of floats."""
     candidates = [
         n for n in set(out_nodes)
-        if n.fun is not None and type(n.ans) is not _F64 and not _float_node(n)
+        if n.fun is not None and type(n.ans) is not _F64  # (so not a ``_float_node``)
         and all(type(p.ans) in _SCALAR_INPUTS for p in n.parents)]  # (an input: a float)
     if not candidates or not _float_inputs(_inputs(nodes), guards):
         return frozenset()  # (the common case: no walk over the record)
