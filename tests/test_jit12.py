@@ -67,7 +67,7 @@ def test_where_into_out_with_two_arguments_and_a_float32_out():
 
 
 def test_the_staged_call_has_the_composites_derivatives():
-    # _ufunc_where runs only where nothing differentiates; its rules are the composite's
+    # _ufunc_where gives the value; its derivative rules are the composite's
     mask = onp.array([True, False, True, True])
     old = onp.array([1.0, 2.0, 3.0, 4.0])
     x = onp.array([0.3, -1.0, 2.0, 0.5])

@@ -431,10 +431,10 @@ def _as_output(buffer: Buffer, function, args, kwargs):
         result = function(*args, **kwargs)
     else:
         old, mask = buffer._value(), _value_of(where)
-        if ufunc.signature is None and _staged_alone((old, mask, *args)):
-            # NumPy's own masked call, staged as it is (chainrule.jit with no derivative):
-            # the composite computes on new arrays, where NumPy's loops for a caller's
-            # array of negative strides (x[::-1]) are other ones, whose last bits differ
+        if ufunc.signature is None:
+            # NumPy's own masked call (its derivatives the composite's, _masked_into): the
+            # composite computes on new arrays, where NumPy's loops for a caller's array of
+            # negative strides (x[::-1]) are other ones, whose last bits differ
             reversed_axes = tuple(i for i, s in enumerate(buffer._plain.strides) if s < 0)
             result = _ufunc_where(function, reversed_axes, mask, old, *args, **kwargs)
         else:
@@ -454,16 +454,6 @@ def _masked_into(function, mask, old, args, kwargs):
     # back: out's dtype would promote the answer's, and the cast's error is NumPy's)
     computed = _cast_like(function(*args, **kwargs), old, function)
     return anp.where(mask, computed, old)
-
-
-def _staged_alone(values) -> bool:
-    """Whether every traced one of ``values`` is traced by a staging trace alone (its box
-    has ``on_decision``, and holds a plain value): nothing takes a derivative of it."""
-    for v in values:
-        if isbox(v) and (v._node.on_decision is None or isbox(v._value)) or \
-                type(v) in _tracer.batched_types:
-            return False
-    return True
 
 
 @_tracer.primitive
