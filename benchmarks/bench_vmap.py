@@ -360,8 +360,9 @@ def _contract_case_rows(case, repeats: int):
     def start():  # (closure arrays and random generators as the contract starts them)
         contract._start(p)
 
-    def loop():
-        return contract._stack_tree(contract._loop(case, case.xs, case.s))
+    def loop():  # (the loop's answer: its stacks, moved where out_axes puts the batch)
+        return contract._out_axis(case, contract._stack_tree(contract._loop(case, case.xs,
+                                                                              case.s)))
 
     def mapped_call(mapped):
         return mapped(case.xs, case.s)

@@ -201,11 +201,13 @@ class _AsTheLoop:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.call(args, kwargs).loop_answer()
 
-    def rows(self, rows: list) -> list:
+    def rows(self, rows: list, stacked: bool = False) -> list | _np.ndarray:
         """Its answers for each row of positional arguments, in order. Where every row's
         examples answer scalars of one type, they are stacked at once (the per-row stacks
-        cost more than a cheap function's calls); any other row is stacked as it ends, as
-        the loop of loops stacks it (a later row may write into an array it answered)."""
+        cost more than a cheap function's calls), and with ``stacked`` answered as that
+        one array, the rows' stack (the outer loop's stack, made once); any other row is
+        stacked as it ends, as the loop of loops stacks it (a later row may write into an
+        array it answered)."""
         first = self.call(rows[0], {})
         # (the rows an outer call cuts are alike: the first one's reading of its arguments)
         calls = [first, *(first.twin(row) or self.call(row, {}) for row in rows[1:])]
@@ -216,17 +218,18 @@ class _AsTheLoop:
         answers, waiting, scalars = [], [], set()
         cut: dict = {}  # (see _examples_of: a vector mapped in every row is cut once)
         for call in calls:
-            row = call.loop_answers(cut)
+            row = call.loop_answers(cut, stacked=True)
             kind = type(row[0])
-            waits = kind in _SCALARS and len(set(map(type, row))) == 1
+            waits = type(row) is list and kind in _SCALARS and len(set(map(type, row))) == 1
             if waits:
                 scalars.add(kind)  # (immutable: they may wait for the other rows)
-            else:
+            elif type(row) is list:  # (else the stack of a loop of loops: see above)
                 row = call.loop_stacked(row)
             answers.append(row)
             waiting.append(waits)
         if all(waiting) and len(scalars) == 1 and len({len(row) for row in answers}) == 1:
-            return list(_np.array([a for row in answers for a in row]).reshape(len(rows), -1))
+            whole = _np.array([a for row in answers for a in row]).reshape(len(rows), -1)
+            return whole if stacked else list(whole)
         return [call.loop_stacked(row) if waits else row
                 for call, row, waits in zip(calls, answers, waiting)]
 
@@ -633,7 +636,10 @@ class _Call:
         if self.randomness != "different":  # (the loop draws as the loop otherwise)
             self._look_outside()
         elif self.size:
-            return self.loop_stacked(self.loop_answers())
+            answers = self.loop_answers(stacked=type(self.out_axes) is int)
+            if type(answers) is _np.ndarray:  # (a loop of loops' stack: see _AsTheLoop.rows)
+                return self._along_out_axes(answers)
+            return self.loop_stacked(answers)
         return self._assembled([self._the_loop()])
 
     def loop_stacked(self, answers: list) -> Any:
@@ -649,16 +655,18 @@ class _Call:
         ``out_axes`` puts it."""
         return _batch_axis_moved(whole, self.out_axes) if self.out_axes else whole
 
-    def loop_answers(self, cut: dict | None = None) -> list:
-        """The loop's answer of each example, not stacked (randomness "different"); ``cut``:
-        see _examples_of."""
+    def loop_answers(self, cut: dict | None = None, stacked: bool = False
+                     ) -> list | _np.ndarray:
+        """The loop's answer of each example, not stacked (randomness "different"), but
+        where ``stacked`` allows a loop of loops to answer its stack (see _AsTheLoop.rows);
+        ``cut``: see _examples_of."""
         # (nothing to watch, time or put back in order)
         columns, fun = self._columns(range(self.size), cut), self.example_function
         if not self.flat:
             return [fun(*args, **kwargs) for args, kwargs in (
                 tree_unflatten(self.treedef, sliced) for sliced in zip(*columns))]
         if type(fun) is _AsTheLoop:  # (nested vmaps)
-            return fun.rows(list(zip(*columns)))
+            return fun.rows(list(zip(*columns)), stacked)
         return list(map(fun, *columns))
 
     @functools.cached_property
@@ -1214,8 +1222,10 @@ def _stacked_part(examples, answers: list) -> _Part:
 def _batch_axis_moved(whole, axis: int):
     """The loop's stacks (a tree of ``_stacked_tree``'s) with the batch axis of each leaf
     moved to ``axis`` (NumPy's views of the fresh stacks)."""
-    if type(whole) is _np.ndarray:
-        return _np.moveaxis(whole, 0, _normalize_axis(axis, whole.ndim, "an out_axes entry"))
+    if type(whole) is _np.ndarray:  # (moveaxis's view, by a transpose without its checks)
+        order = list(range(1, whole.ndim))
+        order.insert(_normalize_axis(axis, whole.ndim, "an out_axes entry"), 0)
+        return whole.transpose(order)
     if type(whole) is dict:
         return {k: _batch_axis_moved(v, axis) for k, v in whole.items()}
     return type(whole)(_batch_axis_moved(v, axis) for v in whole)
