@@ -1177,7 +1177,8 @@ def _examples_of(leaf, axis: int, examples, cut: dict | None = None) -> list:
                 scalars = cut[id(leaf)] = list(leaf)
             return scalars
         if len(examples) == 1 and leaf.ndim > 1:  # (a third of the time of the batch's copy)
-            return [leaf[(slice(None),) * axis + (examples[0],)].copy(order="K")]
+            return [(leaf[examples[0]] if not axis else
+                     leaf[(slice(None),) * axis + (examples[0],)]).copy(order="K")]
         if len(examples) < leaf.shape[axis]:
             own = leaf.take(examples, axis)
         elif leaf.ndim > 1:
@@ -1237,8 +1238,15 @@ def _stacked_tree(answers: list):
     with NumPy arrays of one shape, or scalars of one type, at each leaf; else None."""
     first = answers[0]
     kind = type(first)
-    if any(type(answer) is not kind for answer in answers):
-        return None
+    if len(answers) == 1:  # (one example's: a small batch's or a nested vmap's rows)
+        if kind is _np.ndarray:
+            return first[None].copy()
+        if kind in _SCALARS:
+            return _np.array(answers)
+    elif any(type(answer) is not kind for answer in answers):
+        # (scalars of other types by example, a float32 here and a float64 there: NumPy's
+        # stack promotes them as the loop's does)
+        return _np.stack(answers) if _SCALARS.issuperset(map(type, answers)) else None
     if kind is _np.ndarray:
         shape = first.shape
         return _stack(answers) if all(a.shape == shape for a in answers) else None
