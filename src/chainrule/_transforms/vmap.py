@@ -217,21 +217,46 @@ class _AsTheLoop:
             return [call.loop_answer() for call in calls]
         answers, waiting, scalars = [], [], set()
         cut: dict = {}  # (see _examples_of: a vector mapped in every row is cut once)
-        for call in calls:
+        # (where every row answers arrays of one shape and dtype: the rows' stack, each row
+        # written into it as it ends, as the loop stacks it, and no stack of the stacks)
+        whole = None
+        for j, call in enumerate(calls):
             row = call.loop_answers(cut, stacked=True)
             kind = type(row[0])
             waits = type(row) is list and kind in _SCALARS and len(set(map(type, row))) == 1
+            written = False
             if waits:
                 scalars.add(kind)  # (immutable: they may wait for the other rows)
             elif type(row) is list:  # (else the stack of a loop of loops: see above)
-                row = call.loop_stacked(row)
+                if not j and stacked and kind is _np.ndarray:
+                    whole = _np.empty((len(rows), len(row), *row[0].shape), row[0].dtype)
+                written = whole is not None and _written_into(whole[j], row)
+                row = whole[j] if written else call.loop_stacked(row)
+            if not written:
+                whole = None
             answers.append(row)
             waiting.append(waits)
+        if whole is not None:
+            return whole
         if all(waiting) and len(scalars) == 1 and len({len(row) for row in answers}) == 1:
             whole = _np.array([a for row in answers for a in row]).reshape(len(rows), -1)
             return whole if stacked else list(whole)
         return [call.loop_stacked(row) if waits else row
                 for call, row, waits in zip(calls, answers, waiting)]
+
+
+def _written_into(out: _np.ndarray, arrays: list) -> bool:
+    """Write NumPy arrays of ``out[0]``'s shape and dtype into the rows of ``out`` (what
+    ``numpy.stack`` of them holds); False, writing nothing, where one is not such an array."""
+    if len(arrays) != len(out):
+        return False
+    shape, dtype = out.shape[1:], out.dtype
+    for a in arrays:
+        if type(a) is not _np.ndarray or a.shape != shape or a.dtype != dtype:
+            return False
+    for i, a in enumerate(arrays):
+        out[i] = a
+    return True
 
 
 def _example_function(fun: Callable) -> Callable:
