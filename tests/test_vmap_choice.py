@@ -371,3 +371,82 @@ def test_a_ufunc_with_where_into_a_batched_out_keeps_outs_other_entries():
     with batched_runs_first():
         got = cr.vmap(f, in_axes=(0, 0))(xs, s)
     assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+def _loop_of_loops(f, xs, outer_axis, inner_axis):
+    rows = [onp.take(xs, j, axis=outer_axis) for j in range(xs.shape[outer_axis])]
+    return onp.stack([onp.stack([f(onp.take(row, i, axis=inner_axis).copy())
+                                 for i in range(row.shape[inner_axis])]) for row in rows])
+
+
+@pytest.mark.parametrize("shape", [(1, 2, 4), (2, 3, 4), (3, 1, 2)])
+@pytest.mark.parametrize("answer", ["scalar", "array", "view", "dtype by row"])
+def test_a_loop_of_loops_is_stacked_once_as_the_loop_of_loops_stacks_it(shape, answer):
+    # the rows' answers go into one stack as each row ends (scalars of one type, or arrays
+    # of one shape and dtype): the loop of loops' values, dtype and shape, in fresh memory
+    def f(x):
+        if answer == "scalar":
+            return np.sum(x) if x[0] > 0 else np.prod(x)
+        if answer == "array":
+            return np.sin(x) if x[0] > 0 else x * 2.0
+        if answer == "view":
+            return (x * 3.0)[::-1]
+        return x.astype(onp.float32) if x[-1] > 0 else x  # (float64 rows promote)
+
+    xs = onp.random.default_rng(len(shape) + shape[0]).normal(size=shape)
+    for outer_axis, inner_axis in [(0, 0), (1, 0), (0, 1)]:
+        mapped = cr.vmap(cr.vmap(f, in_axes=inner_axis), in_axes=outer_axis)
+        want = _loop_of_loops(f, xs, outer_axis, inner_axis)
+        for _ in range(2):
+            got = mapped(xs)
+            assert got.shape == want.shape and got.dtype == want.dtype
+            onp.testing.assert_array_equal(got, want)
+            assert not onp.shares_memory(got, xs)
+
+
+def test_a_loop_of_loops_answering_a_buffer_it_writes_stacks_each_row_as_it_ends():
+    buffer = onp.zeros(3)
+
+    def f(x):
+        buffer[:] = x  # (each call writes the buffer it answers)
+        return buffer
+
+    xs = onp.random.default_rng(2).normal(size=(2, 3, 3))
+    want = onp.stack([onp.stack([f(x) for x in row]) for row in xs])  # (rows of last values)
+    got = cr.vmap(cr.vmap(f))(xs)
+    onp.testing.assert_array_equal(got, want)
+    assert not onp.shares_memory(got, buffer)
+    onp.testing.assert_array_equal(want[:, 0], xs[:, -1])
+
+
+def test_a_loop_of_three_loops_whose_rows_answer_scalars_and_arrays():
+    # one outer row's inner rows answer scalars (stacked at once), another's arrays: the
+    # loop of loops' error (no common shape), not one row left out of a stack
+    def g(x):
+        return np.sum(x) if x[0] > 0 else x * 1.0
+
+    xs = onp.ones((2, 2, 2, 3))
+    xs[1, :, :, 0] = -1.0
+    with pytest.raises(ValueError):
+        onp.stack([onp.stack([onp.stack([g(xs[i, j, k]) for k in range(2)])
+                              for j in range(2)]) for i in range(2)])
+    with pytest.raises(ValueError):
+        cr.vmap(cr.vmap(cr.vmap(g)))(xs)
+    xs[1] = 1.0  # (now every example answers a scalar)
+    want = onp.array([[[g(xs[i, j, k]) for k in range(2)] for j in range(2)]
+                      for i in range(2)])
+    onp.testing.assert_array_equal(cr.vmap(cr.vmap(cr.vmap(g)))(xs), want)
+
+
+@pytest.mark.parametrize("values", [(onp.float32(1.5), onp.float64(2.25), 1),
+                                    (True, 2, 3.0), (1 + 2j, onp.float32(1.0)),
+                                    (onp.bool_(True), False)])
+def test_scalars_of_other_types_by_example_stack_as_numpy_stacks_them(values):
+    def f(i):
+        return values[int(i)]
+
+    examples = onp.arange(len(values))
+    want = onp.stack([f(i) for i in examples])
+    got = cr.vmap(f)(examples)
+    assert got.dtype == want.dtype
+    onp.testing.assert_array_equal(got, want)
