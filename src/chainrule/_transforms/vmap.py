@@ -1269,9 +1269,13 @@ def _stacked_tree(answers: list):
         if kind in _SCALARS:
             return _np.array(answers)
     elif any(type(answer) is not kind for answer in answers):
-        # (scalars of other types by example, a float32 here and a float64 there: NumPy's
-        # stack promotes them as the loop's does)
-        return _np.stack(answers) if _SCALARS.issuperset(map(type, answers)) else None
+        # (scalars of other types by example, a float32 here and a float64 there: promoted
+        # as the loop's numpy.stack promotes them; NumPy's own scalars by numpy.array, alike
+        # and a tenth of its time)
+        types = set(map(type, answers))
+        if _NUMPY_SCALARS.issuperset(types):
+            return _np.array(answers)
+        return _np.stack(answers) if _SCALARS.issuperset(types) else None
     if kind is _np.ndarray:
         shape = first.shape
         return _stack(answers) if all(a.shape == shape for a in answers) else None
@@ -1298,8 +1302,8 @@ def _stack(arrays: list):
     return _np.concatenate([a[None] for a in arrays])
 
 
-_SCALARS = frozenset({float, int, bool, complex, _np.float64, _np.float32, _np.int64,
-                      _np.bool_, _np.complex128})
+_NUMPY_SCALARS = frozenset({_np.float64, _np.float32, _np.int64, _np.bool_, _np.complex128})
+_SCALARS = _NUMPY_SCALARS | {float, int, bool, complex}
 
 
 def _no_sparse_matrix(leaf, example) -> None:
