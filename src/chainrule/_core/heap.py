@@ -1,0 +1,118 @@
+"""Keep the memory a reverse-mode graph takes from the C heap for the next graph (glibc).
+
+A recording keeps its intermediates alive until the backward pass frees them, all at
+once. With glibc's defaults that memory goes back to the kernel when it is freed: large
+blocks are ``mmap``ed and unmapped, and ``free`` trims the heap's top once it exceeds the
+trim threshold (128 KiB at first, at most 64 MiB as glibc adjusts it). The next gradient
+then takes every page again through a page fault: half of an eager gradient of a few
+hundred large-array operations (``benchmarks/gradbench/PROFILE.md``, P3).
+
+``keeping_heap_growth()`` wraps a recording and its backward pass. When the heap's break
+(``sbrk(0)``: the end of glibc's main heap) has grown while it ran, the trim threshold is
+raised by that growth (``mallopt(M_TRIM_THRESHOLD)``), so the freed graph stays in the
+heap for the next one. Before the process's first recording the mmap threshold is fixed
+at glibc's own adjusting maximum (32 MiB on 64-bit): arrays up to that size then come
+from the heap from the first gradient on (so its growth is seen); setting any threshold
+ends glibc's adjusting for good, which would otherwise leave the mmap threshold at
+128 KiB, where every larger array is unmapped when freed.
+
+The memory a process keeps is at most what recordings grew its heap by, and at most
+``KEEP_AT_MOST`` (1 GiB, or an eighth of the machine's memory if less); its peak does not
+change. The setting is the process's and is not undone: glibc offers no way back to its
+adjusting thresholds, and a threshold restored after each gradient gives the memory back
+at the next large ``free`` (measured: no gain at all).
+
+Nothing happens where the C library is not glibc (macOS, Windows, musl), where the
+process configures glibc's thresholds itself (``MALLOC_TRIM_THRESHOLD_``,
+``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TOP_PAD_``, ``MALLOC_MMAP_MAX_`` or those tunables in
+``GLIBC_TUNABLES``), or with ``KEEP_AT_MOST = 0`` set before the first gradient.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import threading
+from collections.abc import Callable, Iterator
+
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
+_GLIBC_DEFAULT_TRIM = 128 * 1024
+# glibc's DEFAULT_MMAP_THRESHOLD_MAX: the most its adjusting mmap threshold reaches
+_MMAP_THRESHOLD = 4 * 1024 * 1024 * ctypes.sizeof(ctypes.c_long)
+_USER_SETTINGS = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_",
+                  "MALLOC_MMAP_MAX_")
+_USER_TUNABLES = ("glibc.malloc.trim_threshold", "glibc.malloc.mmap_threshold",
+                  "glibc.malloc.top_pad", "glibc.malloc.mmap_max")
+
+
+def _memory_eighth() -> int:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 8
+    except (AttributeError, ValueError, OSError):
+        return 1 << 30
+
+
+# The most freed memory the heap keeps (bytes); 0: leave glibc's thresholds alone.
+KEEP_AT_MOST: int = min(1 << 30, _memory_eighth())
+
+
+def _glibc() -> tuple[Callable | None, Callable | None]:
+    """glibc's ``sbrk`` and ``mallopt``, or ``(None, None)`` elsewhere or where the
+    process has set glibc's thresholds itself."""
+    tunables = os.environ.get("GLIBC_TUNABLES", "")
+    if any(name in os.environ for name in _USER_SETTINGS) or any(
+            name in tunables for name in _USER_TUNABLES):
+        return None, None
+    try:
+        libc = ctypes.CDLL(None)
+        libc.gnu_get_libc_version  # noqa: B018 (glibc's own: musl has no such symbol)
+        sbrk, mallopt = libc.sbrk, libc.mallopt
+    except (OSError, TypeError, AttributeError):  # (Windows: CDLL(None) is a TypeError)
+        return None, None
+    sbrk.restype, sbrk.argtypes = ctypes.c_void_p, [ctypes.c_ssize_t]
+    mallopt.restype, mallopt.argtypes = ctypes.c_int, [ctypes.c_int, ctypes.c_int]
+    return sbrk, mallopt
+
+
+_sbrk, _mallopt = _glibc()
+_kept = _GLIBC_DEFAULT_TRIM  # the trim threshold (glibc's default until one is set)
+_set = False  # whether this module has set the thresholds
+_lock = threading.Lock()
+
+
+def _fix_mmap_threshold() -> None:
+    """Before the process's first recording: arrays up to glibc's adjusting maximum come
+    from the heap (setting a threshold ends glibc's adjusting of both for good)."""
+    global _set
+    with _lock:
+        if not _set:
+            _mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
+            _set = True
+
+
+def _keep(grown: int) -> None:
+    """Raise the trim threshold by ``grown`` bytes, up to ``KEEP_AT_MOST``."""
+    global _kept
+    with _lock:
+        wanted = min(_kept + grown, KEEP_AT_MOST, 2**31 - 1)  # (mallopt takes an int)
+        if wanted > _kept:
+            _mallopt(_M_TRIM_THRESHOLD, wanted)
+            _kept = wanted
+
+
+@contextlib.contextmanager
+def keeping_heap_growth() -> Iterator[None]:
+    """Run a recording or a backward pass; what it grew the heap by stays in the heap."""
+    if _sbrk is None or KEEP_AT_MOST <= 0:
+        yield
+        return
+    if not _set:
+        _fix_mmap_threshold()
+    start = _sbrk(0) or 0
+    try:
+        yield
+    finally:
+        grown = (_sbrk(0) or 0) - start
+        if grown > 0:
+            _keep(grown)

@@ -1,0 +1,157 @@
+"""_core/heap.py: a gradient's graph memory stays in glibc's heap for the next gradient,
+bounded by what recordings grew the heap by and by KEEP_AT_MOST; nothing elsewhere."""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from chainrule._core import heap
+
+SRC = Path(heap.__file__).resolve().parents[2]
+MIB = 1 << 20
+
+
+class FakeLibc:
+    """A break that moves as the test says and a mallopt that records its calls."""
+
+    def __init__(self):
+        self.brk = 1 << 40
+        self.calls: list[tuple[int, int]] = []
+
+    def sbrk(self, increment):
+        assert increment == 0
+        return self.brk
+
+    def mallopt(self, param, value):
+        self.calls.append((param, value))
+        return 1
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    libc = FakeLibc()
+    monkeypatch.setattr(heap, "_sbrk", libc.sbrk)
+    monkeypatch.setattr(heap, "_mallopt", libc.mallopt)
+    monkeypatch.setattr(heap, "_kept", heap._GLIBC_DEFAULT_TRIM)
+    monkeypatch.setattr(heap, "_set", False)
+    monkeypatch.setattr(heap, "KEEP_AT_MOST", 10 * MIB)
+    return libc
+
+
+def grow(libc: FakeLibc, by: int) -> None:
+    with heap.keeping_heap_growth():
+        libc.brk += by
+
+
+def test_threshold_follows_the_heap_growth_up_to_the_cap(fake):
+    trim, mmap = heap._M_TRIM_THRESHOLD, heap._M_MMAP_THRESHOLD
+    start = heap._GLIBC_DEFAULT_TRIM
+    grow(fake, 3 * MIB)
+    # the first recording fixes the mmap threshold at glibc's adjusting maximum (32 MiB
+    # on 64-bit) before it runs, then keeps what it grew the heap by
+    assert fake.calls == [(mmap, 4 * MIB * ctypes.sizeof(ctypes.c_long)),
+                          (trim, start + 3 * MIB)]
+    grow(fake, 0)  # a graph that reused the kept memory: nothing to do
+    grow(fake, -2 * MIB)  # a heap trimmed meanwhile: nothing to do
+    assert len(fake.calls) == 2
+    grow(fake, 1 * MIB)
+    assert fake.calls[2:] == [(trim, start + 4 * MIB)]
+    grow(fake, 50 * MIB)  # capped
+    assert fake.calls[3:] == [(trim, 10 * MIB)]
+    grow(fake, 1 * MIB)  # at the cap already
+    assert len(fake.calls) == 4
+
+
+def test_growth_in_a_failing_recording_counts_and_the_error_propagates(fake):
+    with pytest.raises(ZeroDivisionError):
+        with heap.keeping_heap_growth():
+            fake.brk += MIB
+            1 / 0  # noqa: B018
+    assert fake.calls[-1] == (heap._M_TRIM_THRESHOLD, heap._GLIBC_DEFAULT_TRIM + MIB)
+
+
+def test_switched_off_by_keep_at_most_zero(fake, monkeypatch):
+    monkeypatch.setattr(heap, "KEEP_AT_MOST", 0)
+    grow(fake, 5 * MIB)
+    assert fake.calls == []
+
+
+def _fresh_copy():
+    """heap.py imported again as its own module (the package's copy is left alone)."""
+    spec = importlib.util.spec_from_file_location("_heap_copy", heap.__file__)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("failure", ["no dlopen(NULL)", "Windows", "musl"])
+def test_a_no_op_without_glibc(monkeypatch, failure):
+    if failure == "musl":  # a C library without glibc's own symbols
+        monkeypatch.setattr(ctypes, "CDLL", lambda name: object())
+    else:
+        def refuse(name):
+            raise (OSError if failure == "no dlopen(NULL)" else TypeError)("no")
+        monkeypatch.setattr(ctypes, "CDLL", refuse)
+    copy = _fresh_copy()
+    assert copy._sbrk is None and copy._mallopt is None
+    ran = []
+    with copy.keeping_heap_growth():
+        ran.append(1)
+    assert ran == [1]
+
+
+@pytest.mark.parametrize("setting", [("MALLOC_TRIM_THRESHOLD_", "131072"),
+                                     ("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=65536")])
+def test_left_alone_where_the_process_configures_glibc(monkeypatch, setting):
+    monkeypatch.setenv(*setting)
+    assert _fresh_copy()._mallopt is None
+
+
+# A gradient of 40 operations on 2 MB arrays (below the mmap threshold chainrule fixes,
+# above glibc's starting one), three times: minor page faults of each call.
+FAULTS = textwrap.dedent("""
+    import json, resource, sys
+    import chainrule, chainrule.numpy as np
+    from chainrule._core import heap
+    heap.KEEP_AT_MOST = int(sys.argv[1])
+
+    def f(x):
+        for _ in range(40):
+            x = np.sin(x) * 1.01
+        return np.sum(x)
+
+    x = np.linspace(0.0, 1.0, 250_000)
+    g = chainrule.grad(f)
+    faults, grads = [], []
+    for _ in range(3):
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        grads.append(g(x))
+        faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+    assert all((grads[0] == d).all() for d in grads)
+    print(json.dumps(faults))
+""")
+
+
+@pytest.mark.skipif(heap._sbrk is None, reason="glibc only (or the process configures it)")
+def test_the_second_gradient_takes_no_pages_from_the_kernel():
+    env = dict(os.environ, PYTHONPATH=str(SRC), OMP_NUM_THREADS="1")
+
+    def faults(keep_at_most: int) -> list[int]:
+        done = subprocess.run([sys.executable, "-c", FAULTS, str(keep_at_most)], env=env,
+                              capture_output=True, text=True, check=True)
+        return json.loads(done.stdout)
+
+    kept = faults(heap.KEEP_AT_MOST)
+    returned = faults(0)
+    # one gradient's graph: 40 arrays of 2 MB, ~20,000 pages when they are new
+    assert returned[0] > 15_000 and returned[2] > 15_000, returned
+    assert kept[0] > 15_000 and kept[1] < 1_000 and kept[2] < 1_000, kept
