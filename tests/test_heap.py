@@ -111,9 +111,26 @@ def test_a_no_op_without_glibc(monkeypatch, failure):
 
 @pytest.mark.parametrize("setting", [("MALLOC_TRIM_THRESHOLD_", "131072"),
                                      ("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=65536")])
-def test_left_alone_where_the_process_configures_glibc(monkeypatch, setting):
-    monkeypatch.setenv(*setting)
-    assert _fresh_copy()._mallopt is None
+def test_left_alone_where_the_process_configures_glibc(setting):
+    """A process started with one of glibc's threshold settings is left alone (and one
+    whose os.environ got it later is not: glibc read its environment at startup)."""
+    code = "from chainrule._core import heap; print(heap._mallopt is None)"
+
+    def left_alone(env: dict) -> bool:
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                              text=True, check=True)
+        return done.stdout.strip() == "True"
+
+    env = {name: value for name, value in os.environ.items()
+           if not name.startswith("MALLOC_") and name != "GLIBC_TUNABLES"}
+    env["PYTHONPATH"] = str(SRC)
+    assert left_alone(dict(env, **dict([setting])))
+    if heap._sbrk is not None:  # (glibc here: otherwise it is always left alone)
+        assert not left_alone(env)
+        late = f"import os; os.environ[{setting[0]!r}] = {setting[1]!r}; " + code
+        done = subprocess.run([sys.executable, "-c", late], env=env, capture_output=True,
+                              text=True, check=True)
+        assert done.stdout.strip() == "False"
 
 
 # A gradient of 40 operations on 2 MB arrays (below the mmap threshold chainrule fixes,
@@ -143,7 +160,11 @@ FAULTS = textwrap.dedent("""
 
 @pytest.mark.skipif(heap._sbrk is None, reason="glibc only (or the process configures it)")
 def test_the_second_gradient_takes_no_pages_from_the_kernel():
-    env = dict(os.environ, PYTHONPATH=str(SRC), OMP_NUM_THREADS="1")
+    # (without glibc settings of the test process's: Dask's nanny, run by other tests,
+    # leaves MALLOC_TRIM_THRESHOLD_ in os.environ, and chainrule leaves such a process alone)
+    env = {name: value for name, value in os.environ.items()
+           if not name.startswith("MALLOC_") and name != "GLIBC_TUNABLES"}
+    env.update(PYTHONPATH=str(SRC), OMP_NUM_THREADS="1")
 
     def faults(keep_at_most: int) -> list[int]:
         done = subprocess.run([sys.executable, "-c", FAULTS, str(keep_at_most)], env=env,

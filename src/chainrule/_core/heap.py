@@ -57,11 +57,25 @@ def _memory_eighth() -> int:
 KEEP_AT_MOST: int = min(1 << 30, _memory_eighth())
 
 
+def _startup_environment() -> dict:
+    """The environment the process started with: the one glibc read its settings from
+    (``os.environ`` may have changed since: Dask's nanny sets ``MALLOC_TRIM_THRESHOLD_``
+    there for the workers it spawns)."""
+    try:
+        with open("/proc/self/environ", "rb") as file:
+            entries = file.read().split(b"\0")
+    except OSError:
+        return dict(os.environ)
+    return dict(entry.decode(errors="replace").partition("=")[::2] for entry in entries
+                if entry)
+
+
 def _glibc() -> tuple[Callable | None, Callable | None]:
     """glibc's ``sbrk`` and ``mallopt``, or ``(None, None)`` elsewhere or where the
     process has set glibc's thresholds itself."""
-    tunables = os.environ.get("GLIBC_TUNABLES", "")
-    if any(name in os.environ for name in _USER_SETTINGS) or any(
+    environment = _startup_environment()
+    tunables = environment.get("GLIBC_TUNABLES", "")
+    if any(name in environment for name in _USER_SETTINGS) or any(
             name in tunables for name in _USER_TUNABLES):
         return None, None
     try:
