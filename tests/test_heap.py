@@ -43,7 +43,6 @@ def fake(monkeypatch):
     monkeypatch.setattr(heap, "_mallopt", libc.mallopt)
     monkeypatch.setattr(heap, "_kept", heap._GLIBC_DEFAULT_TRIM)
     monkeypatch.setattr(heap, "_set", False)
-    monkeypatch.setattr(heap, "_highest", 0)
     monkeypatch.setattr(heap, "KEEP_AT_MOST", 10 * MIB)
     return libc
 
@@ -63,25 +62,13 @@ def test_threshold_follows_the_heap_growth_up_to_the_cap(fake):
                           (trim, start + 3 * MIB)]
     grow(fake, 0)  # a graph that reused the kept memory: nothing to do
     grow(fake, -2 * MIB)  # a heap trimmed meanwhile: nothing to do
-    grow(fake, 1 * MIB)  # back to the highest break recordings reached: nothing
     assert len(fake.calls) == 2
-    grow(fake, 2 * MIB)  # 1 MiB above it
+    grow(fake, 1 * MIB)  # a heap grown again: kept too
     assert fake.calls[2:] == [(trim, start + 4 * MIB)]
     grow(fake, 50 * MIB)  # capped
     assert fake.calls[3:] == [(trim, 10 * MIB)]
     grow(fake, 1 * MIB)  # at the cap already
     assert len(fake.calls) == 4
-
-
-def test_a_nested_recording_is_not_counted_twice(fake):
-    with heap.keeping_heap_growth():  # grad of grad: a recording inside a recording
-        fake.brk += MIB
-        grow(fake, 2 * MIB)
-        fake.brk += MIB
-    # the inner one's 2 MiB once, then what the outer one grew the break above it by (its
-    # first MiB, below the inner one's end, is not counted: less kept, never more)
-    assert fake.calls[1:] == [(heap._M_TRIM_THRESHOLD, heap._GLIBC_DEFAULT_TRIM + 2 * MIB),
-                              (heap._M_TRIM_THRESHOLD, heap._GLIBC_DEFAULT_TRIM + 3 * MIB)]
 
 
 def test_growth_in_a_failing_recording_counts_and_the_error_propagates(fake):
