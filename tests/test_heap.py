@@ -43,7 +43,7 @@ def fake(monkeypatch):
     monkeypatch.setattr(heap, "_mallopt", libc.mallopt)
     monkeypatch.setattr(heap, "_kept", heap._GLIBC_DEFAULT_TRIM)
     monkeypatch.setattr(heap, "_set", False)
-    monkeypatch.setattr(heap, "KEEP_AT_MOST", 10 * MIB)
+    monkeypatch.setattr(heap, "KEEP_AT_MOST", 100 * MIB)
     return libc
 
 
@@ -54,21 +54,28 @@ def grow(libc: FakeLibc, by: int) -> None:
 
 def test_threshold_follows_the_heap_growth_up_to_the_cap(fake):
     trim, mmap = heap._M_TRIM_THRESHOLD, heap._M_MMAP_THRESHOLD
-    start = heap._GLIBC_DEFAULT_TRIM
+    # glibc's adjusting maxima (64-bit: mmap 32 MiB, trim 64 MiB)
+    most = 4 * MIB * ctypes.sizeof(ctypes.c_long)
     grow(fake, 3 * MIB)
-    # the first recording fixes the mmap threshold at glibc's adjusting maximum (32 MiB
-    # on 64-bit) before it runs, then keeps what it grew the heap by
-    assert fake.calls == [(mmap, 4 * MIB * ctypes.sizeof(ctypes.c_long)),
-                          (trim, start + 3 * MIB)]
+    # the first recording sets both thresholds at glibc's adjusting maxima before it
+    # runs, then keeps what it grew the heap by
+    assert fake.calls == [(mmap, most), (trim, 2 * most), (trim, 2 * most + 3 * MIB)]
     grow(fake, 0)  # a graph that reused the kept memory: nothing to do
     grow(fake, -2 * MIB)  # a heap trimmed meanwhile: nothing to do
-    assert len(fake.calls) == 2
+    assert len(fake.calls) == 3
     grow(fake, 1 * MIB)  # a heap grown again: kept too
-    assert fake.calls[2:] == [(trim, start + 4 * MIB)]
-    grow(fake, 50 * MIB)  # capped
-    assert fake.calls[3:] == [(trim, 10 * MIB)]
+    assert fake.calls[3:] == [(trim, 2 * most + 4 * MIB)]
+    grow(fake, 500 * MIB)  # capped
+    assert fake.calls[4:] == [(trim, 100 * MIB)]
     grow(fake, 1 * MIB)  # at the cap already
-    assert len(fake.calls) == 4
+    assert len(fake.calls) == 5
+
+
+def test_a_cap_below_glibcs_maxima(fake, monkeypatch):
+    monkeypatch.setattr(heap, "KEEP_AT_MOST", 5 * MIB)
+    grow(fake, 1 * MIB)
+    grow(fake, 7 * MIB)
+    assert fake.calls[1:] == [(heap._M_TRIM_THRESHOLD, 5 * MIB)]
 
 
 def test_growth_in_a_failing_recording_counts_and_the_error_propagates(fake):
@@ -76,7 +83,8 @@ def test_growth_in_a_failing_recording_counts_and_the_error_propagates(fake):
         with heap.keeping_heap_growth():
             fake.brk += MIB
             1 / 0  # noqa: B018
-    assert fake.calls[-1] == (heap._M_TRIM_THRESHOLD, heap._GLIBC_DEFAULT_TRIM + MIB)
+    assert fake.calls[-1] == (heap._M_TRIM_THRESHOLD,
+                              8 * MIB * ctypes.sizeof(ctypes.c_long) + MIB)
 
 
 def test_switched_off_by_keep_at_most_zero(fake, monkeypatch):

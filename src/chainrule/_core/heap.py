@@ -7,21 +7,21 @@ trim threshold (128 KiB at first, at most 64 MiB as glibc adjusts it). The next 
 then takes every page again through a page fault: half of an eager gradient of a few
 hundred large-array operations (``benchmarks/gradbench/PROFILE.md``, P3).
 
-``keeping_heap_growth()`` wraps a recording and its backward pass. When the heap's break
-(``sbrk(0)``: the end of glibc's main heap) has grown while it ran, the trim threshold is
-raised by that growth (``mallopt(M_TRIM_THRESHOLD)``), so the freed graph stays in the
-heap for the next one. Before the process's first recording the mmap threshold is fixed
-at glibc's own adjusting maximum (32 MiB on 64-bit): arrays up to that size then come
-from the heap from the first gradient on (so its growth is seen); setting any threshold
-ends glibc's adjusting for good, which would otherwise leave the mmap threshold at
-128 KiB, where every larger array is unmapped when freed.
+``keeping_heap_growth()`` wraps a recording and its backward pass. Before the process's
+first recording the thresholds are set where glibc's own adjusting takes them at most:
+mmap 32 MiB, trim 64 MiB on 64-bit (setting any threshold ends that adjusting for good,
+which would otherwise leave them at 128 KiB: every array above that unmapped when freed,
+every heap top above it trimmed). Then, when the heap's break (``sbrk(0)``: the end of
+glibc's main heap) has grown while a recording or a backward pass ran, the trim threshold
+is raised by that growth (``mallopt(M_TRIM_THRESHOLD)``), so the freed graph stays in the
+heap for the next one.
 
 Growth is counted per recording. Where the heap's free top at the end is larger than the
 growth (it also takes in free chunks below the break the recording began at), the graph's
 memory is trimmed all the same, and the next gradient grows the heap and raises the
 threshold again, until the heap keeps it (after two to four gradients on GradBench's ode
 and gmm). A nested recording's growth counts in the one around it too. The threshold, and
-so the freed memory a process keeps, is at most 128 KiB plus the sum of what recordings
+so the freed memory a process keeps, is at most 64 MiB plus the sum of what recordings
 grew its heap by, and at most ``KEEP_AT_MOST`` (1 GiB, or an eighth of the machine's
 memory if less); the process's peak does not change. The setting is the process's and is
 not undone: glibc offers no way back to its adjusting thresholds, and a threshold restored
@@ -99,14 +99,15 @@ _set = False  # whether this module has set the thresholds
 _lock = threading.Lock()
 
 
-def _fix_mmap_threshold() -> None:
-    """Before the process's first recording: arrays up to glibc's adjusting maximum come
-    from the heap (setting a threshold ends glibc's adjusting of both for good)."""
+def _fix_thresholds() -> None:
+    """Before the process's first recording: the thresholds where glibc's own adjusting
+    takes them at most (mmap 32 MiB, trim twice that), since setting one ends it."""
     global _set
     with _lock:
         if not _set:
             _mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
             _set = True
+    _keep(2 * _MMAP_THRESHOLD - _kept)
 
 
 def _keep(grown: int) -> None:
@@ -131,7 +132,7 @@ class keeping_heap_growth:
             self.start = None
             return
         if not _set:
-            _fix_mmap_threshold()
+            _fix_thresholds()
         self.start = _sbrk(0)
 
     def __exit__(self, *exc_info) -> None:
