@@ -19,8 +19,8 @@ heap for the next one.
 Growth is counted per recording. Where the heap's free top at the end is larger than the
 growth (it also takes in free chunks below the break the recording began at), the graph's
 memory is trimmed all the same, and the next gradient grows the heap and raises the
-threshold again, until the heap keeps it (after two to four gradients on GradBench's ode
-and gmm). A nested recording's growth counts in the one around it too. The threshold, and
+threshold again, until the heap keeps it (on GradBench's ode and gmm the first gradient
+already does). A nested recording's growth counts in the one around it too. The threshold, and
 so the freed memory a process keeps, is at most 64 MiB plus the sum of what recordings
 grew its heap by, and at most ``KEEP_AT_MOST`` (1 GiB, or an eighth of the machine's
 memory if less); the process's peak does not change. The setting is the process's and is
