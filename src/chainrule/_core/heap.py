@@ -7,7 +7,9 @@ trim threshold (128 KiB at first, at most 64 MiB as glibc adjusts it). The next 
 then takes every page again through a page fault: half of an eager gradient of a few
 hundred large-array operations (``benchmarks/gradbench/PROFILE.md``, P3).
 
-``keeping_heap_growth()`` wraps a recording and its backward pass. Before the process's
+``keeping_heap_growth()`` wraps a recording and its backward pass (and a Tensor's backward
+pass: its recording is the user's statements, so only graphs below the 64 MiB the trim
+threshold starts at are kept there). Before the process's
 first recording the thresholds are set where glibc's own adjusting takes them at most:
 mmap 32 MiB, trim 64 MiB on 64-bit (setting any threshold ends that adjusting for good,
 which would otherwise leave them at 128 KiB: every array above that unmapped when freed,
