@@ -7,7 +7,9 @@ Each round times every measure once per tree, in alternating order (a noisy neig
 slows both alike), each in its own process with single-threaded BLAS; the table gives
 each tree's least CPU time (``time.process_time``) over the rounds, and the eager
 gradient's peak of traced memory (``tracemalloc``, which counts NumPy's array data; in a
-call of its own, untimed) and minor page faults. The input is ``profile.CASES[--case]``
+call of its own, untimed) and minor page faults, and the process's resident memory (Linux's
+``/proc/self/statm``) after its four eager gradients and at its peak until then (the
+least over the rounds, as every measure). The input is ``profile.CASES[--case]``
 (lstm: l=2, b=14, ``--chars`` characters; ode: n=10^4, s=10; gmm: d=10, k=25, n=1000;
 ``--size KEY=VALUE`` changes one).
 """
@@ -34,6 +36,10 @@ for _ in range(3):
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     t = time.process_time(); g(*args); eager.append(time.process_time() - t)
     faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+# the process's resident memory after the four gradients (what it keeps) and at its peak
+with open("/proc/self/statm") as statm:
+    resident = int(statm.read().split()[1]) * resource.getpagesize()
+peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # (KiB on Linux)
 tracemalloc.start()
 g(*args)
 peak = tracemalloc.get_traced_memory()[1]
@@ -43,11 +49,14 @@ t = time.process_time(); j(*args); first = time.process_time() - t
 t = time.process_time(); j(*args); cached = time.process_time() - t
 print(json.dumps({"name": name, "eager gradient": min(eager), "jit, first call": first,
                   "jit, cached call": cached, "eager gradient, peak MB": peak / 1e6,
-                  "eager gradient, page faults": min(faults)}))
+                  "eager gradient, page faults": min(faults),
+                  "process RSS after the gradients, MB": resident / 1e6,
+                  "process peak RSS, MB": peak_rss / 1e6}))
 """
 
 # measures that are not CPU seconds: shown as they are, not in ms
-UNITLESS = ("eager gradient, peak MB", "eager gradient, page faults")
+UNITLESS = ("eager gradient, peak MB", "eager gradient, page faults",
+            "process RSS after the gradients, MB", "process peak RSS, MB")
 
 
 def _run(tree: Path, case: str, sizes: dict) -> dict:
@@ -86,8 +95,9 @@ def main(argv: list[str] | None = None) -> None:
     for measure in best[0]:
         scale = 1 if measure in UNITLESS else 1e3
         a, b = best[0][measure] * scale, best[1][measure] * scale
-        digits = 1 if measure.endswith("MB") else 0
-        print(f"| {measure} | {a:,.{digits}f} | {b:,.{digits}f} | {b / a:.2f} |")
+        digits = 1 if measure.endswith("MB") or (measure not in UNITLESS and a < 100) else 0
+        ratio = f"{b / a:.2f}" if a else "—"
+        print(f"| {measure} | {a:,.{digits}f} | {b:,.{digits}f} | {ratio} |")
 
 
 if __name__ == "__main__":

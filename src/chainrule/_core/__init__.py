@@ -13,7 +13,9 @@
    pulls cotangents back from the outputs; a ``Recording`` is a graph pulled back (or
    pushed forward, batched) many times; ``taylor``: Taylor nodes carry a truncated power
    series per value (``jet``), with a primitive's Taylor rule or its JVP nested.
-5. ``containers``: the boxes of tuples, lists and dicts returned by primitives.
+5. ``containers``: the boxes of tuples, lists and dicts returned by primitives;
+   ``heap``: what a reverse-mode graph grew glibc's heap by stays there for the next
+   gradient (no page faults per call).
 
 6. ``extension``: how the layers above plug in (read it before adding a capability).
 

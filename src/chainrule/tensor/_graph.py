@@ -14,6 +14,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable
 
+from .._core.heap import keeping_heap_growth
 from .._core.replay import calls_in_order, replay, values_used
 from .._core.reverse import FreedGraphError, VJPNode, backward_pass, make_vjp, toposort
 from .._core.rule_table import rule_table
@@ -263,7 +264,8 @@ def gradients(end: TensorNode, g, retain_graph: bool, create_graph: bool) -> dic
         return {end: g}
     hooked = _hooked_interior(end) if _hooked else set()
     if not create_graph and not hooked:
-        return backward_pass([(end, g)], free=not retain_graph)
+        with keeping_heap_growth():  # (the graph's memory stays for the next step's)
+            return backward_pass([(end, g)], free=not retain_graph)
     order = calls_in_order([end])
     grads = _replayed_gradients(end, g, order, hooked, record=create_graph)
     if not retain_graph:
