@@ -78,6 +78,7 @@ from ..numpy_boxes import array_astype, array_getitem
 from ..numpy_vspaces import TakenSlices
 from ..placement import constant_like, index_like, on_host
 from ._helpers import (
+    _ARRAY_LIKE,
     bound_texts,
     composite,
     dtype_of,
@@ -375,14 +376,16 @@ def _concatenate_vjp(g, ans, static, arrays, positions):
     (axis,) = static
     if axis is None:  # NumPy flattens each piece first
         return _array_vjp(g, ans, (None, None), arrays, positions)
-    starts = _offsets(shape_of(a)[axis] for a in arrays)
-    index = [slice(None)] * anp.ndim(g)
-
-    def piece(i):
-        index[axis] = slice(starts[i], starts[i + 1])
-        return match_dtype(array_getitem(g, tuple(index)), arrays[i])
-
-    return tuple(piece(i) for i in positions)
+    # (the arrays kept as ShapeOnly; a constant piece may be a list: np.shape's)
+    starts = _offsets([a.shape[axis] if type(a) in _ARRAY_LIKE else _np.shape(a)[axis]
+                       for a in arrays])
+    if type(g) is _np.ndarray:  # (the common case: its pieces are views, taken here)
+        lead = (slice(None),) * (axis % g.ndim)
+        return tuple(match_dtype(g[lead + (slice(starts[i], starts[i + 1]),)], arrays[i])
+                     for i in positions)
+    lead = (slice(None),) * (axis % anp.ndim(g))
+    return tuple(match_dtype(array_getitem(g, lead + (slice(starts[i], starts[i + 1]),)),
+                             arrays[i]) for i in positions)
 
 
 def _stack_vjp(g, ans, static, arrays, positions):
