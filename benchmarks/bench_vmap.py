@@ -466,6 +466,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--median", action="store_true",
                         help="the middle value of the runs of control, programs and contract "
                              "(by default their least)")
+    parser.add_argument("--cases", type=int, default=200,
+                        help="contract: how many of the vmap contract's cases (default 200)")
+    parser.add_argument("--seed", type=int, default=0, help="contract: the cases' seed")
     args = parser.parse_args(argv)
     if args.median:
         global _STATISTIC
@@ -486,8 +489,9 @@ def main(argv: list[str] | None = None) -> None:
         _print_distribution("generated programs with decisions, batch 128",
                             *run_programs(verbose=args.verbose))
     if "contract" in only:
-        _print_distribution("the vmap contract's first 200 cases at seed 0 (batches of 1-8)",
-                            *run_contract(verbose=args.verbose))
+        _print_distribution(f"the vmap contract's first {args.cases} cases at seed "
+                            f"{args.seed} (batches of 1-8)",
+                            *run_contract(args.cases, args.seed, verbose=args.verbose))
 
 
 if __name__ == "__main__":

@@ -134,14 +134,14 @@ def _extreme_weights(ans, x, axis=None, out=None, keepdims=False, initial=None, 
     if _given(where):
         mask = mask & where
     w = _share_equal(mask, axis)
-    return w.astype(_real_dtype(xv)), axis, keepdims
+    return w.astype(_real_dtype(xv), copy=False), axis, keepdims  # (w is fresh)
 
 
 def _ptp_weights(ans, x, axis=None, out=None, keepdims=False):
     xv = derivative_free(x)
     top = _share_equal(xv == _np.max(xv, axis=axis, keepdims=True), axis)
     bottom = _share_equal(xv == _np.min(xv, axis=axis, keepdims=True), axis)
-    return (top - bottom).astype(_real_dtype(xv)), axis, keepdims
+    return (top - bottom).astype(_real_dtype(xv), copy=False), axis, keepdims
 
 
 def _quantile_weights(x, q, axis, method, ignore_nan):
