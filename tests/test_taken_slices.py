@@ -83,6 +83,26 @@ def test_signed_zeros_as_the_per_piece_sums_give_them():
     assert list(onp.signbit(cr.grad(whole_then_take)(X))) == [False] * 2 + [True] * 6
 
 
+def test_signed_zeros_of_overlapping_windows():
+    # nested windows x[i:8-i] times -0.0, then the whole x times w: elements 3 and 4 are
+    # reached by every piece (-0.0 stays), the others missed by some (+0.0); the
+    # per-piece sums run newest first
+    w = onp.array([1.5] + [-0.0] * 7)
+
+    def f(x):
+        total = np.sum(x * w)
+        for i in range(4):
+            total = total + np.sum(x[i:8 - i] * -0.0)
+        return total
+
+    expected = _put(slice(3, 5), onp.full(2, -0.0))
+    for i in range(2, -1, -1):
+        expected = expected + _put(slice(i, 8 - i), onp.full(8 - 2 * i, -0.0))
+    expected = expected + w
+    assert _bits(cr.grad(f)(X)) == _bits(expected)
+    assert list(onp.signbit(expected)) == [False] * 3 + [True] * 2 + [False] * 3
+
+
 def test_nan_and_inf_pieces():
     def f(x):
         return np.sum(x[1:] * np.array([onp.inf] * 7)) + np.sum(x[:3] * onp.nan) + x[4] * 2.0

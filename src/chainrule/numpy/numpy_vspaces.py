@@ -231,12 +231,11 @@ class TakenSlices:
             if zero.any():
                 negative = zero & _np.signbit(buffer)
                 if negative.any():  # -0.0 where a piece added zeros: those sums are +0.0
-                    reached = _np.ones(self.shape, dtype=bool)
+                    # (hits per element: the pieces' sizes, not an array per piece)
+                    hits = _np.zeros(self.shape, dtype=_np.intp)
                     for index in self.missed:
-                        mask = _np.zeros(self.shape, dtype=bool)
-                        mask[index] = True
-                        reached &= mask
-                    buffer[negative & ~reached] = 0.0
+                        hits[index] += 1
+                    buffer[negative & (hits < len(self.missed))] = 0.0
         return buffer
 
 
