@@ -249,6 +249,46 @@ def test_numpys_write_functions_take_traced_values_as_setitem_does(write):
     assert onp.allclose(g, fd, atol=1e-6)
 
 
+@pytest.mark.parametrize("write", ["place", "putmask"])
+def test_numpys_write_functions_check_casts_and_sizes_as_numpy_under_a_trace(write):
+    # (the jit contract's case 98,739: place of float64 values into a float32 array raised
+    # NumPy's 'safe' cast error eagerly and wrote the values jitted; a mask of another size
+    # wrote into the positions it had)
+    call = {"place": onp.place, "putmask": onp.putmask}[write]
+
+    def f(x, dtype, mask_size):
+        v = x * 1.0
+        call(v, onp.arange(mask_size) % 2 == 0, np.tanh(x).astype(dtype))
+        return v
+
+    x = onp.array([0.5, -1.0, 2.0], onp.float32)
+    for dtype, size in [(onp.float64, 3), (onp.float32, 2), (onp.complex64, 3)]:
+        try:
+            f(x.copy(), dtype, size)
+        except (TypeError, ValueError) as error:
+            want = error
+        else:  # pragma: no cover - each of these raises in NumPy
+            raise AssertionError((dtype, size))
+        for transformed in (cr.jit(f, static_argnums=(1, 2)),
+                            cr.jacobian(f), cr.jit(cr.jacobian(f), static_argnums=(1, 2))):
+            with pytest.raises(type(want)) as got:
+                transformed(x.copy(), dtype, size)
+            assert str(got.value) == str(want)
+    assert f(x.copy(), onp.float32, 3).tobytes() == cr.jit(f, static_argnums=(1, 2))(
+        x.copy(), onp.float32, 3).tobytes()
+
+    def column_mask(x):  # (a mask of the array's size in another shape: NumPy's C order)
+        v = x * 1.0
+        call(v, (onp.arange(3) % 2 == 0).reshape(3, 1), np.tanh(x))
+        return v
+
+    assert cr.jit(column_mask)(x.copy()).tobytes() == column_mask(x.copy()).tobytes()
+    x64, eps = x.astype(float), 1e-6
+    differences = onp.stack([(column_mask(x64 + eps * e) - column_mask(x64 - eps * e))
+                             / (2 * eps) for e in onp.eye(3)], axis=-1)
+    onp.testing.assert_allclose(cr.jacobian(column_mask)(x64), differences, atol=1e-8)
+
+
 @pytest.mark.parametrize("view", ["flip", "reversed slice", "split"])
 def test_a_view_of_a_written_buffer_is_laid_out_as_numpys_under_a_trace(view):
     # (the modes contract's case 55,549: np.flip of a buffer written by exp(where=) was a

@@ -675,6 +675,9 @@ def place(arr, mask, vals):
     repeated where it has fewer."""
     if not _writes_traced(arr, vals, mask):
         return _np.place(_value_of(arr), _value_of(mask), _value_of(vals))
+    if _np.size(_tracer.getval(_value_of(mask))) != arr.size:  # (NumPy's checks, its order)
+        raise ValueError("place: mask and data must be the same size")
+    _cast_checked(_np.place, arr.dtype, vals)
     positions = _np.flatnonzero(_np.asarray(_value_of(mask)))  # (under jit: a guarded read)
     if positions.size and not _np.size(_tracer.getval(_value_of(vals))):
         raise ValueError("Cannot insert from an empty array!")
@@ -719,15 +722,22 @@ def putmask(a, mask, values):
     broadcasting: ``values`` of shape (2, 1) into (2, 3) alternates along each row)."""
     if not _writes_traced(a, values, mask):  # (jit traces masks: x > 0 is one)
         return _np.putmask(_value_of(a), _value_of(mask), _value_of(values))
-    if _np.shape(_value_of(mask)) != a.shape:
+    mask = _value_of(mask)
+    if _np.size(_tracer.getval(mask)) != a.size:  # (its size: NumPy reads it in C order)
         raise ValueError("putmask: mask and data must be the same size")
-    # NumPy's own cast check ('safe' for arrays of values, not for scalars), on stand-ins
-    plain = _np.asarray(_tracer.getval(_value_of(values)))
-    _np.putmask(_np.zeros(1, a.dtype), _np.zeros(1, bool),
-                _np.zeros(1, plain.dtype) if plain.ndim else plain.dtype.type(0))
+    _cast_checked(_np.putmask, a.dtype, values)
     taken = repeated(_value_of(values), a.size)
     if taken is not None:
-        a[...] = anp.where(_value_of(mask), anp.reshape(taken, a.shape), _value_of(a))
+        a[...] = anp.where(anp.reshape(mask, a.shape), anp.reshape(taken, a.shape),
+                           _value_of(a))
+
+
+def _cast_checked(write, dtype, values) -> None:
+    """NumPy's own cast check of ``write`` (``putmask``, ``place``: 'safe' for an array of
+    values, none for a scalar) for ``values`` into an array of ``dtype``, on stand-ins."""
+    plain = _np.asarray(_tracer.getval(_value_of(values)))
+    write(_np.zeros(1, dtype), _np.zeros(1, bool),
+          _np.zeros(1, plain.dtype) if plain.ndim else plain.dtype.type(0))
 
 
 def _ufunc_at(ufunc, a, indices, b=None):
