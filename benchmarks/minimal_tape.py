@@ -1,7 +1,8 @@
 """The floor for the RNN workload, run by hand: ``python -m benchmarks.minimal_tape``.
 
-(``python -m benchmarks.minimal_tape lstm``: the same floor for GradBench's lstm objective,
-see ``lstm_floor``.)
+(``python -m benchmarks.minimal_tape lstm``, ``... ode``: the same floor for GradBench's
+lstm and ode objectives, run as written with this tape's ``np``; see ``lstm_floor``,
+``ode_floor``.)
 
 A minimal reverse-mode tape written for this one function (a closure per recorded
 operation, one Python frame per backward node, no dtype, broadcasting, nesting or
@@ -14,6 +15,7 @@ checked against the hand-written one. The figures go in docs/benchmarks.md.
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 import sys
 
@@ -205,24 +207,37 @@ class TapeNumpy:
         return x.tape.record(np.sum(x.value), (x.i,), lambda g: (np.full(shape, g),))
 
     @staticmethod
+    def concatenate(pieces):  # (ode: every piece traced, along axis 0)
+        ends = list(itertools.accumulate(len(p.value) for p in pieces))
+        starts = [0] + ends[:-1]
+        return pieces[0].tape.record(
+            np.concatenate([p.value for p in pieces]), tuple(p.i for p in pieces),
+            lambda g: tuple(g[a:b] for a, b in zip(starts, ends)))
+
+    zeros_like = staticmethod(lambda x: np.zeros_like(x.value))
+
+    @staticmethod
     def split(x, n):
         size = x.value.shape[0] // n
         return [x[k * size:(k + 1) * size] for k in range(n)]
 
 
+def on_tape(fun, module, **names):
+    """``fun`` of GradBench's ``module`` with its ``np`` this tape's (and ``names``)."""
+    import types
+
+    return types.FunctionType(fun.__code__, {**module.__dict__, "np": TapeNumpy, **names})
+
+
 def lstm_floor(args):
     """The lstm objective as written (its own code, with ``np`` this tape's) and its
     gradient in (main_params, extra_params) on the minimal tape."""
-    import types
-
     from .gradbench.evals import lstm
 
-    names = {**lstm.lstm_loss.__globals__, "np": TapeNumpy}
-    names["sigmoid"] = types.FunctionType(lstm.sigmoid.__code__, names)
-    on_tape = types.FunctionType(lstm.lstm_loss.__code__, names)
+    loss = on_tape(lstm.lstm_loss, lstm, sigmoid=on_tape(lstm.sigmoid, lstm))
     gc.disable()  # (as chainrule does while it records and sweeps: no cycles here)
     try:
-        return _lstm_floor(on_tape, args)
+        return _lstm_floor(loss, args)
     finally:
         gc.enable()
 
@@ -235,6 +250,40 @@ def _lstm_floor(on_tape, args):
         x.i = k
     loss = on_tape(main, extra, *args[2:])
     return loss.value, tape.gradients(loss, (main, extra))
+
+
+def ode_floor(x, s):
+    """ode's ``last(x, s)`` as written and its gradient on the minimal tape."""
+    from .gradbench.evals import ode
+
+    primal = on_tape(ode.primal, ode, ode_fun=on_tape(ode.ode_fun, ode))
+    gc.disable()
+    try:
+        tape = Tape()
+        traced = Traced(x, 0, tape)
+        tape.nodes.append((None, ()))
+        out = primal(traced, s)[-1]
+        return out.value, tape.gradients(out, (traced,))[0]
+    finally:
+        gc.enable()
+
+
+def ode_main() -> None:
+    import chainrule
+
+    from .gradbench.profile import ode_case
+
+    _, objective, argnum, args = ode_case()
+    want = chainrule.grad(objective, argnum)(*args)
+    error = float(np.max(np.abs(ode_floor(*args)[1] - want)))
+    assert error < 1e-10, f"the minimal tape's gradient is off by {error}"
+    for _ in range(3):  # (interleaved: the machine is shared)
+        objective_ms = best_cpu_ms(lambda: objective(*args), repeats=20)
+        tape_ms = best_cpu_ms(lambda: ode_floor(*args), repeats=20)
+        ours_ms = best_cpu_ms(lambda: chainrule.grad(objective, argnum)(*args), repeats=20)
+        print(f"ode gradient (best CPU time of 20): objective {objective_ms:.2f} ms, minimal "
+              f"tape {tape_ms:.2f} ms ({tape_ms / objective_ms:.2f}x), chainrule "
+              f"{ours_ms:.2f} ms ({ours_ms / objective_ms:.2f}x)")
 
 
 def lstm_main() -> None:
@@ -259,6 +308,8 @@ def lstm_main() -> None:
 def main() -> None:
     if sys.argv[1:] == ["lstm"]:
         return lstm_main()
+    if sys.argv[1:] == ["ode"]:
+        return ode_main()
     d = P.make_data("rnn", "full")
     args = (d["params"], d["xs"], d["target"])
     got, want = rnn_gradient(*args)[1], P.rnn(*args)[1]

@@ -58,6 +58,17 @@ def test_concatenate_axis_none_flattens_as_numpy_and_differentiates():
     check_grads(lambda a, b: np.sum(np.sin(f(a, b))), modes=["fwd", "rev"], order=2)(a, b)
 
 
+def test_concatenate_with_constant_lists_differentiates():
+    # (a constant piece given as a list has no shape of its own: the VJP takes NumPy's)
+    x = onp.array([[1.0, 3.0], [-2.0, 0.5]])
+    f = lambda x: np.concatenate([[[1.0, 2.0]], x, [[4.0, 5.0]]]) * onp.arange(8.0).reshape(4, 2)
+    g = grad(lambda x: np.sum(f(x)))(x)
+    onp.testing.assert_array_equal(g, onp.arange(2.0, 6.0).reshape(2, 2))
+    h = grad(lambda x: np.sum(np.concatenate([x, [[7.0], [8.0]]], axis=-1) ** 2))(x)
+    onp.testing.assert_array_equal(h, 2 * x)
+    onp.testing.assert_array_equal(jacfwd(lambda x: np.sum(f(x)))(x), g)
+
+
 def _calls_in_backward_pass(name, n):
     """Function calls (Python and C) made while differentiating the join of n pieces."""
     f = _joined(JOINS[name], n)

@@ -21,7 +21,8 @@ branches, not for exceptions). The hazards:
   raise          calls that raise on some inputs (cholesky, an explicit raise)
   try_except     the user's try/except around a call that raises on some inputs
   tuple_answer   nonzero, one-argument where, histogram
-  inplace        in-place updates of intermediates (+=, setitem, slices) and their aliases
+  inplace        in-place updates of intermediates (+=, setitem, slices) and their aliases,
+                 NumPy's write functions (copyto, put, putmask, place), ``v.shape = ...``
   nested         grad inside the program
   index          fancy indices, slices, concatenate
   mask           comparison masks in products (np.dot of a mask, diag of a mask), and
@@ -341,16 +342,30 @@ def _tuple_answer(g):
 def _inplace(g):
     a, b = g.vec(), g.vec()
     v = g.name()
-    kind = int(g.rng.integers(4))
+    kind = int(g.rng.integers(6))
     if kind == 0:
         g.emit(f"{v} = {a} * 1.0", f"{v} += {b}")
     elif kind == 1:
         g.emit(f"{v} = {a} + 0.0", f"{v}[{g.index()}] = {g.scalar_expr()}")
     elif kind == 2:
         g.emit(f"{v} = {a} * 1.0", f"{v}[1:] *= 2.0")
-    else:  # an alias must see the update
+    elif kind == 3:  # an alias must see the update
         w = g.name("w")
         g.emit(f"{v} = {a} * 1.0", f"{w} = {v}", f"{v} += 1.0", f"{v} = {w} * {b}")
+    elif kind == 4:  # NumPy's own functions that write into their first argument
+        # (a mask read from the data where the program may have masks: a mask that flips
+        # along a curve is not smooth; else one of the positions)
+        data_mask = "mask" in g.hazards and g.rng.random() < 0.7
+        if data_mask:
+            g.used.add("mask")
+        mask = (lambda on: f"{on} > 0") if data_mask else (lambda on: "onp.arange(n) % 2 == 0")
+        write = g.pick([f"onp.copyto({v}, {b} * {b}, where={mask(b)})",
+                        f"onp.put({v}, [0, n - 1], {b}[:2])",
+                        f"onp.putmask({v}, {mask(a)}, np.exp(-{b} * {b}))",
+                        f"onp.place({v}, {mask(v)}, np.tanh({b}))"])
+        g.emit(f"{v} = {a} * 1.0", write)
+    else:  # NumPy's in-place reshape of an array's shape attribute
+        g.emit(f"{v} = {a} * 1.0", f"{v}.shape = (n, 1)", f"{v} = np.sum({v} * {b}, axis=0)")
     g.vecs.append(v)
 
 

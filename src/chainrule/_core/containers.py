@@ -12,7 +12,7 @@ from __future__ import annotations
 from .pytree import register_pytree_node
 from .rules import defjvp_direct, deftaylor_linear, defvjp_direct
 from .tracer import Box, batched_types, front_ends, getval, isbox, primitive
-from .vspace import add_values, container_box_adders, vspace
+from .vspace import add_values, container_box_adders, partial_types, vspace
 
 
 class SequenceBox(Box):
@@ -127,6 +127,17 @@ class TakenPieces:
                 hits[slot] = other.hits[slot]
         self.count += other.count
 
+    def merge(self, other) -> bool:
+        """Add another take's pieces (a partial cotangent, see ``vspace.partial_types``);
+        a whole container's cotangent is not added here (False)."""
+        if type(other) is not TakenPieces:
+            return False
+        self.add(other)
+        return True
+
+    def added_to(self, acc, owned: bool) -> None:
+        return None  # (a whole container's cotangent plus this: acc + self.dense())
+
     def dense(self):
         """The container's cotangent, as the sums of per-take containers gave it."""
         zeros = vspace(self.container).zeros()
@@ -151,6 +162,7 @@ def _take_vjp(g, ans, container, index):
 
 
 _plain_container_types = (list, tuple, dict)
+partial_types.add(TakenPieces)
 
 
 @primitive

@@ -20,14 +20,13 @@ import warnings
 from collections import namedtuple
 from collections.abc import Callable, Iterable
 
-from .containers import TakenPieces
 from .extension import observers
 from .forward import flattened_output
 from .heap import keeping_heap_growth
 from .pytree import flatten_matching, tree_flatten, tree_unflatten
 from .rule_table import dropping, rule_table
 from .tracer import Box, Node, check_not_leaked, isbox, trace_leaves
-from .vspace import add_values, vspace
+from .vspace import add_values, dense, partial_types, vspace
 
 # immutable number types whose cotangents simply add (chainrule.numpy adds NumPy's scalars)
 scalar_types: set = {float, complex}
@@ -282,7 +281,7 @@ def backward_pass(seeds: list, free: bool = False) -> dict:
     while heap:
         node = reached.pop(pop(heap))
         g = outgrads.pop(node)
-        if type(g) is TakenPieces:  # all of the container's takes have been pulled back
+        if type(g) in partial_types:  # all of the value's pieces have been pulled back
             g = g.dense()
         fun = node.fun
         if fun is None:
@@ -347,8 +346,7 @@ def backward_pass(seeds: list, free: bool = False) -> dict:
         else:
             parent_grads = zip(parents, entry.vjp(g, argnums, ans, args, kwargs))
             if told:  # (observers see cotangents as the values they stand for)
-                parent_grads = [(parent, grad.dense() if type(grad) is TakenPieces else grad)
-                                for parent, grad in parent_grads]
+                parent_grads = [(parent, dense(grad)) for parent, grad in parent_grads]
                 made = [(argnum, grad) for argnum, (_, grad) in zip(argnums, parent_grads)]
                 for observer in told:
                     observer.cotangents_made(node, g, made)
@@ -376,12 +374,16 @@ def _accumulate(outgrads: dict, owned: set, node, g) -> None:
     if acc is None:
         outgrads[node] = g
         return
-    if type(acc) is TakenPieces:
-        if type(g) is TakenPieces:  # (acc was made by this pass: it is added into)
-            acc.add(g)
+    # (partial cotangents: see vspace.partial_types)
+    if type(acc) in partial_types:
+        if acc.merge(g):  # (acc was made by this pass: it is added into)
             return
         acc = outgrads[node] = acc.dense()
-    elif type(g) is TakenPieces:
+    if type(g) in partial_types:
+        merged = g.added_to(acc, node in owned)
+        if merged is not None:
+            outgrads[node] = merged
+            return
         g = g.dense()
     if type(acc) in scalar_types and type(g) in scalar_types:
         outgrads[node] = acc + g  # numbers: nothing to own or add into

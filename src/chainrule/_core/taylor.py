@@ -118,8 +118,8 @@ class CollapsedTaylorNode(Node):
 def _transpose(fun: Callable, argnums, ans, args, kwargs) -> Callable | None:
     """The transpose of the linear map ``fun``'s JVP makes of its one traced argument (its
     VJP: cotangent of the answer -> cotangent of the argument), or None (no VJP, or more
-    than one traced argument). Its answer is what the VJP answers: None for zero, or a
-    ``TakenPieces``."""
+    than one traced argument). Its answer is what the VJP answers: None for zero, or a partial
+    cotangent (``vspace.partial_types``)."""
     entry = _entry_of(fun)
     if entry is None or entry.vjp is None or len(argnums) != 1:
         return None

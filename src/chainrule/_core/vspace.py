@@ -184,6 +184,24 @@ vspace_fallbacks: list = []
 # box type -> add(x, y) for traced containers, whose own ``+`` concatenates
 container_box_adders: dict = {}
 
+# Partial cotangents: what a VJP may answer for a value of which its argument is a piece
+# (an element of a container, a slice of an array), so that the backward pass adds the
+# pieces of one value without a full value of zeros per piece. A type here has
+#   ``dense()``: the value it stands for (a new value, once per partial);
+#   ``merge(g) -> bool``: whether it added ``g`` (another cotangent of the same value,
+#     partial or not) into itself, in place (it is then the backward pass's own);
+#   ``added_to(acc, owned)``: ``acc`` (a plain cotangent of the same value, which the
+#     backward pass may write into when ``owned``) plus itself, as a partial, or None
+#     (then ``acc + g.dense()``).
+# Both give what adding the dense values in the same order gives, bit for bit.
+# (containers.TakenPieces; chainrule.numpy's TakenSlices)
+partial_types: set = set()
+
+
+def dense(g):
+    """``g``, or the value it stands for where it is a partial cotangent."""
+    return g.dense() if type(g) in partial_types else g
+
 
 def add_values(x, y):
     """``x + y`` for values and containers of values (tuples add leaf by leaf)."""

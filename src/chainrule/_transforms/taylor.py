@@ -12,11 +12,10 @@ from typing import Any
 import numpy as _np
 
 from .. import numpy as anp
-from .._core.containers import TakenPieces
 from .._core.pytree import LEAF, TreeDef, flatten_matching, tree_flatten, tree_map, tree_unflatten
 from .._core.taylor import collapsed_trace, taylor_trace
 from .._core.tracer import front_ends, live_trace_ids
-from .._core.vspace import vspace
+from .._core.vspace import dense, vspace
 from ..numpy.batched import BatchedArray, BatchSplit, BatchTrace, BatchUnsupported, over_batch
 from .vmap import vmap
 
@@ -155,7 +154,7 @@ def _dense_cotangent(cotangent, basis: _Basis):
     """A VJP's answer as a value shaped like one direction (None is zero)."""
     if cotangent is None:
         return _np.zeros(basis.shape, basis.dtype)
-    return cotangent.dense() if type(cotangent) is TakenPieces else cotangent
+    return dense(cotangent)
 
 
 class _Directions:

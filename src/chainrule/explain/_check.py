@@ -21,6 +21,7 @@ from typing import Any
 import numpy as _np
 
 from .._core.rule_table import primitive_vjps
+from .._core.vspace import dense
 from . import _format as fmt
 
 TOLERANCE = 1e-4  # relative error above which a node's VJP is flagged
@@ -152,7 +153,7 @@ def _fd_error(node, rng) -> float | None:
         return None
     worst = None
     for argnum, c in zip(node.argnums, cotangents):
-        a = node.args[argnum]
+        a, c = node.args[argnum], dense(c)  # (a piece's cotangent: the value it stands for)
         if not _is_float_array(a) or c is None:
             continue
         u = rng.standard_normal(_np.shape(a))

@@ -27,7 +27,7 @@ from .._core.reverse import no_cycle_collection, toposort
 from .._core.rule_table import label_of, primitive_jvps, primitive_vjps
 from .._core.taylor import taylor_rule
 from .._core.tracer import Node, isbox, trace_leaves
-from .._core.vspace import add_values, vspace
+from .._core.vspace import add_values, dense, vspace
 from ..numpy.numpy_wrapper import NONDIFFERENTIABLE
 from ..tensor._graph import strip
 from . import _format as fmt
@@ -671,6 +671,7 @@ class _Lazy:
             for j, (parent, argnum, c) in enumerate(zip(node.parents, node.argnums, grads)):
                 if c is None:
                     continue
+                c = dense(c)  # (a piece's cotangent, as the value it stands for)
                 previous = adjoints.get(parent)
                 total = c if previous is None else add_values(previous, c)
                 adjoints[parent] = total

@@ -111,8 +111,9 @@ class Buffer:
         self._plain = plain  # the NumPy view of the memory this buffer is
         self._positions = positions  # None: the base itself
         self._part = part  # "real" or "imag": a view of that part of complex elements
-        # (the buffer this view was taken from, and how: its traced value is taken so from
-        # that one's, a view laid out as NumPy's, whose strides NumPy's loops follow)
+        # (the buffer this view was taken from, how, and that one's shape then: its traced
+        # value is taken so from that one's, a view laid out as NumPy's, whose strides
+        # NumPy's loops follow)
         self._source = source
 
     @classmethod
@@ -125,8 +126,11 @@ class Buffer:
         if traced is None:
             return self._plain
         if self._source is not None:
-            buffer, make = self._source
-            return make(buffer._value())
+            buffer, make, shape = self._source
+            value = buffer._value()
+            if buffer._plain.shape != shape:  # (`b.shape = s` since: the view was of b as it was)
+                value = anp.reshape(value, shape)
+            return make(value)
         value = traced if self._positions is None else anp.ravel(traced)[self._positions]
         return value if self._part is None else getattr(anp, self._part)(value)
 
@@ -136,6 +140,27 @@ class Buffer:
     @property
     def shape(self):
         return self._plain.shape
+
+    @shape.setter
+    def shape(self, shape) -> None:
+        """``b.shape = s``: NumPy's reshape in place, which never copies (NumPy's errors
+        where the layout cannot take the shape), so it keeps the elements' order: the
+        positions, the traced value and a view's way from its source are reshaped too."""
+        plain = self._plain
+        view = plain.view()
+        view.shape = shape  # (NumPy's checks and errors, on a view it then drops)
+        memory, shape = self._memory, view.shape
+        if plain is memory.plain:  # the base: its traced value and positions follow
+            if memory.traced is not None:
+                memory.traced = anp.reshape(memory.traced, shape)
+            memory.positions = None  # (made again from the new shape; views keep theirs)
+        else:
+            if self._positions is not None:
+                self._positions = self._positions.reshape(shape)
+            if self._source is not None:
+                source, make, source_shape = self._source
+                self._source = (source, lambda a: make(a).reshape(shape), source_shape)
+        plain.shape = shape
 
     @property
     def ndim(self):
@@ -196,12 +221,13 @@ class Buffer:
             return self
         if _views_of(plain, self._plain):
             positions = make(self._all_positions())
+            shape = self._plain.shape  # (the source's, should it be reshaped in place)
             if type(plain) is _np.ndarray:
                 return Buffer(self._memory, plain, positions, self._part,
-                              (self, make) if of_traced else None)
+                              (self, make, shape) if of_traced else None)
             return type(plain)(
                 Buffer(self._memory, p, q, self._part,
-                       (self, lambda a, k=k: make(a)[k]) if of_traced else None)
+                       (self, lambda a, k=k: make(a)[k], shape) if of_traced else None)
                 for k, (p, q) in enumerate(zip(plain, positions)))
         copied = make(self._value())
         if type(copied) is _np.ndarray:

@@ -6,7 +6,7 @@ import numpy as _np
 
 from .._core import reverse
 from .._core.tracer import getval
-from .._core.vspace import VSpace
+from .._core.vspace import VSpace, partial_types
 
 # Names for the dtype kinds that have no gradient, so the error says what the value is.
 _DTYPE_KIND_NAMES = {
@@ -168,6 +168,78 @@ def _add_into(acc, g):  # (the backward pass calls it with two ndarrays)
 
 
 reverse.inplace_adders[_np.ndarray] = _add_into
+
+
+class TakenSlices:
+    """The cotangent of a real array while pieces of it taken by basic indexing
+    (``x[1:]``, ``x[:, 0]``) have given it cotangents: a partial cotangent
+    (``vspace.partial_types``), so that the pieces are added in place into one buffer
+    instead of each making an array of zeros that the backward pass then adds whole.
+
+    Made by ``x[index]``'s VJP as one piece (``index``, ``piece``: an ndarray of the
+    array's dtype); the buffer is made when a second cotangent arrives, or by ``dense``.
+    What the sums of per-piece zeros gave, bit for bit: each element gets the same
+    additions in the same order, less the zeros a piece added where it did not reach,
+    which change only a sum of negative zeros (-0.0 + 0.0 is +0.0). ``missed`` keeps the
+    indices of the pieces added into the buffer, whose zeros ``dense`` puts back where
+    the buffer holds -0.0 (the first piece's zeros are the buffer's own).
+    """
+
+    __slots__ = ("shape", "dtype", "index", "piece", "buffer", "missed")
+
+    def __init__(self, shape: tuple, dtype, index, piece):
+        self.shape, self.dtype, self.index, self.piece = shape, dtype, index, piece
+        self.buffer = None
+        self.missed: list = []
+
+    def _own_buffer(self):
+        buffer = self.buffer
+        if buffer is None:
+            buffer = self.buffer = _np.zeros(self.shape, self.dtype)
+            buffer[self.index] = self.piece
+            self.piece = None
+        return buffer
+
+    def merge(self, g) -> bool:
+        if type(g) is TakenSlices and g.buffer is None:
+            buffer = self._own_buffer()
+            part = buffer[g.index]  # (a view: the add writes into the buffer)
+            _np.add(part, g.piece, part)
+            self.missed.append(g.index)
+            return True
+        if type(g) is _np.ndarray and g.dtype is self.dtype and g.shape == self.shape:
+            buffer = self._own_buffer()
+            _np.add(buffer, g, buffer)
+            return True
+        return False
+
+    def added_to(self, acc, owned: bool):
+        if type(acc) is not _np.ndarray or acc.dtype is not self.dtype or \
+                acc.shape != self.shape or self.buffer is not None:
+            return None
+        piece, self.piece = self.piece, None
+        self.buffer = acc if owned else acc.copy()
+        self.missed.append(self.index)  # (acc first, as acc + the piece's zeros added)
+        part = self.buffer[self.index]
+        _np.add(part, piece, part)
+        return self
+
+    def dense(self):
+        buffer = self._own_buffer()
+        if self.missed:
+            zero = buffer == 0
+            if zero.any():
+                negative = zero & _np.signbit(buffer)
+                if negative.any():  # -0.0 where a piece added zeros: those sums are +0.0
+                    # (hits per element: the pieces' sizes, not an array per piece)
+                    hits = _np.zeros(self.shape, dtype=_np.intp)
+                    for index in self.missed:
+                        hits[index] += 1
+                    buffer[negative & (hits < len(self.missed))] = 0.0
+        return buffer
+
+
+partial_types.add(TakenSlices)
 reverse.droppable_types.add(_np.ndarray)  # nodes may keep an array as its shape and dtype
 
 

@@ -75,8 +75,10 @@ from ..batching_patterns import (
     shifted_axis,
 )
 from ..numpy_boxes import array_astype, array_getitem
+from ..numpy_vspaces import TakenSlices
 from ..placement import constant_like, index_like, on_host
 from ._helpers import (
+    _ARRAY_LIKE,
     bound_texts,
     composite,
     dtype_of,
@@ -111,6 +113,22 @@ def untake(g, index, shape, dtype):
     else:
         return _scatter_add_like(g, index, shape, dtype)
     return out
+
+
+_PLAIN_INDEX_TYPES = frozenset([int, slice, type(None), type(Ellipsis)])
+
+
+def _getitem_vjp(g, ans, x, index):
+    # A plain real cotangent of a basic index, the common case (x[1:], x[:, 0]): the piece
+    # and its index, which the backward pass adds into x's cotangent in place
+    # (TakenSlices); otherwise (traced, batched, complex, other dtypes, integer arrays)
+    # an array of zeros with the piece put in. (g.shape: x[0] of a vector has a scalar's
+    # cotangent, where x's buffer[0] would be a copy, not a view to add into.)
+    if type(g) is _np.ndarray and g.shape and g.dtype is x.dtype and x.dtype.kind == "f" \
+            and (type(index) in _PLAIN_INDEX_TYPES or type(index) is tuple and all(
+                type(part) in _PLAIN_INDEX_TYPES for part in index)):
+        return TakenSlices(x.shape, x.dtype, index, g)
+    return match_dtype(untake(g, index, shape_of(x), dtype_of(x)), x)
 
 
 def _untake_pattern(argnum, ans, args, kwargs):
@@ -358,14 +376,16 @@ def _concatenate_vjp(g, ans, static, arrays, positions):
     (axis,) = static
     if axis is None:  # NumPy flattens each piece first
         return _array_vjp(g, ans, (None, None), arrays, positions)
-    starts = _offsets(shape_of(a)[axis] for a in arrays)
-    index = [slice(None)] * anp.ndim(g)
-
-    def piece(i):
-        index[axis] = slice(starts[i], starts[i + 1])
-        return match_dtype(array_getitem(g, tuple(index)), arrays[i])
-
-    return tuple(piece(i) for i in positions)
+    # (the arrays kept as ShapeOnly; a constant piece may be a list: np.shape's)
+    starts = _offsets([a.shape[axis] if type(a) in _ARRAY_LIKE else _np.shape(a)[axis]
+                       for a in arrays])
+    if type(g) is _np.ndarray:  # (the common case: its pieces are views, taken here)
+        lead = (slice(None),) * (axis % g.ndim)
+        return tuple(match_dtype(g[lead + (slice(starts[i], starts[i + 1]),)], arrays[i])
+                     for i in positions)
+    lead = (slice(None),) * (axis % anp.ndim(g))
+    return tuple(match_dtype(array_getitem(g, lead + (slice(starts[i], starts[i + 1]),)),
+                             arrays[i]) for i in positions)
 
 
 def _stack_vjp(g, ans, static, arrays, positions):
@@ -1074,8 +1094,7 @@ for _fun in (anp.asarray, anp.asanyarray, anp.ascontiguousarray):
     defbatch(_fun,       as_is(_fun))
 
 # ----------------------------------------------------------------------------- indexing
-linear(array_getitem,    lambda g, ans, x, index: match_dtype(untake(g, index, shape_of(x), dtype_of(x)), x),
-       reads=(1,))  # of x, only its shape and dtype
+linear(array_getitem,    _getitem_vjp, reads=(1,))  # of x, only its shape and dtype
 gathered_in_batches(array_getitem)
 deflabel(array_getitem,  "{0}[{1:index}]")  # how explain writes a call (index notation)
 defbatch(array_getitem,  _getitem_batch)
