@@ -86,9 +86,12 @@ def test_many_slices_of_one_array_are_the_per_piece_sums_bit_for_bit(dtype, spec
         terms = _terms(seed, 10, dtype, special)
         x = onp.random.default_rng(seed).standard_normal(10).astype(dtype)
         want = _per_piece_sums(terms, 10, dtype)
+        f = _sum_of_terms(terms)
         with onp.errstate(invalid="ignore"):
             for _ in range(2):
-                assert _bits(cr.grad(_sum_of_terms(terms))(x)) == _bits(want), seed
+                assert _bits(cr.grad(f)(x)) == _bits(want), seed
+                assert _bits(cr.jit(cr.grad(f))(x)) == _bits(want), seed  # (jit ≡ eager)
+                assert _bits(cr.vmap(cr.grad(f))(x[None])[0]) == _bits(want), seed
 
 
 def test_jacobian_rows_pull_the_same_graph_back_many_times():
@@ -367,6 +370,18 @@ def test_a_buffer_reshaped_through_numpys_asarray():
     x = onp.array([0.5, -1.0, 2.0])
     want = _reshaped_through_numpys_asarray(x.copy())
     assert _bits(cr.jit(_reshaped_through_numpys_asarray)(x.copy())) == _bits(want)
+
+
+def test_deleting_a_buffers_shape_is_numpys_error():
+    def f(x):
+        b = np.zeros(3)  # (eagerly NumPy's array, under grad a buffer)
+        b[0] = x
+        del b.shape
+        return np.sum(b)
+
+    for g in (f, cr.grad(f)):  # (it said "property 'shape' of 'Buffer' object has no deleter")
+        with pytest.raises(AttributeError, match="^Cannot delete array shape$"):
+            g(1.0)
 
 
 # ------------------------------------------------------------------ 4. loops of loops

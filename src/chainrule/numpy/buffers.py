@@ -165,6 +165,10 @@ class Buffer:
                 self._source = (source, lambda a: make(a).reshape(shape), source_shape)
         plain.shape = shape
 
+    @shape.deleter
+    def shape(self) -> None:
+        raise AttributeError("Cannot delete array shape")  # (NumPy's error)
+
     @property
     def ndim(self):
         return self._plain.ndim
