@@ -190,6 +190,45 @@ def test_threads_computing_gradients_at_once_get_each_its_own():
         assert len(answers) == 3 and all(_bits(a) == _bits(want[k]) for a in answers)
 
 
+class _SecondThreadArrives:
+    """heap's lock, where two threads start their first gradients at once: both found the
+    thresholds unset, the second waits for the lock in _fix_thresholds and takes it when
+    the first one's raise of the trim threshold does (the first's argument already read)."""
+
+    def __init__(self):
+        self.taken = 0
+
+    def __enter__(self):
+        from chainrule._core import heap
+
+        self.taken += 1
+        if self.taken == 2:  # (the first thread's _keep)
+            heap._fix_thresholds()  # (the second thread, past its check of _set)
+
+    def __exit__(self, *exc_info):
+        return None
+
+
+def test_two_threads_first_recordings_set_the_trim_threshold_once(monkeypatch):
+    from chainrule._core import heap
+
+    calls = []
+    monkeypatch.setattr(heap, "_sbrk", lambda increment: 1 << 40)
+    monkeypatch.setattr(heap, "_mallopt", lambda param, value: calls.append((param, value)))
+    monkeypatch.setattr(heap, "_kept", heap._GLIBC_DEFAULT_TRIM)
+    monkeypatch.setattr(heap, "_set", False)
+    monkeypatch.setattr(heap, "KEEP_AT_MOST", 1 << 30)
+    monkeypatch.setattr(heap, "_lock", _SecondThreadArrives())
+    with heap.keeping_heap_growth():  # (no growth: the threshold is glibc's maximum, 64 MiB)
+        pass
+    # once, to glibc's maximum: it was raised twice, each time by 64 MiB - 128 KiB, to
+    # 128 MiB - 128 KiB, where the module says at most 64 MiB plus what recordings grew
+    # the heap by (nothing here)
+    assert heap._kept == 2 * heap._MMAP_THRESHOLD
+    assert [value for param, value in calls if param == heap._M_TRIM_THRESHOLD] == \
+        [2 * heap._MMAP_THRESHOLD]
+
+
 _RSS = textwrap.dedent("""
     import gc, sys
     import numpy as onp

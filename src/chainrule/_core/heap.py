@@ -106,10 +106,13 @@ def _fix_thresholds() -> None:
     takes them at most (mmap 32 MiB, trim twice that), since setting one ends it."""
     global _set
     with _lock:
-        if not _set:
-            _mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
-            _set = True
-    _keep(2 * _MMAP_THRESHOLD - _kept)
+        if _set:  # (another thread's first recording, which waited here, set them)
+            return
+        _mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
+        _set = True
+    # (by the thread that set them alone, from glibc's default: two threads starting their
+    # first gradients at once both read _kept before either raised it, and raised it twice)
+    _keep(2 * _MMAP_THRESHOLD - _GLIBC_DEFAULT_TRIM)
 
 
 def _keep(grown: int) -> None:
