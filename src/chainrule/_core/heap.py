@@ -119,7 +119,9 @@ def _keep(grown: int) -> None:
     """Raise the trim threshold by ``grown`` bytes, up to ``KEEP_AT_MOST``."""
     global _kept
     with _lock:
-        wanted = min(_kept + grown, KEEP_AT_MOST, 2**31 - 1)  # (mallopt takes an int)
+        # (mallopt takes a C int: a cap given as a float, 5e8, failed every gradient with
+        # ctypes' "argument 2: TypeError: wrong type")
+        wanted = int(min(_kept + grown, KEEP_AT_MOST, 2**31 - 1))
         if wanted > _kept:
             _mallopt(_M_TRIM_THRESHOLD, wanted)
             _kept = wanted
