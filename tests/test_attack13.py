@@ -154,6 +154,10 @@ def test_slices_of_slices_in_every_mode():
     h = cr.hessian(_nested_slices)(x)
     onp.testing.assert_allclose(h, _central_differences(g, x), atol=1e-6)
     onp.testing.assert_allclose(h, cr.jacfwd(g)(x), rtol=1e-12, atol=1e-15)
+    # (Taylor's collapsed rules transpose x[index]'s JVP by its VJP: a partial cotangent)
+    onp.testing.assert_allclose(cr.hessian_diagonal(_nested_slices)(x), onp.diag(h),
+                                rtol=1e-12, atol=1e-14)
+    onp.testing.assert_allclose(cr.laplacian(_nested_slices)(x), onp.trace(h), rtol=1e-12)
     report = cr.explain(_nested_slices, x, check=True)
     (explained,) = report.gradient
     onp.testing.assert_allclose(explained, want, rtol=1e-13)
