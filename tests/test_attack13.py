@@ -530,3 +530,38 @@ def test_nested_vmaps_answer_the_loop_of_loops(kind):
             assert _tree_bits(got) == _tree_bits(want), (x.shape, in_axes, out_axes)
             assert not any(onp.shares_memory(leaf, x) or onp.shares_memory(leaf, _BUFFER)
                            for leaf in _leaves(got) if type(leaf) is onp.ndarray)
+
+
+_LAYOUTS = {
+    "transposed": lambda x: (x * 1.0).T,
+    "Fortran": lambda x: onp.asfortranarray(x * 1.0),
+    "broadcast": lambda x: onp.broadcast_to(x[0], x.shape),
+    "reversed": lambda x: (x * 1.0)[..., ::-1],
+    "strided": lambda x: (x * 1.0)[:, ::2],
+    "a column": lambda x: (x * 1.0).ravel()[:, None],
+    "C": lambda x: x * 2.0,
+}
+
+
+@pytest.mark.parametrize("layout", list(_LAYOUTS))
+def test_the_loops_stacks_are_laid_out_as_numpy_stacks_them(layout):
+    # numpy.stack lays a transpose's stack out transposed; a loop of loops' rows written
+    # into one C-order stack (this session), or one example's answer copied in C order,
+    # were laid out otherwise: the same values, but NumPy's reductions over them gave
+    # other last bits (np.sum(out, axis=2) of transposes, below)
+    answer = _LAYOUTS[layout]
+
+    def f(x):
+        return answer(x) if x[0, 0] > 0 else answer(x) + 0.0  # (a branch: the loop)
+
+    for shape in [(2, 2, 3, 400), (1, 3, 3, 4), (3, 1, 3, 4), (1, 1, 2, 2)]:
+        xs = onp.random.default_rng(7).normal(size=shape)
+        want = onp.stack([onp.stack([f(x) for x in row]) for row in xs])
+        for got in (cr.vmap(cr.vmap(f))(xs), cr.vmap(cr.vmap(f))(xs)):
+            assert _bits(got) == _bits(want) and got.strides == want.strides, shape
+            for axis in (None, 2, (2, 3)):
+                assert _bits(onp.sum(got, axis=axis)) == _bits(onp.sum(want, axis=axis))
+        one = xs[0, :1]
+        want = onp.stack([f(x) for x in one])
+        got = cr.vmap(f)(one)
+        assert _bits(got) == _bits(want) and got.strides == want.strides
