@@ -106,17 +106,22 @@ def _fix_thresholds() -> None:
     takes them at most (mmap 32 MiB, trim twice that), since setting one ends it."""
     global _set
     with _lock:
-        if not _set:
-            _mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
-            _set = True
-    _keep(2 * _MMAP_THRESHOLD - _kept)
+        if _set:  # (another thread's first recording, which waited here, set them)
+            return
+        _mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
+        _set = True
+    # (by the thread that set them alone, from glibc's default: two threads starting their
+    # first gradients at once both read _kept before either raised it, and raised it twice)
+    _keep(2 * _MMAP_THRESHOLD - _GLIBC_DEFAULT_TRIM)
 
 
 def _keep(grown: int) -> None:
     """Raise the trim threshold by ``grown`` bytes, up to ``KEEP_AT_MOST``."""
     global _kept
     with _lock:
-        wanted = min(_kept + grown, KEEP_AT_MOST, 2**31 - 1)  # (mallopt takes an int)
+        # (mallopt takes a C int: a cap given as a float, 5e8, failed every gradient with
+        # ctypes' "argument 2: TypeError: wrong type")
+        wanted = int(min(_kept + grown, KEEP_AT_MOST, 2**31 - 1))
         if wanted > _kept:
             _mallopt(_M_TRIM_THRESHOLD, wanted)
             _kept = wanted

@@ -247,12 +247,16 @@ class _AsTheLoop:
 
 def _written_into(out: _np.ndarray, arrays: list) -> bool:
     """Write NumPy arrays of ``out[0]``'s shape and dtype into the rows of ``out`` (what
-    ``numpy.stack`` of them holds); False, writing nothing, where one is not such an array."""
+    ``numpy.stack`` of them holds); False, writing nothing, where one is not such an array.
+    (C-contiguous ones only: ``out`` is in C order, as numpy.stack lays out their stack;
+    it lays out others' as they are, a transpose's as transposed, and NumPy's reductions
+    over another layout give other last bits.)"""
     if len(arrays) != len(out):
         return False
     shape, dtype = out.shape[1:], out.dtype
     for a in arrays:
-        if type(a) is not _np.ndarray or a.shape != shape or a.dtype != dtype:
+        if type(a) is not _np.ndarray or a.shape != shape or a.dtype != dtype or \
+                not a.flags.c_contiguous:
             return False
     for i, a in enumerate(arrays):
         out[i] = a
@@ -1265,7 +1269,7 @@ def _stacked_tree(answers: list):
     kind = type(first)
     if len(answers) == 1:  # (one example's: a small batch's or a nested vmap's rows)
         if kind is _np.ndarray:
-            return first[None].copy()
+            return _stack(answers)
         if kind in _SCALARS:
             return _np.array(answers)
     elif any(type(answer) is not kind for answer in answers):
@@ -1297,8 +1301,10 @@ def _stacked_tree(answers: list):
 
 def _stack(arrays: list):
     """``numpy.stack(arrays)`` of NumPy arrays of one shape, without its checks."""
-    if len(arrays) == 1:
-        return arrays[0][None].copy()  # (a third of concatenate's time)
+    if len(arrays) == 1 and arrays[0].flags.c_contiguous:
+        # (a third of concatenate's time; its C layout too, where the other layouts it
+        # follows, a transpose's stack laid out transposed, give reductions other last bits)
+        return arrays[0][None].copy()
     return _np.concatenate([a[None] for a in arrays])
 
 

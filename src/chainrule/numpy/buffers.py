@@ -74,9 +74,12 @@ class _Memory:
         self.positions = None  # arange(size).reshape(shape), made on first use
 
     def all_positions(self) -> _np.ndarray:
-        if self.positions is None:
-            self.positions = _np.arange(self.plain.size).reshape(self.plain.shape)
-        return self.positions
+        positions = self.positions
+        # (made again where NumPy's own method reshaped the array in place, b.resize(s),
+        # before a traced write: the setter, Buffer.shape, drops them itself)
+        if positions is None or positions.shape != self.plain.shape:
+            positions = self.positions = _np.arange(self.plain.size).reshape(self.plain.shape)
+        return positions
 
     def current(self):
         return self.plain if self.traced is None else self.traced
@@ -161,6 +164,10 @@ class Buffer:
                 source, make, source_shape = self._source
                 self._source = (source, lambda a: make(a).reshape(shape), source_shape)
         plain.shape = shape
+
+    @shape.deleter
+    def shape(self) -> None:
+        raise AttributeError("Cannot delete array shape")  # (NumPy's error)
 
     @property
     def ndim(self):
