@@ -209,11 +209,16 @@ class _AsTheLoop:
         stacked as it ends, as the loop of loops stacks it (a later row may write into an
         array it answered)."""
         first = self.call(rows[0], {})
-        # (the rows an outer call cuts are alike: the first one's reading of its arguments)
-        calls = [first, *(first.twin(row) or self.call(row, {}) for row in rows[1:])]
-        if not all(call.flat and call.size and type(call.out_axes) is int
-                   and call.out_axes == 0 and call.randomness == "different"
-                   for call in calls):
+        # (the rows an outer call cuts are alike: the first one's reading of its arguments,
+        # whose twins run as rows where it does)
+        calls, as_rows = [first], _runs_as_rows(first)
+        for row in rows[1:]:
+            call = first.twin(row)
+            if call is None:
+                call = self.call(row, {})
+                as_rows = as_rows and _runs_as_rows(call)
+            calls.append(call)
+        if not as_rows:
             return [call.loop_answer() for call in calls]
         answers, waiting, scalars = [], [], set()
         cut: dict = {}  # (see _examples_of: a vector mapped in every row is cut once)
@@ -243,6 +248,13 @@ class _AsTheLoop:
             return whole if stacked else list(whole)
         return [call.loop_stacked(row) if waits else row
                 for call, row, waits in zip(calls, answers, waiting)]
+
+
+def _runs_as_rows(call: _Call) -> bool:
+    """Whether a row's call answers as a row of the loop of loops (see _AsTheLoop.rows):
+    positional arrays, examples, the batch axis first, each example's own draws."""
+    return bool(call.flat and call.size and type(call.out_axes) is int
+                and call.out_axes == 0 and call.randomness == "different")
 
 
 def _written_into(out: _np.ndarray, arrays: list) -> bool:
