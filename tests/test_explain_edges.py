@@ -155,3 +155,26 @@ def test_explain_of_a_function_of_tensors(requires_grad):
     assert report.steps[-1].partial_texts == ["5", "-inf"]
     assert [g.item() for g in report.gradient] == [math.inf, -math.inf]
     assert a.grad is None and b.grad is None  # explain leaves the Tensors as they were
+
+
+@pytest.mark.parametrize("split", ["split", "array_split"])
+def test_explain_writes_the_pieces_of_a_split(split):
+    # (str(explain(f)) raised "Field elements must be 2- or 3-tuples" for np.split's list
+    # answer, and an inhomogeneous one's for np.array_split's: the tables wrote a list of
+    # arrays as one array)
+    def f(x):
+        parts = getattr(np, split)(x, 2 if split == "split" else 3)
+        return np.sum(parts[0] * parts[-1]) if split == "split" else \
+            np.sum(parts[0]) * np.sum(parts[2])
+
+    x = onp.arange(4.0 if split == "split" else 5.0)
+    report = explain(f, x)
+    text = str(report)
+    want = grad(f)(x)
+    onp.testing.assert_array_equal(report.gradient[0], want)
+    assert "x̄ = [" + ", ".join(fmt.number(v) for v in want) + "]" in text
+    pieces = [fmt.value(p) for p in onp.split(x, 2)] if split == "split" else \
+        [fmt.value(p) for p in onp.array_split(x, 3)]
+    assert "= [" + ", ".join(pieces) + "]" in text  # (the split's value, piece by piece)
+    assert fmt.shape_text(onp.array_split(onp.arange(5.0), 3)) == "[f64[2], f64[2], f64[1]]"
+    assert fmt.shape_text(tuple(onp.split(onp.arange(4.0), 2))) == "(f64[2], f64[2])"

@@ -30,17 +30,25 @@ def paren(text: str) -> str:
 
 
 def is_scalar(x) -> bool:
-    return _np.ndim(x) == 0
+    return type(x) not in (list, tuple) and _np.ndim(x) == 0
 
 
 def shape_text(x) -> str:
-    """``f64[3,4]``: dtype kind and size, then the shape."""
+    """``f64[3,4]``: dtype kind and size, then the shape; a list or tuple of values
+    (``np.split``'s pieces) as its items', in brackets or parentheses."""
+    if type(x) in (list, tuple):
+        items = ", ".join(map(shape_text, x))
+        return f"[{items}]" if type(x) is list else f"({items})"
     dtype = _np.result_type(x)
     return f"{dtype.kind}{dtype.itemsize * 8}[{','.join(map(str, _np.shape(x)))}]"
 
 
 def value(x, digits: int = 3) -> str:
-    """A scalar in full; a small array element by element; a large one as a summary."""
+    """A scalar in full; a small array element by element; a large one as a summary; a
+    list or tuple of values (``np.split``'s pieces) item by item."""
+    if type(x) in (list, tuple):
+        items = ", ".join(value(v, digits) for v in x)
+        return f"[{items}]" if type(x) is list else f"({items})"
     if is_scalar(x):
         return number(x, digits)
     arr = _np.asarray(x)
@@ -60,6 +68,8 @@ def value(x, digits: int = 3) -> str:
 
 def brief(x, digits: int = 3) -> str:
     """A value for a title: a scalar or small array in full, else just its shape."""
+    if type(x) in (list, tuple):
+        return shape_text(x)
     return value(x, digits) if _np.size(x) <= SMALL_ARRAY and _np.ndim(x) <= 1 else shape_text(x)
 
 
