@@ -1279,12 +1279,7 @@ def _stacked_tree(answers: list):
     with NumPy arrays of one shape, or scalars of one type, at each leaf; else None."""
     first = answers[0]
     kind = type(first)
-    if len(answers) == 1:  # (one example's: a small batch's or a nested vmap's rows)
-        if kind is _np.ndarray:
-            return _stack(answers)
-        if kind in _SCALARS:
-            return _np.array(answers)
-    elif any(type(answer) is not kind for answer in answers):
+    if len(answers) > 1 and any(type(answer) is not kind for answer in answers):
         # (scalars of other types by example, a float32 here and a float64 there: promoted
         # as the loop's numpy.stack promotes them; NumPy's own scalars by numpy.array, alike
         # and a tenth of its time)

@@ -75,8 +75,8 @@ class _Memory:
 
     def all_positions(self) -> _np.ndarray:
         positions = self.positions
-        # (made again where NumPy's own method reshaped the array in place, b.resize(s),
-        # before a traced write: the setter, Buffer.shape, drops them itself)
+        # (made again where the array was reshaped in place since: b.shape = s, or NumPy's
+        # own b.resize(s) before a traced write; views keep theirs, flat positions alike)
         if positions is None or positions.shape != self.plain.shape:
             positions = self.positions = _np.arange(self.plain.size).reshape(self.plain.shape)
         return positions
@@ -153,10 +153,10 @@ class Buffer:
         view = plain.view()
         view.shape = shape  # (NumPy's checks and errors, on a view it then drops)
         memory, shape = self._memory, view.shape
-        if plain is memory.plain:  # the base: its traced value and positions follow
+        # (the base's positions are made again for its new shape: _Memory.all_positions)
+        if plain is memory.plain:  # the base: its traced value follows
             if memory.traced is not None:
                 memory.traced = anp.reshape(memory.traced, shape)
-            memory.positions = None  # (made again from the new shape; views keep theirs)
         else:
             if self._positions is not None:
                 self._positions = self._positions.reshape(shape)
@@ -571,8 +571,8 @@ _ACCUMULATES_IN_OUT = frozenset(getattr(_np, name) for name in (
 
 def _cast_like(result, target, function=None):
     """``result`` as an in-place ufunc (``function``) writes it into ``target`` (an array or
-    a buffer: its dtype; casting
-    'same_kind'; the ufunc casts, so that its floating-point errors are the ufunc's)."""
+    a buffer, by its dtype; casting 'same_kind'; the ufunc casts, so that its floating-point
+    errors are the ufunc's)."""
     dtype = _np.result_type(_tracer.getval(result))
     if not _np.can_cast(dtype, target.dtype, "same_kind"):
         ufunc = ufunc_of(function)
