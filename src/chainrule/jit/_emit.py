@@ -37,6 +37,7 @@ from ._errstate import underflow_heard
 from ._fold import Folded, fold, node_runs
 from ._instr import Instr
 from ._interpret import interpret
+from ._kernels import layout_key
 from ._notices import JitWarning, user_stacklevel
 from ._program import MISS, RAISED, AtFirstRun, Program, copied_together, needed, same
 from ._render import Plan
@@ -347,7 +348,8 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
                 # program's condition); not the constants' values (but where the entry
                 # says the code reads them, ``lowered_by_value``: moveaxis writes the
                 # permutation its axes and the operand's ndim make)
-                sig = (fun, argnums, type(ans), *map(type, vals))
+                sig = (fun, argnums, type(ans), *map(type, vals),
+                       *layout_key(raw, entry, vals, ans))
                 if consts or kwtexts:
                     sig += (*kwtexts, *[c[2] is None for c in consts])
                 by_eye = False
@@ -414,7 +416,7 @@ def _template(raw, fun, entry, node: StagingNode, vals: list, slots: list, kwmap
     if _scalar_operator(entry.operator, node, vals):
         code = entry.label.format(*holes)
     else:
-        code = direct_call(raw, entry, vals, holes, kwmap, fun_name) or (
+        code = direct_call(raw, entry, vals, holes, kwmap, fun_name, node.ans) or (
             f"{fun_name(raw)}({', '.join(holes + kwtexts)})"
         )
     fast = _float_call(raw, entry, holes, node.argnums, fun_name) if _float_node(node) else None
