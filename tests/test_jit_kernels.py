@@ -102,6 +102,8 @@ def test_jit_of_the_mixture_gradient_is_eager_bit_for_bit_and_uses_the_kernels()
             _bits(got, want)
     source = jg.lower(alpha, mu, x).source
     assert "_kernels.lanes(" in source and "_kernels.lane_sum(" in source
+    assert "_kernels.pair_sum(" in source and "_kernels.negated_sum(" in source
+    assert "broadcast_to(" not in source  # (each read by a ufunc that broadcasts)
     x2 = x.copy()
     x2[3] = [-0.0, onp.nan]
     with warnings.catch_warnings():
@@ -147,3 +149,72 @@ def test_a_floating_point_error_in_a_split_call_is_eagers_warning_or_error():
     with onp.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("error")
         _bits(jf(x, zero), split_divide(x, zero))
+
+
+def test_indicator_divide_is_numpys_division_of_booleans():
+    rng = onp.random.default_rng(6)
+    b = rng.random((30, 100)) > 0.7
+    for c in [onp.array([[3]]), onp.maximum(onp.add.reduce(b, 0, keepdims=True), 1),
+              onp.add.reduce(b, 0, keepdims=True), onp.array([[-2]]), onp.int64(7)]:
+        with warnings.catch_warnings(record=True) as got_warnings:
+            warnings.simplefilter("always")
+            got = _kernels.indicator_divide(b, c, b.shape)
+        with warnings.catch_warnings(record=True) as want_warnings:
+            warnings.simplefilter("always")
+            want = onp.divide(b, c)
+        _bits(got, want)
+        assert [str(w.message) for w in got_warnings] == [str(w.message) for w in want_warnings]
+        into = onp.full(b.shape, onp.nan)
+        assert _kernels.indicator_divide(b, c, b.shape, out=into) is into
+        _bits(into, want)
+
+
+def lse(x):
+    a = np.max(x)
+    return a + np.log(np.sum(np.exp(x - a)))
+
+
+def test_jit_of_logsumexps_gradient_is_eager_bit_for_bit():
+    jg = cr.jit(cr.grad(lse))
+    x = onp.random.default_rng(7).random(5000)
+    ties = x.copy()
+    ties[[3, 70, 4000]] = ties.max() + 1.0
+    for v in (x, ties, -x, x):
+        _bits(jg(v), cr.grad(lse)(v))
+    source = jg.lower(x).source
+    assert "_kernels.count_true(" in source and "_kernels.indicator_divide(" in source
+
+
+@pytest.mark.parametrize("x", [[1.5, -2.25, 1e-300], [1.0, -1.0], [0.0, -0.0], [-0.0, -0.0],
+                               [onp.inf, -onp.inf], [onp.nan, 1.0], [-onp.inf, 2.0],
+                               [1e308, 1e308], onp.linspace(-3.0, 2.0, 1001)])
+def test_negated_sum_is_the_sum_of_the_negated_terms(x):
+    x = onp.asarray(x, dtype=onp.float64)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        want = onp.add.reduce(onp.negative(x), None)
+        seen = len(caught)
+        try:
+            got = _kernels.negated_sum(onp.add.reduce, x, None)
+        except FloatingPointError:
+            assert seen  # (raised only where NumPy warns: the call is then eager)
+            return
+    _bits(got, want)
+    keep = onp.add.reduce(onp.negative(x), (0,), None, None, keepdims=True)
+    with onp.errstate(all="ignore"):
+        _bits(_kernels.negated_sum(onp.add.reduce, x, (0,), None, None, keepdims=True), keep)
+
+
+def spread(x, w):
+    """Cotangents of sums and of a broadcast subtraction."""
+    return np.sum(np.sum(x, axis=1, keepdims=True) * w - np.max(x)) + np.sum(w - x[:, :1])
+
+
+def test_jit_of_spread_cotangents_is_eager_bit_for_bit():
+    rng = onp.random.default_rng(8)
+    g = cr.grad(spread, argnum=(0, 1))
+    jg = cr.jit(g)
+    x, w = rng.standard_normal((6, 3)), rng.standard_normal((6, 3))
+    for a, b in [(x, w), (-x, w * 0.0), (onp.zeros((6, 3)), -w), (x, w)]:
+        for got, want in zip(jg(a, b), g(a, b)):
+            _bits(got, want)

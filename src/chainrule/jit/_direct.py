@@ -25,7 +25,7 @@ import numpy as np
 
 from .._core.rule_table import PrimitiveRules
 from ..numpy.rules._helpers import bound_texts
-from ._kernels import sum_code, ufunc_code
+from ._kernels import negated_sum, sum_code, ufunc_code
 from ._staging import ArrayMeta
 
 # raw function -> (its ufunc's reduce, one bound method for every program: ``bind`` names
@@ -49,11 +49,13 @@ def direct_call(
     kwtexts: dict[str, str],
     bind: Callable[[Any], str],
     ans: Any = None,
+    negated: bool = False,
 ) -> str | None:
     """``vals``: the arguments' values at trace time; ``texts``/``kwtexts``: their code;
     ``entry``: the primitive's rules (its ``reduction`` and ``lowering``); ``ans``: the
     answer at trace time (where it is an ``ArrayMeta``, a call whose inner loop is short
-    may be written as one of ``_kernels``' faster forms)."""
+    may be written as one of ``_kernels``' faster forms); ``negated``: the operand is a
+    negation the program does not make (``_emit._absorbed``), which a sum then makes."""
     first_array = bool(vals) and (type(vals[0]) is ArrayMeta or type(vals[0]) is np.ndarray)
     if first_array and entry.lowering is not None:
         code = entry.lowering(vals, texts, kwtexts)
@@ -78,6 +80,8 @@ def direct_call(
     head = [texts[0], b.get("axis", "None"), b.get("dtype", "None") if "dtype" in params else
             "None", "None"]
     rest = [f"{k}={b[k]}" for k in ("keepdims", "initial", "where") if k in b]
+    if negated:
+        return f"{bind(negated_sum)}({bind(reducer)}, {', '.join(head[:2] + rest)})"
     if entry.reduction is np.add and head[2] == "None" and not {"initial", "where"} & set(b):
         code = sum_code(vals[0], _literal(head[1]), _literal(b.get("keepdims", "False")) is True,
                         ans, texts[0], bind)

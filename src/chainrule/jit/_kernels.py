@@ -18,6 +18,11 @@ which do the same arithmetic in other loops:
   ``mu`` cotangent, a sum over n of (k, n, 2)): NumPy adds along the axis in order (its
   inner loop is the pair), as ``np.add.accumulate`` of the pairs seen as complex numbers
   does in one long loop (``exact_pair_sum`` checks it once).
+- ``indicator_divide``: a boolean array divided by positive integer counts (the
+  derivative of ``max``: ``(x == max) / count``), NumPy's division casting the booleans
+  through buffers: 1.0 / count copied where the booleans hold, into zeros.
+- ``negated_sum``: a sum over all axes of ``np.negative(x)`` (subtraction's derivative
+  for a broadcast operand), as the negated sum of ``x`` where that is the same bits.
 - ``count_true``: ``np.add.reduce`` of a boolean array over all axes, NumPy's count of
   its true entries, by ``np.count_nonzero`` (a tenth of the time).
 
@@ -90,6 +95,37 @@ def pair_sum(a: np.ndarray, outer: int, n: int, shape: tuple) -> np.ndarray:
 _COMPLEX = {np.dtype(np.float64): np.complex128, np.dtype(np.float32): np.complex64}
 
 
+def indicator_divide(b: np.ndarray, c: Any, shape: tuple,
+                     out: np.ndarray | None = None) -> np.ndarray:
+    """``np.divide(b, c)`` of a boolean array by positive counts (max's derivative: its
+    places over their number): 1.0 / c where ``b`` holds, 0.0 elsewhere, as NumPy's
+    division gives them, written into zeros. Counts that are not all positive divide
+    as NumPy does (0 / 0 is nan, 0 / -1 is -0.0). ``shape``: the answer's."""
+    counts = np.asarray(c, np.float64)
+    if not (counts > 0).all():
+        return np.divide(b, c, out=out)
+    share = np.divide(1.0, counts)
+    if out is None:
+        out = np.zeros(shape)
+    else:
+        out.fill(0.0)
+    np.copyto(out, share, where=b)
+    return out
+
+
+def negated_sum(reduce: Any, x: np.ndarray, *args: Any, **kwargs: Any) -> Any:
+    """``reduce(np.negative(x), *args, **kwargs)``, a sum of floats over all axes, as
+    ``-reduce(x, ...)``: rounding is symmetric, so each partial sum of the negated terms
+    is the negated partial sum, but for zeros (x + -x is +0.0 either way) and nan (whose
+    sign an addition of infinities sets): where the total is zero or nan, the negated
+    terms are summed."""
+    with strict():
+        total = np.negative(reduce(x, *args, **kwargs))
+    if (total != 0).all() and not np.isnan(total).any():
+        return total
+    return reduce(np.negative(x), *args, **kwargs)
+
+
 def count_true(a: np.ndarray, shape: tuple | None, dtype: np.dtype) -> Any:
     """``np.add.reduce(a, None)`` of a boolean array: a scalar of ``dtype``, or an array
     of ``shape`` (``keepdims``)."""
@@ -141,6 +177,12 @@ def ufunc_code(ufunc: np.ufunc, vals: list, ans: Any, texts: list[str], bind) ->
     """``lanes``' code for an elementwise call of ``ufunc`` on ``vals`` (their code
     ``texts``) answering ``ans``, where NumPy's inner loop would be the short last axis;
     None where the plain call is as fast (or the answer is not laid out in C order)."""
+    if ufunc is np.divide and len(vals) == 2 and type(ans) is ArrayMeta \
+            and ans.dtype == np.float64 and getattr(vals[0], "dtype", None) == np.bool_ \
+            and np.dtype(getattr(vals[1], "dtype", type(vals[1]))).kind in "iu" \
+            and vals[0].shape == ans.shape and _size(ans.shape) >= LANES_MIN_SIZE \
+            and c_ordered(ans):
+        return f"{bind(indicator_divide)}({', '.join(texts)}, {ans.shape!r})"
     if type(ans) is not ArrayMeta or ans.ndim < 2 or not 2 <= ans.shape[-1] <= MAX_LANES \
             or ans.dtype.hasobject or _size(ans.shape) < LANES_MIN_SIZE \
             or ufunc.nout != 1 or ufunc.nin != len(vals):
@@ -208,19 +250,17 @@ def sum_code(a: Any, axis: Any, keepdims: bool, ans: Any, text: str, bind) -> st
 
 def layout_key(raw: Any, entry: Any, vals: list, ans: Any) -> tuple:
     """What beyond its types decides a call's code here (``_emit`` keeps a call's code
-    for the next call of the same types): its answer's and array operands' layouts, where
-    the call might take a faster form; () where it cannot (most calls: a cheap test)."""
-    if isinstance(ans, np.generic):
-        ans_key: tuple = (type(ans),)
-    elif type(ans) is ArrayMeta and ans.ndim and ans.shape[-1] <= MAX_SUM_LANES:
-        ans_key = (ans.shape, ans.dtype, ans.strides)
-    elif type(ans) is ArrayMeta and ans.ndim <= 1 and vals and \
-            getattr(vals[0], "dtype", None) == np.bool_:
-        ans_key = (ans.shape, ans.dtype, ans.strides)
-    else:
-        return ()
+    for the next call of the same types): its answer's and operands' layouts, where the
+    call might take a faster form; () where it cannot (most calls: a cheap test)."""
     if getattr(raw, "ufunc", None) is None and entry.reduction is not np.add:
         return ()
-    return ans_key + tuple((v.shape, v.dtype, v.strides) if type(v) is ArrayMeta else
-                           (np.shape(v), getattr(v, "dtype", None), getattr(v, "strides", None))
-                           for v in vals)
+    if not (type(ans) is ArrayMeta and ans.ndim and ans.shape[-1] <= MAX_SUM_LANES) and \
+            not (vals and getattr(vals[0], "dtype", None) == np.bool_):
+        return ()
+    return (_layout(ans), *map(_layout, vals))
+
+
+def _layout(v: Any) -> tuple:
+    if type(v) is ArrayMeta:
+        return v.shape, v.dtype, v.strides
+    return type(v), np.shape(v), getattr(v, "dtype", None), getattr(v, "strides", None)
