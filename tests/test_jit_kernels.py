@@ -7,10 +7,12 @@ import warnings
 
 import numpy as onp
 import pytest
+from benchmarks.gradbench.evals.det import det_by_minors  # (constant integer array indexes)
 
 import chainrule as cr
 import chainrule.numpy as np
 from chainrule.jit import _kernels
+from chainrule.numpy.rules.shape import untake
 
 
 def _bits(a, b):
@@ -102,7 +104,7 @@ def test_jit_of_the_mixture_gradient_is_eager_bit_for_bit_and_uses_the_kernels()
             _bits(got, want)
     source = jg.lower(alpha, mu, x).source
     assert "_kernels.lanes(" in source and "_kernels.lane_sum(" in source
-    assert "_kernels.pair_sum(" in source and "_kernels.negated_sum(" in source
+    assert "_kernels.pair_sum(" in source
     assert "broadcast_to(" not in source  # (each read by a ufunc that broadcasts)
     x2 = x.copy()
     x2[3] = [-0.0, onp.nan]
@@ -176,13 +178,14 @@ def lse(x):
 
 def test_jit_of_logsumexps_gradient_is_eager_bit_for_bit():
     jg = cr.jit(cr.grad(lse))
-    x = onp.random.default_rng(7).random(5000)
+    x = onp.random.default_rng(7).random(40000)
     ties = x.copy()
     ties[[3, 70, 4000]] = ties.max() + 1.0
     for v in (x, ties, -x, x):
         _bits(jg(v), cr.grad(lse)(v))
     source = jg.lower(x).source
     assert "_kernels.count_true(" in source and "_kernels.indicator_divide(" in source
+    assert "_kernels.negated_sum(" in source
 
 
 @pytest.mark.parametrize("x", [[1.5, -2.25, 1e-300], [1.0, -1.0], [0.0, -0.0], [-0.0, -0.0],
@@ -218,3 +221,30 @@ def test_jit_of_spread_cotangents_is_eager_bit_for_bit():
     for a, b in [(x, w), (-x, w * 0.0), (onp.zeros((6, 3)), -w), (x, w)]:
         for got, want in zip(jg(a, b), g(a, b)):
             _bits(got, want)
+
+
+def test_scatter_sum_is_untakes_add_at():
+    rng = onp.random.default_rng(9)
+    index = rng.integers(0, 7, (120, 6)).astype(onp.int8)
+    g = _hard((120, 6))
+    g[index == 3] = -0.0
+    finite = onp.where(onp.isfinite(g), g, 1.5)
+    for values in (finite, g):
+        with warnings.catch_warnings(record=True) as got_warnings:
+            warnings.simplefilter("always")
+            got = _kernels.scatter_sum(values, index, 7)
+        with warnings.catch_warnings(record=True) as want_warnings:
+            warnings.simplefilter("always")
+            want = untake(values, index, (7,), onp.dtype(onp.float64))
+        _bits(got, want)
+        assert [str(w.message) for w in got_warnings] == [str(w.message) for w in want_warnings]
+
+
+def test_jit_of_the_det_gradient_is_eager_bit_for_bit():
+    g = cr.grad(det_by_minors)
+    jg = cr.jit(g)
+    rng = onp.random.default_rng(10)
+    A = rng.random((6, 6))
+    for a in (A, -A, onp.where(A > 0.5, A, -0.0), A):
+        _bits(jg(a), g(a))
+    assert "_kernels.scatter_sum(" in jg.lower(A).source

@@ -31,7 +31,7 @@ import numpy as _np
 from .. import numpy as anp
 from .._core.tracer import getval
 from ..numpy._namespace import ufunc_of
-from . import _roll
+from . import _kernels, _roll
 from ._direct import direct_call
 from ._errstate import underflow_heard
 from ._fold import Folded, fold, node_runs
@@ -446,7 +446,8 @@ def _absorbed(nodes: list[StagingNode], escaping: set[StagingNode], guarded: dic
         if node.fun.fun is _np.broadcast_to:
             if all(_broadcasts_itself(reader, node) for reader in readers):
                 found[node] = "view"
-        elif len(readers) == 1 and _sums_all(readers[0], node):
+        elif len(readers) == 1 and _sums_all(readers[0], node) and \
+                _np.prod(node.ans.shape) >= _kernels.NEGATED_MIN_SIZE:
             found[node] = "negated"
     return found
 
