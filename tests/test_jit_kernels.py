@@ -248,3 +248,17 @@ def test_jit_of_the_det_gradient_is_eager_bit_for_bit():
     for a in (A, -A, onp.where(A > 0.5, A, -0.0), A):
         _bits(jg(a), g(a))
     assert "_kernels.scatter_sum(" in jg.lower(A).source
+
+
+def sum_and_negated_sum(x):
+    return np.sum(-x) + np.sum(x)
+
+
+def test_a_negated_sum_is_not_the_sum_of_its_operand():
+    # (found by the jit contract with the size thresholds at 0: the absorbed negation's
+    # sum read as a common subexpression of the plain sum of its operand)
+    x = onp.random.default_rng(11).standard_normal(40000)
+    jf = cr.jit(sum_and_negated_sum)
+    _bits(jf(x), sum_and_negated_sum(x))
+    _bits(jf(x * 3), sum_and_negated_sum(x * 3))
+    assert "_kernels.negated_sum(" in jf.lower(x).source

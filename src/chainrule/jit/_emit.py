@@ -333,6 +333,11 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
                 key = (raw, *[s if type(s) is Instr else s[1] for s in slots], *kwtexts)
             else:
                 key = (raw, *slots)
+            # (a sum of an absorbed negation reads the negation's operand: not its sum)
+            negated = bool(absorbed) and bool(parents) and parents[0] in absorbed and \
+                absorbed[parents[0]] == "negated"
+            if negated:
+                key += (_np.negative,)
             alias = None if node in escaping else cse.get(key)
             # one constant operand of two: a product by the neutral one may be dropped
             by_constant = len(args) == 2 and len(argnums) == 1
@@ -352,8 +357,6 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
                 # program's condition); not the constants' values (but where the entry
                 # says the code reads them, ``lowered_by_value``: moveaxis writes the
                 # permutation its axes and the operand's ndim make)
-                negated = bool(absorbed) and parents[0] in absorbed and \
-                    absorbed[parents[0]] == "negated"
                 sig = (fun, argnums, type(ans), *map(type, vals), negated,
                        *layout_key(raw, entry, vals, ans))
                 if consts or kwtexts:
