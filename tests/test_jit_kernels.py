@@ -36,7 +36,8 @@ def _hard(shape, dtype=onp.float64, seed=0):
 
 
 @pytest.mark.parametrize("dtype", [onp.float64, onp.float32])
-@pytest.mark.parametrize("shape", [(300, 2), (5, 1000, 2), (7, 60, 3), (1000, 5), (2, 300, 7)])
+@pytest.mark.parametrize("shape", [(300, 2), (5, 1000, 2), (7, 60, 3), (1000, 5), (2, 300, 7),
+                                   (400, 8), (25, 40, 10), (300, 15), (200, 16)])
 def test_lane_sum_is_numpys_sum_over_the_last_axis(shape, dtype):
     a = _hard(shape, dtype)
     with onp.errstate(all="ignore"):
@@ -262,3 +263,22 @@ def test_a_negated_sum_is_not_the_sum_of_its_operand():
     _bits(jf(x), sum_and_negated_sum(x))
     _bits(jf(x * 3), sum_and_negated_sum(x * 3))
     assert "_kernels.negated_sum(" in jf.lower(x).source
+
+
+def two_sums(a, b):
+    return np.sum(a * a, axis=-1)[:3] + np.sum(b * b, axis=-1)[:3]
+
+
+def test_sums_of_the_same_types_over_other_shapes_each_take_their_own_form():
+    # (a program keeps a call's code for the next call of the same types: the form of a
+    # sum depends on its operand's shape too)
+    rng = onp.random.default_rng(12)
+    for a, b in [(_hard((600, 2)), _hard((600, 300))), (_hard((600, 300)), _hard((600, 2))),
+                 (_hard((600, 10)), _hard((600, 3)))]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            jf = cr.jit(two_sums)
+            _bits(jf(a, b), two_sums(a, b))
+            b2 = b * rng.random(b.shape)
+            _bits(jf(a, b2), two_sums(a, b2))
+            _bits(jf(a * 2.0, b), two_sums(a * 2.0, b))

@@ -60,7 +60,9 @@ def direct_call(
     if raw is untake.fun:
         return scatter_code(vals, texts, bind)
     first_array = bool(vals) and (type(vals[0]) is ArrayMeta or type(vals[0]) is np.ndarray)
-    if first_array and entry.lowering is not None:
+    # (a NumPy scalar's reshape is its method too: np.reshape's ``_wrapfunc`` calls it)
+    if (first_array or raw is np.reshape and isinstance(vals[0], np.generic)) and \
+            entry.lowering is not None:
         code = entry.lowering(vals, texts, kwtexts)
         if code is not None:
             return code
