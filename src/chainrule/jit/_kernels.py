@@ -153,15 +153,15 @@ def negated_sum(reduce: Any, x: np.ndarray, *args: Any, **kwargs: Any) -> Any:
     return reduce(np.negative(x), *args, **kwargs)
 
 
-def scatter_sum(g: np.ndarray, index: np.ndarray, size: int) -> np.ndarray:
-    """``untake(g, index, (size,), float64)`` (an integer array index's cotangent:
+def scatter_sum(g: np.ndarray, index: np.ndarray, shape: tuple) -> np.ndarray:
+    """``untake(g, index, shape, float64)`` of a vector (an integer array index's cotangent:
     ``np.add.at`` into zeros), by ``np.bincount``, which adds the same terms in the same
     order from 0.0, in one C loop. Where the sums are not all finite (where ``add.at``
     may have warned), ``untake`` itself."""
-    out = np.bincount(index.ravel(), weights=g.ravel(), minlength=size)
+    out = np.bincount(index.ravel(), weights=g.ravel(), minlength=shape[0])
     if np.isfinite(out).all():
         return out
-    return untake(g, index, (size,), np.dtype(np.float64))
+    return untake(g, index, shape, np.dtype(np.float64))
 
 
 def count_true(a: np.ndarray, shape: tuple | None, dtype: np.dtype) -> Any:
@@ -293,7 +293,8 @@ def scatter_code(vals: list, texts: list[str], bind) -> str | None:
     its own), a float64 answer."""
     if len(vals) != 4 or not _scatters(*vals):
         return None
-    return f"{bind(scatter_sum)}({texts[0]}, {texts[1]}, {vals[2][0]})"
+    return f"{bind(scatter_sum)}({texts[0]}, {texts[1]}, {texts[2]})"  # (no values: the
+    # code is kept for the next call of the same types, ``layout_key``)
 
 
 def _scatters(g: Any, index: Any, shape: Any, dtype: Any) -> bool:
