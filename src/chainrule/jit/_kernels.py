@@ -53,7 +53,7 @@ _GETITEM = array_getitem.fun
 # lanes: split where the last axis has at most this many entries and the answer at least
 # LANES_MIN_SIZE (below it the Python of the split costs more than the calls it saves)
 MAX_LANES = 4
-LANES_MIN_SIZE = 2048
+LANES_MIN_SIZE = 4096
 # lane_sum: a last axis of up to this many entries (a line per entry and a few more)
 MAX_SUM_LANES = 16
 SUM_MIN_SIZE = 1024
@@ -70,10 +70,12 @@ def lanes(ufunc: np.ufunc, shape: tuple, dtype: np.dtype, *operands: Any,
     if out is None:
         out = np.empty(shape, dtype)
     n = shape[-1]
+    columns = [[op] * n if not isinstance(op, np.ndarray) or not op.ndim else
+               [op[..., c] for c in range(n)] if op.shape[-1] == n else [op[..., 0]] * n
+               for op in operands]
     with strict():
-        for c in range(n):
-            ufunc(*[op[..., c] if np.ndim(op) and op.shape[-1] == n else
-                    op[..., 0] if np.ndim(op) else op for op in operands], out=out[..., c])
+        for c, args in enumerate(zip(*columns)):
+            ufunc(*args, out=out[..., c])
     return out
 
 
