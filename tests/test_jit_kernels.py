@@ -301,3 +301,12 @@ def test_scatters_into_vectors_of_other_lengths_each_keep_their_length():
         for got, want in zip(jg(a, b), g(a, b)):
             _bits(got, want)
     assert jg.lower(x, y).source.count("_kernels.scatter_sum(") == 2
+
+
+@pytest.mark.parametrize("index,shape", [(2, (4, 3)), ((slice(None), None), (5,)),
+                                         ((Ellipsis, slice(1, 3)), (2, 4)), (-1, (3, 2))])
+def test_placed_is_untake_of_a_basic_index(index, shape):
+    piece = onp.zeros(shape)[index]
+    g = onp.random.default_rng(13).standard_normal(piece.shape)
+    g.reshape(-1)[:1] = -0.0
+    _bits(_kernels.placed(g, index, shape), untake(g, index, shape, onp.dtype(onp.float64)))

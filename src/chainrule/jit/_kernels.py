@@ -26,6 +26,7 @@ which do the same arithmetic in other loops:
   for a broadcast operand), as the negated sum of ``x`` where that is the same bits.
 - ``scatter_sum``: the cotangent of a vector indexed by a constant integer array (``det``'s
   minors), ``np.add.at`` into zeros, as ``np.bincount`` with weights (a fifth of the time).
+- ``placed``: ``untake`` by a basic index, ``g`` written into zeros without its Python.
 - ``count_true``: ``np.add.reduce`` of a boolean array over all axes, NumPy's count of
   its true entries, by ``np.count_nonzero`` (a tenth of the time).
 
@@ -304,14 +305,35 @@ def sum_code(a: Any, axis: Any, keepdims: bool, ans: Any, text: str, bind) -> st
 
 
 def scatter_code(vals: list, texts: list[str], bind) -> str | None:
-    """``scatter_sum``'s code for a call ``untake(g, index, shape, dtype)`` (``texts``:
-    their code), where it is one: a float64 ``g`` of the index's shape, a constant
-    integer index within a vector's bounds (``add.at``'s negative indices and errors are
-    its own), a float64 answer."""
-    if len(vals) != 4 or not _scatters(*vals):
+    """The code of a call ``untake(g, index, shape, dtype)`` (``texts``: their code) of
+    float64 ``g`` and answer: ``scatter_sum``'s for a constant integer index of ``g``'s
+    shape within a vector's bounds (``add.at``'s negative indices and errors are its
+    own), ``placed``'s for a basic index; else None. (No values in the code: it is kept
+    for the next call of the same types, ``layout_key``.)"""
+    if len(vals) != 4:
         return None
-    return f"{bind(scatter_sum)}({texts[0]}, {texts[1]}, {texts[2]})"  # (no values: the
-    # code is kept for the next call of the same types, ``layout_key``)
+    if _scatters(*vals):
+        return f"{bind(scatter_sum)}({texts[0]}, {texts[1]}, {texts[2]})"
+    if _places(*vals):
+        return f"{bind(placed)}({texts[0]}, {texts[1]}, {texts[2]})"
+    return None
+
+
+def placed(g: np.ndarray, index: Any, shape: tuple) -> np.ndarray:
+    """``untake(g, index, shape, float64)`` of a basic index (det's rows of its
+    cotangent): ``g`` written into zeros, ``untake``'s own path without its Python."""
+    out = np.zeros(shape)
+    out[index] = g
+    return out
+
+
+def _places(g: Any, index: Any, shape: Any, dtype: Any) -> bool:
+    return type(g) is ArrayMeta and g.dtype == np.float64 and dtype == np.float64 \
+        and type(shape) is tuple and all(type(p) in _BASIC for p in (
+            index if type(index) is tuple else (index,)))
+
+
+_BASIC = frozenset([int, slice, type(None), type(Ellipsis)])
 
 
 def _scatters(g: Any, index: Any, shape: Any, dtype: Any) -> bool:
@@ -345,7 +367,7 @@ def layout_key(raw: Any, entry: Any, vals: list, ans: Any) -> tuple:
     for the next call of the same types): its answer's and operands' layouts, where the
     call might take a faster form; () where it cannot (most calls: a cheap test)."""
     if raw is untake.fun:
-        return (len(vals) == 4 and _scatters(*vals),)
+        return (len(vals) == 4 and _scatters(*vals), len(vals) == 4 and _places(*vals))
     if raw is np.outer:
         return (_layout(ans), *map(_layout, vals))
     if entry.reduction is np.add:
