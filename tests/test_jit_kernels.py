@@ -185,7 +185,7 @@ def test_jit_of_logsumexps_gradient_is_eager_bit_for_bit():
     for v in (x, ties, -x, x):
         _bits(jg(v), cr.grad(lse)(v))
     source = jg.lower(x).source
-    assert "_kernels.count_true(" in source and "_kernels.indicator_divide(" in source
+    assert "_kernels.count_true(" in source and "_kernels.indicator_add(" in source
     assert "_kernels.negated_sum(" in source
 
 
@@ -310,3 +310,28 @@ def test_placed_is_untake_of_a_basic_index(index, shape):
     g = onp.random.default_rng(13).standard_normal(piece.shape)
     g.reshape(-1)[:1] = -0.0
     _bits(_kernels.placed(g, index, shape), untake(g, index, shape, onp.dtype(onp.float64)))
+
+
+@pytest.mark.parametrize("g", [0.75, -0.5, 0.0, -0.0, onp.nan, onp.inf, 1e-320])
+@pytest.mark.parametrize("count", [1, 3, 0])
+def test_indicator_add_is_numpys_three_calls(g, count):
+    rng = onp.random.default_rng(14)
+    acc = rng.standard_normal(500)
+    acc[:4] = [-0.0, 0.0, onp.nan, -onp.inf]
+    b = onp.zeros(500, bool)
+    b[[0, 2, 9, 300][:max(count, 1)]] = True
+    c = onp.array([count])
+    gs = onp.array([g])
+    with warnings.catch_warnings(record=True) as want_warnings:
+        warnings.simplefilter("always")
+        want = onp.add(acc, onp.multiply(gs, onp.divide(b, c)))
+    for out in (None, acc.copy()):
+        with warnings.catch_warnings(record=True) as got_warnings:
+            warnings.simplefilter("always")
+            try:
+                got = _kernels.indicator_add(acc if out is None else out, b, c, gs, out=out)
+            except FloatingPointError:
+                assert want_warnings  # (raised where NumPy warns: the call is then eager)
+                continue
+        _bits(got, want)
+        assert [str(w.message) for w in got_warnings] == [str(w.message) for w in want_warnings]
