@@ -335,3 +335,25 @@ def test_indicator_add_is_numpys_three_calls(g, count):
                 continue
         _bits(got, want)
         assert [str(w.message) for w in got_warnings] == [str(w.message) for w in want_warnings]
+
+
+def median_of_rows(x):
+    return np.sum(np.sin(np.nanmedian(x, axis=1)))
+
+
+def test_an_indicator_over_counts_of_several_entries_is_not_fused(monkeypatch):
+    # (found by the jit contract with the size thresholds at 0: np.size of a traced
+    # array's record, which has no shape, was 1, so counts per row were taken for one)
+    for name in ("LANES_MIN_SIZE", "SUM_MIN_SIZE", "INDICATOR_MIN_SIZE", "NEGATED_MIN_SIZE"):
+        monkeypatch.setattr(_kernels, name, 0)
+    g = cr.grad(median_of_rows)
+    jg = cr.jit(g)
+    x = onp.array([[1.1, onp.nan, 0.8, -1.6], [0.5, 1.9, -1e308, -1.5], [1.8, 0.7, -onp.inf, 0.7]])
+    y = onp.array([[1.1, onp.nan, 0.8, -1.6], [0.5, 1.9, onp.nan, -1.5], [1.8, 0.7, -1.2, 0.7]])
+    with onp.errstate(all="ignore"):
+        for v in (x, y, x):
+            _bits(jg(v), g(v))
+    assert "_kernels.indicator_add(" not in jg.lower(x).source
+    b = onp.array([[True, False], [True, True]])
+    acc, c, gs = onp.ones((2, 2)), onp.array([[1], [2]]), onp.array([[0.5], [-1.0]])
+    _bits(_kernels.indicator_add(acc, b, c, gs), acc + gs * (b / c))

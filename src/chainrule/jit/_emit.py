@@ -479,6 +479,12 @@ def _absorbed(nodes: list[StagingNode], escaping: set[StagingNode], guarded: dic
 _FUSED = "fused"  # (``_absorbed``'s key of the sums it fuses: node -> their operands)
 
 
+def _entries(ans: Any) -> int:
+    """How many entries a value of the record has (``np.size`` of an ``ArrayMeta``, an
+    object without a shape, would be 1)."""
+    return int(_np.prod(ans.shape)) if type(ans) is ArrayMeta else int(_np.size(ans))
+
+
 def _indicator(node: StagingNode) -> bool:
     """Whether ``node`` is ``np.divide(b, c)`` of a traced boolean array by a traced
     integer count of one entry, answering a float64 array of ``b``'s shape large enough
@@ -489,7 +495,7 @@ def _indicator(node: StagingNode) -> bool:
     b, c = node.parents[0].ans, node.parents[1].ans
     return node.ans.dtype == _np.float64 and getattr(b, "dtype", None) == _np.bool_ and \
         getattr(b, "shape", None) == node.ans.shape and \
-        getattr(c, "dtype", _np.dtype(object)).kind in "iu" and _np.size(c) == 1 and \
+        getattr(c, "dtype", _np.dtype(object)).kind in "iu" and _entries(c) == 1 and \
         _np.prod(node.ans.shape) >= _kernels.INDICATOR_MIN_SIZE
 
 
@@ -510,7 +516,7 @@ def _indicator_sum(indicator: StagingNode, readers: list, nodes: list,
     g = product.parents[0]  # (g * indicator, acc + product: the kernel's order, in which
     # a nan's payload is the first operand's)
     if product.parents[1] is not indicator or g is indicator or \
-            getattr(g.ans, "dtype", None) != _np.float64 or _np.size(g.ans) != 1 \
+            getattr(g.ans, "dtype", None) != _np.float64 or _entries(g.ans) != 1 \
             or product.ans.dtype != _np.float64:
         return None
     totals = [n for n in nodes if any(p is product for p in n.parents)]  # (rare: a scan)

@@ -182,7 +182,7 @@ def indicator_add(acc: np.ndarray, b: np.ndarray, c: Any, g: Any,
     ``out``: ``acc`` itself, where the program lets the sum write into it."""
     counts = np.asarray(c, np.float64).reshape(-1)
     factor = np.asarray(g).reshape(-1)
-    if not (counts[0] > 0 and np.isfinite(factor[0])):
+    if not (counts.size == factor.size == 1 and counts[0] > 0 and np.isfinite(factor[0])):
         return np.add(acc, np.multiply(g, np.divide(b, c)), out=out)
     with strict():
         taken = acc[b] + factor[0] * (np.float64(1.0) / counts[0])
