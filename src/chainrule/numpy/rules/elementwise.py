@@ -94,6 +94,15 @@ def _lowered(y):
     return anp.where(y, y - 1, 1.0)
 
 
+def _power_partial(ans, x, y):
+    """d x**y / dx, ``y * x ** (y - 1)``; a square's is ``2 * x`` (x ** 1 is x, bit for
+    bit), one traced call less: in forward-over-reverse (a Hessian's diagonal) the power
+    is itself differentiated, its own rules calling four more primitives."""
+    if type(y) in (int, float) and y == 2:
+        return y * x
+    return y * x ** _lowered(y)
+
+
 def _array_to_a_number(vals, texts, kwtexts):
     """jit's code for ``power`` of an array by a Python number: the array's ``**``, which
     the raw function calls (NumPy's fast path: square, sqrt, reciprocal, their warnings)."""
@@ -386,7 +395,7 @@ defjvp_direct(anp.divmod,    lambda g, ans, x, y: _divmod_tangent(g * _divmod_pa
                             lambda g, ans, x, y: _divmod_tangent(g * _divmod_partial(1, x, y), ans))
 
 # ----------------------------------------------------------------------------- powers, exp, log
-elementwise_n(anp.power,     lambda ans, x, y: y * x ** _lowered(y),                                # pow
+elementwise_n(anp.power,     _power_partial,                                                      # pow
                             lambda ans, x, y: anp.log(anp.where(x, x, 1.0)) * ans)
 deflabel(anp.power,         "{0} ** {1}")
 deflowering(anp.power,      _array_to_a_number)  # NumPy's fast path (square, sqrt ...)
