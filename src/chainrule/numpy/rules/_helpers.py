@@ -246,6 +246,10 @@ def expand_to(g, x, axis, keepdims):
         return _np.full(shape, g)  # (the values of broadcast_to(g, shape), writeable)
     if not keeps_dims(keepdims):
         g = anp.reshape(g, keepdims_shape(shape, axis))
+    if type(g) is _ndarray and math.prod(shape) <= _FILLED_UP_TO:
+        filled = _np.empty(shape, g.dtype)  # (as a number's above: a partial reduction's)
+        filled[...] = g
+        return filled
     return anp.broadcast_to(g, shape)
 
 

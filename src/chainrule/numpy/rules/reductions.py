@@ -267,6 +267,8 @@ def _sum_vjp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial
 def _sum_jvp(t, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
              where=None):
     # ``initial`` is a constant offset: it has no tangent
+    if type(t) is _np.ndarray and not _given(where):  # (what numpy.sum calls, past its layer)
+        return _np.add.reduce(t, axis, dtype, keepdims=keeps_dims(keepdims))
     return anp.sum(t, axis, dtype, keepdims=keepdims, **({"where": where} if _given(where) else {}))
 
 
