@@ -39,7 +39,7 @@ from itertools import chain, repeat
 
 import numpy as np
 
-from .._core.repeats import next_same, run_at, run_starts
+from .._core.repeats import Starts, next_same, run_at
 from .._core.vspace import VSpace
 from . import _roll
 from ._roll import Loop, Stride
@@ -86,7 +86,8 @@ def node_runs(nodes: list, seqs: list[int], guarded: list) -> list[Run]:
     # a run is found)
     codes = np.fromiter(map(_KEY, nodes), np.int64, len(nodes))
     ints = codes.tolist()
-    nxt = next_same(codes, numbers=True)
+    following = next_same(codes, numbers=True, array=True)
+    nxt = following.tolist()
     seqs = np.array(seqs, np.int64)
     stops = np.sort(np.searchsorted(seqs, [g.seq for g in guarded])).tolist()
     # seq - seqs[0] -> place in ``nodes`` (a parent of a needed node is needed: its seq is
@@ -99,20 +100,20 @@ def node_runs(nodes: list, seqs: list[int], guarded: list) -> list[Run]:
     stretch = lambda period: np.maximum((min_repeats - 1) * period, _roll.MIN_INSTRUCTIONS)  # noqa: E731
     # Places are tried one by one from the start, while few fail: a record that is mostly
     # loops (a long chain's forward and backward passes) costs a ``run_at`` per loop. After
-    # ``_TRIED_ONE_BY_ONE`` failures, ``run_starts`` finds the places where a run may start
-    # for the whole record at once (it costs a pass over the record, but spares trying
-    # every place of long straight code). Both try the same places that can start a run
-    # (a run long enough agrees with itself a period later over ``stretch``: ``run_starts``
-    # finds every such place), so they find the same runs.
+    # ``_TRIED_ONE_BY_ONE`` failures, ``Starts`` finds the places where a run may start
+    # many at once (``run_starts`` over windows of the record from the place reached: it
+    # spares trying every place of long straight code). Both try the same places that can
+    # start a run (a run long enough agrees with itself a period later over ``stretch``:
+    # ``run_starts`` finds every such place), so they find the same runs.
     starts = None
     failed = 0
     i = 0
     n = len(ints)
     while i < n:
         if starts is None and failed >= _TRIED_ONE_BY_ONE:
-            starts = iter(run_starts(codes, nxt, _roll.CANDIDATES, stretch))
+            starts = Starts(codes, following, _roll.CANDIDATES, stretch)
         if starts is not None:
-            i = next((start for start in starts if start >= i), n)  # (not inside a run found)
+            i = starts.after(i)  # (not inside a run found)
             if i == n:
                 break
         period, repeats = run_at(ints, i, nxt, _roll.CANDIDATES)
