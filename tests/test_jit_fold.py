@@ -380,3 +380,40 @@ def test_a_call_that_repeats_the_previous_iteration_only_at_first_is_not_folded_
     assert True not in seen["folds"]
     _check(f, (seq, w), (-seq, w))
     _check(cr.grad(f, argnum=(0, 1)), (seq, w))
+
+
+
+def pieces_loop(xs):
+    total = 0.0
+    for x in xs:
+        total = total + np.sum(np.tanh(x * 0.5) * x)
+    return total
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_a_run_ends_where_a_layout_changes(shared, monkeypatch):
+    # the items read are of one shape for 24 iterations, another after; an answer's
+    # layout is the same object for all the trace's answers of one layout while the trace
+    # has few (``_staging._metas``); where it has many, equal layouts are other objects,
+    # and folding compares them by value: the same runs either way
+    staging = sys.modules["chainrule.jit._staging"]
+    if not shared:
+        monkeypatch.setattr(staging, "array_meta",
+                            lambda a: staging.ArrayMeta(a.shape, a.dtype, a.strides))
+    xs = [onp.linspace(-1.0, 1.0, 3) + t for t in range(24)] + \
+        [onp.linspace(-1.0, 1.0, 4) - t for t in range(36)]
+    g = cr.grad(pieces_loop)
+    fold_module = sys.modules["chainrule.jit._fold"]
+    found = []
+
+    def node_runs(*args):
+        found.extend((r.period, r.repeats) for r in fold_module.node_runs(*args))
+        return []  # (the runs are what is checked here: nothing folded)
+
+    monkeypatch.setattr(emit_module, "node_runs", node_runs)
+    cr.jit(g).lower(xs)
+    # forward: iterations 1-23 (the first stays straight), then the 36 of the other
+    # shape; backward: the 36, then the 24
+    assert found == [(5, 23), (5, 36), (7, 36), (7, 24)]
+    monkeypatch.setattr(emit_module, "node_runs", fold_module.node_runs)
+    _check(g, (xs,), ([x * -0.5 for x in xs],))

@@ -49,6 +49,7 @@ _ANS = operator.attrgetter("ans")
 _SEQ = operator.attrgetter("seq")
 _KEY = operator.attrgetter("key")
 _PARENTS = operator.attrgetter("parents")
+_ARGS = operator.attrgetter("args")
 _PLAIN = frozenset({float, int, complex, bool, *np.sctypeDict.values()})  # keyed by type
 _IS = operator.is_
 
@@ -179,13 +180,16 @@ def _checked(nodes: list, start: int, period: int, repeats: int, places: tuple, 
     for k in range(period):
         for parent in segment[k].parents:
             if type(parent.ans) is ArrayMeta and before[column]:
-                metas.append([nodes[p] for p in parents[:, column].tolist()])
+                metas.append(list(map(nodes.__getitem__, parents[:done, column].tolist())))
             column += 1
     for column_nodes in metas:
-        layouts = [_layout(a) for a in map(_ANS, column_nodes[:done])]
-        first = layouts[0]
-        for r, layout in enumerate(layouts):
-            if layout != first:
+        answers = list(map(_ANS, column_nodes[:done]))
+        first = answers[0]
+        if all(map(_IS, answers, repeat(first))):
+            continue  # (the trace keeps one ArrayMeta per layout, while it has few)
+        layout = _layout(first)
+        for r, ans in enumerate(answers):
+            if ans is not first and _layout(ans) != layout:
                 done = r
                 break
     if done < 3:
@@ -197,7 +201,8 @@ def _checked(nodes: list, start: int, period: int, repeats: int, places: tuple, 
         if len(first.args) != len(first.argnums):
             for j in range(len(first.args)):
                 if j not in first.argnums:
-                    column = [segment[r * period + k].args[j] for r in range(done)]
+                    column = list(map(operator.itemgetter(j),
+                                      map(_ARGS, segment[k:done * period:period])))
                     done, kind = _constant_column(first, column, done)
                     if kind == "varying":
                         constants[k, j] = column
