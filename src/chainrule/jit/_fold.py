@@ -381,11 +381,30 @@ class Folded(dict):
 
     def __missing__(self, node):
         p = self.place(node)
-        f = self._fold_at(p)  # (the folds' later iterations only: the others are lowered)
-        if f is None or p < f.run.start + 3 * f.run.period or self.nodes[p] is not node:
+        if self.nodes[p] is not node:
             raise KeyError(node)
-        ins = self[node] = f.instr(p)
-        return ins
+        return self.column([p])[0]
+
+    def column(self, places: list[int]) -> list:
+        """The instructions of the nodes at ``places`` (``self[node]`` of each): a node
+        of a folded loop's later iterations gets its own when first asked for (a long
+        loop's backward pass reads a column of its forward values: the places of one
+        fold follow each other, found once)."""
+        nodes, get = self.nodes, dict.get
+        out = []
+        f = None
+        for p in places:
+            node = nodes[p]
+            ins = get(self, node)
+            if ins is None:
+                if f is None or not f.later <= p < f.end:
+                    # (the folds' later iterations only: the others are lowered)
+                    f = self._fold_at(p)
+                    if f is None or not f.later <= p < f.end:
+                        raise KeyError(node)
+                ins = self[node] = f.instr(p)
+            out.append(ins)
+        return out
 
     def stride(self, column: np.ndarray) -> Stride | None:
         """Where the nodes at places ``column`` are the values one folded loop keeps for
@@ -439,6 +458,8 @@ class _Fold:
         self.nodes = nodes
         self.offsets = offsets  # body instruction -> the node offset that made it
         self.made: dict[tuple, object] = {}  # (iteration, offset) -> its Instr
+        # the places of the nodes of iterations 3 and later (those ``instr`` answers)
+        self.later, self.end = run.start + 3 * run.period, run.start + run.period * run.repeats
 
     def instr(self, p: int):
         run = self.run
@@ -590,7 +611,7 @@ def _operand(node_form: tuple, targets: list, run: Run, nodes: list, instr_of: F
         column = run.positions[1:, node_form[1]]
         items = instr_of.stride(column)
         if items is None:
-            items = [instr_of[nodes[p]] for p in column.tolist()]
+            items = instr_of.column(column.tolist())
         return ("seq", items, node_form[1])
     target = targets[node_form[1]]
     if target[0] == "inv":
