@@ -381,7 +381,7 @@ class Folded(dict):
 
     def __missing__(self, node):
         p = self.place(node)
-        if self.nodes[p] is not node:
+        if p >= len(self.nodes) or self.nodes[p] is not node:
             raise KeyError(node)
         return self.column([p])[0]
 
