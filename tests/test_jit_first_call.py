@@ -384,6 +384,33 @@ def test_a_long_record_kept_is_old_for_the_cycle_collector():
         _same_tree(g(-0.0), cr.grad(long_chain)(-0.0))
 
 
+def test_an_emit_pauses_the_cycle_collector_and_restores_it():
+    # an emit makes a few objects per recorded call, which the collector's young
+    # collections (and a full one, on a long record) would rescan with the whole record:
+    # it is paused while the program is made, and left as the caller had it
+    seen = []
+    emit = emit_module.emit
+
+    def watching_emit(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return emit(*args, **kwargs)
+
+    enabled = gc.isenabled()
+    emit_module.emit = watching_emit
+    try:
+        for caller_enabled in (True, False):
+            (gc.enable if caller_enabled else gc.disable)()
+            g = cr.jit(cr.grad(chain))
+            _same_tree(g(0.7), cr.grad(chain)(0.7))
+            assert seen == []  # (the first call answers from its trace)
+            _same_tree(g(-0.0), cr.grad(chain)(-0.0))
+            assert seen == [False] and gc.isenabled() is caller_enabled
+            seen.clear()
+    finally:
+        emit_module.emit = emit
+        (gc.enable if enabled else gc.disable)()
+
+
 def test_second_calls_in_threads_emit_once():
     # eight threads make the signature's second call at once: one of them emits the
     # program (an emit marks the record's nodes), the others wait for it
