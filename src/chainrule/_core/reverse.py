@@ -19,13 +19,14 @@ import operator
 import warnings
 from collections import namedtuple
 from collections.abc import Callable, Iterable
+from functools import partial
 
 from .extension import observers
 from .forward import flattened_output
 from .heap import keeping_heap_growth
 from .pytree import flatten_matching, tree_flatten, tree_unflatten
 from .rule_table import dropping, rule_table
-from .tracer import Box, Node, check_not_leaked, isbox, trace_leaves
+from .tracer import Box, Node, check_not_leaked, trace_leaves
 from .vspace import add_values, dense, partial_types, vspace
 
 # immutable number types whose cotangents simply add (chainrule.numpy adds NumPy's scalars)
@@ -268,12 +269,17 @@ def backward_pass(seeds: list, free: bool = False) -> dict:
     """
     outgrads: dict = {}  # node -> summed cotangent so far
     owned: set = set()  # nodes whose cotangent is a buffer made here (safe to add into)
+    reached = {}  # minus creation number -> node
     for node, g in seeds:
         if g is not None:  # (no cotangent: nothing to pull back, as a rule's None)
-            _accumulate(outgrads, owned, node, g)
-    reached = {-node.seq: node for node in outgrads}  # minus creation number -> node
+            if node in outgrads:
+                _accumulate(outgrads, owned, node, g)
+            else:
+                outgrads[node] = g
+                reached[-node.seq] = node
     heap = list(reached)
-    heapq.heapify(heap)
+    if len(heap) > 1:
+        heapq.heapify(heap)
     push, pop = heapq.heappush, heapq.heappop
     root_grads = {}
     # (extension.Observer: debug_nans, report.code; a copy, as one may be turned off mid-pass)
@@ -435,8 +441,9 @@ class Recording:
                  node_type: type[VJPNode] | None = None, root_args: tuple = ()):
         """``node_type``: a subclass of ``KeptVJPNode`` to record with (sparsity detection
         records its own), its roots made with ``root_args``."""
-        leaves, self.treedef = tree_flatten(x)
-        self.spaces = [vspace(leaf) for leaf in leaves]
+        leaves, treedef = tree_flatten(x)
+        self.treedef = treedef
+        self.spaces = list(map(vspace, leaves))
         if node_type is None:
             node_type = KeptVJPNode if keep_everything else VJPNode
         self.keeps_everything = node_type.keeps_everything
@@ -444,13 +451,13 @@ class Recording:
         with no_cycle_collection(), keeping_heap_growth():
             (out_leaves, self.out_def), trace_id, self.roots = trace_leaves(
                 node_type, [root_args] * len(leaves),
-                flattened_output(fun), leaves, lambda bs: tree_unflatten(self.treedef, bs)
+                flattened_output(fun), leaves, partial(tree_unflatten, treedef)
             )
-        self.ends = []  # (index of the output leaf, its node)
+        self.ends = ends = []  # (index of the output leaf, its node)
         values = []
         for i, leaf in enumerate(out_leaves):
-            if isbox(leaf) and leaf._trace_id == trace_id:
-                self.ends.append((i, leaf._node))
+            if type(leaf) in _box_types and leaf._trace_id == trace_id:
+                ends.append((i, leaf._node))
                 leaf = leaf._value
             else:
                 check_not_leaked(leaf)
@@ -476,7 +483,8 @@ class Recording:
         for root, space in zip(self.roots, self.spaces):
             grad = root_grads.get(root)
             grads.append(space.zeros() if grad is None else space.cast(grad))
-        return tree_unflatten(self.treedef, grads)
+        treedef = self.treedef
+        return grads[0] if treedef.kind is None else tree_unflatten(treedef, grads)
 
     def can_push_forward(self) -> bool:
         """Whether every recorded primitive has a JVP rule (and the graph is kept whole)."""
