@@ -404,6 +404,9 @@ def _accumulate(outgrads: dict, owned: set, node, g) -> None:
         owned.add(node)
 
 
+_only_item = operator.itemgetter(0)  # (a leaf's tree from its one-item list of leaves)
+
+
 def make_vjp(fun: Callable, x, free: bool = False):
     """Trace ``fun(x)`` in reverse mode; returns ``(vjp, ans)``.
 
@@ -450,8 +453,8 @@ class Recording:
         # (keeping_heap_growth: the graph's memory stays in the heap for the next gradient)
         with no_cycle_collection(), keeping_heap_growth():
             (out_leaves, self.out_def), trace_id, self.roots = trace_leaves(
-                node_type, [root_args] * len(leaves),
-                flattened_output(fun), leaves, partial(tree_unflatten, treedef)
+                node_type, [root_args] * len(leaves), flattened_output(fun), leaves,
+                _only_item if treedef.kind is None else partial(tree_unflatten, treedef)
             )
         self.ends = ends = []  # (index of the output leaf, its node)
         values = []
@@ -463,7 +466,8 @@ class Recording:
                 check_not_leaked(leaf)
             values.append(leaf)
         self.out_values = values
-        self.ans = tree_unflatten(self.out_def, values)
+        self.ans = values[0] if self.out_def.kind is None else \
+            tree_unflatten(self.out_def, values)
         if not self.ends:
             warnings.warn("Output seems independent of input.", stacklevel=4)
         self.free = free

@@ -37,12 +37,16 @@ def unary_to_nary(unary_operator: Callable) -> Callable:
     def nary_operator(fun, argnum=0, *nary_op_args, **nary_op_kwargs):
         fun_name = getattr(fun, "__name__", "fun")
         one = isinstance(argnum, int) and not isinstance(argnum, bool)
+        # f(x) with a named fun: fun is the function of x already (its own name in errors)
+        fun_of_x = one and hasattr(fun, "__name__")
 
         @wraps(fun)
         def nary_f(*args, **kwargs):
             n = len(args)
             if not (one and -n <= argnum < n):  # (an int in range needs no more checks)
                 _check_argnum(argnum, unary_operator.__name__, n)
+            if n == 1 and fun_of_x and not kwargs:
+                return unary_operator(fun, args[0], *nary_op_args, **nary_op_kwargs)
 
             def unary_f(x):
                 if one:

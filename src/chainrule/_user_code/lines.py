@@ -85,6 +85,8 @@ _transform_settings: dict = {}
 
 
 class _InUserLineWarnings:
+    """``user_line_warnings()`` on NumPy 2 (the class itself: one call less a transform)."""
+
     __slots__ = ("token",)
 
     def __enter__(self) -> None:
@@ -103,15 +105,18 @@ class _InUserLineWarnings:
             _extobj_contextvar.reset(self.token)
 
 
-def user_line_warnings() -> contextlib.AbstractContextManager:
-    """The context a transform runs in: NumPy's "warn" modes made "log" to
-    WARN_AT_USER_LINE; as it is inside another transform (modes already "log"), where the
-    user routes errors to their own callback ("call", "log") or where nothing warns."""
-    if _extobj_contextvar is not None:
-        return _InUserLineWarnings()
+def _errstate_at_user_line() -> contextlib.AbstractContextManager:
+    """``user_line_warnings()`` on NumPy 1.26."""
     log = _settings_for(_np.geterr())
     return contextlib.nullcontext() if log is None else \
         _np.errstate(call=WARN_AT_USER_LINE, **log)
+
+
+# The context a transform runs in: NumPy's "warn" modes made "log" to WARN_AT_USER_LINE;
+# as it is inside another transform (modes already "log"), where the user routes errors to
+# their own callback ("call", "log") or where nothing warns.
+user_line_warnings: Callable[[], contextlib.AbstractContextManager] = \
+    _errstate_at_user_line if _extobj_contextvar is None else _InUserLineWarnings
 
 
 def warnings_at_user_line(fn: Callable) -> Callable:

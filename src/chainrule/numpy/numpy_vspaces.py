@@ -98,7 +98,8 @@ class ArrayVSpace(VSpace):
 
     def cast(self, g):
         dtype = getattr(g, "dtype", None)
-        if dtype is not None and dtype != self.dtype and dtype.kind in "fc":
+        if dtype is not None and dtype is not self.dtype and dtype != self.dtype and \
+                dtype.kind in "fc":
             from . import numpy_wrapper as anp  # rules and casts are differentiable
 
             if dtype.kind == "c" and self.dtype.kind != "c":
@@ -163,10 +164,18 @@ class ComplexArrayVSpace(ArrayVSpace):
 
 def array_vspace(value):
     cls = type(value)
-    if value.dtype.kind == "c" if cls is _np.ndarray or cls in _NUMPY_SCALARS else \
-            _np.iscomplexobj(value):
-        return ComplexArrayVSpace(value)
-    return ArrayVSpace(value)
+    space = _scalar_spaces.get(cls)
+    if space is not None:
+        return space
+    space = ComplexArrayVSpace(value) if (
+        value.dtype.kind == "c" if cls is _np.ndarray or cls in _NUMPY_SCALARS else
+        _np.iscomplexobj(value)) else ArrayVSpace(value)
+    if cls in _NUMPY_SCALARS or cls is float or cls is complex:
+        _scalar_spaces[cls] = space  # (a scalar's space is its type's, made once: immutable)
+    return space
+
+
+_scalar_spaces: dict = {}  # scalar type -> its space (grad's output, a float argument)
 
 
 _NUMPY_SCALARS = {_np.float64, _np.float32, _np.float16, _np.complex64, _np.complex128,
