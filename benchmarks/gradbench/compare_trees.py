@@ -11,7 +11,9 @@ call of its own, untimed) and minor page faults, and the process's resident memo
 ``/proc/self/statm``) after its four eager gradients and at its peak until then (the
 least over the rounds, as every measure). The input is ``profile.CASES[--case]``
 (lstm: l=2, b=14, ``--chars`` characters; ode: n=10^4, s=10; gmm: d=10, k=25, n=1000;
-``--size KEY=VALUE`` changes one).
+lse: n=2500; det: ell=5, both a few µs to tens of µs, where one call's CPU time is coarse:
+``benchmarks/gradbench/profile.py`` takes the least of many; ``--size KEY=VALUE`` changes
+one; a tree without the case cannot be compared on it).
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("before", type=Path)
     parser.add_argument("after", type=Path)
-    parser.add_argument("--case", choices=("lstm", "ode", "gmm"), default="lstm")
+    parser.add_argument("--case", choices=("lstm", "ode", "gmm", "lse", "det"), default="lstm")
     parser.add_argument("--chars", type=int, default=1024, help="lstm's sequence length")
     parser.add_argument("--size", action="append", default=[], metavar="KEY=VALUE",
                         help="a size of the case (profile.py's case functions), e.g. n=100000")

@@ -55,7 +55,18 @@ def gmm_case(d: int = 10, k: int = 25, n: int = 1000):
     return f"gmm d={d} k={k} n={n}", module.log_posterior, (0, 1, 2, 3), module.prepare(raw)
 
 
-CASES = {"lstm": lstm_case, "ode": ode_case, "gmm": gmm_case}
+def lse_case(n: int = 2500):  # (GradBench's smallest: a 7 µs objective)
+    return f"lse n={n}", evals.module("lse").logsumexp, 0, (RNG.random(n),)
+
+
+def det_case(ell: int = 5):  # (GradBench's smallest)
+    module = evals.module("det")
+    raw = {"ell": ell, "A": RNG.random(ell * ell).tolist()}
+    return f"det ell={ell}", module.det_by_minors, 0, module.prepare(raw)
+
+
+CASES = {"lstm": lstm_case, "ode": ode_case, "gmm": gmm_case, "lse": lse_case,
+         "det": det_case}
 
 
 def phases(objective, argnum, args):

@@ -124,6 +124,8 @@ def _sorted_keys(tree: dict) -> tuple:
 
 
 def tree_flatten(tree: Any) -> tuple[list, TreeDef]:
+    if type(tree) in _plain_leaf_types:  # (a transform's argument and answer, most often)
+        return [tree], LEAF
     leaves: list = []
     return leaves, _flatten_into(tree, leaves)
 
@@ -148,7 +150,7 @@ def flatten_matching(tree: Any, treedef: TreeDef, what: str, of: str) -> list:
     """``tree``'s leaves, which must be one per leaf of ``treedef`` (a tangent or
     cotangent shaped like the input or output it belongs to)."""
     leaves, tree_def = tree_flatten(tree)
-    if len(leaves) != treedef.num_leaves:
+    if tree_def is not treedef and len(leaves) != treedef.num_leaves:
         raise ValueError(f"The {what} has structure {tree_def!r} but the {of} has "
                          f"{treedef!r}: pass one {what} per {of} leaf.")
     return leaves
