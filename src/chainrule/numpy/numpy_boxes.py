@@ -81,7 +81,8 @@ class ArrayBox(Box):
     # ------------------------------------------------------------------ array attributes
     @property
     def shape(self):
-        return getattr(self._value, "shape", None) or _np.shape(self._value)
+        shape = getattr(self._value, "shape", None)  # (a 0-d one's () too: np.shape ~0.5 µs)
+        return _np.shape(self._value) if shape is None else shape
 
     @shape.setter
     def shape(self, shape) -> None:
@@ -101,11 +102,13 @@ class ArrayBox(Box):
 
     @property
     def ndim(self):
-        return _np.ndim(self._value)
+        value = self._value
+        return value.ndim if type(value) is _np.ndarray else _np.ndim(value)
 
     @property
     def size(self):
-        return _np.size(self._value)
+        value = self._value
+        return value.size if type(value) is _np.ndarray else _np.size(value)
 
     @property
     def dtype(self):
