@@ -14,7 +14,8 @@ data; in a call of its own, untimed) and minor page faults, and the process's re
 memory (Linux's ``/proc/self/statm``) after its eager gradients and at its peak until then
 (the least over the rounds, as every measure). The input is ``profile.CASES[--case]``
 (lstm: l=2, b=14, ``--chars`` characters; ode: n=10^4, s=10; gmm: d=10, k=25, n=1000;
-kmeans: k=10, n=1000, d=8; ``--size KEY=VALUE`` changes one). The "gradient" is the eval's
+kmeans: k=10, n=1000, d=8; lse: n=2500; det: ell=5; ``--size KEY=VALUE`` changes one; a
+tree without the case cannot be compared on it). The "gradient" is the eval's
 derivative (``profile.derivative``: kmeans' is its Newton direction, jvp of grad).
 ``--pytorch GRADBENCH`` (kmeans): GradBench's PyTorch tool's function for the same
 derivative and input, timed in the same rounds in a process of its own, so the two trees'
@@ -106,7 +107,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("before", type=Path)
     parser.add_argument("after", type=Path)
-    parser.add_argument("--case", choices=("lstm", "ode", "gmm", "kmeans"), default="lstm")
+    parser.add_argument("--case", choices=("lstm", "ode", "gmm", "kmeans", "lse", "det"),
+                        default="lstm")
     parser.add_argument("--chars", type=int, default=1024, help="lstm's sequence length")
     parser.add_argument("--size", action="append", default=[], metavar="KEY=VALUE",
                         help="a size of the case (profile.py's case functions), e.g. n=100000")

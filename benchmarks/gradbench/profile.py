@@ -55,13 +55,24 @@ def gmm_case(d: int = 10, k: int = 25, n: int = 1000):
     return f"gmm d={d} k={k} n={n}", module.log_posterior, (0, 1, 2, 3), module.prepare(raw)
 
 
+def lse_case(n: int = 2500):  # (GradBench's smallest: a 7 µs objective)
+    return f"lse n={n}", evals.module("lse").logsumexp, 0, (RNG.random(n),)
+
+
+def det_case(ell: int = 5):  # (GradBench's smallest)
+    module = evals.module("det")
+    raw = {"ell": ell, "A": RNG.random(ell * ell).tolist()}
+    return f"det ell={ell}", module.det_by_minors, 0, module.prepare(raw)
+
+
 def kmeans_case(k: int = 10, n: int = 1000, d: int = 8):
     points = RNG.random((n, d))
     return (f"kmeans k={k} n={n} d={d}", evals.module("kmeans").cost, 1,
             (points, points[-k:].copy()))  # (centroids from the points, as the eval's input)
 
 
-CASES = {"lstm": lstm_case, "ode": ode_case, "gmm": gmm_case, "kmeans": kmeans_case}
+CASES = {"lstm": lstm_case, "ode": ode_case, "gmm": gmm_case, "kmeans": kmeans_case,
+         "lse": lse_case, "det": det_case}
 
 
 def derivative(eval_name: str, objective, argnum):
