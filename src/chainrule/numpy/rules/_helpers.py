@@ -114,7 +114,8 @@ def unbroadcast(g, x):
             g = anp.sum(g, axis=tuple(range(lead)) + inner, keepdims=True)
         elif lead == 1 and type(g) is _ndarray and len(g_shape) == 2 and g_shape[1] > 1 \
                 and g.dtype in _ROWS_SUMMED_DTYPES and g.flags.c_contiguous:
-            g = _np.einsum("ij->j", g)  # (see _rows_summed)
+            summed = _np.einsum("ij->j", g)  # (see _rows_summed)
+            g = summed if _np.isfinite(summed).all() else g.sum(axis=0)
         elif lead:  # leading axes only: x's shape already (the method: no NumPy wrapper)
             g = g.sum(axis=tuple(range(lead)))
         gv = getval(g)
@@ -129,7 +130,9 @@ def unbroadcast(g, x):
 # adds row after row and pays its loop's set-up per row (13 µs at 1000 x 10); einsum adds
 # the rows in the same order in one loop over them (4.6 µs), the same bits (k >= 2: a
 # single column is one contiguous run, which add.reduce sums pairwise; float16 einsum
-# adds in float32).
+# adds in float32). einsum reports no floating-point error: where a sum is not finite,
+# the rows are summed again by add.reduce, for NumPy's warnings and errors (and jit's
+# program, which sums by add.reduce, then warns as eager evaluation does).
 _ROWS_SUMMED_DTYPES = (_np.dtype(_np.float64), _np.dtype(_np.float32))
 
 
