@@ -6,6 +6,7 @@ answers eager evaluation's bits."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import re
 import sys
 import warnings
@@ -476,3 +477,13 @@ def test_a_column_with_straight_ends_is_a_stride_written_as_its_items_are(case,
         want = f(*x)
         _same_tree(jf(*x), want)
         _same_tree(jf(*x), want)  # (the second call runs the emitted program)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        gc.collect()
+        jf = cr.jit(f)
+        jf(*args)
+        jf(*args)  # (emitted: the strides' heads and tails are freed with the loops)
+        assert gc.collect() == 0
+    finally:
+        gc.enable() if enabled else gc.disable()
