@@ -480,8 +480,9 @@ def test_a_column_with_straight_ends_is_a_stride_written_as_its_items_are(case,
     enabled = gc.isenabled()
     gc.disable()
     try:
-        gc.collect()
         jf = cr.jit(f)
+        gc.collect()  # (the jitted function dropped above: its program's function and
+        # namespace refer to each other, a cycle of _emit's compile, left to the collector)
         jf(*args)
         jf(*args)  # (emitted: the strides' heads and tails are freed with the loops)
         assert gc.collect() == 0
