@@ -21,6 +21,7 @@ from chainrule.jit import JitWarning
 from test_jit_roll import _same_tree
 
 emit_module = sys.modules["chainrule.jit._emit"]
+jit_module = sys.modules["chainrule.jit"]
 fold_module = sys.modules["chainrule.jit._fold"]
 
 
@@ -435,3 +436,52 @@ def test_second_calls_in_threads_emit_once():
         for got in answers:
             _same_tree(got, want)
         assert g.cache_info().variants == 1 and g.cache_info().hits == 8
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_lower_pauses_the_collector_and_leaves_no_cycles(case, monkeypatch):
+    # lower() traces and emits as a first and second call do: with the cycle collector
+    # paused (it would rescan the growing record), and resumed as it was after
+    f, args = CASES[case]
+    states = []
+    record = jit_module.JittedFunction._record
+
+    def spy(self, *a):
+        states.append(gc.isenabled())
+        return record(self, *a)
+
+    monkeypatch.setattr(jit_module.JittedFunction, "_record", spy)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        gc.collect()
+        gc.enable()
+        source = cr.jit(f).lower(*args).source
+        assert states == [False] and gc.isenabled()
+        gc.disable()
+        assert gc.collect() == 0  # the record and its emitted program: freed
+    finally:
+        gc.enable() if enabled else gc.disable()
+    assert "def " in source
+    _same_tree(cr.jit(f)(*args), f(*args))
+
+
+def test_lower_resumes_the_collector_after_an_error():
+    def fails(x):
+        if np.sin(x) > 0.0:
+            raise ValueError("traced past the guard")
+        return x
+
+    enabled = gc.isenabled()
+    gc.enable()
+    try:
+        with pytest.raises(ValueError, match="traced past"):
+            cr.jit(fails).lower(0.5)
+        assert gc.isenabled()
+        gc.disable()
+        with pytest.raises(ValueError, match="traced past"):
+            cr.jit(fails).lower(0.5)
+        assert not gc.isenabled()  # (resumed as it was: off)
+    finally:
+        gc.enable() if enabled else gc.disable()
+    assert "def " in cr.jit(fails).lower(-0.5).source

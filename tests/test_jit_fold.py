@@ -6,6 +6,7 @@ answers eager evaluation's bits."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import re
 import sys
 import warnings
@@ -417,3 +418,73 @@ def test_a_run_ends_where_a_layout_changes(shared, monkeypatch):
     assert found == [(5, 23), (5, 36), (7, 36), (7, 24)]
     monkeypatch.setattr(emit_module, "node_runs", fold_module.node_runs)
     _check(g, (xs,), ([x * -0.5 for x in xs],))
+
+
+
+def _lstm(chars: int, layers: int = 2, bits: int = 4):
+    """GradBench's lstm loss: its backward pass reads 43 columns of the forward loop's
+    values reversed, each ending with the first iteration's value, straight code."""
+    from benchmarks.gradbench import evals
+
+    rng = onp.random.default_rng(chars)
+    args = (rng.random((2 * layers, 4 * bits)), rng.random((3, bits)),
+            rng.random((2 * layers, bits)), rng.integers(0, 2, (chars, bits)).astype(float))
+    return cr.grad(evals.module("lstm").lstm_loss, argnum=(0, 1)), args
+
+
+def _reads_behind(x):
+    ys = []
+    for _ in range(40):
+        y = np.tanh(x)
+        x = y * x + 0.5
+        ys.append(y)
+    total = x
+    for t in range(40):  # (iteration t reads ys[t - 1]: the first item, ys[0], is straight)
+        total = np.sin(total) * ys[max(t - 1, 0)]
+    return np.sum(total)
+
+
+STRIDE_CASES = [_lstm(12), _lstm(40, layers=1), _lstm(24, layers=3, bits=2),
+                (_reads_behind, (onp.array([0.3, -0.7, 1.2]),)),
+                (cr.grad(_reads_behind), (onp.array([0.3, -0.7, 1.2]),))]
+
+
+@pytest.mark.parametrize("case", range(len(STRIDE_CASES)))
+def test_a_column_with_straight_ends_is_a_stride_written_as_its_items_are(case,
+                                                                          monkeypatch):
+    # A loop that reads another's kept values, but for a first or last item of straight
+    # code (a backward pass reads its forward values reversed, ending with the first
+    # iteration's): a Stride with a head or tail, no instruction per item; the program is
+    # the text the items one by one make, and answers eager evaluation's bits.
+    fold_module = sys.modules["chainrule.jit._fold"]
+    f, args = STRIDE_CASES[case]
+    made = []
+    stride = fold_module.Folded.stride
+
+    def spy(self, column):
+        found = stride(self, column)
+        made.append(found is not None and found.count > 0)
+        return found
+
+    monkeypatch.setattr(fold_module.Folded, "stride", spy)
+    source = cr.jit(f).lower(*args).source
+    assert any(made)
+    monkeypatch.setattr(fold_module.Folded, "stride", fold_module.Folded._stride)
+    assert cr.jit(f).lower(*args).source == source  # (items one by one)
+    monkeypatch.undo()
+    jf = cr.jit(f)
+    for x in (args, tuple(a * -1.5 for a in args), tuple(a * 0.0 for a in args)):
+        want = f(*x)
+        _same_tree(jf(*x), want)
+        _same_tree(jf(*x), want)  # (the second call runs the emitted program)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        jf = cr.jit(f)
+        gc.collect()  # (the jitted function dropped above: its program's function and
+        # namespace refer to each other, a cycle of _emit's compile, left to the collector)
+        jf(*args)
+        jf(*args)  # (emitted: the strides' heads and tails are freed with the loops)
+        assert gc.collect() == 0
+    finally:
+        gc.enable() if enabled else gc.disable()

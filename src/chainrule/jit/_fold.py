@@ -409,7 +409,23 @@ class Folded(dict):
     def stride(self, column: np.ndarray) -> Stride | None:
         """Where the nodes at places ``column`` are the values one folded loop keeps for
         one body offset (its carried start included), at list indices ``a + b*i``: that
-        ``Stride`` (no instruction made per node), else None."""
+        ``Stride`` (no instruction made per node); or where they are but for the first or
+        last node or both, at steps of 1 or -1 (a loop's backward pass reads its forward
+        values reversed, and the last is the first iteration's, straight code): that
+        ``Stride`` with the others' instructions as its ``head`` and ``tail``; else None."""
+        found = self._stride(column)
+        if found is not None or len(column) < 4:
+            return found
+        n = len(column)
+        for h, t in ((0, 1), (1, 0), (1, 1)):
+            found = self._stride(column[h:n - t])
+            if found is not None and found.step in (1, -1):
+                places = column.tolist()
+                return found._replace(count=n - h - t, head=tuple(self.column(places[:h])),
+                                      tail=tuple(self.column(places[n - t:])))
+        return None
+
+    def _stride(self, column: np.ndarray) -> Stride | None:
         f = self._fold_at(int(column[0])) or self._fold_at(int(column[-1]))
         if f is None or len(column) < 2:
             return None

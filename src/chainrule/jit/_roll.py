@@ -33,12 +33,18 @@ CANDIDATES = 16  # candidate periods per position (see ``run_at``)
 
 class Stride(NamedTuple):
     """The values ``loop`` keeps for body ``offset`` at list indices ``start + step*i``
-    (see ``_render.Plan._stored``: a carried offset's list starts with its first value)."""
+    (see ``_render.Plan._stored``: a carried offset's list starts with its first value);
+    with ``head`` or ``tail`` (instructions of straight code read before or after them:
+    a backward pass reads its forward values reversed, ending with the first iteration's),
+    ``count`` of them, at steps of 1 or -1."""
 
     loop: Loop
     offset: int
     start: int
     step: int
+    count: int = 0
+    head: tuple = ()
+    tail: tuple = ()
 
 
 class Loop:
