@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import types
 
 import numpy as onp
 import pytest
@@ -217,7 +218,7 @@ def test_two_threads_first_recordings_set_the_trim_threshold_once(monkeypatch):
     from chainrule._core import heap
 
     calls = []
-    monkeypatch.setattr(heap, "_sbrk", lambda increment: 1 << 40)
+    monkeypatch.setattr(heap, "_heap_break", types.SimpleNamespace(value=1 << 40))
     monkeypatch.setattr(heap, "_mallopt", lambda param, value: calls.append((param, value)))
     monkeypatch.setattr(heap, "_kept", heap._GLIBC_DEFAULT_TRIM)
     monkeypatch.setattr(heap, "_set", False)
@@ -236,19 +237,19 @@ def test_two_threads_first_recordings_set_the_trim_threshold_once(monkeypatch):
 def test_a_cap_given_as_a_float(monkeypatch):
     from chainrule._core import heap
 
-    calls, brk = [], [1 << 40]
+    calls, brk = [], types.SimpleNamespace(value=1 << 40)
 
     def mallopt(param, value):
         assert type(value) is int  # (ctypes' c_int: a float fails the call)
         calls.append((param, value))
 
-    monkeypatch.setattr(heap, "_sbrk", lambda increment: brk[0])
+    monkeypatch.setattr(heap, "_heap_break", brk)
     monkeypatch.setattr(heap, "_mallopt", mallopt)
     monkeypatch.setattr(heap, "_kept", heap._GLIBC_DEFAULT_TRIM)
     monkeypatch.setattr(heap, "_set", False)
     monkeypatch.setattr(heap, "KEEP_AT_MOST", 5e8)
     with heap.keeping_heap_growth():
-        brk[0] += 10**9  # (a graph of 1 GB: the threshold reaches the cap)
+        brk.value += 10**9  # (a graph of 1 GB: the threshold reaches the cap)
     assert calls[-1] == (heap._M_TRIM_THRESHOLD, 500_000_000) and heap._kept == 500_000_000
 
 

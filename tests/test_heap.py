@@ -27,8 +27,8 @@ class FakeLibc:
         self.brk = 1 << 40
         self.calls: list[tuple[int, int]] = []
 
-    def sbrk(self, increment):
-        assert increment == 0
+    @property
+    def value(self):  # (the heap's break, as heap._heap_break answers it)
         return self.brk
 
     def mallopt(self, param, value):
@@ -39,7 +39,7 @@ class FakeLibc:
 @pytest.fixture
 def fake(monkeypatch):
     libc = FakeLibc()
-    monkeypatch.setattr(heap, "_sbrk", libc.sbrk)
+    monkeypatch.setattr(heap, "_heap_break", libc)
     monkeypatch.setattr(heap, "_mallopt", libc.mallopt)
     monkeypatch.setattr(heap, "_kept", heap._GLIBC_DEFAULT_TRIM)
     monkeypatch.setattr(heap, "_set", False)
@@ -110,7 +110,7 @@ def test_a_no_op_without_glibc(monkeypatch, failure):
             raise (OSError if failure == "no dlopen(NULL)" else TypeError)("no")
         monkeypatch.setattr(ctypes, "CDLL", refuse)
     copy = _fresh_copy()
-    assert copy._sbrk is None and copy._mallopt is None
+    assert copy._heap_break is None and copy._mallopt is None
     ran = []
     with copy.keeping_heap_growth():
         ran.append(1)
@@ -133,7 +133,7 @@ def test_left_alone_where_the_process_configures_glibc(setting):
            if not name.startswith("MALLOC_") and name != "GLIBC_TUNABLES"}
     env["PYTHONPATH"] = str(SRC)
     assert left_alone(dict(env, **dict([setting])))
-    if heap._sbrk is not None:  # (glibc here: otherwise it is always left alone)
+    if heap._heap_break is not None:  # (glibc here: otherwise it is always left alone)
         assert not left_alone(env)
         late = f"import os; os.environ[{setting[0]!r}] = {setting[1]!r}; " + code
         done = subprocess.run([sys.executable, "-c", late], env=env, capture_output=True,
@@ -173,7 +173,7 @@ FAULTS = textwrap.dedent("""
 """)
 
 
-@pytest.mark.skipif(heap._sbrk is None, reason="glibc only (or the process configures it)")
+@pytest.mark.skipif(heap._heap_break is None, reason="glibc only (or the process configures it)")
 @pytest.mark.parametrize("front_end, ops", [("grad", 40), ("Tensor", 10)])
 def test_the_second_gradient_takes_no_pages_from_the_kernel(front_end, ops):
     """A graph of 40 operations (160 MB of answers, ~80 MB kept) by grad, whose recording
@@ -198,3 +198,56 @@ def test_the_second_gradient_takes_no_pages_from_the_kernel(front_end, ops):
     assert returned[0] > 700 * ops and returned[2] > 700 * ops, returned
     assert kept[0] > 700 * ops and kept[2] < 1_000, kept
     assert front_end == "Tensor" or kept[1] < 1_000, kept
+
+
+_BREAK = textwrap.dedent("""
+    import ctypes
+    from chainrule._core import heap
+    libc = ctypes.CDLL(None)
+    sbrk = libc.sbrk
+    sbrk.restype, sbrk.argtypes = ctypes.c_void_p, [ctypes.c_ssize_t]
+    before = heap._heap_break.value
+    seen = [before == sbrk(0)]
+    sbrk(1 << 20)  # the break moved by 1 MiB (malloc's own way), then back
+    seen.append(heap._heap_break.value == sbrk(0) == before + (1 << 20))
+    sbrk(-(1 << 20))
+    seen.append(heap._heap_break.value == sbrk(0) == before)
+    print(type(heap._heap_break).__name__, seen)
+""")
+
+
+@pytest.mark.skipif(heap._heap_break is None, reason="glibc only (or the process configures it)")
+def test_the_break_read_in_place_is_what_sbrk_answers():
+    # (in a process of its own: moving the break by hand under a running test suite's
+    # malloc is not safe)
+    env = {name: value for name, value in os.environ.items()
+           if not name.startswith("MALLOC_") and name != "GLIBC_TUNABLES"}
+    env["PYTHONPATH"] = str(SRC)
+    done = subprocess.run([sys.executable, "-c", _BREAK], env=env, capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.split(maxsplit=1) == ["c_void_p", "[True, True, True]\n"]
+
+
+def test_graph_memory_pauses_collection_and_keeps_the_growth(fake):
+    import gc
+
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        with heap.graph_memory():
+            assert not gc.isenabled()
+            fake.brk += MIB
+        assert gc.isenabled()  # (given back as it was)
+        assert fake.calls[-1] == (heap._M_TRIM_THRESHOLD,
+                                  8 * MIB * ctypes.sizeof(ctypes.c_long) + MIB)
+        gc.disable()
+        with pytest.raises(ZeroDivisionError), heap.graph_memory():
+            1 / 0  # noqa: B018
+        assert not gc.isenabled()  # (paused before: still paused)
+        with heap.keeping_heap_growth():
+            assert not gc.isenabled()
+        gc.enable()
+        with heap.keeping_heap_growth():  # (this one leaves the collector alone)
+            assert gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()

@@ -21,6 +21,7 @@ from chainrule.jit import JitWarning
 from test_jit_roll import _same_tree
 
 emit_module = sys.modules["chainrule.jit._emit"]
+jit_module = sys.modules["chainrule.jit"]
 fold_module = sys.modules["chainrule.jit._fold"]
 
 
@@ -384,6 +385,33 @@ def test_a_long_record_kept_is_old_for_the_cycle_collector():
         _same_tree(g(-0.0), cr.grad(long_chain)(-0.0))
 
 
+def test_an_emit_pauses_the_cycle_collector_and_restores_it():
+    # an emit makes a few objects per recorded call, which the collector's young
+    # collections (and a full one, on a long record) would rescan with the whole record:
+    # it is paused while the program is made, and left as the caller had it
+    seen = []
+    emit = emit_module.emit
+
+    def watching_emit(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return emit(*args, **kwargs)
+
+    enabled = gc.isenabled()
+    emit_module.emit = watching_emit
+    try:
+        for caller_enabled in (True, False):
+            (gc.enable if caller_enabled else gc.disable)()
+            g = cr.jit(cr.grad(chain))
+            _same_tree(g(0.7), cr.grad(chain)(0.7))
+            assert seen == []  # (the first call answers from its trace)
+            _same_tree(g(-0.0), cr.grad(chain)(-0.0))
+            assert seen == [False] and gc.isenabled() is caller_enabled
+            seen.clear()
+    finally:
+        emit_module.emit = emit
+        (gc.enable if enabled else gc.disable)()
+
+
 def test_second_calls_in_threads_emit_once():
     # eight threads make the signature's second call at once: one of them emits the
     # program (an emit marks the record's nodes), the others wait for it
@@ -408,3 +436,52 @@ def test_second_calls_in_threads_emit_once():
         for got in answers:
             _same_tree(got, want)
         assert g.cache_info().variants == 1 and g.cache_info().hits == 8
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_lower_pauses_the_collector_and_leaves_no_cycles(case, monkeypatch):
+    # lower() traces and emits as a first and second call do: with the cycle collector
+    # paused (it would rescan the growing record), and resumed as it was after
+    f, args = CASES[case]
+    states = []
+    record = jit_module.JittedFunction._record
+
+    def spy(self, *a):
+        states.append(gc.isenabled())
+        return record(self, *a)
+
+    monkeypatch.setattr(jit_module.JittedFunction, "_record", spy)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        gc.collect()
+        gc.enable()
+        source = cr.jit(f).lower(*args).source
+        assert states == [False] and gc.isenabled()
+        gc.disable()
+        assert gc.collect() == 0  # the record and its emitted program: freed
+    finally:
+        gc.enable() if enabled else gc.disable()
+    assert "def " in source
+    _same_tree(cr.jit(f)(*args), f(*args))
+
+
+def test_lower_resumes_the_collector_after_an_error():
+    def fails(x):
+        if np.sin(x) > 0.0:
+            raise ValueError("traced past the guard")
+        return x
+
+    enabled = gc.isenabled()
+    gc.enable()
+    try:
+        with pytest.raises(ValueError, match="traced past"):
+            cr.jit(fails).lower(0.5)
+        assert gc.isenabled()
+        gc.disable()
+        with pytest.raises(ValueError, match="traced past"):
+            cr.jit(fails).lower(0.5)
+        assert not gc.isenabled()  # (resumed as it was: off)
+    finally:
+        gc.enable() if enabled else gc.disable()
+    assert "def " in cr.jit(fails).lower(-0.5).source

@@ -6,6 +6,7 @@ answers eager evaluation's bits."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import re
 import sys
 import warnings
@@ -262,10 +263,22 @@ def _starts_by_definition(keys, candidates, stretch):
     return starts
 
 
+def _walk(after, n: int, skips) -> list[int]:
+    """The places a caller tries: the first start at its place or later, then on from a
+    place past it (``skips``: how far past, as a run it found would take it)."""
+    tried, i = [], 0
+    while (i := after(i)) < n:
+        tried.append(i)
+        i += 1 + int(skips[len(tried) % len(skips)])
+    return tried
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_run_starts_are_those_of_the_definition(seed):
-    # loops (periods many pairs share, settled in one pass), loops with noise, and noise
-    from chainrule._core.repeats import next_same, run_starts
+    # loops (periods many pairs share, settled in one pass), loops with noise, and noise;
+    # asked of the whole record, of a window of it, and window by window as a caller
+    # walks the record (``Starts``)
+    from chainrule._core.repeats import Starts, next_same, run_starts
     rng = onp.random.default_rng(seed)
     for _ in range(150):
         k = int(rng.integers(1, 6))
@@ -279,8 +292,19 @@ def test_run_starts_are_those_of_the_definition(seed):
         candidates = int(rng.integers(1, 17))
         factor, least = int(rng.integers(0, 4)), int(rng.integers(1, 60))
         stretch = lambda period, f=factor, m=least: onp.maximum(f * period, m)  # noqa: E731
-        assert run_starts(keys, next_same(keys), candidates, stretch) == \
-            _starts_by_definition(keys, candidates, stretch)
+        want = _starts_by_definition(keys, candidates, stretch)
+        nxt = next_same(keys)
+        assert run_starts(keys, nxt, candidates, stretch) == want
+        lo = int(rng.integers(0, len(keys) + 1))
+        hi = int(rng.integers(lo, len(keys) + 1))
+        assert run_starts(keys, nxt, candidates, stretch, lo, hi) == \
+            [p for p in want if lo <= p < hi]
+        skips = rng.integers(0, 30, 8) * (rng.random(8) < 0.5)
+        starts = Starts(keys, nxt, candidates, stretch, width=int(rng.integers(1, 50)))
+        ends = want + [len(keys)]
+        by_definition = _walk(lambda i, e=ends: next((p for p in e if p >= i), e[-1]),
+                              len(keys), skips)
+        assert _walk(starts.after, len(keys), skips) == by_definition
 
 
 def split_loop(params, x):
@@ -357,3 +381,110 @@ def test_a_call_that_repeats_the_previous_iteration_only_at_first_is_not_folded_
     assert True not in seen["folds"]
     _check(f, (seq, w), (-seq, w))
     _check(cr.grad(f, argnum=(0, 1)), (seq, w))
+
+
+
+def pieces_loop(xs):
+    total = 0.0
+    for x in xs:
+        total = total + np.sum(np.tanh(x * 0.5) * x)
+    return total
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_a_run_ends_where_a_layout_changes(shared, monkeypatch):
+    # the items read are of one shape for 24 iterations, another after; an answer's
+    # layout is the same object for all the trace's answers of one layout while the trace
+    # has few (``_staging._metas``); where it has many, equal layouts are other objects,
+    # and folding compares them by value: the same runs either way
+    staging = sys.modules["chainrule.jit._staging"]
+    if not shared:
+        monkeypatch.setattr(staging, "array_meta",
+                            lambda a: staging.ArrayMeta(a.shape, a.dtype, a.strides))
+    xs = [onp.linspace(-1.0, 1.0, 3) + t for t in range(24)] + \
+        [onp.linspace(-1.0, 1.0, 4) - t for t in range(36)]
+    g = cr.grad(pieces_loop)
+    fold_module = sys.modules["chainrule.jit._fold"]
+    found = []
+
+    def node_runs(*args):
+        found.extend((r.period, r.repeats) for r in fold_module.node_runs(*args))
+        return []  # (the runs are what is checked here: nothing folded)
+
+    monkeypatch.setattr(emit_module, "node_runs", node_runs)
+    cr.jit(g).lower(xs)
+    # forward: iterations 1-23 (the first stays straight), then the 36 of the other
+    # shape; backward: the 36, then the 24
+    assert found == [(5, 23), (5, 36), (7, 36), (7, 24)]
+    monkeypatch.setattr(emit_module, "node_runs", fold_module.node_runs)
+    _check(g, (xs,), ([x * -0.5 for x in xs],))
+
+
+
+def _lstm(chars: int, layers: int = 2, bits: int = 4):
+    """GradBench's lstm loss: its backward pass reads 43 columns of the forward loop's
+    values reversed, each ending with the first iteration's value, straight code."""
+    from benchmarks.gradbench import evals
+
+    rng = onp.random.default_rng(chars)
+    args = (rng.random((2 * layers, 4 * bits)), rng.random((3, bits)),
+            rng.random((2 * layers, bits)), rng.integers(0, 2, (chars, bits)).astype(float))
+    return cr.grad(evals.module("lstm").lstm_loss, argnum=(0, 1)), args
+
+
+def _reads_behind(x):
+    ys = []
+    for _ in range(40):
+        y = np.tanh(x)
+        x = y * x + 0.5
+        ys.append(y)
+    total = x
+    for t in range(40):  # (iteration t reads ys[t - 1]: the first item, ys[0], is straight)
+        total = np.sin(total) * ys[max(t - 1, 0)]
+    return np.sum(total)
+
+
+STRIDE_CASES = [_lstm(12), _lstm(40, layers=1), _lstm(24, layers=3, bits=2),
+                (_reads_behind, (onp.array([0.3, -0.7, 1.2]),)),
+                (cr.grad(_reads_behind), (onp.array([0.3, -0.7, 1.2]),))]
+
+
+@pytest.mark.parametrize("case", range(len(STRIDE_CASES)))
+def test_a_column_with_straight_ends_is_a_stride_written_as_its_items_are(case,
+                                                                          monkeypatch):
+    # A loop that reads another's kept values, but for a first or last item of straight
+    # code (a backward pass reads its forward values reversed, ending with the first
+    # iteration's): a Stride with a head or tail, no instruction per item; the program is
+    # the text the items one by one make, and answers eager evaluation's bits.
+    fold_module = sys.modules["chainrule.jit._fold"]
+    f, args = STRIDE_CASES[case]
+    made = []
+    stride = fold_module.Folded.stride
+
+    def spy(self, column):
+        found = stride(self, column)
+        made.append(found is not None and found.count > 0)
+        return found
+
+    monkeypatch.setattr(fold_module.Folded, "stride", spy)
+    source = cr.jit(f).lower(*args).source
+    assert any(made)
+    monkeypatch.setattr(fold_module.Folded, "stride", fold_module.Folded._stride)
+    assert cr.jit(f).lower(*args).source == source  # (items one by one)
+    monkeypatch.undo()
+    jf = cr.jit(f)
+    for x in (args, tuple(a * -1.5 for a in args), tuple(a * 0.0 for a in args)):
+        want = f(*x)
+        _same_tree(jf(*x), want)
+        _same_tree(jf(*x), want)  # (the second call runs the emitted program)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        jf = cr.jit(f)
+        gc.collect()  # (the jitted function dropped above: its program's function and
+        # namespace refer to each other, a cycle of _emit's compile, left to the collector)
+        jf(*args)
+        jf(*args)  # (emitted: the strides' heads and tails are freed with the loops)
+        assert gc.collect() == 0
+    finally:
+        gc.enable() if enabled else gc.disable()

@@ -104,3 +104,26 @@ def test_gradient_type_is_unchanged():
     # as in autograd: the gradient at a Python float is a numpy.float64
     assert type(grad(np.sin)(2.0)) is onp.float64
     assert grad(np.sin)(2.0) == onp.cos(2.0)
+
+
+def test_a_traced_values_shape_ndim_and_size_are_numpys():
+    # (read from the value's own attributes where it has them: a 0-d value's shape is (),
+    # which is falsy, and must not be taken for a missing one)
+    import chainrule
+    import chainrule.numpy as cnp
+
+    seen = []
+
+    def f(x):
+        y = cnp.sum(x) if onp.ndim(x) else x
+        seen.append((x.shape, x.ndim, x.size, y.shape, y.ndim, y.size))
+        return y * y
+
+    for value in (onp.ones((2, 3)), onp.float64(2.0), 2.0, onp.array(-0.0), onp.ones(0)):
+        seen.clear()
+        chainrule.grad(f)(value)
+        want = onp.asarray(value)
+        assert seen == [(want.shape, want.ndim, want.size, (), 0, 1)], (value, seen)
+    seen.clear()
+    chainrule.grad(chainrule.grad(f))(3.0)  # boxes of boxes
+    assert seen == [((), 0, 1, (), 0, 1)]

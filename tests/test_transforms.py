@@ -59,6 +59,20 @@ def test_bad_argnum_is_explained():
         grad(lambda x: x, 3)(1.0)
     with pytest.raises(TypeError, match="argnum must be an int or a tuple"):
         grad(lambda x: x, "x")(1.0)
+    g = grad(lambda x, y: x * y, True)  # a bool is no argnum (even in range)
+    for _ in range(2):
+        with pytest.raises(TypeError, match="argnum must be an int or a tuple"):
+            g(2.0, 3.0)
+    import enum
+
+    class Which(enum.IntEnum):
+        SECOND = 1
+
+    g = grad(lambda x, y: x * y**2, Which.SECOND)  # an int subclass is an int
+    assert g(2.0, 3.0) == 12.0 and g(1.0, -0.0) == 0.0
+    with pytest.raises(ValueError, match="out of range"):  # in range once, then not
+        g(2.0)
+    assert grad(lambda x, y: x * y, [1, 0])(2.0, 3.0) == (2.0, 3.0)
 
 
 def test_grad_and_aux():

@@ -114,3 +114,48 @@ def test_pytree_roundtrip_and_treedef():
     assert "Pair" in repr(treedef) and repr(tree_flatten(1)[1]) == "*"
     assert tree_map(lambda x, y: x + y, (1, 2), (10, 20)) == (11, 22)
     assert tree_leaves([1, [2]]) == [1, 2]
+
+
+def test_spaces_of_arrays_and_scalars_of_every_kind_are_their_own():
+    # (arrays and NumPy scalars are read by their own attributes, not np.shape and
+    # np.result_type: the spaces must be what those give)
+    for value, space_type, shape, dtype, seed in [
+        (onp.zeros((2, 3)), ArrayVSpace, (2, 3), onp.float64, onp.ones((2, 3))),
+        (onp.zeros(3, ">f8"), ArrayVSpace, (3,), onp.dtype("<f8"), onp.ones(3)),
+        (onp.zeros((0, 2), onp.float32), ArrayVSpace, (0, 2), onp.float32,
+         onp.ones((0, 2), onp.float32)),
+        (onp.zeros(2, onp.complex64), ComplexArrayVSpace, (2,), onp.complex64,
+         onp.ones(2, onp.complex64)),
+        (onp.float32(2.0), ArrayVSpace, (), onp.float32, onp.float32(1.0)),
+        (onp.float64(-0.0), ArrayVSpace, (), onp.float64, onp.float64(1.0)),
+        (onp.longdouble(2), ArrayVSpace, (), onp.longdouble, onp.longdouble(1)),
+        (onp.complex128(1j), ComplexArrayVSpace, (), onp.complex128, onp.complex128(1)),
+        (2.5, ArrayVSpace, (), onp.float64, onp.float64(1.0)),
+        (1j, ComplexArrayVSpace, (), onp.complex128, onp.complex128(1)),
+    ]:
+        vs = vspace(value)
+        assert type(vs) is space_type and vs.shape == shape and vs.dtype == dtype, value
+        assert vs.size == (2 if vs.iscomplex else 1) * int(onp.prod(shape))
+        ones = vs.ones()
+        assert type(ones) is type(seed) and ones.dtype == seed.dtype, value
+        onp.testing.assert_array_equal(ones, seed)
+        assert vs.ones() is not ones or not isinstance(ones, onp.ndarray)  # fresh each time
+    with pytest.raises(TypeError, match="integer dtype"):
+        vspace(onp.int64(3))
+    with pytest.raises(TypeError, match="integer dtype"):
+        vspace(onp.arange(3))
+
+
+def test_a_type_flattened_as_a_leaf_then_registered_is_a_container():
+    from chainrule._core.pytree import register_pytree_node
+
+    class Later:
+        def __init__(self, a, b):
+            self.a, self.b = a, b
+
+    item = Later(1.0, 2.0)
+    assert tree_leaves([item, item]) == [item, item]  # a leaf, twice (the second remembered)
+    register_pytree_node(Later, lambda p: ((p.a, p.b), None), lambda aux, ch: Later(*ch))
+    assert tree_leaves([item, item]) == [1.0, 2.0, 1.0, 2.0]
+    rebuilt = tree_map(lambda v: v * 10, item)
+    assert type(rebuilt) is Later and (rebuilt.a, rebuilt.b) == (10.0, 20.0)

@@ -55,12 +55,46 @@ def gmm_case(d: int = 10, k: int = 25, n: int = 1000):
     return f"gmm d={d} k={k} n={n}", module.log_posterior, (0, 1, 2, 3), module.prepare(raw)
 
 
-CASES = {"lstm": lstm_case, "ode": ode_case, "gmm": gmm_case}
+def lse_case(n: int = 2500):  # (GradBench's smallest: a 7 µs objective)
+    return f"lse n={n}", evals.module("lse").logsumexp, 0, (RNG.random(n),)
 
 
-def phases(objective, argnum, args):
-    """Each phase as a thunk; ``first call`` makes a fresh jit each time."""
-    gradient = chainrule.grad(objective, argnum=argnum)
+def det_case(ell: int = 5):  # (GradBench's smallest)
+    module = evals.module("det")
+    raw = {"ell": ell, "A": RNG.random(ell * ell).tolist()}
+    return f"det ell={ell}", module.det_by_minors, 0, module.prepare(raw)
+
+
+def kmeans_case(k: int = 10, n: int = 1000, d: int = 8):
+    points = RNG.random((n, d))
+    return (f"kmeans k={k} n={n} d={d}", evals.module("kmeans").cost, 1,
+            (points, points[-k:].copy()))  # (centroids from the points, as the eval's input)
+
+
+CASES = {"lstm": lstm_case, "ode": ode_case, "gmm": gmm_case, "kmeans": kmeans_case,
+         "lse": lse_case, "det": det_case}
+
+
+def derivative(eval_name: str, objective, argnum):
+    """The derivative an eval times: the objective's gradient, but for kmeans the Newton
+    direction (the gradient and the Hessian's diagonal, jvp of grad)."""
+    if eval_name == "kmeans":
+        return evals.module("kmeans").newton_direction
+    return chainrule.grad(objective, argnum=argnum)
+
+
+# The same derivative in GradBench's PyTorch tool (``gradbench.tools.pytorch``): its module,
+# function and the raw input of the case's arguments (compare_trees --pytorch).
+PYTORCH_MESSAGES = {
+    "kmeans": lambda args: ("kmeans", "dir", {"points": args[0].tolist(),
+                                              "centroids": args[1].tolist()}),
+}
+
+
+def phases(objective, argnum, args, eval_name: str = ""):
+    """Each phase as a thunk; ``first call`` makes a fresh jit each time. The "gradient"
+    is the eval's derivative (``derivative``)."""
+    gradient = derivative(eval_name, objective, argnum)
     jitted = chainrule.jit(gradient)  # compiled by its first call
 
     def forward():
@@ -74,10 +108,10 @@ def phases(objective, argnum, args):
             "jit cached call": lambda: jitted(*args)}
 
 
-def report(the_case, repeats: int) -> None:
+def report(the_case, repeats: int, eval_name: str = "") -> None:
     label, objective, argnum, args = the_case
-    runs = phases(objective, argnum, args)
-    nodes = count_nodes(lambda: chainrule.grad(objective, argnum=argnum)(*args))
+    runs = phases(objective, argnum, args, eval_name)
+    nodes = count_nodes(lambda: derivative(eval_name, objective, argnum)(*args))
     times = {}
     for name, run in runs.items():
         if name != "setup":  # (best_cpu_ms runs it once before the samples)
@@ -117,7 +151,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.phase:
         label, objective, argnum, case_args = case(args)
-        run = phases(objective, argnum, case_args)
+        run = phases(objective, argnum, case_args, args.eval)
         for _ in range(args.times):
             if args.phase == "backward":  # a forward pass and its backward pass
                 vjp, _ = run["forward (record)"]()
@@ -125,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
             else:
                 run[args.phase]()
         return
-    report(case(args), args.repeats)
+    report(case(args), args.repeats, args.eval)
 
 
 def case(args):

@@ -19,6 +19,11 @@ from typing import Any, NamedTuple
 _registry: dict[type, tuple[Callable, Callable]] = {}
 # type -> value_of(obj): types flattened as one leaf, the value an object stands for
 _leaf_values: dict[type, Callable] = {}
+# Types found to be plain leaves (no container of any kind, no leaf value): whether a
+# value is one depends on its type alone, so the questions (a registered type? a
+# namedtuple? a dataclass?) are asked once per type, not per value flattened (~0.3 µs of
+# every transformed call). Forgotten when a type is registered.
+_plain_leaf_types: set[type] = set()
 
 
 def register_pytree_node(cls: type, flatten: Callable, unflatten: Callable) -> None:
@@ -37,12 +42,14 @@ def register_pytree_node(cls: type, flatten: Callable, unflatten: Callable) -> N
     3.0 2.0
     """
     _registry[cls] = (flatten, unflatten)
+    _plain_leaf_types.clear()
 
 
 def register_leaf_value(cls: type, value_of: Callable) -> None:
     """Flatten objects of ``cls`` as one leaf, ``value_of(obj)`` (called by
     ``tracer.register_front_end`` for a front end's array type: chainrule.numpy's Buffer)."""
     _leaf_values[cls] = value_of
+    _plain_leaf_types.clear()
 
 
 class TreeDef(NamedTuple):
@@ -92,6 +99,8 @@ def _children(tree: Any) -> tuple[Any, Any, tuple] | None:
     if dataclasses.is_dataclass(tree) and not isinstance(tree, type):
         names = tuple(f.name for f in dataclasses.fields(tree) if f.init)
         return cls, names, tuple(getattr(tree, name) for name in names)
+    if cls not in _leaf_values:
+        _plain_leaf_types.add(cls)
     return None
 
 
@@ -115,6 +124,8 @@ def _sorted_keys(tree: dict) -> tuple:
 
 
 def tree_flatten(tree: Any) -> tuple[list, TreeDef]:
+    if type(tree) in _plain_leaf_types:  # (a transform's argument and answer, most often)
+        return [tree], LEAF
     leaves: list = []
     return leaves, _flatten_into(tree, leaves)
 
@@ -123,6 +134,9 @@ def tree_flatten(tree: Any) -> tuple[list, TreeDef]:
 # itself is a reference cycle, which would keep the leaves (and through boxes, a
 # whole recorded graph) alive until the garbage collector happens to run.
 def _flatten_into(tree: Any, leaves: list) -> TreeDef:
+    if type(tree) in _plain_leaf_types:
+        leaves.append(tree)
+        return LEAF
     parts = _children(tree)
     if parts is None:
         value_of = _leaf_values.get(type(tree))
@@ -136,7 +150,7 @@ def flatten_matching(tree: Any, treedef: TreeDef, what: str, of: str) -> list:
     """``tree``'s leaves, which must be one per leaf of ``treedef`` (a tangent or
     cotangent shaped like the input or output it belongs to)."""
     leaves, tree_def = tree_flatten(tree)
-    if len(leaves) != treedef.num_leaves:
+    if tree_def is not treedef and len(leaves) != treedef.num_leaves:
         raise ValueError(f"The {what} has structure {tree_def!r} but the {of} has "
                          f"{treedef!r}: pass one {what} per {of} leaf.")
     return leaves

@@ -19,13 +19,14 @@ import operator
 import warnings
 from collections import namedtuple
 from collections.abc import Callable, Iterable
+from functools import partial
 
 from .extension import observers
 from .forward import flattened_output
-from .heap import keeping_heap_growth
+from .heap import graph_memory
 from .pytree import flatten_matching, tree_flatten, tree_unflatten
 from .rule_table import dropping, rule_table
-from .tracer import Box, Node, check_not_leaked, isbox, trace_leaves
+from .tracer import Box, Node, check_not_leaked, trace_leaves
 from .vspace import add_values, dense, partial_types, vspace
 
 # immutable number types whose cotangents simply add (chainrule.numpy adds NumPy's scalars)
@@ -268,12 +269,17 @@ def backward_pass(seeds: list, free: bool = False) -> dict:
     """
     outgrads: dict = {}  # node -> summed cotangent so far
     owned: set = set()  # nodes whose cotangent is a buffer made here (safe to add into)
+    reached = {}  # minus creation number -> node
     for node, g in seeds:
         if g is not None:  # (no cotangent: nothing to pull back, as a rule's None)
-            _accumulate(outgrads, owned, node, g)
-    reached = {-node.seq: node for node in outgrads}  # minus creation number -> node
+            if node in outgrads:
+                _accumulate(outgrads, owned, node, g)
+            else:
+                outgrads[node] = g
+                reached[-node.seq] = node
     heap = list(reached)
-    heapq.heapify(heap)
+    if len(heap) > 1:
+        heapq.heapify(heap)
     push, pop = heapq.heappush, heapq.heappop
     root_grads = {}
     # (extension.Observer: debug_nans, report.code; a copy, as one may be turned off mid-pass)
@@ -398,6 +404,9 @@ def _accumulate(outgrads: dict, owned: set, node, g) -> None:
         owned.add(node)
 
 
+_only_item = operator.itemgetter(0)  # (a leaf's tree from its one-item list of leaves)
+
+
 def make_vjp(fun: Callable, x, free: bool = False):
     """Trace ``fun(x)`` in reverse mode; returns ``(vjp, ans)``.
 
@@ -435,28 +444,30 @@ class Recording:
                  node_type: type[VJPNode] | None = None, root_args: tuple = ()):
         """``node_type``: a subclass of ``KeptVJPNode`` to record with (sparsity detection
         records its own), its roots made with ``root_args``."""
-        leaves, self.treedef = tree_flatten(x)
-        self.spaces = [vspace(leaf) for leaf in leaves]
+        leaves, treedef = tree_flatten(x)
+        self.treedef = treedef
+        self.spaces = list(map(vspace, leaves))
         if node_type is None:
             node_type = KeptVJPNode if keep_everything else VJPNode
         self.keeps_everything = node_type.keeps_everything
-        # (keeping_heap_growth: the graph's memory stays in the heap for the next gradient)
-        with no_cycle_collection(), keeping_heap_growth():
+        # (the graph's memory stays in the heap for the next gradient: heap.py)
+        with graph_memory():
             (out_leaves, self.out_def), trace_id, self.roots = trace_leaves(
-                node_type, [root_args] * len(leaves),
-                flattened_output(fun), leaves, lambda bs: tree_unflatten(self.treedef, bs)
+                node_type, [root_args] * len(leaves), flattened_output(fun), leaves,
+                _only_item if treedef.kind is None else partial(tree_unflatten, treedef)
             )
-        self.ends = []  # (index of the output leaf, its node)
+        self.ends = ends = []  # (index of the output leaf, its node)
         values = []
         for i, leaf in enumerate(out_leaves):
-            if isbox(leaf) and leaf._trace_id == trace_id:
-                self.ends.append((i, leaf._node))
+            if type(leaf) in _box_types and leaf._trace_id == trace_id:
+                ends.append((i, leaf._node))
                 leaf = leaf._value
             else:
                 check_not_leaked(leaf)
             values.append(leaf)
         self.out_values = values
-        self.ans = tree_unflatten(self.out_def, values)
+        self.ans = values[0] if self.out_def.kind is None else \
+            tree_unflatten(self.out_def, values)
         if not self.ends:
             warnings.warn("Output seems independent of input.", stacklevel=4)
         self.free = free
@@ -470,13 +481,14 @@ class Recording:
     def pull_back(self, g):
         g_leaves = flatten_matching(g, self.out_def, "cotangent", "output")
         seeds = [(node, g_leaves[i]) for i, node in self.ends]
-        with no_cycle_collection(), keeping_heap_growth():
+        with graph_memory():
             root_grads = backward_pass(seeds, free=self.free)
         grads = []
         for root, space in zip(self.roots, self.spaces):
             grad = root_grads.get(root)
             grads.append(space.zeros() if grad is None else space.cast(grad))
-        return tree_unflatten(self.treedef, grads)
+        treedef = self.treedef
+        return grads[0] if treedef.kind is None else tree_unflatten(treedef, grads)
 
     def can_push_forward(self) -> bool:
         """Whether every recorded primitive has a JVP rule (and the graph is kept whole)."""

@@ -102,20 +102,17 @@ def _output_space(name: str, ans) -> VSpace:
 def _value_and_gradient(name: str, fun, x):
     """One reverse pass seeded with 1 for a real scalar output: (value, gradient)."""
     with reverse.no_cycle_collection():  # the graph lives from recording to the sweep
-        return _value_and_gradient_of(name, fun, x)
-
-
-def _value_and_gradient_of(name: str, fun, x):
-    vjp, ans = reverse.make_vjp(fun, x, free=True)
-    space = _output_space(name, ans)
-    if type(space) is ContainerVSpace:  # not a scalar, even with one entry (as in JAX)
-        kind = f"a {type(ans).__name__} (a container)"
-    elif space.iscomplex:
-        kind = "a complex value"
-    elif space.size != 1:
-        kind = f"a value of shape {space.shape}"
-    else:
-        return ans, vjp(space.ones())
+        recording = reverse.Recording(fun, x, free=True)
+        ans = recording.ans
+        space = _output_space(name, ans)
+        if type(space) is ContainerVSpace:  # not a scalar, even with one entry (as in JAX)
+            kind = f"a {type(ans).__name__} (a container)"
+        elif space.iscomplex:
+            kind = "a complex value"
+        elif space.size != 1:
+            kind = f"a value of shape {space.shape}"
+        else:
+            return ans, recording.pull_back(space.ones())
     raise TypeError(
         f"{name} requires a real scalar output, but the function returned {kind}. For "
         f"vector outputs use jacobian (all derivatives), elementwise_grad (sum of rows) or "

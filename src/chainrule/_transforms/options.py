@@ -35,23 +35,32 @@ def unary_to_nary(unary_operator: Callable) -> Callable:
 
     @wraps(unary_operator)
     def nary_operator(fun, argnum=0, *nary_op_args, **nary_op_kwargs):
+        fun_name = getattr(fun, "__name__", "fun")
+        one = isinstance(argnum, int) and not isinstance(argnum, bool)
+        # f(x) with a named fun: fun is the function of x already (its own name in errors)
+        fun_of_x = one and hasattr(fun, "__name__")
+
         @wraps(fun)
         def nary_f(*args, **kwargs):
-            _check_argnum(argnum, unary_operator.__name__, len(args))
+            n = len(args)
+            if not (one and -n <= argnum < n):  # (an int in range needs no more checks)
+                _check_argnum(argnum, unary_operator.__name__, n)
+            if n == 1 and fun_of_x and not kwargs:
+                return unary_operator(fun, args[0], *nary_op_args, **nary_op_kwargs)
 
             def unary_f(x):
-                if isinstance(argnum, int):
-                    subargs = subvals(args, [(argnum, x)])
+                if one:
+                    subargs = list(args)
+                    subargs[argnum] = x
                 else:
                     subargs = subvals(args, zip(argnum, x))
                 return fun(*subargs, **kwargs)
 
             # named after fun, so errors raised inside the transform (check_grads) name it
-            unary_f.__name__ = unary_f.__qualname__ = getattr(fun, "__name__", "fun")
-            x = args[argnum] if isinstance(argnum, int) else tuple(args[i] for i in argnum)
+            unary_f.__name__ = unary_f.__qualname__ = fun_name
+            x = args[argnum] if one else tuple(args[i] for i in argnum)
             return unary_operator(unary_f, x, *nary_op_args, **nary_op_kwargs)
 
-        fun_name = getattr(fun, "__name__", "fun")
         nary_f.__name__ = f"{unary_operator.__name__}_of_{fun_name}_wrt_argnum_{argnum}"
         nary_f.__qualname__ = nary_f.__name__
         nary_f.__doc__ = (  # indented as autograd's (its tests read the docstring)

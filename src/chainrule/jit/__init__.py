@@ -573,6 +573,12 @@ class JittedFunction:
             kwargs = self._with_defaults(args, kwargs)
         _, dyn = self._signature(args, kwargs)
         leaves, treedef, statics = self._split(args, kwargs)
+        # (the cycle collector paused, as for a call's trace and emit: both make objects a
+        # few per recorded call, which its collections would rescan with the whole record)
+        with no_cycle_collection():
+            return self._lowered(leaves, treedef, statics, dyn)
+
+    def _lowered(self, leaves, treedef, statics, dyn) -> Lowered:
         trace = self._record(leaves, treedef, statics, dyn, SourcedNode)
         try:
             items, _ = trace.outputs()

@@ -39,7 +39,7 @@ from itertools import chain, repeat
 
 import numpy as np
 
-from .._core.repeats import next_same, run_at, run_starts
+from .._core.repeats import Starts, next_same, run_at
 from .._core.vspace import VSpace
 from . import _roll
 from ._roll import Loop, Stride
@@ -49,6 +49,7 @@ _ANS = operator.attrgetter("ans")
 _SEQ = operator.attrgetter("seq")
 _KEY = operator.attrgetter("key")
 _PARENTS = operator.attrgetter("parents")
+_ARGS = operator.attrgetter("args")
 _PLAIN = frozenset({float, int, complex, bool, *np.sctypeDict.values()})  # keyed by type
 _IS = operator.is_
 
@@ -86,7 +87,8 @@ def node_runs(nodes: list, seqs: list[int], guarded: list) -> list[Run]:
     # a run is found)
     codes = np.fromiter(map(_KEY, nodes), np.int64, len(nodes))
     ints = codes.tolist()
-    nxt = next_same(codes, numbers=True)
+    following = next_same(codes, numbers=True, array=True)
+    nxt = following.tolist()
     seqs = np.array(seqs, np.int64)
     stops = np.sort(np.searchsorted(seqs, [g.seq for g in guarded])).tolist()
     # seq - seqs[0] -> place in ``nodes`` (a parent of a needed node is needed: its seq is
@@ -99,20 +101,20 @@ def node_runs(nodes: list, seqs: list[int], guarded: list) -> list[Run]:
     stretch = lambda period: np.maximum((min_repeats - 1) * period, _roll.MIN_INSTRUCTIONS)  # noqa: E731
     # Places are tried one by one from the start, while few fail: a record that is mostly
     # loops (a long chain's forward and backward passes) costs a ``run_at`` per loop. After
-    # ``_TRIED_ONE_BY_ONE`` failures, ``run_starts`` finds the places where a run may start
-    # for the whole record at once (it costs a pass over the record, but spares trying
-    # every place of long straight code). Both try the same places that can start a run
-    # (a run long enough agrees with itself a period later over ``stretch``: ``run_starts``
-    # finds every such place), so they find the same runs.
+    # ``_TRIED_ONE_BY_ONE`` failures, ``Starts`` finds the places where a run may start
+    # many at once (``run_starts`` over windows of the record from the place reached: it
+    # spares trying every place of long straight code). Both try the same places that can
+    # start a run (a run long enough agrees with itself a period later over ``stretch``:
+    # ``run_starts`` finds every such place), so they find the same runs.
     starts = None
     failed = 0
     i = 0
     n = len(ints)
     while i < n:
         if starts is None and failed >= _TRIED_ONE_BY_ONE:
-            starts = iter(run_starts(codes, nxt, _roll.CANDIDATES, stretch))
+            starts = Starts(codes, following, _roll.CANDIDATES, stretch)
         if starts is not None:
-            i = next((start for start in starts if start >= i), n)  # (not inside a run found)
+            i = starts.after(i)  # (not inside a run found)
             if i == n:
                 break
         period, repeats = run_at(ints, i, nxt, _roll.CANDIDATES)
@@ -178,13 +180,16 @@ def _checked(nodes: list, start: int, period: int, repeats: int, places: tuple, 
     for k in range(period):
         for parent in segment[k].parents:
             if type(parent.ans) is ArrayMeta and before[column]:
-                metas.append([nodes[p] for p in parents[:, column].tolist()])
+                metas.append(list(map(nodes.__getitem__, parents[:done, column].tolist())))
             column += 1
     for column_nodes in metas:
-        layouts = [_layout(a) for a in map(_ANS, column_nodes[:done])]
-        first = layouts[0]
-        for r, layout in enumerate(layouts):
-            if layout != first:
+        answers = list(map(_ANS, column_nodes[:done]))
+        first = answers[0]
+        if all(map(_IS, answers, repeat(first))):
+            continue  # (the trace keeps one ArrayMeta per layout, while it has few)
+        layout = _layout(first)
+        for r, ans in enumerate(answers):
+            if ans is not first and _layout(ans) != layout:
                 done = r
                 break
     if done < 3:
@@ -196,7 +201,8 @@ def _checked(nodes: list, start: int, period: int, repeats: int, places: tuple, 
         if len(first.args) != len(first.argnums):
             for j in range(len(first.args)):
                 if j not in first.argnums:
-                    column = [segment[r * period + k].args[j] for r in range(done)]
+                    column = list(map(operator.itemgetter(j),
+                                      map(_ARGS, segment[k:done * period:period])))
                     done, kind = _constant_column(first, column, done)
                     if kind == "varying":
                         constants[k, j] = column
@@ -375,16 +381,51 @@ class Folded(dict):
 
     def __missing__(self, node):
         p = self.place(node)
-        f = self._fold_at(p)  # (the folds' later iterations only: the others are lowered)
-        if f is None or p < f.run.start + 3 * f.run.period or self.nodes[p] is not node:
+        if p >= len(self.nodes) or self.nodes[p] is not node:
             raise KeyError(node)
-        ins = self[node] = f.instr(p)
-        return ins
+        return self.column([p])[0]
+
+    def column(self, places: list[int]) -> list:
+        """The instructions of the nodes at ``places`` (``self[node]`` of each): a node
+        of a folded loop's later iterations gets its own when first asked for (a long
+        loop's backward pass reads a column of its forward values: the places of one
+        fold follow each other, found once)."""
+        nodes, get = self.nodes, dict.get
+        out = []
+        f = None
+        for p in places:
+            node = nodes[p]
+            ins = get(self, node)
+            if ins is None:
+                if f is None or not f.later <= p < f.end:
+                    # (the folds' later iterations only: the others are lowered)
+                    f = self._fold_at(p)
+                    if f is None or not f.later <= p < f.end:
+                        raise KeyError(node)
+                ins = self[node] = f.instr(p)
+            out.append(ins)
+        return out
 
     def stride(self, column: np.ndarray) -> Stride | None:
         """Where the nodes at places ``column`` are the values one folded loop keeps for
         one body offset (its carried start included), at list indices ``a + b*i``: that
-        ``Stride`` (no instruction made per node), else None."""
+        ``Stride`` (no instruction made per node); or where they are but for the first or
+        last node or both, at steps of 1 or -1 (a loop's backward pass reads its forward
+        values reversed, and the last is the first iteration's, straight code): that
+        ``Stride`` with the others' instructions as its ``head`` and ``tail``; else None."""
+        found = self._stride(column)
+        if found is not None or len(column) < 4:
+            return found
+        n = len(column)
+        for h, t in ((0, 1), (1, 0), (1, 1)):
+            found = self._stride(column[h:n - t])
+            if found is not None and found.step in (1, -1):
+                places = column.tolist()
+                return found._replace(count=n - h - t, head=tuple(self.column(places[:h])),
+                                      tail=tuple(self.column(places[n - t:])))
+        return None
+
+    def _stride(self, column: np.ndarray) -> Stride | None:
         f = self._fold_at(int(column[0])) or self._fold_at(int(column[-1]))
         if f is None or len(column) < 2:
             return None
@@ -433,6 +474,8 @@ class _Fold:
         self.nodes = nodes
         self.offsets = offsets  # body instruction -> the node offset that made it
         self.made: dict[tuple, object] = {}  # (iteration, offset) -> its Instr
+        # the places of the nodes of iterations 3 and later (those ``instr`` answers)
+        self.later, self.end = run.start + 3 * run.period, run.start + run.period * run.repeats
 
     def instr(self, p: int):
         run = self.run
@@ -584,7 +627,7 @@ def _operand(node_form: tuple, targets: list, run: Run, nodes: list, instr_of: F
         column = run.positions[1:, node_form[1]]
         items = instr_of.stride(column)
         if items is None:
-            items = [instr_of[nodes[p]] for p in column.tolist()]
+            items = instr_of.column(column.tolist())
         return ("seq", items, node_form[1])
     target = targets[node_form[1]]
     if target[0] == "inv":

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .._core.reverse import no_cycle_collection
 from .._core.tracer import getval
 from ._staging import ArrayMeta, Guard, StagingNode, _identity, _NotraceCall, rules_of_call
 
@@ -47,7 +48,12 @@ class AtFirstRun:
         with _making:
             fn = self.fn
             if fn is None:
-                fn = self.fn = self.make()
+                # (the cycle collector paused: an emit makes objects a few per recorded
+                # call, which its collections rescanned with the whole record: a full one
+                # on a long record, 1.6 s of the 4096-character lstm's 3.5 s second call)
+                with no_cycle_collection():
+                    fn = self.make()
+                fn = self.fn = fn
                 self.make = None  # (what it was made from: freed)
                 program = self.program and self.program()
                 self.program = None

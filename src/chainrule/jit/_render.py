@@ -144,7 +144,9 @@ class Plan:
         loop keeps (when they are one offset of it, or the value it started from, at
         items ``a + b*i``), else from a tuple built before the loop, of slices of such
         lists where it can (``(v4, *s0[26::-1], v1)``: a line, not one text per item)."""
-        index = items if type(items) is Stride else _affine(places := _places(items))
+        if type(items) is Stride and items.count:  # (straight items around a stride)
+            return self._around_stride(items, before)
+        index = items[:4] if type(items) is Stride else _affine(places := _places(items))
         if index is not None:
             loop, offset, a, step = index
             store = self._stored(loop, offset)
@@ -160,19 +162,43 @@ class Plan:
             end = _run_end(places, r)
             if end - r >= 3:  # items r..end-1: a slice of one list
                 loop, offset, first = places[r]
-                last = places[end - 1][2]
-                store = self._stored(loop, offset)
-                step = 1 if last > first else -1
-                stop = "" if step == -1 and last == 0 else str(last + step)
-                parts.append(f"*{store}[{first}:{stop}]" if step == 1
-                             else f"*{store}[{first}:{stop}:-1]")
-                reads.append(store)
+                self._slice(parts, reads, loop, offset, first, places[end - 1][2])
                 r = end
             else:
-                text, read = self.text(items[r])
-                parts.append(text)
-                reads.append(read)
+                self._item(parts, reads, items[r])
                 r += 1
+        return self._tuple(name, parts, reads, before)
+
+    def _around_stride(self, items: Stride, before: list) -> tuple[str, str, str]:
+        """``_sequence``'s tuple for a ``Stride`` with a ``head`` or ``tail``: the same
+        text as for its items one by one (``(*s0[26::-1], v1,)``), without them."""
+        name = self._name("t")
+        parts, reads = [], []
+        for q in items.head:
+            self._item(parts, reads, q)
+        last = items.start + items.step * (items.count - 1)
+        self._slice(parts, reads, items.loop, items.offset, items.start, last)
+        for q in items.tail:
+            self._item(parts, reads, q)
+        return self._tuple(name, parts, reads, before)
+
+    def _item(self, parts: list, reads: list, item: Instr) -> None:
+        text, read = self.text(item)
+        parts.append(text)
+        reads.append(read)
+
+    def _slice(self, parts: list, reads: list, loop: Loop, offset: int, first: int,
+               last: int) -> None:
+        """The items ``first`` to ``last`` (steps of 1 or -1) of a loop's list, unpacked."""
+        store = self._stored(loop, offset)
+        step = 1 if last > first else -1
+        stop = "" if step == -1 and last == 0 else str(last + step)
+        parts.append(f"*{store}[{first}:{stop}]" if step == 1
+                     else f"*{store}[{first}:{stop}:-1]")
+        reads.append(store)
+
+    @staticmethod
+    def _tuple(name: str, parts: list, reads: list, before: list) -> tuple[str, str, str]:
         tuple_text = f"({', '.join(parts)},)"
         before.append((name, tuple_text, tuple_text, tuple(reads)))
         return f"{name}[i]", f"{name}[i]", name

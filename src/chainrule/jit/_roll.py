@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._core.repeats import next_same, run_at, run_starts
+from .._core.repeats import Starts, next_same, run_at
 
 MIN_REPEATS = 4  # iterations: fewer stay straight-line code
 MIN_INSTRUCTIONS = 48  # instructions in the whole run: a shorter one compiles fast anyway
@@ -33,12 +33,18 @@ CANDIDATES = 16  # candidate periods per position (see ``run_at``)
 
 class Stride(NamedTuple):
     """The values ``loop`` keeps for body ``offset`` at list indices ``start + step*i``
-    (see ``_render.Plan._stored``: a carried offset's list starts with its first value)."""
+    (see ``_render.Plan._stored``: a carried offset's list starts with its first value);
+    with ``head`` or ``tail`` (instructions of straight code read before or after them:
+    a backward pass reads its forward values reversed, ending with the first iteration's),
+    ``count`` of them, at steps of 1 or -1."""
 
     loop: Loop
     offset: int
     start: int
     step: int
+    count: int = 0
+    head: tuple = ()
+    tail: tuple = ()
 
 
 class Loop:
@@ -60,15 +66,16 @@ def roll(instrs: list) -> list:
     min_repeats, min_instructions = MIN_REPEATS, MIN_INSTRUCTIONS  # (tests lower them)
     ids: dict = {}
     keys = [ids.setdefault(ins.key, len(ids)) for ins in instrs]  # (ints compare fast)
-    nxt = next_same(keys)
+    following = next_same(keys, array=True)
+    nxt = following.tolist()
     units: list = []
     i = 0
     n = len(instrs)
     # (a run to roll has min_repeats iterations, and min_instructions in all)
     stretch = lambda period: np.maximum((min_repeats - 1) * period, min_instructions - period)  # noqa: E731,E501
-    for start in run_starts(keys, nxt, CANDIDATES, stretch) + [n]:
-        if start < i:
-            continue  # (inside a loop made)
+    starts = Starts(keys, following, CANDIDATES, stretch)
+    while True:
+        start = starts.after(i)  # (not inside a loop made)
         units += instrs[i:start]  # (no run starts among these: straight code)
         i = start
         if i == n:
@@ -88,7 +95,6 @@ def roll(instrs: list) -> list:
                 ins.loop, ins.offset, ins.iteration = loop, k, r
         units.append(loop)
         i += period * loop.repeats
-    units += instrs[i:]
     return units
 
 

@@ -81,7 +81,8 @@ class ArrayBox(Box):
     # ------------------------------------------------------------------ array attributes
     @property
     def shape(self):
-        return getattr(self._value, "shape", None) or _np.shape(self._value)
+        shape = getattr(self._value, "shape", None)  # (a 0-d one's () too: np.shape ~0.5 µs)
+        return _np.shape(self._value) if shape is None else shape
 
     @shape.setter
     def shape(self, shape) -> None:
@@ -101,11 +102,13 @@ class ArrayBox(Box):
 
     @property
     def ndim(self):
-        return _np.ndim(self._value)
+        value = self._value
+        return value.ndim if type(value) is _np.ndarray else _np.ndim(value)
 
     @property
     def size(self):
-        return _np.size(self._value)
+        value = self._value
+        return value.size if type(value) is _np.ndarray else _np.size(value)
 
     @property
     def dtype(self):
@@ -442,7 +445,9 @@ class ArrayBox(Box):
     def reshape(self, *shape, order="C"):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
-        return anp.reshape(self, shape, order=order)
+        # (NumPy's default order given by no keyword: a call with keywords is recorded
+        # through the tracer's general path, ~1 µs more)
+        return anp.reshape(self, shape) if order == "C" else anp.reshape(self, shape, order=order)
 
     def transpose(self, *axes):
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
@@ -450,7 +455,7 @@ class ArrayBox(Box):
         return anp.transpose(self, axes or None)
 
     def ravel(self, order="C"):
-        return anp.ravel(self, order=order)
+        return anp.ravel(self) if order == "C" else anp.ravel(self, order=order)
 
     def squeeze(self, axis=None):
         return anp.squeeze(self, axis=axis)

@@ -28,7 +28,7 @@ from ..._core.rules import (
     deftaylor_linear,
     defvjp_direct,
 )
-from ..._core.tracer import derivative_free, getval
+from ..._core.tracer import derivative_free, getval, isbox
 from ..._sparsity.patterns import (
     _lines,
     contraction_pattern,
@@ -44,8 +44,9 @@ from .. import numpy_wrapper as anp
 from ..batched import example_ndim
 from ..batching_patterns import along_axis, named_axes
 from ..numpy_boxes import array_astype
-from ..placement import constant_like, index_like, on_host
+from ..placement import SCALAR_TYPES, constant_like, index_like, on_host
 from ._helpers import (
+    NUMPY_SCALARS,
     batch_shifted_axis,
     dtype_of,
     expand_to,
@@ -76,6 +77,8 @@ def _unsupported(name: str, **options) -> None:
 def _axes(ndim: int, axis) -> tuple:
     if axis is None:
         return tuple(range(ndim))
+    if type(axis) is int and ndim:  # (the common call, without NumPy's ndim)
+        return (axis % ndim,)
     axes = (axis,) if _np.ndim(axis) == 0 else tuple(axis)
     return tuple(sorted(a % ndim for a in axes)) if ndim else ()
 
@@ -86,7 +89,11 @@ def _real_dtype(x):
 
 def _kept(value, x, axis, keepdims):
     """A reduction's (raw) answer reshaped to broadcast against ``x``."""
-    return value if keeps_dims(keepdims) else _np.reshape(value, keepdims_shape(shape_of(x), axis))
+    if keeps_dims(keepdims):
+        return value
+    shape = keepdims_shape(shape_of(x), axis)
+    # (an ndarray's own method: numpy.reshape's Python layer costs as much as the reshape)
+    return value.reshape(shape) if type(value) is _np.ndarray else _np.reshape(value, shape)
 
 
 # ----------------------------------------------------------------------------- weighted sums
@@ -94,6 +101,13 @@ def _kept(value, x, axis, keepdims):
 
 
 def _weights_vjp(g, x, weights, axis, keepdims):
+    if type(g) in SCALAR_TYPES and type(weights) is _np.ndarray and type(x) is _np.ndarray \
+            and weights.shape == x.shape and (
+                weights.dtype.kind == "b" or getattr(g, "dtype", None) == weights.dtype):
+        # one number's cotangent (max(x)): g times the weights as they are, the bits of
+        # the reshape to 1 x ... x 1 below without NumPy's ndim/shape/reshape layers (the
+        # dtypes agree, or bool weights: a number then promotes as its array would)
+        return match_dtype(g * weights, x)
     q_ndim = _np.ndim(weights) - _np.ndim(getval(x))
     q_shape = _np.shape(weights)[:q_ndim]
     g = anp.reshape(g, q_shape + keepdims_shape(shape_of(x), axis))
@@ -128,13 +142,70 @@ def _share_equal(mask, axis):
     return mask / _np.maximum(count, 1)
 
 
-def _extreme_weights(ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
-    xv = derivative_free(x)
-    mask = xv == _kept(derivative_free(ans), xv, axis, keepdims)
+def _extreme_mask(ans, x, axis, keepdims, initial, where):
+    """``(mask, alone)``: where ``x`` equals its extreme ``ans``, and whether each answer
+    is exactly one element's (no tie, no nan answer, no ``initial`` or ``where``; a real
+    ``x``: see ``_extreme_jvp``)."""
+    xv, av = derivative_free(x), derivative_free(ans)
+    # (a number, the answer over every axis, compares with x as it is: no reshape)
+    same = type(av) in NUMPY_SCALARS and av.dtype == dtype_of(xv)  # (as its array compares)
+    mask = xv == (av if same else _kept(av, xv, axis, keepdims))
     if _given(where):
-        mask = mask & where
-    w = _share_equal(mask, axis)
-    return w.astype(_real_dtype(xv), copy=False), axis, keepdims  # (w is fresh)
+        return mask & where, False
+    if _given(initial) or dtype_of(xv).kind != "f":  # (the answer may be ``initial``)
+        return mask, False
+    # An answer that is not nan is one of its elements, so each answer has at least one
+    # True in the mask; as many Trues as answers then means exactly one each (a count and
+    # an isnan over the answers cost less than the count per answer that ties need).
+    if isbox(xv):  # a staged value (chainrule.jit): the program decides, and jit guards
+        return mask, bool(anp.count_nonzero(mask) == anp.size(av)) and \
+            not bool(anp.any(anp.isnan(av)))
+    if type(xv) is not _np.ndarray:  # (a duck array: the shared weights, always right)
+        return mask, False
+    # (a number is nan where it differs from itself: NumPy's isnan(...).any() of a number
+    # costs 2.5 µs, the comparison a few ns)
+    nan = av != av if same else _np.isnan(av).any()
+    return mask, _np.count_nonzero(mask) == av.size and not nan
+
+
+def _extreme_shares(mask, alone, x, axis):
+    if alone:
+        return mask  # (a boolean mask multiplies as the weights 1 and 0)
+    return _share_equal(mask, axis).astype(_real_dtype(derivative_free(x)), copy=False)
+
+
+def _extreme_weights(ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
+    mask, alone = _extreme_mask(ans, x, axis, keepdims, initial, where)
+    return _extreme_shares(mask, alone, x, axis), axis, keepdims
+
+
+def _extreme_jvp(t, ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """An extreme's tangent where each answer is one element's: that element's tangent,
+    taken at its position (at 1000 x 10, a fifth of the product with the weights and its
+    sum over the axis, which ties need)."""
+    mask, alone = _extreme_mask(ans, x, axis, keepdims, initial, where)
+    ndim = len(shape_of(x))
+    axes = _axes(ndim, axis)
+    if not alone or 1 < len(axes) < ndim:
+        return _weights_jvp(t, ans, x, _extreme_shares(mask, alone, x, axis), axis)
+    if isbox(mask):
+        # Staged (chainrule.jit), a position read from the mask would be guarded, so each
+        # new position would trace again: a sum over the axis instead, of the tangent where
+        # the mask holds and 0.0 elsewhere, which is the taken tangent + 0.0 bit for bit
+        # (NumPy's sums start from +0.0: a -0.0 alone sums to 0.0)
+        return match_dtype(anp.reshape(anp.sum(anp.where(mask, t, 0.0), axis=axes),
+                                       shape_of(ans)), ans)
+    if len(axes) == ndim:  # every axis: one answer, a NumPy scalar (keepdims: 1 x ... x 1)
+        at = mask.argmax()
+    else:
+        if axes[0] != ndim - 1:  # the reduced axis last: the positions row after row
+            t, mask = anp.moveaxis(t, axes[0], -1), _np.moveaxis(mask, axes[0], -1)
+        at = mask.ravel().nonzero()[0]  # (flatnonzero, without NumPy's Python layers)
+    # (+ 0.0: a picked -0.0 is 0.0, as in the sum above and the weighted sum of ties; an
+    # ndarray's own methods, as in _kept)
+    if type(t) is _np.ndarray:
+        return match_dtype((t.take(at) + 0.0).reshape(shape_of(ans)), ans)
+    return match_dtype(anp.reshape(anp.take(t, at) + 0.0, shape_of(ans)), ans)
 
 
 def _ptp_weights(ans, x, axis=None, out=None, keepdims=False):
@@ -218,6 +289,8 @@ def _sum_vjp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial
 def _sum_jvp(t, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
              where=None):
     # ``initial`` is a constant offset: it has no tangent
+    if type(t) is _np.ndarray and not _given(where):  # (what numpy.sum calls, past its layer)
+        return _np.add.reduce(t, axis, dtype, keepdims=keeps_dims(keepdims))
     return anp.sum(t, axis, dtype, keepdims=keepdims, **({"where": where} if _given(where) else {}))
 
 
@@ -939,6 +1012,7 @@ defsparsity(anp.corrcoef,   _covariance_pattern)
 # ----------------------------------------------------------------------------- selections
 for _fun in (anp.max, anp.min, anp.amax, anp.amin, anp.nanmax, anp.nanmin):
     _selection(_fun, _extreme_weights)
+    defjvp_direct(_fun, _extreme_jvp)  # (the one element's tangent: no weights)
     defsparsity(_fun, reduction_pattern)
     defbatch(_fun, along_axis(_fun, "all"))
     deftaylor_linear(_fun)
