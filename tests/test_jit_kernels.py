@@ -185,7 +185,6 @@ def test_jit_of_logsumexps_gradient_is_eager_bit_for_bit():
     for v in (x, ties, -x, x):
         _bits(jg(v), cr.grad(lse)(v))
     source = jg.lower(x).source
-    assert "_kernels.count_true(" in source and "_kernels.indicator_add(" in source
     assert "_kernels.negated_sum(" in source
 
 
@@ -312,38 +311,14 @@ def test_placed_is_untake_of_a_basic_index(index, shape):
     _bits(_kernels.placed(g, index, shape), untake(g, index, shape, onp.dtype(onp.float64)))
 
 
-@pytest.mark.parametrize("g", [0.75, -0.5, 0.0, -0.0, onp.nan, onp.inf, 1e-320])
-@pytest.mark.parametrize("count", [1, 3, 0])
-def test_indicator_add_is_numpys_three_calls(g, count):
-    rng = onp.random.default_rng(14)
-    acc = rng.standard_normal(500)
-    acc[:4] = [-0.0, 0.0, onp.nan, -onp.inf]
-    b = onp.zeros(500, bool)
-    b[[0, 2, 9, 300][:max(count, 1)]] = True
-    c = onp.array([count])
-    gs = onp.array([g])
-    with warnings.catch_warnings(record=True) as want_warnings:
-        warnings.simplefilter("always")
-        want = onp.add(acc, onp.multiply(gs, onp.divide(b, c)))
-    for out in (None, acc.copy()):
-        with warnings.catch_warnings(record=True) as got_warnings:
-            warnings.simplefilter("always")
-            try:
-                got = _kernels.indicator_add(acc if out is None else out, b, c, gs, out=out)
-            except FloatingPointError:
-                assert want_warnings  # (raised where NumPy warns: the call is then eager)
-                continue
-        _bits(got, want)
-        assert [str(w.message) for w in got_warnings] == [str(w.message) for w in want_warnings]
-
-
 def median_of_rows(x):
     return np.sum(np.sin(np.nanmedian(x, axis=1)))
 
 
-def test_an_indicator_over_counts_of_several_entries_is_not_fused(monkeypatch):
-    # (found by the jit contract with the size thresholds at 0: np.size of a traced
-    # array's record, which has no shape, was 1, so counts per row were taken for one)
+def test_nanmedians_gradient_with_every_form_on_small_arrays_is_eager(monkeypatch):
+    # (found by the jit contract with the size thresholds at 0, against a fused form of
+    # max's derivative since dropped: np.size of a traced array's record, which has no
+    # shape, was 1, so counts per row were taken for one)
     for name in ("LANES_MIN_SIZE", "SUM_MIN_SIZE", "INDICATOR_MIN_SIZE", "NEGATED_MIN_SIZE"):
         monkeypatch.setattr(_kernels, name, 0)
     g = cr.grad(median_of_rows)
@@ -353,7 +328,16 @@ def test_an_indicator_over_counts_of_several_entries_is_not_fused(monkeypatch):
     with onp.errstate(all="ignore"):
         for v in (x, y, x):
             _bits(jg(v), g(v))
-    assert "_kernels.indicator_add(" not in jg.lower(x).source
-    b = onp.array([[True, False], [True, True]])
-    acc, c, gs = onp.ones((2, 2)), onp.array([[1], [2]]), onp.array([[0.5], [-1.0]])
-    _bits(_kernels.indicator_add(acc, b, c, gs), acc + gs * (b / c))
+
+
+def test_max_tied_at_the_trace_and_a_count_of_booleans_take_their_forms():
+    # (max's derivative shares its weight among ties: a trace that saw a tie stages the
+    # shares, (x == max) / count, whose sum of booleans and division take their forms)
+    jg = cr.jit(cr.grad(lse))
+    x = onp.random.default_rng(15).random(40000)
+    ties = x.copy()
+    ties[[5, 7000]] = ties.max() + 0.5
+    for v in (ties, ties * 2.0, ties, x):
+        _bits(jg(v), cr.grad(lse)(v))
+    source = jg.lower(ties).source
+    assert "_kernels.indicator_divide(" in source and "_kernels.count_true(" in source

@@ -22,9 +22,6 @@ which do the same arithmetic in other loops:
 - ``indicator_divide``: a boolean array divided by positive integer counts (the
   derivative of ``max``: ``(x == max) / count``), NumPy's division casting the booleans
   through buffers: 1.0 / count copied where the booleans hold, into zeros.
-- ``indicator_add``: that indicator times a number, added into a cotangent: ``acc`` plus
-  the product by 0.0 everywhere, then the sum where the indicator holds (one or a few
-  places): two passes over the array fewer.
 - ``negated_sum``: a sum over all axes of ``np.negative(x)`` (subtraction's derivative
   for a broadcast operand), as the negated sum of ``x`` where that is the same bits.
 - ``scatter_sum``: the cotangent of a vector indexed by a constant integer array (``det``'s
@@ -171,26 +168,6 @@ def scatter_sum(g: np.ndarray, index: np.ndarray, shape: tuple) -> np.ndarray:
     if np.isfinite(out).all():
         return out
     return untake(g, index, shape, np.dtype(np.float64))
-
-
-def indicator_add(acc: np.ndarray, b: np.ndarray, c: Any, g: Any,
-                  out: np.ndarray | None = None) -> np.ndarray:
-    """``acc + g * np.divide(b, c)`` (max's derivative added into a cotangent) for ``g``
-    and ``c`` of one entry: where ``b`` is false the product is ``g * 0.0``; where it holds,
-    ``acc + g * (1.0 / c)``, as NumPy computes them. Counts that are not positive and a
-    ``g`` that is not finite (whose product by 0.0 is nan) compute as NumPy does.
-    ``out``: ``acc`` itself, where the program lets the sum write into it."""
-    counts = np.asarray(c, np.float64).reshape(-1)
-    factor = np.asarray(g).reshape(-1)
-    if not (counts.size == factor.size == 1 and counts[0] > 0 and np.isfinite(factor[0])):
-        return np.add(acc, np.multiply(g, np.divide(b, c)), out=out)
-    with strict():
-        taken = acc[b] + factor[0] * (np.float64(1.0) / counts[0])
-    # (acc + 0.0 makes a -0.0 0.0, and acc + -0.0 quiets a signalling nan: added as NumPy
-    # adds them, in one pass)
-    out = np.add(acc, factor[0] * 0.0, out=out)
-    out[b] = taken
-    return out
 
 
 def count_true(a: np.ndarray, shape: tuple | None, dtype: np.dtype) -> Any:
