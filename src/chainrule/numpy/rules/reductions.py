@@ -186,7 +186,7 @@ def _extreme_jvp(t, ans, x, axis=None, out=None, keepdims=False, initial=None, w
     mask, alone = _extreme_mask(ans, x, axis, keepdims, initial, where)
     ndim = len(shape_of(x))
     axes = _axes(ndim, axis)
-    if not alone or 1 < len(axes) < ndim:
+    if not alone or 1 < len(axes) < ndim or not axes and ndim:  # (axis=(): no reduction)
         return _weights_jvp(t, ans, x, _extreme_shares(mask, alone, x, axis), axis)
     if isbox(mask):
         # Staged (chainrule.jit), a position read from the mask would be guarded, so each
