@@ -185,7 +185,7 @@ def test_jit_of_logsumexps_gradient_is_eager_bit_for_bit():
     for v in (x, ties, -x, x):
         _bits(jg(v), cr.grad(lse)(v))
     source = jg.lower(x).source
-    assert "_kernels.negated_sum(" in source
+    assert "_kernels.negated_sum(" in source and "_kernels.mask_product(" in source
 
 
 @pytest.mark.parametrize("x", [[1.5, -2.25, 1e-300], [1.0, -1.0], [0.0, -0.0], [-0.0, -0.0],
@@ -341,3 +341,22 @@ def test_max_tied_at_the_trace_and_a_count_of_booleans_take_their_forms():
         _bits(jg(v), cr.grad(lse)(v))
     source = jg.lower(ties).source
     assert "_kernels.indicator_divide(" in source and "_kernels.count_true(" in source
+
+
+@pytest.mark.parametrize("g", [0.75, -0.5, 0.0, -0.0, onp.nan, -onp.inf, 5e-324])
+def test_mask_product_is_numpys_product(g):
+    mask = onp.random.default_rng(16).random((30, 40)) > 0.9
+    for number in (onp.array([g]), onp.float64(g), onp.array([[g]])):
+        for a, b in ((number, mask), (mask, number)):
+            with warnings.catch_warnings(record=True) as want_warnings:
+                warnings.simplefilter("always")
+                want = onp.multiply(a, b)
+            with warnings.catch_warnings(record=True) as got_warnings:
+                warnings.simplefilter("always")
+                got = _kernels.mask_product(a, b, want.shape)
+            _bits(got, want)
+            assert [str(w.message) for w in got_warnings] == \
+                [str(w.message) for w in want_warnings]
+            into = onp.full(want.shape, 3.0)
+            assert _kernels.mask_product(a, b, want.shape, out=into) is into
+            _bits(into, want)

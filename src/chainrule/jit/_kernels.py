@@ -22,6 +22,8 @@ which do the same arithmetic in other loops:
 - ``indicator_divide``: a boolean array divided by positive integer counts (the
   derivative of ``max``: ``(x == max) / count``), NumPy's division casting the booleans
   through buffers: 1.0 / count copied where the booleans hold, into zeros.
+- ``mask_product``: a boolean mask times a number (max's derivative without ties): the
+  number times 0.0 everywhere, the number copied where the mask holds.
 - ``negated_sum``: a sum over all axes of ``np.negative(x)`` (subtraction's derivative
   for a broadcast operand), as the negated sum of ``x`` where that is the same bits.
 - ``scatter_sum``: the cotangent of a vector indexed by a constant integer array (``det``'s
@@ -170,6 +172,23 @@ def scatter_sum(g: np.ndarray, index: np.ndarray, shape: tuple) -> np.ndarray:
     return untake(g, index, shape, np.dtype(np.float64))
 
 
+def mask_product(a: Any, b: Any, shape: tuple, out: np.ndarray | None = None) -> np.ndarray:
+    """``np.multiply(a, b)`` of a boolean mask and a float64 number of one entry (max's
+    derivative where the trace saw no tie: the cotangent times the mask), which NumPy
+    computes casting the booleans through buffers: the number times 0.0 everywhere, the
+    number itself (times 1.0) where the mask holds. A number that is not finite (whose
+    product by 0.0 is nan, with a warning) multiplies as NumPy does."""
+    mask, number = (a, b) if getattr(a, "dtype", None) == np.bool_ else (b, a)
+    factor = np.asarray(number).reshape(-1)
+    if factor.size != 1 or not np.isfinite(factor[0]):
+        return np.multiply(a, b, out=out)
+    if out is None:
+        out = np.empty(shape)
+    out.fill(factor[0] * 0.0)
+    np.copyto(out, factor[0], where=mask)
+    return out
+
+
 def count_true(a: np.ndarray, shape: tuple | None, dtype: np.dtype) -> Any:
     """``np.add.reduce(a, None)`` of a boolean array: a scalar of ``dtype``, or an array
     of ``shape`` (``keepdims``)."""
@@ -227,6 +246,15 @@ def ufunc_code(ufunc: np.ufunc, vals: list, ans: Any, texts: list[str], bind) ->
             and vals[0].shape == ans.shape and _size(ans.shape) >= INDICATOR_MIN_SIZE \
             and c_ordered(ans):
         return f"{bind(indicator_divide)}({', '.join(texts)}, {ans.shape!r})"
+    if ufunc is np.multiply and len(vals) == 2 and type(ans) is ArrayMeta \
+            and ans.dtype == np.float64 and _size(ans.shape) >= INDICATOR_MIN_SIZE \
+            and c_ordered(ans) and sorted(getattr(v, "dtype", None) == np.bool_
+                                          for v in vals) == [False, True]:
+        mask, number = vals if getattr(vals[0], "dtype", None) == np.bool_ else vals[::-1]
+        if mask.shape == ans.shape and getattr(number, "dtype", None) == np.float64 \
+                and _size(np.shape(number) if type(number) is not ArrayMeta
+                          else number.shape) == 1:
+            return f"{bind(mask_product)}({', '.join(texts)}, {ans.shape!r})"
     if type(ans) is not ArrayMeta or ans.ndim < 2 or not 2 <= ans.shape[-1] <= MAX_LANES \
             or ans.dtype.hasobject or _size(ans.shape) < LANES_MIN_SIZE \
             or ufunc.nout != 1 or ufunc.nin != len(vals):
@@ -375,7 +403,7 @@ def layout_key(raw: Any, entry: Any, vals: list, ans: Any) -> tuple:
     if getattr(raw, "ufunc", None) is None:
         return ()
     if not (type(ans) is ArrayMeta and ans.ndim and ans.shape[-1] <= MAX_SUM_LANES) and \
-            not (vals and getattr(vals[0], "dtype", None) == np.bool_):
+            not any(getattr(v, "dtype", None) == np.bool_ for v in vals):
         return ()
     return (_layout(ans), *map(_layout, vals))
 
