@@ -17,6 +17,7 @@ views) without NumPy's Python layers.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +25,7 @@ import numpy as np
 
 from .._core.rule_table import PrimitiveRules
 from ..numpy.rules._helpers import bound_texts
+from ._kernels import negated_sum, sum_code, ufunc_code
 from ._staging import ArrayMeta
 
 # raw function -> (its ufunc's reduce, one bound method for every program: ``bind`` names
@@ -46,9 +48,14 @@ def direct_call(
     texts: list[str],
     kwtexts: dict[str, str],
     bind: Callable[[Any], str],
+    ans: Any = None,
+    negated: bool = False,
 ) -> str | None:
     """``vals``: the arguments' values at trace time; ``texts``/``kwtexts``: their code;
-    ``entry``: the primitive's rules (its ``reduction`` and ``lowering``)."""
+    ``entry``: the primitive's rules (its ``reduction`` and ``lowering``); ``ans``: the
+    answer at trace time (where it is an ``ArrayMeta``, a call whose inner loop is short
+    may be written as one of ``_kernels``' faster forms); ``negated``: the operand is a
+    negation the program does not make (``_emit._absorbed``), which a sum then makes."""
     first_array = bool(vals) and (type(vals[0]) is ArrayMeta or type(vals[0]) is np.ndarray)
     if first_array and entry.lowering is not None:
         code = entry.lowering(vals, texts, kwtexts)
@@ -58,6 +65,10 @@ def direct_call(
     if ufunc is not None:
         if not any(type(v) is ArrayMeta or type(v) is np.ndarray for v in vals):
             return None  # scalars: the scalar path decides (float mode writes it out)
+        if not kwtexts and type(ans) is ArrayMeta:
+            code = ufunc_code(ufunc, vals, ans, texts, bind)
+            if code is not None:
+                return code
         args = texts + [f"{k}={v}" for k, v in kwtexts.items()]
         return f"{bind(ufunc)}({', '.join(args)})"
     if not first_array or entry.reduction is None:
@@ -69,6 +80,34 @@ def direct_call(
     head = [texts[0], b.get("axis", "None"), b.get("dtype", "None") if "dtype" in params else
             "None", "None"]
     rest = [f"{k}={b[k]}" for k in ("keepdims", "initial", "where") if k in b]
+    if negated:
+        return f"{bind(negated_sum)}({bind(reducer)}, {', '.join(head[:2] + rest)})"
+    if entry.reduction is np.add and head[2] == "None" and not {"initial", "where"} & set(b):
+        code = sum_code(vals[0], _literal(head[1]), _literal(b.get("keepdims", "False")) is True,
+                        ans, texts[0], bind)
+        if code is not None:
+            return code
     while not rest and len(head) > 2 and head[-1] == "None":
         head.pop()  # dtype and out at their defaults (the axis stays: reduce's is 0)
     return f"{bind(reducer)}({', '.join(head + rest)})"
+
+
+def _literal(text: str) -> Any:
+    """The axis or flag a code text writes as a literal (``2``, ``(1,)``, ``None``,
+    ``True``), or a marker that matches nothing (a constant's name ...). (Not
+    ``ast.literal_eval``, whose closures are reference cycles at every call.)"""
+    if text in _NAMED:
+        return _NAMED[text]
+    parts = text[1:-1].split(",") if text[:1] == "(" and text[-1:] == ")" else None
+    if parts is not None and parts[-1].strip() == "":
+        parts.pop()  # ((1,): one part)
+    items = [text] if parts is None else parts
+    if not all(_INT.fullmatch(p.strip()) for p in items):
+        return _UNKNOWN
+    numbers = tuple(int(p) for p in items)
+    return numbers[0] if parts is None else numbers
+
+
+_NAMED = {"None": None, "True": True, "False": False}
+_INT = re.compile(r"-?\d+")
+_UNKNOWN = object()

@@ -37,6 +37,7 @@ from ._errstate import underflow_heard
 from ._fold import Folded, fold, node_runs
 from ._instr import Instr
 from ._interpret import interpret
+from ._kernels import layout_key
 from ._notices import JitWarning, user_stacklevel
 from ._program import MISS, RAISED, AtFirstRun, Program, copied_together, needed, same
 from ._render import Plan
@@ -284,9 +285,13 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
 
     walk = _walk(nodes, runs, instrs, lambda run, first, second: fold(
         run, nodes, instrs, first, second, instr_of, constant, escaping))
+    absorbed = _absorbed(nodes, escaping, guards_by_node, runs)
     for node in walk:
         fun = node.fun
-        if fun is None:
+        if absorbed and node in absorbed:
+            # its operand stands for it: no line of its own (see ``_absorbed``)
+            instr_of[node] = instr_of[node.parents[0]]
+        elif fun is None:
             ins = instr_of[node] = Instr("input", node, None, None, [], "")
             ins.var = f"x{node.index}"
             if type(node.ans) in _AS_NUMPY:  # the trace boxed it as a NumPy scalar
@@ -347,7 +352,10 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
                 # program's condition); not the constants' values (but where the entry
                 # says the code reads them, ``lowered_by_value``: moveaxis writes the
                 # permutation its axes and the operand's ndim make)
-                sig = (fun, argnums, type(ans), *map(type, vals))
+                negated = bool(absorbed) and parents[0] in absorbed and \
+                    absorbed[parents[0]] == "negated"
+                sig = (fun, argnums, type(ans), *map(type, vals), negated,
+                       *layout_key(raw, entry, vals, ans))
                 if consts or kwtexts:
                     sig += (*kwtexts, *[c[2] is None for c in consts])
                 by_eye = False
@@ -359,7 +367,7 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
                 made = memo.get(sig)
                 if made is None:
                     made = memo[sig] = _template(raw, fun, entry, node, vals, slots, kwmap,
-                                                 kwtexts, fun_name)
+                                                 kwtexts, fun_name, negated)
                     if by_eye:
                         made = memo[sig] = _by_identity(made, argnums[0], fun_name)
                 code, fast, label, elementwise, view, code_key = made
@@ -395,6 +403,80 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
     return instrs, instr_of, floats
 
 
+def _absorbed(nodes: list[StagingNode], escaping: set[StagingNode], guarded: dict,
+              runs: list) -> dict[StagingNode, str]:
+    """The calls whose operand stands for them in the program (``_lower`` writes no line
+    for them), with why:
+
+    - ``"view"``: ``np.broadcast_to(x, shape)`` (a sum's derivative spreading its
+      cotangent) read only by elementwise ufuncs that broadcast ``x`` to the same answer
+      themselves: the same values, into an answer the same layout (NumPy's iterator sees
+      a broadcast axis as stride 0 either way), without the Python of ``broadcast_to``.
+    - ``"negated"``: ``np.negative(x)`` of floats read only by a sum over all its axes,
+      which then sums ``x`` and negates the total (``_kernels.negated_sum``: the same bits
+      where the total is neither zero nor nan, one pass over ``x`` fewer).
+
+    Never an output (or what one views), a guarded value, or a call in a folded loop."""
+    candidates: dict[StagingNode, list] = {}
+    for node in nodes:
+        fun = node.fun
+        if fun is None or node.kwargs or node.argnums != (0,) or \
+                type(node.ans) is not ArrayMeta:
+            continue
+        raw = fun.fun
+        if (raw is _np.broadcast_to and len(node.args) == 2) or (
+                getattr(raw, "ufunc", None) is _np.negative and len(node.args) == 1
+                and node.ans.dtype.kind == "f"):
+            candidates[node] = []
+    if not candidates:
+        return {}
+    for node in nodes:
+        for parent in node.parents:
+            readers = candidates.get(parent)
+            if readers is not None:
+                readers.append(node)
+    folded = [(run.start, run.start + run.period * run.repeats) for run in runs]
+    where = {node: k for k, node in enumerate(nodes) if node in candidates} if folded else {}
+    found = {}
+    for node, readers in candidates.items():
+        if not readers or node in escaping or node in guarded or \
+                type(node.parents[0].ans) is not ArrayMeta or \
+                any(start <= where[node] < end for start, end in folded):
+            continue
+        if node.fun.fun is _np.broadcast_to:
+            if all(_broadcasts_itself(reader, node) for reader in readers):
+                found[node] = "view"
+        elif len(readers) == 1 and _sums_all(readers[0], node):
+            found[node] = "negated"
+    return found
+
+
+def _broadcasts_itself(reader: StagingNode, view: StagingNode) -> bool:
+    """Whether ``reader`` is an elementwise ufunc whose answer is as large with ``view``'s
+    operand in its place (and it is one of those: ``_lower`` runs them on arrays)."""
+    raw = reader.fun.fun
+    if reader.kwargs or len(reader.argnums) != len(reader.args) or \
+            type(reader.ans) is not ArrayMeta or reader.ans.shape != view.ans.shape or \
+            not _elementwise_array(raw, reader, [p.ans for p in reader.parents]):
+        return False
+    shapes = [(view.parents[0] if p is view else p).ans.shape for p in reader.parents]
+    try:
+        return _np.broadcast_shapes(*shapes) == reader.ans.shape
+    except ValueError:
+        return False
+
+
+def _sums_all(reader: StagingNode, negated: StagingNode) -> bool:
+    """Whether ``reader`` is a sum of ``negated`` (its one traced operand) over all axes,
+    answering one float (where a sum over an axis may take a faster form: ``_kernels``)."""
+    ans = reader.ans
+    size = 1 if type(ans) is not ArrayMeta else _np.prod(ans.shape)
+    return rules_of_call(reader).reduction is _np.add and reader.argnums == (0,) and \
+        len(reader.parents) == 1 and reader.parents[0] is negated and size == 1 and \
+        getattr(ans, "dtype", None) == negated.ans.dtype and \
+        not {"dtype", "out", "initial", "where"} & set(reader.kwargs)
+
+
 def _comment(label: str, node: StagingNode) -> str:
     """A call's comment: its primitive, and the user's line where the record knows it
     (``SourcedNode``, whose line explain's ``report.code`` may give)."""
@@ -403,7 +485,7 @@ def _comment(label: str, node: StagingNode) -> str:
 
 
 def _template(raw, fun, entry, node: StagingNode, vals: list, slots: list, kwmap: dict,
-              kwtexts: list, fun_name) -> tuple:
+              kwtexts: list, fun_name, negated: bool = False) -> tuple:
     """What a call's instruction is, from what decides it (``_lower`` keeps the answer
     for the next call like it): its code, its float-program code (None where it has
     none), its label, whether it makes a new array elementwise, whether its answer may
@@ -414,7 +496,7 @@ def _template(raw, fun, entry, node: StagingNode, vals: list, slots: list, kwmap
     if _scalar_operator(entry.operator, node, vals):
         code = entry.label.format(*holes)
     else:
-        code = direct_call(raw, entry, vals, holes, kwmap, fun_name) or (
+        code = direct_call(raw, entry, vals, holes, kwmap, fun_name, node.ans, negated) or (
             f"{fun_name(raw)}({', '.join(holes + kwtexts)})"
         )
     fast = _float_call(raw, entry, holes, node.argnums, fun_name) if _float_node(node) else None

@@ -60,3 +60,23 @@ def acts() -> bool:
         return False
     return bool(modes)
 
+
+
+_strict_last: tuple = (object(), {})  # the error state seen last, and strict()'s modes for it
+
+
+def strict() -> np.errstate:
+    """A context in which a floating-point error raises where the caller's error state
+    does anything with it (warns, raises, calls out), and is ignored where the state
+    ignores it: for a faster form of a NumPy call (``_kernels``), whose error then makes
+    the program evaluate the call eagerly, with NumPy's own warning or error."""
+    global _strict_last
+    if _extobj_contextvar is None:  # pragma: no cover
+        return np.errstate(**{k: "ignore" if v == "ignore" else "raise"
+                              for k, v in np.geterr().items()})
+    current = _extobj_contextvar.get()
+    last = _strict_last
+    if current is not last[0]:
+        last = _strict_last = (current, {k: "ignore" if v == "ignore" else "raise"
+                                         for k, v in np.geterr().items()})
+    return np.errstate(**last[1])

@@ -1,0 +1,266 @@
+"""Faster forms of NumPy calls whose inner loop is short, with NumPy's bits.
+
+NumPy runs a ufunc over the broadcast shape with one C call of its inner loop per run of
+the innermost axis that all operands can merge: ``x[None, :, :] - mu[:, None, :]`` of
+shape (5, 1000, 2) makes 5000 calls of two elements each, and ``np.sum(a, axis=-1)`` of
+that shape 5000 reductions of two. On small axes that per-call cost is most of the
+time (GradBench's gmm at d=2). The emitted program writes such calls as these functions,
+which do the same arithmetic in other loops:
+
+- ``lanes``: an elementwise ufunc, one call per position of the short last axis (each a
+  long loop over the others). Elementwise, so the same values, into an answer laid out
+  as NumPy lays out its own (C order: the emitter checks the traced answer's strides).
+- ``lane_sum``: ``np.add.reduce`` over a short last axis (2 to 7 entries) of a C-ordered
+  float array: NumPy adds such an axis in order from 0.0, ((0.0 + a0) + a1) + a2 ...,
+  which lane-by-lane adds do too (``exact_lane_sum`` checks that this NumPy does, once,
+  on numbers where another order gives other bits, and on signed zeros, nan and inf).
+- ``pair_sum``: ``np.add.reduce`` over an axis followed by two entries (gmm's d=2
+  ``mu`` cotangent, a sum over n of (k, n, 2)): NumPy adds along the axis in order (its
+  inner loop is the pair), as ``np.add.accumulate`` of the pairs seen as complex numbers
+  does in one long loop (``exact_pair_sum`` checks it once).
+- ``indicator_divide``: a boolean array divided by positive integer counts (the
+  derivative of ``max``: ``(x == max) / count``), NumPy's division casting the booleans
+  through buffers: 1.0 / count copied where the booleans hold, into zeros.
+- ``negated_sum``: a sum over all axes of ``np.negative(x)`` (subtraction's derivative
+  for a broadcast operand), as the negated sum of ``x`` where that is the same bits.
+- ``count_true``: ``np.add.reduce`` of a boolean array over all axes, NumPy's count of
+  its true entries, by ``np.count_nonzero`` (a tenth of the time).
+
+A floating-point error (overflow, invalid, division by zero; an underflow where the
+caller's error state hears of it) raises in them where the caller's error state does not
+ignore it: the program then answers ``RAISED`` and the call is evaluated eagerly, which
+gives NumPy's own warning or error (a split call would warn once per lane, and a sum's
+warning names ``add``, not ``reduce``).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from ._errstate import strict
+from ._staging import ArrayMeta
+
+# lanes: split where the last axis has at most this many entries and the answer at least
+# LANES_MIN_SIZE (below it the Python of the split costs more than the calls it saves)
+MAX_LANES = 4
+LANES_MIN_SIZE = 2048
+# lane_sum: NumPy adds an axis of up to 7 entries in order (8 and more pairwise)
+MAX_SUM_LANES = 7
+SUM_MIN_SIZE = 512
+
+
+def lanes(ufunc: np.ufunc, shape: tuple, dtype: np.dtype, *operands: Any,
+          out: np.ndarray | None = None) -> np.ndarray:
+    """``ufunc(*operands)`` of answer ``shape`` and ``dtype``, one call per position of
+    the last axis (``out``: the operand whose memory it writes into, as the emitter's
+    ``out=``). An operand whose last axis is 1 (or a scalar) is the same in every call."""
+    if out is None:
+        out = np.empty(shape, dtype)
+    n = shape[-1]
+    with strict():
+        for c in range(n):
+            ufunc(*[op[..., c] if np.ndim(op) and op.shape[-1] == n else
+                    op[..., 0] if np.ndim(op) else op for op in operands], out=out[..., c])
+    return out
+
+
+def lane_sum(a: np.ndarray, shape: tuple | None = None) -> np.ndarray:
+    """``np.add.reduce(a, -1)`` of a C-ordered float array whose last axis is short, by
+    adding its lanes in order; ``shape``: the answer's (``keepdims``), or None."""
+    n = a.shape[-1]
+    with strict():
+        total = np.add(a[..., 0], a[..., 1])
+        for c in range(2, n):
+            np.add(total, a[..., c], out=total)
+        np.add(total, 0.0, out=total)  # (NumPy starts from 0.0: a sum of -0.0s is 0.0)
+    return total if shape is None else total.reshape(shape)
+
+
+def pair_sum(a: np.ndarray, outer: int, n: int, shape: tuple) -> np.ndarray:
+    """``np.add.reduce`` over one axis of a C-ordered float array whose later axes hold
+    two entries: NumPy adds it in order, from 0.0, a pair of lanes at a time; the lanes
+    seen as one complex number add so too, along NumPy's long ``accumulate`` loop.
+    ``outer``/``n``: the sizes before the axis and of it; ``shape``: the answer's."""
+    pairs = a.reshape(outer, n, 2).view(_COMPLEX[a.dtype])[..., 0]
+    out = np.empty(shape, a.dtype)
+    with strict():
+        running = np.add.accumulate(pairs, 1)
+        np.add(running[:, -1], 0.0, out=out.reshape(outer, 2).view(_COMPLEX[a.dtype])[:, 0])
+    return out
+
+
+_COMPLEX = {np.dtype(np.float64): np.complex128, np.dtype(np.float32): np.complex64}
+
+
+def indicator_divide(b: np.ndarray, c: Any, shape: tuple,
+                     out: np.ndarray | None = None) -> np.ndarray:
+    """``np.divide(b, c)`` of a boolean array by positive counts (max's derivative: its
+    places over their number): 1.0 / c where ``b`` holds, 0.0 elsewhere, as NumPy's
+    division gives them, written into zeros. Counts that are not all positive divide
+    as NumPy does (0 / 0 is nan, 0 / -1 is -0.0). ``shape``: the answer's."""
+    counts = np.asarray(c, np.float64)
+    if not (counts > 0).all():
+        return np.divide(b, c, out=out)
+    share = np.divide(1.0, counts)
+    if out is None:
+        out = np.zeros(shape)
+    else:
+        out.fill(0.0)
+    np.copyto(out, share, where=b)
+    return out
+
+
+def negated_sum(reduce: Any, x: np.ndarray, *args: Any, **kwargs: Any) -> Any:
+    """``reduce(np.negative(x), *args, **kwargs)``, a sum of floats over all axes, as
+    ``-reduce(x, ...)``: rounding is symmetric, so each partial sum of the negated terms
+    is the negated partial sum, but for zeros (x + -x is +0.0 either way) and nan (whose
+    sign an addition of infinities sets): where the total is zero or nan, the negated
+    terms are summed."""
+    with strict():
+        total = np.negative(reduce(x, *args, **kwargs))
+    if (total != 0).all() and not np.isnan(total).any():
+        return total
+    return reduce(np.negative(x), *args, **kwargs)
+
+
+def count_true(a: np.ndarray, shape: tuple | None, dtype: np.dtype) -> Any:
+    """``np.add.reduce(a, None)`` of a boolean array: a scalar of ``dtype``, or an array
+    of ``shape`` (``keepdims``)."""
+    n = np.count_nonzero(a)
+    return dtype.type(n) if shape is None else np.full(shape, n, dtype)
+
+
+def c_ordered(meta: Any) -> bool:
+    """Whether an array (its ``ArrayMeta``) is laid out as ``np.empty`` lays out a new
+    array of its shape and dtype (C order), as every answer of these functions is."""
+    return meta.strides == np.empty(meta.shape, meta.dtype).strides
+
+
+@functools.cache
+def exact_pair_sum(dtype: np.dtype) -> bool:
+    """Whether this NumPy's ``add.reduce`` over an axis followed by two entries gives
+    ``pair_sum``'s bits (as ``exact_lane_sum``, once)."""
+    rng = np.random.default_rng(37)
+    a = (rng.standard_normal((3, 400, 2)) * np.exp2(rng.integers(-30, 30, (3, 400, 2)))
+         ).astype(dtype)
+    a[0] = -0.0
+    a[1, :, 0] = -0.0
+    a[1, 5, 0] = 0.0
+    a[2, :3, 1] = [np.inf, -np.inf, 1.0]
+    a[2, 7, 0] = np.nan
+    with np.errstate(all="ignore"):
+        want = np.add.reduce(a, (1,), None, None, keepdims=True)
+        return want.tobytes() == pair_sum(a, 3, 400, want.shape).tobytes()
+
+
+@functools.cache
+def exact_lane_sum(dtype: np.dtype) -> bool:
+    """Whether this NumPy's ``add.reduce`` over a short last axis of ``dtype`` gives
+    ``lane_sum``'s bits: checked once, on sums whose order shows in their last bits."""
+    rng = np.random.default_rng(37)
+    for n in range(2, MAX_SUM_LANES + 1):
+        a = (rng.standard_normal((256, n)) *
+             np.exp2(rng.integers(-30, 30, (256, n)))).astype(dtype)
+        a[0] = -0.0
+        a[1, 0] = -0.0
+        a[2, 0], a[3, -1], a[4, :2] = np.nan, -np.inf, [np.inf, -np.inf]
+        with np.errstate(all="ignore"):
+            if np.add.reduce(a, -1).tobytes() != lane_sum(a).tobytes():
+                return False
+    return True
+
+
+def ufunc_code(ufunc: np.ufunc, vals: list, ans: Any, texts: list[str], bind) -> str | None:
+    """``lanes``' code for an elementwise call of ``ufunc`` on ``vals`` (their code
+    ``texts``) answering ``ans``, where NumPy's inner loop would be the short last axis;
+    None where the plain call is as fast (or the answer is not laid out in C order)."""
+    if ufunc is np.divide and len(vals) == 2 and type(ans) is ArrayMeta \
+            and ans.dtype == np.float64 and getattr(vals[0], "dtype", None) == np.bool_ \
+            and np.dtype(getattr(vals[1], "dtype", type(vals[1]))).kind in "iu" \
+            and vals[0].shape == ans.shape and _size(ans.shape) >= LANES_MIN_SIZE \
+            and c_ordered(ans):
+        return f"{bind(indicator_divide)}({', '.join(texts)}, {ans.shape!r})"
+    if type(ans) is not ArrayMeta or ans.ndim < 2 or not 2 <= ans.shape[-1] <= MAX_LANES \
+            or ans.dtype.hasobject or _size(ans.shape) < LANES_MIN_SIZE \
+            or ufunc.nout != 1 or ufunc.nin != len(vals):
+        return None
+    if any(type(v) is not ArrayMeta and type(v) is not np.ndarray and not np.isscalar(v)
+           for v in vals) or _merges_last_two(vals, ans.shape) or not c_ordered(ans):
+        return None
+    return (f"{bind(lanes)}({bind(ufunc)}, {ans.shape!r}, {bind(ans.dtype)}, "
+            f"{', '.join(texts)})")
+
+
+def _merges_last_two(vals: list, shape: tuple) -> bool:
+    """Whether NumPy merges the last two axes of ``shape`` into its inner loop for every
+    array operand (each contiguous across them, or broadcast along both)."""
+    n = shape[-1]
+    for v in vals:
+        ndim = np.ndim(v)
+        if ndim == 0:
+            continue
+        vshape, strides = v.shape, v.strides
+        last = strides[-1] if vshape[-1] != 1 else 0
+        second = strides[-2] if ndim >= 2 and vshape[-2] != 1 else 0
+        if second != last * n:
+            return False
+    return True
+
+
+def _size(shape: tuple) -> int:
+    size = 1
+    for n in shape:
+        size *= n
+    return size
+
+
+def sum_code(a: Any, axis: Any, keepdims: bool, ans: Any, text: str, bind) -> str | None:
+    """The code of ``np.add.reduce(a, axis, keepdims=keepdims)`` (``a``'s code ``text``)
+    by ``lane_sum`` or ``count_true``, where it is NumPy's sum and faster; else None."""
+    if type(a) is not ArrayMeta and type(a) is not np.ndarray:
+        return None
+    shape = ans.shape if keepdims and type(ans) is ArrayMeta else None
+    if a.dtype == np.bool_ and axis is None:
+        dtype = getattr(ans, "dtype", None)
+        if dtype is None or dtype.kind != "i" or (shape is None) != isinstance(ans, np.generic):
+            return None
+        return f"{bind(count_true)}({text}, {shape!r}, {bind(dtype)})"
+    if type(axis) is tuple and len(axis) == 1:
+        axis = axis[0]
+    if type(axis) is not int or type(a) is not ArrayMeta or not -a.ndim <= axis < a.ndim \
+            or a.dtype not in (np.float64, np.float32) or _size(a.shape) < SUM_MIN_SIZE \
+            or type(ans) is not ArrayMeta or ans.dtype != a.dtype:
+        return None
+    axis %= a.ndim
+    if axis == a.ndim - 1:
+        if not (2 <= a.shape[-1] <= MAX_SUM_LANES and c_ordered(a) and c_ordered(ans)
+                and exact_lane_sum(a.dtype)):
+            return None
+        return f"{bind(lane_sum)}({text}, {shape!r})" if shape else \
+            f"{bind(lane_sum)}({text})"
+    outer, n = _size(a.shape[:axis]), a.shape[axis]
+    if _size(a.shape[axis + 1:]) != 2 or n < 2 or not (
+            c_ordered(a) and c_ordered(ans) and exact_pair_sum(a.dtype)):
+        return None
+    return f"{bind(pair_sum)}({text}, {outer}, {n}, {ans.shape!r})"
+
+
+def layout_key(raw: Any, entry: Any, vals: list, ans: Any) -> tuple:
+    """What beyond its types decides a call's code here (``_emit`` keeps a call's code
+    for the next call of the same types): its answer's and operands' layouts, where the
+    call might take a faster form; () where it cannot (most calls: a cheap test)."""
+    if getattr(raw, "ufunc", None) is None and entry.reduction is not np.add:
+        return ()
+    if not (type(ans) is ArrayMeta and ans.ndim and ans.shape[-1] <= MAX_SUM_LANES) and \
+            not (vals and getattr(vals[0], "dtype", None) == np.bool_):
+        return ()
+    return (_layout(ans), *map(_layout, vals))
+
+
+def _layout(v: Any) -> tuple:
+    if type(v) is ArrayMeta:
+        return v.shape, v.dtype, v.strides
+    return type(v), np.shape(v), getattr(v, "dtype", None), getattr(v, "strides", None)

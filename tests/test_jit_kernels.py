@@ -1,0 +1,220 @@
+"""jit's faster forms of NumPy calls with a short inner loop (``chainrule.jit._kernels``):
+the same bits as NumPy's own call, and jit programs using them ≡ eager evaluation."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as onp
+import pytest
+
+import chainrule as cr
+import chainrule.numpy as np
+from chainrule.jit import _kernels
+
+
+def _bits(a, b):
+    assert type(a) is type(b)
+    assert onp.shape(a) == onp.shape(b)
+    assert onp.asarray(a).dtype == onp.asarray(b).dtype
+    assert onp.asarray(a).strides == onp.asarray(b).strides
+    assert onp.asarray(a).tobytes() == onp.asarray(b).tobytes()
+
+
+def _hard(shape, dtype=onp.float64, seed=0):
+    """Numbers whose sums show their order in the last bits, with signed zeros, nan, inf."""
+    rng = onp.random.default_rng(seed)
+    a = rng.standard_normal(shape) * onp.exp2(rng.integers(-40, 40, shape))
+    a[0] = -0.0  # every sum through a[0] starts from -0.0s
+    if shape[-1] > 1:
+        a[1, ..., 0] = -0.0
+    flat = a.reshape(-1)
+    flat[[-1, -7, -12, -13, -30, -31]] = [0.0, -0.0, onp.nan, -onp.inf, onp.inf, -onp.inf]
+    return a.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [onp.float64, onp.float32])
+@pytest.mark.parametrize("shape", [(300, 2), (5, 1000, 2), (7, 60, 3), (1000, 5), (2, 300, 7)])
+def test_lane_sum_is_numpys_sum_over_the_last_axis(shape, dtype):
+    a = _hard(shape, dtype)
+    with onp.errstate(all="ignore"):
+        _bits(_kernels.lane_sum(a), onp.add.reduce(a, -1))
+        keep = onp.add.reduce(a, (a.ndim - 1,), None, None, keepdims=True)
+        _bits(_kernels.lane_sum(a, keep.shape), keep)
+
+
+@pytest.mark.parametrize("dtype", [onp.float64, onp.float32])
+@pytest.mark.parametrize("shape,axis", [((5, 1000, 2), 1), ((400, 2), 0), ((3, 50, 2, 1), 1),
+                                        ((2, 3, 300, 1, 2), 2)])
+def test_pair_sum_is_numpys_sum_over_an_axis_before_a_pair(shape, axis, dtype):
+    a = _hard(shape, dtype)
+    outer = int(onp.prod(shape[:axis]))
+    with onp.errstate(all="ignore"):
+        for keepdims in (True, False):
+            want = onp.add.reduce(a, (axis,), None, None, keepdims=keepdims)
+            _bits(_kernels.pair_sum(a, outer, shape[axis], want.shape), want)
+
+
+def test_count_true_is_numpys_sum_of_booleans():
+    b = onp.random.default_rng(1).random((40, 30)) > 0.5
+    _bits(_kernels.count_true(b, None, onp.dtype(onp.int64)), onp.add.reduce(b, None))
+    _bits(_kernels.count_true(b, (1, 1), onp.dtype(onp.int64)),
+          onp.add.reduce(b, None, None, None, keepdims=True))
+
+
+@pytest.mark.parametrize("ufunc", [onp.subtract, onp.multiply, onp.divide, onp.greater,
+                                   onp.arctan2])
+def test_lanes_is_the_ufunc(ufunc):
+    rng = onp.random.default_rng(2)
+    x, mu = _hard((1000, 2)), rng.standard_normal((5, 2))
+    col = rng.standard_normal((5, 1000, 1))
+    with onp.errstate(all="ignore"):
+        for a, b in [(x[None], mu[:, None]), (col, _hard((5, 1000, 2), seed=3)),
+                     (0.5, x[None] + mu[:, None]), (mu[:, None], onp.float64(-0.0))]:
+            want = ufunc(a, b)
+            _bits(_kernels.lanes(ufunc, want.shape, want.dtype, a, b), want)
+            into = onp.empty_like(want)
+            got = _kernels.lanes(ufunc, want.shape, want.dtype, a, b, out=into)
+            assert got is into
+            _bits(got, want)
+    neg = onp.negative(x[None] + mu[:, None])
+    _bits(_kernels.lanes(onp.negative, neg.shape, neg.dtype, x[None] + mu[:, None]), neg)
+
+
+def mixture(alpha, mu, x):
+    """gmm's shape of work at d=2: a broadcast difference, a sum over the short last
+    axis, a logsumexp over the components (max and its derivative)."""
+    centered = x[None, :, :] - mu[:, None, :]
+    beta = alpha[:, None] - 0.5 * np.sum(centered * centered, axis=2)
+    top = np.max(beta, axis=0, keepdims=True)
+    lse = np.log(np.sum(np.exp(beta - top), axis=0)) + np.squeeze(top, axis=0)
+    return np.sum(lse) - np.max(alpha) + np.sum(np.exp(alpha - np.max(alpha)))
+
+
+def test_jit_of_the_mixture_gradient_is_eager_bit_for_bit_and_uses_the_kernels():
+    rng = onp.random.default_rng(4)
+    g = cr.grad(mixture, argnum=(0, 1))
+    jg = cr.jit(g)
+    alpha, mu, x = rng.standard_normal(5), rng.uniform(size=(5, 2)), rng.normal(size=(1000, 2))
+    for a, m, xx in [(alpha, mu, x), (alpha * 3, mu, -x), (onp.zeros(5), mu * 0, x),
+                     (alpha, mu, x)]:
+        for got, want in zip(jg(a, m, xx), g(a, m, xx)):
+            _bits(got, want)
+    source = jg.lower(alpha, mu, x).source
+    assert "_kernels.lanes(" in source and "_kernels.lane_sum(" in source
+    assert "_kernels.pair_sum(" in source and "_kernels.negated_sum(" in source
+    assert "broadcast_to(" not in source  # (each read by a ufunc that broadcasts)
+    x2 = x.copy()
+    x2[3] = [-0.0, onp.nan]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for got, want in zip(jg(alpha, mu, x2), g(alpha, mu, x2)):
+            _bits(got, want)
+
+
+def test_the_answer_of_a_sum_over_the_short_axis_is_eagers_value_and_layout():
+    f = cr.jit(lambda a: np.sum(a * a, axis=-1, keepdims=True))
+    a = _hard((400, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _bits(f(a), np.sum(a * a, axis=-1, keepdims=True))
+        _bits(f(a[:, ::-1]), np.sum(a[:, ::-1] * a[:, ::-1], axis=-1, keepdims=True))
+
+
+def split_divide(x, mu):
+    return np.sum(x[None, :, :] / mu[:, None, :])
+
+
+def test_a_floating_point_error_in_a_split_call_is_eagers_warning_or_error():
+    jf = cr.jit(split_divide)
+    x = onp.random.default_rng(5).normal(size=(1000, 2))
+    mu = onp.ones((5, 2))
+    jf(x, mu)
+    jf(x, mu)
+    assert "_kernels.lanes(" in jf.lower(x, mu).source
+    zero = mu.copy()
+    zero[2, 1] = 0.0
+    for _ in range(2):
+        with warnings.catch_warnings(record=True) as jitted:
+            warnings.simplefilter("always")
+            got = jf(x, zero)
+        with warnings.catch_warnings(record=True) as eager:
+            warnings.simplefilter("always")
+            want = split_divide(x, zero)
+        _bits(got, want)
+        assert [str(w.message) for w in jitted] == [str(w.message) for w in eager]
+        assert eager  # (divide by zero, and what the sum of infinities gives)
+    with onp.errstate(divide="raise"), pytest.raises(FloatingPointError):
+        jf(x, zero)
+    with onp.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _bits(jf(x, zero), split_divide(x, zero))
+
+
+def test_indicator_divide_is_numpys_division_of_booleans():
+    rng = onp.random.default_rng(6)
+    b = rng.random((30, 100)) > 0.7
+    for c in [onp.array([[3]]), onp.maximum(onp.add.reduce(b, 0, keepdims=True), 1),
+              onp.add.reduce(b, 0, keepdims=True), onp.array([[-2]]), onp.int64(7)]:
+        with warnings.catch_warnings(record=True) as got_warnings:
+            warnings.simplefilter("always")
+            got = _kernels.indicator_divide(b, c, b.shape)
+        with warnings.catch_warnings(record=True) as want_warnings:
+            warnings.simplefilter("always")
+            want = onp.divide(b, c)
+        _bits(got, want)
+        assert [str(w.message) for w in got_warnings] == [str(w.message) for w in want_warnings]
+        into = onp.full(b.shape, onp.nan)
+        assert _kernels.indicator_divide(b, c, b.shape, out=into) is into
+        _bits(into, want)
+
+
+def lse(x):
+    a = np.max(x)
+    return a + np.log(np.sum(np.exp(x - a)))
+
+
+def test_jit_of_logsumexps_gradient_is_eager_bit_for_bit():
+    jg = cr.jit(cr.grad(lse))
+    x = onp.random.default_rng(7).random(5000)
+    ties = x.copy()
+    ties[[3, 70, 4000]] = ties.max() + 1.0
+    for v in (x, ties, -x, x):
+        _bits(jg(v), cr.grad(lse)(v))
+    source = jg.lower(x).source
+    assert "_kernels.count_true(" in source and "_kernels.indicator_divide(" in source
+
+
+@pytest.mark.parametrize("x", [[1.5, -2.25, 1e-300], [1.0, -1.0], [0.0, -0.0], [-0.0, -0.0],
+                               [onp.inf, -onp.inf], [onp.nan, 1.0], [-onp.inf, 2.0],
+                               [1e308, 1e308], onp.linspace(-3.0, 2.0, 1001)])
+def test_negated_sum_is_the_sum_of_the_negated_terms(x):
+    x = onp.asarray(x, dtype=onp.float64)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        want = onp.add.reduce(onp.negative(x), None)
+        seen = len(caught)
+        try:
+            got = _kernels.negated_sum(onp.add.reduce, x, None)
+        except FloatingPointError:
+            assert seen  # (raised only where NumPy warns: the call is then eager)
+            return
+    _bits(got, want)
+    keep = onp.add.reduce(onp.negative(x), (0,), None, None, keepdims=True)
+    with onp.errstate(all="ignore"):
+        _bits(_kernels.negated_sum(onp.add.reduce, x, (0,), None, None, keepdims=True), keep)
+
+
+def spread(x, w):
+    """Cotangents of sums and of a broadcast subtraction."""
+    return np.sum(np.sum(x, axis=1, keepdims=True) * w - np.max(x)) + np.sum(w - x[:, :1])
+
+
+def test_jit_of_spread_cotangents_is_eager_bit_for_bit():
+    rng = onp.random.default_rng(8)
+    g = cr.grad(spread, argnum=(0, 1))
+    jg = cr.jit(g)
+    x, w = rng.standard_normal((6, 3)), rng.standard_normal((6, 3))
+    for a, b in [(x, w), (-x, w * 0.0), (onp.zeros((6, 3)), -w), (x, w)]:
+        for got, want in zip(jg(a, b), g(a, b)):
+            _bits(got, want)
