@@ -115,3 +115,91 @@ def test_unique_gives_each_value_to_its_first_copy():
                                    [6.0, 2.0, 0.0, 4.0, 0.0])
     values, counts = np.unique(x, return_counts=True)
     onp.testing.assert_array_equal(counts, [2, 1, 2])
+
+
+# ----------------------------------------------------------------------------- one element each
+# Where each answer of max/min is one element's (no tie, no nan answer), the JVP takes that
+# element's tangent by its position; the mixed rows below take every branch of the rule.
+ALONE = [
+    # (x, axis, keepdims)
+    (onp.array([[4.0, 1.0, 2.0], [0.0, 2.0, -1.0]]), 1, False),
+    (onp.array([[4.0, 1.0, 2.0], [0.0, 2.0, -1.0]]), 0, False),
+    (onp.array([[4.0, 1.0, 2.0], [0.0, 2.0, -1.0]]), -1, True),
+    (onp.array([[4.0, 1.0, 2.0], [0.0, 2.0, -1.0]]), None, False),
+    (onp.array([[4.0, 1.0, 2.0], [0.0, 2.0, -1.0]]), None, True),
+    (onp.arange(24.0).reshape(2, 3, 4) % 7, 1, False),
+    (onp.array([3.0, -2.0, 5.0]), 0, False),
+    (onp.float64(2.5), None, False),
+    (onp.zeros((0, 3)), 1, False),
+]
+
+
+def _picked_by_hand(fun, x, t, axis, keepdims):
+    """The tangent of the element fun picks, read through NumPy's arg-function."""
+    arg = onp.argmax if fun in (np.max, np.nanmax) else onp.argmin
+    if axis is None:
+        out = onp.ravel(t)[arg(x)]
+        return onp.reshape(out, (1,) * onp.ndim(x)) if keepdims else out
+    at = onp.expand_dims(arg(x, axis=axis), axis)
+    out = onp.take_along_axis(t, at, axis)
+    return out if keepdims else onp.squeeze(out, axis)
+
+
+@pytest.mark.parametrize("fun", [np.max, np.min, np.nanmax, np.amin])
+@pytest.mark.parametrize("x, axis, keepdims", ALONE)
+def test_extreme_tangent_is_the_picked_elements(fun, x, axis, keepdims):
+    t = onp.reshape(onp.arange(onp.size(x), dtype=float) * 1.5 - 4.0, onp.shape(x))
+
+    def f(z):
+        return fun(z, axis=axis, keepdims=keepdims)
+
+    value, tangent = jvp(f, (x,), (t,))
+    want = _picked_by_hand(fun, x, t, axis, keepdims)
+    assert type(tangent) is type(value)  # (a full reduction: a NumPy scalar, as its value)
+    assert onp.shape(tangent) == onp.shape(value)
+    onp.testing.assert_array_equal(tangent, want)
+    # the jvp of the gradient of a cubic of it: the second derivative through the rule
+    def cubic(z):
+        return np.sum(f(z) ** 3)
+
+    if onp.size(x):
+        _, hvp = jvp(grad(cubic), (x,), (t,))
+        want = hessian(cubic)(x).reshape(onp.size(x), -1) @ onp.ravel(t)
+        onp.testing.assert_allclose(hvp, want.reshape(onp.shape(x)))
+
+
+def test_extreme_tangent_ignores_the_other_elements():
+    # d min / d x is 0 on the elements min does not pick: their tangents, inf or nan,
+    # do not reach it (a weighted sum made 0 * inf = nan of them); a picked -0.0 is 0.0,
+    # as NumPy's sum of it and zeros is (jit computes it so)
+    x = onp.array([[1.0, 2.0, 3.0], [5.0, 4.0, 6.0], [0.0, 1.0, 2.0]])
+    t = onp.array([[-0.0, onp.inf, onp.nan], [1.0, 2.0, -onp.inf], [onp.nan, 0.0, 1.0]])
+    _, tangent = jvp(lambda z: np.min(z, axis=1), (x,), (t,))
+    onp.testing.assert_array_equal(tangent, [0.0, 2.0, onp.nan])
+    assert not onp.signbit(tangent[0])
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # (inf * 0 of the ties)
+def test_extreme_tangent_jit_is_eager_and_traces_once():
+    import chainrule
+
+    def f(z):
+        return np.sum(np.min(z, axis=1) ** 3)
+
+    def hvp(z, u):
+        return jvp(grad(f), (z,), (u,))
+
+    jitted = chainrule.jit(hvp)
+    rng = onp.random.default_rng(5)
+    t = rng.normal(size=(6, 4))
+    t[0, 0], t[1] = -0.0, [onp.inf, -0.0, 1.0, 2.0]
+    for _ in range(4):  # the picked positions differ from call to call
+        x = rng.normal(size=(6, 4))
+        for eager, staged in zip(hvp(x, t), jitted(x, t)):
+            assert onp.array_equal(eager, staged, equal_nan=True)
+            assert onp.array_equal(onp.signbit(eager), onp.signbit(staged))
+    assert jitted.cache_info().variants == 1
+    # a tie then a nan answer: the shared weights, as eagerly
+    for x in (onp.ones((6, 4)), onp.where(onp.eye(6, 4) > 0, onp.nan, 1.0)):
+        for eager, staged in zip(hvp(x, t), jitted(x, t)):
+            assert onp.array_equal(eager, staged, equal_nan=True)

@@ -65,13 +65,36 @@ def det_case(ell: int = 5):  # (GradBench's smallest)
     return f"det ell={ell}", module.det_by_minors, 0, module.prepare(raw)
 
 
+def kmeans_case(k: int = 10, n: int = 1000, d: int = 8):
+    points = RNG.random((n, d))
+    return (f"kmeans k={k} n={n} d={d}", evals.module("kmeans").cost, 1,
+            (points, points[-k:].copy()))  # (centroids from the points, as the eval's input)
+
+
 CASES = {"lstm": lstm_case, "ode": ode_case, "gmm": gmm_case, "lse": lse_case,
-         "det": det_case}
+         "det": det_case, "kmeans": kmeans_case}
 
 
-def phases(objective, argnum, args):
-    """Each phase as a thunk; ``first call`` makes a fresh jit each time."""
-    gradient = chainrule.grad(objective, argnum=argnum)
+def derivative(eval_name: str, objective, argnum):
+    """The derivative an eval times: the objective's gradient, but for kmeans the Newton
+    direction (the gradient and the Hessian's diagonal, jvp of grad)."""
+    if eval_name == "kmeans":
+        return evals.module("kmeans").newton_direction
+    return chainrule.grad(objective, argnum=argnum)
+
+
+# The same derivative in GradBench's PyTorch tool (``gradbench.tools.pytorch``): its module,
+# function and the raw input of the case's arguments (compare_trees --pytorch).
+PYTORCH_MESSAGES = {
+    "kmeans": lambda args: ("kmeans", "dir", {"points": args[0].tolist(),
+                                              "centroids": args[1].tolist()}),
+}
+
+
+def phases(objective, argnum, args, eval_name: str = ""):
+    """Each phase as a thunk; ``first call`` makes a fresh jit each time. The "gradient"
+    is the eval's derivative (``derivative``)."""
+    gradient = derivative(eval_name, objective, argnum)
     jitted = chainrule.jit(gradient)  # compiled by its first call
 
     def forward():
@@ -85,10 +108,10 @@ def phases(objective, argnum, args):
             "jit cached call": lambda: jitted(*args)}
 
 
-def report(the_case, repeats: int) -> None:
+def report(the_case, repeats: int, eval_name: str = "") -> None:
     label, objective, argnum, args = the_case
-    runs = phases(objective, argnum, args)
-    nodes = count_nodes(lambda: chainrule.grad(objective, argnum=argnum)(*args))
+    runs = phases(objective, argnum, args, eval_name)
+    nodes = count_nodes(lambda: derivative(eval_name, objective, argnum)(*args))
     times = {}
     for name, run in runs.items():
         if name != "setup":  # (best_cpu_ms runs it once before the samples)
@@ -128,7 +151,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.phase:
         label, objective, argnum, case_args = case(args)
-        run = phases(objective, argnum, case_args)
+        run = phases(objective, argnum, case_args, args.eval)
         for _ in range(args.times):
             if args.phase == "backward":  # a forward pass and its backward pass
                 vjp, _ = run["forward (record)"]()
@@ -136,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
             else:
                 run[args.phase]()
         return
-    report(case(args), args.repeats)
+    report(case(args), args.repeats, args.eval)
 
 
 def case(args):

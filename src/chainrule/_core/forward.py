@@ -34,7 +34,11 @@ class JVPNode(Node):
                 f"chainrule has no JVP rule for {name}. Define one with "
                 f"chainrule.extend.defjvp({name}, ...)."
             )
-        g = rule(tuple(p.g for p in parents), argnums, ans, args, kwargs)
+        # (one or two parents, the common node, without a generator's frame)
+        n = len(parents)
+        tangents = (parents[0].g,) if n == 1 else (parents[0].g, parents[1].g) if n == 2 \
+            else tuple([p.g for p in parents])
+        g = rule(tangents, argnums, ans, args, kwargs)
         # a rule that computed with a front-end object (a Tensor constant, see
         # tracer.FrontEnd) gives the tangent as one: the tangent is the value it holds
         front_end = _front_end_of(type(g))

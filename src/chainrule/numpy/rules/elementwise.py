@@ -20,6 +20,7 @@ import numpy as _np
 from ..._core.rules import (
     defbatch,
     deffinite_from_inf,
+    defjvp_argnums,
     defjvp_batched,
     defjvp_direct,
     deflabel,
@@ -92,6 +93,15 @@ def _lowered(y):
     if type(y) in (int, float, complex) or isinstance(y, _np.generic):
         return y - 1 if y != 0 else 1.0
     return anp.where(y, y - 1, 1.0)
+
+
+def _power_partial(ans, x, y):
+    """d x**y / dx, ``y * x ** (y - 1)``; a square's is ``2 * x`` (x ** 1 is x, bit for
+    bit), one traced call less: in forward-over-reverse (a Hessian's diagonal) the power
+    is itself differentiated, its own rules calling four more primitives."""
+    if type(y) in (int, float) and y == 2:
+        return y * x
+    return y * x ** _lowered(y)
 
 
 def _array_to_a_number(vals, texts, kwtexts):
@@ -339,19 +349,33 @@ def _divmod_tangent(t, ans):
     return _np.zeros_like(getval(ans[0])), broadcast_tangent(t, ans[1])
 
 
+def _tangents_added(negated: bool):
+    """add's (``negated``: subtract's) JVP: the operands' tangents added (subtracted) in
+    one operation where both are traced, not each broadcast to the answer and then added
+    (two n x k arrays made, a negation, three rule calls); ``a - b`` is ``a + (-b)`` bit
+    for bit, and the broadcast of the sum is the sum of the broadcasts."""
+
+    def jvp(argnums, tangents, ans, args, kwargs):
+        if len(argnums) == 2:
+            a, b = tangents
+            return broadcast_tangent(a - b if negated else a + b, ans)
+        t = tangents[0]
+        return broadcast_tangent(-t if negated and argnums[0] == 1 else t, ans)
+
+    return jvp
+
+
 # ----------------------------------------------------------------------------- arithmetic
 defvjp_direct(anp.add,      binary_rule(0), binary_rule(1),
               reads=())  # only the cotangent, unbroadcast to each operand's shape
-defjvp_direct(anp.add,             lambda g, ans, x, y, *a, **k: broadcast_tangent(g, ans),
-                            lambda g, ans, x, y, *a, **k: broadcast_tangent(g, ans))
+defjvp_argnums(anp.add,            _tangents_added(negated=False))
 defjvp_batched(anp.add,      lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(g, x, ans), ans),
                             lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(g, y, ans), ans))
 deflabel(anp.add,           "{0} + {1}", operator=True)  # how explain (and jit, on scalars) writes a call
 defsparsity(anp.add,        elementwise_pattern)
 deftaylor_linear(anp.add)
 defvjp_direct(anp.subtract, binary_rule(0), binary_rule(1, negated=True), reads=())
-defjvp_direct(anp.subtract,        lambda g, ans, x, y, *a, **k: broadcast_tangent(g, ans),
-                            lambda g, ans, x, y, *a, **k: broadcast_tangent(-g, ans))
+defjvp_argnums(anp.subtract,       _tangents_added(negated=True))
 defjvp_batched(anp.subtract, lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(g, x, ans), ans),
                             lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(-g, y, ans), ans))
 deflabel(anp.subtract,      "{0} - {1}", operator=True)
@@ -386,7 +410,7 @@ defjvp_direct(anp.divmod,    lambda g, ans, x, y: _divmod_tangent(g * _divmod_pa
                             lambda g, ans, x, y: _divmod_tangent(g * _divmod_partial(1, x, y), ans))
 
 # ----------------------------------------------------------------------------- powers, exp, log
-elementwise_n(anp.power,     lambda ans, x, y: y * x ** _lowered(y),                                # pow
+elementwise_n(anp.power,     _power_partial,                                                      # pow
                             lambda ans, x, y: anp.log(anp.where(x, x, 1.0)) * ans)
 deflabel(anp.power,         "{0} ** {1}")
 deflowering(anp.power,      _array_to_a_number)  # NumPy's fast path (square, sqrt ...)

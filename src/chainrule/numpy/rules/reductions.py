@@ -28,7 +28,7 @@ from ..._core.rules import (
     deftaylor_linear,
     defvjp_direct,
 )
-from ..._core.tracer import derivative_free, getval
+from ..._core.tracer import derivative_free, getval, isbox
 from ..._sparsity.patterns import (
     _lines,
     contraction_pattern,
@@ -128,13 +128,62 @@ def _share_equal(mask, axis):
     return mask / _np.maximum(count, 1)
 
 
-def _extreme_weights(ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
-    xv = derivative_free(x)
-    mask = xv == _kept(derivative_free(ans), xv, axis, keepdims)
+def _extreme_mask(ans, x, axis, keepdims, initial, where):
+    """``(mask, alone)``: where ``x`` equals its extreme ``ans``, and whether each answer
+    is exactly one element's (no tie, no nan answer, no ``initial`` or ``where``; a real
+    ``x``: see ``_extreme_jvp``)."""
+    xv, av = derivative_free(x), derivative_free(ans)
+    mask = xv == _kept(av, xv, axis, keepdims)
     if _given(where):
-        mask = mask & where
-    w = _share_equal(mask, axis)
-    return w.astype(_real_dtype(xv), copy=False), axis, keepdims  # (w is fresh)
+        return mask & where, False
+    if _given(initial) or dtype_of(xv).kind != "f":  # (the answer may be ``initial``)
+        return mask, False
+    # An answer that is not nan is one of its elements, so each answer has at least one
+    # True in the mask; as many Trues as answers then means exactly one each (a count and
+    # an isnan over the answers cost less than the count per answer that ties need).
+    if isbox(xv):  # a staged value (chainrule.jit): the program decides, and jit guards
+        return mask, bool(anp.count_nonzero(mask) == anp.size(av)) and \
+            not bool(anp.any(anp.isnan(av)))
+    if type(xv) is not _np.ndarray:  # (a duck array: the shared weights, always right)
+        return mask, False
+    return mask, int(_np.count_nonzero(mask)) == _np.size(av) and not _np.isnan(av).any()
+
+
+def _extreme_shares(mask, alone, x, axis):
+    if alone:
+        return mask  # (a boolean mask multiplies as the weights 1 and 0)
+    return _share_equal(mask, axis).astype(_real_dtype(derivative_free(x)), copy=False)
+
+
+def _extreme_weights(ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
+    mask, alone = _extreme_mask(ans, x, axis, keepdims, initial, where)
+    return _extreme_shares(mask, alone, x, axis), axis, keepdims
+
+
+def _extreme_jvp(t, ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """An extreme's tangent where each answer is one element's: that element's tangent,
+    taken at its position (at 1000 x 10, a fifth of the product with the weights and its
+    sum over the axis, which ties need)."""
+    mask, alone = _extreme_mask(ans, x, axis, keepdims, initial, where)
+    ndim = len(shape_of(x))
+    axes = _axes(ndim, axis)
+    if not alone or 1 < len(axes) < ndim:
+        return _weights_jvp(t, ans, x, _extreme_shares(mask, alone, x, axis), axis)
+    if isbox(mask):
+        # Staged (chainrule.jit), a position read from the mask would be guarded, so each
+        # new position would trace again: a sum over the axis instead, of the tangent where
+        # the mask holds and 0.0 elsewhere, which is the taken tangent + 0.0 bit for bit
+        # (NumPy's sums start from +0.0: a -0.0 alone sums to 0.0)
+        return match_dtype(anp.reshape(anp.sum(anp.where(mask, t, 0.0), axis=axes),
+                                       shape_of(ans)), ans)
+    if len(axes) == ndim:  # every axis: one answer, a NumPy scalar (keepdims: 1 x ... x 1)
+        picked = anp.take(t, anp.argmax(mask))
+    else:
+        if axes[0] != ndim - 1:  # the reduced axis last: the positions row after row
+            t, mask = anp.moveaxis(t, axes[0], -1), _np.moveaxis(mask, axes[0], -1)
+        picked = anp.take(t, _np.flatnonzero(mask))
+    # (+ 0.0: a picked -0.0 is 0.0, as in the sum above and the weighted sum of ties)
+    return match_dtype(anp.reshape(picked + 0.0, shape_of(ans)), ans)
 
 
 def _ptp_weights(ans, x, axis=None, out=None, keepdims=False):
@@ -218,6 +267,8 @@ def _sum_vjp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial
 def _sum_jvp(t, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
              where=None):
     # ``initial`` is a constant offset: it has no tangent
+    if type(t) is _np.ndarray and not _given(where):  # (what numpy.sum calls, past its layer)
+        return _np.add.reduce(t, axis, dtype, keepdims=keeps_dims(keepdims))
     return anp.sum(t, axis, dtype, keepdims=keepdims, **({"where": where} if _given(where) else {}))
 
 
@@ -939,6 +990,7 @@ defsparsity(anp.corrcoef,   _covariance_pattern)
 # ----------------------------------------------------------------------------- selections
 for _fun in (anp.max, anp.min, anp.amax, anp.amin, anp.nanmax, anp.nanmin):
     _selection(_fun, _extreme_weights)
+    defjvp_direct(_fun, _extreme_jvp)  # (the one element's tangent: no weights)
     defsparsity(_fun, reduction_pattern)
     defbatch(_fun, along_axis(_fun, "all"))
     deftaylor_linear(_fun)
