@@ -168,3 +168,60 @@ def test_a_broadcast_operands_gradient_keeps_numpys_floating_point_errors():
     f = cr.grad(lambda b: np.sum(w * (x + b)))
     with onp.errstate(over="raise"), pytest.raises(FloatingPointError, match="overflow"):
         f(onp.zeros(2))
+
+
+# ------------------------------------------------------------------ 3. jit14
+def _same_twice(f, *args):
+    """jit(f) ≡ f on its tracing call and on its program's call, bit for bit."""
+    want = f(*args)
+    jf = cr.jit(f)
+    for _ in range(3):
+        got = jf(*args)
+        assert type(got) is type(want) and _bits(got) == _bits(want)
+
+
+@pytest.mark.xfail(strict=True, reason="jit/_direct.py: keepdims=1 (NumPy takes any truthy "
+                   "value) is read as `_literal(text) is True`, False, so the program's "
+                   "lane_sum answers shape (1000,) where NumPy's is (1000, 1) (fix: "
+                   "bool() of a literal, and no faster form where the text is no literal)")
+def test_jit_sum_over_a_short_last_axis_with_keepdims_one():
+    a = onp.random.default_rng(0).standard_normal((1000, 3))
+    _same_twice(lambda a: np.sum(a, axis=-1, keepdims=1), a)
+
+
+@pytest.mark.parametrize("dtype", [onp.float64, onp.float32, onp.float16])
+@pytest.mark.parametrize("lead", [(1,), (8,), (128,), (129,), (600,), (3, 300)])
+def test_jit_sums_over_a_short_last_axis_are_numpys(lead, dtype):
+    rng = onp.random.default_rng(len(lead) * 1000 + lead[-1])
+    for n in range(1, 21):
+        a = rng.standard_normal(lead + (n,)) * onp.exp2(rng.integers(-40, 40, lead + (n,)))
+        with onp.errstate(over="ignore"):  # (float16: some overflow to inf, as wanted)
+            a = a.astype(dtype)
+        a[..., 0] = -0.0
+        for f in (lambda a: np.sum(a, axis=-1), lambda a: np.sum(a, axis=(-1,), keepdims=True),
+                  lambda a: np.sum(a, axis=0), lambda a: np.sum(a.T, axis=0),
+                  lambda a: np.sum(a[::2], axis=-1)):
+            with onp.errstate(all="ignore"):
+                _same_twice(f, a)
+
+
+@pytest.mark.parametrize("mode", ["raise", "ignore", "warn"])
+def test_jit_short_axis_forms_keep_numpys_floating_point_errors(mode):
+    rng = onp.random.default_rng(5)
+    a = rng.standard_normal((1000, 3)).astype(onp.float32)
+    b = rng.standard_normal(3).astype(onp.float32)
+    big = onp.float32(1e38)
+    for f in (lambda a, b: np.sum(a * big * big, axis=-1), lambda a, b: np.exp(a * 1000.0) - b):
+        jf = cr.jit(f)
+        for _ in range(2):
+            outcomes = []
+            for g in (f, jf):
+                with warnings.catch_warnings(record=True) as rec, onp.errstate(all=mode):
+                    warnings.simplefilter("always")
+                    try:
+                        outcomes.append(_bits(g(a, b)))
+                    except FloatingPointError as e:
+                        outcomes.append(str(e))
+                outcomes.append(sorted(str(r.message) for r in rec
+                                       if r.category is RuntimeWarning))
+            assert outcomes[:2] == outcomes[2:]
