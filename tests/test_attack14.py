@@ -246,3 +246,55 @@ def test_jit_warns_once_where_a_call_also_raises():
                 g(a)
         counts.append(sum(r.category is RuntimeWarning for r in rec))
     assert counts == [1, 1, 1]
+
+
+def test_picked_tangent_under_vmap_and_jit_is_the_loop():
+    # each example ties or not on its own; jit must not keep one example's decision
+    rng = onp.random.default_rng(0)
+    f = lambda x, t: cr.jvp(lambda x: np.max(x, axis=-1), (x,), (t,))[1]  # noqa: E731
+    h = lambda x, t: cr.jvp(cr.grad(lambda x: np.min(x) * np.sum(x)), (x,), (t,))[1]  # noqa: E731
+    for fun in (f, h):
+        vmapped, jitted = cr.vmap(fun), cr.jit(cr.vmap(fun))
+        for k in range(4):
+            x, t = rng.standard_normal((5, 4, 3)), rng.standard_normal((5, 4, 3))
+            if k % 2:
+                x[1], x[3, 0], x[4] = onp.round(x[1]), 1.0, 0.0
+                x[4, 0, 0] = -0.0
+            loop = onp.stack([fun(x[i], t[i]) for i in range(5)])
+            assert _bits(vmapped(x, t)) == _bits(loop) and _bits(jitted(x, t)) == _bits(loop)
+
+
+_LANE_UFUNCS = [np.abs, np.exp, np.log, np.sqrt, np.add, np.divide, np.mod, np.power,
+                np.subtract]
+
+
+def _lane_case(u):
+    if u.__name__ in ("absolute", "abs", "exp", "log", "sqrt"):
+        return lambda a, b: u(a) * b
+    return lambda a, b: u(b, a)  # (b broadcast over a's rows or its short last axis)
+
+
+@pytest.mark.parametrize("dtype", [onp.float64, onp.float32, onp.complex128, onp.int8])
+@pytest.mark.parametrize("mode", ["ignore", "warn", "raise"])
+def test_jit_lanes_are_numpys_broadcast_ufuncs(dtype, mode):
+    rng = onp.random.default_rng(1)
+    for shape, other in (((1000, 2), (2,)), ((700, 3), (700, 1)), ((2, 1024, 3), (3,))):
+        a = rng.standard_normal(shape) * onp.exp2(rng.integers(-5, 12, shape))
+        a.reshape(-1)[rng.integers(0, a.size, 40)] = [onp.nan, -onp.inf, 0.0, -0.0] * 10
+        with onp.errstate(all="ignore"):
+            a, b = a.astype(dtype), rng.standard_normal(other).astype(dtype) * 3
+        for u in _LANE_UFUNCS:
+            f = _lane_case(u)
+            jf = cr.jit(f)
+            outcomes = []
+            for g in (f, jf, jf):
+                with warnings.catch_warnings(record=True) as rec, onp.errstate(all=mode):
+                    warnings.simplefilter("always")
+                    try:
+                        r = g(a, b)
+                        outcomes.append((_bits(r), r.strides))
+                    except (FloatingPointError, TypeError, ValueError) as e:
+                        outcomes.append(repr(e))
+                outcomes.append(sorted(str(w.message) for w in rec
+                                       if w.category is RuntimeWarning))
+            assert outcomes[0:2] == outcomes[2:4] == outcomes[4:6], u
