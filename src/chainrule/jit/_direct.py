@@ -25,7 +25,8 @@ import numpy as np
 
 from .._core.rule_table import PrimitiveRules
 from ..numpy.rules._helpers import bound_texts
-from ._kernels import negated_sum, sum_code, ufunc_code
+from ..numpy.rules.shape import untake
+from ._kernels import negated_sum, scatter_code, sum_code, ufunc_code
 from ._staging import ArrayMeta
 
 # raw function -> (its ufunc's reduce, one bound method for every program: ``bind`` names
@@ -56,8 +57,12 @@ def direct_call(
     answer at trace time (where it is an ``ArrayMeta``, a call whose inner loop is short
     may be written as one of ``_kernels``' faster forms); ``negated``: the operand is a
     negation the program does not make (``_emit._absorbed``), which a sum then makes."""
+    if raw is untake.fun:
+        return scatter_code(vals, texts, bind)
     first_array = bool(vals) and (type(vals[0]) is ArrayMeta or type(vals[0]) is np.ndarray)
-    if first_array and entry.lowering is not None:
+    # (a NumPy scalar's reshape is its method too: np.reshape's ``_wrapfunc`` calls it)
+    if (first_array or raw is np.reshape and isinstance(vals[0], np.generic)) and \
+            entry.lowering is not None:
         code = entry.lowering(vals, texts, kwtexts)
         if code is not None:
             return code

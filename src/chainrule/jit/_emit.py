@@ -31,7 +31,7 @@ import numpy as _np
 from .. import numpy as anp
 from .._core.tracer import getval
 from ..numpy._namespace import ufunc_of
-from . import _roll
+from . import _kernels, _roll
 from ._direct import direct_call
 from ._errstate import underflow_heard
 from ._fold import Folded, fold, node_runs
@@ -333,6 +333,11 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
                 key = (raw, *[s if type(s) is Instr else s[1] for s in slots], *kwtexts)
             else:
                 key = (raw, *slots)
+            # (a sum of an absorbed negation reads the negation's operand: not its sum)
+            negated = bool(absorbed) and bool(parents) and parents[0] in absorbed and \
+                absorbed[parents[0]] == "negated"
+            if negated:
+                key += (_np.negative,)
             alias = None if node in escaping else cse.get(key)
             # one constant operand of two: a product by the neutral one may be dropped
             by_constant = len(args) == 2 and len(argnums) == 1
@@ -352,8 +357,6 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
                 # program's condition); not the constants' values (but where the entry
                 # says the code reads them, ``lowered_by_value``: moveaxis writes the
                 # permutation its axes and the operand's ndim make)
-                negated = bool(absorbed) and parents[0] in absorbed and \
-                    absorbed[parents[0]] == "negated"
                 sig = (fun, argnums, type(ans), *map(type, vals), negated,
                        *layout_key(raw, entry, vals, ans))
                 if consts or kwtexts:
@@ -446,7 +449,8 @@ def _absorbed(nodes: list[StagingNode], escaping: set[StagingNode], guarded: dic
         if node.fun.fun is _np.broadcast_to:
             if all(_broadcasts_itself(reader, node) for reader in readers):
                 found[node] = "view"
-        elif len(readers) == 1 and _sums_all(readers[0], node):
+        elif len(readers) == 1 and _sums_all(readers[0], node) and \
+                _np.prod(node.ans.shape) >= _kernels.NEGATED_MIN_SIZE:
             found[node] = "negated"
     return found
 

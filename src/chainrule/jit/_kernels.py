@@ -10,10 +10,11 @@ which do the same arithmetic in other loops:
 - ``lanes``: an elementwise ufunc, one call per position of the short last axis (each a
   long loop over the others). Elementwise, so the same values, into an answer laid out
   as NumPy lays out its own (C order: the emitter checks the traced answer's strides).
-- ``lane_sum``: ``np.add.reduce`` over a short last axis (2 to 7 entries) of a C-ordered
-  float array: NumPy adds such an axis in order from 0.0, ((0.0 + a0) + a1) + a2 ...,
-  which lane-by-lane adds do too (``exact_lane_sum`` checks that this NumPy does, once,
-  on numbers where another order gives other bits, and on signed zeros, nan and inf).
+- ``lane_sum``: ``np.add.reduce`` over a short last axis (2 to 16 entries) of a C-ordered
+  float array: NumPy adds each row from 0.0, in order under 8 entries, by its pairwise
+  sum's eight running sums from 8, which lane-by-lane adds do too (``exact_lane_sum``
+  checks that this NumPy does, once, on numbers where another order gives other bits,
+  and on signed zeros, nan and inf).
 - ``pair_sum``: ``np.add.reduce`` over an axis followed by two entries (gmm's d=2
   ``mu`` cotangent, a sum over n of (k, n, 2)): NumPy adds along the axis in order (its
   inner loop is the pair), as ``np.add.accumulate`` of the pairs seen as complex numbers
@@ -23,6 +24,8 @@ which do the same arithmetic in other loops:
   through buffers: 1.0 / count copied where the booleans hold, into zeros.
 - ``negated_sum``: a sum over all axes of ``np.negative(x)`` (subtraction's derivative
   for a broadcast operand), as the negated sum of ``x`` where that is the same bits.
+- ``scatter_sum``: the cotangent of a vector indexed by a constant integer array (``det``'s
+  minors), ``np.add.at`` into zeros, as ``np.bincount`` with weights (a fifth of the time).
 - ``count_true``: ``np.add.reduce`` of a boolean array over all axes, NumPy's count of
   its true entries, by ``np.count_nonzero`` (a tenth of the time).
 
@@ -40,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from ..numpy.rules.shape import untake
 from ._errstate import strict
 from ._staging import ArrayMeta
 
@@ -47,9 +51,12 @@ from ._staging import ArrayMeta
 # LANES_MIN_SIZE (below it the Python of the split costs more than the calls it saves)
 MAX_LANES = 4
 LANES_MIN_SIZE = 2048
-# lane_sum: NumPy adds an axis of up to 7 entries in order (8 and more pairwise)
-MAX_SUM_LANES = 7
-SUM_MIN_SIZE = 512
+# lane_sum: a last axis of up to this many entries (a line per entry and a few more)
+MAX_SUM_LANES = 16
+SUM_MIN_SIZE = 1024
+# indicator_divide and negated_sum save a pass over the array for some µs of checks
+INDICATOR_MIN_SIZE = 16384
+NEGATED_MIN_SIZE = 32768
 
 
 def lanes(ufunc: np.ufunc, shape: tuple, dtype: np.dtype, *operands: Any,
@@ -68,14 +75,34 @@ def lanes(ufunc: np.ufunc, shape: tuple, dtype: np.dtype, *operands: Any,
 
 
 def lane_sum(a: np.ndarray, shape: tuple | None = None) -> np.ndarray:
-    """``np.add.reduce(a, -1)`` of a C-ordered float array whose last axis is short, by
-    adding its lanes in order; ``shape``: the answer's (``keepdims``), or None."""
+    """``np.add.reduce(a, -1)`` of a C-ordered float array whose last axis is short, as
+    NumPy adds each row, lane by lane: under 8 entries in order; from 8, its pairwise
+    sum's eight running sums (one per position modulo 8, over the whole blocks of 8)
+    added as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the rest in order;
+    all added to 0.0 (a sum of -0.0s is 0.0). ``shape``: the answer's (``keepdims``)."""
     n = a.shape[-1]
     with strict():
-        total = np.add(a[..., 0], a[..., 1])
-        for c in range(2, n):
-            np.add(total, a[..., c], out=total)
-        np.add(total, 0.0, out=total)  # (NumPy starts from 0.0: a sum of -0.0s is 0.0)
+        if n < 8:
+            total = np.add(a[..., 0], a[..., 1])
+            for c in range(2, n):
+                np.add(total, a[..., c], out=total)
+        else:
+            blocks = n - n % 8
+            if blocks > 8:
+                r = [np.add(a[..., j], a[..., 8 + j]) for j in range(8)]
+                for i in range(16, blocks, 8):
+                    for j in range(8):
+                        np.add(r[j], a[..., i + j], out=r[j])
+            else:
+                r = [a[..., j] for j in range(8)]
+            total, half = np.add(r[0], r[1]), np.add(r[2], r[3])
+            np.add(total, half, out=total)
+            other = np.add(r[4], r[5])
+            np.add(other, np.add(r[6], r[7], out=half), out=other)
+            np.add(total, other, out=total)
+            for c in range(blocks, n):
+                np.add(total, a[..., c], out=total)
+        np.add(total, 0.0, out=total)
     return total if shape is None else total.reshape(shape)
 
 
@@ -124,6 +151,17 @@ def negated_sum(reduce: Any, x: np.ndarray, *args: Any, **kwargs: Any) -> Any:
     if (total != 0).all() and not np.isnan(total).any():
         return total
     return reduce(np.negative(x), *args, **kwargs)
+
+
+def scatter_sum(g: np.ndarray, index: np.ndarray, size: int) -> np.ndarray:
+    """``untake(g, index, (size,), float64)`` (an integer array index's cotangent:
+    ``np.add.at`` into zeros), by ``np.bincount``, which adds the same terms in the same
+    order from 0.0, in one C loop. Where the sums are not all finite (where ``add.at``
+    may have warned), ``untake`` itself."""
+    out = np.bincount(index.ravel(), weights=g.ravel(), minlength=size)
+    if np.isfinite(out).all():
+        return out
+    return untake(g, index, (size,), np.dtype(np.float64))
 
 
 def count_true(a: np.ndarray, shape: tuple | None, dtype: np.dtype) -> Any:
@@ -180,7 +218,7 @@ def ufunc_code(ufunc: np.ufunc, vals: list, ans: Any, texts: list[str], bind) ->
     if ufunc is np.divide and len(vals) == 2 and type(ans) is ArrayMeta \
             and ans.dtype == np.float64 and getattr(vals[0], "dtype", None) == np.bool_ \
             and np.dtype(getattr(vals[1], "dtype", type(vals[1]))).kind in "iu" \
-            and vals[0].shape == ans.shape and _size(ans.shape) >= LANES_MIN_SIZE \
+            and vals[0].shape == ans.shape and _size(ans.shape) >= INDICATOR_MIN_SIZE \
             and c_ordered(ans):
         return f"{bind(indicator_divide)}({', '.join(texts)}, {ans.shape!r})"
     if type(ans) is not ArrayMeta or ans.ndim < 2 or not 2 <= ans.shape[-1] <= MAX_LANES \
@@ -248,11 +286,32 @@ def sum_code(a: Any, axis: Any, keepdims: bool, ans: Any, text: str, bind) -> st
     return f"{bind(pair_sum)}({text}, {outer}, {n}, {ans.shape!r})"
 
 
+def scatter_code(vals: list, texts: list[str], bind) -> str | None:
+    """``scatter_sum``'s code for a call ``untake(g, index, shape, dtype)`` (``texts``:
+    their code), where it is one: a float64 ``g`` of the index's shape, a constant
+    integer index within a vector's bounds (``add.at``'s negative indices and errors are
+    its own), a float64 answer."""
+    if len(vals) != 4 or not _scatters(*vals):
+        return None
+    return f"{bind(scatter_sum)}({texts[0]}, {texts[1]}, {vals[2][0]})"
+
+
+def _scatters(g: Any, index: Any, shape: Any, dtype: Any) -> bool:
+    return type(g) is ArrayMeta and g.dtype == np.float64 and type(index) is np.ndarray \
+        and index.dtype.kind in "iu" and index.shape == g.shape and index.size > 0 \
+        and type(shape) is tuple and len(shape) == 1 and dtype == np.float64 \
+        and 0 <= index.min() and index.max() < shape[0]
+
+
 def layout_key(raw: Any, entry: Any, vals: list, ans: Any) -> tuple:
     """What beyond its types decides a call's code here (``_emit`` keeps a call's code
     for the next call of the same types): its answer's and operands' layouts, where the
     call might take a faster form; () where it cannot (most calls: a cheap test)."""
-    if getattr(raw, "ufunc", None) is None and entry.reduction is not np.add:
+    if raw is untake.fun:
+        return (len(vals) == 4 and _scatters(*vals),)
+    if entry.reduction is np.add:
+        return (_layout(ans), *map(_layout, vals))  # (which axis and how long: any sum)
+    if getattr(raw, "ufunc", None) is None:
         return ()
     if not (type(ans) is ArrayMeta and ans.ndim and ans.shape[-1] <= MAX_SUM_LANES) and \
             not (vals and getattr(vals[0], "dtype", None) == np.bool_):

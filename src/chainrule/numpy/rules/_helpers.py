@@ -214,6 +214,9 @@ def keepdims_shape(shape: tuple, axis) -> tuple:
     """The shape a reduction over ``axis`` has with keepdims=True."""
     if axis is None:
         return (1,) * len(shape)
+    if type(axis) is int and shape:  # (the common call: one axis)
+        a = axis % len(shape)
+        return shape[:a] + (1,) + shape[a + 1:]
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     axes = {a % len(shape) for a in axes} if shape else set()
     return tuple(1 if i in axes else n for i, n in enumerate(shape))

@@ -76,6 +76,8 @@ def _unsupported(name: str, **options) -> None:
 def _axes(ndim: int, axis) -> tuple:
     if axis is None:
         return tuple(range(ndim))
+    if type(axis) is int and ndim:  # (the common call, without NumPy's ndim)
+        return (axis % ndim,)
     axes = (axis,) if _np.ndim(axis) == 0 else tuple(axis)
     return tuple(sorted(a % ndim for a in axes)) if ndim else ()
 
@@ -86,7 +88,11 @@ def _real_dtype(x):
 
 def _kept(value, x, axis, keepdims):
     """A reduction's (raw) answer reshaped to broadcast against ``x``."""
-    return value if keeps_dims(keepdims) else _np.reshape(value, keepdims_shape(shape_of(x), axis))
+    if keeps_dims(keepdims):
+        return value
+    shape = keepdims_shape(shape_of(x), axis)
+    # (an ndarray's own method: numpy.reshape's Python layer costs as much as the reshape)
+    return value.reshape(shape) if type(value) is _np.ndarray else _np.reshape(value, shape)
 
 
 # ----------------------------------------------------------------------------- weighted sums
@@ -146,7 +152,7 @@ def _extreme_mask(ans, x, axis, keepdims, initial, where):
             not bool(anp.any(anp.isnan(av)))
     if type(xv) is not _np.ndarray:  # (a duck array: the shared weights, always right)
         return mask, False
-    return mask, int(_np.count_nonzero(mask)) == _np.size(av) and not _np.isnan(av).any()
+    return mask, _np.count_nonzero(mask) == av.size and not _np.isnan(av).any()
 
 
 def _extreme_shares(mask, alone, x, axis):
@@ -177,13 +183,16 @@ def _extreme_jvp(t, ans, x, axis=None, out=None, keepdims=False, initial=None, w
         return match_dtype(anp.reshape(anp.sum(anp.where(mask, t, 0.0), axis=axes),
                                        shape_of(ans)), ans)
     if len(axes) == ndim:  # every axis: one answer, a NumPy scalar (keepdims: 1 x ... x 1)
-        picked = anp.take(t, anp.argmax(mask))
+        at = mask.argmax()
     else:
         if axes[0] != ndim - 1:  # the reduced axis last: the positions row after row
             t, mask = anp.moveaxis(t, axes[0], -1), _np.moveaxis(mask, axes[0], -1)
-        picked = anp.take(t, _np.flatnonzero(mask))
-    # (+ 0.0: a picked -0.0 is 0.0, as in the sum above and the weighted sum of ties)
-    return match_dtype(anp.reshape(picked + 0.0, shape_of(ans)), ans)
+        at = mask.ravel().nonzero()[0]  # (flatnonzero, without NumPy's Python layers)
+    # (+ 0.0: a picked -0.0 is 0.0, as in the sum above and the weighted sum of ties; an
+    # ndarray's own methods, as in _kept)
+    if type(t) is _np.ndarray:
+        return match_dtype((t.take(at) + 0.0).reshape(shape_of(ans)), ans)
+    return match_dtype(anp.reshape(anp.take(t, at) + 0.0, shape_of(ans)), ans)
 
 
 def _ptp_weights(ans, x, axis=None, out=None, keepdims=False):
