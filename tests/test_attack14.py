@@ -298,3 +298,31 @@ def test_jit_lanes_are_numpys_broadcast_ufuncs(dtype, mode):
                 outcomes.append(sorted(str(w.message) for w in rec
                                        if w.category is RuntimeWarning))
             assert outcomes[0:2] == outcomes[2:4] == outcomes[4:6], u
+
+
+@pytest.mark.parametrize("dtype", [onp.float64, onp.float32])
+@pytest.mark.parametrize("mode", ["warn", "raise"])
+def test_jit_short_axis_sums_with_nan_inf_zeros_and_overflow(dtype, mode):
+    # lane_sum's order (in order under 8 entries, NumPy's eight running sums from 8)
+    # with the values whose sums show it: signed zeros, nan, inf, overflow
+    rng = onp.random.default_rng(11)
+    big = onp.finfo(dtype).max
+    for n in range(2, 21):
+        a = rng.standard_normal((1000, n)) * onp.exp2(rng.integers(-60, 60, (1000, n)))
+        a[0], a[1, ::2], a[1, 1::2] = -0.0, -0.0, 0.0
+        a[2, 0], a[3, n // 2], a[4, 0], a[4, -1] = onp.nan, onp.inf, onp.inf, -onp.inf
+        a[5], a[6] = big / 2, -big
+        with onp.errstate(all="ignore"):
+            a = a.astype(dtype)
+        f = lambda a: np.sum(a, axis=-1)  # noqa: E731
+        jf = cr.jit(f)
+        outcomes = []
+        for g in (f, jf, jf):
+            with warnings.catch_warnings(record=True) as rec, onp.errstate(all=mode):
+                warnings.simplefilter("always")
+                try:
+                    outcomes.append(_bits(g(a)))
+                except FloatingPointError as e:
+                    outcomes.append(str(e))
+            outcomes.append(sorted(str(r.message) for r in rec if r.category is RuntimeWarning))
+        assert outcomes[0:2] == outcomes[2:4] == outcomes[4:6], n
