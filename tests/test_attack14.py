@@ -123,12 +123,14 @@ _X = onp.array([[1.0, 5.0, 2.0], [4.0, 0.5, 3.0]])
 _T = onp.arange(1.0, 7.0).reshape(2, 3)
 
 
-@pytest.mark.xfail(strict=True, reason="reductions._extreme_jvp: axis=() (no axes: each "
+@pytest.mark.xfail(strict=True, reason="reductions._extreme_jvp (jvp, jet): axis=() (no axes: each "
                    "answer its own element) takes axes[0] of an empty tuple, IndexError")
 @pytest.mark.parametrize("fun", [np.max, np.min, np.amax, np.nanmin])
 def test_extreme_jvp_over_no_axes_is_the_tangent(fun):
     ans, t = cr.jvp(lambda x: fun(x, axis=()), (_X,), (_T,))
     assert _bits(ans) == _bits(_X) and _bits(t) == _bits(_T)
+    ans, series = cr.jet(lambda x: fun(x, axis=()), (_X,), ((_T, 2.0 * _T),))
+    assert _bits(series[0]) == _bits(_T) and _bits(series[1]) == _bits(2.0 * _T)
 
 
 @pytest.mark.parametrize("axis", [0, 1, 2, -1, -2, (0,), (2,), (0, 2), (1, 2), (0, 1, 2),
