@@ -226,3 +226,28 @@ def test_the_break_read_in_place_is_what_sbrk_answers():
     done = subprocess.run([sys.executable, "-c", _BREAK], env=env, capture_output=True,
                           text=True, check=True)
     assert done.stdout.split(maxsplit=1) == ["c_void_p", "[True, True, True]\n"]
+
+
+def test_graph_memory_pauses_collection_and_keeps_the_growth(fake):
+    import gc
+
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        with heap.graph_memory():
+            assert not gc.isenabled()
+            fake.brk += MIB
+        assert gc.isenabled()  # (given back as it was)
+        assert fake.calls[-1] == (heap._M_TRIM_THRESHOLD,
+                                  8 * MIB * ctypes.sizeof(ctypes.c_long) + MIB)
+        gc.disable()
+        with pytest.raises(ZeroDivisionError), heap.graph_memory():
+            1 / 0  # noqa: B018
+        assert not gc.isenabled()  # (paused before: still paused)
+        with heap.keeping_heap_growth():
+            assert not gc.isenabled()
+        gc.enable()
+        with heap.keeping_heap_growth():  # (this one leaves the collector alone)
+            assert gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()

@@ -209,3 +209,31 @@ def test_a_wrapped_view_function_and_nested_transforms():
     assert onp.array_equal(grad(f)(X), want)
     assert onp.array_equal(jacfwd(grad(f))(X), jacobian(grad(f))(X))
     assert onp.array_equal(jacobian(grad(f))(X)[0], [2 * X[3], 0, 0, 2 * X[0], 0, 0])
+
+
+def test_reshape_and_ravel_methods_in_each_order():
+    # (NumPy's default order is passed as no keyword at all: both spellings must answer
+    # and differentiate as NumPy's own)
+    import chainrule
+
+    X = onp.arange(6.0).reshape(2, 3)
+    weights = onp.arange(1.0, 7.0)
+    for order in ("C", "F", "A"):
+        for method in ("reshape", "ravel"):
+            def f(x, order=order, method=method):
+                flat = x.reshape(6, order=order) if method == "reshape" else x.ravel(order)
+                return np.sum(flat * weights)
+
+            want = (onp.reshape(X, 6, order=order) * weights).sum()
+            assert f(X) == want
+            by_order = "F" if order == "F" else "C"
+            onp.testing.assert_array_equal(chainrule.grad(f)(X),
+                                           onp.reshape(weights, (2, 3), order=by_order))
+
+    # the views they make still see later writes
+    def h(x):
+        x = x * 1.0
+        flat = x.reshape(-1)
+        x[0, 0] = 10.0 * x[0, 1]
+        return np.sum(flat * weights)
+    onp.testing.assert_array_equal(chainrule.grad(h)(X), [[0.0, 2.0 + 10.0, 3.0], [4.0, 5.0, 6.0]])

@@ -38,6 +38,7 @@ process configures glibc's thresholds itself (``MALLOC_TRIM_THRESHOLD_``,
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import threading
 from collections.abc import Callable
@@ -154,9 +155,13 @@ class keeping_heap_growth:
     the heap by stays in the heap. (A class, not a generator: it runs twice per gradient,
     and a generator's context manager costs ~1 µs more each time.)"""
 
-    __slots__ = ("start",)
+    __slots__ = ("start", "collecting")
+    pauses_collection = False  # (graph_memory's)
 
     def __enter__(self) -> None:
+        if self.pauses_collection:
+            self.collecting = gc.isenabled()
+            gc.disable()
         if _heap_break is None or KEEP_AT_MOST <= 0:
             self.start = None
             return
@@ -170,3 +175,14 @@ class keeping_heap_growth:
             end = _heap_break.value
             if end > start:
                 _keep(end - start)
+        if self.pauses_collection and self.collecting:
+            gc.enable()
+
+
+class graph_memory(keeping_heap_growth):
+    """``keeping_heap_growth()`` that also pauses Python's cycle collector, as
+    ``reverse.no_cycle_collection()`` does (see there why): the one context around a
+    reverse-mode recording and its backward pass (one frame each way, not two)."""
+
+    __slots__ = ()
+    pauses_collection = True

@@ -23,7 +23,7 @@ from functools import partial
 
 from .extension import observers
 from .forward import flattened_output
-from .heap import keeping_heap_growth
+from .heap import graph_memory
 from .pytree import flatten_matching, tree_flatten, tree_unflatten
 from .rule_table import dropping, rule_table
 from .tracer import Box, Node, check_not_leaked, trace_leaves
@@ -450,8 +450,8 @@ class Recording:
         if node_type is None:
             node_type = KeptVJPNode if keep_everything else VJPNode
         self.keeps_everything = node_type.keeps_everything
-        # (keeping_heap_growth: the graph's memory stays in the heap for the next gradient)
-        with no_cycle_collection(), keeping_heap_growth():
+        # (the graph's memory stays in the heap for the next gradient: heap.py)
+        with graph_memory():
             (out_leaves, self.out_def), trace_id, self.roots = trace_leaves(
                 node_type, [root_args] * len(leaves), flattened_output(fun), leaves,
                 _only_item if treedef.kind is None else partial(tree_unflatten, treedef)
@@ -481,7 +481,7 @@ class Recording:
     def pull_back(self, g):
         g_leaves = flatten_matching(g, self.out_def, "cotangent", "output")
         seeds = [(node, g_leaves[i]) for i, node in self.ends]
-        with no_cycle_collection(), keeping_heap_growth():
+        with graph_memory():
             root_grads = backward_pass(seeds, free=self.free)
         grads = []
         for root, space in zip(self.roots, self.spaces):

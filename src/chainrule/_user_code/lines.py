@@ -74,7 +74,9 @@ def _settings_for(modes: dict):
 
 try:  # NumPy 2: the settings are one immutable object in a context variable
     from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
-except ImportError:  # (NumPy 1.26: np.errstate, ~2 µs a transformed call more)
+
+    _make_extobj(call=WARN_AT_USER_LINE, divide="log")  # (as used below: made once to see)
+except (ImportError, TypeError, ValueError):  # (NumPy 1.26: np.errstate, ~2 µs a call more)
     _extobj_contextvar = _make_extobj = None
 
 # NumPy's settings object -> the one a transform runs in (None: as it is). np.errstate

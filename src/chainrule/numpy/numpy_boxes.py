@@ -445,7 +445,9 @@ class ArrayBox(Box):
     def reshape(self, *shape, order="C"):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
-        return anp.reshape(self, shape, order=order)
+        # (NumPy's default order given by no keyword: a call with keywords is recorded
+        # through the tracer's general path, ~1 µs more)
+        return anp.reshape(self, shape) if order == "C" else anp.reshape(self, shape, order=order)
 
     def transpose(self, *axes):
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
@@ -453,7 +455,7 @@ class ArrayBox(Box):
         return anp.transpose(self, axes or None)
 
     def ravel(self, order="C"):
-        return anp.ravel(self, order=order)
+        return anp.ravel(self) if order == "C" else anp.ravel(self, order=order)
 
     def squeeze(self, axis=None):
         return anp.squeeze(self, axis=axis)
