@@ -233,7 +233,7 @@ def test_scatter_sum_is_untakes_add_at():
     for values in (finite, g):
         with warnings.catch_warnings(record=True) as got_warnings:
             warnings.simplefilter("always")
-            got = _kernels.scatter_sum(values, index, 7)
+            got = _kernels.scatter_sum(values, index, (7,))
         with warnings.catch_warnings(record=True) as want_warnings:
             warnings.simplefilter("always")
             want = untake(values, index, (7,), onp.dtype(onp.float64))
@@ -245,10 +245,13 @@ def test_jit_of_the_det_gradient_is_eager_bit_for_bit():
     g = cr.grad(det_by_minors)
     jg = cr.jit(g)
     rng = onp.random.default_rng(10)
-    A = rng.random((6, 6))
+    A = rng.random((7, 7))
     for a in (A, -A, onp.where(A > 0.5, A, -0.0), A):
         _bits(jg(a), g(a))
-    assert "_kernels.scatter_sum(" in jg.lower(A).source
+    source = jg.lower(A).source
+    assert "_kernels.scatter_sum(" in source
+    assert "_kernels.lanes(" in source  # (np.outer by a short vector)
+    assert "int8" not in source  # (its index constants as intp)
 
 
 def sum_and_negated_sum(x):
@@ -282,3 +285,19 @@ def test_sums_of_the_same_types_over_other_shapes_each_take_their_own_form():
             b2 = b * rng.random(b.shape)
             _bits(jf(a, b2), two_sums(a, b2))
             _bits(jf(a * 2.0, b), two_sums(a * 2.0, b))
+
+
+def two_scatters(x, y):
+    return np.sum(x[onp.array([0, 2, 2, 1])] ** 2) + np.sum(np.sin(y[onp.array([[5, 0], [3, 3]])]))
+
+
+def test_scatters_into_vectors_of_other_lengths_each_keep_their_length():
+    # (found by the jit contract with the size thresholds at 0: the first scatter's
+    # length was written into the code the second one shared)
+    g = cr.grad(two_scatters, argnum=(0, 1))
+    jg = cr.jit(g)
+    x, y = onp.linspace(-1.0, 2.0, 3), onp.linspace(0.5, 3.0, 7)
+    for a, b in [(x, y), (x * 2, -y), (x, y)]:
+        for got, want in zip(jg(a, b), g(a, b)):
+            _bits(got, want)
+    assert jg.lower(x, y).source.count("_kernels.scatter_sum(") == 2

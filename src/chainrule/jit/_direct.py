@@ -26,7 +26,7 @@ import numpy as np
 from .._core.rule_table import PrimitiveRules
 from ..numpy.rules._helpers import bound_texts
 from ..numpy.rules.shape import untake
-from ._kernels import negated_sum, scatter_code, sum_code, ufunc_code
+from ._kernels import negated_sum, outer_code, scatter_code, sum_code, ufunc_code
 from ._staging import ArrayMeta
 
 # raw function -> (its ufunc's reduce, one bound method for every program: ``bind`` names
@@ -59,6 +59,10 @@ def direct_call(
     negation the program does not make (``_emit._absorbed``), which a sum then makes."""
     if raw is untake.fun:
         return scatter_code(vals, texts, bind)
+    if raw is np.outer and not kwtexts and type(ans) is ArrayMeta:
+        code = outer_code(vals, ans, texts, bind)
+        if code is not None:
+            return code
     first_array = bool(vals) and (type(vals[0]) is ArrayMeta or type(vals[0]) is np.ndarray)
     # (a NumPy scalar's reshape is its method too: np.reshape's ``_wrapfunc`` calls it)
     if (first_array or raw is np.reshape and isinstance(vals[0], np.generic)) and \

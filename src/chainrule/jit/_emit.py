@@ -37,7 +37,7 @@ from ._errstate import underflow_heard
 from ._fold import Folded, fold, node_runs
 from ._instr import Instr
 from ._interpret import interpret
-from ._kernels import layout_key
+from ._kernels import as_index, layout_key
 from ._notices import JitWarning, user_stacklevel
 from ._program import MISS, RAISED, AtFirstRun, Program, copied_together, needed, same
 from ._render import Plan
@@ -286,6 +286,7 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
     walk = _walk(nodes, runs, instrs, lambda run, first, second: fold(
         run, nodes, instrs, first, second, instr_of, constant, escaping))
     absorbed = _absorbed(nodes, escaping, guards_by_node, runs)
+    indexes: dict[int, Any] = {}  # id(index constant) -> it as intp (``_kernels.as_index``)
     for node in walk:
         fun = node.fun
         if absorbed and node in absorbed:
@@ -320,8 +321,12 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
                         slots.append(instr_of[parent])
                         vals.append(parent.ans)
                     else:
-                        slots.append(constant(a))
-                        vals.append(a)
+                        a = indexes.get(id(a), a) if indexes else a
+                        index = as_index(raw, i, a)
+                        if index is not a:  # (one copy per constant: CSE finds it again)
+                            index = indexes[id(a)] = indexes.setdefault(id(index), index)
+                        slots.append(constant(index))
+                        vals.append(index)
                 consts = [s for s in slots if type(s) is tuple]
             if node.kwargs:
                 kwmap = {k: _escaped(repr(v) if _simple_literal(v) else const(v))

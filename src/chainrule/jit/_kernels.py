@@ -43,14 +43,17 @@ from typing import Any
 
 import numpy as np
 
+from ..numpy.numpy_boxes import array_getitem
 from ..numpy.rules.shape import untake
 from ._errstate import strict
 from ._staging import ArrayMeta
 
+_GETITEM = array_getitem.fun
+
 # lanes: split where the last axis has at most this many entries and the answer at least
 # LANES_MIN_SIZE (below it the Python of the split costs more than the calls it saves)
 MAX_LANES = 4
-LANES_MIN_SIZE = 2048
+LANES_MIN_SIZE = 4096
 # lane_sum: a last axis of up to this many entries (a line per entry and a few more)
 MAX_SUM_LANES = 16
 SUM_MIN_SIZE = 1024
@@ -67,10 +70,12 @@ def lanes(ufunc: np.ufunc, shape: tuple, dtype: np.dtype, *operands: Any,
     if out is None:
         out = np.empty(shape, dtype)
     n = shape[-1]
+    columns = [[op] * n if not isinstance(op, np.ndarray) or not op.ndim else
+               [op[..., c] for c in range(n)] if op.shape[-1] == n else [op[..., 0]] * n
+               for op in operands]
     with strict():
-        for c in range(n):
-            ufunc(*[op[..., c] if np.ndim(op) and op.shape[-1] == n else
-                    op[..., 0] if np.ndim(op) else op for op in operands], out=out[..., c])
+        for c, args in enumerate(zip(*columns)):
+            ufunc(*args, out=out[..., c])
     return out
 
 
@@ -153,15 +158,15 @@ def negated_sum(reduce: Any, x: np.ndarray, *args: Any, **kwargs: Any) -> Any:
     return reduce(np.negative(x), *args, **kwargs)
 
 
-def scatter_sum(g: np.ndarray, index: np.ndarray, size: int) -> np.ndarray:
-    """``untake(g, index, (size,), float64)`` (an integer array index's cotangent:
+def scatter_sum(g: np.ndarray, index: np.ndarray, shape: tuple) -> np.ndarray:
+    """``untake(g, index, shape, float64)`` of a vector (an integer array index's cotangent:
     ``np.add.at`` into zeros), by ``np.bincount``, which adds the same terms in the same
     order from 0.0, in one C loop. Where the sums are not all finite (where ``add.at``
     may have warned), ``untake`` itself."""
-    out = np.bincount(index.ravel(), weights=g.ravel(), minlength=size)
+    out = np.bincount(index.ravel(), weights=g.ravel(), minlength=shape[0])
     if np.isfinite(out).all():
         return out
-    return untake(g, index, (size,), np.dtype(np.float64))
+    return untake(g, index, shape, np.dtype(np.float64))
 
 
 def count_true(a: np.ndarray, shape: tuple | None, dtype: np.dtype) -> Any:
@@ -232,6 +237,18 @@ def ufunc_code(ufunc: np.ufunc, vals: list, ans: Any, texts: list[str], bind) ->
             f"{', '.join(texts)})")
 
 
+def outer_code(vals: list, ans: Any, texts: list[str], bind) -> str | None:
+    """``np.outer(a, b)`` of two vectors (``multiply(a[:, None], b[None, :])``, as NumPy
+    writes it) by ``lanes`` where ``b`` is short (``det``'s cotangents of its minors)."""
+    if len(vals) != 2 or not all(
+            (type(v) is ArrayMeta or type(v) is np.ndarray) and v.ndim == 1 for v in vals):
+        return None
+    a, b = f"{texts[0]}[:, None]", f"{texts[1]}[None, :]"
+    column = ArrayMeta(vals[0].shape + (1,), vals[0].dtype, vals[0].strides + (0,))
+    row = ArrayMeta((1,) + vals[1].shape, vals[1].dtype, (0,) + vals[1].strides)
+    return ufunc_code(np.multiply, [column, row], ans, [a, b], bind)
+
+
 def _merges_last_two(vals: list, shape: tuple) -> bool:
     """Whether NumPy merges the last two axes of ``shape`` into its inner loop for every
     array operand (each contiguous across them, or broadcast along both)."""
@@ -293,7 +310,8 @@ def scatter_code(vals: list, texts: list[str], bind) -> str | None:
     its own), a float64 answer."""
     if len(vals) != 4 or not _scatters(*vals):
         return None
-    return f"{bind(scatter_sum)}({texts[0]}, {texts[1]}, {vals[2][0]})"
+    return f"{bind(scatter_sum)}({texts[0]}, {texts[1]}, {texts[2]})"  # (no values: the
+    # code is kept for the next call of the same types, ``layout_key``)
 
 
 def _scatters(g: Any, index: Any, shape: Any, dtype: Any) -> bool:
@@ -303,12 +321,33 @@ def _scatters(g: Any, index: Any, shape: Any, dtype: Any) -> bool:
         and 0 <= index.min() and index.max() < shape[0]
 
 
+def as_index(raw: Any, position: int, a: Any) -> Any:
+    """A constant operand as the program passes it: an index array of a subscript or of
+    ``untake`` of a narrower integer type (``det``'s int8 minors) as ``intp``, the type
+    NumPy casts it to on every call (the same values: the same elements taken)."""
+    if position != 1 or (raw is not _GETITEM and raw is not untake.fun):
+        return a
+    if type(a) is np.ndarray:
+        return _intp(a)
+    if type(a) is tuple and any(type(p) is np.ndarray for p in a):
+        return tuple(_intp(p) if type(p) is np.ndarray else p for p in a)
+    return a
+
+
+def _intp(a: np.ndarray) -> np.ndarray:
+    if a.dtype.kind in "iu" and a.dtype.itemsize < np.dtype(np.intp).itemsize:
+        return a.astype(np.intp)
+    return a
+
+
 def layout_key(raw: Any, entry: Any, vals: list, ans: Any) -> tuple:
     """What beyond its types decides a call's code here (``_emit`` keeps a call's code
     for the next call of the same types): its answer's and operands' layouts, where the
     call might take a faster form; () where it cannot (most calls: a cheap test)."""
     if raw is untake.fun:
         return (len(vals) == 4 and _scatters(*vals),)
+    if raw is np.outer:
+        return (_layout(ans), *map(_layout, vals))
     if entry.reduction is np.add:
         return (_layout(ans), *map(_layout, vals))  # (which axis and how long: any sum)
     if getattr(raw, "ufunc", None) is None:
