@@ -144,7 +144,8 @@ def main(argv: list[str] | None = None) -> None:
         scale = 1 if measure in UNITLESS else 1e3
         a, b = best[0][measure] * scale, best[1][measure] * scale
         digits = 1 if measure.endswith("MB") or (measure not in UNITLESS and a < 100) else 0
-        digits = 3 if measure not in UNITLESS and a < 1 else digits  # (kmeans: 0.3 ms)
+        if measure not in UNITLESS and a < 10:  # (kmeans: 0.3 ms)
+            digits = 3 if a < 1 else 2
         ratio = f"{b / a:.2f}" if a else "—"
         print(f"| {measure} | {a:,.{digits}f} | {b:,.{digits}f} | {ratio} |")
     if pytorch is not None:
