@@ -286,12 +286,16 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
     walk = _walk(nodes, runs, instrs, lambda run, first, second: fold(
         run, nodes, instrs, first, second, instr_of, constant, escaping))
     absorbed = _absorbed(nodes, escaping, guards_by_node, runs)
+    fused = absorbed.pop(_FUSED, {})
     indexes: dict[int, Any] = {}  # id(index constant) -> it as intp (``_kernels.as_index``)
     for node in walk:
         fun = node.fun
         if absorbed and node in absorbed:
             # its operand stands for it: no line of its own (see ``_absorbed``)
             instr_of[node] = instr_of[node.parents[0]]
+        elif absorbed and node in fused:
+            instrs.append(_fused_add(node, fused[node], instr_of, fun_name))
+            floats = False
         elif fun is None:
             ins = instr_of[node] = Instr("input", node, None, None, [], "")
             ins.var = f"x{node.index}"
@@ -425,7 +429,7 @@ def _absorbed(nodes: list[StagingNode], escaping: set[StagingNode], guarded: dic
       where the total is neither zero nor nan, one pass over ``x`` fewer).
 
     Never an output (or what one views), a guarded value, or a call in a folded loop."""
-    candidates: dict[StagingNode, list] = {}
+    candidates: dict[Any, list] = {}
     for node in nodes:
         fun = node.fun
         if fun is None or node.kwargs or node.argnums != (0,) or \
@@ -435,6 +439,9 @@ def _absorbed(nodes: list[StagingNode], escaping: set[StagingNode], guarded: dic
         if (raw is _np.broadcast_to and len(node.args) == 2) or (
                 getattr(raw, "ufunc", None) is _np.negative and len(node.args) == 1
                 and node.ans.dtype.kind == "f"):
+            candidates[node] = []
+    for node in nodes:  # (max's derivative: an indicator, its product, a sum)
+        if node.fun is not None and _indicator(node):
             candidates[node] = []
     if not candidates:
         return {}
@@ -448,16 +455,100 @@ def _absorbed(nodes: list[StagingNode], escaping: set[StagingNode], guarded: dic
     found = {}
     for node, readers in candidates.items():
         if not readers or node in escaping or node in guarded or \
-                type(node.parents[0].ans) is not ArrayMeta or \
                 any(start <= where[node] < end for start, end in folded):
             continue
-        if node.fun.fun is _np.broadcast_to:
+        if getattr(node.fun.fun, "ufunc", None) is _np.divide:
+            fusion = _indicator_sum(node, readers, nodes, escaping, guarded)
+            if fusion is not None and not any(
+                    start <= k < end for start, end in folded
+                    for k in (nodes.index(fusion[0]), nodes.index(fusion[1]))):
+                product, total, operands = fusion
+                found[node] = found[product] = "fused"
+                found.setdefault(_FUSED, {})[total] = operands
+        elif type(node.parents[0].ans) is not ArrayMeta:
+            continue
+        elif node.fun.fun is _np.broadcast_to:
             if all(_broadcasts_itself(reader, node) for reader in readers):
                 found[node] = "view"
         elif len(readers) == 1 and _sums_all(readers[0], node) and \
                 _np.prod(node.ans.shape) >= _kernels.NEGATED_MIN_SIZE:
             found[node] = "negated"
     return found
+
+
+_FUSED = "fused"  # (``_absorbed``'s key of the sums it fuses: node -> their operands)
+
+
+def _entries(ans: Any) -> int:
+    """How many entries a value of the record has (``np.size`` of an ``ArrayMeta``, an
+    object without a shape, would be 1)."""
+    return int(_np.prod(ans.shape)) if type(ans) is ArrayMeta else int(_np.size(ans))
+
+
+def _indicator(node: StagingNode) -> bool:
+    """Whether ``node`` is ``np.divide(b, c)`` of a traced boolean array by a traced
+    integer count of one entry, answering a float64 array of ``b``'s shape large enough
+    for ``_kernels.indicator_add`` (max's derivative: its places over their number)."""
+    if getattr(node.fun.fun, "ufunc", None) is not _np.divide or node.kwargs or \
+            len(node.parents) != 2 or len(node.args) != 2 or type(node.ans) is not ArrayMeta:
+        return False
+    b, c = node.parents[0].ans, node.parents[1].ans
+    return node.ans.dtype == _np.float64 and getattr(b, "dtype", None) == _np.bool_ and \
+        getattr(b, "shape", None) == node.ans.shape and \
+        getattr(c, "dtype", _np.dtype(object)).kind in "iu" and _entries(c) == 1 and \
+        _np.prod(node.ans.shape) >= _kernels.INDICATOR_MIN_SIZE
+
+
+def _indicator_sum(indicator: StagingNode, readers: list, nodes: list,
+                   escaping: set, guarded: dict) -> tuple | None:
+    """Where ``indicator``'s one reader multiplies it by a float64 ``g`` of one entry and
+    that product's one reader adds it to an array ``acc`` of its shape (max's derivative
+    added into a cotangent): the product, the sum, and ``(acc, b, c, g)``, which
+    ``_kernels.indicator_add`` reads for all three; else None."""
+    if len(readers) != 1:
+        return None
+    product = readers[0]
+    if getattr(product.fun.fun, "ufunc", None) is not _np.multiply or product.kwargs or \
+            len(product.parents) != 2 or len(product.args) != 2 or \
+            product in escaping or product in guarded or \
+            type(product.ans) is not ArrayMeta or product.ans.shape != indicator.ans.shape:
+        return None
+    g = product.parents[0]  # (g * indicator, acc + product: the kernel's order, in which
+    # a nan's payload is the first operand's)
+    if product.parents[1] is not indicator or g is indicator or \
+            getattr(g.ans, "dtype", None) != _np.float64 or _entries(g.ans) != 1 \
+            or product.ans.dtype != _np.float64:
+        return None
+    totals = [n for n in nodes if any(p is product for p in n.parents)]  # (rare: a scan)
+    if len(totals) != 1 or totals[0].parents.count(product) != 1:
+        return None
+    total = totals[0]
+    if getattr(total.fun.fun, "ufunc", None) is not _np.add or total.kwargs or \
+            len(total.parents) != 2 or len(total.args) != 2 or \
+            type(total.ans) is not ArrayMeta or total.ans.dtype != _np.float64:
+        return None
+    acc = total.parents[0]
+    if total.parents[1] is not product or acc is product or \
+            type(acc.ans) is not ArrayMeta or acc.ans.dtype != _np.float64 or \
+            acc.ans.shape != total.ans.shape or total.ans.shape != product.ans.shape or \
+            not (_kernels.c_ordered(acc.ans) and _kernels.c_ordered(total.ans)):
+        return None
+    return product, total, (acc, indicator.parents[0], indicator.parents[1], g)
+
+
+def _fused_add(node: StagingNode, operands: tuple, instr_of, fun_name) -> Instr:
+    """The line of a sum ``_absorbed`` fused with the indicator and product it adds
+    (``_kernels.indicator_add``), which may write into ``acc`` where it dies (``out=``)."""
+    slots = [instr_of[p] for p in operands]
+    acc, ans = slots[0], node.ans
+    code = f"{fun_name(_kernels.indicator_add)}({{0}}, {{1}}, {{2}}, {{3}})"
+    reuse = (0,) if type(acc) is Instr and acc.fresh and acc.node.ans.shape == ans.shape \
+        and acc.node.ans.dtype == ans.dtype and acc.node.ans.strides == ans.strides else ()
+    key = (code, (False,) * 4, True, False, True)
+    ins = instr_of[node] = Instr("call", node, code, None, slots,
+                                 _comment("divide, multiply, add", node),
+                                 (key, reuse) if reuse else key, True, True, reuse, False)
+    return ins
 
 
 def _broadcasts_itself(reader: StagingNode, view: StagingNode) -> bool:

@@ -22,10 +22,14 @@ which do the same arithmetic in other loops:
 - ``indicator_divide``: a boolean array divided by positive integer counts (the
   derivative of ``max``: ``(x == max) / count``), NumPy's division casting the booleans
   through buffers: 1.0 / count copied where the booleans hold, into zeros.
+- ``indicator_add``: that indicator times a number, added into a cotangent: ``acc`` plus
+  the product by 0.0 everywhere, then the sum where the indicator holds (one or a few
+  places): two passes over the array fewer.
 - ``negated_sum``: a sum over all axes of ``np.negative(x)`` (subtraction's derivative
   for a broadcast operand), as the negated sum of ``x`` where that is the same bits.
 - ``scatter_sum``: the cotangent of a vector indexed by a constant integer array (``det``'s
   minors), ``np.add.at`` into zeros, as ``np.bincount`` with weights (a fifth of the time).
+- ``placed``: ``untake`` by a basic index, ``g`` written into zeros without its Python.
 - ``count_true``: ``np.add.reduce`` of a boolean array over all axes, NumPy's count of
   its true entries, by ``np.count_nonzero`` (a tenth of the time).
 
@@ -169,6 +173,26 @@ def scatter_sum(g: np.ndarray, index: np.ndarray, shape: tuple) -> np.ndarray:
     return untake(g, index, shape, np.dtype(np.float64))
 
 
+def indicator_add(acc: np.ndarray, b: np.ndarray, c: Any, g: Any,
+                  out: np.ndarray | None = None) -> np.ndarray:
+    """``acc + g * np.divide(b, c)`` (max's derivative added into a cotangent) for ``g``
+    and ``c`` of one entry: where ``b`` is false the product is ``g * 0.0``; where it holds,
+    ``acc + g * (1.0 / c)``, as NumPy computes them. Counts that are not positive and a
+    ``g`` that is not finite (whose product by 0.0 is nan) compute as NumPy does.
+    ``out``: ``acc`` itself, where the program lets the sum write into it."""
+    counts = np.asarray(c, np.float64).reshape(-1)
+    factor = np.asarray(g).reshape(-1)
+    if not (counts.size == factor.size == 1 and counts[0] > 0 and np.isfinite(factor[0])):
+        return np.add(acc, np.multiply(g, np.divide(b, c)), out=out)
+    with strict():
+        taken = acc[b] + factor[0] * (np.float64(1.0) / counts[0])
+    # (acc + 0.0 makes a -0.0 0.0, and acc + -0.0 quiets a signalling nan: added as NumPy
+    # adds them, in one pass)
+    out = np.add(acc, factor[0] * 0.0, out=out)
+    out[b] = taken
+    return out
+
+
 def count_true(a: np.ndarray, shape: tuple | None, dtype: np.dtype) -> Any:
     """``np.add.reduce(a, None)`` of a boolean array: a scalar of ``dtype``, or an array
     of ``shape`` (``keepdims``)."""
@@ -304,14 +328,35 @@ def sum_code(a: Any, axis: Any, keepdims: bool, ans: Any, text: str, bind) -> st
 
 
 def scatter_code(vals: list, texts: list[str], bind) -> str | None:
-    """``scatter_sum``'s code for a call ``untake(g, index, shape, dtype)`` (``texts``:
-    their code), where it is one: a float64 ``g`` of the index's shape, a constant
-    integer index within a vector's bounds (``add.at``'s negative indices and errors are
-    its own), a float64 answer."""
-    if len(vals) != 4 or not _scatters(*vals):
+    """The code of a call ``untake(g, index, shape, dtype)`` (``texts``: their code) of
+    float64 ``g`` and answer: ``scatter_sum``'s for a constant integer index of ``g``'s
+    shape within a vector's bounds (``add.at``'s negative indices and errors are its
+    own), ``placed``'s for a basic index; else None. (No values in the code: it is kept
+    for the next call of the same types, ``layout_key``.)"""
+    if len(vals) != 4:
         return None
-    return f"{bind(scatter_sum)}({texts[0]}, {texts[1]}, {texts[2]})"  # (no values: the
-    # code is kept for the next call of the same types, ``layout_key``)
+    if _scatters(*vals):
+        return f"{bind(scatter_sum)}({texts[0]}, {texts[1]}, {texts[2]})"
+    if _places(*vals):
+        return f"{bind(placed)}({texts[0]}, {texts[1]}, {texts[2]})"
+    return None
+
+
+def placed(g: np.ndarray, index: Any, shape: tuple) -> np.ndarray:
+    """``untake(g, index, shape, float64)`` of a basic index (det's rows of its
+    cotangent): ``g`` written into zeros, ``untake``'s own path without its Python."""
+    out = np.zeros(shape)
+    out[index] = g
+    return out
+
+
+def _places(g: Any, index: Any, shape: Any, dtype: Any) -> bool:
+    return type(g) is ArrayMeta and g.dtype == np.float64 and dtype == np.float64 \
+        and type(shape) is tuple and all(type(p) in _BASIC for p in (
+            index if type(index) is tuple else (index,)))
+
+
+_BASIC = frozenset([int, slice, type(None), type(Ellipsis)])
 
 
 def _scatters(g: Any, index: Any, shape: Any, dtype: Any) -> bool:
@@ -345,7 +390,7 @@ def layout_key(raw: Any, entry: Any, vals: list, ans: Any) -> tuple:
     for the next call of the same types): its answer's and operands' layouts, where the
     call might take a faster form; () where it cannot (most calls: a cheap test)."""
     if raw is untake.fun:
-        return (len(vals) == 4 and _scatters(*vals),)
+        return (len(vals) == 4 and _scatters(*vals), len(vals) == 4 and _places(*vals))
     if raw is np.outer:
         return (_layout(ans), *map(_layout, vals))
     if entry.reduction is np.add:
