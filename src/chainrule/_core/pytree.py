@@ -22,7 +22,8 @@ _leaf_values: dict[type, Callable] = {}
 # Types found to be plain leaves (no container of any kind, no leaf value): whether a
 # value is one depends on its type alone, so the questions (a registered type? a
 # namedtuple? a dataclass?) are asked once per type, not per value flattened (~0.3 µs of
-# every transformed call). Forgotten when a type is registered.
+# every transformed call). Forgotten when a type is registered; only types that cannot
+# change (``_fixed``).
 _plain_leaf_types: set[type] = set()
 
 
@@ -99,9 +100,19 @@ def _children(tree: Any) -> tuple[Any, Any, tuple] | None:
     if dataclasses.is_dataclass(tree) and not isinstance(tree, type):
         names = tuple(f.name for f in dataclasses.fields(tree) if f.init)
         return cls, names, tuple(getattr(tree, name) for name in names)
-    if cls not in _leaf_values:
+    if cls not in _leaf_values and _fixed(cls):
         _plain_leaf_types.add(cls)
     return None
+
+
+_IMMUTABLE_TYPE = 1 << 8  # (CPython's Py_TPFLAGS_IMMUTABLETYPE: builtins', NumPy's types)
+
+
+def _fixed(cls: type) -> bool:
+    """Whether a leaf type stays a leaf: one whose attributes cannot be set, or
+    chainrule's own (its boxes). A user's class may become a dataclass later
+    (``dataclasses.dataclass(cls)`` changes the class in place)."""
+    return bool(cls.__flags__ & _IMMUTABLE_TYPE) or cls.__module__.startswith("chainrule.")
 
 
 class DictKeys(tuple):
