@@ -123,8 +123,6 @@ _X = onp.array([[1.0, 5.0, 2.0], [4.0, 0.5, 3.0]])
 _T = onp.arange(1.0, 7.0).reshape(2, 3)
 
 
-@pytest.mark.xfail(strict=True, reason="reductions._extreme_jvp (jvp, jet): axis=() (no axes: each "
-                   "answer its own element) takes axes[0] of an empty tuple, IndexError")
 @pytest.mark.parametrize("fun", [np.max, np.min, np.amax, np.nanmin])
 def test_extreme_jvp_over_no_axes_is_the_tangent(fun):
     ans, t = cr.jvp(lambda x: fun(x, axis=()), (_X,), (_T,))
@@ -160,10 +158,6 @@ def test_extreme_jvp_ties_on_the_second_call_of_a_jitted_function():
     assert _bits(f(tied, t)) == _bits(onp.array([1.5, 12.0]))
 
 
-@pytest.mark.xfail(strict=True, reason="unbroadcast by np.einsum('ij->j'): einsum reports no "
-                   "floating-point errors, so an overflowing or invalid row sum neither raises "
-                   "under np.errstate nor warns (fix: fall back to g.sum(axis=0) where the "
-                   "einsum answer is not all finite, which has NumPy's bits and its errors)")
 def test_a_broadcast_operands_gradient_keeps_numpys_floating_point_errors():
     w = onp.array([[1e308, 1.0], [1e308, 2.0], [1.0, 3.0]])
     x = onp.zeros((3, 2))
@@ -182,10 +176,6 @@ def _same_twice(f, *args):
         assert type(got) is type(want) and _bits(got) == _bits(want)
 
 
-@pytest.mark.xfail(strict=True, reason="jit/_direct.py: keepdims=1 (NumPy takes any truthy "
-                   "value) is read as `_literal(text) is True`, False, so the program's "
-                   "lane_sum answers shape (1000,) where NumPy's is (1000, 1) (fix: "
-                   "bool() of a literal, and no faster form where the text is no literal)")
 def test_jit_sum_over_a_short_last_axis_with_keepdims_one():
     a = onp.random.default_rng(0).standard_normal((1000, 3))
     _same_twice(lambda a: np.sum(a, axis=-1, keepdims=1), a)
@@ -330,10 +320,6 @@ def test_jit_short_axis_sums_with_nan_inf_zeros_and_overflow(dtype, mode):
         assert outcomes[0:2] == outcomes[2:4] == outcomes[4:6], n
 
 
-@pytest.mark.xfail(strict=True, reason="the same einsum (the jit contract's case 4494 at seed "
-                   "1414): eager, a broadcast operand's cotangent summed by einsum warns of "
-                   "nothing; jit's program sums it by add.reduce, which warns 'invalid value "
-                   "encountered in reduce': jit and eager differ in their warnings")
 def test_a_broadcast_operands_gradient_warns_alike_eagerly_and_jitted():
     x = onp.zeros((3, 2))
     f = cr.grad(lambda b, w: np.sum(w * (x + b)))

@@ -91,9 +91,10 @@ def direct_call(
     rest = [f"{k}={b[k]}" for k in ("keepdims", "initial", "where") if k in b]
     if negated:
         return f"{bind(negated_sum)}({bind(reducer)}, {', '.join(head[:2] + rest)})"
-    if entry.reduction is np.add and head[2] == "None" and not {"initial", "where"} & set(b):
-        code = sum_code(vals[0], _literal(head[1]), _literal(b.get("keepdims", "False")) is True,
-                        ans, texts[0], bind)
+    keepdims = _literal(b.get("keepdims", "False"))  # (NumPy reads any truthy value: 1)
+    if entry.reduction is np.add and head[2] == "None" and not {"initial", "where"} & set(b) \
+            and keepdims is not _UNKNOWN:
+        code = sum_code(vals[0], _literal(head[1]), bool(keepdims), ans, texts[0], bind)
         if code is not None:
             return code
     while not rest and len(head) > 2 and head[-1] == "None":
