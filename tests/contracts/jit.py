@@ -27,6 +27,7 @@ Two kinds of case:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import importlib
@@ -39,7 +40,7 @@ import numpy as onp
 import chainrule
 from chainrule import _specs as specs
 from chainrule._core.pytree import tree_flatten, tree_unflatten
-from chainrule.jit import JitWarning
+from chainrule.jit import JitWarning, _kernels
 
 from . import _programs as programs
 from ._compare import Outcome, array_leaves, differences
@@ -59,6 +60,10 @@ WRITES = (lambda x: x.__imul__(0.5), lambda x: x.sort(), lambda x: x.__setitem__
           lambda x: None)
 STATIC_WRAPPINGS = ("static_s", "static_s_by_keyword", "static_name_by_position")
 LAYOUTS = ("contiguous", "contiguous", "strided", "reversed")
+# jit's faster forms of calls on short axes (jit/_kernels.py) at their own sizes, or on
+# arrays of every size: the programs' arrays are small, so only "always" reaches them
+KERNELS = ("sized", "sized", "always")
+KERNEL_SIZES = ("LANES_MIN_SIZE", "SUM_MIN_SIZE", "INDICATOR_MIN_SIZE", "NEGATED_MIN_SIZE")
 
 
 class StaticNumber(float):
@@ -84,12 +89,13 @@ class Case:
     calls: list  # argument tuples, in call order
     program: programs.Program | None = None
     spec: Any = None
+    kernels: str = "sized"
 
     def __str__(self) -> str:
         what = str(self.program) if self.program is not None else (
             f"spec case {self.spec.id} ({self.spec.fun!r}, kwargs {self.spec.kwargs})")
         return (f"{what}\n# jit of {self.transform}, wrapped {self.wrapping}, "
-                f"{self.layout} arguments, called at\n" +
+                f"{self.layout} arguments, short-axis forms {self.kernels}, called at\n" +
                 "\n".join(f"#   {_show(args)}" for args in self.calls))
 
 
@@ -258,7 +264,8 @@ def generate(rng: onp.random.Generator) -> Case:
         calls.append(calls[-2])
     layout = str(rng.choice(LAYOUTS))
     calls = [(_laid_out(x, layout), s) for x, s in calls]
-    return Case("program", transform, wrapping, layout, calls, program=program)
+    return Case("program", transform, wrapping, layout, calls, program=program,
+                kernels=str(rng.choice(KERNELS)))
 
 
 def _laid_out(x: onp.ndarray, layout: str) -> onp.ndarray:
@@ -303,7 +310,8 @@ def _spec_case(rng: onp.random.Generator) -> Case:
             isinstance(edged[i], onp.generic) else a
     transform = str(rng.choice(("plain", "grad", "jvp")))
     calls = [tuple(edged), tuple(spec.args), tuple(edged)]
-    return Case("spec", transform, "none", "contiguous", calls, spec=spec)
+    return Case("spec", transform, "none", "contiguous", calls, spec=spec,
+                kernels=str(rng.choice(KERNELS)))
 
 
 # ------------------------------------------------------------------------ the function
@@ -439,7 +447,26 @@ def _as_traced(args: tuple, static: bool) -> tuple:
 
 
 # ------------------------------------------------------------------------ check
+@contextlib.contextmanager
+def _kernel_sizes(kernels: str):
+    """jit's short-axis forms at their sizes, or (``"always"``) at every size."""
+    saved = {name: getattr(_kernels, name) for name in KERNEL_SIZES}
+    if kernels == "always":
+        for name in KERNEL_SIZES:
+            setattr(_kernels, name, 1)
+    try:
+        yield
+    finally:
+        for name, size in saved.items():
+            setattr(_kernels, name, size)
+
+
 def check(case: Case) -> list[str]:
+    with _kernel_sizes(case.kernels):
+        return _checked(case)
+
+
+def _checked(case: Case) -> list[str]:
     target = _target(case)
     jitted, eager = _jitted(case, target)
     static = case.wrapping in STATIC_WRAPPINGS
