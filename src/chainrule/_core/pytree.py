@@ -138,23 +138,33 @@ def tree_flatten(tree: Any) -> tuple[list, TreeDef]:
     if type(tree) in _plain_leaf_types:  # (a transform's argument and answer, most often)
         return [tree], LEAF
     leaves: list = []
-    return leaves, _flatten_into(tree, leaves)
+    return leaves, _flatten_into(tree, leaves, {})
 
 
 # The recursion is a module-level function, not a closure: a closure that calls
 # itself is a reference cycle, which would keep the leaves (and through boxes, a
 # whole recorded graph) alive until the garbage collector happens to run.
-def _flatten_into(tree: Any, leaves: list) -> TreeDef:
+def _flatten_into(tree: Any, leaves: list, values: dict) -> TreeDef:
+    """``values``: id -> value of the objects flattened to a leaf value so far: an object
+    met twice (a buffer answered under two keys) gives its one value twice, as the
+    same array answered twice is one array."""
     if type(tree) in _plain_leaf_types:
         leaves.append(tree)
         return LEAF
     parts = _children(tree)
     if parts is None:
         value_of = _leaf_values.get(type(tree))
-        leaves.append(tree if value_of is None else value_of(tree))
+        if value_of is None:
+            leaves.append(tree)
+        else:
+            value = values.get(id(tree))
+            if value is None:
+                value = values[id(tree)] = value_of(tree)
+            leaves.append(value)
         return LEAF
     kind, aux, children = parts
-    return TreeDef(kind, aux, tuple(_flatten_into(child, leaves) for child in children))
+    return TreeDef(kind, aux, tuple(_flatten_into(child, leaves, values)
+                                    for child in children))
 
 
 def flatten_matching(tree: Any, treedef: TreeDef, what: str, of: str) -> list:
