@@ -260,6 +260,23 @@ _LANE_UFUNCS = [np.abs, np.exp, np.log, np.sqrt, np.add, np.divide, np.mod, np.p
                 np.subtract]
 
 
+def _eager_then_jitted_twice(f, args, mode, seen, error_text) -> list:
+    """f, then jit(f) twice (the trace, the program), each under np.errstate(all=mode):
+    per call what ``seen`` makes of the answer (or ``error_text`` of the error), then the
+    RuntimeWarnings' messages."""
+    jf = cr.jit(f)
+    outcomes = []
+    for g in (f, jf, jf):
+        with warnings.catch_warnings(record=True) as rec, onp.errstate(all=mode):
+            warnings.simplefilter("always")
+            try:
+                outcomes.append(seen(g(*args)))
+            except (FloatingPointError, TypeError, ValueError) as e:
+                outcomes.append(error_text(e))
+        outcomes.append(sorted(str(w.message) for w in rec if w.category is RuntimeWarning))
+    return outcomes
+
+
 def _lane_case(u):
     if u.__name__ in ("absolute", "abs", "exp", "log", "sqrt"):
         return lambda a, b: u(a) * b
@@ -276,19 +293,8 @@ def test_jit_lanes_are_numpys_broadcast_ufuncs(dtype, mode):
         with onp.errstate(all="ignore"):
             a, b = a.astype(dtype), rng.standard_normal(other).astype(dtype) * 3
         for u in _LANE_UFUNCS:
-            f = _lane_case(u)
-            jf = cr.jit(f)
-            outcomes = []
-            for g in (f, jf, jf):
-                with warnings.catch_warnings(record=True) as rec, onp.errstate(all=mode):
-                    warnings.simplefilter("always")
-                    try:
-                        r = g(a, b)
-                        outcomes.append((_bits(r), r.strides))
-                    except (FloatingPointError, TypeError, ValueError) as e:
-                        outcomes.append(repr(e))
-                outcomes.append(sorted(str(w.message) for w in rec
-                                       if w.category is RuntimeWarning))
+            outcomes = _eager_then_jitted_twice(_lane_case(u), (a, b), mode,
+                                                lambda r: (_bits(r), r.strides), repr)
             assert outcomes[0:2] == outcomes[2:4] == outcomes[4:6], u
 
 
@@ -306,17 +312,8 @@ def test_jit_short_axis_sums_with_nan_inf_zeros_and_overflow(dtype, mode):
         a[5], a[6] = big / 2, -big
         with onp.errstate(all="ignore"):
             a = a.astype(dtype)
-        f = lambda a: np.sum(a, axis=-1)  # noqa: E731
-        jf = cr.jit(f)
-        outcomes = []
-        for g in (f, jf, jf):
-            with warnings.catch_warnings(record=True) as rec, onp.errstate(all=mode):
-                warnings.simplefilter("always")
-                try:
-                    outcomes.append(_bits(g(a)))
-                except FloatingPointError as e:
-                    outcomes.append(str(e))
-            outcomes.append(sorted(str(r.message) for r in rec if r.category is RuntimeWarning))
+        outcomes = _eager_then_jitted_twice(lambda a: np.sum(a, axis=-1), (a,), mode,
+                                            _bits, str)
         assert outcomes[0:2] == outcomes[2:4] == outcomes[4:6], n
 
 
