@@ -34,3 +34,38 @@ def test_one_buffer_answered_twice_is_one_array_twice(wrap):
         assert got["d"][1] is not got["b"] and onp.shares_memory(got["d"][1], got["b"])
         onp.testing.assert_array_equal(got["b"], expected["b"])
         onp.testing.assert_array_equal(got["d"][1], expected["d"][1])
+
+
+def _tiled_buffer_program(x, s):
+    # the jit contract's case 42248 at seed 0 (a reversed-layout x, s a Python float)
+    v1 = (x > 0) * x
+    v2 = v1 * s
+    b3 = np.fix(v1 * 10.0) + s
+    b3 = onp.tile(b3, 1)
+    b3[-1] = np.sum(v2)
+    v4 = b3 * v1
+    return np.sum(np.roll(v4, 1)) + np.dot(v4, v4)
+
+
+def test_a_broadcast_read_with_a_python_number_is_emitted():
+    # jit's emitter asked a Python number (a staged scalar operand of the ufunc reading a
+    # broadcast_to) for its shape: AttributeError at the program's first run
+    g = cr.grad(_tiled_buffer_program)
+    jg = cr.jit(g)
+    calls = [(onp.array([-0.28, 3.49, -0.75]), 2.33), (onp.array([-1.04, 1.2, -0.29]), -1.63),
+             (onp.array([-0.28, 3.49, -0.75]), 2.33)]
+    for x, s in calls:
+        x = x[::-1].copy()[::-1]  # (reversed, as the case's layout)
+        want = g(x, onp.float64(s))
+        got = jg(x, s)
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    # and by hand: d/dx of sum(roll(v4)) + v4.v4 with v4 = b3 * v1
+    x = onp.array([-1.04, 1.2, -0.29])
+    b3 = onp.fix(onp.maximum(x, 0) * 10.0) + -1.63
+    b3[-1] = onp.sum(onp.maximum(x, 0) * -1.63)
+    v1 = (x > 0) * x
+    v4 = b3 * v1
+    want = (x > 0) * (b3 * (1.0 + 2.0 * v4))
+    # (b3[-1] = s * sum(v1) depends on every x_i > 0)
+    want += (x > 0) * -1.63 * v1[-1] * (1.0 + 2.0 * v4[-1])
+    onp.testing.assert_allclose(jg(x, -1.63), want, rtol=1e-12)

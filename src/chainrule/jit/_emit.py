@@ -469,7 +469,9 @@ def _broadcasts_itself(reader: StagingNode, view: StagingNode) -> bool:
             type(reader.ans) is not ArrayMeta or reader.ans.shape != view.ans.shape or \
             not _elementwise_array(raw, reader, [p.ans for p in reader.parents]):
         return False
-    shapes = [(view.parents[0] if p is view else p).ans.shape for p in reader.parents]
+    # (an operand may be a Python number, a staged scalar: shape ())
+    shapes = [getattr((view.parents[0] if p is view else p).ans, "shape", ())
+              for p in reader.parents]
     try:
         return _np.broadcast_shapes(*shapes) == reader.ans.shape
     except ValueError:
