@@ -69,3 +69,35 @@ def test_a_broadcast_read_with_a_python_number_is_emitted():
     # (b3[-1] = s * sum(v1) depends on every x_i > 0)
     want += (x > 0) * -1.63 * v1[-1] * (1.0 + 2.0 * v4[-1])
     onp.testing.assert_allclose(jg(x, -1.63), want, rtol=1e-12)
+
+
+def _sorted_then_arctan2(x):
+    x.sort()  # (in place: eagerly x keeps its own strides, here reversed)
+    return np.arctan2(x, 1.5 + x * x)
+
+
+@pytest.mark.parametrize("how", ["jit", "value_and_grad"])
+def test_a_reversed_argument_written_in_place_keeps_its_layout(how):
+    # NumPy's float32 arctan2 rounds a reversed array's elements otherwise than its
+    # contiguous copy's (the jit contract's case 707 at seed 1414 and 2,726 at seed 5151):
+    # a traced in-place write must leave the value laid out as NumPy leaves it
+    rng = onp.random.default_rng(0)
+    differ = 0
+    for _ in range(200):
+        a = (rng.standard_normal(4) * 2).astype(onp.float32)
+        want = _sorted_then_arctan2(a.copy()[::-1])
+        differ += want.tobytes() != _sorted_then_arctan2(a.copy()).tobytes()
+        x = a.copy()[::-1]
+        if how == "jit":
+            with pytest.warns(cr.jit.JitWarning, match="writes into its argument"):
+                got = cr.jit(_sorted_then_arctan2)(x)  # (the first call: the trace's values)
+            assert got.tobytes() == want.tobytes()
+        else:
+            value, grad = cr.value_and_grad(lambda x: np.sum(_sorted_then_arctan2(x)))(x)
+            assert onp.asarray(value).tobytes() == onp.sum(want).tobytes()
+            t = onp.sort(a).astype(float)  # d/dx arctan2(x, 1.5 + x^2) at the sorted x
+            dt = (1.5 + t * t - 2 * t * t) / ((1.5 + t * t) ** 2 + t * t)
+            back = onp.empty_like(dt)
+            back[onp.argsort(a[::-1], kind="stable")] = dt
+            onp.testing.assert_allclose(grad, back, rtol=1e-5, atol=1e-7)  # (float32)
+    assert differ  # (this NumPy's loops do round otherwise: the test tests something)

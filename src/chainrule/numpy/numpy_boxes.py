@@ -210,7 +210,10 @@ class ArrayBox(Box):
         """Make this box the traced value ``new``: its later uses see the update, and so do
         the views taken of it before (as NumPy's views see a write into their base): each
         live one is taken again from the new value."""
-        self._value, self._trace_id, self._node = new._value, new._trace_id, new._node
+        value = new._value
+        if type(value) is _np.ndarray and type(self._value) is _np.ndarray:
+            value = _laid_out_as(value, self._value)
+        self._value, self._trace_id, self._node = value, new._trace_id, new._node
         views = getattr(self, "_views", None)
         if views:
             self._views = live = []
@@ -636,6 +639,21 @@ def underlying(x):
     while isinstance(x, ArrayBox):
         x = x._value
     return x
+
+
+def _laid_out_as(value: _np.ndarray, old: _np.ndarray) -> _np.ndarray:
+    """``value`` in ``old``'s memory order where ``old`` runs backwards along an axis (a
+    reversed argument, ``x[::-1]``) and ``value`` does not: NumPy's write in place keeps
+    the array's own strides, and NumPy's loops of some float32 functions (arctan2, sin
+    ...) round a reversed array's elements otherwise than a forward one's."""
+    strides = old.strides
+    if value.shape != old.shape or value.dtype != old.dtype or value.strides == strides \
+            or all(s >= 0 for s in strides) or old.size < 2:
+        return value
+    flips = tuple(slice(None, None, -1) if s < 0 else slice(None) for s in strides)
+    laid = _np.empty_like(old[flips])[flips]  # (old's axis order, its reversals)
+    laid[...] = value
+    return laid
 
 
 def _mutable(value) -> bool:
