@@ -150,19 +150,21 @@ def _keep(grown: int) -> None:
             _kept = wanted
 
 
-class keeping_heap_growth:
-    """``with keeping_heap_growth():`` around a recording or a backward pass: what it grew
-    the heap by stays in the heap. (A class, not a generator: it runs twice per gradient,
-    and a generator's context manager costs ~1 µs more each time.)"""
+class _GraphMemory:
+    """A context around a recording or a backward pass, whose class says what it does:
+    keep what the block grew the heap by in the heap (``keeps_heap``), pause Python's
+    cycle collector (``pauses_collection``), or both. (A class, not a generator: it runs
+    twice per gradient, and a generator's context manager costs ~1 µs more each time.)"""
 
     __slots__ = ("start", "collecting")
-    pauses_collection = False  # (graph_memory's)
+    keeps_heap = False
+    pauses_collection = False
 
     def __enter__(self) -> None:
         if self.pauses_collection:
             self.collecting = gc.isenabled()
             gc.disable()
-        if _heap_break is None or KEEP_AT_MOST <= 0:
+        if not self.keeps_heap or _heap_break is None or KEEP_AT_MOST <= 0:
             self.start = None
             return
         if not _set:
@@ -179,10 +181,29 @@ class keeping_heap_growth:
             gc.enable()
 
 
-class graph_memory(keeping_heap_growth):
-    """``keeping_heap_growth()`` that also pauses Python's cycle collector, as
-    ``reverse.no_cycle_collection()`` does (see there why): the one context around a
-    reverse-mode recording and its backward pass (one frame each way, not two)."""
+class keeping_heap_growth(_GraphMemory):
+    """``with keeping_heap_growth():`` around a recording or a backward pass: what it grew
+    the heap by stays in the heap."""
+
+    __slots__ = ()
+    keeps_heap = True
+
+
+class no_cycle_collection(_GraphMemory):
+    """Pause Python's cycle collector while a graph is recorded or swept.
+
+    A recording makes a node, a box and an argument tuple per primitive and frees none of
+    them until the backward pass; every 700 allocations the collector runs, and its older
+    generations rescan the whole growing graph (40% of a 10^5-primitive gradient of small
+    arrays). The graph holds no cycles, so reference counting frees it; collection
+    resumes, as it was, when the block ends."""
 
     __slots__ = ()
     pauses_collection = True
+
+
+class graph_memory(_GraphMemory):
+    """Both: the one context around a reverse-mode recording and its backward pass."""
+
+    __slots__ = ()
+    keeps_heap = pauses_collection = True

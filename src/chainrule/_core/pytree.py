@@ -178,6 +178,8 @@ def flatten_matching(tree: Any, treedef: TreeDef, what: str, of: str) -> list:
 
 
 def tree_unflatten(treedef: TreeDef, leaves) -> Any:
+    if treedef.kind is None:  # (one leaf: a transform's argument and answer, most often)
+        return next(iter(leaves))
     return _build(treedef, iter(leaves))
 
 

@@ -12,7 +12,6 @@ back many times, or pushed forward with a batch of tangents.
 
 from __future__ import annotations
 
-import gc
 import heapq
 import itertools
 import operator
@@ -191,27 +190,6 @@ def _no_rule(fun) -> NotImplementedError:
         f"chainrule has no VJP rule for {_name(fun)}. Define one with "
         f"chainrule.extend.defvjp({_name(fun)}, ...)."
     )
-
-
-class no_cycle_collection:
-    """Pause Python's cycle collector while a graph is recorded or swept.
-
-    A recording makes a node, a box and an argument tuple per primitive and frees none of
-    them until the backward pass; every 700 allocations the collector runs, and its older
-    generations rescan the whole growing graph (40% of a 10^5-primitive gradient of small
-    arrays). The graph holds no cycles, so reference counting frees it; collection
-    resumes, as it was, when the block ends. (A class, not a generator: it runs twice per
-    gradient, and a generator's context manager costs ~1 µs more each time.)"""
-
-    __slots__ = ("enabled",)
-
-    def __enter__(self) -> None:
-        self.enabled = gc.isenabled()
-        gc.disable()
-
-    def __exit__(self, *exc_info) -> None:
-        if self.enabled:
-            gc.enable()
 
 
 def toposort(end_nodes: Iterable[Node]):
@@ -404,9 +382,6 @@ def _accumulate(outgrads: dict, owned: set, node, g) -> None:
         owned.add(node)
 
 
-_only_item = operator.itemgetter(0)  # (a leaf's tree from its one-item list of leaves)
-
-
 def make_vjp(fun: Callable, x, free: bool = False):
     """Trace ``fun(x)`` in reverse mode; returns ``(vjp, ans)``.
 
@@ -454,7 +429,7 @@ class Recording:
         with graph_memory():
             (out_leaves, self.out_def), trace_id, self.roots = trace_leaves(
                 node_type, [root_args] * len(leaves), flattened_output(fun), leaves,
-                _only_item if treedef.kind is None else partial(tree_unflatten, treedef)
+                partial(tree_unflatten, treedef)
             )
         self.ends = ends = []  # (index of the output leaf, its node)
         values = []
@@ -466,8 +441,7 @@ class Recording:
                 check_not_leaked(leaf)
             values.append(leaf)
         self.out_values = values
-        self.ans = values[0] if self.out_def.kind is None else \
-            tree_unflatten(self.out_def, values)
+        self.ans = tree_unflatten(self.out_def, values)
         if not self.ends:
             warnings.warn("Output seems independent of input.", stacklevel=4)
         self.free = free
@@ -487,8 +461,7 @@ class Recording:
         for root, space in zip(self.roots, self.spaces):
             grad = root_grads.get(root)
             grads.append(space.zeros() if grad is None else space.cast(grad))
-        treedef = self.treedef
-        return grads[0] if treedef.kind is None else tree_unflatten(treedef, grads)
+        return tree_unflatten(self.treedef, grads)
 
     def can_push_forward(self) -> bool:
         """Whether every recorded primitive has a JVP rule (and the graph is kept whole)."""

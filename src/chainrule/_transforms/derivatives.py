@@ -13,6 +13,7 @@ from typing import Any
 
 from .. import numpy as anp
 from .._core import forward, reverse
+from .._core.heap import no_cycle_collection
 from .._core.pytree import tree_map
 from .._core.rules import defjvp_argnums, defvjp_argnums
 from .._core.tracer import derivative_free, primitive
@@ -101,7 +102,7 @@ def _output_space(name: str, ans) -> VSpace:
 
 def _value_and_gradient(name: str, fun, x):
     """One reverse pass seeded with 1 for a real scalar output: (value, gradient)."""
-    with reverse.no_cycle_collection():  # the graph lives from recording to the sweep
+    with no_cycle_collection():  # the graph lives from recording to the sweep
         recording = reverse.Recording(fun, x, free=True)
         ans = recording.ans
         space = _output_space(name, ans)

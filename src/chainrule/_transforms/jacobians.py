@@ -23,7 +23,7 @@ def jacobian_tree(ans, treedef, blocks: list) -> Any:
     of blocks, inside the output's structure where the output is a container (as JAX's)."""
     leaves, out_def = tree_flatten(ans)
     per_output = [tree_unflatten(treedef, row) for row in blocks]
-    return per_output[0] if out_def.kind is None else tree_unflatten(out_def, per_output)
+    return tree_unflatten(out_def, per_output)
 
 
 

@@ -33,12 +33,17 @@ def is_scalar(x) -> bool:
     return type(x) not in (list, tuple) and _np.ndim(x) == 0
 
 
+def _bracketed(x, texts) -> str:
+    """A list's or tuple's item texts, in its brackets or parentheses."""
+    items = ", ".join(texts)
+    return f"[{items}]" if type(x) is list else f"({items})"
+
+
 def shape_text(x) -> str:
     """``f64[3,4]``: dtype kind and size, then the shape; a list or tuple of values
     (``np.split``'s pieces) as its items', in brackets or parentheses."""
     if type(x) in (list, tuple):
-        items = ", ".join(map(shape_text, x))
-        return f"[{items}]" if type(x) is list else f"({items})"
+        return _bracketed(x, map(shape_text, x))
     dtype = _np.result_type(x)
     return f"{dtype.kind}{dtype.itemsize * 8}[{','.join(map(str, _np.shape(x)))}]"
 
@@ -47,8 +52,7 @@ def value(x, digits: int = 3) -> str:
     """A scalar in full; a small array element by element; a large one as a summary; a
     list or tuple of values (``np.split``'s pieces) item by item."""
     if type(x) in (list, tuple):
-        items = ", ".join(value(v, digits) for v in x)
-        return f"[{items}]" if type(x) is list else f"({items})"
+        return _bracketed(x, (value(v, digits) for v in x))
     if is_scalar(x):
         return number(x, digits)
     arr = _np.asarray(x)

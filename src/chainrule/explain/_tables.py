@@ -9,7 +9,7 @@ import unicodedata
 
 import numpy as _np
 
-from .._core.reverse import no_cycle_collection
+from .._core.heap import no_cycle_collection
 from . import _format as fmt
 
 _SIMPLE = re.compile(r"[^\W\d_]\d*\Z")  # one letter (any alphabet), then digits

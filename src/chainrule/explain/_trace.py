@@ -22,8 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from .._core.heap import no_cycle_collection
 from .._core.pytree import TreeDef, tree_flatten, tree_unflatten
-from .._core.reverse import no_cycle_collection, toposort
+from .._core.reverse import toposort
 from .._core.rule_table import label_of, primitive_jvps, primitive_vjps
 from .._core.taylor import taylor_rule
 from .._core.tracer import Node, isbox, trace_leaves

@@ -34,8 +34,8 @@ except ImportError:  # (NumPy 1)
 
 from .._core import tracer
 from .._core.extension import observers
+from .._core.heap import no_cycle_collection
 from .._core.pytree import LEAF, DictKeys, TreeDef, _sorted_keys, tree_flatten, tree_unflatten
-from .._core.reverse import no_cycle_collection
 from .._core.tracer import check_not_leaked, front_ends, isbox, trace_leaves
 from . import _check, _effects, _staging
 from ._check import JitCheckError

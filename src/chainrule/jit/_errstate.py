@@ -61,7 +61,6 @@ def acts() -> bool:
     return bool(modes)
 
 
-
 _strict_last: tuple = (object(), {})  # the error state seen last, and strict()'s modes for it
 
 

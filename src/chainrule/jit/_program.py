@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .._core.reverse import no_cycle_collection
+from .._core.heap import no_cycle_collection
 from .._core.tracer import getval
 from ._staging import ArrayMeta, Guard, StagingNode, _identity, _NotraceCall, rules_of_call
 

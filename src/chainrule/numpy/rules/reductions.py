@@ -121,8 +121,9 @@ def _weights_jvp(t, ans, x, weights, axis):
     return match_dtype(anp.reshape(anp.sum(t * weights, axis=axes), shape_of(ans)), ans)
 
 
-def _selection(fun, weights):
-    """Rules for ``fun(x, ...)`` with weights ``weights(ans, x, ...) -> (W, axis, keepdims)``."""
+def _selection(fun, weights, jvp_rule=None):
+    """Rules for ``fun(x, ...)`` with weights ``weights(ans, x, ...) -> (W, axis, keepdims)``
+    (``jvp_rule``: a JVP of its own, in place of the weighted sum of the tangent)."""
 
     def vjp(g, ans, x, *args, **kwargs):
         w, axis, keepdims = weights(ans, x, *args, **kwargs)
@@ -133,7 +134,7 @@ def _selection(fun, weights):
         return _weights_jvp(t, ans, x, w, axis)
 
     defvjp_direct(fun, vjp)
-    defjvp_direct(fun, jvp)
+    defjvp_direct(fun, jvp if jvp_rule is None else jvp_rule)
 
 
 def _share_equal(mask, axis):
@@ -1011,8 +1012,7 @@ defsparsity(anp.corrcoef,   _covariance_pattern)
 
 # ----------------------------------------------------------------------------- selections
 for _fun in (anp.max, anp.min, anp.amax, anp.amin, anp.nanmax, anp.nanmin):
-    _selection(_fun, _extreme_weights)
-    defjvp_direct(_fun, _extreme_jvp)  # (the one element's tangent: no weights)
+    _selection(_fun, _extreme_weights, _extreme_jvp)  # (the one element's tangent)
     defsparsity(_fun, reduction_pattern)
     defbatch(_fun, along_axis(_fun, "all"))
     deftaylor_linear(_fun)
