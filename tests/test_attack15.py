@@ -1,0 +1,52 @@
+"""Attacks on the fifteenth session's branches (brief attack15), each against the
+reference semantics: jit ≡ eager (values to the bit, warnings, NumPy's error calls and
+exceptions under every error state), laplacian ≡ the sum of per-direction jets, grad ≡
+finite differences, vmap ≡ the loop. Tests of older bugs (failing on main too) are strict
+xfails; a test that fails only on a branch shows that branch's regression."""
+
+import warnings
+
+import numpy as onp
+import pytest
+
+import chainrule as cr
+import chainrule.numpy as np
+
+
+def _bits(a):
+    a = onp.asarray(a)
+    return a.dtype.str, a.shape, a.tobytes()
+
+
+def _observed(fn, x, **state):
+    """What a call tells: its value (or exception), the warnings and NumPy's error calls."""
+    calls: list = []
+    old = onp.seterrcall(lambda kind, flag: calls.append(kind))
+    try:
+        with warnings.catch_warnings(record=True) as told, onp.errstate(**state):
+            warnings.simplefilter("always")
+            try:
+                answer = ("ok", _bits(fn(x)))
+            except Exception as e:  # (the exception is part of what is compared)
+                answer = ("raised", type(e).__name__, str(e))
+    finally:
+        onp.seterrcall(old)
+    return answer, [str(m.message) for m in told], calls
+
+
+# ------------------------------------------------------------------ fixes15: error states
+def _overflow_then_divide(x):
+    return np.exp(x) / (x - x)
+
+
+@pytest.mark.xfail(strict=True, reason="older bug (main too): a first jitted call that warns "
+                   "for one error re-runs its program to see its warnings (_with_warnings), "
+                   "and NumPy's errcall for another error is called again")
+@pytest.mark.parametrize("state", [dict(over="warn", divide="call", invalid="ignore"),
+                                   dict(over="call", divide="warn", invalid="ignore")])
+def test_jit_first_call_that_warns_calls_the_errcall_once(state):
+    x = onp.array([1000.0, 1.0])
+    want = _observed(_overflow_then_divide, x, **state)
+    assert want[2] and want[1]  # (one error warns, the other calls out)
+    got = _observed(cr.jit(_overflow_then_divide), x, **state)
+    assert got == want
