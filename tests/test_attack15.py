@@ -92,3 +92,28 @@ def test_jit_of_grad_names_each_calls_line_in_the_independent_output_warning():
 def _line() -> int:
     import inspect
     return inspect.currentframe().f_back.f_lineno
+
+
+# ------------------------------------------------------------------ jit: Python floats
+def _first(x):
+    return x[0]
+
+
+def _shape(x):
+    return x.shape
+
+
+@pytest.mark.xfail(strict=True, reason="older: jit traces a Python float argument as a NumPy "
+                   "float64, which has .shape and is indexed (IndexError) where the float "
+                   "raises AttributeError / TypeError")
+@pytest.mark.parametrize("fun", [_first, _shape])
+def test_jit_of_a_python_float_raises_what_eager_raises(fun):
+    def outcome(f):
+        try:
+            return ("ok", repr(f(1.5)))
+        except Exception as e:  # (the exception is what is compared)
+            return ("raised", type(e).__name__)
+
+    want = outcome(fun)
+    assert want[0] == "raised"
+    assert outcome(cr.jit(fun)) == want
