@@ -227,6 +227,23 @@ class _Directions:
             return first * first * self.trace.size
         return anp.sum(first._value * first._value, axis=0)
 
+    def magnitude(self, first):
+        """The largest size of ``first``'s coefficient over the directions, per element
+        (shaped like one direction): a scale to divide by, so 1 where that is not finite,
+        0, or too small for its reciprocal to be finite (below the dtype's smallest normal)."""
+        if isinstance(first, _Basis):
+            if first.scale is None:
+                return _np.ones(first.shape, first.dtype)
+            size = anp.abs(first.scale)
+        elif not self._ours(first):
+            size = anp.abs(first)
+        elif self.trace.size == 0:
+            return _np.ones(anp.shape(first._value)[1:], anp.result_type(first._value).type)
+        else:
+            size = anp.max(anp.abs(first._value), axis=0)
+        usable = (size >= _np.finfo(anp.result_type(size)).tiny) & anp.isfinite(size)
+        return anp.where(usable, size, anp.ones_like(size))
+
     def total(self, value):
         """``value`` (one per direction) summed over the directions."""
         return tree_map(self._total, value)

@@ -1,0 +1,104 @@
+"""Contract differences left open by the fourteenth session, each as a regression test with
+real values: the taylor contract's case 265 of seed 2828 (the collapsed Laplacian's
+elementwise rule overflowing float32 where the per-direction jets do not) and the fill
+contract's case 1,315 of seed 1414 (grad·v and jvp differing by the program's own
+conditioning alone)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as onp
+import pytest
+
+import chainrule
+import chainrule.numpy as np
+
+# exp(-x^2) is 6.1e-17 at x = 6.11: s / exp(-x^2)'s second derivative along the unit curve,
+# s / exp(-x^2)^3 ~ 1e48, overflows float32 (max 3.4e38), while its second derivative along
+# x's own direction, s exp(x^2) (2 + 4 x^2) = 4.3e17, does not
+X = onp.array([-1.1788114, 6.109755, 0.5], onp.float32)
+S = 0.1743772399463484
+
+
+def _exact_diagonal(x, power=1.0):
+    """d^2/dx^2 of s exp(-x^2)^-p = s exp(p x^2), elementwise, in float64."""
+    x = x.astype(onp.float64)
+    return S * onp.exp(power * x * x) * (2 * power + 4 * power ** 2 * x * x)
+
+
+def _per_direction_sum(f, x, directions):
+    total = 0.0
+    for v in directions:
+        total = total + chainrule.jet(f, (x,), ([v, onp.zeros_like(v)],))[1][1]
+    return total
+
+
+@pytest.mark.parametrize("form", ["divide", "reciprocal", "power -1", "power -1.5"])
+def test_collapsed_laplacian_is_finite_where_the_unit_curve_overflows(form):
+    power = 1.5 if form == "power -1.5" else 1.0
+
+    def f(x):
+        v = np.exp(-x * x)
+        if form == "divide":
+            return np.sum(S / v)
+        if form == "reciprocal":
+            return S * np.sum(np.reciprocal(v))
+        return S * np.sum(v ** -power)
+
+    want = onp.sum(_exact_diagonal(X, power))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (the mended overflow does not warn either)
+        got = chainrule.laplacian(f)(X)
+        assert got.dtype == onp.float32
+        onp.testing.assert_allclose(float(got), want, rtol=1e-5)
+        onp.testing.assert_allclose(float(chainrule.jit(chainrule.laplacian(f))(X)),
+                                    want, rtol=1e-5)
+        onp.testing.assert_allclose(chainrule.hessian_diagonal(f)(X),
+                                    _exact_diagonal(X, power), rtol=1e-5)
+
+
+def test_stochastic_laplacian_mends_the_overflow_too():
+    def f(x):
+        return np.sum(S / np.exp(-x * x))
+
+    directions = onp.random.default_rng(5).standard_normal((4, X.size)).astype(onp.float32)
+    want = float(_per_direction_sum(f, X, directions)) / 4
+    assert onp.isfinite(want)
+    got = chainrule.laplacian(f, samples=4, key=5, distribution="gaussian")(X)
+    # (the same directions: default_rng(5).standard_normal((4, 3)) is what laplacian draws)
+    onp.testing.assert_allclose(float(got), want, rtol=1e-5)
+    signs = onp.random.default_rng(6).choice([-1.0, 1.0], size=(3, X.size)).astype(onp.float32)
+    # (every Rademacher direction has v_i^2 = 1: the mean is the Laplacian itself)
+    onp.testing.assert_allclose(float(chainrule.laplacian(f, samples=3, key=6)(X)),
+                                onp.sum(_exact_diagonal(X)), rtol=1e-5)
+    assert onp.isfinite(float(_per_direction_sum(f, X, signs)))
+
+
+def test_the_mend_keeps_a_pole_infinite_and_nan_nan():
+    def f(x):
+        return np.sum(np.sqrt(x))
+
+    with onp.errstate(all="ignore"):
+        assert chainrule.laplacian(f)(onp.array([0.0, 1.0], onp.float32)) == -onp.inf
+        assert onp.isnan(chainrule.laplacian(f)(onp.array([onp.nan, 1.0], onp.float32)))
+        # exp overflowing at x = 89 in float32 is a real overflow: inf both ways
+        assert chainrule.laplacian(lambda x: np.sum(np.exp(x)))(
+            onp.array([89.0, 1.0], onp.float32)) == onp.inf
+
+
+def test_taylor_contract_case_265_of_seed_2828():
+    from tests.contracts import taylor as contract
+
+    rng = onp.random.default_rng([2828, 265])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        case = contract.generate(rng)
+    x, s = case.args[0]
+    g = contract._contracted(case.program, s)
+    with onp.errstate(all="ignore"):
+        got = chainrule.laplacian(g)(x)
+        x64, s64 = contract._widened(x, s)
+        want = chainrule.laplacian(contract._contracted(case.program, s64))(x64)
+    assert onp.isfinite(want) and abs(want) > 1e33
+    onp.testing.assert_allclose(float(got), float(want), rtol=1e-4)
