@@ -102,3 +102,56 @@ def test_taylor_contract_case_265_of_seed_2828():
         want = chainrule.laplacian(contract._contracted(case.program, s64))(x64)
     assert onp.isfinite(want) and abs(want) > 1e33
     onp.testing.assert_allclose(float(got), float(want), rtol=1e-4)
+
+
+def _fill_case_1315():
+    from tests.contracts import fill as contract
+
+    rng = onp.random.default_rng([1414, 1315])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return contract, contract.generate(rng)
+
+
+def test_fill_contract_case_1315_of_seed_1414_is_the_dot_products_rounding():
+    from tests.contracts._compare import dot_spread, within_spread
+
+    contract, case = _fill_case_1315()
+    p = case.program
+    x, s = case.calls[0]
+    v = onp.linspace(-1.0, 1.0, x.size)
+    p.reset()
+    g = chainrule.grad(p.fn)(x, s)
+    p.reset()
+    tangent = chainrule.jvp(p.fn, (x, s), (v, 0.0))[1]
+    # the directional derivative in 60-digit mpmath (the program written out by hand, its
+    # branches as at x): -1.5695971542370671; the gradient's entries -2.0301351423e11,
+    # -3.3568491125e11, -2.0301351423e11, so grad·v cancels terms of 2e11 to 1.57
+    exact = -1.5695971542370671
+    onp.testing.assert_allclose(float(tangent), exact, rtol=1e-10)
+    onp.testing.assert_allclose(g, [-203013514229.5753, -335684911248.38775,
+                                    -203013514231.1449], rtol=1e-7)
+    dot = float(onp.dot(g, v))
+    assert abs(dot - exact) > 1e-10 * abs(exact) + 1e-10  # (beyond the plain tolerance)
+    # ... but even the exact gradient, rounded to float64, misses by as much: its entries'
+    # own rounding, which is the allowance
+    rounded = float(onp.dot(onp.array([-203013514229.57530354, -335684911248.38774642,
+                                       -203013514231.1449007]), v))
+    assert abs(rounded - exact) > abs(dot - exact) / 2
+    assert within_spread(tangent, dot, dot_spread(g, v), 1e-10, 1e-10)
+    assert contract.check(case) == []
+    # and an entry of the gradient wrong by 1e-13 of itself (0.02) is still caught
+    wrong = g + onp.array([0.02, 0.0, 0.0])
+    assert not within_spread(tangent, float(onp.dot(wrong, v)), dot_spread(wrong, v),
+                             1e-10, 1e-10)
+
+
+def test_dot_spread_allows_nothing_where_the_terms_do_not_cancel_or_are_not_finite():
+    from tests.contracts._compare import dot_spread, within_spread
+
+    g, v = onp.array([1.5, -2.0, 0.25]), onp.array([-1.0, 0.0, 1.0])
+    assert not within_spread(-1.25, -1.25 + 1e-9, dot_spread(g, v), 1e-10, 1e-12)
+    assert within_spread(-1.25, -1.25 + 1e-13, dot_spread(g, v), 1e-10, 1e-12)
+    assert not within_spread(1.0, onp.inf, dot_spread([onp.inf, 1.0], [1.0, 1.0]), 1e-10, 0)
+    assert not within_spread(1.0, 2.0, dot_spread([1e308, 1e308], [10.0, -10.0]), 1e-10, 0)
+    assert within_spread(onp.nan, onp.nan, 0.0, 1e-10, 0)
