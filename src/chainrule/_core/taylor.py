@@ -21,14 +21,14 @@ Rules compute with primitives, so a Taylor trace nests in (and under) every othe
 from __future__ import annotations
 
 from collections.abc import Callable
-from math import factorial, isfinite
+from math import factorial
 
 import numpy as _np
 
 from .forward import JVPNode, flattened_output
 from .pytree import tree_unflatten
 from .rule_table import rule_table
-from .tracer import Node, check_not_leaked, decided, isbox, trace_leaves
+from .tracer import Node, check_not_leaked, isbox, trace_leaves
 from .vspace import add_values, vspace
 
 _entry_of = rule_table.get
@@ -103,18 +103,15 @@ class CollapsedTaylorNode(Node):
         (giving f' and f''/2), and the directions only meet two products and a sum."""
         (n,) = argnums
         space = vspace(args[n])
-        unit = ((space.ones(), space.zeros()),)
-        with _np.errstate(over="ignore"):  # (an overflow here is mended below, or warns there)
-            slope, half_curvature = rule(unit, argnums, ans, args, kwargs, 2)
         first, second = parent.first, parent.second
-        if not (decided(slope, all_finite) and decided(half_curvature, all_finite)):
-            # f' or f''/2 overflows where the directions' own coefficients are small enough
-            # for y_2 to be finite (s / x at x = 6e-17, float32: f''/2 = s / x^3 ~ 1e48,
-            # x_1^2 ~ 1e-31): run the curve x_0 + c t with c the coefficients' size instead,
-            # then f' c and f'' c^2 / 2 meet x_1 / c. (A pole is still infinite.)
-            scale = self.directions.magnitude(first)
-            slope, half_curvature = rule(((scale, space.zeros()),), argnums, ans, args,
-                                         kwargs, 2)
+        # (f' or f''/2 can overflow where the directions' own coefficients keep y_2 finite:
+        # s / x at x = 6e-17 in float32, f''/2 = s / x^3 ~ 1e48 and x_1^2 ~ 1e-31. A pass
+        # whose answer is not finite runs again with ``directions.scale`` giving c, the
+        # coefficients' size: the curve is x_0 + c t, and f' c and f'' c^2 / 2 meet x_1 / c)
+        scale = self.directions.scale(first)
+        speed = space.ones() if scale is None else scale
+        slope, half_curvature = rule(((speed, space.zeros()),), argnums, ans, args, kwargs, 2)
+        if scale is not None:
             first = self.directions.times(1 / scale, first)
             second = None if second is None else second / scale
         self.first = self.directions.times(slope, first)
@@ -124,18 +121,6 @@ class CollapsedTaylorNode(Node):
 
     def initialize_root(self, first, directions) -> None:
         self.first, self.second, self.directions = first, None, directions
-
-
-def all_finite(value) -> bool:
-    """Whether every element of ``value`` (a plain value) is finite: a decision on a traced
-    value through ``tracer.decided``, which chainrule.jit guards (a float program checks it
-    as it is: ``float_predicate``)."""
-    if type(value) is float or type(value) is _np.float64:
-        return isfinite(value)
-    return bool(_np.all(_np.isfinite(value)))
-
-
-all_finite.float_predicate = True
 
 
 def _transpose(fun: Callable, argnums, ans, args, kwargs) -> Callable | None:
@@ -154,9 +139,10 @@ def collapsed_trace(fun: Callable, leaf, first, directions):
     ``leaf`` moves along the directions whose first coefficients ``first`` holds, batched as
     ``directions`` knows: ``total(value)`` sums a value over them, ``times(factor, first)``
     scales each direction's coefficients by a factor common to all,
-    ``total_of_squares(first)`` sums their squares, ``magnitude(first)`` is the largest
-    of their sizes (positive: 1 where that is 0 or not finite), ``image(linear, transpose, firsts,
-    ans)`` is ``linear(*firsts)`` (a linear map of each direction's coefficients, shaped
+    ``total_of_squares(first)`` sums their squares, ``scale(first)`` is None (or, in a pass
+    run again because the first overflowed, the largest of their sizes, positive),
+    ``image(linear, transpose, firsts, ans)`` is ``linear(*firsts)`` (a linear map of each
+    direction's coefficients, shaped
     like ``ans``; ``transpose`` its transpose, or None) and ``dense(firsts)`` the firsts as
     values a rule can read.
     Returns ``(out_leaves, out_treedef, [(first, second) per output leaf])``, ``second``

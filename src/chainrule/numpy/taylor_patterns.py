@@ -19,10 +19,12 @@ Recurrence rules apply to plain positional calls; a call with keywords (``out=``
 
 from __future__ import annotations
 
+import math as _math
+
 import numpy as _np
 
 from .._core.rules import deftaylor
-from .._core.taylor import all_finite, nested_jvp_series
+from .._core.taylor import nested_jvp_series
 from .._core.tracer import decided, getval
 from . import numpy_wrapper as anp
 
@@ -186,7 +188,14 @@ def finite_or_nested(series: tuple, fun, args, argnums, series_in, order) -> tup
 # Decisions a rule takes on the values of its traced arguments, through
 # ``tracer.decided``: chainrule.jit guards them (its program runs again where the decision
 # would go the other way), and a float program checks them on Python floats, on which they
-# are exact (``float_predicate``). (``all_finite`` is the collapsed Taylor node's too.)
+# are exact (``float_predicate``).
+def all_finite(value) -> bool:
+    """Whether every element of ``value`` (a plain value) is finite."""
+    if type(value) is float or type(value) is _np.float64:
+        return _math.isfinite(value)
+    return bool(_np.all(_np.isfinite(value)))
+
+
 def all_nonzero(value) -> bool:
     """Whether every element of ``value`` (a plain value) is nonzero."""
     if type(value) is float or type(value) is _np.float64:
@@ -194,7 +203,7 @@ def all_nonzero(value) -> bool:
     return bool(_np.all(value))
 
 
-all_nonzero.float_predicate = True
+all_finite.float_predicate = all_nonzero.float_predicate = True
 
 
 def through_derivative(fun, derivative_series) -> None:
