@@ -174,3 +174,41 @@ def test_dot_spread_allows_nothing_where_the_terms_do_not_cancel_or_are_not_fini
     assert not within_spread(1.0, onp.inf, dot_spread([onp.inf, 1.0], [1.0, 1.0]), 1e-10, 0)
     assert not within_spread(1.0, 2.0, dot_spread([1e308, 1e308], [10.0, -10.0]), 1e-10, 0)
     assert within_spread(onp.nan, onp.nan, 0.0, 1e-10, 0)
+
+
+def test_taylor_contract_case_1546_of_seed_1414_jet_is_right_the_differences_unresolved():
+    from tests.contracts import taylor as contract
+
+    rng = onp.random.default_rng([1414, 1546])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        case = contract.generate(rng)
+    p = case.program
+    (x, s), curve = case.args[1], case.curves[1]
+    terms = [c * f for c, f in zip(curve, (1, 2, 6))]
+    p.reset()
+    _, series = chainrule.jet(lambda z: p.fn(z, s), (x,), (terms,))
+    # the program written out by hand in 50-digit mpmath, differentiated along the curve
+    onp.testing.assert_allclose([float(c) for c in series],
+                                [7927391223.1351, -120814842387.511, 246086121692905.0],
+                                rtol=1e-12)
+    with onp.errstate(all="ignore"):
+        assert contract._check_differences(p, x, s, case.order, curve) == []
+        # the differences of derivative 1 at three steps agree to 3e-5 and all miss
+        # derivative 2 by 0.4 %: their changes do not shrink as the step squared
+        at = {tau: contract._terms_at(p, x, s, curve, tau)[1][0]
+              for tau in (1e-3, -1e-3, 5e-4, -5e-4, 2.5e-4, -2.5e-4)}
+    steps = [(at[h] - at[-h]) / (2 * h) for h in (1e-3, 5e-4, 2.5e-4)]
+    onp.testing.assert_allclose(steps, -1.2035e11, rtol=1e-4)
+    assert not contract._converging(onp.array([steps[0] - steps[1]]),
+                                    onp.array([steps[1] - steps[2]]), 1e-7 * 8e9)[0]
+
+
+def test_converging_accepts_a_resolved_curve():
+    from tests.contracts import taylor as contract
+
+    # d/dt sin(3 t) at 0.4, by central differences of steps h, h/2, h/4: errors ~ h^2
+    f, t0 = (lambda t: onp.sin(3 * t)), 0.4
+    d = [(f(t0 + h) - f(t0 - h)) / (2 * h) for h in (1e-2, 5e-3, 2.5e-3)]
+    assert contract._converging(onp.array([d[0] - d[1]]), onp.array([d[1] - d[2]]), 1e-12)[0]
+    assert contract._converging(onp.array([0.0]), onp.array([1e-13]), 1e-12)[0]
