@@ -211,9 +211,9 @@ def dot_spread(g, v) -> float:
     """How uncertain ``g · v`` is when each ``g_i`` is known to its float rounding: eps
     times the sum of ``|g_i v_i|``. Where the terms cancel, the rounding of the gradient's
     entries alone moves the dot product by far more than its value's rtol: fill's case
-    1,315 of seed 1414, whose gradient's entries of -2.03e11 and -2.03e11 give grad·v =
-    -1.5696106 where jvp's (and mpmath's) directional derivative is -1.5695972; the exact
-    gradient rounded to float64 gives -1.5695801."""
+    1,315 of seed 1414, whose gradient (-2.03e11, -3.36e11, -2.03e11) along v = (-1, 0, 1)
+    gives grad·v = -1.5696106 where jvp's (and mpmath's) directional derivative is
+    -1.5695972; the exact gradient rounded to float64 gives -1.5695801."""
     g, v = onp.asarray(g), onp.asarray(v)
     eps = onp.finfo(onp.result_type(g.dtype, v.dtype, onp.float32)).eps
     with onp.errstate(invalid="ignore", over="ignore"):

@@ -142,9 +142,8 @@ def collapsed_trace(fun: Callable, leaf, first, directions):
     ``total_of_squares(first)`` sums their squares, ``scale(first)`` is None (or, in a pass
     run again because the first overflowed, the largest of their sizes, positive),
     ``image(linear, transpose, firsts, ans)`` is ``linear(*firsts)`` (a linear map of each
-    direction's coefficients, shaped
-    like ``ans``; ``transpose`` its transpose, or None) and ``dense(firsts)`` the firsts as
-    values a rule can read.
+    direction's coefficients, shaped like ``ans``; ``transpose`` its transpose, or None) and
+    ``dense(firsts)`` the firsts as values a rule can read.
     Returns ``(out_leaves, out_treedef, [(first, second) per output leaf])``, ``second``
     the summed second coefficient (None where it is zero, and both None for an output
     leaf off the trace)."""

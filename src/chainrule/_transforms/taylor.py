@@ -242,7 +242,7 @@ class _Directions:
         elif not self._ours(first):
             size = anp.abs(first)
         elif self.trace.size == 0:
-            return _np.ones(anp.shape(first._value)[1:], anp.result_type(first._value).type)
+            return _np.ones(anp.shape(first._value)[1:], anp.result_type(first._value))
         else:
             size = anp.max(anp.abs(first._value), axis=0)
         usable = (size >= _np.finfo(anp.result_type(size)).tiny) & anp.isfinite(size)
