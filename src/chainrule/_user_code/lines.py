@@ -12,44 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import dis
-import os
 import sys
 import warnings
 from collections.abc import Callable
 from functools import wraps
-from types import FrameType
 
-import numpy as _np
-
+from .._core.user_frames import user_frame
 from .errstate import by_errstate, derived_settings
-
-# chainrule/ (this file is in chainrule/_user_code/) and numpy/: library code, never the
-# user's line
-_LIBRARY_DIRS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
-                 os.path.dirname(os.path.abspath(_np.__file__)) + os.sep)
-_library_files: dict[str, bool] = {}  # filename -> is it library code (asked per frame)
-
-
-def _is_library(filename: str) -> bool:
-    known = _library_files.get(filename)
-    if known is None:
-        # frames of runpy/importlib machinery (python -m chainrule.coverage) are not the
-        # user's either
-        known = os.path.abspath(filename).startswith(_LIBRARY_DIRS) or \
-            filename.startswith("<frozen")
-        _library_files[filename] = known
-    return known
-
-
-def user_frame(frame: FrameType | None) -> tuple[FrameType | None, int]:
-    """The first frame from ``frame`` outwards that is the user's (outside chainrule and
-    NumPy), or None where every one is library code; and how many frames it passed over
-    (for ``warnings.warn``'s ``stacklevel``). The one place chainrule finds the user's
-    line: warnings re-issued here, explain's sources, jit's notices."""
-    passed = 0
-    while frame is not None and _is_library(frame.f_code.co_filename):
-        frame, passed = frame.f_back, passed + 1
-    return frame, passed
 
 
 class _WarnAtUserLine:
