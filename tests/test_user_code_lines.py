@@ -137,3 +137,30 @@ def test_output_independent_of_input_names_the_users_line_from_every_entry_point
         found = [(w.filename, w.lineno) for w in caught
                  if str(w.message) == "Output seems independent of input."]
         assert found and set(found) == {(__file__, call.__code__.co_firstlineno)}
+
+
+def test_values_remembered_per_error_state_follow_every_change():
+    # (_user_code.errstate: a value derived from NumPy's settings, computed once per
+    # settings object; a context that sets derived settings and puts the caller's back)
+    from chainrule._user_code.errstate import derived_settings, remembered
+
+    computed = []
+
+    def under(modes):
+        computed.append(modes["under"])
+        return modes["under"]
+
+    value = remembered(under)
+    raising = derived_settings(lambda modes: {k: "raise" for k in modes})
+    before = onp.geterr()
+    for _ in range(2):
+        assert value() == before["under"]
+        with onp.errstate(under="warn"):
+            assert value() == "warn"
+            with raising():
+                assert onp.geterr() == dict.fromkeys(before, "raise") and value() == "raise"
+            assert onp.geterr()["under"] == "warn" and value() == "warn"
+        assert value() == before["under"] and onp.geterr() == before
+    # (once per settings object: the caller's once; np.errstate makes a new one at each
+    # entry, and the raising one is made from it)
+    assert computed == [before["under"], "warn", "raise", "warn", "raise"]
