@@ -61,8 +61,9 @@ def remembered(derive: Callable[[dict], T]) -> Callable[[], T]:
         memo[settings] = found
         return found
 
+    # (named as the value, where ``derive`` is defined: jit's readable programs name it)
     value.__name__ = value.__qualname__ = getattr(derive, "__name__", "value").lstrip("_")
-    value.__doc__ = derive.__doc__
+    value.__module__, value.__doc__ = derive.__module__, derive.__doc__
     return value
 
 
