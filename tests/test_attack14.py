@@ -260,6 +260,35 @@ def test_jit_calls_the_error_callback_once_where_a_call_also_raises(mode):
     assert counts == [1, 1, 1]
 
 
+@pytest.mark.parametrize("mode", ["call", "log"])
+def test_jit_calls_the_error_callback_once_at_a_trace_that_warned(mode):
+    # (a trace that gave a warning runs its program once to see which it gives itself:
+    # that run called the caller's callback a second time for the first call)
+    def f(a):
+        warnings.warn("the function's own", stacklevel=2)
+        return np.exp(a) * 2.0
+
+    told: list = []
+
+    class Log:
+        def write(self, message):
+            told.append(message)
+
+    callback = Log() if mode == "log" else lambda kind, flag: told.append(kind)
+    a = onp.array([1000.0, 1.0])
+    with onp.errstate(over="ignore"):
+        want = _bits(onp.exp(a) * 2.0)
+    jf = cr.jit(f)
+    for g in (f, jf, jf, jf):
+        del told[:]
+        with warnings.catch_warnings(record=True) as rec, \
+                onp.errstate(over=mode, call=callback):
+            warnings.simplefilter("always")
+            got = g(a)
+        assert _bits(got) == want and len(told) == 1
+        assert [str(r.message) for r in rec] == ["the function's own"]
+
+
 def test_jit_under_a_raising_state_answers_and_warns_as_numpy_where_nothing_raises():
     # (the program runs with every telling mode made 'raise': an error it meets makes the
     # call eager evaluation's, which warns once and answers NumPy's values; a call without

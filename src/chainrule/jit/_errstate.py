@@ -70,3 +70,13 @@ def _tells_and_raises(modes: dict) -> bool:
 
 
 tells_and_raises = remembered(_tells_and_raises)
+
+
+def _warning_only(modes: dict) -> dict | None:
+    """Every mode that calls out (``call``, ``log``, ``print``) made ``warn``."""
+    return {k: "warn" for k, v in modes.items() if v in ("call", "log", "print")} or None
+
+
+# ``with warning_only():`` for a program run once only to see its warnings (at a trace,
+# which called the caller's callback itself): a callback it called would be called twice
+warning_only = derived_settings(_warning_only)
