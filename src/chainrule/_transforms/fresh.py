@@ -67,11 +67,13 @@ def unaliased(result: Any, given: Any = None) -> Any:
             given is None or type(given) is float or
             (type(given) is np.ndarray and one is not given and given.base is not one)):
         return result  # (one array of its own: the most common answer, at once)
-    leaves, treedef = _leaves(result)
-    if treedef is None or treedef is tuple:  # (the common answers: at once where apart)
-        if _owning_apart(leaves, given):
+    if type(result) is tuple:  # (the common answers: at once where apart)
+        if _owning_apart(result, given):
             return result
-    elif given is None and len(leaves) == 1:
+    elif type(result) in _SIMPLE and _owning_apart((result,), given):
+        return result
+    leaves, treedef = _leaves(result)
+    if given is None and len(leaves) == 1:
         return result
     owners: dict[int, list] = {}  # id of an owner of memory -> the arrays seen in it
     if given is not None:
