@@ -135,3 +135,19 @@ def test_one_answer_that_is_a_leaf_of_a_given_tree():
     (r,) = cr.vjp(lambda x: {"a": x}, x)[1]({"a": h})
     assert _bits(r) == _bits(h)
     _apart([r], h)
+
+
+def test_jit_of_a_pullback_answers_a_fresh_array_as_eager():
+    # (traced, the pullback's answer is the staged input itself: copied by the primitive,
+    # so the program copies it as eager evaluation does)
+    g = onp.array([0.5, -0.0, onp.nan])
+    for f in (lambda g: cr.vjp(lambda x: x, onp.ones(3))[1](g)[0],
+              lambda g: cr.vjp(lambda x: x.reshape(3, 1), onp.ones(3))[1](g.reshape(3, 1))[0],
+              lambda g: cr.jvp(lambda x: x, (onp.ones(3),), (g,))[1]):
+        jf = cr.jit(f)
+        for _ in range(3):  # (the trace, the program's first run, its later runs)
+            got, want = jf(g), f(g)
+            assert _bits(got) == _bits(want) == _bits(g)
+            _apart([got], g)
+    assert cr.grad(lambda x: np.sum(cr.vjp(lambda z: z, x)[1](x)[0] * x))(
+        onp.array([1.0, -2.0])).tolist() == [2.0, -4.0]

@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from .. import numpy as anp
 from .._core.pytree import tree_flatten, tree_unflatten
-from .._core.tracer import isbox
+from .._core.tracer import getval
 
 _IMMUTABLE = (float, int, complex, bool, np.generic, type(None))
 _SIMPLE = frozenset((float, np.ndarray, np.float64))  # (leaves the common answers hold)
@@ -78,16 +79,19 @@ def unaliased(result: Any, given: Any = None) -> Any:
     owners: dict[int, list] = {}  # id of an owner of memory -> the arrays seen in it
     if given is not None:
         for leaf in _leaves(given)[0]:
-            _seen(leaf, owners)
+            _seen(getval(leaf), owners)
     copied = None
     for i, leaf in enumerate(leaves):
-        if type(leaf) is float or isinstance(leaf, _IMMUTABLE) or isbox(leaf):
+        value = getval(leaf)  # (traced under jit or an outer transform: its value)
+        if type(value) is float or isinstance(value, _IMMUTABLE):
             continue
-        if owners and _aliases(leaf, owners):
+        if owners and _aliases(value, owners):
             if copied is None:
                 copied = list(leaves)
-            copied[i] = leaf = leaf.copy()
-        _seen(leaf, owners)
+            # (a traced answer copied by the primitive: jit's program copies it too)
+            copied[i] = leaf = anp.copy(leaf) if leaf is not value else leaf.copy()
+            value = getval(leaf)
+        _seen(value, owners)
     if copied is None:
         return result
     if treedef is None:
@@ -98,7 +102,7 @@ def unaliased(result: Any, given: Any = None) -> Any:
 def _seen(leaf: Any, owners: dict) -> None:
     if type(leaf) is np.ndarray or isinstance(leaf, np.ndarray):
         owners.setdefault(id(leaf if leaf.base is None else _root(leaf)), []).append(leaf)
-    elif not isinstance(leaf, _IMMUTABLE) and not isbox(leaf):
+    elif not isinstance(leaf, _IMMUTABLE):
         owners.setdefault(id(leaf), []).append(leaf)
 
 
