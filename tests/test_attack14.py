@@ -401,3 +401,27 @@ def test_a_broadcast_operands_gradient_warns_alike_eagerly_and_jitted():
             seen.append((_bits(g(b, w)), sorted(str(r.message) for r in rec
                                                 if r.category is RuntimeWarning)))
     assert seen[0] == seen[1] == seen[2]
+
+
+def test_a_staged_derivative_warns_once_where_a_call_also_raises():
+    """scipy's solvers run derivative dynamics through ``Staged`` (jit's programs without
+    jit's call): under an error state that warns of one error and raises on another, a
+    program that warned, then raised, is run again by jit and then eagerly: it must warn
+    once, as NumPy does, and raise NumPy's error."""
+    from chainrule.scipy._staged import Staged
+
+    a = onp.array([1000.0, -1000.0, 1.0])
+    f = lambda a: np.exp(a) * 2.0  # noqa: E731
+    staged = Staged(f)
+    onp.testing.assert_array_equal(staged(onp.ones(3)), onp.exp(onp.ones(3)) * 2.0)
+    assert staged.programs and not staged.refused
+    counts = []
+    for g in (f, staged, staged):
+        with warnings.catch_warnings(record=True) as rec, \
+                onp.errstate(over="warn", under="raise"):
+            warnings.simplefilter("always")
+            with pytest.raises(FloatingPointError, match="underflow"):
+                g(a)
+        counts.append(sum(r.category is RuntimeWarning for r in rec))
+    assert counts == [1, 1, 1]
+    onp.testing.assert_array_equal(staged(onp.full(3, 2.0)), onp.exp(onp.full(3, 2.0)) * 2.0)
