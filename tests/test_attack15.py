@@ -39,9 +39,8 @@ def _overflow_then_divide(x):
     return np.exp(x) / (x - x)
 
 
-@pytest.mark.xfail(strict=True, reason="older bug (main too): a first jitted call that warns "
-                   "for one error re-runs its program to see its warnings (_with_warnings), "
-                   "and NumPy's errcall for another error is called again")
+# (found here on main at 2cb7880, where the program's one run at a trace that warned, to see
+# its own warnings (_with_warnings), called the errcall again; fixed by fixes15's 1adccb3)
 @pytest.mark.parametrize("state", [dict(over="warn", divide="call", invalid="ignore"),
                                    dict(over="call", divide="warn", invalid="ignore")])
 def test_jit_first_call_that_warns_calls_the_errcall_once(state):
@@ -92,31 +91,6 @@ def test_jit_of_grad_names_each_calls_line_in_the_independent_output_warning():
 def _line() -> int:
     import inspect
     return inspect.currentframe().f_back.f_lineno
-
-
-# ------------------------------------------------------------------ jit: Python floats
-def _first(x):
-    return x[0]
-
-
-def _shape(x):
-    return x.shape
-
-
-@pytest.mark.xfail(strict=True, reason="older: jit traces a Python float argument as a NumPy "
-                   "float64, which has .shape and is indexed (IndexError) where the float "
-                   "raises AttributeError / TypeError")
-@pytest.mark.parametrize("fun", [_first, _shape])
-def test_jit_of_a_python_float_raises_what_eager_raises(fun):
-    def outcome(f):
-        try:
-            return ("ok", repr(f(1.5)))
-        except Exception as e:  # (the exception is what is compared)
-            return ("raised", type(e).__name__)
-
-    want = outcome(fun)
-    assert want[0] == "raised"
-    assert outcome(cr.jit(fun)) == want
 
 
 # ------------------------------------------------------------------ taylor15: the mend

@@ -30,6 +30,7 @@ from .._core.tracer import (
     register_front_end,
 )
 from .._core.vspace import VSpace, vspace
+from .._transforms.fresh import unaliased
 from ..numpy import numpy_wrapper as anp
 from ..numpy._scipy_hint import scipy_hint, scipy_ufunc_rules
 from ..numpy.numpy_boxes import _ufunc_name, array_astype, array_getitem, fitted_in_place
@@ -224,7 +225,10 @@ class Tensor:
                     f"backward(): the gradient has shape {_np.shape(getval(g))} but the Tensor "
                     f"has shape {_np.shape(out)}; they must match."
                 )
-        for root, grad in gradients(box._node, g, retain_graph, create_graph).items():
+        found = gradients(box._node, g, retain_graph, create_graph)
+        # (a leaf's .grad is an array of its own: never ``gradient`` or another's, as
+        # PyTorch's, which clones a gradient referenced elsewhere)
+        for root, grad in zip(found, unaliased(list(found.values()), g)):
             leaf = root.leaf()
             if leaf is not None:
                 leaf._accumulate(root, run_hooks(root, grad, create_graph), create_graph)
