@@ -151,3 +151,26 @@ def test_jit_kernel_that_overflows_after_an_earlier_error_calls_the_errcall_as_e
     jitted = cr.jit(_sum_of_row_sums_of_squares)
     for _ in range(3):
         assert _observed(jitted, x, **state) == want
+
+
+# ------------------------------------------------------------------ jit(vmap): views
+def _mapped_slices(x):
+    return cr.vmap(lambda c: c[0:2] * c[2])(x)
+
+
+@pytest.mark.xfail(strict=True, reason="older (main too; numpy_boxes._as_view, eager15's "
+                   "file): under jit a batched run's x[i] asks np.may_share_memory of a "
+                   "staged buffer, which dispatches to the box's __array_function__ and "
+                   "raises TypeError ('no derivative rule for numpy.may_share_memory'); vmap "
+                   "falls back to the per-example loop with a VmapFallbackWarning eager "
+                   "evaluation does not give (GradBench ba's jitted jacobian after warm-up)")
+def test_jit_of_vmap_taking_a_slice_runs_batched_as_eager_does():
+    from chainrule._transforms.vmap import batched_runs_first
+
+    x = onp.arange(12.0).reshape(4, 3)
+    with batched_runs_first():
+        want = _observed(_mapped_slices, x)
+        jitted = cr.jit(_mapped_slices)
+        for _ in range(3):
+            assert _observed(jitted, x) == want
+    assert want[1] == []
