@@ -57,9 +57,10 @@ def _pulled_back_through_the_identity(x, g):
 
 
 def test_jit_of_a_vjp_of_the_identity_aliases_the_cotangent_as_eager_does():
-    # fixes15 makes eager vjp's answers arrays of their own (_transforms/fresh.py), but
-    # leaves traced values alone: inside jit the pullback answers the traced cotangent,
-    # and the program returns the caller's g itself where eager returns a copy
+    # fixes15 made eager vjp's answers arrays of their own (_transforms/fresh.py); at
+    # 247b4e7 it left traced values alone, so inside jit the pullback answered the traced
+    # cotangent and the program returned the caller's g itself where eager returned a copy
+    # (fixed in 0f1a2b6)
     x, g = onp.arange(6.0), onp.arange(6.0) + 10
     want = _pulled_back_through_the_identity(x, g)
     jitted = cr.jit(_pulled_back_through_the_identity)
