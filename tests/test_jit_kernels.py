@@ -360,3 +360,73 @@ def test_mask_product_is_numpys_product(g):
             into = onp.full(want.shape, 3.0)
             assert _kernels.mask_product(a, b, want.shape, out=into) is into
             _bits(into, want)
+
+
+# ---------------------------------------------------------------- jitd15's forms
+@pytest.mark.parametrize("y", [0.0, -0.0, 1.5, onp.nan, -onp.inf])
+def test_filled_where_is_numpys_where(y):
+    rng = onp.random.default_rng(17)
+    condition = rng.random((30, 40)) > 0.7
+    for x in (_hard((30, 40)), _hard((60, 1), seed=1)[::2], _hard((40, 1), seed=2).T,
+              onp.zeros((30, 40))[:, ::-1] - 0.0):
+        for c in (condition, condition[:1], onp.zeros((30, 40), bool)):
+            want = onp.where(c, x, y)
+            _bits(_kernels.filled_where(c, x, y, want.shape), want)
+
+
+def nearest_cost(points, centroids):  # (GradBench's kmeans cost: a min over centroids)
+    distances = (np.sum(points ** 2, axis=1)[:, None] + np.sum(centroids ** 2, axis=1)
+                 - 2 * points @ centroids.T)
+    return np.sum(np.min(distances, axis=1))
+
+
+def newton_direction(points, centroids):
+    gradient_of_cost = cr.grad(nearest_cost, argnum=1)
+    gradient, curvature = cr.jvp(lambda c: gradient_of_cost(points, c), (centroids,),
+                                 (np.ones_like(centroids),))
+    return gradient / curvature
+
+
+def test_jit_of_a_min_derivative_is_eager_bit_for_bit_and_takes_its_forms():
+    # min's derivative selects the cotangent where the minimum was (``np.where`` by a
+    # number: ``filled_where``) and, forward over reverse, multiplies the mask by the
+    # cotangent of the sum, ones (the mask cast: ``.astype``); its guards read a count
+    # (an integer compared without ``_same``) and whether a minimum is nan (``any``)
+    rng = onp.random.default_rng(18)
+    points, centroids = rng.random((1000, 8)), rng.random((20, 8))
+    jf = cr.jit(newton_direction)
+    tied = centroids.copy()
+    tied[3] = tied[4]  # (a point nearest to two centroids: another count of minima)
+    nan_point = points.copy()
+    nan_point[7, 2] = onp.nan
+    signed = points.copy()
+    signed[:10] = -0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for p, c in [(points, centroids), (points, centroids * 2.0), (points, tied),
+                     (nan_point, centroids), (signed, centroids), (points, centroids)]:
+            _bits(jf(p, c), newton_direction(p, c))
+        source = jf.lower(points, centroids).source
+    assert "_kernels.filled_where(" in source and ".astype(" in source
+    assert "np.logical_or.reduce(" in source and "np.any(" not in source
+    assert "_same(" not in source
+
+
+def test_a_mask_times_ones_is_the_mask_as_floats_only_where_exact():
+    forms = {
+        "ones": lambda x: np.ones((30, 1)) * (x > 0) + x,
+        "ones32": lambda x: np.ones((30, 1), np.float32) * (x > 0),
+        "one": lambda x: (x > 0) * 1.0 - x,
+        "twos": lambda x: np.full((30, 1), 2.0) * (x > 0),
+        "wider": lambda x: np.ones((2, 30, 40)) * (x > 0),
+        "ints": lambda x: np.ones((30, 1), int) * (x > 0),
+    }
+    x = _hard((30, 40))
+    for name, f in forms.items():
+        jf = cr.jit(f)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for v in (x, -x, x.astype(onp.float32), x[::-1], x):
+                _bits(jf(v), f(v))
+            cast = ".astype(" in jf.lower(x).source
+        assert cast == (name in ("ones", "ones32", "one")), name

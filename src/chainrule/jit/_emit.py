@@ -366,18 +366,24 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
                        *layout_key(raw, entry, vals, ans))
                 if consts or kwtexts:
                     sig += (*kwtexts, *[c[2] is None for c in consts])
-                by_eye = False
+                by_eye = by_ones = False
                 if entry.lowered_by_value:
                     sig += (tuple(map(_np.ndim, vals)), repr([c[0] for c in consts]))
                 elif by_constant and entry.neutral == "eye":
                     by_eye = _identity_side(args, argnums[0], ans, identities)
                     sig += (by_eye,)
+                elif by_constant and entry.neutral == "ones" and not kwtexts:
+                    # (a mask times ones: the mask as floats, ``_kernels.ones_mask``)
+                    by_ones = _kernels.ones_mask(args[1 - argnums[0]], vals[argnums[0]], ans)
+                    sig += (by_ones,)
                 made = memo.get(sig)
                 if made is None:
                     made = memo[sig] = _template(raw, fun, entry, node, vals, slots, kwmap,
                                                  kwtexts, fun_name, negated)
                     if by_eye:
                         made = memo[sig] = _by_identity(made, argnums[0], fun_name)
+                    elif by_ones:
+                        made = memo[sig] = _as_float(made, argnums[0], ans.dtype, fun_name)
                 code, fast, label, elementwise, view, code_key = made
                 if tails and node in tails:
                     fast = _tail_code(code, slots, fun_name)
@@ -553,6 +559,15 @@ def _by_identity(made: tuple, traced: int, fun_name) -> tuple:
         (code, *key[1:])
 
 
+def _as_float(made: tuple, traced: int, dtype, fun_name) -> tuple:
+    """The template of a product of a boolean mask by a constant of ones: the mask cast
+    (``_kernels.ones_mask``), a new array, not a ufunc's (no ``out=``)."""
+    code, fast, label, _, view, key = made
+    code = f"{{{traced}}}.astype({fun_name(dtype)})"
+    return code, fast, f"{label} (a mask by ones: the mask as floats)", False, view, \
+        (code, *key[1:2], False, *key[3:])
+
+
 def _guard_code(guard: Guard, target: Instr, const, fun_name) -> tuple[str, list]:
     """The check of a guard, ``{0}`` its value: ``if ...: return MISS``, and its slots."""
     expected = guard.expected
@@ -565,6 +580,11 @@ def _guard_code(guard: Guard, target: Instr, const, fun_name) -> tuple[str, list
     if guard.convert in (int, float, complex) and _equal_is_same(expected):
         return (f"if {guard.convert.__name__}({{0}}) != {{1}}: return MISS",
                 [target, (expected, repr(expected), repr(expected))])
+    if plain and isinstance(expected, _np.integer):
+        # a NumPy integer (a count of maxima): its type and value are its bits, checked
+        # without ``_same``'s call
+        return (f"if type({{0}}) is not {fun_name(type(expected))} or {{0}} != "
+                f"{int(expected)!r}: return MISS"), [target]
     value = (expected, const(expected), None)
     if plain:
         return "if not _same({0}, {1}): return MISS", [target, value]

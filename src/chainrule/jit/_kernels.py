@@ -31,6 +31,12 @@ which do the same arithmetic in other loops:
 - ``placed``: ``untake`` by a basic index, ``g`` written into zeros without its Python.
 - ``count_true``: ``np.add.reduce`` of a boolean array over all axes, NumPy's count of
   its true entries, by ``np.count_nonzero`` (a tenth of the time).
+- ``filled_where``: ``np.where(condition, x, y)`` of a float64 array ``x`` and a Python
+  float ``y`` (min's and max's derivatives: the cotangent where the minimum was): ``y``
+  filled, ``x`` copied where the condition holds, both copies of bits (a third of the
+  time of NumPy's ``where``, which selects through buffers).
+- ``mask_as_float``: a boolean mask times a constant of ones (a cotangent seeded with
+  ones, times min's mask): the mask's 1.0s and 0.0s, a cast (a third of the time).
 
 A floating-point error (overflow, invalid, division by zero; an underflow where the
 caller's error state hears of it) raises in them where the caller's error state does not
@@ -47,11 +53,13 @@ from typing import Any
 import numpy as np
 
 from ..numpy.numpy_boxes import array_getitem
+from ..numpy.numpy_wrapper import where as _where
 from ..numpy.rules.shape import untake
 from ._errstate import strict
 from ._staging import ArrayMeta
 
 _GETITEM = array_getitem.fun
+WHERE = _where.fun
 
 # lanes: split where the last axis has at most this many entries and the answer at least
 # LANES_MIN_SIZE (below it the Python of the split costs more than the calls it saves)
@@ -189,11 +197,51 @@ def mask_product(a: Any, b: Any, shape: tuple, out: np.ndarray | None = None) ->
     return out
 
 
+def filled_where(condition: np.ndarray, x: Any, y: float, shape: tuple) -> np.ndarray:
+    """``np.where(condition, x, y)`` of a boolean array, a float64 array and a Python
+    float: ``y`` everywhere, ``x`` copied where ``condition`` holds (both broadcast to the
+    answer's ``shape``): the bits ``where`` selects, without its buffers."""
+    out = np.empty(shape)
+    out.fill(y)
+    np.copyto(out, x, where=condition)
+    return out
+
+
 def count_true(a: np.ndarray, shape: tuple | None, dtype: np.dtype) -> Any:
     """``np.add.reduce(a, None)`` of a boolean array: a scalar of ``dtype``, or an array
     of ``shape`` (``keepdims``)."""
     n = np.count_nonzero(a)
     return dtype.type(n) if shape is None else np.full(shape, n, dtype)
+
+
+def where_code(vals: list, ans: Any, texts: list[str], bind) -> str | None:
+    """``filled_where``'s code for ``np.where(condition, x, y)`` (``vals``: the three, at
+    trace time) of a boolean array, a float64 array and a Python float into a float64
+    answer laid out in C order, as large as ``INDICATOR_MIN_SIZE``; else None. (The types
+    and layouts decide it, all in the emitter's key of the call: ``layout_key``.)"""
+    if len(vals) != 3 or type(ans) is not ArrayMeta or ans.dtype != np.float64:
+        return None
+    condition, x, y = vals
+    if type(condition) not in ARRAYS or condition.dtype != np.bool_ or type(y) is not float \
+            or type(x) not in ARRAYS or x.dtype != np.float64 \
+            or _size(ans.shape) < INDICATOR_MIN_SIZE or not c_ordered(ans):
+        return None
+    return f"{bind(filled_where)}({', '.join(texts)}, {ans.shape!r})"
+
+
+def ones_mask(constant: Any, mask: Any, ans: Any) -> bool:
+    """Whether ``multiply(constant, mask)`` is ``mask.astype(ans.dtype)``: a boolean mask
+    in C order times a constant of real ones no larger (1.0 * True is 1.0, 1.0 * False
+    0.0: the cast's bits), into a float answer of the mask's shape in C order."""
+    return type(mask) in ARRAYS and mask.dtype == np.bool_ and type(ans) is ArrayMeta \
+        and ans.dtype.kind == "f" and ans.shape == mask.shape and c_ordered(ans) \
+        and c_ordered(mask) and np.ndim(constant) <= mask.ndim \
+        and isinstance(constant, (np.ndarray, np.generic, int, float)) \
+        and np.dtype(getattr(constant, "dtype", type(constant))).kind in "fiu" \
+        and bool(np.all(np.asarray(constant) == 1))
+
+
+ARRAYS = (ArrayMeta, np.ndarray)  # (a traced mask is staged with its values: an ndarray)
 
 
 def c_ordered(meta: Any) -> bool:
@@ -396,7 +444,7 @@ def layout_key(raw: Any, entry: Any, vals: list, ans: Any) -> tuple:
     call might take a faster form; () where it cannot (most calls: a cheap test)."""
     if raw is untake.fun:
         return (len(vals) == 4 and _scatters(*vals), len(vals) == 4 and _places(*vals))
-    if raw is np.outer:
+    if raw is np.outer or raw is WHERE:
         return (_layout(ans), *map(_layout, vals))
     if entry.reduction is np.add:
         return (_layout(ans), *map(_layout, vals))  # (which axis and how long: any sum)
