@@ -433,7 +433,10 @@ def _absorbed(nodes: list[StagingNode], escaping: set[StagingNode], guarded: dic
       which then sums ``x`` and negates the total (``_kernels.negated_sum``: the same bits
       where the total is neither zero nor nan, one pass over ``x`` fewer).
 
-    Never an output (or what one views), a guarded value, or a call in a folded loop."""
+    Never an output (or what one views) or a guarded value. In a run of nodes to fold
+    into a loop, a view is absorbed where every iteration's is (lstm's cotangent of a
+    sum spread over a 14-vector, 2 µs an iteration: the loop's body is one code for
+    all, and a later iteration's node is read as its operand's), a negation never."""
     candidates: dict[StagingNode, list] = {}
     for node in nodes:
         fun = node.fun
@@ -452,12 +455,9 @@ def _absorbed(nodes: list[StagingNode], escaping: set[StagingNode], guarded: dic
             readers = candidates.get(parent)
             if readers is not None:
                 readers.append(node)
-    folded = [(run.start, run.start + run.period * run.repeats) for run in runs]
-    where = {node: k for k, node in enumerate(nodes) if node in candidates} if folded else {}
     found = {}
     for node, readers in candidates.items():
-        if not readers or node in escaping or node in guarded or \
-                any(start <= where[node] < end for start, end in folded):
+        if not readers or node in escaping or node in guarded:
             continue
         if type(node.parents[0].ans) is not ArrayMeta:
             continue
@@ -467,6 +467,15 @@ def _absorbed(nodes: list[StagingNode], escaping: set[StagingNode], guarded: dic
         elif len(readers) == 1 and _sums_all(readers[0], node) and \
                 _np.prod(node.ans.shape) >= _kernels.NEGATED_MIN_SIZE:
             found[node] = "negated"
+    if found and runs:
+        for run in runs:  # (an offset of a run: absorbed in every iteration, or in none)
+            start, period = run.start, run.period
+            for k in range(period):
+                column = nodes[start + k:start + period * run.repeats:period]
+                if any(n in found for n in column) and not all(
+                        found.get(n) == "view" for n in column):
+                    for n in column:
+                        found.pop(n, None)
     return found
 
 
@@ -526,7 +535,8 @@ def _template(raw, fun, entry, node: StagingNode, vals: list, slots: list, kwmap
     elementwise = _elementwise_array(raw, node, vals) and code.endswith(")")
     if elementwise:  # (a plain call of the ufunc takes its ``out`` by position: cheaper)
         ufunc = raw if isinstance(raw, _np.ufunc) else raw.ufunc
-        if len(holes) == ufunc.nin and code == f"{fun_name(ufunc)}({', '.join(holes)})":
+        if len(holes) == ufunc.nin and ufunc not in _OUT_BY_KEYWORD and \
+                code == f"{fun_name(ufunc)}({', '.join(holes)})":
             elementwise = POSITIONAL_OUT
     view = not elementwise and array and not entry.new_array
     key = (code, tuple(type(s) is tuple for s in slots), elementwise, view, array)
@@ -565,6 +575,9 @@ def _by_identity(made: tuple, traced: int, fun_name) -> tuple:
     return code, fast, f"{label} (by the identity: a copy where exact)", elementwise, view, \
         (code, *key[1:])
 
+
+# ufuncs whose positional out NumPy 2.4 deprecates (a third operand, it warns)
+_OUT_BY_KEYWORD = frozenset([_np.maximum, _np.minimum])
 
 # ufuncs whose Python int operand may be written as a float where the others are floats
 _INT_AS_FLOAT = frozenset([_np.add, _np.subtract, _np.multiply, _np.divide])
