@@ -223,19 +223,22 @@ def test_jit_of_spread_cotangents_is_eager_bit_for_bit():
             _bits(got, want)
 
 
-def test_scatter_sum_is_untakes_add_at():
+@pytest.mark.parametrize("bins", [7, 100])  # (a short vector's check in Python, jitd15)
+def test_scatter_sum_is_untakes_add_at(bins):
     rng = onp.random.default_rng(9)
-    index = rng.integers(0, 7, (120, 6)).astype(onp.int8)
+    index = rng.integers(0, bins, (120, 6)).astype(onp.int8)
     g = _hard((120, 6))
     g[index == 3] = -0.0
     finite = onp.where(onp.isfinite(g), g, 1.5)
-    for values in (finite, g):
+    huge = finite.copy()
+    huge[index == 5] = 1e308  # (finite terms, an infinite sum: add.at's overflow warning)
+    for values in (finite, g, huge):
         with warnings.catch_warnings(record=True) as got_warnings:
             warnings.simplefilter("always")
-            got = _kernels.scatter_sum(values, index, (7,))
+            got = _kernels.scatter_sum(values, index, (bins,))
         with warnings.catch_warnings(record=True) as want_warnings:
             warnings.simplefilter("always")
-            want = untake(values, index, (7,), onp.dtype(onp.float64))
+            want = untake(values, index, (bins,), onp.dtype(onp.float64))
         _bits(got, want)
         assert [str(w.message) for w in got_warnings] == [str(w.message) for w in want_warnings]
 

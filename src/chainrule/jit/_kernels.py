@@ -48,6 +48,7 @@ warning names ``add``, not ``reduce``).
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import numpy as np
@@ -175,7 +176,9 @@ def scatter_sum(g: np.ndarray, index: np.ndarray, shape: tuple) -> np.ndarray:
     order from 0.0, in one C loop. Where the sums are not all finite (where ``add.at``
     may have warned), ``untake`` itself."""
     out = np.bincount(index.ravel(), weights=g.ravel(), minlength=shape[0])
-    if np.isfinite(out).all():
+    # (a short vector's check in Python floats: a fifth of NumPy's isfinite and all)
+    if all(map(math.isfinite, out.tolist())) if len(out) <= 64 else \
+            np.logical_and.reduce(np.isfinite(out), None):
         return out
     return untake(g, index, shape, np.dtype(np.float64))
 
@@ -316,14 +319,17 @@ def ufunc_code(ufunc: np.ufunc, vals: list, ans: Any, texts: list[str], bind) ->
 
 def outer_code(vals: list, ans: Any, texts: list[str], bind) -> str | None:
     """``np.outer(a, b)`` of two vectors (``multiply(a[:, None], b[None, :])``, as NumPy
-    writes it) by ``lanes`` where ``b`` is short (``det``'s cotangents of its minors)."""
+    writes it) by ``lanes`` where ``b`` is short (``det``'s cotangents of its minors),
+    else as that product itself (without ``outer``'s Python: its ``asarray`` and
+    ``ravel``, which a vector's product does not need)."""
     if len(vals) != 2 or not all(
             (type(v) is ArrayMeta or type(v) is np.ndarray) and v.ndim == 1 for v in vals):
         return None
     a, b = f"{texts[0]}[:, None]", f"{texts[1]}[None, :]"
     column = ArrayMeta(vals[0].shape + (1,), vals[0].dtype, vals[0].strides + (0,))
     row = ArrayMeta((1,) + vals[1].shape, vals[1].dtype, (0,) + vals[1].strides)
-    return ufunc_code(np.multiply, [column, row], ans, [a, b], bind)
+    return ufunc_code(np.multiply, [column, row], ans, [a, b], bind) or \
+        f"{bind(np.multiply)}({a}, {b})"
 
 
 def _merges_last_two(vals: list, shape: tuple) -> bool:
