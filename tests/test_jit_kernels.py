@@ -66,14 +66,18 @@ def test_count_true_is_numpys_sum_of_booleans():
 
 
 @pytest.mark.parametrize("ufunc", [onp.subtract, onp.multiply, onp.divide, onp.greater,
-                                   onp.arctan2])
+                                   onp.arctan2, onp.add])
 def test_lanes_is_the_ufunc(ufunc):
     rng = onp.random.default_rng(2)
     x, mu = _hard((1000, 2)), rng.standard_normal((5, 2))
     col = rng.standard_normal((5, 1000, 1))
     with onp.errstate(all="ignore"):
         for a, b in [(x[None], mu[:, None]), (col, _hard((5, 1000, 2), seed=3)),
-                     (0.5, x[None] + mu[:, None]), (mu[:, None], onp.float64(-0.0))]:
+                     (0.5, x[None] + mu[:, None]), (mu[:, None], onp.float64(-0.0)),
+                     # (pairs: as complex numbers where each is contiguous, jitd15)
+                     (x.astype(onp.float32)[None], mu.astype(onp.float32)[:, None]),
+                     (_hard((5, 1000, 2), seed=4), x[None, :, ::-1]),
+                     (x[None], _hard((5, 1000, 2), seed=5)[:, ::-1])]:
             want = ufunc(a, b)
             _bits(_kernels.lanes(ufunc, want.shape, want.dtype, a, b), want)
             into = onp.empty_like(want)

@@ -10,6 +10,8 @@ which do the same arithmetic in other loops:
 - ``lanes``: an elementwise ufunc, one call per position of the short last axis (each a
   long loop over the others). Elementwise, so the same values, into an answer laid out
   as NumPy lays out its own (C order: the emitter checks the traced answer's strides).
+  A sum or difference of pairs (operands whose last axis is two contiguous entries) is
+  one call on the pairs seen as complex numbers, whose parts add as the floats do.
 - ``lane_sum``: ``np.add.reduce`` over a short last axis (2 to 16 entries) of a C-ordered
   float array: NumPy adds each row from 0.0, in order under 8 entries, by its pairwise
   sum's eight running sums from 8, which lane-by-lane adds do too (``exact_lane_sum``
@@ -82,6 +84,15 @@ def lanes(ufunc: np.ufunc, shape: tuple, dtype: np.dtype, *operands: Any,
     if out is None:
         out = np.empty(shape, dtype)
     n = shape[-1]
+    if n == 2 and (ufunc is np.add or ufunc is np.subtract) and dtype in _COMPLEX and all(
+            type(op) is np.ndarray and op.dtype == dtype and op.ndim and op.shape[-1] == 2
+            and op.strides[-1] == op.itemsize for op in operands):
+        # pairs added or subtracted as complex numbers: part by part, the same operations
+        # (gmm's x - mu at d=2), in one call whose inner loop is long and contiguous
+        pairs = _COMPLEX[dtype]
+        with strict():
+            ufunc(*[op.view(pairs)[..., 0] for op in operands], out=out.view(pairs)[..., 0])
+        return out
     columns = [[op] * n if not isinstance(op, np.ndarray) or not op.ndim else
                [op[..., c] for c in range(n)] if op.shape[-1] == n else [op[..., 0]] * n
                for op in operands]
