@@ -437,3 +437,24 @@ def test_a_mask_times_ones_is_the_mask_as_floats_only_where_exact():
                 _bits(jf(v), f(v))
             cast = ".astype(" in jf.lower(x).source
         assert cast == (name in ("ones", "ones32", "one")), name
+
+
+def test_the_kernels_error_state_is_stricts_under_every_callers_state():
+    # (jitd15: set on NumPy's context variable, not by np.errstate each use)
+    from chainrule.jit._errstate import strict
+
+    def inside(context):
+        with context:
+            return onp.geterr()
+
+    for state in ({}, {"all": "raise"}, {"under": "warn"}, {"over": "ignore"},
+                  {"all": "ignore"}, {"divide": "call"}, {}):
+        with onp.errstate(**state, call=print if state.get("divide") == "call" else None):
+            before = onp.geterr()
+            assert inside(_kernels._Strict()) == inside(strict())
+            assert onp.geterr() == before
+            a = onp.array([1e308, 1.0])
+            if onp.geterr()["over"] != "ignore":
+                with pytest.raises(FloatingPointError):
+                    _kernels.lanes(onp.multiply, (1, 2), onp.dtype(onp.float64), a[None], 10.0)
+            assert onp.geterr() == before
