@@ -37,8 +37,9 @@ which do the same arithmetic in other loops:
   float ``y`` (min's and max's derivatives: the cotangent where the minimum was): ``y``
   filled, ``x`` copied where the condition holds, both copies of bits (a third of the
   time of NumPy's ``where``, which selects through buffers).
-- ``mask_as_float``: a boolean mask times a constant of ones (a cotangent seeded with
-  ones, times min's mask): the mask's 1.0s and 0.0s, a cast (a third of the time).
+- a boolean mask times a constant of ones (a cotangent seeded with ones, times min's
+  mask; ``ones_mask`` says where): the mask's 1.0s and 0.0s, ``mask.astype(float)``, a
+  cast (a third of the time; the emitter writes it, ``_emit._as_float``).
 
 A floating-point error (overflow, invalid, division by zero; an underflow where the
 caller's error state hears of it) raises in them where the caller's error state does not
@@ -59,12 +60,12 @@ from ..numpy.numpy_boxes import array_getitem
 from ..numpy.numpy_wrapper import where as _where
 from ..numpy.rules.shape import untake
 from ._errstate import strict
+from ._staging import ArrayMeta
 
 try:
     from numpy._core._ufunc_config import _extobj_contextvar as _STATE
 except ImportError:  # pragma: no cover (NumPy before 2.0)
     _STATE = None
-from ._staging import ArrayMeta
 
 _GETITEM = array_getitem.fun
 WHERE = _where.fun
