@@ -484,13 +484,7 @@ ORDERED = {  # Tensor method -> NumPy's own on the array
 }
 
 
-_K_RULE = pytest.mark.xfail(strict=True, raises=ValueError, reason=(
-    "numpy/rules/shape.py (not the Tensor's): ravel's VJP reshapes the cotangent with "
-    "order='K', which np.reshape refuses"))
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=_K_RULE) if n.endswith("K") else n
-                                  for n in sorted(ORDERED)])
+@pytest.mark.parametrize("name", sorted(ORDERED))
 def test_reshape_and_flatten_take_numpys_order_with_derivatives(name):
     method, numpy_method = ORDERED[name]
     x = np.arange(6.0).reshape(2, 3) ** 1.5
@@ -520,10 +514,6 @@ def test_flatten_with_dims_and_an_order_is_refused():
         Tensor(np.ones((2, 3))).reshape(3, 2, shape=(3, 2))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "numpy/rules/shape.py: reshape's and ravel's VJP reshape the cotangent (C-ordered) with "
-    "order='A', which reads it in C order where the input, Fortran-ordered, was read in F "
-    "order: a wrong gradient, silently"))
 @pytest.mark.parametrize("fun", [lambda x: cnp.reshape(x, (3, 2), order="A"),
                                  lambda x: cnp.ravel(x, order="A")])
 def test_order_a_of_a_fortran_array_has_the_finite_difference_gradient(fun):
