@@ -149,7 +149,8 @@ def test_vmap_is_the_loop(layout, fun, in_axes):
     onp.testing.assert_array_equal(cr.vmap(cr.grad(loss), in_axes=in_axes)(x), grads)
 
 
-@pytest.mark.parametrize("fun", ["reshape A", "ravel A", "ravel K", "method flatten K"])
+@pytest.mark.parametrize("fun", ["reshape A", "ravel A", "ravel K", "method flatten K",
+                                 "method ravel A", "method reshape A"])
 def test_jit_is_eager_for_each_layout(fun):
     f = FUNS[fun]
 
