@@ -316,26 +316,22 @@ def gathered_in_batches(fun, moves=None) -> None:
     applied to ``v``, shaped as ``x`` and laid out in C order, as NumPy applies it to ``x``
     (for a ``fun`` that reads x's memory layout: reshape's and ravel's orders)."""
     raw = fun.fun
-    if moves is None:
-        defjvp_batched(fun, lambda t, ans, x, *args, **kwargs: _batched_gather(
-            t, _source(raw, x, args, kwargs), 1, int(_np.prod(shape_of(x))), ans))
-        defsparsity(fun, copy_rule(raw, only=(0,)))  # the same map of positions
-        return
 
-    def through(x):
-        return lambda v, *args, **kwargs: moves(v, x, *args, **kwargs)
+    def source(x, args, kwargs):
+        through = raw if moves is None else (
+            lambda v, *args, **kwargs: moves(v, x, *args, **kwargs))
+        return positions_through(through, (x, *args), kwargs, 0)
 
-    def pattern(argnum, ans, args, kwargs):
-        source = positions_through(through(args[0]), args, kwargs, 0)
-        return source_pattern(source, 1, int(_np.size(getval(args[0]))), int(_np.size(ans)))
+    def rule(t, ans, x, *args, **kwargs):
+        return _batched_gather(t, source(x, args, kwargs).astype(_np.intp), 1,
+                               int(_np.prod(shape_of(x))), ans)
 
-    defjvp_batched(fun, lambda t, ans, x, *args, **kwargs: _batched_gather(
-        t, _source(through(x), x, args, kwargs), 1, int(_np.prod(shape_of(x))), ans))
-    defsparsity(fun, shapes_only(pattern, lambda n: (0,)))
+    def pattern(argnum, ans, args, kwargs):  # the same map of positions
+        return source_pattern(source(args[0], args[1:], kwargs), 1,
+                              int(_np.size(getval(args[0]))), int(_np.size(ans)))
 
-
-def _source(raw, x, args, kwargs):
-    return positions_through(raw, (x, *args), kwargs, 0).astype(_np.intp)
+    defjvp_batched(fun, rule)
+    defsparsity(fun, shapes_only(pattern, lambda n: (0,)))  # (reads the rest: the index)
 
 
 def _selection_vjp(g, source, offsets, total, argnum, x):
