@@ -202,3 +202,13 @@ def test_reshape_with_order_k_raises_numpys_error_in_every_mode():
     for call, arg in calls:
         with pytest.raises(ValueError, match=str(numpy_error.value)):
             call(arg)
+
+
+@pytest.mark.parametrize("fun", ["reshape A", "ravel A", "ravel K"])
+@pytest.mark.parametrize("layout", ["F", "transposed", "reversed", "F sliced"])
+def test_explains_finite_difference_check_moves_x_in_its_layout(layout, fun):
+    # (its differences of x + t u in C order flagged the right VJP as wrong)
+    x, f = LAYOUTS[layout](), FUNS[fun]
+    w = _weights(f, x)
+    report = str(cr.explain(lambda x: np.sum(np.sin(f(x)) * w), x, check=True))
+    assert "VJP vs finite differences" in report and "WRONG" not in report
