@@ -212,3 +212,26 @@ def test_explains_finite_difference_check_moves_x_in_its_layout(layout, fun):
     w = _weights(f, x)
     report = str(cr.explain(lambda x: np.sum(np.sin(f(x)) * w), x, check=True))
     assert "VJP vs finite differences" in report and "WRONG" not in report
+
+
+@pytest.mark.parametrize("fun", [
+    lambda x: np.reshape(x, (6,), order="F", copy=False),
+    lambda x: np.reshape(x, (6,), order="A", copy=False),
+    lambda x: x.reshape(6, order="A", copy=False),
+    lambda x: x.reshape((3, 2), copy=True),
+])
+def test_copy_keyword_is_the_primals_alone(fun):
+    # a view of a Fortran x (copy=False) is no view of its C-laid tangent: the tangent and
+    # cotangent are reshaped without the keyword (the JVP raised ValueError)
+    x = onp.asfortranarray(_base((2, 3)))
+    w = _weights(fun, x)
+    loss = lambda x: np.sum(fun(x) * w)  # noqa: E731
+    g = cr.grad(loss)(x)
+    onp.testing.assert_allclose(g, _finite_differences(
+        lambda x: float(onp.sum(onp.asarray(fun(x)) * w)), x), rtol=1e-6, atol=1e-7)
+    v = onp.cos(onp.arange(6.0)).reshape(2, 3)
+    onp.testing.assert_allclose(cr.jvp(loss, (x,), (v,))[1], onp.sum(g * v), rtol=1e-12)
+    onp.testing.assert_array_equal(cr.jacobian(fun, sparse=True)(x).toarray(),
+                                   cr.jacobian(fun)(x).reshape(6, 6))
+    with pytest.raises(ValueError, match="Unable to avoid creating a copy"):
+        cr.grad(lambda x: np.sum(np.reshape(x, (6,), copy=False)))(x)  # (NumPy's error)
