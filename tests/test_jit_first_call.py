@@ -11,6 +11,7 @@ import sys
 import threading
 import types
 import warnings
+import weakref
 
 import numpy as onp
 import pytest
@@ -314,6 +315,36 @@ def test_a_function_called_once_and_dropped_is_freed_without_the_cycle_collector
             _same_tree(jf(*args), f(*args))
             del jf  # (its program, never run, kept the record: freed with it)
             assert gc.collect() == 0
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _float_chain(x):
+    return np.sin(x) * 2.0 + x  # (a float program, which calls its exact program past inf)
+
+
+BIG = onp.linspace(0.0, 1.0, 5000)
+
+
+@pytest.mark.parametrize("case", range(len(CASES) + 2))
+def test_a_compiled_program_is_freed_with_its_function_without_the_cycle_collector(case):
+    # (its function was in its own globals: the program, its constants and the functions
+    # it calls stayed until the collector ran)
+    f, args = (CASES + [(_float_chain, (0.5,)), (lambda x: np.sum(x) * BIG, (onp.ones(3),))]
+               )[case]
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        gc.collect()
+        jf = cr.jit(f)
+        for xs in (args, args, args if case != len(CASES) else (onp.inf,), args):
+            _same_tree(jf(*xs), f(*xs))  # (the second call compiles, the third runs it)
+        program = jf._cache[next(iter(jf._cache))].variants[0]
+        assert isinstance(program.call, types.FunctionType)
+        compiled = weakref.ref(program.call)
+        del jf, program
+        assert compiled() is None and gc.collect() == 0
     finally:
         if enabled:
             gc.enable()

@@ -466,5 +466,117 @@ def test_transpose_swaps_two_dims_as_in_pytorch():
     np.testing.assert_array_equal(Tensor(b).transpose(0, 2).numpy(), np.swapaxes(b, 0, 2))
     (y * Tensor(np.arange(6.0).reshape(3, 2), requires_grad=False)).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), np.arange(6.0).reshape(3, 2).T)
-    with pytest.raises(TypeError):
-        x.transpose((1, 0))
+    # one sequence is NumPy's transpose(axes): (0, 1) keeps the order, as NumPy's
+    np.testing.assert_array_equal(x.transpose((0, 1)).numpy(), a)
+
+
+# ----------------------------------------------------------------------------- NumPy's and
+# PyTorch's other spellings of the shape methods: the values NumPy's (or PyTorch's) method
+# gives, the gradient the finite differences give
+B = np.arange(1.0, 25.0).reshape(2, 3, 4) ** 1.5 / 100
+SPELLED = {  # name -> (Tensor method, NumPy's on the array, the input)
+    "transpose()": (lambda t: t.transpose(), lambda a: a.transpose(), B),
+    "transpose(None)": (lambda t: t.transpose(None), lambda a: a.transpose(None), B),
+    "transpose(axes)": (lambda t: t.transpose((2, 0, 1)), lambda a: a.transpose((2, 0, 1)), B),
+    "transpose([axes])": (lambda t: t.transpose([1, 2, 0]), lambda a: a.transpose([1, 2, 0]),
+                          B),
+    "transpose(*axes)": (lambda t: t.transpose(2, 0, 1), lambda a: a.transpose(2, 0, 1), B),
+    "transpose(-axes)": (lambda t: t.transpose(-1, 0, -2), lambda a: a.transpose(-1, 0, -2), B),
+    "transpose 1-d": (lambda t: t.transpose(0), lambda a: a.transpose(0), B[0, 0]),
+    "transpose(dim0=, dim1=)": (lambda t: t.transpose(dim0=0, dim1=2),
+                                lambda a: a.swapaxes(0, 2), B),
+    "transpose(d0, dim1=)": (lambda t: t.transpose(-1, dim1=1), lambda a: a.swapaxes(-1, 1), B),
+    "squeeze(axis=)": (lambda t: t.squeeze(axis=0), lambda a: a.squeeze(axis=0), B[:1, :, 2:3]),
+    "squeeze(axis=tuple)": (lambda t: t.squeeze(axis=(0, -1)),
+                            lambda a: a.squeeze(axis=(0, -1)), B[:1, :, 2:3]),
+    "squeeze(dim=)": (lambda t: t.squeeze(dim=2), lambda a: a.squeeze(axis=2), B[:1, :, 2:3]),
+    "permute(dims=)": (lambda t: t.permute(dims=(2, 0, 1)), lambda a: a.transpose(2, 0, 1), B),
+    "permute([dims])": (lambda t: t.permute([1, 0, 2]), lambda a: a.transpose(1, 0, 2), B),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPELLED))
+def test_shape_methods_take_numpys_and_pytorchs_spellings_with_derivatives(name):
+    method, numpy_method, x = SPELLED[name]
+    x = x.copy()
+    _check_against_numpy(method, numpy_method, x)
+    np.testing.assert_array_equal(x, SPELLED[name][2])  # (the input is unchanged)
+
+
+def test_shape_methods_refuse_what_neither_numpy_nor_pytorch_takes():
+    t = Tensor(np.ones((1, 3, 1)))
+    with pytest.raises(ValueError, match="size not equal to one"):
+        t.squeeze(axis=1)  # NumPy's keyword, NumPy's error (PyTorch's dim=1 is ignored)
+    assert t.squeeze(1).shape == (1, 3, 1) and t.squeeze(dim=1).shape == (1, 3, 1)
+    with pytest.raises(TypeError, match="not both"):
+        t.squeeze(0, axis=0)
+    with pytest.raises(TypeError, match="not both"):
+        t.permute(0, 1, 2, dims=(0, 1, 2))
+    with pytest.raises(TypeError, match="dim0 and dim1"):
+        t.transpose(0, 1, dim1=2)
+    with pytest.raises(TypeError, match="dim0 and dim1"):
+        t.transpose(axes=(0, 1, 2))
+    with pytest.raises(ValueError, match="axes don't match array"):
+        t.transpose(0, 1, 2, 0)
+
+
+# ----------------------------------------------------------------------------- NumPy's order=
+ORDERED = {  # Tensor method -> NumPy's own on the array
+    "reshape F": (lambda t: t.reshape(3, 2, order="F"), lambda a: a.reshape(3, 2, order="F")),
+    "reshape F tuple": (lambda t: t.reshape((2, 3), order="F"),
+                        lambda a: a.reshape((2, 3), order="F")),
+    "reshape -1 F": (lambda t: t.reshape(-1, order="F"), lambda a: a.reshape(-1, order="F")),
+    "reshape shape= A": (lambda t: t.T.reshape(shape=(3, 2), order="A"),
+                         lambda a: a.T.reshape((3, 2), order="A")),
+    "flatten F": (lambda t: t.flatten("F"), lambda a: a.flatten("F")),
+    "flatten order=K": (lambda t: t.T.flatten(order="K"), lambda a: a.T.flatten(order="K")),
+    "ravel F": (lambda t: t.ravel(order="F"), lambda a: a.ravel(order="F")),
+}
+
+
+def _check_against_numpy(method, numpy_method, x):
+    """The Tensor method's values are NumPy's method's, its gradient (of a weighted sum) the
+    central differences, and both modes to second order agree with finite differences."""
+    w = np.linspace(-1.0, 2.0, x.size).reshape(numpy_method(x).shape)
+    t = Tensor(x)
+    out = method(t)
+    assert out.numpy().tolist() == numpy_method(x).tolist()
+    (out * Tensor(w, requires_grad=False)).sum().backward()
+    # central differences of sum(numpy_method(x) * w): linear, so exact up to rounding
+    h, fd = 1e-6, np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = h
+        fd[i] = (np.sum(numpy_method(x + e) * w) - np.sum(numpy_method(x - e) * w)) / (2 * h)
+    np.testing.assert_allclose(t.grad.numpy(), fd, rtol=1e-7, atol=1e-9)
+    # (and both modes to second order, through the functional transforms)
+    from chainrule.test_util import check_grads
+
+    check_grads(lambda x: cnp.sum(method(Tensor(x))._value * w) ** 2, x, modes=("fwd", "rev"),
+                order=2)
+
+
+@pytest.mark.parametrize("name", sorted(ORDERED))
+def test_reshape_and_flatten_take_numpys_order_with_derivatives(name):
+    method, numpy_method = ORDERED[name]
+    _check_against_numpy(method, numpy_method, np.arange(6.0).reshape(2, 3) ** 1.5)
+
+
+def test_flatten_with_dims_and_an_order_is_refused():
+    with pytest.raises(TypeError, match="flattens all dims"):
+        Tensor(np.ones((2, 3, 4))).flatten(1, order="F")
+    with pytest.raises(TypeError, match="not both"):
+        Tensor(np.ones((2, 3))).reshape(3, 2, shape=(3, 2))
+
+
+@pytest.mark.parametrize("fun", [lambda x: cnp.reshape(x, (3, 2), order="A"),
+                                 lambda x: cnp.ravel(x, order="A")])
+def test_order_a_of_a_fortran_array_has_the_finite_difference_gradient(fun):
+    x = np.asfortranarray(np.arange(6.0).reshape(2, 3))
+    w = np.arange(6.0).reshape(np.shape(fun(x)))
+    h, fd = 1e-6, np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = h
+        fd[i] = (np.sum(fun(x + e) * w) - np.sum(fun(x - e) * w)) / (2 * h)
+    np.testing.assert_allclose(cr.grad(lambda x: cnp.sum(fun(x) * w))(x), fd, atol=1e-6)

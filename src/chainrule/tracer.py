@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from ._core.tracer import Box, Node, getval, isbox, new_box, notrace_primitive, primitive
 from ._core.tracer import trace_leaves as _trace_leaves
+from ._core.user_frames import user_stacklevel
 
 
 class _GivenRoot:
@@ -32,7 +33,7 @@ def trace(start_node: Node, fun: Callable, x):
     end, trace_id, _ = _trace_leaves(_GivenRoot(start_node), [()], fun, [x], lambda bs: bs[0])
     if isbox(end) and end._trace_id == trace_id:
         return end._value, end._node
-    warnings.warn("Output seems independent of input.", stacklevel=2)
+    warnings.warn("Output seems independent of input.", stacklevel=user_stacklevel())
     return end, None
 
 

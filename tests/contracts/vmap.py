@@ -42,7 +42,15 @@ import chainrule
 from chainrule._transforms.vmap import batched_runs_first
 
 from . import _programs as programs
-from ._compare import Outcome, aliasing, array_leaves, differences, snapshot, unchanged
+from ._compare import (
+    Outcome,
+    aliasing,
+    array_leaves,
+    differences,
+    snapshot,
+    unchanged,
+    within_spread,
+)
 from ._programs import HAZARDS, Program, Template
 from ._runner import Refusal
 
@@ -379,8 +387,7 @@ def _within_conditioning(case: Case, xs, s, expected, actual, rtol: float, atol:
         spread = onp.where(finite, abs(n - e), 0.0)
         if onp.any(spread > 1e-6 * abs(e) + atol):  # (a branch the nudge took otherwise)
             return False
-        bad = ~onp.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
-        if onp.any(bad & ~(finite & (abs(a - e) <= 16 * spread + atol))):
+        if not within_spread(e, a, spread, rtol, atol):
             return False
     return True
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from .pytree import flatten_matching, tree_flatten, tree_unflatten
 from .rule_table import rule_table
 from .tracer import Node, check_not_leaked, front_ends, isbox, trace_leaves
+from .user_frames import user_stacklevel
 from .vspace import vspace
 
 # Lookups bound once: CPython compiles a method call on an imported name (rule_table.get)
@@ -78,7 +79,7 @@ def make_jvp(fun: Callable, x):
                 values.append(leaf)
                 tangents.append(vspace(leaf).zeros())
         if not found:
-            warnings.warn("Output seems independent of input.", stacklevel=2)
+            warnings.warn("Output seems independent of input.", stacklevel=user_stacklevel())
         return tree_unflatten(out_def, values), tree_unflatten(out_def, tangents)
 
     return jvp

@@ -26,6 +26,7 @@ from .heap import graph_memory
 from .pytree import flatten_matching, tree_flatten, tree_unflatten
 from .rule_table import dropping, rule_table
 from .tracer import Box, Node, check_not_leaked, trace_leaves
+from .user_frames import user_stacklevel
 from .vspace import add_values, dense, partial_types, vspace
 
 # immutable number types whose cotangents simply add (chainrule.numpy adds NumPy's scalars)
@@ -443,7 +444,7 @@ class Recording:
         self.out_values = values
         self.ans = tree_unflatten(self.out_def, values)
         if not self.ends:
-            warnings.warn("Output seems independent of input.", stacklevel=4)
+            warnings.warn("Output seems independent of input.", stacklevel=user_stacklevel())
         self.free = free
         self._order: list = []  # children before parents, found on first use
 

@@ -103,13 +103,21 @@ class CollapsedTaylorNode(Node):
         (giving f' and f''/2), and the directions only meet two products and a sum."""
         (n,) = argnums
         space = vspace(args[n])
-        unit = ((space.ones(), space.zeros()),)
-        slope, half_curvature = rule(unit, argnums, ans, args, kwargs, 2)
-        first = parent.first
+        first, second = parent.first, parent.second
+        # (f' or f''/2 can overflow where the directions' own coefficients keep y_2 finite:
+        # s / x at x = 6e-17 in float32, f''/2 = s / x^3 ~ 1e48 and x_1^2 ~ 1e-31. A pass
+        # whose answer is not finite runs again with ``directions.scale`` giving c, the
+        # coefficients' size: the curve is x_0 + c t, and f' c and f'' c^2 / 2 meet x_1 / c)
+        scale = self.directions.scale(first)
+        speed = space.ones() if scale is None else scale
+        slope, half_curvature = rule(((speed, space.zeros()),), argnums, ans, args, kwargs, 2)
+        if scale is not None:
+            first = self.directions.times(1 / scale, first)
+            second = None if second is None else second / scale
         self.first = self.directions.times(slope, first)
         self.second = half_curvature * self.directions.total_of_squares(first)
-        if parent.second is not None:
-            self.second = self.second + slope * parent.second
+        if second is not None:
+            self.second = self.second + slope * second
 
     def initialize_root(self, first, directions) -> None:
         self.first, self.second, self.directions = first, None, directions
@@ -131,10 +139,11 @@ def collapsed_trace(fun: Callable, leaf, first, directions):
     ``leaf`` moves along the directions whose first coefficients ``first`` holds, batched as
     ``directions`` knows: ``total(value)`` sums a value over them, ``times(factor, first)``
     scales each direction's coefficients by a factor common to all,
-    ``total_of_squares(first)`` sums their squares, ``image(linear, transpose, firsts,
-    ans)`` is ``linear(*firsts)`` (a linear map of each direction's coefficients, shaped
-    like ``ans``; ``transpose`` its transpose, or None) and ``dense(firsts)`` the firsts as
-    values a rule can read.
+    ``total_of_squares(first)`` sums their squares, ``scale(first)`` is None (or, in a pass
+    run again because the first overflowed, the largest of their sizes, positive),
+    ``image(linear, transpose, firsts, ans)`` is ``linear(*firsts)`` (a linear map of each
+    direction's coefficients, shaped like ``ans``; ``transpose`` its transpose, or None) and
+    ``dense(firsts)`` the firsts as values a rule can read.
     Returns ``(out_leaves, out_treedef, [(first, second) per output leaf])``, ``second``
     the summed second coefficient (None where it is zero, and both None for an output
     leaf off the trace)."""

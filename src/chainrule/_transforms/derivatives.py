@@ -11,6 +11,8 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from .. import numpy as anp
 from .._core import forward, reverse
 from .._core.heap import no_cycle_collection
@@ -20,6 +22,7 @@ from .._core.tracer import derivative_free, primitive
 from .._core.vspace import ContainerVSpace, VSpace, vspace
 from .._sparsity.products import SparseVSpace
 from .._user_code.lines import warnings_at_user_line
+from .fresh import unaliased
 from .jacobians import jacobian_columns_of_recording, jacobian_rows, jacobian_tree
 from .options import lifted, resolve_argnums, transformed
 from .sparse import sparse_transform
@@ -38,7 +41,7 @@ __all__ = [
 @lifted("make_vjp")
 def _make_vjp(fun, x):
     vjp, ans = reverse.make_vjp(fun, x)
-    return warnings_at_user_line(vjp), ans
+    return warnings_at_user_line(lambda g: unaliased(vjp(g), g)), ans
 
 
 def make_vjp(
@@ -60,7 +63,13 @@ def make_vjp(
 
 @lifted("make_jvp")
 def _make_jvp(fun, x):
-    return warnings_at_user_line(forward.make_jvp(fun, x))
+    jvp = forward.make_jvp(fun, x)
+
+    def unaliased_jvp(v):
+        out, tangent = jvp(v)
+        return out, unaliased(tangent, v)
+
+    return warnings_at_user_line(unaliased_jvp)
 
 
 def make_jvp(
@@ -100,6 +109,9 @@ def _output_space(name: str, ans) -> VSpace:
         ) from error
 
 
+_ONE_LEAF = (float, np.ndarray)
+
+
 def _value_and_gradient(name: str, fun, x):
     """One reverse pass seeded with 1 for a real scalar output: (value, gradient)."""
     with no_cycle_collection():  # the graph lives from recording to the sweep
@@ -113,7 +125,10 @@ def _value_and_gradient(name: str, fun, x):
         elif space.size != 1:
             kind = f"a value of shape {space.shape}"
         else:
-            return ans, recording.pull_back(space.ones())
+            gradient = recording.pull_back(space.ones())
+            if type(gradient) not in _ONE_LEAF:  # (arguments given one array for two)
+                gradient = unaliased(gradient)
+            return ans, gradient
     raise TypeError(
         f"{name} requires a real scalar output, but the function returned {kind}. For "
         f"vector outputs use jacobian (all derivatives), elementwise_grad (sum of rows) or "
@@ -164,7 +179,7 @@ def _elementwise_grad(fun, x):
     space = _output_space("elementwise_grad", ans)
     if space.iscomplex:
         raise TypeError("elementwise_grad is only defined for real-valued outputs.")
-    return vjp(space.ones())
+    return unaliased(vjp(space.ones()))
 
 
 def elementwise_grad(
@@ -216,7 +231,7 @@ def value_and_grad(
 @lifted("grad_and_aux")
 def _grad_and_aux(fun, x):
     vjp, (ans, aux) = reverse.make_vjp(lambda x: _pair(fun(x)), x, free=True)
-    return vjp((vspace(ans).ones(), tree_map(_zeros_like_leaf, aux))), aux
+    return unaliased(vjp((vspace(ans).ones(), tree_map(_zeros_like_leaf, aux)))), aux
 
 
 def grad_and_aux(

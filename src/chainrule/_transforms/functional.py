@@ -15,6 +15,7 @@ from .._core.rules import check_cotangent_shape, check_rule_value, defjvp_argnum
 from .._core.tracer import getval, primitive
 from .._core.vspace import vspace
 from .._user_code.lines import user_line_warnings, warnings_at_user_line
+from .fresh import unaliased
 from .jacobians import jacobian_columns, jacobian_rows, jacobian_tree
 from .options import result_and_aux, with_aux
 
@@ -53,7 +54,8 @@ def jvp(fun: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fa
             f"pass one tangent per primal."
         )
     with user_line_warnings():
-        return forward.make_jvp(lambda xs: fun(*xs), primals)(tangents)
+        out, tangent = forward.make_jvp(lambda xs: fun(*xs), primals)(tangents)
+    return out, unaliased(tangent, tangents)
 
 
 def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
@@ -73,7 +75,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
         return out, vjp_fun, aux
     with user_line_warnings():
         vjp_fun, ans = reverse.make_vjp(lambda xs: fun(*xs), primals)
-    return ans, warnings_at_user_line(lambda g: tuple(vjp_fun(g)))
+    return ans, warnings_at_user_line(lambda g: unaliased(tuple(vjp_fun(g)), g))
 
 
 def _argnums_tuple(argnums: int | Sequence[int]) -> tuple:

@@ -14,9 +14,10 @@ import numpy as _np
 from .. import numpy as anp
 from .._core.pytree import LEAF, TreeDef, flatten_matching, tree_flatten, tree_map, tree_unflatten
 from .._core.taylor import collapsed_trace, taylor_trace
-from .._core.tracer import front_ends, live_trace_ids
+from .._core.tracer import decided, front_ends, live_trace_ids
 from .._core.vspace import dense, vspace
 from ..numpy.batched import BatchedArray, BatchSplit, BatchTrace, BatchUnsupported, over_batch
+from ..numpy.taylor_patterns import all_finite
 from .vmap import vmap
 
 
@@ -161,10 +162,10 @@ class _Directions:
     """The directions of a collapsed Taylor pass: the examples of one batch, the first
     coefficients a ``BatchedArray`` of it or a ``_Basis``."""
 
-    __slots__ = ("trace",)
+    __slots__ = ("trace", "scaled")
 
-    def __init__(self, trace: BatchTrace):
-        self.trace = trace
+    def __init__(self, trace: BatchTrace, scaled: bool = False):
+        self.trace, self.scaled = trace, scaled
 
     def _ours(self, value) -> bool:
         return isinstance(value, BatchedArray) and value._trace is self.trace
@@ -227,6 +228,26 @@ class _Directions:
             return first * first * self.trace.size
         return anp.sum(first._value * first._value, axis=0)
 
+    def scale(self, first):
+        """None (an elementwise rule runs along the unit curve), or in a ``scaled`` pass,
+        the largest size of ``first``'s coefficient over the directions, per element (shaped
+        like one direction): a scale to divide by, so 1 where that is not finite, 0, or too
+        small for its reciprocal to be finite (below the dtype's smallest normal)."""
+        if not self.scaled:
+            return None
+        if isinstance(first, _Basis):
+            if first.scale is None:
+                return _np.ones(first.shape, first.dtype)
+            size = anp.abs(first.scale)
+        elif not self._ours(first):
+            size = anp.abs(first)
+        elif self.trace.size == 0:
+            return _np.ones(anp.shape(first._value)[1:], anp.result_type(first._value))
+        else:
+            size = anp.max(anp.abs(first._value), axis=0)
+        usable = (size >= _np.finfo(anp.result_type(size)).tiny) & anp.isfinite(size)
+        return anp.where(usable, size, anp.ones_like(size))
+
     def total(self, value):
         """``value`` (one per direction) summed over the directions."""
         return tree_map(self._total, value)
@@ -243,19 +264,36 @@ def _summed_second_terms(fun: Callable, x, count: int, first_of: Callable):
     the directions (``first_of(trace)``: a ``BatchedArray`` of that trace, or a
     ``_Basis``), one summed second coefficient. ``first_of(None)`` gives the directions as
     rows of an array (for ``_second_terms``, where the pass cannot run on the batch)."""
+    total = _collapsed_pass(fun, x, count, first_of, False)
+    if total is None:
+        # a Python decision on a direction's coefficients, or something that cannot run on
+        # the batch: each direction's series apart (vmap of jet) sorts that out
+        return anp.sum(_second_terms(fun, x, first_of(None)))
+    if not decided(total, all_finite):
+        # an elementwise rule's f' or f''/2 along the unit curve may have overflowed where
+        # the directions' own coefficients keep the answer finite (CollapsedTaylorNode.
+        # _elementwise): run again along curves of their size (a pole stays infinite)
+        again = _collapsed_pass(fun, x, count, first_of, True)
+        if again is not None and decided(again, all_finite):
+            return again
+    return total
+
+
+def _collapsed_pass(fun: Callable, x, count: int, first_of: Callable, scaled: bool):
+    """``_summed_second_terms``' collapsed pass (``scaled``: see ``_Directions.scale``), or
+    None where a direction's coefficients must be seen apart."""
     trace = BatchTrace(count, quiet=True)
     live_trace_ids.add(trace.id)
     try:
-        values, _, derived = collapsed_trace(fun, x, first_of(trace), _Directions(trace))
+        values, _, derived = collapsed_trace(fun, x, first_of(trace),
+                                             _Directions(trace, scaled))
     except (Exception, BatchSplit, BatchUnsupported):  # (not KeyboardInterrupt)
         if trace.signal is None:
             raise
     finally:
         live_trace_ids.discard(trace.id)
     if trace.signal is not None:
-        # a Python decision on a direction's coefficients, or something that cannot run on
-        # the batch: each direction's series apart (vmap of jet) sorts that out
-        return anp.sum(_second_terms(fun, x, first_of(None)))
+        return None
     if len(values) != 1:
         raise ValueError(f"laplacian takes a function with a scalar output; this one answers "
                          f"{len(values)} values.")

@@ -12,42 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import dis
-import os
 import sys
 import warnings
 from collections.abc import Callable
 from functools import wraps
-from types import FrameType
 
-import numpy as _np
-
-# chainrule/ (this file is in chainrule/_user_code/) and numpy/: library code, never the
-# user's line
-_LIBRARY_DIRS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
-                 os.path.dirname(os.path.abspath(_np.__file__)) + os.sep)
-_library_files: dict[str, bool] = {}  # filename -> is it library code (asked per frame)
-
-
-def _is_library(filename: str) -> bool:
-    known = _library_files.get(filename)
-    if known is None:
-        # frames of runpy/importlib machinery (python -m chainrule.coverage) are not the
-        # user's either
-        known = os.path.abspath(filename).startswith(_LIBRARY_DIRS) or \
-            filename.startswith("<frozen")
-        _library_files[filename] = known
-    return known
-
-
-def user_frame(frame: FrameType | None) -> tuple[FrameType | None, int]:
-    """The first frame from ``frame`` outwards that is the user's (outside chainrule and
-    NumPy), or None where every one is library code; and how many frames it passed over
-    (for ``warnings.warn``'s ``stacklevel``). The one place chainrule finds the user's
-    line: warnings re-issued here, explain's sources, jit's notices."""
-    passed = 0
-    while frame is not None and _is_library(frame.f_code.co_filename):
-        frame, passed = frame.f_back, passed + 1
-    return frame, passed
+from .._core.user_frames import user_frame
+from .errstate import by_errstate, derived_settings
 
 
 class _WarnAtUserLine:
@@ -61,7 +32,7 @@ class _WarnAtUserLine:
 WARN_AT_USER_LINE = _WarnAtUserLine()
 
 
-def _settings_for(modes: dict):
+def _settings_for(modes: dict) -> dict | None:
     """The settings to run a transform with, given NumPy's ``modes`` (``np.geterr()``):
     "warn" made "log" with WARN_AT_USER_LINE to log to, or None to run as is: inside
     another transform (modes already "log"), where the user routes errors to their own
@@ -69,56 +40,14 @@ def _settings_for(modes: dict):
     if "log" in modes.values() or "call" in modes.values():
         return None
     log = {kind: "log" for kind, mode in modes.items() if mode == "warn"}
-    return log or None
+    return {"call": WARN_AT_USER_LINE, **log} if log else None
 
 
-try:  # NumPy 2: the settings are one immutable object in a context variable
-    from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
-
-    _make_extobj(call=WARN_AT_USER_LINE, divide="log")  # (as used below: made once to see)
-except (ImportError, TypeError, ValueError):  # (NumPy 1.26: np.errstate, ~2 µs a call more)
-    _extobj_contextvar = _make_extobj = None
-
-# NumPy's settings object -> the one a transform runs in (None: as it is). np.errstate
-# makes and parses the settings on every call (~2 µs, a tenth of a small gradient); this
-# sets the object made for the caller's settings the first time they were met. Its keys
-# are kept alive here, so an id is never another object's; kept small.
-_transform_settings: dict = {}
-
-
-class _InUserLineWarnings:
-    """``user_line_warnings()`` on NumPy 2 (the class itself: one call less a transform)."""
-
-    __slots__ = ("token",)
-
-    def __enter__(self) -> None:
-        current = _extobj_contextvar.get()
-        ours = _transform_settings.get(current, current)
-        if ours is current:  # (not met yet: made once)
-            log = _settings_for(_np.geterr())
-            ours = None if log is None else _make_extobj(call=WARN_AT_USER_LINE, **log)
-            if len(_transform_settings) >= 64:
-                _transform_settings.clear()
-            _transform_settings[current] = ours
-        self.token = None if ours is None else _extobj_contextvar.set(ours)
-
-    def __exit__(self, *exc_info) -> None:
-        if self.token is not None:
-            _extobj_contextvar.reset(self.token)
-
-
-def _errstate_at_user_line() -> contextlib.AbstractContextManager:
-    """``user_line_warnings()`` on NumPy 1.26."""
-    log = _settings_for(_np.geterr())
-    return contextlib.nullcontext() if log is None else \
-        _np.errstate(call=WARN_AT_USER_LINE, **log)
-
-
-# The context a transform runs in: NumPy's "warn" modes made "log" to WARN_AT_USER_LINE;
-# as it is inside another transform (modes already "log"), where the user routes errors to
-# their own callback ("call", "log") or where nothing warns.
+# ``with user_line_warnings():`` the context a transform runs in (see ``_settings_for``);
+# ``_errstate_at_user_line`` is NumPy 1.26's way of making it (np.errstate each call).
 user_line_warnings: Callable[[], contextlib.AbstractContextManager] = \
-    _errstate_at_user_line if _extobj_contextvar is None else _InUserLineWarnings
+    derived_settings(_settings_for)
+_errstate_at_user_line = by_errstate(_settings_for)
 
 
 def warnings_at_user_line(fn: Callable) -> Callable:

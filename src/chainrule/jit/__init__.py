@@ -40,6 +40,7 @@ from .._core.tracer import check_not_leaked, front_ends, isbox, trace_leaves
 from . import _check, _effects, _staging
 from ._check import JitCheckError
 from ._emit import emit, emit_at_first_run, emit_straight, warn_large
+from ._errstate import strict, tells_and_raises, warning_only
 from ._notices import JitWarning, user_stacklevel
 from ._program import MISS, RAISED, Program, copied_together
 from ._readable import readable
@@ -351,8 +352,13 @@ class JittedFunction:
         if entry is not None:
             if entry.eager:
                 return self._eager_call(args, kwargs, dyn)
+            strictly = tells_and_raises()
             for program in entry.variants:
-                out = program.call(*dyn)
+                if strictly:  # (see _errstate.tells_and_raises: the program tells nothing)
+                    with strict():
+                        out = program.call(*dyn)
+                else:
+                    out = program.call(*dyn)
                 if out is MISS:
                     continue
                 if out is RAISED:
@@ -545,7 +551,7 @@ class JittedFunction:
         warning of the function's own or of a constant's computation) it gives again on
         each call. Found by running it once on the trace's inputs; None where it raised
         there (the call's values made NumPy warn: the next call traces again)."""
-        with warnings.catch_warnings(record=True) as given:
+        with warnings.catch_warnings(record=True) as given, warning_only():
             warnings.simplefilter("always")
             out = program.call(*dyn)
         if out is RAISED or out is MISS:

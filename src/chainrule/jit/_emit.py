@@ -644,9 +644,12 @@ def _equal_is_same(v: Any) -> bool:
 
 def _compiled(source: str, glob: dict, name: str, filename: str) -> Callable:
     """The function ``name`` that ``source`` defines, compiled into ``glob`` (compiling is
-    a tenth to a third of a small program's emit: done at its first run, ``AtFirstRun``)."""
+    a tenth to a third of a small program's emit: done at its first run, ``AtFirstRun``).
+    Taken out of ``glob`` (which it never calls by name): a function in its own globals
+    is a cycle, which would keep the program and its constants until the cycle
+    collector ran, after its jitted function was dropped."""
     exec(compile(source, filename, "exec"), glob)
-    return glob[name]
+    return glob.pop(name)
 
 
 class _Namespace:

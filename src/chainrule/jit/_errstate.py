@@ -1,46 +1,32 @@
-"""Whether the caller's NumPy error state acts on underflow; whether a function changed it.
+"""Whether the caller's NumPy error state acts on underflow; whether a function changed it;
+the settings a program's faster calls, and a program that might both warn and raise,
+run in.
 
 A float program computes on Python floats, which never report an underflow; the default
 error state ignores underflows, but ``np.seterr(all="warn")`` or ``np.errstate(all="raise")``
-do not, and then a float program hands the call to NumPy's scalars. NumPy keeps its error
-state in a context variable: reading it and comparing with the state seen last costs some
-0.1 µs, against ``np.geterr()``'s microseconds.
+do not, and then a float program hands the call to NumPy's scalars. Each is remembered per
+settings object (``_user_code.errstate``): a read of NumPy's context variable, some 0.1 µs,
+against ``np.geterr()``'s microseconds.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .._user_code.errstate import current, derived_settings, remembered
 from .._user_code.lines import WARN_AT_USER_LINE
 
-try:
-    from numpy._core._ufunc_config import _extobj_contextvar
-except ImportError:  # pragma: no cover (NumPy before 2.0)
-    _extobj_contextvar = None
 
-_last: tuple = (object(), False)  # the error state seen last, and whether it hears underflows
+def _underflow_heard(modes: dict) -> bool:
+    """Whether the current error state does anything with an underflow."""
+    return modes["under"] != "ignore"
 
 
-def underflow_heard() -> bool:
-    global _last
-    if _extobj_contextvar is None:  # pragma: no cover
-        return np.geterr()["under"] != "ignore"
-    current = _extobj_contextvar.get()
-    last = _last  # (one read of one tuple: threads each write a true pair)
-    if current is last[0]:
-        return last[1]
-    heard = np.geterr()["under"] != "ignore"
-    _last = (current, heard)
-    return heard
+underflow_heard = remembered(_underflow_heard)
 
-
-def _context_by_values() -> object:  # pragma: no cover (NumPy before 2.0)
-    return tuple(sorted(np.geterr().items()))
-
-
-# The current error state, as an object that is the same until the state changes: the
-# context variable's own ``get`` (read for every staged call: no Python frame).
-context = _context_by_values if _extobj_contextvar is None else _extobj_contextvar.get
+# The current error state, as an object that is the same until the state changes (read
+# for every staged call).
+context = current
 
 
 def modes() -> tuple:
@@ -61,21 +47,36 @@ def acts() -> bool:
     return bool(modes)
 
 
-_strict_last: tuple = (object(), {})  # the error state seen last, and strict()'s modes for it
+def _strict(modes: dict) -> dict:
+    """A floating-point error raises where the caller's error state does anything with it
+    (warns, raises, calls out), and is ignored where the state ignores it."""
+    return {k: "ignore" if v == "ignore" else "raise" for k, v in modes.items()}
 
 
-def strict() -> np.errstate:
-    """A context in which a floating-point error raises where the caller's error state
-    does anything with it (warns, raises, calls out), and is ignored where the state
-    ignores it: for a faster form of a NumPy call (``_kernels``), whose error then makes
-    the program evaluate the call eagerly, with NumPy's own warning or error."""
-    global _strict_last
-    if _extobj_contextvar is None:  # pragma: no cover
-        return np.errstate(**{k: "ignore" if v == "ignore" else "raise"
-                              for k, v in np.geterr().items()})
-    current = _extobj_contextvar.get()
-    last = _strict_last
-    if current is not last[0]:
-        last = _strict_last = (current, {k: "ignore" if v == "ignore" else "raise"
-                                         for k, v in np.geterr().items()})
-    return np.errstate(**last[1])
+# ``with strict():`` runs its block in ``_strict``'s settings: for a faster form of a NumPy
+# call (``_kernels``), whose error then makes the program evaluate the call eagerly, with
+# NumPy's own warning or error; and for a program where the caller's state both raises on
+# one error and tells of another (``tells_and_raises``).
+strict = derived_settings(_strict)
+
+
+def _tells_and_raises(modes: dict) -> bool:
+    """Whether the current error state raises on some error and tells of another (warns,
+    calls out, logs, prints): a program that told of one error, then raised on another,
+    would be evaluated again eagerly, which tells again (NumPy tells once). Such a call's
+    program runs in ``strict()``: the first error makes it answer RAISED, untold."""
+    kinds = set(modes.values())
+    return "raise" in kinds and bool(kinds & {"warn", "call", "log", "print"})
+
+
+tells_and_raises = remembered(_tells_and_raises)
+
+
+def _warning_only(modes: dict) -> dict | None:
+    """Every mode that calls out (``call``, ``log``, ``print``) made ``warn``."""
+    return {k: "warn" for k, v in modes.items() if v in ("call", "log", "print")} or None
+
+
+# ``with warning_only():`` for a program run once only to see its warnings (at a trace,
+# which called the caller's callback itself): a callback it called would be called twice
+warning_only = derived_settings(_warning_only)

@@ -445,9 +445,11 @@ class ArrayBox(Box):
             return decided(self, _Plain("astype", array_astype, dtype, args, kwargs))
         return array_astype(self, dtype, *args, **kwargs)
 
-    def reshape(self, *shape, order="C"):
+    def reshape(self, *shape, order="C", copy=None):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
+        if copy is not None:  # (NumPy's: True always copies, False raises where it would)
+            return anp.reshape(self, shape, order=order, copy=copy)
         # (NumPy's default order given by no keyword: a call with keywords is recorded
         # through the tracer's general path, ~1 µs more)
         return anp.reshape(self, shape) if order == "C" else anp.reshape(self, shape, order=order)

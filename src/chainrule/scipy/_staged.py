@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as _np
 
-from ..jit import MISS, jit
+from ..jit import MISS, StagingError, jit
+from ..jit._errstate import strict, tells_and_raises
 
 # Python decisions on traced values (``if t > 1``) make variants; past this many for one
 # solve the function is taken to decide on its inputs' values and runs eagerly.
@@ -59,15 +60,23 @@ class Staged:
             key = _signature(args)  # (None for traced arguments)
             if key is not None and key == self.signature:
                 # (a lighter key than jit's own, which would cost as much as the program)
-                for program in self.programs:
-                    out = program.run(*args)
-                    if out is not MISS:
-                        return out[0]
-                return self._trace(args)
+                if tells_and_raises():  # (a program that told, then raised, would be
+                    with strict():      # run again by jit, then eagerly: told twice)
+                        out = self._run(args)
+                else:
+                    out = self._run(args)
+                return self._trace(args) if out is MISS else out[0]
             if key is not None and self.signature is None:
                 self.signature = key
                 return self._trace(args)
         return self.fun(*args)
+
+    def _run(self, args: tuple) -> Any:
+        for program in self.programs:
+            out = program.run(*args)
+            if out is not MISS:
+                return out
+        return MISS
 
     def _trace(self, args: tuple) -> Any:
         try:
@@ -76,9 +85,11 @@ class Staged:
                 # staging the user never asked for; the fallback below answers them
                 warnings.filterwarnings("ignore", message="chainrule.jit")
                 out = self.jitted(*args)
-        except Exception as error:  # a construct jit cannot stage: run eagerly from now on
+        except StagingError as error:  # a construct jit cannot stage: eagerly from now on
             self.refused = f"{type(error).__name__}: {error}"
             return self.fun(*args)
+        # (any other error is the function's own, as its eager call raises it: jit's
+        # contract. Running it again would warn, or call the user's code, twice.)
         programs = self.jitted.variants_for(*args)  # (jit appends the variants it adds)
         if programs is not None:
             self.programs = programs

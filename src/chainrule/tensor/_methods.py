@@ -253,8 +253,19 @@ def dim(self) -> int:
     return _np.ndim(_raw(self))
 
 
-def reshape(self, *shape) -> Tensor:
-    return _wrap(anp.reshape(_unwrap(self), _sizes(shape)))
+def reshape(self, *sizes, shape=None, order: str = "C") -> Tensor:
+    """The same values in ``sizes`` (ints, or one sequence; -1: inferred), read and
+    placed in ``order`` (NumPy's: "C" row-major, "F" column-major, "A"); ``shape=`` as
+    NumPy's keyword."""
+    if shape is not None:
+        if sizes:
+            raise TypeError("reshape(): give the shape either positionally or as shape=, "
+                            "not both.")
+        sizes = (shape,)
+    value = _unwrap(self)
+    if order == "C":  # (the common call: no keyword on the recorded call)
+        return _wrap(anp.reshape(value, _sizes(sizes)))
+    return _wrap(anp.reshape(value, _sizes(sizes), order=order))
 
 
 def view(self, *shape) -> Tensor:
@@ -271,9 +282,14 @@ def unsqueeze(self, dim: int) -> Tensor:
     return _wrap(anp.expand_dims(_unwrap(self), dim))
 
 
-def squeeze(self, dim=None) -> Tensor:
+def squeeze(self, dim=None, *, axis=None) -> Tensor:
     """Drop dims of size 1 (all, or those of ``dim`` that have size 1: PyTorch ignores
-    the others instead of raising as NumPy does)."""
+    the others instead of raising as NumPy does); ``axis=`` as NumPy's, which raises
+    where one of them has another size."""
+    if axis is not None:
+        if dim is not None:
+            raise TypeError("squeeze(): give dim (PyTorch's) or axis= (NumPy's), not both.")
+        return _wrap(anp.squeeze(_unwrap(self), axis=axis))
     shape = _np.shape(_raw(self))
     if dim is None:
         dims = tuple(d for d, n in enumerate(shape) if n == 1)
@@ -283,8 +299,13 @@ def squeeze(self, dim=None) -> Tensor:
     return _wrap(anp.squeeze(_unwrap(self), axis=dims)) if dims else _wrap(_unwrap(self))
 
 
-def permute(self, *dims) -> Tensor:
-    return _wrap(anp.transpose(_unwrap(self), _sizes(dims)))
+def permute(self, *args, dims=None) -> Tensor:
+    """The dims reordered: ``permute(2, 0, 1)``, ``permute((2, 0, 1))`` or ``dims=``."""
+    if dims is not None:
+        if args:
+            raise TypeError("permute(): give the dims positionally or as dims=, not both.")
+        args = (dims,)
+    return _wrap(anp.transpose(_unwrap(self), _sizes(args)))
 
 
 def t(self) -> Tensor:
@@ -297,7 +318,18 @@ def t(self) -> Tensor:
     return _wrap(anp.transpose(_unwrap(self))) if ndim == 2 else _wrap(_unwrap(self))
 
 
-def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+def flatten(self, start_dim: int | str = 0, end_dim: int = -1, order: str = "C") -> Tensor:
+    """PyTorch's ``flatten(start_dim, end_dim)`` (those dims merged), or NumPy's
+    ``flatten(order)`` (all dims, read in ``order``: "C", "F", "A", "K")."""
+    if isinstance(start_dim, str):  # (NumPy's positional order)
+        start_dim, order = 0, start_dim
+    if order != "C":
+        if (start_dim, end_dim) != (0, -1):
+            raise TypeError(
+                f"flatten(): order={order!r} (NumPy's) flattens all dims; with start_dim "
+                f"and end_dim (PyTorch's) the order is 'C'. Reshape the Tensor with "
+                f"reshape(..., order={order!r}) to merge some dims in another order.")
+        return _wrap(anp.ravel(_unwrap(self), order=order))
     shape = _np.shape(_raw(self))
     if not shape:
         return reshape(self, 1)

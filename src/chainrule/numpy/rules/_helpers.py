@@ -362,11 +362,12 @@ def binary_rule(argnum: int, partial=None, negated: bool = False):
     return vjp
 
 
-def linear(fun, vjp_rule, reads: tuple | None = None) -> None:
-    """A function linear in its first argument: the JVP applies ``fun`` to the tangent.
-    ``reads``: see ``defvjp_direct``."""
+def linear(fun, vjp_rule, reads: tuple | None = None, jvp_rule=None) -> None:
+    """A function linear in its first argument: the JVP applies ``fun`` to the tangent
+    (or ``jvp_rule(t, ans, x, ...)``, for a ``fun`` whose map depends on x's memory layout:
+    the tangent's is not x's). ``reads``: see ``defvjp_direct``."""
     defvjp_direct(fun, vjp_rule, reads=reads)
-    defjvp_direct(fun, lambda g, ans, x, *args, **kwargs: fun(g, *args, **kwargs))
+    defjvp_direct(fun, jvp_rule or (lambda g, ans, x, *args, **kwargs: fun(g, *args, **kwargs)))
     deftaylor_linear(fun)
 
 
