@@ -632,7 +632,7 @@ def view_of_traced(f_wrapped, args, kwargs):
     answer marked as a view of it where NumPy's is one (a list of views: ``np.split``), so
     that it sees later writes into it (``np.asarray(a)``: a view of all of it)."""
     base, rest, records = args[0], args[1:], f_wrapped.records
-    result = records(*args, **kwargs) if kwargs else records(*args)  # (cheaper)
+    result = records(*args, **kwargs)
     if isinstance(result, ArrayBox):  # (np.asarray(a): a view of all of a, recorded)
         return _marked_view(result, base, records, rest, kwargs)
     # np.split's list (traced: a box of the list): a list of views, as NumPy's
