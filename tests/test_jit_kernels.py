@@ -458,3 +458,27 @@ def test_the_kernels_error_state_is_stricts_under_every_callers_state():
                 with pytest.raises(FloatingPointError):
                     _kernels.lanes(onp.multiply, (1, 2), onp.dtype(onp.float64), a[None], 10.0)
             assert onp.geterr() == before
+
+
+@pytest.mark.parametrize("shape,axis", [((5, 1000, 2), 1), ((400, 2), 0)])
+def test_pair_sum_that_overflows_is_left_to_eager_evaluation(shape, axis):
+    """The pairs' einsum form reports no floating-point error: a sum that overflows is
+    NumPy's reduce again, whose error (the program's strict state) makes jit evaluate the
+    call eagerly, warning as NumPy does."""
+    a = onp.full(shape, 1e308)
+    outer = int(onp.prod(shape[:axis]))
+    with pytest.raises(FloatingPointError):
+        _kernels.pair_sum(a, outer, shape[axis], onp.add.reduce(a, axis).shape)
+    f = lambda x: np.sum(np.sum(x, axis=axis) * 2.0)  # noqa: E731
+    jf = cr.jit(f)
+    jf(onp.ones(shape))
+    assert ("_kernels.pair_sum(" in jf.lower(onp.ones(shape)).source) == (axis == 1)
+    for x in (a, onp.ones(shape), a):
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            got = jf(x)
+        with warnings.catch_warnings(record=True) as eager:
+            warnings.simplefilter("always")
+            want = f(x)
+        _bits(got, want)
+        assert [str(r.message) for r in rec] == [str(r.message) for r in eager]

@@ -19,8 +19,9 @@ which do the same arithmetic in other loops:
   and on signed zeros, nan and inf).
 - ``pair_sum``: ``np.add.reduce`` over an axis followed by two entries (gmm's d=2
   ``mu`` cotangent, a sum over n of (k, n, 2)): NumPy adds along the axis in order (its
-  inner loop is the pair), as ``np.add.accumulate`` of the pairs seen as complex numbers
-  does in one long loop (``exact_pair_sum`` checks it once).
+  inner loop is the pair), as the pairs seen as complex numbers add in one long loop
+  (the rules' ``pair_sum``, which eager ``unbroadcast`` uses too; ``exact_pair_sum``
+  checks it once).
 - ``indicator_divide``: a boolean array divided by positive integer counts (the
   derivative of ``max``: ``(x == max) / count``), NumPy's division casting the booleans
   through buffers: 1.0 / count copied where the booleans hold, into zeros.
@@ -58,6 +59,8 @@ import numpy as np
 
 from ..numpy.numpy_boxes import array_getitem
 from ..numpy.numpy_wrapper import where as _where
+from ..numpy.rules._helpers import exact_pair_sum
+from ..numpy.rules._helpers import pair_sum as rules_pair_sum
 from ..numpy.rules.shape import untake
 from ._errstate import strict
 from ._staging import ArrayMeta
@@ -169,15 +172,15 @@ def lane_sum(a: np.ndarray, shape: tuple | None = None) -> np.ndarray:
 
 def pair_sum(a: np.ndarray, outer: int, n: int, shape: tuple) -> np.ndarray:
     """``np.add.reduce`` over one axis of a C-ordered float array whose later axes hold
-    two entries: NumPy adds it in order, from 0.0, a pair of lanes at a time; the lanes
-    seen as one complex number add so too, along NumPy's long ``accumulate`` loop.
-    ``outer``/``n``: the sizes before the axis and of it; ``shape``: the answer's."""
-    pairs = a.reshape(outer, n, 2).view(_COMPLEX[a.dtype])[..., 0]
-    out = np.empty(shape, a.dtype)
-    with _Strict():
-        running = np.add.accumulate(pairs, 1)
-        np.add(running[:, -1], 0.0, out=out.reshape(outer, 2).view(_COMPLEX[a.dtype])[:, 0])
-    return out
+    two entries, by the rules' ``pair_sum``; where a sum is not finite (einsum's form
+    reports no floating-point error), by NumPy's reduce itself, whose error makes the
+    program hand the call to eager evaluation. ``outer``/``n``: the sizes before the
+    axis and of it; ``shape``: the answer's."""
+    with _Strict():  # (accumulate's form, for one row, raises its errors itself)
+        summed = rules_pair_sum(a, outer, n)
+        if not np.isfinite(summed).all():
+            summed = np.add.reduce(a.reshape(outer, n, 2), 1)
+    return summed.reshape(shape)
 
 
 _COMPLEX = {np.dtype(np.float64): np.complex128, np.dtype(np.float32): np.complex64}
@@ -295,23 +298,6 @@ def c_ordered(meta: Any) -> bool:
     """Whether an array (its ``ArrayMeta``) is laid out as ``np.empty`` lays out a new
     array of its shape and dtype (C order), as every answer of these functions is."""
     return meta.strides == np.empty(meta.shape, meta.dtype).strides
-
-
-@functools.cache
-def exact_pair_sum(dtype: np.dtype) -> bool:
-    """Whether this NumPy's ``add.reduce`` over an axis followed by two entries gives
-    ``pair_sum``'s bits (as ``exact_lane_sum``, once)."""
-    rng = np.random.default_rng(37)
-    a = (rng.standard_normal((3, 400, 2)) * np.exp2(rng.integers(-30, 30, (3, 400, 2)))
-         ).astype(dtype)
-    a[0] = -0.0
-    a[1, :, 0] = -0.0
-    a[1, 5, 0] = 0.0
-    a[2, :3, 1] = [np.inf, -np.inf, 1.0]
-    a[2, 7, 0] = np.nan
-    with np.errstate(all="ignore"):
-        want = np.add.reduce(a, (1,), None, None, keepdims=True)
-        return want.tobytes() == pair_sum(a, 3, 400, want.shape).tobytes()
 
 
 @functools.cache

@@ -150,47 +150,54 @@ def unbroadcast(g, x):
 # program, which sums by add.reduce, then warns as eager evaluation does).
 _ROWS_SUMMED_DTYPES = (_np.dtype(_np.float64), _np.dtype(_np.float32))
 
-# _pairs_summed: the sum over one axis of a C-ordered cotangent whose later axes hold two
+# pair_sum: the sum over one axis of a C-ordered float array whose later axes hold two
 # entries (gmm at d = 2: mu's (k, 1, 2) broadcast over n in x - mu), which NumPy's
 # add.reduce adds along the axis in order, from 0.0, with one call of its inner loop per
 # pair (270 µs at (25, 1000, 2)). Seen as complex numbers, the pairs are one array of
 # (outer, n); its transpose copied, einsum adds its n rows in order in one loop (22 µs),
-# the same bits (``_exact_pairs_summed`` checks this NumPy once). Not for outer == 1: that
-# transpose is one contiguous column, which einsum sums pairwise while NumPy's reduce
-# does not. Where a sum is not finite, NumPy's reduce again, for its warnings and errors
-# (einsum reports none; see _rows_summed).
+# the same bits. For outer == 1 that transpose is one contiguous column, which einsum sums
+# pairwise while NumPy's reduce does not: add.accumulate's last entry is the in-order sum
+# there. ``exact_pair_sum`` checks both against this NumPy once per dtype. Neither form
+# reports NumPy's floating-point errors as add.reduce would (einsum none): where a sum is
+# not finite, its callers ask NumPy's reduce (the eager rule) or eager evaluation (jit's
+# kernel). Used by unbroadcast here and by jit's emitted programs (jit/_kernels.py).
 _COMPLEX_OF = {_np.dtype(_np.float64): _np.complex128, _np.dtype(_np.float32): _np.complex64}
 _PAIRS_SUMMED_MIN_SIZE = 256  # (below it NumPy's own reduce costs less)
 
 
 def _pairs_summed(g, axis: int):
-    """``np.sum(g, axis=axis, keepdims=True)`` by ``_pairs_summed``'s form, or None where
-    that form does not apply (or does not give this NumPy's bits)."""
+    """``np.sum(g, axis=axis, keepdims=True)`` by ``pair_sum``, or None where that form
+    does not apply, does not give this NumPy's bits, or a sum is not finite."""
     g_shape = g.shape
-    if g_shape[axis + 1:] != (2,) or g.size < _PAIRS_SUMMED_MIN_SIZE:
-        return None
-    complex_type = _COMPLEX_OF.get(g.dtype)
     outer = math.prod(g_shape[:axis])
-    if complex_type is None or outer < 2 or not g.flags.c_contiguous or \
-            not _exact_pairs_summed(g.dtype):
+    # (not outer == 1: accumulate's form there would report its errors, then the reduce)
+    if g_shape[axis + 1:] != (2,) or g.size < _PAIRS_SUMMED_MIN_SIZE or outer < 2 or \
+            g.dtype not in _COMPLEX_OF or not g.flags.c_contiguous or \
+            not exact_pair_sum(g.dtype):
         return None
-    summed = _pair_sum_form(g.reshape(outer, g_shape[axis], 2), complex_type)
+    summed = pair_sum(g, outer, g_shape[axis])
     if not _np.isfinite(summed).all():
         return None
     return summed.reshape(g_shape[:axis] + (1,) + g_shape[axis + 1:])
 
 
-def _pair_sum_form(a, complex_type):
-    """The sum over axis 1 of a C-ordered (outer, n, 2) float array, as (outer, 2)."""
-    columns = _np.ascontiguousarray(a.view(complex_type)[:, :, 0].T)
-    return _np.einsum("ij->j", columns).view(a.dtype).reshape(a.shape[0], 2)
+def pair_sum(a, outer: int, n: int):
+    """``np.add.reduce(a.reshape(outer, n, 2), 1)`` of a C-ordered float64/float32 array
+    ``a``, with NumPy's bits where ``exact_pair_sum(a.dtype)`` holds, as (outer, 2)."""
+    pairs = a.reshape(outer, n, 2).view(_COMPLEX_OF[a.dtype])[:, :, 0]
+    if outer == 1:
+        summed = _np.add.accumulate(pairs, 1)[:, -1] + 0.0  # (from 0.0: -0.0 + 0.0)
+    else:
+        summed = _np.einsum("ij->j", _np.ascontiguousarray(pairs.T))
+    return _np.ascontiguousarray(summed).view(a.dtype).reshape(outer, 2)
 
 
 @functools.cache
-def _exact_pairs_summed(dtype) -> bool:
+def exact_pair_sum(dtype) -> bool:
     """Whether this NumPy's add.reduce over an axis followed by two entries gives
-    ``_pair_sum_form``'s bits: checked once per dtype, on sums whose order shows in their
-    last bits, and on signed zeros (a sum of -0.0s is 0.0), inf and nan."""
+    ``pair_sum``'s bits: checked once per dtype, with 5 rows and with 1, on sums whose
+    order shows in their last bits, and on signed zeros (a sum of -0.0s is 0.0), inf and
+    nan."""
     rng = _np.random.default_rng(37)
     a = (rng.standard_normal((5, 300, 2)) * _np.exp2(rng.integers(-30, 30, (5, 300, 2)))
          ).astype(dtype)
@@ -200,8 +207,8 @@ def _exact_pairs_summed(dtype) -> bool:
     a[2, :3, 1] = [_np.inf, -_np.inf, 1.0]
     a[2, 7, 0] = _np.nan
     with _np.errstate(all="ignore"):
-        want = _np.add.reduce(a, 1)
-    return want.tobytes() == _pair_sum_form(a, _COMPLEX_OF[_np.dtype(dtype)]).tobytes()
+        return all(_np.add.reduce(b, 1).tobytes() == pair_sum(b, len(b), 300).tobytes()
+                   for b in (a, a[:1], a[1:2], a[3:4]))
 
 
 def _boxed_scalars(g, x) -> bool:
