@@ -226,15 +226,21 @@ def test_jit_warns_once_where_a_call_also_raises():
     f = lambda a: np.exp(a) * 2.0  # noqa: E731
     jf = cr.jit(f)
     jf(onp.ones(3))  # (traced without an error: the next calls run its program)
+    assert _warnings_told_where_underflow_raises((f, jf, jf), a) == [1, 1, 1]
+
+
+def _warnings_told_where_underflow_raises(functions, a) -> list[int]:
+    """Per function: the RuntimeWarnings its call on ``a`` gives under an error state
+    that warns of overflow and raises on underflow (which each call must raise)."""
     counts = []
-    for g in (f, jf, jf):
+    for g in functions:
         with warnings.catch_warnings(record=True) as rec, \
                 onp.errstate(over="warn", under="raise"):
             warnings.simplefilter("always")
             with pytest.raises(FloatingPointError, match="underflow"):
                 g(a)
         counts.append(sum(r.category is RuntimeWarning for r in rec))
-    assert counts == [1, 1, 1]
+    return counts
 
 
 @pytest.mark.parametrize("mode", ["call", "log"])
@@ -415,13 +421,5 @@ def test_a_staged_derivative_warns_once_where_a_call_also_raises():
     staged = Staged(f)
     onp.testing.assert_array_equal(staged(onp.ones(3)), onp.exp(onp.ones(3)) * 2.0)
     assert staged.programs and not staged.refused
-    counts = []
-    for g in (f, staged, staged):
-        with warnings.catch_warnings(record=True) as rec, \
-                onp.errstate(over="warn", under="raise"):
-            warnings.simplefilter("always")
-            with pytest.raises(FloatingPointError, match="underflow"):
-                g(a)
-        counts.append(sum(r.category is RuntimeWarning for r in rec))
-    assert counts == [1, 1, 1]
+    assert _warnings_told_where_underflow_raises((f, staged, staged), a) == [1, 1, 1]
     onp.testing.assert_array_equal(staged(onp.full(3, 2.0)), onp.exp(onp.full(3, 2.0)) * 2.0)

@@ -3,6 +3,9 @@ they die, never an input nor an array a view still reads, equal to eager to the 
 
 from __future__ import annotations
 
+import re
+import warnings
+
 import numpy as onp
 
 import chainrule as cr
@@ -124,3 +127,27 @@ def test_products_with_the_identity_basis_are_copies_where_that_is_exact():
                    onp.where(a > 0.5, -0.0, a)):
             _bits(h(x, a2), cr.hessian(f)(x, a2))
     assert h.cache_info().misses == 1
+
+
+def _clipped(x):
+    v1 = np.minimum(x * 2.0, x)
+    v2 = np.maximum(v1 * 3.0, 0.0)
+    return 1 / (1 + np.exp(-v2 * 1.0))
+
+
+def test_a_plain_ufunc_call_takes_out_by_position_but_max_and_min_by_keyword():
+    # (jitd15: NumPy parses a positional out faster, but deprecates it for maximum and
+    # minimum, which would warn where eager evaluation does not)
+    jf = cr.jit(_clipped)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for v in (onp.arange(5.0), -onp.arange(5.0), onp.array([onp.nan, -0.0, onp.inf]),
+                  onp.arange(5.0, dtype=onp.float32), onp.arange(5.0)):
+            got, want = jf(v), _clipped(v)
+            assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    lowered = jf.lower(onp.arange(5.0))
+    compiled = lowered.compiled
+    assert ", out=" in compiled  # (maximum and minimum's)
+    assert re.search(r"= f\d+\((v\d+), \1\)", compiled)  # (exp's, negative's ...)
+    assert not re.search(r"np\.\w+\((v\d+), \1\)", lowered.source)  # (shown as out=)
+    assert "(1, " not in compiled and "(1.0, " in compiled  # (the int as a float)

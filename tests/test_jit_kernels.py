@@ -66,14 +66,18 @@ def test_count_true_is_numpys_sum_of_booleans():
 
 
 @pytest.mark.parametrize("ufunc", [onp.subtract, onp.multiply, onp.divide, onp.greater,
-                                   onp.arctan2])
+                                   onp.arctan2, onp.add])
 def test_lanes_is_the_ufunc(ufunc):
     rng = onp.random.default_rng(2)
     x, mu = _hard((1000, 2)), rng.standard_normal((5, 2))
     col = rng.standard_normal((5, 1000, 1))
     with onp.errstate(all="ignore"):
         for a, b in [(x[None], mu[:, None]), (col, _hard((5, 1000, 2), seed=3)),
-                     (0.5, x[None] + mu[:, None]), (mu[:, None], onp.float64(-0.0))]:
+                     (0.5, x[None] + mu[:, None]), (mu[:, None], onp.float64(-0.0)),
+                     # (pairs: as complex numbers where each is contiguous, jitd15)
+                     (x.astype(onp.float32)[None], mu.astype(onp.float32)[:, None]),
+                     (_hard((5, 1000, 2), seed=4), x[None, :, ::-1]),
+                     (x[None], _hard((5, 1000, 2), seed=5)[:, ::-1])]:
             want = ufunc(a, b)
             _bits(_kernels.lanes(ufunc, want.shape, want.dtype, a, b), want)
             into = onp.empty_like(want)
@@ -223,19 +227,22 @@ def test_jit_of_spread_cotangents_is_eager_bit_for_bit():
             _bits(got, want)
 
 
-def test_scatter_sum_is_untakes_add_at():
+@pytest.mark.parametrize("bins", [7, 100])  # (a short vector's check in Python, jitd15)
+def test_scatter_sum_is_untakes_add_at(bins):
     rng = onp.random.default_rng(9)
-    index = rng.integers(0, 7, (120, 6)).astype(onp.int8)
+    index = rng.integers(0, bins, (120, 6)).astype(onp.int8)
     g = _hard((120, 6))
     g[index == 3] = -0.0
     finite = onp.where(onp.isfinite(g), g, 1.5)
-    for values in (finite, g):
+    huge = finite.copy()
+    huge[index == 5] = 1e308  # (finite terms, an infinite sum: add.at's overflow warning)
+    for values in (finite, g, huge):
         with warnings.catch_warnings(record=True) as got_warnings:
             warnings.simplefilter("always")
-            got = _kernels.scatter_sum(values, index, (7,))
+            got = _kernels.scatter_sum(values, index, (bins,))
         with warnings.catch_warnings(record=True) as want_warnings:
             warnings.simplefilter("always")
-            want = untake(values, index, (7,), onp.dtype(onp.float64))
+            want = untake(values, index, (bins,), onp.dtype(onp.float64))
         _bits(got, want)
         assert [str(w.message) for w in got_warnings] == [str(w.message) for w in want_warnings]
 
@@ -360,3 +367,118 @@ def test_mask_product_is_numpys_product(g):
             into = onp.full(want.shape, 3.0)
             assert _kernels.mask_product(a, b, want.shape, out=into) is into
             _bits(into, want)
+
+
+# ---------------------------------------------------------------- jitd15's forms
+@pytest.mark.parametrize("y", [0.0, -0.0, 1.5, onp.nan, -onp.inf])
+def test_filled_where_is_numpys_where(y):
+    rng = onp.random.default_rng(17)
+    condition = rng.random((30, 40)) > 0.7
+    for x in (_hard((30, 40)), _hard((60, 1), seed=1)[::2], _hard((40, 1), seed=2).T,
+              onp.zeros((30, 40))[:, ::-1] - 0.0):
+        for c in (condition, condition[:1], onp.zeros((30, 40), bool)):
+            want = onp.where(c, x, y)
+            _bits(_kernels.filled_where(c, x, y, want.shape), want)
+
+
+def nearest_cost(points, centroids):  # (GradBench's kmeans cost: a min over centroids)
+    distances = (np.sum(points ** 2, axis=1)[:, None] + np.sum(centroids ** 2, axis=1)
+                 - 2 * points @ centroids.T)
+    return np.sum(np.min(distances, axis=1))
+
+
+def newton_direction(points, centroids):
+    gradient_of_cost = cr.grad(nearest_cost, argnum=1)
+    gradient, curvature = cr.jvp(lambda c: gradient_of_cost(points, c), (centroids,),
+                                 (np.ones_like(centroids),))
+    return gradient / curvature
+
+
+def test_jit_of_a_min_derivative_is_eager_bit_for_bit_and_takes_its_forms():
+    # min's derivative selects the cotangent where the minimum was (``np.where`` by a
+    # number: ``filled_where``) and, forward over reverse, multiplies the mask by the
+    # cotangent of the sum, ones (the mask cast: ``.astype``); its guards read a count
+    # (an integer compared without ``_same``) and whether a minimum is nan (``any``)
+    rng = onp.random.default_rng(18)
+    points, centroids = rng.random((1000, 8)), rng.random((20, 8))
+    jf = cr.jit(newton_direction)
+    tied = centroids.copy()
+    tied[3] = tied[4]  # (a point nearest to two centroids: another count of minima)
+    nan_point = points.copy()
+    nan_point[7, 2] = onp.nan
+    signed = points.copy()
+    signed[:10] = -0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for p, c in [(points, centroids), (points, centroids * 2.0), (points, tied),
+                     (nan_point, centroids), (signed, centroids), (points, centroids)]:
+            _bits(jf(p, c), newton_direction(p, c))
+        source = jf.lower(points, centroids).source
+    assert "_kernels.filled_where(" in source and ".astype(" in source
+    assert "np.logical_or.reduce(" in source and "np.any(" not in source
+    assert "_same(" not in source
+
+
+def test_a_mask_times_ones_is_the_mask_as_floats_only_where_exact():
+    forms = {
+        "ones": lambda x: np.ones((30, 1)) * (x > 0) + x,
+        "ones32": lambda x: np.ones((30, 1), np.float32) * (x > 0),
+        "one": lambda x: (x > 0) * 1.0 - x,
+        "twos": lambda x: np.full((30, 1), 2.0) * (x > 0),
+        "wider": lambda x: np.ones((2, 30, 40)) * (x > 0),
+        "ints": lambda x: np.ones((30, 1), int) * (x > 0),
+    }
+    x = _hard((30, 40))
+    for name, f in forms.items():
+        jf = cr.jit(f)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for v in (x, -x, x.astype(onp.float32), x[::-1], x):
+                _bits(jf(v), f(v))
+            cast = ".astype(" in jf.lower(x).source
+        assert cast == (name in ("ones", "ones32", "one")), name
+
+
+def test_the_kernels_error_state_is_stricts_under_every_callers_state():
+    # (jitd15: set on NumPy's context variable, not by np.errstate each use)
+    from chainrule.jit._errstate import strict
+
+    def inside(context):
+        with context:
+            return onp.geterr()
+
+    for state in ({}, {"all": "raise"}, {"under": "warn"}, {"over": "ignore"},
+                  {"all": "ignore"}, {"divide": "call"}, {}):
+        with onp.errstate(**state, call=print if state.get("divide") == "call" else None):
+            before = onp.geterr()
+            assert inside(_kernels._Strict()) == inside(strict())
+            assert onp.geterr() == before
+            a = onp.array([1e308, 1.0])
+            if onp.geterr()["over"] != "ignore":
+                with pytest.raises(FloatingPointError):
+                    _kernels.lanes(onp.multiply, (1, 2), onp.dtype(onp.float64), a[None], 10.0)
+            assert onp.geterr() == before
+
+
+@pytest.mark.parametrize("shape,axis", [((5, 1000, 2), 1), ((400, 2), 0)])
+def test_pair_sum_that_overflows_is_left_to_eager_evaluation(shape, axis):
+    """The pairs' einsum form reports no floating-point error: a sum that overflows is
+    NumPy's reduce again, whose error (the program's strict state) makes jit evaluate the
+    call eagerly, warning as NumPy does."""
+    a = onp.full(shape, 1e308)
+    outer = int(onp.prod(shape[:axis]))
+    with pytest.raises(FloatingPointError):
+        _kernels.pair_sum(a, outer, shape[axis], onp.add.reduce(a, axis).shape)
+    f = lambda x: np.sum(np.sum(x, axis=axis) * 2.0)  # noqa: E731
+    jf = cr.jit(f)
+    jf(onp.ones(shape))
+    assert ("_kernels.pair_sum(" in jf.lower(onp.ones(shape)).source) == (axis == 1)
+    for x in (a, onp.ones(shape), a):
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            got = jf(x)
+        with warnings.catch_warnings(record=True) as eager:
+            warnings.simplefilter("always")
+            want = f(x)
+        _bits(got, want)
+        assert [str(r.message) for r in rec] == [str(r.message) for r in eager]

@@ -283,3 +283,39 @@ def test_values_read_from_an_earlier_loop_out_of_step_are_slices_of_its_list(fol
         assert tuples and all("*s" in line and len(line) < 80 for line in tuples)
     for x in (0.3, -0.4, 1.2):
         _bits(g(x), cr.grad(f)(x))
+
+
+def _summed_tanh(w, xs):
+    total = 0.0
+    for x in xs:
+        total = np.tanh(0.5 * total + np.sum(np.tanh(x * w)))
+    return total
+
+
+def _kept_broadcast(x):
+    out = []
+    for k in range(6):
+        b = np.broadcast_to(np.sum(x * (k + 1.0)), x.shape)
+        out.append(b * x)  # (a reader that broadcasts b's operand itself)
+    return np.stack(out), np.concatenate([b, b])  # (the last b read as it is)
+
+
+def test_a_spread_cotangent_in_a_loop_is_read_as_its_operand():
+    # a sum's cotangent spread to its operand's shape (np.broadcast_to, 2 µs a call on
+    # lstm's 14-vectors) is absorbed in a rolled loop where every iteration's is, and
+    # kept where one iteration's is read by a call that does not broadcast it (jitd15)
+    rng = onp.random.default_rng(20)
+    g = cr.grad(_summed_tanh)
+    jg = cr.jit(g)
+    w, xs = rng.standard_normal(14), rng.standard_normal((40, 14))
+    for ww, xx in [(w, xs), (-w, xs * 2.0), (w * 0.0 - 0.0, xs), (w, xs)]:
+        _bits(jg(ww, xx), g(ww, xx))
+    source = jg.lower(w, xs).source
+    assert "for i in range(" in source and "broadcast_to(" not in source
+    jk = cr.jit(_kept_broadcast)
+    x = rng.standard_normal(5)
+    for xx in (x, -x, onp.array([onp.nan, -0.0, 1.0, onp.inf, 2.0]), x):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _same_tree(jk(xx), _kept_broadcast(xx))
+    assert "broadcast_to(" in jk.lower(x).source

@@ -466,8 +466,58 @@ def test_transpose_swaps_two_dims_as_in_pytorch():
     np.testing.assert_array_equal(Tensor(b).transpose(0, 2).numpy(), np.swapaxes(b, 0, 2))
     (y * Tensor(np.arange(6.0).reshape(3, 2), requires_grad=False)).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), np.arange(6.0).reshape(3, 2).T)
-    with pytest.raises(TypeError):
-        x.transpose((1, 0))
+    # one sequence is NumPy's transpose(axes): (0, 1) keeps the order, as NumPy's
+    np.testing.assert_array_equal(x.transpose((0, 1)).numpy(), a)
+
+
+# ----------------------------------------------------------------------------- NumPy's and
+# PyTorch's other spellings of the shape methods: the values NumPy's (or PyTorch's) method
+# gives, the gradient the finite differences give
+B = np.arange(1.0, 25.0).reshape(2, 3, 4) ** 1.5 / 100
+SPELLED = {  # name -> (Tensor method, NumPy's on the array, the input)
+    "transpose()": (lambda t: t.transpose(), lambda a: a.transpose(), B),
+    "transpose(None)": (lambda t: t.transpose(None), lambda a: a.transpose(None), B),
+    "transpose(axes)": (lambda t: t.transpose((2, 0, 1)), lambda a: a.transpose((2, 0, 1)), B),
+    "transpose([axes])": (lambda t: t.transpose([1, 2, 0]), lambda a: a.transpose([1, 2, 0]),
+                          B),
+    "transpose(*axes)": (lambda t: t.transpose(2, 0, 1), lambda a: a.transpose(2, 0, 1), B),
+    "transpose(-axes)": (lambda t: t.transpose(-1, 0, -2), lambda a: a.transpose(-1, 0, -2), B),
+    "transpose 1-d": (lambda t: t.transpose(0), lambda a: a.transpose(0), B[0, 0]),
+    "transpose(dim0=, dim1=)": (lambda t: t.transpose(dim0=0, dim1=2),
+                                lambda a: a.swapaxes(0, 2), B),
+    "transpose(d0, dim1=)": (lambda t: t.transpose(-1, dim1=1), lambda a: a.swapaxes(-1, 1), B),
+    "squeeze(axis=)": (lambda t: t.squeeze(axis=0), lambda a: a.squeeze(axis=0), B[:1, :, 2:3]),
+    "squeeze(axis=tuple)": (lambda t: t.squeeze(axis=(0, -1)),
+                            lambda a: a.squeeze(axis=(0, -1)), B[:1, :, 2:3]),
+    "squeeze(dim=)": (lambda t: t.squeeze(dim=2), lambda a: a.squeeze(axis=2), B[:1, :, 2:3]),
+    "permute(dims=)": (lambda t: t.permute(dims=(2, 0, 1)), lambda a: a.transpose(2, 0, 1), B),
+    "permute([dims])": (lambda t: t.permute([1, 0, 2]), lambda a: a.transpose(1, 0, 2), B),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPELLED))
+def test_shape_methods_take_numpys_and_pytorchs_spellings_with_derivatives(name):
+    method, numpy_method, x = SPELLED[name]
+    x = x.copy()
+    _check_against_numpy(method, numpy_method, x)
+    np.testing.assert_array_equal(x, SPELLED[name][2])  # (the input is unchanged)
+
+
+def test_shape_methods_refuse_what_neither_numpy_nor_pytorch_takes():
+    t = Tensor(np.ones((1, 3, 1)))
+    with pytest.raises(ValueError, match="size not equal to one"):
+        t.squeeze(axis=1)  # NumPy's keyword, NumPy's error (PyTorch's dim=1 is ignored)
+    assert t.squeeze(1).shape == (1, 3, 1) and t.squeeze(dim=1).shape == (1, 3, 1)
+    with pytest.raises(TypeError, match="not both"):
+        t.squeeze(0, axis=0)
+    with pytest.raises(TypeError, match="not both"):
+        t.permute(0, 1, 2, dims=(0, 1, 2))
+    with pytest.raises(TypeError, match="dim0 and dim1"):
+        t.transpose(0, 1, dim1=2)
+    with pytest.raises(TypeError, match="dim0 and dim1"):
+        t.transpose(axes=(0, 1, 2))
+    with pytest.raises(ValueError, match="axes don't match array"):
+        t.transpose(0, 1, 2, 0)
 
 
 # ----------------------------------------------------------------------------- NumPy's order=
@@ -484,17 +534,10 @@ ORDERED = {  # Tensor method -> NumPy's own on the array
 }
 
 
-_K_RULE = pytest.mark.xfail(strict=True, raises=ValueError, reason=(
-    "numpy/rules/shape.py (not the Tensor's): ravel's VJP reshapes the cotangent with "
-    "order='K', which np.reshape refuses"))
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=_K_RULE) if n.endswith("K") else n
-                                  for n in sorted(ORDERED)])
-def test_reshape_and_flatten_take_numpys_order_with_derivatives(name):
-    method, numpy_method = ORDERED[name]
-    x = np.arange(6.0).reshape(2, 3) ** 1.5
-    w = np.linspace(-1.0, 2.0, 6).reshape(numpy_method(x).shape)
+def _check_against_numpy(method, numpy_method, x):
+    """The Tensor method's values are NumPy's method's, its gradient (of a weighted sum) the
+    central differences, and both modes to second order agree with finite differences."""
+    w = np.linspace(-1.0, 2.0, x.size).reshape(numpy_method(x).shape)
     t = Tensor(x)
     out = method(t)
     assert out.numpy().tolist() == numpy_method(x).tolist()
@@ -513,6 +556,12 @@ def test_reshape_and_flatten_take_numpys_order_with_derivatives(name):
                 order=2)
 
 
+@pytest.mark.parametrize("name", sorted(ORDERED))
+def test_reshape_and_flatten_take_numpys_order_with_derivatives(name):
+    method, numpy_method = ORDERED[name]
+    _check_against_numpy(method, numpy_method, np.arange(6.0).reshape(2, 3) ** 1.5)
+
+
 def test_flatten_with_dims_and_an_order_is_refused():
     with pytest.raises(TypeError, match="flattens all dims"):
         Tensor(np.ones((2, 3, 4))).flatten(1, order="F")
@@ -520,10 +569,6 @@ def test_flatten_with_dims_and_an_order_is_refused():
         Tensor(np.ones((2, 3))).reshape(3, 2, shape=(3, 2))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "numpy/rules/shape.py: reshape's and ravel's VJP reshape the cotangent (C-ordered) with "
-    "order='A', which reads it in C order where the input, Fortran-ordered, was read in F "
-    "order: a wrong gradient, silently"))
 @pytest.mark.parametrize("fun", [lambda x: cnp.reshape(x, (3, 2), order="A"),
                                  lambda x: cnp.ravel(x, order="A")])
 def test_order_a_of_a_fortran_array_has_the_finite_difference_gradient(fun):

@@ -87,7 +87,7 @@ print(json.dumps({"eager gradient": min(times)}))
 """
 
 # measures that are not CPU seconds: shown as they are, not in ms
-PYTORCH_CASES = ("kmeans",)  # (profile.PYTORCH_MESSAGES)
+PYTORCH_CASES = ("kmeans", "gmm")  # (profile.PYTORCH_MESSAGES)
 UNITLESS = ("eager gradient, peak MB", "eager gradient, page faults",
             "process RSS after the gradients, MB", "process peak RSS, MB")
 
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="a size of the case (profile.py's case functions), e.g. n=100000")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--pytorch", type=Path, metavar="GRADBENCH",
-                        help="a GradBench checkout: time its PyTorch tool too (kmeans)")
+                        help="a GradBench checkout: time its PyTorch tool too (kmeans, gmm)")
     options = parser.parse_args(argv)
     if options.pytorch is not None and options.case not in PYTORCH_CASES:
         parser.error(f"--pytorch: GradBench's PyTorch function is known for "

@@ -88,6 +88,10 @@ def derivative(eval_name: str, objective, argnum):
 PYTORCH_MESSAGES = {
     "kmeans": lambda args: ("kmeans", "dir", {"points": args[0].tolist(),
                                               "centroids": args[1].tolist()}),
+    "gmm": lambda args: ("gmm", "jacobian", {
+        "d": args[4].shape[1], "k": args[0].shape[0], "n": args[4].shape[0],
+        "x": args[4].tolist(), "m": args[6], "gamma": args[5], "alpha": args[0].tolist(),
+        "mu": args[1].tolist(), "q": args[2].tolist(), "l": args[3].tolist()}),
 }
 
 

@@ -9,7 +9,8 @@ hundred large-array operations (``benchmarks/gradbench/PROFILE.md``, P3).
 
 ``keeping_heap_growth()`` wraps a recording and its backward pass (and a Tensor's backward
 pass: its recording is the user's statements, so only graphs below the 64 MiB the trim
-threshold starts at are kept there). Before the process's
+threshold starts at are kept there), and jit's staging trace (so a process that only
+runs jitted programs has the thresholds below set too). Before the process's
 first recording the thresholds are set where glibc's own adjusting takes them at most:
 mmap 32 MiB, trim 64 MiB on 64-bit (setting any threshold ends that adjusting for good,
 which would otherwise leave them at 128 KiB: every array above that unmapped when freed,

@@ -140,6 +140,19 @@ def _nbytes(x) -> int:
     )
 
 
+def _shifted(a, step):
+    """``a + step`` laid out as ``a``, strides included: the function may read them
+    (reshape's order "A", ravel's "K" read x in its memory order). As it is where a's
+    memory does not hold each element once (a broadcast axis)."""
+    if type(a) is not _np.ndarray or any(s == 0 and n > 1 for s, n in zip(a.strides, a.shape)):
+        return a + step
+    from ..jit._check import same_layout_copy  # (jit's copy of an array with its strides)
+
+    out = same_layout_copy(a)
+    out[...] = a + step
+    return out
+
+
 def _fd_error(node, rng) -> float | None:
     """The worst relative error of the node's VJP against central differences."""
     if not _is_float_array(node.ans) or not primitive_vjps.get(node.fun):
@@ -161,7 +174,7 @@ def _fd_error(node, rng) -> float | None:
 
         def at(t, argnum=argnum, a=a, u=u):
             args = list(node.args)
-            args[argnum] = a + t * u
+            args[argnum] = _shifted(a, t * u)
             return _np.asarray(node.fun(*args, **node.kwargs), dtype=float)
 
         try:

@@ -34,7 +34,7 @@ except ImportError:  # (NumPy 1)
 
 from .._core import tracer
 from .._core.extension import observers
-from .._core.heap import no_cycle_collection
+from .._core.heap import graph_memory, no_cycle_collection
 from .._core.pytree import LEAF, DictKeys, TreeDef, _sorted_keys, tree_flatten, tree_unflatten
 from .._core.tracer import check_not_leaked, front_ends, isbox, trace_leaves
 from . import _check, _effects, _staging
@@ -385,8 +385,12 @@ class JittedFunction:
     def _trace(self, key, leaves, treedef, statics, entry, walked):
         # A trace makes many objects that live until the program is emitted, and the
         # cyclic collector would scan them again and again (a third of an RNN's trace);
-        # reference counting frees them when the record is dropped.
-        with no_cycle_collection():
+        # reference counting frees them when the record is dropped. Its memory is kept
+        # in the heap as a gradient's is (heap.graph_memory): that also sets glibc's
+        # thresholds before the process's first program runs, whose arrays above glibc's
+        # first mmap threshold (128 KiB) were otherwise mapped and unmapped at every call
+        # of a process that only runs jitted programs.
+        with graph_memory():
             return self._trace_and_emit(key, leaves, treedef, statics, entry, walked)
 
     def _trace_and_emit(self, key, leaves, treedef, statics, entry, walked):

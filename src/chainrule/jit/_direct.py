@@ -6,6 +6,7 @@ views) without NumPy's Python layers.
   called on an array is the ufunc itself;
 - a function whose entry names its ``reduction`` (``numpy.sum``/``prod``/``max``/``min``)
   of an ndarray is ``ufunc.reduce`` with the same arguments (NumPy's ``_wrapreduction``);
+- ``numpy.any`` of an ndarray is ``logical_or.reduce`` (``ndarray.any``'s own call);
 - a function whose entry has a ``lowering`` writes its own code on an ndarray:
   ``numpy.transpose``/``reshape`` the ndarray method (``_wrapfunc``), ``numpy.moveaxis``
   the ``transpose`` with the permutation it computes from the shape, ``array_getitem`` the
@@ -26,7 +27,16 @@ import numpy as np
 from .._core.rule_table import PrimitiveRules
 from ..numpy.rules._helpers import bound_texts
 from ..numpy.rules.shape import untake
-from ._kernels import negated_sum, outer_code, scatter_code, sum_code, ufunc_code
+from ._kernels import (
+    ARRAYS,
+    WHERE,
+    negated_sum,
+    outer_code,
+    scatter_code,
+    sum_code,
+    ufunc_code,
+    where_code,
+)
 from ._staging import ArrayMeta
 
 # raw function -> (its ufunc's reduce, one bound method for every program: ``bind`` names
@@ -61,6 +71,13 @@ def direct_call(
         return scatter_code(vals, texts, bind)
     if raw is np.outer and not kwtexts and type(ans) is ArrayMeta:
         code = outer_code(vals, ans, texts, bind)
+        if code is not None:
+            return code
+    if raw is np.any and len(vals) == 1 and not kwtexts and type(vals[0]) in ARRAYS:
+        # (what ``ndarray.any`` calls, without NumPy's Python layers: a guard's nan check)
+        return f"{bind(np.logical_or.reduce)}({texts[0]}, None, None, None, False)"
+    if raw is WHERE and not kwtexts:
+        code = where_code(vals, ans, texts, bind)
         if code is not None:
             return code
     first_array = bool(vals) and (type(vals[0]) is ArrayMeta or type(vals[0]) is np.ndarray)

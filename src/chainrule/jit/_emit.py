@@ -40,7 +40,7 @@ from ._interpret import interpret
 from ._kernels import as_index, layout_key
 from ._notices import JitWarning, user_stacklevel
 from ._program import MISS, RAISED, AtFirstRun, Program, copied_together, needed, same
-from ._render import Plan
+from ._render import POSITIONAL_OUT, Plan
 from ._roll import roll
 from ._staging import LARGE_CONSTANT, ArrayMeta, Guard, StagingNode, _identity, rules_of_call
 
@@ -366,19 +366,28 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
                        *layout_key(raw, entry, vals, ans))
                 if consts or kwtexts:
                     sig += (*kwtexts, *[c[2] is None for c in consts])
-                by_eye = False
+                by_eye = by_ones = False
                 if entry.lowered_by_value:
                     sig += (tuple(map(_np.ndim, vals)), repr([c[0] for c in consts]))
                 elif by_constant and entry.neutral == "eye":
                     by_eye = _identity_side(args, argnums[0], ans, identities)
                     sig += (by_eye,)
+                elif by_constant and entry.neutral == "ones" and not kwtexts:
+                    # (a mask times ones: the mask as floats, ``_kernels.ones_mask``)
+                    by_ones = _kernels.ones_mask(args[1 - argnums[0]], vals[argnums[0]], ans)
+                    sig += (by_ones,)
                 made = memo.get(sig)
                 if made is None:
                     made = memo[sig] = _template(raw, fun, entry, node, vals, slots, kwmap,
                                                  kwtexts, fun_name, negated)
                     if by_eye:
                         made = memo[sig] = _by_identity(made, argnums[0], fun_name)
+                    elif by_ones:
+                        made = memo[sig] = _as_float(made, argnums[0], ans.dtype, fun_name)
                 code, fast, label, elementwise, view, code_key = made
+                if consts and type(ans) is ArrayMeta and \
+                        getattr(raw, "ufunc", raw) in _INT_AS_FLOAT:
+                    slots = _ints_as_floats(slots, vals, ans)
                 if tails and node in tails:
                     fast = _tail_code(code, slots, fun_name)
                 if fast is None:
@@ -424,7 +433,10 @@ def _absorbed(nodes: list[StagingNode], escaping: set[StagingNode], guarded: dic
       which then sums ``x`` and negates the total (``_kernels.negated_sum``: the same bits
       where the total is neither zero nor nan, one pass over ``x`` fewer).
 
-    Never an output (or what one views), a guarded value, or a call in a folded loop."""
+    Never an output (or what one views) or a guarded value. In a run of nodes to fold
+    into a loop, a view is absorbed where every iteration's is (lstm's cotangent of a
+    sum spread over a 14-vector, 2 µs an iteration: the loop's body is one code for
+    all, and a later iteration's node is read as its operand's), a negation never."""
     candidates: dict[StagingNode, list] = {}
     for node in nodes:
         fun = node.fun
@@ -443,12 +455,9 @@ def _absorbed(nodes: list[StagingNode], escaping: set[StagingNode], guarded: dic
             readers = candidates.get(parent)
             if readers is not None:
                 readers.append(node)
-    folded = [(run.start, run.start + run.period * run.repeats) for run in runs]
-    where = {node: k for k, node in enumerate(nodes) if node in candidates} if folded else {}
     found = {}
     for node, readers in candidates.items():
-        if not readers or node in escaping or node in guarded or \
-                any(start <= where[node] < end for start, end in folded):
+        if not readers or node in escaping or node in guarded:
             continue
         if type(node.parents[0].ans) is not ArrayMeta:
             continue
@@ -458,6 +467,15 @@ def _absorbed(nodes: list[StagingNode], escaping: set[StagingNode], guarded: dic
         elif len(readers) == 1 and _sums_all(readers[0], node) and \
                 _np.prod(node.ans.shape) >= _kernels.NEGATED_MIN_SIZE:
             found[node] = "negated"
+    if found and runs:
+        for run in runs:  # (an offset of a run: absorbed in every iteration, or in none)
+            start, period = run.start, run.period
+            for k in range(period):
+                column = nodes[start + k:start + period * run.repeats:period]
+                if any(n in found for n in column) and not all(
+                        found.get(n) == "view" for n in column):
+                    for n in column:
+                        found.pop(n, None)
     return found
 
 
@@ -515,6 +533,11 @@ def _template(raw, fun, entry, node: StagingNode, vals: list, slots: list, kwmap
     label = getattr(fun, "__name__", None) or getattr(raw, "__name__", "?")
     array = type(node.ans) is ArrayMeta
     elementwise = _elementwise_array(raw, node, vals) and code.endswith(")")
+    if elementwise:  # (a plain call of the ufunc takes its ``out`` by position: cheaper)
+        ufunc = raw if isinstance(raw, _np.ufunc) else raw.ufunc
+        if len(holes) == ufunc.nin and ufunc not in _OUT_BY_KEYWORD and \
+                code == f"{fun_name(ufunc)}({', '.join(holes)})":
+            elementwise = POSITIONAL_OUT
     view = not elementwise and array and not entry.new_array
     key = (code, tuple(type(s) is tuple for s in slots), elementwise, view, array)
     return code, fast, label, elementwise, view, key
@@ -553,6 +576,36 @@ def _by_identity(made: tuple, traced: int, fun_name) -> tuple:
         (code, *key[1:])
 
 
+# ufuncs whose positional out NumPy 2.4 deprecates (a third operand, it warns)
+_OUT_BY_KEYWORD = frozenset([_np.maximum, _np.minimum])
+
+# ufuncs whose Python int operand may be written as a float where the others are floats
+_INT_AS_FLOAT = frozenset([_np.add, _np.subtract, _np.multiply, _np.divide])
+
+
+def _ints_as_floats(slots: list, vals: list, ans: ArrayMeta) -> list:
+    """The constant operands of an arithmetic ufunc written as floats where they are
+    Python ints and every array operand is of the answer's float dtype: NumPy converts
+    such an int to that dtype for the same loop (``1 + x`` is ``1.0 + x``), in some
+    100 ns more than a float (lstm's ``1 / (1 + exp(-x))``). (Small ints only: exact in
+    float32 too.)"""
+    if ans.dtype.kind != "f" or any(
+            (type(v) is ArrayMeta or type(v) is _np.ndarray) and v.dtype != ans.dtype
+            or isinstance(v, _np.generic) for v in vals):
+        return slots
+    return [(float(s[0]), repr(float(s[0])), s[2]) if type(s) is tuple and type(s[0]) is int
+            and -(1 << 24) <= s[0] <= 1 << 24 else s for s in slots]
+
+
+def _as_float(made: tuple, traced: int, dtype, fun_name) -> tuple:
+    """The template of a product of a boolean mask by a constant of ones: the mask cast
+    (``_kernels.ones_mask``), a new array, not a ufunc's (no ``out=``)."""
+    code, fast, label, _, view, key = made
+    code = f"{{{traced}}}.astype({fun_name(dtype)})"
+    return code, fast, f"{label} (a mask by ones: the mask as floats)", False, view, \
+        (code, *key[1:2], False, *key[3:])
+
+
 def _guard_code(guard: Guard, target: Instr, const, fun_name) -> tuple[str, list]:
     """The check of a guard, ``{0}`` its value: ``if ...: return MISS``, and its slots."""
     expected = guard.expected
@@ -565,6 +618,11 @@ def _guard_code(guard: Guard, target: Instr, const, fun_name) -> tuple[str, list
     if guard.convert in (int, float, complex) and _equal_is_same(expected):
         return (f"if {guard.convert.__name__}({{0}}) != {{1}}: return MISS",
                 [target, (expected, repr(expected), repr(expected))])
+    if plain and isinstance(expected, _np.integer):
+        # a NumPy integer (a count of maxima): its type and value are its bits, checked
+        # without ``_same``'s call
+        return (f"if type({{0}}) is not {fun_name(type(expected))} or {{0}} != "
+                f"{int(expected)!r}: return MISS"), [target]
     value = (expected, const(expected), None)
     if plain:
         return "if not _same({0}, {1}): return MISS", [target, value]

@@ -10,6 +10,8 @@ which do the same arithmetic in other loops:
 - ``lanes``: an elementwise ufunc, one call per position of the short last axis (each a
   long loop over the others). Elementwise, so the same values, into an answer laid out
   as NumPy lays out its own (C order: the emitter checks the traced answer's strides).
+  A sum or difference of pairs (operands whose last axis is two contiguous entries) is
+  one call on the pairs seen as complex numbers, whose parts add as the floats do.
 - ``lane_sum``: ``np.add.reduce`` over a short last axis (2 to 16 entries) of a C-ordered
   float array: NumPy adds each row from 0.0, in order under 8 entries, by its pairwise
   sum's eight running sums from 8, which lane-by-lane adds do too (``exact_lane_sum``
@@ -17,8 +19,9 @@ which do the same arithmetic in other loops:
   and on signed zeros, nan and inf).
 - ``pair_sum``: ``np.add.reduce`` over an axis followed by two entries (gmm's d=2
   ``mu`` cotangent, a sum over n of (k, n, 2)): NumPy adds along the axis in order (its
-  inner loop is the pair), as ``np.add.accumulate`` of the pairs seen as complex numbers
-  does in one long loop (``exact_pair_sum`` checks it once).
+  inner loop is the pair), as the pairs seen as complex numbers add in one long loop
+  (the rules' ``pair_sum``, which eager ``unbroadcast`` uses too; ``exact_pair_sum``
+  checks it once).
 - ``indicator_divide``: a boolean array divided by positive integer counts (the
   derivative of ``max``: ``(x == max) / count``), NumPy's division casting the booleans
   through buffers: 1.0 / count copied where the booleans hold, into zeros.
@@ -31,6 +34,13 @@ which do the same arithmetic in other loops:
 - ``placed``: ``untake`` by a basic index, ``g`` written into zeros without its Python.
 - ``count_true``: ``np.add.reduce`` of a boolean array over all axes, NumPy's count of
   its true entries, by ``np.count_nonzero`` (a tenth of the time).
+- ``filled_where``: ``np.where(condition, x, y)`` of a float64 array ``x`` and a Python
+  float ``y`` (min's and max's derivatives: the cotangent where the minimum was): ``y``
+  filled, ``x`` copied where the condition holds, both copies of bits (a third of the
+  time of NumPy's ``where``, which selects through buffers).
+- a boolean mask times a constant of ones (a cotangent seeded with ones, times min's
+  mask; ``ones_mask`` says where): the mask's 1.0s and 0.0s, ``mask.astype(float)``, a
+  cast (a third of the time; the emitter writes it, ``_emit._as_float``).
 
 A floating-point error (overflow, invalid, division by zero; an underflow where the
 caller's error state hears of it) raises in them where the caller's error state does not
@@ -42,16 +52,26 @@ warning names ``add``, not ``reduce``).
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import numpy as np
 
 from ..numpy.numpy_boxes import array_getitem
+from ..numpy.numpy_wrapper import where as _where
+from ..numpy.rules._helpers import exact_pair_sum
+from ..numpy.rules._helpers import pair_sum as rules_pair_sum
 from ..numpy.rules.shape import untake
 from ._errstate import strict
 from ._staging import ArrayMeta
 
+try:
+    from numpy._core._ufunc_config import _extobj_contextvar as _STATE
+except ImportError:  # pragma: no cover (NumPy before 2.0)
+    _STATE = None
+
 _GETITEM = array_getitem.fun
+WHERE = _where.fun
 
 # lanes: split where the last axis has at most this many entries and the answer at least
 # LANES_MIN_SIZE (below it the Python of the split costs more than the calls it saves)
@@ -65,6 +85,33 @@ INDICATOR_MIN_SIZE = 16384
 NEGATED_MIN_SIZE = 32768
 
 
+class _Strict:
+    """``_errstate.strict()``'s error state, set and reset on NumPy's context variable
+    without ``np.errstate``'s Python (1-2 µs a use, four uses in gmm's gradient at d=2):
+    per caller's state, the state ``strict()`` makes, read once inside it."""
+
+    __slots__ = ("token",)
+    last: tuple = (object(), None)  # the caller's state seen last, and strict()'s for it
+
+    def __enter__(self) -> None:
+        if _STATE is None:  # pragma: no cover
+            self.token = strict()
+            self.token.__enter__()
+            return
+        current = _STATE.get()
+        last = _Strict.last  # (one read of one tuple: threads each write a true pair)
+        if current is not last[0]:
+            with strict():
+                last = _Strict.last = (current, _STATE.get())
+        self.token = _STATE.set(last[1])
+
+    def __exit__(self, *exc_info) -> None:
+        if _STATE is None:  # pragma: no cover
+            self.token.__exit__(*exc_info)
+        else:
+            _STATE.reset(self.token)
+
+
 def lanes(ufunc: np.ufunc, shape: tuple, dtype: np.dtype, *operands: Any,
           out: np.ndarray | None = None) -> np.ndarray:
     """``ufunc(*operands)`` of answer ``shape`` and ``dtype``, one call per position of
@@ -73,10 +120,19 @@ def lanes(ufunc: np.ufunc, shape: tuple, dtype: np.dtype, *operands: Any,
     if out is None:
         out = np.empty(shape, dtype)
     n = shape[-1]
+    if n == 2 and (ufunc is np.add or ufunc is np.subtract) and dtype in _COMPLEX and all(
+            type(op) is np.ndarray and op.dtype == dtype and op.ndim and op.shape[-1] == 2
+            and op.strides[-1] == op.itemsize for op in operands):
+        # pairs added or subtracted as complex numbers: part by part, the same operations
+        # (gmm's x - mu at d=2), in one call whose inner loop is long and contiguous
+        pairs = _COMPLEX[dtype]
+        with _Strict():
+            ufunc(*[op.view(pairs)[..., 0] for op in operands], out=out.view(pairs)[..., 0])
+        return out
     columns = [[op] * n if not isinstance(op, np.ndarray) or not op.ndim else
                [op[..., c] for c in range(n)] if op.shape[-1] == n else [op[..., 0]] * n
                for op in operands]
-    with strict():
+    with _Strict():
         for c, args in enumerate(zip(*columns)):
             ufunc(*args, out=out[..., c])
     return out
@@ -89,7 +145,7 @@ def lane_sum(a: np.ndarray, shape: tuple | None = None) -> np.ndarray:
     added as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the rest in order;
     all added to 0.0 (a sum of -0.0s is 0.0). ``shape``: the answer's (``keepdims``)."""
     n = a.shape[-1]
-    with strict():
+    with _Strict():
         if n < 8:
             total = np.add(a[..., 0], a[..., 1])
             for c in range(2, n):
@@ -116,15 +172,15 @@ def lane_sum(a: np.ndarray, shape: tuple | None = None) -> np.ndarray:
 
 def pair_sum(a: np.ndarray, outer: int, n: int, shape: tuple) -> np.ndarray:
     """``np.add.reduce`` over one axis of a C-ordered float array whose later axes hold
-    two entries: NumPy adds it in order, from 0.0, a pair of lanes at a time; the lanes
-    seen as one complex number add so too, along NumPy's long ``accumulate`` loop.
-    ``outer``/``n``: the sizes before the axis and of it; ``shape``: the answer's."""
-    pairs = a.reshape(outer, n, 2).view(_COMPLEX[a.dtype])[..., 0]
-    out = np.empty(shape, a.dtype)
-    with strict():
-        running = np.add.accumulate(pairs, 1)
-        np.add(running[:, -1], 0.0, out=out.reshape(outer, 2).view(_COMPLEX[a.dtype])[:, 0])
-    return out
+    two entries, by the rules' ``pair_sum``; where a sum is not finite (einsum's form
+    reports no floating-point error), by NumPy's reduce itself, whose error makes the
+    program hand the call to eager evaluation. ``outer``/``n``: the sizes before the
+    axis and of it; ``shape``: the answer's."""
+    with _Strict():  # (accumulate's form, for one row, raises its errors itself)
+        summed = rules_pair_sum(a, outer, n)
+        if not np.isfinite(summed).all():
+            summed = np.add.reduce(a.reshape(outer, n, 2), 1)
+    return summed.reshape(shape)
 
 
 _COMPLEX = {np.dtype(np.float64): np.complex128, np.dtype(np.float32): np.complex64}
@@ -154,7 +210,7 @@ def negated_sum(reduce: Any, x: np.ndarray, *args: Any, **kwargs: Any) -> Any:
     is the negated partial sum, but for zeros (x + -x is +0.0 either way) and nan (whose
     sign an addition of infinities sets): where the total is zero or nan, the negated
     terms are summed."""
-    with strict():
+    with _Strict():
         total = np.negative(reduce(x, *args, **kwargs))
     if (total != 0).all() and not np.isnan(total).any():
         return total
@@ -167,7 +223,9 @@ def scatter_sum(g: np.ndarray, index: np.ndarray, shape: tuple) -> np.ndarray:
     order from 0.0, in one C loop. Where the sums are not all finite (where ``add.at``
     may have warned), ``untake`` itself."""
     out = np.bincount(index.ravel(), weights=g.ravel(), minlength=shape[0])
-    if np.isfinite(out).all():
+    # (a short vector's check in Python floats: a fifth of NumPy's isfinite and all)
+    if all(map(math.isfinite, out.tolist())) if len(out) <= 64 else \
+            np.logical_and.reduce(np.isfinite(out), None):
         return out
     return untake(g, index, shape, np.dtype(np.float64))
 
@@ -189,6 +247,16 @@ def mask_product(a: Any, b: Any, shape: tuple, out: np.ndarray | None = None) ->
     return out
 
 
+def filled_where(condition: np.ndarray, x: Any, y: float, shape: tuple) -> np.ndarray:
+    """``np.where(condition, x, y)`` of a boolean array, a float64 array and a Python
+    float: ``y`` everywhere, ``x`` copied where ``condition`` holds (both broadcast to the
+    answer's ``shape``): the bits ``where`` selects, without its buffers."""
+    out = np.empty(shape)
+    out.fill(y)
+    np.copyto(out, x, where=condition)
+    return out
+
+
 def count_true(a: np.ndarray, shape: tuple | None, dtype: np.dtype) -> Any:
     """``np.add.reduce(a, None)`` of a boolean array: a scalar of ``dtype``, or an array
     of ``shape`` (``keepdims``)."""
@@ -196,27 +264,40 @@ def count_true(a: np.ndarray, shape: tuple | None, dtype: np.dtype) -> Any:
     return dtype.type(n) if shape is None else np.full(shape, n, dtype)
 
 
+def where_code(vals: list, ans: Any, texts: list[str], bind) -> str | None:
+    """``filled_where``'s code for ``np.where(condition, x, y)`` (``vals``: the three, at
+    trace time) of a boolean array, a float64 array and a Python float into a float64
+    answer laid out in C order, as large as ``INDICATOR_MIN_SIZE``; else None. (The types
+    and layouts decide it, all in the emitter's key of the call: ``layout_key``.)"""
+    if len(vals) != 3 or type(ans) is not ArrayMeta or ans.dtype != np.float64:
+        return None
+    condition, x, y = vals
+    if type(condition) not in ARRAYS or condition.dtype != np.bool_ or type(y) is not float \
+            or type(x) not in ARRAYS or x.dtype != np.float64 \
+            or _size(ans.shape) < INDICATOR_MIN_SIZE or not c_ordered(ans):
+        return None
+    return f"{bind(filled_where)}({', '.join(texts)}, {ans.shape!r})"
+
+
+def ones_mask(constant: Any, mask: Any, ans: Any) -> bool:
+    """Whether ``multiply(constant, mask)`` is ``mask.astype(ans.dtype)``: a boolean mask
+    in C order times a constant of real ones no larger (1.0 * True is 1.0, 1.0 * False
+    0.0: the cast's bits), into a float answer of the mask's shape in C order."""
+    return type(mask) in ARRAYS and mask.dtype == np.bool_ and type(ans) is ArrayMeta \
+        and ans.dtype.kind == "f" and ans.shape == mask.shape and c_ordered(ans) \
+        and c_ordered(mask) and np.ndim(constant) <= mask.ndim \
+        and isinstance(constant, (np.ndarray, np.generic, int, float)) \
+        and np.dtype(getattr(constant, "dtype", type(constant))).kind in "fiu" \
+        and bool(np.all(np.asarray(constant) == 1))
+
+
+ARRAYS = (ArrayMeta, np.ndarray)  # (a traced mask is staged with its values: an ndarray)
+
+
 def c_ordered(meta: Any) -> bool:
     """Whether an array (its ``ArrayMeta``) is laid out as ``np.empty`` lays out a new
     array of its shape and dtype (C order), as every answer of these functions is."""
     return meta.strides == np.empty(meta.shape, meta.dtype).strides
-
-
-@functools.cache
-def exact_pair_sum(dtype: np.dtype) -> bool:
-    """Whether this NumPy's ``add.reduce`` over an axis followed by two entries gives
-    ``pair_sum``'s bits (as ``exact_lane_sum``, once)."""
-    rng = np.random.default_rng(37)
-    a = (rng.standard_normal((3, 400, 2)) * np.exp2(rng.integers(-30, 30, (3, 400, 2)))
-         ).astype(dtype)
-    a[0] = -0.0
-    a[1, :, 0] = -0.0
-    a[1, 5, 0] = 0.0
-    a[2, :3, 1] = [np.inf, -np.inf, 1.0]
-    a[2, 7, 0] = np.nan
-    with np.errstate(all="ignore"):
-        want = np.add.reduce(a, (1,), None, None, keepdims=True)
-        return want.tobytes() == pair_sum(a, 3, 400, want.shape).tobytes()
 
 
 @functools.cache
@@ -268,14 +349,17 @@ def ufunc_code(ufunc: np.ufunc, vals: list, ans: Any, texts: list[str], bind) ->
 
 def outer_code(vals: list, ans: Any, texts: list[str], bind) -> str | None:
     """``np.outer(a, b)`` of two vectors (``multiply(a[:, None], b[None, :])``, as NumPy
-    writes it) by ``lanes`` where ``b`` is short (``det``'s cotangents of its minors)."""
+    writes it) by ``lanes`` where ``b`` is short (``det``'s cotangents of its minors),
+    else as that product itself (without ``outer``'s Python: its ``asarray`` and
+    ``ravel``, which a vector's product does not need)."""
     if len(vals) != 2 or not all(
             (type(v) is ArrayMeta or type(v) is np.ndarray) and v.ndim == 1 for v in vals):
         return None
     a, b = f"{texts[0]}[:, None]", f"{texts[1]}[None, :]"
     column = ArrayMeta(vals[0].shape + (1,), vals[0].dtype, vals[0].strides + (0,))
     row = ArrayMeta((1,) + vals[1].shape, vals[1].dtype, (0,) + vals[1].strides)
-    return ufunc_code(np.multiply, [column, row], ans, [a, b], bind)
+    return ufunc_code(np.multiply, [column, row], ans, [a, b], bind) or \
+        f"{bind(np.multiply)}({a}, {b})"
 
 
 def _merges_last_two(vals: list, shape: tuple) -> bool:
@@ -396,7 +480,7 @@ def layout_key(raw: Any, entry: Any, vals: list, ans: Any) -> tuple:
     call might take a faster form; () where it cannot (most calls: a cheap test)."""
     if raw is untake.fun:
         return (len(vals) == 4 and _scatters(*vals), len(vals) == 4 and _places(*vals))
-    if raw is np.outer:
+    if raw is np.outer or raw is WHERE:
         return (_layout(ans), *map(_layout, vals))
     if entry.reduction is np.add:
         return (_layout(ans), *map(_layout, vals))  # (which axis and how long: any sum)

@@ -59,12 +59,25 @@ _HANDLE = re.compile(r"\bf(\d+)\b(?=\()")
 def readable(source: str, namespace: dict, note: str = "") -> str:
     """``source`` (a compiled program's) with its functions named as ``readable_name``
     does and, under the ``def`` line, ``note`` and its constants."""
-    text = _HANDLE.sub(lambda m: readable_name(namespace[f"f{m.group(1)}"]), source)
+    text = _OUT_BY_POSITION.sub(lambda m: _out_by_keyword(m, namespace), source)
+    text = _HANDLE.sub(lambda m: readable_name(namespace[f"f{m.group(1)}"]), text)
     constants = sorted((k for k in namespace if re.fullmatch(r"c\d+", k)
                         and re.search(rf"\b{k}\b", text)), key=lambda k: int(k[1:]))
     head, _, rest = text.partition("\n")
     listed = "".join(f"    # {k} = {_brief(namespace[k])}\n" for k in constants)
     return f"{head}\n{'    # ' + note + chr(10) if note else ''}{listed}{rest}"
+
+
+_OUT_BY_POSITION = re.compile(r"\b(f\d+)\(([^()=]*)\)(?=  # )")
+
+
+def _out_by_keyword(m: re.Match, namespace: dict) -> str:
+    """A plain ufunc call whose ``out`` the program passes by position (``_render``'s
+    ``POSITIONAL_OUT``) as a reader knows it: ``out=``."""
+    f, args = namespace.get(m.group(1)), m.group(2).split(", ")
+    if not isinstance(f, np.ufunc) or len(args) != f.nin + 1:
+        return m.group(0)
+    return f"{m.group(1)}({', '.join(args[:-1])}, out={args[-1]})"
 
 
 def _brief(value: Any) -> str:

@@ -315,7 +315,7 @@ class Plan:
                 starts[name] = exact
         body: list[str] = []
         reads: list[tuple] = []
-        reusable: dict[int, list[str]] = {}
+        reusable: dict[int, tuple[list[str], bool]] = {}
         viewed: set[str] = set()
         local = {ins.var for ins in loop.body if ins.var}
         copied = {offset for _, offset in self.copies[id(loop)]}
@@ -335,9 +335,9 @@ class Plan:
                         loop.inits[k].fresh:
                     accumulators[k] = starts[ins.var]
                 if k in inplace:
-                    line = _with_out(line, ins.var)
+                    line = _with_out(line, ins.var, ins.fresh == POSITIONAL_OUT)
                 else:
-                    reusable[len(body)] = _plain_names(texts, ins.reuse)
+                    reusable[len(body)] = _reusable(texts, ins)
             if ins.view:
                 viewed.update(names)
             body.append(line)
@@ -359,7 +359,8 @@ class Plan:
             kept |= {copy for copy, _ in self.copies[id(loop)]}
             dying = {ins.var for ins in loop.body if ins.array} - kept - outputs
             body = _free_after_last_use(body, reads, dying, {
-                i: [n for n in names if n not in viewed] for i, names in reusable.items()
+                i: ([n for n in names if n not in viewed], positional)
+            for i, (names, positional) in reusable.items()
             })
             # (a loop variable viewed in the body too: its last iteration's view outlives
             # the loop with it, so straight code after the loop may not write into it)
@@ -378,7 +379,7 @@ class Plan:
         array nothing else reads)."""
         entries: list[str] = []
         reads: list[tuple] = []
-        reusable: dict[int, list[str]] = {}
+        reusable: dict[int, tuple[list[str], bool]] = {}
         viewing: set[int] = set()
         arrays: set[str] = set(inputs)
         self.viewed_outside: set[str] = set()
@@ -399,7 +400,7 @@ class Plan:
                 if unit.kind == "convert":
                     names = (unit.var,)
                 if unit.reuse:
-                    reusable[len(entries)] = _plain_names(texts, unit.reuse)
+                    reusable[len(entries)] = _reusable(texts, unit)
                 if unit.view:
                     viewing.add(len(entries))
                 if unit.array:
@@ -423,7 +424,8 @@ class Plan:
             if free:
                 entries[i] = "\n".join(self._loop_lines(loop, False, out_names, free)[0])
         lines = _free_after_last_use(entries, reads, arrays, {
-            i: [n for n in names if n not in viewed] for i, names in reusable.items()
+            i: ([n for n in names if n not in viewed], positional)
+            for i, (names, positional) in reusable.items()
         })
         return "\n".join(lines).split("\n")
 
@@ -457,21 +459,30 @@ def _call_text(text: str) -> bool:
     return False
 
 
-def _with_out(line: str, name: str) -> str:
+# an instruction's ``fresh`` where it is a plain call of a ufunc, ``f3({0}, {1})``: its
+# ``out`` is then written as the argument after the operands (NumPy parses a keyword
+# ``out=`` in some 60 ns more, a tenth of a call on a 14-entry vector: lstm's loops)
+POSITIONAL_OUT = "positional out"
+
+
+def _with_out(line: str, name: str, positional: bool = False) -> str:
     """A call's line with ``out=name`` (the call ends its code, before the comment)."""
     code, comment = line.split("  # ", 1)
-    return f"{code[:-1]}, out={name})  # {comment}"
+    return f"{code[:-1]}, {'' if positional else 'out='}{name})  # {comment}"
 
 
-def _plain_names(texts: list, slots: tuple) -> list[str]:
-    """The operands among ``slots`` read as a plain variable (not ``s3[i]``, an item of
-    a list a loop keeps: its memory is not the variable's to reuse)."""
-    return [texts[j][0] for j in slots if texts[j][0] == texts[j][2]]
+def _reusable(texts: list, ins: Instr) -> tuple[list[str], bool]:
+    """The operands whose memory ``ins`` may take, read as a plain variable (not
+    ``s3[i]``, an item of a list a loop keeps: its memory is not the variable's to
+    reuse), and whether it takes ``out`` by position."""
+    return [texts[j][0] for j in ins.reuse if texts[j][0] == texts[j][2]], \
+        ins.fresh == POSITIONAL_OUT
 
 
 
 def _free_after_last_use(
-    lines: list[str], reads: list, freed: set[str], reusable: dict[int, list[str]]
+    lines: list[str], reads: list, freed: set[str],
+    reusable: dict[int, tuple[list[str], bool]]
 ) -> list[str]:
     """``del`` each of ``freed`` after its last use (``reads[i]``: the variables line i
     reads), as the eager backward pass releases intermediates: NumPy then reuses the
@@ -489,9 +500,10 @@ def _free_after_last_use(
             dead.setdefault(i, []).append(name)
     out = []
     for i, line in enumerate(lines):
-        into = [n for n in reusable.get(i, ()) if n in freed and last[n] == i]
+        names, positional = reusable.get(i, ((), False))
+        into = [n for n in names if n in freed and last[n] == i]
         if into:
-            line = _with_out(line, into[0])
+            line = _with_out(line, into[0], positional)
         out.append(line)
         if i in dead:
             out.append(f"del {', '.join(sorted(dead[i]))}")

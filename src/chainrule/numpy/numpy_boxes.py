@@ -61,6 +61,10 @@ def _module_of(frame) -> str:
     return str(frame.f_globals.get("__name__", ""))
 
 
+_NO_KEYWORDS: dict = {}  # (x[i]'s view, taken again after a write: shared, never written)
+_BOX_TYPES = Box.types  # (the registry's own set)
+
+
 class ArrayBox(Box):
     """A traced array. In-place writes (``x[i] = v``, ``x += y``) rebind the box to a
     functional update of its old value, so earlier uses keep the old value, as their
@@ -151,8 +155,12 @@ class ArrayBox(Box):
         return (self[i] for i in range(len(self)))
 
     def __getitem__(self, index):
-        index = _plain_index(index)
-        return _as_view(array_getitem(self, index), self, array_getitem, index)
+        # (an int, slice or index array is plain: only a box, or a tuple that may hold
+        # one, asks _plain_index)
+        if type(index) is tuple or type(index) in _BOX_TYPES:
+            index = _plain_index(index)
+        return _marked_view(array_getitem(self, index), self, array_getitem, (index,),
+                            _NO_KEYWORDS)
 
     def __setitem__(self, index, value):
         if getattr(self, "_view_of", None) is not None:
@@ -445,9 +453,11 @@ class ArrayBox(Box):
             return decided(self, _Plain("astype", array_astype, dtype, args, kwargs))
         return array_astype(self, dtype, *args, **kwargs)
 
-    def reshape(self, *shape, order="C"):
+    def reshape(self, *shape, order="C", copy=None):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
+        if copy is not None:  # (NumPy's: True always copies, False raises where it would)
+            return anp.reshape(self, shape, order=order, copy=copy)
         # (NumPy's default order given by no keyword: a call with keywords is recorded
         # through the tracer's general path, ~1 µs more)
         return anp.reshape(self, shape) if order == "C" else anp.reshape(self, shape, order=order)
@@ -599,7 +609,15 @@ def _as_view(result, base, fun=None, *args, **kwargs):
     """Mark ``result`` as a view of ``base`` when NumPy made it one (shared memory); given
     ``fun`` (``result = fun(base, *args, **kwargs)``), a later write into ``base`` takes
     the view again from the written value (``ArrayBox._rebind``)."""
-    memory = underlying(result)
+    return _marked_view(result, base, fun, args, kwargs)
+
+
+def _marked_view(result, base, fun, args: tuple, kwargs: dict):
+    """``_as_view`` with ``fun``'s arguments as they are kept (no packing: x[i]'s call)."""
+    # (a box of an array, the common answer, unwrapped here without underlying's frame)
+    memory = result._value if type(result) is ArrayBox else underlying(result)
+    if type(memory) is not _np.ndarray:
+        memory = underlying(memory)
     if (isinstance(result, ArrayBox) and type(memory) is _np.ndarray
             and _np.may_share_memory(memory, underlying(base))):
         result._view_of = base
@@ -618,9 +636,9 @@ def view_of_traced(f_wrapped, args, kwargs):
     base, rest, records = args[0], args[1:], f_wrapped.records
     result = records(*args, **kwargs)
     if isinstance(result, ArrayBox):  # (np.asarray(a): a view of all of a, recorded)
-        return _as_view(result, base, records, *rest, **kwargs)
+        return _marked_view(result, base, records, rest, kwargs)
     # np.split's list (traced: a box of the list): a list of views, as NumPy's
-    return [_as_view(result[i], base, _part(records, i), *rest, **kwargs)
+    return [_marked_view(result[i], base, _part(records, i), rest, kwargs)
             for i in range(len(result))]
 
 

@@ -282,9 +282,14 @@ def unsqueeze(self, dim: int) -> Tensor:
     return _wrap(anp.expand_dims(_unwrap(self), dim))
 
 
-def squeeze(self, dim=None) -> Tensor:
+def squeeze(self, dim=None, *, axis=None) -> Tensor:
     """Drop dims of size 1 (all, or those of ``dim`` that have size 1: PyTorch ignores
-    the others instead of raising as NumPy does)."""
+    the others instead of raising as NumPy does); ``axis=`` as NumPy's, which raises
+    where one of them has another size."""
+    if axis is not None:
+        if dim is not None:
+            raise TypeError("squeeze(): give dim (PyTorch's) or axis= (NumPy's), not both.")
+        return _wrap(anp.squeeze(_unwrap(self), axis=axis))
     shape = _np.shape(_raw(self))
     if dim is None:
         dims = tuple(d for d, n in enumerate(shape) if n == 1)
@@ -294,8 +299,13 @@ def squeeze(self, dim=None) -> Tensor:
     return _wrap(anp.squeeze(_unwrap(self), axis=dims)) if dims else _wrap(_unwrap(self))
 
 
-def permute(self, *dims) -> Tensor:
-    return _wrap(anp.transpose(_unwrap(self), _sizes(dims)))
+def permute(self, *args, dims=None) -> Tensor:
+    """The dims reordered: ``permute(2, 0, 1)``, ``permute((2, 0, 1))`` or ``dims=``."""
+    if dims is not None:
+        if args:
+            raise TypeError("permute(): give the dims positionally or as dims=, not both.")
+        args = (dims,)
+    return _wrap(anp.transpose(_unwrap(self), _sizes(args)))
 
 
 def t(self) -> Tensor:

@@ -473,10 +473,24 @@ class Tensor:
     def imag(self) -> Tensor:
         return link_view(self, _wrap(anp.imag(_unwrap(self))))
 
-    def transpose(self, dim0: int, dim1: int) -> Tensor:
-        """The Tensor with dims ``dim0`` and ``dim1`` swapped (PyTorch's meaning, not
-        NumPy's ``transpose(axes)``; ``permute`` reorders all dims)."""
-        return link_view(self, _wrap(anp.swapaxes(_unwrap(self), dim0, dim1)))
+    def transpose(self, *axes, **dims) -> Tensor:
+        """PyTorch's ``transpose(dim0, dim1)``: those two dims swapped. Any other call is
+        NumPy's: ``transpose()`` reverses the dims, ``transpose(axes)`` and
+        ``transpose(*axes)`` reorder them all (as ``permute``). Two ints are always
+        PyTorch's: NumPy's ``a.transpose(0, 1)`` of a 2-d array, the identity, is
+        ``transpose((0, 1))`` here."""
+        if dims:  # PyTorch's keywords: transpose(dim0=0, dim1=1), transpose(0, dim1=1)
+            names = ("dim0", "dim1")[len(axes):]
+            if set(dims) != set(names):
+                raise TypeError(f"transpose(): takes dim0 and dim1 (PyTorch's) or NumPy's "
+                                f"axes; got the keywords {sorted(dims)} after {len(axes)} "
+                                f"positional dims.")
+            axes = axes + tuple(dims[name] for name in names)
+        if len(axes) == 2 and not any(isinstance(a, (tuple, list)) for a in axes):
+            return link_view(self, _wrap(anp.swapaxes(_unwrap(self), *axes)))
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+            axes = axes[0]  # (NumPy's one sequence, or None: reversed)
+        return link_view(self, _wrap(anp.transpose(_unwrap(self), tuple(axes) if axes else None)))
 
     def astype(self, dtype) -> Tensor:
         return _wrap(array_astype(_unwrap(self), dtype))

@@ -8,6 +8,7 @@ broadcasting rule uses; ``broadcast_tangent`` is its forward-mode mirror.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as _np
@@ -121,7 +122,11 @@ def unbroadcast(g, x):
         lead = len(g_shape) - len(shape)
         inner = tuple(lead + i for i, n in enumerate(shape) if n == 1 and g_shape[lead + i] != 1)
         if inner:
-            g = anp.sum(g, axis=tuple(range(lead)) + inner, keepdims=True)
+            summed = None
+            if not lead and len(inner) == 1 and type(g) is _ndarray:
+                summed = _pairs_summed(g, inner[0])
+            g = anp.sum(g, axis=tuple(range(lead)) + inner, keepdims=True) \
+                if summed is None else summed
         elif lead == 1 and type(g) is _ndarray and len(g_shape) == 2 and g_shape[1] > 1 \
                 and g.dtype in _ROWS_SUMMED_DTYPES and g.flags.c_contiguous:
             summed = _np.einsum("ij->j", g)  # (see _rows_summed)
@@ -144,6 +149,66 @@ def unbroadcast(g, x):
 # the rows are summed again by add.reduce, for NumPy's warnings and errors (and jit's
 # program, which sums by add.reduce, then warns as eager evaluation does).
 _ROWS_SUMMED_DTYPES = (_np.dtype(_np.float64), _np.dtype(_np.float32))
+
+# pair_sum: the sum over one axis of a C-ordered float array whose later axes hold two
+# entries (gmm at d = 2: mu's (k, 1, 2) broadcast over n in x - mu), which NumPy's
+# add.reduce adds along the axis in order, from 0.0, with one call of its inner loop per
+# pair (270 µs at (25, 1000, 2)). Seen as complex numbers, the pairs are one array of
+# (outer, n); its transpose copied, einsum adds its n rows in order in one loop (22 µs),
+# the same bits. For outer == 1 that transpose is one contiguous column, which einsum sums
+# pairwise while NumPy's reduce does not: add.accumulate's last entry is the in-order sum
+# there. ``exact_pair_sum`` checks both against this NumPy once per dtype. Neither form
+# reports NumPy's floating-point errors as add.reduce would (einsum none): where a sum is
+# not finite, its callers ask NumPy's reduce (the eager rule) or eager evaluation (jit's
+# kernel). Used by unbroadcast here and by jit's emitted programs (jit/_kernels.py).
+_COMPLEX_OF = {_np.dtype(_np.float64): _np.complex128, _np.dtype(_np.float32): _np.complex64}
+_PAIRS_SUMMED_MIN_SIZE = 256  # (below it NumPy's own reduce costs less)
+
+
+def _pairs_summed(g, axis: int):
+    """``np.sum(g, axis=axis, keepdims=True)`` by ``pair_sum``, or None where that form
+    does not apply, does not give this NumPy's bits, or a sum is not finite."""
+    g_shape = g.shape
+    outer = math.prod(g_shape[:axis])
+    # (not outer == 1: accumulate's form there would report its errors, then the reduce)
+    if g_shape[axis + 1:] != (2,) or g.size < _PAIRS_SUMMED_MIN_SIZE or outer < 2 or \
+            g.dtype not in _COMPLEX_OF or not g.flags.c_contiguous or \
+            not exact_pair_sum(g.dtype):
+        return None
+    summed = pair_sum(g, outer, g_shape[axis])
+    if not _np.isfinite(summed).all():
+        return None
+    return summed.reshape(g_shape[:axis] + (1,) + g_shape[axis + 1:])
+
+
+def pair_sum(a, outer: int, n: int):
+    """``np.add.reduce(a.reshape(outer, n, 2), 1)`` of a C-ordered float64/float32 array
+    ``a``, with NumPy's bits where ``exact_pair_sum(a.dtype)`` holds, as (outer, 2)."""
+    pairs = a.reshape(outer, n, 2).view(_COMPLEX_OF[a.dtype])[:, :, 0]
+    if outer == 1:
+        summed = _np.add.accumulate(pairs, 1)[:, -1] + 0.0  # (from 0.0: -0.0 + 0.0)
+    else:
+        summed = _np.einsum("ij->j", _np.ascontiguousarray(pairs.T))
+    return _np.ascontiguousarray(summed).view(a.dtype).reshape(outer, 2)
+
+
+@functools.cache
+def exact_pair_sum(dtype) -> bool:
+    """Whether this NumPy's add.reduce over an axis followed by two entries gives
+    ``pair_sum``'s bits: checked once per dtype, with 5 rows and with 1, on sums whose
+    order shows in their last bits, and on signed zeros (a sum of -0.0s is 0.0), inf and
+    nan."""
+    rng = _np.random.default_rng(37)
+    a = (rng.standard_normal((5, 300, 2)) * _np.exp2(rng.integers(-30, 30, (5, 300, 2)))
+         ).astype(dtype)
+    a[0] = -0.0
+    a[1, :, 0] = -0.0
+    a[1, 5, 0] = 0.0
+    a[2, :3, 1] = [_np.inf, -_np.inf, 1.0]
+    a[2, 7, 0] = _np.nan
+    with _np.errstate(all="ignore"):
+        return all(_np.add.reduce(b, 1).tobytes() == pair_sum(b, len(b), 300).tobytes()
+                   for b in (a, a[:1], a[1:2], a[3:4]))
 
 
 def _boxed_scalars(g, x) -> bool:
@@ -362,11 +427,12 @@ def binary_rule(argnum: int, partial=None, negated: bool = False):
     return vjp
 
 
-def linear(fun, vjp_rule, reads: tuple | None = None) -> None:
-    """A function linear in its first argument: the JVP applies ``fun`` to the tangent.
-    ``reads``: see ``defvjp_direct``."""
+def linear(fun, vjp_rule, reads: tuple | None = None, jvp_rule=None) -> None:
+    """A function linear in its first argument: the JVP applies ``fun`` to the tangent
+    (or ``jvp_rule(t, ans, x, ...)``, for a ``fun`` whose map depends on x's memory layout:
+    the tangent's is not x's). ``reads``: see ``defvjp_direct``."""
     defvjp_direct(fun, vjp_rule, reads=reads)
-    defjvp_direct(fun, lambda g, ans, x, *args, **kwargs: fun(g, *args, **kwargs))
+    defjvp_direct(fun, jvp_rule or (lambda g, ans, x, *args, **kwargs: fun(g, *args, **kwargs)))
     deftaylor_linear(fun)
 
 

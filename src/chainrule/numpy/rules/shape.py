@@ -177,6 +177,96 @@ def _reshape(g, shape, order):
     return anp.reshape(g, shape) if order == "C" else anp.reshape(g, shape, order=order)
 
 
+# ----------------------------------------------------------------------------- memory order
+# reshape's and ravel's order "A" (and ravel's "K") read x in an order set by x's memory
+# layout. A tangent or cotangent is laid out in C order whatever x's layout, so the rules
+# (and the maps of positions of the batched JVP and the sparsity) take the order NumPy took
+# on x, read once from x's shape and strides: an array, a box's value, jit's staged value.
+def _contiguous(shape, strides, itemsize) -> bool:
+    """NumPy's C-contiguous flag (axes of length 1 take any stride; empty arrays are)."""
+    if 0 in shape:
+        return True
+    step = itemsize
+    for n, stride in zip(reversed(shape), reversed(strides)):
+        if n != 1:
+            if stride != step:
+                return False
+            step *= n
+    return True
+
+
+def _kept_axes(shape, strides) -> tuple:
+    """The axes, outermost first, in which NumPy's iterator reads an array with order "K"
+    (``ravel(x, "K") == ravel(transpose(x, axes))``): a stable insertion sort by |stride|
+    where a zero stride (a broadcast or length-1 axis) is not compared; axes running
+    backwards stay backwards."""
+    strides = [0 if n == 1 else s for n, s in zip(shape, strides)]
+    perm = list(range(len(shape)))[::-1]  # innermost first, as the iterator sorts
+    for i in range(1, len(perm)):
+        moved, to = strides[perm[i]], i
+        for j in range(i - 1, -1, -1):
+            other = strides[perm[j]]
+            if moved and other:
+                if abs(other) <= abs(moved):
+                    break
+                to = j
+        perm.insert(to, perm.pop(i))
+    return tuple(reversed(perm))
+
+
+def read_order(x, order, batched: bool = False):
+    """The order in which NumPy's reshape/ravel reads ``x`` given ``order``: "C" or "F"
+    ("A": "F" where x is Fortran- and not C-contiguous), or for "K" the axes of
+    ``_kept_axes`` ("C" where those are in order). Other orders are passed on as given
+    (NumPy's own call raises on the bad ones, and on reshape's "K"). ``batched``: x is a
+    batch, read the layout of its examples (vmap's ``x[i]``)."""
+    if order is None:
+        return "C"
+    if not isinstance(order, str) or order.upper() not in ("A", "K"):
+        return order
+    value = getval(x)
+    strides = getattr(value, "strides", None)
+    if strides is None:  # a list or a number: NumPy reads it as the C array it makes
+        return "C"
+    shape, strides = tuple(value.shape)[batched:], tuple(strides)[batched:]
+    if order.upper() == "K":
+        axes = _kept_axes(shape, strides)
+        return "C" if axes == tuple(range(len(shape))) else axes
+    itemsize = _np.dtype(value.dtype).itemsize
+    fortran = _contiguous(shape[::-1], strides[::-1], itemsize)
+    return "F" if fortran and not _contiguous(shape, strides, itemsize) else "C"
+
+
+def _moved(v, x, shape, order):
+    """``v``, shaped as ``x`` and laid out in C order, reshaped to ``shape`` reading its
+    elements in the order NumPy reads ``x`` with ``order``."""
+    if order != "C":  # (the common call reads no layout)
+        order = read_order(x, order)
+        if isinstance(order, tuple):  # (ravel's "K")
+            return anp.reshape(anp.transpose(v, order), shape)
+    return _reshape(v, shape, order)
+
+
+def _moved_back(g, x, order):
+    """The VJP of ``_moved``: ``g`` put back in ``x``'s shape, each element where it was read."""
+    if order != "C":
+        order = read_order(x, order)
+        if isinstance(order, tuple):
+            laid = anp.reshape(g, tuple(shape_of(x)[i] for i in order))
+            return anp.transpose(laid, tuple(_np.argsort(order).tolist()))
+    return _reshape(g, shape_of(x), order)
+
+
+def _reshape_moves(v, x, shape=None, order="C", **kwargs):
+    if shape is None:  # (NumPy's deprecated keyword)
+        shape = kwargs["newshape"]
+    return _moved(v, x, shape, order)
+
+
+def _ravel_moves(v, x, order="C"):
+    return _moved(v, x, (-1,), order)
+
+
 def _inverse_axes(axes, ndim):
     if axes is None:
         return None
@@ -218,19 +308,30 @@ def _batched_gather(t, source, start: int, size: int, ans):
     return match_dtype(array_getitem(flat, (slice(None), local)), ans)
 
 
-def gathered_in_batches(fun) -> None:
+def gathered_in_batches(fun, moves=None) -> None:
     """A batched JVP for ``fun`` that only moves, copies or drops the elements of its first
     argument (reshape, transpose, indexing ...): where each output element comes from is
     found once, by applying ``fun`` to the argument's flat positions, and every tangent of
-    the batch is gathered from there in one call."""
+    the batch is gathered from there in one call. ``moves(v, x, *args, **kwargs)``: ``fun``
+    applied to ``v``, shaped as ``x`` and laid out in C order, as NumPy applies it to ``x``
+    (for a ``fun`` that reads x's memory layout: reshape's and ravel's orders)."""
     raw = fun.fun
 
+    def source(x, args, kwargs):
+        through = raw if moves is None else (
+            lambda v, *args, **kwargs: moves(v, x, *args, **kwargs))
+        return positions_through(through, (x, *args), kwargs, 0)
+
     def rule(t, ans, x, *args, **kwargs):
-        source = positions_through(raw, (x, *args), kwargs, 0).astype(_np.intp)
-        return _batched_gather(t, source, 1, int(_np.prod(shape_of(x))), ans)
+        return _batched_gather(t, source(x, args, kwargs).astype(_np.intp), 1,
+                               int(_np.prod(shape_of(x))), ans)
+
+    def pattern(argnum, ans, args, kwargs):  # the same map of positions
+        return source_pattern(source(args[0], args[1:], kwargs), 1,
+                              int(_np.size(getval(args[0]))), int(_np.size(ans)))
 
     defjvp_batched(fun, rule)
-    defsparsity(fun, copy_rule(raw, only=(0,)))  # the same map of positions
+    defsparsity(fun, shapes_only(pattern, lambda n: (0,)))  # (reads the rest: the index)
 
 
 def _selection_vjp(g, source, offsets, total, argnum, x):
@@ -749,7 +850,7 @@ def _squeeze_batch(values, batched, kwargs):
 
 def _reshape_batch(values, batched, kwargs):
     order = values[2] if len(values) > 2 else kwargs.get("order", "C")
-    if not only_first(batched) or order != "C":
+    if not only_first(batched) or read_order(values[0], order, batched=True) != "C":
         return NotImplemented
     shape = values[1] if len(values) > 1 else kwargs.get("shape", kwargs.get("newshape"))
     shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
@@ -759,7 +860,8 @@ def _reshape_batch(values, batched, kwargs):
 
 
 def _ravel_batch(values, batched, kwargs):
-    if len(values) > 1 or kwargs.get("order", "C") != "C":
+    order = values[1] if len(values) > 1 else kwargs.get("order", "C")
+    if read_order(values[0], order, batched=True) != "C":  # (F, or "K" reordering axes)
         return NotImplemented
     return flat_examples(values[0])
 
@@ -1033,13 +1135,19 @@ def _subscript(vals, texts, kwtexts):
 # multilinear: a product of two).
 # ----------------------------------------------------------------------------- reshaping
 # (``gathered_in_batches``: the batched JVP and the sparsity, from the map of positions)
-linear(anp.reshape,      lambda g, ans, x, shape=None, order="C", **k: _reshape(g, shape_of(x), order))
-gathered_in_batches(anp.reshape)
+# (order "A", ravel's "K": the order NumPy reads x in, from x's layout: ``read_order``; the
+# JVPs call NumPy's function directly in the common order "C", ~5% of a chain of reshapes)
+linear(anp.reshape,      lambda g, ans, x, shape=None, order="C", **k: _moved_back(g, x, order),
+       jvp_rule=lambda t, ans, x, shape=None, order="C", **k: anp.reshape(t, shape)
+       if order == "C" and shape is not None else _reshape_moves(t, x, shape, order, **k))
+gathered_in_batches(anp.reshape, _reshape_moves)
 defbatch(anp.reshape,    _reshape_batch)
 deflowering(anp.reshape, _reshape_method)  # the ndarray method (jit)
 defsilent(anp.reshape)   # neither raises nor warns (jit may leave it out)
-linear(anp.ravel,        lambda g, ans, x, order="C": _reshape(g, shape_of(x), order))
-gathered_in_batches(anp.ravel)
+linear(anp.ravel,        lambda g, ans, x, order="C": _moved_back(g, x, order),
+       jvp_rule=lambda t, ans, x, order="C": anp.ravel(t) if order == "C" else _ravel_moves(
+           t, x, order))
+gathered_in_batches(anp.ravel, _ravel_moves)
 defbatch(anp.ravel,      _ravel_batch)
 defsilent(anp.ravel)
 linear(anp.squeeze,      lambda g, ans, x, *a, **k: anp.reshape(g, shape_of(x)))
