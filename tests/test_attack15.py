@@ -140,12 +140,10 @@ def _sum_of_row_sums_of_squares(x):
     return np.sum(np.sum(x * x, axis=1))
 
 
-@pytest.mark.xfail(strict=True, reason="older (main too), left by fixes15's warn-once: a "
-                   "kernel (_kernels.lane_sum) runs in strict(), so its overflow makes the "
-                   "program answer RAISED after an earlier line (the multiply) called NumPy's "
-                   "errcall; eager re-evaluation calls it again (4 calls, NumPy 3)")
 @pytest.mark.parametrize("state", [dict(all="call"), dict(over="call")])
 def test_jit_kernel_that_overflows_after_an_earlier_error_calls_the_errcall_as_eager(state):
+    # (older, fixed: a state that calls out runs the program in strict(), so a kernel's
+    # strict error after a line that called out no longer has eager evaluation call again)
     x = onp.random.default_rng(0).normal(size=(2000, 3)) * 1e154  # (x * x overflows)
     want = _observed(_sum_of_row_sums_of_squares, x, **state)
     assert len(want[2]) == 3

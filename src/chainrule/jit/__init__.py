@@ -40,7 +40,7 @@ from .._core.tracer import check_not_leaked, front_ends, isbox, trace_leaves
 from . import _check, _effects, _staging
 from ._check import JitCheckError
 from ._emit import emit, emit_at_first_run, emit_straight, warn_large
-from ._errstate import strict, tells_and_raises, warning_only
+from ._errstate import strict, runs_strictly, warning_only
 from ._notices import JitWarning, user_stacklevel
 from ._program import MISS, RAISED, Program, copied_together
 from ._readable import readable
@@ -352,9 +352,9 @@ class JittedFunction:
         if entry is not None:
             if entry.eager:
                 return self._eager_call(args, kwargs, dyn)
-            strictly = tells_and_raises()
+            strictly = runs_strictly()
             for program in entry.variants:
-                if strictly:  # (see _errstate.tells_and_raises: the program tells nothing)
+                if strictly:  # (see _errstate.runs_strictly: the program tells nothing)
                     with strict():
                         out = program.call(*dyn)
                 else:

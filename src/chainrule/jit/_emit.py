@@ -535,7 +535,7 @@ def _template(raw, fun, entry, node: StagingNode, vals: list, slots: list, kwmap
     elementwise = _elementwise_array(raw, node, vals) and code.endswith(")")
     if elementwise:  # (a plain call of the ufunc takes its ``out`` by position: cheaper)
         ufunc = raw if isinstance(raw, _np.ufunc) else raw.ufunc
-        if len(holes) == ufunc.nin and ufunc not in _OUT_BY_KEYWORD and \
+        if len(holes) == ufunc.nin and _takes_positional_out(ufunc) and \
                 code == f"{fun_name(ufunc)}({', '.join(holes)})":
             elementwise = POSITIONAL_OUT
     view = not elementwise and array and not entry.new_array
@@ -576,8 +576,19 @@ def _by_identity(made: tuple, traced: int, fun_name) -> tuple:
         (code, *key[1:])
 
 
-# ufuncs whose positional out NumPy 2.4 deprecates (a third operand, it warns)
-_OUT_BY_KEYWORD = frozenset([_np.maximum, _np.minimum])
+@functools.cache
+def _takes_positional_out(ufunc: _np.ufunc) -> bool:
+    """Whether this NumPy takes ``ufunc``'s ``out`` by position without a warning (NumPy
+    2.4 deprecates it for ``maximum`` and ``minimum``, whose third operand it warns of),
+    asked once per ufunc on arrays of one float."""
+    operands = [_np.zeros(1) for _ in range(ufunc.nin + ufunc.nout)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            ufunc(*operands)
+        except Exception:  # (a DeprecationWarning, or a ufunc not for floats: by keyword)
+            return False
+    return True
 
 # ufuncs whose Python int operand may be written as a float where the others are floats
 _INT_AS_FLOAT = frozenset([_np.add, _np.subtract, _np.multiply, _np.divide])

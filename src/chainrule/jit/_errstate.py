@@ -56,20 +56,27 @@ def _strict(modes: dict) -> dict:
 # ``with strict():`` runs its block in ``_strict``'s settings: for a faster form of a NumPy
 # call (``_kernels``), whose error then makes the program evaluate the call eagerly, with
 # NumPy's own warning or error; and for a program where the caller's state both raises on
-# one error and tells of another (``tells_and_raises``).
+# one error and tells of another, or calls out (``runs_strictly``).
 strict = derived_settings(_strict)
 
 
-def _tells_and_raises(modes: dict) -> bool:
-    """Whether the current error state raises on some error and tells of another (warns,
-    calls out, logs, prints): a program that told of one error, then raised on another,
-    would be evaluated again eagerly, which tells again (NumPy tells once). Such a call's
-    program runs in ``strict()``: the first error makes it answer RAISED, untold."""
+def _runs_strictly(modes: dict) -> bool:
+    """Whether a program runs in ``strict()``, its first floating-point error making it
+    answer RAISED, untold, for eager evaluation to tell of it once, as NumPy does: where
+    the current error state raises on some error and tells of another (warns, calls out,
+    logs, prints: a program that told of one error, then raised on another, would be
+    evaluated again eagerly, which tells again), and where it calls out on some error (a
+    callback, a log, a print: after a line that called it, a faster form's strict error,
+    ``_kernels``, hands the call to eager evaluation, which calls it again). A
+    transform's own ``log``, which only warns at the user's line, is a warning."""
     kinds = set(modes.values())
-    return "raise" in kinds and bool(kinds & {"warn", "call", "log", "print"})
+    if "log" in kinds and np.geterrcall() is WARN_AT_USER_LINE:
+        kinds = (kinds - {"log"}) | {"warn"}
+    return bool(kinds & {"call", "log", "print"}) or (
+        "raise" in kinds and "warn" in kinds)
 
 
-tells_and_raises = remembered(_tells_and_raises)
+runs_strictly = remembered(_runs_strictly)
 
 
 def _warning_only(modes: dict) -> dict | None:

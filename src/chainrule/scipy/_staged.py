@@ -18,7 +18,7 @@ from typing import Any
 import numpy as _np
 
 from ..jit import MISS, StagingError, jit
-from ..jit._errstate import strict, tells_and_raises
+from ..jit._errstate import strict, runs_strictly
 
 # Python decisions on traced values (``if t > 1``) make variants; past this many for one
 # solve the function is taken to decide on its inputs' values and runs eagerly.
@@ -60,8 +60,8 @@ class Staged:
             key = _signature(args)  # (None for traced arguments)
             if key is not None and key == self.signature:
                 # (a lighter key than jit's own, which would cost as much as the program)
-                if tells_and_raises():  # (a program that told, then raised, would be
-                    with strict():      # run again by jit, then eagerly: told twice)
+                if runs_strictly():  # (see jit's: a program that told, then raised,
+                    with strict():   # would be run again by jit, then eagerly: told twice)
                         out = self._run(args)
                 else:
                     out = self._run(args)
