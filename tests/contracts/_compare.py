@@ -221,6 +221,20 @@ def dot_spread(g, v) -> float:
 
 
 # ------------------------------------------------------------------------ aliasing
+def overflowed(value, reverse: float, forward: float) -> bool:
+    """Whether the two modes differ by the order of IEEE arithmetic on infinities: the program's
+    value overflowed (it is not finite) and one mode's derivative is not finite either. Then
+    the derivative's intermediates are infinite too, and each mode sums them in its own
+    order (modes case 5,360 of seed 0, tests/test_taylor12.py; fill case 7,279 of seed 77):
+    for exp(v) = inf with v = 1000 (x^2 + x) at x = -6, forward mode multiplies inf by the
+    chain's finite 1000 (2x + 1) and answers -inf, reverse mode sends inf back along x's
+    three uses, inf * x + inf * x + inf = nan; along a direction forward mode's 0 * inf is
+    nan where reverse mode's derivative is 0. (The exact derivative e^v 1000 (2x + 1) is
+    beyond float64: -inf is its rounding, which no reverse sweep's sum can give.)"""
+    return not onp.all(onp.isfinite(value)) and not (onp.isfinite(reverse)
+                                                      and onp.isfinite(forward))
+
+
 def array_leaves(tree: Any) -> list[onp.ndarray]:
     """Every NumPy array inside ``tree`` (dicts, lists, tuples, dataclasses)."""
     found: list[onp.ndarray] = []

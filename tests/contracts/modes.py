@@ -19,7 +19,15 @@ import numpy as onp
 import chainrule
 
 from . import _programs as programs
-from ._compare import Outcome, differences, dot_spread, snapshot, unchanged, within_spread
+from ._compare import (
+    Outcome,
+    differences,
+    dot_spread,
+    overflowed,
+    snapshot,
+    unchanged,
+    within_spread,
+)
 from ._programs import Program
 from ._runner import Refusal
 
@@ -74,7 +82,7 @@ def _check_at(p: Program, x, s) -> list[str]:
     p.reset()
     _, tangent = chainrule.jvp(lambda z: p.fn(z, s), (x,), (u,))
     reverse = float(onp.dot(g, u))
-    if not _close(reverse, float(tangent), 1e-10, 1e-12) and not _overflowed(
+    if not _close(reverse, float(tangent), 1e-10, 1e-12) and not overflowed(
             value, reverse, float(tangent)) and not within_spread(
             float(tangent), reverse, dot_spread(g, u), 1e-10, 1e-12):
         out.append(f"reverse mode {reverse!r} and forward mode {float(tangent)!r} differ")
@@ -88,20 +96,6 @@ def _check_at(p: Program, x, s) -> list[str]:
         if not _close(reverse, fd, 1e-5, 1e-6):
             out.append(f"reverse mode {reverse!r} and central differences {fd!r} differ")
     return out
-
-
-def _overflowed(value, reverse: float, forward: float) -> bool:
-    """Whether the two modes differ by the order of IEEE arithmetic on infinities: the
-    program's value overflowed (it is not finite) and one mode's derivative is not finite
-    either. Then the derivative's intermediates are infinite too, and each mode sums them
-    in its own order (case 5,360 of seed 0; tests/test_taylor12.py): for exp(v) = inf with
-    v = 1000 (x^2 + x) at x = -6, forward mode multiplies inf by the chain's finite
-    1000 (2x + 1) and answers -inf, reverse mode sends inf back along x's three uses,
-    inf * x + inf * x + inf = nan; along a direction forward mode's 0 * inf is nan where
-    reverse mode's derivative is 0. (The exact derivative e^v 1000 (2x + 1) is beyond
-    float64: -inf is its rounding, which no reverse sweep's sum can give.)"""
-    return not onp.all(onp.isfinite(value)) and not (onp.isfinite(reverse)
-                                                      and onp.isfinite(forward))
 
 
 def _refused(error: BaseException | None) -> bool:

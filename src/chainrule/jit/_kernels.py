@@ -65,11 +65,6 @@ from ..numpy.rules.shape import untake
 from ._errstate import strict
 from ._staging import ArrayMeta
 
-try:
-    from numpy._core._ufunc_config import _extobj_contextvar as _STATE
-except ImportError:  # pragma: no cover (NumPy before 2.0)
-    _STATE = None
-
 _GETITEM = array_getitem.fun
 WHERE = _where.fun
 
@@ -83,33 +78,6 @@ SUM_MIN_SIZE = 1024
 # indicator_divide and negated_sum save a pass over the array for some µs of checks
 INDICATOR_MIN_SIZE = 16384
 NEGATED_MIN_SIZE = 32768
-
-
-class _Strict:
-    """``_errstate.strict()``'s error state, set and reset on NumPy's context variable
-    without ``np.errstate``'s Python (1-2 µs a use, four uses in gmm's gradient at d=2):
-    per caller's state, the state ``strict()`` makes, read once inside it."""
-
-    __slots__ = ("token",)
-    last: tuple = (object(), None)  # the caller's state seen last, and strict()'s for it
-
-    def __enter__(self) -> None:
-        if _STATE is None:  # pragma: no cover
-            self.token = strict()
-            self.token.__enter__()
-            return
-        current = _STATE.get()
-        last = _Strict.last  # (one read of one tuple: threads each write a true pair)
-        if current is not last[0]:
-            with strict():
-                last = _Strict.last = (current, _STATE.get())
-        self.token = _STATE.set(last[1])
-
-    def __exit__(self, *exc_info) -> None:
-        if _STATE is None:  # pragma: no cover
-            self.token.__exit__(*exc_info)
-        else:
-            _STATE.reset(self.token)
 
 
 def lanes(ufunc: np.ufunc, shape: tuple, dtype: np.dtype, *operands: Any,
@@ -126,13 +94,13 @@ def lanes(ufunc: np.ufunc, shape: tuple, dtype: np.dtype, *operands: Any,
         # pairs added or subtracted as complex numbers: part by part, the same operations
         # (gmm's x - mu at d=2), in one call whose inner loop is long and contiguous
         pairs = _COMPLEX[dtype]
-        with _Strict():
+        with strict():
             ufunc(*[op.view(pairs)[..., 0] for op in operands], out=out.view(pairs)[..., 0])
         return out
     columns = [[op] * n if not isinstance(op, np.ndarray) or not op.ndim else
                [op[..., c] for c in range(n)] if op.shape[-1] == n else [op[..., 0]] * n
                for op in operands]
-    with _Strict():
+    with strict():
         for c, args in enumerate(zip(*columns)):
             ufunc(*args, out=out[..., c])
     return out
@@ -145,7 +113,7 @@ def lane_sum(a: np.ndarray, shape: tuple | None = None) -> np.ndarray:
     added as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the rest in order;
     all added to 0.0 (a sum of -0.0s is 0.0). ``shape``: the answer's (``keepdims``)."""
     n = a.shape[-1]
-    with _Strict():
+    with strict():
         if n < 8:
             total = np.add(a[..., 0], a[..., 1])
             for c in range(2, n):
@@ -176,7 +144,7 @@ def pair_sum(a: np.ndarray, outer: int, n: int, shape: tuple) -> np.ndarray:
     reports no floating-point error), by NumPy's reduce itself, whose error makes the
     program hand the call to eager evaluation. ``outer``/``n``: the sizes before the
     axis and of it; ``shape``: the answer's."""
-    with _Strict():  # (accumulate's form, for one row, raises its errors itself)
+    with strict():  # (accumulate's form, for one row, raises its errors itself)
         summed = rules_pair_sum(a, outer, n)
         if not np.isfinite(summed).all():
             summed = np.add.reduce(a.reshape(outer, n, 2), 1)
@@ -210,7 +178,7 @@ def negated_sum(reduce: Any, x: np.ndarray, *args: Any, **kwargs: Any) -> Any:
     is the negated partial sum, but for zeros (x + -x is +0.0 either way) and nan (whose
     sign an addition of infinities sets): where the total is zero or nan, the negated
     terms are summed."""
-    with _Strict():
+    with strict():
         total = np.negative(reduce(x, *args, **kwargs))
     if (total != 0).all() and not np.isnan(total).any():
         return total
