@@ -196,3 +196,21 @@ def test_a_constant_fortran_array_keeps_its_layout_for_the_vjp_as_under_jit():
     eager = g(X, chol, w)
     same(cr.jit(g)(X, chol, w), eager)
     assert list(onp.signbit(eager)) == [True, True, False]
+
+
+@pytest.mark.parametrize("make", [lambda a: a.reshape(3, 4)[:, ::2], lambda a: a[::-3],
+                                  lambda a: a.reshape(2, 3, 2).transpose(2, 0, 1)[:, :, ::-1]])
+def test_check_mode_copies_a_strided_argument_with_its_strides(make):
+    """jit(f, check=True) runs f eagerly on copies of the arguments laid out as theirs
+    (jit/_check.same_layout_copy): on NumPy 2 its np.byte_bounds was gone (AttributeError
+    for any argument neither C- nor F-contiguous; explain's check met it too)."""
+    from chainrule.jit._check import same_layout_copy
+
+    x = make(onp.arange(12.0) * 0.37 - 1.0)
+    copy = same_layout_copy(x)
+    assert copy.strides == x.strides and not onp.shares_memory(copy, x)
+    onp.testing.assert_array_equal(copy, x)
+    f = lambda a: np.sum(np.sin(a) * a)  # noqa: E731
+    jf = cr.jit(f, check=True)
+    for _ in range(2):
+        assert onp.asarray(jf(x)).tobytes() == onp.asarray(f(x)).tobytes()

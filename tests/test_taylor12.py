@@ -254,7 +254,7 @@ def _overflowing(x, where):
 
 @pytest.mark.parametrize("where", [False, True])
 def test_modes_at_an_overflowed_value_differ_by_ieee_order_alone(where):
-    from tests.contracts import modes
+    from tests.contracts._compare import overflowed
 
     x = onp.array([-6.0, -0.5, 0.001])
     f = lambda z: _overflowing(z, where)  # noqa: E731
@@ -268,9 +268,9 @@ def test_modes_at_an_overflowed_value_differ_by_ieee_order_alone(where):
     assert forward[0] == -onp.inf  # inf * (finite chain first)
     assert onp.isnan(forward[1:]).all()  # 0 * inf: forward's tangent 0 times exp(v) = inf
     # the contract compares them only where both are finite at an overflowed value
-    assert modes._overflowed(f(x), float(reverse @ onp.ones(3)), -onp.inf)
-    assert not modes._overflowed(1.0, onp.nan, -onp.inf)  # (a finite value: compared)
-    assert not modes._overflowed(onp.inf, 1.0, 2.0)  # (both finite: compared)
+    assert overflowed(f(x), float(reverse @ onp.ones(3)), -onp.inf)
+    assert not overflowed(1.0, onp.nan, -onp.inf)  # (a finite value: compared)
+    assert not overflowed(onp.inf, 1.0, 2.0)  # (both finite: compared)
 
 
 # ----------------------------------------------------------------------------- poles, nested
