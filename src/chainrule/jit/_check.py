@@ -21,6 +21,11 @@ from typing import Any
 
 import numpy as np
 
+try:
+    from numpy.lib.array_utils import byte_bounds
+except ImportError:  # (NumPy 1)
+    from numpy import byte_bounds
+
 from ._notices import JitWarning
 from ._staging import SourcedNode
 
@@ -187,16 +192,11 @@ def _compare_sharing(want: Any, got: Any, want_inputs: list, got_inputs: list,
                              f"{_sharing(y, v)}")
 
 
-# (NumPy 2 moved it: np.byte_bounds is gone there)
-_byte_bounds = getattr(getattr(np.lib, "array_utils", None), "byte_bounds", None) or \
-    getattr(np, "byte_bounds", None)
-
-
 def same_layout_copy(a: np.ndarray) -> np.ndarray:
     """A copy of ``a`` with its strides (a reduction over it adds in the same order)."""
     if a.flags.c_contiguous or a.flags.f_contiguous or a.size == 0:
         return a.copy(order="K")
-    low, high = _byte_bounds(a)
+    low, high = byte_bounds(a)
     start = a.__array_interface__["data"][0] - low
     if start % a.itemsize:
         return a.copy(order="K")

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as _np
 
 from ..jit import MISS, StagingError, jit
-from ..jit._errstate import strict, runs_strictly
+from ..jit._errstate import runs_strictly, strict
 
 # Python decisions on traced values (``if t > 1``) make variants; past this many for one
 # solve the function is taken to decide on its inputs' values and runs eagerly.
