@@ -590,6 +590,7 @@ def _takes_positional_out(ufunc: _np.ufunc) -> bool:
             return False
     return True
 
+
 # ufuncs whose Python int operand may be written as a float where the others are floats
 _INT_AS_FLOAT = frozenset([_np.add, _np.subtract, _np.multiply, _np.divide])
 
