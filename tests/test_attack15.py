@@ -157,13 +157,8 @@ def _mapped_slices(x):
     return cr.vmap(lambda c: c[0:2] * c[2])(x)
 
 
-@pytest.mark.xfail(strict=True, reason="older (main too; numpy_boxes._as_view, eager15's "
-                   "file): under jit a batched run's x[i] asks np.may_share_memory of a "
-                   "staged buffer, which dispatches to the box's __array_function__ and "
-                   "raises TypeError ('no derivative rule for numpy.may_share_memory'); vmap "
-                   "falls back to the per-example loop with a VmapFallbackWarning eager "
-                   "evaluation does not give (GradBench ba's jitted jacobian after warm-up)")
 def test_jit_of_vmap_taking_a_slice_runs_batched_as_eager_does():
+    # (older, fixed: numpy_boxes._memory_of reads a buffer's value for may_share_memory)
     from chainrule._transforms.vmap import batched_runs_first
 
     x = onp.arange(12.0).reshape(4, 3)
@@ -186,3 +181,31 @@ def test_fill_contract_case_7279_of_seed_77():
     report = run(fill, 1, seed=77, start=7279)
     assert report.cases == 1
     assert not report.failures, "\n\n".join(str(f) for f in report.failures)
+
+
+def _written_after_its_slice(c):
+    v = np.zeros(3)  # (a buffer under a trace: chainrule.numpy's constructor)
+    v[:] = c * 2.0
+    s = v[0:2]  # a view of v: sees the write below, as NumPy's does
+    v[1] = c[2] + 7.0
+    return s * c[0]
+
+
+def test_jit_of_vmap_of_a_buffer_written_after_its_slice_is_the_loop():
+    """A view of a buffer taken in a batched run under jit is marked as one (its memory
+    asked of the buffer's value), so a later write into the buffer reaches it, as the
+    per-example loop's NumPy views see theirs."""
+    from chainrule._transforms.vmap import batched_runs_first
+
+    x = onp.arange(12.0).reshape(4, 3) * 0.5 - 1.0
+    want = onp.stack([_written_after_its_slice(c) for c in x])
+    assert want[0, 1] == x[0, 0] * (x[0, 2] + 7.0)
+    with batched_runs_first():
+        jitted = cr.jit(lambda x: cr.vmap(_written_after_its_slice)(x))
+        for y in (x, x[::-1], x):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                got = jitted(y)
+            loop = onp.stack([_written_after_its_slice(c) for c in y])
+            assert got.tobytes() == loop.tobytes()
+    assert want.tobytes() == onp.stack([_written_after_its_slice(c) for c in x]).tobytes()
