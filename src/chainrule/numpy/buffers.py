@@ -50,12 +50,14 @@ from . import numpy_wrapper as anp
 from ._namespace import ufunc_of
 from .batched import aligned
 from .numpy_boxes import (
+    MEMORY_OF,
     WRITES,
     ArrayBox,
     FlatIndexer,
     repeated,
     staged_as_plain,
     stored_as,
+    underlying,
     write_flat,
 )
 
@@ -422,6 +424,11 @@ class Buffer:
         # is (np.fix, np.round, np.sort, np.concatenate of a buffer answer here; np.tile's
         # is a view of memory of its own)
         return _fresh(answer, made_from=self._plain)
+
+
+# (numpy_boxes asks whether an array is a view of a buffer through this: NumPy's
+# may_share_memory of the buffer itself would ask its __array_function__)
+MEMORY_OF[Buffer] = lambda buffer: underlying(buffer._value())
 
 
 def _into_part(part: str, value, old, adding: bool):

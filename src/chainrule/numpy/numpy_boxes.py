@@ -636,9 +636,8 @@ def _memory_of(value):
     raised: vmap then ran its loop under jit); anything else as it is."""
     if type(value) is _np.ndarray:
         return value
-    from .buffers import Buffer  # (buffers is built on this module)
-
-    return underlying(value._value()) if type(value) is Buffer else value
+    read = MEMORY_OF.get(type(value))
+    return value if read is None else read(value)
 
 
 def view_of_traced(f_wrapped, args, kwargs):
@@ -755,8 +754,10 @@ class _Plain:
 
 
 # NumPy's functions that write into their first argument (numpy.copyto -> chainrule's),
-# filled by chainrule.numpy.buffers, which defines them
+# and the array a buffer's value is (Buffer -> a function: ``_memory_of``), filled by
+# chainrule.numpy.buffers, which defines them (and is built on this module)
 WRITES: dict = {}
+MEMORY_OF: dict = {}
 
 
 def _plain_index(index):
