@@ -29,22 +29,24 @@ underflow_heard = remembered(_underflow_heard)
 context = current
 
 
+def _told(modes: dict) -> dict:
+    """NumPy's ``modes`` (``np.geterr()``) with a transform's own ``log`` mode, which only
+    warns at the user's line (``WARN_AT_USER_LINE``), read as ``warn``."""
+    if "log" in modes.values() and np.geterrcall() is WARN_AT_USER_LINE:
+        return {k: "warn" if v == "log" else v for k, v in modes.items()}
+    return modes
+
+
 def modes() -> tuple:
-    """What the current error state does on each error, a transform's own ``log`` mode
-    (which warns at the user's line) read as ``warn``."""
-    own = np.geterrcall() is WARN_AT_USER_LINE
-    return tuple(sorted((k, "warn" if own and v == "log" else v)
-                        for k, v in np.geterr().items()))
+    """What the current error state does on each error (``_told``)."""
+    return tuple(sorted(_told(np.geterr()).items()))
 
 
 def acts() -> bool:
     """Whether the current error state raises or calls out on some error (``raise``,
-    ``call``, ``print``, ``log``), which a program run under the caller's state would not.
-    (A transform's own ``log`` mode, which warns at the user's line, only warns.)"""
-    modes = set(np.geterr().values()) - {"ignore", "warn"}
-    if modes <= {"log"} and np.geterrcall() is WARN_AT_USER_LINE:
-        return False
-    return bool(modes)
+    ``call``, ``print``, ``log``: ``_told``), which a program run under the caller's state
+    would not."""
+    return bool(set(_told(np.geterr()).values()) - {"ignore", "warn"})
 
 
 def _strict(modes: dict) -> dict:
@@ -69,9 +71,7 @@ def _runs_strictly(modes: dict) -> bool:
     callback, a log, a print: after a line that called it, a faster form's strict error,
     ``_kernels``, hands the call to eager evaluation, which calls it again). A
     transform's own ``log``, which only warns at the user's line, is a warning."""
-    kinds = set(modes.values())
-    if "log" in kinds and np.geterrcall() is WARN_AT_USER_LINE:
-        kinds = (kinds - {"log"}) | {"warn"}
+    kinds = set(_told(modes).values())
     return bool(kinds & {"call", "log", "print"}) or (
         "raise" in kinds and "warn" in kinds)
 

@@ -59,7 +59,7 @@ import numpy as np
 
 from ..numpy.numpy_boxes import array_getitem
 from ..numpy.numpy_wrapper import where as _where
-from ..numpy.rules._helpers import exact_pair_sum
+from ..numpy.rules._helpers import COMPLEX_OF, exact_pair_sum
 from ..numpy.rules._helpers import pair_sum as rules_pair_sum
 from ..numpy.rules.shape import untake
 from ._errstate import strict
@@ -88,12 +88,12 @@ def lanes(ufunc: np.ufunc, shape: tuple, dtype: np.dtype, *operands: Any,
     if out is None:
         out = np.empty(shape, dtype)
     n = shape[-1]
-    if n == 2 and (ufunc is np.add or ufunc is np.subtract) and dtype in _COMPLEX and all(
+    if n == 2 and (ufunc is np.add or ufunc is np.subtract) and dtype in COMPLEX_OF and all(
             type(op) is np.ndarray and op.dtype == dtype and op.ndim and op.shape[-1] == 2
             and op.strides[-1] == op.itemsize for op in operands):
         # pairs added or subtracted as complex numbers: part by part, the same operations
         # (gmm's x - mu at d=2), in one call whose inner loop is long and contiguous
-        pairs = _COMPLEX[dtype]
+        pairs = COMPLEX_OF[dtype]
         with strict():
             ufunc(*[op.view(pairs)[..., 0] for op in operands], out=out.view(pairs)[..., 0])
         return out
@@ -149,9 +149,6 @@ def pair_sum(a: np.ndarray, outer: int, n: int, shape: tuple) -> np.ndarray:
         if not np.isfinite(summed).all():
             summed = np.add.reduce(a.reshape(outer, n, 2), 1)
     return summed.reshape(shape)
-
-
-_COMPLEX = {np.dtype(np.float64): np.complex128, np.dtype(np.float32): np.complex64}
 
 
 def indicator_divide(b: np.ndarray, c: Any, shape: tuple,

@@ -161,7 +161,8 @@ _ROWS_SUMMED_DTYPES = (_np.dtype(_np.float64), _np.dtype(_np.float32))
 # reports NumPy's floating-point errors as add.reduce would (einsum none): where a sum is
 # not finite, its callers ask NumPy's reduce (the eager rule) or eager evaluation (jit's
 # kernel). Used by unbroadcast here and by jit's emitted programs (jit/_kernels.py).
-_COMPLEX_OF = {_np.dtype(_np.float64): _np.complex128, _np.dtype(_np.float32): _np.complex64}
+# (a float dtype -> the complex one whose parts it is: pairs of floats seen as one number)
+COMPLEX_OF = {_np.dtype(_np.float64): _np.complex128, _np.dtype(_np.float32): _np.complex64}
 _PAIRS_SUMMED_MIN_SIZE = 256  # (below it NumPy's own reduce costs less)
 
 
@@ -172,7 +173,7 @@ def _pairs_summed(g, axis: int):
     outer = math.prod(g_shape[:axis])
     # (not outer == 1: accumulate's form there would report its errors, then the reduce)
     if g_shape[axis + 1:] != (2,) or g.size < _PAIRS_SUMMED_MIN_SIZE or outer < 2 or \
-            g.dtype not in _COMPLEX_OF or not g.flags.c_contiguous or \
+            g.dtype not in COMPLEX_OF or not g.flags.c_contiguous or \
             not exact_pair_sum(g.dtype):
         return None
     summed = pair_sum(g, outer, g_shape[axis])
@@ -184,7 +185,7 @@ def _pairs_summed(g, axis: int):
 def pair_sum(a, outer: int, n: int):
     """``np.add.reduce(a.reshape(outer, n, 2), 1)`` of a C-ordered float64/float32 array
     ``a``, with NumPy's bits where ``exact_pair_sum(a.dtype)`` holds, as (outer, 2)."""
-    pairs = a.reshape(outer, n, 2).view(_COMPLEX_OF[a.dtype])[:, :, 0]
+    pairs = a.reshape(outer, n, 2).view(COMPLEX_OF[a.dtype])[:, :, 0]
     if outer == 1:
         summed = _np.add.accumulate(pairs, 1)[:, -1] + 0.0  # (from 0.0: -0.0 + 0.0)
     else:
