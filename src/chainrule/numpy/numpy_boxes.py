@@ -619,7 +619,7 @@ def _marked_view(result, base, fun, args: tuple, kwargs: dict):
     if type(memory) is not _np.ndarray:
         memory = underlying(memory)
     if (isinstance(result, ArrayBox) and type(memory) is _np.ndarray
-            and _np.may_share_memory(memory, _memory_of(underlying(base)))):
+            and _np.may_share_memory(memory, _memory_of(base))):
         result._view_of = base
         if fun is not None and isinstance(base, ArrayBox):
             views = getattr(base, "_views", None)
@@ -630,10 +630,12 @@ def _marked_view(result, base, fun, args: tuple, kwargs: dict):
 
 
 def _memory_of(value):
-    """``value`` as NumPy's memory: a chainrule.numpy buffer (an array made under a trace,
-    jit's and vmap's batch together) as the array its value is (NumPy's may_share_memory
-    of the buffer itself asks its __array_function__, which has no rule for it and
-    raised: vmap then ran its loop under jit); anything else as it is."""
+    """The memory under ``value``'s boxes, as NumPy's: a chainrule.numpy buffer (an array
+    made under a trace, jit's and vmap's batch together) as the array its value is
+    (NumPy's may_share_memory of the buffer itself asks its __array_function__, which has
+    no rule for it and raised: vmap then ran its loop under jit)."""
+    while isinstance(value, ArrayBox):
+        value = value._value
     if type(value) is _np.ndarray:
         return value
     read = MEMORY_OF.get(type(value))
