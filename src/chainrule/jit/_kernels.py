@@ -205,18 +205,17 @@ def mask_product(a: Any, b: Any, shape: tuple, out: np.ndarray | None = None) ->
     factor = np.asarray(number).reshape(-1)
     if factor.size != 1 or not np.isfinite(factor[0]):
         return np.multiply(a, b, out=out)
-    if out is None:
-        out = np.empty(shape)
-    out.fill(factor[0] * 0.0)
-    np.copyto(out, factor[0], where=mask)
-    return out
+    return filled_where(mask, factor[0], factor[0] * 0.0, shape, out)
 
 
-def filled_where(condition: np.ndarray, x: Any, y: float, shape: tuple) -> np.ndarray:
+def filled_where(condition: np.ndarray, x: Any, y: float, shape: tuple,
+                 out: np.ndarray | None = None) -> np.ndarray:
     """``np.where(condition, x, y)`` of a boolean array, a float64 array and a Python
     float: ``y`` everywhere, ``x`` copied where ``condition`` holds (both broadcast to the
-    answer's ``shape``): the bits ``where`` selects, without its buffers."""
-    out = np.empty(shape)
+    answer's ``shape``): the bits ``where`` selects, without its buffers (``out``: the
+    array to write into)."""
+    if out is None:
+        out = np.empty(shape)
     out.fill(y)
     np.copyto(out, x, where=condition)
     return out
@@ -239,7 +238,7 @@ def where_code(vals: list, ans: Any, texts: list[str], bind) -> str | None:
     condition, x, y = vals
     if type(condition) not in ARRAYS or condition.dtype != np.bool_ or type(y) is not float \
             or type(x) not in ARRAYS or x.dtype != np.float64 \
-            or _size(ans.shape) < INDICATOR_MIN_SIZE or not c_ordered(ans):
+            or math.prod(ans.shape) < INDICATOR_MIN_SIZE or not c_ordered(ans):
         return None
     return f"{bind(filled_where)}({', '.join(texts)}, {ans.shape!r})"
 
@@ -289,20 +288,20 @@ def ufunc_code(ufunc: np.ufunc, vals: list, ans: Any, texts: list[str], bind) ->
     if ufunc is np.divide and len(vals) == 2 and type(ans) is ArrayMeta \
             and ans.dtype == np.float64 and getattr(vals[0], "dtype", None) == np.bool_ \
             and np.dtype(getattr(vals[1], "dtype", type(vals[1]))).kind in "iu" \
-            and vals[0].shape == ans.shape and _size(ans.shape) >= INDICATOR_MIN_SIZE \
+            and vals[0].shape == ans.shape and math.prod(ans.shape) >= INDICATOR_MIN_SIZE \
             and c_ordered(ans):
         return f"{bind(indicator_divide)}({', '.join(texts)}, {ans.shape!r})"
     if ufunc is np.multiply and len(vals) == 2 and type(ans) is ArrayMeta \
-            and ans.dtype == np.float64 and _size(ans.shape) >= INDICATOR_MIN_SIZE \
+            and ans.dtype == np.float64 and math.prod(ans.shape) >= INDICATOR_MIN_SIZE \
             and c_ordered(ans) and sorted(getattr(v, "dtype", None) == np.bool_
                                           for v in vals) == [False, True]:
         mask, number = vals if getattr(vals[0], "dtype", None) == np.bool_ else vals[::-1]
         if mask.shape == ans.shape and getattr(number, "dtype", None) == np.float64 \
-                and _size(np.shape(number) if type(number) is not ArrayMeta
+                and math.prod(np.shape(number) if type(number) is not ArrayMeta
                           else number.shape) == 1:
             return f"{bind(mask_product)}({', '.join(texts)}, {ans.shape!r})"
     if type(ans) is not ArrayMeta or ans.ndim < 2 or not 2 <= ans.shape[-1] <= MAX_LANES \
-            or ans.dtype.hasobject or _size(ans.shape) < LANES_MIN_SIZE \
+            or ans.dtype.hasobject or math.prod(ans.shape) < LANES_MIN_SIZE \
             or ufunc.nout != 1 or ufunc.nin != len(vals):
         return None
     if any(type(v) is not ArrayMeta and type(v) is not np.ndarray and not np.isscalar(v)
@@ -343,13 +342,6 @@ def _merges_last_two(vals: list, shape: tuple) -> bool:
     return True
 
 
-def _size(shape: tuple) -> int:
-    size = 1
-    for n in shape:
-        size *= n
-    return size
-
-
 def sum_code(a: Any, axis: Any, keepdims: bool, ans: Any, text: str, bind) -> str | None:
     """The code of ``np.add.reduce(a, axis, keepdims=keepdims)`` (``a``'s code ``text``)
     by ``lane_sum`` or ``count_true``, where it is NumPy's sum and faster; else None."""
@@ -364,7 +356,7 @@ def sum_code(a: Any, axis: Any, keepdims: bool, ans: Any, text: str, bind) -> st
     if type(axis) is tuple and len(axis) == 1:
         axis = axis[0]
     if type(axis) is not int or type(a) is not ArrayMeta or not -a.ndim <= axis < a.ndim \
-            or a.dtype not in (np.float64, np.float32) or _size(a.shape) < SUM_MIN_SIZE \
+            or a.dtype not in (np.float64, np.float32) or math.prod(a.shape) < SUM_MIN_SIZE \
             or type(ans) is not ArrayMeta or ans.dtype != a.dtype:
         return None
     axis %= a.ndim
@@ -374,8 +366,8 @@ def sum_code(a: Any, axis: Any, keepdims: bool, ans: Any, text: str, bind) -> st
             return None
         return f"{bind(lane_sum)}({text}, {shape!r})" if shape else \
             f"{bind(lane_sum)}({text})"
-    outer, n = _size(a.shape[:axis]), a.shape[axis]
-    if _size(a.shape[axis + 1:]) != 2 or n < 2 or not (
+    outer, n = math.prod(a.shape[:axis]), a.shape[axis]
+    if math.prod(a.shape[axis + 1:]) != 2 or n < 2 or not (
             c_ordered(a) and c_ordered(ans) and exact_pair_sum(a.dtype)):
         return None
     return f"{bind(pair_sum)}({text}, {outer}, {n}, {ans.shape!r})"
