@@ -22,6 +22,7 @@ import numpy as _np
 
 from .._core.rule_table import primitive_vjps
 from .._core.vspace import dense
+from ..numpy.placement import laid_out_like
 from . import _format as fmt
 
 TOLERANCE = 1e-4  # relative error above which a node's VJP is flagged
@@ -146,10 +147,8 @@ def _shifted(a, step):
     memory does not hold each element once (a broadcast axis)."""
     if type(a) is not _np.ndarray or any(s == 0 and n > 1 for s, n in zip(a.strides, a.shape)):
         return a + step
-    from ..jit._check import same_layout_copy  # (jit's copy of an array with its strides)
-
-    out = same_layout_copy(a)
-    out[...] = a + step
+    out = laid_out_like(a)
+    _np.add(a, step, out=out)
     return out
 
 

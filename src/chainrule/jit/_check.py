@@ -21,11 +21,7 @@ from typing import Any
 
 import numpy as np
 
-try:
-    from numpy.lib.array_utils import byte_bounds
-except ImportError:  # (NumPy 1)
-    from numpy import byte_bounds
-
+from ..numpy.placement import laid_out_like
 from ._notices import JitWarning
 from ._staging import SourcedNode
 
@@ -194,14 +190,7 @@ def _compare_sharing(want: Any, got: Any, want_inputs: list, got_inputs: list,
 
 def same_layout_copy(a: np.ndarray) -> np.ndarray:
     """A copy of ``a`` with its strides (a reduction over it adds in the same order)."""
-    if a.flags.c_contiguous or a.flags.f_contiguous or a.size == 0:
-        return a.copy(order="K")
-    low, high = byte_bounds(a)
-    start = a.__array_interface__["data"][0] - low
-    if start % a.itemsize:
-        return a.copy(order="K")
-    flat = np.empty((high - low) // a.itemsize + 1, a.dtype)
-    copy = np.lib.stride_tricks.as_strided(flat[start // a.itemsize:], a.shape, a.strides)
+    copy = laid_out_like(a)
     copy[...] = a
     return copy
 

@@ -12,6 +12,11 @@ import numpy as _np
 
 from .._core.tracer import getval
 
+try:
+    from numpy.lib.array_utils import byte_bounds
+except ImportError:  # (NumPy 1)
+    from numpy import byte_bounds
+
 SCALAR_TYPES = frozenset([float, complex, _np.float64, _np.float32, _np.complex128, _np.complex64])
 _HOST_TYPES = frozenset([_np.ndarray, float, int, complex, bool]) | SCALAR_TYPES
 
@@ -62,3 +67,17 @@ def _takes_host_arrays(xv) -> bool:
                 taken = False
         _HOST_ARRAYS_TAKEN[type(xv)] = taken
     return taken
+
+
+def laid_out_like(a: _np.ndarray) -> _np.ndarray:
+    """An array of ``a``'s shape and dtype in memory of its own laid out as ``a``'s, strides
+    included (a reduction over it adds in the same order, a function reading the layout,
+    reshape's order "A", reads it alike), its entries not yet written."""
+    if a.flags.c_contiguous or a.flags.f_contiguous or a.size == 0:
+        return _np.empty_like(a, order="K")
+    low, high = byte_bounds(a)
+    start = a.__array_interface__["data"][0] - low
+    if start % a.itemsize:
+        return _np.empty_like(a, order="K")
+    flat = _np.empty((high - low) // a.itemsize + 1, a.dtype)
+    return _np.lib.stride_tricks.as_strided(flat[start // a.itemsize:], a.shape, a.strides)
