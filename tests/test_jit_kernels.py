@@ -227,11 +227,13 @@ def test_jit_of_spread_cotangents_is_eager_bit_for_bit():
             _bits(got, want)
 
 
+@pytest.mark.parametrize("rows", [20, 400])  # (bincount below SCATTER_AT_SIZE, add.at from)
 @pytest.mark.parametrize("bins", [7, 100])  # (a short vector's check in Python, jitd15)
-def test_scatter_sum_is_untakes_add_at(bins):
+def test_scatter_sum_is_untakes_add_at(bins, rows):
+    assert (rows * 6 >= _kernels.SCATTER_AT_SIZE) == (rows == 400)
     rng = onp.random.default_rng(9)
-    index = rng.integers(0, bins, (120, 6)).astype(onp.int8)
-    g = _hard((120, 6))
+    index = rng.integers(0, bins, (rows, 6)).astype(onp.int8)
+    g = _hard((rows, 6))
     g[index == 3] = -0.0
     finite = onp.where(onp.isfinite(g), g, 1.5)
     huge = finite.copy()
@@ -252,8 +254,20 @@ def test_jit_of_the_det_gradient_is_eager_bit_for_bit():
     jg = cr.jit(g)
     rng = onp.random.default_rng(10)
     A = rng.random((7, 7))
-    for a in (A, -A, onp.where(A > 0.5, A, -0.0), A):
-        _bits(jg(a), g(a))
+    huge = A.copy()
+    huge[:6] *= 3e51  # (the last row's cotangent's sums overflow: add.at's warnings)
+    huge[6] *= 1e-300
+    odd = A.copy()
+    odd[3, 2], odd[5, 1], odd[1, 4] = onp.nan, onp.inf, -0.0
+    for a in (A, -A, onp.where(A > 0.5, A, -0.0), huge, odd, A):
+        with warnings.catch_warnings(record=True) as got_warnings:
+            warnings.simplefilter("always")
+            got = jg(a)
+        with warnings.catch_warnings(record=True) as want_warnings:
+            warnings.simplefilter("always")
+            want = g(a)
+        _bits(got, want)
+        assert [str(w.message) for w in got_warnings] == [str(w.message) for w in want_warnings]
     source = jg.lower(A).source
     assert "_kernels.scatter_sum(" in source
     assert "_kernels.lanes(" in source  # (np.outer by a short vector)

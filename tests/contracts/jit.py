@@ -63,7 +63,8 @@ LAYOUTS = ("contiguous", "contiguous", "strided", "reversed")
 # jit's faster forms of calls on short axes (jit/_kernels.py) at their own sizes, or on
 # arrays of every size: the programs' arrays are small, so only "always" reaches them
 KERNELS = ("sized", "sized", "always")
-KERNEL_SIZES = ("LANES_MIN_SIZE", "SUM_MIN_SIZE", "INDICATOR_MIN_SIZE", "NEGATED_MIN_SIZE")
+KERNEL_SIZES = ("LANES_MIN_SIZE", "SUM_MIN_SIZE", "INDICATOR_MIN_SIZE", "NEGATED_MIN_SIZE",
+                "SCATTER_AT_SIZE")
 
 
 class StaticNumber(float):
