@@ -270,7 +270,7 @@ def test_jit_of_the_det_gradient_is_eager_bit_for_bit():
         assert [str(w.message) for w in got_warnings] == [str(w.message) for w in want_warnings]
     source = jg.lower(A).source
     assert "_kernels.scatter_sum(" in source
-    assert "_kernels.lanes(" in source  # (np.outer by a short vector)
+    assert "_kernels.outer_lanes(" in source  # (np.outer by a short vector)
     assert "int8" not in source  # (its index constants as intp)
 
 
@@ -462,9 +462,28 @@ def test_the_kernels_error_state_is_stricts_under_every_callers_state():
             before = onp.geterr()
             a = onp.array([1e308, 1.0])
             if onp.geterr()["over"] != "ignore":
-                with pytest.raises(FloatingPointError):
-                    _kernels.lanes(onp.multiply, (1, 2), onp.dtype(onp.float64), a[None], 10.0)
+                with pytest.raises(FloatingPointError):  # (into an operand: raises)
+                    _kernels.lanes(onp.multiply, (1, 2), onp.dtype(onp.float64), a[None], 10.0,
+                                   out=onp.empty((1, 2)))
             assert onp.geterr() == before
+
+
+def test_a_fresh_lanes_answer_that_errs_is_numpys_call():
+    # (a program that warned at an earlier line, then raised in a split call, was evaluated
+    # again eagerly, which warned a second time: a fresh answer is NumPy's call instead)
+    a = onp.array([[1e308, 1.0]] * 3)
+    for state in ("warn", "raise", "ignore"):
+        with onp.errstate(over=state), warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            try:
+                got = _kernels.lanes(onp.multiply, (3, 2), onp.dtype(onp.float64), a, 10.0)
+            except FloatingPointError:
+                got = "raised"
+        assert (type(got) is str) == (state == "raise")
+        if state != "raise":
+            _bits(got, a * 10.0)
+        assert [str(w.message) for w in rec] == \
+            ["overflow encountered in multiply"] * (state == "warn")
 
 
 @pytest.mark.parametrize("shape,axis", [((5, 1000, 2), 1), ((400, 2), 0)])
@@ -489,3 +508,52 @@ def test_pair_sum_that_overflows_is_left_to_eager_evaluation(shape, axis):
             want = f(x)
         _bits(got, want)
         assert [str(r.message) for r in rec] == [str(r.message) for r in eager]
+
+
+@pytest.mark.parametrize("dtype", [onp.float64, onp.float32])
+@pytest.mark.parametrize("rows,n", [(300, 2), (400, 3), (900, 8), (0, 3)])
+def test_outer_lanes_is_numpys_outer(rows, n, dtype):
+    a = _hard((max(rows, 40), 1), dtype)[:rows, 0] if rows else onp.zeros(0, dtype)
+    b = onp.array([1.0, -1.0, -0.0, 0.0, onp.nan, onp.inf, 3.5, -2.25][:n], dtype)
+    with onp.errstate(all="ignore"):  # (inf times 0: strict raises where the state warns)
+        _bits(_kernels.outer_lanes(a, b, (rows, n)), onp.outer(a, b))
+    inf = onp.full(rows + 1, onp.inf, dtype)  # (inf times 0: NumPy's call, its one warning)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        got = _kernels.outer_lanes(inf, onp.zeros(n, dtype), (rows + 1, n))
+    with warnings.catch_warnings(record=True) as want:
+        warnings.simplefilter("always")
+        _bits(got, onp.outer(inf, onp.zeros(n, dtype)))
+    assert [str(w.message) for w in rec] == [str(w.message) for w in want] == \
+        ["invalid value encountered in multiply"]
+
+
+def outer_of(a, b):
+    return np.outer(np.sin(a), b)
+
+
+def test_jit_of_an_outer_by_a_short_vector_is_eager_bit_for_bit():
+    rng = onp.random.default_rng(14)
+    jf = cr.jit(outer_of)
+    a, b = rng.standard_normal(500), onp.array([1.0, -1.0, 2.5])
+    assert "_kernels.outer_lanes(" in jf.lower(a, b).source
+    odd = a.copy()
+    odd[[3, 9, 20]] = [onp.nan, onp.inf, -0.0]
+    for x, y in [(a, b), (odd, b), (odd, onp.array([-0.0, onp.inf, 1e308])), (a * 0.0, -b),
+                 (a, onp.array([1e308, 1e-320, -1e308])), (a, b)]:
+        with warnings.catch_warnings(record=True) as got_warnings:
+            warnings.simplefilter("always")
+            got = jf(x, y)
+        with warnings.catch_warnings(record=True) as want_warnings:
+            warnings.simplefilter("always")
+            want = outer_of(x, y)
+        _bits(got, want)
+        assert [str(w.message) for w in got_warnings] == [str(w.message) for w in want_warnings]
+    zero = a.copy()
+    zero[5] = -0.0  # (sin(-0.0) * inf: invalid)
+    with onp.errstate(invalid="raise"):
+        with pytest.raises(FloatingPointError, match="multiply"):
+            jf(zero, onp.array([1.0, onp.inf, 2.0]))
+    f32 = cr.jit(outer_of)
+    _bits(f32(a.astype(onp.float32), b.astype(onp.float32)),
+          outer_of(a.astype(onp.float32), b.astype(onp.float32)))
