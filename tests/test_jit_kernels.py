@@ -557,3 +557,37 @@ def test_jit_of_an_outer_by_a_short_vector_is_eager_bit_for_bit():
     f32 = cr.jit(outer_of)
     _bits(f32(a.astype(onp.float32), b.astype(onp.float32)),
           outer_of(a.astype(onp.float32), b.astype(onp.float32)))
+
+
+def squares(x, y):
+    return np.tanh(x) ** 2 + x ** 2 * y ** 2.0 - (x * y) ** 3
+
+
+@pytest.mark.parametrize("dtype", [onp.float64, onp.float32, onp.complex128, onp.int64])
+def test_an_arrays_square_is_the_square_its_power_calls(dtype):
+    # (x ** 2 of a float or complex array is NumPy's square, whose warning names square;
+    # the program calls it, not the array's __pow__)
+    jf, jg = cr.jit(squares), cr.jit(cr.grad(lambda x, y: np.sum(squares(x, y)).real))
+    x = onp.linspace(-3.0, 3.0, 14)
+    if dtype == onp.complex128:
+        x = x + 1j * x[::-1]
+    x, y = x.astype(dtype), (x * 2).astype(dtype)
+    jf(x, y)
+    assert jf.lower(x, y).source.count("np.square(") == (2 if onp.dtype(dtype).kind in "fc" else 1)
+    odd = x.copy()
+    if onp.dtype(dtype).kind != "i":
+        odd[[1, 4, 6]] = [onp.nan, onp.inf, -0.0]
+    big = x * (1e200 if dtype != onp.float32 else 1e30) if onp.dtype(dtype).kind != "i" else x
+    for a, b in [(x, y), (odd, y), (big, y), (x, -y), (x, y)]:
+        with warnings.catch_warnings(record=True) as got_warnings:
+            warnings.simplefilter("always")
+            got = jf(a, b)
+        with warnings.catch_warnings(record=True) as want_warnings:
+            warnings.simplefilter("always")
+            want = squares(a, b)
+        _bits(got, want)
+        assert [str(w.message) for w in got_warnings] == [str(w.message) for w in want_warnings]
+        if dtype == onp.float64:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                _bits(jg(a, b), cr.grad(lambda x, y: np.sum(squares(x, y)).real)(a, b))

@@ -492,6 +492,8 @@ def layout_key(raw: Any, entry: Any, vals: list, ans: Any) -> tuple:
         return (_layout(ans), *map(_layout, vals))  # (which axis and how long: any sum)
     if getattr(raw, "ufunc", None) is None:
         return ()
+    if raw.ufunc is np.power:  # (an array by the number 2 is its square: _direct)
+        return (len(vals) == 2 and type(vals[1]) is int and vals[1] == 2,)
     if not (type(ans) is ArrayMeta and ans.ndim and ans.shape[-1] <= MAX_SUM_LANES) and \
             not any(getattr(v, "dtype", None) == np.bool_ for v in vals):
         return ()
