@@ -219,11 +219,14 @@ def scatter_sum(g: np.ndarray, index: np.ndarray, shape: tuple) -> np.ndarray:
     ``at`` for one-dimensional operands, 0.7 of ``bincount``'s time, where a
     multi-dimensional index takes ``at``'s slow path, 5 times ``bincount``'s). Below, by
     ``np.bincount``, which adds the same terms in the same order from 0.0, in one C loop,
-    with less fixed cost. Where either form would have warned (``add.at`` raising in
-    ``strict``; ``bincount``'s sums not all finite), ``untake`` itself: the fast path's
-    warning names ``add``, the slow path's ``at``."""
+    with less fixed cost. Where either form would have warned (``add.at`` of a raveled
+    index raising in ``strict``; ``bincount``'s sums not all finite), ``untake`` itself:
+    the fast path's warning names ``add``, the slow path's ``at``."""
     if index.size >= SCATTER_AT_SIZE:
         out = np.zeros(shape)
+        if index.ndim == 1:  # (untake's own call: its warnings, in the caller's state)
+            np.add.at(out, index, g)
+            return out
         try:
             with strict():
                 np.add.at(out, index.ravel(), g.ravel())
