@@ -23,6 +23,21 @@ def _bits(a, b):
     assert onp.asarray(a).tobytes() == onp.asarray(b).tobytes()
 
 
+def _warned(fun, args):
+    """``fun(*args)`` and the messages of the warnings it gave."""
+    with warnings.catch_warnings(record=True) as told:
+        warnings.simplefilter("always")
+        answer = fun(*args)
+    return answer, [str(w.message) for w in told]
+
+
+def _as_numpy(got, want, *args):
+    """``got(*args)`` and ``want(*args)`` the same bits, with the same warnings."""
+    (a, a_told), (b, b_told) = _warned(got, args), _warned(want, args)
+    _bits(a, b)
+    assert a_told == b_told
+
+
 def _hard(shape, dtype=onp.float64, seed=0):
     """Numbers whose sums show their order in the last bits, with signed zeros, nan, inf."""
     rng = onp.random.default_rng(seed)
@@ -227,6 +242,10 @@ def test_jit_of_spread_cotangents_is_eager_bit_for_bit():
             _bits(got, want)
 
 
+def _untake64(g, index, shape):
+    return untake(g, index, shape, onp.dtype(onp.float64))
+
+
 @pytest.mark.parametrize("rows", [20, 400])  # (bincount below SCATTER_AT_SIZE, add.at from)
 @pytest.mark.parametrize("bins", [7, 100])  # (a short vector's check in Python, jitd15)
 def test_scatter_sum_is_untakes_add_at(bins, rows):
@@ -239,14 +258,7 @@ def test_scatter_sum_is_untakes_add_at(bins, rows):
     huge = finite.copy()
     huge[index == 5] = 1e308  # (finite terms, an infinite sum: add.at's overflow warning)
     for values in (finite, g, huge):
-        with warnings.catch_warnings(record=True) as got_warnings:
-            warnings.simplefilter("always")
-            got = _kernels.scatter_sum(values, index, (bins,))
-        with warnings.catch_warnings(record=True) as want_warnings:
-            warnings.simplefilter("always")
-            want = untake(values, index, (bins,), onp.dtype(onp.float64))
-        _bits(got, want)
-        assert [str(w.message) for w in got_warnings] == [str(w.message) for w in want_warnings]
+        _as_numpy(_kernels.scatter_sum, _untake64, values, index, (bins,))
 
 
 def test_jit_of_the_det_gradient_is_eager_bit_for_bit():
@@ -260,14 +272,7 @@ def test_jit_of_the_det_gradient_is_eager_bit_for_bit():
     odd = A.copy()
     odd[3, 2], odd[5, 1], odd[1, 4] = onp.nan, onp.inf, -0.0
     for a in (A, -A, onp.where(A > 0.5, A, -0.0), huge, odd, A):
-        with warnings.catch_warnings(record=True) as got_warnings:
-            warnings.simplefilter("always")
-            got = jg(a)
-        with warnings.catch_warnings(record=True) as want_warnings:
-            warnings.simplefilter("always")
-            want = g(a)
-        _bits(got, want)
-        assert [str(w.message) for w in got_warnings] == [str(w.message) for w in want_warnings]
+        _as_numpy(jg, g, a)
     source = jg.lower(A).source
     assert "_kernels.scatter_sum(" in source
     assert "_kernels.outer_lanes(" in source  # (np.outer by a short vector)
@@ -541,14 +546,7 @@ def test_jit_of_an_outer_by_a_short_vector_is_eager_bit_for_bit():
     odd[[3, 9, 20]] = [onp.nan, onp.inf, -0.0]
     for x, y in [(a, b), (odd, b), (odd, onp.array([-0.0, onp.inf, 1e308])), (a * 0.0, -b),
                  (a, onp.array([1e308, 1e-320, -1e308])), (a, b)]:
-        with warnings.catch_warnings(record=True) as got_warnings:
-            warnings.simplefilter("always")
-            got = jf(x, y)
-        with warnings.catch_warnings(record=True) as want_warnings:
-            warnings.simplefilter("always")
-            want = outer_of(x, y)
-        _bits(got, want)
-        assert [str(w.message) for w in got_warnings] == [str(w.message) for w in want_warnings]
+        _as_numpy(jf, outer_of, x, y)
     zero = a.copy()
     zero[5] = -0.0  # (sin(-0.0) * inf: invalid)
     with onp.errstate(invalid="raise"):
@@ -579,14 +577,7 @@ def test_an_arrays_square_is_the_square_its_power_calls(dtype):
         odd[[1, 4, 6]] = [onp.nan, onp.inf, -0.0]
     big = x * (1e200 if dtype != onp.float32 else 1e30) if onp.dtype(dtype).kind != "i" else x
     for a, b in [(x, y), (odd, y), (big, y), (x, -y), (x, y)]:
-        with warnings.catch_warnings(record=True) as got_warnings:
-            warnings.simplefilter("always")
-            got = jf(a, b)
-        with warnings.catch_warnings(record=True) as want_warnings:
-            warnings.simplefilter("always")
-            want = squares(a, b)
-        _bits(got, want)
-        assert [str(w.message) for w in got_warnings] == [str(w.message) for w in want_warnings]
+        _as_numpy(jf, squares, a, b)
         if dtype == onp.float64:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
