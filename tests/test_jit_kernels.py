@@ -494,12 +494,13 @@ def test_a_fresh_lanes_answer_that_errs_is_numpys_call():
 @pytest.mark.parametrize("shape,axis", [((5, 1000, 2), 1), ((400, 2), 0)])
 def test_pair_sum_that_overflows_is_left_to_eager_evaluation(shape, axis):
     """The pairs' einsum form reports no floating-point error: a sum that overflows is
-    NumPy's reduce again, whose error (the program's strict state) makes jit evaluate the
-    call eagerly, warning as NumPy does."""
+    NumPy's reduce again, which warns as NumPy does (once: jit14 raised, for eager
+    evaluation to warn, which warned again of what the program's earlier lines had)."""
     a = onp.full(shape, 1e308)
     outer = int(onp.prod(shape[:axis]))
-    with pytest.raises(FloatingPointError):
-        _kernels.pair_sum(a, outer, shape[axis], onp.add.reduce(a, axis).shape)
+    summed = shape[:axis] + shape[axis + 1:]
+    _as_numpy(lambda x: _kernels.pair_sum(x, outer, shape[axis], summed),
+              lambda x: onp.add.reduce(x, axis), a)
     f = lambda x: np.sum(np.sum(x, axis=axis) * 2.0)  # noqa: E731
     jf = cr.jit(f)
     jf(onp.ones(shape))
@@ -582,3 +583,32 @@ def test_an_arrays_square_is_the_square_its_power_calls(dtype):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 _bits(jg(a, b), cr.grad(lambda x, y: np.sum(squares(x, y)).real)(a, b))
+
+
+def _lane_summed(x):
+    return np.sum(np.sin(x) + x, axis=-1)
+
+
+def _pair_summed(x):
+    return np.sum(np.sin(x) + x, axis=1)
+
+
+def _negated_summed(x):
+    return np.sum(-(np.sin(x) + x))
+
+
+@pytest.mark.parametrize("f,shape,form", [(_lane_summed, (600, 3), "lane_sum"),
+                                          (_pair_summed, (5, 400, 2), "pair_sum"),
+                                          (_negated_summed, (200, 200), "negated_sum")])
+def test_a_faster_form_that_errs_after_the_program_warned_warns_once(f, shape, form):
+    # (the program warned at sin's line, then the faster form raised in strict(): the
+    # call was evaluated again eagerly, which warned at sin a second time)
+    x = onp.linspace(0.0, 1.0, int(onp.prod(shape))).reshape(shape)
+    jf = cr.jit(f)
+    jf(x)
+    assert f"_kernels.{form}(" in jf.lower(x).source
+    odd = x.copy()
+    odd.reshape(-1)[0] = onp.inf  # (sin warns)
+    odd[1] = 1e308  # (the sums overflow)
+    for a in (x, odd, x, odd):
+        _as_numpy(jf, f, a)

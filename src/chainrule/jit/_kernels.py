@@ -142,42 +142,54 @@ def lane_sum(a: np.ndarray, shape: tuple | None = None) -> np.ndarray:
     sum's eight running sums (one per position modulo 8, over the whole blocks of 8)
     added as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the rest in order;
     all added to 0.0 (a sum of -0.0s is 0.0). ``shape``: the answer's (``keepdims``)."""
-    n = a.shape[-1]
-    with strict():
-        if n < 8:
-            total = np.add(a[..., 0], a[..., 1])
-            for c in range(2, n):
-                np.add(total, a[..., c], out=total)
-        else:
-            blocks = n - n % 8
-            if blocks > 8:
-                r = [np.add(a[..., j], a[..., 8 + j]) for j in range(8)]
-                for i in range(16, blocks, 8):
-                    for j in range(8):
-                        np.add(r[j], a[..., i + j], out=r[j])
-            else:
-                r = [a[..., j] for j in range(8)]
-            total, half = np.add(r[0], r[1]), np.add(r[2], r[3])
-            np.add(total, half, out=total)
-            other = np.add(r[4], r[5])
-            np.add(other, np.add(r[6], r[7], out=half), out=other)
-            np.add(total, other, out=total)
-            for c in range(blocks, n):
-                np.add(total, a[..., c], out=total)
-        np.add(total, 0.0, out=total)
+    try:
+        with strict():
+            total = _lanes_added(a, a.shape[-1])
+    except FloatingPointError:  # NumPy's call tells of it (once, in the caller's state)
+        total = np.add.reduce(a, -1)
     return total if shape is None else total.reshape(shape)
+
+
+def _lanes_added(a: np.ndarray, n: int) -> np.ndarray:
+    """``lane_sum``'s additions (in ``strict()``: NumPy's call tells of an error)."""
+    if n < 8:
+        total = np.add(a[..., 0], a[..., 1])
+        for c in range(2, n):
+            np.add(total, a[..., c], out=total)
+    else:
+        blocks = n - n % 8
+        if blocks > 8:
+            r = [np.add(a[..., j], a[..., 8 + j]) for j in range(8)]
+            for i in range(16, blocks, 8):
+                for j in range(8):
+                    np.add(r[j], a[..., i + j], out=r[j])
+        else:
+            r = [a[..., j] for j in range(8)]
+        total, half = np.add(r[0], r[1]), np.add(r[2], r[3])
+        np.add(total, half, out=total)
+        other = np.add(r[4], r[5])
+        np.add(other, np.add(r[6], r[7], out=half), out=other)
+        np.add(total, other, out=total)
+        for c in range(blocks, n):
+            np.add(total, a[..., c], out=total)
+    np.add(total, 0.0, out=total)
+    return total
 
 
 def pair_sum(a: np.ndarray, outer: int, n: int, shape: tuple) -> np.ndarray:
     """``np.add.reduce`` over one axis of a C-ordered float array whose later axes hold
     two entries, by the rules' ``pair_sum``; where a sum is not finite (einsum's form
-    reports no floating-point error), by NumPy's reduce itself, whose error makes the
-    program hand the call to eager evaluation. ``outer``/``n``: the sizes before the
-    axis and of it; ``shape``: the answer's."""
-    with strict():  # (accumulate's form, for one row, raises its errors itself)
-        summed = rules_pair_sum(a, outer, n)
-        if not np.isfinite(summed).all():
-            summed = np.add.reduce(a.reshape(outer, n, 2), 1)
+    reports no floating-point error), by NumPy's reduce itself, which tells of its
+    errors as the call does. ``outer``/``n``: the sizes before the axis and of it;
+    ``shape``: the answer's."""
+    try:
+        with strict():  # (accumulate's form, for one row, raises its errors itself)
+            summed = rules_pair_sum(a, outer, n)
+        finite = np.isfinite(summed).all()
+    except FloatingPointError:
+        finite = False
+    if not finite:  # NumPy's reduce tells of its errors, once, in the caller's state
+        summed = np.add.reduce(a.reshape(outer, n, 2), 1)
     return summed.reshape(shape)
 
 
@@ -205,9 +217,12 @@ def negated_sum(reduce: Any, x: np.ndarray, *args: Any, **kwargs: Any) -> Any:
     is the negated partial sum, but for zeros (x + -x is +0.0 either way) and nan (whose
     sign an addition of infinities sets): where the total is zero or nan, the negated
     terms are summed."""
-    with strict():
-        total = np.negative(reduce(x, *args, **kwargs))
-    if (total != 0).all() and not np.isnan(total).any():
+    try:
+        with strict():
+            total = np.negative(reduce(x, *args, **kwargs))
+    except FloatingPointError:
+        total = None  # (NumPy's call below tells of it, once, in the caller's state)
+    if total is not None and (total != 0).all() and not np.isnan(total).any():
         return total
     return reduce(np.negative(x), *args, **kwargs)
 
