@@ -545,7 +545,10 @@ class _Call:
         self.example_function = example_function  # (what runs one example alone)
         self.started = time.perf_counter()
         self.example_times: list = []  # of examples run alone
-        self.batched_first = _batched_runs_first  # (see batched_runs_first)
+        # (see batched_runs_first; under a staging trace, chainrule.jit's, the run is
+        # recorded once as the program of every later call: examples timed alone would be
+        # staged as calls of their own, and a time taken while tracing tells nothing)
+        self.batched_first = _batched_runs_first or any(map(tracer.staged, leaves))
 
     def twin(self, args: tuple) -> _Call | None:
         """This call of other positional arguments (a loop of loops' next row) where their
