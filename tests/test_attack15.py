@@ -74,8 +74,8 @@ def _constant(a):
     return 2.0
 
 
-@pytest.mark.xfail(strict=True, reason="older: jit replays a trace's warning at the trace's "
-                   "line (_effects.Replaying keeps its filename and lineno)")
+# (older, fixed by fix16: _effects.Replaying names each call's line where the trace's
+# warning named the tracing call's)
 def test_jit_of_grad_names_each_calls_line_in_the_independent_output_warning():
     jitted = cr.jit(cr.grad(_constant))
     x = onp.arange(3.0)
