@@ -28,6 +28,7 @@ import numpy as np
 
 from .._core.user_frames import user_frame
 from .._user_code import reach
+from .._user_code.errstate import EveryError
 from ._program import MISS as _MISS
 from ._program import RAISED as _RAISED
 
@@ -121,10 +122,9 @@ class Quiet:
         self.call = call
 
     def __call__(self, *leaves):
-        told: list = []
-        with np.errstate(all="call", call=lambda kind, flag: told.append(kind)):
+        with EveryError() as met:
             out = self.call(*leaves)
-        return _RAISED if told else out
+        return _RAISED if met.errors else out
 
 
 _GENERATORS = (np.random.Generator, np.random.RandomState, np.random.BitGenerator,
