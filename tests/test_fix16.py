@@ -190,3 +190,46 @@ def test_jit_of_vmap_of_a_transform_under_a_raising_state_compiles():
 def _bits(a):
     a = onp.asarray(a)
     return a.dtype.str, a.shape, a.tobytes()
+
+
+# ------------------------------------------------------------------ ufuncs without a rule, jitted
+def _two_outputs(x):
+    frac, whole = np.modf(x)
+    mantissa, exponent = np.frexp(x * 2.0)
+    return frac * 3.0 + whole, whole, mantissa, exponent, np.ldexp(mantissa, exponent) - x
+
+
+_EDGES = [1.5, -2.25, -0.0, 0.0, onp.nan, -onp.nan, -onp.inf, onp.inf, 3.0, 5e-324, -1e-310,
+          1e308, 0.5, -7.75]
+
+
+@pytest.mark.parametrize("dtype", [onp.float64, onp.float32])
+def test_jit_of_modf_and_frexp_is_eager_bit_for_bit(dtype):
+    jitted = cr.jit(_two_outputs)
+    with onp.errstate(over="ignore"):  # (1e308 is inf in float32)
+        x = onp.array(_EDGES).astype(dtype)
+    inputs = [x, x[::-1].copy(), x[::2], x, onp.array([2.5, -0.0], dtype), x[3], dtype(-0.0)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (inf - inf; compared below)
+        for arg in inputs:
+            got, want = jitted(arg), _two_outputs(arg)
+            assert [_bits(g) for g in got] == [_bits(w) for w in want]
+            assert [type(g) for g in got] == [type(w) for w in want]
+    assert jitted.cache_info().eager == 0
+
+
+def test_jit_of_modf_tells_the_warnings_eager_tells():
+    x = onp.array([onp.inf, 1.0])
+    jitted = cr.jit(_two_outputs)
+    for _ in range(2):
+        assert [w[:2] for w in _told(jitted, x)] == [w[:2] for w in _told(_two_outputs, x)]
+
+
+def test_jit_of_grad_through_modf_raises_as_eager():
+    f = cr.grad(lambda x: np.sum(np.modf(x)[0]))
+    x = onp.array([1.5, 2.5])
+    with pytest.raises(TypeError, match="no derivative rule for numpy.modf") as eager:
+        f(x)
+    with pytest.raises(TypeError) as jitted:
+        cr.jit(f)(x)
+    assert str(jitted.value) == str(eager.value)
