@@ -233,3 +233,16 @@ def test_jit_of_grad_through_modf_raises_as_eager():
     with pytest.raises(TypeError) as jitted:
         cr.jit(f)(x)
     assert str(jitted.value) == str(eager.value)
+
+
+def test_jits_own_notice_names_the_calling_line():
+    # (jit's notices and the engine's share user_frames.user_stacklevel)
+    def draws(x):
+        return x + onp.random.default_rng(0).normal() + onp.random.normal()
+
+    jitted = cr.jit(draws)
+    with warnings.catch_warnings(record=True) as told:
+        warnings.simplefilter("always")
+        jitted(onp.ones(2)); line = _line()  # noqa: E702
+    assert [(m.filename, m.lineno) for m in told if issubclass(m.category, cr.jit.JitWarning)
+            ] == [(__file__, line)]
