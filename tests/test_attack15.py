@@ -154,7 +154,7 @@ def _mapped_slices(x):
 
 
 def test_jit_of_vmap_taking_a_slice_runs_batched_as_eager_does():
-    # (older, fixed: numpy_boxes._memory_of reads a buffer's value for may_share_memory)
+    # (older, fixed: numpy_boxes.memory_of reads a buffer's value for may_share_memory)
     from chainrule._transforms.vmap import batched_runs_first
 
     x = onp.arange(12.0).reshape(4, 3)

@@ -624,7 +624,7 @@ def _marked_view(result, base, fun, args: tuple, kwargs: dict):
     if type(memory) is not _np.ndarray:
         memory = underlying(memory)
     if (isinstance(result, ArrayBox) and type(memory) is _np.ndarray
-            and _np.may_share_memory(memory, _memory_of(base))):
+            and _np.may_share_memory(memory, memory_of(base))):
         result._view_of = base
         if fun is not None and isinstance(base, ArrayBox):
             views = getattr(base, "_views", None)
@@ -634,7 +634,7 @@ def _marked_view(result, base, fun, args: tuple, kwargs: dict):
     return result
 
 
-def _memory_of(value):
+def memory_of(value):
     """The memory under ``value``'s boxes, as NumPy's: a chainrule.numpy buffer (an array
     made under a trace, jit's and vmap's batch together) as the array its value is
     (NumPy's may_share_memory of the buffer itself asks its __array_function__, which has
@@ -761,7 +761,7 @@ class _Plain:
 
 
 # NumPy's functions that write into their first argument (numpy.copyto -> chainrule's),
-# and the array a buffer's value is (Buffer -> a function: ``_memory_of``), filled by
+# and the array a buffer's value is (Buffer -> a function: ``memory_of``), filled by
 # chainrule.numpy.buffers, which defines them (and is built on this module)
 WRITES: dict = {}
 MEMORY_OF: dict = {}

@@ -74,7 +74,7 @@ from ..batching_patterns import (
     only_first,
     shifted_axis,
 )
-from ..numpy_boxes import array_astype, array_getitem
+from ..numpy_boxes import array_astype, array_getitem, memory_of
 from ..numpy_vspaces import TakenSlices
 from ..placement import constant_like, index_like, on_host
 from ._helpers import (
@@ -224,7 +224,7 @@ def read_order(x, order, batched: bool = False):
         return "C"
     if not isinstance(order, str) or order.upper() not in ("A", "K"):
         return order
-    value = getval(x)
+    value = memory_of(x)  # (under jit, a buffer's staged array: its layout at the trace)
     strides = getattr(value, "strides", None)
     if strides is None:  # a list or a number: NumPy reads it as the C array it makes
         return "C"
