@@ -193,3 +193,35 @@ def test_ravel_order_a_of_strided_examples_under_grad_and_jit_is_numpys():
         assert _bits(cr.jit(cr.grad(loss))(e)) == _bits(cr.grad(loss)(e))
     loop = onp.stack([cr.grad(loss)(x[:, :, i]) for i in range(x.shape[2])])
     assert _bits(cr.jit(cr.vmap(cr.grad(loss), in_axes=2))(x)) == _bits(loop)
+
+
+# -------------------------------------------------------- vmap: x[i] of a 1-d example
+def _element_then_written(c):
+    v = c * 2.0
+    w = v[1]  # NumPy: a scalar, a copy of the entry
+    v[1] = 3.0
+    return w * c[0]
+
+
+def test_an_element_then_written_under_grad_and_jit_is_numpys():
+    # (the neighbours that hold: grad and jit keep the element's value before the write)
+    c = onp.array([4.0, 5.0, 6.0])
+    assert _element_then_written(c) == 40.0
+    assert cr.jit(_element_then_written)(c) == 40.0
+    assert _bits(cr.grad(_element_then_written)(c)) == _bits([10.0, 8.0, 0.0])
+
+
+@pytest.mark.xfail(strict=True, reason="older (at 0278bbd too): in vmap's batched run, x[i] "
+                   "of a 1-d example is a view of the batch's column where NumPy's is a "
+                   "scalar copy, so a later write into x[i] changes it: silently other values "
+                   "(eager vmap and jit(vmap); a chainrule.numpy buffer's entry is right)")
+@pytest.mark.parametrize("jitted", [False, True])
+def test_vmap_of_an_element_then_written_is_the_loop(jitted):
+    from chainrule._transforms.vmap import batched_runs_first
+
+    x = onp.arange(12.0).reshape(4, 3) + 1.0
+    loop = onp.stack([_element_then_written(c) for c in x])
+    with batched_runs_first():
+        mapped = cr.vmap(_element_then_written)
+        got = (cr.jit(mapped) if jitted else mapped)(x)
+    assert _bits(got) == _bits(loop)
