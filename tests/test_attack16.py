@@ -320,3 +320,32 @@ def test_explains_check_still_finds_a_wrong_vjp_on_a_window():
     defvjp(twice, lambda ans, x: lambda g: 3.0 * g)  # (wrong: 2 g)
     x = sliding_window_view(onp.linspace(0.1, 1.0, 8), 3)
     assert "disagrees" in str(cr.explain(lambda x: np.sum(twice(x)), x, check=True))
+
+
+# --------------------------------------------------- jit: a folded constant's overflow
+def _scaled_sines(v):
+    return np.sum(np.sin(v) * 1e300 * 1e10)
+
+
+@pytest.mark.xfail(strict=True, reason="older (at 0278bbd too): the cotangent's product of "
+                   "constants (1.0 * 1e10 * 1e300: inf) is folded into the program's "
+                   "constant at trace time, so the cached program never gives its 'overflow "
+                   "in multiply' again under 'warn' ('call' and 'raise' hold)")
+def test_jit_of_grad_warns_of_a_constant_products_overflow_on_every_call():
+    gradient = cr.grad(_scaled_sines)
+    jitted = cr.jit(gradient)
+    v = onp.array([0.5, 1.0, 2.0])
+    want = _observed(gradient, v)
+    assert len(want[1]) == 2  # (the value's product and the cotangent's)
+    for _ in range(2):
+        assert _observed(jitted, v) == want
+
+
+@pytest.mark.parametrize("state", [dict(all="call"), dict(all="raise")])
+def test_jit_of_grad_with_a_constant_products_overflow_where_the_state_acts(state):
+    gradient = cr.grad(_scaled_sines)
+    jitted = cr.jit(gradient)
+    v = onp.array([0.5, 1.0, 2.0])
+    want = _observed(gradient, v, **state)
+    for _ in range(2):
+        assert _observed(jitted, v, **state) == want
