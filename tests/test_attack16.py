@@ -349,3 +349,38 @@ def test_jit_of_grad_with_a_constant_products_overflow_where_the_state_acts(stat
     want = _observed(gradient, v, **state)
     for _ in range(2):
         assert _observed(jitted, v, **state) == want
+
+
+# ------------------------------------------- fix16: the lines laplacian's warnings name
+def _with_a_pole(x):
+    return np.sum(np.sqrt(x) + 1.0 / x)
+
+
+_POLE_LINE = _with_a_pole.__code__.co_firstlineno + 1
+
+
+def test_grad_of_laplacian_names_the_functions_line_in_its_warnings():
+    # grad's eager warnings name the line of the function where NumPy met the error in
+    # the forward pass (_user_code/lines.WARN_AT_USER_LINE; the backward pass's the calling
+    # line), as grad(f)'s do; fix16's d33f32f records the collapsed pass's errors and tells
+    # them after the pass (_user_code.errstate.Deferred.tell), naming only the line that
+    # called the transform (passes on main at c17b2c6)
+    x = onp.array([0.0, 1.0, 2.0])
+    for transform in (cr.grad, lambda f: cr.grad(cr.laplacian(f))):
+        with warnings.catch_warnings(record=True) as told:
+            warnings.simplefilter("always")
+            transform(_with_a_pole)(x)
+        assert (__file__, _POLE_LINE) in {(m.filename, m.lineno) for m in told}
+
+
+@pytest.mark.xfail(strict=True, reason="older (main too): laplacian's warnings name "
+                   "chainrule's own lines (numpy/rules/elementwise.py, _core/tracer.py, "
+                   "numpy/taylor_patterns.py) where grad's name the function's line")
+def test_laplacian_names_the_functions_line_in_its_warnings():
+    x = onp.array([0.0, 1.0, 2.0])
+    with warnings.catch_warnings(record=True) as told:
+        warnings.simplefilter("always")
+        cr.laplacian(_with_a_pole)(x)
+    places = {(m.filename, m.lineno) for m in told}
+    assert (__file__, _POLE_LINE) in places
+    assert {filename for filename, _ in places} == {__file__}
