@@ -442,3 +442,28 @@ def test_jit_of_modf_into_buffers_is_eager():
     want = [_bits(a) for a in _parts_into_buffers(x)]
     got = cr.jit(_parts_into_buffers)(x)
     assert [_bits(a) for a in got] == want
+
+
+# ------------------------------------------------ zero derivatives are arrays of their own
+def _linear(a):
+    return np.sum(a)
+
+
+@pytest.mark.xfail(strict=True, reason="older (at 0278bbd too): the zero Jacobian of an "
+                   "output independent of the input (and the zero Hessian of a linear "
+                   "function) is a read-only broadcast of one row (a zero stride), where "
+                   "NumPy's answers and autograd's (np.stack of rows) are writeable arrays "
+                   "of their own: H[np.diag_indices(n)] += damping raises ValueError")
+@pytest.mark.parametrize("transform", ["hessian", "jacobian", "jacrev", "jit_hessian"])
+def test_zero_derivatives_are_writeable_arrays_of_their_own(transform):
+    x = onp.arange(3.0)
+    make = {"hessian": lambda: cr.hessian(_linear),
+            "jacobian": lambda: cr.jacobian(lambda a: onp.ones(2) + 0.0 * _linear(a)),
+            "jacrev": lambda: cr.jacrev(lambda a: onp.ones(2) + 0.0 * _linear(a)),
+            "jit_hessian": lambda: cr.jit(cr.hessian(_linear))}[transform]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ("Output seems independent of input.")
+        d = make()(x)
+    assert not d.any()
+    d[onp.diag_indices(min(d.shape))] += 2.0
+    assert d.sum() == 2.0 * min(d.shape)
