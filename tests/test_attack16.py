@@ -467,3 +467,40 @@ def test_zero_derivatives_are_writeable_arrays_of_their_own(transform):
     assert not d.any()
     d[onp.diag_indices(min(d.shape))] += 2.0
     assert d.sum() == 2.0 * min(d.shape)
+
+
+# ------------------------------------------------ jitd16 / older: powers of NumPy scalars
+def _squared_by_a_numpy_int(x):
+    return x ** onp.int64(2)
+
+
+@pytest.mark.parametrize("state", [dict(all="warn"), dict(all="raise")])
+@pytest.mark.xfail(strict=True, reason="older (main too): a NumPy float64 scalar ** np.int64(2) "
+                   "is NumPy's scalar math eagerly ('overflow encountered in scalar power'), "
+                   "the power ufunc in jit's program ('... in power'): another warning and "
+                   "another FloatingPointError message")
+def test_jit_of_a_numpy_scalars_power_tells_as_eager(state):
+    x = onp.float64(1e200)
+    jitted = cr.jit(_squared_by_a_numpy_int)
+    want = _observed(_squared_by_a_numpy_int, x, **state)
+    for _ in range(2):
+        assert _observed(jitted, x, **state) == want
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast")
+def test_jit_of_an_arrays_square_by_power_is_eager():
+    # (jitd16's 68d6e04 writes x ** 2 as np.square: the same bits and warnings on main and
+    # there, over float16/32/64, complex64/128, 0-d, F-ordered, reversed, empty, nan, inf,
+    # -0.0, subnormal and overflowing entries)
+    vals = onp.array([1.5, -0.0, onp.nan, -onp.inf, 1e200, 3e-162, 5e-324])
+    for x in (vals, vals.astype(onp.float32), vals + 1j * vals[::-1], onp.array(1e200),
+              vals[::-1], vals[:0]):
+        for e in (2, 2.0):
+            def f(x, e=e):
+                return x ** e
+
+            jitted = cr.jit(f)
+            for state in (dict(all="warn"), dict(all="raise")):
+                want = _observed(f, x, **state)
+                for _ in range(2):
+                    assert _observed(jitted, x, **state) == want
