@@ -487,7 +487,8 @@ def test_jit_of_a_numpy_scalars_power_tells_as_eager(state):
         assert _observed(jitted, x, **state) == want
 
 
-@pytest.mark.filterwarnings("ignore:overflow encountered in cast")
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast",
+                            "ignore:invalid value encountered in multiply")
 def test_jit_of_an_arrays_square_by_power_is_eager():
     # (jitd16's 68d6e04 writes x ** 2 as np.square: the same bits and warnings on main and
     # there, over float16/32/64, complex64/128, 0-d, F-ordered, reversed, empty, nan, inf,
