@@ -532,3 +532,52 @@ def test_a_flatten_then_written_under_jit_and_jit_of_vmap_is_numpys():
     with batched_runs_first():
         assert _bits(cr.jit(cr.vmap(_flattened_then_written))(x)) == _bits(loop)
     assert _bits(cr.jit(_flattened_then_written)(x[1])) == _bits(loop[1])
+
+
+# --------------------------------------------- unary plus is a new array, as NumPy's
+def _plus_then_written(c):
+    v = c * 2.0
+    w = +v  # NumPy: np.positive(v), an array of its own
+    v[0] = -7.0
+    return np.sum(w * c)
+
+
+@pytest.mark.xfail(strict=True, reason="older (main too): ArrayBox.__pos__ answers the box "
+                   "itself (numpy/numpy_boxes.py), so +v of a traced array then written "
+                   "into sees the write: grad gives -7 for 16, jit 94 for 154, silently")
+@pytest.mark.parametrize("transform", ["grad", "jit"])
+def test_unary_plus_of_a_traced_array_is_a_copy(transform):
+    c = onp.array([4.0, 5.0, 6.0])
+    assert _plus_then_written(c) == 154.0
+    if transform == "grad":
+        assert _bits(cr.grad(_plus_then_written)(c)) == _bits(4.0 * c)
+    else:
+        assert cr.jit(_plus_then_written)(c) == 154.0
+
+
+def _read_then_written(read):
+    def f(c):
+        v = c * 2.0
+        w = read(v)
+        v[0] = -7.0
+        return w * 1.0
+    return f
+
+
+_READS = {"flat element": lambda v: v.flat[0],  # (NumPy: a scalar copy)
+          "ravel F of a vector": lambda v: np.ravel(v, order="F")}  # (NumPy: a view)
+
+
+@pytest.mark.xfail(strict=True, reason="older (at 0278bbd too): vmap's batched run reads "
+                   "v.flat[i] as a view of the batch (NumPy: a scalar copy) and ravel(v, 'F') "
+                   "of a 1-d example as a copy (NumPy: a view), so a later write into v "
+                   "shows where the loop's does not, or not where it does")
+@pytest.mark.parametrize("read", list(_READS))
+def test_vmap_of_a_read_then_written_is_the_loop(read):
+    from chainrule._transforms.vmap import batched_runs_first
+
+    f = _read_then_written(_READS[read])
+    x = onp.arange(15.0).reshape(5, 3) + 1.0
+    loop = onp.stack([f(c) for c in x])
+    with batched_runs_first():
+        assert _bits(cr.vmap(f)(x)) == _bits(loop)
