@@ -168,13 +168,21 @@ def _strided():
 
 @pytest.mark.xfail(strict=True, reason="older (at 0278bbd too): vmap copies the batch in "
                    "order 'K' (_transforms/vmap._batch_of, and _examples_of for the loop), "
-                   "which makes an example that is neither C- nor F-contiguous F-contiguous: "
-                   "order 'A' then reads it in F order, a silently other answer")
-def test_vmap_of_ravel_order_a_reads_the_callers_examples_as_the_loop_does():
-    x = _strided()
-    assert not x[:, :, 0].flags.f_contiguous and not x[:, :, 0].flags.c_contiguous
-    loop = onp.stack([onp.ravel(x[:, :, i], order="A") for i in range(x.shape[2])])
-    assert _bits(cr.vmap(_flat_a, in_axes=2)(x)) == _bits(loop)
+                   "which changes the layout of an example that is neither C- nor "
+                   "F-contiguous (strided, or broadcast: a zero stride): order 'A' or 'K' "
+                   "then reads it in another order, a silently other answer")
+@pytest.mark.parametrize("case", ["strided A", "broadcast A", "broadcast K", "batch broadcast K"])
+def test_vmap_of_ravel_order_a_reads_the_callers_examples_as_the_loop_does(case):
+    base = onp.arange(60.0).reshape(5, 3, 4)
+    x, axis, order = {
+        "strided A": (_strided(), 2, "A"),
+        "broadcast A": (onp.broadcast_to(base[:, :1, :], (5, 3, 4)), 0, "A"),
+        "broadcast K": (onp.broadcast_to(base[:, :1, :], (5, 3, 4)), 0, "K"),
+        "batch broadcast K": (onp.broadcast_to(base[:1], (5, 3, 4)), 1, "K")}[case]
+    at = (slice(None),) * axis
+    loop = onp.stack([onp.ravel(x[at + (i,)], order=order) for i in range(x.shape[axis])])
+    got = cr.vmap(lambda e: np.ravel(e, order=order), in_axes=axis)(x)
+    assert _bits(got) == _bits(loop)
 
 
 def test_ravel_order_a_of_strided_examples_under_grad_and_jit_is_numpys():
