@@ -580,6 +580,7 @@ _READS = {"flat element": lambda v: v.flat[0],  # (NumPy: a scalar copy)
                    "v.flat[i] as a view of the batch (NumPy: a scalar copy) and ravel(v, 'F') "
                    "of a 1-d example as a copy (NumPy: a view), so a later write into v "
                    "shows where the loop's does not, or not where it does")
+@pytest.mark.filterwarnings("ignore::UserWarning")  # (vmap's loop notices)
 @pytest.mark.parametrize("read", list(_READS))
 def test_vmap_of_a_read_then_written_is_the_loop(read):
     from chainrule._transforms.vmap import batched_runs_first
