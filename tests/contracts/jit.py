@@ -2,8 +2,9 @@
 
 For every call, ``jit(T)(*args)`` equals ``T(*args)`` evaluated eagerly, on the arguments
 with Python floats as NumPy float64: the same pytree (dict order included), types, dtypes,
-shapes and bits of every leaf (signed zeros; a nan matches a nan), the same exception
-(class and message), the same warnings (which ones, not how often nor in which order;
+shapes and bits of every leaf (signed zeros; a nan matches a nan of either sign and any
+payload: ``_compare._mismatch`` says why), the same exception (class and message), the
+same warnings (which ones, not how often nor in which order;
 jit's own ``JitWarning`` notices left out), the same draws from ``numpy.random``, outputs that share
 memory with the inputs, with each other and with earlier outputs exactly where the eager
 ones do, and inputs left as eagerly. The one exception the contract states, arrays

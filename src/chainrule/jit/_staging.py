@@ -285,9 +285,10 @@ class StagingNode(Node):
         record.append(self)
         if session is not None and _errstate_now() is not session.errstate:
             session.errstate = _errstate_now()  # (checked once per change)
-            session.errstate_acts = session.errstate_acts or _errstate.acts()
-            session.errstate_changed = session.errstate_changed or \
-                _errstate.modes() != session.errstate_modes
+            # (a state with the caller's modes, as after a transform's own, sets nothing)
+            changed = _errstate.modes() != session.errstate_modes
+            session.errstate_acts = session.errstate_acts or (changed and _errstate.acts())
+            session.errstate_changed = session.errstate_changed or changed
         self.fun = fun
         self.kwargs = kwargs or _NO_KEYWORDS  # (one empty dict for all: none is changed)
         self.argnums = argnums

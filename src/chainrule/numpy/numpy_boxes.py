@@ -13,7 +13,7 @@ import math
 import operator as _operator
 import sys
 import weakref as _weakref
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import numpy as _np
 
@@ -26,6 +26,7 @@ from .._core.tracer import (
     getval,
     into_plain_array,
     isbox,
+    notrace_primitive,
     primitive,
     register_view_maker,
     staged,
@@ -357,6 +358,10 @@ class ArrayBox(Box):
             # np.add.reduce & co. of values only chainrule.jit's staging trace boxes:
             # eagerly NumPy's own call on plain arrays, which the staging trace follows
             return _on_plain_values(ufunc, method, inputs, kwargs)
+        if method == "__call__" and wrapped is None and _followed(inputs):
+            # a ufunc with no rule (np.modf, np.frexp, np.ldexp) on values only jit's
+            # staging trace boxes (no derivative asked): a call without one, as eagerly
+            return _without_rule(ufunc)(*inputs, **kwargs)
         if method != "__call__" or wrapped is None:
             raise TypeError(
                 f"chainrule has no derivative rule for {name}"
@@ -886,6 +891,12 @@ def _writes_followed(inputs: tuple, out: object) -> bool:
     followed by the trace of every traced input."""
     outs = out if isinstance(out, tuple) else (out,)
     return all(type(o) is _np.ndarray for o in outs) and _followed(inputs)
+
+
+@cache
+def _without_rule(ufunc: _np.ufunc):
+    """``ufunc`` as a primitive without a derivative (one per ufunc: jit stages calls of it)."""
+    return notrace_primitive(ufunc)
 
 
 def _on_plain_values(ufunc, method: str, inputs: tuple, kwargs: dict):
