@@ -102,11 +102,9 @@ def _sum_of_squares(x):
     return np.sum(x * x)
 
 
-@pytest.mark.xfail(strict=True, reason="older (at 0278bbd too): grad switches NumPy's 'warn' "
-                   "to 'log' (_user_code/lines.user_line_warnings) inside jit's trace; "
-                   "jit/_staging.StagingNode reads that change with _errstate.acts(), which "
-                   "counts the caller's own 'raise', so the trace is taken for a function that "
-                   "sets the error state inside: a JitWarning and eager calls for ever")
+# (older, found here: grad's switch of "warn" to "log" inside jit's trace was read by
+# jit/_staging.StagingNode through _errstate.acts(), which counted the caller's own
+# "raise": a JitWarning and eager calls for ever; fixed by fix16's d33f32f)
 @pytest.mark.parametrize("state", [dict(invalid="raise"), dict(divide="raise"),
                                    dict(under="raise")])
 def test_jit_of_grad_compiles_under_a_callers_state_that_raises_and_warns(state):
@@ -166,12 +164,19 @@ def _strided():
     return onp.asfortranarray(onp.arange(120.0).reshape(3, 8, 5))[:, ::2]
 
 
-@pytest.mark.xfail(strict=True, reason="older (at 0278bbd too): vmap copies the batch in "
-                   "order 'K' (_transforms/vmap._batch_of, and _examples_of for the loop), "
-                   "which changes the layout of an example that is neither C- nor "
-                   "F-contiguous (strided, or broadcast: a zero stride): order 'A' or 'K' "
-                   "then reads it in another order, a silently other answer")
-@pytest.mark.parametrize("case", ["strided A", "broadcast A", "broadcast K", "batch broadcast K"])
+_BROADCAST_K = pytest.mark.xfail(
+    strict=True, reason="older (at 0278bbd too): vmap's copy of a batch with a broadcast "
+    "axis (a zero stride) lays the examples out otherwise than NumPy's order 'K' reads the "
+    "caller's (_transforms/vmap's batch copy; the lead's 6e93c71 keeps 'A' and 'K' of "
+    "strided examples, found here): ravel(e, 'K') reads another order, silently")
+
+
+# (older, found here: vmap's compact copy of the batch in order "K" made a strided example
+# F-contiguous, so order "A" read it in F; fixed by the lead's 6e93c71 but for a broadcast
+# example read in order "K")
+@pytest.mark.parametrize("case", ["strided A", "broadcast A",
+                                  pytest.param("broadcast K", marks=_BROADCAST_K),
+                                  pytest.param("batch broadcast K", marks=_BROADCAST_K)])
 def test_vmap_of_ravel_order_a_reads_the_callers_examples_as_the_loop_does(case):
     base = onp.arange(60.0).reshape(5, 3, 4)
     x, axis, order = {
@@ -185,6 +190,7 @@ def test_vmap_of_ravel_order_a_reads_the_callers_examples_as_the_loop_does(case)
     assert _bits(got) == _bits(loop)
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")  # (jit(vmap)'s fallback: the test below)
 def test_ravel_order_a_of_strided_examples_under_grad_and_jit_is_numpys():
     # (the neighbours that hold: one example, not vmapped, eager and jitted, and jit(vmap))
     x = _strided()
@@ -219,10 +225,8 @@ def test_an_element_then_written_under_grad_and_jit_is_numpys():
     assert _bits(cr.grad(_element_then_written)(c)) == _bits([10.0, 8.0, 0.0])
 
 
-@pytest.mark.xfail(strict=True, reason="older (at 0278bbd too): in vmap's batched run, x[i] "
-                   "of a 1-d example is a view of the batch's column where NumPy's is a "
-                   "scalar copy, so a later write into x[i] changes it: silently other values "
-                   "(eager vmap and jit(vmap); a chainrule.numpy buffer's entry is right)")
+# (older, found here: x[i] of a 1-d example was a view of the batch's column where
+# NumPy's is a scalar copy; fixed by the lead's 6e93c71)
 @pytest.mark.parametrize("jitted", [False, True])
 def test_vmap_of_an_element_then_written_is_the_loop(jitted):
     from chainrule._transforms.vmap import batched_runs_first
@@ -244,6 +248,9 @@ def _places(fn, *args):
     return [(str(m.message), m.filename, m.lineno) for m in told]
 
 
+@pytest.mark.xfail(strict=True, reason="fix16's 9577c9e (merged at 8c102d7; passed at "
+                   "c17b2c6): jit/_effects.Replaying takes the function's own warning on the "
+                   "tracing call's line for a notice and names each later call's line")
 def test_a_one_line_functions_own_warning_keeps_its_line_on_later_calls():
     # the function defined and first called on one line: its own warning names that line
     # on every call, eagerly; fix16's 9577c9e takes it for a notice naming the tracing
@@ -367,6 +374,9 @@ def _with_a_pole(x):
 _POLE_LINE = _with_a_pole.__code__.co_firstlineno + 1
 
 
+@pytest.mark.xfail(strict=True, reason="fix16's d33f32f (merged at 8c102d7; passed at "
+                   "c17b2c6): _user_code.errstate.Deferred tells the collapsed pass's errors "
+                   "after the pass, naming only the calling line, not the function's")
 def test_grad_of_laplacian_names_the_functions_line_in_its_warnings():
     # grad's eager warnings name the line of the function where NumPy met the error in
     # the forward pass (_user_code/lines.WARN_AT_USER_LINE; the backward pass's the calling
@@ -422,9 +432,7 @@ def _parts_into_buffers(x):
     return frac * 1.0, whole * 1.0
 
 
-@pytest.mark.xfail(strict=True, reason="main at c17b2c6: jit raises 'no derivative rule' for "
-                   "np.modf/np.frexp with no derivative asked; passes on fix16 (7b0efee): "
-                   "remove this mark when it merges")
+# (main at c17b2c6 raised "no derivative rule"; fixed by fix16's 7b0efee)
 @pytest.mark.filterwarnings("ignore:overflow encountered")
 def test_jit_of_modf_and_frexp_is_eager_bit_for_bit():
     x = onp.array([1.5, -0.0, -2.25, onp.nan, onp.inf, -onp.inf, 1e300, 5e-324])
@@ -599,12 +607,15 @@ _READS = {"flat element": lambda v: v.flat[0],  # (NumPy: a scalar copy)
           "ravel F of a vector": lambda v: np.ravel(v, order="F")}  # (NumPy: a view)
 
 
-@pytest.mark.xfail(strict=True, reason="older (at 0278bbd too): vmap's batched run reads "
-                   "v.flat[i] as a view of the batch (NumPy: a scalar copy) and ravel(v, 'F') "
-                   "of a 1-d example as a copy (NumPy: a view), so a later write into v "
-                   "shows where the loop's does not, or not where it does")
+# (older, found here: v.flat[i] of an example was a view of the batch, NumPy's a scalar
+# copy; fixed on main by the lead's 6e93c71)
 @pytest.mark.filterwarnings("ignore::UserWarning")  # (vmap's loop notices)
-@pytest.mark.parametrize("read", list(_READS))
+@pytest.mark.parametrize("read", [
+    "flat element",
+    pytest.param("ravel F of a vector", marks=pytest.mark.xfail(
+        strict=True, reason="older (at 0278bbd too): vmap's batched run answers "
+        "ravel(v, 'F') of a 1-d example as a copy where NumPy's is a view of v, so a later "
+        "write into v does not show where the loop's does"))])
 def test_vmap_of_a_read_then_written_is_the_loop(read):
     from chainrule._transforms.vmap import batched_runs_first
 
@@ -631,3 +642,23 @@ def test_jit_warns_as_often_as_eager_under_pythons_filters(action):
         return [str(m.message) for m in got]
 
     assert told(cr.jit(_log_sum)) == told(_log_sum) == ["invalid value encountered in log"]
+
+
+@pytest.mark.xfail(strict=True, reason="the lead's 6e93c71 (vmap's copies keep each example's "
+                   "layout for orders 'A'/'K'): under jit, ravel(e, 'A') of strided examples "
+                   "asks x.strides of the staged batch and vmap falls back to its loop with a "
+                   "VmapFallbackWarning eager vmap does not give (passed at c17b2c6)")
+def test_jit_of_vmap_of_ravel_order_a_runs_batched_as_eager_does():
+    x = _strided()
+    w = onp.arange(12.0) - 5.5
+
+    def loss(e):
+        return np.sum(np.sin(_flat_a(e)) * w)
+
+    mapped = cr.vmap(cr.grad(loss), in_axes=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        want = mapped(x)
+        jitted = cr.jit(mapped)
+        for _ in range(2):
+            assert _bits(jitted(x)) == _bits(want)
