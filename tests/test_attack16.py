@@ -662,3 +662,20 @@ def test_jit_of_vmap_of_ravel_order_a_runs_batched_as_eager_does():
         jitted = cr.jit(mapped)
         for _ in range(2):
             assert _bits(jitted(x)) == _bits(want)
+
+
+@pytest.mark.xfail(strict=True, reason="main after c17b2c6 (the lead's 6e93c71 vmap copies "
+                   "in the examples' layout, cfc5e56 vmap under jit batched first): "
+                   "jit(vmap(ravel(e, 'K'))) of a Fortran-ordered batch reads each example in "
+                   "C order where eager vmap and the loop read it in memory order: silently "
+                   "other values (passed at c17b2c6)")
+@pytest.mark.parametrize("order, axis", [("K", 0), ("K", 2), ("A", 2)])
+def test_jit_of_vmap_of_ravel_reads_a_fortran_batchs_examples_as_the_loop(order, axis):
+    x = onp.asfortranarray(onp.arange(60.0).reshape(5, 3, 4))
+    at = (slice(None),) * axis
+    loop = onp.stack([onp.ravel(x[at + (i,)], order=order) for i in range(x.shape[axis])])
+    mapped = cr.vmap(lambda e: np.ravel(e, order=order), in_axes=axis)
+    assert _bits(mapped(x)) == _bits(loop)  # (eager holds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (vmap's loop notices)
+        assert _bits(cr.jit(mapped)(x)) == _bits(loop)
