@@ -679,3 +679,30 @@ def test_jit_of_vmap_of_ravel_reads_a_fortran_batchs_examples_as_the_loop(order,
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (vmap's loop notices)
         assert _bits(cr.jit(mapped)(x)) == _bits(loop)
+
+
+def _asarray_of_a_buffer(c):
+    v = np.zeros(3)
+    v[:] = c
+    a = np.asarray(v)[None]
+    v[2] = -0.0
+    return a * 2.0
+
+
+@pytest.mark.xfail(strict=True, reason="main after c17b2c6 (cfc5e56: vmap under a jit trace "
+                   "runs batched first; 6e93c71): jit(grad(sum(vmap(f)(y) ** 2))) answers "
+                   "-0.0 where eager grad and the loop's answer 0.0 (an example's entry -0.0; "
+                   "passed at c17b2c6)")
+def test_jit_of_grad_of_vmap_of_a_buffer_keeps_eagers_signed_zeros():
+    x = onp.arange(12.0).reshape(4, 3) * 0.5 - 1.0
+    x[1, 1] = -0.0
+
+    def loss(y):
+        return np.sum(cr.vmap(_asarray_of_a_buffer)(y) ** 2)
+
+    want = cr.grad(loss)(x)
+    loop = cr.grad(lambda y: sum(np.sum(_asarray_of_a_buffer(y[i]) ** 2)
+                                 for i in range(len(y))))(x)
+    assert _bits(want) == _bits(loop)
+    for _ in range(2):
+        assert _bits(cr.jit(cr.grad(loss))(x)) == _bits(want)
