@@ -644,10 +644,6 @@ def test_jit_warns_as_often_as_eager_under_pythons_filters(action):
     assert told(cr.jit(_log_sum)) == told(_log_sum) == ["invalid value encountered in log"]
 
 
-@pytest.mark.xfail(strict=True, reason="the lead's 6e93c71 (vmap's copies keep each example's "
-                   "layout for orders 'A'/'K'): under jit, ravel(e, 'A') of strided examples "
-                   "asks x.strides of the staged batch and vmap falls back to its loop with a "
-                   "VmapFallbackWarning eager vmap does not give (passed at c17b2c6)")
 def test_jit_of_vmap_of_ravel_order_a_runs_batched_as_eager_does():
     x = _strided()
     w = onp.arange(12.0) - 5.5
@@ -664,11 +660,6 @@ def test_jit_of_vmap_of_ravel_order_a_runs_batched_as_eager_does():
             assert _bits(jitted(x)) == _bits(want)
 
 
-@pytest.mark.xfail(strict=True, reason="main after c17b2c6 (the lead's 6e93c71 vmap copies "
-                   "in the examples' layout, cfc5e56 vmap under jit batched first): "
-                   "jit(vmap(ravel(e, 'K'))) of a Fortran-ordered batch reads each example in "
-                   "C order where eager vmap and the loop read it in memory order: silently "
-                   "other values (passed at c17b2c6)")
 @pytest.mark.parametrize("order, axis", [("K", 0), ("K", 2), ("A", 2)])
 def test_jit_of_vmap_of_ravel_reads_a_fortran_batchs_examples_as_the_loop(order, axis):
     x = onp.asfortranarray(onp.arange(60.0).reshape(5, 3, 4))
@@ -689,10 +680,11 @@ def _asarray_of_a_buffer(c):
     return a * 2.0
 
 
-@pytest.mark.xfail(strict=True, reason="main after c17b2c6 (cfc5e56: vmap under a jit trace "
-                   "runs batched first; 6e93c71): jit(grad(sum(vmap(f)(y) ** 2))) answers "
-                   "-0.0 where eager grad and the loop's answer 0.0 (an example's entry -0.0; "
-                   "passed at c17b2c6)")
+@pytest.mark.xfail(strict=True, reason="older for vmap's batched run (eager under "
+                   "batched_runs_first too), shown under jit since cfc5e56 (vmap under a jit "
+                   "trace runs batched first): grad(sum(vmap(f)(y) ** 2)) answers -0.0 where "
+                   "the loop's cotangent, added to a zero, answers 0.0 (an example's entry "
+                   "-0.0); jit at c17b2c6 ran this batch of 4 as the loop")
 def test_jit_of_grad_of_vmap_of_a_buffer_keeps_eagers_signed_zeros():
     x = onp.arange(12.0).reshape(4, 3) * 0.5 - 1.0
     x[1, 1] = -0.0
