@@ -401,7 +401,7 @@ class ArrayBox(Box):
     # ------------------------------------------------------------------ operators
     # The primitives themselves, where the box is the first operand: one call fewer.
     __neg__ = anp.negative
-    def __pos__(self): return self  # noqa: E704
+    __pos__ = anp.positive  # (NumPy's +v: an array of its own, which a write into v leaves)
     __abs__ = anp.absolute
     __add__ = anp.add
     def __radd__(self, other): return anp.add(other, self)  # noqa: E704
