@@ -465,18 +465,19 @@ def _linear(a):
     return np.sum(a)
 
 
-@pytest.mark.xfail(strict=True, reason="older (at 0278bbd too): the zero Jacobian of an "
-                   "output independent of the input (and the zero Hessian of a linear "
-                   "function) is a read-only broadcast of one row (a zero stride), where "
-                   "NumPy's answers and autograd's (np.stack of rows) are writeable arrays "
-                   "of their own: H[np.diag_indices(n)] += damping raises ValueError")
-@pytest.mark.parametrize("transform", ["hessian", "jacobian", "jacrev", "jit_hessian"])
+# (older, fixed by the lead: the zero Jacobian of an output independent of the input, the
+# zero Hessian of a linear function, and a sum's rows pulled back at once were read-only
+# broadcasts of one row, where NumPy's and autograd's answers are writeable)
+@pytest.mark.parametrize("transform", ["hessian", "jacobian", "jacrev", "jit_hessian",
+                                       "jit_jacobian"])
 def test_zero_derivatives_are_writeable_arrays_of_their_own(transform):
     x = onp.arange(3.0)
     make = {"hessian": lambda: cr.hessian(_linear),
             "jacobian": lambda: cr.jacobian(lambda a: onp.ones(2) + 0.0 * _linear(a)),
             "jacrev": lambda: cr.jacrev(lambda a: onp.ones(2) + 0.0 * _linear(a)),
-            "jit_hessian": lambda: cr.jit(cr.hessian(_linear))}[transform]
+            "jit_hessian": lambda: cr.jit(cr.hessian(_linear)),
+            "jit_jacobian": lambda: cr.jit(cr.jacobian(
+                lambda a: onp.ones(2) + 0.0 * _linear(a)))}[transform]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ("Output seems independent of input.")
         d = make()(x)

@@ -99,3 +99,20 @@ def test_vmap_examples_keep_the_callers_layout_as_orders_a_and_k_read_it():
                     else:
                         got = cr.vmap(flat, in_axes=axis)(part)
                     onp.testing.assert_array_equal(got, loop, err_msg=f"{name} {size} {order}")
+
+
+def test_jacobians_by_rows_are_writeable_arrays_of_their_own():
+    # the basis pulled back through a sum at once is one row with a zero stride: the
+    # Jacobian was a read-only broadcast (J[0, 0] = 0.0 raised ValueError)
+    x = onp.arange(3.0)
+
+    def f(a):
+        return np.sum(a) * onp.array([1.0, 2.0])
+
+    want = onp.array([[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]])
+    for transform in (cr.jacobian, cr.jacrev, cr.jacfwd, lambda f: cr.jit(cr.jacobian(f))):
+        for _ in range(2):
+            d = transform(f)(x)
+            onp.testing.assert_array_equal(d, want)
+            d[0, 0] = -1.0
+            assert d[0, 1] == 1.0 and d[1, 0] == 2.0  # (entries of their own)

@@ -13,6 +13,7 @@ import numpy as _np
 
 from .. import numpy as anp
 from .._core.pytree import tree_flatten, tree_leaves, tree_unflatten
+from .._core.tracer import getval
 from .._core.vspace import ContainerVSpace, VSpace, vspace
 from .._sparsity.products import SparseVSpace, stored_values
 from ..numpy.batched import jvp_over_batch, over_batch
@@ -22,8 +23,19 @@ def jacobian_tree(ans, treedef, blocks: list) -> Any:
     """The Jacobian from ``blocks[i][k]`` (output leaf i, input leaf k): ``x``'s structure
     of blocks, inside the output's structure where the output is a container (as JAX's)."""
     leaves, out_def = tree_flatten(ans)
-    per_output = [tree_unflatten(treedef, row) for row in blocks]
+    per_output = [tree_unflatten(treedef, [_own_block(block) for block in row])
+                  for row in blocks]
     return tree_unflatten(out_def, per_output)
+
+
+def _own_block(block):
+    """``block`` as an array of its own where it is a read-only view (a sum's VJP
+    broadcasts its cotangent, so the rows of the basis pulled back at once are one row
+    with a zero stride): NumPy's answers, and autograd's stacked rows, can be written."""
+    value = getval(block)
+    if isinstance(value, _np.ndarray) and not value.flags.writeable:
+        return value.copy() if block is value else anp.copy(block)
+    return block
 
 
 
@@ -133,8 +145,8 @@ def jacobian_columns_of_recording(recording, spaces: list) -> list:
             for j, other in enumerate(spaces)
         ]
         (tangents,) = recording.push_forward_batched(batch, n, anp.stack, jvp_over_batch)
-        block = (
-            anp.broadcast_to(ans_vspace.zeros(), (n,) + ans_vspace.shape)
+        block = (  # (zeros of their own, as NumPy's: a broadcast would be read-only)
+            anp.zeros_like(ans_vspace.zeros(), shape=(n,) + ans_vspace.shape)
             if tangents is None
             else tangents
         )
