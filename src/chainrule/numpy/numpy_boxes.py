@@ -732,11 +732,15 @@ def _stores_subscript_next(frame) -> bool:
 
 
 # ----------------------------------------------------------------------------- box primitives
-@primitive
 def array_getitem(x, index):
     if type(x) is not _np.ndarray and type(index) in (_np.ndarray, tuple):
         index = index_like(index, x)  # CuPy refuses NumPy index arrays
     return x[index]
+
+
+# an ndarray's x[index] recorded without this function's frame (tracer.direct_types)
+array_getitem.direct = _operator.getitem
+array_getitem = primitive(array_getitem)
 
 
 _WRITE_INSTEAD = (
