@@ -144,3 +144,47 @@ def test_views_of_traced_arrays_and_of_buffers_see_later_writes():
     fd = [(f(x + step * e) - f(x - step * e)) / (2 * step) for e in numpy.eye(4)]
     for _ in range(2):
         numpy.testing.assert_allclose(chainrule.grad(f)(x), fd, rtol=1e-7)
+
+
+def test_empty_arrays_python_floats_and_other_branches_called_twice():
+    f = lambda x: np.sum(np.where(x > 0, x ** 2, -x))  # noqa: E731
+    g = chainrule.grad(f)
+    for x, expected in ((numpy.array([]), numpy.array([])),
+                        (numpy.array([2.0, -1.0, -0.0]), numpy.array([4.0, -1.0, -1.0])),
+                        # (nan in the branch not taken: x ** 2's rule gives 0 * nan)
+                        (numpy.array([0.5, numpy.nan]), numpy.array([1.0, numpy.nan]))):
+        for _ in range(2):
+            got = g(x)
+            assert got.shape == x.shape and got.dtype == numpy.float64
+            numpy.testing.assert_array_equal(got, expected)
+    assert chainrule.grad(lambda x: np.sin(x) * x)(0.0) == 0.0
+    assert chainrule.grad(lambda x: np.sin(x) * x)(numpy.pi / 2) == pytest.approx(1.0)
+
+
+def test_jit_and_vmap_of_the_gradient_agree_with_eager():
+    g = chainrule.grad(lse)
+    xs = numpy.random.default_rng(16).normal(size=(4, 6))
+    xs[1, :3] = -0.0  # ties
+    loop = numpy.stack([g(x) for x in xs])
+    jitted = chainrule.jit(g)
+    for x, row in zip(xs, loop):
+        for _ in range(2):
+            numpy.testing.assert_array_equal(jitted(x), row)  # jit = eager, bit for bit
+    numpy.testing.assert_allclose(chainrule.vmap(g)(xs), loop, rtol=1e-15, atol=0)
+
+
+def test_x_index_of_traced_arrays_through_getitems_direct_call():
+    cols = numpy.array([2, 0, 2])
+    f = lambda A: np.sum(A[1][cols] * A[0][1:4])  # noqa: E731
+    A = numpy.arange(8.0).reshape(2, 4)
+    expected = numpy.zeros((2, 4))
+    expected[0, 1:4] = A[1][cols]
+    numpy.add.at(expected[1], cols, A[0][1:4])
+    for _ in range(2):
+        numpy.testing.assert_array_equal(chainrule.grad(f)(A), expected)
+        numpy.testing.assert_array_equal(chainrule.jit(chainrule.grad(f))(A), expected)
+    # a box as index, a tuple index and a Python list index still take the general path
+    h = lambda A: A[0, 1] * A[(1, 2)] + np.sum(A[[0, 1], [3, 3]])  # noqa: E731
+    e = numpy.zeros((2, 4))
+    e[0, 1], e[1, 2], e[0, 3], e[1, 3] = A[1, 2], A[0, 1], 1.0, 1.0
+    numpy.testing.assert_array_equal(chainrule.grad(h)(A), e)
