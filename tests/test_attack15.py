@@ -74,8 +74,8 @@ def _constant(a):
     return 2.0
 
 
-@pytest.mark.xfail(strict=True, reason="older: jit replays a trace's warning at the trace's "
-                   "line (_effects.Replaying keeps its filename and lineno)")
+# (older, fixed by fix16: _effects.Replaying names each call's line where the trace's
+# warning named the tracing call's)
 def test_jit_of_grad_names_each_calls_line_in_the_independent_output_warning():
     jitted = cr.jit(cr.grad(_constant))
     x = onp.arange(3.0)
@@ -112,9 +112,7 @@ def _sum_of_jets(f, x):
     return total
 
 
-@pytest.mark.xfail(strict=True, reason="older (main too), left by taylor15: the collapsed "
-                   "pass's overflowing intermediate raises under over='raise' before the "
-                   "mend (a second pass where the answer is not finite) can run")
+# (older, fixed by fix16: the collapsed pass's errors are told only with its answer)
 def test_laplacian_under_over_raise_answers_where_the_jets_do():
     with onp.errstate(over="raise"):
         want = _sum_of_jets(_reciprocal_of_a_tiny_exp, _X32)
@@ -122,9 +120,7 @@ def test_laplacian_under_over_raise_answers_where_the_jets_do():
     onp.testing.assert_allclose(float(got), float(want), rtol=1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason="older (main too), left by taylor15: the collapsed "
-                   "pass warns of its own intermediate's overflow (and the mend's answer is "
-                   "finite): warnings the per-direction jets and NumPy's f do not give")
+# (older, fixed by fix16: _user_code.errstate.Deferred)
 def test_laplacian_gives_no_overflow_warning_where_the_jets_give_none():
     with warnings.catch_warnings(record=True) as told:
         warnings.simplefilter("always")
@@ -158,7 +154,7 @@ def _mapped_slices(x):
 
 
 def test_jit_of_vmap_taking_a_slice_runs_batched_as_eager_does():
-    # (older, fixed: numpy_boxes._memory_of reads a buffer's value for may_share_memory)
+    # (older, fixed: numpy_boxes.memory_of reads a buffer's value for may_share_memory)
     from chainrule._transforms.vmap import batched_runs_first
 
     x = onp.arange(12.0).reshape(4, 3)

@@ -23,6 +23,21 @@ def _bits(a, b):
     assert onp.asarray(a).tobytes() == onp.asarray(b).tobytes()
 
 
+def _warned(fun, args):
+    """``fun(*args)`` and the messages of the warnings it gave."""
+    with warnings.catch_warnings(record=True) as told:
+        warnings.simplefilter("always")
+        answer = fun(*args)
+    return answer, [str(w.message) for w in told]
+
+
+def _as_numpy(got, want, *args):
+    """``got(*args)`` and ``want(*args)`` the same bits, with the same warnings."""
+    (a, a_told), (b, b_told) = _warned(got, args), _warned(want, args)
+    _bits(a, b)
+    assert a_told == b_told
+
+
 def _hard(shape, dtype=onp.float64, seed=0):
     """Numbers whose sums show their order in the last bits, with signed zeros, nan, inf."""
     rng = onp.random.default_rng(seed)
@@ -227,24 +242,23 @@ def test_jit_of_spread_cotangents_is_eager_bit_for_bit():
             _bits(got, want)
 
 
+def _untake64(g, index, shape):
+    return untake(g, index, shape, onp.dtype(onp.float64))
+
+
+@pytest.mark.parametrize("rows", [20, 400])  # (bincount below SCATTER_AT_SIZE, add.at from)
 @pytest.mark.parametrize("bins", [7, 100])  # (a short vector's check in Python, jitd15)
-def test_scatter_sum_is_untakes_add_at(bins):
+def test_scatter_sum_is_untakes_add_at(bins, rows):
+    assert (rows * 6 >= _kernels.SCATTER_AT_SIZE) == (rows == 400)
     rng = onp.random.default_rng(9)
-    index = rng.integers(0, bins, (120, 6)).astype(onp.int8)
-    g = _hard((120, 6))
+    index = rng.integers(0, bins, (rows, 6)).astype(onp.int8)
+    g = _hard((rows, 6))
     g[index == 3] = -0.0
     finite = onp.where(onp.isfinite(g), g, 1.5)
     huge = finite.copy()
     huge[index == 5] = 1e308  # (finite terms, an infinite sum: add.at's overflow warning)
     for values in (finite, g, huge):
-        with warnings.catch_warnings(record=True) as got_warnings:
-            warnings.simplefilter("always")
-            got = _kernels.scatter_sum(values, index, (bins,))
-        with warnings.catch_warnings(record=True) as want_warnings:
-            warnings.simplefilter("always")
-            want = untake(values, index, (bins,), onp.dtype(onp.float64))
-        _bits(got, want)
-        assert [str(w.message) for w in got_warnings] == [str(w.message) for w in want_warnings]
+        _as_numpy(_kernels.scatter_sum, _untake64, values, index, (bins,))
 
 
 def test_jit_of_the_det_gradient_is_eager_bit_for_bit():
@@ -252,11 +266,16 @@ def test_jit_of_the_det_gradient_is_eager_bit_for_bit():
     jg = cr.jit(g)
     rng = onp.random.default_rng(10)
     A = rng.random((7, 7))
-    for a in (A, -A, onp.where(A > 0.5, A, -0.0), A):
-        _bits(jg(a), g(a))
+    huge = A.copy()
+    huge[:6] *= 3e51  # (the last row's cotangent's sums overflow: add.at's warnings)
+    huge[6] *= 1e-300
+    odd = A.copy()
+    odd[3, 2], odd[5, 1], odd[1, 4] = onp.nan, onp.inf, -0.0
+    for a in (A, -A, onp.where(A > 0.5, A, -0.0), huge, odd, A):
+        _as_numpy(jg, g, a)
     source = jg.lower(A).source
     assert "_kernels.scatter_sum(" in source
-    assert "_kernels.lanes(" in source  # (np.outer by a short vector)
+    assert "_kernels.outer_lanes(" in source  # (np.outer by a short vector)
     assert "int8" not in source  # (its index constants as intp)
 
 
@@ -448,20 +467,40 @@ def test_the_kernels_error_state_is_stricts_under_every_callers_state():
             before = onp.geterr()
             a = onp.array([1e308, 1.0])
             if onp.geterr()["over"] != "ignore":
-                with pytest.raises(FloatingPointError):
-                    _kernels.lanes(onp.multiply, (1, 2), onp.dtype(onp.float64), a[None], 10.0)
+                with pytest.raises(FloatingPointError):  # (into an operand: raises)
+                    _kernels.lanes(onp.multiply, (1, 2), onp.dtype(onp.float64), a[None], 10.0,
+                                   out=onp.empty((1, 2)))
             assert onp.geterr() == before
+
+
+def test_a_fresh_lanes_answer_that_errs_is_numpys_call():
+    # (a program that warned at an earlier line, then raised in a split call, was evaluated
+    # again eagerly, which warned a second time: a fresh answer is NumPy's call instead)
+    a = onp.array([[1e308, 1.0]] * 3)
+    for state in ("warn", "raise", "ignore"):
+        with onp.errstate(over=state), warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            try:
+                got = _kernels.lanes(onp.multiply, (3, 2), onp.dtype(onp.float64), a, 10.0)
+            except FloatingPointError:
+                got = "raised"
+        assert (type(got) is str) == (state == "raise")
+        if state != "raise":
+            _bits(got, a * 10.0)
+        assert [str(w.message) for w in rec] == \
+            ["overflow encountered in multiply"] * (state == "warn")
 
 
 @pytest.mark.parametrize("shape,axis", [((5, 1000, 2), 1), ((400, 2), 0)])
 def test_pair_sum_that_overflows_is_left_to_eager_evaluation(shape, axis):
     """The pairs' einsum form reports no floating-point error: a sum that overflows is
-    NumPy's reduce again, whose error (the program's strict state) makes jit evaluate the
-    call eagerly, warning as NumPy does."""
+    NumPy's reduce again, which warns as NumPy does (once: jit14 raised, for eager
+    evaluation to warn, which warned again of what the program's earlier lines had)."""
     a = onp.full(shape, 1e308)
     outer = int(onp.prod(shape[:axis]))
-    with pytest.raises(FloatingPointError):
-        _kernels.pair_sum(a, outer, shape[axis], onp.add.reduce(a, axis).shape)
+    summed = shape[:axis] + shape[axis + 1:]
+    _as_numpy(lambda x: _kernels.pair_sum(x, outer, shape[axis], summed),
+              lambda x: onp.add.reduce(x, axis), a)
     f = lambda x: np.sum(np.sum(x, axis=axis) * 2.0)  # noqa: E731
     jf = cr.jit(f)
     jf(onp.ones(shape))
@@ -475,3 +514,101 @@ def test_pair_sum_that_overflows_is_left_to_eager_evaluation(shape, axis):
             want = f(x)
         _bits(got, want)
         assert [str(r.message) for r in rec] == [str(r.message) for r in eager]
+
+
+@pytest.mark.parametrize("dtype", [onp.float64, onp.float32])
+@pytest.mark.parametrize("rows,n", [(300, 2), (400, 3), (900, 8), (0, 3)])
+def test_outer_lanes_is_numpys_outer(rows, n, dtype):
+    a = _hard((max(rows, 40), 1), dtype)[:rows, 0] if rows else onp.zeros(0, dtype)
+    b = onp.array([1.0, -1.0, -0.0, 0.0, onp.nan, onp.inf, 3.5, -2.25][:n], dtype)
+    with onp.errstate(all="ignore"):  # (inf times 0: strict raises where the state warns)
+        _bits(_kernels.outer_lanes(a, b, (rows, n)), onp.outer(a, b))
+    inf = onp.full(rows + 1, onp.inf, dtype)  # (inf times 0: NumPy's call, its one warning)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        got = _kernels.outer_lanes(inf, onp.zeros(n, dtype), (rows + 1, n))
+    with warnings.catch_warnings(record=True) as want:
+        warnings.simplefilter("always")
+        _bits(got, onp.outer(inf, onp.zeros(n, dtype)))
+    assert [str(w.message) for w in rec] == [str(w.message) for w in want] == \
+        ["invalid value encountered in multiply"]
+
+
+def outer_of(a, b):
+    return np.outer(np.sin(a), b)
+
+
+def test_jit_of_an_outer_by_a_short_vector_is_eager_bit_for_bit():
+    rng = onp.random.default_rng(14)
+    jf = cr.jit(outer_of)
+    a, b = rng.standard_normal(500), onp.array([1.0, -1.0, 2.5])
+    assert "_kernels.outer_lanes(" in jf.lower(a, b).source
+    odd = a.copy()
+    odd[[3, 9, 20]] = [onp.nan, onp.inf, -0.0]
+    for x, y in [(a, b), (odd, b), (odd, onp.array([-0.0, onp.inf, 1e308])), (a * 0.0, -b),
+                 (a, onp.array([1e308, 1e-320, -1e308])), (a, b)]:
+        _as_numpy(jf, outer_of, x, y)
+    zero = a.copy()
+    zero[5] = -0.0  # (sin(-0.0) * inf: invalid)
+    with onp.errstate(invalid="raise"):
+        with pytest.raises(FloatingPointError, match="multiply"):
+            jf(zero, onp.array([1.0, onp.inf, 2.0]))
+    f32 = cr.jit(outer_of)
+    _bits(f32(a.astype(onp.float32), b.astype(onp.float32)),
+          outer_of(a.astype(onp.float32), b.astype(onp.float32)))
+
+
+def squares(x, y):
+    return np.tanh(x) ** 2 + x ** 2 * y ** 2.0 - (x * y) ** 3
+
+
+@pytest.mark.parametrize("dtype", [onp.float64, onp.float32, onp.complex128, onp.int64])
+def test_an_arrays_square_is_the_square_its_power_calls(dtype):
+    # (x ** 2 of a float or complex array is NumPy's square, whose warning names square;
+    # the program calls it, not the array's __pow__)
+    jf, jg = cr.jit(squares), cr.jit(cr.grad(lambda x, y: np.sum(squares(x, y)).real))
+    x = onp.linspace(-3.0, 3.0, 14)
+    if dtype == onp.complex128:
+        x = x + 1j * x[::-1]
+    x, y = x.astype(dtype), (x * 2).astype(dtype)
+    jf(x, y)
+    assert jf.lower(x, y).source.count("np.square(") == (2 if onp.dtype(dtype).kind in "fc" else 1)
+    odd = x.copy()
+    if onp.dtype(dtype).kind != "i":
+        odd[[1, 4, 6]] = [onp.nan, onp.inf, -0.0]
+    big = x * (1e200 if dtype != onp.float32 else 1e30) if onp.dtype(dtype).kind != "i" else x
+    for a, b in [(x, y), (odd, y), (big, y), (x, -y), (x, y)]:
+        _as_numpy(jf, squares, a, b)
+        if dtype == onp.float64:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                _bits(jg(a, b), cr.grad(lambda x, y: np.sum(squares(x, y)).real)(a, b))
+
+
+def _lane_summed(x):
+    return np.sum(np.sin(x) + x, axis=-1)
+
+
+def _pair_summed(x):
+    return np.sum(np.sin(x) + x, axis=1)
+
+
+def _negated_summed(x):
+    return np.sum(-(np.sin(x) + x))
+
+
+@pytest.mark.parametrize("f,shape,form", [(_lane_summed, (600, 3), "lane_sum"),
+                                          (_pair_summed, (5, 400, 2), "pair_sum"),
+                                          (_negated_summed, (200, 200), "negated_sum")])
+def test_a_faster_form_that_errs_after_the_program_warned_warns_once(f, shape, form):
+    # (the program warned at sin's line, then the faster form raised in strict(): the
+    # call was evaluated again eagerly, which warned at sin a second time)
+    x = onp.linspace(0.0, 1.0, int(onp.prod(shape))).reshape(shape)
+    jf = cr.jit(f)
+    jf(x)
+    assert f"_kernels.{form}(" in jf.lower(x).source
+    odd = x.copy()
+    odd.reshape(-1)[0] = onp.inf  # (sin warns)
+    odd[1] = 1e308  # (the sums overflow)
+    for a in (x, odd, x, odd):
+        _as_numpy(jf, f, a)

@@ -2,8 +2,9 @@
 
 For every call, ``jit(T)(*args)`` equals ``T(*args)`` evaluated eagerly, on the arguments
 with Python floats as NumPy float64: the same pytree (dict order included), types, dtypes,
-shapes and bits of every leaf (signed zeros; a nan matches a nan), the same exception
-(class and message), the same warnings (which ones, not how often nor in which order;
+shapes and bits of every leaf (signed zeros; a nan matches a nan of either sign and any
+payload: ``_compare._mismatch`` says why), the same exception (class and message), the
+same warnings (which ones, not how often nor in which order;
 jit's own ``JitWarning`` notices left out), the same draws from ``numpy.random``, outputs that share
 memory with the inputs, with each other and with earlier outputs exactly where the eager
 ones do, and inputs left as eagerly. The one exception the contract states, arrays
@@ -63,7 +64,8 @@ LAYOUTS = ("contiguous", "contiguous", "strided", "reversed")
 # jit's faster forms of calls on short axes (jit/_kernels.py) at their own sizes, or on
 # arrays of every size: the programs' arrays are small, so only "always" reaches them
 KERNELS = ("sized", "sized", "always")
-KERNEL_SIZES = ("LANES_MIN_SIZE", "SUM_MIN_SIZE", "INDICATOR_MIN_SIZE", "NEGATED_MIN_SIZE")
+KERNEL_SIZES = ("LANES_MIN_SIZE", "SUM_MIN_SIZE", "INDICATOR_MIN_SIZE", "NEGATED_MIN_SIZE",
+                "SCATTER_AT_SIZE", "OUTER_LANE_ROWS")
 
 
 class StaticNumber(float):

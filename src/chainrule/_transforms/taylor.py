@@ -16,6 +16,7 @@ from .._core.pytree import LEAF, TreeDef, flatten_matching, tree_flatten, tree_m
 from .._core.taylor import collapsed_trace, taylor_trace
 from .._core.tracer import decided, front_ends, live_trace_ids
 from .._core.vspace import dense, vspace
+from .._user_code.errstate import Deferred
 from ..numpy.batched import BatchedArray, BatchSplit, BatchTrace, BatchUnsupported, over_batch
 from ..numpy.taylor_patterns import all_finite
 from .vmap import vmap
@@ -264,18 +265,24 @@ def _summed_second_terms(fun: Callable, x, count: int, first_of: Callable):
     the directions (``first_of(trace)``: a ``BatchedArray`` of that trace, or a
     ``_Basis``), one summed second coefficient. ``first_of(None)`` gives the directions as
     rows of an array (for ``_second_terms``, where the pass cannot run on the batch)."""
-    total = _collapsed_pass(fun, x, count, first_of, False)
+    # (a pass's floating-point errors are told only with its answer: Deferred)
+    with Deferred() as errors:
+        total = _collapsed_pass(fun, x, count, first_of, False)
     if total is None:
         # a Python decision on a direction's coefficients, or something that cannot run on
-        # the batch: each direction's series apart (vmap of jet) sorts that out
+        # the batch: each direction's series apart (vmap of jet) sorts that out (and tells)
         return anp.sum(_second_terms(fun, x, first_of(None)))
     if not decided(total, all_finite):
         # an elementwise rule's f' or f''/2 along the unit curve may have overflowed where
         # the directions' own coefficients keep the answer finite (CollapsedTaylorNode.
-        # _elementwise): run again along curves of their size (a pole stays infinite)
-        again = _collapsed_pass(fun, x, count, first_of, True)
+        # _elementwise): run again along curves of their size (a pole stays infinite, and
+        # the first pass's errors are told with it)
+        with Deferred() as errors_again:
+            again = _collapsed_pass(fun, x, count, first_of, True)
         if again is not None and decided(again, all_finite):
+            errors_again.tell()
             return again
+    errors.tell()
     return total
 
 

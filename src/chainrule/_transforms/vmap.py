@@ -44,7 +44,7 @@ from .._core.tracer import live_trace_ids
 from .._sparsity.products import is_sparse_type
 from .._user_code import reach
 from ..numpy.batched import OUT_OF_TIME, BatchedArray, BatchSplit, BatchTrace
-from ..numpy.numpy_boxes import underlying
+from ..numpy.numpy_boxes import memory_of, underlying
 
 AxisSpec = Any  # an int, None, or a pytree of them (a prefix of the arguments' structure)
 
@@ -545,7 +545,10 @@ class _Call:
         self.example_function = example_function  # (what runs one example alone)
         self.started = time.perf_counter()
         self.example_times: list = []  # of examples run alone
-        self.batched_first = _batched_runs_first  # (see batched_runs_first)
+        # (see batched_runs_first; under a staging trace, chainrule.jit's, the run is
+        # recorded once as the program of every later call: examples timed alone would be
+        # staged as calls of their own, and a time taken while tracing tells nothing)
+        self.batched_first = _batched_runs_first or any(map(tracer.staged, leaves))
 
     def twin(self, args: tuple) -> _Call | None:
         """This call of other positional arguments (a loop of loops' next row) where their
@@ -1189,20 +1192,66 @@ def _groups(examples, keys: list) -> list:
 
 def _batch_of(leaf, axis: int, examples):
     """The argument's values for ``examples``, the batch as axis 0, in memory of their own
-    (the function may write into its arguments; the caller's arrays stay as they are)."""
+    (the function may write into its arguments; the caller's arrays stay as they are),
+    each example laid out as the caller's (see _own_copy)."""
     if type(leaf) is _np.ndarray:  # (NumPy's own calls: nothing to trace)
-        if len(examples) == leaf.shape[axis]:
-            batch = leaf.copy(order="K") if not axis else _np.moveaxis(leaf, axis, 0).copy(
-                order="K")
-        else:
-            batch = _np.take(leaf, examples, axis=axis)  # (a copy)
-            batch = _np.moveaxis(batch, axis, 0) if axis else batch
-        return batch
+        whole = len(examples) == leaf.shape[axis]
+        return _own_copy(_np.moveaxis(leaf, axis, 0) if axis else leaf, batch=True,
+                         rows=None if whole else examples)
+    moved = anp.moveaxis(leaf, axis, 0)
     if len(examples) == anp.shape(leaf)[axis]:
-        batch = anp.moveaxis(leaf, axis, 0)
         # (a traced copy too: under jit, an answer that is the argument is a fresh array)
-        return batch.copy(order="K") if type(batch) is _np.ndarray else anp.copy(batch)
-    return anp.moveaxis(anp.take(leaf, examples, axis=axis), axis, 0)
+        batch = anp.copy(moved)
+    else:
+        batch = anp.moveaxis(anp.take(leaf, examples, axis=axis), axis, 0)
+    callers, value = memory_of(moved), memory_of(batch)
+    if type(callers) is not _np.ndarray or type(value) is not _np.ndarray:
+        return batch
+    spacing = _spacing(callers, value, batch=True)  # (its layout at the trace: jit's key)
+    if spacing is None:
+        return batch
+    shape, index, axes = spacing
+    own = anp.transpose(anp.empty(shape, value.dtype)[index], axes)
+    own[...] = batch
+    return own
+
+
+def _own_copy(a: _np.ndarray, batch: bool, rows=None) -> _np.ndarray:
+    """``a``'s values (its ``rows`` where given) in memory of their own whose examples
+    (``a``'s rows where ``batch``, else ``a``) keep what reshape's and ravel's orders "A"
+    and "K" read of the caller's (see _spacing)."""
+    if rows is None:
+        own = a.copy(order="K")
+    else:
+        own = _np.empty_like(a[:len(rows)], order="K")
+        _np.take(a, rows, axis=0, out=own)
+    spacing = _spacing(a, own, batch)
+    if spacing is None:
+        return own
+    shape, index, axes = spacing
+    spaced = _np.empty(shape, own.dtype)[index].transpose(axes)
+    spaced[...] = own
+    return spaced
+
+
+def _spacing(callers: _np.ndarray, own: _np.ndarray, batch: bool) -> tuple | None:
+    """Whether ``own``, a compact copy of the caller's ``callers`` (or of some of its rows),
+    keeps what reshape's and ravel's orders "A" and "K" read of each example (``callers``'
+    rows where ``batch``, else ``callers``): whether it is C- or F-contiguous, and the order
+    of its strides. It does but for an example whose strides are in F's order without
+    being F-contiguous (a column's slice, say), which the copy makes F-contiguous: there,
+    the (shape, index, axes) of an allocation in which the example's outermost axis steps
+    over as much again: ``np.empty(shape)[index].transpose(axes)``; else None."""
+    mine, theirs = (own[0], callers[0]) if batch and len(own) else (own, callers)
+    if mine.ndim < 2 or theirs.flags.f_contiguous or not mine.flags.f_contiguous or (
+            mine.flags.c_contiguous):
+        return None
+    outer = max((i for i in range(batch, own.ndim) if own.shape[i] > 1),
+                key=lambda i: own.strides[i])
+    order = sorted(range(own.ndim), key=lambda i: -own.strides[i])  # (outermost first)
+    return ([own.shape[i] * (1 + (i == outer)) for i in order],
+            tuple(slice(None, None, 1 + (i == outer)) for i in order),
+            tuple(_np.argsort(order).tolist()))
 
 
 def _examples_of(leaf, axis: int, examples, cut: dict | None = None) -> list:
@@ -1218,17 +1267,14 @@ def _examples_of(leaf, axis: int, examples, cut: dict | None = None) -> list:
                 scalars = cut[id(leaf)] = list(leaf)
             return scalars
         if len(examples) == 1 and leaf.ndim > 1:  # (a third of the time of the batch's copy)
-            return [(leaf[examples[0]] if not axis else
-                     leaf[(slice(None),) * axis + (examples[0],)]).copy(order="K")]
-        if len(examples) < leaf.shape[axis]:
-            own = leaf.take(examples, axis)
-        elif leaf.ndim > 1:
-            own = leaf.copy(order="K")
-        else:
+            return [_own_copy(leaf[examples[0]] if not axis else
+                              leaf[(slice(None),) * axis + (examples[0],)], batch=False)]
+        if leaf.ndim == 1 and len(examples) == len(leaf):
             return list(leaf)  # (NumPy scalars, which nothing can write into)
         if axis:  # (the mapped axis first: a transpose, without moveaxis's checks)
-            own = own.transpose((axis, *range(axis), *range(axis + 1, own.ndim)))
-        return list(own)  # (rows, as xs[i] of xs)
+            leaf = leaf.transpose((axis, *range(axis), *range(axis + 1, leaf.ndim)))
+        whole = len(examples) == len(leaf)
+        return list(_own_copy(leaf, batch=True, rows=None if whole else examples))
     return [leaf[(slice(None),) * axis + (i,)] for i in examples]
 
 

@@ -13,10 +13,15 @@ such object, they are computed, and set with ``np.errstate``, each time.
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import sys
+import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as _np
+
+from .._core.user_frames import user_stacklevel
 
 try:  # NumPy 2
     from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
@@ -106,3 +111,93 @@ def by_errstate(derive: Callable[[dict], dict[str, Any] | None]) \
 
     in_errstate.__doc__ = derive.__doc__
     return in_errstate
+
+
+# NumPy's names of its floating-point errors (in its call and log modes) -> np.geterr()'s keys
+_KEYS = {"divide by zero": "divide", "overflow": "over", "underflow": "under",
+         "invalid value": "invalid"}
+
+# the errors of the innermost Deferred block (per thread and context)
+_deferred: contextvars.ContextVar[list] = contextvars.ContextVar("deferred_errors")
+
+
+class _Recorder:
+    """NumPy's callback in a ``Deferred`` block: each error into the block's list."""
+
+    def __call__(self, name: str, flag: int) -> None:  # NumPy's "call" mode
+        _deferred.get().append((name, flag, None))
+
+    def write(self, message: str) -> None:  # "log": "Warning: overflow encountered in exp\n"
+        name = message.removeprefix("Warning: ").split(" encountered")[0]
+        _deferred.get().append((name, 0, message))
+
+
+RECORDER = _Recorder()
+
+
+def _deferring(modes: dict) -> dict | None:
+    """Each mode that does something with an error made ``call`` (where it is) or ``log``
+    (elsewhere), calling out to ``RECORDER``."""
+    settings = {k: "call" if m == "call" else "log" for k, m in modes.items() if m != "ignore"}
+    return {"call": RECORDER, **settings} if settings else None
+
+
+_in_deferring = derived_settings(_deferring)
+
+
+class Deferred:
+    """``with Deferred() as errors:`` runs its block with NumPy's floating-point errors
+    recorded instead of told (each that the current state does something with), and
+    ``errors.tell()`` tells them afterwards, in order, as the current state does (a warning
+    at the user's line, an error, a call, a log line): for a computation whose
+    intermediates' errors matter only if its answer is kept (laplacian's collapsed pass,
+    run again where its answer overflowed). The block's settings call out to ``RECORDER``:
+    jit reads them as ignoring (``jit._errstate``), so a program staged through one hands
+    any floating-point error to eager evaluation."""
+
+    __slots__ = ("errors", "_token", "_settings")
+    _in_settings = staticmethod(_in_deferring)
+    _tells_on_error = True
+
+    def __enter__(self) -> Deferred:
+        self.errors: list = []
+        self._token = _deferred.set(self.errors)
+        self._settings = self._in_settings()
+        self._settings.__enter__()
+        return self
+
+    def __exit__(self, kind, *rest) -> None:
+        self._settings.__exit__(kind, *rest)
+        _deferred.reset(self._token)
+        if kind is not None and self._tells_on_error:
+            self.tell()  # (what the block met before it raised, told as it would be)
+
+    def tell(self) -> None:
+        errors, self.errors = self.errors, []
+        if not errors:
+            return
+        modes, callback = _np.geterr(), _np.geterrcall()
+        for name, flag, message in errors:
+            mode = modes[_KEYS[name]]
+            text = None if message is None else message.removeprefix("Warning: ").strip()
+            if mode == "raise":
+                raise FloatingPointError(text)
+            if mode == "call":
+                callback(name, flag)
+            elif mode == "log":
+                callback.write(message)
+            elif mode == "print":
+                print(message, end="", file=sys.stderr)
+            elif mode == "warn":
+                warnings.warn(text, RuntimeWarning, stacklevel=user_stacklevel())
+
+
+class EveryError(Deferred):
+    """``with EveryError() as met:`` the block's floating-point errors, every one (its
+    settings "call" on all), in ``met.errors``, and none told: for a jitted program that
+    hands a call that met one to eager evaluation (``jit._effects.Quiet``)."""
+
+    __slots__ = ()
+    _in_settings = staticmethod(derived_settings(lambda modes: {"all": "call",
+                                                                "call": RECORDER}))
+    _tells_on_error = False

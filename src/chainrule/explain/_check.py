@@ -144,12 +144,14 @@ def _nbytes(x) -> int:
 def _shifted(a, step):
     """``a + step`` laid out as ``a``, strides included: the function may read them
     (reshape's order "A", ravel's "K" read x in its memory order). As it is where a's
-    memory does not hold each element once (a broadcast axis)."""
-    if type(a) is not _np.ndarray or any(s == 0 and n > 1 for s, n in zip(a.strides, a.shape)):
-        return a + step
+    memory does not hold each element once (a broadcast axis, a sliding window's
+    overlapping rows), so cannot hold ``a + step``."""
+    shifted = a + step
+    if type(a) is not _np.ndarray:
+        return shifted
     out = laid_out_like(a)
-    _np.add(a, step, out=out)
-    return out
+    out[...] = shifted
+    return out if _np.array_equal(out, shifted, equal_nan=True) else shifted
 
 
 def _fd_error(node, rng) -> float | None:

@@ -10,7 +10,8 @@ views) without NumPy's Python layers.
 - a function whose entry has a ``lowering`` writes its own code on an ndarray:
   ``numpy.transpose``/``reshape`` the ndarray method (``_wrapfunc``), ``numpy.moveaxis``
   the ``transpose`` with the permutation it computes from the shape, ``array_getitem`` the
-  subscript, ``power`` of an array by a number the array's ``**``.
+  subscript, ``power`` of an array by a number the array's ``**`` (by 2, of a float
+  or complex array, the ``square`` that ``**`` calls).
 
 ``direct_call`` answers the expression, or None to keep the primitive's own call.
 """
@@ -80,6 +81,12 @@ def direct_call(
         code = where_code(vals, ans, texts, bind)
         if code is not None:
             return code
+    if getattr(raw, "ufunc", None) is np.power and len(vals) == 2 and not kwtexts \
+            and type(vals[1]) is int and vals[1] == 2 and type(vals[0]) is ArrayMeta \
+            and vals[0].dtype.kind in "fc":
+        # (``x ** 2``, the array's ``**``, calls ``square`` for a float or complex array:
+        # NumPy's fast path, its bits and its warnings, without ``__pow__``'s 0.4 µs)
+        return f"{bind(np.square)}({texts[0]})"
     first_array = bool(vals) and (type(vals[0]) is ArrayMeta or type(vals[0]) is np.ndarray)
     # (a NumPy scalar's reshape is its method too: np.reshape's ``_wrapfunc`` calls it)
     if (first_array or raw is np.reshape and isinstance(vals[0], np.generic)) and \

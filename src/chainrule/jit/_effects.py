@@ -17,14 +17,18 @@ eagerly for that signature (``RandomState``).
 from __future__ import annotations
 
 import random
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterable
+from types import FrameType
 from typing import Any
 
 import numpy as np
 
+from .._core.user_frames import user_frame
 from .._user_code import reach
+from .._user_code.errstate import EveryError
 from ._program import MISS as _MISS
 from ._program import RAISED as _RAISED
 
@@ -78,16 +82,33 @@ class Replaying:
 
     def __init__(self, call: Callable, messages: list):
         self.call = call
-        self.messages = [(m.message, m.category, m.filename, m.lineno) for m in messages]
+        # A warning that named the tracing call's own line (a transform's notice, as in
+        # jit(grad(f)): the engine names the first frame outside chainrule) names each
+        # call's line, as eager evaluation's does; one from inside the function (its
+        # warnings.warn, NumPy's) keeps its place. (Made while the tracing call runs.)
+        caller = _callers_line(sys._getframe(1))
+        self.messages = [(m.message, m.category, m.filename, m.lineno,
+                          (m.filename, m.lineno) == caller) for m in messages]
         self.registry: dict = {}  # ("default" shows a warning once per place, as eagerly)
 
     def __call__(self, *leaves):
         out = self.call(*leaves)
         if out is not _MISS and out is not _RAISED:
-            for message, category, filename, lineno in self.messages:
+            here = None
+            for message, category, filename, lineno, at_caller in self.messages:
+                if at_caller:
+                    here = here or _callers_line(sys._getframe(1))
+                    filename, lineno = here
                 warnings.warn_explicit(message, category, filename, lineno,
                                        registry=self.registry)
         return out
+
+
+def _callers_line(frame: FrameType) -> tuple[str, int] | None:
+    """The file and line of the first frame from ``frame`` outwards outside chainrule and
+    NumPy (where the engine's warnings name), or None."""
+    user = user_frame(frame)[0]
+    return None if user is None else (user.f_code.co_filename, user.f_lineno)
 
 
 class Quiet:
@@ -101,10 +122,9 @@ class Quiet:
         self.call = call
 
     def __call__(self, *leaves):
-        told: list = []
-        with np.errstate(all="call", call=lambda kind, flag: told.append(kind)):
+        with EveryError() as met:
             out = self.call(*leaves)
-        return _RAISED if told else out
+        return _RAISED if met.errors else out
 
 
 _GENERATORS = (np.random.Generator, np.random.RandomState, np.random.BitGenerator,

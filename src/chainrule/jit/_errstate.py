@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._user_code.errstate import current, derived_settings, remembered
+from .._user_code.errstate import RECORDER, current, derived_settings, remembered
 from .._user_code.lines import WARN_AT_USER_LINE
 
 
@@ -31,9 +31,14 @@ context = current
 
 def _told(modes: dict) -> dict:
     """NumPy's ``modes`` (``np.geterr()``) with a transform's own ``log`` mode, which only
-    warns at the user's line (``WARN_AT_USER_LINE``), read as ``warn``."""
-    if "log" in modes.values() and np.geterrcall() is WARN_AT_USER_LINE:
+    warns at the user's line (``WARN_AT_USER_LINE``), read as ``warn``; and a ``Deferred``
+    block's modes (which record errors, told later by the transform) as ``ignore``: a
+    changed state, whose program hands any floating-point error to eager evaluation."""
+    callback = np.geterrcall()
+    if callback is WARN_AT_USER_LINE and "log" in modes.values():
         return {k: "warn" if v == "log" else v for k, v in modes.items()}
+    if callback is RECORDER:
+        return {k: "ignore" if v in ("call", "log") else v for k, v in modes.items()}
     return modes
 
 

@@ -72,12 +72,18 @@ WHERE = _where.fun
 # LANES_MIN_SIZE (below it the Python of the split costs more than the calls it saves)
 MAX_LANES = 4
 LANES_MIN_SIZE = 4096
+# outer_lanes: a short vector's columns (at most this many), where the long vector has
+# at least OUTER_LANE_ROWS rows per column and one more (fewer: NumPy's call is as fast)
+MAX_OUTER_LANES = 8
+OUTER_LANE_ROWS = 100
 # lane_sum: a last axis of up to this many entries (a line per entry and a few more)
 MAX_SUM_LANES = 16
 SUM_MIN_SIZE = 1024
 # indicator_divide and negated_sum save a pass over the array for some µs of checks
 INDICATOR_MIN_SIZE = 16384
 NEGATED_MIN_SIZE = 32768
+# scatter_sum: np.add.at (one-dimensional) from this many terms, np.bincount below
+SCATTER_AT_SIZE = 2048
 
 
 def lanes(ufunc: np.ufunc, shape: tuple, dtype: np.dtype, *operands: Any,
@@ -85,24 +91,48 @@ def lanes(ufunc: np.ufunc, shape: tuple, dtype: np.dtype, *operands: Any,
     """``ufunc(*operands)`` of answer ``shape`` and ``dtype``, one call per position of
     the last axis (``out``: the operand whose memory it writes into, as the emitter's
     ``out=``). An operand whose last axis is 1 (or a scalar) is the same in every call."""
-    if out is None:
+    fresh = out is None
+    if fresh:
         out = np.empty(shape, dtype)
-    n = shape[-1]
+    try:
+        with strict():
+            _split(ufunc, shape[-1], dtype, operands, out)
+    except FloatingPointError:
+        if not fresh:  # (the lanes written so far are in an operand: the program's error)
+            raise
+        return ufunc(*operands)  # NumPy's call tells of it (once, in the caller's state)
+    return out
+
+
+def _split(ufunc: np.ufunc, n: int, dtype: np.dtype, operands: tuple, out: np.ndarray):
     if n == 2 and (ufunc is np.add or ufunc is np.subtract) and dtype in COMPLEX_OF and all(
             type(op) is np.ndarray and op.dtype == dtype and op.ndim and op.shape[-1] == 2
             and op.strides[-1] == op.itemsize for op in operands):
         # pairs added or subtracted as complex numbers: part by part, the same operations
         # (gmm's x - mu at d=2), in one call whose inner loop is long and contiguous
         pairs = COMPLEX_OF[dtype]
-        with strict():
-            ufunc(*[op.view(pairs)[..., 0] for op in operands], out=out.view(pairs)[..., 0])
-        return out
+        ufunc(*[op.view(pairs)[..., 0] for op in operands], out=out.view(pairs)[..., 0])
+        return
     columns = [[op] * n if not isinstance(op, np.ndarray) or not op.ndim else
                [op[..., c] for c in range(n)] if op.shape[-1] == n else [op[..., 0]] * n
                for op in operands]
-    with strict():
-        for c, args in enumerate(zip(*columns)):
-            ufunc(*args, out=out[..., c])
+    for c, args in enumerate(zip(*columns)):
+        ufunc(*args, out=out[..., c])
+
+
+def outer_lanes(a: np.ndarray, b: np.ndarray, shape: tuple) -> np.ndarray:
+    """``np.outer(a, b)`` of two vectors of one float dtype, ``b`` short: one product of
+    ``a`` by each entry of ``b`` (a NumPy scalar of their dtype), written into its column
+    of the answer. NumPy's own call loops over the rows, each a call of its inner loop
+    over ``b`` (at (840, 3), 5.5 µs against 3; ``lanes`` does the same with the Python
+    of any operands, as slow as NumPy's call there)."""
+    out = np.empty(shape, a.dtype)
+    try:
+        with strict():
+            for c in range(shape[1]):
+                np.multiply(a, b[c], out[:, c])
+    except FloatingPointError:  # NumPy's call tells of it (once, in the caller's state)
+        return np.multiply(a[:, None], b[None, :])
     return out
 
 
@@ -112,42 +142,54 @@ def lane_sum(a: np.ndarray, shape: tuple | None = None) -> np.ndarray:
     sum's eight running sums (one per position modulo 8, over the whole blocks of 8)
     added as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the rest in order;
     all added to 0.0 (a sum of -0.0s is 0.0). ``shape``: the answer's (``keepdims``)."""
-    n = a.shape[-1]
-    with strict():
-        if n < 8:
-            total = np.add(a[..., 0], a[..., 1])
-            for c in range(2, n):
-                np.add(total, a[..., c], out=total)
-        else:
-            blocks = n - n % 8
-            if blocks > 8:
-                r = [np.add(a[..., j], a[..., 8 + j]) for j in range(8)]
-                for i in range(16, blocks, 8):
-                    for j in range(8):
-                        np.add(r[j], a[..., i + j], out=r[j])
-            else:
-                r = [a[..., j] for j in range(8)]
-            total, half = np.add(r[0], r[1]), np.add(r[2], r[3])
-            np.add(total, half, out=total)
-            other = np.add(r[4], r[5])
-            np.add(other, np.add(r[6], r[7], out=half), out=other)
-            np.add(total, other, out=total)
-            for c in range(blocks, n):
-                np.add(total, a[..., c], out=total)
-        np.add(total, 0.0, out=total)
+    try:
+        with strict():
+            total = _lanes_added(a, a.shape[-1])
+    except FloatingPointError:  # NumPy's call tells of it (once, in the caller's state)
+        total = np.add.reduce(a, -1)
     return total if shape is None else total.reshape(shape)
+
+
+def _lanes_added(a: np.ndarray, n: int) -> np.ndarray:
+    """``lane_sum``'s additions (in ``strict()``: NumPy's call tells of an error)."""
+    if n < 8:
+        total = np.add(a[..., 0], a[..., 1])
+        for c in range(2, n):
+            np.add(total, a[..., c], out=total)
+    else:
+        blocks = n - n % 8
+        if blocks > 8:
+            r = [np.add(a[..., j], a[..., 8 + j]) for j in range(8)]
+            for i in range(16, blocks, 8):
+                for j in range(8):
+                    np.add(r[j], a[..., i + j], out=r[j])
+        else:
+            r = [a[..., j] for j in range(8)]
+        total, half = np.add(r[0], r[1]), np.add(r[2], r[3])
+        np.add(total, half, out=total)
+        other = np.add(r[4], r[5])
+        np.add(other, np.add(r[6], r[7], out=half), out=other)
+        np.add(total, other, out=total)
+        for c in range(blocks, n):
+            np.add(total, a[..., c], out=total)
+    np.add(total, 0.0, out=total)
+    return total
 
 
 def pair_sum(a: np.ndarray, outer: int, n: int, shape: tuple) -> np.ndarray:
     """``np.add.reduce`` over one axis of a C-ordered float array whose later axes hold
     two entries, by the rules' ``pair_sum``; where a sum is not finite (einsum's form
-    reports no floating-point error), by NumPy's reduce itself, whose error makes the
-    program hand the call to eager evaluation. ``outer``/``n``: the sizes before the
-    axis and of it; ``shape``: the answer's."""
-    with strict():  # (accumulate's form, for one row, raises its errors itself)
-        summed = rules_pair_sum(a, outer, n)
-        if not np.isfinite(summed).all():
-            summed = np.add.reduce(a.reshape(outer, n, 2), 1)
+    reports no floating-point error), by NumPy's reduce itself, which tells of its
+    errors as the call does. ``outer``/``n``: the sizes before the axis and of it;
+    ``shape``: the answer's."""
+    try:
+        with strict():  # (accumulate's form, for one row, raises its errors itself)
+            summed = rules_pair_sum(a, outer, n)
+        finite = np.isfinite(summed).all()
+    except FloatingPointError:
+        finite = False
+    if not finite:  # NumPy's reduce tells of its errors, once, in the caller's state
+        summed = np.add.reduce(a.reshape(outer, n, 2), 1)
     return summed.reshape(shape)
 
 
@@ -175,18 +217,37 @@ def negated_sum(reduce: Any, x: np.ndarray, *args: Any, **kwargs: Any) -> Any:
     is the negated partial sum, but for zeros (x + -x is +0.0 either way) and nan (whose
     sign an addition of infinities sets): where the total is zero or nan, the negated
     terms are summed."""
-    with strict():
-        total = np.negative(reduce(x, *args, **kwargs))
-    if (total != 0).all() and not np.isnan(total).any():
+    try:
+        with strict():
+            total = np.negative(reduce(x, *args, **kwargs))
+    except FloatingPointError:
+        total = None  # (NumPy's call below tells of it, once, in the caller's state)
+    if total is not None and (total != 0).all() and not np.isnan(total).any():
         return total
     return reduce(np.negative(x), *args, **kwargs)
 
 
 def scatter_sum(g: np.ndarray, index: np.ndarray, shape: tuple) -> np.ndarray:
     """``untake(g, index, shape, float64)`` of a vector (an integer array index's cotangent:
-    ``np.add.at`` into zeros), by ``np.bincount``, which adds the same terms in the same
-    order from 0.0, in one C loop. Where the sums are not all finite (where ``add.at``
-    may have warned), ``untake`` itself."""
+    ``np.add.at`` into zeros). From ``SCATTER_AT_SIZE`` terms, ``np.add.at`` itself on the
+    raveled index and terms (the same terms in the same order: NumPy's fast path of
+    ``at`` for one-dimensional operands, 0.7 of ``bincount``'s time, where a
+    multi-dimensional index takes ``at``'s slow path, 5 times ``bincount``'s). Below, by
+    ``np.bincount``, which adds the same terms in the same order from 0.0, in one C loop,
+    with less fixed cost. Where either form would have warned (``add.at`` of a raveled
+    index raising in ``strict``; ``bincount``'s sums not all finite), ``untake`` itself:
+    the fast path's warning names ``add``, the slow path's ``at``."""
+    if index.size >= SCATTER_AT_SIZE:
+        out = np.zeros(shape)
+        if index.ndim == 1:  # (untake's own call: its warnings, in the caller's state)
+            np.add.at(out, index, g)
+            return out
+        try:
+            with strict():
+                np.add.at(out, index.ravel(), g.ravel())
+            return out
+        except FloatingPointError:
+            return untake(g, index, shape, np.dtype(np.float64))
     out = np.bincount(index.ravel(), weights=g.ravel(), minlength=shape[0])
     # (a short vector's check in Python floats: a fifth of NumPy's isfinite and all)
     if all(map(math.isfinite, out.tolist())) if len(out) <= 64 else \
@@ -313,12 +374,18 @@ def ufunc_code(ufunc: np.ufunc, vals: list, ans: Any, texts: list[str], bind) ->
 
 def outer_code(vals: list, ans: Any, texts: list[str], bind) -> str | None:
     """``np.outer(a, b)`` of two vectors (``multiply(a[:, None], b[None, :])``, as NumPy
-    writes it) by ``lanes`` where ``b`` is short (``det``'s cotangents of its minors),
-    else as that product itself (without ``outer``'s Python: its ``asarray`` and
-    ``ravel``, which a vector's product does not need)."""
+    writes it) by ``outer_lanes`` where ``b`` is short and ``a`` long enough (``det``'s
+    cotangents of its minors), else as that product itself (without ``outer``'s Python:
+    its ``asarray`` and ``ravel``, which a vector's product does not need)."""
     if len(vals) != 2 or not all(
             (type(v) is ArrayMeta or type(v) is np.ndarray) and v.ndim == 1 for v in vals):
         return None
+    rows, n = vals[0].shape[0], vals[1].shape[0]
+    if 2 <= n <= MAX_OUTER_LANES and rows >= OUTER_LANE_ROWS * (n + 1) \
+            and type(ans) is ArrayMeta and ans.shape == (rows, n) and c_ordered(ans) \
+            and ans.dtype in (np.float64, np.float32) \
+            and vals[0].dtype == vals[1].dtype == ans.dtype:
+        return f"{bind(outer_lanes)}({texts[0]}, {texts[1]}, {ans.shape!r})"
     a, b = f"{texts[0]}[:, None]", f"{texts[1]}[None, :]"
     column = ArrayMeta(vals[0].shape + (1,), vals[0].dtype, vals[0].strides + (0,))
     row = ArrayMeta((1,) + vals[1].shape, vals[1].dtype, (0,) + vals[1].strides)
@@ -443,6 +510,8 @@ def layout_key(raw: Any, entry: Any, vals: list, ans: Any) -> tuple:
         return (_layout(ans), *map(_layout, vals))  # (which axis and how long: any sum)
     if getattr(raw, "ufunc", None) is None:
         return ()
+    if raw.ufunc is np.power:  # (an array by the number 2 is its square: _direct)
+        return (len(vals) == 2 and type(vals[1]) is int and vals[1] == 2,)
     if not (type(ans) is ArrayMeta and ans.ndim and ans.shape[-1] <= MAX_SUM_LANES) and \
             not any(getattr(v, "dtype", None) == np.bool_ for v in vals):
         return ()

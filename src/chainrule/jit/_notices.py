@@ -12,19 +12,16 @@ import os
 import sys
 from types import FrameType
 
+from .._core.user_frames import user_stacklevel
 from .._user_code.lines import user_frame
+
+__all__ = ["JitWarning", "call_site", "user_line", "user_stacklevel"]
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # chainrule/
 
 
 class JitWarning(UserWarning):
     """A notice of chainrule.jit about how it runs a function (never about its values)."""
-
-
-def user_stacklevel() -> int:
-    """The ``stacklevel`` of ``warnings.warn`` called here that names the user's line: the
-    first frame outside chainrule (and NumPy)."""
-    return 1 + user_frame(sys._getframe(1))[1]
 
 
 _JIT_INIT = os.path.join(_PACKAGE, "jit", "__init__.py")

@@ -285,9 +285,10 @@ class StagingNode(Node):
         record.append(self)
         if session is not None and _errstate_now() is not session.errstate:
             session.errstate = _errstate_now()  # (checked once per change)
-            session.errstate_acts = session.errstate_acts or _errstate.acts()
-            session.errstate_changed = session.errstate_changed or \
-                _errstate.modes() != session.errstate_modes
+            # (a state with the caller's modes, as after a transform's own, sets nothing)
+            changed = _errstate.modes() != session.errstate_modes
+            session.errstate_acts = session.errstate_acts or (changed and _errstate.acts())
+            session.errstate_changed = session.errstate_changed or changed
         self.fun = fun
         self.kwargs = kwargs or _NO_KEYWORDS  # (one empty dict for all: none is changed)
         self.argnums = argnums
@@ -486,16 +487,20 @@ def _on_notrace(box, f_wrapped, args, kwargs):
     parents = tuple(staged[i]._node for i in argnums)
     # other arguments are constants: plain values (boxes of newer traces hold no staged value)
     node = type(parents[0])(ans, call, list(argvals), dict(kwargs), argnums, parents)
-    if isinstance(f_raw, np.ufunc) and type(ans) is np.ndarray and ans.ndim and ans.dtype == bool:
+    if isinstance(f_raw, np.ufunc) and type(ans) is np.ndarray and ans.ndim:
         # A mask (x > 0, isnan(x), a & b: a ufunc's boolean answer, elementwise by
-        # definition) is a value of the program: it goes on as a staged box, and
+        # definition), or a ufunc's other answer without a derivative (np.floor, np.sign)
+        # is a value of the program: it goes on as a staged box, and
         # is guarded by value only where it reaches a function outside _takes_masks (one
         # whose result's shape or Python-visible structure could depend on it).
         global _masks_made
         _masks_made = True
         node.mask = True
         node.ans = ans  # (its values: guards compare them)
-        return tracer.new_box(ans, tid, node)
+        staged_answer = tracer.new_box(ans, tid, node)
+        if ans.dtype.kind in "fc":  # (eagerly a buffer under a derivative trace)
+            _on_buffer_answer(staged_answer)
+        return staged_answer
     # The answer goes on as a plain value (code around notrace functions expects one), so
     # the program is specialised on it: a guard checks it is the same on later calls.
     session.guards.append(Guard(node, _identity, ans))

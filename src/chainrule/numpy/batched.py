@@ -344,7 +344,10 @@ class BatchedArray(ArrayBox):
                 raise tracer.leaked_error(self)
             if type(self._value) is _np.ndarray:
                 try:  # (the rule's answer, without its dispatch: x[i] in a loop of x[i])
-                    return BatchedArray(self._value[batch_index(index)], self._trace)
+                    entries = self._value[batch_index(index)]
+                    if entries.ndim == 1 and scalar_index(index):
+                        entries = entries.copy()  # (see scalar_index)
+                    return BatchedArray(entries, self._trace)
                 except Exception:  # noqa: BLE001  (the rule's path makes it a signal)
                     pass
             result = batch_call(array_getitem, (self, index), {}, self._trace_id)
@@ -578,6 +581,15 @@ def batch_index(index):
         if advanced[-1] - advanced[0] + 1 != len(advanced):
             return None
     return (slice(None),) + index
+
+
+def scalar_index(index) -> bool:
+    """Whether ``index``, picking an entry without axes from an example, answers NumPy's
+    scalar (integers, no Ellipsis: ``x[...]`` and ``x[..., 1]`` of a 0-d answer are
+    views). The batch's entries are then a copy, not a view of the batch's column, which a
+    later write into x would change."""
+    return index is not Ellipsis and not (
+        type(index) is tuple and any(part is Ellipsis for part in index))
 
 
 def _is_advanced(part) -> bool:

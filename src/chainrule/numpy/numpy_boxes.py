@@ -13,7 +13,7 @@ import math
 import operator as _operator
 import sys
 import weakref as _weakref
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import numpy as _np
 
@@ -26,6 +26,7 @@ from .._core.tracer import (
     getval,
     into_plain_array,
     isbox,
+    notrace_primitive,
     primitive,
     register_view_maker,
     staged,
@@ -357,6 +358,10 @@ class ArrayBox(Box):
             # np.add.reduce & co. of values only chainrule.jit's staging trace boxes:
             # eagerly NumPy's own call on plain arrays, which the staging trace follows
             return _on_plain_values(ufunc, method, inputs, kwargs)
+        if method == "__call__" and wrapped is None and _followed(inputs):
+            # a ufunc with no rule (np.modf, np.frexp, np.ldexp) on values only jit's
+            # staging trace boxes (no derivative asked): a call without one, as eagerly
+            return _without_rule(ufunc)(*inputs, **kwargs)
         if method != "__call__" or wrapped is None:
             raise TypeError(
                 f"chainrule has no derivative rule for {name}"
@@ -396,7 +401,7 @@ class ArrayBox(Box):
     # ------------------------------------------------------------------ operators
     # The primitives themselves, where the box is the first operand: one call fewer.
     __neg__ = anp.negative
-    def __pos__(self): return self  # noqa: E704
+    __pos__ = anp.positive  # (NumPy's +v: an array of its own, which a write into v leaves)
     __abs__ = anp.absolute
     __add__ = anp.add
     def __radd__(self, other): return anp.add(other, self)  # noqa: E704
@@ -624,7 +629,7 @@ def _marked_view(result, base, fun, args: tuple, kwargs: dict):
     if type(memory) is not _np.ndarray:
         memory = underlying(memory)
     if isinstance(result, ArrayBox) and type(memory) is _np.ndarray and (
-            _arrays_may_share(memory, shared) if type(shared := _memory_of(base)) is
+            _arrays_may_share(memory, shared) if type(shared := memory_of(base)) is
             _np.ndarray else _np.may_share_memory(memory, shared)):
         result._view_of = base
         if fun is not None and isinstance(base, ArrayBox):
@@ -635,7 +640,7 @@ def _marked_view(result, base, fun, args: tuple, kwargs: dict):
     return result
 
 
-def _memory_of(value):
+def memory_of(value):
     """The memory under ``value``'s boxes, as NumPy's: a chainrule.numpy buffer (an array
     made under a trace, jit's and vmap's batch together) as the array its value is
     (NumPy's may_share_memory of the buffer itself asks its __array_function__, which has
@@ -766,7 +771,7 @@ class _Plain:
 
 
 # NumPy's functions that write into their first argument (numpy.copyto -> chainrule's),
-# and the array a buffer's value is (Buffer -> a function: ``_memory_of``), filled by
+# and the array a buffer's value is (Buffer -> a function: ``memory_of``), filled by
 # chainrule.numpy.buffers, which defines them (and is built on this module)
 WRITES: dict = {}
 MEMORY_OF: dict = {}
@@ -896,6 +901,12 @@ def _writes_followed(inputs: tuple, out: object) -> bool:
     followed by the trace of every traced input."""
     outs = out if isinstance(out, tuple) else (out,)
     return all(type(o) is _np.ndarray for o in outs) and _followed(inputs)
+
+
+@cache
+def _without_rule(ufunc: _np.ufunc):
+    """``ufunc`` as a primitive without a derivative (one per ufunc: jit stages calls of it)."""
+    return notrace_primitive(ufunc)
 
 
 def _on_plain_values(ufunc, method: str, inputs: tuple, kwargs: dict):

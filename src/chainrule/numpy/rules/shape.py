@@ -64,7 +64,7 @@ from ..._sparsity.patterns import (
     source_pattern,
 )
 from .. import numpy_wrapper as anp
-from ..batched import batch_index, example_ndim, flat_examples
+from ..batched import batch_index, example_ndim, flat_examples, scalar_index
 from ..batched import elementwise as elementwise_batch
 from ..batching_patterns import (
     along_axis,
@@ -74,7 +74,7 @@ from ..batching_patterns import (
     only_first,
     shifted_axis,
 )
-from ..numpy_boxes import array_astype, array_getitem
+from ..numpy_boxes import array_astype, array_getitem, memory_of
 from ..numpy_vspaces import TakenSlices
 from ..placement import constant_like, index_like, on_host
 from ._helpers import (
@@ -224,7 +224,7 @@ def read_order(x, order, batched: bool = False):
         return "C"
     if not isinstance(order, str) or order.upper() not in ("A", "K"):
         return order
-    value = getval(x)
+    value = memory_of(x)  # (under jit, a buffer's staged array: its layout at the trace)
     strides = getattr(value, "strides", None)
     if strides is None:  # a list or a number: NumPy reads it as the C array it makes
         return "C"
@@ -896,10 +896,11 @@ def _getitem_batch(values, batched, kwargs):
             return array_getitem(x, index)
         rows = _np.arange(_np.shape(x)[0]).reshape((-1,) + (1,) * (_np.ndim(index) - 1))
         return array_getitem(x, (rows, index))
-    index = batch_index(index)
-    if index is None:
+    entries = batch_index(index)
+    if entries is None:
         return NotImplemented
-    return array_getitem(x, index)
+    entries = array_getitem(x, entries)
+    return anp.copy(entries) if _np.ndim(entries) == 1 and scalar_index(index) else entries
 
 
 def _untake_batch(values, batched, kwargs):

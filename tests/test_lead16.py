@@ -1,0 +1,101 @@
+"""The lead's fixes of the sixteenth session (29 November)."""
+
+from __future__ import annotations
+
+import numpy as onp
+
+import chainrule as cr
+import chainrule.numpy as np
+from chainrule._transforms.vmap import batched_runs_first
+
+
+def _residual(camera, point):
+    # (a per-observation function with a Python decision, as GradBench ba's)
+    p = point[:2] * camera[0] + camera[1:3]
+    if camera[0] > 0:
+        return np.sin(p) * np.sum(point)
+    return np.cos(p)
+
+
+def test_jit_of_vmap_traced_first_stages_the_batched_run_only():
+    # a first call of vmap in a process times examples alone before its batched run; under
+    # jit's trace those examples were staged as calls of their own (GradBench ba: 8,804
+    # staged calls where 2,887 were the batch's, a program too long to compile)
+    rng = onp.random.default_rng(3)
+    cams, points = rng.normal(size=(40, 3)), rng.normal(size=(40, 3))
+    cams[:, 0] = onp.abs(cams[:, 0]) + 0.1
+
+    def jacobian(c, p):
+        return cr.vmap(cr.jacobian(_residual, argnum=(0, 1)))(c, p)
+
+    fresh = cr.jit(jacobian).lower(cams, points).source
+    with batched_runs_first():
+        batched = cr.jit(jacobian).lower(cams, points).source
+    assert fresh == batched
+    jitted = cr.jit(jacobian)
+    loop = [cr.jacobian(_residual, argnum=(0, 1))(c, p) for c, p in zip(cams, points)]
+    for _ in range(3):
+        got = jitted(cams, points)
+        for k in range(2):
+            onp.testing.assert_array_equal(got[k], onp.stack([row[k] for row in loop]))
+
+
+def _entries_then_written(c):
+    v = c * 2.0
+    w, last, view = v[1], v[-1, ...], v[..., 0]  # (NumPy: a scalar copy, two 0-d views)
+    v[1], v[-1], v[0] = 3.0, 7.0, 5.0
+    return w * c[0] + last + view
+
+
+def _rows_entries_then_written(m):
+    v = m * 1.0
+    w = v[np.array(1), 0]  # (a 0-d integer array indexes as an integer: a scalar)
+    v[1, 0] = -1.0
+    return w + v[1, 0]
+
+
+def test_vmap_of_an_entry_then_written_is_the_loops():
+    # vmap's batched run took x[i] of a 1-d example as a view of the batch's column, where
+    # NumPy's is a scalar of its own: a later write into x changed it (found by attack16)
+    x = onp.arange(12.0).reshape(4, 3) + 1.0
+    m = onp.arange(24.0).reshape(4, 2, 3)
+    with batched_runs_first():
+        for fun, arg in ((_entries_then_written, x), (_rows_entries_then_written, m)):
+            loop = onp.stack([fun(e) for e in arg])
+            for mapped in (cr.vmap(fun), cr.jit(cr.vmap(fun))):
+                for _ in range(2):
+                    onp.testing.assert_array_equal(mapped(arg), loop)
+            g = cr.vmap(cr.grad(lambda e, fun=fun: np.sum(fun(e))))(arg)
+            want = onp.stack([cr.grad(lambda e, fun=fun: np.sum(fun(e)))(e) for e in arg])
+            onp.testing.assert_array_equal(g, want)
+
+
+def _layouts():
+    base = onp.arange(240.0).reshape(4, 10, 6)
+    return {"C, axis 2": (base, 2), "F, axis 2": (onp.asfortranarray(base), 2),
+            "F sliced, axis 2": (onp.asfortranarray(base)[:, ::2], 2),
+            "F sliced, axis 0": (onp.asfortranarray(base)[:, ::3], 0),
+            "reversed, axis 1": (base[::-1, :, ::-1], 1),
+            "transposed, axis 0": (base.transpose(2, 0, 1), 0)}
+
+
+def test_vmap_examples_keep_the_callers_layout_as_orders_a_and_k_read_it():
+    # vmap copied the batch compactly in its order "K": an example whose strides are in F's
+    # order without being F-contiguous (a column's slice) became F-contiguous, and ravel's
+    # order "A" read it in F order where the loop's example reads in C order (attack16)
+    for name, (x, axis) in _layouts().items():
+        for size in (2, 4):  # (a batch of 2 runs as the loop: the examples copied one by one)
+            part = x[(slice(None),) * axis + (slice(0, size),)]
+            at = (slice(None),) * axis
+            for order in ("A", "K", "C", "F"):
+                def flat(e, order=order):
+                    return np.ravel(e * 1.0 if order == "C" else e, order=order)
+
+                loop = onp.stack([onp.ravel(part[at + (i,)], order=order) for i in range(size)])
+                for first in (False, True):
+                    if first:
+                        with batched_runs_first():
+                            got = cr.vmap(flat, in_axes=axis)(part)
+                    else:
+                        got = cr.vmap(flat, in_axes=axis)(part)
+                    onp.testing.assert_array_equal(got, loop, err_msg=f"{name} {size} {order}")
