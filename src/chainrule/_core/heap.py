@@ -161,25 +161,34 @@ class _GraphMemory:
     keeps_heap = False
     pauses_collection = False
 
-    def __enter__(self) -> None:
+    def __enter__(self) -> _GraphMemory:
         if self.pauses_collection:
             self.collecting = gc.isenabled()
             gc.disable()
         if not self.keeps_heap or _heap_break is None or KEEP_AT_MOST <= 0:
             self.start = None
-            return
+            return self
         if not _set:
             _fix_thresholds()
         self.start = _heap_break.value
+        return self
 
     def __exit__(self, *exc_info) -> None:
+        if self.start is not None:
+            self.keep_growth()
+        if self.pauses_collection and self.collecting:
+            gc.enable()
+
+    def keep_growth(self) -> None:
+        """Keep what the heap grew by since the block began (or since the last call) now,
+        inside the block: grad's one block around a recording and its backward pass marks
+        the end of the recording, the graph's growth, before the pass frees the graph."""
         start = self.start
         if start is not None:
             end = _heap_break.value
             if end > start:
                 _keep(end - start)
-        if self.pauses_collection and self.collecting:
-            gc.enable()
+            self.start = end
 
 
 class keeping_heap_growth(_GraphMemory):

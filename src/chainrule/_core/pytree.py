@@ -25,6 +25,7 @@ _leaf_values: dict[type, Callable] = {}
 # every transformed call). Forgotten when a type is registered; only types that cannot
 # change (``_fixed``).
 _plain_leaf_types: set[type] = set()
+plain_leaf_types = _plain_leaf_types  # (read by the engine's one-leaf shortcuts: the same set)
 
 
 def register_pytree_node(cls: type, flatten: Callable, unflatten: Callable) -> None:

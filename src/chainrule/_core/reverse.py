@@ -23,7 +23,7 @@ from functools import partial
 from .extension import observers
 from .forward import flattened_output
 from .heap import graph_memory
-from .pytree import flatten_matching, tree_flatten, tree_unflatten
+from .pytree import LEAF, flatten_matching, plain_leaf_types, tree_flatten, tree_unflatten
 from .rule_table import dropping, rule_table
 from .tracer import Box, Node, check_not_leaked, trace_leaves
 from .user_frames import user_stacklevel
@@ -383,6 +383,9 @@ def _accumulate(outgrads: dict, owned: set, node, g) -> None:
         owned.add(node)
 
 
+_only_item = operator.itemgetter(0)  # (tree_unflatten of one leaf, without its frame)
+
+
 def make_vjp(fun: Callable, x, free: bool = False):
     """Trace ``fun(x)`` in reverse mode; returns ``(vjp, ans)``.
 
@@ -417,21 +420,33 @@ class Recording:
     """
 
     def __init__(self, fun: Callable, x, free: bool = False, keep_everything: bool = False,
-                 node_type: type[VJPNode] | None = None, root_args: tuple = ()):
+                 node_type: type[VJPNode] | None = None, root_args: tuple = (),
+                 memory: graph_memory | None = None):
         """``node_type``: a subclass of ``KeptVJPNode`` to record with (sparsity detection
-        records its own), its roots made with ``root_args``."""
-        leaves, treedef = tree_flatten(x)
+        records its own), its roots made with ``root_args``. ``memory``: the caller's
+        ``graph_memory`` block, which holds this recording and its pull-backs (grad's one
+        block for both, where each would open its own)."""
+        if type(x) in plain_leaf_types:  # (one array or number: tree_flatten's answer)
+            leaves, treedef, rebuild = [x], LEAF, _only_item
+        else:
+            leaves, treedef = tree_flatten(x)
+            rebuild = partial(tree_unflatten, treedef)
         self.treedef = treedef
         self.spaces = list(map(vspace, leaves))
         if node_type is None:
             node_type = KeptVJPNode if keep_everything else VJPNode
         self.keeps_everything = node_type.keeps_everything
+        self.memory = memory
         # (the graph's memory stays in the heap for the next gradient: heap.py)
-        with graph_memory():
+        if memory is None:
+            with graph_memory():
+                (out_leaves, self.out_def), trace_id, self.roots = trace_leaves(
+                    node_type, [root_args] * len(leaves), flattened_output(fun), leaves,
+                    rebuild)
+        else:
             (out_leaves, self.out_def), trace_id, self.roots = trace_leaves(
-                node_type, [root_args] * len(leaves), flattened_output(fun), leaves,
-                partial(tree_unflatten, treedef)
-            )
+                node_type, [root_args] * len(leaves), flattened_output(fun), leaves, rebuild)
+            memory.keep_growth()  # (the graph's growth, before a pull-back frees it)
         self.ends = ends = []  # (index of the output leaf, its node)
         values = []
         for i, leaf in enumerate(out_leaves):
@@ -442,7 +457,7 @@ class Recording:
                 check_not_leaked(leaf)
             values.append(leaf)
         self.out_values = values
-        self.ans = tree_unflatten(self.out_def, values)
+        self.ans = values[0] if self.out_def is LEAF else tree_unflatten(self.out_def, values)
         if not self.ends:
             warnings.warn("Output seems independent of input.", stacklevel=user_stacklevel())
         self.free = free
@@ -454,15 +469,21 @@ class Recording:
         return self._order
 
     def pull_back(self, g):
-        g_leaves = flatten_matching(g, self.out_def, "cotangent", "output")
-        seeds = [(node, g_leaves[i]) for i, node in self.ends]
-        with graph_memory():
+        if self.out_def is LEAF and type(g) in plain_leaf_types:  # (flatten_matching's)
+            seeds = [(node, g) for _, node in self.ends]
+        else:
+            g_leaves = flatten_matching(g, self.out_def, "cotangent", "output")
+            seeds = [(node, g_leaves[i]) for i, node in self.ends]
+        if self.memory is None:
+            with graph_memory():
+                root_grads = backward_pass(seeds, free=self.free)
+        else:  # (the caller's block, still open, keeps the pass's growth at its end)
             root_grads = backward_pass(seeds, free=self.free)
         grads = []
         for root, space in zip(self.roots, self.spaces):
             grad = root_grads.get(root)
             grads.append(space.zeros() if grad is None else space.cast(grad))
-        return tree_unflatten(self.treedef, grads)
+        return grads[0] if self.treedef is LEAF else tree_unflatten(self.treedef, grads)
 
     def can_push_forward(self) -> bool:
         """Whether every recorded primitive has a JVP rule (and the graph is kept whole)."""

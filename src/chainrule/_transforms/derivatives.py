@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import numpy as anp
 from .._core import forward, reverse
-from .._core.heap import no_cycle_collection
+from .._core.heap import graph_memory
 from .._core.pytree import tree_map
 from .._core.rules import defjvp_argnums, defvjp_argnums
 from .._core.tracer import derivative_free, primitive
@@ -112,20 +112,31 @@ def _output_space(name: str, ans) -> VSpace:
 _ONE_LEAF = (float, np.ndarray)
 
 
+# A real scalar output's seed, by its type (``vspace(ans).ones()``, without the space's
+# calls: once a gradient): a Python float's space is float64's.
+_SEEDS = {float: np.float64(1), np.float64: np.float64(1), np.float32: np.float32(1)}
+
+
 def _value_and_gradient(name: str, fun, x):
     """One reverse pass seeded with 1 for a real scalar output: (value, gradient)."""
-    with no_cycle_collection():  # the graph lives from recording to the sweep
-        recording = reverse.Recording(fun, x, free=True)
+    # One block pauses the cycle collector from recording to sweep (the graph lives
+    # between them) and keeps the heap's growth (heap.py), for both.
+    with graph_memory() as memory:
+        recording = reverse.Recording(fun, x, free=True, memory=memory)
         ans = recording.ans
-        space = _output_space(name, ans)
-        if type(space) is ContainerVSpace:  # not a scalar, even with one entry (as in JAX)
-            kind = f"a {type(ans).__name__} (a container)"
-        elif space.iscomplex:
-            kind = "a complex value"
-        elif space.size != 1:
-            kind = f"a value of shape {space.shape}"
-        else:
-            gradient = recording.pull_back(space.ones())
+        seed = _SEEDS.get(type(ans))
+        if seed is None:
+            space = _output_space(name, ans)
+            if type(space) is ContainerVSpace:  # not a scalar, even with one entry (as in JAX)
+                kind = f"a {type(ans).__name__} (a container)"
+            elif space.iscomplex:
+                kind = "a complex value"
+            elif space.size != 1:
+                kind = f"a value of shape {space.shape}"
+            else:
+                seed = space.ones()
+        if seed is not None:
+            gradient = recording.pull_back(seed)
             if type(gradient) not in _ONE_LEAF:  # (arguments given one array for two)
                 gradient = unaliased(gradient)
             return ans, gradient
