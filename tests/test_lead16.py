@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as onp
+import pytest
 
 import chainrule as cr
 import chainrule.numpy as np
@@ -116,3 +117,47 @@ def test_jacobians_by_rows_are_writeable_arrays_of_their_own():
             onp.testing.assert_array_equal(d, want)
             d[0, 0] = -1.0
             assert d[0, 1] == 1.0 and d[1, 0] == 2.0  # (entries of their own)
+
+
+def _floors(x):
+    y = np.floor(x) * x + np.sign(x - 1.0) ** 2 + np.rint(x * 3.0)
+    return np.sum(y) if np.sum(np.floor(x)) > 2.0 else np.sum(y * y)
+
+
+def test_jit_of_ufuncs_without_a_derivative_keeps_one_program_for_new_values():
+    # their answers were guarded by value: every input whose floor differed retraced (and
+    # after max_variants the signature ran eagerly)
+    jitted = cr.jit(_floors)
+    rng = onp.random.default_rng(5)
+    for _ in range(12):
+        x = rng.normal(size=4) * 3.0
+        x[0] = -0.0
+        assert _bits(jitted(x)) == _bits(_floors(x))
+    assert jitted.cache_info().variants <= 2  # (the Python branch: one program each way)
+
+
+def _floor_then_written(x):
+    # eagerly, under jvp: np.floor(x) is a buffer, np.roll of it a plain array, and the
+    # traced write into a product of it refused (jit's contract, seed 0, case 19,527)
+    v = np.roll(np.floor(x), 1) * 1.0
+    v += x
+    return np.sum(v)
+
+
+def test_jit_of_jvp_of_a_floor_written_into_is_eager():
+    x, t = onp.array([0.3, 1.7, -2.2]), onp.ones(3)
+
+    def eager(x, t):
+        return cr.jvp(_floor_then_written, (x,), (t,))
+
+    with pytest.raises(TypeError) as want:
+        eager(x, t)
+    for _ in range(2):
+        with pytest.raises(TypeError) as got:
+            cr.jit(eager)(x, t)
+        assert str(got.value) == str(want.value)
+
+
+def _bits(a):
+    a = onp.asarray(a)
+    return a.dtype.str, a.shape, a.tobytes()
