@@ -14,6 +14,8 @@ own derivatives are exact again.
 
 from __future__ import annotations
 
+import math
+
 import numpy as _np
 
 from ..._core.rules import (
@@ -121,9 +123,9 @@ def _weights_jvp(t, ans, x, weights, axis):
     return match_dtype(anp.reshape(anp.sum(t * weights, axis=axes), shape_of(ans)), ans)
 
 
-def _selection(fun, weights, jvp_rule=None):
+def _selection(fun, weights, jvp_rule=None, vjp_rule=None):
     """Rules for ``fun(x, ...)`` with weights ``weights(ans, x, ...) -> (W, axis, keepdims)``
-    (``jvp_rule``: a JVP of its own, in place of the weighted sum of the tangent)."""
+    (``jvp_rule``, ``vjp_rule``: rules of their own, in place of the weighted sums)."""
 
     def vjp(g, ans, x, *args, **kwargs):
         w, axis, keepdims = weights(ans, x, *args, **kwargs)
@@ -133,7 +135,7 @@ def _selection(fun, weights, jvp_rule=None):
         w, axis, _ = weights(ans, x, *args, **kwargs)
         return _weights_jvp(t, ans, x, w, axis)
 
-    defvjp_direct(fun, vjp)
+    defvjp_direct(fun, vjp if vjp_rule is None else vjp_rule)
     defjvp_direct(fun, jvp if jvp_rule is None else jvp_rule)
 
 
@@ -207,6 +209,34 @@ def _extreme_jvp(t, ans, x, axis=None, out=None, keepdims=False, initial=None, w
     if type(t) is _np.ndarray:
         return match_dtype((t.take(at) + 0.0).reshape(shape_of(ans)), ans)
     return match_dtype(anp.reshape(anp.take(t, at) + 0.0, shape_of(ans)), ans)
+
+
+_REAL_SCALARS = frozenset([_np.float64, _np.float32])
+_INF = float("inf")
+
+
+def _extreme_vjp(g, ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """An extreme's VJP: ``_weights_vjp`` of its weights, but for the common call (max(x) of
+    lse: a number's answer, one element's, of a C-ordered real array, with a finite
+    cotangent of its dtype) a one-hot array, the bits of the general path's ``g * mask``
+    (g at the element, ``g * 0.0`` elsewhere: -0.0 for a negative g) without the product's
+    cast of the mask and the general path's tests (3.7 -> 2 µs at 2,500)."""
+    if type(x) is _np.ndarray and type(ans) in _REAL_SCALARS and type(g) is type(ans) and \
+            ans.dtype is x.dtype and initial is None and where is None and ans == ans and \
+            -_INF < g < _INF and x.flags.c_contiguous and x.ndim:
+        # (a nan answer, ``initial``, ``where``, an inf g (inf * 0.0 is nan, with NumPy's
+        # warning), a 0-d x (a number's answer): the general path)
+        mask = x == ans  # (_extreme_mask's, for this call)
+        if _np.count_nonzero(mask) == 1:
+            if math.copysign(1.0, g) < 0.0:
+                hot = _np.empty(x.size, g.dtype)
+                hot.fill(-0.0)
+            else:
+                hot = _np.zeros(x.size, g.dtype)
+            hot[mask.argmax()] = g  # (C order, as the mask's and x's)
+            return hot if x.ndim == 1 else hot.reshape(x.shape)
+    mask, alone = _extreme_mask(ans, x, axis, keepdims, initial, where)
+    return _weights_vjp(g, x, _extreme_shares(mask, alone, x, axis), axis, keepdims)
 
 
 def _ptp_weights(ans, x, axis=None, out=None, keepdims=False):
@@ -1012,7 +1042,7 @@ defsparsity(anp.corrcoef,   _covariance_pattern)
 
 # ----------------------------------------------------------------------------- selections
 for _fun in (anp.max, anp.min, anp.amax, anp.amin, anp.nanmax, anp.nanmin):
-    _selection(_fun, _extreme_weights, _extreme_jvp)  # (the one element's tangent)
+    _selection(_fun, _extreme_weights, _extreme_jvp, _extreme_vjp)  # (one element's parts)
     defsparsity(_fun, reduction_pattern)
     defbatch(_fun, along_axis(_fun, "all"))
     deftaylor_linear(_fun)
