@@ -76,6 +76,9 @@ def test_extreme_vjp_shapes_orders_and_options_bit_for_bit():
         (a, {"where": a > 0, "initial": -INF}), (numpy.float64(2.0) * numpy.ones(()), {}),
         (numpy.zeros((3, 0)), {"axis": 0}), (numpy.zeros((0,)), {"initial": 1.0}),
         (a.astype(numpy.float32), {"axis": -1}),
+        # the -0.0s copied (up to 4,096) and filled (beyond)
+        (rng.random(4096), {}), (rng.random(4097).astype(numpy.float32), {}),
+        (rng.random((70, 70)), {}),
     ]
     for x, kwargs in cases:
         ans = numpy.max(x, **kwargs)
