@@ -11,6 +11,7 @@ import pytest
 
 import chainrule
 import chainrule.numpy as np
+from chainrule._core.rules import rules_of
 from chainrule.numpy.rules import _helpers, reductions
 
 INF, NAN = numpy.inf, numpy.nan
@@ -31,8 +32,12 @@ def same_bits(got, expected):
 
 
 def general_extreme_vjp(g, ans, x, **kwargs):
-    """The general path of max's VJP (main's rule): the weights, then their weighted sum."""
+    """The general path of max's VJP (main's rule): the weights, then their weighted sum
+    (for an array's cotangent main's reshape by NumPy's function, then the product)."""
     w, axis, keepdims = reductions._extreme_weights(ans, x, **kwargs)
+    if isinstance(g, numpy.ndarray):
+        g = numpy.reshape(g, _helpers.keepdims_shape(numpy.shape(x), axis))
+        return _helpers.match_dtype(g * w, x)
     return reductions._weights_vjp(g, x, w, axis, keepdims)
 
 
@@ -87,6 +92,20 @@ def test_extreme_vjp_shapes_orders_and_options_bit_for_bit():
                 ans.dtype.type(g)
             expected = general_extreme_vjp(g, ans, x, **kwargs)
             same_bits(reductions._extreme_vjp(g, ans, x, **kwargs), expected)
+    # the other selections' weights (ptp, median, quantile) by the same product
+    x = numpy.round(a * 2) / 2  # (ties)
+    for fun, weights, kwargs in (
+            (np.ptp, reductions._ptp_weights, {"axis": 1}),
+            (np.median, reductions._median_rule(False), {"axis": 0}),
+            (np.quantile, reductions._quantile_rule(1.0, False), {"q": 0.3, "axis": 1})):
+        ans = getattr(numpy, fun.__name__)(x, **kwargs)
+        g = numpy.linspace(-1.0, 1.0, ans.size).reshape(ans.shape)
+        q = (kwargs.pop("q"),) if "q" in kwargs else ()
+        w, axis, _ = weights(ans, x, *q, **kwargs)
+        expected = _helpers.match_dtype(numpy.reshape(g, _helpers.keepdims_shape(x.shape, axis))
+                                        * w, x)
+        for _ in range(2):
+            same_bits(rules_of(fun).vjp(g, (0,), ans, (x,) + q, kwargs)[0], expected)
     # a Python float cotangent and a float32 one of a float64 x: the general path
     x = a.ravel()
     for g in (0.5, numpy.float32(0.5)):
@@ -184,6 +203,7 @@ def test_lse_gradient_against_central_differences_and_softmax(dtype):
     assert numpy.isnan(g(numpy.array([1.0, NAN]))).all()
 
 
+@pytest.mark.filterwarnings("ignore:Output seems independent of input")
 def test_max_grad_of_grad_and_a_boxed_cotangent():
     # nested transforms take the general path (boxes): the Hessian of max is zero, and
     # the gradient of sum(x * grad(max)(x)) is the one-hot vector again

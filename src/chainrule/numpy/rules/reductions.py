@@ -110,6 +110,11 @@ def _weights_vjp(g, x, weights, axis, keepdims):
         # the reshape to 1 x ... x 1 below without NumPy's ndim/shape/reshape layers (the
         # dtypes agree, or bool weights: a number then promotes as its array would)
         return match_dtype(g * weights, x)
+    if type(g) is _np.ndarray and type(weights) is _np.ndarray and type(x) is _np.ndarray \
+            and weights.shape == x.shape:
+        # an answer's cotangent per answer (max(x, axis=1)): the reshape and product below
+        # by the ndarray's own methods, without NumPy's ndim/shape/reshape layers
+        return match_dtype(g.reshape(keepdims_shape(x.shape, axis)) * weights, x)
     q_ndim = _np.ndim(weights) - _np.ndim(getval(x))
     q_shape = _np.shape(weights)[:q_ndim]
     g = anp.reshape(g, q_shape + keepdims_shape(shape_of(x), axis))
