@@ -170,3 +170,101 @@ def test_jit_of_a_shift_is_eager():
                    "where NumPy raises its TypeError")
 def test_jit_of_a_ufunc_given_its_input_by_keyword_raises_as_eager():
     _same_as_eager(lambda x: np.floor(x=x) * x, [(_FLOATS[0],)])
+
+
+def _dead_floor_divide(x):
+    np.floor_divide(x, 0.5)  # (unused: eagerly it still runs, and warns)
+    return x * 2.0
+
+
+@pytest.mark.parametrize("first, then", [
+    pytest.param(onp.array([1.0, 2.0]), onp.array([onp.inf, 0.0]), marks=pytest.mark.xfail(
+        strict=True, reason="older (at c17b2c6 the guard's second call of floor_divide "
+        "warned twice); since 21bd771 the unused answer is left out of the program, which "
+        "does not warn for inf where eager does")),
+    (onp.array([onp.inf, 0.0]), onp.array([1.0, 2.0])),
+])
+def test_jit_of_an_unused_floor_divide_warns_as_eager(first, then):
+    # Regression of 21bd771 (the jit contract's case 1685 at seed 123, 0 differences at
+    # c17b2c6): an unused staged answer without a derivative is left out of the program,
+    # and the cached program tells the trace's warnings instead of this call's (eager warns
+    # 'invalid value encountered in floor_divide' for inf only); at c17b2c6 it was the
+    # finite-then-inf order only that differed (the guard's call warned again: the xfail)
+    jitted = cr.jit(_dead_floor_divide)
+    for x in (first, then, first):
+        assert _observed(jitted, x) == _observed(_dead_floor_divide, x), x
+    jitted = cr.jit(cr.grad(lambda x: np.sum(_dead_floor_divide(x))))
+    for x in (first, then):
+        assert _observed(jitted, x) == _observed(cr.grad(
+            lambda x: np.sum(_dead_floor_divide(x))), x), x
+
+
+@pytest.mark.xfail(strict=True, reason="jit(hessian): the cached program of x * x * x's "
+                   "second derivative warns twice where eager's products warn six times "
+                   "for nan/inf entries (the program's products are fewer than eager's)")
+def test_jit_of_a_hessian_warns_as_eager():
+    h = cr.hessian(lambda x: np.sum(x * x * x))
+    _same_as_eager(h, [(onp.array([0.5, -1.5, 2.0]),), (onp.array([-0.0, onp.inf, onp.nan]),)])
+
+
+# --------------------------------------------------- vmap under jit's trace, batched first
+def _ravel_by_branch(x):
+    if x[0, 1] > 0:
+        return np.ravel(x, "A")[:3] * 1.0
+    return np.ravel(x, "K")[:3] * 2.0
+
+
+@pytest.mark.parametrize("layout", ["F", "transposed"])
+def test_jit_of_vmap_of_a_split_batch_keeps_the_examples_layout(layout):
+    # Regression of cfc5e56 (passed at c17b2c6, where jit(vmap) ran this small batch as
+    # the loop): under jit the batch runs first, splits on x[0, 1] > 0, and each group's
+    # traced copy is C-ordered: ravel(order 'A'/'K') of F-ordered examples reads C
+    # ([-6, -4, -2] where the loop reads [-6, 0, -4]); without the split it is right
+    xs = onp.arange(12.0).reshape(2, 2, 3) - 3.0
+    xs = onp.asfortranarray(xs) if layout == "F" else xs.transpose(0, 2, 1).copy().transpose(0, 2, 1)
+    loop = onp.stack([_ravel_by_branch(xs[i]) for i in range(len(xs))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (vmap's split notice)
+        assert _bits(cr.vmap(_ravel_by_branch)(xs)) == _bits(loop)
+        for _ in range(2):
+            assert _bits(cr.jit(cr.vmap(_ravel_by_branch))(xs)) == _bits(loop)
+        g = cr.grad(lambda x: np.sum(_ravel_by_branch(x) * onp.arange(3.0)))
+        want = onp.stack([g(xs[i]) for i in range(len(xs))])
+        assert _bits(cr.jit(cr.vmap(g))(xs)) == _bits(want)
+
+
+def _shifted(k):
+    return k << 1
+
+
+def _branch_on_first(y):
+    if np.floor(y[0]) > 0:
+        return np.sum(y ** 2)
+    return np.sum(y ** 3)
+
+
+@pytest.mark.parametrize("fn, xs", [
+    (_shifted, onp.array([1, 2, 7])),
+    (cr.grad(_branch_on_first), onp.array([[1.5, 2.0], [-0.5, 3.0]])),
+])
+def test_jit_of_vmap_warns_as_eager_vmap(fn, xs):
+    # Regression of cfc5e56 (passed at c17b2c6): eager vmap runs this small batch as the
+    # loop, silently; jit(vmap) runs it batched first and tells VmapFallbackWarning (the
+    # batch raised TypeError, or split); the warnings are part of jit's contract
+    _same_as_eager(cr.vmap(fn), [(xs,), (xs,)])
+
+
+@pytest.mark.xfail(strict=True, reason="vmap's batched run (under jit, or "
+                   "batched_runs_first) gives 0-d examples as writeable 0-d arrays, where the "
+                   "loop gives NumPy's scalars xs[i], into which a write raises TypeError")
+def test_jit_of_vmap_of_a_write_into_a_0d_example_raises_as_the_loop():
+    def written(x):
+        s = x[()]
+        x[...] = 4.0
+        return s * 1.0
+
+    xs = onp.array([1.5, -2.0, 3.0])
+    with pytest.raises(TypeError):
+        written(xs[0])
+    with pytest.raises(TypeError):
+        cr.jit(cr.vmap(written))(xs)
