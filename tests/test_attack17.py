@@ -221,7 +221,10 @@ def test_jit_of_vmap_of_a_split_batch_keeps_the_examples_layout(layout):
     # traced copy is C-ordered: ravel(order 'A'/'K') of F-ordered examples reads C
     # ([-6, -4, -2] where the loop reads [-6, 0, -4]); without the split it is right
     xs = onp.arange(12.0).reshape(2, 2, 3) - 3.0
-    xs = onp.asfortranarray(xs) if layout == "F" else xs.transpose(0, 2, 1).copy().transpose(0, 2, 1)
+    if layout == "F":
+        xs = onp.asfortranarray(xs)
+    else:  # (each example's strides in F's order, the batch's outermost)
+        xs = xs.transpose(0, 2, 1).copy().transpose(0, 2, 1)
     loop = onp.stack([_ravel_by_branch(xs[i]) for i in range(len(xs))])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (vmap's split notice)
