@@ -271,3 +271,29 @@ def test_jit_of_vmap_of_a_write_into_a_0d_example_raises_as_the_loop():
         written(xs[0])
     with pytest.raises(TypeError):
         cr.jit(cr.vmap(written))(xs)
+
+
+def _ravel_then_write(x):
+    r = np.ravel(x)  # (NumPy: a view of a contiguous example, a copy of a strided one)
+    x[...] = 9.0
+    return r * 1.0
+
+
+@pytest.mark.parametrize("in_axes", [pytest.param(0, marks=pytest.mark.xfail(
+    strict=True, reason="older: at c17b2c6 jit(vmap) ran the first example alone and the "
+    "rest batched, whose ravels were views of the batch's copy")), 1])
+def test_jit_of_vmap_of_a_ravel_then_a_write_is_the_loop(in_axes):
+    # Regression of cfc5e56 under jit (passed at c17b2c6, where jit(vmap) ran this batch
+    # as the loop): the batched run's ravel of an example is a view of the batch's compact
+    # copy where NumPy's ravel of the caller's strided (or reversed) example is a copy, so
+    # the later write shows in the answer (older for eager vmap under batched_runs_first)
+    def batch():  # (the caller's layout, made afresh for each use: the loop writes)
+        xs = (onp.arange(12.0) - 5.0).reshape(3, 4)[:, ::-1]
+        return onp.repeat(xs, 2, axis=1)[:, ::2] if in_axes == 0 else xs
+
+    xs = batch()
+    loop = onp.stack([_ravel_then_write(xs[(slice(None),) * in_axes + (i,)])
+                      for i in range(xs.shape[in_axes])])
+    for _ in range(2):
+        assert _bits(cr.jit(cr.vmap(_ravel_then_write, in_axes=in_axes))(batch())) == (
+            _bits(loop))
