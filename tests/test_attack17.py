@@ -297,3 +297,67 @@ def test_jit_of_vmap_of_a_ravel_then_a_write_is_the_loop(in_axes):
     for _ in range(2):
         assert _bits(cr.jit(cr.vmap(_ravel_then_write, in_axes=in_axes))(batch())) == (
             _bits(loop))
+
+
+# ------------------------------------------------------------- Jacobians' own blocks, +v
+_JACOBIAN_CASES = {
+    "sum": (lambda x: np.sum(x) * np.ones(2), onp.ones((2, 3))),
+    "independent": (lambda x: np.ones(2), onp.zeros((2, 3))),
+    "broadcast": (lambda x: np.broadcast_to(np.sum(x), (2,)), onp.ones((2, 3))),
+    "row": (lambda x: x[0] * np.ones(2), onp.array([[1.0, 0, 0], [1.0, 0, 0]])),
+}
+
+
+@pytest.mark.filterwarnings("ignore:Output seems independent")
+@pytest.mark.parametrize("transform", ["jacobian", "jacrev", "jacfwd"])
+@pytest.mark.parametrize("name", list(_JACOBIAN_CASES))
+@pytest.mark.parametrize("jitted", [False, True])
+def test_jacobians_are_writeable_arrays_of_their_own(transform, name, jitted):
+    fn, want = _JACOBIAN_CASES[name]
+    jac = getattr(cr, transform)(fn)
+    jac = cr.jit(jac) if jitted else jac
+    x = onp.array([0.5, -1.2, 2.0])
+    first, second = jac(x), jac(x)
+    assert _bits(first) == _bits(want)
+    assert first.flags.writeable and not onp.may_share_memory(first, second)
+    assert not onp.may_share_memory(first, x) and 0 not in first.strides
+    first[0, 0] = 99.0
+    assert _bits(jac(x)) == _bits(want)
+
+
+def test_pytree_and_hessian_blocks_are_writeable_arrays_of_their_own():
+    x = onp.array([0.5, -1.2, 2.0])
+    tree = cr.jacobian(lambda d: {"s": np.sum(d["u"]) * np.ones(2), "c": np.ones(1)})(
+        {"u": x})
+    hess = cr.hessian(lambda x: np.sum(x) ** 2)(x)
+    blocks = [tree["s"]["u"], tree["c"]["u"], hess]
+    for block in blocks:
+        assert block.flags.writeable and 0 not in block.strides
+        assert not any(onp.may_share_memory(block, b) for b in blocks if b is not block)
+    assert _bits(hess) == _bits(onp.full((3, 3), 2.0))
+    assert _bits(tree["c"]["u"]) == _bits(onp.zeros((1, 3)))
+
+
+def _plus_of_a_buffer(x):
+    v = np.zeros(x.shape, x.dtype)
+    v[...] = x
+    y = +v[::-1]
+    v[0] = 7.0  # (NumPy's +v is an array of its own: the write leaves y)
+    return np.sum(y * x * y)
+
+
+@pytest.mark.parametrize("dtype", [onp.float64, onp.float32])
+def test_plus_under_every_transform_is_an_array_of_its_own(dtype):
+    xs = onp.array([[0.5, -1.5, 2.0], [-0.0, 3.0, 1.0]], dtype)
+    loop = onp.stack([cr.grad(_plus_of_a_buffer)(x) for x in xs])
+    by_hand = xs[:, ::-1] ** 2 + 2 * xs * xs[:, ::-1]  # (y = x reversed, before the write)
+    assert onp.allclose(loop, by_hand, rtol=1e-6)
+    for x in xs:
+        _same_as_eager(_plus_of_a_buffer, [(x,), (x,)])
+        _same_as_eager(cr.grad(_plus_of_a_buffer), [(x,)])
+        _same_as_eager(cr.hessian(_plus_of_a_buffer), [(x,)])
+        tangent = onp.ones_like(x)
+        out, jvp = cr.jvp(_plus_of_a_buffer, (x,), (tangent,))
+        assert onp.allclose(jvp, onp.dot(cr.grad(_plus_of_a_buffer)(x), tangent), rtol=1e-6)
+    assert _bits(cr.vmap(cr.grad(_plus_of_a_buffer))(xs)) == _bits(loop)
+    assert _bits(cr.jit(cr.vmap(cr.grad(_plus_of_a_buffer)))(xs)) == _bits(loop)
