@@ -490,3 +490,21 @@ def test_jit_of_a_mask_written_then_summed_is_eager():
         return np.sum(y * x) + np.sum(m)
 
     _same_as_eager(masked, [(x,) for x in _FLOATS[:2]])
+
+
+@pytest.mark.parametrize("out_axes", [0, 1])
+def test_jit_of_grad_of_vmap_keeps_eagers_signed_zeros(out_axes):
+    # Regression of cfc5e56 (passed at c17b2c6, where jit(vmap) ran this batch of 3 as the
+    # loop): the mechanism of test_attack16's buffer xfail reaches the plainest code, no
+    # buffer: d/dx of sum(vmap(2 r)(x) ** 2) at an entry -0.0 is -0.0 under jit (the
+    # batched run's cotangent) where eager grad, and its loop of examples, answer 0.0
+    x = onp.array([[-1.5, 1.5], [2.5, 3.5], [-0.0, 2.0]])
+
+    def loss(y):
+        return np.sum(cr.vmap(lambda r: r * 2.0, out_axes=out_axes)(y) ** 2)
+
+    want = cr.grad(loss)(x)
+    loop = cr.grad(lambda y: sum(np.sum((y[i] * 2.0) ** 2) for i in range(len(y))))(x)
+    assert _bits(want) == _bits(loop)
+    for _ in range(2):
+        assert _bits(cr.jit(cr.grad(loss))(x)) == _bits(want)
