@@ -274,6 +274,16 @@ def test_jit_of_an_unused_floor_divide_warns_as_eager(first, then):
             lambda x: np.sum(_dead_floor_divide(x))), x), x
 
 
+def test_jit_of_an_unused_floor_divide_raises_as_eager_under_errstate_raise():
+    # Regression of 21bd771 (passed at c17b2c6): with np.errstate(invalid='raise'), eager
+    # raises FloatingPointError for the unused floor_divide of inf; the cached program, which
+    # leaves it out, answers
+    jitted = cr.jit(_dead_floor_divide)
+    for x in (onp.array([1.0, 2.0]), onp.array([onp.inf, 0.0]), onp.array([onp.inf, 1.0])):
+        with onp.errstate(invalid="raise", divide="raise"):
+            assert _observed(jitted, x) == _observed(_dead_floor_divide, x), x
+
+
 @pytest.mark.xfail(strict=True, reason="jit(hessian): the cached program of x * x * x's "
                    "second derivative warns twice where eager's products warn six times "
                    "for nan/inf entries (the program's products are fewer than eager's)")
