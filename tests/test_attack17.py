@@ -195,6 +195,18 @@ def test_jit_of_a_floor_deciding_the_program_is_eager(fn):
     _same_as_eager(cr.grad(lambda x: np.sum(fn(x) ** 2)), argsets)
 
 
+@pytest.mark.parametrize("fn", [
+    lambda x: x * np.digitize(x, bins=np.sort(np.floor(x) + onp.array([0.0, 0.1, 0.2]))),
+    lambda x: x * np.isin(x, [np.floor(x)[0], 3.7]),
+], ids=["digitize bins=", "isin of a list"])
+def test_jit_of_a_floor_given_by_keyword_or_in_a_list_is_eager(fn):
+    # Regression of 21bd771 (passed at c17b2c6, where the floor was a constant): a staged
+    # floor reaching a function without a derivative by keyword or inside a list raises
+    # StagingError ("traced values inside a list, tuple or keyword argument"): a clear
+    # refusal, but of programs jit compiled before
+    _same_as_eager(fn, [(x,) for x in _FLOATS[:2]])
+
+
 _NO_DERIVATIVE = {
     "floor": lambda x: np.sum(np.floor(x) * x),
     "sign": lambda x: np.sign(x) * x,
