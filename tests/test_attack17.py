@@ -207,6 +207,18 @@ def test_jit_of_a_floor_given_by_keyword_or_in_a_list_is_eager(fn):
     _same_as_eager(fn, [(x,) for x in _FLOATS[:2]])
 
 
+@pytest.mark.parametrize("fn", [
+    lambda x: np.maximum.reduce(np.floor(x)) * x,
+    lambda x: np.add.accumulate(np.floor(x)) * x,
+], ids=["maximum.reduce", "add.accumulate"])
+def test_jit_of_a_ufunc_method_of_a_floor_compiles(fn):
+    # Regression of 21bd771 (passed at c17b2c6): a ufunc's method (reduce, accumulate) of
+    # the staged floor makes jit run the signature eagerly, with its JitWarning ("writes
+    # traced values into a NumPy array it made"), where it compiled the program before
+    _same_as_eager(fn, [(x,) for x in _FLOATS[:2]])
+    _same_as_eager(cr.grad(lambda x: np.sum(fn(x))), [(x,) for x in _FLOATS[:2]])
+
+
 _NO_DERIVATIVE = {
     "floor": lambda x: np.sum(np.floor(x) * x),
     "sign": lambda x: np.sign(x) * x,
