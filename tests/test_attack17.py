@@ -557,3 +557,14 @@ def test_jit_of_a_fortran_buffer_raveled_in_its_order_is_eager(order):
         return np.ravel(v, order) * 1.0
 
     _same_as_eager(raveled, [(onp.arange(6.0).reshape(2, 3) - 2.5,)] * 2)
+
+
+@pytest.mark.xfail(strict=True, reason="eager grad: np.sum(x, where=m) with m a mask of "
+                   "np.sign(x) or np.floor(x) (an answer without a derivative, a "
+                   "chainrule.numpy buffer under grad) recurses without end in "
+                   "buffers._value_of (RecursionError); jit(grad) answers [1, 1, 0]")
+@pytest.mark.parametrize("of", [np.sign, np.floor])
+def test_grad_of_a_sum_where_a_mask_of_a_sign_is_numpys(of):
+    x = onp.array([0.5, 1.5, -2.5])
+    want = (of(x) > 0).astype(float)
+    assert _bits(cr.grad(lambda x: np.sum(x, where=of(x) > 0))(x)) == _bits(want)
