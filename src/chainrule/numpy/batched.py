@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as _np
 
-from .._core import tracer
+from .._core import reverse, tracer
 from .._core.containers import SequenceBox
 from .._core.pytree import tree_flatten, tree_unflatten
 from .._core.rule_table import rule_table
@@ -653,6 +653,19 @@ def _with_output_arrays(fun, args, kwargs, trace_id: int):
 
 
 register_batched_type(BatchedArray, batch_call)
+
+
+def _snapshot(batch: BatchedArray) -> BatchedArray:
+    """What a recorded node keeps of a batch among a call's constants: a copy of a
+    writeable one, as of an example's array (numpy_vspaces' snapshot), which a later write
+    into the batch (``f = np.floor(x); y = f * x; f[1] = 7``) would otherwise reach."""
+    value = batch._value
+    if type(value) is _np.ndarray and value.flags.writeable:
+        return BatchedArray(value.copy(order="K"), batch._trace)
+    return batch
+
+
+reverse.snapshot_types[BatchedArray] = _snapshot
 register_view_maker(BatchedArray, view_of_traced)  # (a batch's views are views too)
 
 
