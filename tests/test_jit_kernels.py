@@ -558,6 +558,48 @@ def test_jit_of_an_outer_by_a_short_vector_is_eager_bit_for_bit():
           outer_of(a.astype(onp.float32), b.astype(onp.float32)))
 
 
+def outers_by_constants(dtype):
+    signs = onp.array([1.0, -1.0, 1.0], dtype)
+    odd = onp.array([-0.0, onp.inf, 3e38, onp.nan], dtype)
+
+    def outers(a):  # (two outers by constants of one shape and dtype: each its own tiling)
+        return np.outer(np.sin(a), signs)[:, :2] + np.outer(a, odd[:3] * 0.5)[:, 1:] + \
+            np.outer(a, odd)[:, :2]
+
+    def signed_rows(m):
+        return np.sum(np.tanh(m @ signs))  # (its cotangent of m: np.outer(g, signs))
+
+    return outers, cr.grad(signed_rows)
+
+
+@pytest.mark.parametrize("dtype", [onp.float64, onp.float32])
+def test_an_outer_by_a_short_constant_is_eager_bit_for_bit(dtype):
+    rng = onp.random.default_rng(37)
+    a = _hard((60, 1), dtype, seed=3)[:, 0]
+    outer_by_constants, grad_of_signed_rows = outers_by_constants(dtype)
+    jf, jg = cr.jit(outer_by_constants), cr.jit(grad_of_signed_rows)
+    m = rng.standard_normal((50, 3)).astype(dtype)
+    for source, outers in ((jf.lower(a).source, 3), (jg.lower(m).source, 1)):
+        assert source.count(".repeat(") == outers and "outer_lanes" not in source
+    big = a.copy()
+    big[4:9] = onp.finfo(dtype).max / 10  # (times 3e38: overflow)
+    for x in (a, -a, big, a[:0], onp.full(7, -0.0, dtype), a[:1], a):
+        _as_numpy(jf, outer_by_constants, x)
+    odd = m.copy()
+    odd[2, 1], odd[7, 0], odd[9, 2] = onp.nan, onp.inf, -0.0
+    for x in (m, odd, m[:0], -m, m):
+        _as_numpy(jg, grad_of_signed_rows, x)
+    finite = onp.where(onp.isfinite(big), big, 2.0)  # (-0.0 times inf: invalid)
+    for state in ("invalid", "over"):
+        with onp.errstate(**{state: "raise"}):
+            with pytest.raises(FloatingPointError, match=f"{state}.* in multiply"):
+                jf(finite)
+    # (a long vector: outer_lanes, no constant as large as the answer)
+    long = onp.resize(a, _kernels.OUTER_TILE_SIZE // 3 + 1)
+    assert ".repeat(" not in jf.lower(long).source
+    _as_numpy(jf, outer_by_constants, long)
+
+
 def squares(x, y):
     return np.tanh(x) ** 2 + x ** 2 * y ** 2.0 - (x * y) ** 3
 

@@ -235,6 +235,19 @@ def _argument_write(g) -> None:
                    "x *= 0.5", "x.sort()", f"x[::2] = {g.vec()}[::2] * 0.25"]))
 
 
+def _constant_outer(g) -> None:
+    # np.outer by a short constant of the program's dtype, and a matmul by one (its
+    # cotangent is an outer by it): jit's tiled form, the constant's values in its code
+    v = g.vec()
+    entries = ["1.0", "-1.0", "-0.0", "0.5", "onp.inf", "3.0"]
+    b, c = ([entries[int(i)] for i in g.rng.integers(len(entries), size=k)]
+            for k in g.rng.integers(2, 5, size=2))
+    dtype = f"onp.{g.dtype.name}"
+    g.emit(f"{g.new_vec()} = np.sum(np.outer({v}, onp.array([{', '.join(b)}], {dtype})), 1) "
+           f"+ np.outer({v}[::-1], onp.array([{', '.join(c)}], {dtype})) @ "
+           f"onp.array([{', '.join(reversed(c))}], {dtype})")
+
+
 OWN = (programs.Template("text", _text, 0.5), programs.Template("errstate", _errstate, 0.5),
        programs.Template("python_numbers", _python_numbers, 0.3),
        programs.Template("folded_outputs", _folded_outputs, 0.3),
@@ -244,8 +257,9 @@ OWN = (programs.Template("text", _text, 0.5), programs.Template("errstate", _err
        programs.Template("view_write", _view_write, 0.3),
        programs.Template("numpy_array", _numpy_array, 0.2),
        programs.Template("subclass_buffer", _subclass_buffer, 0.2),
-       programs.Template("argument_write", _argument_write, 0.3))
-OWN_UNDER_TRANSFORMS = (OWN[1], OWN[4], OWN[6], OWN[7], OWN[8])
+       programs.Template("argument_write", _argument_write, 0.3),
+       programs.Template("constant_outer", _constant_outer, 0.3))
+OWN_UNDER_TRANSFORMS = (OWN[1], OWN[4], OWN[6], OWN[7], OWN[8], OWN[11])
 
 
 # ------------------------------------------------------------------------ generate

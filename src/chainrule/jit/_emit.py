@@ -379,7 +379,7 @@ def _lower(nodes: list[StagingNode], guards: list[Guard], const, fun_name,
                 made = memo.get(sig)
                 if made is None:
                     made = memo[sig] = _template(raw, fun, entry, node, vals, slots, kwmap,
-                                                 kwtexts, fun_name, negated)
+                                                 kwtexts, fun_name, negated, const)
                     if by_eye:
                         made = memo[sig] = _by_identity(made, argnums[0], fun_name)
                     elif by_ones:
@@ -515,7 +515,7 @@ def _comment(label: str, node: StagingNode) -> str:
 
 
 def _template(raw, fun, entry, node: StagingNode, vals: list, slots: list, kwmap: dict,
-              kwtexts: list, fun_name, negated: bool = False) -> tuple:
+              kwtexts: list, fun_name, negated: bool = False, const=None) -> tuple:
     """What a call's instruction is, from what decides it (``_lower`` keeps the answer
     for the next call like it): its code, its float-program code (None where it has
     none), its label, whether it makes a new array elementwise, whether its answer may
@@ -526,7 +526,8 @@ def _template(raw, fun, entry, node: StagingNode, vals: list, slots: list, kwmap
     if _scalar_operator(entry.operator, node, vals):
         code = entry.label.format(*holes)
     else:
-        code = direct_call(raw, entry, vals, holes, kwmap, fun_name, node.ans, negated) or (
+        code = direct_call(raw, entry, vals, holes, kwmap, fun_name, node.ans, negated,
+                           const) or (
             f"{fun_name(raw)}({', '.join(holes + kwtexts)})"
         )
     fast = _float_call(raw, entry, holes, node.argnums, fun_name) if _float_node(node) else None
