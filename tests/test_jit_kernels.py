@@ -3,6 +3,7 @@ the same bits as NumPy's own call, and jit programs using them ≡ eager evaluat
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as onp
@@ -276,7 +277,70 @@ def test_jit_of_the_det_gradient_is_eager_bit_for_bit():
     source = jg.lower(A).source
     assert "_kernels.scatter_sum(" in source
     assert "_kernels.outer_lanes(" in source  # (np.outer by a short vector)
+    assert source.count("_kernels.placed_added(") == 6  # (a row added where it lies)
     assert "int8" not in source  # (its index constants as intp)
+
+
+@pytest.mark.parametrize("first", [False, True])
+def test_placed_added_is_the_sum_with_a_placed_row(first):
+    rng = onp.random.default_rng(17)
+    index = rng.integers(0, 7, 60)
+    g = _hard((60, 1), seed=5)[:, 0]
+    g[index == 2] = -0.0  # (a sum of -0.0s: 0.0 from the scatter)
+    a = onp.stack([_untake64(g * k, index, (7,)) for k in (1.0, -2.0, 0.5, 3.0)])
+    assert not onp.signbit(a[a == 0]).any()  # (a sum from 0.0)
+    def want(a, row, i):
+        placed = _kernels.placed(row, i, a.shape)
+        return onp.add(placed, a) if first else onp.add(a, placed)
+
+    def into_a_copy(a, row, i):
+        return _kernels.placed_added(a, row, i, first, out=a.copy())
+
+    for row in (onp.array([-0.0, 1.5, onp.nan, -onp.inf, 1e308, -2.5e-310, 0.0]),
+                onp.full(7, -0.0), onp.full(7, onp.inf)):
+        for i in (0, 3):
+            _as_numpy(functools.partial(_kernels.placed_added, first=first), want, a, row, i)
+            _as_numpy(into_a_copy, want, a, row, i)
+    nan_first = onp.full(7, onp.nan)
+    nan_first.view(onp.int64)[:] |= 1  # (two nans: the first operand's payload)
+    _as_numpy(functools.partial(_kernels.placed_added, first=first), want, a * onp.nan,
+              nan_first, 1)
+
+
+def rows_taken(m, w):
+    # (each row's entries taken by a constant index: its cotangent a scatter per row,
+    # each placed into zeros and added)
+    return sum(np.sum(m[r][INDEX[r]] * w[r]) for r in range(3))
+
+
+def rows_read(m, w):
+    return np.sum(m[0] * w[0]) + np.sum(m[2] * w[1]) + np.sum(m[1] * w[2])
+
+
+INDEX = onp.random.default_rng(18).integers(0, 7, (3, 40))
+
+
+def test_jit_adds_a_placed_row_where_it_lies_only_to_sums_from_zero():
+    rng = onp.random.default_rng(19)
+    m = rng.standard_normal((3, 7))
+    w = rng.standard_normal((3, 40))
+    odd = w.copy()
+    odd[0, :] = -0.0  # (row 0's scatter: 0.0s)
+    odd[1, [3, 5]], odd[2, [1, 9]] = onp.inf, [onp.nan, -onp.inf]
+    big = w * 3e307  # (overflow in some scatters' sums)
+    jg, g = cr.jit(cr.grad(rows_taken)), cr.grad(rows_taken)
+    for v in (w, odd, big, -w, w):
+        _as_numpy(jg, g, m, v)
+    assert jg.lower(m, w).source.count("placed_added(") == 2
+    # a placed row of products (their -0.0s are -0.0 + 0.0 = 0.0 in the sum): not fused
+    jr, r = cr.jit(cr.grad(rows_read)), cr.grad(rows_read)
+    minus = onp.full((3, 7), -0.0)
+    for v in (w[:, :7], minus, -w[:, :7]):
+        _as_numpy(jr, r, m, v)
+    # (rows of -0.0 products, each placed and added to 0.0s: fused, they stayed -0.0)
+    assert not onp.signbit(r(m, minus)).any()
+    source = jr.lower(m, w[:, :7]).source
+    assert "_kernels.placed(" in source and "placed_added(" not in source
 
 
 def sum_and_negated_sum(x):

@@ -31,7 +31,9 @@ which do the same arithmetic in other loops:
   for a broadcast operand), as the negated sum of ``x`` where that is the same bits.
 - ``scatter_sum``: the cotangent of a vector indexed by a constant integer array (``det``'s
   minors), ``np.add.at`` into zeros, as ``np.bincount`` with weights (a fifth of the time).
-- ``placed``: ``untake`` by a basic index, ``g`` written into zeros without its Python.
+- ``placed``: ``untake`` by a basic index, ``g`` written into zeros without its Python;
+  ``placed_added``: a sum from 0.0 plus such a placed row (det's rows of its cotangent),
+  the row added where it lies (the rest plus 0.0 is itself: no -0.0 there).
 - ``count_true``: ``np.add.reduce`` of a boolean array over all axes, NumPy's count of
   its true entries, by ``np.count_nonzero`` (a tenth of the time).
 - ``filled_where``: ``np.where(condition, x, y)`` of a float64 array ``x`` and a Python
@@ -486,6 +488,24 @@ def placed(g: np.ndarray, index: Any, shape: tuple) -> np.ndarray:
     cotangent): ``g`` written into zeros, ``untake``'s own path without its Python."""
     out = np.zeros(shape)
     out[index] = g
+    return out
+
+
+def placed_added(a: np.ndarray, g: np.ndarray, index: Any, first: bool,
+                 out: np.ndarray | None = None) -> np.ndarray:
+    """``np.add(a, placed(g, index, a.shape))`` (``first``: ``placed`` is the first
+    operand) of an ``a`` that holds no -0.0 and no signalling nan (``_emit``'s sums
+    from 0.0: a scatter's, a placed row of one, a sum with one): outside ``index``, ``a``
+    plus 0.0 is ``a``'s own bits, and raises no floating-point error; at ``index``, the
+    sum as the call adds it, in the operands' order (a nan's payload is the first's).
+    ``out``: ``a`` itself, where it dies here (the emitter's ``out=``)."""
+    if out is None:
+        out = a.copy()
+    row = out[index]
+    if first:
+        np.add(g, row, out=row)
+    else:
+        np.add(row, g, out=row)
     return out
 
 
