@@ -277,7 +277,7 @@ def test_jit_of_the_det_gradient_is_eager_bit_for_bit():
     source = jg.lower(A).source
     assert "_kernels.scatter_sum(" in source
     assert "_kernels.outer_lanes(" in source  # (np.outer by a short vector)
-    assert source.count("_kernels.placed_added(") == 6  # (a row added where it lies)
+    assert source.count("_kernels.scatter_added(") == 6  # (a row scattered where it lies)
     assert "int8" not in source  # (its index constants as intp)
 
 
@@ -307,10 +307,46 @@ def test_placed_added_is_the_sum_with_a_placed_row(first):
               nan_first, 1)
 
 
+@pytest.mark.parametrize("terms", [(40,), (20, 2), (2100,), (700, 3)])  # (bincount, add.at)
+def test_scatter_added_is_the_sum_with_a_placed_scatter(terms):
+    rng = onp.random.default_rng(23)
+    index = rng.integers(0, 7, terms)
+    g = _hard(terms if len(terms) == 2 else terms + (1,), seed=7).reshape(terms)
+    g[index == 2] = -0.0
+    a = onp.stack([_untake64(g * k, index, (7,)) for k in (1.0, -2.0, 0.5, 3.0)])
+    a[1] = 0.0
+
+    def want(a, g, row):
+        return onp.add(a, _kernels.placed(_untake64(g, index, (7,)), row, a.shape))
+
+    def fresh(a, g, row):
+        return _kernels.scatter_added(a, g, index, row)
+
+    def into_a_copy(a, g, row):
+        return _kernels.scatter_added(a, g, index, row, out=a.copy())
+
+    finite = onp.where(onp.isfinite(g), g, 1.5)
+    huge = finite.copy()
+    huge[index == 5] = 1e308  # (finite terms, an infinite sum: add.at's warning)
+    for values in (finite, g, huge):
+        _as_numpy(fresh, want, a, values, 1)
+        _as_numpy(into_a_copy, want, a, values, -3)
+
+
 def rows_taken(m, w):
     # (each row's entries taken by a constant index: its cotangent a scatter per row,
     # each placed into zeros and added)
     return sum(np.sum(m[r][INDEX[r]] * w[r]) for r in range(3))
+
+
+def rows_mixed(m, w):
+    return np.sum(m[1][INDEX[0]] * w[0]) + np.sum(m[2] * w[1, :7]) + \
+        np.sum(m[0][INDEX[1]] * w[2])
+
+
+def rows_twice(m, w):  # (row 0's second scatter is added to the first's sums)
+    return np.sum(m[0][INDEX[0]] * w[0]) + np.sum(m[1][INDEX[1]] * w[1]) + \
+        np.sum(m[0][INDEX[2]] * w[2])
 
 
 def rows_read(m, w):
@@ -331,7 +367,17 @@ def test_jit_adds_a_placed_row_where_it_lies_only_to_sums_from_zero():
     jg, g = cr.jit(cr.grad(rows_taken)), cr.grad(rows_taken)
     for v in (w, odd, big, -w, w):
         _as_numpy(jg, g, m, v)
-    assert jg.lower(m, w).source.count("placed_added(") == 2
+    assert jg.lower(m, w).source.count("scatter_added(") == 2
+    jx, x = cr.jit(cr.grad(rows_mixed)), cr.grad(rows_mixed)
+    for v in (w, odd, big, -w, w):
+        _as_numpy(jx, x, m, v)
+    source = jx.lower(m, w).source
+    assert source.count("placed_added(") == 1 and source.count("scatter_added(") == 1
+    jt, t = cr.jit(cr.grad(rows_twice)), cr.grad(rows_twice)
+    for v in (w, odd, big, -w, w):
+        _as_numpy(jt, t, m, v)
+    source = jt.lower(m, w).source
+    assert source.count("placed_added(") == 1 and source.count("scatter_added(") == 1
     # a placed row of products (their -0.0s are -0.0 + 0.0 = 0.0 in the sum): not fused
     jr, r = cr.jit(cr.grad(rows_read)), cr.grad(rows_read)
     minus = onp.full((3, 7), -0.0)

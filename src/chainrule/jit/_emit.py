@@ -443,8 +443,10 @@ def _placed_adds(instrs: list[Instr], instr_of, escaping: set[StagingNode],
         for s in ins.slots:
             if type(s) is Instr:
                 readers[id(s)] = readers.get(id(s), 0) + 1
+    scattered = f"{fun_name(_kernels.scatter_added)}("
     kept = {id(instr_of[n]) for n in escaping}  # (outputs, and what they view)
     from_zero: set[int] = set()
+    zero_rows: dict[int, frozenset] = {}  # placed rows' zeros, and what is added to them
     dropped: set[int] = set()
     for ins in instrs:
         if ins.kind != "call":
@@ -454,6 +456,9 @@ def _placed_adds(instrs: list[Instr], instr_of, escaping: set[StagingNode],
         elif ins.code == placed_code:
             if id(ins.slots[0]) in from_zero:
                 from_zero.add(id(ins))
+            rows, index = ins.node.ans.shape[:1], ins.slots[1][0]
+            if len(rows) == 1 and type(index) is int and -rows[0] <= index < rows[0]:
+                zero_rows[id(ins)] = frozenset(range(rows[0])) - {index % rows[0]}
         elif _adds_floats(ins) and any(id(s) in from_zero for s in ins.slots):
             from_zero.add(id(ins))
             a, p = ins.slots
@@ -465,13 +470,22 @@ def _placed_adds(instrs: list[Instr], instr_of, escaping: set[StagingNode],
                 continue
             dropped.add(id(p))
             g, index = p.slots[0], p.slots[1]
-            ins.code = f"{fused}{{0}}, {{1}}, {{2}}, {first})"
-            ins.slots = [a, g, index]
+            row = index[0] % ins.node.ans.shape[0] if type(index[0]) is int else None
+            zeros = zero_rows.get(id(a), frozenset())
+            if row in zeros and g.code == scatter_code and readers[id(g)] == 1 and \
+                    id(g) not in kept:  # (0.0 plus the scatter's sum: it, in either order)
+                dropped.add(id(g))
+                ins.code = f"{scattered}{{0}}, {{1}}, {{2}}, {{3}})"
+                ins.slots = [a, g.slots[0], g.slots[1], index]
+            else:
+                ins.code = f"{fused}{{0}}, {{1}}, {{2}}, {first})"
+                ins.slots = [a, g, index]
+            zero_rows[id(ins)] = zeros - {row}
             ins.comment = f"untake, {ins.comment}"
             ins.fresh = True  # (a new array, or ``a``'s where it dies here: out=)
-            ins.reuse = (0,) if a.fresh or a.code == placed_code or a.code.startswith(fused) \
-                else ()
-            code_key = (ins.code, (False, False, True), True, False, True)
+            ins.reuse = (0,) if a.fresh or a.code == placed_code or \
+                a.code.startswith((fused, scattered)) else ()
+            code_key = (ins.code, tuple(type(s) is tuple for s in ins.slots), True, False, True)
             ins.key = (code_key, ins.reuse) if ins.reuse else code_key
     return [ins for ins in instrs if id(ins) not in dropped] if dropped else instrs
 

@@ -233,7 +233,8 @@ def negated_sum(reduce: Any, x: np.ndarray, *args: Any, **kwargs: Any) -> Any:
     return reduce(np.negative(x), *args, **kwargs)
 
 
-def scatter_sum(g: np.ndarray, index: np.ndarray, shape: tuple) -> np.ndarray:
+def scatter_sum(g: np.ndarray, index: np.ndarray, shape: tuple,
+                into: np.ndarray | None = None) -> np.ndarray:
     """``untake(g, index, shape, float64)`` of a vector (an integer array index's cotangent:
     ``np.add.at`` into zeros). From ``SCATTER_AT_SIZE`` terms, ``np.add.at`` itself on the
     raveled index and terms (the same terms in the same order: NumPy's fast path of
@@ -242,9 +243,10 @@ def scatter_sum(g: np.ndarray, index: np.ndarray, shape: tuple) -> np.ndarray:
     ``np.bincount``, which adds the same terms in the same order from 0.0, in one C loop,
     with less fixed cost. Where either form would have warned (``add.at`` of a raveled
     index raising in ``strict``; ``bincount``'s sums not all finite), ``untake`` itself:
-    the fast path's warning names ``add``, the slow path's ``at``."""
+    the fast path's warning names ``add``, the slow path's ``at``. ``into``: 0.0s of
+    ``shape`` to add into (a row of a larger array: ``scatter_added``), answered."""
     if index.size >= SCATTER_AT_SIZE:
-        out = np.zeros(shape)
+        out = np.zeros(shape) if into is None else into
         if index.ndim == 1:  # (untake's own call: its warnings, in the caller's state)
             np.add.at(out, index, g)
             return out
@@ -253,13 +255,17 @@ def scatter_sum(g: np.ndarray, index: np.ndarray, shape: tuple) -> np.ndarray:
                 np.add.at(out, index.ravel(), g.ravel())
             return out
         except FloatingPointError:
-            return untake(g, index, shape, np.dtype(np.float64))
-    out = np.bincount(index.ravel(), weights=g.ravel(), minlength=shape[0])
-    # (a short vector's check in Python floats: a fifth of NumPy's isfinite and all)
-    if all(map(math.isfinite, out.tolist())) if len(out) <= 64 else \
-            np.logical_and.reduce(np.isfinite(out), None):
+            out = untake(g, index, shape, np.dtype(np.float64))
+    else:
+        out = np.bincount(index.ravel(), weights=g.ravel(), minlength=shape[0])
+        # (a short vector's check in Python floats: a fifth of NumPy's isfinite and all)
+        if not (all(map(math.isfinite, out.tolist())) if len(out) <= 64 else
+                np.logical_and.reduce(np.isfinite(out), None)):
+            out = untake(g, index, shape, np.dtype(np.float64))
+    if into is None:
         return out
-    return untake(g, index, shape, np.dtype(np.float64))
+    into[...] = out
+    return into
 
 
 def mask_product(a: Any, b: Any, shape: tuple, out: np.ndarray | None = None) -> np.ndarray:
@@ -506,6 +512,18 @@ def placed_added(a: np.ndarray, g: np.ndarray, index: Any, first: bool,
         np.add(g, row, out=row)
     else:
         np.add(row, g, out=row)
+    return out
+
+
+def scatter_added(a: np.ndarray, g: np.ndarray, index: np.ndarray, row: int,
+                  out: np.ndarray | None = None) -> np.ndarray:
+    """``placed_added(a, scatter_sum(g, index, a.shape[1:]), row, ...)`` where ``a[row]``
+    holds 0.0s (``_emit`` knows which rows of a placed row's zeros are still zeros): 0.0
+    plus a sum from 0.0 is that sum (no -0.0; a nan's own payload; no floating-point
+    error), so the scatter adds into the row itself, no vector of zeros made, no sum."""
+    if out is None:
+        out = a.copy()
+    scatter_sum(g, index, out.shape[1:], out[row])
     return out
 
 
