@@ -246,6 +246,13 @@ def _constant_outer(g) -> None:
     g.emit(f"{g.new_vec()} = np.sum(np.outer({v}, onp.array([{', '.join(b)}], {dtype})), 1) "
            f"+ np.outer({v}[::-1], onp.array([{', '.join(c)}], {dtype})) @ "
            f"onp.array([{', '.join(reversed(c))}], {dtype})")
+    # rows of a matrix, some taken by constant indices (their cotangent: scatters, each
+    # placed into a row of zeros, added: jit adds them where they lie), row 0 twice
+    m, w = g.name("m"), g.vec()
+    g.emit(f"{m} = np.outer({v}, onp.array([{', '.join(c)}, 2.0], {dtype})).T",
+           f"{g.new_vec()} = {m}[0][onp.array([{g.index()}, 0] * (n // 2) + [0] * (n % 2))] "
+           f"+ {m}[2][onp.array([n - 1] + [0] * (n - 1))] * {w} + {m}[1] - "
+           f"{m}[0][::-1][onp.zeros(n, int)]")
 
 
 OWN = (programs.Template("text", _text, 0.5), programs.Template("errstate", _errstate, 0.5),
