@@ -574,17 +574,12 @@ _SAME_OR_COPY = {
 }
 
 
-_SAME_XFAIL = pytest.mark.xfail(strict=True, reason=(
-    "older (at 0278bbd too): np.array(v, copy=None), v.conj() of a real v and "
-    "np.asfortranarray of a vector are copies of a traced v where NumPy answers v itself: "
-    "after a write into v, jit's value and grad differ from NumPy's, silently (grad of "
-    "asfortranarray raises TypeError); +v (ArrayBox.__pos__ answered the box itself) is "
-    "fixed"))
+# (older, fixed by the lead: +v was the box itself; np.array(v, copy=None), v.conj() of
+# a real v and np.asfortranarray of a vector were copies where NumPy answers v itself)
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # (jit's notice for asfortranarray)
-@pytest.mark.parametrize("read", [pytest.param(read, marks=() if read == "+v" else _SAME_XFAIL)
-                                  for read in _SAME_OR_COPY])
+@pytest.mark.parametrize("read", list(_SAME_OR_COPY))
 @pytest.mark.parametrize("transform", ["grad", "jit"])
 def test_a_read_then_written_is_numpys_under_grad_and_jit(transform, read):
     f = _then_written(_SAME_OR_COPY[read])

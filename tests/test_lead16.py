@@ -161,3 +161,30 @@ def test_jit_of_jvp_of_a_floor_written_into_is_eager():
 def _bits(a):
     a = onp.asarray(a)
     return a.dtype.str, a.shape, a.tobytes()
+
+
+def test_vmap_of_grad_reads_each_examples_layout_as_the_loop():
+    # ravel's VJP read the layout of the batch (its axis included) where vmap's batched run
+    # met it: a Fortran-ordered example's gradient in C order (silently), since
+    # read_order took a buffer's and a batch's memory (numpy_boxes.memory_of)
+    for name, (x, axis) in _layouts().items():
+        part = x[(slice(None),) * axis + (slice(0, 3),)]
+        at = (slice(None),) * axis
+        w = onp.arange(part[at + (0,)].size) - 5.5
+        for order in ("A", "K", "F"):
+            for inner in (lambda a: a, lambda a: a * 1.0, np.asfortranarray):
+                def loss(e, order=order, inner=inner, w=w):
+                    return np.sum(np.sin(np.ravel(inner(e), order=order)) * w)
+
+                loop = onp.stack([cr.grad(loss)(part[at + (i,)]) for i in range(3)])
+                values = onp.stack([onp.ravel(onp.asarray(inner(part[at + (i,)])), order=order)
+                                    for i in range(3)])
+                with batched_runs_first():
+                    onp.testing.assert_array_equal(  # (an elementwise answer: laid out so)
+                        cr.vmap(lambda e, order=order, inner=inner: np.ravel(
+                            inner(e), order=order), in_axes=axis)(part), values,
+                        err_msg=f"{name} {order} values")
+                    for mapped in (cr.vmap(cr.grad(loss), in_axes=axis),
+                                   cr.jit(cr.vmap(cr.grad(loss), in_axes=axis))):
+                        onp.testing.assert_array_equal(mapped(part), loop,
+                                                       err_msg=f"{name} {order}")

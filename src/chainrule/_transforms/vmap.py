@@ -1193,7 +1193,7 @@ def _groups(examples, keys: list) -> list:
 def _batch_of(leaf, axis: int, examples):
     """The argument's values for ``examples``, the batch as axis 0, in memory of their own
     (the function may write into its arguments; the caller's arrays stay as they are),
-    each example laid out as the caller's (see _own_copy)."""
+    laid out as _copy_layout says."""
     if type(leaf) is _np.ndarray:  # (NumPy's own calls: nothing to trace)
         whole = len(examples) == leaf.shape[axis]
         return _own_copy(_np.moveaxis(leaf, axis, 0) if axis else leaf, batch=True,
@@ -1205,53 +1205,53 @@ def _batch_of(leaf, axis: int, examples):
     else:
         batch = anp.moveaxis(anp.take(leaf, examples, axis=axis), axis, 0)
     callers, value = memory_of(moved), memory_of(batch)
-    if type(callers) is not _np.ndarray or type(value) is not _np.ndarray:
+    if type(callers) is not _np.ndarray or type(value) is not _np.ndarray or not len(callers):
         return batch
-    spacing = _spacing(callers, value, batch=True)  # (its layout at the trace: jit's key)
-    if spacing is None:
-        return batch
-    shape, index, axes = spacing
+    shape, index, axes = _copy_layout(callers[0], (len(examples),))
+    if _np.empty(shape, value.dtype)[index].transpose(axes).strides == value.strides:
+        return batch  # (its layout at the trace: jit's key holds the arguments' strides)
     own = anp.transpose(anp.empty(shape, value.dtype)[index], axes)
     own[...] = batch
     return own
 
 
 def _own_copy(a: _np.ndarray, batch: bool, rows=None) -> _np.ndarray:
-    """``a``'s values (its ``rows`` where given) in memory of their own whose examples
-    (``a``'s rows where ``batch``, else ``a``) keep what reshape's and ravel's orders "A"
-    and "K" read of the caller's (see _spacing)."""
+    """``a``'s values (its ``rows`` where given) in memory of their own laid out as
+    _copy_layout says (each example: ``a``'s rows where ``batch``, else ``a``)."""
+    if a.flags.c_contiguous:  # (the common argument: its copy is laid out so)
+        return a.copy() if rows is None else a.take(rows, 0)
+    if batch and not len(a):
+        return a.copy(order="K")
+    shape, index, axes = _copy_layout(a[0] if batch else a,
+                                      (len(a) if rows is None else len(rows),) if batch else ())
+    own = _np.empty(shape, a.dtype)[index].transpose(axes)
     if rows is None:
-        own = a.copy(order="K")
+        own[...] = a
     else:
-        own = _np.empty_like(a[:len(rows)], order="K")
         _np.take(a, rows, axis=0, out=own)
-    spacing = _spacing(a, own, batch)
-    if spacing is None:
-        return own
-    shape, index, axes = spacing
-    spaced = _np.empty(shape, own.dtype)[index].transpose(axes)
-    spaced[...] = own
-    return spaced
+    return own
 
 
-def _spacing(callers: _np.ndarray, own: _np.ndarray, batch: bool) -> tuple | None:
-    """Whether ``own``, a compact copy of the caller's ``callers`` (or of some of its rows),
-    keeps what reshape's and ravel's orders "A" and "K" read of each example (``callers``'
-    rows where ``batch``, else ``callers``): whether it is C- or F-contiguous, and the order
-    of its strides. It does but for an example whose strides are in F's order without
-    being F-contiguous (a column's slice, say), which the copy makes F-contiguous: there,
-    the (shape, index, axes) of an allocation in which the example's outermost axis steps
-    over as much again: ``np.empty(shape)[index].transpose(axes)``; else None."""
-    mine, theirs = (own[0], callers[0]) if batch and len(own) else (own, callers)
-    if mine.ndim < 2 or theirs.flags.f_contiguous or not mine.flags.f_contiguous or (
-            mine.flags.c_contiguous):
-        return None
-    outer = max((i for i in range(batch, own.ndim) if own.shape[i] > 1),
-                key=lambda i: own.strides[i])
-    order = sorted(range(own.ndim), key=lambda i: -own.strides[i])  # (outermost first)
-    return ([own.shape[i] * (1 + (i == outer)) for i in order],
-            tuple(slice(None, None, 1 + (i == outer)) for i in order),
-            tuple(_np.argsort(order).tolist()))
+def _copy_layout(example: _np.ndarray, lead: tuple) -> tuple:
+    """How vmap lays out its copy of a batch (``lead``: its size; ``()`` for one
+    example) whose examples are laid out as the caller's ``example``: the (shape, index,
+    axes) of ``np.empty(shape)[index].transpose(axes)``. Each example is a block of its
+    own, as NumPy's arrays computed from it are (an elementwise answer's layout follows
+    its operand's), compact in the order of the caller's strides (what reshape's and
+    ravel's orders "A" and "K" read) -- but for an example whose strides are in F's order
+    without being F-contiguous (a column's slice), which compact would make F-contiguous:
+    there its outermost axis steps over as much again, as neither C- nor F-contiguous."""
+    order = sorted(range(example.ndim), key=lambda i: -abs(example.strides[i]))
+    spaced = -1
+    if example.ndim >= 2 and not (example.flags.f_contiguous or example.flags.c_contiguous):
+        big = [i for i in order if example.shape[i] > 1]
+        if len(big) >= 2 and big == sorted(big, reverse=True):
+            spaced = order.index(big[0])
+    shape = lead + tuple(example.shape[i] * (1 + (k == spaced)) for k, i in enumerate(order))
+    index = (slice(None),) * len(lead) + tuple(
+        slice(None, None, 1 + (k == spaced)) for k in range(len(order)))
+    axes = tuple(range(len(lead))) + tuple(len(lead) + k for k in _np.argsort(order).tolist())
+    return shape, index, axes
 
 
 def _examples_of(leaf, axis: int, examples, cut: dict | None = None) -> list:

@@ -520,7 +520,8 @@ class ArrayBox(Box):
         return decided(self, lambda value: format(value, spec))
 
     def conj(self):
-        return anp.conjugate(self)
+        # (NumPy's method answers a real array itself; np.conjugate a new array)
+        return anp.conjugate(self) if _np.iscomplexobj(getval(self)) else self
 
     conjugate = conj
 

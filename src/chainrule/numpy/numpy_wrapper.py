@@ -50,7 +50,7 @@ DIFFERENTIABLE = {
         broadcast_to atleast_1d atleast_2d atleast_3d repeat tile roll rot90 flip fliplr flipud
         diag diagonal diagflat tril triu pad sort partition diff gradient ediff1d
         take take_along_axis compress extract interp trapezoid convolve correlate
-        polyval full linspace copy asarray asanyarray ascontiguousarray
+        polyval full linspace copy asarray asanyarray ascontiguousarray asfortranarray
         split array_split hsplit vsplit dsplit append insert delete meshgrid
     """,
 }
@@ -76,7 +76,7 @@ VIEWING = """
     transpose permute_dims matrix_transpose reshape ravel squeeze expand_dims swapaxes
     moveaxis rollaxis broadcast_to atleast_1d atleast_2d atleast_3d flip fliplr flipud rot90
     diagonal diag real imag real_if_close split array_split hsplit vsplit dsplit
-    asarray asanyarray ascontiguousarray
+    asarray asanyarray ascontiguousarray asfortranarray
 """.split()
 
 
@@ -430,6 +430,10 @@ def array(obj, dtype=None, *args, **kwargs):
     """``numpy.array``, differentiable when ``obj`` holds traced values (nested lists too)."""
     if isbox(obj) and not args and not kwargs:
         return copy(obj) if dtype is None else obj.astype(dtype)
+    if isbox(obj) and kwargs.get("copy", True) is not True:
+        plain = getval(obj)  # (NumPy answers the array itself where it needs no copy)
+        if _array_raw(plain, dtype, *args, **kwargs) is plain:
+            return obj
     if not _contains_box(obj):
         return _array_raw(obj, dtype, *args, **kwargs)
     elems: list = []

@@ -64,7 +64,7 @@ from ..._sparsity.patterns import (
     source_pattern,
 )
 from .. import numpy_wrapper as anp
-from ..batched import batch_index, example_ndim, flat_examples, scalar_index
+from ..batched import BatchedArray, batch_index, example_ndim, flat_examples, scalar_index
 from ..batched import elementwise as elementwise_batch
 from ..batching_patterns import (
     along_axis,
@@ -224,6 +224,8 @@ def read_order(x, order, batched: bool = False):
         return "C"
     if not isinstance(order, str) or order.upper() not in ("A", "K"):
         return order
+    if type(x) is BatchedArray:  # (a rule's argument in vmap's batched run: its examples)
+        x, batched = x._value, True
     value = memory_of(x)  # (under jit, a buffer's staged array: its layout at the trace)
     strides = getattr(value, "strides", None)
     if strides is None:  # a list or a number: NumPy reads it as the C array it makes
@@ -1192,7 +1194,8 @@ for _fun, _batch in ((anp.atleast_1d, _atleast_batch(1)), (anp.atleast_2d, _atle
     defsilent(_fun)
 
 # ----------------------------------------------------------------------------- copies, casting
-for _fun in (anp.copy, anp.asarray, anp.asanyarray, anp.ascontiguousarray, array_astype):
+for _fun in (anp.copy, anp.asarray, anp.asanyarray, anp.ascontiguousarray, anp.asfortranarray,
+             array_astype):
     linear(_fun,         lambda g, ans, x, *a, **k: match_dtype(g, x))
     defsparsity(_fun,    identity_pattern)
 defbatch(anp.copy,       elementwise_batch(anp.copy))
@@ -1201,6 +1204,17 @@ defbatch(array_astype,   elementwise_batch(array_astype))
 deftakes_masks(array_astype)  # elementwise: jit stages a mask through it
 for _fun in (anp.asarray, anp.asanyarray, anp.ascontiguousarray):
     defbatch(_fun,       as_is(_fun))
+
+
+def _asfortranarray_batch(values, batched, kwargs):
+    """Each example Fortran-ordered (the batch's axis its outermost): the batch itself
+    where its examples already are, as NumPy answers each example itself."""
+    if not only_first(batched) or kwargs:
+        return NotImplemented
+    return anp.moveaxis(anp.asfortranarray(anp.moveaxis(values[0], 0, -1)), -1, 0)
+
+
+defbatch(anp.asfortranarray, _asfortranarray_batch)
 
 # ----------------------------------------------------------------------------- indexing
 linear(array_getitem,    _getitem_vjp, reads=(1,))  # of x, only its shape and dtype
