@@ -124,6 +124,11 @@ def _floors(x):
     return np.sum(y) if np.sum(np.floor(x)) > 2.0 else np.sum(y * y)
 
 
+@pytest.mark.xfail(strict=True, reason="a ufunc's answer without a derivative is guarded by "
+                   "its values (a new program for each input whose floor differs; eagerly "
+                   "for the signature after max_variants): staged as a value of the program "
+                   "(c139a49), writes into it and its uses by keyword went wrong (attack17), "
+                   "reverted")
 def test_jit_of_ufuncs_without_a_derivative_keeps_one_program_for_new_values():
     # their answers were guarded by value: every input whose floor differed retraced (and
     # after max_variants the signature ran eagerly)

@@ -487,15 +487,12 @@ def _on_notrace(box, f_wrapped, args, kwargs):
     parents = tuple(staged[i]._node for i in argnums)
     # other arguments are constants: plain values (boxes of newer traces hold no staged value)
     node = type(parents[0])(ans, call, list(argvals), dict(kwargs), argnums, parents)
-    if isinstance(f_raw, np.ufunc) and type(ans) is np.ndarray and ans.ndim and (
-            ans.dtype == bool or not _transformed_inside(tid)):
+    if isinstance(f_raw, np.ufunc) and type(ans) is np.ndarray and ans.ndim and ans.dtype == bool:
         # A mask (x > 0, isnan(x), a & b: a ufunc's boolean answer, elementwise by
-        # definition), or a ufunc's other answer without a derivative (np.floor, np.sign)
-        # where no transform inside jit's runs (eagerly there a buffer: what chainrule's
-        # functions answer for one is not followed here), is a value of the program: it
-        # goes on as a staged box, and is guarded by value only where it reaches a
-        # function outside _takes_masks (one whose result's shape or Python-visible
-        # structure could depend on it).
+        # definition) is a value of the program: it goes on as a staged box, and
+        # is guarded by value only where it reaches a function outside _takes_masks (one
+        # whose result's shape or Python-visible structure could depend on it). (Other
+        # answers, np.floor's, staged so met writes into them no mask meets: attack17.)
         global _masks_made
         _masks_made = True
         node.mask = True
@@ -517,14 +514,9 @@ def _on_buffer_answer(box) -> None:
     session = current()
     if session is None or box._trace_id != session.trace_id:
         return
-    if _transformed_inside(box._trace_id):
-        session.buffers.add(box._node)
-
-
-def _transformed_inside(trace_id: int) -> bool:
-    """Whether a trace newer than jit's ``trace_id`` is live (a transform inside jit's)."""
     live = tracer.live_trace_ids
-    return any(t > trace_id for t in live if t not in live.perpetual)
+    if any(t > box._trace_id for t in live if t not in live.perpetual):
+        session.buffers.add(box._node)
 
 
 def _holds_buffer(box) -> bool:
