@@ -3,6 +3,7 @@ the same bits as NumPy's own call, and jit programs using them ≡ eager evaluat
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as onp
@@ -276,7 +277,116 @@ def test_jit_of_the_det_gradient_is_eager_bit_for_bit():
     source = jg.lower(A).source
     assert "_kernels.scatter_sum(" in source
     assert "_kernels.outer_lanes(" in source  # (np.outer by a short vector)
+    assert source.count("_kernels.scatter_added(") == 6  # (a row scattered where it lies)
     assert "int8" not in source  # (its index constants as intp)
+
+
+@pytest.mark.parametrize("first", [False, True])
+def test_placed_added_is_the_sum_with_a_placed_row(first):
+    rng = onp.random.default_rng(17)
+    index = rng.integers(0, 7, 60)
+    g = _hard((60, 1), seed=5)[:, 0]
+    g[index == 2] = -0.0  # (a sum of -0.0s: 0.0 from the scatter)
+    a = onp.stack([_untake64(g * k, index, (7,)) for k in (1.0, -2.0, 0.5, 3.0)])
+    assert not onp.signbit(a[a == 0]).any()  # (a sum from 0.0)
+    def want(a, row, i):
+        placed = _kernels.placed(row, i, a.shape)
+        return onp.add(placed, a) if first else onp.add(a, placed)
+
+    def into_a_copy(a, row, i):
+        return _kernels.placed_added(a, row, i, first, out=a.copy())
+
+    for row in (onp.array([-0.0, 1.5, onp.nan, -onp.inf, 1e308, -2.5e-310, 0.0]),
+                onp.full(7, -0.0), onp.full(7, onp.inf)):
+        for i in (0, 3):
+            _as_numpy(functools.partial(_kernels.placed_added, first=first), want, a, row, i)
+            _as_numpy(into_a_copy, want, a, row, i)
+    nan_first = onp.full(7, onp.nan)
+    nan_first.view(onp.int64)[:] |= 1  # (two nans: the first operand's payload)
+    _as_numpy(functools.partial(_kernels.placed_added, first=first), want, a * onp.nan,
+              nan_first, 1)
+
+
+@pytest.mark.parametrize("terms", [(40,), (20, 2), (2100,), (700, 3)])  # (bincount, add.at)
+def test_scatter_added_is_the_sum_with_a_placed_scatter(terms):
+    rng = onp.random.default_rng(23)
+    index = rng.integers(0, 7, terms)
+    g = _hard(terms if len(terms) == 2 else terms + (1,), seed=7).reshape(terms)
+    g[index == 2] = -0.0
+    a = onp.stack([_untake64(g * k, index, (7,)) for k in (1.0, -2.0, 0.5, 3.0)])
+    a[1] = 0.0
+
+    def want(a, g, row):
+        return onp.add(a, _kernels.placed(_untake64(g, index, (7,)), row, a.shape))
+
+    def fresh(a, g, row):
+        return _kernels.scatter_added(a, g, index, row)
+
+    def into_a_copy(a, g, row):
+        return _kernels.scatter_added(a, g, index, row, out=a.copy())
+
+    finite = onp.where(onp.isfinite(g), g, 1.5)
+    huge = finite.copy()
+    huge[index == 5] = 1e308  # (finite terms, an infinite sum: add.at's warning)
+    for values in (finite, g, huge):
+        _as_numpy(fresh, want, a, values, 1)
+        _as_numpy(into_a_copy, want, a, values, -3)
+
+
+def rows_taken(m, w):
+    # (each row's entries taken by a constant index: its cotangent a scatter per row,
+    # each placed into zeros and added)
+    return sum(np.sum(m[r][INDEX[r]] * w[r]) for r in range(3))
+
+
+def rows_mixed(m, w):
+    return np.sum(m[1][INDEX[0]] * w[0]) + np.sum(m[2] * w[1, :7]) + \
+        np.sum(m[0][INDEX[1]] * w[2])
+
+
+def rows_twice(m, w):  # (row 0's second scatter is added to the first's sums)
+    return np.sum(m[0][INDEX[0]] * w[0]) + np.sum(m[1][INDEX[1]] * w[1]) + \
+        np.sum(m[0][INDEX[2]] * w[2])
+
+
+def rows_read(m, w):
+    return np.sum(m[0] * w[0]) + np.sum(m[2] * w[1]) + np.sum(m[1] * w[2])
+
+
+INDEX = onp.random.default_rng(18).integers(0, 7, (3, 40))
+
+
+def test_jit_adds_a_placed_row_where_it_lies_only_to_sums_from_zero():
+    rng = onp.random.default_rng(19)
+    m = rng.standard_normal((3, 7))
+    w = rng.standard_normal((3, 40))
+    odd = w.copy()
+    odd[0, :] = -0.0  # (row 0's scatter: 0.0s)
+    odd[1, [3, 5]], odd[2, [1, 9]] = onp.inf, [onp.nan, -onp.inf]
+    big = w * 3e307  # (overflow in some scatters' sums)
+    jg, g = cr.jit(cr.grad(rows_taken)), cr.grad(rows_taken)
+    for v in (w, odd, big, -w, w):
+        _as_numpy(jg, g, m, v)
+    assert jg.lower(m, w).source.count("scatter_added(") == 2
+    jx, x = cr.jit(cr.grad(rows_mixed)), cr.grad(rows_mixed)
+    for v in (w, odd, big, -w, w):
+        _as_numpy(jx, x, m, v)
+    source = jx.lower(m, w).source
+    assert source.count("placed_added(") == 1 and source.count("scatter_added(") == 1
+    jt, t = cr.jit(cr.grad(rows_twice)), cr.grad(rows_twice)
+    for v in (w, odd, big, -w, w):
+        _as_numpy(jt, t, m, v)
+    source = jt.lower(m, w).source
+    assert source.count("placed_added(") == 1 and source.count("scatter_added(") == 1
+    # a placed row of products (their -0.0s are -0.0 + 0.0 = 0.0 in the sum): not fused
+    jr, r = cr.jit(cr.grad(rows_read)), cr.grad(rows_read)
+    minus = onp.full((3, 7), -0.0)
+    for v in (w[:, :7], minus, -w[:, :7]):
+        _as_numpy(jr, r, m, v)
+    # (rows of -0.0 products, each placed and added to 0.0s: fused, they stayed -0.0)
+    assert not onp.signbit(r(m, minus)).any()
+    source = jr.lower(m, w[:, :7]).source
+    assert "_kernels.placed(" in source and "placed_added(" not in source
 
 
 def sum_and_negated_sum(x):
@@ -556,6 +666,48 @@ def test_jit_of_an_outer_by_a_short_vector_is_eager_bit_for_bit():
     f32 = cr.jit(outer_of)
     _bits(f32(a.astype(onp.float32), b.astype(onp.float32)),
           outer_of(a.astype(onp.float32), b.astype(onp.float32)))
+
+
+def outers_by_constants(dtype):
+    signs = onp.array([1.0, -1.0, 1.0], dtype)
+    odd = onp.array([-0.0, onp.inf, 3e38, onp.nan], dtype)
+
+    def outers(a):  # (two outers by constants of one shape and dtype: each its own tiling)
+        return np.outer(np.sin(a), signs)[:, :2] + np.outer(a, odd[:3] * 0.5)[:, 1:] + \
+            np.outer(a, odd)[:, :2]
+
+    def signed_rows(m):
+        return np.sum(np.tanh(m @ signs))  # (its cotangent of m: np.outer(g, signs))
+
+    return outers, cr.grad(signed_rows)
+
+
+@pytest.mark.parametrize("dtype", [onp.float64, onp.float32])
+def test_an_outer_by_a_short_constant_is_eager_bit_for_bit(dtype):
+    rng = onp.random.default_rng(37)
+    a = _hard((60, 1), dtype, seed=3)[:, 0]
+    outer_by_constants, grad_of_signed_rows = outers_by_constants(dtype)
+    jf, jg = cr.jit(outer_by_constants), cr.jit(grad_of_signed_rows)
+    m = rng.standard_normal((50, 3)).astype(dtype)
+    for source, outers in ((jf.lower(a).source, 3), (jg.lower(m).source, 1)):
+        assert source.count(".repeat(") == outers and "outer_lanes" not in source
+    big = a.copy()
+    big[4:9] = onp.finfo(dtype).max / 10  # (times 3e38: overflow)
+    for x in (a, -a, big, a[:0], onp.full(7, -0.0, dtype), a[:1], a):
+        _as_numpy(jf, outer_by_constants, x)
+    odd = m.copy()
+    odd[2, 1], odd[7, 0], odd[9, 2] = onp.nan, onp.inf, -0.0
+    for x in (m, odd, m[:0], -m, m):
+        _as_numpy(jg, grad_of_signed_rows, x)
+    finite = onp.where(onp.isfinite(big), big, 2.0)  # (-0.0 times inf: invalid)
+    for state in ("invalid", "over"):
+        with onp.errstate(**{state: "raise"}):
+            with pytest.raises(FloatingPointError, match=f"{state}.* in multiply"):
+                jf(finite)
+    # (a long vector: outer_lanes, no constant as large as the answer)
+    long = onp.resize(a, _kernels.OUTER_TILE_SIZE // 3 + 1)
+    assert ".repeat(" not in jf.lower(long).source
+    _as_numpy(jf, outer_by_constants, long)
 
 
 def squares(x, y):

@@ -235,6 +235,26 @@ def _argument_write(g) -> None:
                    "x *= 0.5", "x.sort()", f"x[::2] = {g.vec()}[::2] * 0.25"]))
 
 
+def _constant_outer(g) -> None:
+    # np.outer by a short constant of the program's dtype, and a matmul by one (its
+    # cotangent is an outer by it): jit's tiled form, the constant's values in its code
+    v = g.vec()
+    entries = ["1.0", "-1.0", "-0.0", "0.5", "0.0", "3.0"]  # (no inf: see the CHANGELOG)
+    b, c = ([entries[int(i)] for i in g.rng.integers(len(entries), size=k)]
+            for k in g.rng.integers(2, 5, size=2))
+    dtype = f"onp.{g.dtype.name}"
+    g.emit(f"{g.new_vec()} = np.sum(np.outer({v}, onp.array([{', '.join(b)}], {dtype})), 1) "
+           f"+ np.outer({v}[::-1], onp.array([{', '.join(c)}], {dtype})) @ "
+           f"onp.array([{', '.join(reversed(c))}], {dtype})")
+    # rows of a matrix, some taken by constant indices (their cotangent: scatters, each
+    # placed into a row of zeros, added: jit adds them where they lie), row 0 twice
+    m, w = g.name("m"), g.vec()
+    g.emit(f"{m} = np.outer({v}, onp.array([{', '.join(c)}, 2.0], {dtype})).T",
+           f"{g.new_vec()} = {m}[0][onp.array([{g.index()}, 0] * (n // 2) + [0] * (n % 2))] "
+           f"+ {m}[2][onp.array([n - 1] + [0] * (n - 1))] * {w} + {m}[1] - "
+           f"{m}[0][::-1][onp.zeros(n, int)]")
+
+
 OWN = (programs.Template("text", _text, 0.5), programs.Template("errstate", _errstate, 0.5),
        programs.Template("python_numbers", _python_numbers, 0.3),
        programs.Template("folded_outputs", _folded_outputs, 0.3),
@@ -244,8 +264,9 @@ OWN = (programs.Template("text", _text, 0.5), programs.Template("errstate", _err
        programs.Template("view_write", _view_write, 0.3),
        programs.Template("numpy_array", _numpy_array, 0.2),
        programs.Template("subclass_buffer", _subclass_buffer, 0.2),
-       programs.Template("argument_write", _argument_write, 0.3))
-OWN_UNDER_TRANSFORMS = (OWN[1], OWN[4], OWN[6], OWN[7], OWN[8])
+       programs.Template("argument_write", _argument_write, 0.3),
+       programs.Template("constant_outer", _constant_outer, 0.3))
+OWN_UNDER_TRANSFORMS = (OWN[1], OWN[4], OWN[6], OWN[7], OWN[8], OWN[11])
 
 
 # ------------------------------------------------------------------------ generate

@@ -62,16 +62,18 @@ def direct_call(
     bind: Callable[[Any], str],
     ans: Any = None,
     negated: bool = False,
+    const: Callable[[Any], str] | None = None,
 ) -> str | None:
     """``vals``: the arguments' values at trace time; ``texts``/``kwtexts``: their code;
     ``entry``: the primitive's rules (its ``reduction`` and ``lowering``); ``ans``: the
     answer at trace time (where it is an ``ArrayMeta``, a call whose inner loop is short
     may be written as one of ``_kernels``' faster forms); ``negated``: the operand is a
-    negation the program does not make (``_emit._absorbed``), which a sum then makes."""
+    negation the program does not make (``_emit._absorbed``), which a sum then makes;
+    ``const``: names a constant the code reads (one a faster form makes)."""
     if raw is untake.fun:
         return scatter_code(vals, texts, bind)
     if raw is np.outer and not kwtexts and type(ans) is ArrayMeta:
-        code = outer_code(vals, ans, texts, bind)
+        code = outer_code(vals, ans, texts, bind, const)
         if code is not None:
             return code
     if raw is np.any and len(vals) == 1 and not kwtexts and type(vals[0]) in ARRAYS:

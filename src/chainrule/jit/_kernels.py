@@ -31,7 +31,9 @@ which do the same arithmetic in other loops:
   for a broadcast operand), as the negated sum of ``x`` where that is the same bits.
 - ``scatter_sum``: the cotangent of a vector indexed by a constant integer array (``det``'s
   minors), ``np.add.at`` into zeros, as ``np.bincount`` with weights (a fifth of the time).
-- ``placed``: ``untake`` by a basic index, ``g`` written into zeros without its Python.
+- ``placed``: ``untake`` by a basic index, ``g`` written into zeros without its Python;
+  ``placed_added``: a sum from 0.0 plus such a placed row (det's rows of its cotangent),
+  the row added where it lies (the rest plus 0.0 is itself: no -0.0 there).
 - ``count_true``: ``np.add.reduce`` of a boolean array over all axes, NumPy's count of
   its true entries, by ``np.count_nonzero`` (a tenth of the time).
 - ``filled_where``: ``np.where(condition, x, y)`` of a float64 array ``x`` and a Python
@@ -53,6 +55,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -76,6 +79,9 @@ LANES_MIN_SIZE = 4096
 # at least OUTER_LANE_ROWS rows per column and one more (fewer: NumPy's call is as fast)
 MAX_OUTER_LANES = 8
 OUTER_LANE_ROWS = 100
+# np.outer by a constant short vector: its entries repeated, times the vector tiled, a
+# constant the program keeps, up to this many entries (above: outer_lanes, as fast)
+OUTER_TILE_SIZE = 4096
 # lane_sum: a last axis of up to this many entries (a line per entry and a few more)
 MAX_SUM_LANES = 16
 SUM_MIN_SIZE = 1024
@@ -227,7 +233,8 @@ def negated_sum(reduce: Any, x: np.ndarray, *args: Any, **kwargs: Any) -> Any:
     return reduce(np.negative(x), *args, **kwargs)
 
 
-def scatter_sum(g: np.ndarray, index: np.ndarray, shape: tuple) -> np.ndarray:
+def scatter_sum(g: np.ndarray, index: np.ndarray, shape: tuple,
+                into: np.ndarray | None = None) -> np.ndarray:
     """``untake(g, index, shape, float64)`` of a vector (an integer array index's cotangent:
     ``np.add.at`` into zeros). From ``SCATTER_AT_SIZE`` terms, ``np.add.at`` itself on the
     raveled index and terms (the same terms in the same order: NumPy's fast path of
@@ -236,9 +243,10 @@ def scatter_sum(g: np.ndarray, index: np.ndarray, shape: tuple) -> np.ndarray:
     ``np.bincount``, which adds the same terms in the same order from 0.0, in one C loop,
     with less fixed cost. Where either form would have warned (``add.at`` of a raveled
     index raising in ``strict``; ``bincount``'s sums not all finite), ``untake`` itself:
-    the fast path's warning names ``add``, the slow path's ``at``."""
+    the fast path's warning names ``add``, the slow path's ``at``. ``into``: 0.0s of
+    ``shape`` to add into (a row of a larger array: ``scatter_added``), answered."""
     if index.size >= SCATTER_AT_SIZE:
-        out = np.zeros(shape)
+        out = np.zeros(shape) if into is None else into
         if index.ndim == 1:  # (untake's own call: its warnings, in the caller's state)
             np.add.at(out, index, g)
             return out
@@ -247,13 +255,17 @@ def scatter_sum(g: np.ndarray, index: np.ndarray, shape: tuple) -> np.ndarray:
                 np.add.at(out, index.ravel(), g.ravel())
             return out
         except FloatingPointError:
-            return untake(g, index, shape, np.dtype(np.float64))
-    out = np.bincount(index.ravel(), weights=g.ravel(), minlength=shape[0])
-    # (a short vector's check in Python floats: a fifth of NumPy's isfinite and all)
-    if all(map(math.isfinite, out.tolist())) if len(out) <= 64 else \
-            np.logical_and.reduce(np.isfinite(out), None):
+            out = untake(g, index, shape, np.dtype(np.float64))
+    else:
+        out = np.bincount(index.ravel(), weights=g.ravel(), minlength=shape[0])
+        # (a short vector's check in Python floats: a fifth of NumPy's isfinite and all)
+        if not (all(map(math.isfinite, out.tolist())) if len(out) <= 64 else
+                np.logical_and.reduce(np.isfinite(out), None)):
+            out = untake(g, index, shape, np.dtype(np.float64))
+    if into is None:
         return out
-    return untake(g, index, shape, np.dtype(np.float64))
+    into[...] = out
+    return into
 
 
 def mask_product(a: Any, b: Any, shape: tuple, out: np.ndarray | None = None) -> np.ndarray:
@@ -372,15 +384,25 @@ def ufunc_code(ufunc: np.ufunc, vals: list, ans: Any, texts: list[str], bind) ->
             f"{', '.join(texts)})")
 
 
-def outer_code(vals: list, ans: Any, texts: list[str], bind) -> str | None:
+def outer_code(vals: list, ans: Any, texts: list[str], bind,
+               const: Callable[[Any], str] | None = None) -> str | None:
     """``np.outer(a, b)`` of two vectors (``multiply(a[:, None], b[None, :])``, as NumPy
-    writes it) by ``outer_lanes`` where ``b`` is short and ``a`` long enough (``det``'s
-    cotangents of its minors), else as that product itself (without ``outer``'s Python:
-    its ``asarray`` and ``ravel``, which a vector's product does not need)."""
+    writes it). ``b`` a short constant (``det``'s signs, whose matmul's cotangent is this
+    outer): ``a``'s entries each repeated ``len(b)`` times, times ``b`` tiled (a constant
+    named by ``const``), one long product of the same pairs in the same order (the same
+    bits and warnings: NumPy's call runs its inner loop once per row, at (840, 3) 5.4 µs
+    against 1.9). Else by ``outer_lanes`` where ``b`` is short and ``a`` long enough
+    (``det``'s cotangents of its minors), else as that product itself (without
+    ``outer``'s Python: its ``asarray`` and ``ravel``, which a vector's product does not
+    need)."""
     if len(vals) != 2 or not all(
             (type(v) is ArrayMeta or type(v) is np.ndarray) and v.ndim == 1 for v in vals):
         return None
     rows, n = vals[0].shape[0], vals[1].shape[0]
+    if const is not None and _tiles(vals, ans):
+        tiled = np.tile(vals[1], rows).reshape(ans.shape)
+        return f"{bind(np.multiply)}({texts[0]}.repeat({n}).reshape({ans.shape!r}), " \
+            f"{const(tiled)})"
     if 2 <= n <= MAX_OUTER_LANES and rows >= OUTER_LANE_ROWS * (n + 1) \
             and type(ans) is ArrayMeta and ans.shape == (rows, n) and c_ordered(ans) \
             and ans.dtype in (np.float64, np.float32) \
@@ -391,6 +413,18 @@ def outer_code(vals: list, ans: Any, texts: list[str], bind) -> str | None:
     row = ArrayMeta((1,) + vals[1].shape, vals[1].dtype, (0,) + vals[1].strides)
     return ufunc_code(np.multiply, [column, row], ans, [a, b], bind) or \
         f"{bind(np.multiply)}({a}, {b})"
+
+
+def _tiles(vals: list, ans: Any) -> bool:
+    """Whether ``np.outer(*vals)`` takes ``outer_code``'s tiled form: a constant ``b``
+    (a copy the program keeps, as the trace read it) of 2 to ``MAX_OUTER_LANES``
+    entries of the float answer's dtype, an answer of at most ``OUTER_TILE_SIZE``."""
+    a, b = vals
+    return type(b) is np.ndarray and b.ndim == 1 and 2 <= b.shape[0] <= MAX_OUTER_LANES \
+        and (type(a) is ArrayMeta or type(a) is np.ndarray) and a.ndim == 1 \
+        and type(ans) is ArrayMeta and ans.shape == (a.shape[0], b.shape[0]) \
+        and a.shape[0] * b.shape[0] <= OUTER_TILE_SIZE and c_ordered(ans) \
+        and ans.dtype in (np.float64, np.float32) and a.dtype == b.dtype == ans.dtype
 
 
 def _merges_last_two(vals: list, shape: tuple) -> bool:
@@ -463,6 +497,36 @@ def placed(g: np.ndarray, index: Any, shape: tuple) -> np.ndarray:
     return out
 
 
+def placed_added(a: np.ndarray, g: np.ndarray, index: Any, first: bool,
+                 out: np.ndarray | None = None) -> np.ndarray:
+    """``np.add(a, placed(g, index, a.shape))`` (``first``: ``placed`` is the first
+    operand) of an ``a`` that holds no -0.0 and no signalling nan (``_emit``'s sums
+    from 0.0: a scatter's, a placed row of one, a sum with one): outside ``index``, ``a``
+    plus 0.0 is ``a``'s own bits, and raises no floating-point error; at ``index``, the
+    sum as the call adds it, in the operands' order (a nan's payload is the first's).
+    ``out``: ``a`` itself, where it dies here (the emitter's ``out=``)."""
+    if out is None:
+        out = a.copy()
+    row = out[index]
+    if first:
+        np.add(g, row, out=row)
+    else:
+        np.add(row, g, out=row)
+    return out
+
+
+def scatter_added(a: np.ndarray, g: np.ndarray, index: np.ndarray, row: int,
+                  out: np.ndarray | None = None) -> np.ndarray:
+    """``placed_added(a, scatter_sum(g, index, a.shape[1:]), row, ...)`` where ``a[row]``
+    holds 0.0s (``_emit`` knows which rows of a placed row's zeros are still zeros): 0.0
+    plus a sum from 0.0 is that sum (no -0.0; a nan's own payload; no floating-point
+    error), so the scatter adds into the row itself, no vector of zeros made, no sum."""
+    if out is None:
+        out = a.copy()
+    scatter_sum(g, index, out.shape[1:], out[row])
+    return out
+
+
 def _places(g: Any, index: Any, shape: Any, dtype: Any) -> bool:
     return type(g) is ArrayMeta and g.dtype == np.float64 and dtype == np.float64 \
         and type(shape) is tuple and all(type(p) in _BASIC for p in (
@@ -504,6 +568,9 @@ def layout_key(raw: Any, entry: Any, vals: list, ans: Any) -> tuple:
     call might take a faster form; () where it cannot (most calls: a cheap test)."""
     if raw is untake.fun:
         return (len(vals) == 4 and _scatters(*vals), len(vals) == 4 and _places(*vals))
+    if raw is np.outer and len(vals) == 2 and _tiles(vals, ans):
+        # (the tiled form's constant is made from ``b``'s values)
+        return (_layout(ans), *map(_layout, vals), vals[1].tobytes())
     if raw is np.outer or raw is WHERE:
         return (_layout(ans), *map(_layout, vals))
     if entry.reduction is np.add:
