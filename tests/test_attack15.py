@@ -11,27 +11,7 @@ import pytest
 
 import chainrule as cr
 import chainrule.numpy as np
-
-
-def _bits(a):
-    a = onp.asarray(a)
-    return a.dtype.str, a.shape, a.tobytes()
-
-
-def _observed(fn, x, **state):
-    """What a call tells: its value (or exception), the warnings and NumPy's error calls."""
-    calls: list = []
-    old = onp.seterrcall(lambda kind, flag: calls.append(kind))
-    try:
-        with warnings.catch_warnings(record=True) as told, onp.errstate(**state):
-            warnings.simplefilter("always")
-            try:
-                answer = ("ok", _bits(fn(x)))
-            except Exception as e:  # (the exception is part of what is compared)
-                answer = ("raised", type(e).__name__, str(e))
-    finally:
-        onp.seterrcall(old)
-    return answer, [str(m.message) for m in told], calls
+from observed import bits, observed
 
 
 # ------------------------------------------------------------------ fixes15: error states
@@ -45,9 +25,9 @@ def _overflow_then_divide(x):
                                    dict(over="call", divide="warn", invalid="ignore")])
 def test_jit_first_call_that_warns_calls_the_errcall_once(state):
     x = onp.array([1000.0, 1.0])
-    want = _observed(_overflow_then_divide, x, **state)
+    want = observed(_overflow_then_divide, x, **state)
     assert want[2] and want[1]  # (one error warns, the other calls out)
-    got = _observed(cr.jit(_overflow_then_divide), x, **state)
+    got = observed(cr.jit(_overflow_then_divide), x, **state)
     assert got == want
 
 
@@ -66,7 +46,7 @@ def test_jit_of_a_vjp_of_the_identity_aliases_the_cotangent_as_eager_does():
     jitted = cr.jit(_pulled_back_through_the_identity)
     for _ in range(3):
         got = jitted(x, g)
-        assert _bits(got) == _bits(want)
+        assert bits(got) == bits(want)
         assert onp.shares_memory(got, g) == onp.shares_memory(want, g)
 
 
@@ -141,11 +121,11 @@ def test_jit_kernel_that_overflows_after_an_earlier_error_calls_the_errcall_as_e
     # (older, fixed: a state that calls out runs the program in strict(), so a kernel's
     # strict error after a line that called out no longer has eager evaluation call again)
     x = onp.random.default_rng(0).normal(size=(2000, 3)) * 1e154  # (x * x overflows)
-    want = _observed(_sum_of_row_sums_of_squares, x, **state)
+    want = observed(_sum_of_row_sums_of_squares, x, **state)
     assert len(want[2]) == 3
     jitted = cr.jit(_sum_of_row_sums_of_squares)
     for _ in range(3):
-        assert _observed(jitted, x, **state) == want
+        assert observed(jitted, x, **state) == want
 
 
 # ------------------------------------------------------------------ jit(vmap): views
@@ -159,10 +139,10 @@ def test_jit_of_vmap_taking_a_slice_runs_batched_as_eager_does():
 
     x = onp.arange(12.0).reshape(4, 3)
     with batched_runs_first():
-        want = _observed(_mapped_slices, x)
+        want = observed(_mapped_slices, x)
         jitted = cr.jit(_mapped_slices)
         for _ in range(3):
-            assert _observed(jitted, x) == want
+            assert observed(jitted, x) == want
     assert want[1] == []
 
 

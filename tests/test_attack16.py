@@ -12,27 +12,7 @@ import pytest
 import chainrule as cr
 import chainrule.numpy as np
 from chainrule.numpy.rules._helpers import _pairs_summed, unbroadcast
-
-
-def _bits(a):
-    a = onp.asarray(a)
-    return a.dtype.str, a.shape, a.tobytes()
-
-
-def _observed(fn, *args, **state):
-    """What a call tells: its value's bits (or exception), its warnings, NumPy's error calls."""
-    calls: list = []
-    old = onp.seterrcall(lambda kind, flag: calls.append(kind))
-    try:
-        with warnings.catch_warnings(record=True) as told, onp.errstate(**state):
-            warnings.simplefilter("always")
-            try:
-                answer = ("ok", _bits(fn(*args)))
-            except Exception as e:  # (the exception is part of what is compared)
-                answer = ("raised", type(e).__name__, str(e))
-    finally:
-        onp.seterrcall(old)
-    return answer, [f"{m.category.__name__}: {m.message}" for m in told], calls
+from observed import bits, observed
 
 
 def _hard_sums(rng, shape, dtype):
@@ -51,16 +31,16 @@ def test_pair_sums_are_numpys_bits_beyond_the_checked_sizes(lead, n, dtype):
     axis = len(lead)
     summed = _pairs_summed(g, axis)
     assert summed is not None  # (the form applies)
-    assert _bits(summed) == _bits(onp.sum(g, axis=axis, keepdims=True))
+    assert bits(summed) == bits(onp.sum(g, axis=axis, keepdims=True))
 
 
 @pytest.mark.parametrize("dtype", [onp.float64, onp.float32])
 @pytest.mark.parametrize("n", [2, 9, 17, 8193])
-def test_rows_summed_into_a_pair_are_numpys_bits(n, dtype):
+def test_rows_summed_into_a_pair_are_numpysbits(n, dtype):
     # (n, 2) -> (2,): the einsum form over the rows, -0.0 columns included
     g = _hard_sums(onp.random.default_rng(n), (n, 2), dtype)
     g[:, 0] = -0.0
-    assert _bits(unbroadcast(g, onp.zeros(2, dtype))) == _bits(onp.sum(g, axis=0))
+    assert bits(unbroadcast(g, onp.zeros(2, dtype))) == bits(onp.sum(g, axis=0))
 
 
 def _centred_loss(mu, x, c):
@@ -88,13 +68,13 @@ def test_a_pair_sums_cotangent_jitted_is_eagers_at_special_values(kind, dtype, s
     else:
         c[...] = -0.0
     gradient = cr.grad(_centred_loss)
-    want = _observed(gradient, mu, x, c, **state)
+    want = observed(gradient, mu, x, c, **state)
     if kind == "negzero":
         assert want[0][0] == "ok" and not onp.signbit(
             onp.frombuffer(want[0][1][2], dtype)).any()  # (-sum(-0.0s) = -(0.0))
     jitted = cr.jit(gradient)
     for _ in range(3):  # (the trace, then the program)
-        assert _observed(jitted, mu, x, c, **state) == want
+        assert observed(jitted, mu, x, c, **state) == want
 
 
 # ------------------------------------------------------------------- jit: error states
@@ -111,10 +91,10 @@ def test_jit_of_grad_compiles_under_a_callers_state_that_raises_and_warns(state)
     x = onp.array([0.5, -0.25, 2.0])
     gradient = cr.grad(_sum_of_squares)
     jitted = cr.jit(gradient)
-    want = _observed(gradient, x, **state)
+    want = observed(gradient, x, **state)
     assert want[1] == []
     for _ in range(2):
-        assert _observed(jitted, x, **state) == want  # (no JitWarning)
+        assert observed(jitted, x, **state) == want  # (no JitWarning)
     assert jitted.cache_info().variants == 1 and jitted.cache_info().eager == 0
 
 
@@ -123,7 +103,7 @@ def test_jit_of_grad_compiles_under_a_state_that_only_raises():
     x = onp.array([0.5, -0.25, 2.0])
     jitted = cr.jit(cr.grad(_sum_of_squares))
     for state in (dict(all="raise"), dict(over="raise", invalid="ignore", divide="ignore")):
-        assert _observed(jitted, x, **state)[1] == []
+        assert observed(jitted, x, **state)[1] == []
     assert jitted.cache_info().eager == 0
 
 
@@ -140,8 +120,8 @@ def _log_then_branch(x):
 def test_jit_warns_once_where_a_guard_fails_after_a_warning():
     a, b = onp.array([3.0, -1.0]), onp.array([0.5, -1.0])  # (the branch taken flips)
     jitted = cr.jit(_log_then_branch)
-    assert _observed(jitted, a) == _observed(_log_then_branch, a)
-    assert _observed(jitted, b) == _observed(_log_then_branch, b)
+    assert observed(jitted, a) == observed(_log_then_branch, a)
+    assert observed(jitted, b) == observed(_log_then_branch, b)
 
 
 @pytest.mark.parametrize("state", [dict(all="call"), dict(all="raise"), dict(all="ignore")])
@@ -149,8 +129,8 @@ def test_jit_where_a_guard_fails_after_an_error_call_or_raise(state):
     # (the neighbours that hold: a program run strictly answers RAISED before the guard)
     a, b = onp.array([3.0, -1.0]), onp.array([0.5, -1.0])
     jitted = cr.jit(_log_then_branch)
-    assert _observed(jitted, a, **state) == _observed(_log_then_branch, a, **state)
-    assert _observed(jitted, b, **state) == _observed(_log_then_branch, b, **state)
+    assert observed(jitted, a, **state) == observed(_log_then_branch, a, **state)
+    assert observed(jitted, b, **state) == observed(_log_then_branch, b, **state)
 
 
 # -------------------------------------------------------------- order15: vmap's examples
@@ -187,7 +167,7 @@ def test_vmap_of_ravel_order_a_reads_the_callers_examples_as_the_loop_does(case)
     at = (slice(None),) * axis
     loop = onp.stack([onp.ravel(x[at + (i,)], order=order) for i in range(x.shape[axis])])
     got = cr.vmap(lambda e: np.ravel(e, order=order), in_axes=axis)(x)
-    assert _bits(got) == _bits(loop)
+    assert bits(got) == bits(loop)
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # (jit(vmap)'s fallback: the test below)
@@ -204,9 +184,9 @@ def test_ravel_order_a_of_strided_examples_under_grad_and_jit_is_numpys():
         want = onp.zeros(e.shape)
         want.reshape(-1)[...] = (onp.cos(onp.ravel(e, order="C")) * w)  # (C: e is neither)
         assert onp.allclose(cr.grad(loss)(e), want, rtol=1e-15, atol=0)
-        assert _bits(cr.jit(cr.grad(loss))(e)) == _bits(cr.grad(loss)(e))
+        assert bits(cr.jit(cr.grad(loss))(e)) == bits(cr.grad(loss)(e))
     loop = onp.stack([cr.grad(loss)(x[:, :, i]) for i in range(x.shape[2])])
-    assert _bits(cr.jit(cr.vmap(cr.grad(loss), in_axes=2))(x)) == _bits(loop)
+    assert bits(cr.jit(cr.vmap(cr.grad(loss), in_axes=2))(x)) == bits(loop)
 
 
 # -------------------------------------------------------- vmap: x[i] of a 1-d example
@@ -222,7 +202,7 @@ def test_an_element_then_written_under_grad_and_jit_is_numpys():
     c = onp.array([4.0, 5.0, 6.0])
     assert _element_then_written(c) == 40.0
     assert cr.jit(_element_then_written)(c) == 40.0
-    assert _bits(cr.grad(_element_then_written)(c)) == _bits([10.0, 8.0, 0.0])
+    assert bits(cr.grad(_element_then_written)(c)) == bits(onp.array([10.0, 8.0, 0.0]))
 
 
 # (older, found here: x[i] of a 1-d example was a view of the batch's column where
@@ -236,7 +216,7 @@ def test_vmap_of_an_element_then_written_is_the_loop(jitted):
     with batched_runs_first():
         mapped = cr.vmap(_element_then_written)
         got = (cr.jit(mapped) if jitted else mapped)(x)
-    assert _bits(got) == _bits(loop)
+    assert bits(got) == bits(loop)
 
 
 # ------------------------------------------------ fix16: the lines replayed warnings name
@@ -350,10 +330,10 @@ def test_jit_of_grad_warns_of_a_constant_products_overflow_on_every_call():
     gradient = cr.grad(_scaled_sines)
     jitted = cr.jit(gradient)
     v = onp.array([0.5, 1.0, 2.0])
-    want = _observed(gradient, v)
+    want = observed(gradient, v)
     assert len(want[1]) == 2  # (the value's product and the cotangent's)
     for _ in range(2):
-        assert _observed(jitted, v) == want
+        assert observed(jitted, v) == want
 
 
 @pytest.mark.parametrize("state", [dict(all="call"), dict(all="raise")])
@@ -361,9 +341,9 @@ def test_jit_of_grad_with_a_constant_products_overflow_where_the_state_acts(stat
     gradient = cr.grad(_scaled_sines)
     jitted = cr.jit(gradient)
     v = onp.array([0.5, 1.0, 2.0])
-    want = _observed(gradient, v, **state)
+    want = observed(gradient, v, **state)
     for _ in range(2):
-        assert _observed(jitted, v, **state) == want
+        assert observed(jitted, v, **state) == want
 
 
 # ------------------------------------------- fix16: the lines laplacian's warnings name
@@ -420,9 +400,9 @@ def test_jit_of_grad_of_a_square_warns_of_each_underflow_as_eager_does():
     jitted = cr.jit(gradient)
     x = onp.array([1e-5, 2.0, 3.0], onp.float32)
     c = onp.array([1e-20, 1.0, 1.0], onp.float32)
-    want = _observed(gradient, x, c, under="warn")
+    want = observed(gradient, x, c, under="warn")
     for _ in range(3):
-        assert _observed(jitted, x, c, under="warn") == want
+        assert observed(jitted, x, c, under="warn") == want
 
 
 # ------------------------------------------ fix16: ufuncs without a rule under jit, out=
@@ -442,10 +422,10 @@ def test_jit_of_modf_and_frexp_is_eager_bit_for_bit():
 
     jitted = cr.jit(parts)
     for v in (x, x.astype(onp.float32, casting="unsafe"), x[::-1], x[:0]):
-        want = [_bits(a) for pair in parts(v)[:2] for a in pair] + [_bits(parts(v)[2])]
+        want = [bits(a) for pair in parts(v)[:2] for a in pair] + [bits(parts(v)[2])]
         for _ in range(2):
             got = jitted(v)
-            assert [_bits(a) for pair in got[:2] for a in pair] + [_bits(got[2])] == want
+            assert [bits(a) for pair in got[:2] for a in pair] + [bits(got[2])] == want
 
 
 @pytest.mark.xfail(strict=True, reason="older (main raised 'no derivative rule'); on fix16 "
@@ -455,9 +435,9 @@ def test_jit_of_modf_and_frexp_is_eager_bit_for_bit():
                    "eager answers")
 def test_jit_of_modf_into_buffers_is_eager():
     x = onp.array([1.5, -0.0, -2.25, onp.nan])
-    want = [_bits(a) for a in _parts_into_buffers(x)]
+    want = [bits(a) for a in _parts_into_buffers(x)]
     got = cr.jit(_parts_into_buffers)(x)
-    assert [_bits(a) for a in got] == want
+    assert [bits(a) for a in got] == want
 
 
 # ------------------------------------------------ zero derivatives are arrays of their own
@@ -499,9 +479,9 @@ def _squared_by_a_numpy_int(x):
 def test_jit_of_a_numpy_scalars_power_tells_as_eager(state):
     x = onp.float64(1e200)
     jitted = cr.jit(_squared_by_a_numpy_int)
-    want = _observed(_squared_by_a_numpy_int, x, **state)
+    want = observed(_squared_by_a_numpy_int, x, **state)
     for _ in range(2):
-        assert _observed(jitted, x, **state) == want
+        assert observed(jitted, x, **state) == want
 
 
 @pytest.mark.filterwarnings("ignore:overflow encountered in cast",
@@ -519,9 +499,9 @@ def test_jit_of_an_arrays_square_by_power_is_eager():
 
             jitted = cr.jit(f)
             for state in (dict(all="warn"), dict(all="raise")):
-                want = _observed(f, x, **state)
+                want = observed(f, x, **state)
                 for _ in range(2):
-                    assert _observed(jitted, x, **state) == want
+                    assert observed(jitted, x, **state) == want
 
 
 def _flattened_then_written(c):
@@ -541,7 +521,7 @@ def test_vmap_of_a_flatten_then_written_is_the_loop():
     x = onp.arange(12.0).reshape(4, 3) + 1.0
     loop = onp.stack([_flattened_then_written(c) for c in x])
     with batched_runs_first():  # (vmap's own choice of the batched run goes by cost)
-        assert _bits(cr.vmap(_flattened_then_written)(x)) == _bits(loop)
+        assert bits(cr.vmap(_flattened_then_written)(x)) == bits(loop)
 
 
 def test_a_flatten_then_written_under_jit_and_jit_of_vmap_is_numpys():
@@ -550,8 +530,8 @@ def test_a_flatten_then_written_under_jit_and_jit_of_vmap_is_numpys():
     x = onp.arange(12.0).reshape(4, 3) + 1.0
     loop = onp.stack([_flattened_then_written(c) for c in x])
     with batched_runs_first():
-        assert _bits(cr.jit(cr.vmap(_flattened_then_written))(x)) == _bits(loop)
-    assert _bits(cr.jit(_flattened_then_written)(x[1])) == _bits(loop[1])
+        assert bits(cr.jit(cr.vmap(_flattened_then_written))(x)) == bits(loop)
+    assert bits(cr.jit(_flattened_then_written)(x[1])) == bits(loop[1])
 
 
 # ------------------------------------- what NumPy answers as the array itself, or a copy
@@ -622,7 +602,7 @@ def test_vmap_of_a_read_then_written_is_the_loop(read):
     x = onp.arange(15.0).reshape(5, 3) + 1.0
     loop = onp.stack([f(c) for c in x])
     with batched_runs_first():
-        assert _bits(cr.vmap(f)(x)) == _bits(loop)
+        assert bits(cr.vmap(f)(x)) == bits(loop)
 
 
 # ---------------------------------------------- jit under Python's default warning filter
@@ -656,7 +636,7 @@ def test_jit_of_vmap_of_ravel_order_a_runs_batched_as_eager_does():
         want = mapped(x)
         jitted = cr.jit(mapped)
         for _ in range(2):
-            assert _bits(jitted(x)) == _bits(want)
+            assert bits(jitted(x)) == bits(want)
 
 
 @pytest.mark.parametrize("order, axis", [("K", 0), ("K", 2), ("A", 2)])
@@ -665,10 +645,10 @@ def test_jit_of_vmap_of_ravel_reads_a_fortran_batchs_examples_as_the_loop(order,
     at = (slice(None),) * axis
     loop = onp.stack([onp.ravel(x[at + (i,)], order=order) for i in range(x.shape[axis])])
     mapped = cr.vmap(lambda e: np.ravel(e, order=order), in_axes=axis)
-    assert _bits(mapped(x)) == _bits(loop)  # (eager holds)
+    assert bits(mapped(x)) == bits(loop)  # (eager holds)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (vmap's loop notices)
-        assert _bits(cr.jit(mapped)(x)) == _bits(loop)
+        assert bits(cr.jit(mapped)(x)) == bits(loop)
 
 
 def _asarray_of_a_buffer(c):
@@ -694,6 +674,6 @@ def test_jit_of_grad_of_vmap_of_a_buffer_keeps_eagers_signed_zeros():
     want = cr.grad(loss)(x)
     loop = cr.grad(lambda y: sum(np.sum(_asarray_of_a_buffer(y[i]) ** 2)
                                  for i in range(len(y))))(x)
-    assert _bits(want) == _bits(loop)
+    assert bits(want) == bits(loop)
     for _ in range(2):
-        assert _bits(cr.jit(cr.grad(loss))(x)) == _bits(want)
+        assert bits(cr.jit(cr.grad(loss))(x)) == bits(want)

@@ -13,31 +13,14 @@ import pytest
 
 import chainrule as cr
 import chainrule.numpy as np
-
-
-def _bits(a):
-    if isinstance(a, (tuple, list)):
-        return tuple(_bits(b) for b in a)
-    a = onp.asarray(a)
-    return a.dtype.str, a.shape, a.tobytes()
-
-
-def _observed(fn, *args):
-    """What a call tells: its value's bits (or its exception) and its warnings."""
-    with warnings.catch_warnings(record=True) as told:
-        warnings.simplefilter("always")
-        try:
-            answer = ("ok", _bits(fn(*args)))
-        except Exception as e:  # (the exception is part of what is compared)
-            answer = ("raised", type(e).__name__, str(e))
-    return answer, [f"{m.category.__name__}: {m.message}" for m in told]
+from observed import bits, observed
 
 
 def _same_as_eager(fn, argsets, jitted=None):
     """jit(fn) called on each argument set tells what fn tells; returns the jitted."""
     jitted = jitted or cr.jit(fn)
     for args in argsets:
-        assert _observed(jitted, *args) == _observed(fn, *args), args
+        assert observed(jitted, *args) == observed(fn, *args), args
     return jitted
 
 
@@ -141,7 +124,7 @@ def test_jit_grad_of_a_floor_written_later_is_eager_grad(fn):
     _same_as_eager(cr.hessian(fn), [(x,) for x in _FLOATS[:2]])  # (copyto, +=: wrong too)
     xs = onp.stack([_FLOATS[0], _FLOATS[1]])
     loop = onp.stack([cr.grad(fn)(x) for x in xs])
-    assert _bits(cr.jit(cr.vmap(cr.grad(fn)))(xs)) == _bits(loop)
+    assert bits(cr.jit(cr.vmap(cr.grad(fn)))(xs)) == bits(loop)
 
 
 @pytest.mark.parametrize("fn", _WRITTEN_LATER)
@@ -299,10 +282,10 @@ def test_jit_of_an_unused_floor_divide_warns_as_eager(first, then):
     # finite-then-inf order only that differed (the guard's call warned again: the xfail)
     jitted = cr.jit(_dead_floor_divide)
     for x in (first, then, first):
-        assert _observed(jitted, x) == _observed(_dead_floor_divide, x), x
+        assert observed(jitted, x) == observed(_dead_floor_divide, x), x
     jitted = cr.jit(cr.grad(lambda x: np.sum(_dead_floor_divide(x))))
     for x in (first, then):
-        assert _observed(jitted, x) == _observed(cr.grad(
+        assert observed(jitted, x) == observed(cr.grad(
             lambda x: np.sum(_dead_floor_divide(x))), x), x
 
 
@@ -313,7 +296,7 @@ def test_jit_of_an_unused_floor_divide_raises_as_eager_under_errstate_raise():
     jitted = cr.jit(_dead_floor_divide)
     for x in (onp.array([1.0, 2.0]), onp.array([onp.inf, 0.0]), onp.array([onp.inf, 1.0])):
         with onp.errstate(invalid="raise", divide="raise"):
-            assert _observed(jitted, x) == _observed(_dead_floor_divide, x), x
+            assert observed(jitted, x) == observed(_dead_floor_divide, x), x
 
 
 @pytest.mark.xfail(strict=True, reason="jit(hessian): the cached program of x * x * x's "
@@ -345,12 +328,12 @@ def test_jit_of_vmap_of_a_split_batch_keeps_the_examples_layout(layout):
     loop = onp.stack([_ravel_by_branch(xs[i]) for i in range(len(xs))])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (vmap's split notice)
-        assert _bits(cr.vmap(_ravel_by_branch)(xs)) == _bits(loop)
+        assert bits(cr.vmap(_ravel_by_branch)(xs)) == bits(loop)
         for _ in range(2):
-            assert _bits(cr.jit(cr.vmap(_ravel_by_branch))(xs)) == _bits(loop)
+            assert bits(cr.jit(cr.vmap(_ravel_by_branch))(xs)) == bits(loop)
         g = cr.grad(lambda x: np.sum(_ravel_by_branch(x) * onp.arange(3.0)))
         want = onp.stack([g(xs[i]) for i in range(len(xs))])
-        assert _bits(cr.jit(cr.vmap(g))(xs)) == _bits(want)
+        assert bits(cr.jit(cr.vmap(g))(xs)) == bits(want)
 
 
 def _shifted(k):
@@ -418,8 +401,8 @@ def test_jit_of_vmap_of_a_ravel_then_a_write_is_the_loop(in_axes):
     loop = onp.stack([_ravel_then_write(xs[(slice(None),) * in_axes + (i,)])
                       for i in range(xs.shape[in_axes])])
     for _ in range(2):
-        assert _bits(cr.jit(cr.vmap(_ravel_then_write, in_axes=in_axes))(batch())) == (
-            _bits(loop))
+        assert bits(cr.jit(cr.vmap(_ravel_then_write, in_axes=in_axes))(batch())) == (
+            bits(loop))
 
 
 # ------------------------------------------------------------- Jacobians' own blocks, +v
@@ -441,11 +424,11 @@ def test_jacobians_are_writeable_arrays_of_their_own(transform, name, jitted):
     jac = cr.jit(jac) if jitted else jac
     x = onp.array([0.5, -1.2, 2.0])
     first, second = jac(x), jac(x)
-    assert _bits(first) == _bits(want)
+    assert bits(first) == bits(want)
     assert first.flags.writeable and not onp.may_share_memory(first, second)
     assert not onp.may_share_memory(first, x) and 0 not in first.strides
     first[0, 0] = 99.0
-    assert _bits(jac(x)) == _bits(want)
+    assert bits(jac(x)) == bits(want)
 
 
 def test_pytree_and_hessian_blocks_are_writeable_arrays_of_their_own():
@@ -457,8 +440,8 @@ def test_pytree_and_hessian_blocks_are_writeable_arrays_of_their_own():
     for block in blocks:
         assert block.flags.writeable and 0 not in block.strides
         assert not any(onp.may_share_memory(block, b) for b in blocks if b is not block)
-    assert _bits(hess) == _bits(onp.full((3, 3), 2.0))
-    assert _bits(tree["c"]["u"]) == _bits(onp.zeros((1, 3)))
+    assert bits(hess) == bits(onp.full((3, 3), 2.0))
+    assert bits(tree["c"]["u"]) == bits(onp.zeros((1, 3)))
 
 
 def _plus_of_a_buffer(x):
@@ -482,8 +465,8 @@ def test_plus_under_every_transform_is_an_array_of_its_own(dtype):
         tangent = onp.ones_like(x)
         out, jvp = cr.jvp(_plus_of_a_buffer, (x,), (tangent,))
         assert onp.allclose(jvp, onp.dot(cr.grad(_plus_of_a_buffer)(x), tangent), rtol=1e-6)
-    assert _bits(cr.vmap(cr.grad(_plus_of_a_buffer))(xs)) == _bits(loop)
-    assert _bits(cr.jit(cr.vmap(cr.grad(_plus_of_a_buffer)))(xs)) == _bits(loop)
+    assert bits(cr.vmap(cr.grad(_plus_of_a_buffer))(xs)) == bits(loop)
+    assert bits(cr.jit(cr.vmap(cr.grad(_plus_of_a_buffer)))(xs)) == bits(loop)
 
 
 def _int_floor_divide_written(x, k):
@@ -524,7 +507,7 @@ def test_jit_grad_of_an_integer_argument_written_later_is_eager_grad():
         warnings.simplefilter("ignore")  # (jit's notice: the function writes its argument)
         jitted = cr.jit(g)
         for _ in range(2):
-            assert _bits(jitted(x, onp.array([1, 2, 3]))) == _bits(g(x, onp.array([1, 2, 3])))
+            assert bits(jitted(x, onp.array([1, 2, 3]))) == bits(g(x, onp.array([1, 2, 3])))
 
 
 @pytest.mark.xfail(strict=True, reason="jit: a staged mask written (m[:] = True) and then "
@@ -556,9 +539,9 @@ def test_jit_of_grad_of_vmap_keeps_eagers_signed_zeros(out_axes):
 
     want = cr.grad(loss)(x)
     loop = cr.grad(lambda y: sum(np.sum((y[i] * 2.0) ** 2) for i in range(len(y))))(x)
-    assert _bits(want) == _bits(loop)
+    assert bits(want) == bits(loop)
     for _ in range(2):
-        assert _bits(cr.jit(cr.grad(loss))(x)) == _bits(want)
+        assert bits(cr.jit(cr.grad(loss))(x)) == bits(want)
 
 
 @pytest.mark.xfail(strict=True, reason="jit: a buffer made inside the function in order 'F' "
@@ -583,7 +566,7 @@ def test_jit_of_a_fortran_buffer_raveled_in_its_order_is_eager(order):
 def test_grad_of_a_sum_where_a_mask_of_a_sign_is_numpys(of):
     x = onp.array([0.5, 1.5, -2.5])
     want = (of(x) > 0).astype(float)
-    assert _bits(cr.grad(lambda x: np.sum(x, where=of(x) > 0))(x)) == _bits(want)
+    assert bits(cr.grad(lambda x: np.sum(x, where=of(x) > 0))(x)) == bits(want)
 
 
 @pytest.mark.xfail(strict=True, reason="7e8863e's own blocks are NumPy's arrays only: "
