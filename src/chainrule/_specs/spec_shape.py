@@ -90,6 +90,7 @@ CASES = [
     one("asarray", np.asarray, onp.asarray, (2, 3), dtype=F32),
     one("asanyarray", np.asanyarray, onp.asanyarray, (2, 3)),
     one("ascontiguousarray", np.ascontiguousarray, onp.ascontiguousarray, (2, 3)),
+    one("asfortranarray", np.asfortranarray, onp.asfortranarray, (2, 3)),
     # selection by index or condition
     *same("take", ((5,), [0, 3, 3]), ((2, 3), [[0, 2]], 1), ((2, 3), 4)),
     one("take", np.take, onp.take, (4,), [1, 5], mode="wrap"),
