@@ -208,7 +208,8 @@ def _in_own_library(fun):
     return raw
 
 
-_KEEP_LIBRARY = frozenset([_np.asarray, _np.asanyarray, _np.ascontiguousarray])
+_KEEP_LIBRARY = frozenset([_np.asarray, _np.asanyarray, _np.ascontiguousarray,
+                           _np.asfortranarray])
 
 
 def _out_position(fun) -> int | None:
