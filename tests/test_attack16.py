@@ -354,9 +354,6 @@ def _with_a_pole(x):
 _POLE_LINE = _with_a_pole.__code__.co_firstlineno + 1
 
 
-@pytest.mark.xfail(strict=True, reason="fix16's d33f32f (merged at 8c102d7; passed at "
-                   "c17b2c6): _user_code.errstate.Deferred tells the collapsed pass's errors "
-                   "after the pass, naming only the calling line, not the function's")
 def test_grad_of_laplacian_names_the_functions_line_in_its_warnings():
     # grad's eager warnings name the line of the function where NumPy met the error in
     # the forward pass (_user_code/lines.WARN_AT_USER_LINE; the backward pass's the calling
@@ -371,9 +368,6 @@ def test_grad_of_laplacian_names_the_functions_line_in_its_warnings():
         assert (__file__, _POLE_LINE) in {(m.filename, m.lineno) for m in told}
 
 
-@pytest.mark.xfail(strict=True, reason="older (main too): laplacian's warnings name "
-                   "chainrule's own lines (numpy/rules/elementwise.py, _core/tracer.py, "
-                   "numpy/taylor_patterns.py) where grad's name the function's line")
 def test_laplacian_names_the_functions_line_in_its_warnings():
     x = onp.array([0.0, 1.0, 2.0])
     with warnings.catch_warnings(record=True) as told:

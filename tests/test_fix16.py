@@ -115,8 +115,7 @@ def test_laplacian_mended_by_its_second_pass_tells_nothing_as_the_jets(state):
 def test_laplacian_that_really_overflows_tells_it_at_the_users_line(state):
     x = onp.array([10.0, 1.0], onp.float32)
     got = _observed(cr.laplacian(_big_exp), x, **state)
-    source, first = inspect.getsourcelines(_observed)
-    line = first + next(i for i, text in enumerate(source) if "fn(x)" in text)  # the call's
+    line = _big_exp.__code__.co_firstlineno + 1  # (where NumPy met it: the function's, as grad's)
     if state.get("over", state.get("all")) == "raise":
         assert got == (("raised", "overflow encountered in exp"), [], [])
         return

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import numpy as _np
 
-from .._core.user_frames import user_stacklevel
+from .._core.user_frames import user_frame, user_stacklevel
 
 try:  # NumPy 2
     from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
@@ -122,14 +122,26 @@ _deferred: contextvars.ContextVar[list] = contextvars.ContextVar("deferred_error
 
 
 class _Recorder:
-    """NumPy's callback in a ``Deferred`` block: each error into the block's list."""
+    """NumPy's callback in a ``Deferred`` block: each error into the block's list, with the
+    user's line NumPy met it on (where a warning told later names it)."""
 
     def __call__(self, name: str, flag: int) -> None:  # NumPy's "call" mode
-        _deferred.get().append((name, flag, None))
+        _deferred.get().append((name, flag, None, None))
 
     def write(self, message: str) -> None:  # "log": "Warning: overflow encountered in exp\n"
         name = message.removeprefix("Warning: ").split(" encountered")[0]
-        _deferred.get().append((name, 0, message))
+        _deferred.get().append((name, 0, message, _place(sys._getframe(1))))
+
+
+def _place(frame) -> tuple | None:
+    """What ``warnings.warn`` would name from the user's frame outwards of ``frame``: its
+    file, line, module and the module's registry (``warn_explicit``'s arguments)."""
+    user = user_frame(frame)[0]
+    if user is None:
+        return None
+    module = user.f_globals
+    return (user.f_code.co_filename, user.f_lineno, module.get("__name__"),
+            module.setdefault("__warningregistry__", {}))
 
 
 RECORDER = _Recorder()
@@ -177,12 +189,19 @@ class Deferred:
         if not errors:
             return
         modes, callback = _np.geterr(), _np.geterrcall()
-        for name, flag, message in errors:
+        for name, flag, message, place in errors:
             mode = modes[_KEYS[name]]
             text = None if message is None else message.removeprefix("Warning: ").strip()
+            # (a warning names the line NumPy met the error on, as it would have then; a
+            # transform's own log, which warns at the user's line, likewise)
+            warns_there = place is not None and (
+                mode == "warn" or mode == "log" and getattr(callback, "warns_at_user_line",
+                                                            False))
             if mode == "raise":
                 raise FloatingPointError(text)
-            if mode == "call":
+            if warns_there:
+                warnings.warn_explicit(text, RuntimeWarning, *place)
+            elif mode == "call":
                 callback(name, flag)
             elif mode == "log":
                 callback.write(message)

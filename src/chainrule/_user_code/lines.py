@@ -22,6 +22,8 @@ from .errstate import by_errstate, derived_settings
 
 
 class _WarnAtUserLine:
+    warns_at_user_line = True  # (errstate.Deferred warns at the line it recorded instead)
+
     def write(self, message: str) -> None:  # NumPy's log mode: "Warning: ... in log\n"
         passed = user_frame(sys._getframe(1))[1]
         stacklevel = 2 + passed
