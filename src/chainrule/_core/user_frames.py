@@ -45,3 +45,16 @@ def user_stacklevel() -> int:
     """The ``stacklevel`` for a ``warnings.warn`` in the function calling this that names
     the user's line (the first frame outside chainrule and NumPy)."""
     return 1 + user_frame(sys._getframe(1))[1]
+
+
+def user_place(frame: FrameType | None) -> tuple | None:
+    """What ``warnings.warn`` names from the user's frame outwards of ``frame``: its file,
+    line, module and the module's registry (``warnings.warn_explicit``'s arguments), or
+    None where every frame is library code. (For a warning told later, at another call:
+    jit's replayed warnings, a transform's deferred floating-point errors.)"""
+    user = user_frame(frame)[0]
+    if user is None:
+        return None
+    module = user.f_globals
+    return (user.f_code.co_filename, user.f_lineno, module.get("__name__"),
+            module.setdefault("__warningregistry__", {}))

@@ -1208,11 +1208,22 @@ def _batch_of(leaf, axis: int, examples):
     if type(callers) is not _np.ndarray or type(value) is not _np.ndarray or not len(callers):
         return batch
     shape, index, axes = _copy_layout(callers[0], (len(examples),))
-    if _np.empty(shape, value.dtype)[index].transpose(axes).strides == value.strides:
+    if _strides_of(shape, index, axes, value.itemsize) == value.strides:
         return batch  # (its layout at the trace: jit's key holds the arguments' strides)
     own = anp.transpose(anp.empty(shape, value.dtype)[index], axes)
     own[...] = batch
     return own
+
+
+def _strides_of(shape: tuple, index: tuple, axes: tuple, itemsize: int) -> tuple:
+    """The strides of ``np.empty(shape)[index].transpose(axes)`` (``_copy_layout``'s),
+    without the array."""
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    strides = [s * (part.step or 1) for s, part in zip(reversed(strides), index)]
+    return tuple(strides[a] for a in axes)
 
 
 def _own_copy(a: _np.ndarray, batch: bool, rows=None) -> _np.ndarray:

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import numpy as _np
 
-from .._core.user_frames import user_frame, user_stacklevel
+from .._core.user_frames import user_place, user_stacklevel
 
 try:  # NumPy 2
     from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
@@ -130,18 +130,7 @@ class _Recorder:
 
     def write(self, message: str) -> None:  # "log": "Warning: overflow encountered in exp\n"
         name = message.removeprefix("Warning: ").split(" encountered")[0]
-        _deferred.get().append((name, 0, message, _place(sys._getframe(1))))
-
-
-def _place(frame) -> tuple | None:
-    """What ``warnings.warn`` would name from the user's frame outwards of ``frame``: its
-    file, line, module and the module's registry (``warn_explicit``'s arguments)."""
-    user = user_frame(frame)[0]
-    if user is None:
-        return None
-    module = user.f_globals
-    return (user.f_code.co_filename, user.f_lineno, module.get("__name__"),
-            module.setdefault("__warningregistry__", {}))
+        _deferred.get().append((name, 0, message, user_place(sys._getframe(1))))
 
 
 RECORDER = _Recorder()

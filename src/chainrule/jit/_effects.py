@@ -21,12 +21,11 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterable
-from types import FrameType
 from typing import Any
 
 import numpy as np
 
-from .._core.user_frames import user_frame
+from .._core.user_frames import user_place
 from .._user_code import reach
 from .._user_code.errstate import EveryError
 from ._program import MISS as _MISS
@@ -86,7 +85,7 @@ class Replaying:
         # jit(grad(f)): the engine names the first frame outside chainrule) names each
         # call's line, as eager evaluation's does; one from inside the function (its
         # warnings.warn, NumPy's) keeps its place. (Made while the tracing call runs.)
-        caller = _callers_line(sys._getframe(1))
+        caller = (user_place(sys._getframe(1)) or (None, None))[:2]
         self.messages = [(m.message, m.category, m.filename, m.lineno,
                           (m.filename, m.lineno) == caller) for m in messages]
         self.registry: dict = {}  # ("default" shows a warning once per place, as eagerly)
@@ -97,18 +96,11 @@ class Replaying:
             here = None
             for message, category, filename, lineno, at_caller in self.messages:
                 if at_caller:
-                    here = here or _callers_line(sys._getframe(1))
+                    here = here or (user_place(sys._getframe(1)) or (filename, lineno))[:2]
                     filename, lineno = here
                 warnings.warn_explicit(message, category, filename, lineno,
                                        registry=self.registry)
         return out
-
-
-def _callers_line(frame: FrameType) -> tuple[str, int] | None:
-    """The file and line of the first frame from ``frame`` outwards outside chainrule and
-    NumPy (where the engine's warnings name), or None."""
-    user = user_frame(frame)[0]
-    return None if user is None else (user.f_code.co_filename, user.f_lineno)
 
 
 class Quiet:

@@ -63,6 +63,7 @@ import numpy as np
 from ..numpy.numpy_boxes import array_getitem
 from ..numpy.numpy_wrapper import where as _where
 from ..numpy.rules._helpers import COMPLEX_OF, exact_pair_sum
+from ..numpy.rules._helpers import negated_sum as rules_negated_sum
 from ..numpy.rules._helpers import pair_sum as rules_pair_sum
 from ..numpy.rules.shape import untake
 from ._errstate import strict
@@ -218,19 +219,10 @@ def indicator_divide(b: np.ndarray, c: Any, shape: tuple,
 
 
 def negated_sum(reduce: Any, x: np.ndarray, *args: Any, **kwargs: Any) -> Any:
-    """``reduce(np.negative(x), *args, **kwargs)``, a sum of floats over all axes, as
-    ``-reduce(x, ...)``: rounding is symmetric, so each partial sum of the negated terms
-    is the negated partial sum, but for zeros (x + -x is +0.0 either way) and nan (whose
-    sign an addition of infinities sets): where the total is zero or nan, the negated
-    terms are summed."""
-    try:
-        with strict():
-            total = np.negative(reduce(x, *args, **kwargs))
-    except FloatingPointError:
-        total = None  # (NumPy's call below tells of it, once, in the caller's state)
-    if total is not None and (total != 0).all() and not np.isnan(total).any():
-        return total
-    return reduce(np.negative(x), *args, **kwargs)
+    """``reduce(np.negative(x), *args, **kwargs)``, a sum of floats over all axes, as the
+    rules' ``negated_sum`` computes it (the negated sum of ``x`` where that is the same
+    bits), named here in a program."""
+    return rules_negated_sum(reduce, x, *args, **kwargs)
 
 
 def scatter_sum(g: np.ndarray, index: np.ndarray, shape: tuple,

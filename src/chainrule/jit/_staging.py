@@ -491,8 +491,9 @@ def _on_notrace(box, f_wrapped, args, kwargs):
         # A mask (x > 0, isnan(x), a & b: a ufunc's boolean answer, elementwise by
         # definition) is a value of the program: it goes on as a staged box, and
         # is guarded by value only where it reaches a function outside _takes_masks (one
-        # whose result's shape or Python-visible structure could depend on it). (Other
-        # answers, np.floor's, staged so met writes into them no mask meets: attack17.)
+        # whose result's shape or Python-visible structure could depend on it). (A float
+        # answer, np.floor's, stays guarded by value: a later write into it, which no
+        # mask meets, would reach the calls that read it before.)
         global _masks_made
         _masks_made = True
         node.mask = True

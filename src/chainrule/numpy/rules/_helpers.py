@@ -430,7 +430,7 @@ def binary_rule(argnum: int, partial=None, negated: bool = False):
             if type(g) is _ndarray and g.dtype in _ROWS_SUMMED_DTYPES and g.shape and \
                     (type(arg) in _ARRAY_LIKE or type(arg) in NUMPY_SCALARS) and \
                     arg.shape == () and g.dtype == arg.dtype:
-                return _negated_sum(g)  # (unbroadcast's number of -g: x - max(x))
+                return negated_sum(_np.add.reduce, g, None)  # (unbroadcast's number of -g)
             g = -g
         g_type = type(g)
         if g_type is _ndarray:
@@ -443,17 +443,22 @@ def binary_rule(argnum: int, partial=None, negated: bool = False):
     return vjp
 
 
-def _negated_sum(g):
-    """``(-g).sum()`` of a float64/float32 array, as the sum of g negated where that sum is
-    neither zero nor nan: the same bits (rounding to nearest is symmetric, so each partial
-    sum of -g is g's negated, with the same floating-point errors), without -g's array
-    (~0.4 µs at 2,500). A zero sum (NumPy's sum of -g starts from +0.0) or a nan one
-    (which nan) is -g's sum again, whose errors the first sum has reported."""
-    summed = _np.add.reduce(g, None)  # (g.sum()'s call, without its Python layer)
-    if summed != 0 and summed == summed:
-        return -summed
+def negated_sum(reduce, x, *args, **kwargs):
+    """``reduce(np.negative(x), *args, **kwargs)``, a sum of floats (``np.add.reduce``), as
+    ``-reduce(x, ...)``, without -x's array (~0.4 µs at 2,500): rounding to nearest is
+    symmetric, so each partial sum of the negated terms is the negated partial sum, with
+    the same floating-point errors, which the first sum reports as -x's sum would. A
+    total that is zero (-x's sum starts from +0.0) or nan (which nan: an addition of
+    infinities sets its sign) is the negated terms' own sum, quietly. (subtract's VJP of a
+    number, x - max(x); jit's programs, ``_kernels.negated_sum``.)"""
+    total = reduce(x, *args, **kwargs)
+    if type(total) is not _ndarray:  # (a number: the sum over all axes)
+        if total != 0 and total == total:
+            return -total
+    elif (total != 0).all() and not _np.isnan(total).any():
+        return _np.negative(total, out=total)
     with _np.errstate(all="ignore"):
-        return (-g).sum()
+        return reduce(_np.negative(x), *args, **kwargs)
 
 
 def linear(fun, vjp_rule, reads: tuple | None = None, jvp_rule=None) -> None:
