@@ -2,9 +2,10 @@
 
 Every spec case whose first argument is a non-empty array is differentiated (reverse mode,
 and forward mode with ``--mode fwd``) with its array arguments turned into the library's
-arrays, and the derivative is compared with the NumPy one. Run by hand:
+arrays, and the derivative is compared with the NumPy one (``--mode taylor``: the third-order
+Taylor series along ones, ``jet``). Run by hand:
 
-    PYTHONPATH=src python benchmarks/duck_sweep.py dask [--mode fwd]
+    PYTHONPATH=src python benchmarks/duck_sweep.py dask [--mode fwd|taylor]
     PYTHONPATH=src python benchmarks/duck_sweep.py cupy          # on a machine with a GPU
     PYTHONPATH=src python benchmarks/duck_sweep.py strict        # CuPy's stand-in, no GPU
 
@@ -27,6 +28,7 @@ import numpy as onp
 
 from chainrule._core.forward import make_jvp
 from chainrule._core.reverse import make_vjp
+from chainrule._transforms.taylor import jet
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
@@ -72,6 +74,11 @@ def ones(x):
     return onp.ones_like(x)
 
 
+def applies(case, mode: str) -> bool:
+    """Whether the spec ``case`` is differentiated in ``mode`` (Taylor: where forward is)."""
+    return ("fwd" if mode == "taylor" else mode) in case.modes
+
+
 def derivative(case, args, i, mode: str):
     def f(x):
         return case.fun(*args[:i], x, *args[i + 1:], **case.kwargs)
@@ -79,6 +86,11 @@ def derivative(case, args, i, mode: str):
     if mode == "rev":
         vjp, ans = make_vjp(f, args[i])
         return vjp(ones(ans))
+    if mode == "taylor":
+        one = ones(args[i])
+        zero = one * 0 if not isinstance(one, (list, tuple)) else type(one)(e * 0 for e in one)
+        terms = jet(f, (args[i],), ([one, zero, zero],))[1]
+        return terms if not isinstance(terms[0], list) else [t for leaf in terms for t in leaf]
     return make_jvp(f, args[i])(ones(args[i]))[1]
 
 
@@ -104,17 +116,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("library", choices=["dask", "cupy", "strict"])
     parser.add_argument("--errors", action="store_true", help="print each error's message")
-    parser.add_argument("--mode", choices=["rev", "fwd"], default="rev")
+    parser.add_argument("--mode", choices=["rev", "fwd", "taylor"], default="rev")
     options = parser.parse_args()
     lib = library(options.library)
     counts: collections.Counter = collections.Counter()
     examples: dict = collections.defaultdict(set)
     for name in SPECS:
-        for case in importlib.import_module("specs." + name).CASES:
+        for case in importlib.import_module("chainrule._specs." + name).CASES:
             first = case.args[0] if case.args else None
             if not case.argnums or not (isinstance(first, onp.ndarray) and first.size):
                 continue
-            if options.mode not in case.modes:
+            if not applies(case, options.mode):
                 continue
             try:
                 result = outcome(case, lib, options.mode)
@@ -122,6 +134,8 @@ def main() -> None:
                 result = f"error ({type(error).__name__})"
                 if options.errors:
                     print(f"{case.id}: {type(error).__name__}: {error}"[:300])
+            if result == "wrong" and options.errors:
+                print(f"{case.id}: wrong")
             counts[result] += 1
             examples[result].add(case.name)
     print(f"{options.library}, {options.mode} mode: {sum(counts.values())} spec calls")

@@ -1,5 +1,6 @@
 """The spec tables on the strict CuPy stand-in: every derivative stays a Strict array and
-equals NumPy's, in both modes (the GPU path of issue 8, checked without a GPU).
+equals NumPy's, in both modes and in Taylor mode (jet's series of order 3 along ones): the
+GPU path of issue 8, checked without a GPU.
 
 Runs ``benchmarks/duck_sweep.py strict`` as a test, one test per function and mode, so a
 rule that makes a NumPy constant again (``numpy.eye(n)`` mixed with a CuPy array) fails
@@ -14,7 +15,7 @@ import warnings
 
 import numpy as onp
 import pytest
-from benchmarks.duck_sweep import SPECS, library, outcome
+from benchmarks.duck_sweep import SPECS, applies, library, outcome
 
 # Case ids (Case.id) not (yet) native and right on Strict, with the reason.
 PRIMAL_REFUSED = "the primal itself refuses Strict, as CuPy would (not a rule's doing)"
@@ -53,10 +54,10 @@ CASES = _cases_by_name()
 LIB = library("strict")
 
 
-@pytest.mark.parametrize("mode", ["rev", "fwd"])
+@pytest.mark.parametrize("mode", ["rev", "fwd", "taylor"])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_derivatives_stay_strict_and_right(name, mode):
-    cases = [c for c in CASES[name] if mode in c.modes]
+    cases = [c for c in CASES[name] if applies(c, mode)]
     checked = 0
     for case in cases:
         if case.id in SKIP:

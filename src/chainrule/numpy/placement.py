@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as _np
 
-from .._core.tracer import getval
+from .._core.tracer import Box, getval
 
 try:
     from numpy.lib.array_utils import byte_bounds
@@ -21,9 +21,27 @@ SCALAR_TYPES = frozenset([float, complex, _np.float64, _np.float32, _np.complex1
 _HOST_TYPES = frozenset([_np.ndarray, float, int, complex, bool]) | SCALAR_TYPES
 
 
-def on_host(x) -> bool:
-    """Whether ``x``'s raw value is a NumPy array or scalar (not a Dask or CuPy array)."""
+def _raw(x):
+    """``x``'s raw value: looked through boxes, and through a vmap batch (a box getval
+    keeps: its examples live in its value's array library)."""
     xv = getval(x)
+    while isinstance(xv, Box):
+        xv = xv._value
+    return xv
+
+
+def on_host(x) -> bool:
+    """Whether ``x``'s raw value is a NumPy array or scalar (not a Dask or CuPy array, and
+    not a vmap batch: ``numpy_values`` looks through one)."""
+    xv = getval(x)
+    return type(xv) in _HOST_TYPES or isinstance(xv, (_np.ndarray, _np.generic))
+
+
+def numpy_values(x) -> bool:
+    """Whether ``x``'s values are NumPy's (``on_host``, looked through a vmap batch): a
+    rule may look at them (a GPU array's would be copied to the host, a lazy one's
+    computed)."""
+    xv = _raw(x)
     return type(xv) in _HOST_TYPES or isinstance(xv, (_np.ndarray, _np.generic))
 
 
@@ -34,7 +52,7 @@ def constant_like(value, x):
     library the constant becomes one of its arrays (``like=`` dispatches through
     ``__array_function__``). For NumPy, and for libraries that take NumPy operands
     (Dask: its graphs stay as they are), the constant is returned as it is."""
-    xv = getval(x)
+    xv = _raw(x)
     if type(xv) in _HOST_TYPES or _takes_host_arrays(xv) or getval(value) is not value:
         return value  # (a traced value is no constant)
     return _np.asarray(value, like=xv)

@@ -27,6 +27,7 @@ from .._core.rules import deftaylor
 from .._core.taylor import nested_jvp_series
 from .._core.tracer import decided, getval
 from . import numpy_wrapper as anp
+from .placement import numpy_values
 
 # ----------------------------------------------------------------------------- series algebra
 # A series here is a list [s_0, s_1, ..., s_k] of values (arrays, or boxes of outer traces).
@@ -178,7 +179,7 @@ def finite_or_nested(series: tuple, fun, args, argnums, series_in, order) -> tup
     limits), the nested JVP's coefficients: those of nested ``jvp``, inf and -inf."""
     if not series:
         return series
-    if decided(series[-1], all_finite):  # (a decision jit guards: see all_finite)
+    if known(series[-1], all_finite):
         return series
     nested = nested_jvp_series(fun, args, {}, argnums, series_in, order)
     finite = anp.isfinite(series[-1])
@@ -204,6 +205,13 @@ def all_nonzero(value) -> bool:
 
 
 all_finite.float_predicate = all_nonzero.float_predicate = True
+
+
+def known(value, predicate) -> bool:
+    """Whether ``predicate`` (``all_finite``, ``all_nonzero``) holds of the traced
+    ``value``, a decision jit guards; False (the rule's general branch) for a GPU or lazy
+    array, which is not looked at (a copy to the host, a computation)."""
+    return numpy_values(value) and decided(value, predicate)
 
 
 def through_derivative(fun, derivative_series) -> None:

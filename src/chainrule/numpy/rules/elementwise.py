@@ -35,7 +35,7 @@ from ..._core.rules import (
     defvjp_direct,
 )
 from ..._core.taylor import make_linear_taylor, make_multilinear_taylor, nested_jvp_series
-from ..._core.tracer import decided, derivative_free, getval
+from ..._core.tracer import derivative_free, getval
 from ..._sparsity.patterns import elementwise_pattern, no_dependency, shapes_only
 from .. import numpy_wrapper as anp
 from ..batched import aligned, example_ndim, flat_examples
@@ -49,6 +49,7 @@ from ..taylor_patterns import (
     finite_or_nested,
     integer_power_series,
     inverse_sqrt_series,
+    known,
     power_series,
     quotient_series,
     reciprocal_series,
@@ -235,7 +236,7 @@ def _power_taylor(series_in, argnums, ans, args, kwargs, order):
                 return series
             # (at x = 0 the reciprocal's recurrence makes nan of nested jvp's infinities)
             return finite_or_nested(series, anp.power, args, argnums, series_in, order)
-        if decided(args[0], all_nonzero):
+        if known(args[0], all_nonzero):
             return tuple(power_series(x, ans, p, order)[1:])
     return nested_jvp_series(anp.power, args, kwargs, argnums, series_in, order)
 
@@ -266,7 +267,7 @@ def _absolute_taylor(series_in, argnums, ans, args, kwargs, order):
     """|x|: piecewise linear for real x away from 0. The modulus of a complex x is not, and
     at x = 0 the series is what nested forward mode, grad of grad and hessian see (the
     JVP's sign(x), whose own derivative is 0); both take the nested JVP."""
-    if _np.iscomplexobj(getval(args[0])) or not decided(args[0], all_nonzero):
+    if _np.iscomplexobj(getval(args[0])) or not known(args[0], all_nonzero):
         return nested_jvp_series(anp.absolute, args, kwargs, argnums, series_in, order)
     return _absolute_linear(series_in, argnums, ans, args, kwargs, order)
 
