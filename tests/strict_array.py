@@ -80,12 +80,16 @@ class Strict(onp.lib.mixins.NDArrayOperatorsMixin):
         if any(not issubclass(t, (Strict, onp.ndarray)) for t in types):
             return NotImplemented
         kwargs = {k: v for k, v in kwargs.items() if k != "like"}
+        subok = args[3] if func in _LIKE_CONSTRUCTORS and len(args) > 3 else kwargs.get("subok")
+        if subok is not None:  # (as CuPy, which supports no subok, not even True)
+            raise TypeError(f"Strict: subok is not supported ({func.__name__})")
         if func not in _TRANSFERS:  # cupy.asarray(numpy_array) is the explicit copy to the device
             _refuse_host_arrays((args, kwargs), func.__name__)
         return _wrap(func(*_unwrap(args), **_unwrap(kwargs)))
 
 
 _TRANSFERS = {onp.asarray, onp.array, onp.asanyarray, onp.ascontiguousarray}
+_LIKE_CONSTRUCTORS = {onp.zeros_like, onp.ones_like, onp.empty_like}  # (full_like: 4th is dtype)
 
 
 def _refuse_host_arrays(v, where: str) -> None:

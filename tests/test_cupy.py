@@ -6,7 +6,8 @@ import numpy as onp
 import pytest
 
 import chainrule.numpy as np
-from chainrule import grad, hessian_vector_product, jacobian, jvp
+import duck_transforms
+from chainrule import grad, hessian_vector_product, jacobian, jacobian_sparsity, jit, jvp
 
 
 def _cupy_with_a_gpu():
@@ -55,3 +56,39 @@ def test_forward_mode_jacobian_and_hvp_on_the_device():
     assert isinstance(hv, cp.ndarray)
     onp.testing.assert_allclose(cp.asnumpy(hv), hessian_vector_product(loss)(w, X, y, v),
                                 rtol=1e-10)
+
+
+TRANSFORMS = duck_transforms.cases(lambda a: cp.asarray(a)) if cp is not None else {}
+ON_NUMPY = duck_transforms.cases(lambda a: a)
+
+
+@pytest.mark.parametrize("name", sorted(ON_NUMPY))
+def test_transforms_on_the_device_match_numpy(name):
+    """jit, vmap, Taylor mode, Hessians... of functions of CuPy arrays: the answer is a
+    cupy.ndarray equal to NumPy's, at two points (the second takes the branches' other
+    side)."""
+    fun, point = TRANSFORMS[name]
+    for x in (point, duck_transforms.second_point(point)):
+        got = fun(cp.asarray(x))
+        assert isinstance(got, cp.ndarray), type(got)
+        onp.testing.assert_allclose(cp.asnumpy(got), ON_NUMPY[name][0](x), rtol=1e-9,
+                                    atol=1e-12)
+
+
+def test_one_jitted_function_on_numpy_then_the_device():
+    f = jit(grad(duck_transforms.coupled))
+    x = duck_transforms.X
+    want = f(x)
+    got = f(cp.asarray(x))
+    assert isinstance(got, cp.ndarray)
+    onp.testing.assert_allclose(cp.asnumpy(got), want, rtol=1e-12)
+    assert f.cache_info().misses == 2
+
+
+def test_sparse_derivatives_refuse_device_arrays_clearly():
+    x = cp.asarray(duck_transforms.X)
+    with pytest.raises(TypeError, match="without sparse=True"):
+        jacobian(duck_transforms.chained, sparse=True)(x)
+    pattern = jacobian_sparsity(duck_transforms.chained, x)
+    dense = jacobian(duck_transforms.chained)(duck_transforms.X)
+    onp.testing.assert_array_equal(pattern.toarray(), dense != 0)

@@ -116,7 +116,18 @@ class _Colouring:
 
 def _point(x) -> _np.ndarray:
     """The value of ``x`` as an array (of a traced ``x``: its value)."""
-    point = _np.asarray(getval(x))
+    try:
+        point = _np.asarray(getval(x))
+    except TypeError as refused:  # (CuPy's arrays refuse the copy to the host)
+        kind = type(getval(x))
+        raise TypeError(
+            f"sparse Jacobians and Hessians are scipy.sparse matrices of NumPy values, "
+            f"evaluated on the host; this x is a {kind.__module__}.{kind.__name__}, whose "
+            f"library refuses that copy. Use the dense derivative (jacobian or hessian "
+            f"without sparse=True), which runs in x's own array library, or pass a NumPy x "
+            f"(for CuPy: cupy.asnumpy(x)) to a function of NumPy arrays. "
+            f"(jacobian_sparsity and hessian_sparsity take x as it is.)"
+        ) from refused
     if point.dtype == object:
         raise TypeError(
             f"sparse Jacobians and Hessians take one array x, not a {type(x).__name__}: "

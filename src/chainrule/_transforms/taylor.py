@@ -18,6 +18,7 @@ from .._core.tracer import decided, front_ends, live_trace_ids
 from .._core.vspace import dense, vspace
 from .._user_code.errstate import Deferred
 from ..numpy.batched import BatchedArray, BatchSplit, BatchTrace, BatchUnsupported, over_batch
+from ..numpy.placement import constant_like, numpy_values
 from ..numpy.taylor_patterns import all_finite
 from .vmap import vmap
 
@@ -152,21 +153,27 @@ class _Basis:
         self.shape, self.dtype, self.scale = shape, dtype, scale
 
 
-def _dense_cotangent(cotangent, basis: _Basis):
-    """A VJP's answer as a value shaped like one direction (None is zero)."""
+def _dense_cotangent(cotangent, basis: _Basis, like):
+    """A VJP's answer as a value shaped like one direction (None is zero, in ``like``'s
+    array library)."""
     if cotangent is None:
-        return _np.zeros(basis.shape, basis.dtype)
+        return constant_like(_np.zeros(basis.shape, basis.dtype), like)
     return dense(cotangent)
 
 
 class _Directions:
     """The directions of a collapsed Taylor pass: the examples of one batch, the first
-    coefficients a ``BatchedArray`` of it or a ``_Basis``."""
+    coefficients a ``BatchedArray`` of it or a ``_Basis``; the constants it makes (an
+    identity, ones) are made in the array library of ``like``, the point x (CuPy refuses
+    NumPy operands: ``placement.constant_like``)."""
 
-    __slots__ = ("trace", "scaled")
+    __slots__ = ("trace", "scaled", "like")
 
-    def __init__(self, trace: BatchTrace, scaled: bool = False):
-        self.trace, self.scaled = trace, scaled
+    def __init__(self, trace: BatchTrace, like, scaled: bool = False):
+        self.trace, self.like, self.scaled = trace, like, scaled
+
+    def _constant(self, value: _np.ndarray):
+        return constant_like(value, self.like)
 
     def _ours(self, value) -> bool:
         return isinstance(value, BatchedArray) and value._trace is self.trace
@@ -178,7 +185,7 @@ class _Directions:
     def _dense(self, first):
         if not isinstance(first, _Basis):
             return first
-        identity = _np.eye(self.trace.size, dtype=first.dtype)
+        identity = self._constant(_np.eye(self.trace.size, dtype=first.dtype))
         batch = identity if first.scale is None else identity * anp.ravel(first.scale)
         return BatchedArray(anp.reshape(batch, (self.trace.size, *first.shape)), self.trace)
 
@@ -193,9 +200,9 @@ class _Directions:
         if (isinstance(basis, _Basis) and transpose is not None and out < size
                 and anp.issubdtype(basis.dtype, anp.floating)
                 and anp.issubdtype(anp.result_type(ans), anp.floating)):
-            output_basis = _np.eye(out, dtype=anp.result_type(ans))
-            rows = over_batch(lambda g: _dense_cotangent(transpose(g), basis),
-                              _np.reshape(output_basis, (out, *anp.shape(ans))), out)
+            output_basis = self._constant(_np.eye(out, dtype=anp.result_type(ans)))
+            rows = over_batch(lambda g: _dense_cotangent(transpose(g), basis, self.like),
+                              anp.reshape(output_basis, (out, *anp.shape(ans))), out)
         if rows is None:
             return linear(*self.dense(firsts))
         columns = anp.transpose(anp.reshape(rows, (out, size)))
@@ -223,7 +230,7 @@ class _Directions:
     def total_of_squares(self, first):
         """The sum over the directions of ``first * first``."""
         if isinstance(first, _Basis):
-            return (anp.ones(first.shape, first.dtype) if first.scale is None
+            return (self._constant(_np.ones(first.shape, first.dtype)) if first.scale is None
                     else first.scale * first.scale)
         if not self._ours(first):
             return first * first * self.trace.size
@@ -238,12 +245,13 @@ class _Directions:
             return None
         if isinstance(first, _Basis):
             if first.scale is None:
-                return _np.ones(first.shape, first.dtype)
+                return self._constant(_np.ones(first.shape, first.dtype))
             size = anp.abs(first.scale)
         elif not self._ours(first):
             size = anp.abs(first)
         elif self.trace.size == 0:
-            return _np.ones(anp.shape(first._value)[1:], anp.result_type(first._value))
+            return self._constant(_np.ones(anp.shape(first._value)[1:],
+                                           anp.result_type(first._value)))
         else:
             size = anp.max(anp.abs(first._value), axis=0)
         usable = (size >= _np.finfo(anp.result_type(size)).tiny) & anp.isfinite(size)
@@ -272,6 +280,11 @@ def _summed_second_terms(fun: Callable, x, count: int, first_of: Callable):
         # a Python decision on a direction's coefficients, or something that cannot run on
         # the batch: each direction's series apart (vmap of jet) sorts that out (and tells)
         return anp.sum(_second_terms(fun, x, first_of(None)))
+    if not numpy_values(total):
+        # (a GPU or lazy array is not looked at: take the rescued answer where the first
+        # is not finite, element by element; floating-point errors are NumPy's alone)
+        again = _collapsed_pass(fun, x, count, first_of, True)
+        return total if again is None else anp.where(anp.isfinite(total), total, again)
     if not decided(total, all_finite):
         # an elementwise rule's f' or f''/2 along the unit curve may have overflowed where
         # the directions' own coefficients keep the answer finite (CollapsedTaylorNode.
@@ -293,7 +306,7 @@ def _collapsed_pass(fun: Callable, x, count: int, first_of: Callable, scaled: bo
     live_trace_ids.add(trace.id)
     try:
         values, _, derived = collapsed_trace(fun, x, first_of(trace),
-                                             _Directions(trace, scaled))
+                                             _Directions(trace, x, scaled))
     except (Exception, BatchSplit, BatchUnsupported):  # (not KeyboardInterrupt)
         if trace.signal is None:
             raise
@@ -345,7 +358,7 @@ def hessian_diagonal(fun: Callable) -> Callable:
     def diagonal(x):
         x = _as_float_array(x)
         n = anp.size(x)
-        basis = anp.eye(n, dtype=anp.result_type(x))
+        basis = constant_like(_np.eye(n, dtype=anp.result_type(x)), x)
         return anp.reshape(_second_terms(fun, x, basis), anp.shape(x))
 
     return diagonal
@@ -389,7 +402,9 @@ def laplacian(fun: Callable, samples: int | None = None, key: Any = None,
         dtype = anp.result_type(x)
         if samples is None:
             def basis(trace):
-                return _np.eye(n, dtype=dtype) if trace is None else _Basis(anp.shape(x), dtype)
+                if trace is None:
+                    return constant_like(_np.eye(n, dtype=dtype), x)
+                return _Basis(anp.shape(x), dtype)
 
             return _summed_second_terms(fun, x, n, basis)
         rng = _np.random.default_rng(key if seeds is None else
@@ -398,11 +413,12 @@ def laplacian(fun: Callable, samples: int | None = None, key: Any = None,
             directions = rng.choice([-1.0, 1.0], size=(samples, n)).astype(dtype)
         else:
             directions = rng.standard_normal((samples, n)).astype(dtype)
+        directions = constant_like(directions, x)
 
         def drawn(trace):
             if trace is None:
                 return directions
-            return BatchedArray(_np.reshape(directions, (samples, *anp.shape(x))), trace)
+            return BatchedArray(anp.reshape(directions, (samples, *anp.shape(x))), trace)
 
         return _summed_second_terms(fun, x, samples, drawn) / samples
 

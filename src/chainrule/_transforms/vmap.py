@@ -45,6 +45,7 @@ from .._sparsity.products import is_sparse_type
 from .._user_code import reach
 from ..numpy.batched import OUT_OF_TIME, BatchedArray, BatchSplit, BatchTrace
 from ..numpy.numpy_boxes import memory_of, underlying
+from ..numpy.placement import constant_like
 
 AxisSpec = Any  # an int, None, or a pytree of them (a prefix of the arguments' structure)
 
@@ -1203,7 +1204,8 @@ def _batch_of(leaf, axis: int, examples):
         # (a traced copy too: under jit, an answer that is the argument is a fresh array)
         batch = anp.copy(moved)
     else:
-        batch = anp.moveaxis(anp.take(leaf, examples, axis=axis), axis, 0)
+        rows = constant_like(_np.asarray(examples, dtype=_np.intp), leaf)  # (CuPy's own)
+        batch = anp.moveaxis(anp.take(leaf, rows, axis=axis), axis, 0)
     callers, value = memory_of(moved), memory_of(batch)
     if type(callers) is not _np.ndarray or type(value) is not _np.ndarray or not len(callers):
         return batch

@@ -45,7 +45,7 @@ from .._core.tracer import (
     register_batched_type,
     register_view_maker,
 )
-from .._core.vspace import VSpace
+from .._core.vspace import VSpace, vspace
 from . import numpy_wrapper as anp
 from ._namespace import raw_to_wrapped, ufunc_of
 from .numpy_boxes import ArrayBox, _as_view, array_getitem, view_of_traced
@@ -567,7 +567,15 @@ def _per_example(ufunc, method: str) -> Callable:
     return call
 
 
-VSpace.register(BatchedArray, lambda b: ArrayVSpace(_np.zeros(b.shape, b.dtype)))
+def _example_space(b: BatchedArray) -> VSpace:
+    """The space of one example of ``b``: its values made in the batch's own array library
+    (a seed of ones, zeros: CuPy refuses NumPy operands)."""
+    if type(b._value) is _np.ndarray:
+        return ArrayVSpace(_np.zeros(b.shape, b.dtype))
+    return vspace(_np.zeros_like(b._value, shape=b.shape))
+
+
+VSpace.register(BatchedArray, _example_space)
 
 
 def batch_index(index):

@@ -826,7 +826,12 @@ def _alike(make, raw):
     def constructor(prototype, dtype=None, order="K", subok=True, shape=None, **kwargs):
         if not live_trace_ids.transforming and type(prototype) is _np.ndarray:
             return raw(prototype, dtype, order, subok, shape, **kwargs)
-        ans = make(_value_of(prototype), dtype, order, subok, shape, **kwargs)
+        # (NumPy's defaults left out: CuPy refuses any subok, even NumPy's default True)
+        if subok is not True:
+            kwargs["subok"] = subok
+        if shape is not None:
+            kwargs["shape"] = shape
+        ans = make(_value_of(prototype), dtype, order, **kwargs)
         return _held(ans) if live_trace_ids.transforming else ans
 
     return constructor

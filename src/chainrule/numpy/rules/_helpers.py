@@ -31,7 +31,7 @@ from ..._sparsity.patterns import elementwise_pattern
 from .. import numpy_wrapper as anp
 from ..duck_arrays import check_known_shape
 from ..numpy_boxes import array_astype
-from ..placement import SCALAR_TYPES, constant_like
+from ..placement import SCALAR_TYPES, constant_like, numpy_values
 
 
 def bound_texts(params: tuple, texts: list[str], kwtexts: dict[str, str]) -> dict | None:
@@ -328,9 +328,11 @@ def keeps_dims(keepdims) -> bool:
 def expand_to(g, x, axis, keepdims):
     """A reduction's cotangent ``g`` broadcast back to ``x``'s shape."""
     shape = shape_of(x)
-    if type(g) in SCALAR_TYPES and axis is None and math.prod(shape) <= _FILLED_UP_TO:
+    if type(g) in SCALAR_TYPES and axis is None and math.prod(shape) <= _FILLED_UP_TO and (
+            type(x) is _ndarray or numpy_values(x)):
         # (the values of broadcast_to(g, shape), writeable: np.full's array without its
-        # Python layer, asarray and copyto, ~0.4 µs a call)
+        # Python layer, asarray and copyto, ~0.4 µs a call; an x on a GPU takes the view
+        # of its own library's g below)
         filled = _np.empty(shape, _SCALAR_DTYPES[type(g)])
         filled.fill(g)
         return filled
