@@ -3,8 +3,9 @@
 The problem is the gradient of a regularised logistic loss over a dataset of ``--rows`` rows
 and ``--cols`` features, chunked into ``--chunk-rows`` rows for Dask (so it never fits in
 one chunk). For each library the hand-written value and gradient (the speed limit) and chainrule's
-``value_and_grad`` of the loss are timed (median of ``--repeat`` runs after one warm-up), and each
-result is compared with the NumPy hand-written one. CuPy runs only where a GPU is usable.
+``value_and_grad`` of the loss are timed (median of ``--repeat`` runs after one warm-up), and
+``chainrule.jit`` of it (its first call, the trace, is the warm-up), and each result is compared
+with the NumPy hand-written one. CuPy runs only where a GPU is usable.
 The table goes in docs/arrays.md.
 """
 
@@ -18,7 +19,7 @@ import time
 import numpy as onp
 
 import chainrule.numpy as np
-from chainrule import value_and_grad
+from chainrule import jit, value_and_grad
 
 
 def loss(w, X, y):
@@ -93,8 +94,8 @@ def main() -> None:
           f"({X.nbytes / 2**20:,.0f} MiB); {platform.processor() or platform.machine()}, "
           f"NumPy {onp.__version__}")
     print("| arrays | hand-written (ms) | chainrule value_and_grad (ms) | chainrule / hand-written "
-          "| result type | max abs error |")
-    print("|---|---:|---:|---:|---|---:|")
+          "| jit (ms) | jit / hand-written | result type | max abs error |")
+    print("|---|---:|---:|---:|---:|---:|---|---:|")
     for name, (args, sync) in found.items():
         print(table_row(name, args, sync, reference, options.repeat))
 
@@ -106,10 +107,12 @@ def table_row(name: str, args, sync, reference, repeat: int) -> str:
     by_hand = median_time(lambda: value_and_gradient_by_hand(*args, xp)[1], sync, repeat)
     g = value_and_grad(loss)(*args)[1]
     kind = type(g).__module__.split(".")[0] + "." + type(g).__name__
-    error = float(onp.max(onp.abs(sync(g) - reference)))
+    staged = jit(value_and_grad(loss))
+    error = max(float(onp.max(onp.abs(sync(h) - reference))) for h in (g, staged(*args)[1]))
     traced = median_time(lambda: value_and_grad(loss)(*args)[1], sync, repeat)
+    program = median_time(lambda: staged(*args)[1], sync, repeat)
     return (f"| {name} | {by_hand * 1e3:,.1f} | {traced * 1e3:,.1f} | {traced / by_hand:.2f} "
-            f"| `{kind}` | {error:.1e} |")
+            f"| {program * 1e3:,.1f} | {program / by_hand:.2f} | `{kind}` | {error:.1e} |")
 
 
 if __name__ == "__main__":
