@@ -62,11 +62,13 @@ TRANSFORMS = duck_transforms.cases(lambda a: cp.asarray(a)) if cp is not None el
 ON_NUMPY = duck_transforms.cases(lambda a: a)
 
 
+@pytest.mark.filterwarnings("error::chainrule._transforms.vmap.VmapFallbackWarning")
 @pytest.mark.parametrize("name", sorted(ON_NUMPY))
 def test_transforms_on_the_device_match_numpy(name):
     """jit, vmap, Taylor mode, Hessians... of functions of CuPy arrays: the answer is a
     cupy.ndarray equal to NumPy's, at two points (the second takes the branches' other
-    side)."""
+    side); vmap runs the batch at once (a NumPy constant met on the batch would send it to
+    the loop, with a warning: an error here)."""
     fun, point = TRANSFORMS[name]
     for x in (point, duck_transforms.second_point(point)):
         got = fun(cp.asarray(x))

@@ -50,6 +50,7 @@ from . import numpy_wrapper as anp
 from ._namespace import raw_to_wrapped, ufunc_of
 from .numpy_boxes import ArrayBox, _as_view, array_getitem, view_of_traced
 from .numpy_vspaces import ArrayVSpace
+from .placement import constant_like
 
 
 # The two signals to vmap are BaseExceptions, as GeneratorExit is: a mapped function's own
@@ -572,7 +573,7 @@ def _example_space(b: BatchedArray) -> VSpace:
     (a seed of ones, zeros: CuPy refuses NumPy operands)."""
     if type(b._value) is _np.ndarray:
         return ArrayVSpace(_np.zeros(b.shape, b.dtype))
-    return vspace(_np.zeros_like(b._value, shape=b.shape))
+    return vspace(constant_like(_np.zeros(b.shape, b.dtype), b))
 
 
 VSpace.register(BatchedArray, _example_space)
