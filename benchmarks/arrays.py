@@ -54,6 +54,11 @@ def data(rows: int, cols: int):
 def libraries(w, X, y, chunk_rows: int):
     """name -> (the three inputs in that library, sync: result -> NumPy array)."""
     found = {"NumPy": ((w, X, y), onp.asarray)}
+    # A recorded call keeps a copy of each writeable constant array it reads (a later write
+    # must not change the gradient): read-only data are kept as they are.
+    X_read_only, y_read_only = X.view(), y.view()
+    X_read_only.flags.writeable = y_read_only.flags.writeable = False
+    found["NumPy, X and y read-only"] = ((w, X_read_only, y_read_only), onp.asarray)
     try:
         import dask
         import dask.array as da
