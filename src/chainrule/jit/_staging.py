@@ -245,7 +245,9 @@ _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def _uniform(a: np.ndarray) -> bool:
-    """Whether every element of ``a`` (not empty) has the bits of its first."""
+    """Whether ``a`` has elements, every one with the bits of its first."""
+    if not a.size:
+        return False
     as_int = _UINT.get(a.dtype.itemsize)
     if as_int is None:  # (complex128: two float64 halves)
         flat = a.reshape(-1).view(_UINT[a.dtype.itemsize // 2])
