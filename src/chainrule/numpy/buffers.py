@@ -60,6 +60,7 @@ from .numpy_boxes import (
     underlying,
     write_flat,
 )
+from .placement import VALUE_OF
 
 __all__ = ["Buffer"]
 
@@ -429,6 +430,8 @@ class Buffer:
 # (numpy_boxes asks whether an array is a view of a buffer through this: NumPy's
 # may_share_memory of the buffer itself would ask its __array_function__)
 MEMORY_OF[Buffer] = lambda buffer: underlying(buffer._value())
+# (placement asks which array library a buffer's values are in: CuPy's are not NumPy's)
+VALUE_OF[Buffer] = Buffer._value
 
 
 def _into_part(part: str, value, old, adding: bool):

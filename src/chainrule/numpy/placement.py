@@ -21,13 +21,23 @@ SCALAR_TYPES = frozenset([float, complex, _np.float64, _np.float32, _np.complex1
 _HOST_TYPES = frozenset([_np.ndarray, float, int, complex, bool]) | SCALAR_TYPES
 
 
+# type -> the value an object of it stands for, for the types above this module that hold
+# one (chainrule.numpy's buffers register theirs)
+VALUE_OF: dict = {}
+
+
 def _raw(x):
-    """``x``'s raw value: looked through boxes, and through a vmap batch (a box getval
-    keeps: its examples live in its value's array library)."""
+    """``x``'s raw value: looked through boxes, a vmap batch (a box getval keeps: its
+    examples live in its value's array library) and a buffer (``VALUE_OF``)."""
     xv = getval(x)
-    while isinstance(xv, Box):
-        xv = xv._value
-    return xv
+    while True:
+        if isinstance(xv, Box):
+            xv = xv._value
+            continue
+        value_of = VALUE_OF.get(type(xv))
+        if value_of is None:
+            return xv
+        xv = value_of(xv)
 
 
 def on_host(x) -> bool:
@@ -42,7 +52,12 @@ def numpy_values(x) -> bool:
     rule may look at them (a GPU array's would be copied to the host, a lazy one's
     computed)."""
     xv = _raw(x)
-    return type(xv) in _HOST_TYPES or isinstance(xv, (_np.ndarray, _np.generic))
+    if type(xv) in _HOST_TYPES or isinstance(xv, (_np.ndarray, _np.generic)):
+        return True
+    # another array library's values (CuPy's, Dask's: they dispatch NumPy's functions);
+    # anything else (a number, chainrule's own objects) is looked at as it always was
+    kind = type(xv)
+    return not hasattr(kind, "__array_function__") or kind.__module__.startswith("chainrule")
 
 
 def constant_like(value, x):
