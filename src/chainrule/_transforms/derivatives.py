@@ -7,6 +7,7 @@ type: autograd's ``argnum``, and JAX's ``argnums`` and ``has_aux``.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -16,11 +17,12 @@ import numpy as np
 from .. import numpy as anp
 from .._core import forward, reverse
 from .._core.heap import graph_memory
-from .._core.pytree import tree_map
+from .._core.pytree import tree_leaves, tree_map
 from .._core.rules import defjvp_argnums, defvjp_argnums
 from .._core.tracer import derivative_free, primitive
 from .._core.vspace import ContainerVSpace, VSpace, vspace
 from .._sparsity.products import SparseVSpace
+from .._user_code import reach
 from .._user_code.lines import warnings_at_user_line
 from .fresh import unaliased
 from .jacobians import jacobian_columns_of_recording, jacobian_rows, jacobian_tree
@@ -118,11 +120,44 @@ _SEEDS = {float: np.float64(1), np.float64: np.float64(1), np.float32: np.float3
 
 
 def _value_and_gradient(name: str, fun, x):
-    """One reverse pass seeded with 1 for a real scalar output: (value, gradient)."""
+    """One reverse pass seeded with 1 for a real scalar output: (value, gradient).
+
+    The recording is made and pulled back here, the function running nothing in between:
+    its large constant arrays are kept themselves, read-only until it ends (reach.Window),
+    not copied; a function that writes into one of them is run again, copying them.
+    (Under chainrule.jit's staging the recording copies: the program outlives the call.)"""
+    window = reach.current_window()
+    if window is not None or _staging():
+        # (nested in an open window, grad of grad: its arrays are held in that window,
+        # which is the one to run again)
+        node_type = reverse.VJPNode if window is None else reverse.WindowVJPNode
+        return _value_and_gradient_recorded(name, fun, x, node_type)
+    window = reach.Window([fun, x], sys._getframe())
+    with window:  # (closed as the call ends, by whatever: the flags as they were)
+        try:
+            return _value_and_gradient_recorded(name, fun, x, reverse.WindowVJPNode, window)
+        except ValueError as error:
+            if not reach.written(error, window.read_only):
+                raise
+    # The function wrote into an array held read-only (NumPy refused): its code up to the
+    # write runs again, with every constant copied.
+    with reach.Window([], None, copying=True):
+        return _value_and_gradient_recorded(name, fun, x, reverse.WindowVJPNode)
+
+
+def _staging() -> bool:
+    """Is chainrule.jit staging a program on this thread? (Looked up, not imported: jit
+    is a layer above the transforms.)"""
+    staging = sys.modules.get("chainrule.jit._staging")
+    return staging is not None and staging.current() is not None
+
+
+def _value_and_gradient_recorded(name: str, fun, x, node_type: type,
+                                 window: reach.Window | None = None):
     # One block pauses the cycle collector from recording to sweep (the graph lives
     # between them) and keeps the heap's growth (heap.py), for both.
     with graph_memory() as memory:
-        recording = reverse.Recording(fun, x, free=True, memory=memory)
+        recording = reverse.Recording(fun, x, free=True, memory=memory, node_type=node_type)
         ans = recording.ans
         seed = _SEEDS.get(type(ans))
         if seed is None:
@@ -139,6 +174,9 @@ def _value_and_gradient(name: str, fun, x):
             gradient = recording.pull_back(seed)
             if type(gradient) not in _ONE_LEAF:  # (arguments given one array for two)
                 gradient = unaliased(gradient)
+            if window is not None and window.read_only.arrays and window.aliases(
+                    tree_leaves(gradient)):
+                gradient = tree_map(np.copy, gradient)  # (a rule answered a held constant)
             return ans, gradient
     raise TypeError(
         f"{name} requires a real scalar output, but the function returned {kind}. For "

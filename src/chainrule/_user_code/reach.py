@@ -22,8 +22,11 @@ from __future__ import annotations
 
 import functools
 import itertools
+import mmap
 import operator
 import random
+import sys
+import threading
 import types
 import weakref
 from collections.abc import Callable
@@ -51,7 +54,7 @@ class Reach:
     reads that found them. (Arrays in the closures of chainrule's, NumPy's and SciPy's own
     functions are theirs, not the user's, and are left out.)"""
 
-    def __init__(self, roots: list, complete: bool = False):
+    def __init__(self, roots: list, complete: bool = False, named_roots: list = ()):
         # complete: for a check that must see every change, and pays for it: every item
         # of a container is searched and read (not its first _MAX_ITEMS; a dict's keys
         # too), an object is searched for the attributes its class's methods and
@@ -68,7 +71,10 @@ class Reach:
         found: dict[int, Any] = {}
         arrays: dict[int, _np.ndarray] = {}
         seen: set[int] = set()
-        pending = [(root, frozenset(), 0, False, False) for root in reversed(roots)]
+        # (named_roots: (a frame's variables, the names its code uses) searched as roots)
+        pending = [(value, names, 0, False, False) for variables, names in named_roots
+                   for value in variables.values()]
+        pending += [(root, frozenset(), 0, False, False) for root in reversed(roots)]
         while pending:
             obj, names, depth, library, libraries = pending.pop()
             if type(obj) is _np.ndarray and not library:
@@ -466,12 +472,20 @@ class ReadOnly:
     "read-only" ValueError instead of changing them (see ``written``)."""
 
     def __init__(self, arrays: list):
-        self.arrays = [a for a in arrays if a.flags.writeable]
-        for a in self.arrays:
-            a.flags.writeable = False
+        self.arrays: list = []
+        self.add(arrays)
+
+    def add(self, arrays) -> None:
+        """Make the writeable ones of ``arrays`` read-only too."""
+        for a in arrays:
+            if a.flags.writeable:
+                a.flags.writeable = False
+                self.arrays.append(a)
 
     def release(self) -> None:
-        for a in self.arrays:
+        # (a view's flag is set after its base's: NumPy refuses a writeable view of a
+        # read-only base)
+        for a in sorted(self.arrays, key=_bases_above):
             a.flags.writeable = True
         self.arrays = []
 
@@ -481,3 +495,100 @@ def written(error: BaseException, read_only: ReadOnly) -> bool:
     NumPy's message tells)?"""
     return (bool(read_only.arrays) and isinstance(error, ValueError)
             and "read-only" in str(error))
+
+
+def _bases_above(a: _np.ndarray) -> int:
+    n = 0
+    while isinstance(a.base, _np.ndarray):
+        a, n = a.base, n + 1
+    return n
+
+
+def _array_bases(a: _np.ndarray) -> list | None:
+    """The arrays ``a`` is a view of, nearest first; None where its memory is a Python
+    buffer's (a bytearray's, a memoryview's: code holding the buffer writes into it past
+    any array's flag). A memory map's is the file's, reached only through the memmap."""
+    bases, base = [], a.base
+    while isinstance(base, _np.ndarray):
+        bases.append(base)
+        base = base.base
+    return bases if base is None or type(base) is mmap.mmap else None
+
+
+class Window:
+    """What a closed recording keeps of its large constant arrays (grad's: the function's
+    record is made and pulled back within one chainrule call): the arrays themselves,
+    read-only until ``close()`` — where copying each would cost more than it does — so a
+    write into one raises NumPy's "read-only" ValueError (``written``: the caller then runs
+    the function again with a ``copying`` window). The arrays that share an array's
+    memory and that the function can reach are made read-only with it: its bases, the views
+    made before the call that ``roots`` (the function, its arguments) reach, and those the
+    variables of the frames running the function reach (views made in the call before the
+    array's use); where one could not be made writeable again (a writeable view of a base
+    read-only before), or the memory is a Python buffer's, the array is not held.
+
+    One window per thread is open at a time (``current()``): a recording nested in the
+    call (grad of grad) holds its arrays in it, so they stay read-only until the outermost
+    window closes, as long as every recording that keeps them lives."""
+
+    def __init__(self, roots: list, frame, copying: bool = False):
+        self.roots, self.frame, self.copying = roots, frame, copying
+        self.read_only = ReadOnly([])
+        self._reached: Reach | None = None
+        self._outer = None
+
+    def __enter__(self) -> Window:
+        self._outer = getattr(_windows, "open", None)
+        _windows.open = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _windows.open = self._outer
+        self.read_only.release()
+
+    def hold(self, a: _np.ndarray) -> bool:
+        """Make ``a`` read-only until the window closes, with the arrays that share its
+        memory; False where it cannot be (the caller copies it)."""
+        if self.copying:
+            return False
+        held = {id(b) for b in self.read_only.arrays}
+        bases = _array_bases(a)
+        if bases is None or any(not b.flags.writeable and id(b) not in held for b in bases):
+            return False  # (a view of a base the user made read-only: NumPy could not
+            #                make it writeable again)
+        if self._reached is None or not self._reached.current():
+            self._reached = Reach(self.roots)
+        frames = []
+        frame = sys._getframe(1)
+        while frame is not None and frame is not self.frame:
+            if not str(frame.f_globals.get("__name__")).startswith(_LIBRARIES):
+                frames.append((frame.f_locals, _code_names(frame.f_code)))
+            frame = frame.f_back
+        marked = [a, *bases]
+        marking = {id(b) for b in marked}
+        for b in itertools.chain(self._reached.arrays, Reach([], named_roots=frames).arrays):
+            if (id(b) in held or id(b) in marking or not b.flags.writeable
+                    or not _np.may_share_memory(a, b)):
+                continue
+            more = _array_bases(b)
+            if more is None or any(not c.flags.writeable and id(c) not in held | marking
+                                   for c in more):
+                return False
+            marked += [b, *more]
+            marking.update(map(id, (b, *more)))
+        self.read_only.add(marked)
+        return True
+
+    def aliases(self, leaves) -> bool:
+        """Whether an array among ``leaves`` shares memory with one held read-only."""
+        return any(
+            isinstance(leaf, _np.ndarray) and _np.may_share_memory(leaf, a)
+            for leaf in leaves for a in self.read_only.arrays)
+
+
+_windows = threading.local()
+
+
+def current_window() -> Window | None:
+    """This thread's open ``Window``, if any."""
+    return getattr(_windows, "open", None)
