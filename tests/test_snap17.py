@@ -11,6 +11,8 @@ hand-derived derivatives; every flag is checked afterwards.
 from __future__ import annotations
 
 import gc
+import threading
+import time
 import tracemalloc
 
 import numpy as onp
@@ -22,6 +24,7 @@ from chainrule.numpy import numpy_vspaces
 
 _VIEW = None  # (a global view, set by a test)
 N = 64  # elements of the test buffers (the threshold is lowered to their size below)
+DEFAULT_THRESHOLD = numpy_vspaces.SNAPSHOT_COPY_MAX
 
 
 @pytest.fixture(autouse=True)
@@ -122,8 +125,10 @@ def test_a_constant_written_after_its_use(through):
     _VIEW = None
 
 
-def test_a_constant_only_read_is_read_only_during_the_call_and_not_copied():
-    X = onp.random.default_rng(0).standard_normal((2000, 100))  # 1.6 MB
+def test_a_constant_only_read_is_read_only_during_the_call_and_not_copied(monkeypatch):
+    monkeypatch.setattr(numpy_vspaces, "SNAPSHOT_COPY_MAX", DEFAULT_THRESHOLD)
+    X = onp.random.default_rng(0).standard_normal((2000, 300))  # 4.8 MB, over the threshold
+    assert X.nbytes >= DEFAULT_THRESHOLD
     row = X[0]  # a view made before the call
     seen = []
 
@@ -132,7 +137,7 @@ def test_a_constant_only_read_is_read_only_during_the_call_and_not_copied():
         seen.append(flags(X, row))
         return out
 
-    w = onp.linspace(-0.1, 0.1, 100)
+    w = onp.linspace(-0.1, 0.1, 300)
     w0 = w.copy()
     expected = X.T @ (1 - onp.tanh(X @ w) ** 2)
     gc.collect()
@@ -283,3 +288,40 @@ def test_threshold_respected():
 
     assert onp.array_equal(grad(f)(onp.ones(N - 1)), c)
     assert seen == [[True]]
+
+
+def test_an_array_held_by_two_threads_is_writeable_when_both_end():
+    c0 = onp.linspace(1.0, 2.0, N)
+    c = c0.copy()
+    b_used, a_done = threading.Event(), threading.Event()
+    answers = {}
+
+    def fa(x):
+        y = np.sum(x * c)
+        assert b_used.wait(10)
+        return y
+
+    def fb(x):
+        y = x * c
+        b_used.set()
+        assert a_done.wait(10)  # (a's window has closed: c is still b's)
+        c[0] = 5.0
+        return np.sum(y + x * c)
+
+    def run_a():
+        answers["a"] = grad(fa)(onp.ones(N))
+        a_done.set()
+
+    def run_b():
+        answers["b"] = grad(fb)(onp.ones(N))
+
+    threads = [threading.Thread(target=run_a), threading.Thread(target=run_b)]
+    threads[0].start()
+    while c.flags.writeable and threads[0].is_alive():
+        time.sleep(0.001)  # (a holds c first)
+    threads[1].start()
+    for t in threads:
+        t.join(20)
+    assert onp.array_equal(answers["a"], c0)
+    assert onp.array_equal(answers["b"], expected_after_write(c0))
+    assert flags(c) == [True] and c[0] == 5.0

@@ -469,25 +469,48 @@ def describe(generator) -> str:
 
 class ReadOnly:
     """Arrays made read-only until ``release()``: writes into them raise NumPy's
-    "read-only" ValueError instead of changing them (see ``written``)."""
+    "read-only" ValueError instead of changing them (see ``written``). An array another
+    ReadOnly holds (another thread's vmap or gradient) is held by both, writeable again
+    when the last releases it; one read-only otherwise is left as it is."""
 
     def __init__(self, arrays: list):
         self.arrays: list = []
         self.add(arrays)
 
     def add(self, arrays) -> None:
-        """Make the writeable ones of ``arrays`` read-only too."""
-        for a in arrays:
-            if a.flags.writeable:
-                a.flags.writeable = False
+        """Make the writeable ones of ``arrays`` read-only too (and hold those another
+        ReadOnly holds)."""
+        with _holding:
+            for a in arrays:
+                held = _HELD.get(id(a))
+                if a.flags.writeable:
+                    a.flags.writeable = False
+                    _HELD[id(a)] = [a, 1]  # (the array kept: its id is not reused)
+                elif held is not None:
+                    held[1] += 1
+                else:
+                    continue
                 self.arrays.append(a)
 
+    def holds(self, a) -> bool:
+        """Whether some ReadOnly holds ``a``."""
+        return id(a) in _HELD
+
     def release(self) -> None:
-        # (a view's flag is set after its base's: NumPy refuses a writeable view of a
-        # read-only base)
-        for a in sorted(self.arrays, key=_bases_above):
-            a.flags.writeable = True
-        self.arrays = []
+        with _holding:
+            # (a view's flag is set after its base's: NumPy refuses a writeable view of a
+            # read-only base)
+            for a in sorted(self.arrays, key=_bases_above):
+                held = _HELD[id(a)]
+                held[1] -= 1
+                if not held[1]:
+                    del _HELD[id(a)]
+                    a.flags.writeable = True
+            self.arrays = []
+
+
+_HELD: dict = {}  # id(an array ReadOnly made read-only) -> [the array, how many hold it]
+_holding = threading.Lock()
 
 
 def written(error: BaseException, read_only: ReadOnly) -> bool:
@@ -534,7 +557,6 @@ class Window:
     def __init__(self, roots: list, frame, copying: bool = False):
         self.roots, self.frame, self.copying = roots, frame, copying
         self.read_only = ReadOnly([])
-        self._reached: Reach | None = None
         self._outer = None
 
     def __enter__(self) -> Window:
@@ -549,15 +571,16 @@ class Window:
     def hold(self, a: _np.ndarray) -> bool:
         """Make ``a`` read-only until the window closes, with the arrays that share its
         memory; False where it cannot be (the caller copies it)."""
-        if self.copying:
-            return False
+        if self.copying or not (a.flags.writeable or self.read_only.holds(a)):
+            return False  # (read-only, not by a ReadOnly: the user's, kept as it is)
         held = {id(b) for b in self.read_only.arrays}
         bases = _array_bases(a)
-        if bases is None or any(not b.flags.writeable and id(b) not in held for b in bases):
+        if bases is None or any(not (b.flags.writeable or self.read_only.holds(b))
+                                for b in bases):
             return False  # (a view of a base the user made read-only: NumPy could not
             #                make it writeable again)
-        if self._reached is None or not self._reached.current():
-            self._reached = Reach(self.roots)
+        reached = [reached_from(root).arrays for root in self.roots]  # (searched again
+        # where what they read changed: by the function, as it ran)
         frames = []
         frame = sys._getframe(1)
         while frame is not None and frame is not self.frame:
@@ -566,13 +589,14 @@ class Window:
             frame = frame.f_back
         marked = [a, *bases]
         marking = {id(b) for b in marked}
-        for b in itertools.chain(self._reached.arrays, Reach([], named_roots=frames).arrays):
-            if (id(b) in held or id(b) in marking or not b.flags.writeable
+        for b in itertools.chain(*reached, Reach([], named_roots=frames).arrays):
+            if (id(b) in held or id(b) in marking
+                    or not (b.flags.writeable or self.read_only.holds(b))
                     or not _np.may_share_memory(a, b)):
                 continue
             more = _array_bases(b)
-            if more is None or any(not c.flags.writeable and id(c) not in held | marking
-                                   for c in more):
+            if more is None or any(not (c.flags.writeable or self.read_only.holds(c))
+                                   and id(c) not in marking for c in more):
                 return False
             marked += [b, *more]
             marking.update(map(id, (b, *more)))
