@@ -325,3 +325,37 @@ def test_an_array_held_by_two_threads_is_writeable_when_both_end():
     assert onp.array_equal(answers["a"], c0)
     assert onp.array_equal(answers["b"], expected_after_write(c0))
     assert flags(c) == [True] and c[0] == 5.0
+
+
+def test_jit_inside_a_gradient_and_a_gradient_inside_jit():
+    e = onp.zeros(N)
+    f = basis_loss(e)
+    x = onp.linspace(1.0, 2.0, N)
+    weights = onp.zeros(N)
+    weights[:3] = [1.0, 2.0, 3.0]
+    jitted = jit(grad(f))
+    outer = grad(lambda x: np.sum(jitted(x) * e))  # (e = [0, 0, 1, 0...] after each call)
+    for _ in range(3):
+        assert onp.array_equal(outer(x), [0.0, 0.0, 6.0] + [0.0] * (N - 3))
+        assert flags(e) == [True]
+
+
+class Refusing(tuple):
+    """A tuple the search cannot read (its iteration raises)."""
+
+    def __iter__(self):
+        raise RuntimeError("not iterable")
+
+
+def test_an_object_that_refuses_the_search():
+    c = onp.linspace(1.0, 2.0, N)
+    odd = Refusing((c,))
+
+    def f(x):
+        y = x * c
+        assert odd is not None  # (a closure variable the search reaches)
+        c[0] = 5.0
+        return np.sum(y)
+
+    assert onp.array_equal(grad(f)(onp.ones(N)), onp.linspace(1.0, 2.0, N))
+    assert flags(c) == [True]

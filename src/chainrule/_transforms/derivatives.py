@@ -127,11 +127,12 @@ def _value_and_gradient(name: str, fun, x):
     not copied; a function that writes into one of them is run again, copying them.
     (Under chainrule.jit's staging the recording copies: the program outlives the call.)"""
     window = reach.current_window()
-    if window is not None or _staging():
+    if _staging():
+        return _value_and_gradient_recorded(name, fun, x, reverse.VJPNode)
+    if window is not None:
         # (nested in an open window, grad of grad: its arrays are held in that window,
         # which is the one to run again)
-        node_type = reverse.VJPNode if window is None else reverse.WindowVJPNode
-        return _value_and_gradient_recorded(name, fun, x, node_type)
+        return _value_and_gradient_recorded(name, fun, x, reverse.WindowVJPNode)
     window = reach.Window([fun, x], sys._getframe())
     with window:  # (closed as the call ends, by whatever: the flags as they were)
         try:

@@ -579,17 +579,21 @@ class Window:
                                 for b in bases):
             return False  # (a view of a base the user made read-only: NumPy could not
             #                make it writeable again)
-        reached = [reached_from(root).arrays for root in self.roots]  # (searched again
-        # where what they read changed: by the function, as it ran)
-        frames = []
-        frame = sys._getframe(1)
-        while frame is not None and frame is not self.frame:
-            if not str(frame.f_globals.get("__name__")).startswith(_LIBRARIES):
-                frames.append((frame.f_locals, _code_names(frame.f_code)))
-            frame = frame.f_back
+        try:
+            reached = [reached_from(root).arrays for root in self.roots]  # (searched again
+            # where what they read changed: by the function, as it ran)
+            frames = []
+            frame = sys._getframe(1)
+            while frame is not None and frame is not self.frame:
+                if not str(frame.f_globals.get("__name__")).startswith(_LIBRARIES):
+                    frames.append((frame.f_locals, _code_names(frame.f_code)))
+                frame = frame.f_back
+            reached.append(Reach([], named_roots=frames).arrays)
+        except Exception:  # (an object of the user's that refuses the search: copied)
+            return False
         marked = [a, *bases]
         marking = {id(b) for b in marked}
-        for b in itertools.chain(*reached, Reach([], named_roots=frames).arrays):
+        for b in itertools.chain(*reached):
             if (id(b) in held or id(b) in marking
                     or not (b.flags.writeable or self.read_only.holds(b))
                     or not _np.may_share_memory(a, b)):
