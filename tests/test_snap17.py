@@ -11,6 +11,7 @@ hand-derived derivatives; every flag is checked afterwards.
 from __future__ import annotations
 
 import gc
+import itertools
 import threading
 import time
 import tracemalloc
@@ -85,43 +86,48 @@ def expected_after_write(c0):
 @pytest.mark.parametrize("through", ["array", "closure", "global", "attribute", "argument",
                                      "local", "base"])
 def test_a_constant_written_after_its_use(through):
+    global _VIEW
     c0 = onp.linspace(1.0, 2.0, N)
     c = c0.copy()
     view = c[:]  # a writeable view made before the call
     holder = type("Holder", (), {})()
     holder.view = view
-    global _VIEW
     _VIEW = view
     x = onp.linspace(-1.0, 1.0, N)
-    calls = []
+    calls = []  # (Python state the function reaches: as it was before the run again)
+    runs = itertools.count()  # (state the search does not know: counts both runs)
 
     if through == "argument":
         def f(x, v):
-            calls.append(1)
+            calls.append(next(runs))
             y = x * c
             v[0] = 5.0
             return np.sum(y + x * c)
-        answer = grad(f)(x, view)
+        gradient = lambda: grad(f)(x, view)  # noqa: E731
     elif through == "local":
         def f(x):
-            calls.append(1)
+            calls.append(next(runs))
             v = c[:]  # made inside the call, before the use
             y = x * c
             v[0] = 5.0
             return np.sum(y + x * c)
-        answer = grad(f)(x)
+        gradient = lambda: grad(f)(x)  # noqa: E731
     else:
         target = {"array": lambda: c, "closure": lambda: view, "global": lambda: _VIEW,
                   "attribute": lambda: holder.view, "base": lambda: view.base}[through]
         g = written_after_use(view if through == "base" else c, target)
 
         def f(x):
-            calls.append(1)
+            calls.append(next(runs))
             return g(x)
-        answer = grad(f)(x)
-    assert onp.array_equal(answer, expected_after_write(c0))
+        gradient = lambda: grad(f)(x)  # noqa: E731
+    assert onp.array_equal(gradient(), expected_after_write(c0))
     assert c[0] == 5.0 and flags(c, view) == [True, True]
-    assert len(calls) == 2  # (the write was refused once: run again with copying)
+    assert calls == [1]  # (refused once, run again copying, the list as it was before)
+    c[:] = c0
+    assert onp.array_equal(gradient(), expected_after_write(c0))
+    assert calls == [1, 2]  # (a function found writing is not given a window again)
+    assert flags(c, view) == [True, True]
     _VIEW = None
 
 
@@ -359,3 +365,31 @@ def test_an_object_that_refuses_the_search():
 
     assert onp.array_equal(grad(f)(onp.ones(N)), onp.linspace(1.0, 2.0, N))
     assert flags(c) == [True]
+
+
+def test_a_write_before_the_refused_one_does_not_reach_the_run_again():
+    # (the modes contract's case 520 with every constant held: a small array written
+    # after its use, then a large one; the run again must start from the state the call
+    # started from, as one plain call does)
+    small0, c0 = onp.array([1.0, 2.0, 3.0]), onp.linspace(1.0, 2.0, N)
+    small, c = small0.copy(), c0.copy()
+    draws = []
+
+    def f(x):
+        draws.append(onp.random.standard_normal())  # (the global generator: drawn again)
+        y = x[:3] * small
+        small[0] = 5.0
+        z = x * c
+        c[0] = 7.0
+        return np.sum(y) + np.sum(z)
+
+    x = onp.linspace(-1.0, 1.0, N)
+    onp.random.seed(3)
+    value, g = value_and_grad(f)(x)
+    onp.random.seed(3)
+    expected_draw = onp.random.standard_normal()
+    assert value == onp.sum(x[:3] * small0) + onp.sum(x * c0)
+    assert onp.array_equal(g, onp.concatenate([small0, onp.zeros(N - 3)]) + c0)
+    assert draws == [expected_draw]  # (one draw, the plain call's: the list and the
+    #                                  generator as they were before the run again)
+    assert small[0] == 5.0 and c[0] == 7.0 and flags(small, c) == [True, True]

@@ -24,6 +24,7 @@ from .._core.vspace import ContainerVSpace, VSpace, vspace
 from .._sparsity.products import SparseVSpace
 from .._user_code import reach
 from .._user_code.lines import warnings_at_user_line
+from ..numpy import numpy_vspaces
 from .fresh import unaliased
 from .jacobians import jacobian_columns_of_recording, jacobian_rows, jacobian_tree
 from .options import lifted, resolve_argnums, transformed
@@ -123,27 +124,29 @@ def _value_and_gradient(name: str, fun, x):
     """One reverse pass seeded with 1 for a real scalar output: (value, gradient).
 
     The recording is made and pulled back here, the function running nothing in between:
-    its large constant arrays are kept themselves, read-only until it ends (reach.Window),
-    not copied; a function that writes into one of them is run again, copying them.
-    (Under chainrule.jit's staging the recording copies: the program outlives the call.)"""
-    window = reach.current_window()
+    where the function reaches large writeable arrays (``SNAPSHOT_COPY_MAX``), its nodes
+    keep them themselves, read-only until the call ends (reach.Window), not copies; a
+    function that writes into what it reaches is run again, copying. (Under chainrule.jit's
+    staging the recording copies: the program outlives the call.)"""
     if _staging():
-        return _value_and_gradient_recorded(name, fun, x, reverse.VJPNode)
-    if window is not None:
-        # (nested in an open window, grad of grad: its arrays are held in that window,
-        # which is the one to run again)
+        return _value_and_gradient_recorded(name, fun, x)
+    if reach.current_window() is not None:
+        # (nested in an open window, grad of grad: it keeps that window's arrays, and a
+        # write is that window's to undo)
         return _value_and_gradient_recorded(name, fun, x, reverse.WindowVJPNode)
-    window = reach.Window([fun, x], sys._getframe())
+    window = reach.Window.around([fun, x], numpy_vspaces.SNAPSHOT_COPY_MAX)
+    if window is None:
+        return _value_and_gradient_recorded(name, fun, x)
     with window:  # (closed as the call ends, by whatever: the flags as they were)
         try:
             return _value_and_gradient_recorded(name, fun, x, reverse.WindowVJPNode, window)
         except ValueError as error:
             if not reach.written(error, window.read_only):
                 raise
-    # The function wrote into an array held read-only (NumPy refused): its code up to the
-    # write runs again, with every constant copied.
-    with reach.Window([], None, copying=True):
-        return _value_and_gradient_recorded(name, fun, x, reverse.WindowVJPNode)
+            # The function wrote into an array it reaches (NumPy refused: nothing it
+            # reaches was written): from the state it started from, it runs again copying.
+            window.undo()
+    return _value_and_gradient_recorded(name, fun, x)
 
 
 def _staging() -> bool:
@@ -153,7 +156,7 @@ def _staging() -> bool:
     return staging is not None and staging.current() is not None
 
 
-def _value_and_gradient_recorded(name: str, fun, x, node_type: type,
+def _value_and_gradient_recorded(name: str, fun, x, node_type: type = reverse.VJPNode,
                                  window: reach.Window | None = None):
     # One block pauses the cycle collector from recording to sweep (the graph lives
     # between them) and keeps the heap's growth (heap.py), for both.

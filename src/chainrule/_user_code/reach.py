@@ -25,7 +25,6 @@ import itertools
 import mmap
 import operator
 import random
-import sys
 import threading
 import types
 import weakref
@@ -54,7 +53,7 @@ class Reach:
     reads that found them. (Arrays in the closures of chainrule's, NumPy's and SciPy's own
     functions are theirs, not the user's, and are left out.)"""
 
-    def __init__(self, roots: list, complete: bool = False, named_roots: list = ()):
+    def __init__(self, roots: list, complete: bool = False):
         # complete: for a check that must see every change, and pays for it: every item
         # of a container is searched and read (not its first _MAX_ITEMS; a dict's keys
         # too), an object is searched for the attributes its class's methods and
@@ -70,15 +69,15 @@ class Reach:
         self.state: list = []  # the user's own reads (see PythonState): (a place, a key)
         found: dict[int, Any] = {}
         arrays: dict[int, _np.ndarray] = {}
+        subclassed: dict[int, _np.ndarray] = {}
         seen: set[int] = set()
-        # (named_roots: (a frame's variables, the names its code uses) searched as roots)
-        pending = [(value, names, 0, False, False) for variables, names in named_roots
-                   for value in variables.values()]
-        pending += [(root, frozenset(), 0, False, False) for root in reversed(roots)]
+        pending = [(root, frozenset(), 0, False, False) for root in reversed(roots)]
         while pending:
             obj, names, depth, library, libraries = pending.pop()
             if type(obj) is _np.ndarray and not library:
                 arrays.setdefault(id(obj), obj)
+            elif isinstance(obj, _np.ndarray) and not library:  # (a memmap: searched too)
+                subclassed.setdefault(id(obj), obj)
             if type(obj) in INERT or depth > _MAX_DEPTH:
                 continue
             if id(obj) in seen:
@@ -106,6 +105,8 @@ class Reach:
                                for place, key, _ in self.lookups[marks[1]:]]
         self.generators = list(found.values())
         self.arrays = list(arrays.values())
+        self.subclassed_arrays = list(subclassed.values())  # (of ndarray's subclasses)
+        self._large: tuple | None = None
         self.searched = seen  # (the ids of the objects searched: not those too deep)
 
     def current(self) -> bool:
@@ -113,6 +114,14 @@ class Reach:
         return (all(place.get(key) is value for place, key, value in self.lookups)
                 and all(_read(place, key) is value or _same_items(_read(place, key), value)
                         for place, key, value in self.reads))
+
+    def large(self, at_least: int) -> list:
+        """The arrays found of ``at_least`` bytes or more (found once per threshold: an
+        array's size does not change while anything refers to it)."""
+        if self._large is None or self._large[0] != at_least:
+            self._large = (at_least, [a for a in (*self.arrays, *self.subclassed_arrays)
+                                      if a.nbytes >= at_least])
+        return self._large[1]
 
     def same_reads(self, before: Reach, equal: Callable[[Any, Any], bool]) -> bool:
         """Whether this search, made from the same roots after ``before``'s places stopped
@@ -540,24 +549,59 @@ def _array_bases(a: _np.ndarray) -> list | None:
 
 class Window:
     """What a closed recording keeps of its large constant arrays (grad's: the function's
-    record is made and pulled back within one chainrule call): the arrays themselves,
-    read-only until ``close()`` — where copying each would cost more than it does — so a
-    write into one raises NumPy's "read-only" ValueError (``written``: the caller then runs
-    the function again with a ``copying`` window). The arrays that share an array's
-    memory and that the function can reach are made read-only with it: its bases, the views
-    made before the call that ``roots`` (the function, its arguments) reach, and those the
-    variables of the frames running the function reach (views made in the call before the
-    array's use); where one could not be made writeable again (a writeable view of a base
-    read-only before), or the memory is a Python buffer's, the array is not held.
+    record is made and pulled back within one chainrule call): the arrays themselves, where
+    copying each would cost more, read-only while the window is open.
 
-    One window per thread is open at a time (``current()``): a recording nested in the
-    call (grad of grad) holds its arrays in it, so they stay read-only until the outermost
-    window closes, as long as every recording that keeps them lives."""
+    ``around`` opens one where the function reaches a writeable array that large: it then
+    makes every array the function reaches read-only (of any size, and their bases), so
+    that a write into any of them raises NumPy's "read-only" ValueError (``written``)
+    before anything it reaches has changed. The caller then ``undo``es the run — the
+    flags, and the Python state and random generators the function reaches (``PythonState``,
+    ``GeneratorStates``) as they were — and runs the function again, copying. A function
+    found writing is not given a window again (while what it reaches is the same).
 
-    def __init__(self, roots: list, frame, copying: bool = False):
-        self.roots, self.frame, self.copying = roots, frame, copying
-        self.read_only = ReadOnly([])
+    One window per thread is open at a time (``current_window()``): a recording nested in
+    the call (grad of grad) keeps its arrays in it; its write is the outer call's to undo.
+    """
+
+    def __init__(self, roots: list, searches: list, large: list, marked: list):
+        self.roots = roots
+        self.read_only = ReadOnly(marked)
+        self.held = {id(a) for a in large}
+        self.state = PythonState([key for search in searches for key in search.state])
+        self.generators = GeneratorStates(
+            list({id(g): g for search in searches for g in search.generators}.values()))
         self._outer = None
+
+    @classmethod
+    def around(cls, roots: list, at_least: int) -> Window | None:
+        """A window for a call of the function ``roots`` lead to (the function, its
+        arguments), or None where it reaches no writeable array of ``at_least`` bytes, was
+        found writing into what it reaches, or reaches an array that could not be made
+        writeable again (a writeable view of a base made read-only) or whose memory is a
+        Python buffer's (a write through the buffer passes any flag)."""
+        roots = _search_roots(roots)
+        try:
+            if any(_found_writing(root) for root in roots):
+                return None
+            searches = [reached_from(root) for root in roots]
+        except Exception:  # (an object of the user's that refuses the search: copied)
+            return None
+        large = [a for search in searches for a in search.large(at_least)
+                 if a.flags.writeable or id(a) in _HELD]
+        if not large:
+            return None
+        marked = []
+        for search in searches:
+            for a in (*search.arrays, *search.subclassed_arrays):
+                if not (a.flags.writeable or id(a) in _HELD):
+                    continue  # (the user's read-only array: stays so, and is kept as it is)
+                bases = _array_bases(a)
+                if bases is None or any(not (b.flags.writeable or id(b) in _HELD)
+                                        for b in bases):
+                    return None
+                marked += [a, *bases]
+        return cls(roots, searches, large, marked)
 
     def __enter__(self) -> Window:
         self._outer = getattr(_windows, "open", None)
@@ -568,50 +612,53 @@ class Window:
         _windows.open = self._outer
         self.read_only.release()
 
-    def hold(self, a: _np.ndarray) -> bool:
-        """Make ``a`` read-only until the window closes, with the arrays that share its
-        memory; False where it cannot be (the caller copies it)."""
-        if self.copying or not (a.flags.writeable or self.read_only.holds(a)):
-            return False  # (read-only, not by a ReadOnly: the user's, kept as it is)
-        held = {id(b) for b in self.read_only.arrays}
-        bases = _array_bases(a)
-        if bases is None or any(not (b.flags.writeable or self.read_only.holds(b))
-                                for b in bases):
-            return False  # (a view of a base the user made read-only: NumPy could not
-            #                make it writeable again)
-        try:
-            reached = [reached_from(root).arrays for root in self.roots]  # (searched again
-            # where what they read changed: by the function, as it ran)
-            frames = []
-            frame = sys._getframe(1)
-            while frame is not None and frame is not self.frame:
-                if not str(frame.f_globals.get("__name__")).startswith(_LIBRARIES):
-                    frames.append((frame.f_locals, _code_names(frame.f_code)))
-                frame = frame.f_back
-            reached.append(Reach([], named_roots=frames).arrays)
-        except Exception:  # (an object of the user's that refuses the search: copied)
-            return False
-        marked = [a, *bases]
-        marking = {id(b) for b in marked}
-        for b in itertools.chain(*reached):
-            if (id(b) in held or id(b) in marking
-                    or not (b.flags.writeable or self.read_only.holds(b))
-                    or not _np.may_share_memory(a, b)):
-                continue
-            more = _array_bases(b)
-            if more is None or any(not (c.flags.writeable or self.read_only.holds(c))
-                                   and id(c) not in marking for c in more):
-                return False
-            marked += [b, *more]
-            marking.update(map(id, (b, *more)))
-        self.read_only.add(marked)
-        return True
+    def holds(self, a: _np.ndarray) -> bool:
+        """May a node keep ``a`` itself (an array read-only while the window is open)?"""
+        return id(a) in self.held
+
+    def undo(self) -> None:
+        """After a write refused: the flags, the Python state and the generators the
+        function reaches as they were when the window opened; the function is marked as
+        writing (its next calls are not given a window)."""
+        self.read_only.release()
+        self.held = set()
+        self.state.restore()
+        self.generators.restore()
+        for root in self.roots:
+            try:
+                _WRITING.add(root)
+            except TypeError:  # (not weakly referenceable: asked again next time)
+                pass
 
     def aliases(self, leaves) -> bool:
         """Whether an array among ``leaves`` shares memory with one held read-only."""
-        return any(
-            isinstance(leaf, _np.ndarray) and _np.may_share_memory(leaf, a)
-            for leaf in leaves for a in self.read_only.arrays)
+        return any(isinstance(leaf, _np.ndarray) and _np.may_share_memory(leaf, a)
+                   for leaf in leaves for a in self.read_only.arrays)
+
+
+_WRITING: weakref.WeakSet = weakref.WeakSet()  # functions found writing into what they reach
+
+
+def _found_writing(root) -> bool:
+    try:
+        return root in _WRITING
+    except TypeError:  # (unhashable, or not weakly referenceable)
+        return False
+
+
+def _search_roots(roots: list) -> list:
+    """``roots``, with a chainrule function's closure (a transform's wrapper of the user's
+    function, holding it and its other arguments) searched as roots of their own: the
+    user's function is then searched once and kept (``reached_from``), where the wrapper
+    is made anew for each call."""
+    found = []
+    for root in roots:
+        if isinstance(root, types.FunctionType) and _in_library(root) and root.__closure__:
+            found += [value for value in map(_contents, root.__closure__)
+                      if type(value) not in INERT and value is not _EMPTY]
+        elif type(root) not in INERT or type(root) is _np.ndarray:
+            found.append(root)
+    return found
 
 
 _windows = threading.local()

@@ -290,11 +290,8 @@ SNAPSHOT_COPY_MAX = 4 << 20
 
 
 def _held_or_unaliased(a):
-    if a.nbytes >= SNAPSHOT_COPY_MAX:
-        window = reach.current_window()
-        if window is not None and window.hold(a):
-            return a
-    return _unaliased(a)
+    window = reach.current_window()
+    return a if window is not None and window.holds(a) else _unaliased(a)
 
 
 for _type in (_np.ndarray, _np.memmap):
