@@ -1,11 +1,12 @@
 """A gradient's large constant arrays: kept by reference, read-only while grad runs.
 
 A recorded call must not see a constant array change after it used it (a buffer refilled in
-a loop, ``e[:] = 0; e[i] = 1``): small constants are copied; one of at least
-``numpy_vspaces.SNAPSHOT_COPY_MAX`` bytes, in grad's closed window, is made read-only for
-the call instead (with the arrays the function reaches that share its memory), and a
-function that writes into it is run again with copying. Values are checked against
-hand-derived derivatives; every flag is checked afterwards.
+a loop, ``e[:] = 0; e[i] = 1``): small constants are copied. Where the function reaches an
+array of at least ``numpy_vspaces.SNAPSHOT_COPY_MAX`` bytes, grad makes every array it
+reaches read-only for the call and keeps the large ones themselves; a function that writes
+into one is run again, copying, from the Python state and random generators it started
+with. Values are checked against hand-derived derivatives; every flag is checked
+afterwards. (The threshold is lowered to the test arrays' size, but in one test.)
 """
 
 from __future__ import annotations
