@@ -120,44 +120,20 @@ _ONE_LEAF = (float, np.ndarray)
 _SEEDS = {float: np.float64(1), np.float64: np.float64(1), np.float32: np.float32(1)}
 
 
-def _value_and_gradient(name: str, fun, x):
+def _value_and_gradient(name: str, fun, x, node_type: type | None = None,
+                        window: reach.Window | None = None):
     """One reverse pass seeded with 1 for a real scalar output: (value, gradient).
 
     The recording is made and pulled back here, the function running nothing in between:
     where the function reaches large writeable arrays (``SNAPSHOT_COPY_MAX``), its nodes
-    keep them themselves, read-only until the call ends (reach.Window), not copies; a
-    function that writes into what it reaches is run again, copying. (Under chainrule.jit's
-    staging the recording copies: the program outlives the call.)"""
-    if _staging():
-        return _value_and_gradient_recorded(name, fun, x)
-    if reach.current_window() is not None:
-        # (nested in an open window, grad of grad: it keeps that window's arrays, and a
-        # write is that window's to undo)
-        return _value_and_gradient_recorded(name, fun, x, reverse.WindowVJPNode)
-    window = reach.Window.around([fun, x], numpy_vspaces.SNAPSHOT_COPY_MAX)
-    if window is None:
-        return _value_and_gradient_recorded(name, fun, x)
-    with window:  # (closed as the call ends, by whatever: the flags as they were)
-        try:
-            return _value_and_gradient_recorded(name, fun, x, reverse.WindowVJPNode, window)
-        except ValueError as error:
-            if not reach.written(error, window.read_only):
-                raise
-            # The function wrote into an array it reaches (NumPy refused: nothing it
-            # reaches was written): from the state it started from, it runs again copying.
-            window.undo()
-    return _value_and_gradient_recorded(name, fun, x)
-
-
-def _staging() -> bool:
-    """Is chainrule.jit staging a program on this thread? (Looked up, not imported: jit
-    is a layer above the transforms.)"""
-    staging = sys.modules.get("chainrule.jit._staging")
-    return staging is not None and staging.current() is not None
-
-
-def _value_and_gradient_recorded(name: str, fun, x, node_type: type = reverse.VJPNode,
-                                 window: reach.Window | None = None):
+    keep them themselves, read-only until the call ends (``_held``), not copies. (From a
+    function's second gradient on: its first copied a large array, ``reach.note_large``.)
+    ``node_type`` and ``window``: ``_held``'s recording."""
+    copies = None
+    if node_type is None:
+        if reach.met_large(fun):
+            return _held(name, fun, x)
+        node_type, copies = reverse.VJPNode, reach.large_copies[0]
     # One block pauses the cycle collector from recording to sweep (the graph lives
     # between them) and keeps the heap's growth (heap.py), for both.
     with graph_memory() as memory:
@@ -181,6 +157,8 @@ def _value_and_gradient_recorded(name: str, fun, x, node_type: type = reverse.VJ
             if window is not None and window.read_only.arrays and window.aliases(
                     tree_leaves(gradient)):
                 gradient = tree_map(np.copy, gradient)  # (a rule answered a held constant)
+            if copies is not None and reach.large_copies[0] != copies:
+                reach.note_large(fun)
             return ans, gradient
     raise TypeError(
         f"{name} requires a real scalar output, but the function returned {kind}. For "
@@ -188,6 +166,40 @@ def _value_and_gradient_recorded(name: str, fun, x, node_type: type = reverse.VJ
         f"make_vjp (a vector-Jacobian product); for complex outputs use holomorphic_grad "
         f"or take the real part."
     )
+
+
+def _held(name: str, fun, x):
+    """``_value_and_gradient`` of a function whose gradient met large arrays: in a
+    ``reach.Window`` where it reaches large writeable ones (its nodes keep them, read-only
+    until the call ends, and every array it reaches is read-only: a function that writes
+    into one is run again, copying, from the state it started from). Under chainrule.jit's
+    staging it copies: the program outlives the call."""
+    if _staging():
+        return _value_and_gradient(name, fun, x, reverse.VJPNode)
+    if reach.current_window() is not None:
+        # (nested in an open window, grad of grad: it keeps that window's arrays, and a
+        # write is that window's to undo)
+        return _value_and_gradient(name, fun, x, reverse.WindowVJPNode)
+    window = reach.Window.around([fun, x], numpy_vspaces.SNAPSHOT_COPY_MAX)
+    if window is None:
+        return _value_and_gradient(name, fun, x, reverse.VJPNode)
+    with window:  # (closed as the call ends, by whatever: the flags as they were)
+        try:
+            return _value_and_gradient(name, fun, x, reverse.WindowVJPNode, window)
+        except ValueError as error:
+            if not reach.written(error, window.read_only):
+                raise
+            # The function wrote into an array it reaches (NumPy refused: nothing it
+            # reaches was written): from the state it started from, it runs again copying.
+            window.undo()
+    return _value_and_gradient(name, fun, x, reverse.VJPNode)
+
+
+def _staging() -> bool:
+    """Is chainrule.jit staging a program on this thread? (Looked up, not imported: jit
+    is a layer above the transforms.)"""
+    staging = sys.modules.get("chainrule.jit._staging")
+    return staging is not None and staging.current() is not None
 
 
 @lifted("grad")

@@ -581,30 +581,37 @@ class Window:
         writeable again (a writeable view of a base made read-only) or whose memory is a
         Python buffer's (a write through the buffer passes any flag)."""
         roots = _search_roots(roots)
+        arrays, searches = [], []  # (an array among the roots is searched no further)
         try:
-            if any(_found_writing(root) for root in roots):
-                return None
-            searches = [reached_from(root) for root in roots]
+            for root in roots:
+                if type(root) is _np.ndarray:
+                    arrays.append(root)
+                elif _found_writing(root):
+                    return None
+                else:
+                    searches.append(reached_from(root))
         except Exception:  # (an object of the user's that refuses the search: copied)
             return None
-        large = [a for search in searches for a in search.large(at_least)
-                 if a.flags.writeable or id(a) in _HELD]
+        large = [a for a in itertools.chain(
+            [a for a in arrays if a.nbytes >= at_least],
+            *[search.large(at_least) for search in searches])
+            if a.flags.writeable or id(a) in _HELD]
         if not large:
             return None
         marked = []
-        for search in searches:
-            for a in (*search.arrays, *search.subclassed_arrays):
-                if not (a.flags.writeable or id(a) in _HELD):
-                    continue  # (the user's read-only array: stays so, and is kept as it is)
-                bases = _array_bases(a)
-                if bases is None or any(not (b.flags.writeable or id(b) in _HELD)
-                                        for b in bases):
-                    return None
-                marked += [a, *bases]
+        for a in itertools.chain(arrays, *[(*search.arrays, *search.subclassed_arrays)
+                                           for search in searches]):
+            if not (a.flags.writeable or id(a) in _HELD):
+                continue  # (the user's read-only array: stays so, and is kept as it is)
+            bases = _array_bases(a)
+            if bases is None or any(not (b.flags.writeable or id(b) in _HELD)
+                                    for b in bases):
+                return None
+            marked += [a, *bases]
         return cls(roots, searches, large, marked)
 
     def __enter__(self) -> Window:
-        self._outer = getattr(_windows, "open", None)
+        self._outer = _windows.open
         _windows.open = self
         return self
 
@@ -661,9 +668,48 @@ def _search_roots(roots: list) -> list:
     return found
 
 
-_windows = threading.local()
+class _Windows(threading.local):
+    open: Window | None = None  # this thread's open window
+
+
+_windows = _Windows()
 
 
 def current_window() -> Window | None:
     """This thread's open ``Window``, if any."""
-    return getattr(_windows, "open", None)
+    return _windows.open
+
+
+# How many large writeable arrays recorded calls have copied (chainrule.numpy counts them):
+# a gradient that copied one gives its function a window from its next call on
+# (``note_large``), so a gradient of small arrays pays no search.
+large_copies = [0]
+_LARGE_CODES: dict = {}  # the code of functions whose gradients met large arrays
+
+
+def _user_codes(fun, depth: int = 0) -> list:
+    """The code of ``fun``, or where it is a chainrule function's closure (a transform's
+    wrapper of the user's function) of the functions it holds."""
+    if type(fun) is not types.FunctionType:
+        return []
+    if fun.__closure__ is None or not _in_library(fun):
+        return [fun.__code__]
+    if depth > 2:
+        return []
+    return [code for value in map(_contents, fun.__closure__)
+            for code in _user_codes(value, depth + 1)]
+
+
+def met_large(fun) -> bool:
+    """Did a gradient of ``fun`` (of a function of the same code) meet a large array?"""
+    if not _LARGE_CODES:
+        return False
+    if type(fun) is types.FunctionType and fun.__closure__ is None:
+        return fun.__code__ in _LARGE_CODES
+    return any(code in _LARGE_CODES for code in _user_codes(fun))
+
+
+def note_large(fun) -> None:
+    if len(_LARGE_CODES) >= 1024:
+        _LARGE_CODES.clear()
+    _LARGE_CODES.update(dict.fromkeys(_user_codes(fun)))

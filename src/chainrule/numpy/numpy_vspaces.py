@@ -277,6 +277,8 @@ def _unaliased(a):
     # memmap's copy is a plain array: it has no file.)
     if not a.flags.writeable:
         return a
+    if a.nbytes >= SNAPSHOT_COPY_MAX:
+        reach.large_copies[0] += 1  # (grad's function gets a window: reach.note_large)
     return a.copy(order="K") if type(a) is _np.ndarray else _np.array(a, order="K")
 
 
