@@ -432,3 +432,26 @@ def test_a_write_before_the_refused_one_does_not_reach_the_run_again():
         #                                  generator as they were before the run again)
         assert small[0] == 5.0 and c[0] == 7.0 and flags(small, c) == [True, True]
     assert onp.random.standard_normal() == next_draw  # (the generator moved on once)
+
+
+def test_a_method_and_a_callable_object():
+    class Model:
+        def __init__(self):
+            self.data = onp.linspace(1.0, 2.0, N)
+            self.seen = []
+
+        def loss(self, w):
+            out = np.sum(w * self.data)
+            self.seen.append(flags(self.data))
+            return out
+
+        __call__ = loss
+
+    for model, fun in ((Model(), "method"), (Model(), "object")):
+        f = model.loss if fun == "method" else model
+        for _ in range(2):
+            assert onp.array_equal(grad(f)(onp.ones(N)), model.data)
+            assert flags(model.data) == [True]
+        # (held from the method's second gradient on; the object's __call__ is the same
+        # code, whose gradients met large arrays: held from its first)
+        assert model.seen == ([[True], [False]] if fun == "method" else [[False], [False]])

@@ -688,14 +688,22 @@ _LARGE_CODES: dict = {}  # the code of functions whose gradients met large array
 
 
 def _user_codes(fun, depth: int = 0) -> list:
-    """The code of ``fun``, or where it is a chainrule function's closure (a transform's
-    wrapper of the user's function) of the functions it holds."""
-    if type(fun) is not types.FunctionType:
-        return []
-    if fun.__closure__ is None or not _in_library(fun):
-        return [fun.__code__]
+    """The code of ``fun`` (of a method's function, a partial's, a callable object's
+    ``__call__``), or where it is a chainrule function's closure (a transform's wrapper of
+    the user's function) of the functions it holds."""
     if depth > 2:
         return []
+    if type(fun) is not types.FunctionType:
+        if isinstance(fun, types.MethodType):
+            fun = fun.__func__
+        elif isinstance(fun, functools.partial):
+            fun = fun.func
+        else:
+            fun = next((vars(cls)["__call__"] for cls in type(fun).__mro__
+                        if "__call__" in vars(cls)), None)
+        return _user_codes(fun, depth + 1)
+    if fun.__closure__ is None or not _in_library(fun):
+        return [fun.__code__]
     return [code for value in map(_contents, fun.__closure__)
             for code in _user_codes(value, depth + 1)]
 
