@@ -156,7 +156,7 @@ def _value_and_gradient(name: str, fun, x, node_type: type | None = None,
                 gradient = unaliased(gradient)
             if window is not None and window.read_only.arrays and window.aliases(
                     tree_leaves(gradient)):
-                gradient = tree_map(np.copy, gradient)  # (a rule answered a held constant)
+                gradient = tree_map(_copied, gradient)  # (a rule answered a held constant)
             if copies is not None and reach.large_copies[0] != copies:
                 reach.note_large(fun)
             return ans, gradient
@@ -180,7 +180,7 @@ def _held(name: str, fun, x):
         # (nested in an open window, grad of grad: it keeps that window's arrays, and a
         # write is that window's to undo)
         return _value_and_gradient(name, fun, x, reverse.WindowVJPNode)
-    window = reach.Window.around([fun, x], numpy_vspaces.SNAPSHOT_COPY_MAX)
+    window = reach.Window.around(fun, x, numpy_vspaces.SNAPSHOT_COPY_MAX)
     if window is None:
         return _value_and_gradient(name, fun, x, reverse.VJPNode)
     with window:  # (closed as the call ends, by whatever: the flags as they were)
@@ -193,6 +193,10 @@ def _held(name: str, fun, x):
             # reaches was written): from the state it started from, it runs again copying.
             window.undo()
     return _value_and_gradient(name, fun, x, reverse.VJPNode)
+
+
+def _copied(leaf):
+    return leaf.copy() if isinstance(leaf, np.ndarray) else leaf
 
 
 def _staging() -> bool:

@@ -564,8 +564,8 @@ class Window:
     the call (grad of grad) keeps its arrays in it; its write is the outer call's to undo.
     """
 
-    def __init__(self, roots: list, searches: list, large: list, marked: list):
-        self.roots = roots
+    def __init__(self, fun, searches: list, large: list, marked: list):
+        self.fun = fun
         self.read_only = ReadOnly(marked)
         self.held = {id(a) for a in large}
         self.state = PythonState([key for search in searches for key in search.state])
@@ -574,20 +574,16 @@ class Window:
         self._outer = None
 
     @classmethod
-    def around(cls, roots: list, at_least: int) -> Window | None:
-        """A window for a call of the function ``roots`` lead to (the function, its
-        arguments), or None where it reaches no writeable array of ``at_least`` bytes, was
-        found writing into what it reaches, or reaches an array that could not be made
+    def around(cls, fun, x, at_least: int) -> Window | None:
+        """A window for the call ``fun(x)``, or None where the function reaches no
+        writeable array of ``at_least`` bytes, or reaches an array that could not be made
         writeable again (a writeable view of a base made read-only) or whose memory is a
         Python buffer's (a write through the buffer passes any flag)."""
-        roots = _search_roots(roots)
         arrays, searches = [], []  # (an array among the roots is searched no further)
         try:
-            for root in roots:
+            for root in _search_roots([fun, x]):
                 if type(root) is _np.ndarray:
                     arrays.append(root)
-                elif _found_writing(root):
-                    return None
                 else:
                     searches.append(reached_from(root))
         except Exception:  # (an object of the user's that refuses the search: copied)
@@ -608,7 +604,7 @@ class Window:
                                     for b in bases):
                 return None
             marked += [a, *bases]
-        return cls(roots, searches, large, marked)
+        return cls(fun, searches, large, marked)
 
     def __enter__(self) -> Window:
         self._outer = _windows.open
@@ -625,32 +621,18 @@ class Window:
 
     def undo(self) -> None:
         """After a write refused: the flags, the Python state and the generators the
-        function reaches as they were when the window opened; the function is marked as
-        writing (its next calls are not given a window)."""
+        function reaches as they were when the window opened; the function's code is
+        marked as writing (its next gradients copy, see ``met_large``)."""
         self.read_only.release()
         self.held = set()
         self.state.restore()
         self.generators.restore()
-        for root in self.roots:
-            try:
-                _WRITING.add(root)
-            except TypeError:  # (not weakly referenceable: asked again next time)
-                pass
+        _LARGE_CODES.update(dict.fromkeys(_user_codes(self.fun), False))
 
     def aliases(self, leaves) -> bool:
         """Whether an array among ``leaves`` shares memory with one held read-only."""
         return any(isinstance(leaf, _np.ndarray) and _np.may_share_memory(leaf, a)
                    for leaf in leaves for a in self.read_only.arrays)
-
-
-_WRITING: weakref.WeakSet = weakref.WeakSet()  # functions found writing into what they reach
-
-
-def _found_writing(root) -> bool:
-    try:
-        return root in _WRITING
-    except TypeError:  # (unhashable, or not weakly referenceable)
-        return False
 
 
 def _search_roots(roots: list) -> list:
@@ -684,7 +666,9 @@ def current_window() -> Window | None:
 # a gradient that copied one gives its function a window from its next call on
 # (``note_large``), so a gradient of small arrays pays no search.
 large_copies = [0]
-_LARGE_CODES: dict = {}  # the code of functions whose gradients met large arrays
+# The code of functions whose gradients met large arrays: True, or False once found
+# writing into what they reach (their gradients copy then)
+_LARGE_CODES: dict = {}
 
 
 def _user_codes(fun, depth: int = 0) -> list:
@@ -709,15 +693,19 @@ def _user_codes(fun, depth: int = 0) -> list:
 
 
 def met_large(fun) -> bool:
-    """Did a gradient of ``fun`` (of a function of the same code) meet a large array?"""
+    """Did a gradient of ``fun`` (of a function of the same code) meet a large array, and
+    was the function not found writing into what it reaches?"""
     if not _LARGE_CODES:
         return False
     if type(fun) is types.FunctionType and fun.__closure__ is None:
-        return fun.__code__ in _LARGE_CODES
-    return any(code in _LARGE_CODES for code in _user_codes(fun))
+        return _LARGE_CODES.get(fun.__code__, False)
+    codes = _user_codes(fun)
+    return bool(codes) and all(_LARGE_CODES.get(code, False) for code in codes)
 
 
 def note_large(fun) -> None:
+    """A gradient of ``fun`` copied a large array."""
     if len(_LARGE_CODES) >= 1024:
         _LARGE_CODES.clear()
-    _LARGE_CODES.update(dict.fromkeys(_user_codes(fun)))
+    for code in _user_codes(fun):
+        _LARGE_CODES.setdefault(code, True)
