@@ -284,10 +284,11 @@ def _unaliased(a):
 
 # From this size on, a closed recording's node (grad's) keeps a writeable constant array
 # itself, read-only until the recording's call ends (reach.Window), instead of a copy.
-# Holding costs a search of what the function reaches, ~25 us for a one-line function
-# (more for a larger program), where a copy costs its bytes: measured on grad of
-# sum(x * c), holding cost 1.95x copying at 8 KiB, 1.09x at 1 MiB, 0.98x at 2 MiB, 0.85x
-# at 8 MiB; 4 MiB leaves a margin for larger programs' searches.
+# Holding costs a search of what the function reaches, and making it read-only, ~18 us for
+# a one-line function (more for a larger program), where a copy costs its bytes: measured
+# on grad of sum(x * c) (benchmarks/snapshot_threshold.py), holding cost 1.61x copying at
+# 8 KiB, 1.00x at 1 MiB, 0.86x at 4 MiB, 0.77x at 8 MiB; 4 MiB leaves a margin for larger
+# programs' searches.
 SNAPSHOT_COPY_MAX = 4 << 20
 
 
