@@ -566,11 +566,12 @@ class Window:
 
     def __init__(self, fun, searches: list, large: list, marked: list):
         self.fun = fun
-        self.read_only = ReadOnly(marked)
         self.held = {id(a) for a in large}
         self.state = PythonState([key for search in searches for key in search.state])
         self.generators = GeneratorStates(
             list({id(g): g for search in searches for g in search.generators}.values()))
+        self._marked = marked
+        self.read_only = ReadOnly([])  # (the arrays are made read-only as it opens)
         self._outer = None
 
     @classmethod
@@ -609,6 +610,11 @@ class Window:
     def __enter__(self) -> Window:
         self._outer = _windows.open
         _windows.open = self
+        try:
+            self.read_only.add(self._marked)
+        except BaseException:
+            self.__exit__()
+            raise
         return self
 
     def __exit__(self, *exc) -> None:
