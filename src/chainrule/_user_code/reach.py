@@ -16,6 +16,9 @@ of lists, tuples, dicts and sets met on the way (their first 64). Generators are
 
 A search records what it read (a global, a closure cell, an attribute), so a later call can
 reuse it after checking that those still hold the same objects (``Reach.current``).
+
+``grad`` uses it too (``Window``): a gradient keeps a large constant array itself, without
+a copy, where every array the function reaches is read-only for the call.
 """
 
 from __future__ import annotations
