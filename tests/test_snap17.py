@@ -455,3 +455,28 @@ def test_a_method_and_a_callable_object():
         # (held from the method's second gradient on; the object's __call__ is the same
         # code, whose gradients met large arrays: held from its first)
         assert model.seen == ([[True], [False]] if fun == "method" else [[False], [False]])
+
+
+@pytest.mark.parametrize("owner", [True, False])
+def test_a_function_making_a_held_array_writeable_again(owner):
+    # (an array owning its memory: NumPy sets its flag back; linspace's answer is a view,
+    # whose flag NumPy refuses to set while its base is read-only)
+    c = onp.linspace(1.0, 2.0, N).copy() if owner else onp.linspace(1.0, 2.0, N)
+    c0 = c.copy()
+
+    def f(x):
+        y = np.sum(x * c)
+        if not c.flags.writeable:
+            c.setflags(write=True)
+            c[0] = 9.0
+        return y
+
+    assert onp.array_equal(grad(f)(onp.ones(N)), c0)  # (the first gradient copies)
+    if owner:  # (the gradient may have read the new value: refused, clearly)
+        with pytest.raises(RuntimeError, match="made writeable again"):
+            grad(f)(onp.ones(N))
+        assert c[0] == 9.0
+    else:  # (refused by NumPy, as a write: run again copying)
+        assert onp.array_equal(grad(f)(onp.ones(N)), c0)
+        assert onp.array_equal(c, c0)
+    assert flags(c) == [True]

@@ -185,13 +185,25 @@ def _held(name: str, fun, x):
         return _value_and_gradient(name, fun, x, reverse.VJPNode)
     with window:  # (closed as the call ends, by whatever: the flags as they were)
         try:
-            return _value_and_gradient(name, fun, x, reverse.WindowVJPNode, window)
+            answer = _value_and_gradient(name, fun, x, reverse.WindowVJPNode, window)
         except ValueError as error:
             if not reach.written(error, window.read_only):
                 raise
             # The function wrote into an array it reaches (NumPy refused: nothing it
             # reaches was written): from the state it started from, it runs again copying.
             window.undo()
+        else:
+            reopened = window.reopened()
+            if reopened:
+                a = reopened[0]
+                raise RuntimeError(
+                    f"{name}: an array of shape {a.shape} the function reaches, made "
+                    f"read-only for the call (its gradient keeps large arrays without a "
+                    f"copy, see docs/arrays.md), was made writeable again during it "
+                    f"(setflags(write=True)): the gradient may have read changed values. "
+                    f"Pass a copy of the array, or set "
+                    f"chainrule.numpy.numpy_vspaces.SNAPSHOT_COPY_MAX above its size.")
+            return answer
     return _value_and_gradient(name, fun, x, reverse.VJPNode)
 
 

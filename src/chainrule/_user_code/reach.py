@@ -528,8 +528,9 @@ _holding = threading.Lock()
 def written(error: BaseException, read_only: ReadOnly) -> bool:
     """Did ``error`` come from a write into one of ``read_only``'s arrays (as far as
     NumPy's message tells)?"""
+    # (NumPy's words for a write refused, and for a read-only view's flag set back)
     return (bool(read_only.arrays) and isinstance(error, ValueError)
-            and "read-only" in str(error))
+            and ("read-only" in str(error) or "set WRITEABLE flag" in str(error)))
 
 
 def _bases_above(a: _np.ndarray) -> int:
@@ -627,6 +628,11 @@ class Window:
     def holds(self, a: _np.ndarray) -> bool:
         """May a node keep ``a`` itself (an array read-only while the window is open)?"""
         return id(a) in self.held
+
+    def reopened(self) -> list:
+        """The arrays made read-only here that are writeable again (by the function's
+        ``setflags(write=True)``, or another thread's): the nodes' arrays may have changed."""
+        return [a for a in self.read_only.arrays if a.flags.writeable]
 
     def undo(self) -> None:
         """After a write refused: the flags, the Python state and the generators the
