@@ -562,7 +562,7 @@ class Window:
     before anything it reaches has changed. The caller then ``undo``es the run — the
     flags, and the Python state and random generators the function reaches (``PythonState``,
     ``GeneratorStates``) as they were — and runs the function again, copying. A function
-    found writing is not given a window again (while what it reaches is the same).
+    found writing (one of its code) is not given a window again (``met_large``).
 
     One window per thread is open at a time (``current_window()``): a recording nested in
     the call (grad of grad) keeps its arrays in it; its write is the outer call's to undo.
