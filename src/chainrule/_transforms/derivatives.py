@@ -120,20 +120,9 @@ _ONE_LEAF = (float, np.ndarray)
 _SEEDS = {float: np.float64(1), np.float64: np.float64(1), np.float32: np.float32(1)}
 
 
-def _value_and_gradient(name: str, fun, x, node_type: type | None = None,
-                        window: reach.Window | None = None):
-    """One reverse pass seeded with 1 for a real scalar output: (value, gradient).
-
-    The recording is made and pulled back here, the function running nothing in between:
-    where the function reaches large writeable arrays (``SNAPSHOT_COPY_MAX``), its nodes
-    keep them themselves, read-only until the call ends (``_held``), not copies. (From a
-    function's second gradient on: its first copied a large array, ``reach.note_large``.)
-    ``node_type`` and ``window``: ``_held``'s recording."""
-    copies = None
-    if node_type is None:
-        if reach.met_large(fun):
-            return _held(name, fun, x)
-        node_type, copies = reverse.VJPNode, reach.large_copies[0]
+def _value_and_gradient(name: str, fun, x, node_type: type, window):
+    """One reverse pass seeded with 1 for a real scalar output: (value, gradient) (a
+    ``_closed`` recording: ``_closed(_value_and_gradient, fun, x, name)``)."""
     # One block pauses the cycle collector from recording to sweep (the graph lives
     # between them) and keeps the heap's growth (heap.py), for both.
     with graph_memory() as memory:
@@ -154,12 +143,7 @@ def _value_and_gradient(name: str, fun, x, node_type: type | None = None,
             gradient = recording.pull_back(seed)
             if type(gradient) not in _ONE_LEAF:  # (arguments given one array for two)
                 gradient = unaliased(gradient)
-            if window is not None and window.read_only.arrays and window.aliases(
-                    tree_leaves(gradient)):
-                gradient = tree_map(_copied, gradient)  # (a rule answered a held constant)
-            if copies is not None and reach.large_copies[0] != copies:
-                reach.note_large(fun)
-            return ans, gradient
+            return ans, _unheld(gradient, window)
     raise TypeError(
         f"{name} requires a real scalar output, but the function returned {kind}. For "
         f"vector outputs use jacobian (all derivatives), elementwise_grad (sum of rows) or "
@@ -168,24 +152,33 @@ def _value_and_gradient(name: str, fun, x, node_type: type | None = None,
     )
 
 
-def _held(name: str, fun, x):
-    """``_value_and_gradient`` of a function whose gradient met large arrays: in a
-    ``reach.Window`` where it reaches large writeable ones (its nodes keep them, read-only
-    until the call ends, and every array it reaches is read-only: a function that writes
-    into one is run again, copying, from the state it started from). Under chainrule.jit's
-    staging it copies: the program outlives the call."""
+def _closed(record: Callable, fun, x, head=None):
+    """``record(head, fun, x, node_type, window)``: a recording of ``fun(x)`` made and
+    pulled back within this call, the function running nothing in between (grad's). Where
+    its gradients met large arrays (``reach.met_large``: from a function's second gradient
+    on, its first copied one) and it reaches large writeable ones (``SNAPSHOT_COPY_MAX``),
+    in a ``reach.Window``: its nodes (``WindowVJPNode``) keep them themselves, read-only
+    until the call ends, not copies, and every array it reaches is read-only; a function
+    that writes into one is run again, copying, from the state it started from. Under
+    chainrule.jit's staging it copies: the program outlives the call."""
+    if not reach.met_large(fun):
+        copies = reach.large_copies[0]
+        answer = record(head, fun, x, reverse.VJPNode, None)
+        if reach.large_copies[0] != copies:
+            reach.note_large(fun)
+        return answer
     if _staging():
-        return _value_and_gradient(name, fun, x, reverse.VJPNode)
+        return record(head, fun, x, reverse.VJPNode, None)
     if reach.current_window() is not None:
         # (nested in an open window, grad of grad: it keeps that window's arrays, and a
         # write is that window's to undo)
-        return _value_and_gradient(name, fun, x, reverse.WindowVJPNode)
+        return record(head, fun, x, reverse.WindowVJPNode, None)
     window = reach.Window.around(fun, x, numpy_vspaces.SNAPSHOT_COPY_MAX)
     if window is None:
-        return _value_and_gradient(name, fun, x, reverse.VJPNode)
+        return record(head, fun, x, reverse.VJPNode, None)
     with window:  # (closed as the call ends, by whatever: the flags as they were)
         try:
-            answer = _value_and_gradient(name, fun, x, reverse.WindowVJPNode, window)
+            answer = record(head, fun, x, reverse.WindowVJPNode, window)
         except ValueError as error:
             if not reach.written(error, window.read_only):
                 raise
@@ -195,16 +188,23 @@ def _held(name: str, fun, x):
         else:
             reopened = window.reopened()
             if reopened:
-                a = reopened[0]
                 raise RuntimeError(
-                    f"{name}: an array of shape {a.shape} the function reaches, made "
-                    f"read-only for the call (its gradient keeps large arrays without a "
-                    f"copy, see docs/arrays.md), was made writeable again during it "
+                    f"an array of shape {reopened[0].shape} the function reaches, made "
+                    f"read-only for a gradient (which keeps large arrays without a copy, "
+                    f"see docs/arrays.md), was made writeable again during it "
                     f"(setflags(write=True)): the gradient may have read changed values. "
                     f"Pass a copy of the array, or set "
                     f"chainrule.numpy.numpy_vspaces.SNAPSHOT_COPY_MAX above its size.")
             return answer
-    return _value_and_gradient(name, fun, x, reverse.VJPNode)
+    return record(head, fun, x, reverse.VJPNode, None)
+
+
+def _unheld(gradient, window):
+    """``gradient``, copied where a rule answered an array a window holds (the caller's)."""
+    if window is not None and window.read_only.arrays and window.aliases(
+            tree_leaves(gradient)):
+        return tree_map(_copied, gradient)
+    return gradient
 
 
 def _copied(leaf):
@@ -220,7 +220,7 @@ def _staging() -> bool:
 
 @lifted("grad")
 def _grad(fun, x):
-    return _value_and_gradient("grad", fun, x)[1]
+    return _closed(_value_and_gradient, fun, x, "grad")[1]
 
 
 def grad(
@@ -256,11 +256,15 @@ def grad(
 
 @lifted("elementwise_grad")
 def _elementwise_grad(fun, x):
-    vjp, ans = reverse.make_vjp(fun, x, free=True)
-    space = _output_space("elementwise_grad", ans)
+    return _closed(_recorded_elementwise_gradient, fun, x)
+
+
+def _recorded_elementwise_gradient(_, fun, x, node_type: type, window):
+    recording = reverse.Recording(fun, x, free=True, node_type=node_type)
+    space = _output_space("elementwise_grad", recording.ans)
     if space.iscomplex:
         raise TypeError("elementwise_grad is only defined for real-valued outputs.")
-    return unaliased(vjp(space.ones()))
+    return _unheld(unaliased(recording.pull_back(space.ones())), window)
 
 
 def elementwise_grad(
@@ -283,7 +287,7 @@ def elementwise_grad(
 
 @lifted("value_and_grad")
 def _value_and_grad(fun, x):
-    return _value_and_gradient("value_and_grad", fun, x)
+    return _closed(_value_and_gradient, fun, x, "value_and_grad")
 
 
 def _value_aux_and_grad(value_and_gradient, aux):
@@ -311,8 +315,14 @@ def value_and_grad(
 
 @lifted("grad_and_aux")
 def _grad_and_aux(fun, x):
-    vjp, (ans, aux) = reverse.make_vjp(lambda x: _pair(fun(x)), x, free=True)
-    return unaliased(vjp((vspace(ans).ones(), tree_map(_zeros_like_leaf, aux)))), aux
+    return _closed(_recorded_gradient_and_aux, fun, x)
+
+
+def _recorded_gradient_and_aux(_, fun, x, node_type: type, window):
+    recording = reverse.Recording(lambda x: _pair(fun(x)), x, free=True, node_type=node_type)
+    ans, aux = recording.ans
+    gradient = recording.pull_back((vspace(ans).ones(), tree_map(_zeros_like_leaf, aux)))
+    return _unheld(unaliased(gradient), window), aux
 
 
 def grad_and_aux(
