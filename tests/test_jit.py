@@ -212,7 +212,7 @@ def test_a_closed_over_tensor_that_requires_grad_keeps_its_derivative():
 
 
 def test_globals_and_random_are_constants_and_large_ones_warn():
-    big = onp.ones(200_000)  # 1.6 MB, not an input
+    big = onp.arange(200_000.0)  # 1.6 MB, not an input
     jf = cr.jit(lambda x: np.sum(x * big))
     with pytest.warns(UserWarning, match="bakes in arrays"):
         jf(2.0)

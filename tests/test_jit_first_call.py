@@ -376,7 +376,7 @@ def test_an_array_constant_the_caller_changes_before_the_second_call():
 
 
 def test_large_constants_are_warned_of_at_the_trace():
-    big = onp.ones(200_000)  # 1.6 MB, read by a call (a copy the record keeps)
+    big = onp.arange(200_000.0)  # 1.6 MB, read by a call (a copy the record keeps)
 
     def f(x):
         return np.sum(x * big)

@@ -43,7 +43,15 @@ from ._notices import JitWarning, user_stacklevel
 from ._program import MISS, RAISED, AtFirstRun, Program, copied_together, needed, same
 from ._render import POSITIONAL_OUT, Plan
 from ._roll import roll
-from ._staging import LARGE_CONSTANT, ArrayMeta, Guard, StagingNode, _identity, rules_of_call
+from ._staging import (
+    LARGE_CONSTANT,
+    ArrayMeta,
+    Guard,
+    StagingNode,
+    _identity,
+    held_bytes,
+    rules_of_call,
+)
 
 # calls: a program longer than this once its loops are folded runs as a table (see
 # ``_interpret``): compiling it would cost more than tracing it. A float program compiles
@@ -772,7 +780,7 @@ class _Namespace:
         if key not in self.consts:
             self.consts[key] = f"c{len(self.consts)}"
             self.glob[self.consts[key]] = v
-            if isinstance(v, _np.ndarray) and v.nbytes > LARGE_CONSTANT:
+            if isinstance(v, _np.ndarray) and held_bytes(v) > LARGE_CONSTANT:
                 self.large.append(v)
         return self.consts[key]
 
@@ -884,7 +892,7 @@ def warn_large(name: str, record, guards: list[Guard], out_items: list) -> None:
 def _warn_large(name: str, constants: list) -> None:
     """Warn of the constant arrays over ``LARGE_CONSTANT`` bytes a program keeps."""
     large = list({id(a): a for a in constants
-                  if isinstance(a, _np.ndarray) and a.nbytes > LARGE_CONSTANT}.values())
+                  if isinstance(a, _np.ndarray) and held_bytes(a) > LARGE_CONSTANT}.values())
     if large:
         sizes = ", ".join(f"{a.shape} {a.dtype}" for a in large)
         warnings.warn(

@@ -26,6 +26,7 @@ from .._core import tracer
 from .._core.rule_table import PrimitiveRules, rule_table
 from .._core.tracer import Node, isbox
 from .._user_code.lines import storing_an_item
+from ..numpy._namespace import ufunc_of
 from . import _errstate
 from ._notices import call_site
 
@@ -153,6 +154,15 @@ def _on_error(box, error: BaseException | None = None) -> None:
 LARGE_CONSTANT = 1 << 20  # bytes: a baked-in array this large is warned about
 
 
+def held_bytes(a: np.ndarray) -> int:
+    """The bytes ``a``'s elements take (a broadcast view holds one row of its own axes)."""
+    held = a.itemsize
+    for n, stride in zip(a.shape, a.strides):
+        if stride or not n:
+            held *= n
+    return held
+
+
 class Record(list):
     """The nodes of one staging trace, in the order they were made, and the values of the
     constants they read (``constant``)."""
@@ -190,6 +200,26 @@ class Record(list):
             return list(map(self.constant, value))
         return value
 
+    def arithmetic_constant(self, value: Any) -> Any:
+        """``constant``, for an operand of +, -, * or /: a large array holding one value
+        throughout (the cotangent of a mean, negated or scaled at the trace) is kept as
+        that value broadcast to its shape, a read-only view of one element: the program
+        keeps no copy of its size, and the arithmetic's answers are the same bits
+        (correctly rounded, element by element, whatever the layout)."""
+        copy = self.constant(value)
+        if type(copy) is not np.ndarray or copy.nbytes <= LARGE_CONSTANT or \
+                copy.dtype.kind not in "fc" or not _uniform(copy):
+            return copy
+        key = ("uniform", id(value))
+        known = self.copies.get(key)
+        if known is not None and known[0]() is value and _same_bits(copy, known[1]):
+            return known[1]
+        # (one element of its own: a view of the copy would keep the whole copy alive)
+        compact = np.broadcast_to(copy.reshape(-1)[:1].copy().reshape(()), copy.shape)
+        self.copies[key] = (weakref.ref(value), compact)
+        self.large = [a for a in self.large if a is not copy]
+        return compact
+
 
 # type -> is a value of it read as a constant copy (``Record.constant``): arrays, their
 # subclasses (memmap, recarray, masked arrays: read by reference, a buffer the function
@@ -208,7 +238,23 @@ def _mutable(value: Any) -> bool:
 
 
 _NO_KEYWORDS: dict = {}
+# the ufuncs whose answers are correctly rounded, element by element, whatever their
+# operands' layout (``Record.arithmetic_constant``)
+_ARITHMETIC = frozenset({np.add, np.subtract, np.multiply, np.true_divide})
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _uniform(a: np.ndarray) -> bool:
+    """Whether ``a`` has elements, every one with the bits of its first."""
+    if not a.size:
+        return False
+    as_int = _UINT.get(a.dtype.itemsize)
+    if as_int is None:  # (complex128: two float64 halves)
+        flat = a.reshape(-1).view(_UINT[a.dtype.itemsize // 2])
+        return bool((flat[0::2] == flat[0]).all() and (flat[1::2] == flat[1]).all())
+    flat = a.reshape(-1).view(as_int)
+    first = flat[0]
+    return bool((flat[:64] == first).all() and (flat == first).all())
 
 
 def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
@@ -310,7 +356,10 @@ class StagingNode(Node):
             for a in args:
                 mutable = _MUTABLE.get(type(a))  # (a known type: one lookup, no call)
                 if mutable or mutable is None and _mutable(a):
-                    args[:] = map(record.constant, args)  # (rare: the loop only then)
+                    if not kwargs and ufunc_of(fun) in _ARITHMETIC:
+                        args[:] = map(record.arithmetic_constant, args)
+                    else:
+                        args[:] = map(record.constant, args)  # (rare: the loop only then)
                     break
             self.args = args
             try:

@@ -1,0 +1,99 @@
+"""jit keeps a large constant that holds one value throughout as that value broadcast (the
+cotangent of a mean, made at the trace): no copy of its size, no warning, the same bits as
+eager evaluation. Other large constants are kept and warned of as before."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as onp
+import pytest
+
+import chainrule as cr
+import chainrule.numpy as np
+from chainrule.jit import JitWarning
+from chainrule.jit._staging import LARGE_CONSTANT, held_bytes
+
+ROWS = 200_000  # a y of 1.6 MB: above LARGE_CONSTANT
+
+
+def loss(w, X, y):
+    z = X @ w
+    return np.sum(np.logaddexp(0.0, z) - y * z) / X.shape[0] + 0.5e-3 * np.sum(w * w)
+
+
+def data(seed: int):
+    rng = onp.random.default_rng(seed)
+    X = rng.standard_normal((ROWS, 3))
+    return rng.standard_normal(3), X, (rng.uniform(size=ROWS) < 0.5) * 1.0
+
+
+def program_constants(f, *args) -> list:
+    (program,) = f.variants_for(*args)
+    return [v for v in program.namespace.values() if isinstance(v, onp.ndarray)]
+
+
+def test_a_mean_s_cotangent_is_kept_as_one_value_with_eager_bits():
+    f = cr.jit(cr.value_and_grad(loss))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitWarning)  # (it warned of two 1.6 MB arrays)
+        for seed in (0, 1, 2):  # (the trace, then the program, at other points)
+            args = data(seed)
+            value, gradient = f(*args)
+            eager_value, eager_gradient = cr.value_and_grad(loss)(*args)
+            assert value == eager_value
+            assert onp.array_equal(gradient, eager_gradient)
+            assert gradient.flags.writeable and gradient.flags.owndata
+    kept = program_constants(f, *data(0))
+    assert any(c.shape == (ROWS,) for c in kept)  # (the mean's cotangent, 1 / ROWS)
+    for c in kept:
+        assert held_bytes(c) <= LARGE_CONSTANT
+        assert c.base is None or c.base.size <= 1  # (not a view of the full copy)
+
+
+@pytest.mark.parametrize("value", [0.5, -0.0, float("nan"), float("inf")])
+def test_a_uniform_global_read_by_arithmetic(value):
+    c = onp.full(ROWS, value)
+
+    def f(x):
+        return (x * c + c) / c - c
+
+    jf = cr.jit(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)  # (inf - inf, nan: NumPy's own)
+        for x in (onp.linspace(-1.0, 1.0, ROWS), onp.arange(ROWS) - 7.0):
+            with onp.errstate(all="ignore"):
+                want = f(x)
+            got = jf(x)
+            assert onp.array_equal(got.view(onp.uint64), want.view(onp.uint64))
+
+
+def test_zeros_of_both_signs_are_not_one_value():
+    c = onp.zeros(ROWS)
+    c[1::2] = -0.0  # (equal as numbers, not as bits)
+    jf = cr.jit(lambda x: x * c)
+    with pytest.warns(JitWarning, match="bakes in arrays"):
+        got = jf(onp.ones(ROWS))
+    assert onp.array_equal(onp.signbit(got), onp.signbit(c))
+
+
+def test_other_large_constants_are_kept_and_warned_of():
+    ramp = onp.arange(float(ROWS))
+    with pytest.warns(JitWarning, match="bakes in arrays"):
+        assert cr.jit(lambda x: np.sum(x * ramp))(2.0) == 2.0 * ramp.sum()
+    # a uniform matrix in a product (not elementwise arithmetic: BLAS reads it as it is)
+    uniform = onp.full((ROWS // 4, 4), 0.25)
+    jf = cr.jit(lambda x: uniform @ x)
+    with pytest.warns(JitWarning, match="bakes in arrays"):
+        got = jf(onp.arange(4.0))
+    assert onp.array_equal(got, uniform @ onp.arange(4.0))
+
+
+def test_a_uniform_complex_constant():
+    c = onp.full(ROWS, 1.5 - 2.0j)
+    jf = cr.jit(lambda x: x * c - c)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitWarning)
+        x = onp.linspace(0.0, 1.0, ROWS) + 1j
+        assert onp.array_equal(jf(x), x * c - c)
