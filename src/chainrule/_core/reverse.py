@@ -61,6 +61,10 @@ droppable_types: set = set()
 # a loop) would otherwise reach every VJP with its last contents. ``snapshot_types[t](v)``
 # answers what the node keeps (chainrule.numpy: a copy of a writeable array).
 snapshot_types: dict = {}
+# What a node of a closed window (``WindowVJPNode``) keeps of a constant of these types
+# (chainrule.numpy: a large array itself, held read-only while the window is open, see
+# reach.Window); the other types' snapshots are ``snapshot_types``'.
+window_snapshot_types: dict = {}
 _box_types = Box.types  # (the registry's own set: later registrations count)
 
 
@@ -121,6 +125,7 @@ def _shape_only(shape: tuple, dtype) -> ShapeOnly:
 class VJPNode(Node):
     __slots__ = ("parents", "fun", "args", "kwargs", "argnums", "ans", "seq")
     keeps_everything = False  # True for graphs that are replayed or pushed forward
+    windowed = False  # True for a closed window's (see WindowVJPNode)
 
     def __init__(self, ans, fun, args, kwargs, argnums, parents):
         self.seq = next(_creation_order)
@@ -153,9 +158,11 @@ class VJPNode(Node):
             )):  # (jit's staged answer is kept: it holds no array, and names its line)
                 ans = None
         if n != len(argnums):  # constants among the arguments
+            windowed = self.windowed
             for i, arg in enumerate(args):
                 if type(arg) in snapshot_types and i not in argnums:
-                    args[i] = snapshot_types[type(arg)](arg)
+                    keep = window_snapshot_types.get(type(arg)) if windowed else None
+                    args[i] = (keep or snapshot_types[type(arg)])(arg)
         self.args = args
         self.ans = ans
 
@@ -166,6 +173,15 @@ class VJPNode(Node):
 
     def __repr__(self) -> str:
         return f"<VJPNode {_name(self.fun) if self.fun else 'root'}>"
+
+
+class WindowVJPNode(VJPNode):
+    """A node of a recording made and pulled back within one chainrule call, the
+    function's code running nothing else in between (grad's): its large constant arrays
+    may be kept themselves, read-only until the call ends (``window_snapshot_types``)."""
+
+    __slots__ = ()
+    windowed = True
 
 
 class KeptVJPNode(VJPNode):

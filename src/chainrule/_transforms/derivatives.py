@@ -7,6 +7,7 @@ type: autograd's ``argnum``, and JAX's ``argnums`` and ``has_aux``.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -16,12 +17,14 @@ import numpy as np
 from .. import numpy as anp
 from .._core import forward, reverse
 from .._core.heap import graph_memory
-from .._core.pytree import tree_map
+from .._core.pytree import tree_leaves, tree_map
 from .._core.rules import defjvp_argnums, defvjp_argnums
 from .._core.tracer import derivative_free, primitive
 from .._core.vspace import ContainerVSpace, VSpace, vspace
 from .._sparsity.products import SparseVSpace
+from .._user_code import reach
 from .._user_code.lines import warnings_at_user_line
+from ..numpy import numpy_vspaces
 from .fresh import unaliased
 from .jacobians import jacobian_columns_of_recording, jacobian_rows, jacobian_tree
 from .options import lifted, resolve_argnums, transformed
@@ -117,12 +120,13 @@ _ONE_LEAF = (float, np.ndarray)
 _SEEDS = {float: np.float64(1), np.float64: np.float64(1), np.float32: np.float32(1)}
 
 
-def _value_and_gradient(name: str, fun, x):
-    """One reverse pass seeded with 1 for a real scalar output: (value, gradient)."""
+def _value_and_gradient(name: str, fun, x, node_type: type, window):
+    """One reverse pass seeded with 1 for a real scalar output: (value, gradient) (a
+    ``_closed`` recording: ``_closed(_value_and_gradient, fun, x, name)``)."""
     # One block pauses the cycle collector from recording to sweep (the graph lives
     # between them) and keeps the heap's growth (heap.py), for both.
     with graph_memory() as memory:
-        recording = reverse.Recording(fun, x, free=True, memory=memory)
+        recording = reverse.Recording(fun, x, free=True, memory=memory, node_type=node_type)
         ans = recording.ans
         seed = _SEEDS.get(type(ans))
         if seed is None:
@@ -139,7 +143,7 @@ def _value_and_gradient(name: str, fun, x):
             gradient = recording.pull_back(seed)
             if type(gradient) not in _ONE_LEAF:  # (arguments given one array for two)
                 gradient = unaliased(gradient)
-            return ans, gradient
+            return ans, _unheld(gradient, window)
     raise TypeError(
         f"{name} requires a real scalar output, but the function returned {kind}. For "
         f"vector outputs use jacobian (all derivatives), elementwise_grad (sum of rows) or "
@@ -148,9 +152,75 @@ def _value_and_gradient(name: str, fun, x):
     )
 
 
+def _closed(record: Callable, fun, x, head=None):
+    """``record(head, fun, x, node_type, window)``: a recording of ``fun(x)`` made and
+    pulled back within this call, the function running nothing in between (grad's). Where
+    its gradients met large arrays (``reach.met_large``: from a function's second gradient
+    on, its first copied one) and it reaches large writeable ones (``SNAPSHOT_COPY_MAX``),
+    in a ``reach.Window``: its nodes (``WindowVJPNode``) keep them themselves, read-only
+    until the call ends, not copies, and every array it reaches is read-only; a function
+    that writes into one is run again, copying, from the state it started from. Under
+    chainrule.jit's staging it copies: the program outlives the call."""
+    if not reach.met_large(fun):
+        copies = reach.large_copies[0]
+        answer = record(head, fun, x, reverse.VJPNode, None)
+        if reach.large_copies[0] != copies:
+            reach.note_large(fun)
+        return answer
+    if _staging():
+        return record(head, fun, x, reverse.VJPNode, None)
+    if reach.current_window() is not None:
+        # (nested in an open window, grad of grad: it keeps that window's arrays, and a
+        # write is that window's to undo)
+        return record(head, fun, x, reverse.WindowVJPNode, None)
+    window = reach.Window.around(fun, x, numpy_vspaces.SNAPSHOT_COPY_MAX)
+    if window is None:
+        return record(head, fun, x, reverse.VJPNode, None)
+    with window:  # (closed as the call ends, by whatever: the flags as they were)
+        try:
+            answer = record(head, fun, x, reverse.WindowVJPNode, window)
+        except ValueError as error:
+            if not reach.written(error, window.read_only):
+                raise
+            # The function wrote into an array it reaches (NumPy refused: nothing it
+            # reaches was written): from the state it started from, it runs again copying.
+            window.undo()
+        else:
+            reopened = window.reopened()
+            if reopened:
+                raise RuntimeError(
+                    f"an array of shape {reopened[0].shape} the function reaches, made "
+                    f"read-only for a gradient (which keeps large arrays without a copy, "
+                    f"see docs/arrays.md), was made writeable again during it "
+                    f"(setflags(write=True)): the gradient may have read changed values. "
+                    f"Pass a copy of the array, or set "
+                    f"chainrule.numpy.numpy_vspaces.SNAPSHOT_COPY_MAX above its size.")
+            return answer
+    return record(head, fun, x, reverse.VJPNode, None)
+
+
+def _unheld(gradient, window):
+    """``gradient``, copied where a rule answered an array a window holds (the caller's)."""
+    if window is not None and window.read_only.arrays and window.aliases(
+            tree_leaves(gradient)):
+        return tree_map(_copied, gradient)
+    return gradient
+
+
+def _copied(leaf):
+    return leaf.copy() if isinstance(leaf, np.ndarray) else leaf
+
+
+def _staging() -> bool:
+    """Is chainrule.jit staging a program on this thread? (Looked up, not imported: jit
+    is a layer above the transforms.)"""
+    staging = sys.modules.get("chainrule.jit._staging")
+    return staging is not None and staging.current() is not None
+
+
 @lifted("grad")
 def _grad(fun, x):
-    return _value_and_gradient("grad", fun, x)[1]
+    return _closed(_value_and_gradient, fun, x, "grad")[1]
 
 
 def grad(
@@ -186,11 +256,15 @@ def grad(
 
 @lifted("elementwise_grad")
 def _elementwise_grad(fun, x):
-    vjp, ans = reverse.make_vjp(fun, x, free=True)
-    space = _output_space("elementwise_grad", ans)
+    return _closed(_recorded_elementwise_gradient, fun, x)
+
+
+def _recorded_elementwise_gradient(_, fun, x, node_type: type, window):
+    recording = reverse.Recording(fun, x, free=True, node_type=node_type)
+    space = _output_space("elementwise_grad", recording.ans)
     if space.iscomplex:
         raise TypeError("elementwise_grad is only defined for real-valued outputs.")
-    return unaliased(vjp(space.ones()))
+    return _unheld(unaliased(recording.pull_back(space.ones())), window)
 
 
 def elementwise_grad(
@@ -213,7 +287,7 @@ def elementwise_grad(
 
 @lifted("value_and_grad")
 def _value_and_grad(fun, x):
-    return _value_and_gradient("value_and_grad", fun, x)
+    return _closed(_value_and_gradient, fun, x, "value_and_grad")
 
 
 def _value_aux_and_grad(value_and_gradient, aux):
@@ -241,8 +315,14 @@ def value_and_grad(
 
 @lifted("grad_and_aux")
 def _grad_and_aux(fun, x):
-    vjp, (ans, aux) = reverse.make_vjp(lambda x: _pair(fun(x)), x, free=True)
-    return unaliased(vjp((vspace(ans).ones(), tree_map(_zeros_like_leaf, aux)))), aux
+    return _closed(_recorded_gradient_and_aux, fun, x)
+
+
+def _recorded_gradient_and_aux(_, fun, x, node_type: type, window):
+    recording = reverse.Recording(lambda x: _pair(fun(x)), x, free=True, node_type=node_type)
+    ans, aux = recording.ans
+    gradient = recording.pull_back((vspace(ans).ones(), tree_map(_zeros_like_leaf, aux)))
+    return _unheld(unaliased(gradient), window), aux
 
 
 def grad_and_aux(

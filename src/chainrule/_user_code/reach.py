@@ -16,14 +16,19 @@ of lists, tuples, dicts and sets met on the way (their first 64). Generators are
 
 A search records what it read (a global, a closure cell, an attribute), so a later call can
 reuse it after checking that those still hold the same objects (``Reach.current``).
+
+``grad`` uses it too (``Window``): a gradient keeps a large constant array itself, without
+a copy, where every array the function reaches is read-only for the call.
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
+import mmap
 import operator
 import random
+import threading
 import types
 import weakref
 from collections.abc import Callable
@@ -67,12 +72,15 @@ class Reach:
         self.state: list = []  # the user's own reads (see PythonState): (a place, a key)
         found: dict[int, Any] = {}
         arrays: dict[int, _np.ndarray] = {}
+        subclassed: dict[int, _np.ndarray] = {}
         seen: set[int] = set()
         pending = [(root, frozenset(), 0, False, False) for root in reversed(roots)]
         while pending:
             obj, names, depth, library, libraries = pending.pop()
             if type(obj) is _np.ndarray and not library:
                 arrays.setdefault(id(obj), obj)
+            elif isinstance(obj, _np.ndarray) and not library:  # (a memmap: searched too)
+                subclassed.setdefault(id(obj), obj)
             if type(obj) in INERT or depth > _MAX_DEPTH:
                 continue
             if id(obj) in seen:
@@ -100,6 +108,8 @@ class Reach:
                                for place, key, _ in self.lookups[marks[1]:]]
         self.generators = list(found.values())
         self.arrays = list(arrays.values())
+        self.subclassed_arrays = list(subclassed.values())  # (of ndarray's subclasses)
+        self._large: tuple | None = None
         self.searched = seen  # (the ids of the objects searched: not those too deep)
 
     def current(self) -> bool:
@@ -107,6 +117,14 @@ class Reach:
         return (all(place.get(key) is value for place, key, value in self.lookups)
                 and all(_read(place, key) is value or _same_items(_read(place, key), value)
                         for place, key, value in self.reads))
+
+    def large(self, at_least: int) -> list:
+        """The arrays found of ``at_least`` bytes or more (found once per threshold: an
+        array's size does not change while anything refers to it)."""
+        if self._large is None or self._large[0] != at_least:
+            self._large = (at_least, [a for a in (*self.arrays, *self.subclassed_arrays)
+                                      if a.nbytes >= at_least])
+        return self._large[1]
 
     def same_reads(self, before: Reach, equal: Callable[[Any, Any], bool]) -> bool:
         """Whether this search, made from the same roots after ``before``'s places stopped
@@ -463,21 +481,246 @@ def describe(generator) -> str:
 
 class ReadOnly:
     """Arrays made read-only until ``release()``: writes into them raise NumPy's
-    "read-only" ValueError instead of changing them (see ``written``)."""
+    "read-only" ValueError instead of changing them (see ``written``). An array another
+    ReadOnly holds (another thread's vmap or gradient) is held by both, writeable again
+    when the last releases it; one read-only otherwise is left as it is."""
 
     def __init__(self, arrays: list):
-        self.arrays = [a for a in arrays if a.flags.writeable]
-        for a in self.arrays:
-            a.flags.writeable = False
+        self.arrays: list = []
+        self.add(arrays)
+
+    def add(self, arrays) -> None:
+        """Make the writeable ones of ``arrays`` read-only too (and hold those another
+        ReadOnly holds)."""
+        with _holding:
+            for a in arrays:
+                held = _HELD.get(id(a))
+                if a.flags.writeable:
+                    a.flags.writeable = False
+                    _HELD[id(a)] = [a, 1]  # (the array kept: its id is not reused)
+                elif held is not None:
+                    held[1] += 1
+                else:
+                    continue
+                self.arrays.append(a)
+
+    def holds(self, a) -> bool:
+        """Whether some ReadOnly holds ``a``."""
+        return id(a) in _HELD
 
     def release(self) -> None:
-        for a in self.arrays:
-            a.flags.writeable = True
-        self.arrays = []
+        with _holding:
+            # (a view's flag is set after its base's: NumPy refuses a writeable view of a
+            # read-only base)
+            for a in sorted(self.arrays, key=_bases_above):
+                held = _HELD[id(a)]
+                held[1] -= 1
+                if not held[1]:
+                    del _HELD[id(a)]
+                    a.flags.writeable = True
+            self.arrays = []
+
+
+_HELD: dict = {}  # id(an array ReadOnly made read-only) -> [the array, how many hold it]
+_holding = threading.Lock()
 
 
 def written(error: BaseException, read_only: ReadOnly) -> bool:
     """Did ``error`` come from a write into one of ``read_only``'s arrays (as far as
     NumPy's message tells)?"""
+    # (NumPy's words for a write refused, and for a read-only view's flag set back)
     return (bool(read_only.arrays) and isinstance(error, ValueError)
-            and "read-only" in str(error))
+            and ("read-only" in str(error) or "set WRITEABLE flag" in str(error)))
+
+
+def _bases_above(a: _np.ndarray) -> int:
+    n = 0
+    while isinstance(a.base, _np.ndarray):
+        a, n = a.base, n + 1
+    return n
+
+
+def _array_bases(a: _np.ndarray) -> list | None:
+    """The arrays ``a`` is a view of, nearest first; None where its memory is a Python
+    buffer's (a bytearray's, a memoryview's: code holding the buffer writes into it past
+    any array's flag). A memory map's is the file's, reached only through the memmap."""
+    bases, base = [], a.base
+    while isinstance(base, _np.ndarray):
+        bases.append(base)
+        base = base.base
+    return bases if base is None or type(base) is mmap.mmap else None
+
+
+class Window:
+    """What a closed recording keeps of its large constant arrays (grad's: the function's
+    record is made and pulled back within one chainrule call): the arrays themselves, where
+    copying each would cost more, read-only while the window is open.
+
+    ``around`` opens one where the function reaches a writeable array that large: it then
+    makes every array the function reaches read-only (of any size, and their bases), so
+    that a write into any of them raises NumPy's "read-only" ValueError (``written``)
+    before anything it reaches has changed. The caller then ``undo``es the run — the
+    flags, and the Python state and random generators the function reaches (``PythonState``,
+    ``GeneratorStates``) as they were — and runs the function again, copying. A function
+    found writing (one of its code) is not given a window again (``met_large``).
+
+    One window per thread is open at a time (``current_window()``): a recording nested in
+    the call (grad of grad) keeps its arrays in it; its write is the outer call's to undo.
+    """
+
+    def __init__(self, fun, searches: list, large: list, marked: list):
+        self.fun = fun
+        self.held = {id(a) for a in large}
+        self.state = PythonState([key for search in searches for key in search.state])
+        self.generators = GeneratorStates(
+            list({id(g): g for search in searches for g in search.generators}.values()))
+        self._marked = marked
+        self.read_only = ReadOnly([])  # (the arrays are made read-only as it opens)
+        self._outer = None
+
+    @classmethod
+    def around(cls, fun, x, at_least: int) -> Window | None:
+        """A window for the call ``fun(x)``, or None where the function reaches no
+        writeable array of ``at_least`` bytes, or reaches an array that could not be made
+        writeable again (a writeable view of a base made read-only) or whose memory is a
+        Python buffer's (a write through the buffer passes any flag)."""
+        arrays, searches = [], []  # (an array among the roots is searched no further)
+        try:
+            for root in _search_roots([fun, x]):
+                if type(root) is _np.ndarray:
+                    arrays.append(root)
+                else:
+                    searches.append(reached_from(root))
+        except Exception:  # (an object of the user's that refuses the search: copied)
+            return None
+        large = [a for a in itertools.chain(
+            [a for a in arrays if a.nbytes >= at_least],
+            *[search.large(at_least) for search in searches])
+            if a.flags.writeable or id(a) in _HELD]
+        if not large:
+            return None
+        marked = []
+        for a in itertools.chain(arrays, *[(*search.arrays, *search.subclassed_arrays)
+                                           for search in searches]):
+            if not (a.flags.writeable or id(a) in _HELD):
+                continue  # (the user's read-only array: stays so, and is kept as it is)
+            bases = _array_bases(a)
+            if bases is None or any(not (b.flags.writeable or id(b) in _HELD)
+                                    for b in bases):
+                return None
+            marked += [a, *bases]
+        return cls(fun, searches, large, marked)
+
+    def __enter__(self) -> Window:
+        self._outer = _windows.open
+        _windows.open = self
+        try:
+            self.read_only.add(self._marked)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _windows.open = self._outer
+        self.read_only.release()
+
+    def holds(self, a: _np.ndarray) -> bool:
+        """May a node keep ``a`` itself (an array read-only while the window is open)?"""
+        return id(a) in self.held
+
+    def reopened(self) -> list:
+        """The arrays made read-only here that are writeable again (by the function's
+        ``setflags(write=True)``, or another thread's): the nodes' arrays may have changed."""
+        return [a for a in self.read_only.arrays if a.flags.writeable]
+
+    def undo(self) -> None:
+        """After a write refused: the flags, the Python state and the generators the
+        function reaches as they were when the window opened; the function's code is
+        marked as writing (its next gradients copy, see ``met_large``)."""
+        self.read_only.release()
+        self.held = set()
+        self.state.restore()
+        self.generators.restore()
+        _LARGE_CODES.update(dict.fromkeys(_user_codes(self.fun), False))
+
+    def aliases(self, leaves) -> bool:
+        """Whether an array among ``leaves`` shares memory with one held read-only."""
+        return any(isinstance(leaf, _np.ndarray) and _np.may_share_memory(leaf, a)
+                   for leaf in leaves for a in self.read_only.arrays)
+
+
+def _search_roots(roots: list) -> list:
+    """``roots``, with a chainrule function's closure (a transform's wrapper of the user's
+    function, holding it and its other arguments) searched as roots of their own: the
+    user's function is then searched once and kept (``reached_from``), where the wrapper
+    is made anew for each call."""
+    found = []
+    for root in roots:
+        if isinstance(root, types.FunctionType) and _in_library(root) and root.__closure__:
+            found += [value for value in map(_contents, root.__closure__)
+                      if type(value) not in INERT and value is not _EMPTY]
+        elif type(root) not in INERT or type(root) is _np.ndarray:
+            found.append(root)
+    return found
+
+
+class _Windows(threading.local):
+    open: Window | None = None  # this thread's open window
+
+
+_windows = _Windows()
+
+
+def current_window() -> Window | None:
+    """This thread's open ``Window``, if any."""
+    return _windows.open
+
+
+# How many large writeable arrays recorded calls have copied (chainrule.numpy counts them):
+# a gradient that copied one gives its function a window from its next call on
+# (``note_large``), so a gradient of small arrays pays no search.
+large_copies = [0]
+# The code of functions whose gradients met large arrays: True, or False once found
+# writing into what they reach (their gradients copy then)
+_LARGE_CODES: dict = {}
+
+
+def _user_codes(fun, depth: int = 0) -> list:
+    """The code of ``fun`` (of a method's function, a partial's, a callable object's
+    ``__call__``), or where it is a chainrule function's closure (a transform's wrapper of
+    the user's function) of the functions it holds."""
+    if depth > 2:
+        return []
+    if type(fun) is not types.FunctionType:
+        if isinstance(fun, types.MethodType):
+            fun = fun.__func__
+        elif isinstance(fun, functools.partial):
+            fun = fun.func
+        else:
+            fun = next((vars(cls)["__call__"] for cls in type(fun).__mro__
+                        if "__call__" in vars(cls)), None)
+        return _user_codes(fun, depth + 1)
+    if fun.__closure__ is None or not _in_library(fun):
+        return [fun.__code__]
+    return [code for value in map(_contents, fun.__closure__)
+            for code in _user_codes(value, depth + 1)]
+
+
+def met_large(fun) -> bool:
+    """Did a gradient of ``fun`` (of a function of the same code) meet a large array, and
+    was the function not found writing into what it reaches?"""
+    if not _LARGE_CODES:
+        return False
+    if type(fun) is types.FunctionType and fun.__closure__ is None:
+        return _LARGE_CODES.get(fun.__code__, False)
+    codes = _user_codes(fun)
+    return bool(codes) and all(_LARGE_CODES.get(code, False) for code in codes)
+
+
+def note_large(fun) -> None:
+    """A gradient of ``fun`` copied a large array."""
+    if len(_LARGE_CODES) >= 1024:
+        _LARGE_CODES.clear()
+    for code in _user_codes(fun):
+        _LARGE_CODES.setdefault(code, True)

@@ -9,6 +9,7 @@ import numpy as _np
 from .._core import reverse
 from .._core.tracer import getval
 from .._core.vspace import VSpace, partial_types
+from .._user_code import reach
 
 # Names for the dtype kinds that have no gradient, so the error says what the value is.
 _DTYPE_KIND_NAMES = {
@@ -272,10 +273,32 @@ def _unaliased(a):
     # is copied (measured: ~1 us for 8 kB, ~0.1 ms for 1 MB, against the rule's own work),
     # in its own layout: a rule may take another path for a Fortran-ordered array (LAPACK's
     # triangular solve skips a zero's update in one order, not the other: the sign of a
-    # zero), and under chainrule.jit the program hands the rule the array as it is.
-    return a.copy(order="K") if a.flags.writeable else a
+    # zero), and under chainrule.jit the program hands the rule the array as it is. (A
+    # memmap's copy is a plain array: it has no file.)
+    if not a.flags.writeable:
+        return a
+    if a.nbytes >= SNAPSHOT_COPY_MAX:
+        reach.large_copies[0] += 1  # (grad's function gets a window: reach.note_large)
+    return a.copy(order="K") if type(a) is _np.ndarray else _np.array(a, order="K")
 
 
-reverse.snapshot_types[_np.ndarray] = _unaliased
+# From this size on, a closed recording's node (grad's) keeps a writeable constant array
+# itself, read-only until the recording's call ends (reach.Window), instead of a copy.
+# Holding costs a search of what the function reaches, and making it read-only, ~18 us for
+# a one-line function (more for a larger program), where a copy costs its bytes: measured
+# on grad of sum(x * c) (benchmarks/snapshot_threshold.py), holding cost 1.61x copying at
+# 8 KiB, 1.00x at 1 MiB, 0.86x at 4 MiB, 0.77x at 8 MiB; 4 MiB leaves a margin for larger
+# programs' searches.
+SNAPSHOT_COPY_MAX = 4 << 20
+
+
+def _held_or_unaliased(a):
+    window = reach.current_window()
+    return a if window is not None and window.holds(a) else _unaliased(a)
+
+
+for _type in (_np.ndarray, _np.memmap):
+    reverse.snapshot_types[_type] = _unaliased
+    reverse.window_snapshot_types[_type] = _held_or_unaliased
 reverse.scalar_types.update([_np.float64, _np.float32, _np.float16, _np.complex128,
                              _np.complex64])
