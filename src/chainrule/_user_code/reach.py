@@ -225,24 +225,26 @@ class Reach:
                         if isinstance(d, (dict, types.MappingProxyType)) for n in names if n in d]
 
 
-def reached_from(fun) -> Reach:
-    """``Reach([fun])``: the last search from ``fun`` where what it read still holds (a
-    function mapped again, as ``vmap(f)(xs)`` in a loop maps ``f`` anew at each call, is
-    not searched again)."""
+def reached_from(fun, complete: bool = False) -> Reach:
+    """``Reach([fun], complete)``: the last search from ``fun`` where what it read still
+    holds (a function mapped again, as ``vmap(f)(xs)`` in a loop maps ``f`` anew at each
+    call, is not searched again)."""
+    searched = _SEARCHED_COMPLETE if complete else _SEARCHED
     try:
-        known = _SEARCHED.get(fun)
+        known = searched.get(fun)
     except (TypeError, ValueError):  # (not weakly referenceable, unhashable, or odd __eq__)
-        return Reach([fun])
+        return Reach([fun], complete)
     if known is not None and known.current():
         return known
-    found = Reach([fun])
-    if len(_SEARCHED) >= _MAX_SEARCHED:
-        _SEARCHED.clear()
-    _SEARCHED[fun] = found
+    found = Reach([fun], complete)
+    if len(searched) >= _MAX_SEARCHED:
+        searched.clear()
+    searched[fun] = found
     return found
 
 
 _SEARCHED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_SEARCHED_COMPLETE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _MAX_SEARCHED = 256
 
 
@@ -585,23 +587,29 @@ class Window:
         writeable again (a writeable view of a base made read-only) or whose memory is a
         Python buffer's (a write through the buffer passes any flag)."""
         arrays, searches = [], []  # (an array among the roots is searched no further)
+        complete = []  # (every item of every container, and the attributes of objects the
+        # code names: an alias of a held array past a list's 64th item, written, would
+        # change what a node keeps; the state put back on a run again is the plain
+        # search's, as vmap's: a complete one reads library objects' insides, a
+        # threading.Event's flag, which must not be put back)
         try:
             for root in _search_roots([fun, x]):
                 if type(root) is _np.ndarray:
                     arrays.append(root)
                 else:
                     searches.append(reached_from(root))
+                    complete.append(reached_from(root, complete=True))
         except Exception:  # (an object of the user's that refuses the search: copied)
             return None
         large = [a for a in itertools.chain(
             [a for a in arrays if a.nbytes >= at_least],
-            *[search.large(at_least) for search in searches])
+            *[search.large(at_least) for search in complete])
             if a.flags.writeable or id(a) in _HELD]
         if not large:
             return None
         marked = []
         for a in itertools.chain(arrays, *[(*search.arrays, *search.subclassed_arrays)
-                                           for search in searches]):
+                                           for search in complete]):
             if not (a.flags.writeable or id(a) in _HELD):
                 continue  # (the user's read-only array: stays so, and is kept as it is)
             bases = _array_bases(a)
