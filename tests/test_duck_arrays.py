@@ -90,3 +90,17 @@ def test_sparse_derivatives_refuse_the_stand_in_clearly():
     pattern = cr.jacobian_sparsity(duck_transforms.chained, x)
     dense = cr.jacobian(duck_transforms.chained)(duck_transforms.X)
     onp.testing.assert_array_equal(pattern.toarray(), dense != 0)
+
+
+def test_a_number_s_reduction_cotangent_is_the_library_s():
+    """A full reduction's cotangent that is a number, spread back over a stand-in x, is the
+    stand-in's array (NumPy's view of the number would be refused by CuPy in the next
+    product); over a NumPy x it is a filled NumPy array, as before."""
+    from chainrule.numpy.rules._helpers import expand_to
+
+    spread = expand_to(2.0, Strict(XN), None, False)
+    assert isinstance(spread, Strict)
+    onp.testing.assert_array_equal(spread.data, onp.full(XN.shape, 2.0))
+    filled = expand_to(2.0, XN, None, False)
+    assert type(filled) is onp.ndarray and filled.flags.writeable
+    onp.testing.assert_array_equal(filled, onp.full(XN.shape, 2.0))

@@ -48,9 +48,9 @@ def on_host(x) -> bool:
 
 
 def numpy_values(x) -> bool:
-    """Whether ``x``'s values are NumPy's (``on_host``, looked through a vmap batch): a
-    rule may look at them (a GPU array's would be copied to the host, a lazy one's
-    computed)."""
+    """Whether a rule may look at ``x``'s values (``on_host``, looked through a vmap batch
+    and a buffer): False for another array library's (a GPU array's would be copied to the
+    host, a lazy one's computed)."""
     xv = _raw(x)
     if type(xv) in _HOST_TYPES or isinstance(xv, (_np.ndarray, _np.generic)):
         return True

@@ -328,14 +328,16 @@ def keeps_dims(keepdims) -> bool:
 def expand_to(g, x, axis, keepdims):
     """A reduction's cotangent ``g`` broadcast back to ``x``'s shape."""
     shape = shape_of(x)
-    if type(g) in SCALAR_TYPES and axis is None and math.prod(shape) <= _FILLED_UP_TO and (
-            type(x) is _ndarray or numpy_values(x)):
-        # (the values of broadcast_to(g, shape), writeable: np.full's array without its
-        # Python layer, asarray and copyto, ~0.4 µs a call; an x on a GPU takes the view
-        # of its own library's g below)
-        filled = _np.empty(shape, _SCALAR_DTYPES[type(g)])
-        filled.fill(g)
-        return filled
+    if type(g) in SCALAR_TYPES and axis is None:
+        if type(x) is not _ndarray and not numpy_values(x):
+            # (a number's view below in x's own library: CuPy refuses NumPy's)
+            g = constant_like(_np.asarray(g), x)
+        elif math.prod(shape) <= _FILLED_UP_TO:
+            # (the values of broadcast_to(g, shape), writeable: np.full's array without its
+            # Python layer, asarray and copyto, ~0.4 µs a call)
+            filled = _np.empty(shape, _SCALAR_DTYPES[type(g)])
+            filled.fill(g)
+            return filled
     if not keeps_dims(keepdims):
         g = anp.reshape(g, keepdims_shape(shape, axis))
     if type(g) is _ndarray and math.prod(shape) <= _FILLED_UP_TO:
