@@ -206,18 +206,17 @@ class Record(list):
         that value broadcast to its shape, a read-only view of one element: the program
         keeps no copy of its size, and the arithmetic's answers are the same bits
         (correctly rounded, element by element, whatever the layout)."""
-        copy = self.constant(value)
-        if type(copy) is not np.ndarray or copy.nbytes <= LARGE_CONSTANT or \
-                copy.dtype.kind not in "fc" or not _uniform(copy):
-            return copy
+        if type(value) is not np.ndarray or value.nbytes <= LARGE_CONSTANT or \
+                value.dtype.kind not in "fc" or not _uniform(value):
+            return self.constant(value)
         key = ("uniform", id(value))
         known = self.copies.get(key)
-        if known is not None and known[0]() is value and _same_bits(copy, known[1]):
+        if known is not None and known[0]() is value and _same_bits(value, known[1]):
             return known[1]
-        # (one element of its own: a view of the copy would keep the whole copy alive)
-        compact = np.broadcast_to(copy.reshape(-1)[:1].copy().reshape(()), copy.shape)
+        # (its first element as an array of its own: no copy of the whole is made or kept)
+        one = np.array(value.flat[0], dtype=value.dtype)
+        compact = np.broadcast_to(one, value.shape)
         self.copies[key] = (weakref.ref(value), compact)
-        self.large = [a for a in self.large if a is not copy]
         return compact
 
 

@@ -30,6 +30,8 @@ def _raw(x):
     """``x``'s raw value: looked through boxes, a vmap batch (a box getval keeps: its
     examples live in its value's array library) and a buffer (``VALUE_OF``)."""
     xv = getval(x)
+    if type(xv) is _np.ndarray:  # (the common case, on rules' paths: one test)
+        return xv
     while True:
         if isinstance(xv, Box):
             xv = xv._value
