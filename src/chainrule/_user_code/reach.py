@@ -189,8 +189,7 @@ class Reach:
                     _of_a_library(obj)):
                 names = _methods_read(type(obj), names)  # (what self.perm() reads of self)
             children = [(v, names) for v in self._named_attributes(obj, names)]
-            call = next((vars(cls)["__call__"] for cls in type(obj).__mro__
-                         if "__call__" in vars(cls)), None)
+            call = _call_method(obj)
             if isinstance(call, types.FunctionType) and not isinstance(obj, type):
                 # an object called as a function: what its __call__ reads of it
                 called = _code_names(call.__code__)
@@ -694,6 +693,13 @@ large_copies = [0]
 _LARGE_CODES: dict = {}
 
 
+def _call_method(obj):
+    """The ``__call__`` that calling ``obj`` runs, as its class defines it (None where none
+    does)."""
+    return next((vars(cls)["__call__"] for cls in type(obj).__mro__
+                 if "__call__" in vars(cls)), None)
+
+
 def _user_codes(fun, depth: int = 0) -> list:
     """The code of ``fun`` (of a method's function, a partial's, a callable object's
     ``__call__``), or where it is a chainrule function's closure (a transform's wrapper of
@@ -706,8 +712,7 @@ def _user_codes(fun, depth: int = 0) -> list:
         elif isinstance(fun, functools.partial):
             fun = fun.func
         else:
-            fun = next((vars(cls)["__call__"] for cls in type(fun).__mro__
-                        if "__call__" in vars(cls)), None)
+            fun = _call_method(fun)
         return _user_codes(fun, depth + 1)
     if fun.__closure__ is None or not _in_library(fun):
         return [fun.__code__]
