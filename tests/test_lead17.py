@@ -4,6 +4,7 @@ eager evaluation. Other large constants are kept and warned of as before."""
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import numpy as onp
@@ -11,6 +12,7 @@ import pytest
 
 import chainrule as cr
 import chainrule.numpy as np
+from chainrule._transforms.vmap import batched_runs_first
 from chainrule.jit import JitWarning
 from chainrule.jit._staging import LARGE_CONSTANT, held_bytes
 
@@ -159,3 +161,42 @@ def test_an_alias_read_by_a_computed_attribute_name():
 
     answers, want = _gradients_at_three_calls(y, f)
     assert answers == [want] * 3
+
+
+# ----------------------------------------- vmap: an outside array's view far down a list
+_C0 = onp.array([1.173629385658686, 0.8957618308727492, -0.3640996509449279, 0.7613024181532518])
+_L0 = [None] * 70 + [_C0[:]]  # (a view of _C0 made before any call, past the 64th item)
+
+
+def _writes_through_a_far_view(x):
+    # (the vmap contract's case 64 of seed 0, after its view-list hazard came in)
+    v1 = np.where(x > 0, x, -x)
+    try:
+        factor = np.linalg.cholesky(np.diag(v1[:2] + 0.5))
+        v2 = x * np.sum(factor)
+    except onp.linalg.LinAlgError:
+        v2 = -x
+    v5 = np.roll(v2 * v2, 1)
+    v6 = v5 + 0.0
+    v6[-2] = np.sum(v2 * v2)
+    v7 = v5 * _C0
+    _L0[70][0] = 5.0  # (a write after a use: the use saw the old contents)
+    v7 = v7 + v6 * _C0
+    return np.sum(v7)
+
+
+def test_vmap_holds_an_outside_array_whose_view_lies_past_a_list_s_64th_item():
+    start = _C0.copy()
+    xs = onp.array([[-0.26118237093056407, 0.36095242270125216, 1.0467407442964076,
+                     -0.30935807127727155], [0.5, -1.5, 0.25, 2.0]])
+    gradient = cr.grad(_writes_through_a_far_view)
+    loop = []
+    for x in xs:
+        loop.append(gradient(x))
+    after_loop = _C0.copy()
+    for batched_first in (contextlib.nullcontext, batched_runs_first):
+        _C0[:] = start
+        with batched_first():
+            got = cr.vmap(gradient)(xs)
+        onp.testing.assert_array_equal(got, onp.stack(loop))
+        onp.testing.assert_array_equal(_C0, after_loop)

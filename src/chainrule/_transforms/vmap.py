@@ -290,12 +290,17 @@ class _Memory:
     the batch again (after calls where batching cost more than the loop), and what one
     example cost, by the kind of call (``_Call.kind``)."""
 
-    __slots__ = ("notes", "reach", "loop_calls", "backoff", "estimates", "run_costs",
-                 "small_calls", "unmapped")
+    __slots__ = ("notes", "reach", "arrays_reach", "loop_calls", "backoff", "estimates",
+                 "run_costs", "small_calls", "unmapped")
 
     def __init__(self):
         self.notes: set = set()
         self.reach: reach.Reach | None = None
+        # the arrays to hold read-only: a complete search (every item of every container:
+        # a view of an outside array past a list's 64th item, written in a batched run,
+        # went unseen); the state put back stays the plain search's (a complete one reads
+        # library objects' insides, a threading.Event's flag)
+        self.arrays_reach: reach.Reach | None = None
         self.unmapped: tuple | None = None  # (unmapped arguments, what they reach)
         self.loop_calls = self.backoff = 0
         self.estimates: dict = {}
@@ -305,19 +310,22 @@ class _Memory:
     def outside(self, fun, unmapped: list) -> tuple[list, list, list]:
         """The random generators, the arrays and the Python state (``reach.PythonState``)
         ``fun`` reaches (its unmapped arguments included)."""
-        if self.reach is None or not self.reach.current():
+        if self.reach is None or not self.reach.current() or not self.arrays_reach.current():
             self.reach = reach.reached_from(fun)
-        generators, arrays = self.reach.generators, self.reach.arrays
+            self.arrays_reach = reach.reached_from(fun, complete=True)
+        generators, arrays = self.reach.generators, self.arrays_reach.arrays
         state = self.reach.state
         if unmapped:
             known = self.unmapped  # (the last call's: a list or dict of parameters again)
             if known is None or len(known[0]) != len(unmapped) or any(
-                    a is not b for a, b in zip(known[0], unmapped)) or not known[1].current():
-                known = self.unmapped = (unmapped, reach.Reach(unmapped))
+                    a is not b for a, b in zip(known[0], unmapped)) or not known[1].current() \
+                    or not known[2].current():
+                known = self.unmapped = (unmapped, reach.Reach(unmapped),
+                                         reach.Reach(unmapped, complete=True))
             more = known[1]
             generators = generators + [g for g in more.generators
                                        if all(g is not other for other in generators)]
-            arrays, state = arrays + more.arrays, state + more.state
+            arrays, state = arrays + known[2].arrays, state + more.state
         return generators, arrays, state
 
     def learn(self, call: _Call) -> None:
