@@ -16,7 +16,8 @@ branches, not for exceptions). The hazards:
   convert        float(), int(), round() of traced values, indices read from the data
   branch         if/else on traced values (including on nan tests)
   loop           while and for loops whose trip count or body depends on the data
-  closure        closure arrays written inside f (basis vectors; a write after a use)
+  closure        closure arrays written inside f (basis vectors; a write after a use, also
+                 through a view of one made before the call, far down a list f reads)
   random         numpy.random draws (global state, chainrule.numpy.random)
   raise          calls that raise on some inputs (cholesky, an explicit raise)
   try_except     the user's try/except around a call that raises on some inputs
@@ -55,6 +56,7 @@ HAZARDS = frozenset({
     "alias_out", "tree_out", "edge_values",
 })
 
+VIEW_AT = 70  # where a view list's view is (past the 64 items a plain search reads)
 EDGE_VALUES = (0.0, -0.0, onp.nan, onp.inf, -onp.inf, 1e308, -1e308, 5e-324, -5e-324, 1e-308)
 
 
@@ -68,6 +70,7 @@ class Program:
     output: str  # "vec", "scalar" or "tree"
     namespace: dict
     closures: dict  # name -> initial contents of the closure arrays f reads or writes
+    view_lists: dict = dataclasses.field(default_factory=dict)  # see _Builder.view_list
 
     def reset(self) -> None:
         """Put every closure array back to its first contents, in place (the same objects:
@@ -105,6 +108,8 @@ class Program:
 
     def __str__(self) -> str:
         consts = "".join(f"{k} = {v.tolist()!r}\n" for k, v in self.closures.items())
+        consts += "".join(f"{k} = [None] * {VIEW_AT} + [{c}[:]]\n"
+                          for k, c in self.view_lists.items())
         head = f"# n = {self.n}, dtype {self.dtype}, hazards {sorted(self.hazards)}\n"
         return head + consts + self.source
 
@@ -130,6 +135,7 @@ class _Builder:
         self.vecs = ["x"]
         self.scals = ["s"]
         self.closures: dict[str, onp.ndarray] = {}
+        self.view_lists: dict[str, str] = {}  # a list's name -> the closure it views
         self.used: set[str] = set()
         self._count = 0
 
@@ -167,6 +173,13 @@ class _Builder:
     def closure(self) -> str:
         name = f"C{len(self.closures)}"
         self.closures[name] = self.rng.standard_normal(self.n).astype(self.dtype)
+        return name
+
+    def view_list(self, closure: str) -> str:
+        """A list outside f whose item ``VIEW_AT`` is a view of ``closure`` (made with the
+        program, before any call), the items before it None."""
+        name = f"L{len(self.view_lists)}"
+        self.view_lists[name] = closure
         return name
 
     def emit(self, *lines: str) -> None:
@@ -287,15 +300,20 @@ def _loop(g):
 def _closure(g):
     c = g.closure()
     a, b = g.vec(), g.vec()
-    kind = int(g.rng.integers(3 if "convert" in g.hazards else 2))
+    kind = int(g.rng.choice([0, 1, 2, 3] if "convert" in g.hazards else [0, 1, 3]))
     if kind == 0:  # a basis vector rebuilt in the buffer, as people build them
         g.emit(f"{c}[:] = 0.0", f"{c}[{g.index()}] = 1.0", f"{g.new_vec()} = {a} * {c}")
     elif kind == 1:  # a write after a use: the use must see the old contents
         v = g.name()
         g.emit(f"{v} = {a} * {c}", f"{c}[0] = 5.0", f"{v} = {v} + {b} * {c}")
         g.vecs.append(v)
-    else:  # a value of the data written into a plain buffer
+    elif kind == 2:  # a value of the data written into a plain buffer
         g.emit(f"{c}[{g.index()}] = float({g.scalar_expr()})", f"{g.new_vec()} = {b} * {c}")
+    else:  # a write after a use through a view of the buffer made before the call, found
+        # only past a list's 64th item (grad's held arrays: a search reading 64 missed it)
+        v, views = g.name(), g.view_list(c)
+        g.emit(f"{v} = {a} * {c}", f"{views}[{VIEW_AT}][0] = 5.0", f"{v} = {v} + {b} * {c}")
+        g.vecs.append(v)
 
 
 def _random(g):
@@ -508,9 +526,10 @@ def generate(
     ns = {"np": cnp, "onp": onp, "math": math, "grad": chainrule.grad,
           "stop_gradient": chainrule.stop_gradient, "n": n, **(namespace or {})}
     ns.update({name: arr.copy() for name, arr in g.closures.items()})
+    ns.update({name: [None] * VIEW_AT + [ns[c][:]] for name, c in g.view_lists.items()})
     exec(compile(source, filename, "exec"), ns)  # noqa: S102 (source written just above)
     used = set(g.used)
     if "edge_values" in hazards:
         used.add("edge_values")
     return Program(source, ns["f"], n, dtype, frozenset(used), kind, ns,
-                   {name: arr.copy() for name, arr in g.closures.items()})
+                   {name: arr.copy() for name, arr in g.closures.items()}, dict(g.view_lists))
