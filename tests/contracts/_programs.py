@@ -33,6 +33,10 @@ branches, not for exceptions). The hazards:
   alias_out      outputs that are an input, a closure array, one array twice, x * 1
   tree_out       dict (in the function's own key order) and tuple outputs
   edge_values    inputs holding 0, -0.0, nan, ±inf, 1e308, subnormals
+  wide           an n x n matrix of the data less a constant table of WIDE_ROWS rows,
+                 broadcast to n x WIDE_ROWS x n: min or max over its short last axis, sums
+                 over its long middle one (the faster forms of jit's programs and eager
+                 rules: a short axis's extremes, a cotangent summed over the rows, negated)
 """
 
 from __future__ import annotations
@@ -53,10 +57,15 @@ __all__ = ["HAZARDS", "Program", "Template", "generate"]
 HAZARDS = frozenset({
     "nonsmooth", "signed_zero", "convert", "branch", "loop", "closure", "random", "raise",
     "try_except", "tuple_answer", "inplace", "nested", "index", "mask", "stop_gradient",
-    "alias_out", "tree_out", "edge_values",
+    "alias_out", "tree_out", "edge_values", "wide",
 })
 
 VIEW_AT = 70  # where a view list's view is (past the 64 items a plain search reads)
+# the wide template's table: rows enough that n x rows x n arrays pass the faster forms'
+# sizes at n = 3 (jit's negated sums over an axis from 32,768 entries)
+WIDE_ROWS = 4000
+_WIDE_TABLE = onp.linspace(-2.0, 2.0, WIDE_ROWS * 6).reshape(6, WIDE_ROWS).T.copy()
+_WIDE_TABLE.flags.writeable = False
 EDGE_VALUES = (0.0, -0.0, onp.nan, onp.inf, -onp.inf, 1e308, -1e308, 5e-324, -5e-324, 1e-308)
 
 
@@ -110,6 +119,9 @@ class Program:
         consts = "".join(f"{k} = {v.tolist()!r}\n" for k, v in self.closures.items())
         consts += "".join(f"{k} = [None] * {VIEW_AT} + [{c}[:]]\n"
                           for k, c in self.view_lists.items())
+        if "T[" in self.source:  # (the wide template's table)
+            consts += (f"T = onp.linspace(-2.0, 2.0, {WIDE_ROWS} * 6).reshape(6, {WIDE_ROWS})"
+                       f".T.copy()\n")
         head = f"# n = {self.n}, dtype {self.dtype}, hazards {sorted(self.hazards)}\n"
         return head + consts + self.source
 
@@ -431,6 +443,16 @@ def _masked_out(g):
     g.vecs.append(v)
 
 
+def _wide(g):
+    a, b = g.vec(), g.vec()
+    d, v = g.name("D"), g.name()
+    extreme, axis = g.pick(["min", "max"]), g.pick(["2", "-1"])
+    g.emit(f"{d} = np.outer({a}, {b})[:, None, :] - T[None, :, :n]",
+           f"{v} = np.sum(np.{extreme}({d} * {d}, axis={axis}), axis=1) / {WIDE_ROWS} + "
+           f"np.sum(np.sum({d}, axis=1) * {b}, axis=1) / {WIDE_ROWS}")
+    g.vecs.append(v)
+
+
 def _stop_gradient(g):
     _assign(g, _fmt(g, "stop_gradient({a}) * {b}"))
 
@@ -457,6 +479,7 @@ TEMPLATES: tuple[Template, ...] = (
     Template("mask", _table(_MASK)),
     Template("mask", _masked_out, 0.4),
     Template("stop_gradient", _stop_gradient, 0.5),
+    Template("wide", _wide, 0.4),
 )
 
 
@@ -524,7 +547,8 @@ def generate(
     filename = f"<contract program {_counter[0]}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     ns = {"np": cnp, "onp": onp, "math": math, "grad": chainrule.grad,
-          "stop_gradient": chainrule.stop_gradient, "n": n, **(namespace or {})}
+          "stop_gradient": chainrule.stop_gradient, "n": n, "T": _WIDE_TABLE,
+          **(namespace or {})}
     ns.update({name: arr.copy() for name, arr in g.closures.items()})
     ns.update({name: [None] * VIEW_AT + [ns[c][:]] for name, c in g.view_lists.items()})
     exec(compile(source, filename, "exec"), ns)  # noqa: S102 (source written just above)

@@ -36,10 +36,10 @@ CI_CASES = 1000  # cases of the fixed-seed slice tests/contracts/test_contracts.
 
 # float()/int() of a traced value is refused under grad (clearly), so "convert" is left out
 HAZARDS = {"nonsmooth", "branch", "loop", "index", "mask", "stop_gradient", "nested", "inplace",
-           "tuple_answer", "signed_zero", "closure"}
+           "tuple_answer", "signed_zero", "closure", "wide"}
 # finite differences see through stop_gradient, so programs with it are not compared to them
 SMOOTH = HAZARDS - {"nonsmooth", "branch", "loop", "mask", "tuple_answer", "signed_zero",
-                    "closure", "stop_gradient"}
+                    "closure", "stop_gradient", "wide"}
 
 
 @dataclasses.dataclass
