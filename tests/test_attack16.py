@@ -11,7 +11,7 @@ import pytest
 
 import chainrule as cr
 import chainrule.numpy as np
-from chainrule.numpy.rules._helpers import _pairs_summed, unbroadcast
+from chainrule.numpy.rules._helpers import _axis_summed, unbroadcast
 from observed import bits, observed
 
 
@@ -29,7 +29,7 @@ def test_pair_sums_are_numpys_bits_beyond_the_checked_sizes(lead, n, dtype):
     # both sides, two outer axes, and many short columns
     g = _hard_sums(onp.random.default_rng(n), lead + (n, 2), dtype)
     axis = len(lead)
-    summed = _pairs_summed(g, axis)
+    summed = _axis_summed(g, axis)
     assert summed is not None  # (the form applies)
     assert bits(summed) == bits(onp.sum(g, axis=axis, keepdims=True))
 

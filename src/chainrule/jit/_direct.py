@@ -31,7 +31,9 @@ from ..numpy.rules.shape import untake
 from ._kernels import (
     ARRAYS,
     WHERE,
+    extreme_code,
     negated_sum,
+    negated_sum_code,
     outer_code,
     scatter_code,
     sum_code,
@@ -116,8 +118,17 @@ def direct_call(
             "None", "None"]
     rest = [f"{k}={b[k]}" for k in ("keepdims", "initial", "where") if k in b]
     if negated:
+        if not {"initial", "where"} & set(b):
+            code = negated_sum_code(vals[0], _literal(head[1]), ans, texts[0], bind)
+            if code is not None:
+                return code
         return f"{bind(negated_sum)}({bind(reducer)}, {', '.join(head[:2] + rest)})"
     keepdims = _literal(b.get("keepdims", "False"))  # (NumPy reads any truthy value: 1)
+    if (entry.reduction is np.minimum or entry.reduction is np.maximum) and \
+            keepdims is False and not {"initial", "where"} & set(b):
+        code = extreme_code(entry.reduction, vals[0], _literal(head[1]), ans, texts[0], bind)
+        if code is not None:
+            return code
     if entry.reduction is np.add and head[2] == "None" and not {"initial", "where"} & set(b) \
             and keepdims is not _UNKNOWN:
         code = sum_code(vals[0], _literal(head[1]), bool(keepdims), ans, texts[0], bind)

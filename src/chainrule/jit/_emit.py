@@ -563,7 +563,7 @@ def _absorbed(nodes: list[StagingNode], escaping: set[StagingNode], guarded: dic
         elif node.fun.fun is _np.broadcast_to:
             if all(_broadcasts_itself(reader, node) for reader in readers):
                 found[node] = "view"
-        elif len(readers) == 1 and _sums_all(readers[0], node) and \
+        elif len(readers) == 1 and _sums_negation(readers[0], node) and \
                 _np.prod(node.ans.shape) >= _kernels.NEGATED_MIN_SIZE:
             found[node] = "negated"
     if found and runs:
@@ -595,15 +595,21 @@ def _broadcasts_itself(reader: StagingNode, view: StagingNode) -> bool:
         return False
 
 
-def _sums_all(reader: StagingNode, negated: StagingNode) -> bool:
+def _sums_negation(reader: StagingNode, negated: StagingNode) -> bool:
     """Whether ``reader`` is a sum of ``negated`` (its one traced operand) over all axes,
-    answering one float (where a sum over an axis may take a faster form: ``_kernels``)."""
+    answering one float, or over one axis followed by 3 to 64 entries, given by keyword
+    (``_kernels.negated_rows_sum``; where a sum over an axis may take another faster form:
+    ``_kernels``)."""
     ans = reader.ans
-    size = 1 if type(ans) is not ArrayMeta else _np.prod(ans.shape)
-    return rules_of_call(reader).reduction is _np.add and reader.argnums == (0,) and \
-        len(reader.parents) == 1 and reader.parents[0] is negated and size == 1 and \
-        getattr(ans, "dtype", None) == negated.ans.dtype and \
-        not {"dtype", "out", "initial", "where"} & set(reader.kwargs)
+    if rules_of_call(reader).reduction is not _np.add or reader.argnums != (0,) or \
+            len(reader.parents) != 1 or reader.parents[0] is not negated or \
+            getattr(ans, "dtype", None) != negated.ans.dtype or \
+            {"dtype", "out", "initial", "where"} & set(reader.kwargs):
+        return False
+    if type(ans) is not ArrayMeta or _np.prod(ans.shape) == 1:
+        return True
+    return len(reader.args) == 1 and _kernels.negated_form(
+        negated.parents[0].ans, reader.kwargs.get("axis"), ans) is not None
 
 
 def _comment(label: str, node: StagingNode) -> str:

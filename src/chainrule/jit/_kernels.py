@@ -22,13 +22,20 @@ which do the same arithmetic in other loops:
   inner loop is the pair), as the pairs seen as complex numbers add in one long loop
   (the rules' ``pair_sum``, which eager ``unbroadcast`` uses too; ``exact_pair_sum``
   checks it once).
+- ``rows_sum``: the same where the later axes hold 3 to 64 entries (gmm's d=10 ``mu``
+  cotangent): einsum adds along the axis in order too, in one loop (the rules'
+  ``rows_sum``, as eager ``unbroadcast``; ``exact_rows_sum`` checks it once).
+- ``lane_extreme``: ``np.minimum.reduce`` / ``np.maximum.reduce`` over a short last axis
+  (kmeans' nearest centroid), column after column, as eager ``np.min`` does
+  (``numpy_wrapper.lane_extreme``: the same zeros, checked once; a nan: NumPy's reduce).
 - ``indicator_divide``: a boolean array divided by positive integer counts (the
   derivative of ``max``: ``(x == max) / count``), NumPy's division casting the booleans
   through buffers: 1.0 / count copied where the booleans hold, into zeros.
 - ``mask_product``: a boolean mask times a number (max's derivative without ties): the
   number times 0.0 everywhere, the number copied where the mask holds.
 - ``negated_sum``: a sum over all axes of ``np.negative(x)`` (subtraction's derivative
-  for a broadcast operand), as the negated sum of ``x`` where that is the same bits.
+  for a broadcast operand), as the negated sum of ``x`` where that is the same bits;
+  ``negated_rows_sum`` the same for ``rows_sum``'s sums over one axis.
 - ``scatter_sum``: the cotangent of a vector indexed by a constant integer array (``det``'s
   minors), ``np.add.at`` into zeros, as ``np.bincount`` with weights (a fifth of the time).
 - ``placed``: ``untake`` by a basic index, ``g`` written into zeros without its Python;
@@ -61,10 +68,22 @@ from typing import Any
 import numpy as np
 
 from ..numpy.numpy_boxes import array_getitem
+from ..numpy.numpy_wrapper import (
+    LANE_EXTREME_MAX,
+    LANE_EXTREME_MIN_SIZE,
+    exact_lane_extremes,
+)
+from ..numpy.numpy_wrapper import lane_extreme as wrapper_lane_extreme
 from ..numpy.numpy_wrapper import where as _where
-from ..numpy.rules._helpers import COMPLEX_OF, exact_pair_sum
+from ..numpy.rules._helpers import (
+    COMPLEX_OF,
+    ROWS_SUMMED_MAX_WIDTH,
+    exact_pair_sum,
+    exact_rows_sum,
+)
 from ..numpy.rules._helpers import negated_sum as rules_negated_sum
 from ..numpy.rules._helpers import pair_sum as rules_pair_sum
+from ..numpy.rules._helpers import rows_sum as rules_rows_sum
 from ..numpy.rules.shape import untake
 from ._errstate import strict
 from ._staging import ArrayMeta
@@ -198,6 +217,52 @@ def pair_sum(a: np.ndarray, outer: int, n: int, shape: tuple) -> np.ndarray:
     if not finite:  # NumPy's reduce tells of its errors, once, in the caller's state
         summed = np.add.reduce(a.reshape(outer, n, 2), 1)
     return summed.reshape(shape)
+
+
+def rows_sum(a: np.ndarray, outer: int, n: int, width: int, shape: tuple) -> np.ndarray:
+    """``np.add.reduce`` over one axis of a C-ordered float array whose later axes hold
+    3 to ``ROWS_SUMMED_MAX_WIDTH`` entries, by the rules' ``rows_sum``; where a sum is not
+    finite (einsum reports no floating-point error), by NumPy's reduce itself, which tells
+    of its errors as the call does. ``outer``/``n``/``width``: the sizes before the axis,
+    of it and after it; ``shape``: the answer's."""
+    summed = rules_rows_sum(a, outer, n, width)
+    if not np.isfinite(summed).all():  # NumPy's reduce tells of its errors (caller's state)
+        summed = np.add.reduce(a.reshape(outer, n, width), 1)
+    return summed.reshape(shape)
+
+
+def negated_rows_sum(a: np.ndarray, outer: int, n: int, width: int, shape: tuple) -> np.ndarray:
+    """``rows_sum`` of ``np.negative(a)`` (subtraction's derivative for an operand
+    broadcast over an axis: gmm's mu), as the negated sums of ``a`` where no total is zero
+    or not finite (``negated_sum``'s reasoning: the same bits, without -a's pass); else
+    the sums of -a, which tell of their errors as NumPy's reduce of -a does."""
+    summed = rules_rows_sum(a, outer, n, width)  # (einsum: no floating-point error told)
+    if (summed != 0).all() and np.isfinite(summed).all():
+        return np.negative(summed, out=summed).reshape(shape)
+    return rows_sum(np.negative(a), outer, n, width, shape)
+
+
+def lane_extreme(ufunc: np.ufunc, a: np.ndarray) -> np.ndarray:
+    """``ufunc.reduce(a, -1)`` (minimum or maximum) of a C-ordered float array whose last
+    axis is short, column after column (as eager ``np.min`` computes it); an answer with a
+    nan is NumPy's reduce's."""
+    out = wrapper_lane_extreme(ufunc, a)
+    return ufunc.reduce(a, -1) if out is None else out
+
+
+def extreme_code(ufunc: np.ufunc, a: Any, axis: Any, ans: Any, text: str, bind) -> str | None:
+    """The code of ``ufunc.reduce(a, axis)`` (min, max: no keepdims, initial or where) by
+    ``lane_extreme`` where its axis is a short last one; else None."""
+    if type(axis) is tuple and len(axis) == 1:
+        axis = axis[0]
+    if type(a) is not ArrayMeta or type(ans) is not ArrayMeta or type(axis) is not int or \
+            a.ndim < 2 or axis not in (-1, a.ndim - 1) or \
+            not 2 <= a.shape[-1] <= LANE_EXTREME_MAX or \
+            math.prod(a.shape) < LANE_EXTREME_MIN_SIZE or \
+            a.dtype not in (np.float64, np.float32) or ans.dtype != a.dtype or \
+            not (c_ordered(a) and c_ordered(ans) and exact_lane_extremes(a.dtype)):
+        return None
+    return f"{bind(lane_extreme)}({bind(ufunc)}, {text})"
 
 
 def indicator_divide(b: np.ndarray, c: Any, shape: tuple,
@@ -446,24 +511,55 @@ def sum_code(a: Any, axis: Any, keepdims: bool, ans: Any, text: str, bind) -> st
         if dtype is None or dtype.kind != "i" or (shape is None) != isinstance(ans, np.generic):
             return None
         return f"{bind(count_true)}({text}, {shape!r}, {bind(dtype)})"
+    form = _sum_form(a, axis, ans)
+    if form is None:
+        return None
+    if form == "lanes":
+        return f"{bind(lane_sum)}({text}, {shape!r})" if shape else \
+            f"{bind(lane_sum)}({text})"
+    outer, n, width = form
+    if width == 2:
+        return f"{bind(pair_sum)}({text}, {outer}, {n}, {ans.shape!r})"
+    return f"{bind(rows_sum)}({text}, {outer}, {n}, {width}, {ans.shape!r})"
+
+
+def negated_sum_code(a: Any, axis: Any, ans: Any, text: str, bind) -> str | None:
+    """The code of ``np.add.reduce(np.negative(a), axis)`` (``a``'s code ``text``) by
+    ``negated_rows_sum``, where the sum is over an axis followed by 3 to 64 entries; else
+    None (a sum over all axes: ``negated_sum``)."""
+    form = negated_form(a, axis, ans)
+    if form is None:
+        return None
+    outer, n, width = form
+    return f"{bind(negated_rows_sum)}({text}, {outer}, {n}, {width}, {ans.shape!r})"
+
+
+def negated_form(a: Any, axis: Any, ans: Any) -> tuple | None:
+    """``(outer, n, width)`` where ``negated_rows_sum`` sums -a over ``axis``, else None."""
+    form = _sum_form(a, axis, ans)
+    return form if type(form) is tuple and form[2] > 2 else None
+
+
+def _sum_form(a: Any, axis: Any, ans: Any) -> str | tuple | None:
+    """How a float sum of ``a`` over one ``axis`` is faster with NumPy's bits: "lanes" (a
+    short last axis), ``(outer, n, width)`` (an axis followed by 2 to 64 entries:
+    ``pair_sum`` for 2, ``rows_sum`` from 3), or None."""
     if type(axis) is tuple and len(axis) == 1:
         axis = axis[0]
     if type(axis) is not int or type(a) is not ArrayMeta or not -a.ndim <= axis < a.ndim \
             or a.dtype not in (np.float64, np.float32) or math.prod(a.shape) < SUM_MIN_SIZE \
-            or type(ans) is not ArrayMeta or ans.dtype != a.dtype:
+            or type(ans) is not ArrayMeta or ans.dtype != a.dtype \
+            or not (c_ordered(a) and c_ordered(ans)):
         return None
     axis %= a.ndim
     if axis == a.ndim - 1:
-        if not (2 <= a.shape[-1] <= MAX_SUM_LANES and c_ordered(a) and c_ordered(ans)
-                and exact_lane_sum(a.dtype)):
-            return None
-        return f"{bind(lane_sum)}({text}, {shape!r})" if shape else \
-            f"{bind(lane_sum)}({text})"
-    outer, n = math.prod(a.shape[:axis]), a.shape[axis]
-    if math.prod(a.shape[axis + 1:]) != 2 or n < 2 or not (
-            c_ordered(a) and c_ordered(ans) and exact_pair_sum(a.dtype)):
+        return "lanes" if 2 <= a.shape[-1] <= MAX_SUM_LANES and exact_lane_sum(a.dtype) \
+            else None
+    outer, n, width = math.prod(a.shape[:axis]), a.shape[axis], math.prod(a.shape[axis + 1:])
+    if n < 2 or not 2 <= width <= ROWS_SUMMED_MAX_WIDTH or \
+            not (exact_pair_sum(a.dtype) if width == 2 else exact_rows_sum(a.dtype)):
         return None
-    return f"{bind(pair_sum)}({text}, {outer}, {n}, {ans.shape!r})"
+    return outer, n, width
 
 
 def scatter_code(vals: list, texts: list[str], bind) -> str | None:
@@ -565,8 +661,10 @@ def layout_key(raw: Any, entry: Any, vals: list, ans: Any) -> tuple:
         return (_layout(ans), *map(_layout, vals), vals[1].tobytes())
     if raw is np.outer or raw is WHERE:
         return (_layout(ans), *map(_layout, vals))
-    if entry.reduction is np.add:
-        return (_layout(ans), *map(_layout, vals))  # (which axis and how long: any sum)
+    if entry.reduction is np.add or entry.reduction is np.minimum or \
+            entry.reduction is np.maximum:
+        # (which axis and how long: any sum; min and max over a short last axis)
+        return (_layout(ans), *map(_layout, vals))
     if getattr(raw, "ufunc", None) is None:
         return ()
     if raw.ufunc is np.power:  # (an array by the number 2 is its square: _direct)

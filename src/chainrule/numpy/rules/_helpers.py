@@ -124,7 +124,7 @@ def unbroadcast(g, x):
         if inner:
             summed = None
             if not lead and len(inner) == 1 and type(g) is _ndarray:
-                summed = _pairs_summed(g, inner[0])
+                summed = _axis_summed(g, inner[0])
             g = anp.sum(g, axis=tuple(range(lead)) + inner, keepdims=True) \
                 if summed is None else summed
         elif lead == 1 and type(g) is _ndarray and len(g_shape) == 2 and g_shape[1] > 1 \
@@ -165,21 +165,41 @@ _ROWS_SUMMED_DTYPES = (_np.dtype(_np.float64), _np.dtype(_np.float32))
 COMPLEX_OF = {_np.dtype(_np.float64): _np.complex128, _np.dtype(_np.float32): _np.complex64}
 _PAIRS_SUMMED_MIN_SIZE = 256  # (below it NumPy's own reduce costs less)
 
+# rows_sum: the same sum where the later axes hold 3 to ROWS_SUMMED_MAX_WIDTH entries
+# (gmm at d = 10: mu's (25, 1, 10) over n = 1000, 317 µs by add.reduce, one call of its
+# inner loop per run of 10): einsum adds along the axis in order too, in one loop over
+# the runs (87 µs), the same bits (``exact_rows_sum`` checks this NumPy once per dtype;
+# not finite: NumPy's reduce again, as for pair_sum). Wider runs: NumPy's inner loop is
+# long enough, and its reduce the faster (at 500 entries).
+ROWS_SUMMED_MAX_WIDTH = 64
 
-def _pairs_summed(g, axis: int):
-    """``np.sum(g, axis=axis, keepdims=True)`` by ``pair_sum``, or None where that form
-    does not apply, does not give this NumPy's bits, or a sum is not finite."""
+
+def _axis_summed(g, axis: int):
+    """``np.sum(g, axis=axis, keepdims=True)`` by ``pair_sum`` or ``rows_sum``, or None
+    where neither form applies, gives this NumPy's bits, or a sum is not finite."""
     g_shape = g.shape
-    outer = math.prod(g_shape[:axis])
-    # (not outer == 1: accumulate's form there would report its errors, then the reduce)
-    if g_shape[axis + 1:] != (2,) or g.size < _PAIRS_SUMMED_MIN_SIZE or outer < 2 or \
-            g.dtype not in COMPLEX_OF or not g.flags.c_contiguous or \
-            not exact_pair_sum(g.dtype):
+    outer, n, width = math.prod(g_shape[:axis]), g_shape[axis], math.prod(g_shape[axis + 1:])
+    if not 2 <= width <= ROWS_SUMMED_MAX_WIDTH or g.size < _PAIRS_SUMMED_MIN_SIZE or \
+            g.dtype not in COMPLEX_OF or not g.flags.c_contiguous:
         return None
-    summed = pair_sum(g, outer, g_shape[axis])
+    if width == 2:
+        # (not outer == 1: accumulate's form there would report its errors, then the reduce)
+        if outer < 2 or not exact_pair_sum(g.dtype):
+            return None
+        summed = pair_sum(g, outer, n)
+    elif exact_rows_sum(g.dtype):
+        summed = rows_sum(g, outer, n, width)
+    else:
+        return None
     if not _np.isfinite(summed).all():
         return None
     return summed.reshape(g_shape[:axis] + (1,) + g_shape[axis + 1:])
+
+
+def rows_sum(a, outer: int, n: int, width: int):
+    """``np.add.reduce(a.reshape(outer, n, width), 1)`` of a C-ordered float64/float32
+    array ``a``, with NumPy's bits where ``exact_rows_sum(a.dtype)`` holds."""
+    return _np.einsum("onw->ow", a.reshape(outer, n, width))
 
 
 def pair_sum(a, outer: int, n: int):
@@ -191,6 +211,29 @@ def pair_sum(a, outer: int, n: int):
     else:
         summed = _np.einsum("ij->j", _np.ascontiguousarray(pairs.T))
     return _np.ascontiguousarray(summed).view(a.dtype).reshape(outer, 2)
+
+
+def _order_probe(dtype, shape: tuple, seed: int):
+    """A float array of ``shape`` whose sums show their order in their last bits, with a
+    column of -0.0s and one of -0.0s and a 0.0 (a sum of -0.0s is 0.0)."""
+    rng = _np.random.default_rng(seed)
+    a = (rng.standard_normal(shape) * _np.exp2(rng.integers(-30, 30, shape))).astype(dtype)
+    a[0, :, 0] = -0.0
+    a[-1, :, 1] = -0.0
+    a[-1, 5, 1] = 0.0
+    return a
+
+
+@functools.cache
+def exact_rows_sum(dtype) -> bool:
+    """Whether this NumPy's add.reduce over an axis followed by 3 to 64 entries gives
+    ``rows_sum``'s bits: checked once per dtype, on sums whose order shows, with one
+    block and with several."""
+    for shape in ((5, 300, 3), (1, 300, 7), (4, 200, 10), (2, 100, 64), (3, 40, 33)):
+        a = _order_probe(dtype, shape, 41)
+        if _np.add.reduce(a, 1).tobytes() != rows_sum(a, *shape).tobytes():
+            return False
+    return True
 
 
 @functools.cache
@@ -433,8 +476,11 @@ def binary_rule(argnum: int, partial=None, negated: bool = False):
         elif negated:
             if type(g) is _ndarray and g.dtype in _ROWS_SUMMED_DTYPES and g.shape and \
                     (type(arg) in _ARRAY_LIKE or type(arg) in NUMPY_SCALARS) and \
-                    arg.shape == () and g.dtype == arg.dtype:
-                return negated_sum(_ADD_REDUCE, g)  # (unbroadcast's number of -g)
+                    g.dtype == arg.dtype:
+                if arg.shape == ():
+                    return negated_sum(_ADD_REDUCE, g)  # (unbroadcast's number of -g)
+                if arg.shape != g.shape and g.size >= _NEGATED_UNBROADCAST_MIN_SIZE:
+                    return _negated_unbroadcast(g, arg)
             g = -g
         g_type = type(g)
         if g_type is _ndarray:
@@ -448,6 +494,21 @@ def binary_rule(argnum: int, partial=None, negated: bool = False):
 
 
 _ADD_REDUCE = _np.add.reduce  # (one bound method: each attribute read makes one)
+# (below it -g's pass costs less than the tests of the negated totals)
+_NEGATED_UNBROADCAST_MIN_SIZE = 8192
+
+
+def _negated_unbroadcast(g, x):
+    """``unbroadcast(-g, x)`` of a float array ``g`` larger than ``x`` (subtract's VJP of
+    a broadcast operand: gmm's mu in x - mu), as ``negated_sum`` computes a total: the
+    sums of ``g`` negated, without -g's array, where no total is zero or nan; else the
+    sums of -g, quietly (the sums of ``g`` told of their errors as -g's would)."""
+    total = unbroadcast(g, x)
+    if type(total) is _ndarray and total.base is not g and total is not g and \
+            (total != 0).all() and not _np.isnan(total).any():
+        return _np.negative(total, out=total)  # (a sum's array, made here)
+    with _np.errstate(all="ignore"):
+        return unbroadcast(-g, x)
 
 
 def negated_sum(reduce, x, axis=None, *args, **kwargs):
