@@ -65,6 +65,7 @@ LAYOUTS = ("contiguous", "contiguous", "strided", "reversed")
 # arrays of every size: the programs' arrays are small, so only "always" reaches them
 KERNELS = ("sized", "sized", "always")
 KERNEL_SIZES = ("LANES_MIN_SIZE", "SUM_MIN_SIZE", "INDICATOR_MIN_SIZE", "NEGATED_MIN_SIZE",
+                "LANE_EXTREME_MIN_SIZE",
                 "SCATTER_AT_SIZE", "OUTER_LANE_ROWS")
 
 

@@ -209,3 +209,17 @@ class EveryError(Deferred):
     _in_settings = staticmethod(derived_settings(lambda modes: {"all": "call",
                                                                 "call": RECORDER}))
     _tells_on_error = False
+
+
+def _strict(modes: dict) -> dict:
+    """A floating-point error raises where the caller's error state does anything with it
+    (warns, raises, calls out), and is ignored where the state ignores it."""
+    return {k: "ignore" if v == "ignore" else "raise" for k, v in modes.items()}
+
+
+# ``with strict():`` runs its block in ``_strict``'s settings: for a faster form of a NumPy
+# call (chainrule.numpy.short_axes, chainrule.jit's kernels), whose error then has NumPy's
+# own call (or eager evaluation) tell of it with NumPy's warning or error; and for a jit
+# program where the caller's state both raises on one error and tells of another, or calls
+# out (jit._errstate.runs_strictly).
+strict = derived_settings(_strict)

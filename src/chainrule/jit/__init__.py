@@ -32,11 +32,12 @@ from .._core.extension import observers
 from .._core.heap import graph_memory, no_cycle_collection
 from .._core.pytree import LEAF, DictKeys, TreeDef, _sorted_keys, tree_flatten, tree_unflatten
 from .._core.tracer import check_not_leaked, front_ends, isbox, trace_leaves
+from .._user_code.errstate import strict
 from ..numpy.placement import byte_bounds
 from . import _check, _effects, _staging
 from ._check import JitCheckError
 from ._emit import emit, emit_at_first_run, emit_straight, warn_large
-from ._errstate import runs_strictly, strict, warning_only
+from ._errstate import runs_strictly, warning_only
 from ._notices import JitWarning, user_stacklevel
 from ._program import MISS, RAISED, Program, copied_together
 from ._readable import readable

@@ -54,17 +54,6 @@ def acts() -> bool:
     return bool(set(_told(np.geterr()).values()) - {"ignore", "warn"})
 
 
-def _strict(modes: dict) -> dict:
-    """A floating-point error raises where the caller's error state does anything with it
-    (warns, raises, calls out), and is ignored where the state ignores it."""
-    return {k: "ignore" if v == "ignore" else "raise" for k, v in modes.items()}
-
-
-# ``with strict():`` runs its block in ``_strict``'s settings: for a faster form of a NumPy
-# call (``_kernels``), whose error then makes the program evaluate the call eagerly, with
-# NumPy's own warning or error; and for a program where the caller's state both raises on
-# one error and tells of another, or calls out (``runs_strictly``).
-strict = derived_settings(_strict)
 
 
 def _runs_strictly(modes: dict) -> bool:

@@ -13,10 +13,8 @@ which do the same arithmetic in other loops:
   A sum or difference of pairs (operands whose last axis is two contiguous entries) is
   one call on the pairs seen as complex numbers, whose parts add as the floats do.
 - ``lane_sum``: ``np.add.reduce`` over a short last axis (2 to 16 entries) of a C-ordered
-  float array: NumPy adds each row from 0.0, in order under 8 entries, by its pairwise
-  sum's eight running sums from 8, which lane-by-lane adds do too (``exact_lane_sum``
-  checks that this NumPy does, once, on numbers where another order gives other bits,
-  and on signed zeros, nan and inf).
+  float array, lane by lane, as NumPy adds each row (``chainrule.numpy.short_axes``,
+  which eager ``np.sum`` calls too; ``exact_lane_sum`` checks this NumPy's order once).
 - ``pair_sum``: ``np.add.reduce`` over an axis followed by two entries (gmm's d=2
   ``mu`` cotangent, a sum over n of (k, n, 2)): NumPy adds along the axis in order (its
   inner loop is the pair), as the pairs seen as complex numbers add in one long loop
@@ -26,8 +24,8 @@ which do the same arithmetic in other loops:
   cotangent): einsum adds along the axis in order too, in one loop (the rules'
   ``rows_sum``, as eager ``unbroadcast``; ``exact_rows_sum`` checks it once).
 - ``lane_extreme``: ``np.minimum.reduce`` / ``np.maximum.reduce`` over a short last axis
-  (kmeans' nearest centroid), column after column, as eager ``np.min`` does
-  (``numpy_wrapper.lane_extreme``: the same zeros, checked once; a nan: NumPy's reduce).
+  (kmeans' nearest centroid), column after column (``short_axes.lane_extreme``, as eager
+  ``np.min`` does: the same zeros, checked once; a nan answer: NumPy's reduce).
 - ``indicator_divide``: a boolean array divided by positive integer counts (the
   derivative of ``max``: ``(x == max) / count``), NumPy's division casting the booleans
   through buffers: 1.0 / count copied where the booleans hold, into zeros.
@@ -60,20 +58,15 @@ warning names ``add``, not ``reduce``).
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from .._user_code.errstate import strict
+from ..numpy import short_axes
 from ..numpy.numpy_boxes import array_getitem
-from ..numpy.numpy_wrapper import (
-    LANE_EXTREME_MAX,
-    LANE_EXTREME_MIN_SIZE,
-    exact_lane_extremes,
-)
-from ..numpy.numpy_wrapper import lane_extreme as wrapper_lane_extreme
 from ..numpy.numpy_wrapper import where as _where
 from ..numpy.rules._helpers import (
     COMPLEX_OF,
@@ -85,7 +78,7 @@ from ..numpy.rules._helpers import negated_sum as rules_negated_sum
 from ..numpy.rules._helpers import pair_sum as rules_pair_sum
 from ..numpy.rules._helpers import rows_sum as rules_rows_sum
 from ..numpy.rules.shape import untake
-from ._errstate import strict
+from ..numpy.short_axes import LANE_EXTREME_MIN_SIZE, lane_extreme
 from ._staging import ArrayMeta
 
 _GETITEM = array_getitem.fun
@@ -102,8 +95,7 @@ OUTER_LANE_ROWS = 100
 # np.outer by a constant short vector: its entries repeated, times the vector tiled, a
 # constant the program keeps, up to this many entries (above: outer_lanes, as fast)
 OUTER_TILE_SIZE = 4096
-# lane_sum: a last axis of up to this many entries (a line per entry and a few more)
-MAX_SUM_LANES = 16
+# lane_sum (short_axes.MAX_LANES entries at most) and the other sums' forms from this many
 SUM_MIN_SIZE = 1024
 # indicator_divide and negated_sum save a pass over the array for some µs of checks
 INDICATOR_MIN_SIZE = 16384
@@ -163,43 +155,11 @@ def outer_lanes(a: np.ndarray, b: np.ndarray, shape: tuple) -> np.ndarray:
 
 
 def lane_sum(a: np.ndarray, shape: tuple | None = None) -> np.ndarray:
-    """``np.add.reduce(a, -1)`` of a C-ordered float array whose last axis is short, as
-    NumPy adds each row, lane by lane: under 8 entries in order; from 8, its pairwise
-    sum's eight running sums (one per position modulo 8, over the whole blocks of 8)
-    added as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the rest in order;
-    all added to 0.0 (a sum of -0.0s is 0.0). ``shape``: the answer's (``keepdims``)."""
-    try:
-        with strict():
-            total = _lanes_added(a, a.shape[-1])
-    except FloatingPointError:  # NumPy's call tells of it (once, in the caller's state)
-        total = np.add.reduce(a, -1)
+    """``np.add.reduce(a, -1)`` of a C-ordered float array whose last axis is short, lane
+    by lane (``short_axes.lane_sum``, as eager ``np.sum`` computes it). ``shape``: the
+    answer's (``keepdims``)."""
+    total = short_axes.lane_sum(a)
     return total if shape is None else total.reshape(shape)
-
-
-def _lanes_added(a: np.ndarray, n: int) -> np.ndarray:
-    """``lane_sum``'s additions (in ``strict()``: NumPy's call tells of an error)."""
-    if n < 8:
-        total = np.add(a[..., 0], a[..., 1])
-        for c in range(2, n):
-            np.add(total, a[..., c], out=total)
-    else:
-        blocks = n - n % 8
-        if blocks > 8:
-            r = [np.add(a[..., j], a[..., 8 + j]) for j in range(8)]
-            for i in range(16, blocks, 8):
-                for j in range(8):
-                    np.add(r[j], a[..., i + j], out=r[j])
-        else:
-            r = [a[..., j] for j in range(8)]
-        total, half = np.add(r[0], r[1]), np.add(r[2], r[3])
-        np.add(total, half, out=total)
-        other = np.add(r[4], r[5])
-        np.add(other, np.add(r[6], r[7], out=half), out=other)
-        np.add(total, other, out=total)
-        for c in range(blocks, n):
-            np.add(total, a[..., c], out=total)
-    np.add(total, 0.0, out=total)
-    return total
 
 
 def pair_sum(a: np.ndarray, outer: int, n: int, shape: tuple) -> np.ndarray:
@@ -242,14 +202,6 @@ def negated_rows_sum(a: np.ndarray, outer: int, n: int, width: int, shape: tuple
     return rows_sum(np.negative(a), outer, n, width, shape)
 
 
-def lane_extreme(ufunc: np.ufunc, a: np.ndarray) -> np.ndarray:
-    """``ufunc.reduce(a, -1)`` (minimum or maximum) of a C-ordered float array whose last
-    axis is short, column after column (as eager ``np.min`` computes it); an answer with a
-    nan is NumPy's reduce's."""
-    out = wrapper_lane_extreme(ufunc, a)
-    return ufunc.reduce(a, -1) if out is None else out
-
-
 def extreme_code(ufunc: np.ufunc, a: Any, axis: Any, ans: Any, text: str, bind) -> str | None:
     """The code of ``ufunc.reduce(a, axis)`` (min, max: no keepdims, initial or where) by
     ``lane_extreme`` where its axis is a short last one; else None."""
@@ -257,10 +209,10 @@ def extreme_code(ufunc: np.ufunc, a: Any, axis: Any, ans: Any, text: str, bind) 
         axis = axis[0]
     if type(a) is not ArrayMeta or type(ans) is not ArrayMeta or type(axis) is not int or \
             a.ndim < 2 or axis not in (-1, a.ndim - 1) or \
-            not 2 <= a.shape[-1] <= LANE_EXTREME_MAX or \
+            not 2 <= a.shape[-1] <= short_axes.MAX_LANES or \
             math.prod(a.shape) < LANE_EXTREME_MIN_SIZE or \
             a.dtype not in (np.float64, np.float32) or ans.dtype != a.dtype or \
-            not (c_ordered(a) and c_ordered(ans) and exact_lane_extremes(a.dtype)):
+            not (c_ordered(a) and c_ordered(ans) and short_axes.exact_lane_extremes(a.dtype)):
         return None
     return f"{bind(lane_extreme)}({bind(ufunc)}, {text})"
 
@@ -392,23 +344,6 @@ def c_ordered(meta: Any) -> bool:
     """Whether an array (its ``ArrayMeta``) is laid out as ``np.empty`` lays out a new
     array of its shape and dtype (C order), as every answer of these functions is."""
     return meta.strides == np.empty(meta.shape, meta.dtype).strides
-
-
-@functools.cache
-def exact_lane_sum(dtype: np.dtype) -> bool:
-    """Whether this NumPy's ``add.reduce`` over a short last axis of ``dtype`` gives
-    ``lane_sum``'s bits: checked once, on sums whose order shows in their last bits."""
-    rng = np.random.default_rng(37)
-    for n in range(2, MAX_SUM_LANES + 1):
-        a = (rng.standard_normal((256, n)) *
-             np.exp2(rng.integers(-30, 30, (256, n)))).astype(dtype)
-        a[0] = -0.0
-        a[1, 0] = -0.0
-        a[2, 0], a[3, -1], a[4, :2] = np.nan, -np.inf, [np.inf, -np.inf]
-        with np.errstate(all="ignore"):
-            if np.add.reduce(a, -1).tobytes() != lane_sum(a).tobytes():
-                return False
-    return True
 
 
 def ufunc_code(ufunc: np.ufunc, vals: list, ans: Any, texts: list[str], bind) -> str | None:
@@ -553,8 +488,8 @@ def _sum_form(a: Any, axis: Any, ans: Any) -> str | tuple | None:
         return None
     axis %= a.ndim
     if axis == a.ndim - 1:
-        return "lanes" if 2 <= a.shape[-1] <= MAX_SUM_LANES and exact_lane_sum(a.dtype) \
-            else None
+        return "lanes" if 2 <= a.shape[-1] <= short_axes.MAX_LANES and \
+            short_axes.exact_lane_sum(a.dtype) else None
     outer, n, width = math.prod(a.shape[:axis]), a.shape[axis], math.prod(a.shape[axis + 1:])
     if n < 2 or not 2 <= width <= ROWS_SUMMED_MAX_WIDTH or \
             not (exact_pair_sum(a.dtype) if width == 2 else exact_rows_sum(a.dtype)):
@@ -669,7 +604,7 @@ def layout_key(raw: Any, entry: Any, vals: list, ans: Any) -> tuple:
         return ()
     if raw.ufunc is np.power:  # (an array by the number 2 is its square: _direct)
         return (len(vals) == 2 and type(vals[1]) is int and vals[1] == 2,)
-    if not (type(ans) is ArrayMeta and ans.ndim and ans.shape[-1] <= MAX_SUM_LANES) and \
+    if not (type(ans) is ArrayMeta and ans.ndim and ans.shape[-1] <= short_axes.MAX_LANES) and \
             not any(getattr(v, "dtype", None) == np.bool_ for v in vals):
         return ()
     return (_layout(ans), *map(_layout, vals))

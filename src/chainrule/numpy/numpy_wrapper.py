@@ -12,7 +12,6 @@ around a primitive that takes the arrays positionally.
 from __future__ import annotations
 
 import builtins as _builtins
-import functools
 import inspect
 import math as _math
 import operator as _operator
@@ -25,6 +24,7 @@ from .._core.tracer import direct_types, getval, isbox, notrace_primitive, primi
 from . import _namespace
 from ._namespace import raw_to_wrapped
 from .placement import constant_like
+from .short_axes import SHORT_AXES, with_short_axes
 
 # fmt: off
 DIFFERENTIABLE = {
@@ -213,74 +213,6 @@ _KEEP_LIBRARY = frozenset([_np.asarray, _np.asanyarray, _np.ascontiguousarray,
                            _np.asfortranarray])
 
 
-# ----------------------------------------------------------------------------- short axes
-# min and max over a short last axis (kmeans' nearest centroid: np.min of n x k distances,
-# axis=1): NumPy's reduce makes one call of its inner loop per row, whose set-up is most of
-# the time (30 µs at 1000 x 10); the columns' minimum taken one column after another, each
-# call a long loop over the rows, is the same values (8 µs). An extreme is one of its
-# elements, so only which zero (-0.0 or 0.0) and which nan it answers could depend on the
-# order: ``exact_lane_extremes`` checks that this NumPy answers the same zeros (once per
-# dtype), and an answer with a nan is NumPy's reduce's again. chainrule.jit's programs
-# call it too (jit/_kernels.py).
-LANE_EXTREME_MAX = 16  # (at most this many entries on the axis: a call per entry)
-LANE_EXTREME_MIN_SIZE = 512  # (below it NumPy's own reduce costs less)
-_LANE_DTYPES = (_np.dtype(_np.float64), _np.dtype(_np.float32))
-
-
-def lane_extreme(ufunc, a):
-    """``ufunc.reduce(a, -1)`` (``ufunc``: minimum or maximum) of a C-ordered float array
-    whose last axis holds 2 or more entries, column after column; None where the answer
-    holds a nan (whose bits may be another nan's)."""
-    out = ufunc(a[..., 0], a[..., 1])
-    for c in range(2, a.shape[-1]):
-        ufunc(out, a[..., c], out=out)
-    return None if _np.isnan(out).any() else out
-
-
-def lane_extreme_applies(a, axis) -> bool:
-    """Whether ``lane_extreme`` gives NumPy's answer to ``np.min(a, axis)`` faster."""
-    shape = a.shape
-    return len(shape) >= 2 and (axis == -1 or axis == len(shape) - 1) and \
-        2 <= shape[-1] <= LANE_EXTREME_MAX and a.size >= LANE_EXTREME_MIN_SIZE and \
-        a.dtype in _LANE_DTYPES and a.flags.c_contiguous and exact_lane_extremes(a.dtype)
-
-
-@functools.cache
-def exact_lane_extremes(dtype) -> bool:
-    """Whether this NumPy's minimum.reduce and maximum.reduce over a short last axis
-    answer ``lane_extreme``'s bits: checked once per dtype, on every width, with rows of
-    mixed zeros (-0.0 and 0.0 in every pattern over six entries)."""
-    rng = _np.random.default_rng(43)
-    patterns = _np.arange(64)[:, None] >> _np.arange(6)[None, :] & 1
-    for n in range(2, LANE_EXTREME_MAX + 1):
-        zeros = _np.where(patterns[:, _np.arange(n) % 6] == 1, -0.0, 0.0).astype(dtype)
-        a = _np.concatenate([rng.standard_normal((64, n)).astype(dtype), zeros])
-        for ufunc in (_np.minimum, _np.maximum):
-            if ufunc.reduce(a, -1).tobytes() != lane_extreme(ufunc, a).tobytes():
-                return False
-    return True
-
-
-def _with_lane_extremes(fun, ufunc):
-    """``fun`` (np.min, np.max and their aliases), by ``lane_extreme`` where it applies."""
-    def raw(a, axis=None, *args, **kwargs):
-        if not args and not kwargs and type(a) is _ndarray and type(axis) is int and \
-                lane_extreme_applies(a, axis):
-            out = lane_extreme(ufunc, a)
-            if out is not None:
-                return out
-        return fun(a, axis, *args, **kwargs)
-
-    raw.__name__ = raw.__qualname__ = fun.__name__
-    raw.__doc__ = fun.__doc__
-    raw.__signature__ = inspect.signature(fun)  # (jit binds its calls' arguments by it)
-    return raw
-
-
-_LANE_EXTREMES = {_np.min: _np.minimum, _np.amin: _np.minimum, _np.max: _np.maximum,
-                  _np.amax: _np.maximum}
-
-
 def _out_position(fun) -> int | None:
     """Where NumPy's ``fun`` takes its output array positionally (``out``), if it does."""
     if isinstance(fun, _np.ufunc):
@@ -328,7 +260,7 @@ def _differentiable(raw):
     operator = _OPERATOR_PATHS.get(raw)
     return primitive(
         _in_own_library(raw) if raw in _KEEP_LIBRARY else
-        _with_lane_extremes(raw, _LANE_EXTREMES[raw]) if raw in _LANE_EXTREMES else
+        with_short_axes(raw, SHORT_AXES[raw]) if raw in SHORT_AXES else
         _BY_KEYWORD[raw] if raw in _BY_KEYWORD else
         _with_scalar_path(raw, impl) if impl is not None else
         _with_scalar_path(raw, operator, floats=False) if operator is not None else raw,

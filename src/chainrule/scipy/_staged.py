@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as _np
 
+from .._user_code.errstate import strict
 from ..jit import MISS, StagingError, jit
-from ..jit._errstate import runs_strictly, strict
+from ..jit._errstate import runs_strictly
 
 # Python decisions on traced values (``if t > 1``) make variants; past this many for one
 # solve the function is taken to decide on its inputs' values and runs eagerly.

@@ -200,12 +200,14 @@ def _extreme_jvp(t, ans, x, axis=None, out=None, keepdims=False, initial=None, w
         # Staged (chainrule.jit), a position read from the mask would be guarded, so each
         # new position would trace again: a sum over the axis instead, of the tangent where
         # the mask holds and 0.0 elsewhere, which is the taken tangent + 0.0 bit for bit
-        # (NumPy's sums start from +0.0: a -0.0 alone sums to 0.0), laid out in C order as
-        # take's answer is (the sum keeps t's layout: a batch of tangents whose batch axis
-        # is innermost, hessian's, would be summed over later in another order, another
-        # last bit)
-        return match_dtype(anp.reshape(anp.ascontiguousarray(
-            anp.sum(anp.where(mask, t, 0.0), axis=axes)), shape_of(ans)), ans)
+        # (NumPy's sums start from +0.0: a -0.0 alone sums to 0.0). An array answer is laid
+        # out in C order, as take's is (the sum keeps t's layout: a batch of tangents
+        # whose batch axis is innermost, hessian's, would be summed over later in another
+        # order, another last bit); a number stays one (ascontiguousarray answers 1-d).
+        taken = anp.sum(anp.where(mask, t, 0.0), axis=axes)
+        if len(axes) < ndim:
+            taken = anp.ascontiguousarray(taken)
+        return match_dtype(anp.reshape(taken, shape_of(ans)), ans)
     if len(axes) == ndim:  # every axis: one answer, a NumPy scalar (keepdims: 1 x ... x 1)
         at = mask.argmax()
     else:
