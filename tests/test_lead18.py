@@ -346,3 +346,33 @@ def test_jit_of_the_tangent_of_an_extreme_over_every_axis_is_a_number(fun):
     for z in (x, -x, x):
         for got, want in zip(jitted(z), jvp(z)):
             _bits(got, want)
+
+
+def _squares(x, c):
+    y = np.sin(x)
+    return np.sum(c * (y * y)) + np.sum((y + y) * x) + np.sum(x * np.asarray(x))
+
+
+def test_one_value_as_both_operands_is_pulled_back_once_with_the_same_bits(monkeypatch):
+    from chainrule._core.rule_table import rule_table
+
+    rng = onp.random.default_rng(12)
+    x, c = rng.normal(size=(40, 30)), rng.normal(size=(40, 1))
+    grad = cr.grad(_squares)
+    got = grad(x, c)
+    want = 2 * c * onp.sin(x) * onp.cos(x) + 2 * onp.cos(x) * x + 2 * onp.sin(x) + 2 * x
+    onp.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    entry = rule_table[np.multiply]
+    first, second = entry.vjp_by_argnums[(0, 1)]
+    calls = []
+    monkeypatch.setitem(entry.vjp_by_argnums, (0, 1),
+                        (first, lambda *a, **k: calls.append(1) or second(*a, **k)))
+    _bits(grad(x, c), got)
+    # ((y + y) * x calls the second rule; y * y and x * asarray(x), one value twice, not)
+    assert len(calls) == 1
+    monkeypatch.setattr(entry, "symmetric", False)
+    monkeypatch.setattr(rule_table[np.add], "symmetric", False)
+    _bits(grad(x, c), got)  # (each rule called: the same bits)
+    assert len(calls) == 1 + 3
+    h = cr.hessian(lambda z: np.sum(z * z * z))(x[0, :5])
+    onp.testing.assert_allclose(h, onp.diag(6 * x[0, :5]), rtol=1e-13, atol=1e-13)

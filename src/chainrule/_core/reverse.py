@@ -333,8 +333,11 @@ def backward_pass(seeds: list, free: bool = False) -> dict:
                     reached[key] = parent
                     push(heap, key)
             if n_rules == 2:
-                grad = rules[1](g, ans, a0, a1) if n_args == 2 else \
-                    rules[1](g, ans, *args, **kwargs)
+                if n_args != 2:
+                    grad = rules[1](g, ans, *args, **kwargs)
+                elif a0 is not a1 or not entry.symmetric:
+                    grad = rules[1](g, ans, a0, a1)
+                # (else x * x, x + x: the second rule's cotangent is the first's, as it is)
                 if grad is not None:
                     parent = parents[1]
                     if parent in outgrads:

@@ -82,13 +82,20 @@ class PrimitiveRules:
       number: only for calls with that many arguments (``where(c, x, y)``, not ``where(c)``).
     - ``takes_index_arrays``: an integer array argument, as an index, gives an answer of
       the index's shape (``x[i]``, ``take``): jit stages such indices through the call.
+
+    And one hint for the backward pass:
+
+    - ``symmetric``: the two arguments are interchangeable (``add``, ``multiply``), so with
+      one value as both (``x * x``) their VJP rules answer the same cotangent: the
+      backward pass computes it once and hands it to both.
     """
 
     __slots__ = ("fun", "vjp", "vjp_by_argnums", "jvp", "batched_jvp", "unread_args",
                  "reads_ans", "reads_by_argnum", "unread_by_argnums", "label",
                  "jvp_replaced", "sparsity", "batch", "taylor", "layout_by_value",
                  "operator", "new_array", "neutral", "lowered_by_value", "finite_from_inf",
-                 "reduction", "lowering", "silent", "takes_masks", "takes_index_arrays")
+                 "reduction", "lowering", "silent", "takes_masks", "takes_index_arrays",
+                 "symmetric")
 
     def __init__(self, fun: Callable):
         self.fun = fun
@@ -115,6 +122,7 @@ class PrimitiveRules:
         self.silent: str | None = None
         self.takes_masks: bool | int = False
         self.takes_index_arrays = False
+        self.symmetric = False
         # the JVP was replaced after one existed and the VJP has not been since (rules.py
         # warns when such a VJP is replaced alone: the two modes would disagree)
         self.jvp_replaced = False

@@ -399,6 +399,15 @@ def defnew_array(fun: Callable) -> None:
     note_registration(fun, "new_array")
 
 
+def defsymmetric(fun: Callable) -> None:
+    """Declare ``fun``'s two arguments interchangeable (``fun(x, y)`` is ``fun(y, x)``, and
+    its VJP rules are each other's with the arguments swapped: ``add``, ``multiply``), so
+    that with one value as both (``x * x``) the backward pass computes their cotangent
+    once and hands it to both."""
+    rules_of(fun).symmetric = True
+    note_registration(fun, "symmetric")
+
+
 _NEUTRAL_KINDS = ("ones", "eye")
 
 

@@ -29,6 +29,7 @@ from ..._core.rules import (
     defneutral,
     defsilent,
     defsparsity,
+    defsymmetric,
     deftakes_masks,
     deftaylor,
     deftaylor_linear,
@@ -373,6 +374,7 @@ defjvp_argnums(anp.add,            _tangents_added(negated=False))
 defjvp_batched(anp.add,      lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(g, x, ans), ans),
                             lambda g, ans, x, y, *a, **k: broadcast_batched_tangent(batch_aligned(g, y, ans), ans))
 deflabel(anp.add,           "{0} + {1}", operator=True)  # how explain (and jit, on scalars) writes a call
+defsymmetric(anp.add)       # x + x: one cotangent for both
 defsparsity(anp.add,        elementwise_pattern)
 deftaylor_linear(anp.add)
 defvjp_direct(anp.subtract, binary_rule(0), binary_rule(1, negated=True), reads=())
@@ -386,6 +388,7 @@ elementwise_n(anp.multiply,  lambda ans, x, y: y,               lambda ans, x, y
               reads={0: (1,), 1: (0,)})  # each partial is the other operand
 deflabel(anp.multiply,      "{0} * {1}", operator=True)
 defneutral(anp.multiply,    "ones")  # x * 1 is x: jit drops the call
+defsymmetric(anp.multiply)  # x * x: g * x once, for both
 deftaylor(anp.multiply,     make_multilinear_taylor(anp.multiply))  # a Cauchy product
 elementwise_n(anp.divide,    lambda ans, x, y: anp.divide(1.0, y), lambda ans, x, y: -ans / y,
               reads={0: (1,), 1: (1, "ans")})  # true_divide; y may be a constant Python float, whose 1 / 0.0 raises
