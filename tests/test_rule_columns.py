@@ -16,7 +16,8 @@ marks an answer whose type, dtype or shape its arguments' values decide; the res
 ``chainrule.jit``'s emission hints (``PrimitiveRules``): the label is Python's operator,
 the answer is never a view, the constant a product by which is its other operand, jit's
 code reads the constants' values, the positions where an inf may give a finite answer,
-the ufunc whose reduce a call on an ndarray is.
+the ufunc whose reduce a call on an ndarray is; ``symmetric`` is the backward pass's
+(interchangeable arguments: ``x * x`` pulled back once).
 """
 
 from __future__ import annotations
@@ -115,6 +116,8 @@ def columns_of(fun) -> str:
                                         f"={entry.takes_masks}"))
     if entry.takes_index_arrays:
         columns.append("takes_index_arrays")
+    if entry.symmetric:
+        columns.append("symmetric")
     return " ".join(columns)
 
 
