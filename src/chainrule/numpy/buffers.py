@@ -573,8 +573,9 @@ def _computed_only_where(ufunc, mask, args):
 
 
 # the reductions and scans whose accumulator, where out= is given and dtype= is not, has
-# out's dtype (as if dtype=out.dtype were passed)
-_ACCUMULATES_IN_OUT = frozenset(getattr(_np, name) for name in (
+# out's dtype (as if dtype=out.dtype were passed): the functions chainrule's primitives
+# call (NumPy's own, or a faster form of it: np.sum's is short_axes')
+_ACCUMULATES_IN_OUT = frozenset(getattr(anp.namespace[name], "fun", None) for name in (
     "sum", "prod", "mean", "cumsum", "cumprod", "nansum", "nanprod", "nanmean", "nancumsum",
     "nancumprod", "trace"))
 
