@@ -384,11 +384,10 @@ def _exp_of_a_square(x, c):
     return np.sum(np.exp(y * y) * c)
 
 
-@pytest.mark.xfail(strict=True, reason="older (at 0278bbd too): y * y's VJP is g * y for "
-                   "each operand, two products that each underflow eagerly; jit's program "
-                   "computes it once and adds it to itself, so a cached call under a state "
-                   "that hears underflow warns once less (jitd16's lanes fallback at 812b60a "
-                   "shows it in gmm's float32 gradient, where main's program raised)")
+# (was a strict xfail, older (at 0278bbd too): y * y's VJP was g * y for each operand, two
+# products that each underflow eagerly, where jit's program computes it once and adds it
+# to itself, so a cached call under a state that hears underflow warned once less; since
+# defsymmetric the eager backward pass computes it once too)
 def test_jit_of_grad_of_a_square_warns_of_each_underflow_as_eager_does():
     gradient = cr.grad(_exp_of_a_square)
     jitted = cr.jit(gradient)

@@ -374,6 +374,14 @@ def test_one_value_as_both_operands_is_pulled_back_once_with_the_same_bits(monke
     monkeypatch.setattr(rule_table[np.add], "symmetric", False)
     _bits(grad(x, c), got)  # (each rule called: the same bits)
     assert len(calls) == 1 + 3
+    # (the general path, a call's first VJP and the observers', computes it once too)
+    monkeypatch.setattr(entry, "symmetric", True)
+    g = rng.normal(size=x.shape)
+    both = entry.vjp(g, (0, 1), x * x, (x, x), {})
+    assert both[0] is both[1]
+    _bits(both[0], g * x)
+    apart = entry.vjp(g, (0, 1), x * x, (x, x.copy()), {})
+    assert apart[0] is not apart[1]
     h = cr.hessian(lambda z: np.sum(z * z * z))(x[0, :5])
     onp.testing.assert_allclose(h, onp.diag(6 * x[0, :5]), rtol=1e-13, atol=1e-13)
 

@@ -161,6 +161,7 @@ def defvjp_direct(fun: Callable, *rules, argnums=None,
     }
 
     chosen: dict[tuple, tuple] = {}  # argnums -> their rules, looked up once per argnums
+    entry = rules_of(fun)
 
     def vjp(g, argnums, ans, args, kwargs):
         rules = chosen.get(argnums)
@@ -170,6 +171,9 @@ def defvjp_direct(fun: Callable, *rules, argnums=None,
             )
         if len(rules) == 1:
             return (rules[0](g, ans, *args, **kwargs),)
+        if len(args) == 2 and args[0] is args[1] and entry.symmetric:
+            grad = rules[0](g, ans, *args, **kwargs)  # (x * x: see defsymmetric)
+            return (grad, grad)
         return tuple([rule(g, ans, *args, **kwargs) for rule in rules])
 
     _set_vjp(fun, vjp, by_argnums=chosen)
