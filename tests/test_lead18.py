@@ -405,3 +405,29 @@ def test_a_float32_sum_into_a_float64_out_accumulates_in_float64():
     for _ in range(3):
         _bits(_summed_into(x), want)
         _bits(jitted(x), want)
+
+
+def _written_then_summed(x):
+    o = np.zeros(6)
+    np.divide(x, 1.0 + x * x, out=o, where=x > 0)
+    d = np.outer(o, o)[:, None, :] - _TABLE[None, :, :6]
+    return np.sum(np.max(d * d, axis=2), axis=1)
+
+
+_TABLE = onp.linspace(-2.0, 2.0, 4000 * 6).reshape(6, 4000).T.copy()
+
+
+@pytest.mark.parametrize("in_axis", [0, -1])
+def test_vmap_of_a_written_buffer_lays_examples_out_as_the_loop(in_axis):
+    # (found by the contracts' wide template, vmap case 15,163: an unbatched buffer written
+    # by the batch was copied from its broadcast view in order K, the batch axis
+    # innermost; the sum over the 4,000 rows after it then added in another order)
+    from chainrule._transforms.vmap import batched_runs_first
+
+    xs = onp.random.default_rng(6).standard_normal((5, 6))
+    xs = xs if in_axis == 0 else xs.T.copy()
+    loop = onp.stack([_written_then_summed(xs[i] if in_axis == 0 else xs[:, i])
+                      for i in range(5)])
+    with batched_runs_first():
+        batched = cr.vmap(_written_then_summed, in_axes=in_axis)(xs)
+    _bits(batched, loop)

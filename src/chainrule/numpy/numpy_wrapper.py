@@ -524,7 +524,12 @@ def astype(x, dtype, /, *, copy=True, device=None):
 def _copy(x):
     # a duck array (Dask, CuPy) copies itself: np.array(x) would bring it to the host
     if isinstance(x, (_np.ndarray, _np.generic)) or not hasattr(x, "__array_function__"):
-        return _np.array(x, copy=True, subok=True)
+        # (a broadcast view in C order: order K puts its zero-stride axis innermost, so an
+        # unbatched buffer written by vmap's batch, such a view, would give examples that
+        # are not blocks of their own as the loop's are: reductions then add in another
+        # order, another last bit)
+        order = "C" if type(x) is _np.ndarray and 0 in x.strides and x.size > 1 else "K"
+        return _np.array(x, copy=True, subok=True, order=order)
     return x.copy()
 
 
