@@ -62,6 +62,9 @@ MODES = ("axis 0", "axis -1", "s mapped", "grad", "jit", "nested over s", "neste
 _GRAD_MODES = ("grad", "nested grad")
 SIZES = (0, 1, 2, 3, 5, 8)
 _CONTRACTIONS = ("np.dot", "np.linalg.norm", "@")
+# functions whose derivative is a contraction (np.outer's VJP: a matrix-vector product, one
+# product for the batch; the wide template's, case 29,491 at e2cb78b: 4e-16 relative)
+_CONTRACTING_DERIVATIVES = ("np.outer",)
 # (NumPy 2's SIMD kernels round a value by the length of the array it is in: np.arctan2 of
 # a (12, 3) array and of its rows differ in the last bit, seen in the long run of 3e27633)
 _KERNELS = ("np.sin", "np.cos", "np.tan", "np.arctan", "np.tanh", "np.exp", "np.log",
@@ -345,7 +348,8 @@ def _check_call(case: Case, mapped, xs, s) -> list[str]:
             if isinstance(actual.error, ValueError) and "cannot be stacked" in str(actual.error):
                 return out + [Refusal(f"the loop's answers cannot be stacked: {actual.error}")]
             return out + [f"the loop's answers cannot be stacked, but vmap gave {actual!r}"]
-    exact = not any(op in p.source for op in _CONTRACTIONS + _KERNELS)
+    exact = not any(op in p.source for op in _CONTRACTIONS + _KERNELS) and not (
+        case.mode in _GRAD_MODES and any(op in p.source for op in _CONTRACTING_DERIVATIVES))
     single = p.dtype == onp.float32
     rtol, atol = (1e-5, 1e-6) if single else (1e-12, 1e-14)
     state = _state(p)  # (before the nudged loop below runs)
