@@ -431,3 +431,19 @@ def test_vmap_of_a_written_buffer_lays_examples_out_as_the_loop(in_axis):
     with batched_runs_first():
         batched = cr.vmap(_written_then_summed, in_axes=in_axis)(xs)
     _bits(batched, loop)
+
+
+def test_program_lines_times_every_line_of_the_compiled_derivative():
+    from benchmarks.gradbench import profile, program_lines
+
+    label, objective, argnum, args = profile.CASES["kmeans"](k=3, n=50, d=2)
+    jitted = cr.jit(profile.derivative("kmeans", objective, argnum))
+    total, lines = program_lines.timed_lines(jitted, args, runs=3)
+    program = jitted.variants_for(*args)[0]
+    assigned = [line for line in program.source.split("\n")
+                if program_lines._ASSIGNED.match(line)]
+    assert len(lines) == len(assigned) > 10
+    assert abs(sum(t for t, _ in lines) - total) < 1e-9 and total > 0
+    assert any("lane_extreme(np.minimum" in text for _, text in lines) is False  # (50 < 512)
+    assert all(not program_lines._HANDLE.search(text.split("=", 1)[1]) for _, text in lines)
+    _bits(jitted(*args), kmeans.newton_direction(*args))
