@@ -301,5 +301,7 @@ def test_a_process_running_only_jitted_programs_takes_no_pages_per_call():
 
     kept = faults(heap.KEEP_AT_MOST)
     returned = faults(heap.KEEP_AT_MOST, MALLOC_MMAP_THRESHOLD_=str(128 * 1024))
-    assert min(returned) > 700, returned
+    # (the control: each call's arrays over 128 kB mapped anew, 618 or 1,129 pages as
+    # glibc's state has it: at bb9aba1 as since, 1 run in 6 at 618, which failed CI once)
+    assert min(returned) > 400, returned
     assert max(kept) < 100, kept
