@@ -19,6 +19,15 @@ def bits(a: Any) -> tuple:
     return a.dtype.str, a.shape, a.tobytes()
 
 
+def assert_same_array(a: Any, b: Any) -> None:
+    """``a`` is ``b`` as NumPy would give it: type, shape, dtype, strides and bytes."""
+    assert type(a) is type(b)
+    assert onp.shape(a) == onp.shape(b)
+    assert onp.asarray(a).dtype == onp.asarray(b).dtype
+    assert onp.asarray(a).strides == onp.asarray(b).strides
+    assert onp.asarray(a).tobytes() == onp.asarray(b).tobytes()
+
+
 def observed(fn: Callable, *args: Any, **state: str) -> tuple:
     """``fn(*args)`` under ``np.errstate(**state)``: ("ok", its bits) or ("raised", the
     exception's type and message), its warnings ("Category: message"), NumPy's calls."""

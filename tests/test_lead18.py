@@ -21,14 +21,9 @@ import chainrule.numpy as np
 from chainrule.jit import _kernels
 from chainrule.numpy import short_axes
 from chainrule.numpy.rules import _helpers
+from observed import assert_same_array
 
-
-def _bits(a, b):
-    assert type(a) is type(b)
-    assert onp.shape(a) == onp.shape(b)
-    assert onp.asarray(a).dtype == onp.asarray(b).dtype
-    assert onp.asarray(a).strides == onp.asarray(b).strides
-    assert onp.asarray(a).tobytes() == onp.asarray(b).tobytes()
+_bits = assert_same_array  # (NumPy's answer: type, shape, dtype, strides, bytes)
 
 
 def _hard(shape, dtype=onp.float64, seed=0):
