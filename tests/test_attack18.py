@@ -1,0 +1,283 @@
+"""attack18: the eighteenth session's faster forms against NumPy's own functions and the
+transforms' contracts (short_axes' sums and extremes, unbroadcast's rows_sum and negated
+sums, defsymmetric's x * x, index_update's copy of a broadcast view).
+
+Each finding is a test that failed before its fix (or a strict xfail naming the defect);
+the other tests pin the promises that held, against NumPy's values.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as onp
+import pytest
+
+import chainrule as cr
+import chainrule.numpy as np
+from chainrule.numpy.rules import _helpers
+
+WIDTHS = [2, 3, 7, 8, 9, 15, 16, 17]
+REDUCTIONS = ["sum", "min", "max", "amin", "amax"]
+
+
+def _same(a, b):
+    assert type(a) is type(b)
+    a, b = onp.asarray(a), onp.asarray(b)
+    assert (a.dtype, a.shape, a.strides) == (b.dtype, b.shape, b.strides)
+    assert a.tobytes() == b.tobytes()
+
+
+def _hard(shape, dtype="f8", seed=0):
+    """Numbers whose sums show their order in the last bits."""
+    rng = onp.random.default_rng(seed)
+    return (rng.standard_normal(shape) * onp.exp2(rng.integers(-40, 40, shape))).astype(dtype)
+
+
+def _told(call):
+    """call()'s answer (or error) and its warnings: text, file name, line."""
+    with warnings.catch_warnings(record=True) as met:
+        warnings.simplefilter("always")
+        try:
+            answer = call()
+        except FloatingPointError as e:
+            answer = repr(e)
+    return answer, [(str(w.message), w.filename, w.lineno) for w in met]
+
+
+# ----------------------------------------------------------------------- findings
+
+
+def test_lane_sum_overflow_warns_from_numpys_line():
+    """Finding 1 (fixed in short_axes.lane_sum): where the lanes' sum erred, the fallback
+    called np.add.reduce from short_axes.py, so np.sum's overflow warning named
+    chainrule/numpy/short_axes.py instead of NumPy's fromnumeric.py (as NumPy's np.sum
+    and chainrule before the faster form): ``warnings.filterwarnings("ignore",
+    module="numpy")`` no longer silenced it, and the once-per-line registry counted it
+    apart."""
+    a = onp.full((2000, 9), 1e308)
+    want, told = _told(lambda: onp.sum(a, -1))
+    for _ in range(2):
+        got, heard = _told(lambda: np.sum(a, -1))
+        _same(got, want)
+        assert heard == told
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", category=RuntimeWarning, module="numpy")
+        _same(np.sum(a, -1), want)
+
+
+def test_jitted_lane_sum_overflow_warns_once():
+    """jit's lane_sum kernel (traced on finite numbers, called on overflowing ones): the
+    eager answer, and NumPy's one warning."""
+    f = cr.jit(lambda x: np.sum(x, -1))
+    f(onp.ones((2000, 9)))
+    a = onp.full((2000, 9), 1e308)
+    for _ in range(2):
+        got, heard = _told(lambda: f(a))
+        with onp.errstate(all="ignore"):
+            _same(got, onp.sum(a, -1))
+        assert [w[0] for w in heard] == ["overflow encountered in reduce"]
+
+
+# ----------------------------------------------------------------------- pins
+
+
+@pytest.mark.parametrize("dtype", ["f8", "f4"])
+@pytest.mark.parametrize("n", WIDTHS)
+def test_short_axes_bits_as_numpy(n, dtype):
+    """np.sum/min/max/amin/amax(a, -1 | ndim-1) of C-ordered float arrays with a short
+    last axis (the faster forms and their neighbours, 17: NumPy's own): NumPy's bits,
+    dtype, strides, for finite numbers, signed zeros, nan (of both signs), inf, inf - inf,
+    subnormals, read-only and unaligned memory, 3-d arrays."""
+    a = _hard((2000, n), dtype)
+    b = a.copy()
+    b[::7] = -0.0
+    b[3, 0] = 0.0
+    b[5] = onp.nan
+    b[6, 1] = -onp.nan
+    b[8, 0] = onp.inf
+    b[9, :2] = [onp.inf, -onp.inf]
+    b[10] = onp.finfo(dtype).smallest_subnormal
+    ro = a.copy()
+    ro.flags.writeable = False
+    unaligned = onp.zeros(a.nbytes + 1, onp.uint8)[1:].view(dtype).reshape(a.shape)
+    unaligned[...] = a
+    for x in (a, b, ro, unaligned, a.reshape(100, 20, n)):
+        for name in REDUCTIONS:
+            for axis in (-1, x.ndim - 1):
+                with onp.errstate(all="ignore"):
+                    _same(getattr(np, name)(x, axis), getattr(onp, name)(x, axis))
+
+
+@pytest.mark.parametrize("mode", ["warn", "raise", "ignore", "call"])
+def test_short_axes_errors_as_numpy(mode):
+    """Overflow and inf - inf in a short-axis sum: NumPy's warning, error or call, once."""
+    for a in (onp.full((2000, 9), 1e308), onp.full((2000, 3), onp.finfo("f4").max, "f4")):
+        inf_minus_inf = onp.ones((2000, 5))
+        inf_minus_inf[7, :2] = [onp.inf, -onp.inf]
+        for x in (a, inf_minus_inf):
+            results = []
+            for fn in (onp.sum, np.sum):
+                calls: list = []
+                with onp.errstate(all=mode, call=lambda *e, _c=calls: _c.append(e)):
+                    results.append(_told(lambda _f=fn, _x=x: _f(_x, -1)) + (calls,))
+            (want, told, want_calls), (got, heard, got_calls) = results
+            assert (heard, got_calls) == (told, want_calls)
+            assert len(told) + len(want_calls) == (mode in ("warn", "call"))
+            if isinstance(want, str):
+                assert got == want
+            else:
+                _same(got, want)
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # (np.matrix)
+def test_short_axes_other_calls_are_numpys():
+    """Calls the faster forms leave to NumPy give NumPy's answers: numpy integer, tuple
+    and keyword axes, keepdims, dtype=, where=, initial=, out=, float16, int, bool,
+    complex, big-endian floats, Fortran order, negative strides, subclasses."""
+    a = _hard((2000, 9))
+    out = onp.empty(2000)
+    for name in REDUCTIONS:
+        fn, ref = getattr(np, name), getattr(onp, name)
+        for args, kwargs in [((onp.int64(-1),), {}), (((-1,),), {}), ((), {"axis": -1}),
+                             ((-1,), {"keepdims": True}), ((-1,), {"where": a > 0,
+                                                                    "initial": 0.5})]:
+            _same(fn(a, *args, **kwargs), ref(a, *args, **kwargs))
+        with onp.errstate(all="ignore"):
+            for x in (a.astype("f2"), (a * 100).astype(int), a > 0, a + 1j * a,
+                      a.astype(">f8"), onp.asfortranarray(a), a[::-1], a[:, ::-1]):
+                _same(fn(x, -1), ref(x, -1))
+        got = fn(onp.matrix(a[:600]), 1)
+        assert type(got) is onp.matrix
+        _same(got, ref(onp.matrix(a[:600]), 1))
+        _same(fn(onp.ma.masked_less(a, 0), -1).filled(0.0),
+              ref(onp.ma.masked_less(a, 0), -1).filled(0.0))
+        assert fn(a, -1, out=out) is out
+        _same(out, ref(a, -1))
+    _same(np.sum(a, -1, onp.float32), onp.sum(a, -1, onp.float32))
+
+
+@pytest.mark.parametrize("n", [2, 9, 16])
+@pytest.mark.parametrize("name", ["sum", "min", "max"])
+def test_short_axes_transformed_contracts(name, n):
+    """The short-axis forms under grad, jvp, hessian-vector products, jit (twice, and of
+    grad) and vmap (in_axes 0 and -1, jit of vmap): jit and eager to the bit, vmap and
+    the loop to the bit; signed zeros and ties included."""
+    rng = onp.random.default_rng(n)
+    a = _hard((600, n), seed=n)
+    a[::5, 0] = -0.0
+    a[::6] = 0.0
+    a[1::6] = -0.0
+    reduce = getattr(np, name)
+
+    def f(x):
+        return reduce(x * x, -1)
+
+    def g(x):
+        return np.sum(reduce(np.sin(x), -1) * 3.0)
+
+    def hvp(x):
+        return cr.grad(lambda y: np.sum(cr.grad(g)(y) * y))(x)
+
+    def tangent(x):
+        return cr.jvp(f, (x,), (onp.ones_like(x),))[1]
+
+    for fun in (f, cr.grad(g), hvp, tangent):
+        want = fun(a)
+        jitted = cr.jit(fun)
+        _same(jitted(a), want)
+        _same(jitted(a), want)
+    batch = onp.stack([a, a[::-1].copy(), 2 * a, rng.permutation(a)])
+    for fun in (f, cr.grad(g)):
+        loop = onp.stack([fun(x) for x in batch])
+        _same(cr.vmap(fun)(batch), loop)
+        _same(cr.vmap(fun, in_axes=-1)(onp.moveaxis(batch, 0, -1).copy()), loop)
+        _same(cr.jit(cr.vmap(fun))(batch), loop)
+
+
+def test_tensor_reductions_over_short_axes():
+    a = _hard((1000, 9))
+    t = cr.Tensor(a.copy())
+    for name in ("sum", "min", "max"):
+        got = getattr(t, name)(1)
+        got = getattr(got, "values", got)
+        _same(got.detach().numpy(), getattr(onp, name)(a, 1))
+
+
+def test_rows_sum_bits_as_add_reduce():
+    """unbroadcast's einsum sums over one axis (pair_sum, rows_sum) against NumPy's
+    add.reduce: long axes (past einsum's and the iterator's buffers), outer 1, widths 2 to
+    64, float32."""
+    shapes = [(1, 100000, 3), (1, 20000, 64), (2, 50000, 5), (1, 8193, 4), (2, 16385, 2),
+              (400, 3, 3), (3, 3000, 17)]
+    for dtype in ("f8", "f4"):
+        for shape in shapes:
+            g = _hard(shape, dtype, seed=len(shape))
+            for axis in range(3):
+                summed = _helpers._axis_summed(g, axis)
+                if summed is not None:
+                    _same(summed, onp.sum(g, axis=axis, keepdims=True))
+
+
+@pytest.mark.parametrize("width", [2, 5])
+def test_broadcast_cotangents_as_numpys_sums(width):
+    """grad of x + D and of D - x for x broadcast over D's middle axis: NumPy's sum (and
+    negated sum) of the cotangent, to the bit, eager and jitted; an overflowing sum warns
+    once at the user's line, and raises under errstate(all='raise')."""
+    rng = onp.random.default_rng(width)
+    d = rng.standard_normal((3, 3000, width))
+    c = _hard((3, 3000, width), seed=width)
+    c[0, :, 0] = -0.0
+    x = onp.zeros((3, 1, width))
+
+    def added(x):
+        return np.sum((x + d) * c)
+
+    def subtracted(x):
+        return np.sum((d - x) * c)
+
+    for fun, want in ((added, onp.sum(c, 1, keepdims=True)),
+                      (subtracted, onp.sum(-c, 1, keepdims=True))):
+        _same(cr.grad(fun)(x), want)
+        jitted = cr.jit(cr.grad(fun))
+        _same(jitted(x), want)
+        _same(jitted(x), want)
+    big = onp.full((3, 3000, width), 1e305)  # (the sums over 3000 rows overflow, not f)
+
+    def overflowing(x):
+        return np.sum((d - x) * big)
+
+    got, heard = _told(lambda: cr.grad(overflowing)(x))
+    assert onp.isneginf(got).all()
+    assert [w[0] for w in heard] == ["overflow encountered in reduce"]
+    with onp.errstate(all="raise"), pytest.raises(FloatingPointError, match="overflow"):
+        cr.grad(overflowing)(x)
+
+
+def test_symmetric_products_as_two_cotangents():
+    """x * x and x + x (one value as both operands), of a view, a buffer written by a
+    traced value, a Python float and a NumPy float32: the cotangent as the two rules'
+    sum, second order and jit alike."""
+    rng = onp.random.default_rng(7)
+    x = rng.standard_normal(20000)
+    x[:3] = [-0.0, 0.0, onp.nan]
+    _same(cr.grad(lambda x: np.sum(x * x))(x), x + x)
+    view = onp.zeros_like(x)
+    view[::2] = x[::2] + x[::2]
+    _same(cr.grad(lambda x: np.sum(x[::2] * x[::2]))(x), view)
+
+    def buffered(x):
+        b = np.zeros(x.shape[0])
+        b[:] = x
+        return np.sum(b * b)
+
+    _same(cr.grad(buffered)(x), x + x)
+    _same(cr.jit(cr.grad(buffered))(x), x + x)
+    _same(cr.grad(lambda x: np.sum(np.sin(x + x)))(x), onp.cos(x + x) + onp.cos(x + x))
+    assert cr.grad(lambda s: s * s)(1.5) == 3.0
+    half = cr.grad(lambda s: s * s)(onp.float32(1.5))
+    assert type(half) is onp.float32 and half == 3.0
+    small = x[3:8]
+    onp.testing.assert_allclose(cr.hessian(lambda x: np.sum(x * x * x))(small),
+                                onp.diag(6 * small), rtol=1e-15, atol=0)
