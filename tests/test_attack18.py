@@ -281,3 +281,39 @@ def test_symmetric_products_as_two_cotangents():
     small = x[3:8]
     onp.testing.assert_allclose(cr.hessian(lambda x: np.sum(x * x * x))(small),
                                 onp.diag(6 * small), rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "transposed", "reversed", "broadcast"])
+@pytest.mark.parametrize("reduce", ["all", "rows", "columns", "max", "lanes"])
+def test_vmap_of_an_unbatched_buffer_written_as_the_loop(layout, reduce):
+    """Finding 2 (fixed in numpy_wrapper._copy): index_update copied a broadcast view in C
+    order (e2cb78b), so under vmap an unbatched Fortran-ordered (or transposed) buffer
+    written by the batch gave C-ordered examples where the loop's copies are
+    Fortran-ordered: sums over them added in another order (vmap case F/rows: 3.7e-9 off
+    the loop). The copy is C-ordered through its last zero-stride axis and laid out as
+    NumPy's copy (order K) after it."""
+    from chainrule._transforms.vmap import batched_runs_first
+
+    rng = onp.random.default_rng(2)
+    base = _hard((40, 300), seed=3)
+    a = {"C": base, "F": onp.asfortranarray(base), "transposed": base.T.copy().T,
+         "reversed": base.copy()[::-1], "broadcast": onp.broadcast_to(base[:1], base.shape)
+         }[layout]
+
+    def f(v):
+        y = np.at(a)[0, 0].set(v) * 1.5
+        if reduce == "all":
+            return np.sum(y)
+        if reduce == "rows":
+            return np.sum(y, 0)
+        if reduce == "columns":
+            return np.sum(y, 1)
+        if reduce == "max":
+            return np.max(y, 1)
+        return np.sum(np.reshape(y, (-1, 8)), -1)
+
+    v = rng.standard_normal(5)
+    loop = onp.stack([f(x) for x in v])
+    with batched_runs_first():
+        _same(cr.vmap(f)(v), loop)
+    _same(cr.vmap(f)(v), loop)
