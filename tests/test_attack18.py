@@ -317,3 +317,24 @@ def test_vmap_of_an_unbatched_buffer_written_as_the_loop(layout, reduce):
     with batched_runs_first():
         _same(cr.vmap(f)(v), loop)
     _same(cr.vmap(f)(v), loop)
+
+
+@pytest.mark.parametrize("op", ["multiply", "multiply_all", "index_update", "sin_of_sum"])
+def test_jit_of_a_broadcast_constant_as_eager(op):
+    """Finding 3 (fixed in jit._staging.Record.constant): a program kept its copy of a
+    constant broadcast view (``onp.broadcast_to``) in order K, its zero-stride axis
+    innermost, so a ufunc's answer on it (laid out by its operands' strides) and
+    index_update's copy (C order since e2cb78b, as eagerly) were laid out otherwise than
+    eagerly, and a sum over them added in another order: jit(f) differed from f in the
+    last bit (multiply, sin: older, at bb9aba1 too; index_update: since e2cb78b). The
+    copy is one block of the view, broadcast as the view is."""
+    base = _hard((40, 300), seed=3)
+    a = onp.broadcast_to(base[:1], base.shape)
+    f = {"multiply": lambda v: np.sum(a * v, 1),
+         "multiply_all": lambda v: np.sum(a * v),
+         "index_update": lambda v: np.sum(np.at(a)[0, 0].set(v) * 1.5, 1),
+         "sin_of_sum": lambda v: np.sum(np.sin(a + v), 0)}[op]
+    jitted = cr.jit(f)
+    for v in (0.3, -1.7, 2.5, 1.1, 3.3, 0.7):
+        _same(jitted(v), f(v))
+    assert a.strides == (0, 8)  # (the constant itself untouched)
