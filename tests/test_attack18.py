@@ -338,3 +338,30 @@ def test_jit_of_a_broadcast_constant_as_eager(op):
     for v in (0.3, -1.7, 2.5, 1.1, 3.3, 0.7):
         _same(jitted(v), f(v))
     assert a.strides == (0, 8)  # (the constant itself untouched)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "older (at bb9aba1 too; the wide template's vmap case 112,924 of seed 18): batched, "
+    "x[[-3, 0, 0]] is x[:, index], which NumPy lays out with the batch axis innermost "
+    "(strides (8, 24)); the outer product and the difference with the table keep that "
+    "layout, max over the last axis answers a batch-innermost (B, 3, 4000), and the sum "
+    "over its 4000 rows adds them in order where each example's contiguous rows are "
+    "summed pairwise: 6 of 9 entries off the loop in the last bit, with or without "
+    "short_axes' forms"))
+def test_vmap_of_a_wide_max_then_sum_as_the_loop():
+    from chainrule._transforms.vmap import batched_runs_first
+
+    n = 3
+    table = onp.linspace(-2.0, 2.0, 4000 * 6).reshape(6, 4000).T.copy()
+
+    def f(x):
+        v = x[[-3, 0, 0]]
+        d = np.outer(v, v)[:, None, :] - table[None, :, :n]
+        return np.sum(np.max(d * d, axis=2), axis=1) / 4000
+
+    xs = onp.array([[0.013118419852769705, 1.8448089118002486, -3.2399982370829417],
+                    [-6.29623085995534, 1e-308, -0.0],
+                    [-3.3475545037499117, 1.0435434519130433, 0.7199160894240247]])
+    loop = onp.stack([f(x) for x in xs])
+    with batched_runs_first():
+        _same(cr.vmap(f)(xs), loop)
