@@ -365,3 +365,31 @@ def test_vmap_of_a_wide_max_then_sum_as_the_loop():
     loop = onp.stack([f(x) for x in xs])
     with batched_runs_first():
         _same(cr.vmap(f)(xs), loop)
+
+
+@pytest.mark.filterwarnings("ignore::chainrule._core.rules.RuleReplacedWarning")
+def test_a_replaced_vjp_is_no_longer_symmetric():
+    """Finding 4 (fixed in rules._set_vjp and rule_table.RuleColumn): defsymmetric's mark
+    outlived a replaced VJP, so after a user's ``defvjp(np.multiply, ...)`` with rules
+    that are not each other's swapped, ``x * x`` (and ``grad(x * y, argnum=(0, 1))(a,
+    a)``, one array as both) handed the first rule's cotangent to both operands: 4 for
+    the replaced rules' 2 + 3. Shown on a primitive of its own (multiply's table stays)."""
+    from chainrule._core.rule_table import primitive_vjps
+    from chainrule._core.rules import defsymmetric
+    from chainrule.extend import defjvp, defvjp, primitive
+
+    times = primitive(lambda x, y: x * y)
+    defvjp(times, lambda ans, x, y: lambda g: g * y, lambda ans, x, y: lambda g: g * x)
+    defjvp(times, lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x)
+    defsymmetric(times)
+    x = onp.array([1.0, 2.0])
+    _same(cr.grad(lambda x: np.sum(times(x, x)))(x), x + x)
+    defvjp(times, lambda ans, x, y: lambda g: g * 2.0, lambda ans, x, y: lambda g: g * 3.0)
+    _same(cr.grad(lambda x: np.sum(times(x, x)))(x), onp.full(2, 5.0))
+    both = cr.grad(lambda x, y: np.sum(times(x, y)), argnum=(0, 1))(x, x)
+    _same(both[0], onp.full(2, 2.0))
+    _same(both[1], onp.full(2, 3.0))
+    defsymmetric(times)
+    primitive_vjps[times] = lambda g, argnums, ans, args, kwargs: tuple(
+        g * (2.0 + i) for i in argnums)
+    _same(cr.grad(lambda x: np.sum(times(x, x)))(x), onp.full(2, 5.0))
