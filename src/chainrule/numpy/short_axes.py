@@ -15,7 +15,8 @@ call is one long loop over the rows (at 25,000 x 10: a sum 359 -> 129 µs, a min
   pairwise sum's eight running sums (one per position modulo 8, over the whole blocks of
   8) added as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the rest in order;
   all added to 0.0 (a sum of -0.0s is 0.0). ``exact_lane_sum`` checks this NumPy's order,
-  signed zeros, nan and inf.
+  signed zeros, nan and inf; an answer that is nan is NumPy's own (which nan a row of
+  two answers depends on the order of each addition's operands).
 
 A floating-point error in a column's call (run in ``strict()``: it raises where the
 caller's error state hears of it) is told by NumPy's own call instead, once, as NumPy
@@ -65,11 +66,15 @@ def lane_extreme(ufunc: _np.ufunc, a: _ndarray) -> _ndarray:
 
 def lane_sum(a: _ndarray) -> _ndarray:
     """``np.add.reduce(a, -1)``, lane by lane where ``exact_lane_sum`` holds, else (or
-    where an addition errs in ``strict()``) NumPy's reduce."""
+    where an addition errs in ``strict()``, or an answer is nan: of nan and -nan, a sum
+    is either, as its additions order their operands, and NumPy's compiled pairwise sum
+    orders them otherwise than its array add) NumPy's own."""
     if exact_lane_sum(a.dtype):
         try:
             with strict():
-                return _lanes_added(a, a.shape[-1])
+                total = _lanes_added(a, a.shape[-1])
+            if not _np.isnan(total).any():
+                return total
         except FloatingPointError:
             pass  # NumPy's call tells of it (once, in the caller's state)
     # (np.sum itself, not add.reduce: its warning then names NumPy's line, as np.sum's
