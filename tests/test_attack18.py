@@ -460,3 +460,33 @@ def test_jit_of_vmap_answers_separate_arrays():
         flipped, same = mapped(xs, 0.5)
         assert (flipped.tobytes(), same.tobytes()) == (xs[:, ::-1].tobytes(), xs.tobytes())
         assert not onp.shares_memory(flipped, same)
+
+
+def test_short_axis_sums_in_threads_keep_each_threads_errstate():
+    """lane_sum's strict() is the calling thread's: a thread raising on overflow and one
+    ignoring it, at once, each get NumPy's answer or error in its own state."""
+    import threading
+
+    big = onp.full((2000, 9), 1e308)
+    fine = _hard((2000, 9))
+    met: dict = {}
+
+    def run(mode: str, key: int) -> None:
+        seen = []
+        with onp.errstate(all=mode):
+            for i in range(100):
+                a = big if i % 2 else fine
+                try:
+                    seen.append(np.sum(a, -1).tobytes() == onp.sum(a, -1).tobytes())
+                except FloatingPointError:
+                    seen.append("raised")
+        met[key] = seen
+
+    threads = [threading.Thread(target=run, args=(mode, k))
+               for k, mode in enumerate(["raise", "ignore", "raise", "ignore"])]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert met[0] == met[2] == [True, "raised"] * 50
+    assert met[1] == met[3] == [True] * 100
