@@ -490,3 +490,23 @@ def test_short_axis_sums_in_threads_keep_each_threads_errstate():
         t.join()
     assert met[0] == met[2] == [True, "raised"] * 50
     assert met[1] == met[3] == [True] * 100
+
+
+@pytest.mark.parametrize("mode", ["warn", "raise"])
+def test_short_axes_of_signaling_nans_as_numpy(mode):
+    """A signaling nan: NumPy's min and max tell of nothing, its sum of an invalid value;
+    the short-axis forms the same, eager and jitted (a zero test by all() before the nan
+    test would compare the signaling nan with zero and tell of an invalid value)."""
+    a = onp.ones((1000, 9))
+    a.view(onp.uint64)[[5, 7], [3, 0]] = 0x7FF0000000000001
+    for name in ("min", "max", "sum"):
+        ours, numpys = getattr(np, name), getattr(onp, name)
+        jitted = cr.jit(lambda x, _f=ours: _f(x, -1))
+        told = []
+        for call in (lambda _f=numpys: _f(a, -1), lambda _f=ours: _f(a, -1),
+                     lambda _j=jitted: _j(a)):
+            with onp.errstate(all=mode):
+                got, heard = _told(call)
+            told.append((got if isinstance(got, str) else got.tobytes(),
+                         [w[0] for w in heard]))
+        assert told[0] == told[1] == told[2]

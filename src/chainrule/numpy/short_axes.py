@@ -59,7 +59,9 @@ def lane_extreme(ufunc: _np.ufunc, a: _ndarray) -> _ndarray:
         out = ufunc(a[..., 0], a[..., 1])
         for c in range(2, a.shape[-1]):
             ufunc(out, a[..., c], out=out)
-        if out.all() and not _np.isnan(out).any():  # (a nonzero number: one bit pattern)
+        # (a nonzero number has one bit pattern; nan first: comparing a signaling nan
+        # with zero, as all() does, would tell of an invalid value NumPy's call does not)
+        if not _np.isnan(out).any() and out.all():
             return out
     return ufunc.reduce(a, -1)
 
