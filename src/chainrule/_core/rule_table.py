@@ -222,9 +222,10 @@ class RuleColumn(MutableMapping):
         entry = rules_of(fun)
         setattr(entry, self.column, rule)
         note_registration(fun, self.column)
-        if self.column == "vjp":  # a VJP set here reads everything
+        if self.column == "vjp":  # a VJP set here reads everything, and is not symmetric
             entry.vjp_by_argnums = {}
             entry.declare_reads(None)
+            entry.symmetric = False
 
     def __delitem__(self, fun: Callable) -> None:
         self[fun]  # KeyError when absent

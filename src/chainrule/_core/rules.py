@@ -120,8 +120,11 @@ def _set_vjp(fun: Callable, vjp: Callable, by_argnums: dict | None = None) -> No
     entry.vjp = vjp
     note_registration(fun, "vjp")
     entry.vjp_by_argnums = {} if by_argnums is None else by_argnums
-    # a new VJP reads everything until it says otherwise (defvjp_direct's ``reads``)
+    # a new VJP reads everything until it says otherwise (defvjp_direct's ``reads``), and
+    # its rules are not each other's swapped until defsymmetric says so again (a user's
+    # defvjp of multiply: x * x would hand the first rule's cotangent to both)
     entry.declare_reads(None)
+    entry.symmetric = False
 
 
 def _set_jvp(fun: Callable, jvp: Callable) -> None:

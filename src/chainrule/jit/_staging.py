@@ -188,7 +188,7 @@ class Record(list):
             known = self.copies.get(key)
             if known is not None and known[0]() is value and _same_bits(value, known[1]):
                 return known[1]
-            copy = value.copy(order="K")
+            copy = _copied(value)
             self.copies[key] = (weakref.ref(value), copy)
             if copy.nbytes > LARGE_CONSTANT:
                 self.large.append(copy)
@@ -218,6 +218,21 @@ class Record(list):
         compact = np.broadcast_to(one, value.shape)
         self.copies[key] = (weakref.ref(value), compact)
         return compact
+
+
+def _copied(value: np.ndarray) -> np.ndarray:
+    """``value.copy(order="K")``; a broadcast view (zero strides) as a copy of one block
+    broadcast as the view is. Order K would lay its zero-stride axes out innermost, and
+    NumPy lays out what is computed from an array by its strides (a ufunc's answer,
+    index_update's copy): the program's sums over them would add in another order than
+    eagerly, another last bit."""
+    if type(value) is not np.ndarray or 0 not in value.strides or value.size < 2:
+        return value.copy(order="K")
+    block = value[tuple(0 if s == 0 else slice(None) for s in value.strides)].copy(order="K")
+    inner = iter(block.strides)
+    strides = [0 if s == 0 else next(inner) for s in value.strides]
+    return np.lib.stride_tricks.as_strided(block, value.shape, strides,
+                                           writeable=value.flags.writeable)
 
 
 # type -> is a value of it read as a constant copy (``Record.constant``): arrays, their

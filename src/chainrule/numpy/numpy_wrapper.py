@@ -524,13 +524,27 @@ def astype(x, dtype, /, *, copy=True, device=None):
 def _copy(x):
     # a duck array (Dask, CuPy) copies itself: np.array(x) would bring it to the host
     if isinstance(x, (_np.ndarray, _np.generic)) or not hasattr(x, "__array_function__"):
-        # (a broadcast view in C order: order K puts its zero-stride axis innermost, so an
-        # unbatched buffer written by vmap's batch, such a view, would give examples that
-        # are not blocks of their own as the loop's are: reductions then add in another
-        # order, another last bit)
-        order = "C" if type(x) is _np.ndarray and 0 in x.strides and x.size > 1 else "K"
-        return _np.array(x, copy=True, subok=True, order=order)
+        if type(x) is _np.ndarray and 0 in x.strides and x.size > 1:
+            return _broadcast_copied(x)
+        return _np.array(x, copy=True, subok=True)
     return x.copy()
+
+
+def _broadcast_copied(x: _np.ndarray) -> _np.ndarray:
+    """A copy of a broadcast view (zero strides) laid out in C order through its last
+    zero-stride axis and, after it, as NumPy's copy (order K) lays out one block of the
+    later axes. Order K itself would put a zero-stride axis innermost, so an unbatched
+    buffer written by vmap's batch, such a view, would give examples that are not blocks
+    of their own as the loop's copies are; all in C order, an example that the loop copies
+    in another order (a Fortran-ordered buffer): reductions then add in another order,
+    another last bit."""
+    last = x.ndim - 1 - x.strides[::-1].index(0)  # (this module's max is np.max)
+    block = _np.empty_like(x[(0,) * (last + 1)])  # (order K: as np.array(..., copy=True))
+    later = _builtins.sorted(range(block.ndim), key=lambda i: -block.strides[i])  # outer first
+    axes = list(range(last + 1)) + [last + 1 + i for i in later]
+    out = _np.empty([x.shape[i] for i in axes], x.dtype).transpose(_np.argsort(axes))
+    _np.copyto(out, x)
+    return out
 
 
 @primitive

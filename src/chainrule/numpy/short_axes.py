@@ -7,13 +7,16 @@ call is one long loop over the rows (at 25,000 x 10: a sum 359 -> 129 µs, a min
 30 -> 8 µs at 1000 x 10):
 
 - ``lane_extreme``: min and max. An extreme is one of its elements, so only which zero
-  (-0.0 or 0.0) and which nan it answers could depend on the order: ``exact_lane_extremes``
-  checks that this NumPy answers the same zeros, and an answer with a nan is NumPy's own.
+  (-0.0 or 0.0) and which nan it answers could depend on the order: an answer with a
+  zero or a nan is NumPy's own (its reduce of a float64 row of 9 to 13 entries compares
+  in another order: [-0, -0, -0, -0, 0, -0, -0, 0, 0]'s minimum is -0.0, column after
+  column 0.0); ``exact_lane_extremes`` checks this NumPy's zeros on shorter patterns.
 - ``lane_sum``: a sum, added as NumPy adds each row: in order under 8 entries; from 8, its
   pairwise sum's eight running sums (one per position modulo 8, over the whole blocks of
   8) added as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the rest in order;
   all added to 0.0 (a sum of -0.0s is 0.0). ``exact_lane_sum`` checks this NumPy's order,
-  signed zeros, nan and inf.
+  signed zeros, nan and inf; an answer that is nan is NumPy's own (which nan a row of
+  two answers depends on the order of each addition's operands).
 
 A floating-point error in a column's call (run in ``strict()``: it raises where the
 caller's error state hears of it) is told by NumPy's own call instead, once, as NumPy
@@ -51,26 +54,34 @@ def applies(a, axis, min_size: int) -> bool:
 
 def lane_extreme(ufunc: _np.ufunc, a: _ndarray) -> _ndarray:
     """``ufunc.reduce(a, -1)`` (``ufunc``: minimum or maximum), column after column where
-    ``exact_lane_extremes`` holds and no answer is nan, else NumPy's reduce."""
+    ``exact_lane_extremes`` holds and no answer is zero or nan, else NumPy's reduce."""
     if exact_lane_extremes(a.dtype):
         out = ufunc(a[..., 0], a[..., 1])
         for c in range(2, a.shape[-1]):
             ufunc(out, a[..., c], out=out)
-        if not _np.isnan(out).any():
+        # (a nonzero number has one bit pattern; nan first: comparing a signaling nan
+        # with zero, as all() does, would tell of an invalid value NumPy's call does not)
+        if not _np.isnan(out).any() and out.all():
             return out
     return ufunc.reduce(a, -1)
 
 
 def lane_sum(a: _ndarray) -> _ndarray:
     """``np.add.reduce(a, -1)``, lane by lane where ``exact_lane_sum`` holds, else (or
-    where an addition errs in ``strict()``) NumPy's reduce."""
+    where an addition errs in ``strict()``, or an answer is nan: of nan and -nan, a sum
+    is either, as its additions order their operands, and NumPy's compiled pairwise sum
+    orders them otherwise than its array add) NumPy's own."""
     if exact_lane_sum(a.dtype):
         try:
             with strict():
-                return _lanes_added(a, a.shape[-1])
+                total = _lanes_added(a, a.shape[-1])
+            if not _np.isnan(total).any():
+                return total
         except FloatingPointError:
             pass  # NumPy's call tells of it (once, in the caller's state)
-    return _np.add.reduce(a, -1)
+    # (np.sum itself, not add.reduce: its warning then names NumPy's line, as np.sum's
+    # does, which a filter by module (``module="numpy"``) or a once-per-line registry sees)
+    return _np.sum(a, -1)
 
 
 def _lanes_added(a: _ndarray, n: int) -> _ndarray:
