@@ -442,3 +442,18 @@ def test_program_lines_times_every_line_of_the_compiled_derivative():
     assert any("lane_extreme(np.minimum" in text for _, text in lines) is False  # (50 < 512)
     assert all(not program_lines._HANDLE.search(text.split("=", 1)[1]) for _, text in lines)
     _bits(jitted(*args), kmeans.newton_direction(*args))
+
+
+@pytest.mark.parametrize("n", [9, 10, 13, 16])
+def test_rows_answering_zero_among_others_are_numpys(n):
+    # (attack18: NumPy's reduce of a float64 row of 9 to 13 entries picks another zero than
+    # column after column; those rows alone are NumPy's, the others keep the lanes' form:
+    # kmeans' centroids are points, a few exact zeros among 1000 rows)
+    rng = onp.random.default_rng(n)
+    a = rng.random((1200, n)) + 0.5
+    tricky = onp.array(([-0.0] * 4 + [0.0] + [-0.0] * 2 + [0.0] * 2 + [1.0] * 7)[:n])
+    a[::7] = tricky
+    a[3::11] = -tricky
+    for ufunc, fun in ((onp.minimum, np.min), (onp.maximum, np.max)):
+        _bits(short_axes.lane_extreme(ufunc, a), ufunc.reduce(a, -1))
+        _bits(fun(a, axis=1), ufunc.reduce(a, -1))

@@ -25,7 +25,7 @@ which do the same arithmetic in other loops:
   ``rows_sum``, as eager ``unbroadcast``; ``exact_rows_sum`` checks it once).
 - ``lane_extreme``: ``np.minimum.reduce`` / ``np.maximum.reduce`` over a short last axis
   (kmeans' nearest centroid), column after column (``short_axes.lane_extreme``, as eager
-  ``np.min`` does; an answer with a zero or a nan: NumPy's reduce).
+  ``np.min`` does; a row answering zero: NumPy's reduce of it; a nan: of all).
 - ``indicator_divide``: a boolean array divided by positive integer counts (the
   derivative of ``max``: ``(x == max) / count``), NumPy's division casting the booleans
   through buffers: 1.0 / count copied where the booleans hold, into zeros.

@@ -7,10 +7,11 @@ call is one long loop over the rows (at 25,000 x 10: a sum 359 -> 129 µs, a min
 30 -> 8 µs at 1000 x 10):
 
 - ``lane_extreme``: min and max. An extreme is one of its elements, so only which zero
-  (-0.0 or 0.0) and which nan it answers could depend on the order: an answer with a
-  zero or a nan is NumPy's own (its reduce of a float64 row of 9 to 13 entries compares
-  in another order: [-0, -0, -0, -0, 0, -0, -0, 0, 0]'s minimum is -0.0, column after
-  column 0.0); ``exact_lane_extremes`` checks this NumPy's zeros on shorter patterns.
+  (-0.0 or 0.0) and which nan it answers could depend on the order: a row answering zero
+  is NumPy's own reduce of that row (its reduce of a float64 row of 9 to 13 entries
+  compares in another order: [-0, -0, -0, -0, 0, -0, -0, 0, 0]'s minimum is -0.0, column
+  after column 0.0), an answer with a nan NumPy's reduce of all; ``exact_lane_extremes``
+  checks this NumPy's zeros on shorter patterns.
 - ``lane_sum``: a sum, added as NumPy adds each row: in order under 8 entries; from 8, its
   pairwise sum's eight running sums (one per position modulo 8, over the whole blocks of
   8) added as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the rest in order;
@@ -59,9 +60,15 @@ def lane_extreme(ufunc: _np.ufunc, a: _ndarray) -> _ndarray:
         out = ufunc(a[..., 0], a[..., 1])
         for c in range(2, a.shape[-1]):
             ufunc(out, a[..., c], out=out)
-        # (a nonzero number has one bit pattern; nan first: comparing a signaling nan
-        # with zero, as all() does, would tell of an invalid value NumPy's call does not)
-        if not _np.isnan(out).any() and out.all():
+        # (nan first: comparing a signaling nan with zero would tell of an invalid value
+        # NumPy's call does not)
+        if not _np.isnan(out).any():
+            # a nonzero number has one bit pattern; a zero answer's sign is the order's:
+            # NumPy's reduce of those rows alone, each row reduced as in the whole array
+            # (kmeans' centroids are points: a few exact zeros among 1000 rows)
+            zero = out == 0
+            if zero.any():
+                out[zero] = ufunc.reduce(a[zero], -1)
             return out
     return ufunc.reduce(a, -1)
 
