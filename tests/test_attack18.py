@@ -340,14 +340,12 @@ def test_jit_of_a_broadcast_constant_as_eager(op):
     assert a.strides == (0, 8)  # (the constant itself untouched)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "older (at bb9aba1 too; the wide template's vmap case 112,924 of seed 18): batched, "
-    "x[[-3, 0, 0]] is x[:, index], which NumPy lays out with the batch axis innermost "
-    "(strides (8, 24)); the outer product and the difference with the table keep that "
-    "layout, max over the last axis answers a batch-innermost (B, 3, 4000), and the sum "
-    "over its 4000 rows adds them in order where each example's contiguous rows are "
-    "summed pairwise: 6 of 9 entries off the loop in the last bit, with or without "
-    "short_axes' forms"))
+# (was a strict xfail, older, at bb9aba1 too; the wide template's vmap case 112,924 of seed
+# 18: batched, x[[-3, 0, 0]] is x[:, index], which NumPy lays out with the batch axis
+# innermost; the outer product and the difference with the table kept that layout, and
+# the sum over 4000 rows after max added them in another order than the loop: 6 of 9
+# entries off in the last bit. Now the batch of an advanced index
+# is laid out in C order, each example as x[index] is.)
 def test_vmap_of_a_wide_max_then_sum_as_the_loop():
     from chainrule._transforms.vmap import batched_runs_first
 

@@ -902,7 +902,21 @@ def _getitem_batch(values, batched, kwargs):
     if entries is None:
         return NotImplemented
     entries = array_getitem(x, entries)
-    return anp.copy(entries) if _np.ndim(entries) == 1 and scalar_index(index) else entries
+    if _np.ndim(entries) == 1 and scalar_index(index):
+        return anp.copy(entries)
+    if _advanced(index):
+        # (a new array, each example's in C order as x[index] is: NumPy lays x[:, index]
+        # out with the batch axis innermost, and a sum over the examples' rows after it
+        # would add in another order than the loop's)
+        return anp.ascontiguousarray(entries)
+    return entries
+
+
+def _advanced(index) -> bool:
+    """Whether an index (of one example) holds an integer or boolean array: NumPy's
+    answer is then a new array, not a view."""
+    parts = index if type(index) is tuple else (index,)
+    return any(isinstance(p, (list, _np.ndarray)) and _np.ndim(p) > 0 for p in parts)
 
 
 def _untake_batch(values, batched, kwargs):
