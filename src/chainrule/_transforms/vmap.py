@@ -1432,7 +1432,9 @@ def _fresh(leaf, memory: dict):
     if id(leaf) in memory:
         memory[id(leaf)] = leaf = anp.copy(memory[id(leaf)])
         return leaf
-    value = leaf if type(leaf) is _np.ndarray else underlying(leaf)
+    # (the memory under boxes and chainrule.numpy's buffers: under jit the batch's copy
+    # of an argument is a buffer, and an answer that is it beside a view of it was kept)
+    value = leaf if type(leaf) is _np.ndarray else memory_of(underlying(leaf))
     if type(value) is _np.ndarray:
         base = value
         while isinstance(base.base, _np.ndarray):
