@@ -505,7 +505,7 @@ def _negated_unbroadcast(g, x):
     sums of -g, quietly (the sums of ``g`` told of their errors as -g's would)."""
     total = unbroadcast(g, x)
     if type(total) is _ndarray and total.base is not g and total is not g and \
-            (total != 0).all() and not _np.isnan(total).any():
+            not _np.isnan(total).any() and (total != 0).all():
         return _np.negative(total, out=total)  # (a sum's array, made here)
     with _np.errstate(all="ignore"):
         return unbroadcast(-g, x)
