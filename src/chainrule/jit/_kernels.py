@@ -208,11 +208,9 @@ def extreme_code(ufunc: np.ufunc, a: Any, axis: Any, ans: Any, text: str, bind) 
     if type(axis) is tuple and len(axis) == 1:
         axis = axis[0]
     if type(a) is not ArrayMeta or type(ans) is not ArrayMeta or type(axis) is not int or \
-            a.ndim < 2 or axis not in (-1, a.ndim - 1) or \
-            not 2 <= a.shape[-1] <= short_axes.MAX_LANES or \
-            math.prod(a.shape) < LANE_EXTREME_MIN_SIZE or \
-            a.dtype not in (np.float64, np.float32) or ans.dtype != a.dtype or \
-            not (c_ordered(a) and c_ordered(ans) and short_axes.exact_lane_extremes(a.dtype)):
+            not short_axes.short_last_axis(a.shape, a.dtype, axis, LANE_EXTREME_MIN_SIZE) \
+            or ans.dtype != a.dtype or not (c_ordered(a) and c_ordered(ans)
+                                            and short_axes.exact_lane_extremes(a.dtype)):
         return None
     return f"{bind(lane_extreme)}({bind(ufunc)}, {text})"
 
@@ -488,8 +486,8 @@ def _sum_form(a: Any, axis: Any, ans: Any) -> str | tuple | None:
         return None
     axis %= a.ndim
     if axis == a.ndim - 1:
-        return "lanes" if 2 <= a.shape[-1] <= short_axes.MAX_LANES and \
-            short_axes.exact_lane_sum(a.dtype) else None
+        return "lanes" if short_axes.short_last_axis(a.shape, a.dtype, axis, SUM_MIN_SIZE) \
+            and short_axes.exact_lane_sum(a.dtype) else None
     outer, n, width = math.prod(a.shape[:axis]), a.shape[axis], math.prod(a.shape[axis + 1:])
     if n < 2 or not 2 <= width <= ROWS_SUMMED_MAX_WIDTH or \
             not (exact_pair_sum(a.dtype) if width == 2 else exact_rows_sum(a.dtype)):

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 from collections.abc import Callable
 
 import numpy as _np
@@ -43,23 +44,35 @@ _FLOATS = (_np.dtype(_np.float64), _np.dtype(_np.float32))
 _ndarray = _np.ndarray
 
 
-def applies(a, axis, min_size: int) -> bool:
-    """Whether a reduction of the ndarray ``a`` over ``axis`` (an int) has a short-axis
-    form: a float C-ordered array of ``min_size`` entries or more, reduced over its last
-    axis of 2 to ``MAX_LANES`` entries, not its only one."""
-    shape = a.shape
+def short_last_axis(shape: tuple, dtype, axis, min_size: int) -> bool:
+    """Whether a reduction of an array of ``shape`` and ``dtype`` over ``axis`` (an int) is
+    one these forms take, its layout aside: a float array of ``min_size`` entries or more,
+    reduced over its last axis of 2 to ``MAX_LANES`` entries, not its only one."""
     return len(shape) >= 2 and (axis == -1 or axis == len(shape) - 1) and \
-        2 <= shape[-1] <= MAX_LANES and a.size >= min_size and a.dtype in _FLOATS and \
-        a.flags.c_contiguous
+        2 <= shape[-1] <= MAX_LANES and math.prod(shape) >= min_size and dtype in _FLOATS
+
+
+def applies(a, axis, min_size: int) -> bool:
+    """Whether a reduction of the ndarray ``a`` over ``axis`` has a short-axis form: a
+    ``short_last_axis`` one of a C-ordered array."""
+    return short_last_axis(a.shape, a.dtype, axis, min_size) and a.flags.c_contiguous
+
+
+def _in_order(ufunc: _np.ufunc, a: _ndarray) -> _ndarray:
+    """``ufunc`` applied along the last axis column after column:
+    ``ufunc(...ufunc(ufunc(a[..., 0], a[..., 1]), a[..., 2])..., a[..., -1])``."""
+    out = ufunc(a[..., 0], a[..., 1])
+    for c in range(2, a.shape[-1]):
+        ufunc(out, a[..., c], out=out)
+    return out
 
 
 def lane_extreme(ufunc: _np.ufunc, a: _ndarray) -> _ndarray:
     """``ufunc.reduce(a, -1)`` (``ufunc``: minimum or maximum), column after column where
-    ``exact_lane_extremes`` holds and no answer is zero or nan, else NumPy's reduce."""
+    ``exact_lane_extremes`` holds, a row answering zero NumPy's reduce of it; else (an
+    answer that is nan) NumPy's reduce."""
     if exact_lane_extremes(a.dtype):
-        out = ufunc(a[..., 0], a[..., 1])
-        for c in range(2, a.shape[-1]):
-            ufunc(out, a[..., c], out=out)
+        out = _in_order(ufunc, a)
         # (nan first: comparing a signaling nan with zero would tell of an invalid value
         # NumPy's call does not)
         if not _np.isnan(out).any():
@@ -93,9 +106,7 @@ def lane_sum(a: _ndarray) -> _ndarray:
 
 def _lanes_added(a: _ndarray, n: int) -> _ndarray:
     if n < 8:
-        total = _np.add(a[..., 0], a[..., 1])
-        for c in range(2, n):
-            _np.add(total, a[..., c], out=total)
+        total = _in_order(_np.add, a)
     else:
         blocks = n - n % 8
         if blocks > 8:
@@ -145,10 +156,7 @@ def exact_lane_extremes(dtype) -> bool:
         zeros = _np.where(patterns[:, _np.arange(n) % 6] == 1, -0.0, 0.0).astype(dtype)
         a = _np.concatenate([rng.standard_normal((64, n)).astype(dtype), zeros])
         for ufunc in (_np.minimum, _np.maximum):
-            out = ufunc(a[..., 0], a[..., 1])
-            for c in range(2, n):
-                ufunc(out, a[..., c], out=out)
-            if ufunc.reduce(a, -1).tobytes() != out.tobytes():
+            if ufunc.reduce(a, -1).tobytes() != _in_order(ufunc, a).tobytes():
                 return False
     return True
 
@@ -156,18 +164,14 @@ def exact_lane_extremes(dtype) -> bool:
 def with_short_axes(fun: Callable, ufunc: _np.ufunc) -> Callable:
     """``fun`` (np.sum: ``ufunc`` add; np.min, np.max and their aliases: minimum,
     maximum), called as ``fun(a, axis)``, by its short-axis form where one applies."""
-    if ufunc is _np.add:
-        def raw(a, axis=None, *args, **kwargs):
-            if type(axis) is int and not args and not kwargs and type(a) is _ndarray and \
-                    applies(a, axis, LANE_SUM_MIN_SIZE):
-                return lane_sum(a)
-            return fun(a, axis, *args, **kwargs)
-    else:
-        def raw(a, axis=None, *args, **kwargs):
-            if type(axis) is int and not args and not kwargs and type(a) is _ndarray and \
-                    applies(a, axis, LANE_EXTREME_MIN_SIZE):
-                return lane_extreme(ufunc, a)
-            return fun(a, axis, *args, **kwargs)
+    summing = ufunc is _np.add
+    min_size = LANE_SUM_MIN_SIZE if summing else LANE_EXTREME_MIN_SIZE
+
+    def raw(a, axis=None, *args, **kwargs):
+        if type(axis) is int and not args and not kwargs and type(a) is _ndarray and \
+                applies(a, axis, min_size):
+            return lane_sum(a) if summing else lane_extreme(ufunc, a)
+        return fun(a, axis, *args, **kwargs)
 
     raw.__name__ = raw.__qualname__ = fun.__name__
     raw.__doc__ = fun.__doc__

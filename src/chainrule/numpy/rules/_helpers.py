@@ -129,7 +129,7 @@ def unbroadcast(g, x):
                 if summed is None else summed
         elif lead == 1 and type(g) is _ndarray and len(g_shape) == 2 and g_shape[1] > 1 \
                 and g.dtype in _ROWS_SUMMED_DTYPES and g.flags.c_contiguous:
-            summed = _np.einsum("ij->j", g)  # (see _rows_summed)
+            summed = rows_sum(g, 1, *g_shape)[0]  # (see _rows_summed)
             g = summed if _np.isfinite(summed).all() else g.sum(axis=0)
         elif lead:  # leading axes only: x's shape already (the method: no NumPy wrapper)
             g = g.sum(axis=tuple(range(lead)))
@@ -143,7 +143,8 @@ def unbroadcast(g, x):
 # _rows_summed: the sum over the rows of a C-ordered n x k cotangent (a (k,) argument
 # broadcast over n rows: a bias, kmeans' |c|^2) is NumPy's add.reduce over axis 0, which
 # adds row after row and pays its loop's set-up per row (13 µs at 1000 x 10); einsum adds
-# the rows in the same order in one loop over them (4.6 µs), the same bits (k >= 2: a
+# the rows in the same order in one loop over them (4.6 µs: ``rows_sum`` of one block,
+# below), the same bits (k >= 2: a
 # single column is one contiguous run, which add.reduce sums pairwise; float16 einsum
 # adds in float32). einsum reports no floating-point error: where a sum is not finite,
 # the rows are summed again by add.reduce, for NumPy's warnings and errors (and jit's
