@@ -447,9 +447,13 @@ def _wide(g):
     a, b = g.vec(), g.vec()
     d, v = g.name("D"), g.name()
     extreme, axis = g.pick(["min", "max"]), g.pick(["2", "-1"])
-    g.emit(f"{d} = np.outer({a}, {b})[:, None, :] - T[None, :, :n]",
+    # (the rows' sum kept 2-d or not; the table scaled by the program's scalar or not: a
+    # Python float or a NumPy scalar, whose type decides the arrays' dtype)
+    rows = g.pick([f"np.sum({d}, axis=1)", f"np.sum({d}, axis=1, keepdims=True)[:, 0, :]"])
+    table = g.pick(["T", f"(T * {g.scal()})"])
+    g.emit(f"{d} = np.outer({a}, {b})[:, None, :] - {table}[None, :, :n]",
            f"{v} = np.sum(np.{extreme}({d} * {d}, axis={axis}), axis=1) / {WIDE_ROWS} + "
-           f"np.sum(np.sum({d}, axis=1) * {b}, axis=1) / {WIDE_ROWS}")
+           f"np.sum({rows} * {b}, axis=1) / {WIDE_ROWS}")
     g.vecs.append(v)
 
 
