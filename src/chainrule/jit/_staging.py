@@ -190,7 +190,7 @@ class Record(list):
                 return known[1]
             copy = _copied(value)
             self.copies[key] = (weakref.ref(value), copy)
-            if copy.nbytes > LARGE_CONSTANT:
+            if held_bytes(copy) > LARGE_CONSTANT:  # (a broadcast copy holds one block)
                 self.large.append(copy)
             return copy
         if t is tuple:
